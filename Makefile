@@ -1,0 +1,52 @@
+# Every target creates .venv and installs what it needs, so each works as the first command on a
+# fresh clone. The stamp files re-install when pyproject.toml changes.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+PIP := $(PY) -m pip --disable-pip-version-check --quiet
+# Two cores: the test suite runs on both.
+PYTEST_WORKERS ?= 2
+
+.PHONY: demo test bench docs lint typecheck clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip setuptools wheel
+
+$(VENV)/.core: pyproject.toml | $(PY)
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.test: pyproject.toml | $(PY)
+	$(PIP) install -e '.[test]'
+	@touch $@
+
+$(VENV)/.docs: pyproject.toml | $(PY)
+	$(PIP) install -e '.[docs]'
+	@touch $@
+
+$(VENV)/.lint: pyproject.toml | $(PY)
+	$(PIP) install -e '.[lint,test]'
+	@touch $@
+
+demo: $(VENV)/.core
+	$(BIN)/optsched demo
+
+test: $(VENV)/.test
+	$(PY) -W error -c "import optsched"
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider
+
+bench: $(VENV)/.core
+	$(PY) benchmarks/run.py
+
+docs: $(VENV)/.docs
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+lint: $(VENV)/.lint
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) docs/_build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""DNN workload profiles (TOML) shipped with optsched; see :mod:`optsched.profiles`."""

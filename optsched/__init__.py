@@ -1,0 +1,33 @@
+"""optsched: exact and online optimization formulations for scheduling deep-learning training.
+
+Subpackages
+-----------
+solvers
+    One ``solve`` for Pyomo models and cvxpy problems, with mapped statuses.
+jobs
+    Cluster job scheduling (OASiS family): instances, exact offline ILP, online primal-dual.
+comm
+    Communication scheduling in a training iteration (PACE family).
+placement
+    Placement ILPs and heuristics.
+"""
+
+from optsched._version import __version__
+from optsched.errors import (
+    InvalidInstanceError,
+    InvalidScheduleError,
+    ModelError,
+    NotOptimalError,
+    OptschedError,
+    SolverUnavailableError,
+)
+
+__all__ = [
+    "InvalidInstanceError",
+    "InvalidScheduleError",
+    "ModelError",
+    "NotOptimalError",
+    "OptschedError",
+    "SolverUnavailableError",
+    "__version__",
+]

@@ -1,0 +1,127 @@
+"""Bridge from pydantic's validation errors to :class:`~optsched.errors.InvalidInstanceError`.
+
+File formats are declared as frozen pydantic models (field types, bounds, JSON Schema for free);
+this module turns pydantic's error locations into the field paths optsched promises in its
+messages, e.g. ``jobs[3].epochs: must be >= 1, got 0``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from optsched.errors import InvalidInstanceError
+
+__all__ = ["Frozen", "field_path", "load_data", "parse", "raise_invalid"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Frozen(BaseModel):
+    """Base of optsched's file-format models: immutable, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=False)
+
+
+def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
+    """Render a pydantic error location as ``a.b[3].c``.
+
+    Discriminated-union tags that pydantic inserts into the location (e.g. ``sigmoid``) are kept
+    out of the path only when they are not field names of the data; the caller sees the data's
+    own shape.
+    """
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).startswith(("function-", "tagged-union[")):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _message(err: dict[str, Any]) -> str:
+    ctx = err.get("ctx") or {}
+    kind = err.get("type", "")
+    got = err.get("input")
+    shown = json.dumps(got) if isinstance(got, (int, float, str, bool)) or got is None else None
+    suffix = f", got {shown}" if shown is not None else ""
+    if kind == "greater_than_equal":
+        return f"must be >= {ctx.get('ge')}{suffix}"
+    if kind == "greater_than":
+        return f"must be > {ctx.get('gt')}{suffix}"
+    if kind == "less_than_equal":
+        return f"must be <= {ctx.get('le')}{suffix}"
+    if kind == "less_than":
+        return f"must be < {ctx.get('lt')}{suffix}"
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a known field"
+    if kind == "value_error":
+        return str(ctx.get("error", err.get("msg", "invalid value")))
+    return f"{err.get('msg', 'invalid value')}{suffix}"
+
+
+def raise_invalid(exc: ValidationError, prefix: str = "") -> None:
+    """Re-raise a pydantic :class:`ValidationError` as :class:`InvalidInstanceError`."""
+    errors = []
+    for e in exc.errors():
+        inner = (e.get("ctx") or {}).get("error")
+        if isinstance(inner, InvalidInstanceError):
+            # A model validator raised a field-named error: keep its path, under the location.
+            base = field_path(e["loc"], prefix)
+            errors.extend(
+                (f"{base}.{f}" if base else f, m) for f, m in inner.errors
+            )
+        else:
+            errors.append((field_path(e["loc"], prefix), _message(dict(e))))
+    field, message = errors[0]
+    raise InvalidInstanceError(field, message, errors) from None
+
+
+def parse(model: type[M], data: Any, prefix: str = "") -> M:
+    """Validate ``data`` into ``model`` or raise :class:`InvalidInstanceError` naming the field."""
+    if not isinstance(data, dict):
+        raise InvalidInstanceError(prefix or "<root>", f"must be an object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise_invalid(exc, prefix)
+        raise  # unreachable; keeps type checkers content
+
+
+def load_data(path: str | Path) -> Any:
+    """Read a JSON or TOML file (by extension; JSON otherwise) without trusting its content.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The file cannot be read or parsed; the field is ``"<file>"``.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInstanceError("<file>", f"cannot read {p}: {exc.strerror or exc}") from None
+    try:
+        if p.suffix.lower() == ".toml":
+            return tomllib.loads(text)
+        return json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidInstanceError("<file>", f"{p} is not valid {p.suffix or 'JSON'}: {exc}") from None
+
+
+def check(condition: bool, field: str, message: str) -> None:
+    """Raise :class:`InvalidInstanceError` for ``field`` unless ``condition`` holds."""
+    if not condition:
+        raise InvalidInstanceError(field, message)
+
+
+Validator = Callable[[Any], Any]

@@ -1,0 +1,91 @@
+"""The ``optsched`` command.
+
+Each family registers its subcommands from its own module (listed in :data:`SUBCOMMAND_MODULES`,
+each exposing ``register(group)``), so the root stays small. :func:`main` maps optsched's typed
+errors onto the exit codes of DESIGN §2.2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from optsched._version import __version__
+from optsched.cli.common import (
+    EXIT_INVALID,
+    EXIT_NOT_OPTIMAL,
+    EXIT_OTHER,
+    err_console,
+    print_json,
+)
+
+__all__ = ["SUBCOMMAND_MODULES", "cli", "main"]
+
+#: Modules that add subcommands; each defines ``register(group: click.Group) -> None``.
+SUBCOMMAND_MODULES: list[str] = [
+    "optsched.cli.core",
+]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="optsched")
+def cli() -> None:
+    """Exact and online optimization for scheduling deep-learning training in GPU clusters."""
+
+
+for _name in SUBCOMMAND_MODULES:
+    importlib.import_module(_name).register(cli)
+
+
+def _error_payload(exc: BaseException) -> dict[str, Any]:
+    payload: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc)}
+    field = getattr(exc, "field", None)
+    if field is not None:
+        payload["field"] = field
+    result = getattr(exc, "result", None)
+    if result is not None and hasattr(result, "to_dict"):
+        payload.update(result.to_dict())
+    return payload
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return (and exit with) its exit code."""
+    from optsched.errors import InvalidInstanceError, NotOptimalError, OptschedError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    code = 0
+    try:
+        cli.main(args=args, prog_name="optsched", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = int(exc.exit_code or 0)
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        code = EXIT_OTHER
+    except click.ClickException as exc:
+        # Usage errors are invalid input (click's own convention is also 2).
+        exc.show(file=sys.stderr)
+        code = EXIT_INVALID if exc.exit_code == 2 else EXIT_OTHER
+        if as_json:
+            print_json({"error": "UsageError", "message": exc.format_message()})
+    except InvalidInstanceError as exc:
+        err_console.print(f"[red]invalid input[/red] {exc}", highlight=False)
+        code = EXIT_INVALID
+        if as_json:
+            print_json(_error_payload(exc))
+    except NotOptimalError as exc:
+        err_console.print(f"[yellow]not optimal[/yellow] {exc}", highlight=False)
+        code = EXIT_NOT_OPTIMAL
+        if as_json:
+            print_json(_error_payload(exc))
+    except (OptschedError, OSError) as exc:
+        err_console.print(f"[red]error[/red] {exc}", highlight=False)
+        code = EXIT_OTHER
+        if as_json:
+            print_json(_error_payload(exc))
+    if argv is None:
+        sys.exit(code)
+    return code

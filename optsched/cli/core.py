@@ -1,0 +1,84 @@
+"""Family-independent subcommands: ``schema`` and ``validate``.
+
+Families register their file formats in :data:`SCHEMAS` (name -> ``"module:function"`` returning a
+JSON Schema dict) and their checkers in :data:`VALIDATORS` (instance ``kind`` -> ``"module:function"``
+taking ``(instance_path, schedule_path_or_None)`` and returning a JSON-ready report dict with a
+boolean ``"valid"``). Imports are lazy so ``optsched --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from optsched.cli.common import err_console, json_option, print_json
+from optsched.errors import InvalidInstanceError
+
+__all__ = ["SCHEMAS", "VALIDATORS", "register"]
+
+#: Schema name -> "module:function" returning the JSON Schema (a dict).
+SCHEMAS: dict[str, str] = {
+    "oasis-instance": "optsched.jobs.instance:instance_schema",
+    "oasis-schedule": "optsched.jobs.schedule:schedule_schema",
+    "dnn-profile": "optsched.profiles:profile_schema",
+}
+
+#: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->
+#: "module:function" taking (instance path, schedule path or None) and returning a report dict.
+VALIDATORS: dict[str, str] = {
+    "oasis-instance": "optsched.jobs.cli_support:validate_files",
+}
+
+
+def _resolve(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@click.command("schema")
+@click.argument("name", type=click.Choice(sorted(SCHEMAS), case_sensitive=False), required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the schema names.")
+def schema_cmd(name: str | None, list_only: bool) -> None:
+    """Print the JSON Schema of a file format (instances, schedules, profiles)."""
+    if list_only or name is None:
+        for key in sorted(SCHEMAS):
+            click.echo(key)
+        return
+    print_json(_resolve(SCHEMAS[name.lower()])())
+
+
+@click.command("validate")
+@click.argument("instance", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("schedule", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@json_option
+def validate_cmd(instance: Path, schedule: Path | None, as_json: bool) -> None:
+    """Check INSTANCE, and SCHEDULE against it when given.
+
+    Exits 0 when everything is valid, 2 when the instance or the schedule is not (the message
+    names the field or lists every violated constraint).
+    """
+    from optsched._validation import load_data
+
+    data = load_data(instance)
+    kind = data.get("kind", "oasis-instance") if isinstance(data, dict) else "oasis-instance"
+    if kind not in VALIDATORS:
+        raise InvalidInstanceError("kind", f"unknown instance kind {kind!r}; known: {sorted(VALIDATORS)}")
+    report = _resolve(VALIDATORS[kind])(instance, schedule)
+    if as_json:
+        print_json(report)
+    else:
+        lines = report.get("lines") or []
+        for line in lines:
+            err_console.print(line, highlight=False)
+        err_console.print("[green]valid[/green]" if report["valid"] else "[red]invalid[/red]")
+    if not report["valid"]:
+        raise click.exceptions.Exit(2)
+
+
+def register(group: click.Group) -> None:
+    """Add ``schema`` and ``validate`` to the root command."""
+    group.add_command(schema_cmd)
+    group.add_command(validate_cmd)

@@ -1,0 +1,222 @@
+"""DNN workload profiles: gradient tensors and per-layer compute times, loaded from ``models/``.
+
+A profile lists a network's layers in forward (topological) order. Each layer carries the
+gradient tensors it owns (in forward order, with exact parameter counts), its forward and
+backward compute times with their provenance, and the layers whose outputs it reads (``inputs``;
+omitted means "the previous layer", so chain models need no edges).
+
+Profiles ship in the wheel as ``optsched.models/*.toml``; users load their own with
+:func:`load_profile` on a path.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from optsched._validation import Frozen, load_data, parse
+from optsched.errors import InvalidInstanceError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = [
+    "ComputeInfo",
+    "Layer",
+    "Profile",
+    "Tensor",
+    "available_profiles",
+    "load_profile",
+    "profile_schema",
+]
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+class Tensor(Frozen):
+    """One gradient tensor (= one parameter tensor)."""
+
+    name: str = Field(min_length=1)
+    params: PositiveInt = Field(description="Number of scalar parameters.")
+
+
+class Layer(Frozen):
+    """One layer (op) of the network, in forward order."""
+
+    name: str = Field(min_length=1)
+    forward_ms: NonNegative = Field(description="Forward compute time of one minibatch (ms).")
+    backward_ms: NonNegative = Field(description="Backward compute time of one minibatch (ms).")
+    flops: NonNegative | None = Field(
+        default=None, description="Forward FLOPs per minibatch, when times are estimated."
+    )
+    tensors: tuple[Tensor, ...] = ()
+    inputs: tuple[str, ...] | None = Field(
+        default=None,
+        description="Layers whose outputs this layer reads; omitted means the previous layer.",
+    )
+
+
+class ComputeInfo(Frozen):
+    """Where the compute times come from."""
+
+    provenance: Literal["measured", "estimated"]
+    device: str = Field(min_length=1)
+    throughput_tflops: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Sustained throughput assumed when times are estimated."
+    )
+    batch_size: PositiveInt
+    note: str = ""
+
+
+class Profile(Frozen):
+    """A DNN workload profile.
+
+    Attributes
+    ----------
+    name : str
+        Identifier (file stem), e.g. ``"resnet50"``.
+    display_name : str
+        Human name, e.g. ``"ResNet-50"``.
+    source : str
+        The architecture definition the tensors were derived from.
+    total_params : int
+        Declared parameter total; validated to equal the sum over tensors.
+    dtype_bytes : int
+        Bytes per gradient element (4 for fp32).
+    compute : ComputeInfo
+        Provenance of the compute times.
+    layers : tuple of Layer
+        Layers in forward order.
+    """
+
+    name: str = Field(min_length=1)
+    display_name: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    total_params: PositiveInt
+    dtype_bytes: PositiveInt = 4
+    compute: ComputeInfo
+    layers: tuple[Layer, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Profile:
+        seen: dict[str, int] = {}
+        tensor_names: set[str] = set()
+        for i, layer in enumerate(self.layers):
+            if layer.name in seen:
+                raise InvalidInstanceError(
+                    f"layers[{i}].name", f"duplicate layer name {layer.name!r}"
+                )
+            for j, src in enumerate(layer.inputs or ()):
+                if src not in seen:
+                    raise InvalidInstanceError(
+                        f"layers[{i}].inputs[{j}]",
+                        f"{src!r} is not an earlier layer (layers are in forward order)",
+                    )
+            for j, t in enumerate(layer.tensors):
+                if t.name in tensor_names:
+                    raise InvalidInstanceError(
+                        f"layers[{i}].tensors[{j}].name", f"duplicate tensor name {t.name!r}"
+                    )
+                tensor_names.add(t.name)
+            seen[layer.name] = i
+        total = sum(t.params for layer in self.layers for t in layer.tensors)
+        if total != self.total_params:
+            raise InvalidInstanceError(
+                "total_params", f"declares {self.total_params} but the tensors sum to {total}"
+            )
+        return self
+
+    @cached_property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """All gradient tensors in forward order."""
+        return tuple(t for layer in self.layers for t in layer.tensors)
+
+    @cached_property
+    def tensor_layer(self) -> np.ndarray:
+        """Index of the owning layer of each tensor (aligned with :attr:`tensors`)."""
+        return np.array(
+            [i for i, layer in enumerate(self.layers) for _ in layer.tensors], dtype=np.int64
+        )
+
+    @cached_property
+    def tensor_bytes(self) -> np.ndarray:
+        """Gradient size of each tensor in bytes (aligned with :attr:`tensors`)."""
+        return np.array([t.params * self.dtype_bytes for t in self.tensors], dtype=np.float64)
+
+    def layer_inputs(self, i: int) -> tuple[str, ...]:
+        """Input layers of layer ``i`` (the previous layer when not given)."""
+        layer = self.layers[i]
+        if layer.inputs is not None:
+            return layer.inputs
+        return (self.layers[i - 1].name,) if i > 0 else ()
+
+    @property
+    def is_chain(self) -> bool:
+        """Whether every layer reads exactly the previous one."""
+        return all(
+            self.layer_inputs(i) == ((self.layers[i - 1].name,) if i else ())
+            for i in range(len(self.layers))
+        )
+
+    def graph(self) -> nx.DiGraph:
+        """The forward layer DAG (nodes are layer names, in forward order)."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for i, layer in enumerate(self.layers):
+            g.add_node(layer.name, index=i)
+            for src in self.layer_inputs(i):
+                g.add_edge(src, layer.name)
+        return g
+
+
+def available_profiles() -> list[str]:
+    """Names of the profiles shipped in ``models/``."""
+    root = resources.files("optsched.models")
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """Load a shipped profile by name, or a profile file by path.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A name from :func:`available_profiles` (e.g. ``"resnet50"``) or a path to a ``.toml`` or
+        ``.json`` file.
+
+    Returns
+    -------
+    Profile
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown name, unreadable file, or a field that fails validation (the message names it).
+    """
+    path = Path(name_or_path)
+    if path.suffix.lower() in {".toml", ".json"} or path.exists():
+        data = load_data(path)
+    else:
+        name = str(name_or_path).lower().replace("-", "_")
+        root = resources.files("optsched.models")
+        candidate = root / f"{name}.toml"
+        if not candidate.is_file():
+            raise InvalidInstanceError(
+                "model", f"unknown profile {name_or_path!r}; known: {', '.join(available_profiles())}"
+            )
+        import tomllib
+
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    return parse(Profile, data)
+
+
+def profile_schema() -> dict[str, object]:
+    """JSON Schema of a profile file."""
+    return Profile.model_json_schema()

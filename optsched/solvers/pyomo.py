@@ -1,0 +1,339 @@
+"""Solve Pyomo models: HiGHS through ``pyomo.contrib.solver`` by default, any Pyomo solver by name.
+
+This is one of the two places in optsched that import a solver interface (the other is
+:mod:`optsched.solvers.cvxpy`). Formulation modules build a Pyomo model and hand it here.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from optsched.errors import NotOptimalError, SolverUnavailableError
+from optsched.solvers.registry import require
+from optsched.solvers.result import (
+    SolutionStatus,
+    SolveResult,
+    Status,
+    TerminationCondition,
+    relative_gap,
+)
+
+__all__ = ["HIGHS_STATUS_MAP", "PYOMO_TERMINATION_MAP", "solve_pyomo"]
+
+TC = TerminationCondition
+
+#: Every native HiGHS model status (``highspy.HighsModelStatus``) mapped onto
+#: :class:`TerminationCondition`. A test checks the map is total.
+HIGHS_STATUS_MAP: dict[str, TerminationCondition] = {
+    "kNotset": TC.UNKNOWN,
+    "kLoadError": TC.ERROR,
+    "kModelError": TC.ERROR,
+    "kPresolveError": TC.ERROR,
+    "kSolveError": TC.NUMERICAL_ERROR,
+    "kPostsolveError": TC.NUMERICAL_ERROR,
+    "kModelEmpty": TC.OPTIMAL,
+    "kOptimal": TC.OPTIMAL,
+    "kInfeasible": TC.INFEASIBLE,
+    "kUnboundedOrInfeasible": TC.INFEASIBLE_OR_UNBOUNDED,
+    "kUnbounded": TC.UNBOUNDED,
+    "kObjectiveBound": TC.OTHER_LIMIT,
+    "kObjectiveTarget": TC.OTHER_LIMIT,
+    "kTimeLimit": TC.TIME_LIMIT,
+    "kIterationLimit": TC.ITERATION_LIMIT,
+    "kUnknown": TC.UNKNOWN,
+    "kSolutionLimit": TC.OTHER_LIMIT,
+    "kInterrupt": TC.INTERRUPTED,
+    "kMemoryLimit": TC.OTHER_LIMIT,
+    "kHighsInterrupt": TC.INTERRUPTED,
+}
+
+#: Every ``pyomo.contrib.solver`` termination condition mapped onto ours (used for solvers other
+#: than HiGHS, whose native code we cannot read).
+PYOMO_TERMINATION_MAP: dict[str, TerminationCondition] = {
+    "convergenceCriteriaSatisfied": TC.OPTIMAL,
+    "maxTimeLimit": TC.TIME_LIMIT,
+    "iterationLimit": TC.ITERATION_LIMIT,
+    "objectiveLimit": TC.OTHER_LIMIT,
+    "minStepLength": TC.NUMERICAL_ERROR,
+    "unbounded": TC.UNBOUNDED,
+    "provenInfeasible": TC.INFEASIBLE,
+    "locallyInfeasible": TC.INFEASIBLE,
+    "infeasibleOrUnbounded": TC.INFEASIBLE_OR_UNBOUNDED,
+    "error": TC.ERROR,
+    "interrupted": TC.INTERRUPTED,
+    "licensingProblems": TC.ERROR,
+    "emptyModel": TC.OPTIMAL,
+    "unknown": TC.UNKNOWN,
+}
+
+#: Legacy ``pyomo.opt`` termination conditions (solvers reached through ``SolverFactory``).
+LEGACY_TERMINATION_MAP: dict[str, TerminationCondition] = {
+    "globallyOptimal": TC.OPTIMAL,
+    "optimal": TC.OPTIMAL,
+    "locallyOptimal": TC.OPTIMAL,
+    "maxTimeLimit": TC.TIME_LIMIT,
+    "maxIterations": TC.ITERATION_LIMIT,
+    "maxEvaluations": TC.ITERATION_LIMIT,
+    "minFunctionValue": TC.OTHER_LIMIT,
+    "minStepLength": TC.NUMERICAL_ERROR,
+    "other": TC.UNKNOWN,
+    "unbounded": TC.UNBOUNDED,
+    "infeasible": TC.INFEASIBLE,
+    "infeasibleOrUnbounded": TC.INFEASIBLE_OR_UNBOUNDED,
+    "invalidProblem": TC.ERROR,
+    "intermediateNonInteger": TC.OTHER_LIMIT,
+    "noSolution": TC.UNKNOWN,
+    "solverFailure": TC.ERROR,
+    "internalSolverError": TC.ERROR,
+    "error": TC.ERROR,
+    "userInterrupt": TC.INTERRUPTED,
+    "resourceInterrupt": TC.INTERRUPTED,
+    "licensingProblems": TC.ERROR,
+    "feasible": TC.OTHER_LIMIT,
+    "unknown": TC.UNKNOWN,
+}
+
+_CONTRIB_NAMES = {"highs": "highs", "scip": "scip_direct"}
+
+
+def _version_str(version: Any) -> str:
+    if version is None:
+        return ""
+    if isinstance(version, tuple):
+        return ".".join(str(v) for v in version)
+    return str(version)
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _is_minimize(model: Any) -> bool:
+    import pyomo.environ as pyo
+
+    objs = list(model.component_data_objects(pyo.Objective, active=True))
+    return not objs or objs[0].sense == pyo.minimize
+
+
+def solve_pyomo(
+    model: Any,
+    solver: str = "highs",
+    *,
+    time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    accept_feasible: bool = False,
+    build_seconds: float = 0.0,
+    options: dict[str, Any] | None = None,
+) -> SolveResult:
+    """Solve a Pyomo model and load its solution into the model's variables.
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        The model; it must have exactly one active objective.
+    solver : str, default "highs"
+        ``"highs"`` (``pyomo.contrib.solver``, the successor of appsi), ``"scip"``, or any name
+        Pyomo's legacy ``SolverFactory`` knows (``"appsi_highs"``, ``"cbc"``, ``"glpk"``...).
+    time_limit : float, optional
+        Wall-clock limit in seconds.
+    mip_gap : float, optional
+        Relative MIP gap at which the solver may stop and call the point optimal.
+    threads : int, optional
+        Solver threads.
+    accept_feasible : bool, default False
+        Return a feasible incumbent found before a limit instead of raising.
+    build_seconds : float
+        Model-building time to record in the result.
+    options : dict, optional
+        Extra solver-specific options.
+
+    Returns
+    -------
+    SolveResult
+        With the solution loaded into ``model`` whenever ``result.has_solution``.
+
+    Raises
+    ------
+    SolverUnavailableError
+        The solver is not installed.
+    NotOptimalError
+        The solve did not prove optimality and either ``accept_feasible`` is false or there is
+        no feasible point to accept.
+    """
+    require(solver, "pyomo")
+    if solver in _CONTRIB_NAMES:
+        result = _solve_contrib(model, solver, time_limit, mip_gap, threads, build_seconds, options)
+    else:
+        result = _solve_legacy(model, solver, time_limit, mip_gap, threads, build_seconds, options)
+    return check(result, accept_feasible)
+
+
+def check(result: SolveResult, accept_feasible: bool) -> SolveResult:
+    """Apply the never-silently-non-optimal policy: return ``result`` or raise.
+
+    Raises
+    ------
+    NotOptimalError
+        Unless the result is optimal, or feasible with ``accept_feasible``.
+    """
+    if result.status is Status.OPTIMAL:
+        return result
+    if accept_feasible and result.status is Status.FEASIBLE:
+        return result
+    raise NotOptimalError(result)
+
+
+def _solve_contrib(
+    model: Any,
+    solver: str,
+    time_limit: float | None,
+    mip_gap: float | None,
+    threads: int | None,
+    build_seconds: float,
+    options: dict[str, Any] | None,
+) -> SolveResult:
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    opt = SolverFactory(_CONTRIB_NAMES[solver])
+    if not opt.available():
+        raise SolverUnavailableError(f"solver {solver!r} is installed but reports unavailable")
+    kwargs: dict[str, Any] = {
+        "load_solutions": False,
+        "raise_exception_on_nonoptimal_result": False,
+    }
+    if time_limit is not None:
+        kwargs["time_limit"] = float(time_limit)
+    if mip_gap is not None:
+        kwargs["rel_gap"] = float(mip_gap)
+    if threads is not None:
+        kwargs["threads"] = int(threads)
+    if options:
+        kwargs["solver_options"] = dict(options)
+    start = time.perf_counter()
+    res = opt.solve(model, **kwargs)
+    elapsed = time.perf_counter() - start
+
+    native = ""
+    termination = PYOMO_TERMINATION_MAP.get(res.termination_condition.name, TC.UNKNOWN)
+    highs = getattr(opt, "_solver_model", None)
+    if solver == "highs" and highs is not None:
+        # Read HiGHS's own status: it distinguishes limits Pyomo folds together.
+        native = highs.modelStatusToString(highs.getModelStatus())
+        code = highs.getModelStatus().name
+        termination = HIGHS_STATUS_MAP.get(code, TC.UNKNOWN)
+        native = code
+    else:
+        native = res.termination_condition.name
+    sol_name = res.solution_status.name
+    if sol_name == "optimal":
+        solution = SolutionStatus.OPTIMAL
+    elif sol_name == "feasible":
+        solution = SolutionStatus.FEASIBLE
+    else:
+        solution = SolutionStatus.NO_SOLUTION
+    if solution is SolutionStatus.OPTIMAL and termination is not TC.OPTIMAL:
+        solution = SolutionStatus.FEASIBLE
+    if solution is not SolutionStatus.NO_SOLUTION:
+        res.solution_loader.load_vars()
+    objective = _finite(res.incumbent_objective) if solution is not SolutionStatus.NO_SOLUTION else None
+    bound = _finite(res.objective_bound)
+    if termination is TC.OPTIMAL and objective is not None and bound is None:
+        bound = objective
+    return SolveResult(
+        termination=termination,
+        solution_status=solution,
+        objective=objective,
+        bound=bound,
+        gap=relative_gap(objective, bound),
+        build_seconds=build_seconds,
+        solve_seconds=elapsed,
+        solver=solver,
+        solver_version=_version_str(res.solver_version),
+        native_status=native,
+    )
+
+
+def _solve_legacy(
+    model: Any,
+    solver: str,
+    time_limit: float | None,
+    mip_gap: float | None,
+    threads: int | None,
+    build_seconds: float,
+    options: dict[str, Any] | None,
+) -> SolveResult:
+    import pyomo.environ as pyo
+
+    opt = pyo.SolverFactory(solver)
+    if opt is None or not opt.available(exception_flag=False):
+        raise SolverUnavailableError(
+            f"Pyomo solver {solver!r} is not available on this machine; see available_solvers()"
+        )
+    opts: dict[str, Any] = dict(options or {})
+    if solver.startswith("appsi_"):
+        if time_limit is not None:
+            opt.config.time_limit = float(time_limit)
+        if mip_gap is not None:
+            opt.config.mip_gap = float(mip_gap)
+        if threads is not None:
+            opts["threads"] = int(threads)
+        for key, value in opts.items():
+            opt.highs_options[key] = value
+        start = time.perf_counter()
+        results = opt.solve(model, load_solutions=False)
+    else:
+        if time_limit is not None:
+            opts.setdefault({"glpk": "tmlim", "cbc": "sec"}.get(solver, "timelimit"), time_limit)
+        if mip_gap is not None:
+            opts.setdefault({"glpk": "mipgap", "cbc": "ratio"}.get(solver, "mipgap"), mip_gap)
+        if threads is not None and solver == "cbc":
+            opts.setdefault("threads", threads)
+        start = time.perf_counter()
+        results = opt.solve(model, load_solutions=False, options=opts)
+    elapsed = time.perf_counter() - start
+    tc_name = str(results.solver.termination_condition).split(".")[-1]
+    termination = LEGACY_TERMINATION_MAP.get(tc_name, TC.UNKNOWN)
+    has_point = len(getattr(results, "solution", [])) > 0
+    if solver.startswith("appsi_"):
+        has_point = termination is TC.OPTIMAL or (
+            getattr(results, "best_feasible_objective", None) is not None
+        )
+    solution = SolutionStatus.NO_SOLUTION
+    objective = None
+    if has_point:
+        try:
+            if solver.startswith("appsi_"):
+                results.solution_loader.load_vars()
+            else:
+                model.solutions.load_from(results)
+            solution = (
+                SolutionStatus.OPTIMAL if termination is TC.OPTIMAL else SolutionStatus.FEASIBLE
+            )
+            objs = list(model.component_data_objects(pyo.Objective, active=True))
+            objective = _finite(pyo.value(objs[0])) if objs else None
+        except Exception:  # noqa: BLE001 - a solver with no loadable point has no solution
+            solution = SolutionStatus.NO_SOLUTION
+    bound = None
+    problem = getattr(results, "problem", None)
+    if problem is not None:
+        lower, upper = _finite(problem.lower_bound), _finite(problem.upper_bound)
+        bound = lower if _is_minimize(model) else upper
+    if termination is TC.OPTIMAL and objective is not None and bound is None:
+        bound = objective
+    return SolveResult(
+        termination=termination,
+        solution_status=solution,
+        objective=objective,
+        bound=bound,
+        gap=relative_gap(objective, bound),
+        build_seconds=build_seconds,
+        solve_seconds=elapsed,
+        solver=solver,
+        solver_version=_version_str(opt.version()) if hasattr(opt, "version") else "",
+        native_status=tc_name,
+    )
