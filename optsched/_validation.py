@@ -77,9 +77,7 @@ def raise_invalid(exc: ValidationError, prefix: str = "") -> None:
         if isinstance(inner, InvalidInstanceError):
             # A model validator raised a field-named error: keep its path, under the location.
             base = field_path(e["loc"], prefix)
-            errors.extend(
-                (f"{base}.{f}" if base else f, m) for f, m in inner.errors
-            )
+            errors.extend((f"{base}.{f}" if base else f, m) for f, m in inner.errors)
         else:
             errors.append((field_path(e["loc"], prefix), _message(dict(e))))
     field, message = errors[0]
@@ -89,7 +87,9 @@ def raise_invalid(exc: ValidationError, prefix: str = "") -> None:
 def parse(model: type[M], data: Any, prefix: str = "") -> M:
     """Validate ``data`` into ``model`` or raise :class:`InvalidInstanceError` naming the field."""
     if not isinstance(data, dict):
-        raise InvalidInstanceError(prefix or "<root>", f"must be an object, got {type(data).__name__}")
+        raise InvalidInstanceError(
+            prefix or "<root>", f"must be an object, got {type(data).__name__}"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -115,7 +115,9 @@ def load_data(path: str | Path) -> Any:
             return tomllib.loads(text)
         return json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InvalidInstanceError("<file>", f"{p} is not valid {p.suffix or 'JSON'}: {exc}") from None
+        raise InvalidInstanceError(
+            "<file>", f"{p} is not valid {p.suffix or 'JSON'}: {exc}"
+        ) from None
 
 
 def check(condition: bool, field: str, message: str) -> None:

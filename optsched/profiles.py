@@ -209,7 +209,8 @@ def load_profile(name_or_path: str | Path) -> Profile:
         candidate = root / f"{name}.toml"
         if not candidate.is_file():
             raise InvalidInstanceError(
-                "model", f"unknown profile {name_or_path!r}; known: {', '.join(available_profiles())}"
+                "model",
+                f"unknown profile {name_or_path!r}; known: {', '.join(available_profiles())}",
             )
         import tomllib
 
