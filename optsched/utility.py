@@ -112,7 +112,7 @@ Utility = Annotated[Sigmoid | Linear | Step | Constant, Field(discriminator="kin
 def utility_table(utility: _Base, arrival: int, horizon: int) -> np.ndarray:
     r"""Utility of completing at the end of each slot ``t`` in ``0..horizon-1``.
 
-    Entry ``t`` is :math:`f(t + 1 - a)` for :math:`t \\ge a` and 0 before the arrival ``a``
+    Entry ``t`` is :math:`f(t + 1 - a)` for :math:`t \ge a` and 0 before the arrival ``a``
     (DESIGN §2.3: a job whose last slot is ``t`` completes at ``t + 1``).
 
     Returns

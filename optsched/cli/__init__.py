@@ -27,6 +27,7 @@ __all__ = ["SUBCOMMAND_MODULES", "cli", "main"]
 #: Modules that add subcommands; each defines ``register(group: click.Group) -> None``.
 SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.core",
+    "optsched.cli.oasis",
 ]
 
 

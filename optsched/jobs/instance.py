@@ -111,7 +111,7 @@ class Job(Frozen):
         return (self.minibatch_seconds + comm) / slot_seconds
 
     def work_per_chunk(self, slot_seconds: float) -> float:
-        r"""Worker-slots one chunk-epoch needs, :math:`w_i = M_i(\\tau_i + 2e_i/b_i)`."""
+        r"""Worker-slots one chunk-epoch needs, :math:`w_i = M_i(\tau_i + 2e_i/b_i)`."""
         return self.minibatches * self.minibatch_slots(slot_seconds)
 
     @property

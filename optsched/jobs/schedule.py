@@ -222,7 +222,7 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
     gets nothing), ``before_arrival`` (9)-(10), ``work_requirement`` (2), ``worker_cap`` (3),
     ``worker_capacity`` (4), ``ps_capacity`` (5), ``ps_bandwidth`` (6), ``ps_count`` (7),
     ``completion`` (8: the reported completion is the last slot with workers + 1) and
-    ``utility`` (the reported utilities match :math:`f_i(\\text{completion} - a_i)`).
+    ``utility`` (the reported utilities match :math:`f_i(\text{completion} - a_i)`).
 
     Parameters
     ----------
@@ -235,7 +235,7 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
 
     Notes
     -----
-    Runs in :math:`O(\\text{entries} \\cdot R)` time. It deliberately re-implements every rule
+    Runs in :math:`O(\text{entries} \cdot R)` time. It deliberately re-implements every rule
     with plain loops instead of reusing the ILP or the oracle.
     """
     rep = ValidationReport()
