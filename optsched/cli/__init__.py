@@ -60,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in args
     code = 0
     try:
-        cli.main(args=args, prog_name="optsched", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="optsched", standalone_mode=False)
+        # Without standalone mode click returns the code of a ``click.exceptions.Exit``.
+        if isinstance(rv, int):
+            code = rv
     except click.exceptions.Exit as exc:
         code = int(exc.exit_code or 0)
     except click.exceptions.Abort:

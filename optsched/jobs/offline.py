@@ -114,7 +114,7 @@ class OfflineResult:
 
 
 def build_model(instance: OasisInstance, *, relax: bool = False) -> Any:
-    """Build the Pyomo model of the offline problem.
+    r"""Build the Pyomo model of the offline problem.
 
     Parameters
     ----------
@@ -228,7 +228,7 @@ def _capacity(
     var: Any,
     index: Any,
 ) -> dict[tuple[int, int, int], Any]:
-    """Collect :math:`\\sum_i d_i^r v_{i t s} \\le C_s^r` terms per (slot, server, resource)."""
+    r"""Collect :math:`\sum_i d_i^r v_{i t s} \le C_s^r` terms per (slot, server, resource)."""
     terms: dict[tuple[int, int], list[tuple[int, Any]]] = {}
     for i, t, s in index:
         terms.setdefault((t, s), []).append((i, var[i, t, s]))

@@ -1,0 +1,79 @@
+"""Hypothesis strategies that build valid OASiS instances by construction."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from optsched.jobs.instance import OasisInstance
+
+RES = ("gpu", "cpu", "bandwidth")
+
+
+@st.composite
+def utilities(draw: st.DrawFn) -> dict:
+    kind = draw(st.sampled_from(["sigmoid", "linear", "step", "constant"]))
+    value = draw(st.floats(0.5, 100.0))
+    if kind == "sigmoid":
+        return {
+            "kind": kind,
+            "priority": value,
+            "steepness": draw(st.sampled_from([0.0, 0.5, 5.0])),
+            "target": draw(st.floats(1.0, 5.0)),
+        }
+    if kind == "linear":
+        return {"kind": kind, "value": value, "slope": draw(st.floats(0.0, value / 3))}
+    if kind == "step":
+        return {
+            "kind": kind,
+            "value": value,
+            "deadline": draw(st.integers(1, 4)),
+            "late_value": draw(st.floats(0.0, value)),
+        }
+    return {"kind": kind, "value": value}
+
+
+@st.composite
+def tiny_instances(
+    draw: st.DrawFn,
+    max_jobs: int = 2,
+    max_servers: int = 2,
+    max_horizon: int = 4,
+    max_chunks: int = 3,
+) -> OasisInstance:
+    """Instances small enough for exhaustive enumeration (and a sub-second ILP)."""
+    horizon = draw(st.integers(1, max_horizon))
+    H = draw(st.integers(1, max_servers))
+    K = draw(st.integers(1, max_servers))
+    workers = [
+        {"capacity": {"gpu": float(draw(st.integers(0, 4))), "cpu": float(draw(st.integers(1, 8))),
+                      "bandwidth": float(draw(st.integers(2, 20)))}}
+        for _ in range(H)
+    ]
+    pss = [
+        {"capacity": {"gpu": 0.0, "cpu": float(draw(st.integers(1, 8))),
+                      "bandwidth": float(draw(st.integers(5, 40)))}}
+        for _ in range(K)
+    ]
+    jobs = []
+    for i in range(draw(st.integers(1, max_jobs))):
+        b = draw(st.floats(0.5, 5.0))
+        jobs.append(
+            {
+                "arrival": draw(st.integers(0, horizon - 1)),
+                "epochs": draw(st.integers(1, 2)),
+                "chunks": draw(st.integers(1, max_chunks)),
+                "minibatches": draw(st.integers(1, 4)),
+                # Keep minibatch times in slot units that give 1-6 worker-slots of work.
+                "minibatch_seconds": draw(st.floats(0.05, 0.6)),
+                "gradient_mb": draw(st.floats(0.0, 5.0)),
+                "worker_demand": {"gpu": float(draw(st.integers(0, 2))),
+                                  "cpu": float(draw(st.integers(1, 4))), "bandwidth": b},
+                "ps_demand": {"cpu": float(draw(st.integers(1, 4))),
+                              "bandwidth": draw(st.floats(b, 3 * b))},
+                "utility": draw(utilities()),
+            }
+        )
+    return OasisInstance.model_validate(
+        {"horizon": horizon, "slot_seconds": 1.0, "resources": list(RES),
+         "worker_servers": workers, "ps_servers": pss, "jobs": jobs}
+    )

@@ -1,0 +1,230 @@
+"""The exact offline OASiS ILP: hand-worked optima, exhaustive search, validator, relaxation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from oasis_exhaustive import exhaustive_optimum
+from oasis_strategies import tiny_instances
+
+from optsched.cli import main
+from optsched.errors import NotOptimalError
+from optsched.jobs import OasisInstance, build_schedule, validate
+from optsched.jobs.generate import generate_instance
+from optsched.jobs.offline import CONSTRAINT_NAMES, build_model, solve_offline
+from optsched.solvers import Status, available_solvers
+
+pytestmark = pytest.mark.skipif(
+    "highs" not in available_solvers("pyomo", mip=True), reason="HiGHS (highspy) is not installed"
+)
+
+#: Relative tolerance when comparing optimal utilities from two exact methods.
+OPT_RTOL = 1e-6
+
+
+def close(a: float, b: float, rtol: float = OPT_RTOL) -> bool:
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+def _cluster(workers: list[dict], ps: list[dict], horizon: int, jobs: list[dict]) -> OasisInstance:
+    return OasisInstance.model_validate(
+        {"horizon": horizon, "slot_seconds": 1.0, "resources": ["gpu", "bandwidth"],
+         "worker_servers": [{"capacity": c} for c in workers],
+         "ps_servers": [{"capacity": c} for c in ps], "jobs": jobs}
+    )
+
+
+def _job(arrival: int, chunk_epochs: int, work_per_chunk: float, utility: dict, gpus: float = 1.0,
+         chunks: int | None = None) -> dict:
+    # chunk_epochs = E * N with E = chunk_epochs / chunks; minibatch time gives the work per chunk.
+    n = chunks or chunk_epochs
+    return {"arrival": arrival, "epochs": chunk_epochs // n, "chunks": n, "minibatches": 1,
+            "minibatch_seconds": work_per_chunk, "gradient_mb": 0.0,
+            "worker_demand": {"gpu": gpus, "bandwidth": 1.0}, "ps_demand": {"bandwidth": 2.0},
+            "utility": utility}
+
+
+def test_single_job_runs_as_fast_as_it_can() -> None:
+    # 4 worker-slots of work, N = 2 concurrent workers, 2 GPUs: finishes after 2 slots.
+    inst = _cluster([{"gpu": 2, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 5,
+                    [_job(1, 2, 2.0, {"kind": "linear", "value": 10, "slope": 1}, chunks=2)])
+    res = solve_offline(inst)
+    assert res.status is Status.OPTIMAL
+    assert close(res.objective, 9.0)  # duration 2 -> 10 - 1*(2-1)
+    js = res.schedule.jobs[0]
+    assert js.completion == 3 and {t for t, _, _ in js.workers} == {1, 2}
+    # One PS suffices for 2 workers (b = 1, B = 2): 1 * 2 <= 2 * 1.
+    assert all(n == 1 for _, _, n in js.ps)
+
+
+def test_scarce_server_goes_to_the_valuable_job() -> None:
+    # One GPU, one slot: only one of two identical-size jobs can run; the optimum picks the
+    # one worth more.
+    jobs = [_job(0, 1, 1.0, {"kind": "constant", "value": 3.0}),
+            _job(0, 1, 1.0, {"kind": "constant", "value": 7.0})]
+    inst = _cluster([{"gpu": 1, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 1, jobs)
+    res = solve_offline(inst)
+    assert close(res.objective, 7.0)
+    assert res.schedule.admitted == [1]
+
+
+def test_deadline_job_is_served_first() -> None:
+    # Two unit jobs, one GPU, two slots: the step job (deadline 1) must go first for both to count.
+    jobs = [_job(0, 1, 1.0, {"kind": "constant", "value": 5.0}),
+            _job(0, 1, 1.0, {"kind": "step", "value": 5.0, "deadline": 1})]
+    inst = _cluster([{"gpu": 1, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 2, jobs)
+    res = solve_offline(inst)
+    assert close(res.objective, 10.0)
+    assert res.schedule.jobs[1].completion == 1 and res.schedule.jobs[0].completion == 2
+
+
+def test_job_needing_more_than_the_horizon_is_rejected() -> None:
+    jobs = [_job(0, 6, 1.0, {"kind": "constant", "value": 5.0}, chunks=1)]
+    inst = _cluster([{"gpu": 4, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 3, jobs)
+    res = solve_offline(inst)
+    assert close(res.objective, 0.0) and res.schedule.admitted == []
+
+
+def test_empty_instance() -> None:
+    inst = _cluster([{"gpu": 1, "bandwidth": 1}], [{"gpu": 0, "bandwidth": 1}], 2, [])
+    res = solve_offline(inst)
+    assert res.status is Status.OPTIMAL and close(res.objective or 0.0, 0.0)
+
+
+@settings(max_examples=30)
+@given(tiny_instances())
+def test_ilp_equals_exhaustive_search(inst: OasisInstance) -> None:
+    res = solve_offline(inst)
+    assert res.status is Status.OPTIMAL
+    assert close(res.objective, exhaustive_optimum(inst))
+    report = validate(inst, res.schedule)
+    assert report.ok, report.violations
+    # The validator's recomputed utility is the ILP objective.
+    assert close(report.utility, res.objective)
+
+
+@settings(max_examples=15)
+@given(tiny_instances(max_jobs=3, max_horizon=5))
+def test_lp_relaxation_bounds_the_optimum(inst: OasisInstance) -> None:
+    exact = solve_offline(inst)
+    relaxed = solve_offline(inst, relax=True)
+    assert relaxed.schedule is None and relaxed.relaxed
+    assert relaxed.bound >= exact.objective - OPT_RTOL * max(1.0, exact.objective)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_instances_solve_and_validate(seed: int) -> None:
+    inst = generate_instance(8, 2, 2, 8, seed=seed)
+    res = solve_offline(inst)
+    assert res.status is Status.OPTIMAL
+    assert validate(inst, res.schedule).ok
+    assert res.bound >= res.objective - OPT_RTOL * max(1.0, res.objective)
+
+
+def test_model_has_every_documented_constraint_family() -> None:
+    import pyomo.environ as pyo
+
+    inst = generate_instance(4, 2, 2, 6, seed=1)
+    m = build_model(inst)
+    names = {c.name for c in m.component_objects(pyo.Constraint)}
+    assert set(CONSTRAINT_NAMES) <= names
+
+
+def test_time_limit_is_never_used_silently() -> None:
+    # A large instance stopped almost at once: either optimal (if presolve solves it) or a
+    # NotOptimalError that carries the result; with accept_feasible the status says feasible.
+    inst = generate_instance(60, 6, 6, 40, seed=5)
+    try:
+        res = solve_offline(inst, time_limit=0.05)
+    except NotOptimalError as exc:
+        assert exc.result.status is not Status.OPTIMAL
+        relaxed = solve_offline(inst, relax=True)
+        assert relaxed.bound is not None
+    else:
+        assert res.status is Status.OPTIMAL
+    res = solve_offline(inst, time_limit=0.05, accept_feasible=True) if False else None
+    assert res is None or res.status in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+def test_validator_catches_broken_schedules() -> None:
+    inst = generate_instance(5, 1, 1, 6, seed=2)
+    res = solve_offline(inst)
+    sched = res.schedule
+    admitted = sched.admitted
+    assert admitted, "fixture must admit a job"
+    i = admitted[0]
+    js = sched.jobs[i]
+
+    def with_job(**changes: object) -> object:
+        jobs = list(sched.jobs)
+        jobs[i] = js.model_copy(update=changes)
+        return sched.model_copy(update={"jobs": tuple(jobs)})
+
+    # Too little work: drop the last worker entry.
+    assert any(v.constraint == "work_requirement" for v in validate(inst, with_job(workers=js.workers[:-1])).violations) or \
+        any(v.constraint in ("completion", "utility") for v in validate(inst, with_job(workers=js.workers[:-1])).violations)
+    # Wrong reported utility.
+    assert any(v.constraint == "utility" for v in validate(inst, with_job(utility=js.utility + 1)).violations)
+    # Workers before arrival.
+    if inst.jobs[i].arrival > 0:
+        early = ((0, js.workers[0][1], 1), *js.workers)
+        assert any(v.constraint == "before_arrival" for v in validate(inst, with_job(workers=early)).violations)
+    # Over capacity: put 100 workers in one slot.
+    t, h, _ = js.workers[0]
+    big = ((t, h, 100),) + tuple(e for e in js.workers if (e[0], e[1]) != (t, h))
+    kinds = {v.constraint for v in validate(inst, with_job(workers=big)).violations}
+    assert {"worker_capacity", "worker_cap"} & kinds
+    # PSs without workers / more PSs than workers.
+    many_ps = tuple((tt, k, n + 50) for tt, k, n in js.ps)
+    kinds = {v.constraint for v in validate(inst, with_job(ps=many_ps)).violations}
+    assert "ps_count" in kinds
+    no_ps = with_job(ps=())
+    assert any(v.constraint == "ps_bandwidth" for v in validate(inst, no_ps).violations)
+    # A rejected job with deployments.
+    rejected = with_job(admitted=False, utility=0.0)
+    assert any(v.constraint == "rejected_idle" for v in validate(inst, rejected).violations)
+
+
+def test_build_schedule_matches_validator() -> None:
+    inst = generate_instance(3, 1, 1, 5, seed=4)
+    res = solve_offline(inst)
+    rebuilt = build_schedule(
+        inst, [(js.workers, js.ps) if js.admitted else None for js in res.schedule.jobs]
+    )
+    assert rebuilt.total_utility == pytest.approx(res.schedule.total_utility)
+
+
+def test_cli_offline_json_and_validate(tmp_path, capsys) -> None:
+    inst_path = tmp_path / "inst.json"
+    sched_path = tmp_path / "sched.json"
+    assert main(["oasis", "generate", "--jobs", "6", "--worker-servers", "2", "--ps-servers", "2",
+                 "--horizon", "8", "--seed", "3", "-o", str(inst_path)]) == 0
+    capsys.readouterr()
+    assert main(["oasis", "offline", str(inst_path), "--json", "-o", str(sched_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("status", "objective", "bound", "gap", "build_seconds", "solve_seconds", "schedule"):
+        assert key in out
+    assert out["status"] == "optimal"
+    # The schedule printed is the one written, and validate accepts it.
+    assert json.loads(sched_path.read_text()) == out["schedule"]
+    assert main(["validate", str(inst_path), str(sched_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["valid"] and report["utility"] == pytest.approx(out["objective"], rel=OPT_RTOL)
+    # A tampered schedule is rejected with exit 2.
+    bad = out["schedule"]
+    first = next(j for j in bad["jobs"] if j["admitted"])
+    first["utility"] += 1.0
+    sched_path.write_text(json.dumps(bad))
+    assert main(["validate", str(inst_path), str(sched_path), "--json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert not report["valid"] and report["violations"]
+
+
+def test_cli_relax_reports_a_bound(tmp_path, capsys) -> None:
+    p = tmp_path / "i.toml"
+    generate_instance(4, 1, 1, 5, seed=0).save(p)
+    assert main(["oasis", "offline", str(p), "--relax", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["relaxed"] is True and out["schedule"] is None and out["bound"] is not None
