@@ -101,4 +101,6 @@ def solve(
         return solve_cvxpy(model, solver, **kwargs)  # type: ignore[arg-type]
     from optsched.errors import ModelError
 
-    raise ModelError(f"cannot solve a {type(model).__name__}: expected a Pyomo model or a cvxpy Problem")
+    raise ModelError(
+        f"cannot solve a {type(model).__name__}: expected a Pyomo model or a cvxpy Problem"
+    )

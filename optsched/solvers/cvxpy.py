@@ -105,7 +105,7 @@ def solve_cvxpy(
             version = ".".join(
                 str(v) for v in (highspy.Highs().versionMajor(), highspy.Highs().versionMinor())
             )
-        except Exception:  # noqa: BLE001 - version is informative only
+        except Exception:
             version = ""
     return check(
         SolveResult(

@@ -46,10 +46,10 @@ SOLVERS: dict[str, SolverInfo] = {
     info.name: info
     for info in (
         SolverInfo("highs", ("pyomo", "cvxpy"), True, "highspy", None, "pip install highspy"),
+        SolverInfo("appsi_highs", ("pyomo",), True, "highspy", None, "pip install highspy"),
         SolverInfo(
-            "appsi_highs", ("pyomo",), True, "highspy", None, "pip install highspy"
+            "scip", ("pyomo", "cvxpy"), True, "pyscipopt", None, "pip install 'optsched[scip]'"
         ),
-        SolverInfo("scip", ("pyomo", "cvxpy"), True, "pyscipopt", None, "pip install 'optsched[scip]'"),
         SolverInfo("cbc", ("pyomo",), True, None, "cbc", "apt-get install coinor-cbc"),
         SolverInfo("glpk", ("pyomo",), True, None, "glpsol", "apt-get install glpk-utils"),
         SolverInfo("clarabel", ("cvxpy",), False, "clarabel", None, "pip install clarabel"),
@@ -117,5 +117,7 @@ def require(name: str, frontend: str) -> SolverInfo | None:
             f"{[n for n, i in SOLVERS.items() if frontend in i.frontends]}"
         )
     if not _present(name):
-        raise SolverUnavailableError(f"solver {name!r} is not installed; install it with: {info.install}")
+        raise SolverUnavailableError(
+            f"solver {name!r} is not installed; install it with: {info.install}"
+        )
     return info
