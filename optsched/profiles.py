@@ -11,6 +11,8 @@ Profiles ship in the wheel as ``optsched.models/*.toml``; users load their own w
 
 from __future__ import annotations
 
+import math
+import re
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -113,6 +115,10 @@ class Profile(Frozen):
                     f"layers[{i}].name", f"duplicate layer name {layer.name!r}"
                 )
             for j, src in enumerate(layer.inputs or ()):
+                if src in (layer.inputs or ())[:j]:
+                    raise InvalidInstanceError(
+                        f"layers[{i}].inputs[{j}]", f"{src!r} is listed twice"
+                    )
                 if src not in seen:
                     raise InvalidInstanceError(
                         f"layers[{i}].inputs[{j}]",
@@ -175,6 +181,69 @@ class Profile(Frozen):
                 g.add_edge(src, layer.name)
         return g
 
+    @cached_property
+    def layer_index(self) -> dict[str, int]:
+        """Position of each layer in forward order, by name."""
+        return {layer.name: i for i, layer in enumerate(self.layers)}
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of gradient all-reduced per iteration: ``total_params * dtype_bytes``."""
+        return self.total_params * self.dtype_bytes
+
+    @property
+    def forward_ms(self) -> float:
+        """Forward compute time of one minibatch (sum over layers, ms)."""
+        return math.fsum(layer.forward_ms for layer in self.layers)
+
+    @property
+    def backward_ms(self) -> float:
+        """Backward compute time of one minibatch (sum over layers, ms)."""
+        return math.fsum(layer.backward_ms for layer in self.layers)
+
+    @property
+    def flops(self) -> float | None:
+        """Forward FLOPs of one minibatch, or ``None`` when a layer does not state its FLOPs."""
+        if any(layer.flops is None for layer in self.layers):
+            return None
+        return math.fsum(layer.flops or 0.0 for layer in self.layers)
+
+    def summary(self) -> dict[str, object]:
+        """Headline figures, JSON-ready.
+
+        Returns
+        -------
+        dict
+            ``name``, ``display_name``, ``source``, ``total_params``, ``dtype_bytes``,
+            ``total_bytes``, ``n_tensors``, ``n_layers``, ``is_chain``, ``largest_tensor``
+            (name and params), ``forward_ms``, ``backward_ms``, ``flops`` (forward, per
+            minibatch; ``None`` when not stated) and ``compute`` (the provenance block).
+        """
+        largest = max(self.tensors, key=lambda t: t.params, default=None)
+        return {
+            "name": self.name,
+            "display_name": self.display_name,
+            "source": self.source,
+            "total_params": self.total_params,
+            "dtype_bytes": self.dtype_bytes,
+            "total_bytes": self.total_bytes,
+            "n_tensors": len(self.tensors),
+            "n_layers": len(self.layers),
+            "is_chain": self.is_chain,
+            "largest_tensor": (
+                {"name": largest.name, "params": largest.params} if largest else None
+            ),
+            "forward_ms": self.forward_ms,
+            "backward_ms": self.backward_ms,
+            "flops": self.flops,
+            "compute": self.compute.model_dump(),
+        }
+
+
+def _key(name: str) -> str:
+    # "ResNet-50", "resnet_50" and "resnet50" all name the same profile.
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
 
 def available_profiles() -> list[str]:
     """Names of the profiles shipped in ``models/``."""
@@ -201,20 +270,21 @@ def load_profile(name_or_path: str | Path) -> Profile:
         Unknown name, unreadable file, or a field that fails validation (the message names it).
     """
     path = Path(name_or_path)
-    if path.suffix.lower() in {".toml", ".json"} or path.exists():
+    if path.suffix.lower() in {".toml", ".json"} or path.is_file():
         data = load_data(path)
     else:
-        name = str(name_or_path).lower().replace("-", "_")
-        root = resources.files("optsched.models")
-        candidate = root / f"{name}.toml"
-        if not candidate.is_file():
+        names = {_key(n): n for n in available_profiles()}
+        name = names.get(_key(str(name_or_path)))
+        if name is None:
             raise InvalidInstanceError(
                 "model",
-                f"unknown profile {name_or_path!r}; known: {', '.join(available_profiles())}",
+                f"unknown profile {str(name_or_path)!r} (and no such file); "
+                f"known: {', '.join(available_profiles())}",
             )
         import tomllib
 
-        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        text = (resources.files("optsched.models") / f"{name}.toml").read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     return parse(Profile, data)
 
 
