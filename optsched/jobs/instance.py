@@ -309,7 +309,7 @@ def load_instance(source: str | Path | dict[str, Any]) -> OasisInstance:
     InvalidInstanceError
         Unreadable file or any invalid field (named in the message).
     """
-    data = source if isinstance(source, dict) else load_data(source)
+    data = load_data(source) if isinstance(source, (str, Path)) else source
     return parse(OasisInstance, data)
 
 

@@ -146,7 +146,7 @@ def _merge(entries: Iterable[tuple[int, int, int]]) -> tuple[tuple[int, int, int
 
 def load_schedule(source: str | Path | dict[str, Any]) -> Schedule:
     """Load and validate the *format* of a schedule (feasibility is :func:`validate`'s job)."""
-    data = source if isinstance(source, dict) else load_data(source)
+    data = load_data(source) if isinstance(source, (str, Path)) else source
     return parse(Schedule, data)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 from optsched.errors import SolverUnavailableError
@@ -81,7 +82,10 @@ def solve_cvxpy(
     start = time.perf_counter()
     message = ""
     try:
-        problem.solve(solver=native_name, **kwargs)
+        with warnings.catch_warnings():
+            # cvxpy warns on inaccurate/limited solutions; the status map reports them instead.
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=native_name, **kwargs)
         status = str(problem.status)
     except cp.error.SolverError as exc:
         status = "solver_error"
