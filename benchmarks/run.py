@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     files = sorted(HERE.glob("bench_*.py"))
     if args.only:
-        files = [f for f in files if f.stem in args.only or f.stem.removeprefix("bench_") in args.only]
+        files = [
+            f for f in files if f.stem in args.only or f.stem.removeprefix("bench_") in args.only
+        ]
     machine = {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         try:
             result = load(path).run(quick=args.quick)
-        except Exception:  # noqa: BLE001 - report and go on with the other benchmarks
+        except Exception:  # report and go on with the other benchmarks
             traceback.print_exc()
             failures += 1
             continue

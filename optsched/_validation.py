@@ -71,7 +71,7 @@ def _message(err: dict[str, Any]) -> str:
 
 def raise_invalid(exc: ValidationError, prefix: str = "") -> None:
     """Re-raise a pydantic :class:`ValidationError` as :class:`InvalidInstanceError`."""
-    errors = []
+    errors: list[tuple[str, str]] = []
     for e in exc.errors():
         inner = (e.get("ctx") or {}).get("error")
         if isinstance(inner, InvalidInstanceError):

@@ -3,14 +3,14 @@ r"""Utility of a job as a function of its duration (completion time minus arriva
 Every utility is non-negative and non-increasing in the duration :math:`d \ge 1` (slots), as the
 OASiS model requires (Bao et al. 2018, §III). A job that is not admitted gets utility 0.
 
-=========== ============================================================ =========================
-kind        :math:`f(d)`                                                 parameters
-=========== ============================================================ =========================
-sigmoid     :math:`\gamma_1 / (1 + e^{\gamma_2 (d - \gamma_3)})`          priority, steepness, target
-linear      :math:`\max(0, v - s\,(d - 1))`                              value, slope
-step        :math:`v` if :math:`d \le D`, else :math:`v_{late}`          value, deadline, late_value
-constant    :math:`v`                                                    value
-=========== ============================================================ =========================
+=========== ===================================================== ============================
+kind        :math:`f(d)`                                          parameters
+=========== ===================================================== ============================
+sigmoid     :math:`\gamma_1 / (1 + e^{\gamma_2 (d - \gamma_3)})`   priority, steepness, target
+linear      :math:`\max(0, v - s\,(d - 1))`                       value, slope
+step        :math:`v` if :math:`d \le D`, else :math:`v_{late}`   value, deadline, late_value
+constant    :math:`v`                                             value
+=========== ===================================================== ============================
 
 The sigmoid is the paper's (§V-A): :math:`\gamma_1` is the job's priority, :math:`\gamma_3` its
 target completion time and :math:`\gamma_2` its time sensitivity (0: insensitive; 0.01-1:

@@ -28,9 +28,7 @@ settings.register_profile(
     max_examples=60,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile(
-    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
-)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 MIP_SOLVERS = available_solvers(frontend="pyomo", mip=True)
 CVXPY_SOLVERS = available_solvers(frontend="cvxpy")

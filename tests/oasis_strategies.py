@@ -45,17 +45,27 @@ def tiny_instances(
     H = draw(st.integers(1, max_servers))
     K = draw(st.integers(1, max_servers))
     workers = [
-        {"capacity": {"gpu": float(draw(st.integers(0, 4))), "cpu": float(draw(st.integers(1, 8))),
-                      "bandwidth": float(draw(st.integers(2, 20)))}}
+        {
+            "capacity": {
+                "gpu": float(draw(st.integers(0, 4))),
+                "cpu": float(draw(st.integers(1, 8))),
+                "bandwidth": float(draw(st.integers(2, 20))),
+            }
+        }
         for _ in range(H)
     ]
     pss = [
-        {"capacity": {"gpu": 0.0, "cpu": float(draw(st.integers(1, 8))),
-                      "bandwidth": float(draw(st.integers(5, 40)))}}
+        {
+            "capacity": {
+                "gpu": 0.0,
+                "cpu": float(draw(st.integers(1, 8))),
+                "bandwidth": float(draw(st.integers(5, 40))),
+            }
+        }
         for _ in range(K)
     ]
     jobs = []
-    for i in range(draw(st.integers(1, max_jobs))):
+    for _ in range(draw(st.integers(1, max_jobs))):
         b = draw(st.floats(0.5, 5.0))
         jobs.append(
             {
@@ -66,14 +76,25 @@ def tiny_instances(
                 # Keep minibatch times in slot units that give 1-6 worker-slots of work.
                 "minibatch_seconds": draw(st.floats(0.05, 0.6)),
                 "gradient_mb": draw(st.floats(0.0, 5.0)),
-                "worker_demand": {"gpu": float(draw(st.integers(0, 2))),
-                                  "cpu": float(draw(st.integers(1, 4))), "bandwidth": b},
-                "ps_demand": {"cpu": float(draw(st.integers(1, 4))),
-                              "bandwidth": draw(st.floats(b, 3 * b))},
+                "worker_demand": {
+                    "gpu": float(draw(st.integers(0, 2))),
+                    "cpu": float(draw(st.integers(1, 4))),
+                    "bandwidth": b,
+                },
+                "ps_demand": {
+                    "cpu": float(draw(st.integers(1, 4))),
+                    "bandwidth": draw(st.floats(b, 3 * b)),
+                },
                 "utility": draw(utilities()),
             }
         )
     return OasisInstance.model_validate(
-        {"horizon": horizon, "slot_seconds": 1.0, "resources": list(RES),
-         "worker_servers": workers, "ps_servers": pss, "jobs": jobs}
+        {
+            "horizon": horizon,
+            "slot_seconds": 1.0,
+            "resources": list(RES),
+            "worker_servers": workers,
+            "ps_servers": pss,
+            "jobs": jobs,
+        }
     )

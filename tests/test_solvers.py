@@ -63,7 +63,9 @@ def mip_optimal() -> tuple[Any, float]:
 def test_mip_known_answer_by_enumeration() -> None:
     best = max(
         5 * a + 4 * b + 3 * c
-        for a in range(4) for b in range(4) for c in range(4)
+        for a in range(4)
+        for b in range(4)
+        for c in range(4)
         if 2 * a + 3 * b + c <= 5 and 4 * a + b + 2 * c <= 11 and 3 * a + 4 * b + 2 * c <= 8
     )
     assert best == mip_optimal()[1]
@@ -93,7 +95,8 @@ def hard_knapsack(n: int = 60) -> Any:
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(n), domain=pyo.Binary)
     m.c = pyo.Constraint(
-        range(3), rule=lambda m, r: sum(int(w[r, i]) * m.x[i] for i in range(n)) <= int(w[r].sum() // 3)
+        range(3),
+        rule=lambda m, r: sum(int(w[r, i]) * m.x[i] for i in range(n)) <= int(w[r].sum() // 3),
     )
     m.obj = pyo.Objective(expr=sum(int(v[i]) * m.x[i] for i in range(n)), sense=pyo.maximize)
     return m
@@ -163,15 +166,34 @@ def test_highs_presolve_regression() -> None:
     from optsched.jobs.offline import solve_offline
 
     inst = OasisInstance.model_validate(
-        {"horizon": 2, "slot_seconds": 1.0, "resources": ["gpu", "cpu", "bandwidth"],
-         "worker_servers": [{"capacity": {"gpu": 0.0, "cpu": 2.0, "bandwidth": 6.0}},
-                            {"capacity": {"gpu": 0.0, "cpu": 1.0, "bandwidth": 3.0}}],
-         "ps_servers": [{"capacity": {"gpu": 0.0, "cpu": 2.0, "bandwidth": 12.0}}],
-         "jobs": [{"arrival": 0, "epochs": 1, "chunks": 2, "minibatches": 1,
-                   "minibatch_seconds": 0.5931928428513653, "gradient_mb": 0.0,
-                   "worker_demand": {"cpu": 1.0, "bandwidth": 3.0},
-                   "ps_demand": {"cpu": 1.0, "bandwidth": 6.0},
-                   "utility": {"kind": "sigmoid", "priority": 1.0, "steepness": 0.5, "target": 1.0}}]}
+        {
+            "horizon": 2,
+            "slot_seconds": 1.0,
+            "resources": ["gpu", "cpu", "bandwidth"],
+            "worker_servers": [
+                {"capacity": {"gpu": 0.0, "cpu": 2.0, "bandwidth": 6.0}},
+                {"capacity": {"gpu": 0.0, "cpu": 1.0, "bandwidth": 3.0}},
+            ],
+            "ps_servers": [{"capacity": {"gpu": 0.0, "cpu": 2.0, "bandwidth": 12.0}}],
+            "jobs": [
+                {
+                    "arrival": 0,
+                    "epochs": 1,
+                    "chunks": 2,
+                    "minibatches": 1,
+                    "minibatch_seconds": 0.5931928428513653,
+                    "gradient_mb": 0.0,
+                    "worker_demand": {"cpu": 1.0, "bandwidth": 3.0},
+                    "ps_demand": {"cpu": 1.0, "bandwidth": 6.0},
+                    "utility": {
+                        "kind": "sigmoid",
+                        "priority": 1.0,
+                        "steepness": 0.5,
+                        "target": 1.0,
+                    },
+                }
+            ],
+        }
     )
     # Work 1.19 worker-slots, N = 2: two workers on server 0 in slot 0 (cpu 2, bandwidth 6) and
     # one PS (B = 6 >= 2 * 3) finish it in one slot: utility 1 / (1 + e^0) = 0.5.
@@ -186,7 +208,9 @@ def cvx_lp() -> tuple[Any, float]:
     import cvxpy as cp
 
     x = cp.Variable(2, nonneg=True)
-    prob = cp.Problem(cp.Maximize(3 * x[0] + 2 * x[1]), [cp.sum(x) <= 4, x[0] + 3 * x[1] <= 6, x[0] <= 3])
+    prob = cp.Problem(
+        cp.Maximize(3 * x[0] + 2 * x[1]), [cp.sum(x) <= 4, x[0] + 3 * x[1] <= 6, x[0] <= 3]
+    )
     return prob, 11.0
 
 
@@ -206,7 +230,13 @@ def test_cvxpy_mip_and_failures(solver: str) -> None:
     a, b, c = v[0], v[1], v[2]
     prob = cp.Problem(
         cp.Maximize(5 * a + 4 * b + 3 * c),
-        [2 * a + 3 * b + c <= 5, 4 * a + b + 2 * c <= 11, 3 * a + 4 * b + 2 * c <= 8, v >= 0, v <= 3],
+        [
+            2 * a + 3 * b + c <= 5,
+            4 * a + b + 2 * c <= 11,
+            3 * a + 4 * b + 2 * c <= 8,
+            v >= 0,
+            v <= 3,
+        ],
     )
     assert solve(prob, solver).objective == pytest.approx(13.0, abs=OBJ_TOL)
     x = cp.Variable(integer=True)
@@ -241,9 +271,17 @@ def test_every_pyomo_termination_is_mapped() -> None:
 def test_every_cvxpy_status_is_mapped() -> None:
     import cvxpy.settings as s
 
-    statuses = {s.OPTIMAL, s.OPTIMAL_INACCURATE, s.INFEASIBLE, s.INFEASIBLE_INACCURATE,
-                s.UNBOUNDED, s.UNBOUNDED_INACCURATE, s.INFEASIBLE_OR_UNBOUNDED, s.USER_LIMIT,
-                s.SOLVER_ERROR}
+    statuses = {
+        s.OPTIMAL,
+        s.OPTIMAL_INACCURATE,
+        s.INFEASIBLE,
+        s.INFEASIBLE_INACCURATE,
+        s.UNBOUNDED,
+        s.UNBOUNDED_INACCURATE,
+        s.INFEASIBLE_OR_UNBOUNDED,
+        s.USER_LIMIT,
+        s.SOLVER_ERROR,
+    }
     assert statuses <= set(CVXPY_STATUS_MAP)
 
 

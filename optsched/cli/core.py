@@ -1,9 +1,10 @@
 """Family-independent subcommands: ``schema`` and ``validate``.
 
-Families register their file formats in :data:`SCHEMAS` (name -> ``"module:function"`` returning a
-JSON Schema dict) and their checkers in :data:`VALIDATORS` (instance ``kind`` -> ``"module:function"``
-taking ``(instance_path, schedule_path_or_None)`` and returning a JSON-ready report dict with a
-boolean ``"valid"``). Imports are lazy so ``optsched --help`` stays fast.
+Families register their file formats in :data:`SCHEMAS` (name -> ``"module:function"``
+returning a JSON Schema dict) and their checkers in :data:`VALIDATORS` (instance ``kind`` ->
+``"module:function"`` taking ``(instance_path, schedule_path_or_None)`` and returning a
+JSON-ready report dict with a boolean ``"valid"``).
+Imports are lazy so ``optsched --help`` stays fast.
 """
 
 from __future__ import annotations

@@ -22,9 +22,7 @@ __all__ = ["demo", "register"]
 DEFAULT = {"n_jobs": 12, "worker_servers": 3, "ps_servers": 3, "horizon": 12, "seed": 2026}
 
 
-def offline_section(
-    out_dir: Path, seed: int, time_limit: float
-) -> dict[str, Any]:
+def offline_section(out_dir: Path, seed: int, time_limit: float) -> dict[str, Any]:
     """Generate the default instance, solve it exactly, validate and print the schedule."""
     from rich.table import Table
 
@@ -34,7 +32,10 @@ def offline_section(
 
     params = dict(DEFAULT, seed=seed)
     inst = generate_instance(
-        params["n_jobs"], params["worker_servers"], params["ps_servers"], params["horizon"],
+        params["n_jobs"],
+        params["worker_servers"],
+        params["ps_servers"],
+        params["horizon"],
         seed=params["seed"],
     )
     inst.save(out_dir / "instance.json")
@@ -44,8 +45,10 @@ def offline_section(
     report = validate(inst, res.schedule)
     report.raise_if_invalid()
     res.schedule.save(out_dir / "offline_schedule.json")
-    table = Table(title=f"Exact offline optimum ({res.status.value}; {len(inst.jobs)} jobs, "
-                  f"H = {len(inst.worker_servers)}, K = {len(inst.ps_servers)}, T = {inst.horizon})")
+    table = Table(
+        title=f"Exact offline optimum ({res.status.value}; {len(inst.jobs)} jobs, "
+        f"H = {len(inst.worker_servers)}, K = {len(inst.ps_servers)}, T = {inst.horizon})"
+    )
     for col in ("job", "arrival", "admitted", "completion", "utility", "workers/slot"):
         table.add_column(col, justify="right" if col != "job" else "left")
     for i, js in enumerate(res.schedule.jobs):
@@ -53,8 +56,11 @@ def offline_section(
         for t, _, n in js.workers:
             per_slot[t] = per_slot.get(t, 0) + n
         table.add_row(
-            js.job, str(inst.jobs[i].arrival), "yes" if js.admitted else "no",
-            str(js.completion or "-"), f"{js.utility:.2f}",
+            js.job,
+            str(inst.jobs[i].arrival),
+            "yes" if js.admitted else "no",
+            str(js.completion or "-"),
+            f"{js.utility:.2f}",
             " ".join(f"{per_slot[t]}" for t in sorted(per_slot)) or "-",
         )
     err_console.print(table)
@@ -77,11 +83,21 @@ def offline_section(
 
 @click.command("demo")
 @click.option("--seed", type=int, default=DEFAULT["seed"], show_default=True)
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="Seconds for each exact solve.")
-@click.option("-o", "--output-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("optsched-demo"), show_default=True,
-              help="Where the instance, schedules and plots are written.")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds for each exact solve.",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("optsched-demo"),
+    show_default=True,
+    help="Where the instance, schedules and plots are written.",
+)
 @json_option
 def demo(seed: int, time_limit: float, output_dir: Path, as_json: bool) -> None:
     """Run the main job on an embedded default instance and print what it finds."""

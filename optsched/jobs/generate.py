@@ -65,7 +65,7 @@ def generate_instance(
     mix: tuple[float, float, float] = (0.10, 0.55, 0.35),
     slot_seconds: float = 3600.0,
 ) -> OasisInstance:
-    """Draw a reproducible OASiS instance.
+    r"""Draw a reproducible OASiS instance.
 
     Parameters
     ----------
@@ -82,7 +82,7 @@ def generate_instance(
     arrival_window : float, default 0.5
         Arrivals are uniform over the first ``arrival_window * horizon`` slots.
     priority : (float, float)
-        Range of :math:`\\gamma_1` (Fig. 5 uses [1,100], [25,100], [50,100], [75,100]).
+        Range of :math:`\gamma_1` (Fig. 5 uses [1,100], [25,100], [50,100], [75,100]).
     mix : (float, float, float)
         Shares of time-insensitive, time-sensitive and time-critical jobs.
     slot_seconds : float
@@ -100,7 +100,11 @@ def generate_instance(
     """
     if n_jobs < 0:
         raise InvalidInstanceError("n_jobs", f"must be >= 0, got {n_jobs}")
-    for name, value in (("worker_servers", worker_servers), ("ps_servers", ps_servers), ("horizon", horizon)):
+    for name, value in (
+        ("worker_servers", worker_servers),
+        ("ps_servers", ps_servers),
+        ("horizon", horizon),
+    ):
         if value < 1:
             raise InvalidInstanceError(name, f"must be >= 1, got {value}")
     if not 0 < scale <= 1:
@@ -142,7 +146,9 @@ def generate_instance(
     jobs = []
     for i, arrival in enumerate(arrivals):
         kind = rng.choice(3, p=list(mix))
-        steep = 0.0 if kind == 0 else (rng.uniform(0.01, 1.0) if kind == 1 else rng.uniform(4.0, 6.0))
+        steep = (
+            0.0 if kind == 0 else (rng.uniform(0.01, 1.0) if kind == 1 else rng.uniform(4.0, 6.0))
+        )
         jobs.append(
             {
                 "name": f"job{i}",

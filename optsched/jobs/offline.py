@@ -261,7 +261,9 @@ def _add_capacity(m: Any, name: str, rows: dict) -> None:
 
 def _worker_capacity(m: Any, inst: OasisInstance, slots: dict, y_of: dict) -> None:
     """``worker_capacity`` (4): per worker server, slot and resource."""
-    _add_capacity(m, "worker_capacity", _capacity(m, inst.worker_demand, inst.worker_capacity, m.y, m.ITH))
+    _add_capacity(
+        m, "worker_capacity", _capacity(m, inst.worker_demand, inst.worker_capacity, m.y, m.ITH)
+    )
 
 
 def _ps_capacity(m: Any, inst: OasisInstance, slots: dict, z_of: dict) -> None:

@@ -367,7 +367,8 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
                     bad(
                         Violation(
                             label,
-                            f"slot {t}, {pool} {s}: {r} used {used[r_idx]:.6g} > capacity {cap:.6g}",
+                            f"slot {t}, {pool} {s}: {r} used {used[r_idx]:.6g}"
+                            f" > capacity {cap:.6g}",
                             None,
                             t,
                         )
