@@ -131,6 +131,18 @@ def test_ilp_equals_exhaustive_search(inst: OasisInstance) -> None:
     assert close(report.utility, res.objective)
 
 
+@pytest.mark.skipif(
+    "scip" not in available_solvers("pyomo", mip=True), reason="SCIP (pyscipopt) is not installed"
+)
+@settings(max_examples=15)
+@given(tiny_instances(max_jobs=3, max_servers=2, max_horizon=5))
+def test_second_solver_agrees(inst: OasisInstance) -> None:
+    highs = solve_offline(inst, "highs")
+    scip = solve_offline(inst, "scip")
+    assert close(highs.objective, scip.objective)
+    assert validate(inst, scip.schedule).ok
+
+
 @settings(max_examples=15)
 @given(tiny_instances(max_jobs=3, max_horizon=5))
 def test_lp_relaxation_bounds_the_optimum(inst: OasisInstance) -> None:
