@@ -42,14 +42,42 @@ NonNegative = Annotated[float, Field(ge=0)]
 
 
 class Tensor(Frozen):
-    """One gradient tensor (= one parameter tensor)."""
+    """One gradient tensor (= one parameter tensor).
+
+    Attributes
+    ----------
+    name : str
+        Unique within the profile, e.g. ``"layer1.0.conv1.weight"``.
+    params : int
+        Exact number of scalar parameters (>= 1); the gradient has ``params * dtype_bytes``
+        bytes.
+    """
 
     name: str = Field(min_length=1)
     params: PositiveInt = Field(description="Number of scalar parameters.")
 
 
 class Layer(Frozen):
-    """One layer (op) of the network, in forward order."""
+    """One layer (an op with parameters) of the network, in forward order.
+
+    Parameter-free ops (activations, pooling, additions) are folded into a neighbouring layer's
+    times; ``inputs`` keeps the DAG's real shape (residual edges, parallel branches).
+
+    Attributes
+    ----------
+    name : str
+        Unique layer name, e.g. ``"layer1.0.conv1"``.
+    forward_ms, backward_ms : float
+        Compute time of one minibatch in milliseconds (>= 0).
+    flops : float or None
+        Forward FLOPs of one minibatch, stated when the times are estimated from them.
+    tensors : tuple of Tensor
+        The gradient tensors this layer owns, in creation order (possibly none, e.g. a layer
+        using a weight tied to an earlier layer's).
+    inputs : tuple of str or None
+        Earlier layers whose outputs this layer reads; ``None`` (omitted) means the previous
+        layer, ``()`` a source that reads only the network's input.
+    """
 
     name: str = Field(min_length=1)
     forward_ms: NonNegative = Field(description="Forward compute time of one minibatch (ms).")
@@ -65,7 +93,21 @@ class Layer(Frozen):
 
 
 class ComputeInfo(Frozen):
-    """Where the compute times come from."""
+    """Where the compute times come from.
+
+    Attributes
+    ----------
+    provenance : {"measured", "estimated"}
+        Timed on ``device``, or computed (``note`` says how).
+    device : str
+        The device the times are for, e.g. ``"NVIDIA V100-SXM2 (fp32)"``.
+    throughput_tflops : float or None
+        Sustained throughput (TFLOPS, > 0) assumed by times estimated from FLOPs.
+    batch_size : int
+        Per-worker minibatch size the times are for.
+    note : str
+        How the times were obtained.
+    """
 
     provenance: Literal["measured", "estimated"]
     device: str = Field(min_length=1)
@@ -188,7 +230,7 @@ class Profile(Frozen):
 
     @property
     def total_bytes(self) -> int:
-        """Bytes of gradient all-reduced per iteration: ``total_params * dtype_bytes``."""
+        """Gradient bytes all-reduced per iteration, ``total_params * dtype_bytes``."""
         return self.total_params * self.dtype_bytes
 
     @property
@@ -268,6 +310,17 @@ def load_profile(name_or_path: str | Path) -> Profile:
     ------
     InvalidInstanceError
         Unknown name, unreadable file, or a field that fails validation (the message names it).
+
+    Notes
+    -----
+    Names match loosely: case and punctuation are ignored, so ``"ResNet-50"`` finds
+    ``resnet50``.
+
+    Examples
+    --------
+    >>> p = load_profile("resnet50")
+    >>> p.total_params, len(p.tensors), p.is_chain
+    (25557032, 161, False)
     """
     path = Path(name_or_path)
     if path.suffix.lower() in {".toml", ".json"} or path.is_file():
