@@ -414,22 +414,18 @@ class Placement:
 class SlotPolicy(Protocol):
     """A policy that decides slot by slot (the baselines).
 
-    ``allocate`` is called once per slot with the engine (read its ``state``, ``units``,
-    ``done`` and ``active`` attributes), the slot, the jobs that arrived in it and whether an
-    event (an arrival, or a completion at the end of the previous slot) happened. It returns,
-    in priority order, ``(job, request)`` pairs where ``request`` is a :class:`Placement` (placed
-    as given) or a worker count (the engine places it round-robin with the fewest PSs, shrinking
-    the count to what fits).
+    The engine calls :meth:`admit` once per arriving job and then :meth:`allocate` once per
+    slot. ``allocate`` gives jobs resources for the slot by calling :meth:`SlotEngine.assign`
+    (which commits at once, so later calls see what earlier ones took); a job not assigned in
+    a slot is paused in it.
     """
 
     def admit(self, engine: SlotEngine, t: int, i: int) -> bool:
         """Decide on job ``i`` arriving in slot ``t`` (rejected jobs never run)."""
         ...
 
-    def allocate(
-        self, engine: SlotEngine, t: int, arrivals: Sequence[int], event: bool
-    ) -> list[tuple[int, Placement | int]]:
-        """Requests for slot ``t`` in priority order."""
+    def allocate(self, engine: SlotEngine, t: int, arrivals: Sequence[int], event: bool) -> None:
+        """Assign slot ``t`` (``event``: an arrival now or a completion just before)."""
         ...
 
 
@@ -453,8 +449,10 @@ class SlotEngine:
         Admitted jobs that have arrived and not finished, in arrival order.
     finished : dict
         Job -> completion time (last slot with workers + 1).
-    placed : dict
-        Job -> the placement it got in the previous slot (for sticky policies).
+    previous : dict
+        Job -> the placement it had in the previous slot (sticky policies reuse it).
+    current : dict
+        Job -> its placement in the current slot so far.
     """
 
     def __init__(self, instance: OasisInstance, work: str = "chunks") -> None:
@@ -466,7 +464,8 @@ class SlotEngine:
         self.active: list[int] = []
         self.rejected: list[int] = []
         self.finished: dict[int, int] = {}
-        self.placed: dict[int, Placement] = {}
+        self.previous: dict[int, Placement] = {}
+        self.current: dict[int, Placement] = {}
         self._workers: dict[int, list[tuple[int, int, int]]] = {}
         self._ps: dict[int, list[tuple[int, int, int]]] = {}
         self._worker_ptr = 0
@@ -476,19 +475,45 @@ class SlotEngine:
         """Units job ``i`` still needs."""
         return int(self.units[i].demand - self.done[i])
 
-    def place_count(self, i: int, t: int, n: int) -> Placement | None:
-        """Place up to ``n`` workers of job ``i`` round-robin, with the PSs they need.
+    def slots_needed(self, i: int, n: int) -> int | None:
+        """Slots job ``i`` needs to finish with ``n`` workers per slot (``None``: never)."""
+        n = min(n, self.units[i].max_workers)
+        per = int(self.units[i].per_workers[n]) if n > 0 else 0
+        if per <= 0:
+            return None
+        return -(-self.remaining(i) // per)
 
-        The count shrinks until workers and PSs both fit; ``None`` when not even one does.
+    def max_fit(self, i: int) -> int:
+        """Most workers of job ``i`` an empty cluster holds together with their PSs."""
+        u = self.units[i]
+        w_total = int(
+            room_for(
+                self.state.worker_capacity, self.instance.worker_demand[i], u.max_workers
+            ).sum()
+        )
+        p_total = int(
+            room_for(self.state.ps_capacity, self.instance.ps_demand[i], u.max_workers).sum()
+        )
+        n = min(u.max_workers, w_total)
+        while n > 0 and u.ps_needed[n] > p_total:
+            n -= 1
+        return n
+
+    def place_count(self, i: int, t: int, n: int, *, exact: bool = False) -> Placement | None:
+        """Place up to ``n`` workers of job ``i`` round-robin, with the fewest PSs they need.
+
+        The count shrinks until workers and PSs both fit (unless ``exact``); ``None`` when not
+        even one worker fits (or, with ``exact``, not all ``n``). Nothing is committed.
         """
         u = self.units[i]
         n = min(n, u.max_workers)
         w_room = self.state.worker_room(i, t)
         p_room = self.state.ps_room(i, t)
+        want = n
         n = min(n, int(w_room.sum()))
         while n > 0 and u.ps_needed[n] > p_room.sum():
             n -= 1
-        if n <= 0:
+        if n <= 0 or (exact and n < want):
             return None
         wp = round_robin(w_room, n, self._worker_ptr)
         pp = round_robin(p_room, int(u.ps_needed[n]), self._ps_ptr)
@@ -497,6 +522,49 @@ class SlotEngine:
         self._worker_ptr = (self._worker_ptr + n) % len(w_room)
         self._ps_ptr = (self._ps_ptr + int(u.ps_needed[n])) % len(p_room)
         return Placement(tuple(wp), tuple(pp))
+
+    def fits(self, i: int, t: int, p: Placement) -> bool:
+        """Whether placement ``p`` of job ``i`` fits in slot ``t`` now."""
+        w_room = self.state.worker_room(i, t)
+        p_room = self.state.ps_room(i, t)
+        return all(n <= w_room[h] for h, n in p.workers) and all(m <= p_room[k] for k, m in p.ps)
+
+    def assign(
+        self, i: int, t: int, request: Placement | int, *, exact: bool = False
+    ) -> Placement | None:
+        """Give job ``i`` resources in slot ``t`` and commit them.
+
+        Parameters
+        ----------
+        i, t : int
+            Job and slot.
+        request : Placement or int
+            An explicit placement (used as given if it fits, else nothing is assigned), or a
+            worker count placed round-robin (shrunk to what fits unless ``exact``).
+        exact : bool
+            With a count: all or nothing.
+
+        Returns
+        -------
+        Placement or None
+            What was committed (trimmed to the work the job still needs), or ``None``.
+        """
+        if i not in self.active or i in self.current:
+            return None
+        if isinstance(request, Placement):
+            p: Placement | None = request if self.fits(i, t, request) else None
+        else:
+            p = self.place_count(i, t, int(request), exact=exact)
+        if p is None or p.n_workers == 0:
+            return None
+        p = self._trim(i, p)
+        self.state.commit(i, [(t, h, n) for h, n in p.workers], [(t, k, m) for k, m in p.ps])
+        self.current[i] = p
+        self._workers.setdefault(i, []).extend((t, h, n) for h, n in p.workers)
+        self._ps.setdefault(i, []).extend((t, k, m) for k, m in p.ps)
+        u = self.units[i]
+        self.done[i] = min(u.demand, self.done[i] + int(u.per_workers[p.n_workers]))
+        return p
 
     def _trim(self, i: int, p: Placement) -> Placement:
         """Drop workers (and then PSs) a job does not need in its last slot."""
@@ -543,31 +611,15 @@ class SlotEngine:
                 else:
                     self.rejected.append(i)
                 decision[i] = time.perf_counter() - start
-            requests = policy.allocate(self, t, arrivals, bool(arrivals) or completed_last)
+            self.current = {}
+            policy.allocate(self, t, arrivals, bool(arrivals) or completed_last)
             completed_last = False
-            self.placed = {}
-            for i, req in requests:
-                if i not in self.active or i in self.placed:
-                    continue
-                if isinstance(req, Placement):
-                    p: Placement | None = req
-                else:
-                    p = self.place_count(i, t, int(req))
-                if p is None or p.n_workers == 0:
-                    continue
-                p = self._trim(i, p)
-                self.state.commit(
-                    i, [(t, h, n) for h, n in p.workers], [(t, k, m) for k, m in p.ps]
-                )
-                self.placed[i] = p
-                self._workers.setdefault(i, []).extend((t, h, n) for h, n in p.workers)
-                self._ps.setdefault(i, []).extend((t, k, m) for k, m in p.ps)
-                u = self.units[i]
-                self.done[i] = min(u.demand, self.done[i] + int(u.per_workers[p.n_workers]))
-                if self.done[i] >= u.demand:
+            for i in list(self.current):
+                if self.done[i] >= self.units[i].demand:
                     self.finished[i] = t + 1
                     self.active.remove(i)
                     completed_last = True
+            self.previous = self.current
         deployments: list[Any] = []
         for i in range(inst.n_jobs):
             if i in self.finished:
