@@ -28,6 +28,7 @@ __all__ = ["SUBCOMMAND_MODULES", "cli", "main"]
 SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.core",
     "optsched.cli.oasis",
+    "optsched.cli.oasis_online",
     "optsched.cli.demo",
     "optsched.cli.profile",
 ]

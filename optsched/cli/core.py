@@ -24,6 +24,7 @@ __all__ = ["SCHEMAS", "VALIDATORS", "register"]
 SCHEMAS: dict[str, str] = {
     "oasis-instance": "optsched.jobs.instance:instance_schema",
     "oasis-schedule": "optsched.jobs.schedule:schedule_schema",
+    "oasis-prices": "optsched.jobs.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
 }
 

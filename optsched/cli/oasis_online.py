@@ -1,0 +1,335 @@
+"""``optsched oasis online | check | ratio``: OASiS online, checked against the optimum."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from optsched.cli.common import err_console, json_option, print_json
+
+__all__ = ["ALGORITHMS", "make_algorithm", "register"]
+
+#: Names accepted by ``--algorithm``.
+ALGORITHMS = ("oasis", "fifo", "drf", "rrh", "dorm")
+
+work_option = click.option(
+    "--work",
+    type=click.Choice(["chunks", "worker-slots"]),
+    default="chunks",
+    show_default=True,
+    help="Progress accounting: the paper's chunk-epochs or the ILP's worker-slots.",
+)
+
+
+def make_algorithm(name: str, *, work: str = "chunks", seed: int = 0, **oasis: Any) -> Any:
+    """An online algorithm by name; ``oasis`` keyword arguments go to :class:`OASiS` only."""
+    from optsched.jobs.baselines import DRF, FIFO, RRH, DormLike
+    from optsched.jobs.online import OASiS
+
+    if name == "oasis":
+        return OASiS(work=work, **oasis)
+    if name == "fifo":
+        return FIFO(seed=seed, work=work)
+    if name == "drf":
+        return DRF(work=work)
+    if name == "rrh":
+        return RRH(seed=seed, work=work)
+    if name == "dorm":
+        return DormLike(work=work)
+    raise click.BadParameter(f"unknown algorithm {name!r}; choose from {ALGORITHMS}")
+
+
+def _prices(spec: str, history: Path | None, instance: Any) -> Any:
+    from optsched.jobs.instance import load_instance
+    from optsched.jobs.prices import load_prices
+
+    if history is not None:
+        if spec != "hindsight":
+            raise click.BadParameter("use either --history or --prices, not both")
+        return load_instance(history)
+    if spec in ("hindsight", "warmup"):
+        return spec
+    return load_prices(Path(spec), instance)
+
+
+@click.command("online")
+@click.argument("instance", type=click.Path(dir_okay=False, path_type=Path))
+@work_option
+@click.option(
+    "--prices",
+    "price_spec",
+    default="hindsight",
+    show_default=True,
+    help="'hindsight' (U, L from the instance), 'warmup' (from the first --warmup jobs), or a "
+    "price file (optsched schema oasis-prices).",
+)
+@click.option("--warmup", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--history",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Estimate U, L from the jobs of this instance file instead.",
+)
+@click.option(
+    "--multiplier",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Scale U/L (the paper's Fig. 6 knob).",
+)
+@click.option(
+    "--tighten/--no-tighten",
+    default=True,
+    show_default=True,
+    help="Minimise the certificate over a price scale.",
+)
+@click.option("--with-prices", is_flag=True, help="Include the final price arrays in the JSON.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the schedule to this file.",
+)
+@json_option
+def online_cmd(
+    instance: Path,
+    work: str,
+    price_spec: str,
+    warmup: int,
+    history: Path | None,
+    multiplier: float,
+    tighten: bool,
+    with_prices: bool,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """Schedule INSTANCE online with OASiS and certify a bound on the optimum."""
+    from rich.table import Table
+
+    from optsched.jobs.instance import load_instance
+    from optsched.jobs.online import OASiS
+
+    inst = load_instance(instance)
+    alg = OASiS(
+        prices=_prices(price_spec, history, inst),
+        warmup=warmup,
+        multiplier=multiplier,
+        work=work,
+        tighten=tighten,
+    )
+    run = alg.run(inst)
+    if output is not None:
+        run.schedule.save(output)
+    if as_json:
+        print_json(run.to_dict(with_prices=with_prices))
+        return
+    table = Table(title=f"OASiS on {instance.name}")
+    for col in ("job", "arrival", "payoff", "admitted", "completion", "utility"):
+        table.add_column(col, justify="left" if col == "job" else "right")
+    for i, js in enumerate(run.schedule.jobs):
+        table.add_row(
+            js.job,
+            str(inst.jobs[i].arrival),
+            f"{run.payoffs[i]:.4g}",
+            "yes" if js.admitted else "no",
+            str(js.completion or "-"),
+            f"{js.utility:.4g}",
+        )
+    err_console.print(table)
+    cr = run.certified_ratio
+    err_console.print(
+        f"utility {run.utility:.6g}, admitted {len(run.admitted)}/{inst.n_jobs}, "
+        f"alpha {run.alpha:.4g} (proven ratio {run.proven_bound:.4g}), "
+        f"certified OPT <= {run.dual_bound:.6g} (D/ALG {cr:.4g})"
+        if run.dual_bound is not None and cr is not None
+        else f"utility {run.utility:.6g}",
+        highlight=False,
+    )
+
+
+@click.command("check")
+@click.argument("instance", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--algorithm",
+    type=click.Choice(ALGORITHMS),
+    default="oasis",
+    show_default=True,
+    help="The online algorithm to check.",
+)
+@work_option
+@click.option("--solver", default="highs", show_default=True, help="MILP solver for OPT.")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds for the ILP; past it OPT is bracketed by the incumbent and bounds.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the baselines' fixed worker counts.",
+)
+@json_option
+def check_cmd(
+    instance: Path,
+    algorithm: str,
+    work: str,
+    solver: str,
+    time_limit: float | None,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Run an online algorithm and the exact ILP on INSTANCE and compare them.
+
+    Exits 1 if the online schedule is invalid or a guaranteed relation (ALG <= OPT,
+    OPT <= D) fails; a ratio above the proven bound is reported (it can happen when the
+    theorem's assumptions fail) but is not an error.
+    """
+    from optsched.competitive import check_competitive
+    from optsched.jobs.instance import load_instance
+
+    inst = load_instance(instance)
+    alg = make_algorithm(algorithm, work=work, seed=seed, tighten=True)
+    with err_console.status(f"running {algorithm} and solving the offline ILP ..."):
+        rep = check_competitive(inst, alg, solver=solver, time_limit=time_limit)
+    if as_json:
+        print_json(rep.to_dict())
+    else:
+        off = rep.offline
+        err_console.print(
+            f"{algorithm}: ALG {rep.alg:.6g} ({len(rep.run.admitted)}/{inst.n_jobs} admitted, "
+            f"schedule {'valid' if rep.valid else 'INVALID'})",
+            highlight=False,
+        )
+        if off.optimum is not None:
+            err_console.print(
+                f"offline optimum {off.optimum:.6g}: OPT/ALG = {rep.ratio:.4g}", highlight=False
+            )
+        else:
+            err_console.print(
+                f"offline {off.status}: incumbent {off.incumbent}, upper bound {rep.upper}, "
+                f"OPT/ALG <= {rep.ratio_upper}",
+                highlight=False,
+            )
+        if rep.proven_bound is not None:
+            err_console.print(f"proven bound 2 alpha = {rep.proven_bound:.4g}", highlight=False)
+        if rep.run.dual_bound is not None:
+            err_console.print(
+                f"certificate D = {rep.run.dual_bound:.6g}, D/ALG = {rep.certified_ratio:.4g}",
+                highlight=False,
+            )
+        for key, value in rep.holds.items():
+            mark = {True: "[green]holds[/green]", False: "[red]FAILS[/red]", None: "undecided"}
+            err_console.print(f"  {key}: {mark[value]}")
+        if rep.theorem is not None:
+            applies = rep.theorem["theorem_applies"]
+            err_console.print(f"  theorem 4 applies: {applies}")
+            for reason in rep.theorem["reasons"]:
+                err_console.print(f"    - {reason}", highlight=False)
+    if not rep.valid or rep.holds["alg_le_opt"] is False or rep.holds["opt_le_dual"] is False:
+        raise click.exceptions.Exit(1)
+
+
+@click.command("ratio")
+@click.option(
+    "--instances",
+    "n_instances",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Number of seeded instances.",
+)
+@click.option("--jobs", "n_jobs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--worker-servers", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--ps-servers", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--horizon", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="Job-size scale of the generator.",
+)
+@click.option(
+    "--priority-low",
+    type=click.FloatRange(min=0, max=100),
+    default=1.0,
+    show_default=True,
+    help="Lower end of the priority range [low, 100] (Fig. 5).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Instance k uses seed + k.")
+@click.option("--algorithm", type=click.Choice(ALGORITHMS), default="oasis", show_default=True)
+@work_option
+@click.option("--solver", default="highs", show_default=True)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds per ILP.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory for results.jsonl, table.md and ratio.png (reruns resume).",
+)
+@json_option
+def ratio_cmd(
+    n_instances: int,
+    n_jobs: int,
+    worker_servers: int,
+    ps_servers: int,
+    horizon: int,
+    scale: float,
+    priority_low: float,
+    seed: int,
+    algorithm: str,
+    work: str,
+    solver: str,
+    time_limit: float,
+    output: Path,
+    as_json: bool,
+) -> None:
+    """Sweep seeded instances: empirical OPT/ALG against the proven bound (resumable)."""
+    from optsched.competitive import ratio_sweep, sweep_summary
+
+    alg = make_algorithm(algorithm, work=work, seed=seed, tighten=True)
+    with err_console.status("sweeping ...") as status:
+        records = ratio_sweep(
+            n_instances,
+            output,
+            seed=seed,
+            n_jobs=n_jobs,
+            worker_servers=worker_servers,
+            ps_servers=ps_servers,
+            horizon=horizon,
+            scale=scale,
+            priority=(priority_low, 100.0),
+            time_limit=time_limit,
+            solver=solver,
+            algorithm=alg,
+            progress=status.update,
+        )
+    summary = sweep_summary(records)
+    if as_json:
+        print_json({"summary": summary, "output": str(output), "records": records})
+        return
+    for key, value in summary.items():
+        err_console.print(f"{key}: {value}", highlight=False)
+    err_console.print(f"wrote {output / 'table.md'} and {output / 'ratio.png'}")
+
+
+def register(group: click.Group) -> None:
+    """Add ``online``, ``check`` and ``ratio`` to the ``oasis`` group."""
+    oasis = group.commands["oasis"]
+    assert isinstance(oasis, click.Group)
+    oasis.add_command(online_cmd)
+    oasis.add_command(check_cmd)
+    oasis.add_command(ratio_cmd)
