@@ -31,6 +31,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.oasis_online",
     "optsched.cli.demo",
     "optsched.cli.profile",
+    "optsched.cli.tensorlights",
 ]
 
 

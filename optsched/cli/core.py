@@ -26,12 +26,14 @@ SCHEMAS: dict[str, str] = {
     "oasis-schedule": "optsched.jobs.schedule:schedule_schema",
     "oasis-prices": "optsched.jobs.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
+    "tensorlights-instance": "optsched.placement.tensorlights:instance_schema",
 }
 
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->
 #: "module:function" taking (instance path, schedule path or None) and returning a report dict.
 VALIDATORS: dict[str, str] = {
     "oasis-instance": "optsched.jobs.cli_support:validate_files",
+    "tensorlights-instance": "optsched.placement.tensorlights:validate_files",
 }
 
 
