@@ -1,0 +1,142 @@
+"""``optsched tensorlights``: one JSON object on stdout, numbers equal to the library's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optsched.cli import main
+from optsched.placement.tensorlights import (
+    best_static_order,
+    generate_instance,
+    load_instance,
+    simulate,
+    smith_order,
+)
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def instance_file(tmp_path):
+    path = tmp_path / "nic.json"
+    generate_instance(2, 4, max_shards=2, seed=3, iterations=(3, 6)).save(path)
+    return path
+
+
+def test_generate_writes_a_valid_instance(capsys, tmp_path):
+    path = tmp_path / "gen.toml"
+    code, out, err = run(
+        capsys, "tensorlights", "generate", "--hosts", "3", "--jobs", "5", "--seed", "7", "-o",
+        str(path),
+    )  # fmt: skip
+    assert code == 0 and out == "" and "wrote" in err
+    assert load_instance(path) == generate_instance(3, 5, seed=7)
+    code, out, _ = run(capsys, "validate", str(path), "--json")
+    assert code == 0
+    assert json.loads(out)["kind"] == "tensorlights-instance"
+
+
+@pytest.mark.parametrize("policy", ["fair", "priority", "rotate", "one-green"])
+def test_simulate_json_matches_the_library(capsys, instance_file, policy):
+    code, out, _ = run(
+        capsys, "tensorlights", "simulate", str(instance_file), "--policy", policy,
+        "--jitter", "0.2", "--seed", "4", "--json",
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    expected = simulate(load_instance(instance_file), policy, jitter=0.2, seed=4)
+    assert data["policy"] == policy
+    assert data["mean_jct"] == pytest.approx(expected.mean_jct)
+    assert [j["jct"] for j in data["jobs"]] == pytest.approx(list(expected.jct))
+    assert data["instance"] == {"jobs": 4, "hosts": 2}
+
+
+def test_simulate_generated_with_order_and_period(capsys):
+    code, out, _ = run(
+        capsys, "tensorlights", "simulate", "--generate", "--hosts", "1", "--jobs", "3",
+        "--policy", "rotate", "--order", "2,0,1", "--period", "0.5", "--json",
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    expected = simulate(
+        generate_instance(1, 3, seed=0), "rotate", order=[2, 0, 1], rotation_period=0.5
+    )
+    assert data["order"] == [2, 0, 1] and data["rotation_period"] == 0.5
+    assert data["makespan"] == pytest.approx(expected.makespan)
+
+
+def test_simulate_human_output_goes_to_stderr(capsys, instance_file):
+    code, out, err = run(capsys, "tensorlights", "simulate", str(instance_file))
+    assert code == 0 and out == ""
+    assert "mean JCT" in err
+
+
+def test_compare_runs_every_policy(capsys, instance_file):
+    code, out, _ = run(capsys, "tensorlights", "compare", str(instance_file), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data["policies"]) == {"fair", "priority", "rotate", "one-green"}
+    inst = load_instance(instance_file)
+    prio = simulate(inst, "priority", order=smith_order(inst, "mean-jct"))
+    assert data["policies"]["priority"]["mean_jct"] == pytest.approx(prio.mean_jct)
+    code, out, err = run(capsys, "tensorlights", "compare", str(instance_file))
+    assert code == 0 and out == "" and "one-green" in err
+
+
+def test_best_order_json_matches_the_library(capsys, instance_file):
+    code, out, _ = run(
+        capsys, "tensorlights", "best-order", str(instance_file), "--objective", "makespan",
+        "--json",
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    expected = best_static_order(load_instance(instance_file), "makespan")
+    assert data["best_value"] == pytest.approx(expected.best_value)
+    assert data["best_order"] == list(expected.best_order)
+    assert data["n_orders"] == 24
+    assert len(data["best_order_names"]) == 4
+    code, out, err = run(capsys, "tensorlights", "best-order", str(instance_file))
+    assert code == 0 and out == "" and "Smith" in err
+
+
+def test_exactly_one_instance_source(capsys, instance_file):
+    code, out, _ = run(capsys, "tensorlights", "simulate", "--json")
+    assert code == 2 and json.loads(out)["error"] == "UsageError"
+    code, _, _ = run(capsys, "tensorlights", "simulate", str(instance_file), "--generate")
+    assert code == 2
+
+
+def test_invalid_input_exits_2_naming_the_field(capsys, tmp_path, instance_file):
+    bad = json.loads(instance_file.read_text())
+    bad["jobs"][0]["ps_hosts"] = [9]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    code, out, _ = run(capsys, "tensorlights", "simulate", str(path), "--json")
+    assert code == 2
+    assert json.loads(out)["field"] == "jobs[0].ps_hosts[0]"
+    code, out, _ = run(
+        capsys, "tensorlights", "simulate", str(instance_file), "--policy", "priority",
+        "--order", "0,1", "--json",
+    )  # fmt: skip
+    assert code == 2 and json.loads(out)["field"] == "order"
+    code, out, _ = run(
+        capsys, "tensorlights", "simulate", str(instance_file), "--order", "a,b", "--json"
+    )
+    assert code == 2 and json.loads(out)["field"] == "order"
+    code, out, _ = run(
+        capsys, "tensorlights", "best-order", "--generate", "--jobs", "5", "--max-jobs", "4",
+        "--json",
+    )  # fmt: skip
+    assert code == 2 and json.loads(out)["field"] == "jobs"
+
+
+def test_schema_is_published(capsys):
+    code, out, _ = run(capsys, "schema", "tensorlights-instance")
+    assert code == 0
+    assert "ps_hosts" in json.dumps(json.loads(out))
