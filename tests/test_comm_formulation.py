@@ -1,0 +1,126 @@
+"""The time-indexed transportation LP: optimum, integrality, total unimodularity."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched.comm.cost import CostModel
+from optsched.comm.dag import build_dag
+from optsched.comm.exact import exact_schedule, jackson_value
+from optsched.comm.formulation import INTEGRALITY_TOL, build_lp, feasible, solve_lp
+from optsched.comm.fusion import pace_schedule
+from optsched.profiles import load_profile
+from optsched.solvers import available_solvers
+
+CVXPY = available_solvers(frontend="cvxpy")
+pytestmark = pytest.mark.skipif("highs" not in CVXPY, reason="HiGHS is not available to cvxpy")
+
+#: LP optima come from a solver with ~1e-7 feasibility tolerance.
+LP_RTOL = 1e-6
+
+
+@st.composite
+def float_jobs(draw, max_n=6):
+    n = draw(st.integers(1, max_n))
+    r = draw(st.lists(st.floats(0, 10), min_size=n, max_size=n))
+    w = draw(st.lists(st.floats(0.05, 5), min_size=n, max_size=n))
+    q = draw(st.lists(st.floats(0, 10), min_size=n, max_size=n))
+    return np.array(r), np.array(w), np.array(q)
+
+
+@st.composite
+def integer_jobs(draw, max_n=6):
+    n = draw(st.integers(1, max_n))
+    r = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    w = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    q = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    return np.array(r, float), np.array(w, float), np.array(q, float)
+
+
+@settings(max_examples=25)
+@given(float_jobs())
+def test_lp_optimum_equals_the_fast_exact_algorithm(jobs):
+    r, w, q = jobs
+    result = solve_lp(r, w, q)
+    assert math.isclose(result.value, jackson_value(r, w, q), rel_tol=LP_RTOL, abs_tol=LP_RTOL)
+    # The assignment fills every job's work within its window and respects slot capacity.
+    assert np.allclose(result.x.sum(axis=1), w, atol=1e-6)
+    lengths = np.diff(result.slot_bounds)
+    assert np.all(result.x.sum(axis=0) <= lengths + 1e-6)
+
+
+@settings(max_examples=25)
+@given(integer_jobs())
+def test_lp_solutions_are_integral_on_integer_data(jobs):
+    r, w, q = jobs
+    theta = jackson_value(r, w, q)
+    assert theta == round(theta)
+    ok, lp, _ = feasible(r, w, q, theta)
+    assert ok
+    x = np.asarray(lp.x.value)
+    assert np.all(np.abs(x - np.round(x)) <= INTEGRALITY_TOL), x
+    result = solve_lp(r, w, q)
+    assert math.isclose(result.value, theta, abs_tol=LP_RTOL)
+    assert result.is_integral()
+    # Just below the optimum there is no schedule.
+    assert not feasible(r, w, q, theta - 0.5)[0]
+
+
+def _constraint_matrix(lp) -> np.ndarray:
+    pairs = lp.pairs
+    m = pairs.shape[0]
+    n_jobs = int(pairs[:, 0].max()) + 1
+    work = sp.csr_matrix((np.ones(m), (pairs[:, 0], np.arange(m))), shape=(n_jobs, m))
+    slot = sp.csr_matrix((np.ones(m), (pairs[:, 1], np.arange(m))), shape=(lp.n_slots, m))
+    return sp.vstack([work, slot]).toarray()
+
+
+@given(integer_jobs(max_n=4), st.randoms(use_true_random=False))
+def test_constraint_matrix_is_totally_unimodular(jobs, rnd):
+    r, w, q = jobs
+    theta = jackson_value(r, w, q)
+    lp = build_lp(r, w, q, theta + 3.0)
+    a = _constraint_matrix(lp)
+    n_jobs = int(lp.pairs[:, 0].max()) + 1
+    # Bipartite incidence: every column has one 1 among the job rows and one among the slot
+    # rows (the sufficient condition for total unimodularity).
+    assert np.all(a[:n_jobs].sum(axis=0) == 1)
+    assert np.all(a[n_jobs:].sum(axis=0) == 1)
+    # And the definition on square submatrices (all of them when small, else a sample).
+    rows, cols = a.shape
+    subsets = []
+    for k in range(1, min(rows, cols, 4) + 1):
+        for ri in itertools.combinations(range(rows), k):
+            for ci in itertools.combinations(range(cols), k):
+                subsets.append((ri, ci))
+    if len(subsets) > 3000:
+        subsets = rnd.sample(subsets, 3000)
+    for ri, ci in subsets:
+        det = round(float(np.linalg.det(a[np.ix_(ri, ci)])))
+        assert det in (-1, 0, 1)
+
+
+def test_lp_matches_the_exact_schedule_on_a_real_profile():
+    dag = build_dag(load_profile("resnet18"))
+    cost = CostModel.ring(8, 10, 5)
+    for sched in (pace_schedule(dag, cost), exact_schedule(dag, cost)):
+        jobs = sched.jobs
+        value = max(dag.compute_ms, solve_lp(jobs.release, jobs.work, jobs.tail).value)
+        assert math.isclose(value, sched.iteration_time, rel_tol=LP_RTOL)
+
+
+@pytest.mark.skipif("clarabel" not in CVXPY, reason="Clarabel is not installed")
+@settings(max_examples=10)
+@given(float_jobs(max_n=5))
+def test_second_solver_agrees(jobs):
+    r, w, q = jobs
+    highs = solve_lp(r, w, q).value
+    clarabel = solve_lp(r, w, q, solver="clarabel").value
+    assert math.isclose(highs, clarabel, rel_tol=1e-5, abs_tol=1e-5)

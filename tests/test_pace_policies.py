@@ -1,0 +1,185 @@
+"""PACE against the baselines: never slower, never below the lower bound, on equal terms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched.comm import compare
+from optsched.comm.cost import MB, CostModel
+from optsched.comm.dag import build_dag
+from optsched.comm.exact import exact_schedule
+from optsched.comm.generate import random_order, random_profile
+from optsched.comm.policies import (
+    BYTESCHEDULER_CREDITS,
+    BYTESCHEDULER_PARTITIONS_MB,
+    ByteScheduler,
+    Horovod,
+    default_policies,
+    run_policy,
+)
+from optsched.comm.simulate import lower_bound, validate_trace
+from optsched.errors import InvalidInstanceError
+from optsched.profiles import available_profiles
+
+#: Times reach the same optimum along different floating-point paths.
+REL = 1e-9
+
+
+@st.composite
+def settings_cases(draw):
+    profile = random_profile(
+        draw(st.integers(0, 2**31 - 1)),
+        layers=draw(st.integers(1, 12)),
+        max_tensors=draw(st.integers(1, 4)),
+        dag=draw(st.booleans()),
+        max_params=draw(st.sampled_from([10_000, 1_000_000, 20_000_000])),
+    )
+    order = random_order(profile, draw(st.integers(0, 2**31 - 1)))
+    dag = build_dag(profile, order=order, update_ms_per_mb=draw(st.sampled_from([0.0, 0.05])))
+    cost = CostModel(draw(st.floats(0, 3)), draw(st.floats(0.001, 3)) / MB)
+    policies = default_policies(
+        partition_mb=draw(st.sampled_from([None, 0.5, 4.0])),
+        fusion_mb=draw(st.sampled_from([1.0, 16.0, 64.0])),
+        cycle_ms=draw(st.sampled_from([0.5, 5.0])),
+    )
+    return dag, cost, policies
+
+
+@settings(max_examples=40)
+@given(settings_cases())
+def test_pace_is_never_slower_and_nobody_beats_the_bound(case):
+    dag, cost, policies = case
+    results = {p.name: p.run(dag, cost) for p in policies}
+    bound = lower_bound(dag, cost)
+    pace = results["pace"].iteration_time
+    for name, res in results.items():
+        assert res.iteration_time >= bound * (1 - REL), name
+        assert pace <= res.iteration_time * (1 + REL), (name, pace, res.iteration_time)
+    assert pace >= bound * (1 - REL)
+
+
+@settings(max_examples=30)
+@given(settings_cases())
+def test_horovod_groups_are_in_the_dp_search_space(case):
+    # The premise of PACE <= Horovod: Horovod's fused calls are contiguous in consumption
+    # order and within the fusion limit, so the DP optimises over them, and the optimal
+    # preemptive schedule of those groups is no slower than Horovod's own.
+    dag, cost, policies = case
+    horovod = next(p for p in policies if isinstance(p, Horovod))
+    res = horovod.run(dag, cost)
+    calls: dict[int, list[int]] = {}
+    for piece, call in enumerate(res.trace.piece_call):
+        calls.setdefault(int(call), []).append(piece)  # pieces are whole tensors
+    groups = []
+    for members in calls.values():
+        lo, hi = min(members), max(members)
+        assert sorted(members) == list(range(lo, hi + 1))
+        if len(members) > 1:
+            assert dag.tensor_bytes[lo : hi + 1].sum() <= horovod.threshold_mb * MB
+        groups.append((lo, hi + 1))
+    groups.sort()
+    exact = exact_schedule(dag, cost, groups)
+    assert exact.iteration_time <= res.iteration_time * (1 + REL)
+
+
+@settings(max_examples=15)
+@given(settings_cases())
+def test_bytescheduler_tuner_finds_the_best_grid_point(case):
+    dag, cost, _ = case
+    tuned = ByteScheduler().run(dag, cost)
+    grid = [
+        ByteScheduler(p, c).run(dag, cost).iteration_time
+        for p in BYTESCHEDULER_PARTITIONS_MB
+        for c in BYTESCHEDULER_CREDITS
+    ]
+    assert tuned.iteration_time == min(grid)
+    assert len(tuned.tuning) == len(grid)
+    fixed = ByteScheduler(partition_mb=2.0).run(dag, cost)
+    assert fixed.params["partition_mb"] == 2.0
+    assert len(fixed.tuning) == len(BYTESCHEDULER_CREDITS)
+
+
+SETTINGS = [(8, 10.0, 5.0), (16, 1.0, 20.0), (4, 100.0, 2.0)]
+
+
+@pytest.mark.parametrize("name", available_profiles())
+@pytest.mark.parametrize(("workers", "gbps", "latency"), SETTINGS)
+def test_every_bundled_model(name, workers, gbps, latency):
+    result = compare(name, workers, gbps, latency)
+    times = result.iteration_times
+    assert set(times) == {"fifo", "horovod", "p3", "tictac", "bytescheduler", "pace"}
+    assert result.fastest == "pace"
+    for policy, t in times.items():
+        assert t >= result.lower_bound * (1 - REL), policy
+        assert times["pace"] <= t * (1 + REL), policy
+    pace = result.results["pace"]
+    validate_trace(result.dag, result.cost, pace.plan, pace.trace)
+    assert math.isclose(pace.iteration_time, result.pace.iteration_time, rel_tol=REL)
+    # The fusion comparison: the DP is no worse than no fusion or threshold fusion.
+    assert result.fusion["dp"] <= min(result.fusion["none"], result.fusion["threshold"]) * (1 + REL)
+    assert math.isclose(result.fusion["dp"], result.pace.iteration_time, rel_tol=REL)
+
+
+def test_compare_report():
+    result = compare("resnet50", workers=8, bandwidth_gbps=10, latency_us=5, partition_mb=4)
+    d = result.to_dict()
+    assert d["policies"]["pace"]["iteration_time"] == result.iteration_times["pace"]
+    assert d["lower_bound"] == result.lower_bound
+    assert d["fastest"] == "pace"
+    assert d["policies"]["bytescheduler"]["params"]["partition_mb"] == 4
+    assert d["policies"]["p3"]["params"]["slice_mb"] == 4
+    groups = d["pace_schedule"]["groups"]
+    assert sum(len(g["tensors"]) for g in groups) == len(result.dag.tensors)
+    speed = result.speedup()
+    assert speed["pace"] == 1.0 and all(v >= 1 - REL for v in speed.values())
+    # One worker: all-reduces are free; every policy runs at compute speed except Horovod,
+    # whose tensors still wait for a cycle tick.
+    solo = compare("resnet18", workers=1, bandwidth_gbps=10, latency_us=5)
+    for name, t in solo.iteration_times.items():
+        if name == "horovod":
+            assert solo.dag.compute_ms <= t <= solo.dag.compute_ms + 5.0
+        else:
+            assert math.isclose(t, solo.dag.compute_ms, rel_tol=REL)
+
+
+def test_kahn_order_changes_only_priorities():
+    a = compare("inception_v3", 8, 10, 5)
+    b = compare("inception_v3", 8, 10, 5, order="kahn")
+    assert a.dag.total_bytes == b.dag.total_bytes
+    assert b.fastest == "pace"
+    assert math.isclose(a.dag.compute_ms, b.dag.compute_ms, rel_tol=REL)
+
+
+def test_bad_settings_name_the_field():
+    with pytest.raises(InvalidInstanceError) as err:
+        compare("resnet18", workers=0, bandwidth_gbps=10, latency_us=5)
+    assert err.value.field == "workers"
+    with pytest.raises(InvalidInstanceError) as err:
+        compare("resnet18", 8, 10, 5, partition_mb=0)
+    assert err.value.field == "p3.slice_mb"
+    with pytest.raises(InvalidInstanceError) as err:
+        compare("resnet18", 8, 10, 5, fusion_mb=-1)
+    assert err.value.field == "fusion_mb"
+    with pytest.raises(InvalidInstanceError) as err:
+        compare("no_such_model", 8, 10, 5)
+    assert err.value.field == "model"
+    with pytest.raises(InvalidInstanceError) as err:
+        run_policy("sjf", build_dag(random_profile(0, layers=2)), CostModel(0, 0))
+    assert err.value.field == "policy"
+
+
+def test_unfused_pace_dominates_sliced_policies_tensor_by_tensor():
+    # The argument for P3/ByteScheduler: one preemptable call per tensor needs less channel
+    # time than its slices and finishes every tensor no later under the optimal order.
+    dag = build_dag(random_profile(11, layers=10))
+    cost = CostModel(0.5, 1e-6)
+    unfused = exact_schedule(dag, cost)
+    for name in ("p3", "tictac", "fifo"):
+        res = run_policy(name, dag, cost)
+        assert unfused.iteration_time <= res.iteration_time * (1 + REL)
+    assert np.all(np.isfinite(unfused.tensor_completion))
