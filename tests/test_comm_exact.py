@@ -85,7 +85,7 @@ def test_edf_decides_the_optimum(jobs):
 
 @given(float_jobs(), st.randoms(use_true_random=False))
 def test_priority_schedule_is_a_valid_preemptive_schedule(jobs, rnd):
-    r, w, q = jobs
+    r, w, _ = jobs
     prio = np.array([rnd.random() for _ in r])
     completion, segments = priority_schedule(r, w, prio)
     got = np.zeros(r.size)
@@ -105,6 +105,7 @@ def test_known_answer():
     r, w, q = np.array([0.0, 2.0]), np.array([5.0, 1.0]), np.array([0.0, 10.0])
     completion, segments = priority_schedule(r, w, -q)
     assert segments == [(0, 0.0, 2.0), (1, 2.0, 3.0), (0, 3.0, 6.0)]
+    assert completion.tolist() == [6.0, 3.0]
     assert jackson_value(r, w, q) == 13.0  # job 1 done at 3, plus tail 10
     # Non-preemptive FIFO would give max(5 + 0, 6 + 10) = 16.
 
