@@ -1,0 +1,496 @@
+r"""The Placement type and its independent validator.
+
+Every placement algorithm in optsched (the exact ILPs, the heuristics, brute force) returns a
+:class:`Placement`: a server for every task, and optionally a GPU for every task that uses one.
+:func:`validate` checks it against the instance and recomputes **every** objective from the
+instance and the placement alone, with plain loops over tasks, flows and network paths. It
+shares no code with the formulations, so a bug in a formulation cannot hide itself.
+
+Objectives recomputed (all minimised)
+-------------------------------------
+``servers``
+    Number of servers hosting at least one task.
+``traffic``
+    :math:`\sum_{(t,u)} v_{tu}\,[h(t) \ne h(u)]`: volume crossing server boundaries (Gbit).
+``max-load``
+    :math:`\max_{\ell, d} (b_\ell + \sum_{(t,u) \text{ crossing } \ell \text{ in } d} v_{tu}) /
+    B_\ell`: the most loaded link direction, in seconds per iteration (background included).
+``interference``
+    Harmony's weighted iteration time (formulations §3.3):
+    :math:`\sum_j \omega_j [t^0_j + \sum_{h \in S_j} (\sum_{k \ne j: h \in S_k} c_{jk} + R_{jh})
+    + \lambda_j (|S_j| - 1)]` where :math:`S_j` is the set of servers job :math:`j` uses.
+``clwp``
+    Only for job-atomic placements (each job on one server):
+    :math:`\sum_j \omega_j [\sum_{k \ne j: h(k) = h(j)} c_{jk} + R_{j h(j)}]`.
+``nlwp``
+    Only when GPUs are assigned: :math:`\sum_{g} \sum_{t \ne u \text{ on } g,\, j(t) \ne j(u)}
+    \omega_{j(t)} c_{j(t) j(u)} + \lambda \sum_{(t,u)} v_{tu}\,\tau(t, u)`, with
+    :math:`\tau` 0 on one GPU (or two host tasks of one server), :math:`1/B^{gpu}_{h,ij}` between
+    GPUs of one server (:math:`1/B^{gpu}_h` between a GPU and the host) and
+    :math:`1/\min(B^{nic}_h, B^{nic}_{h'})` between servers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from optsched._validation import Frozen, load_data, parse
+from optsched.errors import InvalidScheduleError
+
+if TYPE_CHECKING:
+    from optsched.placement.instance import PlacementInstance
+
+__all__ = [
+    "CAPACITY_TOL",
+    "OBJECTIVE_NAMES",
+    "OBJECTIVE_TOL",
+    "Placement",
+    "PlacementReport",
+    "check",
+    "load_placement",
+    "placement_schema",
+    "validate",
+    "validate_files",
+]
+
+#: Relative slack on capacities (sums of float demands), floor 1.
+CAPACITY_TOL = 1e-7
+#: Tolerance when comparing objective values (relative, floor 1).
+OBJECTIVE_TOL = 1e-6
+#: Every objective the validator recomputes, in report order.
+OBJECTIVE_NAMES: tuple[str, ...] = (
+    "servers",
+    "traffic",
+    "max-load",
+    "interference",
+    "clwp",
+    "nlwp",
+)
+
+
+def _within(load: float, capacity: float) -> bool:
+    return load <= capacity + CAPACITY_TOL * max(1.0, abs(capacity))
+
+
+class Placement(Frozen):
+    """Where every task runs.
+
+    Attributes
+    ----------
+    assignment : dict of str to str
+        Task id (``"<job>/<task>"``) to server name.
+    gpus : dict of str to int, optional
+        Task id to GPU index on its server, for node-level (GPU) assignment. Tasks without GPU
+        demand have no entry.
+    method : str
+        What produced it (``"ilp:servers"``, ``"heuristic:first-fit"``...).
+    """
+
+    kind: Literal["placement"] = "placement"
+    assignment: dict[str, str] = Field(description="Task id -> server name.")
+    gpus: dict[str, int] | None = Field(default=None, description="Task id -> GPU index.")
+    method: str = ""
+
+    @classmethod
+    def from_indices(
+        cls,
+        instance: PlacementInstance,
+        servers: Sequence[int],
+        gpus: Mapping[int, int] | None = None,
+        method: str = "",
+    ) -> Placement:
+        """Build from a server index per task (in ``instance.tasks`` order).
+
+        Parameters
+        ----------
+        instance : PlacementInstance
+        servers : sequence of int
+            ``servers[i]`` is the index of task ``i``'s server.
+        gpus : mapping of int to int, optional
+            Task index to GPU index, for the tasks that have a GPU.
+        method : str
+        """
+        names = [s.name for s in instance.servers]
+        assignment = {t.id: names[int(servers[i])] for i, t in enumerate(instance.tasks)}
+        gpu_map = None
+        if gpus is not None:
+            gpu_map = {instance.tasks[i].id: int(g) for i, g in gpus.items()}
+        return cls(assignment=assignment, gpus=gpu_map, method=method)
+
+    def server_indices(self, instance: PlacementInstance) -> list[int]:
+        """Server index of every task, in ``instance.tasks`` order.
+
+        Raises
+        ------
+        KeyError
+            A task is unassigned or its server is unknown (run :func:`validate` first).
+        """
+        index = {s.name: h for h, s in enumerate(instance.servers)}
+        return [index[self.assignment[t.id]] for t in instance.tasks]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (what :meth:`save` writes)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def save(self, path: str | Path) -> None:
+        """Write the placement as JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+@dataclass
+class PlacementReport:
+    """What :func:`validate` found.
+
+    Attributes
+    ----------
+    valid : bool
+        No violation.
+    violations : list of str
+        Every violated constraint, in words.
+    objectives : dict of str to float or None
+        Every objective of :data:`OBJECTIVE_NAMES`; ``None`` where it does not apply (``clwp``
+        for a placement that splits a job, ``nlwp`` without GPUs) or cannot be computed
+        (unassigned tasks).
+    server_load : dict of str to dict of str to float
+        Demand placed on each used server, per resource.
+    link_load : dict of str to float
+        Load of each link direction, background included, in Gbit: ``"s0:out"`` is
+        traffic leaving server ``s0`` through its NIC, ``"r1:in"`` traffic entering rack ``r1``
+        through its uplink.
+    """
+
+    valid: bool
+    violations: list[str] = field(default_factory=list)
+    objectives: dict[str, float | None] = field(default_factory=dict)
+    server_load: dict[str, dict[str, float]] = field(default_factory=dict)
+    link_load: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {
+            "valid": self.valid,
+            "violations": list(self.violations),
+            "objectives": dict(self.objectives),
+            "server_load": {k: dict(v) for k, v in self.server_load.items()},
+            "link_load": dict(self.link_load),
+        }
+
+
+def _coefficient_tables(
+    instance: PlacementInstance,
+) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
+    jobs = {(c.a, c.b): c.coefficient for c in instance.interference}
+    types = {(c.a, c.b): c.coefficient for c in instance.type_interference}
+    return jobs, types
+
+
+def validate(instance: PlacementInstance, placement: Placement) -> PlacementReport:
+    r"""Check ``placement`` against ``instance`` and recompute every objective.
+
+    Checks: every task is assigned exactly once to a known server, no unknown task is
+    assigned, every server's summed demand fits its capacity per resource, and, when GPUs are
+    given, every GPU task has a GPU index on its server, GPU shares per GPU sum to at most 1 and
+    GPU memory per GPU fits ``gpu_memory``.
+
+    Parameters
+    ----------
+    instance : PlacementInstance
+    placement : Placement
+
+    Returns
+    -------
+    PlacementReport
+
+    Notes
+    -----
+    Complexity :math:`O(T R + F \\cdot \\text{path} + J^2 H)` for :math:`T` tasks, :math:`R`
+    resources, :math:`F` flows, :math:`J` jobs and :math:`H` servers.
+    """
+    violations: list[str] = []
+    servers = {s.name: s for s in instance.cluster.servers}
+    tasks = instance.tasks
+    known = {t.id for t in tasks}
+    where: dict[str, str] = {}
+    for task_id, server in placement.assignment.items():
+        if task_id not in known:
+            violations.append(f"unknown task {task_id!r} is assigned")
+        elif server not in servers:
+            violations.append(f"task {task_id!r} is assigned to unknown server {server!r}")
+        else:
+            where[task_id] = server
+    for t in tasks:
+        if t.id not in placement.assignment:
+            violations.append(f"task {t.id!r} is not assigned")
+
+    # Capacity: summed demand per server and resource.
+    load: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for t in tasks:
+        if t.id in where:
+            spec = instance.jobs[t.job].tasks[t.spec]
+            used = load[where[t.id]]  # created even for a task with no demand
+            for r, v in spec.demand.items():
+                used[r] += v
+    for name, used in load.items():
+        cap = servers[name].capacity
+        for r, v in used.items():
+            if not _within(v, cap.get(r, 0.0)):
+                violations.append(
+                    f"server {name!r}: {r} demand {v:g} exceeds capacity {cap.get(r, 0.0):g}"
+                )
+
+    gpu_of: dict[str, int] = {}
+    if placement.gpus is not None:
+        gpu_of = _check_gpus(instance, placement.gpus, where, known, violations)
+
+    objectives: dict[str, float | None] = dict.fromkeys(OBJECTIVE_NAMES)
+    link_load: dict[str, float] = {}
+    if len(where) == len(tasks) and all(t.id in where for t in tasks):
+        objectives["servers"] = float(len({where[t.id] for t in tasks}))
+        objectives["traffic"], objectives["max-load"], link_load = _network(instance, where)
+        objectives["interference"], objectives["clwp"] = _interference(instance, where)
+        if placement.gpus is not None and not any(v.startswith("gpu") for v in violations):
+            objectives["nlwp"] = _node_level(instance, where, gpu_of)
+    return PlacementReport(
+        valid=not violations,
+        violations=violations,
+        objectives=objectives,
+        server_load={k: dict(v) for k, v in load.items()},
+        link_load=link_load,
+    )
+
+
+def _check_gpus(
+    instance: PlacementInstance,
+    gpus: Mapping[str, int],
+    where: Mapping[str, str],
+    known: set[str],
+    violations: list[str],
+) -> dict[str, int]:
+    servers = {s.name: s for s in instance.cluster.servers}
+    out: dict[str, int] = {}
+    share: dict[tuple[str, int], float] = defaultdict(float)
+    memory: dict[tuple[str, int], float] = defaultdict(float)
+    for task_id in gpus:
+        if task_id not in known:
+            violations.append(f"gpu: unknown task {task_id!r} has a GPU")
+    for t in instance.tasks:
+        spec = instance.jobs[t.job].tasks[t.spec]
+        need = spec.demand.get("gpu", 0.0)
+        g = gpus.get(t.id)
+        if need <= 0.0:
+            if g is not None:
+                violations.append(f"gpu: task {t.id!r} demands no GPU but is given GPU {g}")
+            continue
+        if need > 1.0 + CAPACITY_TOL:
+            violations.append(f"gpu: task {t.id!r} demands {need:g} GPUs; one GPU per task at most")
+            continue
+        if g is None:
+            violations.append(f"gpu: task {t.id!r} demands a GPU but has none")
+            continue
+        if t.id not in where:
+            continue
+        server = servers[where[t.id]]
+        if not 0 <= g < server.gpus:
+            violations.append(
+                f"gpu: task {t.id!r} is given GPU {g} but server {server.name!r} has {server.gpus}"
+            )
+            continue
+        out[t.id] = g
+        share[(server.name, g)] += need
+        memory[(server.name, g)] += spec.gpu_memory
+    for (name, g), s in share.items():
+        if not _within(s, 1.0):
+            violations.append(f"gpu: GPU {g} of server {name!r} is shared {s:g} > 1 times")
+        limit = servers[name].gpu_memory
+        if limit is not None and not _within(memory[(name, g)], limit):
+            violations.append(
+                f"gpu: GPU {g} of server {name!r} needs {memory[(name, g)]:g} GB > {limit:g} GB"
+            )
+    return out
+
+
+def _network(
+    instance: PlacementInstance, where: Mapping[str, str]
+) -> tuple[float, float, dict[str, float]]:
+    """Cross-server traffic and the most loaded link direction, by walking graph paths."""
+    import networkx as nx
+
+    tasks = instance.tasks
+    graph = instance.cluster.graph()
+    # Orient the tree from its top switch: every other node owns the edge to its parent, whose
+    # upward direction is "out" and downward direction is "in".
+    root = next(n for n, d in graph.nodes(data=True) if d["kind"] == "switch" and n.startswith("<"))
+    parent = dict(nx.bfs_predecessors(graph, root))
+    load: dict[tuple[str, str], float] = {}
+    bandwidth: dict[tuple[str, str], float] = {}
+    for child, up in parent.items():
+        data = graph.edges[child, up]
+        for direction in ("out", "in"):
+            load[(child, direction)] = data["background"]
+            bandwidth[(child, direction)] = data["bandwidth"]
+    crossing = 0.0
+    for src, dst, volume in instance.flows:
+        hs, hd = where[tasks[src].id], where[tasks[dst].id]
+        if hs == hd:
+            continue
+        crossing += volume
+        nodes = nx.shortest_path(graph, hs, hd)
+        for x, y in itertools.pairwise(nodes):
+            if parent.get(x) == y:
+                load[(x, "out")] += volume
+            else:
+                load[(y, "in")] += volume
+    worst = max(load[k] / bandwidth[k] for k in load)
+    return crossing, worst, {f"{k[0]}:{k[1]}": v for k, v in sorted(load.items())}
+
+
+def _interference(
+    instance: PlacementInstance, where: Mapping[str, str]
+) -> tuple[float, float | None]:
+    """Harmony's weighted iteration time, and CLWP's cost when every job sits on one server."""
+    jobs_kappa, types_kappa = _coefficient_tables(instance)
+    servers = {s.name: s for s in instance.cluster.servers}
+    spans: list[set[str]] = [set() for _ in instance.jobs]
+    for t in instance.tasks:
+        spans[t.job].add(where[t.id])
+
+    def coefficient(a: int, b: int) -> float:
+        ja, jb = instance.jobs[a], instance.jobs[b]
+        value = jobs_kappa.get((ja.name, jb.name), 0.0)
+        if ja.type is not None and jb.type is not None:
+            value += types_kappa.get((ja.type, jb.type), 0.0)
+        return value
+
+    def residents(a: int, server: str) -> float:
+        ja = instance.jobs[a]
+        if ja.type is None:
+            return 0.0
+        return sum(types_kappa.get((ja.type, r), 0.0) for r in servers[server].residents)
+
+    harmony = 0.0
+    shared = 0.0
+    for a, job in enumerate(instance.jobs):
+        slowdown = 0.0
+        for b in range(len(instance.jobs)):
+            if b != a:
+                slowdown += coefficient(a, b) * len(spans[a] & spans[b])
+        slowdown += sum(residents(a, h) for h in spans[a])
+        harmony += job.weight * (
+            job.standalone_time + slowdown + job.spread_penalty * (len(spans[a]) - 1)
+        )
+        shared += job.weight * slowdown
+    atomic = all(len(s) == 1 for s in spans)
+    return harmony, (shared if atomic else None)
+
+
+def _node_level(
+    instance: PlacementInstance, where: Mapping[str, str], gpu_of: Mapping[str, int]
+) -> float:
+    """NLWP cost: co-runner interference per GPU plus weighted communication time."""
+    jobs_kappa, types_kappa = _coefficient_tables(instance)
+    servers = {s.name: s for s in instance.cluster.servers}
+    tasks = instance.tasks
+    by_gpu: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, t in enumerate(tasks):
+        if t.id in gpu_of:
+            by_gpu[(where[t.id], gpu_of[t.id])].append(i)
+    cost = 0.0
+    for members in by_gpu.values():
+        for i in members:
+            for k in members:
+                ja, jb = instance.jobs[tasks[i].job], instance.jobs[tasks[k].job]
+                if tasks[i].job == tasks[k].job:
+                    continue
+                c = jobs_kappa.get((ja.name, jb.name), 0.0)
+                if ja.type is not None and jb.type is not None:
+                    c += types_kappa.get((ja.type, jb.type), 0.0)
+                cost += ja.weight * c
+    comm = 0.0
+    for src, dst, volume in instance.flows:
+        a, b = tasks[src].id, tasks[dst].id
+        ha, hb = servers[where[a]], servers[where[b]]
+        if ha.name != hb.name:
+            comm += volume / min(ha.nic_bandwidth, hb.nic_bandwidth)
+            continue
+        ga, gb = gpu_of.get(a), gpu_of.get(b)
+        if ga is None and gb is None:
+            continue
+        if ga is None or gb is None:
+            comm += volume / ha.gpu_bandwidth
+        elif ga != gb:
+            comm += volume / ha.gpu_pair_bandwidth(ga, gb)
+    return cost + instance.comm_weight * comm
+
+
+def check(instance: PlacementInstance, placement: Placement) -> PlacementReport:
+    """Like :func:`validate`, but raise when the placement is infeasible.
+
+    Raises
+    ------
+    InvalidScheduleError
+        With every violation.
+    """
+    report = validate(instance, placement)
+    if not report.valid:
+        raise InvalidScheduleError(report.violations)
+    return report
+
+
+def placement_schema() -> dict[str, Any]:
+    """JSON Schema of the placement file format."""
+    schema = Placement.model_json_schema()
+    schema["title"] = "optsched placement"
+    return schema
+
+
+def load_placement(path: str | Path) -> Placement:
+    """Read a placement file, or the JSON output of ``optsched placement solve --json``.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unreadable file or invalid field (the message names it).
+    """
+    data = load_data(path)
+    if isinstance(data, dict) and "status" in data and "assignment" in data:
+        # The solver's JSON report: keep the placement part of it.
+        data = {k: data[k] for k in ("assignment", "gpus", "method") if data.get(k) is not None}
+    return parse(Placement, data)
+
+
+def validate_files(instance_path: str | Path, placement_path: str | Path | None) -> dict[str, Any]:
+    """Back end of ``optsched validate`` for placement instances.
+
+    Returns
+    -------
+    dict
+        ``valid``, ``lines`` (human-readable), and, with a placement, ``violations`` and
+        ``objectives``.
+    """
+    from optsched.placement.instance import load_instance
+
+    instance = load_instance(instance_path)
+    report: dict[str, Any] = {
+        "valid": True,
+        "kind": "placement-instance",
+        "instance": instance.describe(),
+        "lines": [f"instance: {instance.describe()}"],
+    }
+    if placement_path is None:
+        return report
+    placement = load_placement(placement_path)
+    result = validate(instance, placement)
+    report.update(result.to_dict())
+    report["lines"] += [f"violation: {v}" for v in result.violations]
+    report["lines"] += [
+        f"{name}: {value:.6g}" for name, value in result.objectives.items() if value is not None
+    ]
+    return report
