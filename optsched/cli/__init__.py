@@ -32,6 +32,8 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.demo",
     "optsched.cli.profile",
     "optsched.cli.tensorlights",
+    "optsched.cli.pace",
+    "optsched.cli.placement",
 ]
 
 
