@@ -1,0 +1,197 @@
+r"""Heuristics measured against the optimum: the gap table.
+
+For each objective, :func:`compare` solves the instance exactly (:func:`solve_placement`), runs
+every heuristic, scores each heuristic placement with the independent validator, and reports its
+relative gap
+
+.. math:: \mathrm{gap} = \frac{f(\text{heuristic}) - f^\star}{|f^\star|}
+
+(0 when both are 0, infinite when only :math:`f^\star` is). When a time limit stops the exact
+solve, :math:`f^\star` is replaced by the solver's proven lower bound and the gap is an upper
+bound on the true gap (``reference = "bound"``).
+
+Some cells do not apply: ``clwp`` is only defined for placements that keep every job on one
+server, ``nlwp`` only for placements that assign GPUs; a heuristic that finds no room reports
+``failed``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from optsched.errors import ModelError, NotOptimalError
+from optsched.placement.exact import PlacementSolution, solve_placement
+from optsched.placement.heuristics import HEURISTICS, HeuristicFailedError
+from optsched.placement.placement import OBJECTIVE_TOL, validate
+
+if TYPE_CHECKING:
+    from optsched.placement.instance import PlacementInstance
+
+__all__ = ["DEFAULT_OBJECTIVES", "Comparison", "GapCell", "compare", "relative_gap"]
+
+#: Objectives compared by default (``nlwp`` is opt-in: its exact model grows quickly).
+DEFAULT_OBJECTIVES: tuple[str, ...] = ("servers", "traffic", "max-load", "interference", "clwp")
+
+
+def relative_gap(value: float, reference: float) -> float:
+    """``(value - reference) / |reference|``; 0 when equal within tolerance, inf over a zero."""
+    if abs(value - reference) <= OBJECTIVE_TOL * max(1.0, abs(reference)):
+        return 0.0
+    if reference == 0.0:
+        return math.inf
+    return (value - reference) / abs(reference)
+
+
+@dataclass
+class GapCell:
+    """One heuristic on one objective.
+
+    Attributes
+    ----------
+    heuristic, objective : str
+    value : float or None
+        The heuristic placement's objective (``None`` when ``note`` says why).
+    gap : float or None
+        Relative gap to the reference (optimum or bound).
+    note : str
+        ``""``, ``"failed"`` (no room found), ``"n/a"`` (objective undefined for this
+        placement), or ``"invalid"`` (the validator rejected it; never expected).
+    """
+
+    heuristic: str
+    objective: str
+    value: float | None
+    gap: float | None
+    note: str = ""
+
+
+@dataclass
+class Comparison:
+    """The gap table of :func:`compare`.
+
+    Attributes
+    ----------
+    objectives : list of str
+    heuristics : list of str
+    optimum : dict of str to float or None
+        The reference value per objective (optimum, or bound when not proven).
+    reference : dict of str to str
+        ``"optimum"``, ``"bound"``, or the reason there is none (``"infeasible"``...).
+    solutions : dict of str to PlacementSolution
+        The exact solves.
+    cells : list of GapCell
+    """
+
+    objectives: list[str]
+    heuristics: list[str]
+    optimum: dict[str, float | None] = field(default_factory=dict)
+    reference: dict[str, str] = field(default_factory=dict)
+    solutions: dict[str, PlacementSolution] = field(default_factory=dict)
+    cells: list[GapCell] = field(default_factory=list)
+
+    def cell(self, heuristic: str, objective: str) -> GapCell:
+        """The cell of one heuristic and objective."""
+        return next(c for c in self.cells if c.heuristic == heuristic and c.objective == objective)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: ``optimum``, ``reference``, ``solve_seconds``, a row per heuristic."""
+        rows = []
+        for h in self.heuristics:
+            row: dict[str, Any] = {"heuristic": h}
+            for o in self.objectives:
+                c = self.cell(h, o)
+                row[o] = {"value": c.value, "gap": c.gap, "note": c.note}
+            rows.append(row)
+        return {
+            "objectives": list(self.objectives),
+            "optimum": dict(self.optimum),
+            "reference": dict(self.reference),
+            "solve_seconds": {o: s.result.solve_seconds for o, s in self.solutions.items()},
+            "rows": rows,
+        }
+
+
+def compare(
+    instance: PlacementInstance,
+    objectives: Sequence[str] | None = None,
+    heuristics: Sequence[str] | None = None,
+    *,
+    time_limit: float | None = None,
+    solver: str = "highs",
+    seed: int = 0,
+) -> Comparison:
+    """Compare heuristics with the exact optimum on each objective.
+
+    Parameters
+    ----------
+    instance : PlacementInstance
+    objectives : sequence of str, optional
+        Default :data:`DEFAULT_OBJECTIVES`.
+    heuristics : sequence of str, optional
+        Names in :data:`~optsched.placement.heuristics.HEURISTICS` (default all).
+    time_limit : float, optional
+        Per exact solve; a solve stopped by it is compared against its proven bound.
+    solver : str
+    seed : int
+        Seed of the ``random`` heuristic.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    KeyError
+        Unknown objective or heuristic name.
+    """
+    objs = list(DEFAULT_OBJECTIVES if objectives is None else objectives)
+    names = list(HEURISTICS if heuristics is None else heuristics)
+    for name in names:
+        if name not in HEURISTICS:
+            raise KeyError(f"unknown heuristic {name!r}; known: {sorted(HEURISTICS)}")
+    out = Comparison(objectives=objs, heuristics=names)
+    for objective in objs:
+        try:
+            solution = solve_placement(
+                instance, objective, solver=solver, time_limit=time_limit, accept_feasible=True
+            )
+        except NotOptimalError as exc:
+            out.optimum[objective] = exc.result.bound
+            out.reference[objective] = (
+                exc.result.status.value if exc.result.bound is None else "bound"
+            )
+            continue
+        except ModelError as exc:
+            if "infeasible" not in str(exc):
+                raise
+            out.optimum[objective] = None
+            out.reference[objective] = "infeasible"
+            continue
+        out.solutions[objective] = solution
+        if solution.optimal:
+            out.optimum[objective] = solution.value
+            out.reference[objective] = "optimum"
+        else:
+            out.optimum[objective] = solution.result.bound
+            out.reference[objective] = "bound"
+    for name in names:
+        try:
+            placement = HEURISTICS[name](instance, seed)
+        except (HeuristicFailedError, ModelError):
+            out.cells += [GapCell(name, o, None, None, "failed") for o in objs]
+            continue
+        report = validate(instance, placement)
+        for objective in objs:
+            value = report.objectives.get(objective)
+            if not report.valid:
+                out.cells.append(GapCell(name, objective, None, None, "invalid"))
+            elif value is None:
+                out.cells.append(GapCell(name, objective, None, None, "n/a"))
+            else:
+                ref = out.optimum.get(objective)
+                gap = relative_gap(value, ref) if ref is not None else None
+                out.cells.append(GapCell(name, objective, value, gap))
+    return out
