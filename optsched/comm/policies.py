@@ -3,22 +3,25 @@
 Each policy turns the iteration DAG into a :class:`~optsched.comm.simulate.ChannelPlan`: the
 pieces it sends, their priorities and the channel discipline.
 
-=============  ==========================================================================
-``fifo``       Tensors in readiness (release) order, one call each, not preemptive.
-``horovod``    FIFO plus tensor fusion: at every cycle tick the ready tensors are fused, in
-               readiness order, into calls of at most the fusion threshold [S: Horovod docs
-               "Tensor Fusion"; defaults 64 MB / 5 ms are [M]].
-``p3``         Tensors sliced into fixed-size pieces, sent one at a time by layer index
-               (closer to the input first); preemption at slice boundaries [S: P3, MLSys'19].
-``tictac``     Whole tensors, one at a time, in the order the forward pass consumes them;
-               not preemptive [S: TicTac, MLSys'19].
-``bytescheduler``  Partitions sent by layer-index priority while the bytes in flight stay
-               within a credit; partition size and credit tuned by a search over a grid
-               [S: ByteScheduler, SOSP'19, and its docs; it tunes with Bayesian optimisation,
-               we search the whole grid].
-``pace``       The fusion DP's groups under the optimal preemptive schedule [R: reconstruction
-               of PACE, INFOCOM'20; see the formulation page].
-=============  ==========================================================================
+``fifo``
+    Tensors in readiness (release) order, one call each, not preemptive.
+``horovod``
+    FIFO plus tensor fusion: at every cycle tick the ready tensors are fused, in readiness
+    order, into calls of at most the fusion threshold [S: Horovod docs, "Tensor Fusion";
+    defaults 64 MB / 5 ms are [M]].
+``p3``
+    Tensors sliced into fixed-size pieces, sent one at a time by layer index (closer to the
+    input first); preemption at slice boundaries [S: P3, MLSys'19].
+``tictac``
+    Whole tensors, one at a time, in the order the forward pass consumes them; not preemptive
+    [S: TicTac, MLSys'19].
+``bytescheduler``
+    Partitions sent by layer-index priority while the bytes in flight stay within a credit;
+    partition size and credit tuned by a search over a grid [S: ByteScheduler, SOSP'19, and
+    its docs; it tunes with Bayesian optimisation, we search the whole grid].
+``pace``
+    The fusion DP's groups under the optimal preemptive schedule [R: reconstruction of PACE,
+    INFOCOM'20; see the formulation page].
 
 Why PACE can be no slower than any baseline here: every baseline's schedule is a sequence of
 atomic calls, each carrying whole tensors (FIFO, TicTac, Horovod) or a slice of one tensor
