@@ -64,7 +64,7 @@ class CostModel:
     Examples
     --------
     >>> cm = CostModel.ring(workers=8, bandwidth_gbps=10, latency_us=5)
-    >>> round(cm.call_ms(4 * MB), 3)
+    >>> round(float(cm.call_ms(4 * MB)), 3)
     5.942
     """
 
