@@ -74,6 +74,8 @@ SMALL_DEMAND = 0.1
 #: than a slot", the paper's assumption behind Alg. 2's per-slot rounding (only relevant with
 #: ``work="chunks"``).
 SMALL_CHUNK = 0.1
+#: Relative slack on :math:`D_0 \le OPT/2`: the :math:`\eta` condition can make it an equality.
+D0_TOL = 1e-9
 #: Number of evaluations of :math:`D(\lambda p)` spent by ``tighten=True``.
 TIGHTEN_EVALS = 24
 
@@ -383,7 +385,7 @@ class OasisResult(OnlineRun):
             f"ALG {self.utility:.6g}",
         }
         d0 = self.initial_dual
-        if d0 <= lower / 2:
+        if d0 <= lower / 2 * (1 + D0_TOL):
             init: bool | None = True
         elif known_opt is not None:
             init = False
