@@ -5,7 +5,7 @@ bandwidth, the PCIe bus, the host NIC). Placement models need the slowdowns as n
 Harmony interference ILP and the CLWP/NLWP heuristics take a pairwise coefficient matrix
 :math:`\kappa` whose entry :math:`\kappa_{ab} \ge 0` is the slowdown job :math:`a` suffers per
 server it shares with job :math:`b`. This module produces :math:`\kappa` from data the way the
-interference-aware parallelization paper (Geng et al. 2020) does, with two predictors:
+interference-aware parallelization paper [1]_ does, with two predictors:
 
 * **Matrix completion** (the IASP idea, collaborative filtering): a sparse
   job-type :math:`\times` job-type matrix of measured pairwise slowdowns is completed by a
@@ -14,7 +14,8 @@ interference-aware parallelization paper (Geng et al. 2020) does, with two predi
   its co-runners to its slowdown, so it also predicts job types never measured together or never
   seen at all (:class:`CoLocationRegressor`).
 
-Both are evaluated against a **known ground truth** (:class:`InterferenceTruth`): seeded job types
+Their output feeds the Harmony-style interference ILP [2]_. Both are evaluated against a
+**known ground truth** (:class:`InterferenceTruth`): seeded job types
 with latent resource profiles and an explicit slowdown function, so held-out error is measured
 against the truth, not against noisy measurements. The baselines are the global, row, column and
 additive (row + column) means of the observed entries (:class:`MeanBaseline`).

@@ -2,9 +2,9 @@ r"""TensorLights: parameter-server broadcasts contending at host NICs, and prior
 
 A resource manager co-locates the parameter servers (PSs) of several training jobs on the same
 hosts. Every iteration, each PS shard broadcasts its part of the model to every worker of its
-job, so co-located PSs contend for the host's NIC and workers straggle. TensorLights (Huang,
-Chen, Ng 2019) gives the PS traffic of co-located jobs **priorities at the host NIC** and
-rotates them. This module is a fluid model of that mechanism:
+job, so co-located PSs contend for the host's NIC and workers straggle. TensorLights [1]_ gives
+the PS traffic of co-located jobs **priorities at the host NIC** and rotates them. This module
+is a fluid model of that mechanism:
 
 * :class:`TensorLightsInstance` -- hosts with NIC capacities and PS jobs (workers, model bytes,
   compute time, iterations, PS hosts), a validated file format;
@@ -13,8 +13,8 @@ rotates them. This module is a fluid model of that mechanism:
   global job order) or the **one-green** rotation, giving per-job iteration times, JCT, straggler
   spread and NIC utilisation;
 * :func:`best_static_order` -- the exact best static priority order by brute force, beside the
-  Smith-rule order :func:`smith_order`, which is provably optimal on the instances recognised by
-  :func:`smith_rule_is_optimal`.
+  Smith-rule order :func:`smith_order` [2]_, which is provably optimal on the instances
+  recognised by :func:`smith_rule_is_optimal`.
 
 The model
 ---------
@@ -178,7 +178,8 @@ class TensorLightsInstance(Frozen):
     """Hosts and the PS jobs whose shards they hold.
 
     Build one with :meth:`from_dict`, :func:`load_instance` or :func:`generate_instance`; bad
-    data raises :class:`~optsched.errors.InvalidInstanceError` naming the field.
+    data raises :class:`~optsched.errors.InvalidInstanceError` naming the field. The properties
+    ``n_jobs`` and ``n_hosts`` count the jobs and hosts.
     """
 
     kind: Literal["tensorlights-instance"] = "tensorlights-instance"
