@@ -9,16 +9,16 @@ at once.
 
 Units
 -----
-=================== ========================= ==========================================
-field               unit                      meaning
-=================== ========================= ==========================================
-``slot_seconds``    s                         length of one slot
+===================== ======================= ==========================================
+field                 unit                    meaning
+===================== ======================= ==========================================
+``slot_seconds``      s                       length of one slot
 ``minibatch_seconds`` s                       :math:`\tau_i`, gradient computation of one minibatch
-``gradient_mb``     MB (:math:`10^6` bytes)   :math:`e_i`, gradients pushed = parameters pulled
-``bandwidth``       Gbit/s                    the resource named ``bandwidth``: :math:`b_i` per
+``gradient_mb``       MB (:math:`10^6` bytes) :math:`e_i`, gradients pushed = parameters pulled
+``bandwidth``         Gbit/s                  the resource named ``bandwidth``: :math:`b_i` per
                                               worker, :math:`B_i` per PS, NIC capacity per server
-other resources     any consistent unit       e.g. ``gpu`` (count), ``cpu`` (vCPU), ``memory`` (GB)
-=================== ========================= ==========================================
+other resources       any consistent unit     e.g. ``gpu`` (count), ``cpu`` (vCPU), ``memory`` (GB)
+===================== ======================= ==========================================
 
 One minibatch takes :math:`\tau_i + 2 e_i / b_i` seconds (compute, push, pull), so one
 chunk-epoch needs
