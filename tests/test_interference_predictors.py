@@ -205,6 +205,21 @@ def test_predictors_reject_bad_matrices(observed, message):
             model.fit(observed)
 
 
+def test_rank_cannot_exceed_the_number_of_types():
+    obs = generate_interference_truth(3, seed=0).observe_pairs(1.0, 0.0, seed=0)
+    with pytest.raises(InvalidInstanceError, match="rank"):
+        MatrixCompletion(4).fit(obs)
+    model = MatrixCompletion("auto", candidate_ranks=(1, 2, 5)).fit(obs)
+    assert set(model.cv_rmse_) == {1, 2}
+
+
+def test_regressor_rejects_samples_of_unknown_types():
+    truth = generate_interference_truth(6, seed=0)
+    samples = truth.sample_colocations(10, seed=0)
+    with pytest.raises(InvalidInstanceError, match="samples"):
+        CoLocationRegressor().fit(truth.measured_profiles()[:2], samples)
+
+
 def test_bad_predictor_options():
     with pytest.raises(InvalidInstanceError, match="rank"):
         MatrixCompletion(0)

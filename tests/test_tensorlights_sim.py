@@ -406,6 +406,14 @@ def test_summary_is_json_ready_and_consistent():
     assert 0 <= res.nic_utilization.max() <= 1 + 1e-9
 
 
+def test_reported_order():
+    inst = generate_instance(2, 3, seed=1)
+    assert simulate(inst, "fair", order=[2, 1, 0]).order is None
+    assert simulate(inst, "priority", order=[2, 1, 0]).order == (2, 1, 0)
+    assert simulate(inst, "priority", coordinated=False).order is None
+    assert simulate(inst, "rotate", coordinated=False).order == (0, 1, 2)
+
+
 def test_default_rotation_period_is_median_standalone_iteration():
     inst = generate_instance(1, 3, seed=1)
     res = simulate(inst, "rotate")

@@ -535,9 +535,9 @@ class MatrixCompletion:
     :math:`\sum_{(a,b)\ \text{observed}} (Y_{ab} - (WH)_{ab})^2` plus the ridge penalty, which is
     the usual EM argument.
 
-    With ``rank="auto"`` the rank is chosen from ``candidate_ranks`` by ``n_folds``-fold
-    cross-validation on the observed entries (smallest mean held-out RMSE; ties go to the
-    smaller rank), then refitted on all of them.
+    With ``rank="auto"`` the rank is chosen from ``candidate_ranks`` (those not above
+    :math:`T`) by ``n_folds``-fold cross-validation on the observed entries (smallest mean
+    held-out RMSE; ties go to the smaller rank), then refitted on all of them.
 
     Parameters
     ----------
@@ -665,6 +665,8 @@ class MatrixCompletion:
         y = _check_observed(observed)
         rank = self.rank
         self.cv_rmse_ = {}
+        if rank != "auto" and rank > len(y):
+            raise InvalidInstanceError("rank", f"must be <= the {len(y)} types, got {rank}")
         if rank == "auto":
             rank = self._select_rank(y)
         w, h, rounds, converged = self._fit_rank(y, int(rank))
@@ -684,7 +686,8 @@ class MatrixCompletion:
         seen_idx = np.argwhere(~np.isnan(y))
         rng = np.random.default_rng(self.seed)
         folds = rng.permutation(len(seen_idx)) % self.n_folds
-        for r in self.candidate_ranks:
+        candidates = [r for r in self.candidate_ranks if r <= len(y)] or [1]
+        for r in candidates:
             errs = []
             for k in range(self.n_folds):
                 held = seen_idx[folds == k]
@@ -696,7 +699,7 @@ class MatrixCompletion:
                 pred = (w @ h)[held[:, 0], held[:, 1]]
                 errs.append(np.mean((pred - y[held[:, 0], held[:, 1]]) ** 2))
             self.cv_rmse_[r] = float(np.sqrt(np.mean(errs))) if errs else float("inf")
-        return min(self.candidate_ranks, key=lambda r: (self.cv_rmse_[r], r))
+        return min(candidates, key=lambda r: (self.cv_rmse_[r], r))
 
     def predict_matrix(self) -> np.ndarray:
         r"""The completed matrix :math:`W H`, shape (T, T), entries :math:`\ge 0`."""
@@ -788,6 +791,12 @@ class CoLocationRegressor:
         """Fit on measured co-locations; ``profiles`` are the measured type profiles."""
         if len(samples) < 2:
             raise InvalidInstanceError("samples", "need at least 2 samples")
+        n_types = len(profiles)
+        used = [int(samples.job_types.max()), *(max(b) for b in samples.partners if b)]
+        if max(used) >= n_types:
+            raise InvalidInstanceError(
+                "samples", f"refer to type {max(used)} but profiles has {n_types} rows"
+            )
         x = colocation_features(profiles, samples.job_types, samples.partners)
         est = self._make()
         est.fit(x, np.asarray(samples.slowdowns, dtype=np.float64))

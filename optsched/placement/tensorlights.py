@@ -579,7 +579,8 @@ def simulate(
         See the module docstring.
     order : sequence of int, optional
         The global job order, most urgent first (default ``0, 1, ..., J-1``, i.e. job-ID order).
-        The static order of ``"priority"`` and the starting order of the rotations.
+        The static order of ``"priority"`` and the starting order of the rotations; ignored by
+        ``"fair"``.
     rotation_period : float, optional
         :math:`\Delta > 0` in seconds for ``"rotate"`` and ``"one-green"``; default the median
         standalone iteration time :math:`c_j + \tau_j` of the jobs.
@@ -635,6 +636,9 @@ def simulate(
             raise InvalidInstanceError("rotation_period", f"must be finite and > 0, got {period}")
     lay = _layout(instance)
     levels = _levels(instance.n_hosts, glob, policy, coordinated, seed)
+    # The order the result reports: none for fair sharing or per-host random orders.
+    fair_or_random = policy == "fair" or (policy == "priority" and not coordinated)
+    reported = None if fair_or_random else glob
     max_it = int(lay.iterations.max())
     n_flows = len(lay.flow_bytes)
     if jitter > 0:
@@ -685,7 +689,7 @@ def simulate(
                 bandwidth=lay.bandwidth.copy(),
             )
     return _summarise(
-        instance, lay, policy, glob if policy != "fair" else None, period, coordinated, jitter,
+        instance, lay, policy, reported, period, coordinated, jitter,
         iter_end, comm_start, flow_finish, busy_bytes, busy_time, int(n_seg), nic_trace,
     )  # fmt: skip
 
