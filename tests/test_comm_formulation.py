@@ -13,10 +13,16 @@ from hypothesis import strategies as st
 
 from optsched.comm.cost import CostModel
 from optsched.comm.dag import build_dag
-from optsched.comm.exact import exact_schedule, jackson_value
+from optsched.comm.exact import (
+    MAX_BRUTE_SLOTS,
+    brute_force_orders,
+    brute_force_slots,
+    exact_schedule,
+    jackson_value,
+)
 from optsched.comm.formulation import INTEGRALITY_TOL, build_lp, feasible, solve_lp
 from optsched.comm.fusion import pace_schedule
-from optsched.profiles import load_profile
+from optsched.profiles import ComputeInfo, Layer, Profile, Tensor, load_profile
 from optsched.solvers import available_solvers
 
 CVXPY = available_solvers(frontend="cvxpy")
@@ -82,6 +88,7 @@ def _constraint_matrix(lp) -> np.ndarray:
     return sp.vstack([work, slot]).toarray()
 
 
+@settings(max_examples=25)
 @given(integer_jobs(max_n=4), st.randoms(use_true_random=False))
 def test_constraint_matrix_is_totally_unimodular(jobs, rnd):
     r, w, q = jobs
@@ -93,15 +100,22 @@ def test_constraint_matrix_is_totally_unimodular(jobs, rnd):
     # rows (the sufficient condition for total unimodularity).
     assert np.all(a[:n_jobs].sum(axis=0) == 1)
     assert np.all(a[n_jobs:].sum(axis=0) == 1)
-    # And the definition on square submatrices (all of them when small, else a sample).
+    # And the definition on square submatrices (all of them when few, else a sample).
     rows, cols = a.shape
-    subsets = []
-    for k in range(1, min(rows, cols, 4) + 1):
-        for ri in itertools.combinations(range(rows), k):
-            for ci in itertools.combinations(range(cols), k):
-                subsets.append((ri, ci))
-    if len(subsets) > 3000:
-        subsets = rnd.sample(subsets, 3000)
+    sizes = range(1, min(rows, cols, 4) + 1)
+    count = sum(math.comb(rows, k) * math.comb(cols, k) for k in sizes)
+    if count <= 400:
+        subsets = [
+            (ri, ci)
+            for k in sizes
+            for ri in itertools.combinations(range(rows), k)
+            for ci in itertools.combinations(range(cols), k)
+        ]
+    else:
+        subsets = []
+        for _ in range(400):
+            k = rnd.choice(list(sizes))
+            subsets.append((rnd.sample(range(rows), k), rnd.sample(range(cols), k)))
     for ri, ci in subsets:
         det = round(float(np.linalg.det(a[np.ix_(ri, ci)])))
         assert det in (-1, 0, 1)
@@ -124,3 +138,54 @@ def test_second_solver_agrees(jobs):
     highs = solve_lp(r, w, q).value
     clarabel = solve_lp(r, w, q, solver="clarabel").value
     assert math.isclose(highs, clarabel, rel_tol=1e-5, abs_tol=1e-5)
+
+
+@st.composite
+def partition_dags(draw):
+    # Integer compute times and tensors of whole partitions (1000 bytes, 1 ms each): every
+    # release, tail and work is a whole number of partitions.
+    n_layers = draw(st.integers(1, 4))
+    layers = []
+    units = 0
+    for i in range(n_layers):
+        k = draw(st.integers(1 if i == 0 else 0, 2))
+        sizes = [draw(st.integers(1, 2)) for _ in range(k)]
+        units += sum(sizes)
+        layers.append(
+            Layer(
+                name=f"l{i}",
+                forward_ms=draw(st.integers(0, 3)),
+                backward_ms=draw(st.integers(0, 4)),
+                tensors=tuple(
+                    Tensor(name=f"l{i}.t{t}", params=250 * s) for t, s in enumerate(sizes)
+                ),
+            )
+        )
+    total = sum(t.params for layer in layers for t in layer.tensors)
+    profile = Profile(
+        name="p",
+        display_name="p",
+        source="test",
+        total_params=total,
+        compute=ComputeInfo(provenance="estimated", device="test", batch_size=1),
+        layers=tuple(layers),
+    )
+    return build_dag(profile), CostModel(alpha_ms=0.0, beta_ms_per_byte=1e-3)
+
+
+@settings(max_examples=30)
+@given(partition_dags())
+def test_lp_fast_exact_and_brute_force_agree_at_partition_granularity(case):
+    dag, cost = case
+    sched = exact_schedule(dag, cost)
+    jobs = sched.jobs
+    assert np.all(jobs.work == np.round(jobs.work))
+    fast = jackson_value(jobs.release, jobs.work, jobs.tail)
+    lp = solve_lp(jobs.release, jobs.work, jobs.tail)
+    assert math.isclose(lp.value, fast, abs_tol=LP_RTOL)
+    assert lp.is_integral()
+    if jobs.work.sum() <= min(MAX_BRUTE_SLOTS, 9):
+        assert brute_force_slots(jobs.release, jobs.work, jobs.tail) == fast
+    if len(jobs.work) <= 7:
+        assert brute_force_orders(jobs.release, jobs.work, jobs.tail) == fast
+    assert sched.iteration_time == max(dag.compute_ms, fast)
