@@ -1,0 +1,178 @@
+"""``optsched placement``: JSON contracts, exit codes, field-named errors, validate and schema."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optsched.cli import main
+from optsched.placement import (
+    bin_packing_instance,
+    generate_instance,
+    load_instance,
+    solve_placement,
+    validate,
+)
+from optsched.placement.placement import Placement
+from optsched.solvers import available_solvers
+
+needs_highs = pytest.mark.skipif(
+    "highs" not in available_solvers(frontend="pyomo", mip=True), reason="HiGHS is not installed"
+)
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.json"
+    generate_instance(4, n_servers=3, gpus=4, racks=2, seed=3).save(path)
+    return path
+
+
+def _run(capsys, args):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@needs_highs
+@pytest.mark.parametrize("objective", ["servers", "traffic", "max-load", "interference", "clwp"])
+def test_solve_json_contract(capsys, small, objective):
+    code, out, _ = _run(
+        capsys, ["placement", "solve", str(small), "--objective", objective, "--json"]
+    )
+    assert code == 0
+    data = json.loads(out)  # exactly one JSON object on stdout
+    assert {"status", "objective", "bound", "assignment"} <= data.keys()
+    assert data["status"] == "optimal"
+    instance = load_instance(small)
+    report = validate(instance, Placement(assignment=data["assignment"]))
+    assert report.valid
+    assert abs(report.objectives[objective] - data["objective"]) < 1e-6 * max(1, data["objective"])
+    # The library gives the same optimum.
+    assert abs(solve_placement(instance, objective).value - data["objective"]) < 1e-6
+
+
+@needs_highs
+def test_solve_human_output_goes_to_stderr(capsys, small, tmp_path):
+    out_file = tmp_path / "placement.json"
+    code, out, err = _run(capsys, ["placement", "solve", str(small), "-o", str(out_file)])
+    assert code == 0 and out == ""
+    assert "servers" in err and "optimal" in err
+    code, out, err = _run(capsys, ["validate", str(small), str(out_file), "--json"])
+    assert code == 0 and json.loads(out)["valid"] is True
+
+
+@needs_highs
+def test_solve_report_feeds_validate_and_a_broken_placement_exits_2(capsys, small, tmp_path):
+    code, out, _ = _run(capsys, ["placement", "solve", str(small), "--json"])
+    report = tmp_path / "report.json"
+    report.write_text(out)
+    code, out, _ = _run(capsys, ["validate", str(small), str(report), "--json"])
+    assert code == 0 and json.loads(out)["objectives"]["servers"] is not None
+    broken = json.loads(report.read_text())
+    first = next(iter(broken["assignment"]))
+    broken["assignment"][first] = "nowhere"
+    report.write_text(json.dumps(broken))
+    code, out, _ = _run(capsys, ["validate", str(small), str(report), "--json"])
+    assert code == 2
+    assert any("unknown server 'nowhere'" in v for v in json.loads(out)["violations"])
+
+
+@needs_highs
+def test_time_limit_exits_3_with_the_lp_bound(capsys, tmp_path):
+    path = tmp_path / "bp.json"
+    bin_packing_instance(60, seed=1).save(path)
+    args = ["placement", "solve", str(path), "--formulation", "assignment", "--time-limit", "0.3"]
+    code, out, _ = _run(capsys, [*args, "--json"])
+    assert code == 3
+    data = json.loads(out)
+    assert data["status"] in ("feasible", "limit_no_solution")
+    assert data["lp_bound"] is not None and data["bound"] is not None
+
+
+@needs_highs
+def test_compare_prints_the_gap_table(capsys, small):
+    code, out, err = _run(capsys, ["placement", "compare", str(small)])
+    assert code == 0 and out == ""
+    for name in ("best-fit-decreasing", "round-robin", "consolidate-first", "exact"):
+        assert name in err
+    code, out, _ = _run(
+        capsys, ["placement", "compare", str(small), "--objective", "traffic", "--json"]
+    )
+    data = json.loads(out)
+    assert data["objectives"] == ["traffic"]
+    assert {row["heuristic"] for row in data["rows"]} >= {"first-fit", "random"}
+    optimum = data["optimum"]["traffic"]
+    for row in data["rows"]:
+        cell = row["traffic"]
+        if cell["value"] is not None:
+            assert cell["value"] >= optimum - 1e-6
+
+
+def test_heuristic_command(capsys, small):
+    code, out, _ = _run(
+        capsys, ["placement", "heuristic", str(small), "--name", "first-fit", "--json"]
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["valid"] is True and data["objectives"]["servers"] >= 1
+
+
+def test_generate_writes_loadable_files(capsys, tmp_path):
+    path = tmp_path / "g.toml"
+    code, _, err = _run(
+        capsys, ["placement", "generate", "--jobs", "3", "--racks", "2", "-o", str(path)]
+    )
+    assert code == 0 and "wrote" in err
+    assert len(load_instance(path).jobs) == 3
+    code, _, _ = _run(capsys, ["placement", "generate", "-o", str(path)])
+    assert code == 2
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (
+            lambda d: d["jobs"][0]["tasks"][0]["demand"].update(gpu=99),
+            "jobs[0].tasks[0].demand.gpu",
+        ),
+        (lambda d: d["cluster"]["servers"][0].pop("capacity"), "cluster.servers[0].capacity"),
+        (lambda d: d["jobs"][1].update(name="j0"), "jobs[1].name"),
+        (
+            lambda d: d.update(interference=[{"a": "j0", "b": "nope", "coefficient": 1}]),
+            "interference[0].b",
+        ),
+    ],
+)
+def test_invalid_files_exit_2_naming_the_field(capsys, small, tmp_path, mutate, field):
+    data = json.loads(small.read_text())
+    mutate(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    for args in (
+        ["placement", "solve", str(bad)],
+        ["placement", "compare", str(bad)],
+        ["validate", str(bad)],
+    ):
+        code, out, err = _run(capsys, [*args, "--json"])
+        assert code == 2, args
+        payload = json.loads(out)
+        assert payload["field"] == field
+        assert field in err
+
+
+def test_unreadable_and_unknown_objective_exit_2(capsys, tmp_path):
+    code, out, _ = _run(capsys, ["placement", "solve", str(tmp_path / "missing.json"), "--json"])
+    assert code == 2 and json.loads(out)["field"] == "<file>"
+    path = tmp_path / "x.json"
+    bin_packing_instance(3).save(path)
+    code, _, _ = _run(capsys, ["placement", "solve", str(path), "--objective", "fastest"])
+    assert code == 2
+
+
+def test_schema_commands(capsys):
+    code, out, _ = _run(capsys, ["schema", "placement-instance"])
+    assert code == 0 and json.loads(out)["title"] == "optsched placement instance"
+    code, out, _ = _run(capsys, ["schema", "placement"])
+    assert code == 0 and "assignment" in json.loads(out)["properties"]
