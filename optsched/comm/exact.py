@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from optsched.comm.dag import IterationDAG
 
 __all__ = [
+    "MAX_BRUTE_JOBS",
+    "MAX_BRUTE_SLOTS",
     "TIME_RTOL",
     "ExactSchedule",
     "Jobs",

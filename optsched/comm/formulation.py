@@ -32,7 +32,6 @@ Every LP is built with cvxpy and solved through :func:`optsched.solvers.solve`.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -310,8 +309,3 @@ def solve_lp(
         value = float(lp.theta.value)  # type: ignore[union-attr]
     x, bounds = _matrix(lp, n, value)
     return LPResult(value, lp, x, bounds, solves, time.perf_counter() - start)
-
-
-def lp_value_check(value: float, reference: float, rtol: float = 1e-7) -> bool:
-    """Whether an LP optimum matches a reference value (solver tolerances are ~1e-7)."""
-    return math.isclose(value, reference, rel_tol=rtol, abs_tol=rtol)
