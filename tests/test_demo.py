@@ -1,0 +1,48 @@
+"""``optsched demo --quick``: every figure it prints is consistent with an independent check."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optsched.cli import main
+from optsched.jobs import load_instance, load_schedule, validate
+from optsched.solvers import available_solvers
+
+pytestmark = pytest.mark.skipif(
+    "highs" not in available_solvers("pyomo", mip=True), reason="HiGHS (highspy) is not installed"
+)
+
+#: Relative tolerance for comparing utilities printed by the demo.
+RTOL = 1e-6
+
+
+def test_demo_quick(tmp_path, capsys) -> None:
+    assert main(["demo", "--quick", "--json", "-o", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)  # exactly one JSON object on stdout
+    # Section 1: the exact optimum, re-validated from the files the demo wrote.
+    off = out["offline"]
+    assert off["status"] == "optimal"
+    inst = load_instance(tmp_path / "instance.json")
+    report = validate(inst, load_schedule(tmp_path / "offline_schedule.json"))
+    assert report.ok and report.utility == pytest.approx(off["objective"], rel=RTOL)
+    # Section 2: no algorithm beats the proven optimum or the best upper bound.
+    online = out["online"]
+    upper = online["upper_bound"]
+    for row in online["algorithms"]:
+        assert row["valid"]
+        assert row["utility"] <= upper * (1 + RTOL) + RTOL
+    oasis = next(r for r in online["algorithms"] if r["algorithm"] == "oasis")
+    assert oasis["dual_bound"] >= upper * (1 - RTOL) - RTOL
+    assert (tmp_path / "oasis_vs_baselines.png").stat().st_size > 0
+    # Section 3: PACE is fastest and nobody beats the lower bound.
+    pace = out["pace"]
+    times = pace["policies"]
+    assert pace["fastest"] == "pace"
+    for name, entry in times.items():
+        value = entry["iteration_time"] if isinstance(entry, dict) else entry
+        assert value >= pace["lower_bound"] * (1 - RTOL), name
+    # Human output went to stderr.
+    assert "PACE" in captured.err and "OASiS" in captured.err
