@@ -610,7 +610,8 @@ def simulate(
     -----
     Complexity: :math:`O(E (F + J + H))` for :math:`E` events and :math:`F = \sum_j |S_j| n_j`
     flows. Events are compute ends, flow completions (one per iteration and distinct finishing
-    instant) and, for the rotations, period boundaries while a flow is unfinished.
+    instant) and, for the rotations, period boundaries while a flow is unfinished. Memory
+    :math:`O(F \max_j I_j)`: every flow's finishing time (and weight) in every iteration is kept.
     """
     if policy not in _MODES:
         raise InvalidInstanceError("policy", f"unknown policy {policy!r}; known: {POLICIES}")
