@@ -119,6 +119,27 @@ def _fill(
 
 
 @numba.njit(cache=True)
+def _room(
+    capacity: np.ndarray, used: np.ndarray, demand: np.ndarray, cap: int, tol: float
+) -> np.ndarray:
+    """Units of ``demand`` that fit per (slot, server): ``engine.room_for`` on arrays (S, X, R)."""
+    S, X, R = used.shape
+    out = np.empty((S, X), dtype=np.int64)
+    for t in range(S):
+        for s in range(X):
+            best = cap
+            for r in range(R):
+                if demand[r] > 0:
+                    ratio = (capacity[s, r] - used[t, s, r]) / demand[r]
+                    slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                    fit = int(np.floor(ratio + tol * slack))
+                    if fit < best:
+                        best = fit
+            out[t, s] = best if best > 0 else 0
+    return out
+
+
+@numba.njit(cache=True)
 def _slot_costs(
     uc_w: np.ndarray,
     room_w: np.ndarray,
@@ -229,6 +250,9 @@ def oracle_kernel(
     choice = np.zeros((S, demand + 1), dtype=np.int32)
     capfrom = np.full(S, -1, dtype=np.int64)
     C = np.empty(N + 1)
+    qc = np.empty(N, dtype=np.int64)
+    cc = np.empty(N)
+    nc = np.empty(N, dtype=np.int32)
     reach = 0
     best = -inf
     best_cost = inf
@@ -240,21 +264,27 @@ def oracle_kernel(
         nmax = _slot_costs(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
         cur[:] = prev
         if nmax > 0:
+            kc = 0
+            for ci in range(ncand):
+                n = cand[ci]
+                if n > nmax:
+                    break
+                qc[kc] = q[n]
+                cc[kc] = C[n]
+                nc[kc] = n
+                kc += 1
             for d in range(reach + 1):
                 base = prev[d]
                 if base == inf:
                     continue
-                for ci in range(ncand):
-                    n = cand[ci]
-                    if n > nmax:
-                        break
-                    nd = d + q[n]
+                for ci in range(kc):
+                    nd = d + qc[ci]
                     if nd > demand:
                         nd = demand
-                    v = base + C[n]
+                    v = base + cc[ci]
                     if v < cur[nd]:
                         cur[nd] = v
-                        choice[j, nd] = n
+                        choice[j, nd] = nc[ci]
                         if nd == demand:
                             capfrom[j] = d
             reach = reach + q[nmax]
@@ -430,11 +460,11 @@ def best_schedule(
     if worker_used is None:
         room_w = np.broadcast_to(room_for(instance.worker_capacity, wd, N), uc_w.shape)
     else:
-        room_w = room_for(instance.worker_capacity - worker_used[a:], wd, N)
+        room_w = _room(instance.worker_capacity, worker_used[a:], wd, N, FIT_TOL)
     if ps_used is None:
         room_p = np.broadcast_to(room_for(instance.ps_capacity, sd, N), uc_p.shape)
     else:
-        room_p = room_for(instance.ps_capacity - ps_used[a:], sd, N)
+        room_p = _room(instance.ps_capacity, ps_used[a:], sd, N, FIT_TOL)
     ftab = np.ascontiguousarray(instance.utility_tables[i, a:])
     _, _, last, y, z = oracle_kernel(
         uc_w,
@@ -500,21 +530,30 @@ def best_schedule_reference(
         ratio = (cap - used) / dem
         return math.floor(ratio + FIT_TOL * max(1.0, abs(ratio)))
 
+    rooms: dict[tuple[int, int, bool], int] = {}
+    units: dict[tuple[int, int, bool], float] = {}
+
     def room(t: int, s: int, workers: bool) -> int:
-        caps = instance.worker_capacity if workers else instance.ps_capacity
-        used = worker_used if workers else ps_used
-        dem = wd if workers else sd
-        best = N
-        for r in range(R):
-            if dem[r] > 0:
-                u = 0.0 if used is None else float(used[t, s, r])
-                best = min(best, fits(float(caps[s, r]), u, dem[r]))
-        return max(best, 0)
+        key = (t, s, workers)
+        if key not in rooms:
+            caps = instance.worker_capacity if workers else instance.ps_capacity
+            used = worker_used if workers else ps_used
+            dem = wd if workers else sd
+            best = N
+            for r in range(R):
+                if dem[r] > 0:
+                    u = 0.0 if used is None else float(used[t, s, r])
+                    best = min(best, fits(float(caps[s, r]), u, dem[r]))
+            rooms[key] = max(best, 0)
+        return rooms[key]
 
     def unit(t: int, s: int, workers: bool) -> float:
-        prices = worker_prices if workers else ps_prices
-        dem = wd if workers else sd
-        return sum(float(prices[t, s, r]) * dem[r] for r in range(R))
+        key = (t, s, workers)
+        if key not in units:
+            prices = worker_prices if workers else ps_prices
+            dem = wd if workers else sd
+            units[key] = sum(float(prices[t, s, r]) * dem[r] for r in range(R))
+        return units[key]
 
     memo: dict[tuple[int, int], tuple[float, list[int], list[int]]] = {}
 
