@@ -65,3 +65,16 @@ def test_true_kappa_placement_is_a_lower_bound_for_predicted_ones(seed):
         assert sol.value == pytest.approx(
             validate(inst.with_interference(kappa), sol.placement).objectives["interference"]
         )
+
+
+def test_type_level_matrix_feeds_the_type_coefficients():
+    """A completed type-by-type matrix attaches as the instance's type-level coefficients."""
+    truth = generate_interference_truth(3, seed=2)
+    names = ("cnn", "rnn", "transformer")  # the placement generator's job types
+    observed = truth.observe_pairs(0.7, 0.05, seed=2)
+    predicted = MatrixCompletion(1, seed=2).fit(observed).predict_matrix()
+    inst = generate_instance(4, n_servers=2, interference=False, types=names, seed=2)
+    typed = inst.with_type_interference(names, predicted)
+    for a, ta in enumerate(names):
+        for b, tb in enumerate(names):
+            assert typed.type_kappa.get((ta, tb), 0.0) == pytest.approx(predicted[a, b])
