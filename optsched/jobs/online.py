@@ -76,8 +76,10 @@ SMALL_DEMAND = 0.1
 SMALL_CHUNK = 0.1
 #: Relative slack on :math:`D_0 \le OPT/2`: the :math:`\eta` condition can make it an equality.
 D0_TOL = 1e-9
-#: Number of evaluations of :math:`D(\lambda p)` spent by ``tighten=True``.
-TIGHTEN_EVALS = 24
+#: Golden-section evaluations of :math:`D(\lambda p)` spent by ``tighten=True``.
+TIGHTEN_EVALS = 16
+#: Projected subgradient steps spent by ``tighten=True`` after the scale search.
+TIGHTEN_STEPS = 40
 
 
 # ------------------------------------------------------------------------------------------
@@ -92,18 +94,24 @@ class Certificate:
     Attributes
     ----------
     value : float
-        :math:`D(\lambda p)`.
+        :math:`D(p)` for the prices :math:`p` below.
     scale : float
-        :math:`\lambda` (1 unless tightened).
+        The factor :math:`\lambda` applied to the input prices before any subgradient step
+        (1 unless tightened).
     job_payoffs : list of float
-        :math:`\max(0, \text{best full-capacity payoff})` per job (index order).
+        :math:`\max(0, 	ext{best full-capacity payoff})` per job (index order).
     price_term : float
-        :math:`\lambda (\sum p c + \sum q c)`.
+        :math:`\sum p c + \sum q c`.
     fallbacks : int
         Jobs whose DP was too large for :data:`~optsched.jobs.oracle.MAX_DP_CELLS`; for them the
         (still valid, looser) bound :math:`\mu_i \le \max_t f_i` is used.
     evaluations : int
         How many :math:`D(\cdot)` values were computed.
+    method : str
+        ``"given"``, ``"scaled"`` or ``"subgradient"``: how the prices were obtained.
+    worker_prices, ps_prices : numpy.ndarray
+        The prices :math:`p \ge 0` that certify the bound (anyone can re-check it with
+        :func:`dual_bound`).
     """
 
     value: float
@@ -112,12 +120,16 @@ class Certificate:
     price_term: float
     fallbacks: int = 0
     evaluations: int = 1
+    method: str = "given"
+    worker_prices: np.ndarray | None = field(default=None, repr=False)
+    ps_prices: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready mapping."""
+        """JSON-ready mapping (without the price arrays)."""
         return {
             "value": self.value,
             "scale": self.scale,
+            "method": self.method,
             "price_term": self.price_term,
             "job_payoffs": self.job_payoffs,
             "fallbacks": self.fallbacks,
@@ -125,17 +137,27 @@ class Certificate:
         }
 
 
+@dataclass
+class _Eval:
+    value: float
+    payoffs: list[float]
+    price_term: float
+    fallbacks: int
+    worker_use: np.ndarray
+    ps_use: np.ndarray
+
+
 def _dual_at(
     instance: OasisInstance,
-    worker_prices: np.ndarray,
-    ps_prices: np.ndarray,
-    scale: float,
+    wp: np.ndarray,
+    pp: np.ndarray,
     units: Sequence[WorkUnits | None],
-) -> Certificate:
+) -> _Eval:
+    """:math:`D(p)` and the usage of every job's best schedule (a subgradient's ingredients)."""
     payoffs: list[float] = []
     fallbacks = 0
-    wp = worker_prices * scale
-    pp = ps_prices * scale
+    wuse = np.zeros_like(wp)
+    puse = np.zeros_like(pp)
     for i in range(instance.n_jobs):
         u = units[i]
         if u is None:
@@ -145,11 +167,16 @@ def _dual_at(
         res = best_schedule(
             instance, i, wp, pp, None, None, work="worker-slots", floor=0.0, units=u
         )
-        payoffs.append(max(0.0, res.payoff))
-    price_term = scale * float(
-        np.sum(worker_prices * instance.worker_capacity) + np.sum(ps_prices * instance.ps_capacity)
-    )
-    return Certificate(float(sum(payoffs) + price_term), scale, payoffs, price_term, fallbacks)
+        if res.payoff > 0:
+            payoffs.append(res.payoff)
+            for t, h, n in res.workers:
+                wuse[t, h] += n * instance.worker_demand[i]
+            for t, k, n in res.ps:
+                puse[t, k] += n * instance.ps_demand[i]
+        else:
+            payoffs.append(0.0)
+    price_term = float(np.sum(wp * instance.worker_capacity) + np.sum(pp * instance.ps_capacity))
+    return _Eval(float(sum(payoffs) + price_term), payoffs, price_term, fallbacks, wuse, puse)
 
 
 def dual_bound(
@@ -158,6 +185,7 @@ def dual_bound(
     ps_prices: np.ndarray,
     *,
     tighten: bool = False,
+    target: float = 0.0,
 ) -> Certificate:
     r"""Certified upper bound :math:`D(p)` on the offline optimum for any prices :math:`p \ge 0`.
 
@@ -167,9 +195,14 @@ def dual_bound(
     worker_prices : numpy.ndarray, shape (T, H, R)
     ps_prices : numpy.ndarray, shape (T, K, R)
     tighten : bool, default False
-        Also minimise :math:`D(\lambda p)` over :math:`\lambda \in [0, \lambda_{\max}]` by
-        golden-section search (:data:`TIGHTEN_EVALS` evaluations); the smallest value seen is
-        returned, so the result is never above :math:`D(p)`.
+        Also look for better prices: first minimise :math:`D(\lambda p)` over the scale
+        :math:`\lambda \in [0, \lambda_{\max}]` by golden-section search
+        (:data:`TIGHTEN_EVALS` evaluations), then take :data:`TIGHTEN_STEPS` projected
+        subgradient steps. Every iterate is a valid bound; the smallest is returned, so the
+        result is never above :math:`D(p)`.
+    target : float, default 0
+        A known lower bound on the optimum (e.g. an online algorithm's utility), used for
+        Polyak step sizes.
 
     Returns
     -------
@@ -181,43 +214,83 @@ def dual_bound(
     (``work="worker-slots"``, full capacity). :math:`D(\lambda p)` is convex in :math:`\lambda`:
     for a fixed schedule the payoff is affine in :math:`\lambda`, and maxima and sums of convex
     functions are convex. Since :math:`D(\lambda p) \ge \lambda \sum p c`, no
-    :math:`\lambda > D(p) / \sum p c` can improve on :math:`D(p)`.
+    :math:`\lambda > D(p) / \sum p c` can improve on :math:`D(p)`. :math:`D` is convex in
+    :math:`p` too, with subgradient :math:`c - \sum_i u_i` where :math:`u_i` is the usage of job
+    :math:`i`'s best schedule (jobs with positive payoff only); a step
+    :math:`p \leftarrow \max(0, p - \theta (D - \text{target}) g / \lVert g \rVert^2)`
+    lowers prices of resources the best schedules leave idle and raises over-demanded ones.
     """
+    if np.any(worker_prices < 0) or np.any(ps_prices < 0):
+        raise ValueError("prices must be >= 0 for a valid certificate")
     units: list[WorkUnits | None] = []
     for i in range(instance.n_jobs):
         u = work_units(instance, i, "worker-slots")
         cells = (instance.horizon - instance.jobs[i].arrival) * (u.demand + 1)
         units.append(u if cells <= MAX_DP_CELLS else None)
-    base = _dual_at(instance, worker_prices, ps_prices, 1.0, units)
-    if not tighten or base.price_term <= 0:
-        return base
-    best = base
+    wcap = instance.worker_capacity
+    pcap = instance.ps_capacity
     evals = 1
-    lo, hi = 0.0, base.value / base.price_term
-    cache: dict[float, Certificate] = {1.0: base}
+    base = _dual_at(instance, worker_prices, ps_prices, units)
+    best = (base, worker_prices, ps_prices, 1.0, "given")
+    if tighten and base.price_term > 0:
+        cache: dict[float, _Eval] = {1.0: base}
 
-    def at(lam: float) -> Certificate:
-        nonlocal best, evals
-        if lam not in cache:
-            cache[lam] = _dual_at(instance, worker_prices, ps_prices, lam, units)
+        def at(lam: float) -> float:
+            nonlocal best, evals
+            if lam not in cache:
+                cache[lam] = _dual_at(instance, lam * worker_prices, lam * ps_prices, units)
+                evals += 1
+                if cache[lam].value < best[0].value:
+                    best = (cache[lam], lam * worker_prices, lam * ps_prices, lam, "scaled")
+            return cache[lam].value
+
+        lo, hi = 0.0, base.value / base.price_term
+        at(0.0)
+        golden = (math.sqrt(5.0) - 1.0) / 2.0
+        x1 = hi - golden * (hi - lo)
+        x2 = lo + golden * (hi - lo)
+        for _ in range(TIGHTEN_EVALS):
+            if at(x1) <= at(x2):
+                hi, x2 = x2, x1
+                x1 = hi - golden * (hi - lo)
+            else:
+                lo, x1 = x1, x2
+                x2 = lo + golden * (hi - lo)
+    if tighten:
+        cur, wp, pp, lam = best[0], best[1], best[2], best[3]
+        theta = 1.0
+        stall = 0
+        for _ in range(TIGHTEN_STEPS):
+            gw = wcap[None] - cur.worker_use
+            gp = pcap[None] - cur.ps_use
+            norm = float(np.sum(gw * gw) + np.sum(gp * gp))
+            if norm <= 0 or cur.value <= target:
+                break
+            step = theta * (cur.value - target) / norm
+            wp = np.maximum(0.0, wp - step * gw)
+            pp = np.maximum(0.0, pp - step * gp)
+            cur = _dual_at(instance, wp, pp, units)
             evals += 1
-            if cache[lam].value < best.value:
-                best = cache[lam]
-        return cache[lam]
-
-    at(0.0)
-    golden = (math.sqrt(5.0) - 1.0) / 2.0
-    x1 = hi - golden * (hi - lo)
-    x2 = lo + golden * (hi - lo)
-    for _ in range(TIGHTEN_EVALS):
-        if at(x1).value <= at(x2).value:
-            hi, x2 = x2, x1
-            x1 = hi - golden * (hi - lo)
-        else:
-            lo, x1 = x1, x2
-            x2 = lo + golden * (hi - lo)
+            if cur.value < best[0].value * (1 - 1e-9):
+                best = (cur, wp, pp, lam, "subgradient")
+                stall = 0
+            else:
+                stall += 1
+                if stall >= 3:
+                    theta /= 2
+                    stall = 0
+                    cur, wp, pp = best[0], best[1], best[2]
+    ev, wp, pp, lam, method = best
     return Certificate(
-        best.value, best.scale, best.job_payoffs, best.price_term, best.fallbacks, evals
+        value=ev.value,
+        scale=lam,
+        job_payoffs=ev.payoffs,
+        price_term=ev.price_term,
+        fallbacks=ev.fallbacks,
+        evaluations=evals,
+        method=method,
+        worker_prices=wp,
+        ps_prices=pp,
     )
 
 
@@ -582,7 +655,11 @@ class OASiS:
         schedule = build_schedule(inst, deployments, algorithm=self.name)
         price_term = float(np.sum(wp * wcap) + np.sum(pp * pcap))
         d0 = params.initial_dual(inst)
-        cert = dual_bound(inst, wp, pp, tighten=self.tighten) if self.certify else None
+        cert = (
+            dual_bound(inst, wp, pp, tighten=self.tighten, target=schedule.total_utility)
+            if self.certify
+            else None
+        )
         return OasisResult(
             algorithm=self.name,
             schedule=schedule,
