@@ -11,6 +11,7 @@ on identical inputs, and both must return the same payoff.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 
@@ -81,11 +82,12 @@ def run(quick: bool = False) -> dict:
     for T in horizons:
         for en in sizes:
             inst, wp, pp, wu, pu = make_case(T, en)
-            tk, res = _time(lambda: best_schedule(inst, 0, wp, pp, wu, pu), 3)
+            args = (inst, 0, wp, pp, wu, pu)
+            tk, res = _time(partial(best_schedule, *args), 3)
             tr = None
             ratio = None
             if en <= ref_max:
-                tr, ref = _time(lambda: best_schedule_reference(inst, 0, wp, pp, wu, pu), 1)
+                tr, ref = _time(partial(best_schedule_reference, *args), 1)
                 assert abs(res.payoff - ref.payoff) <= 1e-6 * max(1.0, abs(ref.payoff)), (
                     res.payoff,
                     ref.payoff,
