@@ -379,9 +379,6 @@ class Comparison:
     offline : OfflineSummary
     upper : float or None
         Best proven upper bound on OPT over the ILP, the LP and every certificate.
-    lower : float
-        Best lower bound on OPT: the ILP's incumbent or the best online utility (every valid
-        online schedule is feasible for the ILP).
     seconds : dict
         Wall time per algorithm and for the offline solve.
     """
@@ -394,7 +391,10 @@ class Comparison:
 
     @property
     def lower(self) -> float:
-        """Best lower bound on OPT (see the class docstring)."""
+        """Best lower bound on OPT: the ILP's incumbent or the best valid online utility.
+
+        Every valid online schedule is feasible for the ILP.
+        """
         values = [self.offline.incumbent or 0.0]
         values += [r.alg for r in self.reports if r.valid]
         return max(values)

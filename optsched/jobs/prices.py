@@ -28,8 +28,8 @@ c_k^r)` is at most a quarter plus a quarter of any admitted job's utility. The c
 ratio of Theorem 4 is :math:`2\alpha` with :math:`\alpha = \max(1, \max_r \ln(U_1^r/L_1),
 \max_r \ln(U_2^r/L_2))`.
 
-Choices where the paper leaves room (formulations.md §1.11)
-----------------------------------------------------------
+Choices where the paper leaves room
+-----------------------------------
 * Resources no job demands on one side (GPUs of PSs) are not priced there (price 0) and do not
   enter :math:`\alpha`; a server with zero capacity of a priced resource keeps the price
   :math:`L` (no job that needs the resource fits there anyway).
@@ -68,7 +68,7 @@ __all__ = [
     "price_schema",
 ]
 
-#: Smallest allowed :math:`L / \max_r U^r` (formulations.md §1.11 item 4): keeps
+#: Smallest allowed :math:`L / \max_r U^r`: keeps
 #: :math:`\ln(U/L) \le \ln 10^{12} \approx 27.6`.
 L_FLOOR = 1e-12
 
