@@ -93,6 +93,7 @@ def main() -> None:
             f"{res.objective:.3f}, schedule utility {res.schedule.total_utility:.3f}, proven "
             f"bound {res.bound:.3f}; the schedule passes the validator"
         )
+        print("  (the bound says how far the incumbent may still be from the optimum)")
 
     # 5. Files: the instance (JSON; .toml also works) and the schedule, validated on reload.
     with tempfile.TemporaryDirectory() as tmp:
