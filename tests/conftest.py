@@ -28,7 +28,8 @@ settings.register_profile(
     max_examples=60,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+_in_ci = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if _in_ci else "dev"))
 
 MIP_SOLVERS = available_solvers(frontend="pyomo", mip=True)
 CVXPY_SOLVERS = available_solvers(frontend="cvxpy")

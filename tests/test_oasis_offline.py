@@ -113,6 +113,16 @@ def test_job_needing_more_than_the_horizon_is_rejected() -> None:
     assert close(res.objective, 0.0) and res.schedule.admitted == []
 
 
+def test_zero_work_job_still_needs_one_worker_slot() -> None:
+    # No compute and no gradients: admitted means one worker in one slot (DESIGN §2.3).
+    job = _job(0, 1, 0.0, {"kind": "constant", "value": 4.0})
+    inst = _cluster([{"gpu": 1, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 2, [job])
+    res = solve_offline(inst)
+    assert close(res.objective, 4.0) and res.schedule.jobs[0].admitted
+    assert close(res.objective, exhaustive_optimum(inst))
+    assert validate(inst, res.schedule).ok
+
+
 def test_empty_instance() -> None:
     inst = _cluster([{"gpu": 1, "bandwidth": 1}], [{"gpu": 0, "bandwidth": 1}], 2, [])
     res = solve_offline(inst)
@@ -294,6 +304,15 @@ def test_cli_offline_json_and_validate(tmp_path, capsys) -> None:
     assert main(["validate", str(inst_path), str(sched_path), "--json"]) == 2
     report = json.loads(capsys.readouterr().out)
     assert not report["valid"] and report["violations"]
+
+
+def test_cli_exit_3_keeps_the_message(tmp_path, capsys) -> None:
+    p = tmp_path / "big.json"
+    generate_instance(60, 6, 6, 40, seed=5).save(p)
+    assert main(["oasis", "offline", str(p), "--time-limit", "0.001", "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["error"] == "NotOptimalError" and "accept_feasible" in out["message"]
+    assert out["status"] != "optimal" and "bound" in out
 
 
 def test_cli_relax_reports_a_bound(tmp_path, capsys) -> None:

@@ -54,7 +54,9 @@ def _error_payload(exc: BaseException) -> dict[str, Any]:
         payload["field"] = field
     result = getattr(exc, "result", None)
     if result is not None and hasattr(result, "to_dict"):
-        payload.update(result.to_dict())
+        # The solve's figures join the payload without overwriting the error's own message.
+        for key, value in result.to_dict().items():
+            payload.setdefault(key, value)
     return payload
 
 

@@ -81,7 +81,7 @@ def validate_cmd(instance: Path, schedule: Path | None, as_json: bool) -> None:
     else:
         lines = report.get("lines") or []
         for line in lines:
-            err_console.print(line, highlight=False)
+            err_console.print(line, highlight=False, markup=False)
         err_console.print("[green]valid[/green]" if report["valid"] else "[red]invalid[/red]")
     if not report["valid"]:
         raise click.exceptions.Exit(2)

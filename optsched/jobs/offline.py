@@ -8,22 +8,24 @@ completion indicators :math:`c_{it} \in \{0,1\}` ("job :math:`i` finishes at the
 
 .. math::
 
+    \begin{aligned}
     \max \quad & \sum_i \sum_{t \ge a_i} f_i(t + 1 - a_i)\, c_{it} \\
     \text{s.t.} \quad
     & \textstyle\sum_{t \ge a_i} c_{it} = x_i
-        && \forall i                                    && \texttt{one\_completion} \\
+        && \forall i                                    && \mathtt{one\_completion} \\
     & \textstyle\sum_{t}\sum_h y_{iht} \ge W_i\, x_i
-        && \forall i                                    && \texttt{work\_requirement}\ (2) \\
+        && \forall i                                    && \mathtt{work\_requirement}\ (2) \\
     & \textstyle\sum_h y_{iht} \le N_i \sum_{t' \ge t} c_{it'}
-        && \forall i, t \ge a_i                         && \texttt{worker\_cap}\ (3) \\
+        && \forall i, t \ge a_i                         && \mathtt{worker\_cap}\ (3) \\
     & \textstyle\sum_i w_i^r\, y_{iht} \le c_h^r
-        && \forall t, h, r                              && \texttt{worker\_capacity}\ (4) \\
+        && \forall t, h, r                              && \mathtt{worker\_capacity}\ (4) \\
     & \textstyle\sum_i s_i^r\, z_{ikt} \le c_k^r
-        && \forall t, k, r                              && \texttt{ps\_capacity}\ (5) \\
+        && \forall t, k, r                              && \mathtt{ps\_capacity}\ (5) \\
     & \textstyle b_i \sum_h y_{iht} \le B_i \sum_k z_{ikt}
-        && \forall i, t \ge a_i                         && \texttt{ps\_bandwidth}\ (6) \\
+        && \forall i, t \ge a_i                         && \mathtt{ps\_bandwidth}\ (6) \\
     & \textstyle\sum_k z_{ikt} \le \sum_h y_{iht}
-        && \forall i, t \ge a_i                         && \texttt{ps\_count}\ (7)
+        && \forall i, t \ge a_i                         && \mathtt{ps\_count}\ (7)
+    \end{aligned}
 
 with :math:`y, z \in \mathbb{Z}_{\ge 0}` and :math:`x, c` binary. Variables exist only for
 :math:`t \ge a_i` (constraints (9)-(10) hold by construction). Because :math:`f_i` is
@@ -47,6 +49,7 @@ import numpy as np
 from optsched.jobs.instance import OasisInstance
 from optsched.jobs.schedule import Schedule, build_schedule
 from optsched.solvers import SolveResult, Status, solve
+from optsched.solvers.result import relative_gap
 
 __all__ = ["CONSTRAINT_NAMES", "OfflineResult", "build_model", "solve_offline"]
 
@@ -60,9 +63,6 @@ CONSTRAINT_NAMES = (
     "ps_bandwidth",
     "ps_count",
 )
-
-#: Rounding threshold when reading integer variables back from the solver.
-INTEGRALITY_TOL = 1e-6
 
 #: Default relative MIP gap: tighter than HiGHS's 1e-4 so "optimal" means optimal for the
 #: comparisons optsched makes against online algorithms and brute force.
@@ -202,7 +202,9 @@ def _work_requirement(m: Any, inst: OasisInstance, slots: dict[int, range], y_of
         terms = [m.y[i, t, h] for t in slots[i] for h in y_of.get((i, t), ())]
         if not terms:
             return m.x[i] == 0  # no server can host a worker: never admitted
-        return sum(terms) >= float(need[i]) * m.x[i]
+        # At least one worker-slot even for a job with no work: a job completes at the end of
+        # its last slot with workers (DESIGN §2.3), so an admitted job needs one.
+        return sum(terms) >= max(float(need[i]), 1.0) * m.x[i]
 
     m.work_requirement = pyo.Constraint(m.JOBS, rule=rule)
 
@@ -238,7 +240,7 @@ def _capacity(
             expr_terms = [(float(demand[i, r]), v) for i, v in items if demand[i, r] > 0]
             if not expr_terms:
                 continue
-            # A row that cannot bind (every job at its bound still fits) is left out.
+            # Rows with no positive demand are left out (they cannot be violated).
             rows[(t, s, r)] = (expr_terms, float(capacity[s, r]))
     return rows
 
@@ -372,6 +374,8 @@ def solve_offline(
     >>> res.status.value
     'optimal'
     """
+    import pyomo.environ  # noqa: F401 - imported before the clock so build time is model time
+
     start = time.perf_counter()
     model = build_model(instance, relax=relax)
     build_seconds = time.perf_counter() - start
@@ -385,17 +389,23 @@ def solve_offline(
         build_seconds=build_seconds,
     )
     schedule = None
-    if result.has_solution and not relax:
-        schedule = extract_schedule(model, instance)
     objective = result.objective
     bound = result.bound
+    gap = result.gap
+    if result.has_solution and not relax:
+        schedule = extract_schedule(model, instance)
+        # For an incumbent the completion indicator may sit after a job's last active slot,
+        # which undercounts; the schedule's own utility (what the validator recomputes) is the
+        # true value of the point, never lower, and equal at the optimum.
+        objective = max(objective or 0.0, schedule.total_utility)
+        gap = relative_gap(objective, bound)
     if relax and result.objective is not None:
         bound = result.objective
     return OfflineResult(
         schedule=schedule,
         objective=objective,
         bound=bound,
-        gap=result.gap,
+        gap=gap,
         status=result.status,
         relaxed=relax,
         result=result,
