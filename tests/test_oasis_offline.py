@@ -183,7 +183,7 @@ def test_model_has_every_documented_constraint_family() -> None:
 def test_time_limit_is_never_used_silently() -> None:
     # A large instance stopped almost at once: never returned as if optimal. Without
     # accept_feasible it raises with the result; with it, the status says what was found.
-    inst = generate_instance(60, 6, 6, 40, seed=5)
+    inst = generate_instance(30, 5, 5, 25, seed=5)
     with pytest.raises(NotOptimalError) as info:
         solve_offline(inst, time_limit=1e-3)
     assert info.value.result.status is not Status.OPTIMAL
@@ -195,8 +195,6 @@ def test_time_limit_is_never_used_silently() -> None:
         assert res.status is Status.FEASIBLE and res.schedule is not None
         assert validate(inst, res.schedule).ok
         assert res.bound is not None and res.bound >= res.objective
-    # The LP relaxation still gives an upper bound for such an instance.
-    assert solve_offline(inst, relax=True).bound is not None
 
 
 def test_validator_catches_broken_schedules() -> None:
@@ -308,7 +306,7 @@ def test_cli_offline_json_and_validate(tmp_path, capsys) -> None:
 
 def test_cli_exit_3_keeps_the_message(tmp_path, capsys) -> None:
     p = tmp_path / "big.json"
-    generate_instance(60, 6, 6, 40, seed=5).save(p)
+    generate_instance(30, 5, 5, 25, seed=5).save(p)
     assert main(["oasis", "offline", str(p), "--time-limit", "0.001", "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["error"] == "NotOptimalError" and "accept_feasible" in out["message"]
