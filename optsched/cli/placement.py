@@ -93,7 +93,12 @@ def _percent(gap: float | None) -> str:
     help="Formulation of the servers objective.",
 )
 @click.option(
-    "--no-symmetry", is_flag=True, help="Do not break the symmetry between identical servers."
+    "--symmetry",
+    type=click.Choice(["solver", "constraints", "none"]),
+    default="solver",
+    show_default=True,
+    help="Identical servers: the solver's symmetry handling, symmetry-breaking constraints, "
+    "or neither.",
 )
 @click.option(
     "--accept-feasible",
@@ -114,7 +119,7 @@ def solve_cmd(
     time_limit: float | None,
     solver: str,
     formulation: str,
-    no_symmetry: bool,
+    symmetry: str,
     accept_feasible: bool,
     output: Path | None,
     as_json: bool,
@@ -124,7 +129,7 @@ def solve_cmd(
     from optsched.placement.exact import solve_placement
 
     instance = _load(file)
-    options: dict[str, Any] = {"symmetry": not no_symmetry}
+    options: dict[str, Any] = {"symmetry": symmetry}
     if objective == "servers":
         options["formulation"] = formulation
     try:

@@ -63,6 +63,7 @@ from optsched.placement.formulation import (
     PlacementModel,
     Timer,
     capacity_key,
+    check_symmetry,
     integer_value,
     model_size,
 )
@@ -195,7 +196,7 @@ def build_servers(
     instance: PlacementInstance,
     *,
     formulation: Literal["auto", "arcflow", "assignment"] = "auto",
-    symmetry: bool = True,
+    symmetry: str = "solver",
     bounds: bool = True,
 ) -> PlacementModel:
     """Build the ``servers`` (fewest servers used) model.
@@ -205,8 +206,9 @@ def build_servers(
     instance : PlacementInstance
     formulation : {"auto", "arcflow", "assignment"}
         ``auto`` uses arc-flow when its graphs stay under :data:`ARCFLOW_MAX_ARCS` arcs.
-    symmetry : bool, default True
-        Add the symmetry-breaking constraints (assignment formulation).
+    symmetry : {"solver", "constraints", "none"}, default "solver"
+        How the symmetry between servers of one capacity class is handled in the assignment
+        formulation (see :mod:`optsched.placement.formulation`; arc-flow has none).
     bounds : bool, default True
         Add the lower bound :math:`L` and the heuristic upper bound :math:`U`.
 
@@ -220,6 +222,7 @@ def build_servers(
         ``formulation="arcflow"`` but the graph exceeds :data:`ARCFLOW_MAX_ARCS`.
     """
     timer = Timer()
+    constraints = check_symmetry(symmetry)
     types, members = _types(instance)
     counts = [len(m) for m in members]
     if formulation in ("auto", "arcflow"):
@@ -233,7 +236,7 @@ def build_servers(
             raise ModelError(
                 f"the arc-flow graph exceeds {ARCFLOW_MAX_ARCS} arcs; use formulation='assignment'"
             )
-    model, decode = _assignment_model(instance, types, members, symmetry, bounds)
+    model, decode = _assignment_model(instance, types, members, constraints, bounds)
     return PlacementModel(
         "servers", "assignment", model, decode, timer.seconds(), model_size(model)
     )
@@ -357,7 +360,7 @@ def _assignment_model(
     instance: PlacementInstance,
     types: np.ndarray,
     members: list[list[int]],
-    symmetry: bool,
+    constraints: bool,
     bounds: bool,
 ) -> tuple[Any, Any]:
     import pyomo.environ as pyo
@@ -385,10 +388,9 @@ def _assignment_model(
     for h, server in enumerate(instance.servers):
         classes.setdefault(capacity_key(server), []).append(h)
     position = {h: i for members_ in classes.values() for i, h in enumerate(members_)}
-    # Servers past position U of their class are never needed (used servers are a prefix).
-    open_servers = [
-        h for h in range(n_servers) if not (bounds and symmetry and position[h] >= upper)
-    ]
+    # A placement on at most U servers uses at most U of each class, which may be relabelled to
+    # be the first U: the servers past position U of their class are never needed.
+    open_servers = [h for h in range(n_servers) if not (bounds and position[h] >= upper)]
     bound_n = {(k, h): most(k, h) for k in range(n_types) for h in open_servers}
     pairs = [(k, h) for (k, h), b in bound_n.items() if b > 0]
 
@@ -411,15 +413,15 @@ def _assignment_model(
         m, types, capacity, on_server, load=lambda k, h: m.n[k, h], use=lambda h: m.u[h]
     )
     m.server_use = pyo.Constraint(m.N, rule=lambda m, k, h: m.n[k, h] <= bound_n[k, h] * m.u[h])
-    if symmetry:
+    if constraints:
         scale = np.where(capacity.max(axis=0) > 0, capacity.max(axis=0), 1.0)
         weight = (types / scale).sum(axis=1)
-        m.server_symmetry = pyo.ConstraintList()
+        m.server_order = pyo.ConstraintList()
         for members_ in classes.values():
             chain = [h for h in members_ if h in set(open_servers)]
             for a, b in itertools.pairwise(chain):
-                m.server_symmetry.add(m.u[a] >= m.u[b])
-                m.server_symmetry.add(
+                m.server_order.add(m.u[a] >= m.u[b])
+                m.server_order.add(
                     pyo.quicksum(float(weight[k]) * m.n[k, a] for k in on_server[a])
                     >= pyo.quicksum(float(weight[k]) * m.n[k, b] for k in on_server[b])
                 )

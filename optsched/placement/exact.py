@@ -222,7 +222,9 @@ def solve_placement(
     lp_bound : bool, optional
         Compute the LP relaxation bound; by default only when optimality was not proven.
     **options
-        Passed to the objective's builder (e.g. ``symmetry=False``, ``formulation="assignment"``).
+        Passed to the objective's builder (e.g. ``symmetry="constraints"``,
+        ``formulation="assignment"``). With ``symmetry="none"`` HiGHS's own symmetry detection
+        is switched off too.
 
     Returns
     -------
@@ -240,6 +242,9 @@ def solve_placement(
     from optsched.solvers import solve
 
     built = build_model(instance, objective, **options)
+    native: dict[str, Any] | None = None
+    if options.get("symmetry") == "none" and solver == "highs":
+        native = {"mip_detect_symmetry": False}
     try:
         result = solve(
             built.model,
@@ -249,6 +254,7 @@ def solve_placement(
             threads=threads,
             accept_feasible=accept_feasible,
             build_seconds=built.build_seconds,
+            options=native,
         )
     except NotOptimalError as exc:
         if lp_bound is not False and exc.result.status.value != "infeasible":

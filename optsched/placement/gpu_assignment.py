@@ -20,8 +20,9 @@ predicted interference enters as the instance's coefficients
         \sum_j D_{jr} o_{jh} \le C_{hr} \;(\texttt{server\_capacity}), \quad
         q_{abh} \ge o_{ah} + o_{bh} - 1,\; q \ge 0 \;(\texttt{co\_location}).
 
-    Since :math:`w \ge 0`, the minimum sets :math:`q_{abh} = o_{ah} o_{bh}`. Servers equal in
-    capacity and residents are ordered by lowest job index (``server_symmetry``).
+    Since :math:`w \ge 0`, the minimum sets :math:`q_{abh} = o_{ah} o_{bh}`. With
+    ``symmetry="constraints"``, servers equal in capacity and residents are ordered by lowest job
+    index (``server_symmetry``; valid because each job sits on exactly one server).
 
 ``nlwp``: node-level workload parallelization
     Each server :math:`h` has GPU slots :math:`(h, i)` and one host slot :math:`(h, \mathrm{H})`.
@@ -45,9 +46,10 @@ predicted interference enters as the instance's coefficients
     where :math:`\tau_{ss'}` is 0 within one slot, :math:`1/B^{gpu}_{h,ij}` between GPUs
     :math:`i \ne j` of one server, :math:`1/B^{gpu}_h` between a GPU and the host, and
     :math:`1/\min(B^{nic}_h, B^{nic}_{h'})` between servers; :math:`\lambda` is the instance's
-    ``comm_weight``. Co-runner pairs are only those of different jobs. Servers equal in
-    capacity, NIC and GPU configuration are ordered by lowest task index (``server_symmetry``),
-    and the GPUs of a server whose GPU links are uniform likewise (``gpu_symmetry``).
+    ``comm_weight``. Co-runner pairs are only those of different jobs. With
+    ``symmetry="constraints"``, servers equal in capacity, NIC and GPU configuration are ordered
+    by lowest task index (``server_symmetry``), and the GPUs of a server whose GPU links are
+    uniform likewise (``gpu_symmetry``).
 
     The model grows with (task pairs) :math:`\times` (slots)\ :sup:`2`: it is meant for one node
     or a few, as in the paper, where the node-level problem is small.
@@ -74,6 +76,7 @@ from optsched.placement.formulation import (
     allowed_servers,
     binary_value,
     capacity_key,
+    check_symmetry,
     model_size,
     server_capacity,
     server_classes,
@@ -119,14 +122,14 @@ def slot_cost(instance: PlacementInstance, s: tuple[int, int], r: tuple[int, int
     return 1.0 / a.gpu_pair_bandwidth(i, j)
 
 
-def build_clwp(instance: PlacementInstance, *, symmetry: bool = True) -> PlacementModel:
+def build_clwp(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
     """Build the ``clwp`` model (whole jobs onto servers, least predicted interference).
 
     Parameters
     ----------
     instance : PlacementInstance
-    symmetry : bool, default True
-        Order interchangeable servers by their lowest job index.
+    symmetry : {"solver", "constraints", "none"}, default "solver"
+        With "constraints", order interchangeable servers by their lowest job index.
 
     Returns
     -------
@@ -184,7 +187,7 @@ def build_clwp(instance: PlacementInstance, *, symmetry: bool = True) -> Placeme
     m.co_location = pyo.Constraint(
         m.Q, rule=lambda m, a, b, h: m.q[a, b, h] >= m.o[a, h] + m.o[b, h] - 1
     )
-    if symmetry:
+    if check_symmetry(symmetry):
         server_symmetry(
             m,
             server_classes(instance, interference_key),
@@ -238,15 +241,15 @@ def _task_slots(instance: PlacementInstance) -> list[list[tuple[int, int]]]:
     return out
 
 
-def build_nlwp(instance: PlacementInstance, *, symmetry: bool = True) -> PlacementModel:
+def build_nlwp(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
     """Build the ``nlwp`` model (tasks onto GPUs: co-runner interference plus communication).
 
     Parameters
     ----------
     instance : PlacementInstance
-    symmetry : bool, default True
-        Order interchangeable servers, and interchangeable GPUs within a server, by their
-        lowest task index.
+    symmetry : {"solver", "constraints", "none"}, default "solver"
+        With "constraints", order interchangeable servers, and interchangeable GPUs within a
+        server, by their lowest task index.
 
     Returns
     -------
@@ -329,7 +332,7 @@ def build_nlwp(instance: PlacementInstance, *, symmetry: bool = True) -> Placeme
     for (_, u, k, j), zs in rows_u.items():
         m.communication.add(pyo.quicksum(zs) == m.a[u, k, j])
 
-    if symmetry:
+    if check_symmetry(symmetry):
         server_symmetry(
             m,
             server_classes(instance, gpu_key),

@@ -27,8 +27,11 @@ pairs with a positive coefficient. The objective is the weighted iteration time
 Compared with formulations §3.3, the worker/PS counts :math:`x_{jh}, y_{jh}` become one count
 per group (any number of task kinds per job), the presence link is written per group (tighter
 than :math:`x + y \le (W+P) o`), and residents add :math:`R_{jh}`. Servers with equal capacity
-and residents are interchangeable; they are ordered by their lowest job index
-(``server_symmetry`` on :math:`o`).
+and residents are interchangeable; with ``symmetry="constraints"`` they are ordered by weighted
+load, :math:`\sum_g w_g n_{g h_i} \ge \sum_g w_g n_{g h_{i+1}}` with :math:`w_g = 1 +`
+(normalised size of :math:`d_g`) (``server_order``). Ordering them by lowest job index, as for
+job-atomic models, would be wrong here: a job split over two interchangeable servers gives both
+the same lowest index.
 """
 
 from __future__ import annotations
@@ -42,11 +45,12 @@ from optsched.placement.formulation import (
     PlacementModel,
     Timer,
     capacity_key,
+    check_symmetry,
     integer_value,
     model_size,
     server_capacity,
     server_classes,
-    server_symmetry,
+    server_order,
 )
 from optsched.placement.instance import CAPACITY_TOL
 from optsched.placement.placement import Placement
@@ -83,14 +87,14 @@ def _most(demand: np.ndarray, capacity: np.ndarray, count: int) -> int:
     return min(limits)
 
 
-def build_interference(instance: PlacementInstance, *, symmetry: bool = True) -> PlacementModel:
+def build_interference(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
     """Build the ``interference`` (Harmony) model.
 
     Parameters
     ----------
     instance : PlacementInstance
-    symmetry : bool, default True
-        Order interchangeable servers by their lowest job index.
+    symmetry : {"solver", "constraints", "none"}, default "solver"
+        Handling of the symmetry between servers equal in capacity and residents.
 
     Returns
     -------
@@ -159,13 +163,13 @@ def build_interference(instance: PlacementInstance, *, symmetry: bool = True) ->
         m.co_location.add(m.q[a, b, h] >= m.o[a, h] + m.o[b, h] - 1)
         m.co_location.add(m.q[a, b, h] <= m.o[a, h])
         m.co_location.add(m.q[a, b, h] <= m.o[b, h])
-    if symmetry:
-        server_symmetry(
+    if check_symmetry(symmetry):
+        scale = instance.capacity.max(axis=0)
+        size = 1.0 + (demand / np.where(scale > 0, scale, 1.0)).sum(axis=1)
+        server_order(
             m,
             server_classes(instance, interference_key),
-            n_jobs,
-            on=lambda j, h: m.o[j, h],
-            allowed=lambda j, h: (j, h) in presence_set,
+            key=lambda h: pyo.quicksum(float(size[g]) * m.n[g, h] for g in on_server[h]),
         )
     constant = float(
         sum(job.weight * (job.standalone_time - job.spread_penalty) for job in instance.jobs)

@@ -7,8 +7,8 @@ servers it fits alone) under
     \sum_h x_{th} = 1 \;\; \forall t \quad (\texttt{task\_assignment}), \qquad
     \sum_t d_{tr} x_{th} \le C_{hr} \;\; \forall h, r \quad (\texttt{server\_capacity}),
 
-plus the lowest-index ordering of interchangeable servers (``server_symmetry``, see
-:mod:`optsched.placement.formulation`).
+and, with ``symmetry="constraints"``, the lowest-index ordering of interchangeable servers
+(``server_symmetry``, see :mod:`optsched.placement.formulation`).
 
 ``traffic``: least cross-server volume
     For every task pair :math:`\{t, u\}` exchanging :math:`V_{tu} = v_{tu} + v_{ut} > 0`, a
@@ -57,6 +57,7 @@ from optsched.placement.formulation import (
     allowed_servers,
     binary_value,
     capacity_key,
+    check_symmetry,
     model_size,
     server_capacity,
     server_classes,
@@ -87,7 +88,7 @@ def pair_volumes(instance: PlacementInstance) -> dict[tuple[int, int], float]:
 
 
 def _base(
-    instance: PlacementInstance, name: str, symmetry: bool, key: Any
+    instance: PlacementInstance, name: str, symmetry: str, key: Any
 ) -> tuple[Any, list[list[int]]]:
     """Assignment variables, capacity and (optionally) symmetry breaking."""
     import pyomo.environ as pyo
@@ -101,7 +102,7 @@ def _base(
         for h in allowed[t]:
             on_server[h].append(t)
     server_capacity(m, instance.demand, instance.capacity, on_server, load=lambda t, h: m.x[t, h])
-    if symmetry:
+    if check_symmetry(symmetry):
         allowed_set = {(t, h) for t in range(n_tasks) for h in allowed[t]}
         server_symmetry(
             m,
@@ -123,14 +124,14 @@ def _decode(
     return Placement.from_indices(instance, servers, method=method)
 
 
-def build_traffic(instance: PlacementInstance, *, symmetry: bool = True) -> PlacementModel:
+def build_traffic(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
     """Build the ``traffic`` model (least cross-server traffic).
 
     Parameters
     ----------
     instance : PlacementInstance
-    symmetry : bool, default True
-        Break the symmetry between servers with equal capacity vectors.
+    symmetry : {"solver", "constraints", "none"}, default "solver"
+        Handling of the symmetry between servers with equal capacity vectors.
 
     Returns
     -------
@@ -164,14 +165,14 @@ def build_traffic(instance: PlacementInstance, *, symmetry: bool = True) -> Plac
     )
 
 
-def build_max_load(instance: PlacementInstance, *, symmetry: bool = True) -> PlacementModel:
+def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
     """Build the ``max-load`` model (least maximum link load, seconds per iteration).
 
     Parameters
     ----------
     instance : PlacementInstance
-    symmetry : bool, default True
-        Break the symmetry between servers equal in capacity, NIC and rack.
+    symmetry : {"solver", "constraints", "none"}, default "solver"
+        Handling of the symmetry between servers equal in capacity, NIC and rack.
 
     Returns
     -------
