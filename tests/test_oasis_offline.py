@@ -197,6 +197,22 @@ def test_time_limit_is_never_used_silently() -> None:
         assert res.bound is not None and res.bound >= res.objective
 
 
+def test_warm_start_never_trails_the_start() -> None:
+    from optsched.errors import InvalidScheduleError
+    from optsched.jobs.online import OASiS
+
+    inst = generate_instance(20, 5, 5, 25, seed=3)
+    start = OASiS().run(inst).schedule
+    res = solve_offline(inst, time_limit=2.0, accept_feasible=True, initial=start)
+    assert res.objective >= start.total_utility - OPT_RTOL * max(1.0, start.total_utility)
+    assert validate(inst, res.schedule).ok
+    assert res.result.message == "warm-started"
+    # A start must be feasible.
+    broken = start.model_copy(update={"total_utility": start.total_utility + 1})
+    with pytest.raises(InvalidScheduleError):
+        solve_offline(inst, initial=broken)
+
+
 def test_validator_catches_broken_schedules() -> None:
     inst = generate_instance(5, 1, 1, 6, seed=2)
     res = solve_offline(inst)

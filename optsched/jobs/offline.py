@@ -301,6 +301,31 @@ def _ps_count(m: Any, y_of: dict, z_of: dict) -> None:
     m.ps_count = pyo.Constraint(m.IT, rule=rule)
 
 
+def set_start(m: Any, instance: OasisInstance, schedule: Schedule) -> None:
+    """Write a feasible schedule into the model's variables (a MIP start).
+
+    Raises
+    ------
+    InvalidScheduleError
+        The schedule fails the independent validator (a start must be feasible).
+    """
+    from optsched.jobs.schedule import validate
+
+    validate(instance, schedule).raise_if_invalid()
+    for var in (m.x, m.c, m.y, m.z):
+        for v in var.values():
+            v.set_value(0, skip_validation=True)
+    for i, js in enumerate(schedule.jobs):
+        if not js.admitted or js.completion is None:
+            continue
+        m.x[i].set_value(1)
+        m.c[i, js.completion - 1].set_value(1)
+        for t, h, n in js.workers:
+            m.y[i, t, h].set_value(n)
+        for t, k, n in js.ps:
+            m.z[i, t, k].set_value(n)
+
+
 def extract_schedule(m: Any, instance: OasisInstance, algorithm: str = "offline-ilp") -> Schedule:
     """Read an integral solution of :func:`build_model` back as a :class:`Schedule`."""
     deployments: list[Any] = []
@@ -329,6 +354,7 @@ def solve_offline(
     relax: bool = False,
     accept_feasible: bool = False,
     threads: int | None = None,
+    initial: Schedule | None = None,
 ) -> OfflineResult:
     """Solve the offline OASiS problem exactly (or its LP relaxation).
 
@@ -349,6 +375,9 @@ def solve_offline(
         instead of raising.
     threads : int, optional
         Solver threads.
+    initial : Schedule, optional
+        A feasible schedule (e.g. from OASiS) handed to HiGHS as a MIP start, so a time-limited
+        solve never reports less than it. It must pass :func:`~optsched.jobs.validate`.
 
     Returns
     -------
@@ -379,6 +408,8 @@ def solve_offline(
     start = time.perf_counter()
     model = build_model(instance, relax=relax)
     build_seconds = time.perf_counter() - start
+    if initial is not None and not relax:
+        set_start(model, instance, initial)
     result = solve(
         model,
         solver,
@@ -387,6 +418,7 @@ def solve_offline(
         threads=threads,
         accept_feasible=accept_feasible,
         build_seconds=build_seconds,
+        warmstart=initial is not None and not relax,
     )
     schedule = None
     objective = result.objective

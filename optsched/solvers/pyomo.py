@@ -151,6 +151,7 @@ def solve_pyomo(
     accept_feasible: bool = False,
     build_seconds: float = 0.0,
     options: dict[str, Any] | None = None,
+    warmstart: bool = False,
 ) -> SolveResult:
     """Solve a Pyomo model and load its solution into the model's variables.
 
@@ -173,6 +174,9 @@ def solve_pyomo(
         Model-building time to record in the result.
     options : dict, optional
         Extra solver-specific options.
+    warmstart : bool, default False
+        Pass the variables' current values as a MIP start. For ``"highs"`` this goes through
+        Pyomo's appsi HiGHS interface, the one that accepts a start.
 
     Returns
     -------
@@ -188,7 +192,21 @@ def solve_pyomo(
         no feasible point to accept.
     """
     require(solver, "pyomo")
-    if solver in _CONTRIB_NAMES:
+    if warmstart and solver in ("highs", "appsi_highs"):
+        import pyomo.contrib.appsi.solvers as appsi
+
+        result = _solve_appsi(
+            appsi.Highs(),
+            model,
+            solver,
+            time_limit,
+            mip_gap,
+            threads,
+            build_seconds,
+            dict(options or {}),
+            warmstart=True,
+        )
+    elif solver in _CONTRIB_NAMES:
         result = _solve_contrib(model, solver, time_limit, mip_gap, threads, build_seconds, options)
     else:
         result = _solve_legacy(model, solver, time_limit, mip_gap, threads, build_seconds, options)
@@ -378,9 +396,11 @@ def _solve_appsi(
     threads: int | None,
     build_seconds: float,
     opts: dict[str, Any],
+    warmstart: bool = False,
 ) -> SolveResult:
-    """The legacy ``appsi_*`` interfaces (kept for users who ask for them by name)."""
+    """The ``appsi_*`` interfaces (by name, or for HiGHS with a MIP start)."""
     opt.config.load_solution = False
+    opt.config.warmstart = warmstart
     if time_limit is not None:
         opt.config.time_limit = float(time_limit)
     if mip_gap is not None:
@@ -416,4 +436,5 @@ def _solve_appsi(
         solver=solver,
         solver_version=_version_str(opt.version()),
         native_status=tc_name,
+        message="warm-started" if warmstart else "",
     )
