@@ -286,3 +286,24 @@ def test_generators_reject_bad_sizes(call, field):
     with pytest.raises(InvalidInstanceError) as info:
         call()
     assert info.value.field == field
+
+
+@settings(max_examples=15)
+@given(
+    st.integers(1, 10),
+    st.sampled_from([2, 4, 8]),
+    st.sampled_from([0.5, 0.9, 1.0]),
+    st.integers(0, 999),
+)
+def test_fill_picks_the_fewest_servers_within_the_fill(n_jobs, gpus, fill, seed):
+    inst = generate_instance(n_jobs, gpus=gpus, max_workers=6, fill=fill, seed=seed)
+    workers = inst.demand[:, 0].sum()
+    servers = len(inst.servers)
+    assert workers <= fill * gpus * servers + 1e-9
+    assert servers == 1 or workers > fill * gpus * (servers - 1)
+
+
+def test_fill_out_of_range_is_rejected():
+    with pytest.raises(InvalidInstanceError) as info:
+        generate_instance(2, fill=1.5)
+    assert info.value.field == "fill"

@@ -655,6 +655,7 @@ def generate_instance(
     max_workers: int = 4,
     interference: bool = True,
     types: Sequence[str] = ("cnn", "rnn", "transformer"),
+    fill: float | None = None,
     seed: int = 0,
 ) -> PlacementInstance:
     r"""A synthetic training-cluster instance with PS and all-reduce jobs.
@@ -682,29 +683,26 @@ def generate_instance(
         Add interference coefficients.
     types : sequence of str
         Job types to draw from.
+    fill : float, optional
+        When given (in (0, 1]), ignore ``n_servers`` and use the fewest servers whose GPUs the
+        workers fill to at most this fraction, so capacity binds (with ``max_workers > gpus``,
+        jobs must also span servers).
     seed : int
         Seed; equal seeds give equal instances.
 
     Raises
     ------
     InvalidInstanceError
-        A size below 1.
+        A size below 1, or ``fill`` outside (0, 1] or with ``gpus == 0``.
     """
     for name, value in (("n_jobs", n_jobs), ("n_servers", n_servers), ("racks", racks)):
         if value < 1:
             raise InvalidInstanceError(name, f"must be >= 1, got {value}")
     if max_workers < 1:
         raise InvalidInstanceError("max_workers", f"must be >= 1, got {max_workers}")
+    if fill is not None and not (0.0 < fill <= 1.0 and gpus > 0):
+        raise InvalidInstanceError("fill", f"must be in (0, 1] with gpus > 0, got {fill}")
     rng = np.random.default_rng(seed)
-    cpus = max(16.0, 8.0 * gpus)
-    memory = max(128.0, 64.0 * gpus)
-    if racks == 1:
-        cluster = uniform_cluster(n_servers, gpus, cpus=cpus, memory=memory)
-    else:
-        per_rack = max(1, math.ceil(n_servers / racks))
-        cluster = two_tier_cluster(
-            racks, per_rack, gpus, cpus=cpus, memory=memory, uplink_bandwidth=25.0 * per_rack / 4
-        )
     jobs = []
     volumes = []
     for j in range(n_jobs):
@@ -733,6 +731,20 @@ def generate_instance(
             job["tasks"] = [{"name": "r", "role": "rank", "count": workers, "demand": worker}]
             job["communication"] = {"pattern": "ring", "volume": volume}
         jobs.append(job)
+    if fill is not None:
+        workers = sum(
+            spec["count"] for job in jobs for spec in job["tasks"] if "gpu" in spec["demand"]
+        )
+        n_servers = max(1, math.ceil(workers / (gpus * fill)))
+    cpus = max(16.0, 8.0 * gpus)
+    memory = max(128.0, 64.0 * gpus)
+    if racks == 1:
+        cluster = uniform_cluster(n_servers, gpus, cpus=cpus, memory=memory)
+    else:
+        per_rack = max(1, math.ceil(n_servers / racks))
+        cluster = two_tier_cluster(
+            racks, per_rack, gpus, cpus=cpus, memory=memory, uplink_bandwidth=25.0 * per_rack / 4
+        )
     data: dict[str, Any] = {
         "kind": "placement-instance",
         "name": f"synthetic-{n_jobs}-seed{seed}",
