@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from optsched import __version__  # noqa: E402
+from optsched import __version__
 
 project = "optsched"
 author = "optsched developers"
