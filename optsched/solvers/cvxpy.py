@@ -13,7 +13,7 @@ from optsched.solvers.result import (
     SolutionStatus,
     SolveResult,
     TerminationCondition,
-    relative_gap,
+    assemble,
 )
 
 __all__ = ["CVXPY_STATUS_MAP", "solve_cvxpy"]
@@ -99,25 +99,22 @@ def solve_cvxpy(
         if problem.value is not None and abs(float(problem.value)) != float("inf"):
             solution, value = SolutionStatus.FEASIBLE, problem.value
     objective = float(value) if value is not None else None
-    bound = objective if termination is TC.OPTIMAL else None
     stats = problem.solver_stats
     version = ""
     if solver == "highs":
         try:
             import highspy
 
-            version = ".".join(
-                str(v) for v in (highspy.Highs().versionMajor(), highspy.Highs().versionMinor())
-            )
-        except Exception:
+            h = highspy.Highs()
+            version = f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
+        except Exception:  # the version is informative only
             version = ""
     return check(
-        SolveResult(
-            termination=termination,
-            solution_status=solution,
-            objective=objective,
-            bound=bound,
-            gap=relative_gap(objective, bound),
+        assemble(
+            termination,
+            solution,
+            objective,
+            None,
             build_seconds=build_seconds,
             solve_seconds=elapsed,
             solver=solver,

@@ -16,7 +16,7 @@ from optsched.solvers.result import (
     SolveResult,
     Status,
     TerminationCondition,
-    relative_gap,
+    assemble,
 )
 
 __all__ = ["HIGHS_STATUS_MAP", "PYOMO_TERMINATION_MAP", "solve_pyomo"]
@@ -289,14 +289,11 @@ def _solve_contrib(
         res.solution_loader.load_vars()
         objective = _finite(res.incumbent_objective)
     bound = _finite(res.objective_bound)
-    if termination is TC.OPTIMAL and objective is not None and bound is None:
-        bound = objective
-    return SolveResult(
-        termination=termination,
-        solution_status=solution,
-        objective=objective,
-        bound=bound,
-        gap=relative_gap(objective, bound),
+    return assemble(
+        termination,
+        solution,
+        objective,
+        bound,
         build_seconds=build_seconds,
         solve_seconds=elapsed,
         solver=solver,
@@ -354,14 +351,11 @@ def _solve_legacy(
     if problem is not None:
         lower, upper = _finite(problem.lower_bound), _finite(problem.upper_bound)
         bound = lower if _is_minimize(model) else upper
-    if termination is TC.OPTIMAL and objective is not None and bound is None:
-        bound = objective
-    return SolveResult(
-        termination=termination,
-        solution_status=solution,
-        objective=objective,
-        bound=bound,
-        gap=relative_gap(objective, bound),
+    return assemble(
+        termination,
+        solution,
+        objective,
+        bound,
         build_seconds=build_seconds,
         solve_seconds=elapsed,
         solver=solver,
@@ -423,14 +417,11 @@ def _solve_appsi(
         results.solution_loader.load_vars()
         solution = SolutionStatus.OPTIMAL if termination is TC.OPTIMAL else SolutionStatus.FEASIBLE
     bound = _finite(results.best_objective_bound)
-    if termination is TC.OPTIMAL and objective is not None and bound is None:
-        bound = objective
-    return SolveResult(
-        termination=termination,
-        solution_status=solution,
-        objective=objective,
-        bound=bound,
-        gap=relative_gap(objective, bound),
+    return assemble(
+        termination,
+        solution,
+        objective,
+        bound,
         build_seconds=build_seconds,
         solve_seconds=elapsed,
         solver=solver,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["SolutionStatus", "SolveResult", "Status", "TerminationCondition"]
+__all__ = ["SolutionStatus", "SolveResult", "Status", "TerminationCondition", "assemble"]
 
 
 class TerminationCondition(StrEnum):
@@ -195,3 +195,39 @@ class SolveResult:
             "native_status": self.native_status,
             "message": self.message,
         }
+
+
+def assemble(
+    termination: TerminationCondition,
+    solution: SolutionStatus,
+    objective: float | None,
+    bound: float | None,
+    *,
+    build_seconds: float,
+    solve_seconds: float,
+    solver: str,
+    solver_version: str,
+    native_status: str,
+    message: str = "",
+    extra: dict[str, Any] | None = None,
+) -> SolveResult:
+    """Build a :class:`SolveResult` the same way for every backend.
+
+    An optimal point with no reported bound gets its objective as bound; the gap is derived.
+    """
+    if termination is TerminationCondition.OPTIMAL and objective is not None and bound is None:
+        bound = objective
+    return SolveResult(
+        termination=termination,
+        solution_status=solution,
+        objective=objective,
+        bound=bound,
+        gap=relative_gap(objective, bound),
+        build_seconds=build_seconds,
+        solve_seconds=solve_seconds,
+        solver=solver,
+        solver_version=solver_version,
+        native_status=native_status,
+        message=message,
+        extra=dict(extra or {}),
+    )
