@@ -8,6 +8,7 @@ placement alone.
 from __future__ import annotations
 
 from optsched.placement.brute import brute_force, brute_force_all
+from optsched.placement.compare import Comparison, compare
 from optsched.placement.exact import OBJECTIVES, PlacementSolution, build_model, solve_placement
 from optsched.placement.heuristics import HEURISTICS, HeuristicFailedError, run_heuristic
 from optsched.placement.instance import (
@@ -56,6 +57,7 @@ __all__: list[str] = [
     "CoLocationRegressor",
     "Coefficient",
     "Communication",
+    "Comparison",
     "HeuristicFailedError",
     "InterferenceTruth",
     "JobSpec",
@@ -78,6 +80,7 @@ __all__: list[str] = [
     "brute_force_all",
     "build_model",
     "check",
+    "compare",
     "compare_policies",
     "compare_predictors",
     "generate_instance",
