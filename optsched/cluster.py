@@ -14,15 +14,15 @@ Links are full duplex: each carries an ``out`` direction (away from the server o
 
 Units
 -----
-================== ============ ===================================================
-quantity           unit         meaning
-================== ============ ===================================================
-``nic_bandwidth``  Gbit/s       per direction of a server's NIC
-``uplink_bandwidth`` Gbit/s     per direction of a rack's uplink to the core
-``nic_load``       Gbit         traffic already on the NIC per iteration (each direction)
-``gpu_bandwidth``  Gbit/s       default bandwidth between two GPUs of one server
-``gpu_memory``     GB           memory of one GPU
-================== ============ ===================================================
+==================== ============ ===================================================
+quantity             unit         meaning
+==================== ============ ===================================================
+``nic_bandwidth``    Gbit/s       per direction of a server's NIC
+``uplink_bandwidth`` Gbit/s       per direction of a rack's uplink to the core
+``nic_load``         Gbit         traffic already on the NIC per iteration (each direction)
+``gpu_bandwidth``    Gbit/s       default bandwidth between two GPUs of one server
+``gpu_memory``       GB           memory of one GPU
+==================== ============ ===================================================
 
 Traffic volumes elsewhere in optsched are in Gbit per training iteration, so volume divided by
 bandwidth is seconds of transfer per iteration.

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from optsched.placement.instance import PlacementInstance
 from optsched.placement.placement import Placement, validate
-
-if TYPE_CHECKING:
-    from optsched.placement.instance import PlacementInstance
 
 __all__ = ["MAX_CANDIDATES", "brute_force", "brute_force_all"]
 

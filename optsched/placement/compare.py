@@ -20,15 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optsched.errors import ModelError, NotOptimalError
 from optsched.placement.exact import PlacementSolution, solve_placement
 from optsched.placement.heuristics import HEURISTICS, HeuristicFailedError
+from optsched.placement.instance import PlacementInstance
 from optsched.placement.placement import OBJECTIVE_TOL, validate
-
-if TYPE_CHECKING:
-    from optsched.placement.instance import PlacementInstance
 
 __all__ = ["DEFAULT_OBJECTIVES", "Comparison", "GapCell", "compare", "relative_gap"]
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -68,11 +68,8 @@ from optsched.placement.formulation import (
     model_size,
 )
 from optsched.placement.heuristics import HeuristicFailedError, best_fit_decreasing
-from optsched.placement.instance import CAPACITY_TOL
+from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
 from optsched.placement.placement import Placement
-
-if TYPE_CHECKING:
-    from optsched.placement.instance import PlacementInstance
 
 __all__ = [
     "ARCFLOW_MAX_ARCS",

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optsched.errors import ModelError, NotOptimalError
+from optsched.placement.formulation import PlacementModel
+from optsched.placement.instance import PlacementInstance
 from optsched.placement.placement import OBJECTIVE_TOL, Placement, validate
-
-if TYPE_CHECKING:
-    from optsched.placement.formulation import PlacementModel
-    from optsched.placement.instance import PlacementInstance
-    from optsched.solvers.result import SolveResult
+from optsched.solvers.result import SolveResult
 
 __all__ = [
     "DEFAULT_MIP_GAP",
@@ -101,7 +99,7 @@ class PlacementSolution:
     ----------
     objective : str
         The objective's name.
-    placement : Placement
+    placement : ~optsched.placement.placement.Placement
         The placement found (validated).
     value : float
         Its objective value, as recomputed by the independent validator.

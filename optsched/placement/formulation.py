@@ -55,16 +55,13 @@ import itertools
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from optsched.placement.instance import CAPACITY_TOL
-
-if TYPE_CHECKING:
-    from optsched.cluster import Server
-    from optsched.placement.instance import PlacementInstance
-    from optsched.placement.placement import Placement
+from optsched.cluster import Server
+from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
+from optsched.placement.placement import Placement
 
 __all__ = [
     "INTEGRALITY_TOL",
@@ -202,9 +199,11 @@ def server_capacity(
     Parameters
     ----------
     model : ConcreteModel
-    demand : ndarray, shape (items, resources)
-        Demand of each item (a task, or a group of identical tasks).
-    capacity : ndarray, shape (servers, resources)
+    demand : numpy.ndarray
+        Demand of each item (a task, or a group of identical tasks), shape
+        ``(items, resources)``.
+    capacity : numpy.ndarray
+        Capacities, shape ``(servers, resources)``.
     on_server : sequence of sequence of int
         ``on_server[h]``: the items that may go on server ``h``.
     load : callable

@@ -65,10 +65,11 @@ assignment problem", DIMACS Series 16, 1994.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from optsched.cluster import Server
 from optsched.errors import ModelError
 from optsched.placement.formulation import (
     PlacementModel,
@@ -83,13 +84,9 @@ from optsched.placement.formulation import (
     server_symmetry,
 )
 from optsched.placement.harmony import interference_key
-from optsched.placement.instance import CAPACITY_TOL
+from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
 from optsched.placement.placement import Placement
 from optsched.placement.traffic import pair_volumes
-
-if TYPE_CHECKING:
-    from optsched.cluster import Server
-    from optsched.placement.instance import PlacementInstance
 
 __all__ = ["HOST", "build_clwp", "build_nlwp", "gpu_key", "slot_cost"]
 

@@ -37,10 +37,10 @@ the same lowest index.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from optsched.cluster import Server
 from optsched.placement.formulation import (
     PlacementModel,
     Timer,
@@ -52,12 +52,8 @@ from optsched.placement.formulation import (
     server_classes,
     server_order,
 )
-from optsched.placement.instance import CAPACITY_TOL
+from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
 from optsched.placement.placement import Placement
-
-if TYPE_CHECKING:
-    from optsched.cluster import Server
-    from optsched.placement.instance import PlacementInstance
 
 __all__ = ["build_interference", "interference_key", "job_groups"]
 

@@ -1,24 +1,24 @@
 r"""Placement heuristics, each returning the same :class:`Placement` type as the exact ILPs.
 
-==================== ==========================================================================
-name                 rule
-==================== ==========================================================================
-``round-robin``      tasks in order; each on the next server (cyclically, after the previous
-                     task's) that has room
-``first-fit``        tasks in order; each on the lowest-index server with room
+======================= ==========================================================================
+name                    rule
+======================= ==========================================================================
+``round-robin``         tasks in order; each on the next server (cyclically, after the previous
+                        task's) that has room
+``first-fit``           tasks in order; each on the lowest-index server with room
 ``best-fit-decreasing`` tasks by decreasing size; each on the server it leaves with the least
-                     free capacity
-``consolidate-first`` jobs by decreasing size; a job goes whole onto the best-fitting server
-                     that can hold it, else its tasks fill the emptiest servers first (few
-                     servers per job, as Optimus and Tiresias place consolidation-sensitive
-                     jobs)
-``random``           tasks in a random order; each on a uniformly random server with room
-``clwp-greedy``      CLWP's rule (formulations §5.2): jobs in order, each whole onto the server
-                     with the least predicted interference with residents and jobs already
-                     there, ties to the least loaded
-``nlwp-greedy``      NLWP's rule: tasks in order, each onto the GPU (or host) slot adding the
-                     least interference and communication cost; also assigns GPUs
-==================== ==========================================================================
+                        free capacity
+``consolidate-first``   jobs by decreasing size; a job goes whole onto the best-fitting server
+                        that can hold it, else its tasks fill the emptiest servers first (few
+                        servers per job, as Optimus and Tiresias place consolidation-sensitive
+                        jobs)
+``random``              tasks in a random order; each on a uniformly random server with room
+``clwp-greedy``         CLWP's rule (formulations §5.2): jobs in order, each whole onto the server
+                        with the least predicted interference with residents and jobs already
+                        there, ties to the least loaded
+``nlwp-greedy``         NLWP's rule: tasks in order, each onto the GPU (or host) slot adding the
+                        least interference and communication cost; also assigns GPUs
+======================= ==========================================================================
 
 The *size* of a demand vector :math:`d` is :math:`\sum_r d_r / \max_h C_{hr}` (resources a
 cluster lacks are skipped); *free capacity* is measured the same way. Every heuristic raises
@@ -28,16 +28,12 @@ cluster lacks are skipped); *free capacity* is measured the same way. Every heur
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from optsched.errors import OptschedError
-from optsched.placement.instance import CAPACITY_TOL
+from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
 from optsched.placement.placement import Placement
-
-if TYPE_CHECKING:
-    from optsched.placement.instance import PlacementInstance
 
 __all__ = [
     "HEURISTICS",

@@ -38,15 +38,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from optsched._validation import Frozen, load_data, parse
 from optsched.errors import InvalidScheduleError
-
-if TYPE_CHECKING:
-    from optsched.placement.instance import PlacementInstance
+from optsched.placement.instance import PlacementInstance
 
 __all__ = [
     "CAPACITY_TOL",

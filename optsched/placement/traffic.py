@@ -49,8 +49,9 @@ J. Gu et al., "Tiresias: A GPU cluster manager for distributed deep learning", N
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optsched.cluster import Server
 from optsched.placement.formulation import (
     PlacementModel,
     Timer,
@@ -64,11 +65,8 @@ from optsched.placement.formulation import (
     server_symmetry,
     task_assignment,
 )
+from optsched.placement.instance import PlacementInstance
 from optsched.placement.placement import Placement
-
-if TYPE_CHECKING:
-    from optsched.cluster import Server
-    from optsched.placement.instance import PlacementInstance
 
 __all__ = ["build_max_load", "build_traffic", "network_key", "pair_volumes"]
 
