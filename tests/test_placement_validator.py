@@ -217,3 +217,10 @@ def test_placement_files_and_solver_reports_load(tmp_path, inst):
         load_placement(bad)
     assert info.value.field == "assignment.a/w0"
     assert placement_schema()["title"] == "optsched placement"
+
+
+def test_from_indices_rejects_out_of_range_servers(inst):
+    with pytest.raises(ValueError, match="out of range"):
+        Placement.from_indices(inst, [0, 0, 0, 0, -1])
+    with pytest.raises(ValueError, match="one server per task"):
+        Placement.from_indices(inst, [0, 0])

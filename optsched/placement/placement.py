@@ -115,8 +115,20 @@ class Placement(Frozen):
         gpus : mapping of int to int, optional
             Task index to GPU index, for the tasks that have a GPU.
         method : str
+
+        Raises
+        ------
+        ValueError
+            A server index out of range, or not one per task.
         """
         names = [s.name for s in instance.servers]
+        if len(servers) != len(instance.tasks):
+            raise ValueError(
+                f"need one server per task ({len(instance.tasks)}), got {len(servers)}"
+            )
+        bad = [int(h) for h in servers if not 0 <= int(h) < len(names)]
+        if bad:
+            raise ValueError(f"server index {bad[0]} out of range 0..{len(names) - 1}")
         assignment = {t.id: names[int(servers[i])] for i, t in enumerate(instance.tasks)}
         gpu_map = None
         if gpus is not None:
