@@ -321,6 +321,49 @@ def server_order(
             ordering.add(key(a) >= key(b))
 
 
+def colocation_pairs(
+    weight: np.ndarray, coeff: np.ndarray, present: set[tuple[int, int]], n_servers: int
+) -> tuple[dict[tuple[int, int], float], list[tuple[int, int, int]]]:
+    r"""Job pairs whose co-location costs something, and the servers where they can meet.
+
+    The pair weight is :math:`\omega_a c_{ab} + \omega_b c_{ba}` (each job's slowdown from the
+    other, weighted); co-location variables are only needed for pairs with a positive weight
+    on servers where both jobs may be present, which keeps the Harmony and CLWP models small.
+
+    Parameters
+    ----------
+    weight : numpy.ndarray
+        Job weights :math:`\omega_j`.
+    coeff : numpy.ndarray
+        Pairwise interference :math:`c_{jk}` (slowdown of ``j`` caused by ``k``).
+    present : set of (int, int)
+        The (job, server) pairs where a job may have tasks.
+    n_servers : int
+        Number of servers.
+
+    Returns
+    -------
+    pair_weight : dict
+        ``(a, b) -> weight`` for every job pair ``a < b``.
+    triples : list of (int, int, int)
+        ``(a, b, h)`` with a positive pair weight and both jobs allowed on ``h``.
+    """
+    n_jobs = len(weight)
+    pair_weight = {
+        (a, b): float(weight[a] * coeff[a, b] + weight[b] * coeff[b, a])
+        for a in range(n_jobs)
+        for b in range(a + 1, n_jobs)
+    }
+    triples = [
+        (a, b, h)
+        for (a, b), w in pair_weight.items()
+        if w > 0
+        for h in range(n_servers)
+        if (a, h) in present and (b, h) in present
+    ]
+    return pair_weight, triples
+
+
 def binary_value(var: Any) -> bool:
     """Whether a solved binary (or 0/1 expression) is 1, up to :data:`INTEGRALITY_TOL`."""
     import pyomo.environ as pyo

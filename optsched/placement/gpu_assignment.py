@@ -78,6 +78,7 @@ from optsched.placement.formulation import (
     binary_value,
     capacity_key,
     check_symmetry,
+    colocation_pairs,
     model_size,
     server_capacity,
     server_classes,
@@ -167,18 +168,7 @@ def build_clwp(instance: PlacementInstance, *, symmetry: str = "solver") -> Plac
     )
     on_server = [[j for j in range(n_jobs) if (j, h) in allowed_set] for h in range(n_servers)]
     server_capacity(m, total, instance.capacity, on_server, load=lambda j, h: m.o[j, h])
-    pair_weight = {
-        (a, b): float(weight[a] * c[a, b] + weight[b] * c[b, a])
-        for a in range(n_jobs)
-        for b in range(a + 1, n_jobs)
-    }
-    co = [
-        (a, b, h)
-        for (a, b), w in pair_weight.items()
-        if w > 0
-        for h in range(n_servers)
-        if (a, h) in allowed_set and (b, h) in allowed_set
-    ]
+    pair_weight, co = colocation_pairs(weight, c, allowed_set, n_servers)
     m.Q = pyo.Set(initialize=co, dimen=3, ordered=True)
     m.q = pyo.Var(m.Q, bounds=(0, None))
     m.co_location = pyo.Constraint(

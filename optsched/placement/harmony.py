@@ -46,6 +46,7 @@ from optsched.placement.formulation import (
     Timer,
     capacity_key,
     check_symmetry,
+    colocation_pairs,
     integer_value,
     model_size,
     server_capacity,
@@ -100,7 +101,7 @@ def build_interference(instance: PlacementInstance, *, symmetry: str = "solver")
 
     timer = Timer()
     groups = job_groups(instance)
-    n_jobs, n_servers = len(instance.jobs), len(instance.servers)
+    n_servers = len(instance.servers)
     demand = np.array([instance.demand[members[0]] for _, members in groups]).reshape(
         len(groups), len(instance.resources)
     )
@@ -140,18 +141,7 @@ def build_interference(instance: PlacementInstance, *, symmetry: str = "solver")
         m.job_presence.add(
             m.o[j, h] <= pyo.quicksum(m.n[g, h] for g in on_server[h] if groups[g][0] == j)
         )
-    pair_weight = {
-        (a, b): float(weight[a] * c[a, b] + weight[b] * c[b, a])
-        for a in range(n_jobs)
-        for b in range(a + 1, n_jobs)
-    }
-    co = [
-        (a, b, h)
-        for (a, b), w in pair_weight.items()
-        if w > 0
-        for h in range(n_servers)
-        if (a, h) in presence_set and (b, h) in presence_set
-    ]
+    pair_weight, co = colocation_pairs(weight, c, presence_set, n_servers)
     m.Q = pyo.Set(initialize=co, dimen=3, ordered=True)
     m.q = pyo.Var(m.Q, bounds=(0, 1))
     m.co_location = pyo.ConstraintList()
