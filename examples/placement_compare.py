@@ -39,7 +39,7 @@ def main() -> None:
             if cell.note:
                 cells.append(f"{cell.note:>22}")
             elif cell.gap is not None and math.isinf(cell.gap):
-                cells.append(f"{cell.value:>12.4g} (  +inf)")
+                cells.append(f"{cell.value:>12.4g} (  vs 0)")
             else:
                 cells.append(f"{cell.value:>12.4g} ({100 * (cell.gap or 0):+5.0f}%)")
         print(f"{name:<22}" + "".join(cells))

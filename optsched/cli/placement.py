@@ -65,7 +65,8 @@ def _percent(gap: float | None) -> str:
     if gap is None:
         return "-"
     if math.isinf(gap):
-        return "inf"
+        # A relative gap over an optimum of 0 is undefined; say what the reference is instead.
+        return "vs 0"
     return f"{100 * gap:+.1f}%"
 
 
