@@ -56,7 +56,7 @@ def priced(draw: st.DrawFn, max_servers: int = 3, max_horizon: int = 5, max_chun
     return inst, wp, pp, wu, pu, work
 
 
-def _same(a: OracleResult, b: OracleResult) -> None:
+def assert_same_result(a: OracleResult, b: OracleResult) -> None:
     if math.isinf(a.payoff) or math.isinf(b.payoff):
         assert a.payoff == b.payoff
         return
@@ -69,7 +69,7 @@ def _same(a: OracleResult, b: OracleResult) -> None:
 @given(priced())
 def test_kernel_matches_reference(case):
     inst, wp, pp, wu, pu, work = case
-    _same(
+    assert_same_result(
         best_schedule(inst, 0, wp, pp, wu, pu, work=work),
         best_schedule_reference(inst, 0, wp, pp, wu, pu, work=work),
     )
@@ -81,7 +81,7 @@ def test_floor_keeps_positive_payoffs_exact(case):
     full = best_schedule(inst, 0, wp, pp, wu, pu, work=work)
     floored = best_schedule(inst, 0, wp, pp, wu, pu, work=work, floor=0.0)
     if full.payoff > 0:
-        _same(full, floored)
+        assert_same_result(full, floored)
     else:
         assert floored.payoff <= 0 or math.isinf(floored.payoff)
     ref = best_schedule_reference(inst, 0, wp, pp, wu, pu, work=work, floor=0.0)
@@ -248,7 +248,7 @@ def test_hand_computed_example():
     used[1, 0, 0] = 2.0
     res = best_schedule(inst, 0, wp, pp, used, None)
     ref = best_schedule_reference(inst, 0, wp, pp, used, None)
-    _same(res, ref)
+    assert_same_result(res, ref)
     assert res.payoff == pytest.approx(1.0)
     assert res.completion == 1
 
