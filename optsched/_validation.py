@@ -8,13 +8,13 @@ messages, e.g. ``jobs[3].epochs: must be >= 1, got 0``.
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from optsched._io import load_data
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["Frozen", "field_path", "load_data", "parse", "raise_invalid"]
@@ -23,9 +23,83 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class Frozen(BaseModel):
-    """Base of optsched's file-format models: immutable, no unknown fields."""
+    """Base of optsched's file-format models: immutable, no unknown fields.
+
+    Every file format inherits the same four class-level entry points: :meth:`from_dict`
+    (validate plain data), :meth:`load` (read a JSON/TOML file through the guarded loader
+    :func:`optsched._io.load_data`), :meth:`save` (write JSON or TOML by extension) and
+    :meth:`schema` (the JSON Schema). Constructing the model directly with keyword arguments
+    validates too, and raises :class:`~optsched.errors.InvalidInstanceError` naming the field.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=False)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise_invalid(exc)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Validate plain data (e.g. parsed JSON) into this type.
+
+        Raises
+        ------
+        InvalidInstanceError
+            Naming the first offending field (and listing the others).
+        """
+        return parse(cls, data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """Read and validate a JSON or TOML file (by extension) through the guarded loader.
+
+        Raises
+        ------
+        InvalidInstanceError
+            The file is refused or a field is invalid; the file is named.
+        """
+        data = load_data(path)
+        try:
+            return cls.from_dict(data)
+        except InvalidInstanceError as exc:
+            if exc.file is None:
+                raise InvalidInstanceError(
+                    exc.field, exc.message, exc.errors, file=str(path)
+                ) from None
+            raise
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (what :meth:`save` writes)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def save(self, path: str | Path) -> None:
+        """Write as TOML when ``path`` ends in ``.toml``, else as JSON.
+
+        Raises
+        ------
+        InvalidInstanceError
+            The extension is neither ``.json`` nor ``.toml`` (field ``"path"``).
+        """
+        p = Path(path)
+        suffix = p.suffix.lower()
+        if suffix == ".toml":
+            import tomli_w
+
+            text = tomli_w.dumps(self.to_dict())
+        elif suffix == ".json":
+            text = json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+        else:
+            raise InvalidInstanceError(
+                "path", f"{p.name}: write .json or .toml, got extension {p.suffix or '(none)'!r}"
+            )
+        p.write_text(text, encoding="utf-8")
+
+    @classmethod
+    def schema(cls, by_alias: bool = True, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
+        """The JSON Schema of this file format."""
+        return cls.model_json_schema(by_alias=by_alias, ref_template=ref_template)
 
 
 def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
@@ -95,29 +169,6 @@ def parse(model: type[M], data: Any, prefix: str = "") -> M:
     except ValidationError as exc:
         raise_invalid(exc, prefix)
         raise  # unreachable; keeps type checkers content
-
-
-def load_data(path: str | Path) -> Any:
-    """Read a JSON or TOML file (by extension; JSON otherwise) without trusting its content.
-
-    Raises
-    ------
-    InvalidInstanceError
-        The file cannot be read or parsed; the field is ``"<file>"``.
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInstanceError("<file>", f"cannot read {p}: {exc.strerror or exc}") from None
-    try:
-        if p.suffix.lower() == ".toml":
-            return tomllib.loads(text)
-        return json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InvalidInstanceError(
-            "<file>", f"{p} is not valid {p.suffix or 'JSON'}: {exc}"
-        ) from None
 
 
 def check(condition: bool, field: str, message: str) -> None:

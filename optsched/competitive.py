@@ -665,7 +665,7 @@ def ratio_sweep(
             "holds": rep.holds,
             "valid": rep.valid,
         }
-        from optsched.cli.common import to_jsonable
+        from optsched._json import to_jsonable
 
         with results_path.open("a") as fh:
             fh.write(json.dumps(to_jsonable(rec)) + "\n")

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from optsched.results import ExactResult
     from optsched.solvers.result import SolveResult
 
 __all__ = [
+    "InconsistentResultError",
     "InvalidInstanceError",
     "InvalidScheduleError",
     "ModelError",
@@ -27,30 +29,48 @@ class OptschedError(Exception):
 
 
 class InvalidInstanceError(OptschedError, ValueError):
-    """Problem data failed validation.
+    """Problem data (a file, an option, an argument) failed validation.
 
     Parameters
     ----------
     field : str
-        Dotted/indexed path of the offending field, e.g. ``"jobs[3].epochs"``.
+        Dotted/indexed path of the offending field, e.g. ``"jobs[3].epochs"``; for a trace, the
+        column; ``"<file>"`` when the file itself is refused.
     message : str
         What is wrong, e.g. ``"must be >= 1, got 0"``.
     errors : list of tuple of str, optional
         Every ``(field, message)`` found, when validation reports several at once. The first one
         is ``(field, message)``.
+    file : str, optional
+        The file the data came from, when it came from one.
+    row : int, optional
+        The 1-based row (line) of that file, for tabular files.
 
     Notes
     -----
-    ``str(error)`` starts with the field path, so command-line users see which field to fix.
+    ``str(error)`` starts with the file and row (when known) and the field path, so command-line
+    users see which field to fix: ``trace.csv: row 17: num_gpu: must be >= 1, got 0``.
     """
 
     def __init__(
-        self, field: str, message: str, errors: list[tuple[str, str]] | None = None
+        self,
+        field: str,
+        message: str,
+        errors: list[tuple[str, str]] | None = None,
+        *,
+        file: str | None = None,
+        row: int | None = None,
     ) -> None:
         self.field = field
         self.message = message
         self.errors = errors if errors else [(field, message)]
-        text = f"{field}: {message}" if field else message
+        self.file = file
+        self.row = row
+        text = f"{field}: {message}" if field and field != "<file>" else message
+        if row is not None and field != "<file>":
+            text = f"row {row}: {text}"
+        if file is not None and not message.startswith(file):
+            text = f"{file}: {text}"
         if len(self.errors) > 1:
             text += f" (and {len(self.errors) - 1} more: " + "; ".join(
                 f"{f}: {m}" for f, m in self.errors[1:4]
@@ -76,6 +96,14 @@ class InvalidScheduleError(OptschedError, ValueError):
         super().__init__(f"schedule is infeasible: {head}{more}")
 
 
+class InconsistentResultError(OptschedError, RuntimeError):
+    """A solver's answer disagrees with the independent recomputation of its own solution.
+
+    Raised instead of returning a result whose objective the validator does not reproduce: an
+    exact library never reports such a result as a success.
+    """
+
+
 class ModelError(OptschedError, ValueError):
     """A model cannot be handed to the chosen backend (e.g. integers to an LP-only solver)."""
 
@@ -89,19 +117,23 @@ class NotOptimalError(OptschedError, RuntimeError):
 
     Parameters
     ----------
-    result : SolveResult
-        The full result (status, incumbent objective if any, bound, gap, timings).
+    result : SolveResult or ExactResult
+        The full result (status, incumbent objective and solution if any, bound, gap, timings);
+        a family's exact ``solve`` raises with its :class:`~optsched.results.ExactResult`, so
+        the incumbent is never lost.
     """
 
-    def __init__(self, result: SolveResult) -> None:
+    def __init__(self, result: SolveResult | ExactResult[Any]) -> None:
         self.result = result
         extra = ""
         if result.objective is not None:
             extra = f", incumbent {result.objective:.6g}"
         if result.bound is not None:
             extra += f", bound {result.bound:.6g}"
+        if result.gap is not None:
+            extra += f", gap {result.gap:.3g}"
         super().__init__(
             f"solver {result.solver!r} stopped with status {result.status.value!r}"
-            f" (termination: {result.termination.value}){extra}; pass accept_feasible=True"
-            " to use a feasible incumbent"
+            f" (termination: {result.termination.value}){extra}; accept a feasible incumbent"
+            " to use it (--accept-feasible on the command line, accept_feasible=True in Python)"
         )

@@ -15,9 +15,11 @@ import click
 
 from optsched._version import __version__
 from optsched.cli.common import (
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_NOT_OPTIMAL,
     EXIT_OTHER,
+    FIELD_FLAGS,
     err_console,
     print_json,
 )
@@ -48,16 +50,35 @@ for _name in SUBCOMMAND_MODULES:
 
 
 def _error_payload(exc: BaseException) -> dict[str, Any]:
-    payload: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc)}
+    payload: dict[str, Any] = {"error": type(exc).__name__, "message": _message(exc)}
     field = getattr(exc, "field", None)
     if field is not None:
-        payload["field"] = field
+        payload["field"] = FIELD_FLAGS.get(field, field)
+    for key in ("file", "row"):
+        if getattr(exc, key, None) is not None:
+            payload[key] = getattr(exc, key)
     result = getattr(exc, "result", None)
     if result is not None and hasattr(result, "to_dict"):
         # The solve's figures join the payload without overwriting the error's own message.
         for key, value in result.to_dict().items():
             payload.setdefault(key, value)
     return payload
+
+
+def _say(label: str, text: str) -> None:
+    """Print ``label`` (rich markup) and ``text`` (literal, never markup) on stderr."""
+    from rich.markup import escape
+
+    err_console.print(f"{label} {escape(text)}", highlight=False)
+
+
+def _message(exc: BaseException) -> str:
+    """The error's text, naming the command-line flag where the library named an argument."""
+    text = str(exc)
+    field = getattr(exc, "field", None)
+    if field in FIELD_FLAGS and text.startswith(f"{field}:"):
+        text = FIELD_FLAGS[field] + text[len(field) :]
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,9 +95,12 @@ def main(argv: list[str] | None = None) -> int:
             code = rv
     except click.exceptions.Exit as exc:
         code = int(exc.exit_code or 0)
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        code = EXIT_OTHER
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # click turns SIGINT (KeyboardInterrupt) into Abort; either way: exit 130.
+        err_console.print("[yellow]interrupted[/yellow]")
+        code = EXIT_INTERRUPTED
+        if as_json:
+            print_json({"error": "Interrupted", "message": "interrupted by the user (SIGINT)"})
     except click.ClickException as exc:
         # Usage errors are invalid input (click's own convention is also 2).
         exc.show(file=sys.stderr)
@@ -84,20 +108,41 @@ def main(argv: list[str] | None = None) -> int:
         if as_json:
             print_json({"error": "UsageError", "message": exc.format_message()})
     except InvalidInstanceError as exc:
-        err_console.print(f"[red]invalid input[/red] {exc}", highlight=False)
+        _say("[red]invalid input[/red]", _message(exc))
         code = EXIT_INVALID
         if as_json:
             print_json(_error_payload(exc))
     except NotOptimalError as exc:
-        err_console.print(f"[yellow]not optimal[/yellow] {exc}", highlight=False)
+        _say("[yellow]not optimal[/yellow]", _message(exc))
         code = EXIT_NOT_OPTIMAL
         if as_json:
             print_json(_error_payload(exc))
     except (OptschedError, OSError) as exc:
-        err_console.print(f"[red]error[/red] {exc}", highlight=False)
+        _say("[red]error[/red]", _message(exc))
         code = EXIT_OTHER
         if as_json:
             print_json(_error_payload(exc))
+    except Exception as exc:  # the contract holds even for a defect: exit 1, one JSON object
+        import os
+        import traceback
+
+        _say(
+            "[red]internal error[/red]",
+            f"{type(exc).__name__}: {exc} (this is a defect in optsched: please report it with "
+            "the command line that caused it; set OPTSCHED_DEBUG=1 for the traceback)",
+        )
+        if os.environ.get("OPTSCHED_DEBUG"):
+            traceback.print_exc()
+        code = EXIT_OTHER
+        if as_json:
+            print_json(
+                {
+                    "error": "InternalError",
+                    "type": type(exc).__name__,
+                    "message": str(exc)[:2000],
+                    "hint": "a defect in optsched; please report it with the command line",
+                }
+            )
     if argv is None:
         sys.exit(code)
     return code

@@ -7,65 +7,231 @@ not reach the requested status, 1 anything else.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 
+from optsched._json import dumps, to_jsonable
+
 __all__ = [
+    "EXIT_INTERRUPTED",
     "EXIT_INVALID",
     "EXIT_NOT_OPTIMAL",
     "EXIT_OTHER",
+    "FIELD_FLAGS",
+    "FiniteFloat",
+    "SolverOptions",
     "err_console",
     "json_option",
+    "output_option",
     "print_json",
+    "solver_options",
     "to_jsonable",
 ]
 
 EXIT_OTHER = 1
 EXIT_INVALID = 2
 EXIT_NOT_OPTIMAL = 3
+EXIT_INTERRUPTED = 130
 
-#: Human output goes to stderr so that stdout carries only the JSON object.
-err_console = Console(stderr=True)
+#: Human output goes to stderr so that stdout carries only the JSON object. ``soft_wrap``: error
+#: text is never hard-wrapped (a message must stay one greppable line when stderr is a file).
+err_console = Console(stderr=True, soft_wrap=True)
+
+#: Library argument names -> the command-line flag a user typed, so that errors raised by the
+#: library name the flag (``--time-limit: must be ...``), not the Python argument.
+FIELD_FLAGS: dict[str, str] = {
+    "time_limit": "--time-limit",
+    "mip_gap": "--mip-gap",
+    "threads": "--threads",
+    "solver": "--solver",
+    "seed": "--seed",
+    "accept_feasible": "--accept-feasible",
+}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FiniteFloat(click.ParamType):
+    """A float that must be finite (no ``nan``/``inf``) and within optional bounds."""
+
+    name = "number"
+
+    def __init__(
+        self, min: float | None = None, max: float | None = None, min_open: bool = False
+    ) -> None:
+        self.min, self.max, self.min_open = min, max, min_open
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse and check ``value``."""
+        if isinstance(value, float):
+            number = value
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.min is not None and (number < self.min or (self.min_open and number == self.min)):
+            self.fail(f"{value} must be {'>' if self.min_open else '>='} {self.min:g}", param, ctx)
+        if self.max is not None and number > self.max:
+            self.fail(f"{value} must be <= {self.max:g}", param, ctx)
+        return number
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """What :func:`solver_options` collects, ready to pass to a family's ``solve``."""
+
+    solver: str = "highs"
+    time_limit: float | None = None
+    mip_gap: float | None = None
+    threads: int | None = None
+    accept_feasible: bool = False
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``solve(instance, **opts.kwargs())``."""
+        return {
+            "solver": self.solver,
+            "time_limit": self.time_limit,
+            "mip_gap": self.mip_gap,
+            "threads": self.threads,
+            "accept_feasible": self.accept_feasible,
+        }
+
+
+class _SolverName(click.ParamType):
+    name = "solver"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from optsched.solvers import SOLVERS
+
+        name = str(value).lower()
+        if name not in SOLVERS:
+            self.fail(f"unknown solver {value!r}; known: {', '.join(sorted(SOLVERS))}", param, ctx)
+        return name
+
+
+def solver_options(default: str = "highs") -> Callable[[F], F]:
+    """Add ``--solver``, ``--time-limit``, ``--mip-gap``, ``--threads``, ``--accept-feasible``.
+
+    The command receives one ``solver_opts`` argument (a :class:`SolverOptions`). Every value is
+    checked here (finite, in range, a known solver), so a bad one exits 2 naming the flag.
+    """
+
+    def decorate(func: F) -> F:
+        def pack(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+            ctx.meta.setdefault("optsched_solver", {})[param.name] = value
+            return value
+
+        options = [
+            click.option(
+                "--accept-feasible",
+                is_flag=True,
+                expose_value=False,
+                callback=pack,
+                help="Report a feasible incumbent found before a limit instead of failing (exit 0"
+                " instead of 3).",
+            ),
+            click.option(
+                "--threads",
+                type=click.IntRange(min=1),
+                default=None,
+                expose_value=False,
+                callback=pack,
+                help="Solver threads.",
+            ),
+            click.option(
+                "--mip-gap",
+                type=FiniteFloat(min=0),
+                default=None,
+                expose_value=False,
+                callback=pack,
+                help="Relative MIP gap at which the solver may stop (default 1e-7); a solve "
+                "stopped at a gap looser than 1e-6 is reported as feasible, not optimal.",
+            ),
+            click.option(
+                "--time-limit",
+                type=FiniteFloat(min=0, min_open=True),
+                default=None,
+                expose_value=False,
+                callback=pack,
+                help="Seconds, model building included; past it the best incumbent and bound are "
+                "reported (exit 3 unless --accept-feasible).",
+            ),
+            click.option(
+                "--solver",
+                type=_SolverName(),
+                default=default,
+                show_default=True,
+                expose_value=False,
+                callback=pack,
+                help="Solver name (see `optsched solvers`).",
+            ),
+        ]
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            got = click.get_current_context().meta.get("optsched_solver", {})
+            kwargs["solver_opts"] = SolverOptions(**got)
+            return func(*args, **kwargs)
+
+        wrapper.__name__ = func.__name__
+        wrapper.__doc__ = func.__doc__
+        out: Any = wrapper
+        for option in options:
+            out = option(out)
+        return out
+
+    return decorate
+
+
+def output_option(
+    formats: Sequence[str] = (".json",),
+    *,
+    required: bool = False,
+    help: str = "File to write.",
+) -> Callable[[F], F]:
+    """Add ``-o/--output PATH`` whose extension must be one of ``formats``.
+
+    An extension that does not match the format written is refused (exit 2), so ``-o x.csv``
+    never silently writes JSON.
+    """
+    allowed = tuple(f.lower() for f in formats)
+
+    def check(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+        if value is not None and value.suffix.lower() not in allowed:
+            raise click.BadParameter(
+                f"{value.name}: the file written is {' or '.join(allowed)}, got extension "
+                f"{value.suffix or '(none)'!r}",
+                ctx=ctx,
+                param=param,
+            )
+        return value
+
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        required=required,
+        callback=check,
+        help=f"{help} ({', '.join(allowed)}).",
+    )
+
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout."
 )
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays, enums, tuples and non-finite floats for ``json.dumps``."""
-    import enum
-
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        value = float(obj)
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return value
-    return obj
-
-
 def print_json(obj: Any) -> None:
-    """Write one JSON object to stdout."""
-    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
+    """Write one JSON object to stdout (strict JSON: NaN becomes null)."""
+    sys.stdout.write(dumps(obj) + "\n")
     sys.stdout.flush()

@@ -200,6 +200,7 @@ def feasible(
         result = solve(lp.problem, solver, build_seconds=lp.build_seconds, options=_options(solver))
     except NotOptimalError as exc:
         if exc.result.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+            assert isinstance(exc.result, SolveResult)  # raised by the solver layer
             return False, lp, exc.result
         raise
     return True, lp, result

@@ -256,6 +256,7 @@ def solve_placement(
         )
     except NotOptimalError as exc:
         if lp_bound is not False and exc.result.status.value != "infeasible":
+            assert isinstance(exc.result, SolveResult)  # raised by the solver layer
             exc.result.extra["lp_bound"] = lp_relaxation_bound(built, solver, time_limit)
         raise
     placement = built.decode()

@@ -14,6 +14,7 @@ from optsched.solvers.registry import SOLVERS, SolverInfo, available_solvers
 from optsched.solvers.result import SolutionStatus, SolveResult, Status, TerminationCondition
 
 __all__ = [
+    "DEFAULT_MIP_GAP",
     "SOLVERS",
     "SolutionStatus",
     "SolveResult",
@@ -23,6 +24,39 @@ __all__ = [
     "available_solvers",
     "solve",
 ]
+
+
+#: Relative MIP gap requested from the solver when the caller passes none: ten times tighter
+#: than :data:`~optsched.tolerances.OPTIMALITY_GAP`, so that a solver stopping at its requested
+#: gap is always within the tolerance at which optsched calls a result optimal.
+DEFAULT_MIP_GAP = 1e-7
+
+
+def check_options(time_limit: float | None, mip_gap: float | None, threads: int | None) -> None:
+    """Refuse solver options that are not finite and in range, naming the option.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``time_limit`` not finite and > 0, ``mip_gap`` not finite and >= 0, ``threads`` not an
+        integer >= 1.
+    """
+    import math
+
+    from optsched.errors import InvalidInstanceError
+
+    if time_limit is not None and not (
+        isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0
+    ):
+        raise InvalidInstanceError("time_limit", f"must be a finite number > 0, got {time_limit!r}")
+    if mip_gap is not None and not (
+        isinstance(mip_gap, (int, float)) and math.isfinite(mip_gap) and mip_gap >= 0
+    ):
+        raise InvalidInstanceError("mip_gap", f"must be a finite number >= 0, got {mip_gap!r}")
+    if threads is not None and not (
+        isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1
+    ):
+        raise InvalidInstanceError("threads", f"must be an integer >= 1, got {threads!r}")
 
 
 def solve(
@@ -49,7 +83,9 @@ def solve(
     time_limit : float, optional
         Wall-clock limit in seconds.
     mip_gap : float, optional
-        Relative MIP gap tolerance.
+        Relative MIP gap at which the solver may stop (default :data:`DEFAULT_MIP_GAP`). A solve
+        that stops at a gap looser than :data:`~optsched.tolerances.OPTIMALITY_GAP` is reported
+        as feasible (termination ``gap_limit``), never as optimal.
     threads : int, optional
         Solver threads.
     accept_feasible : bool, default False
@@ -76,6 +112,8 @@ def solve(
         full :class:`SolveResult`.
     ModelError
         ``model`` is neither a Pyomo model nor a cvxpy problem.
+    InvalidInstanceError
+        An option is not finite or out of range (see :func:`check_options`).
 
     Examples
     --------
@@ -86,6 +124,32 @@ def solve(
     >>> solve(m).objective
     4.0
     """
+    check_options(time_limit, mip_gap, threads)
+    if mip_gap is None:
+        mip_gap = DEFAULT_MIP_GAP
+    if time_limit is not None and build_seconds > 0:
+        # Model building counts against the limit: the solver gets what is left.
+        remaining = time_limit - build_seconds
+        if remaining <= 0:
+            from optsched.errors import NotOptimalError
+            from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
+
+            raise NotOptimalError(
+                assemble(
+                    TerminationCondition.TIME_LIMIT,
+                    SolutionStatus.NO_SOLUTION,
+                    None,
+                    None,
+                    build_seconds=build_seconds,
+                    solve_seconds=0.0,
+                    solver=solver,
+                    solver_version="",
+                    native_status="not started",
+                    message=f"building the model took {build_seconds:.3g} s of the "
+                    f"{time_limit:g} s time limit",
+                )
+            )
+        time_limit = remaining
     kwargs = dict(
         time_limit=time_limit,
         mip_gap=mip_gap,

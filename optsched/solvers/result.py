@@ -27,6 +27,10 @@ class TerminationCondition(StrEnum):
     """An iteration (simplex/IPM) limit was reached."""
     OTHER_LIMIT = "other_limit"
     """Another limit: solution count, node count, objective bound/target, memory."""
+    GAP_LIMIT = "gap_limit"
+    """The solver stopped at a relative gap looser than optsched's optimality tolerance
+    (:data:`~optsched.tolerances.OPTIMALITY_GAP`), e.g. a user-passed ``mip_gap``: the point is
+    feasible, not proven optimal."""
     INTERRUPTED = "interrupted"
     """Interrupted by the user or a callback."""
     INFEASIBLE = "infeasible"
@@ -69,6 +73,7 @@ class Status(StrEnum):
 
 
 _LIMITS = {
+    TerminationCondition.GAP_LIMIT,
     TerminationCondition.TIME_LIMIT,
     TerminationCondition.ITERATION_LIMIT,
     TerminationCondition.OTHER_LIMIT,
@@ -214,9 +219,29 @@ def assemble(
     """Build a :class:`SolveResult` the same way for every backend.
 
     An optimal point with no reported bound gets its objective as bound; the gap is derived.
+    A solver's "optimal" whose bound is farther from its objective than
+    :data:`~optsched.tolerances.OPTIMALITY_GAP` (it stopped at a looser requested gap) becomes
+    :attr:`TerminationCondition.GAP_LIMIT` with a feasible point: "optimal" always means proven
+    within optsched's own tolerance.
     """
+    from optsched.tolerances import OPTIMALITY_GAP, within
+
     if termination is TerminationCondition.OPTIMAL and objective is not None and bound is None:
         bound = objective
+    if (
+        termination is TerminationCondition.OPTIMAL
+        and objective is not None
+        and bound is not None
+        and not within(objective, bound, OPTIMALITY_GAP)
+    ):
+        termination = TerminationCondition.GAP_LIMIT
+        if solution is SolutionStatus.OPTIMAL:
+            solution = SolutionStatus.FEASIBLE
+        gap_note = (
+            f"stopped at relative gap {relative_gap(objective, bound):.3g}, looser than the "
+            f"optimality tolerance {OPTIMALITY_GAP:g}"
+        )
+        message = f"{message}; {gap_note}" if message else gap_note
     return SolveResult(
         termination=termination,
         solution_status=solution,

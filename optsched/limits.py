@@ -1,0 +1,170 @@
+"""Size budgets: what optsched refuses to read or allocate, and how to raise it.
+
+Every input crosses one guarded boundary (:mod:`optsched._io`) and every *derived* size a model,
+kernel or simulator is about to allocate (variables, ``slots x servers x jobs`` arrays, events)
+is checked against a budget here **before** memory is allocated. A refusal is an
+:class:`~optsched.errors.InvalidInstanceError` naming the field that drives the size, the size it
+would need, and the budget's name.
+
+Budgets are raised (or lowered) three ways, innermost first:
+
+* ``with optsched.limits.override(max_array_cells=10**9): ...`` for one block of code;
+* :func:`set_budget` for the rest of the process;
+* the environment variable ``OPTSCHED_<NAME>`` (e.g. ``OPTSCHED_MAX_FILE_BYTES=1e9``), read when
+  the process first asks for a budget; the ``optsched`` command reads it too.
+
+The defaults keep one request under a few GiB of memory on a laptop-class machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from optsched.errors import InvalidInstanceError
+
+__all__ = ["Budget", "check_size", "current", "override", "set_budget"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The size budgets in force.
+
+    Attributes
+    ----------
+    max_file_bytes : int
+        Largest instance/schedule/profile/price file (JSON, TOML) read whole.
+    max_trace_bytes : int
+        Largest trace file read (traces are streamed row by row).
+    max_trace_rows : int
+        Most rows (jobs or tasks) taken from one trace.
+    max_json_depth : int
+        Deepest nesting of arrays/objects in a JSON or TOML document.
+    max_int_digits : int
+        Most digits of an integer literal in a file (any field's legal values are far shorter).
+    max_model_variables : int
+        Most variables (or constraint rows) of one optimization model.
+    max_array_cells : int
+        Most cells of one dense array a model, kernel or validator allocates
+        (8 bytes each: the default is 800 MB).
+    max_events : int
+        Most events (or loop iterations) of one simulation or search.
+    """
+
+    max_file_bytes: int = 64 * 2**20
+    max_trace_bytes: int = 4 * 2**30
+    max_trace_rows: int = 20_000_000
+    max_json_depth: int = 64
+    max_int_digits: int = 40
+    max_model_variables: int = 5_000_000
+    max_array_cells: int = 100_000_000
+    max_events: int = 200_000_000
+
+    def describe(self) -> dict[str, int]:
+        """Every budget by name (what ``optsched limits`` and the docs print)."""
+        return dataclasses.asdict(self)
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Budget)}
+
+
+def _from_environment() -> Budget:
+    values: dict[str, int] = {}
+    for name in _FIELDS:
+        raw = os.environ.get(f"OPTSCHED_{name.upper()}")
+        if raw is None:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InvalidInstanceError(
+                f"OPTSCHED_{name.upper()}", f"must be a positive number, got {raw!r}"
+            ) from None
+        if not (math.isfinite(value) and value >= 1):
+            raise InvalidInstanceError(
+                f"OPTSCHED_{name.upper()}", f"must be a finite number >= 1, got {raw!r}"
+            )
+        values[name] = int(value)
+    return Budget(**values)
+
+
+_process_budget: Budget | None = None
+_scoped: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
+    "optsched_budget", default=None
+)
+
+
+def current() -> Budget:
+    """The budget in force (innermost :func:`override`, else :func:`set_budget`, else env)."""
+    global _process_budget
+    scoped = _scoped.get()
+    if scoped is not None:
+        return scoped
+    if _process_budget is None:
+        _process_budget = _from_environment()
+    return _process_budget
+
+
+def _replace(base: Budget, changes: dict[str, Any]) -> Budget:
+    unknown = sorted(set(changes) - _FIELDS)
+    if unknown:
+        raise InvalidInstanceError(
+            unknown[0], f"is not a budget; known: {', '.join(sorted(_FIELDS))}"
+        )
+    for name, value in changes.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidInstanceError(name, f"must be an integer >= 1, got {value!r}")
+    return dataclasses.replace(base, **changes)
+
+
+def set_budget(**changes: int) -> Budget:
+    """Change budgets for the rest of the process; returns the new budget."""
+    global _process_budget
+    _process_budget = _replace(current(), changes)
+    return _process_budget
+
+
+@contextlib.contextmanager
+def override(**changes: int) -> Iterator[Budget]:
+    """Change budgets inside a ``with`` block (thread- and task-local)."""
+    token = _scoped.set(_replace(current(), changes))
+    try:
+        yield current()
+    finally:
+        _scoped.reset(token)
+
+
+def check_size(field: str, size: float, budget: str, what: str = "cells") -> None:
+    """Refuse ``size`` if it exceeds the budget named ``budget``.
+
+    Parameters
+    ----------
+    field : str
+        The input field that drives the size (named in the error), e.g. ``"horizon"``.
+    size : float
+        The derived size about to be allocated (may be a float product, to avoid overflow).
+    budget : str
+        A :class:`Budget` attribute name, e.g. ``"max_array_cells"``.
+    what : str
+        What is counted, for the message.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``size`` is not finite or exceeds the budget.
+    """
+    limit = getattr(current(), budget)
+    if not math.isfinite(size) or size > limit:
+        shown = f"{size:,.0f}" if math.isfinite(size) else str(size)
+        raise InvalidInstanceError(
+            field,
+            f"would need {shown} {what}, over the budget {budget} = {limit:,}; raise it with "
+            f"optsched.limits.override({budget}=...) or the environment variable "
+            f"OPTSCHED_{budget.upper()}",
+        )

@@ -1,0 +1,259 @@
+"""One resumable, keyed store for every sweep.
+
+A sweep (``oasis ratio``, ``pace sweep``, ``sim sweep`` ...) is a set of independent runs, each
+named by a key built from its parameters. :class:`RunStore` keeps one record per key in an
+SQLite file, so that
+
+* every record is written whole (one transaction per record, ``synchronous=FULL``): a sweep
+  killed at any instant leaves every finished run on disk and no partial one (SQLite's journal
+  rolls back a torn write on the next open);
+* the parameters that affect results (the sweep's *config*) are stored with the first record and
+  compared on every reopen: resuming with other parameters is an error naming the parameter, not
+  a silent mix of results;
+* every record carries a SHA-256 checksum of its JSON text and the sweep's kind: a corrupt,
+  edited or foreign record is reported as an error naming its key, never skipped or trusted;
+* rerunning a sweep redoes only the keys it lacks, and the table it yields equals an
+  uninterrupted run's.
+
+SQLite ships with Python (no dependency) and is safe against power loss and kills, which a
+hand-written JSON-lines file is not without the same care.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from optsched._json import to_jsonable
+from optsched.errors import InvalidInstanceError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FORMAT_VERSION", "RunStore", "run_key"]
+
+#: Version of the store's layout, recorded in the file.
+FORMAT_VERSION = 1
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def run_key(**params: Any) -> str:
+    """A run's key: its parameters as canonical JSON (sorted keys, no spaces).
+
+    >>> run_key(seed=3, policy="fifo")
+    '{"policy":"fifo","seed":3}'
+    """
+    return _canonical(params)
+
+
+def _checksum(kind: str, key: str, text: str) -> str:
+    return hashlib.sha256(f"{kind}\0{key}\0{text}".encode()).hexdigest()
+
+
+class RunStore:
+    """A keyed, checksummed, resumable store of sweep records in one SQLite file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The SQLite file (created with its parent directory if missing). A directory path
+        stores ``runs.sqlite`` inside it.
+    kind : str
+        What sweep this is (e.g. ``"oasis-ratio"``); a store of another kind is refused.
+    config : mapping
+        Every parameter that affects the results and is shared by all runs (JSON-ready). On
+        reopen it must equal the stored one.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The file is not a store, is of another kind or format version, or was made with a
+        different config (the differing parameter is named).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with RunStore(d, kind="demo", config={"jobs": 10}) as store:
+    ...     store.put(run_key(seed=0), {"ratio": 1.25})
+    ...     sorted(store.keys())
+    ['{"seed":0}']
+    >>> RunStore(d, kind="demo", config={"jobs": 20})
+    Traceback (most recent call last):
+    ...
+    optsched.errors.InvalidInstanceError: ...config.jobs: differs from the stored sweep...
+    """
+
+    def __init__(self, path: str | Path, *, kind: str, config: Mapping[str, Any]) -> None:
+        p = Path(path)
+        if p.is_dir() or (not p.exists() and p.suffix == ""):
+            p = p / "runs.sqlite"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        self.path = p
+        self.kind = kind
+        self.config = json.loads(_canonical(dict(config)))
+        try:
+            self._db = sqlite3.connect(p, isolation_level=None)
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._init()
+        except sqlite3.DatabaseError as exc:
+            raise InvalidInstanceError(
+                "<file>", f"{p} is not a sweep store optsched can read: {exc}", file=str(p)
+            ) from None
+
+    # -- opening --------------------------------------------------------------------------
+
+    def _init(self) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, record TEXT NOT NULL, "
+                "checksum TEXT NOT NULL, written REAL NOT NULL)"
+            )
+            meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
+            if not meta:
+                db.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [
+                        ("format", str(FORMAT_VERSION)),
+                        ("kind", self.kind),
+                        ("config", _canonical(self.config)),
+                    ],
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        if meta:
+            self._check_meta(meta)
+
+    def _refuse(self, field: str, message: str) -> InvalidInstanceError:
+        self._db.close()
+        return InvalidInstanceError(field, message, file=str(self.path))
+
+    def _check_meta(self, meta: dict[str, str]) -> None:
+        if meta.get("format") != str(FORMAT_VERSION):
+            raise self._refuse("format", f"store format {meta.get('format')!r} is not supported")
+        if meta.get("kind") != self.kind:
+            raise self._refuse(
+                "kind", f"{self.path} holds a {meta.get('kind')!r} sweep, not {self.kind!r}"
+            )
+        try:
+            stored = json.loads(meta.get("config", ""))
+        except json.JSONDecodeError:
+            raise self._refuse("config", "the stored config is not valid JSON") from None
+        if stored != self.config:
+            names = sorted(set(stored) | set(self.config))
+            diff = [n for n in names if stored.get(n, "<absent>") != self.config.get(n, "<absent>")]
+            name = diff[0] if diff else "<config>"
+            raise self._refuse(
+                f"config.{name}",
+                f"differs from the stored sweep's (stored {stored.get(name, '<absent>')!r}, now "
+                f"{self.config.get(name, '<absent>')!r}); resume with the same parameters or use "
+                "another output",
+            )
+
+    # -- records --------------------------------------------------------------------------
+
+    def put(self, key: str, record: Mapping[str, Any]) -> None:
+        """Store one run's record, whole, in its own transaction.
+
+        Raises
+        ------
+        InvalidInstanceError
+            ``key`` is already stored with a different record.
+        """
+        text = _canonical(dict(record))
+        digest = _checksum(self.kind, key, text)
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT checksum FROM runs WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                db.execute("INSERT INTO runs VALUES (?, ?, ?, ?)", (key, text, digest, time.time()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        if row is not None and row[0] != digest:
+            raise InvalidInstanceError(
+                "key", f"run {key} is already stored with a different record", file=str(self.path)
+            )
+
+    def keys(self) -> set[str]:
+        """The keys stored (finished runs)."""
+        return {k for (k,) in self._db.execute("SELECT key FROM runs")}
+
+    def __contains__(self, key: object) -> bool:
+        return self._db.execute("SELECT 1 FROM runs WHERE key = ?", (key,)).fetchone() is not None
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every ``(key, record)`` in key order, each checked against its checksum.
+
+        Raises
+        ------
+        InvalidInstanceError
+            A record is corrupt or foreign (checksum mismatch, not JSON); its key is named.
+        """
+        for key, text, digest in self._db.execute(
+            "SELECT key, record, checksum FROM runs ORDER BY key"
+        ):
+            if _checksum(self.kind, key, text) != digest:
+                raise InvalidInstanceError(
+                    f"runs[{key}]",
+                    "record does not match its checksum (edited, corrupt or from another "
+                    "sweep); remove it or start a new store",
+                    file=str(self.path),
+                )
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                raise InvalidInstanceError(
+                    f"runs[{key}]", "record is not valid JSON", file=str(self.path)
+                ) from None
+            yield key, record
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """One record (checked), or ``None`` if the run is not stored."""
+        for k, record in self.items():
+            if k == key:
+                return record
+        return None
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every record, checked, in key order."""
+        return [record for _, record in self.items()]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every record as one row (columns are the records' keys), in key order."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records())
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file (every record is already on disk)."""
+        self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.path)!r}, kind={self.kind!r}, runs={len(self)})"

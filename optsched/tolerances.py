@@ -1,0 +1,65 @@
+"""Every named float tolerance optsched compares with, in one place.
+
+A comparison of floats anywhere in the library or its tests uses one of these names, never a
+literal, so that a reader can see (and a reviewer can question) each slack once. Relative
+tolerances are applied as ``tol * max(1, |reference|)`` by :func:`within` and :func:`leq`.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "CAPACITY_TOL",
+    "FIT_TOL",
+    "INTEGRALITY_TOL",
+    "OBJECTIVE_AGREEMENT_TOL",
+    "OPTIMALITY_GAP",
+    "RATIO_TOL",
+    "TIME_TOL",
+    "UTILITY_TOL",
+    "WORK_TOL",
+    "leq",
+    "within",
+]
+
+#: Relative gap within which optsched calls a solve *optimal*, whatever gap the user passed: a
+#: solve that stopped at a looser user gap is reported as ``feasible`` with its gap. Exact solves
+#: ask their solver for a gap of at most this (HiGHS's own default, 1e-4, is looser).
+OPTIMALITY_GAP = 1e-6
+#: Relative slack between a solver's objective and the independent validator's recomputation of
+#: the returned solution; a larger difference is an error, never a success.
+OBJECTIVE_AGREEMENT_TOL = 1e-6
+#: Slack on work sums (chunks, worker-slots), so that ``ceil(3 * 0.1) == 1``.
+WORK_TOL = 1e-9
+#: Slack on resource capacities when validating (above the solvers' feasibility tolerance 1e-7).
+CAPACITY_TOL = 1e-7
+#: Slack on recomputed utilities and objective values.
+UTILITY_TOL = 1e-7
+#: Slack when fitting a demand into residual capacity (tighter than :data:`CAPACITY_TOL`, so
+#: whatever an engine fits also validates).
+FIT_TOL = 1e-9
+#: Slack on claims ``ALG <= OPT``, ``OPT <= D`` and ``OPT/ALG <= bound``.
+RATIO_TOL = 1e-6
+#: Distance from an integer below which an LP value counts as integral.
+INTEGRALITY_TOL = 1e-6
+#: Slack on simulated times in seconds (event times, completions, intervals).
+TIME_TOL = 1e-6
+
+
+def within(a: float, b: float, tol: float) -> bool:
+    """Whether ``|a - b| <= tol * max(1, |b|)`` (false for NaN)."""
+    if math.isnan(a) or math.isnan(b):
+        return False
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= tol * max(1.0, abs(b))
+
+
+def leq(a: float, b: float, tol: float) -> bool:
+    """Whether ``a <= b + tol * max(1, |b|)`` (false for NaN)."""
+    if math.isnan(a) or math.isnan(b):
+        return False
+    if math.isinf(b):
+        return b > 0 or a == b
+    return a <= b + tol * max(1.0, abs(b))
