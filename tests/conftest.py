@@ -1,4 +1,8 @@
-"""Test configuration: Hypothesis profiles and solver-availability markers.
+"""Test configuration: Hypothesis profiles and the one solver-availability marker.
+
+A test that needs a solver says so with ``@pytest.mark.solver("highs")`` (optionally
+``frontend="cvxpy"``); it is skipped, with the reason, where that solver is not installed. No
+test module defines its own skip condition for a solver.
 
 The ``ci`` profile (selected when ``CI=true``) is derandomised so CI runs are reproducible; the
 ``dev`` profile explores more. Both use ``deadline=None``: solver and JIT times vary too much for
@@ -37,3 +41,15 @@ CVXPY_SOLVERS = available_solvers(frontend="cvxpy")
 requires_highs = pytest.mark.skipif(
     "highs" not in MIP_SOLVERS, reason="HiGHS (highspy) is not installed"
 )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip tests marked ``solver(name, frontend=...)`` whose solver is not installed."""
+    for mark in item.iter_markers(name="solver"):
+        name = mark.args[0] if mark.args else mark.kwargs.get("name", "highs")
+        frontend = mark.kwargs.get("frontend", "pyomo")
+        have = MIP_SOLVERS if frontend == "pyomo" else CVXPY_SOLVERS
+        if frontend == "pyomo":
+            have = available_solvers(frontend="pyomo")
+        if name not in have:
+            pytest.skip(f"solver {name!r} is not installed for {frontend}")

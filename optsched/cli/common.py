@@ -26,6 +26,7 @@ __all__ = [
     "EXIT_OTHER",
     "FIELD_FLAGS",
     "FiniteFloat",
+    "NumberList",
     "SolverOptions",
     "err_console",
     "json_option",
@@ -56,6 +57,44 @@ FIELD_FLAGS: dict[str, str] = {
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class NumberList(click.ParamType):
+    """The one list syntax of the command line: comma-separated values, ``--workers 4,8,16``.
+
+    Each item is checked like a single value (finite, within the bounds); an empty item or a
+    non-number exits 2 naming the option.
+    """
+
+    name = "list"
+
+    def __init__(
+        self,
+        kind: type[int] | type[float] = int,
+        min: float | None = None,
+        max: float | None = None,
+    ) -> None:
+        self.kind, self.min, self.max = kind, min, max
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse ``"a,b,c"`` into a tuple of numbers."""
+        if isinstance(value, tuple):
+            return value
+        out = []
+        for item in str(value).split(","):
+            text = item.strip()
+            try:
+                number = self.kind(text)
+            except ValueError:
+                self.fail(f"{text!r} in {value!r} is not a {self.kind.__name__}", param, ctx)
+            if isinstance(number, float) and not math.isfinite(number):
+                self.fail(f"{text!r} is not a finite number", param, ctx)
+            if (self.min is not None and number < self.min) or (
+                self.max is not None and number > self.max
+            ):
+                self.fail(f"{text} is outside [{self.min}, {self.max}]", param, ctx)
+            out.append(number)
+        return tuple(out)
 
 
 class FiniteFloat(click.ParamType):
