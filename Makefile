@@ -37,8 +37,11 @@ test: $(VENV)/.test
 	$(PY) -W error -c "import optsched"
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider
 
+# Results go to an ignored directory so that a run leaves the working tree clean; pass
+# BENCH_OUT=benchmarks/results to refresh the committed reference tables.
+BENCH_OUT ?= benchmarks/results/latest
 bench: $(VENV)/.core
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py --out $(BENCH_OUT)
 
 docs: $(VENV)/.docs
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
