@@ -94,7 +94,7 @@ def solvers_cmd(as_json: bool) -> None:
     from optsched.solvers import SOLVERS, available_solvers
 
     present = set(available_solvers())
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": info.name,
             "installed": info.name in present,
