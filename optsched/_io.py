@@ -257,34 +257,47 @@ def open_text(path: str | Path, *, max_bytes: int | None = None) -> Iterator[IO[
 def iter_lines(path: str | Path, *, max_bytes: int | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` (1-based, newline stripped) of a text file, streaming.
 
+    Lines are read as bytes and decoded one by one, so a byte that is not UTF-8 is reported on
+    its own line (a buffered text decoder would blame the line where its buffer starts).
+
     Raises
     ------
     InvalidInstanceError
-        Refused file, a line that is not UTF-8, a line longer than :data:`MAX_LINE_CHARS`, or
-        more bytes than the budget (the file grew while read); the row is named.
+        Refused file, a line that is not UTF-8, a line longer than :data:`MAX_LINE_CHARS` bytes,
+        or more bytes than the budget (the file grew while read); the row is named.
     """
     p = Path(path)
     cap = limits.current().max_trace_bytes if max_bytes is None else max_bytes
-    with open_text(p, max_bytes=cap) as fh:
+    _check_regular(p, cap, "max_trace_bytes")
+    try:
+        fh = open(p, "rb")
+    except OSError as exc:
+        raise _refuse(p, f"cannot read {p}: {exc.strerror or exc}") from None
+    with fh:
         number = 0
         read = 0
         while True:
             try:
-                line = fh.readline(MAX_LINE_CHARS + 1)
-            except UnicodeDecodeError as exc:
-                raise _refuse(
-                    p, f"{p} line {number + 1} is not UTF-8 text ({exc.reason})", row=number + 1
-                ) from None
+                raw = fh.readline(MAX_LINE_CHARS + 1)
             except OSError as exc:
                 raise _refuse(p, f"cannot read {p}: {exc.strerror or exc}") from None
-            if not line:
+            if not raw:
                 return
             number += 1
-            read += len(line)
-            if len(line) > MAX_LINE_CHARS:
+            read += len(raw)
+            if len(raw) > MAX_LINE_CHARS:
                 raise _refuse(
-                    p, f"{p} line {number} is longer than {MAX_LINE_CHARS:,} characters", row=number
+                    p, f"{p} line {number} is longer than {MAX_LINE_CHARS:,} bytes", row=number
                 )
             if read > cap:
                 raise _refuse(p, f"{p} grew past the budget max_trace_bytes while being read")
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise _refuse(
+                    p,
+                    f"{p} line {number} is not UTF-8 text (byte {exc.start} of the line: "
+                    f"{exc.reason})",
+                    row=number,
+                ) from None
             yield number, line.rstrip("\r\n")
