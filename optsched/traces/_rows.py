@@ -172,6 +172,15 @@ class Table:
                 row=self.rows.row,
             )
 
+    def remember(self, column: str, job_id: str) -> None:
+        """Record the id of a row that is skipped, so that ids stay unique across the file."""
+        first = self.seen.get(job_id)
+        if first is not None:
+            raise self.rows.error(
+                column, f"duplicate job id {job_id[:80]!r} (first on row {first})"
+            )
+        self.seen[job_id] = self.rows.row
+
     def add(self, column: str, **values: Any) -> None:
         """Store one job; ``column`` is the source column holding its id (for duplicates)."""
         self.check_budget()

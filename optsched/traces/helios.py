@@ -148,6 +148,7 @@ def read_helios(path: str | Path, *, label: str = "helios") -> Trace:
         if reason is not None:
             skipped[reason] = skipped.get(reason, 0) + 1
             table.check_budget()
+            table.remember(id_col, job_id)
             continue
         state_col = "state" if "state" in f else "status"
         table.add(

@@ -121,7 +121,9 @@ def _aggregate_tasks(path: str | Path) -> tuple[Rows, dict[str, _Job]]:
             job.end = max(job.end, end)
             job.gpu_percent += inst * gpu
         job.statuses.add(rows.text(f["status"].strip(), "status"))
-        job.gpu_types.add(rows.text(f["gpu_type"].strip(), "gpu_type"))
+        gpu_type = rows.text(f["gpu_type"].strip(), "gpu_type")
+        if gpu_type:  # CPU tasks (parameter servers) leave it empty
+            job.gpu_types.add(gpu_type)
     return rows, jobs
 
 
