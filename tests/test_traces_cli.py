@@ -61,6 +61,7 @@ def test_info_cluster10_reports_260_jobs(capsys: pytest.CaptureFixture[str]) -> 
     report = json.loads(out)
     n, demand, gpu_hours = _independent(path)
     assert report["jobs"] == n == 260
+    assert sum(report["gpu_demand"].values()) == sum(demand.values())
     assert report["gpu_hours"] == pytest.approx(gpu_hours, rel=1e-12)
 
 
