@@ -299,3 +299,40 @@ def test_trace_rejects_structure() -> None:
     with pytest.raises(InvalidInstanceError) as info:
         Trace(frame.assign(deadline=[1.0, 2.0, np.nan, np.nan]))
     assert info.value.field == "deadline" and info.value.row == 2
+
+
+# --------------------------------------------------------------------------------------------
+# Arbitrary garbage: never anything but InvalidInstanceError
+# --------------------------------------------------------------------------------------------
+
+_GARBAGE = st.text(
+    alphabet=st.sampled_from(list('0123456789.,-+eE\t "abcnaifINF:x\r')), max_size=60
+)
+_ALL_FIXTURES = sorted(p for p in DATA.glob("*/*") if p.suffix in {".csv", ".trace"})
+
+
+@given(data=st.data())
+@pytest.mark.parametrize("path", _ALL_FIXTURES, ids=lambda p: p.name)
+def test_garbage_line_never_crashes(path: Path, data: st.DataObject, tmp_path_factory) -> None:
+    lines = _lines(path)
+    index = data.draw(st.integers(0, len(lines)), label="where")
+    replace = data.draw(st.booleans(), label="replace")
+    garbage = data.draw(_GARBAGE, label="line")
+    if replace and index < len(lines):
+        lines[index] = garbage
+    else:
+        lines.insert(index, garbage)
+    broken = _write(tmp_path_factory.mktemp("garbage"), path.name, lines)
+    fmt = data.draw(st.sampled_from([None, "elasticflow", "gavel", "tiresias", "helios",
+                                     "pai-task", "optsched"]), label="format")  # fmt: skip
+    try:
+        trace = read_trace(broken, format=fmt)
+    except InvalidInstanceError as exc:
+        assert exc.file == str(broken) or exc.field == "format"
+        assert exc.field
+        if exc.field not in {"<file>", "format", "tasks"}:
+            # a lone "\r" ends a line too (universal newlines), so it may add rows
+            text = "\n".join(lines)
+            assert exc.row is not None and 1 <= exc.row <= len(lines) + text.count("\r")
+    else:
+        trace.validate()

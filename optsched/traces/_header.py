@@ -48,7 +48,7 @@ class HeaderCSV:
         seen: set[str] = set()
         for name in self.header:
             if name in seen:
-                raise self.rows.error(name, "appears twice in the header")
+                raise self.rows.error(name or "<header>", f"{name!r} appears twice in the header")
             seen.add(name)
         for name in self.required:
             if name not in seen:
