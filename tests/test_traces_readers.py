@@ -10,8 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from optsched.errors import InvalidInstanceError
 from optsched.traces import COLUMNS, FORMATS, Trace, detect_format, read_trace
+from optsched.traces.elasticflow import read_elasticflow
 from optsched.traces.gavel import split_job_type
 
 HERE = Path(__file__).resolve().parent
@@ -335,8 +339,6 @@ def test_pai_jobs_joined_with_tasks() -> None:
 
 
 def test_pai_jobs_without_task_table(tmp_path: Path) -> None:
-    from optsched.errors import InvalidInstanceError
-
     path = tmp_path / "pai_job_table.csv"
     path.write_text((DATA / "schema" / "pai_job_table.csv").read_text())
     with pytest.raises(InvalidInstanceError) as info:
@@ -386,8 +388,6 @@ def test_detection_of_normalized(tmp_path: Path) -> None:
 
 
 def test_format_override_and_unknown(tmp_path: Path) -> None:
-    from optsched.errors import InvalidInstanceError
-
     path = DATA / "schema" / "tiresias_jobs.csv"
     assert read_trace(path, format="TIRESIAS").format == "tiresias"
     with pytest.raises(InvalidInstanceError) as info:
@@ -410,3 +410,48 @@ def test_format_override_and_unknown(tmp_path: Path) -> None:
     with pytest.raises(InvalidInstanceError):
         read_trace(empty)
     assert set(FORMATS) >= {"gavel", "elasticflow", "tiresias", "helios", "philly"}
+
+
+# --------------------------------------------------------------------------------------------
+# ElasticFlow's columnar pass accepts exactly what the row-checking reader accepts
+# --------------------------------------------------------------------------------------------
+
+_CELL = st.one_of(
+    st.sampled_from(["", " 5", "5 ", "0", "-0", "1e3", "1E3", "2.5", "1e999", "1_000", "nan", "x"]),
+    st.integers(-5, 10**7).map(str),
+    st.floats(0, 1e13, allow_nan=False).map(repr),
+)
+
+
+def _outcome(path: Path, columnar: bool) -> Trace | tuple[str, int | None]:
+    try:
+        return read_elasticflow(path, columnar=columnar)
+    except InvalidInstanceError as exc:
+        return (exc.field, exc.row)
+
+
+@given(data=st.data())
+def test_columnar_pass_matches_row_reader(data: st.DataObject, tmp_path_factory) -> None:
+    lines = (DATA / "elasticflow" / "cluster10_head40.csv").read_text().splitlines()
+    for _ in range(data.draw(st.integers(0, 3), label="edits")):
+        i = data.draw(st.integers(1, len(lines) - 1), label="line")
+        parts = lines[i].split(",")
+        j = data.draw(st.integers(0, len(parts) - 1), label="field")
+        parts[j] = data.draw(_CELL, label="value")
+        lines[i] = ",".join(parts)
+    path = tmp_path_factory.mktemp("ef") / "c.csv"
+    path.write_text("\n".join(lines) + "\n")
+    fast, slow = _outcome(path, True), _outcome(path, False)
+    if isinstance(slow, Trace):
+        assert isinstance(fast, Trace) and fast.equals(slow)
+        assert dict(fast.meta) == dict(slow.meta)
+    else:
+        assert fast == slow
+
+
+@needs_shared
+def test_columnar_pass_matches_row_reader_on_real_clusters() -> None:
+    for name in ("cluster01.csv", "cluster10.csv", "195job.csv"):
+        path = SHARED / "elasticflow" / name
+        fast, slow = read_elasticflow(path), read_elasticflow(path, columnar=False)
+        assert fast.equals(slow) and dict(fast.meta) == dict(slow.meta)

@@ -83,7 +83,7 @@ def traces(draw: st.DrawFn) -> Trace:
             extra[name] = [
                 draw(st.one_of(st.just(math.nan), _float(BOUNDS[name], positive))) for _ in range(n)
             ]
-    return Trace(build_frame(columns, extra), source="generated")  # type: ignore[arg-type]
+    return Trace(build_frame(columns, extra), source="generated")
 
 
 @given(trace=traces())
@@ -107,7 +107,7 @@ def test_quoted_strings_round_trip(tmp_path: Path) -> None:
         "deadline": [math.nan, 5.0],
         "user": ["", "x"],
     }
-    trace = Trace(build_frame(columns))  # type: ignore[arg-type]
+    trace = Trace(build_frame(columns))
     back = read_trace(write_trace(trace, tmp_path / "q.csv"))
     assert back.equals(trace)
     assert back.jobs["arrival"][1] == 0.1 + 0.2

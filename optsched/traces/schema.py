@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,10 +238,14 @@ class Trace:
         if kind == "str":
             if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
                 raise self._error(name, f"must hold strings (dtype object), got {series.dtype}")
-            search = CONTROL.search
-            for i, value in enumerate(series.to_numpy(dtype=object)):
-                if type(value) is not str or search(value):
-                    raise self._error(name, _bad_string(value) or "is not a string", i)
+            values = series.to_numpy(dtype=object)
+            # One scan of the joined text when every value is a clean string; locate otherwise.
+            if all(type(v) is str for v in values) and not CONTROL.search("".join(values)):
+                return
+            for i, value in enumerate(values):
+                problem = _bad_string(value)
+                if problem:
+                    raise self._error(name, problem, i)
             return
         if kind == "int":
             if series.dtype != np.int64:
@@ -332,7 +336,8 @@ def empty_columns() -> dict[str, list[Any]]:
 
 
 def build_frame(
-    columns: Mapping[str, list[Any]], extras: Mapping[str, list[Any]] | None = None
+    columns: Mapping[str, Sequence[Any] | np.ndarray],
+    extras: Mapping[str, Sequence[Any] | np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """Build the normalized DataFrame from per-column lists, sorted stably by arrival.
 
@@ -344,7 +349,7 @@ def build_frame(
         Lists for documented extra columns, in the order they should appear.
     """
     data: dict[str, Any] = {}
-    all_columns: dict[str, list[Any]] = {**columns, **(extras or {})}
+    all_columns: dict[str, Sequence[Any] | np.ndarray] = {**columns, **(extras or {})}
     for name, values in all_columns.items():
         kind = _kind(name)
         if kind == "str":
