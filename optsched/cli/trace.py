@@ -64,9 +64,13 @@ def _print_info(report: dict[str, Any]) -> None:
     from rich import box
     from rich.table import Table
 
+    known = report["columns"]["duration"]["known"]
+    hours = f"{report['gpu_hours']:,.1f} GPU-hours" + (
+        "" if known == report["jobs"] else f" over the {known:,} jobs with a duration"
+    )
     err_console.print(
         f"{report['source']}: [bold]{report['jobs']:,}[/bold] jobs ({report['format']}), "
-        f"arrivals over {report['span']:,.0f} s, {report['gpu_hours']:,.1f} GPU-hours",
+        f"arrivals over {report['span']:,.0f} s, {hours}",
         highlight=False,
     )
     demand = Table(title="GPU demand", box=box.SIMPLE)
