@@ -400,6 +400,11 @@ def test_format_override_and_unknown(tmp_path: Path) -> None:
     with pytest.raises(InvalidInstanceError) as info:
         read_trace(path, format="gavel")
     assert info.value.row == 1
+    short = tmp_path / "short.trace"
+    short.write_text("ResNet-18 (batch size 64)\tpython3 x\t-n\t1\t100\n")
+    with pytest.raises(InvalidInstanceError) as info:
+        read_trace(short)  # the extension says Gavel; its reader names the field count
+    assert info.value.row == 1 and "7 or 10" in info.value.message
     weird = tmp_path / "weird.txt"
     weird.write_text("hello world\n")
     with pytest.raises(InvalidInstanceError) as info:

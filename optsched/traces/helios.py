@@ -26,7 +26,8 @@ user                         user          as written
 vc                           vc (extra)    as written
 state (or status)            status        as written (extra)
 queue (or start - submit)    queue_delay   seconds (extra); NaN when unknown
-(none)                       model ``""``, total_steps/batch_size/deadline NaN, weight 1.0
+(none)                       model         ``""``; total_steps, batch_size, deadline NaN;
+                                           weight 1.0
 ===========================  ============  ====================================================
 
 Datetimes carry no zone; differences are taken as written (a daylight-saving change inside the
