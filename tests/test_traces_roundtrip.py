@@ -111,3 +111,17 @@ def test_quoted_strings_round_trip(tmp_path: Path) -> None:
     back = read_trace(write_trace(trace, tmp_path / "q.csv"))
     assert back.equals(trace)
     assert back.jobs["arrival"][1] == 0.1 + 0.2
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_rows_satisfy_the_published_json_schema(path: Path, tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(Trace.schema())
+    validator.check_schema(Trace.schema())
+    trace = Trace.load(path)
+    for record in trace.jobs.to_dict("records"):
+        row = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in record.items()}
+        validator.validate(row)
+        bad = {**row, "num_gpus": 0}
+        assert not validator.is_valid(bad)
+    assert Trace.load(trace.save(tmp_path / "s.csv")).equals(trace)

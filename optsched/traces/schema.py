@@ -30,6 +30,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
     "FLOAT_COLUMNS",
     "STRING_COLUMNS",
     "Trace",
+    "row_schema",
 ]
 
 #: Normalized columns, in order, with their dtype kind (``"str"``, ``"float"``, ``"int"``).
@@ -282,6 +284,24 @@ class Trace:
             raise self._error(name, f"must be <= {BOUNDS[name]:g}, got {values[i]!r}", i)
 
     # -------------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path, format: str | None = None, **options: Any) -> Trace:
+        """Read a trace file of any supported format (see :func:`~optsched.traces.read_trace`)."""
+        from optsched.traces.formats import read_trace
+
+        return read_trace(path, format=format, **options)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the normalized CSV (see :func:`~optsched.traces.write_trace`)."""
+        from optsched.traces.normalized import write_trace
+
+        return write_trace(self, path)
+
+    @staticmethod
+    def schema() -> dict[str, Any]:
+        """JSON Schema of one row of the normalized table (see :func:`row_schema`)."""
+        return row_schema()
+
     @property
     def extra_columns(self) -> list[str]:
         """The documented extra columns this table carries, in order."""
@@ -370,3 +390,58 @@ def build_frame(
 def is_missing(value: float) -> bool:
     """Whether a float column value means "unknown"."""
     return math.isnan(value)
+
+
+_DESCRIPTIONS: dict[str, str] = {
+    "job_id": "unique, non-empty job identifier",
+    "arrival": "seconds on the trace's clock; rows are sorted by it",
+    "num_gpus": "GPUs requested (a gang)",
+    "model": "job type / model name; empty when unknown",
+    "total_steps": "iterations of the whole job; empty (NaN) when unknown",
+    "duration": "seconds the job runs alone at num_gpus as recorded; empty (NaN) when unknown",
+    "batch_size": "batch size; empty (NaN) when unknown",
+    "weight": "priority weight (1.0 when the trace has none)",
+    "deadline": "absolute seconds on the clock of arrival, >= arrival; empty (NaN) = none",
+    "user": "user or virtual cluster; empty when unknown",
+}
+
+
+def row_schema() -> dict[str, Any]:
+    """JSON Schema of one job (a row of the normalized CSV, NaN written as ``null``).
+
+    Cross-row rules (unique ``job_id``, sorted ``arrival``) and cross-column ones (``deadline >=
+    arrival``, ``total_steps`` or ``duration`` known) are stated in the description; the
+    :class:`Trace` constructor enforces them.
+    """
+    properties: dict[str, Any] = {}
+    for name in [*COLUMNS, *EXTRA_COLUMNS]:
+        kind = _kind(name)
+        text = _DESCRIPTIONS.get(name) or EXTRA_COLUMNS[name][1]
+        if kind == "str":
+            prop: dict[str, Any] = {"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f]*$"}
+            if name == "job_id":
+                prop["minLength"] = 1
+        elif kind == "int":
+            prop = {"type": "integer", "minimum": 1, "maximum": int(BOUNDS[name])}
+        else:
+            prop = {"type": ["number", "null"] if name in NULLABLE else "number"}
+            prop["maximum"] = BOUNDS[name]
+            if name in _POSITIVE:
+                prop["exclusiveMinimum"] = 0
+            else:
+                prop["minimum"] = 0
+        prop["description"] = text
+        properties[name] = prop
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "optsched trace job",
+        "description": (
+            "One job of the normalized trace table. Extra columns (slo_factor, status, vc, "
+            "gpu_type, gpu_fraction, queue_delay) are optional. Across rows: job_id unique, "
+            "arrival non-decreasing; per row: deadline >= arrival, total_steps or duration known."
+        ),
+        "type": "object",
+        "properties": properties,
+        "required": list(COLUMNS),
+        "additionalProperties": False,
+    }
