@@ -42,7 +42,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     files = sorted((SHARED / "elasticflow").glob("cluster*.csv"))
     if not files:
         return {
-            "name": "traces",
+            "name": "bench_traces",
             "title": "Trace readers",
             "description": __doc__,
             "columns": ["file", "jobs", "seconds", "rows/s"],
@@ -85,7 +85,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     tracemalloc.stop()
     del kept
     return {
-        "name": "traces",
+        "name": "bench_traces",
         "title": "Trace readers: the ten ElasticFlow clusters",
         "description": __doc__,
         "columns": ["file", "jobs", "seconds", "rows/s"],
