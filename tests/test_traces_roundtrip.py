@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from optsched.errors import InvalidInstanceError
 from optsched.traces import COLUMNS, EXTRA_COLUMNS, Trace, generate_trace, read_trace, write_trace
+from optsched.traces.normalized import read_normalized
 from optsched.traces.schema import BOUNDS, build_frame
 
 DATA = Path(__file__).resolve().parent / "data" / "traces"
@@ -91,6 +93,7 @@ def test_any_valid_trace_survives_write_read(trace: Trace, tmp_path_factory) -> 
     path = tmp_path_factory.mktemp("rt") / "t.csv"
     back = read_trace(write_trace(trace, path), format="optsched")
     assert back.equals(trace), (trace.jobs, back.jobs)
+    assert read_normalized(path, columnar=False).equals(back)
     assert list(back.jobs.columns)[: len(COLUMNS)] == list(COLUMNS)
 
 
@@ -125,3 +128,40 @@ def test_rows_satisfy_the_published_json_schema(path: Path, tmp_path: Path) -> N
         bad = {**row, "num_gpus": 0}
         assert not validator.is_valid(bad)
     assert Trace.load(trace.save(tmp_path / "s.csv")).equals(trace)
+
+
+_CELL = st.one_of(
+    st.sampled_from(
+        ["", " ", "0", "-0", "1e3", "+2", "2.5", "1e999", "nan", "x", "a,b", '"q"', '"open']
+    ),
+    st.integers(-5, 10**7).map(str),
+    st.floats(0, 1e13, allow_nan=False).map(repr),
+)
+
+
+def _outcome(path: Path, columnar: bool) -> Trace | tuple[str, int | None]:
+    try:
+        return read_normalized(path, columnar=columnar)
+    except InvalidInstanceError as exc:
+        return (exc.field, exc.row)
+
+
+@given(trace=traces(), data=st.data())
+def test_columnar_pass_matches_row_reader(
+    trace: Trace, data: st.DataObject, tmp_path_factory
+) -> None:
+    path = write_trace(trace, tmp_path_factory.mktemp("nc") / "t.csv")
+    lines = path.read_text().splitlines()
+    if len(lines) > 1:
+        for _ in range(data.draw(st.integers(0, 3), label="edits")):
+            i = data.draw(st.integers(1, len(lines) - 1), label="line")
+            parts = lines[i].split(",")
+            j = data.draw(st.integers(0, len(parts) - 1), label="field")
+            parts[j] = data.draw(_CELL, label="value")
+            lines[i] = ",".join(parts)
+    path.write_text("\n".join(lines) + "\n")
+    fast, slow = _outcome(path, True), _outcome(path, False)
+    if isinstance(slow, Trace):
+        assert isinstance(fast, Trace) and fast.equals(slow)
+    else:
+        assert fast == slow

@@ -33,16 +33,14 @@ deadline          deadline     **absolute** seconds on the ``submission_time`` c
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from optsched import limits
+from optsched.traces._columnar import collect, counts, floats, texts
 from optsched.traces._header import HeaderCSV
 from optsched.traces._rows import Rows, Table
-from optsched.traces.schema import BOUNDS, CONTROL, Trace, build_frame
+from optsched.traces.schema import BOUNDS, Trace, build_frame
 
 __all__ = ["RAW_COLUMNS", "TRACE_COLUMNS", "read_elasticflow"]
 
@@ -59,37 +57,6 @@ TRACE_COLUMNS = [
 ]
 
 
-#: A column of plain decimal numbers (what the published files hold); anything else (empty
-#: fields, "nan", "1_000", signs other than a leading minus) goes to the row-checking reader.
-_PLAIN = re.compile(r"[0-9.eE\-\n]*")
-
-
-def _floats(column: Sequence[str], *, bound: float, positive: bool) -> np.ndarray | None:
-    """Column of numbers the row reader would accept unchanged, else None (vectorised checks)."""
-    if not _PLAIN.fullmatch("\n".join(column)) or max(map(len, column), default=0) > 32:
-        return None
-    try:
-        values = np.fromiter(map(float, column), dtype=np.float64, count=len(column))
-    except ValueError:
-        return None
-    bad = ~np.isfinite(values) | (values > bound) | ((values <= 0) if positive else (values < 0))
-    return None if bool(bad.any()) else values
-
-
-def _counts(column: Sequence[str], *, bound: float) -> np.ndarray | None:
-    values = _floats(column, bound=bound, positive=True)
-    if values is None or bool(np.any(values < 1) or np.any(values != np.floor(values))):
-        return None
-    return values.astype(np.int64)
-
-
-def _texts(column: Sequence[str], *, required: bool) -> list[str] | None:
-    out = [v.strip() for v in column]
-    if (required and not all(out)) or CONTROL.search("".join(out)):
-        return None
-    return out
-
-
 def _read_columnar(path: str | Path) -> Trace | None:
     """The 8-column form in the published column order, checked column by column with numpy.
 
@@ -99,28 +66,17 @@ def _read_columnar(path: str | Path) -> Trace | None:
     both paths accept exactly the same files with the same result (tested), and the fast one
     never has to locate an error.
     """
-    rows = Rows(path)
-    lines = rows.lines(",")
-    header = next((parts for _, parts in lines), None)
-    if header is None or [h.strip() for h in header] != TRACE_COLUMNS:
+    cols = collect(path, TRACE_COLUMNS)
+    if cols is None:
         return None
-    budget = limits.current().max_trace_rows
-    data: list[list[str]] = []
-    for _, parts in lines:
-        if len(parts) != len(TRACE_COLUMNS) or len(data) >= budget:
-            return None
-        data.append(parts)
-    if not data:
-        return None
-    cols = dict(zip(TRACE_COLUMNS, zip(*data, strict=True), strict=True))
-    ids = _texts(cols["job_id"], required=True)
-    models = _texts(cols["model_name"], required=False)
-    arrival = _floats(cols["submission_time"], bound=BOUNDS["arrival"], positive=False)
-    steps = _counts(cols["num_iteration"], bound=BOUNDS["total_steps"])
-    gpus = _counts(cols["num_gpu"], bound=BOUNDS["num_gpus"])
-    duration = _floats(cols["duration"], bound=BOUNDS["duration"], positive=True)
-    batch = _floats(cols["batch_size"], bound=BOUNDS["batch_size"], positive=True)
-    deadline = _floats(cols["deadline"], bound=BOUNDS["deadline"], positive=False)
+    ids = texts(cols["job_id"], required=True, strip=True)
+    models = texts(cols["model_name"], required=False, strip=True)
+    arrival = floats(cols["submission_time"], bound=BOUNDS["arrival"], positive=False)
+    steps = counts(cols["num_iteration"], bound=BOUNDS["total_steps"])
+    gpus = counts(cols["num_gpu"], bound=BOUNDS["num_gpus"])
+    duration = floats(cols["duration"], bound=BOUNDS["duration"], positive=True)
+    batch = floats(cols["batch_size"], bound=BOUNDS["batch_size"], positive=True)
+    deadline = floats(cols["deadline"], bound=BOUNDS["deadline"], positive=False)
     if (
         ids is None
         or models is None
