@@ -2,7 +2,7 @@
 
 Every check names the file, the 1-based line and the *source* column (the name the user sees in
 the file), so a user knows what to fix. Readers stream lines through :func:`optsched._io.iter_lines`
-and call these helpers per field; nothing here reads a file.
+and call these parsers per field; nothing here reads a file.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from optsched._io import iter_lines
 from optsched.errors import InvalidInstanceError
 from optsched.traces.schema import BOUNDS, CONTROL, build_frame, empty_columns
 
-__all__ = ["RowError", "Rows", "Table", "split_csv"]
+__all__ = ["Rows", "Table", "split_csv"]
 
 
 def split_csv(line: str, sep: str = ",") -> list[str]:
@@ -26,10 +26,6 @@ def split_csv(line: str, sep: str = ",") -> list[str]:
     if '"' not in line:
         return line.split(sep)
     return next(csv.reader([line], delimiter=sep, strict=True))
-
-
-class RowError(Exception):
-    """Raised by a field parser; :class:`Rows` turns it into InvalidInstanceError."""
 
 
 class Rows:
