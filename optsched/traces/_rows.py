@@ -196,7 +196,7 @@ class Table:
             values.get("duration", math.nan)
         ):
             raise self.rows.error(
-                column, "the job has neither a step count nor a duration; one is required"
+                "duration", "the job has neither a step count nor a duration; one is required"
             )
         for name, store in self.columns.items():
             store.append(values[name] if name in values else _DEFAULTS[name])
