@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from optsched._io import iter_lines
 from optsched.errors import InvalidInstanceError
-from optsched.traces._rows import Rows
 from optsched.traces.elasticflow import read_elasticflow
 from optsched.traces.gavel import read_gavel
 from optsched.traces.helios import read_helios
@@ -67,14 +67,18 @@ def detect_format(path: str | Path) -> str:
         The file is refused by the guarded boundary, is empty, or matches no format
         (``field="format"``).
     """
-    rows = Rows(path)
     first: str | None = None
-    from optsched._io import iter_lines
-
-    for number, line in iter_lines(path):
-        if line.strip():
-            first, rows.row = line, number
-            break
+    row = 0
+    lines = iter_lines(path)
+    try:
+        for number, line in lines:
+            if line.strip():
+                first, row = line, number
+                break
+    finally:
+        close = getattr(lines, "close", None)  # a generator: close the file after one line
+        if close is not None:
+            close()
     if first is None:
         raise InvalidInstanceError(
             "format", "the file is empty; no format to detect", file=str(path)
@@ -105,7 +109,7 @@ def detect_format(path: str | Path) -> str:
         f"cannot tell the trace format from its first line ({first[:120]!r}); name it with "
         f"format= / --format (one of {', '.join(FORMATS)})",
         file=str(path),
-        row=rows.row,
+        row=row,
     )
 
 
