@@ -369,7 +369,9 @@ def _solve_appsi(
         opt.config.time_limit = float(time_limit)
     if mip_gap is not None:
         opt.config.mip_gap = float(mip_gap)
-    if solver == "appsi_highs":
+    if solver in ("appsi_highs", "highs"):
+        # HiGHS reached through appsi (by name, or for a MIP start): the MIP-safe presolve
+        # options, native options and threads apply exactly as on the default path.
         merged = dict(HIGHS_MIP_SAFE_OPTIONS) if _has_integers(model) else {}
         merged.update(opts)
         if threads is not None:
