@@ -326,3 +326,40 @@ def test_missing_or_wrong_solver_errors(monkeypatch: pytest.MonkeyPatch) -> None
         solve(model, "clarabel")
     with pytest.raises(ModelError):
         solve(object())
+
+
+@pytest.mark.solver("highs")
+def test_mip_start_path_keeps_native_options() -> None:
+    """A MIP start goes through appsi; native options must still reach HiGHS (they were dropped)."""
+    import pyomo.environ as pyo
+
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.Integers, bounds=(0, 10))
+    m.y = pyo.Var(domain=pyo.Integers, bounds=(0, 10))
+    m.c = pyo.Constraint(expr=3 * m.x + 5 * m.y <= 17)
+    m.o = pyo.Objective(expr=4 * m.x + 6 * m.y, sense=pyo.maximize)
+    m.x.value, m.y.value = 0, 0
+    # No branching and no presolve: HiGHS must stop at the start, far from the optimum 22.
+    with pytest.raises(NotOptimalError) as info:
+        solve(m, "highs", warmstart=True, options={"mip_max_nodes": 0, "presolve": "off"})
+    assert info.value.result.objective == 0
+
+
+def test_solver_options_keep_options_declared_below() -> None:
+    import click
+    from click.testing import CliRunner
+
+    from optsched.cli.common import json_option, solver_options
+
+    @click.command()
+    @solver_options()
+    @click.option("--workers", default=3)
+    @json_option
+    def cmd(solver_opts, workers: int, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+        click.echo(f"{solver_opts.solver} {solver_opts.time_limit} {workers} {as_json}")
+
+    out = CliRunner().invoke(cmd, ["--workers", "5", "--json", "--time-limit", "2"])
+    assert out.exit_code == 0, out.output
+    assert out.output.split() == ["highs", "2.0", "5", "True"]
+    bad = CliRunner().invoke(cmd, ["--time-limit", "nan"])
+    assert bad.exit_code == 2 and "--time-limit" in bad.output

@@ -7,6 +7,7 @@ not reach the requested status, 1 anything else.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -221,8 +222,9 @@ def solver_options(default: str = "highs") -> Callable[[F], F]:
             kwargs["solver_opts"] = SolverOptions(**got)
             return func(*args, **kwargs)
 
-        wrapper.__name__ = func.__name__
-        wrapper.__doc__ = func.__doc__
+        # functools.wraps also carries ``__click_params__``: options declared below this
+        # decorator (applied before it) stay on the command.
+        functools.wraps(func)(wrapper)
         out: Any = wrapper
         for option in options:
             out = option(out)
