@@ -12,6 +12,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optsched import __version__
@@ -112,8 +114,20 @@ pygments_style = "friendly"
 pygments_dark_style = "monokai"
 
 
+def _drop_local_contents(app: Any, doctree: nodes.document) -> None:
+    """Remove ``.. contents::`` blocks: Furo shows every page's contents in its own sidebar.
+
+    (Furo marks an in-page table of contents with an error banner, since it duplicates the
+    "On this page" panel; dropping the block keeps pages written for any theme readable.)
+    """
+    for topic in list(doctree.findall(nodes.topic)):
+        if "contents" in topic["classes"]:
+            topic.parent.remove(topic)
+
+
 def setup(app: Any) -> dict[str, Any]:
     # MathJax on every page, not only on pages with formulas: the sidebar's table of contents
     # shows titles holding math (e.g. "Feeding \kappa into placement") on every page.
     app.set_html_assets_policy("always")
+    app.connect("doctree-read", _drop_local_contents)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
