@@ -9,7 +9,11 @@ resource reference that
   ``ftp:``) — anything with a scheme other than ``data:`` and ``blob:`` loads from elsewhere;
 * is relative but resolves outside the build directory (``../../outside.js``);
 * is relative and inside the build, but the file does not exist (a missing asset is as
-  unreadable offline as a remote one).
+  unreadable offline as a remote one);
+
+and each page that holds formulas (an element of class ``math``, as Sphinx writes them) but
+loads no math renderer (MathJax's ``tex-*.js``/``mml-*.js``/``MathJax.js`` or KaTeX's
+``katex*.js``) from the build: its formulas would show as TeX source.
 
 What counts as a resource load (hyperlinks such as ``<a href>`` and ``<link rel="next">`` do
 not load anything and are not checked):
@@ -85,6 +89,10 @@ SRC_ATTRS = frozenset(
 #: Schemes that carry their content inline rather than loading it.
 INLINE_SCHEMES = frozenset({"data", "blob", "about", "javascript"})
 
+#: Script file names of a math renderer (MathJax 2/3/4 components, KaTeX).
+_MATH_RENDERER = re.compile(
+    r"^(?:(?:tex|mml)-(?:chtml|svg|mml)[\w.-]*|MathJax|katex(?:\.min)?|startup)\.js$"
+)
 _CSS_URL = re.compile(r"""url\(\s*(?P<q>['"]?)(?P<url>[^'")]*?)(?P=q)\s*\)""", re.IGNORECASE)
 _CSS_IMPORT = re.compile(
     r"""@import\s+(?:url\(\s*)?(?P<q>['"]?)(?P<url>[^'")\s;]*)(?P=q)""", re.IGNORECASE
@@ -108,7 +116,8 @@ class Problem:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.what} {self.url!r}: {self.reason}"
+        url = f" {self.url!r}" if self.url else ""
+        return f"{self.file}:{self.line}: {self.what}{url}: {self.reason}"
 
 
 def _classify(url: str, base: Path, root: Path) -> str | None:
@@ -183,6 +192,8 @@ class _PageParser(HTMLParser):
         self._block: str | None = None  # "style" or "script" while inside an inline one
         self._block_line = 0
         self._block_text: list[str] = []
+        self.math_line = 0  # first line with a formula (0: none)
+        self.has_renderer = False
 
     def _check(self, url: str, what: str) -> None:
         reason = _classify(url, self.base, self.root)
@@ -191,6 +202,15 @@ class _PageParser(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name.lower(): (value or "") for name, value in attrs}
+        if not self.math_line and "math" in values.get("class", "").split():
+            self.math_line = self.getpos()[0]
+        if tag == "script" and values.get("src"):
+            name = PurePosixPath(urlsplit(values["src"]).path).name
+            if (
+                _MATH_RENDERER.match(name)
+                and _classify(values["src"], self.base, self.root) is None
+            ):
+                self.has_renderer = True
         if tag == "base" and "href" in values:
             self._check(values["href"], "<base href>")
         for name, value in values.items():
@@ -254,6 +274,17 @@ def check_html(file: Path, root: Path) -> list[Problem]:
     parser = _PageParser(file, root)
     parser.feed(file.read_text(encoding="utf-8", errors="replace"))
     parser.close()
+    if parser.math_line and not parser.has_renderer:
+        parser.problems.append(
+            Problem(
+                file,
+                parser.math_line,
+                "formula",
+                "",
+                "the page holds math but loads no math renderer from the build (it would "
+                "show as TeX source)",
+            )
+        )
     return parser.problems
 
 

@@ -47,6 +47,7 @@ GOOD_PAGE = """<!DOCTYPE html>
 <img src="_images/fig%20one.png" srcset="_images/fig%20one.png 1x, _images/fig2x.png 2x">
 <div style="background: url('_static/bg.png')"></div>
 <img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">
+<p>A formula: <span class="math notranslate nohighlight">\\(x_{ij} \\le 1\\)</span></p>
 </body></html>
 """
 
@@ -186,3 +187,45 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     assert check_offline.main([str(tmp_path)]) == 2  # a directory with no page is no build
     err = capsys.readouterr().err
     assert "usage" in err and "not a directory" in err and "no .html file" in err
+
+
+def _math_page(root: Path, head: str) -> Path:
+    page = root / "guide" / "math.html"
+    page.write_text(
+        f"<html><head>{head}</head><body>\n<p>text</p>\n"
+        '<div class="math notranslate nohighlight">\\[x \\le 1\\]</div>\n</body></html>',
+        encoding="utf-8",
+    )
+    return page
+
+
+def test_a_page_with_formulas_must_load_a_local_math_renderer(tmp_path):
+    root = _site(tmp_path)
+    page = _math_page(root, "")
+    problems, _ = check_offline.check_tree(root)
+    assert [(p.file, p.line, p.what) for p in problems] == [(page.resolve(), 3, "formula")]
+    assert "TeX source" in str(problems[0])
+    assert check_offline.main([str(root)]) == 1
+
+
+@pytest.mark.parametrize(
+    "renderer",
+    [
+        "../_static/mathjax/tex-chtml.js",
+        "../_static/mathjax/tex-chtml.js?v=3.2.2",
+        "../_static/katex.min.js",
+    ],
+)
+def test_a_local_renderer_satisfies_the_formula_check(tmp_path, renderer):
+    root = _site(tmp_path)
+    (root / "_static" / "katex.min.js").write_bytes(b"x")
+    _math_page(root, f'<script defer src="{renderer}"></script>')
+    assert check_offline.check_tree(root)[0] == []
+
+
+def test_a_remote_renderer_does_not_count(tmp_path):
+    root = _site(tmp_path)
+    url = "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"
+    _math_page(root, f'<script src="{url}"></script>')
+    problems, _ = check_offline.check_tree(root)
+    assert sorted(p.what for p in problems) == ["<script src>", "formula"]
