@@ -26,6 +26,10 @@ $(VENV)/.docs: pyproject.toml | $(PY)
 	$(PIP) install -e '.[docs]'
 	@touch $@
 
+$(VENV)/.bench: pyproject.toml | $(PY)
+	$(PIP) install -e '.[bench]'
+	@touch $@
+
 $(VENV)/.lint: pyproject.toml | $(PY)
 	$(PIP) install -e '.[lint,test]'
 	@touch $@
@@ -40,7 +44,7 @@ test: $(VENV)/.test
 # Results go to an ignored directory so that a run leaves the working tree clean; pass
 # BENCH_OUT=benchmarks/results to refresh the committed reference tables.
 BENCH_OUT ?= benchmarks/results/latest
-bench: $(VENV)/.core
+bench: $(VENV)/.bench
 	$(PY) benchmarks/run.py --out $(BENCH_OUT)
 
 # Warnings are errors; the check after the build fails if any page would load a script,
