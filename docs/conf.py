@@ -7,6 +7,7 @@ files inside the build, so the pages read the same from a ``file://`` URL with n
 
 from __future__ import annotations
 
+import inspect
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -44,7 +45,9 @@ nitpicky = False
 intersphinx_mapping: dict[str, tuple[str, None]] = {}
 templates_path: list[str] = []
 exclude_patterns = ["_build", "check_offline.py"]
-suppress_warnings = ["autodoc.import_object"]
+# "ref.python": a type named in a docstring (``jobs``, ``n_jobs``) matches attributes of several
+# families' classes; Sphinx links the first, which is not worth failing the build over.
+suppress_warnings = ["autodoc.import_object", "ref.python"]
 
 
 # -- Math, offline ------------------------------------------------------------------------------
@@ -125,9 +128,26 @@ def _drop_local_contents(app: Any, doctree: nodes.document) -> None:
             topic.parent.remove(topic)
 
 
+def _drop_inherited_type_docstrings(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """Drop a data member's docstring when it is only its type's (``dict``, ``tuple`` ...).
+
+    A constant re-exported by a package ``__init__`` (``POLICIES = {...}``) has no ``#:``
+    comment there, so autodoc falls back to ``type(obj).__doc__``: the builtin's own help,
+    which is not about the constant and is not valid reStructuredText.
+    """
+    if what not in ("data", "attribute") or not lines:
+        return
+    own = inspect.getdoc(type(obj))
+    if own and "\n".join(lines).strip() == inspect.cleandoc(own).strip():
+        lines.clear()
+
+
 def setup(app: Any) -> dict[str, Any]:
     # MathJax on every page, not only on pages with formulas: the sidebar's table of contents
     # shows titles holding math (e.g. "Feeding \kappa into placement") on every page.
     app.set_html_assets_policy("always")
     app.connect("doctree-read", _drop_local_contents)
+    app.connect("autodoc-process-docstring", _drop_inherited_type_docstrings)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
