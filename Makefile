@@ -47,8 +47,11 @@ BENCH_OUT ?= benchmarks/results/latest
 bench: $(VENV)/.bench
 	$(PY) benchmarks/run.py --out $(BENCH_OUT)
 
+# Warnings are errors; the check after the build fails if any page would load a script,
+# stylesheet, font or image from outside the build (the docs must read the same offline).
 docs: $(VENV)/.docs
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+	$(PY) docs/check_offline.py docs/_build/html
 
 lint: $(VENV)/.lint
 	$(BIN)/ruff check .

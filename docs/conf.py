@@ -1,17 +1,29 @@
-"""Sphinx configuration for optsched."""
+"""Sphinx configuration for optsched.
+
+The built site is self-contained: the theme, MathJax (scripts and fonts) and every figure are
+files inside the build, so the pages read the same from a ``file://`` URL with no network.
+``make docs`` checks that with ``docs/check_offline.py`` after building.
+"""
 
 from __future__ import annotations
 
+import inspect
 import sys
+from importlib import metadata
 from pathlib import Path
+from typing import Any
+
+from docutils import nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optsched import __version__
 
+DOCS = Path(__file__).resolve().parent
+
 project = "optsched"
-author = "optsched developers"
-copyright = "2026, optsched developers"
+author = "the optsched developers"
+copyright = "2026, the optsched developers"
 version = release = __version__
 
 extensions = [
@@ -20,6 +32,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "sphinx.ext.intersphinx",
+    "matplotlib.sphinxext.plot_directive",
 ]
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
@@ -28,10 +41,113 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 nitpicky = False
+# No inventories are fetched: the build reads nothing from the network.
 intersphinx_mapping: dict[str, tuple[str, None]] = {}
 templates_path: list[str] = []
-exclude_patterns = ["_build"]
-html_theme = "alabaster"
-html_static_path: list[str] = []
-# The docs build offline (CI has no network): MathJax is loaded by the reader's browser.
-suppress_warnings = ["autodoc.import_object"]
+exclude_patterns = ["_build", "check_offline.py"]
+# "ref.python": a type named in a docstring (``jobs``, ``n_jobs``) matches attributes of several
+# families' classes; Sphinx links the first, which is not worth failing the build over.
+suppress_warnings = ["autodoc.import_object", "ref.python"]
+
+
+# -- Math, offline ------------------------------------------------------------------------------
+# MathJax 3.2.2 comes from the `sphinx-mathjax-offline` package (the `docs` extra), which ships it
+# as package data. Its directory is added to the static files, so the build holds
+# _static/mathjax/ (scripts, extensions and the CHTML woff fonts) and pages load it by a relative
+# path. The package's own Sphinx hook is not used: copying through html_static_path keeps the
+# build parallel-safe and fails loudly if the files are missing.
+def _mathjax_static_dir() -> Path:
+    try:
+        dist = metadata.distribution("sphinx-mathjax-offline")
+    except metadata.PackageNotFoundError:
+        raise RuntimeError(
+            "the docs need the `docs` extra (pip install -e '.[docs]'): sphinx-mathjax-offline "
+            "is missing, and without it every formula would show as TeX source offline"
+        ) from None
+    static = Path(str(dist.locate_file("sphinx-mathjax-offline/static")))
+    if not (static / "mathjax" / "tex-chtml.js").is_file():
+        raise RuntimeError(f"sphinx-mathjax-offline has no MathJax under {static}")
+    return static
+
+
+html_static_path = ["_static", str(_mathjax_static_dir())]
+mathjax_path = "mathjax/tex-chtml.js"
+mathjax3_config: dict[str, Any] = {
+    # Number display equations only where the source labels them; the formulation pages
+    # refer to constraints by name, not number.
+    "tex": {"tags": "none"},
+    # Keep the menu's speech and exploration off: they would fetch rule files, which a
+    # browser refuses from a file:// page.
+    "options": {"enableMenu": True, "menuOptions": {"settings": {"explorer": False}}},
+}
+
+
+# -- Figures built at build time ----------------------------------------------------------------
+# Family pages draw with `.. plot::` (matplotlib's plot directive): the code runs during the
+# build with the Agg backend and the PNG lands in the build, so figures never go stale and need
+# no network. One format, at a resolution that stays sharp on high-density screens.
+plot_formats = [("png", 120)]
+plot_html_show_formats = False
+plot_html_show_source_link = False
+plot_include_source = False
+plot_pre_code = "import numpy as np\nimport matplotlib.pyplot as plt\n"
+plot_rcparams = {
+    "figure.figsize": (7.0, 3.6),
+    "figure.constrained_layout.use": True,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "savefig.bbox": "tight",
+}
+plot_apply_rcparams = True
+plot_working_directory = str(DOCS.parent)
+
+
+# -- Theme --------------------------------------------------------------------------------------
+html_theme = "furo"
+html_title = f"optsched {release}"
+html_css_files = ["optsched.css"]
+html_theme_options: dict[str, Any] = {
+    "navigation_with_keys": True,
+    "sidebar_hide_name": False,
+    "top_of_page_buttons": [],
+}
+html_show_sourcelink = False
+html_copy_source = False
+pygments_style = "friendly"
+pygments_dark_style = "monokai"
+
+
+def _drop_local_contents(app: Any, doctree: nodes.document) -> None:
+    """Remove ``.. contents::`` blocks: Furo shows every page's contents in its own sidebar.
+
+    (Furo marks an in-page table of contents with an error banner, since it duplicates the
+    "On this page" panel; dropping the block keeps pages written for any theme readable.)
+    """
+    for topic in list(doctree.findall(nodes.topic)):
+        if "contents" in topic["classes"]:
+            topic.parent.remove(topic)
+
+
+def _drop_inherited_type_docstrings(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """Drop a data member's docstring when it is only its type's (``dict``, ``tuple`` ...).
+
+    A constant re-exported by a package ``__init__`` (``POLICIES = {...}``) has no ``#:``
+    comment there, so autodoc falls back to ``type(obj).__doc__``: the builtin's own help,
+    which is not about the constant and is not valid reStructuredText.
+    """
+    if what not in ("data", "attribute") or not lines:
+        return
+    own = inspect.getdoc(type(obj))
+    if own and "\n".join(lines).strip() == inspect.cleandoc(own).strip():
+        lines.clear()
+
+
+def setup(app: Any) -> dict[str, Any]:
+    # MathJax on every page, not only on pages with formulas: the sidebar's table of contents
+    # shows titles holding math (e.g. "Feeding \kappa into placement") on every page.
+    app.set_html_assets_policy("always")
+    app.connect("doctree-read", _drop_local_contents)
+    app.connect("autodoc-process-docstring", _drop_inherited_type_docstrings)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
