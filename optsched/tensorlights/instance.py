@@ -4,10 +4,12 @@ Units: seconds, bytes and bytes per second (1 MB = :math:`10^6` bytes; the comma
 bandwidths in Gbit/s and converts them).
 
 Beyond the per-field bounds, an instance is accepted only if every time the simulator can
-produce is representable: the horizon bound :math:`T` of :meth:`TensorLightsInstance.horizon_bound`
-is finite, every NIC's total bytes and :math:`B_h T` are finite, and the shortest standalone
-broadcast is at least :math:`T / ` :data:`MAX_TIME_RANGE` (so a clock at :math:`T` still resolves
-it to about :math:`10^{-7}` of its length). Whatever validates simulates without overflow or NaN.
+produce is representable: the horizon bound :math:`T`
+(:meth:`TensorLightsInstance.horizon_bound`) is at most :data:`MAX_HORIZON`, every NIC's total
+bytes and :math:`B_h T` are finite, and the shortest standalone broadcast is at least
+:data:`MIN_DURATION` and at least :math:`T /` :data:`MAX_TIME_RANGE` (so a clock at :math:`T`
+still resolves it to about :math:`10^{-7}` of its length). Whatever validates simulates without
+overflow or NaN.
 """
 
 from __future__ import annotations
@@ -21,13 +23,28 @@ from pydantic import Field, model_validator
 from optsched._validation import Frozen
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["MAX_TIME_RANGE", "NicHost", "PSJob", "TensorLightsInstance", "instance_schema"]
+__all__ = [
+    "MAX_TIME_RANGE",
+    "MIN_DURATION",
+    "NicHost",
+    "PSJob",
+    "TensorLightsInstance",
+    "instance_schema",
+]
 
 #: Largest ratio of the horizon bound to the shortest standalone broadcast (and, in the
 #: simulator, to the rotation period). Float64 times carry 53 bits: at this ratio (about
 #: :math:`2^{30}`) a clock reading near the horizon still resolves the shortest interval to
 #: :math:`2^{-23} \approx 10^{-7}` of its length.
 MAX_TIME_RANGE = 1e9
+
+#: Largest horizon bound in seconds (about 31,700 years): far beyond any training run, and small
+#: enough that sums of squared times (iteration-time deviations) cannot overflow.
+MAX_HORIZON = 1e12
+#: Shortest standalone broadcast (and rotation period) in seconds: the simulator treats instants
+#: closer than :math:`10^{-12}` of the clock (at least :math:`10^{-12}` s) as one, so durations
+#: must be far above that.
+MIN_DURATION = 1e-9
 
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -145,13 +162,59 @@ class TensorLightsInstance(Frozen):
                     f"jobs[{k}].message_bytes",
                     f"host {h} would send more bytes than a float can hold",
                 )
-        horizon = self.horizon_bound()
         ends = [job.start + job.iterations * job.compute_time for job in self.jobs]
         late = int(np.argmax(ends))
-        if not math.isfinite(horizon):
-            field = "start" if not math.isfinite(ends[late]) or ends[late] > 1e300 else "iterations"
+        if not math.isfinite(ends[late]):
+            job = self.jobs[late]
+            field = (
+                "compute_time" if not math.isfinite(job.iterations * job.compute_time) else "start"
+            )
             raise InvalidInstanceError(
-                f"jobs[{late}].{field}", "the time to finish every job is not a finite number"
+                f"jobs[{late}].{field}", "start + iterations x compute time is not a finite number"
+            )
+        per_host = [w / host.bandwidth for w, host in zip(host_bytes, self.hosts, strict=True)]
+        if not all(math.isfinite(t) for t in per_host):
+            h = int(np.argmax(per_host))
+            raise InvalidInstanceError(
+                f"hosts[{h}].bandwidth",
+                f"{self.hosts[h].bandwidth:g} B/s is too small: sending the host's "
+                f"{host_bytes[h]:g} bytes would take longer than a float can hold",
+            )
+        horizon = self.horizon_bound()
+        if not math.isfinite(horizon):
+            raise InvalidInstanceError(
+                f"jobs[{late}].start", "the time to finish every job is not a finite number"
+            )
+        tau = self.alone_comm_time()
+        short = int(np.argmin(tau))
+        if tau[short] < MIN_DURATION:
+            raise InvalidInstanceError(
+                f"jobs[{short}].message_bytes",
+                f"its broadcast alone takes {tau[short]:.6g} s, under the {MIN_DURATION:g} s "
+                "the simulator resolves; rescale the instance (e.g. bytes and bandwidth)",
+            )
+        # Name the start (or compute phases) when they, not the traffic, set the horizon.
+        busy = horizon - ends[late]
+        field = (
+            f"jobs[{late}].start"
+            if ends[late] >= busy and self.jobs[late].start >= ends[late] / 2
+            else f"jobs[{late}].compute_time"
+            if ends[late] >= busy
+            else f"jobs[{short}].message_bytes"
+        )
+        if horizon > MAX_HORIZON:
+            raise InvalidInstanceError(
+                field,
+                f"the horizon bound {horizon:.6g} s (starts, compute phases and all traffic) "
+                f"exceeds {MAX_HORIZON:g} s; rescale the instance",
+            )
+        if horizon / MAX_TIME_RANGE > float(tau[short]):
+            raise InvalidInstanceError(
+                field,
+                f"the horizon bound {horizon:.6g} s (starts, compute phases and all traffic) "
+                f"exceeds {MAX_TIME_RANGE:g} times the shortest broadcast alone "
+                f"({tau[short]:.6g} s, jobs[{short}]): float64 times cannot resolve it; "
+                "rescale the instance",
             )
         bandwidth = max(host.bandwidth for host in self.hosts)
         if not math.isfinite(bandwidth * horizon * 4.0):
@@ -159,15 +222,6 @@ class TensorLightsInstance(Frozen):
             raise InvalidInstanceError(
                 f"hosts[{h}].bandwidth",
                 f"bandwidth x horizon bound ({bandwidth:g} x {horizon:g} s) overflows",
-            )
-        tau = self.alone_comm_time()
-        short = int(np.argmin(tau))
-        if horizon > MAX_TIME_RANGE * tau[short]:
-            raise InvalidInstanceError(
-                f"jobs[{short}].message_bytes",
-                f"its broadcast alone takes {tau[short]:.6g} s, less than 1/{MAX_TIME_RANGE:g} "
-                f"of the horizon bound {horizon:.6g} s (set by starts, compute times and the "
-                "bytes of every job): float64 times cannot resolve it; rescale the instance",
             )
 
     def __repr__(self) -> str:

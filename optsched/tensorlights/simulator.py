@@ -41,7 +41,7 @@ import numpy as np
 from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.tensorlights import kernel as _k
-from optsched.tensorlights.instance import MAX_TIME_RANGE, TensorLightsInstance
+from optsched.tensorlights.instance import MAX_TIME_RANGE, MIN_DURATION, TensorLightsInstance
 from optsched.tensorlights.reference import simulate_reference
 from optsched.tensorlights.solution import NicTrace, SimulationResult
 
@@ -174,12 +174,18 @@ def check_period(instance: TensorLightsInstance, period: float) -> None:
     Raises
     ------
     InvalidInstanceError
-        ``rotation_period`` is not finite and > 0, the horizon bound spans more than
+        ``rotation_period`` is not finite and at least
+        :data:`~optsched.tensorlights.instance.MIN_DURATION`, the horizon bound spans more than
         :data:`~optsched.tensorlights.instance.MAX_TIME_RANGE` periods (the rotation index
         would lose its exactness), or the events it implies exceed the ``max_events`` budget.
     """
     if not (math.isfinite(period) and period > 0):
         raise InvalidInstanceError("rotation_period", f"must be finite and > 0, got {period}")
+    if period < MIN_DURATION:
+        raise InvalidInstanceError(
+            "rotation_period",
+            f"must be >= {MIN_DURATION:g} s (the clock's resolution), got {period}",
+        )
     horizon = instance.horizon_bound()
     if horizon > MAX_TIME_RANGE * period:
         raise InvalidInstanceError(
