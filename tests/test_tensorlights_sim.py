@@ -323,6 +323,28 @@ def test_kernel_agrees_with_reference(inst, policy, jitter, coordinated, period,
     assert np.allclose(a.nic_utilization, b.nic_utilization, rtol=1e-9)
     assert np.allclose(a.nic_busy_fraction, b.nic_busy_fraction, rtol=1e-9)
     assert a.n_events == b.n_events
+    assert close(a.trace.times, b.trace.times)
+    assert np.allclose(a.trace.job_rate, b.trace.job_rate, rtol=1e-9)
+    assert np.array_equal(a.trace.active, b.trace.active)
+
+
+@settings(max_examples=30)
+@given(
+    inst=instances(max_jobs=3),
+    gap=st.sampled_from([1e3, 1e5]),
+    policy=st.sampled_from(["rotate", "one-green"]),
+    period=st.sampled_from([0.01, 0.7]),
+)
+def test_kernel_agrees_with_reference_across_long_idle_gaps(inst, gap, policy, period):
+    """The last job starts long after the others: both engines jump the idle periods."""
+    data = inst.to_dict()
+    data["jobs"][-1]["start"] = gap
+    late = TensorLightsInstance.from_dict(data)
+    a = simulate(late, policy, rotation_period=period)
+    b = simulate(late, policy, rotation_period=period, engine="python")
+    assert close(a.iteration_end, b.iteration_end)
+    assert close(a.flow_finish, b.flow_finish)
+    assert a.n_events == b.n_events
 
 
 def test_kernel_agrees_with_reference_on_a_generated_instance():
