@@ -5,13 +5,14 @@ every permutation of the jobs (the static orders) and returns the best as an
 :class:`~optsched.results.ExactResult` whose solution is the simulated run in that order. It is
 ``optimal`` only when every one of the :math:`J!` orders was simulated; stopped by
 ``node_limit`` or ``time_limit`` it returns its incumbent marked ``feasible``, with a proven
-lower bound (:func:`lower_bound`) and the gap to it. :func:`smith_order` is the ratio rule [1]_,
+lower bound (:func:`lower_bound`) and the gap to it. :func:`smith_order` is the ratio rule
+[Smith1956]_,
 provably optimal on the instances recognised by :func:`smith_rule_is_optimal`.
 
 References
 ----------
-.. [1] W. E. Smith. "Various optimizers for single-stage production." Naval Research Logistics
-   Quarterly 3(1-2), 1956 (the ratio rule for :math:`1 \,\|\, \sum w_j C_j`).
+.. [Smith1956] W. E. Smith. "Various optimizers for single-stage production." Naval Research
+   Logistics Quarterly 3(1-2), 1956 (the ratio rule for :math:`1 \,\|\, \sum w_j C_j`).
 """
 
 from __future__ import annotations

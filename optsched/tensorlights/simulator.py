@@ -6,7 +6,8 @@ phase of :math:`c_j` seconds, :math:`I_j` iterations and a start time :math:`s_j
 iteration is the compute phase, then the broadcast: shard :math:`h \in S_j` sends one flow of
 :math:`m_j/|S_j|` bytes to each worker through host :math:`h`'s NIC of capacity :math:`B_h`.
 The iteration ends when the last flow of the job finishes; synchronous training then starts the
-next compute phase. Between events every rate is constant, so the simulation is exact:
+next compute phase. Between events every rate is constant, so the simulation is exact. The
+policies (TensorLights' mechanism [Huang2019]_ and its baselines):
 
 * **fair** -- every active flow on a host gets an equal share (processor sharing);
 * **priority** -- the active flows of the most urgent job on a host get the whole NIC;
@@ -25,8 +26,8 @@ arrays it allocates, and refuses, naming the field, what exceeds :mod:`optsched.
 
 References
 ----------
-.. [1] X. S. Huang, A. Chen, T. S. E. Ng. "Green, Yellow, Yield: End-Host Traffic Scheduling for
-   Distributed Deep Learning with TensorLights." IEEE IPDPS Workshops, 2019.
+.. [Huang2019] X. S. Huang, A. Chen, T. S. E. Ng. "Green, Yellow, Yield: End-Host Traffic
+   Scheduling for Distributed Deep Learning with TensorLights." IEEE IPDPS Workshops, 2019.
 """
 
 from __future__ import annotations
