@@ -17,6 +17,7 @@ from optsched.tensorlights import (
     generate_instance,
     kernel,
     simulate,
+    validate,
 )
 from optsched.tensorlights.simulator import layout
 
@@ -276,6 +277,7 @@ def test_nic_never_over_capacity_and_work_conserving(inst, policy, jitter, coord
     )
     tr = res.trace
     assert tr is not None
+    assert validate(inst, res).ok
     dt = np.diff(tr.times)
     assert np.all(dt >= 0)
     cap = tr.bandwidth[None, :]

@@ -90,6 +90,16 @@ def test_sending_during_a_compute_phase_is_caught():
     assert "idle_sending" in _constraints(inst, _with_trace(res, job_rate=rate))
 
 
+def test_an_idle_host_with_unfinished_flows_is_caught():
+    inst, res = _base()
+    rate, used = res.trace.job_rate.copy(), res.trace.used.copy()
+    s = _busy_segment(res, 0, 0)
+    rate[s, :, 0] *= 0.5  # host 0 sends at half rate although a flow is unfinished
+    used[s, 0] = rate[s, :, 0].sum()
+    found = _constraints(inst, _with_trace(res, job_rate=rate, used=used))
+    assert "work_conservation" in found
+
+
 def test_missing_bytes_are_caught():
     inst, res = _base()
     rate = res.trace.job_rate.copy()

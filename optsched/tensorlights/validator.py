@@ -14,6 +14,8 @@ r"""Independent validator of a TensorLights run (shares no code with the simulat
 * ``broadcast_bytes`` -- during broadcast :math:`i` host :math:`h \in S_j` sends exactly
   :math:`n_j m_j / |S_j|` bytes for job :math:`j` (job progress);
 * ``flow_finish`` -- every flow of a broadcast ends inside it and the last one ends it;
+* ``work_conservation`` -- while a shard of a job has an unfinished flow (from the start of the
+  broadcast to the last finishing time of that shard's flows), its host sends at full rate;
 * ``completion`` -- the reported completion, JCT and objectives are those of the times.
 
 Tolerances come from :mod:`optsched.tolerances`: times compare with
@@ -174,6 +176,7 @@ def validate(instance: TensorLightsInstance, solution: SimulationResult) -> Repo
         out.add("trace", "the run has no NIC trace (simulate with trace=True)")
     else:
         _check_trace(instance, trace.times, trace.used, trace.job_rate, starts, ends, out)
+        _check_work_conserving(instance, trace.times, trace.job_rate, starts, finish, offsets, out)
 
     # Completion and objectives.
     begin = np.array([job.start for job in jobs])
@@ -345,6 +348,56 @@ def _check_trace(
                     iteration=int(i),
                     host=int(h),
                 )
+
+
+def _check_work_conserving(
+    instance: TensorLightsInstance,
+    times: np.ndarray,
+    job_rate: np.ndarray,
+    starts: np.ndarray,
+    finish: np.ndarray,
+    offsets: np.ndarray,
+    out: _Collector,
+) -> None:
+    """Every host with an unfinished flow sends at its full capacity (all policies)."""
+    times = np.asarray(times, dtype=float)
+    job_rate = np.asarray(job_rate, dtype=float)
+    if len(times) < 2 or job_rate.shape[0] != len(times) - 1:
+        return  # reported as trace_times
+    pending: list[list[tuple[float, float]]] = [[] for _ in instance.hosts]
+    for j, job in enumerate(instance.jobs):
+        for i in range(job.iterations):
+            for k, h in enumerate(job.ps_hosts):
+                lo = offsets[j] + k * job.workers
+                last = finish[i, lo : lo + job.workers]
+                if np.isfinite(starts[j, i]) and np.all(np.isfinite(last)):
+                    pending[h].append((float(starts[j, i]), float(last.max())))
+    mid = 0.5 * (times[:-1] + times[1:])
+    dt = np.diff(times)
+    total = job_rate.sum(axis=1)
+    for h, intervals in enumerate(pending):
+        if not intervals:
+            continue
+        merged: list[list[float]] = []
+        for a, b in sorted(intervals):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        lo_arr = np.array([m[0] for m in merged])
+        hi_arr = np.array([m[1] for m in merged])
+        idx = np.searchsorted(lo_arr, mid, "right") - 1
+        busy = (idx >= 0) & (mid < hi_arr[np.maximum(idx, 0)]) & (dt > 0)
+        capacity = instance.hosts[h].bandwidth
+        for s in np.nonzero(busy & (total[:, h] < capacity * (1.0 - CAPACITY_TOL)))[0]:
+            out.add(
+                "work_conservation",
+                f"segment {s} [{times[s]:.9g}, {times[s + 1]:.9g}): host {h} has an unfinished "
+                f"flow but sends {total[s, h]:.9g} B/s of its {capacity:.9g}",
+                amount=float(capacity - total[s, h]),
+                segment=int(s),
+                host=int(h),
+            )
 
 
 def validate_files(instance_path: str, schedule_path: str | None) -> dict[str, Any]:
