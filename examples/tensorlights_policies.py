@@ -3,8 +3,8 @@
 Six PS jobs (models drawn from the shipped DNN profiles, 10 Gb/s NICs) share two hosts. The
 same instance runs under fair sharing, strict priority (Smith order), rotating priority and
 the one-green rotation; then the rotation period is swept, hosts that do not coordinate their
-priorities are compared with hosts that do, and the exact best static order is found by brute
-force on one host.
+priorities are compared with hosts that do, and the exact best static order is found by
+simulating every order on one host (``solve``).
 
 Run: ``python examples/tensorlights_policies.py`` (a few seconds after the first compile).
 """

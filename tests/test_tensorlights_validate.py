@@ -164,6 +164,7 @@ def test_report_is_json_ready_and_reprs_are_short():
     assert data["valid"] is True and len(data["completion"]) == inst.n_jobs
     assert len(repr(res)) < 200 and len(repr(res.trace)) < 100 and len(repr(inst)) < 80
     assert "<table>" in res._repr_html_() and "TensorLightsInstance" in inst._repr_html_()
+    assert "NicTrace" in res.trace._repr_html_()
 
 
 def test_frames():

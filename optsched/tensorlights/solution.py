@@ -104,6 +104,9 @@ class NicTrace:
         hosts = len(self.bandwidth)
         return f"NicTrace({self.n_segments} segments, {hosts} hosts, until {end:.6g} s)"
 
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(repr(self))}</p>"
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class SimulationResult:
