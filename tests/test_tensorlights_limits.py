@@ -156,3 +156,12 @@ def test_search_budget_on_factorial_is_checked_before_running():
     stopped = solve(inst, node_limit=5, accept_feasible=True)
     assert not stopped.optimal and stopped.extra["orders_total"] == math.factorial(12)
     assert validate(inst, stopped.solution).ok
+
+
+def test_search_over_more_than_170_jobs_is_refused_without_a_node_limit():
+    inst = generate_instance(1, 171, seed=0, iterations=(1, 1), workers=(1, 1))
+    with pytest.raises(InvalidInstanceError) as err:
+        solve(inst)
+    assert err.value.field == "jobs"
+    stopped = solve(inst, node_limit=1, accept_feasible=True)
+    assert stopped.extra["orders_total"] is None and not stopped.optimal

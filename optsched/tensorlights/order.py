@@ -204,8 +204,11 @@ def solve(
     total: int | None = math.factorial(n_jobs) if n_jobs <= 170 else None
     if node_limit is not None and (total is None or node_limit < total):
         planned, field = int(node_limit), "node_limit"
+    elif total is None:
+        raise InvalidInstanceError(
+            "jobs", f"{n_jobs}! orders exceed every budget; pass node_limit to search a part"
+        )
     else:
-        assert total is not None  # node_limit is None or >= J!, which then is finite
         planned, field = total, "jobs"
     per_order = event_bound(instance)
     limits.check_size(field, float(planned) * per_order, "max_events", "simulated events")
