@@ -1,6 +1,6 @@
 """TensorLights NIC simulator: Numba kernel vs its plain-Python reference, and the order search.
 
-For generated instances (``optsched.placement.tensorlights.generate_instance``) of growing size
+For generated instances (``optsched.tensorlights.generate_instance``) of growing size
 this times one full simulation by the compiled kernel and by the reference, both called on the
 same arrays (best of several runs), and checks that they return the same iteration end times.
 The last rows time the exhaustive best-static-order search (J! simulations): the kernel runs it
@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from optsched.placement import _tensorlights_kernel as k
-from optsched.placement.tensorlights import _layout, _levels, best_static_order, generate_instance
+from optsched.tensorlights import event_bound, generate_instance, solve
+from optsched.tensorlights import kernel as k
+from optsched.tensorlights.reference import simulate_reference
+from optsched.tensorlights.simulator import layout, levels
 
 #: (hosts, jobs, max shards, iterations range, policy, jitter)
 CASES = [
@@ -51,38 +53,39 @@ def _best_of(fn: Any, repeat: int) -> float:
 
 
 def _args(inst: Any, policy: str, jitter: float) -> tuple[Any, ...]:
-    lay = _layout(inst)
-    levels = _levels(inst.n_hosts, tuple(range(inst.n_jobs)), policy, True, SEED)
+    lay = layout(inst)
+    lev = levels(inst.n_hosts, tuple(range(inst.n_jobs)), policy, True, SEED)
     shape = (int(lay.iterations.max()), len(lay.flow_bytes))
     rng = np.random.default_rng(SEED)
     weights = rng.uniform(1 - jitter, 1 + jitter, shape) if jitter else np.ones(shape)
     mode = {"fair": 0, "priority": 1, "rotate": 2, "one-green": 3}[policy]
     period = float(np.median(inst.alone_iteration_time()))
+    bound = event_bound(inst, period if policy in ("rotate", "one-green") else None)
     return (
         lay.bandwidth, lay.compute, lay.start, lay.iterations, lay.job_flow_start, lay.flow_host,
-        lay.flow_bytes, weights, levels, mode, period, inst.n_jobs,
-    )  # fmt: skip
+        lay.flow_bytes, weights, lev, mode, period, inst.n_jobs,
+    ), bound  # fmt: skip
 
 
 def run(quick: bool = False) -> dict[str, Any]:
     rows: list[list[Any]] = []
-    warm = _args(generate_instance(1, 2, seed=SEED, iterations=(2, 3)), "rotate", 0.1)
+    warm, warm_bound = _args(generate_instance(1, 2, seed=SEED, iterations=(2, 3)), "rotate", 0.1)
     start = time.perf_counter()
-    k.simulate_kernel(*warm, 0)
+    k.simulate_kernel(*warm, 0, warm_bound)
     first_call = time.perf_counter() - start
     speedups = []
     for hosts, jobs, shards, iters, policy, jitter in QUICK_CASES if quick else CASES:
         inst = generate_instance(
             hosts, jobs, max_shards=shards, iterations=iters, seed=SEED, workers=(2, 16)
         )
-        args = _args(inst, policy, jitter)
-        out = k.simulate_kernel(*args, 0)
-        ref = k.simulate_reference(*args)
+        args, bound = _args(inst, policy, jitter)
+        out = k.simulate_kernel(*args, 0, bound)
+        ref = simulate_reference(*args, bound)
         for (j, i), value in ref.iter_end.items():
             if not math.isclose(out[0][j, i], value, rel_tol=AGREE_RTOL):
                 raise AssertionError(f"kernel and reference disagree on job {j} iteration {i}")
-        t_kernel = _best_of(lambda a=args: k.simulate_kernel(*a, 0), 5)
-        t_ref = _best_of(lambda a=args: k.simulate_reference(*a), 1 if quick else 2)
+        t_kernel = _best_of(lambda a=args, b=bound: k.simulate_kernel(*a, 0, b), 5)
+        t_ref = _best_of(lambda a=args, b=bound: simulate_reference(*a, b), 1 if quick else 2)
         speedups.append(t_ref / t_kernel)
         rows.append(
             [
@@ -98,9 +101,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         )
     for jobs in QUICK_SEARCH_JOBS if quick else SEARCH_JOBS:
         inst = generate_instance(1, jobs, seed=SEED, iterations=(5, 15))
-        t_kernel = _best_of(lambda i=inst: best_static_order(i), 1)
-        args = _args(inst, "priority", 0.0)
-        per_order = _best_of(lambda a=args: k.simulate_reference(*a), 3)
+        t_kernel = _best_of(lambda i=inst: solve(i), 1)
+        args, bound = _args(inst, "priority", 0.0)
+        per_order = _best_of(lambda a=args, b=bound: simulate_reference(*a, b), 3)
         t_ref = per_order * math.factorial(jobs)
         rows.append(
             [
@@ -108,7 +111,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                 jobs,
                 1,
                 len(args[6]),
-                int(k.simulate_kernel(*args, 0)[5]),
+                int(k.simulate_kernel(*args, 0, bound)[5]),
                 1000 * t_kernel,
                 1000 * t_ref,
                 t_ref / t_kernel,

@@ -3,8 +3,8 @@
 Six PS jobs (models drawn from the shipped DNN profiles, 10 Gb/s NICs) share two hosts. The
 same instance runs under fair sharing, strict priority (Smith order), rotating priority and
 the one-green rotation; then the rotation period is swept, hosts that do not coordinate their
-priorities are compared with hosts that do, and the exact best static order is found by brute
-force on one host.
+priorities are compared with hosts that do, and the exact best static order is found by
+simulating every order on one host (``solve``).
 
 Run: ``python examples/tensorlights_policies.py`` (a few seconds after the first compile).
 """
@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from optsched.placement.tensorlights import (
-    best_static_order,
+from optsched.tensorlights import (
+    fair,
     generate_instance,
-    simulate,
-    smith_order,
+    one_green,
+    priority,
+    rotate,
+    smith,
+    solve,
+    validate,
 )
 
 inst = generate_instance(2, 6, max_shards=2, iterations=(20, 40), seed=1)
@@ -31,14 +35,12 @@ for j, job in enumerate(inst.jobs):
     )
 
 print("\npolicy       mean JCT   makespan   mean slowdown   worker spread   NIC util")
-order = smith_order(inst, "mean-jct")
-runs = {
-    "fair": simulate(inst, "fair", jitter=0.3, seed=0),
-    "priority": simulate(inst, "priority", order=order, jitter=0.3, seed=0),
-    "rotate": simulate(inst, "rotate", order=order, jitter=0.3, seed=0),
-    "one-green": simulate(inst, "one-green", order=order, jitter=0.3, seed=0),
-}
+runs = {"fair": fair(inst, jitter=0.3, seed=0), "priority": smith(inst, jitter=0.3, seed=0)}
+order = runs["priority"].order  # Smith's order, the base order of the rotations
+runs["rotate"] = rotate(inst, order=order, jitter=0.3, seed=0)
+runs["one-green"] = one_green(inst, order=order, jitter=0.3, seed=0)
 for name, r in runs.items():
+    assert validate(inst, r).ok  # every run passes the independent validator
     slowdown = np.mean(r.mean_iteration_time / r.alone_iteration_time)
     print(
         f"{name:<10} {r.mean_jct:10.2f} {r.makespan:10.2f} {slowdown:14.2f}x "
@@ -50,7 +52,7 @@ print(f"strict priority cuts the mean JCT by {gain:.0%} against fair sharing")
 print("\nrotation period sweep (rotate, Smith order as the base order):")
 base = float(np.median(alone))
 for factor in (0.25, 0.5, 1, 2, 4, 16):
-    r = simulate(inst, "rotate", order=order, rotation_period=factor * base)
+    r = rotate(inst, order=order, period=factor * base, trace=False)
     print(
         f"  period {factor:5.2f} x median iteration ({factor * base:6.3f} s): "
         f"mean JCT {r.mean_jct:8.2f}, iteration-time std {r.iteration_time_std.mean():.3f} s"
@@ -58,24 +60,23 @@ for factor in (0.25, 0.5, 1, 2, 4, 16):
 
 print("\ncoordinated vs uncoordinated hosts (jobs with PS shards on both hosts wait for both):")
 rng = np.random.default_rng(0)
-together = [
-    simulate(inst, "priority", order=rng.permutation(inst.n_jobs)).mean_jct for _ in range(5)
-]
-apart = [simulate(inst, "priority", coordinated=False, seed=s).mean_jct for s in range(5)]
+together = [priority(inst, order=rng.permutation(inst.n_jobs)).mean_jct for _ in range(5)]
+apart = [priority(inst, coordinated=False, seed=s).mean_jct for s in range(5)]
 print(
     f"  priority, random order: same on every host {np.mean(together):8.2f}   "
     f"drawn per host {np.mean(apart):8.2f}   (mean of 5 draws)"
 )
-rot_apart = [simulate(inst, "rotate", coordinated=False, seed=s).mean_jct for s in range(5)]
+rot_apart = [rotate(inst, coordinated=False, seed=s).mean_jct for s in range(5)]
 print(
-    f"  rotate: one global phase {simulate(inst, 'rotate').mean_jct:8.2f}   "
+    f"  rotate: one global phase {rotate(inst).mean_jct:8.2f}   "
     f"a random phase per host {np.mean(rot_apart):8.2f}   (mean of 5 draws)"
 )
 
 one_host = generate_instance(1, 6, iterations=(10, 20), seed=3)
-search = best_static_order(one_host, "mean-jct")
+best = solve(one_host, "mean-jct")  # ExactResult: optimal once all 720 orders are simulated
 print(
-    f"\nbest static order on one host ({search.n_orders} orders): mean JCT {search.best_value:.2f};"
-    f" Smith's rule {search.rule_value:.2f} (gap {search.rule_value / search.best_value - 1:.2%});"
-    f" worst order {search.worst_value:.2f}; fair sharing {search.fair_value:.2f}"
+    f"\nbest static order on one host ({best.status.value}, {best.extra['orders_evaluated']} "
+    f"orders): mean JCT {best.objective:.2f}; Smith's rule {best.extra['rule_value']:.2f} "
+    f"(gap {best.extra['rule_gap']:.2%}); worst order {best.extra['worst_value']:.2f}; "
+    f"fair sharing {best.extra['fair_value']:.2f}"
 )

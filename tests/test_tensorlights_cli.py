@@ -7,13 +7,15 @@ import json
 import pytest
 
 from optsched.cli import main
-from optsched.placement.tensorlights import (
-    best_static_order,
+from optsched.tensorlights import (
+    TensorLightsInstance,
     generate_instance,
-    load_instance,
     simulate,
     smith_order,
+    solve,
 )
+
+load_instance = TensorLightsInstance.load
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
@@ -96,10 +98,11 @@ def test_best_order_json_matches_the_library(capsys, instance_file):
     )  # fmt: skip
     assert code == 0
     data = json.loads(out)
-    expected = best_static_order(load_instance(instance_file), "makespan")
-    assert data["best_value"] == pytest.approx(expected.best_value)
-    assert data["best_order"] == list(expected.best_order)
-    assert data["n_orders"] == 24
+    expected = solve(load_instance(instance_file), "makespan")
+    assert data["status"] == "optimal"
+    assert data["objective"] == data["best_value"] == pytest.approx(expected.objective)
+    assert data["best_order"] == expected.extra["best_order"]
+    assert data["orders_evaluated"] == 24
     assert len(data["best_order_names"]) == 4
     code, out, err = run(capsys, "tensorlights", "best-order", str(instance_file))
     assert code == 0 and out == "" and "Smith" in err
@@ -124,19 +127,78 @@ def test_invalid_input_exits_2_naming_the_field(capsys, tmp_path, instance_file)
         capsys, "tensorlights", "simulate", str(instance_file), "--policy", "priority",
         "--order", "0,1", "--json",
     )  # fmt: skip
-    assert code == 2 and json.loads(out)["field"] == "order"
+    assert code == 2 and json.loads(out)["field"] == "--order"
     code, out, _ = run(
         capsys, "tensorlights", "simulate", str(instance_file), "--order", "a,b", "--json"
     )
-    assert code == 2 and json.loads(out)["field"] == "order"
-    code, out, _ = run(
-        capsys, "tensorlights", "best-order", "--generate", "--jobs", "5", "--max-jobs", "4",
-        "--json",
-    )  # fmt: skip
-    assert code == 2 and json.loads(out)["field"] == "jobs"
+    assert code == 2 and "--order" in json.loads(out)["message"]
 
 
 def test_schema_is_published(capsys):
     code, out, _ = run(capsys, "schema", "tensorlights-instance")
     assert code == 0
     assert "ps_hosts" in json.dumps(json.loads(out))
+
+
+def test_bandwidth_is_in_gbit_per_second(capsys, tmp_path):
+    path = tmp_path / "g.json"
+    code, _, _ = run(
+        capsys, "tensorlights", "generate", "--hosts", "1", "--jobs", "2", "--bandwidth", "40",
+        "--iterations", "3,5", "--workers", "4", "-o", str(path),
+    )  # fmt: skip
+    assert code == 0
+    inst = load_instance(path)
+    assert [h.bandwidth for h in inst.hosts] == [40 * 1e9 / 8]
+    assert inst == generate_instance(1, 2, bandwidth=5e9, iterations=(3, 5), workers=(4, 4))
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["generate", "--generate", "-o", "x.csv"], "--output"),
+        (["simulate", "--generate", "--iterations", "5,2"], "--iterations"),
+        (["simulate", "--generate", "--workers", "1,2,3"], "--workers"),
+        (["simulate", "--generate", "--bandwidth", "nan"], "--bandwidth"),
+        (["simulate", "--generate", "--bandwidth", "0"], "--bandwidth"),
+        (["simulate", "--generate", "--seed", "-5"], "--seed"),
+        (["simulate", "--generate", "--jitter", "1"], "--jitter"),
+        (["simulate", "--generate", "--algorithm", "rotate", "--period", "inf"], "--period"),
+        (["simulate", "--generate", "--algorithm", "rotate", "--period", "1e-300"], "--period"),
+        (["simulate", "--generate", "--algorithm", "fair", "--order", "0,1,2,3"], "--order"),
+        (["simulate", "--generate", "--algorithm", "bogus"], "--algorithm"),
+        (["best-order", "--generate", "--node-limit", "0"], "--node-limit"),
+        (["best-order", "--generate", "--time-limit", "nan"], "--time-limit"),
+        (["compare", "--generate", "-o", "plot.txt"], "--output"),
+    ],
+)
+def test_bad_options_exit_2_naming_the_flag(capsys, tmp_path, args, flag):
+    code, out, _ = run(capsys, "tensorlights", *args, "--json")
+    assert code == 2
+    data = json.loads(out)
+    assert flag in data.get("field", "") or flag in data["message"]
+
+
+def test_stopped_search_exits_3_with_its_incumbent(capsys):
+    args = ["tensorlights", "best-order", "--generate", "--jobs", "5", "--node-limit", "3"]
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 3
+    data = json.loads(out)
+    assert data["status"] == "feasible" and data["optimal"] is False
+    assert data["orders_evaluated"] == 3 and len(data["best_order"]) == 5
+    assert data["solution"]["order"] == data["best_order"]
+    assert data["bound"] <= data["objective"]
+    code, out, _ = run(capsys, *args, "--accept-feasible", "--json")
+    assert code == 0 and json.loads(out)["status"] == "feasible"
+
+
+def test_smith_algorithm_and_compare_plot(capsys, instance_file, tmp_path):
+    code, out, _ = run(
+        capsys, "tensorlights", "simulate", str(instance_file), "--algorithm", "smith", "--json"
+    )
+    assert code == 0
+    data = json.loads(out)
+    inst = load_instance(instance_file)
+    assert data["order"] == list(smith_order(inst, "mean-jct")) and data["valid"] is True
+    plot = tmp_path / "jct.png"
+    code, _, err = run(capsys, "tensorlights", "compare", str(instance_file), "-o", str(plot))
+    assert code == 0 and plot.stat().st_size > 0 and "wrote" in err

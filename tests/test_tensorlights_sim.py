@@ -8,70 +8,21 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.tensorlights import TIME_ATOL, TIME_RTOL, close, instances, job, make, policies
 
 from optsched.errors import InvalidInstanceError
-from optsched.placement.tensorlights import (
+from optsched.tensorlights import (
     POLICIES,
     TensorLightsInstance,
     generate_instance,
-    instance_schema,
-    load_instance,
+    kernel,
     simulate,
+    validate,
 )
+from optsched.tensorlights.simulator import layout
 
-#: Relative tolerance on simulated times (the simulation is exact up to rounding).
-TIME_RTOL = 1e-9
-#: Absolute slack on times near zero.
-TIME_ATOL = 1e-9
 #: Relative tolerance on NIC rates against capacity in the trace invariants.
 RATE_RTOL = 1e-9
-
-
-def make(hosts: list[float], jobs: list[dict]) -> TensorLightsInstance:
-    return TensorLightsInstance.from_dict(
-        {"hosts": [{"bandwidth": b} for b in hosts], "jobs": jobs}
-    )
-
-
-def job(m: float, n: int, c: float, iters: int, hosts=(0,), start: float = 0.0, w: float = 1.0):
-    return {
-        "workers": n,
-        "message_bytes": m,
-        "compute_time": c,
-        "iterations": iters,
-        "ps_hosts": list(hosts),
-        "start": start,
-        "weight": w,
-    }
-
-
-@st.composite
-def instances(draw, max_hosts: int = 3, max_jobs: int = 4, max_shards: int = 2):
-    """Small instances with integer-valued data, so that simultaneous events are common."""
-    n_hosts = draw(st.integers(1, max_hosts))
-    hosts = [float(draw(st.sampled_from([1, 2, 4]))) for _ in range(n_hosts)]
-    jobs = []
-    for _ in range(draw(st.integers(1, max_jobs))):
-        k = draw(st.integers(1, min(max_shards, n_hosts)))
-        ps = draw(st.permutations(range(n_hosts)))[:k]
-        jobs.append(
-            job(
-                m=float(draw(st.integers(1, 6))),
-                n=draw(st.integers(1, 3)),
-                c=float(draw(st.integers(0, 3))),
-                iters=draw(st.integers(1, 3)),
-                hosts=sorted(ps),
-                start=float(draw(st.integers(0, 2))),
-            )
-        )
-    return make(hosts, jobs)
-
-
-policies = st.sampled_from(POLICIES)
-
-
-def close(a, b) -> bool:
-    return bool(np.allclose(a, b, rtol=TIME_RTOL, atol=TIME_ATOL, equal_nan=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,16 +249,13 @@ def test_shards_on_two_hosts_straggle_when_hosts_disagree():
     assert close(together.completion, [1.0, 2.0])
     assert close(together.straggler_spread_max, [0.0, 0.0])
     # Opposite orders: every job has one shard first (done at 1) and one second (done at 2).
-    apart = TensorLightsInstance.from_dict(inst.to_dict())
-    from optsched.placement import _tensorlights_kernel as k
-    from optsched.placement.tensorlights import _layout
-
-    lay = _layout(apart)
-    out = k.simulate_kernel(
+    lay = layout(inst)
+    out = kernel.simulate_kernel(
         lay.bandwidth, lay.compute, lay.start, lay.iterations, lay.job_flow_start,
         lay.flow_host, lay.flow_bytes, np.ones((1, len(lay.flow_bytes))),
-        np.array([[0, 1], [1, 0]]), k.MODE_PRIORITY, 1.0, 2, 0,
+        np.array([[0, 1], [1, 0]]), kernel.MODE_PRIORITY, 1.0, 2, 0, 100,
     )  # fmt: skip
+    assert out[10]
     assert close(out[0][:, 0], [2.0, 2.0])
 
 
@@ -329,6 +277,7 @@ def test_nic_never_over_capacity_and_work_conserving(inst, policy, jitter, coord
     )
     tr = res.trace
     assert tr is not None
+    assert validate(inst, res).ok
     dt = np.diff(tr.times)
     assert np.all(dt >= 0)
     cap = tr.bandwidth[None, :]
@@ -375,6 +324,28 @@ def test_kernel_agrees_with_reference(inst, policy, jitter, coordinated, period,
     assert close(a.flow_finish, b.flow_finish)
     assert np.allclose(a.nic_utilization, b.nic_utilization, rtol=1e-9)
     assert np.allclose(a.nic_busy_fraction, b.nic_busy_fraction, rtol=1e-9)
+    assert a.n_events == b.n_events
+    assert close(a.trace.times, b.trace.times)
+    assert np.allclose(a.trace.job_rate, b.trace.job_rate, rtol=1e-9)
+    assert np.array_equal(a.trace.active, b.trace.active)
+
+
+@settings(max_examples=30)
+@given(
+    inst=instances(max_jobs=3),
+    gap=st.sampled_from([1e3, 1e5]),
+    policy=st.sampled_from(["rotate", "one-green"]),
+    period=st.sampled_from([0.01, 0.7]),
+)
+def test_kernel_agrees_with_reference_across_long_idle_gaps(inst, gap, policy, period):
+    """The last job starts long after the others: both engines jump the idle periods."""
+    data = inst.to_dict()
+    data["jobs"][-1]["start"] = gap
+    late = TensorLightsInstance.from_dict(data)
+    a = simulate(late, policy, rotation_period=period)
+    b = simulate(late, policy, rotation_period=period, engine="python")
+    assert close(a.iteration_end, b.iteration_end)
+    assert close(a.flow_finish, b.flow_finish)
     assert a.n_events == b.n_events
 
 
@@ -427,11 +398,11 @@ def test_generator_is_seeded_and_valid(tmp_path):
     assert a != generate_instance(3, 6, max_shards=3, seed=10)
     for path in (tmp_path / "i.json", tmp_path / "i.toml"):
         a.save(path)
-        assert load_instance(path) == a
+        assert TensorLightsInstance.load(path) == a
 
 
 def test_schema_describes_the_file_format():
-    schema = instance_schema()
+    schema = TensorLightsInstance.schema()
     assert set(schema["properties"]) >= {"hosts", "jobs", "kind"}
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(generate_instance(2, 3, seed=0).to_dict(), schema)
@@ -480,5 +451,5 @@ def test_invalid_simulation_options(kwargs, field):
 
 def test_missing_file_is_invalid_input(tmp_path):
     with pytest.raises(InvalidInstanceError) as err:
-        load_instance(tmp_path / "nope.json")
+        TensorLightsInstance.load(tmp_path / "nope.json")
     assert err.value.field == "<file>"

@@ -26,7 +26,7 @@ SCHEMAS: dict[str, str] = {
     "oasis-schedule": "optsched.jobs.schedule:schedule_schema",
     "oasis-prices": "optsched.jobs.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
-    "tensorlights-instance": "optsched.placement.tensorlights:instance_schema",
+    "tensorlights-instance": "optsched.tensorlights.instance:instance_schema",
     "placement-instance": "optsched.placement.instance:instance_schema",
     "placement": "optsched.placement.placement:placement_schema",
     "trace-job": "optsched.traces.schema:row_schema",
@@ -36,7 +36,7 @@ SCHEMAS: dict[str, str] = {
 #: "module:function" taking (instance path, schedule path or None) and returning a report dict.
 VALIDATORS: dict[str, str] = {
     "oasis-instance": "optsched.jobs.cli_support:validate_files",
-    "tensorlights-instance": "optsched.placement.tensorlights:validate_files",
+    "tensorlights-instance": "optsched.tensorlights.validator:validate_files",
     "placement-instance": "optsched.placement.placement:validate_files",
 }
 

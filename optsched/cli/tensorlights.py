@@ -1,28 +1,85 @@
-"""``optsched tensorlights``: PS broadcasts sharing host NICs under fair sharing or priorities."""
+"""``optsched tensorlights``: PS broadcasts sharing host NICs under fair sharing or priorities.
+
+Units on the command line: seconds, and NIC bandwidth in Gbit/s (``--bandwidth 10`` is
+10^9 / 8 * 10 bytes/s); instance files hold bytes and bytes per second.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    FiniteFloat,
+    NumberList,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+)
 from optsched.errors import InvalidInstanceError
 
 if TYPE_CHECKING:
-    from optsched.placement.tensorlights import SimulationResult, TensorLightsInstance
+    from optsched.tensorlights import SimulationResult, TensorLightsInstance
 
 __all__ = ["register", "tensorlights"]
 
-_POLICIES = ("fair", "priority", "rotate", "one-green")
+_ALGORITHMS = ("fair", "priority", "rotate", "one-green", "smith")
 _OBJECTIVES = ("mean-jct", "weighted-jct", "makespan")
+#: Bytes per second in one Gbit/s (1 Gbit = 10^9 bits).
+BYTES_PER_GBIT = 1e9 / 8
+
+#: Library argument -> the flag a user typed, for errors raised inside the library.
+_FLAGS = {
+    "n_hosts": "--hosts",
+    "n_jobs": "--jobs",
+    "iterations": "--iterations",
+    "workers": "--workers",
+    "max_shards": "--max-shards",
+    "bandwidth": "--bandwidth",
+    "seed": "--seed",
+    "order": "--order",
+    "rotation_period": "--period",
+    "jitter": "--jitter",
+    "algorithm": "--algorithm",
+    "objective": "--objective",
+    "node_limit": "--node-limit",
+    "time_limit": "--time-limit",
+}
+
+
+@contextlib.contextmanager
+def _flag_names() -> Iterator[None]:
+    """Re-raise the library's option errors naming the command-line flag."""
+    try:
+        yield
+    except InvalidInstanceError as exc:
+        if exc.field in _FLAGS and exc.file is None:
+            raise InvalidInstanceError(_FLAGS[exc.field], exc.message) from None
+        raise
 
 
 @click.group("tensorlights")
 def tensorlights() -> None:
     """Host-NIC contention among co-located parameter servers (TensorLights)."""
+
+
+def _pair(ctx: click.Context, param: click.Parameter, value: tuple[int, ...]) -> tuple[int, int]:
+    if len(value) == 1:
+        return value[0], value[0]
+    if len(value) != 2 or value[0] > value[1]:
+        raise click.BadParameter(f"give LOW,HIGH with LOW <= HIGH, got {value}", ctx, param)
+    return value[0], value[1]
+
+
+def _jitter(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if value >= 1.0:
+        raise click.BadParameter(f"{value} must be < 1", ctx, param)
+    return value
 
 
 def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -38,17 +95,19 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--jobs", "n_jobs", type=click.IntRange(min=1), default=4, show_default=True),
         click.option(
             "--iterations",
-            type=(click.IntRange(min=1), click.IntRange(min=1)),
-            default=(10, 30),
+            type=NumberList(int, min=1, max=10_000_000),
+            default="10,30",
             show_default=True,
-            help="Range of iterations per job.",
+            callback=_pair,
+            help="Iterations per job: LOW,HIGH (or one value).",
         ),
         click.option(
             "--workers",
-            type=(click.IntRange(min=1), click.IntRange(min=1)),
-            default=(2, 8),
+            type=NumberList(int, min=1, max=100_000),
+            default="2,8",
             show_default=True,
-            help="Range of workers per job (powers of two inside it).",
+            callback=_pair,
+            help="Workers per job: LOW,HIGH (powers of two inside it).",
         ),
         click.option(
             "--max-shards",
@@ -59,13 +118,17 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--bandwidth",
-            type=click.FloatRange(min=0, min_open=True),
-            default=1.25e9,
+            type=FiniteFloat(min=0, min_open=True),
+            default=10.0,
             show_default=True,
-            help="NIC capacity in bytes/s (1.25e9 = 10 Gb/s).",
+            help="NIC capacity of every generated host in Gbit/s.",
         ),
         click.option(
-            "--seed", type=int, default=0, show_default=True, help="Seeds generator and jitter."
+            "--seed",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Seeds the generator and the jitter.",
         ),
     ]
     for option in reversed(options):
@@ -84,32 +147,22 @@ def _load(
     bandwidth: float,
     seed: int,
 ) -> TensorLightsInstance:
-    from optsched.placement.tensorlights import generate_instance, load_instance
+    from optsched.tensorlights import TensorLightsInstance, generate_instance
 
     if (instance is None) == (not generate):
         raise click.UsageError("give an INSTANCE file or --generate (exactly one)")
     if instance is not None:
-        return load_instance(instance)
-    return generate_instance(
-        n_hosts,
-        n_jobs,
-        iterations=iterations,
-        workers=workers,
-        max_shards=max_shards,
-        bandwidth=bandwidth,
-        seed=seed,
-    )
-
-
-def _parse_order(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise InvalidInstanceError(
-            "order", f"must be comma-separated job indices, got {text!r}"
-        ) from None
+        return TensorLightsInstance.load(instance)
+    with _flag_names():
+        return generate_instance(
+            n_hosts,
+            n_jobs,
+            iterations=iterations,
+            workers=workers,
+            max_shards=max_shards,
+            bandwidth=bandwidth * BYTES_PER_GBIT,
+            seed=seed,
+        )
 
 
 def _job_table(title: str, res: SimulationResult) -> None:
@@ -139,48 +192,61 @@ def _job_table(title: str, res: SimulationResult) -> None:
 
 @tensorlights.command("generate")
 @_source_options
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="File to write (.json or .toml).",
-)
-def generate_cmd(output: Path, **source: Any) -> None:
+@output_option((".json", ".toml"), required=True, help="Instance file to write")
+@json_option
+def generate_cmd(output: Path, as_json: bool, **source: Any) -> None:
     """Write a seeded synthetic instance (models drawn from the shipped DNN profiles)."""
     source["generate"] = True
     inst = _load(**source)
     inst.save(output)
     err_console.print(f"wrote {output}: {inst.n_jobs} jobs on {inst.n_hosts} hosts")
+    if as_json:
+        print_json({"output": str(output), "jobs": inst.n_jobs, "hosts": inst.n_hosts})
+
+
+_jitter_option = click.option(
+    "--jitter",
+    type=FiniteFloat(min=0),
+    default=0.0,
+    show_default=True,
+    callback=_jitter,
+    help="Per-flow share weights drawn from U[1-j, 1+j] (worker stragglers), j in [0, 1).",
+)
+_period_option = click.option(
+    "--period",
+    type=FiniteFloat(min=0, min_open=True),
+    default=None,
+    help="Rotation period in seconds (default: median standalone iteration time).",
+)
 
 
 @tensorlights.command("simulate")
 @_source_options
 @click.option(
-    "--policy", type=click.Choice(_POLICIES), default="fair", show_default=True, help="NIC sharing."
-)
-@click.option("--order", default=None, help="Global job order, most urgent first, e.g. 2,0,1.")
-@click.option(
-    "--period",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Rotation period in seconds (default: median standalone iteration time).",
-)
-@click.option(
-    "--jitter",
-    type=click.FloatRange(min=0, max=1, max_open=True),
-    default=0.0,
+    "--algorithm",
+    "--policy",
+    "algorithm",
+    type=click.Choice(_ALGORITHMS),
+    default="fair",
     show_default=True,
-    help="Per-flow share weights drawn from U[1-j, 1+j] (worker stragglers).",
+    help="NIC sharing policy (smith: strict priority in Smith's order).",
 )
+@click.option(
+    "--order",
+    type=NumberList(int, min=0),
+    default=None,
+    help="Global job order, most urgent first, e.g. 2,0,1.",
+)
+@_period_option
+@_jitter_option
 @click.option("--uncoordinated", is_flag=True, help="Hosts do not agree on the order/phase.")
 @click.option(
     "--engine", type=click.Choice(["numba", "python"]), default="numba", show_default=True
 )
 @json_option
 def simulate_cmd(
-    policy: str,
-    order: str | None,
+    algorithm: str,
+    order: tuple[int, ...] | None,
     period: float | None,
     jitter: float,
     uncoordinated: bool,
@@ -188,53 +254,69 @@ def simulate_cmd(
     as_json: bool,
     **source: Any,
 ) -> None:
-    """Simulate every job to completion under one NIC-sharing policy."""
-    from optsched.placement.tensorlights import simulate
+    """Simulate every job to completion under one NIC-sharing policy, and validate the run."""
+    from optsched.tensorlights import run, validate
 
     inst = _load(**source)
-    res = simulate(
-        inst,
-        policy,  # type: ignore[arg-type]
-        order=_parse_order(order),
-        rotation_period=period,
-        coordinated=not uncoordinated,
-        jitter=jitter,
-        seed=source["seed"],
-        engine=engine,  # type: ignore[arg-type]
-    )
+    options: dict[str, Any] = {"jitter": jitter, "seed": source["seed"], "engine": engine}
+    if order is not None:
+        options["order"] = list(order)
+    if period is not None:
+        options["period"] = period
+    if uncoordinated:
+        options["coordinated"] = False
+    with _flag_names():
+        for name in ("order", "period", "coordinated"):
+            if name in options and algorithm in ("fair", "smith"):
+                flag = {"coordinated": "--uncoordinated"}.get(name, f"--{name}")
+                raise InvalidInstanceError(flag, f"does not apply to --algorithm {algorithm}")
+        if "period" in options and algorithm == "priority":
+            raise InvalidInstanceError("--period", "applies to rotate and one-green only")
+        res = run(inst, algorithm, **options)
+    report = validate(inst, res)
+    report.raise_if_invalid()
     if as_json:
-        print_json({"instance": {"jobs": inst.n_jobs, "hosts": inst.n_hosts}, **res.to_dict()})
+        print_json(
+            {
+                "instance": {"jobs": inst.n_jobs, "hosts": inst.n_hosts},
+                "algorithm": algorithm,
+                **res.to_dict(),
+                "valid": report.ok,
+            }
+        )
         return
-    _job_table(f"tensorlights simulate --policy {policy}", res)
+    _job_table(f"tensorlights simulate --algorithm {algorithm}", res)
 
 
 @tensorlights.command("compare")
 @_source_options
-@click.option("--period", type=click.FloatRange(min=0, min_open=True), default=None)
-@click.option(
-    "--jitter",
-    type=click.FloatRange(min=0, max=1, max_open=True),
-    default=0.0,
-    show_default=True,
-)
+@_period_option
+@_jitter_option
+@output_option((".png", ".svg", ".pdf"), help="Also write a JCT plot of the policies")
 @json_option
-def compare_cmd(period: float | None, jitter: float, as_json: bool, **source: Any) -> None:
+def compare_cmd(
+    period: float | None, jitter: float, output: Path | None, as_json: bool, **source: Any
+) -> None:
     """Run every policy on the same instance (priority uses the Smith order)."""
     from rich.table import Table
 
-    from optsched.placement.tensorlights import compare_policies, simulate, smith_order
+    from optsched.tensorlights import fair as fair_sharing
+    from optsched.tensorlights import one_green, rotate, smith
 
     inst = _load(**source)
-    results = compare_policies(
-        inst,
-        ("fair", "rotate", "one-green"),
-        rotation_period=period,
-        jitter=jitter,
-        seed=source["seed"],
-    )
-    results["priority"] = simulate(
-        inst, "priority", order=smith_order(inst, "mean-jct"), jitter=jitter, seed=source["seed"]
-    )
+    seed = source["seed"]
+    with _flag_names():
+        results = {
+            "fair": fair_sharing(inst, jitter=jitter, seed=seed),
+            "rotate": rotate(inst, period=period, jitter=jitter, seed=seed),
+            "one-green": one_green(inst, period=period, jitter=jitter, seed=seed),
+            "priority": smith(inst, objective="mean-jct", jitter=jitter, seed=seed),
+        }
+    if output is not None:
+        from optsched.report.tensorlights import plot_jct
+
+        plot_jct(results).savefig(output)
+        err_console.print(f"wrote {output}")
     if as_json:
         print_json(
             {
@@ -261,34 +343,60 @@ def compare_cmd(period: float | None, jitter: float, as_json: bool, **source: An
 @_source_options
 @click.option("--objective", type=click.Choice(_OBJECTIVES), default="mean-jct", show_default=True)
 @click.option(
-    "--max-jobs",
+    "--node-limit",
     type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Refuse larger instances (the search simulates J! orders).",
+    default=None,
+    help="Simulate at most this many orders; fewer than J! stops short (exit 3 unless "
+    "--accept-feasible).",
+)
+@click.option(
+    "--time-limit",
+    type=FiniteFloat(min=0, min_open=True),
+    default=None,
+    help="Seconds; past it the search stops short the same way.",
+)
+@click.option(
+    "--accept-feasible",
+    is_flag=True,
+    help="Report the incumbent of a stopped search instead of failing (exit 0 instead of 3).",
 )
 @json_option
-def best_order_cmd(objective: str, max_jobs: int, as_json: bool, **source: Any) -> None:
-    """Exact best static priority order by brute force, beside Smith's rule."""
-    from optsched.placement.tensorlights import best_static_order
+def best_order_cmd(
+    objective: str,
+    node_limit: int | None,
+    time_limit: float | None,
+    accept_feasible: bool,
+    as_json: bool,
+    **source: Any,
+) -> None:
+    """Exact best static priority order (every permutation simulated), beside Smith's rule."""
+    from optsched.tensorlights import solve
 
     inst = _load(**source)
-    with err_console.status(f"simulating all {inst.n_jobs}! orders ..."):
-        search = best_static_order(inst, objective, max_jobs=max_jobs)  # type: ignore[arg-type]
+    with err_console.status(f"simulating up to {inst.n_jobs}! orders ..."), _flag_names():
+        result = solve(
+            inst,
+            objective,  # type: ignore[arg-type]
+            node_limit=node_limit,
+            time_limit=time_limit,
+            accept_feasible=accept_feasible,
+        )
     names = inst.job_names()
-    data = search.to_dict()
-    data["best_order_names"] = [names[j] for j in search.best_order]
-    data["rule_order_names"] = [names[j] for j in search.rule_order]
+    data = result.to_dict()
+    data["best_order_names"] = [names[j] for j in result.extra["best_order"]]
+    data["rule_order_names"] = [names[j] for j in result.extra["rule_order"]]
     if as_json:
         print_json(data)
         return
+    best = " > ".join(data["best_order_names"])
+    rule = " > ".join(data["rule_order_names"])
+    proven = "proven optimal here" if data["rule_proven"] else "not proven here"
     err_console.print(
-        f"{objective}: best {search.best_value:.4f} with {' > '.join(data['best_order_names'])}\n"
-        f"Smith's rule {search.rule_value:.4f} with {' > '.join(data['rule_order_names'])}"
-        f" ({'proven optimal here' if search.rule_proven else 'not proven here'}; "
+        f"{objective}: {result.status.value} {result.objective:.4f} with {best}"
+        f" (bound {result.bound:.4f}, {result.message})\n"
+        f"Smith's rule {data['rule_value']:.4f} with {rule} ({proven}; "
         f"gap {data['rule_gap']:.2%})\n"
-        f"worst order {search.worst_value:.4f}; fair sharing {search.fair_value:.4f}; "
-        f"{search.n_orders} orders"
+        f"worst order seen {data['worst_value']:.4f}; fair sharing {data['fair_value']:.4f}"
     )
 
 

@@ -1,10 +1,10 @@
 r"""Event-driven fluid simulation of parameter-server broadcasts sharing host NICs.
 
-Two implementations of one algorithm, kept side by side and checked against each other by a
-property test: :func:`simulate_kernel` (Numba, arrays only) and :func:`simulate_reference`
-(plain Python, lists and dictionaries, written independently). Validation, defaults and
-documentation of the model live in :mod:`optsched.placement.tensorlights`; these functions
-trust their arrays.
+One of two implementations of one algorithm, checked against each other by a property test:
+:func:`simulate_kernel` here (Numba, arrays only) and
+:func:`~optsched.tensorlights.reference.simulate_reference` (plain Python, lists and dictionaries,
+written independently). Validation, budgets, defaults and documentation of the model live in
+:mod:`optsched.tensorlights.simulator`; these functions trust their arrays.
 
 Model in one paragraph (see the module above for the full statement): job ``j`` repeats
 ``iterations[j]`` times a compute phase of ``compute[j]`` seconds followed by a communication
@@ -18,12 +18,17 @@ Priority levels: ``mode`` 0 is fair sharing (one level); 1 is static priority (`
 0 most urgent); 2 rotates the levels every ``period`` seconds, job ``j``'s level at rotation
 index ``r`` being ``(level[h, j] - r) mod n_levels``; 3 is the one-green variant of 2, where the
 job at rotated level 0 is urgent and every other job shares the second level.
+
+Bounded loops. Every inner loop runs over jobs, flows or hosts. The event loop runs at most
+``max_events`` times, a number the wrapper derives from the instance (each event starts a
+broadcast, finishes a flow or crosses a rotation boundary while a flow is unfinished) and checks
+against :data:`optsched.limits.Budget.max_events` before calling. The rotation index after a jump
+over idle time is computed in closed form (:func:`rotation_index`), never period by period.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -35,9 +40,8 @@ __all__ = [
     "MODE_ONE_GREEN",
     "MODE_PRIORITY",
     "MODE_ROTATE",
-    "ReferenceRun",
+    "rotation_index",
     "simulate_kernel",
-    "simulate_reference",
 ]
 
 MODE_FAIR = 0
@@ -65,6 +69,27 @@ def _level_at(base: int, mode: int, rot: int, n_levels: int) -> int:
 
 
 @numba.njit(cache=True)
+def rotation_index(t: float, period: float, rot: int) -> int:
+    r"""Rotation index at time ``t``: the largest :math:`r \ge` ``rot`` with :math:`r \Delta \le t`.
+
+    "At or before ``t``" allows :data:`EPS_TIME_REL` of slack. Closed form
+    :math:`\lfloor t / \Delta \rfloor`, then at most two corrections each way for the rounding
+    of the division (its error is below one unit in the last place, so one would do), so the
+    cost is :math:`O(1)` however many idle periods ``t`` jumps over. The caller guarantees
+    :math:`t / \Delta \le 10^9`, so :math:`r` is exact in float64 and int64.
+    """
+    slack = t + EPS_TIME_REL * max(1.0, abs(t))
+    r = math.floor(slack / period)
+    for _ in range(2):
+        if (r + 1) * period <= slack:
+            r += 1
+    for _ in range(2):
+        if r > 0 and r * period > slack:
+            r -= 1
+    return max(r, rot)
+
+
+@numba.njit(cache=True)
 def simulate_kernel(
     bandwidth: np.ndarray,
     compute: np.ndarray,
@@ -79,6 +104,7 @@ def simulate_kernel(
     period: float,
     n_levels: int,
     trace_capacity: int,
+    max_events: int,
 ) -> tuple[
     np.ndarray,
     np.ndarray,
@@ -89,6 +115,8 @@ def simulate_kernel(
     np.ndarray,
     np.ndarray,
     np.ndarray,
+    np.ndarray,
+    bool,
 ]:
     """Simulate to completion; see the module docstring for the model.
 
@@ -113,6 +141,8 @@ def simulate_kernel(
         Modulus of the rotation (the number of jobs).
     trace_capacity : int
         Segments to record (0 for none).
+    max_events : int
+        Most events to simulate (the proven bound; the run stops there if it is reached).
 
     Returns
     -------
@@ -127,6 +157,10 @@ def simulate_kernel(
         Total rate granted on each host in each segment.
     seg_active : float64 (trace_capacity, H)
         1 where the host had an unfinished flow in the segment, else 0.
+    seg_rate : float64 (trace_capacity, J, H)
+        Rate granted to each job's flows on each host in each segment.
+    completed : bool
+        Whether every job finished within ``max_events`` events.
     """
     n_jobs = compute.shape[0]
     n_hosts = bandwidth.shape[0]
@@ -141,6 +175,7 @@ def simulate_kernel(
     seg_time = np.zeros(cap + 1)
     seg_used = np.zeros((cap, n_hosts))
     seg_active = np.zeros((cap, n_hosts))
+    seg_rate = np.zeros((cap, n_jobs, n_hosts))
 
     flow_job = np.empty(n_flows, dtype=np.int64)
     for j in range(n_jobs):
@@ -167,7 +202,7 @@ def simulate_kernel(
     finished = 0
     n_seg = 0
     big = np.iinfo(np.int64).max
-    while finished < n_jobs:
+    while finished < n_jobs and n_seg < max_events:
         eps_t = EPS_TIME_REL * max(1.0, abs(t))
         # Compute phases that end now start their broadcast.
         for j in range(n_jobs):
@@ -234,13 +269,15 @@ def simulate_kernel(
             for h in range(n_hosts):
                 seg_used[n_seg, h] = used[h]
                 seg_active[n_seg, h] = 1.0 if host_active[h] else 0.0
+            for f in range(n_flows):
+                if rate[f] > 0.0:
+                    seg_rate[n_seg, flow_job[f], flow_host[f]] += rate[f]
         n_seg += 1
         t = next_boundary if boundary else t + dt
         if rotating:
-            eps_t = EPS_TIME_REL * max(1.0, abs(t))
-            while next_boundary <= t + eps_t:
-                rot += 1
-                next_boundary = (rot + 1) * period
+            # Closed form: a jump over many idle periods costs O(1).
+            rot = rotation_index(t, period, rot)
+            next_boundary = (rot + 1) * period
         # Finished flows; a job whose last flow finished ends its iteration.
         for f in range(n_flows):
             if active[f] and rem[f] <= EPS_BYTES_REL * flow_bytes[f]:
@@ -270,146 +307,6 @@ def simulate_kernel(
         seg_time,
         seg_used,
         seg_active,
+        seg_rate,
+        finished == n_jobs,
     )
-
-
-@dataclass
-class ReferenceRun:
-    """Output of :func:`simulate_reference`.
-
-    Times are keyed by ``(job, iteration)`` or ``(iteration, flow)``; ``segments`` holds
-    ``(t0, t1, used per host, active per host)``.
-    """
-
-    iter_end: dict[tuple[int, int], float]
-    comm_start: dict[tuple[int, int], float]
-    flow_finish: dict[tuple[int, int], float]
-    busy_bytes: list[float]
-    busy_time: list[float]
-    segments: list[tuple[float, float, list[float], list[bool]]]
-
-
-def simulate_reference(
-    bandwidth_a: np.ndarray,
-    compute_a: np.ndarray,
-    start_a: np.ndarray,
-    iterations_a: np.ndarray,
-    job_flow_start_a: np.ndarray,
-    flow_host_a: np.ndarray,
-    flow_bytes_a: np.ndarray,
-    flow_weight_a: np.ndarray,
-    level_a: np.ndarray,
-    mode: int,
-    period: float,
-    n_levels: int,
-) -> ReferenceRun:
-    """Plain-Python reference of :func:`simulate_kernel` (same model, written independently).
-
-    Takes the kernel's arrays (without ``trace_capacity``), converts them to Python lists and
-    simulates with dictionaries of unfinished flows; returns a :class:`ReferenceRun`.
-    """
-    bandwidth: list[float] = bandwidth_a.tolist()
-    compute: list[float] = compute_a.tolist()
-    start: list[float] = start_a.tolist()
-    iterations: list[int] = iterations_a.tolist()
-    job_flow_start: list[int] = job_flow_start_a.tolist()
-    flow_host: list[int] = flow_host_a.tolist()
-    flow_bytes: list[float] = flow_bytes_a.tolist()
-    flow_weight: list[list[float]] = flow_weight_a.tolist()
-    level: list[list[int]] = level_a.tolist()
-    n_jobs = len(compute)
-    n_hosts = len(bandwidth)
-    flows_of = {
-        j: list(range(int(job_flow_start[j]), int(job_flow_start[j + 1]))) for j in range(n_jobs)
-    }
-
-    def current_level(j: int, h: int, rot: int) -> int:
-        base = int(level[h][j])
-        if mode == MODE_FAIR:
-            return 0
-        if mode == MODE_PRIORITY:
-            return base
-        shifted = (base - rot) % n_levels
-        if mode == MODE_ROTATE:
-            return shifted
-        return 0 if shifted == 0 else 1
-
-    # Per job: either ("compute", ready_time), ("comm", {flow: remaining}) or ("done",).
-    state: dict[int, tuple] = {
-        j: ("compute", float(start[j]) + float(compute[j])) for j in range(n_jobs)
-    }
-    iteration = dict.fromkeys(range(n_jobs), 0)
-    out_end: dict[tuple[int, int], float] = {}
-    out_comm: dict[tuple[int, int], float] = {}
-    out_flow: dict[tuple[int, int], float] = {}
-    busy_bytes = [0.0] * n_hosts
-    busy_time = [0.0] * n_hosts
-    segments: list[tuple[float, float, list[float], list[bool]]] = []
-    now = 0.0
-    rot = 0
-    rotating = mode in (MODE_ROTATE, MODE_ONE_GREEN)
-
-    while any(s[0] != "done" for s in state.values()):
-        tol = EPS_TIME_REL * max(1.0, abs(now))
-        for j in range(n_jobs):
-            if state[j][0] == "compute" and state[j][1] <= now + tol:
-                out_comm[(j, iteration[j])] = now
-                state[j] = ("comm", {f: float(flow_bytes[f]) for f in flows_of[j]})
-        # Group the unfinished flows by host, keep the most urgent level, split by weight.
-        by_host: dict[int, list[tuple[int, int, float]]] = {}
-        for j in range(n_jobs):
-            if state[j][0] == "comm":
-                w_row = flow_weight[iteration[j]]
-                for f in state[j][1]:
-                    h = int(flow_host[f])
-                    by_host.setdefault(h, []).append((f, current_level(j, h, rot), float(w_row[f])))
-        rates: dict[int, float] = {}
-        for h, entries in by_host.items():
-            top = min(lv for _, lv, _ in entries)
-            total = sum(w for _, lv, w in entries if lv == top)
-            for f, lv, w in entries:
-                rates[f] = float(bandwidth[h]) * w / total if lv == top else 0.0
-        candidates = [s[1] - now for s in state.values() if s[0] == "compute"] + [
-            s[1][f] / rates[f]
-            for s in state.values()
-            if s[0] == "comm"
-            for f in s[1]
-            if rates[f] > 0
-        ]
-        step = min(candidates) if candidates else math.inf
-        crossing = False
-        if rotating and by_host:
-            to_boundary = (rot + 1) * period - now
-            if to_boundary <= step:
-                step, crossing = to_boundary, True
-        step = max(step, 0.0)
-        used = [0.0] * n_hosts
-        for f, r in rates.items():
-            used[int(flow_host[f])] += r
-        activity = [h in by_host for h in range(n_hosts)]
-        for h in range(n_hosts):
-            busy_bytes[h] += used[h] * step
-            if activity[h]:
-                busy_time[h] += step
-        segments.append((now, now + step, used, activity))
-        now = (rot + 1) * period if crossing else now + step
-        if rotating:
-            while (rot + 1) * period <= now + EPS_TIME_REL * max(1.0, abs(now)):
-                rot += 1
-        for j in range(n_jobs):
-            if state[j][0] != "comm":
-                continue
-            remaining = state[j][1]
-            for f in list(remaining):
-                remaining[f] -= rates[f] * step
-                if remaining[f] <= EPS_BYTES_REL * float(flow_bytes[f]):
-                    del remaining[f]
-                    out_flow[(iteration[j], f)] = now
-            if not remaining:
-                out_end[(j, iteration[j])] = now
-                iteration[j] += 1
-                if iteration[j] == int(iterations[j]):
-                    state[j] = ("done",)
-                else:
-                    state[j] = ("compute", now + float(compute[j]))
-    return ReferenceRun(out_end, out_comm, out_flow, busy_bytes, busy_time, segments)

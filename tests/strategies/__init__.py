@@ -1,0 +1,1 @@
+"""Shared Hypothesis strategies and builders, one module per family."""
