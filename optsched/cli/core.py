@@ -28,7 +28,7 @@ SCHEMAS: dict[str, str] = {
     "dnn-profile": "optsched.profiles:profile_schema",
     "tensorlights-instance": "optsched.placement.tensorlights:instance_schema",
     "placement-instance": "optsched.placement.instance:instance_schema",
-    "placement": "optsched.placement.placement:placement_schema",
+    "placement": "optsched.placement.solution:placement_schema",
 }
 
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->
@@ -36,7 +36,7 @@ SCHEMAS: dict[str, str] = {
 VALIDATORS: dict[str, str] = {
     "oasis-instance": "optsched.jobs.cli_support:validate_files",
     "tensorlights-instance": "optsched.placement.tensorlights:validate_files",
-    "placement-instance": "optsched.placement.placement:validate_files",
+    "placement-instance": "optsched.cli.placement:validate_files",
 }
 
 

@@ -52,28 +52,34 @@ constraints", INFORMS J. Computing 21(1), 2009.
 from __future__ import annotations
 
 import itertools
+import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from optsched.cluster import Server
-from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
-from optsched.placement.placement import Placement
+from optsched.errors import ModelError
+from optsched.placement.instance import PlacementInstance
+from optsched.placement.solution import Placement
+from optsched.tolerances import FIT_TOL
 
 __all__ = [
     "INTEGRALITY_TOL",
     "SYMMETRY_MODES",
     "PlacementModel",
     "allowed_servers",
+    "chosen",
     "server_capacity",
     "server_classes",
     "server_order",
     "server_symmetry",
     "task_assignment",
 ]
+
+T = TypeVar("T")
 
 #: A binary whose value is within this of 1 counts as 1 when decoding a solution.
 INTEGRALITY_TOL = 1e-4
@@ -148,7 +154,7 @@ def model_size(model: Any) -> dict[str, int]:
 def allowed_servers(instance: PlacementInstance) -> list[list[int]]:
     """For every task, the servers it fits on alone (all resources at once)."""
     demand, capacity = instance.demand, instance.capacity
-    slack = CAPACITY_TOL * np.maximum(1.0, np.abs(capacity))
+    slack = FIT_TOL * np.maximum(1.0, np.abs(capacity))
     ok = np.all(demand[:, None, :] <= (capacity + slack)[None, :, :], axis=2)
     return [[int(h) for h in np.flatnonzero(row)] for row in ok]
 
@@ -370,6 +376,32 @@ def binary_value(var: Any) -> bool:
 
     value = pyo.value(var, exception=False)
     return value is not None and value > 1.0 - INTEGRALITY_TOL
+
+
+def chosen(variables: Mapping[T, Any]) -> T:
+    r"""The option whose solved binary ``variables[option]`` is largest.
+
+    An assignment row :math:`\sum_o x_o = 1` of a solved model has one binary at 1 up to
+    the solver's feasibility tolerance, which is relative to the model's coefficients; taking
+    the largest (rather than testing each against a fixed threshold) decodes every solution
+    the solver accepts. The independent validator then checks the decoded placement.
+
+    Raises
+    ------
+    ModelError
+        No option has a value (the model was not solved).
+    """
+    import pyomo.environ as pyo
+
+    best: T | None = None
+    best_value = -math.inf
+    for option, var in variables.items():
+        value = pyo.value(var, exception=False)
+        if value is not None and value > best_value:
+            best, best_value = option, float(value)
+    if best is None:
+        raise ModelError("the solved model holds no value for an assignment row")
+    return best
 
 
 def integer_value(var: Any) -> int:
