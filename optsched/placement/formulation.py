@@ -40,7 +40,7 @@ Every builder takes ``symmetry`` (:data:`SYMMETRY_MODES`):
     ``server_order``). They are valid (brute force agrees on every objective) but, with HiGHS,
     they get in the way of its orbital methods and usually slow the solve down.
 ``"none"``
-    Neither: the model has no symmetry constraints and :func:`~optsched.placement.solve_placement`
+    Neither: the model has no symmetry constraints and :func:`~optsched.placement.solve`
     also switches HiGHS's symmetry detection off (the baseline of the benchmark).
 
 References
@@ -61,13 +61,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from optsched.cluster import Server
-from optsched.errors import ModelError
+from optsched.errors import InvalidInstanceError, ModelError
 from optsched.placement.instance import PlacementInstance
 from optsched.placement.solution import Placement
 from optsched.tolerances import FIT_TOL
 
 __all__ = [
-    "INTEGRALITY_TOL",
     "SYMMETRY_MODES",
     "PlacementModel",
     "allowed_servers",
@@ -81,8 +80,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: A binary whose value is within this of 1 counts as 1 when decoding a solution.
-INTEGRALITY_TOL = 1e-4
 #: Ways of handling the symmetry between interchangeable servers (see the module notes).
 SYMMETRY_MODES: tuple[str, ...] = ("solver", "constraints", "none")
 
@@ -92,11 +89,13 @@ def check_symmetry(mode: str) -> bool:
 
     Raises
     ------
-    ValueError
-        ``mode`` is not in :data:`SYMMETRY_MODES`.
+    InvalidInstanceError
+        ``mode`` is not in :data:`SYMMETRY_MODES` (field ``symmetry``).
     """
     if mode not in SYMMETRY_MODES:
-        raise ValueError(f"symmetry must be one of {SYMMETRY_MODES}, got {mode!r}")
+        raise InvalidInstanceError(
+            "symmetry", f"symmetry must be one of {SYMMETRY_MODES}, got {mode!r}"
+        )
     return mode == "constraints"
 
 
@@ -368,14 +367,6 @@ def colocation_pairs(
         if (a, h) in present and (b, h) in present
     ]
     return pair_weight, triples
-
-
-def binary_value(var: Any) -> bool:
-    """Whether a solved binary (or 0/1 expression) is 1, up to :data:`INTEGRALITY_TOL`."""
-    import pyomo.environ as pyo
-
-    value = pyo.value(var, exception=False)
-    return value is not None and value > 1.0 - INTEGRALITY_TOL
 
 
 def chosen(variables: Mapping[T, Any]) -> T:

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from optsched.errors import InvalidInstanceError, OptschedError
+from optsched.limits import check_size
 from optsched.placement.instance import PlacementInstance
 from optsched.placement.solution import Placement
 from optsched.tolerances import FIT_TOL
@@ -268,6 +269,9 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
     """
     from optsched.errors import ModelError
 
+    # Every task scans every slot: bound the scan before starting it.
+    slots = sum(s.gpus + 1 for s in instance.servers)
+    check_size("jobs", len(instance.tasks) * slots, "max_events", "task-slot pairs")
     state = _State(instance)
     gpu_col = instance.resources.index("gpu") if "gpu" in instance.resources else None
     c = instance.pair_coefficients

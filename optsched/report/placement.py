@@ -66,7 +66,9 @@ def plot_gap_table(
 
     table = gap_table(comparison)
     if ax is None:
-        fig = Figure(figsize=(1.4 * len(table.columns) + 2.5, 0.45 * len(table) + 1.5))
+        fig = Figure(
+            figsize=(1.4 * len(table.columns) + 3.0, 0.45 * len(table) + 1.5), layout="constrained"
+        )
         ax = fig.add_subplot()
     figure = ax.get_figure()
     assert figure is not None
