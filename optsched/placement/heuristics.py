@@ -270,8 +270,8 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
     from optsched.errors import ModelError
 
     # Every task scans every slot: bound the scan before starting it.
-    slots = sum(s.gpus + 1 for s in instance.servers)
-    check_size("jobs", len(instance.tasks) * slots, "max_events", "task-slot pairs")
+    n_slots = sum(s.gpus + 1 for s in instance.servers)
+    check_size("jobs", len(instance.tasks) * n_slots, "max_events", "task-slot pairs")
     state = _State(instance)
     gpu_col = instance.resources.index("gpu") if "gpu" in instance.resources else None
     c = instance.pair_coefficients
