@@ -20,9 +20,10 @@ from optsched.placement import (
     validate,
 )
 from optsched.placement.compare import compare, relative_gap
+from optsched.tolerances import RATIO_TOL
 
 #: A heuristic value may undercut the optimum by at most this (relative, floor 1).
-VALUE_TOL = 1e-6
+VALUE_TOL = RATIO_TOL
 
 
 def _one_resource(sizes: list[float], capacity: float, servers: int) -> PlacementInstance:
