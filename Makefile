@@ -26,6 +26,10 @@ $(VENV)/.docs: pyproject.toml | $(PY)
 	$(PIP) install -e '.[docs]'
 	@touch $@
 
+$(VENV)/.bench: pyproject.toml | $(PY)
+	$(PIP) install -e '.[bench]'
+	@touch $@
+
 $(VENV)/.lint: pyproject.toml | $(PY)
 	$(PIP) install -e '.[lint,test]'
 	@touch $@
@@ -37,8 +41,11 @@ test: $(VENV)/.test
 	$(PY) -W error -c "import optsched"
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider
 
-bench: $(VENV)/.core
-	$(PY) benchmarks/run.py
+# Results go to an ignored directory so that a run leaves the working tree clean; pass
+# BENCH_OUT=benchmarks/results to refresh the committed reference tables.
+BENCH_OUT ?= benchmarks/results/latest
+bench: $(VENV)/.bench
+	$(PY) benchmarks/run.py --out $(BENCH_OUT)
 
 docs: $(VENV)/.docs
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html

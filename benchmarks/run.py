@@ -1,4 +1,4 @@
-"""Run every ``benchmarks/bench_*.py`` and write JSON + Markdown tables to ``benchmarks/results/``.
+"""Run every ``benchmarks/bench_*.py`` and write JSON + Markdown tables (``--out``).
 
 Each benchmark module defines ``run(quick: bool = False) -> dict`` returning::
 
@@ -10,7 +10,11 @@ Each benchmark module defines ``run(quick: bool = False) -> dict`` returning::
 Results are written as each benchmark finishes, so an interrupted run keeps what it measured.
 Speed is reported as ratios measured within one run (DESIGN §4), never asserted.
 
-Usage: ``python benchmarks/run.py [--quick] [--only NAME ...]``
+Usage: ``python benchmarks/run.py [--quick] [--only NAME ...] [--out DIR]``
+
+``make bench`` writes into ``benchmarks/results/latest/``, which git ignores, so a run leaves the
+working tree clean; the reference tables committed in ``benchmarks/results/`` are refreshed on
+purpose with ``make bench BENCH_OUT=benchmarks/results``.
 """
 
 from __future__ import annotations
@@ -66,8 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--only", nargs="*", default=None, help="benchmark file stems to run")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / "latest", help="directory for the result tables"
+    )
     args = parser.parse_args(argv)
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     files = sorted(HERE.glob("bench_*.py"))
     if args.only:
         files = [
@@ -93,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         result["machine"] = machine
         result["quick"] = args.quick
         name = result["name"]
-        (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+        (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
         md = to_markdown(result)
-        (RESULTS / f"{name}.md").write_text(md)
+        (out / f"{name}.md").write_text(md)
         sections.append(md)
         print(md, file=sys.stderr, flush=True)
     if not args.only:
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Python {machine['python']} on {machine['platform']}"
             f"{' (quick sizes)' if args.quick else ''}.\n\n"
         )
-        (RESULTS / "README.md").write_text(header + "\n".join(sections))
+        (out / "README.md").write_text(header + "\n".join(sections))
     return 1 if failures else 0
 
 

@@ -87,7 +87,55 @@ def validate_cmd(instance: Path, schedule: Path | None, as_json: bool) -> None:
         raise click.exceptions.Exit(2)
 
 
+@click.command("solvers")
+@json_option
+def solvers_cmd(as_json: bool) -> None:
+    """List the solvers optsched knows, whether each is installed, and how to install it."""
+    from optsched.solvers import SOLVERS, available_solvers
+
+    present = set(available_solvers())
+    rows: list[dict[str, Any]] = [
+        {
+            "name": info.name,
+            "installed": info.name in present,
+            "frontends": list(info.frontends),
+            "mip": info.mip,
+            "install": info.install,
+        }
+        for info in SOLVERS.values()
+    ]
+    if as_json:
+        print_json({"solvers": rows})
+        return
+    for row in rows:
+        mark = "installed" if row["installed"] else f"missing ({row['install']})"
+        kind = "MILP" if row["mip"] else "LP/conic"
+        err_console.print(
+            f"{row['name']:<12} {kind:<9} {'/'.join(row['frontends']):<13} {mark}",
+            highlight=False,
+            markup=False,
+        )
+
+
+@click.command("limits")
+@json_option
+def limits_cmd(as_json: bool) -> None:
+    """Print the size budgets in force (raise one with the environment variable OPTSCHED_<NAME>)."""
+    from optsched import limits
+
+    budget = limits.current().describe()
+    if as_json:
+        print_json({"limits": budget})
+        return
+    for name, value in budget.items():
+        err_console.print(
+            f"{name:<22} {value:>16,}   OPTSCHED_{name.upper()}", highlight=False, markup=False
+        )
+
+
 def register(group: click.Group) -> None:
-    """Add ``schema`` and ``validate`` to the root command."""
+    """Add ``schema``, ``validate``, ``solvers`` and ``limits`` to the root command."""
     group.add_command(schema_cmd)
     group.add_command(validate_cmd)
+    group.add_command(solvers_cmd)
+    group.add_command(limits_cmd)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
 from optsched.solvers.registry import SOLVERS, SolverInfo, available_solvers
 from optsched.solvers.result import SolutionStatus, SolveResult, Status, TerminationCondition
 
 __all__ = [
     "DEFAULT_MIP_GAP",
     "SOLVERS",
+    "LinearProgram",
+    "MatrixSolution",
     "SolutionStatus",
     "SolveResult",
     "SolverInfo",
@@ -23,6 +26,7 @@ __all__ = [
     "TerminationCondition",
     "available_solvers",
     "solve",
+    "solve_matrix",
 ]
 
 

@@ -1,7 +1,8 @@
 """Solve Pyomo models: HiGHS through ``pyomo.contrib.solver`` by default, any Pyomo solver by name.
 
-This is one of the two places in optsched that import a solver interface (the other is
-:mod:`optsched.solvers.cvxpy`). Formulation modules build a Pyomo model and hand it here.
+Together with :mod:`optsched.solvers.cvxpy` and :mod:`optsched.solvers.highs` (matrices straight
+into HiGHS), this is where optsched calls a solver. Formulation modules build a Pyomo model and
+hand it here.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 from typing import Any
 
 from optsched.errors import NotOptimalError, SolverUnavailableError
+from optsched.solvers.highs import HIGHS_MIP_SAFE_OPTIONS, HIGHS_STATUS_MAP
 from optsched.solvers.registry import require
 from optsched.solvers.result import (
     SolutionStatus,
@@ -22,31 +24,6 @@ from optsched.solvers.result import (
 __all__ = ["HIGHS_STATUS_MAP", "PYOMO_TERMINATION_MAP", "solve_pyomo"]
 
 TC = TerminationCondition
-
-#: Every native HiGHS model status (``highspy.HighsModelStatus``) mapped onto
-#: :class:`TerminationCondition`. A test checks the map is total.
-HIGHS_STATUS_MAP: dict[str, TerminationCondition] = {
-    "kNotset": TC.UNKNOWN,
-    "kLoadError": TC.ERROR,
-    "kModelError": TC.ERROR,
-    "kPresolveError": TC.ERROR,
-    "kSolveError": TC.NUMERICAL_ERROR,
-    "kPostsolveError": TC.NUMERICAL_ERROR,
-    "kModelEmpty": TC.OPTIMAL,
-    "kOptimal": TC.OPTIMAL,
-    "kInfeasible": TC.INFEASIBLE,
-    "kUnboundedOrInfeasible": TC.INFEASIBLE_OR_UNBOUNDED,
-    "kUnbounded": TC.UNBOUNDED,
-    "kObjectiveBound": TC.OTHER_LIMIT,
-    "kObjectiveTarget": TC.OTHER_LIMIT,
-    "kTimeLimit": TC.TIME_LIMIT,
-    "kIterationLimit": TC.ITERATION_LIMIT,
-    "kUnknown": TC.UNKNOWN,
-    "kSolutionLimit": TC.OTHER_LIMIT,
-    "kInterrupt": TC.INTERRUPTED,
-    "kMemoryLimit": TC.OTHER_LIMIT,
-    "kHighsInterrupt": TC.INTERRUPTED,
-}
 
 #: Every ``pyomo.contrib.solver`` termination condition mapped onto ours (used for solvers other
 #: than HiGHS, whose native code we cannot read).
@@ -95,13 +72,6 @@ LEGACY_TERMINATION_MAP: dict[str, TerminationCondition] = {
 }
 
 _CONTRIB_NAMES = {"highs": "highs", "scip": "scip_direct"}
-
-#: HiGHS options applied to every MIP unless the caller overrides them. HiGHS 1.12-1.15.1 MIP
-#: presolve returns a wrong "optimal" point on small OASiS models (reproduced from an MPS file
-#: with highspy alone; correct in 1.11 and with presolve off). Switching off the two presolve
-#: rules involved (bit 12 = aggregator, bit 13 = parallel rows and columns) restores the exact
-#: optimum at little cost; the exhaustive-search property tests keep watching for others.
-HIGHS_MIP_SAFE_OPTIONS: dict[str, Any] = {"presolve_rule_off": (1 << 12) | (1 << 13)}
 
 
 def _has_integers(model: Any) -> bool:

@@ -1,0 +1,61 @@
+"""Seeded synthetic allocation instances.
+
+Throughputs follow the shape of measured ones (Gavel's ``simulation_throughputs.json``): a job
+type has a base speed, each GPU type a speed-up that depends on the job type (V100 > P100 > K80,
+but by different factors), and scale factors are powers of two.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optsched.allocation.instance import AllocationInstance, AllocationJob
+
+__all__ = ["generate_instance"]
+
+
+def generate_instance(
+    n_jobs: int = 16,
+    gpu_types: tuple[str, ...] = ("v100", "p100", "k80"),
+    *,
+    gpus_per_type: int | None = None,
+    multi_gpu: bool = False,
+    seed: int = 0,
+) -> AllocationInstance:
+    """A random round: ``n_jobs`` jobs on ``gpu_types`` with ``gpus_per_type`` GPUs each.
+
+    Parameters
+    ----------
+    n_jobs : int
+    gpu_types : tuple of str
+    gpus_per_type : int, optional
+        Default ``max(1, n_jobs // 4)`` (Gavel's microbenchmark sizes the cluster so).
+    multi_gpu : bool
+        Draw scale factors from {1, 2, 4, 8} (else all 1).
+    seed : int
+
+    Examples
+    --------
+    >>> generate_instance(4, seed=1).n_jobs
+    4
+    """
+    rng = np.random.default_rng(seed)
+    k = len(gpu_types)
+    per = max(1, n_jobs // 4) if gpus_per_type is None else gpus_per_type
+    speedup = np.sort(rng.uniform(1.0, 10.0, size=(n_jobs, k)), axis=1)[:, ::-1]
+    base = rng.uniform(0.2, 5.0, size=n_jobs)
+    scale = rng.choice([1, 2, 4, 8], size=n_jobs) if multi_gpu else np.ones(n_jobs, dtype=int)
+    scale = np.minimum(scale, per)
+    jobs = [
+        AllocationJob(
+            job_id=f"job{i}",
+            throughput=tuple(float(v) for v in np.round(base[i] * speedup[i], 6)),
+            scale_factor=int(scale[i]),
+            weight=1.0,
+            steps_remaining=float(rng.integers(1_000, 100_000)),
+            time_since_start=float(rng.uniform(0, 3600)),
+            isolated_time=0.0,
+        )
+        for i in range(n_jobs)
+    ]
+    return AllocationInstance(gpu_types=tuple(gpu_types), capacity=(per,) * k, jobs=tuple(jobs))

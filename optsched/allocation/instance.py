@@ -1,0 +1,169 @@
+r"""The allocation problem of one scheduling round: jobs, GPU types, throughputs.
+
+Heterogeneity-aware allocation policies (Gavel class) decide, for the jobs active in a round, the
+fraction of time :math:`X_{mj} \in [0, 1]` job :math:`m` should spend on GPU type :math:`j`. Their
+input is the throughput :math:`T_{mj}` (steps/s of job :math:`m`'s whole gang of :math:`s_m` GPUs
+on type :math:`j`; 0 where it cannot run), the scale factors :math:`s_m`, the priority weights
+:math:`w_m`, the GPUs per type :math:`n_j`, and, for the time-based objectives, the steps each job
+has left and its history (time since arrival, time it would have had in isolation).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import Field, model_validator
+
+from optsched import limits
+from optsched._validation import Frozen
+from optsched.errors import InvalidInstanceError
+
+__all__ = ["AllocationInstance", "AllocationJob", "instance_schema", "load_instance"]
+
+
+class AllocationJob(Frozen):
+    """One active job of the round."""
+
+    job_id: str = Field(min_length=1, max_length=200)
+    """Unique name."""
+    throughput: tuple[float, ...]
+    """Steps per second of the job's whole gang on each GPU type (same order as the instance's
+    ``gpu_types``); 0 where it cannot run."""
+    scale_factor: int = Field(default=1, ge=1, le=1_000_000)
+    """GPUs the job's gang uses (all of one type)."""
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """Priority weight (larger = more share under the fairness policies)."""
+    steps_remaining: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """Steps the job still has to run."""
+    time_since_start: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Seconds since the job arrived (finish-time fairness)."""
+    isolated_time: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Seconds of progress it would have made so far with its isolated share (finish-time
+    fairness's denominator history)."""
+
+    @model_validator(mode="after")
+    def _throughputs_finite(self) -> AllocationJob:
+        for j, value in enumerate(self.throughput):
+            if not (math.isfinite(value) and value >= 0):
+                raise InvalidInstanceError(
+                    f"throughput[{j}]", f"must be a finite number >= 0, got {value}"
+                )
+        if not any(v > 0 for v in self.throughput):
+            raise InvalidInstanceError("throughput", "the job can run on no GPU type")
+        return self
+
+
+class AllocationInstance(Frozen):
+    """Every input of one round's allocation.
+
+    Examples
+    --------
+    >>> inst = AllocationInstance(
+    ...     gpu_types=("v100", "k80"), capacity=(1, 1),
+    ...     jobs=[AllocationJob(job_id="a", throughput=(4.0, 1.0)),
+    ...           AllocationJob(job_id="b", throughput=(2.0, 1.0))])
+    >>> inst.throughputs.tolist()
+    [[4.0, 1.0], [2.0, 1.0]]
+    """
+
+    kind: str = Field(default="allocation-instance", pattern="^allocation-instance$")
+    gpu_types: tuple[str, ...] = Field(min_length=1, max_length=64)
+    """GPU type names."""
+    capacity: tuple[int, ...]
+    """GPUs of each type."""
+    jobs: tuple[AllocationJob, ...]
+    """The active jobs."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AllocationInstance:
+        k = len(self.gpu_types)
+        if len(set(self.gpu_types)) != k:
+            raise InvalidInstanceError("gpu_types", "names must be unique")
+        if len(self.capacity) != k:
+            raise InvalidInstanceError(
+                "capacity", f"needs one entry per GPU type ({k}), got {len(self.capacity)}"
+            )
+        for j, c in enumerate(self.capacity):
+            if c < 0 or c > 10_000_000:
+                raise InvalidInstanceError(f"capacity[{j}]", f"must be in [0, 10^7], got {c}")
+        limits.check_size("jobs", float(len(self.jobs)) * k, "max_model_variables", "variables")
+        seen: set[str] = set()
+        for i, job in enumerate(self.jobs):
+            if len(job.throughput) != k:
+                raise InvalidInstanceError(
+                    f"jobs[{i}].throughput", f"needs one entry per GPU type ({k})"
+                )
+            if job.job_id in seen:
+                raise InvalidInstanceError(f"jobs[{i}].job_id", f"duplicate {job.job_id!r}")
+            seen.add(job.job_id)
+            fits = any(
+                t > 0 and job.scale_factor <= c
+                for t, c in zip(job.throughput, self.capacity, strict=True)
+            )
+            if not fits:
+                raise InvalidInstanceError(
+                    f"jobs[{i}].scale_factor",
+                    f"{job.scale_factor} GPUs fit on no GPU type it can run on",
+                )
+        return self
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs."""
+        return len(self.jobs)
+
+    @property
+    def n_types(self) -> int:
+        """Number of GPU types."""
+        return len(self.gpu_types)
+
+    @cached_property
+    def throughputs(self) -> NDArray[np.float64]:
+        """:math:`T`, shape (jobs, types)."""
+        return np.array([j.throughput for j in self.jobs], dtype=np.float64).reshape(
+            self.n_jobs, self.n_types
+        )
+
+    @cached_property
+    def scale_factors(self) -> NDArray[np.float64]:
+        """:math:`s_m`, shape (jobs,)."""
+        return np.array([j.scale_factor for j in self.jobs], dtype=np.float64)
+
+    @cached_property
+    def weights(self) -> NDArray[np.float64]:
+        """:math:`w_m`, shape (jobs,)."""
+        return np.array([j.weight for j in self.jobs], dtype=np.float64)
+
+    @cached_property
+    def capacities(self) -> NDArray[np.float64]:
+        """:math:`n_j`, shape (types,)."""
+        return np.array(self.capacity, dtype=np.float64)
+
+    @cached_property
+    def steps(self) -> NDArray[np.float64]:
+        """Steps remaining, shape (jobs,)."""
+        return np.array([j.steps_remaining for j in self.jobs], dtype=np.float64)
+
+    def summary(self) -> dict[str, Any]:
+        """Sizes, for reports."""
+        return {"jobs": self.n_jobs, "gpu_types": list(self.gpu_types), "gpus": list(self.capacity)}
+
+    def __repr__(self) -> str:
+        return (
+            f"AllocationInstance(jobs={self.n_jobs}, gpu_types={self.gpu_types}, "
+            f"capacity={self.capacity})"
+        )
+
+
+def load_instance(path: str) -> AllocationInstance:
+    """Read an allocation instance (JSON or TOML) through the guarded loader."""
+    return AllocationInstance.load(path)
+
+
+def instance_schema() -> dict[str, Any]:
+    """JSON Schema of the allocation-instance format."""
+    return AllocationInstance.schema()

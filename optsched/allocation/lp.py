@@ -1,0 +1,475 @@
+r"""Heterogeneity-aware allocation policies as linear programs built straight into HiGHS.
+
+Every policy optimises over the same polytope of time fractions (Gavel's base constraints):
+
+.. math::
+
+    X_{mj} \ge 0,\qquad \sum_j X_{mj} \le 1 \ \ \forall m \quad (\texttt{job\_time}),\qquad
+    \sum_m s_m X_{mj} \le n_j \ \ \forall j \quad (\texttt{type\_capacity}),
+
+with :math:`X_{mj} = 0` where job :math:`m` cannot run on type :math:`j` (zero throughput, or a
+gang larger than the type has GPUs: \texttt{gang\_fits}). With
+:math:`\theta_m(X) = \sum_j T_{mj} X_{mj}`:
+
+* ``max-min`` (LAS): :math:`\max_X \min_m \theta_m(X)\, s_m / (w_m p_m)`; the epigraph variable
+  :math:`v` gives the LP :math:`\max v` s.t. :math:`\theta_m(X) s_m/(w_m p_m) \ge v`
+  (\texttt{fair\_share}).
+* ``makespan`` (min total duration): :math:`\min_X \max_m \sigma_m / \theta_m(X)` with
+  :math:`\sigma_m` steps left. Substituting :math:`z = 1/\text{makespan}` makes it the LP
+  :math:`\max z` s.t. :math:`\theta_m(X) \ge \sigma_m z` (\texttt{finish\_by}): exact, where Gavel
+  bisects on the makespan to 5 %.
+* ``ftf`` (finish-time fairness, Themis's objective as Gavel states it):
+  :math:`\min_X \max_m \rho_m(X)`, :math:`\rho_m(X) = (t_m + \sigma_m/\theta_m(X)) / c_m` with
+  :math:`c_m = h_m + \sigma_m / q_m` (isolated time so far plus time left at the isolated share).
+  :math:`\rho_m(X) \le r \iff \theta_m(X) \ge g_m(r) = \sigma_m / (r c_m - t_m)`, so for a fixed
+  :math:`r` feasibility is an LP, and :math:`\lambda^*(r) = \max\{\lambda : \theta_m(X) \ge
+  \lambda g_m(r)\}` is at least 1 exactly when :math:`r` is achievable. We bracket
+  :math:`r^* \in [L, U]` (``L`` from every job alone on its fastest type, ``U`` from the isolated
+  allocation) and bisect, each LP warm-started from the previous basis; every feasible step also
+  lowers ``U`` to the exact :math:`\max_m \rho_m` of the allocation found. The result is proven
+  within the bracket: optimal when :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP`
+  :math:`\cdot U`.
+* ``max-sum-throughput``: :math:`\max_X \sum_m \theta_m(X)`.
+
+Heterogeneity-agnostic variants replace :math:`T` before the LP: by all ones for ``max-min``
+(equal time shares, Gavel's ``MaxMinFairnessPolicy``), by each job's throughput on a reference
+type for the others (Gavel uses ``v100``).
+
+Complexity: the LP has :math:`MK + 1` columns and :math:`2M + K` rows with :math:`3MK` non-zeros,
+built in :math:`O(MK)` vectorised numpy; ``ftf`` solves :math:`O(\log(U_0/L_0 \epsilon^{-1}))`
+such LPs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from optsched.allocation.instance import AllocationInstance
+from optsched.allocation.shares import (
+    isolated_share,
+    isolated_throughput,
+    proportional_throughput,
+)
+from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.result import (
+    SolutionStatus,
+    SolveResult,
+    Status,
+    TerminationCondition,
+    assemble,
+)
+from optsched.tolerances import OPTIMALITY_GAP
+
+__all__ = [
+    "POLICIES",
+    "Objective",
+    "effective_throughputs",
+    "feasible_mask",
+    "objective_value",
+    "solve_lp_policy",
+]
+
+Objective = Literal["max-min", "makespan", "ftf", "max-sum-throughput"]
+
+#: Policy name -> (objective, heterogeneity-aware?).
+POLICIES: dict[str, tuple[Objective, bool]] = {
+    "max-min": ("max-min", False),
+    "max-min-perf": ("max-min", True),
+    "makespan": ("makespan", False),
+    "makespan-perf": ("makespan", True),
+    "ftf": ("ftf", False),
+    "ftf-perf": ("ftf", True),
+    "max-sum-throughput-perf": ("max-sum-throughput", True),
+}
+
+#: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
+FTF_MAX_STEPS = 200
+
+
+def feasible_mask(instance: AllocationInstance) -> NDArray[np.bool_]:
+    """Where :math:`X_{mj}` may be positive: positive throughput and the gang fits the type."""
+    return (instance.throughputs > 0) & (
+        instance.scale_factors[:, None] <= instance.capacities[None, :]
+    )
+
+
+def effective_throughputs(
+    instance: AllocationInstance, aware: bool, reference: int = 0
+) -> NDArray[np.float64]:
+    """The :math:`T` a policy optimises with (see the module docstring for agnostic variants)."""
+    t = instance.throughputs
+    if aware:
+        return t
+    ref = t[:, reference : reference + 1]
+    # A job that cannot run on the reference type keeps its best throughput as its one speed.
+    ref = np.where(ref > 0, ref, t.max(axis=1, keepdims=True))
+    return np.broadcast_to(ref, t.shape) * feasible_mask(instance)
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """Jobs grouped into classes of interchangeable jobs.
+
+    Jobs whose every coefficient in a policy's LP is equal are interchangeable: averaging any
+    optimal allocation over a class keeps it feasible (the constraints are linear) and keeps the
+    objective (a max-min of linear terms, a min-max of convex ones, or a sum), so an optimum
+    exists in which a class's jobs share one row of :math:`X`. The LP is solved over classes,
+    with a class of :math:`N_c` jobs counting :math:`N_c s_c X_{cj}` GPUs of type :math:`j`.
+    With measured throughputs (a few dozen job types) this shrinks a round of thousands of jobs
+    to a few dozen rows.
+    """
+
+    rep: NDArray[np.int64]
+    inverse: NDArray[np.int64]
+    counts: NDArray[np.float64]
+    sf: NDArray[np.float64]
+    mask: NDArray[np.bool_]
+    capacities: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return int(self.rep.size)
+
+    def expand(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return x[self.inverse]
+
+
+def _classes(instance: AllocationInstance, *keys: NDArray[np.float64]) -> _Classes:
+    mask = feasible_mask(instance)
+    sf = instance.scale_factors
+    table = np.column_stack([sf, mask.astype(np.float64), *[np.asarray(k) for k in keys]])
+    _, rep, inverse, counts = np.unique(
+        table, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    return _Classes(
+        rep=rep,
+        inverse=inverse.ravel(),
+        counts=counts.astype(np.float64),
+        sf=sf[rep],
+        mask=mask[rep],
+        capacities=instance.capacities,
+    )
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The shared polytope over classes, as arrays ready for a LinearProgram."""
+
+    rows: NDArray[np.int64]
+    cols: NDArray[np.int64]
+    vals: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    n_rows: int
+
+
+def _base(cl: _Classes) -> _Base:
+    m, k = cl.n, cl.capacities.size
+    idx = np.arange(m * k)
+    job_rows = idx // k
+    type_rows = m + idx % k
+    gpus = np.repeat(cl.counts * cl.sf, k)
+    rows = np.concatenate([job_rows, type_rows])
+    cols = np.concatenate([idx, idx])
+    vals = np.concatenate([np.ones(m * k), gpus])
+    upper = cl.mask.ravel().astype(np.float64)
+    return _Base(rows, cols, vals, upper, m + k)
+
+
+def _program(
+    cl: _Classes,
+    base: _Base,
+    coef: NDArray[np.float64] | None,
+    aux: NDArray[np.float64] | None,
+    objective: NDArray[np.float64] | None = None,
+) -> LinearProgram:
+    """Base polytope + rows ``coef[c] . x_c - aux[c] v >= 0``, maximise ``v`` (or ``objective``).
+
+    ``coef``, ``aux`` and ``objective`` are per class (rows of the representatives).
+    """
+    import scipy.sparse as sp
+
+    m, k = cl.n, cl.capacities.size
+    n = m * k + 1
+    rows, cols, vals = [base.rows], [base.cols], [base.vals]
+    lower = [np.full(base.n_rows, -np.inf)]
+    upper = [np.concatenate([np.ones(m), cl.capacities])]
+    n_rows = base.n_rows
+    if coef is not None and aux is not None:
+        idx = np.arange(m * k)
+        rows += [n_rows + idx // k, n_rows + np.arange(m)]
+        cols += [idx, np.full(m, m * k)]
+        vals += [coef.ravel(), -aux]
+        lower.append(np.zeros(m))
+        upper.append(np.full(m, np.inf))
+        n_rows += m
+    a = sp.csc_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_rows, n)
+    )
+    c = np.zeros(n)
+    if objective is None:
+        c[-1] = 1.0
+    else:
+        c[: m * k] = (objective * cl.counts[:, None]).ravel()
+    col_upper = np.concatenate([base.upper, [np.inf if objective is None else 0.0]])
+    return LinearProgram(
+        c, a, np.concatenate(lower), np.concatenate(upper), 0.0, col_upper, sense="max"
+    )
+
+
+def _fractions(cl: _Classes, sol: MatrixSolution) -> NDArray[np.float64]:
+    assert sol.x is not None
+    k = cl.capacities.size
+    x = sol.x[: cl.n * k].reshape(cl.n, k)
+    return cl.expand(np.clip(x, 0.0, 1.0))
+
+
+def _ftf_terms(
+    instance: AllocationInstance, t: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """``(sigma, t_m, c_m)`` of the jobs with steps left."""
+    q = isolated_throughput(t, instance.scale_factors, instance.capacities)
+    sigma = instance.steps
+    since = np.array([j.time_since_start for j in instance.jobs])
+    hist = np.array([j.isolated_time for j in instance.jobs])
+    with np.errstate(divide="ignore"):
+        c = hist + np.where(sigma > 0, sigma / np.where(q > 0, q, np.nan), 0.0)
+    return sigma, since, c
+
+
+def objective_value(
+    instance: AllocationInstance,
+    fractions: NDArray[np.float64],
+    objective: Objective,
+    aware: bool = True,
+) -> float:
+    r"""The objective of an allocation, computed from its definition (not from an LP).
+
+    ``max-min``: the minimum normalised share; ``makespan``: :math:`\max_m \sigma_m/\theta_m`
+    (``inf`` if a job with steps left gets nothing); ``ftf``: :math:`\max_m \rho_m`;
+    ``max-sum-throughput``: :math:`\sum_m \theta_m`. All with the policy's :math:`T`.
+    """
+    t = effective_throughputs(instance, aware)
+    if objective == "max-min" and not aware:
+        t = feasible_mask(instance).astype(np.float64)
+    theta = np.einsum("mj,mj->m", t, fractions)
+    if objective == "max-sum-throughput":
+        return float(theta.sum())
+    if objective == "max-min":
+        p = proportional_throughput(t, instance.capacities)
+        return float(np.min(theta * instance.scale_factors / (instance.weights * p)))
+    sigma = instance.steps
+    active = sigma > 0
+    if not active.any():
+        return 0.0
+    if np.any(theta[active] <= 0):
+        return math.inf
+    if objective == "makespan":
+        return float(np.max(sigma[active] / theta[active]))
+    sig, since, c = _ftf_terms(instance, t)
+    rho = (since[active] + sig[active] / theta[active]) / c[active]
+    return float(np.max(rho))
+
+
+def _result(
+    termination: TerminationCondition,
+    objective: float | None,
+    bound: float | None,
+    build: float,
+    solve: float,
+    solves: int,
+    message: str = "",
+) -> SolveResult:
+    has = objective is not None and math.isfinite(objective)
+    return assemble(
+        termination,
+        SolutionStatus.OPTIMAL
+        if has and termination is TerminationCondition.OPTIMAL
+        else (SolutionStatus.FEASIBLE if has else SolutionStatus.NO_SOLUTION),
+        objective if has else None,
+        bound,
+        build_seconds=build,
+        solve_seconds=solve,
+        solver="highs",
+        solver_version="",
+        native_status=f"{solves} LP solve(s)",
+        message=message,
+        extra={"lp_solves": solves},
+    )
+
+
+def solve_lp_policy(
+    instance: AllocationInstance,
+    policy: str,
+    *,
+    time_limit: float | None = None,
+    warm_start: MatrixSolution | None = None,
+) -> tuple[NDArray[np.float64], SolveResult, MatrixSolution | None]:
+    """Solve one policy's LP(s); return the fractions, the result and the last LP solution.
+
+    Parameters
+    ----------
+    instance : AllocationInstance
+    policy : str
+        A key of :data:`POLICIES`.
+    time_limit : float, optional
+        Seconds for the whole policy (all its LPs, building included).
+    warm_start : MatrixSolution, optional
+        The last LP solution of the same policy on an instance of the same shape (the previous
+        round), handed to HiGHS as its starting basis.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown policy.
+    NotOptimalError
+        An LP stopped short (``error.result`` holds the :class:`SolveResult`).
+    """
+    if policy not in POLICIES:
+        raise InvalidInstanceError(
+            "policy", f"unknown policy {policy!r}; known: {sorted(POLICIES)}"
+        )
+    objective, aware = POLICIES[policy]
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    m, k = instance.n_jobs, instance.n_types
+    if m == 0:
+        return np.zeros((0, k)), _result(TerminationCondition.OPTIMAL, 0.0, 0.0, 0.0, 0.0, 0), None
+    t = effective_throughputs(instance, aware)
+
+    def left() -> float | None:
+        return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+
+    if objective == "max-sum-throughput":
+        cl = _classes(instance, t)
+        lp = _program(cl, _base(cl), None, None, objective=t[cl.rep])
+        build = time.perf_counter() - start
+        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
+        x = _fractions(cl, sol)
+        value = objective_value(instance, x, objective, aware)
+        res = _result(
+            TerminationCondition.OPTIMAL,
+            value,
+            sol.result.bound,
+            build,
+            sol.result.solve_seconds,
+            1,
+        )
+        return x, res, sol
+
+    if objective == "max-min":
+        tt = feasible_mask(instance).astype(np.float64) if not aware else t
+        p = proportional_throughput(tt, instance.capacities)
+        coef = tt * (instance.scale_factors / (instance.weights * p))[:, None]
+        cl = _classes(instance, coef)
+        lp = _program(cl, _base(cl), coef[cl.rep], np.ones(cl.n))
+        build = time.perf_counter() - start
+        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
+        x = _fractions(cl, sol)
+        value = objective_value(instance, x, objective, aware)
+        res = _result(
+            TerminationCondition.OPTIMAL,
+            value,
+            sol.result.bound,
+            build,
+            sol.result.solve_seconds,
+            1,
+        )
+        return x, res, sol
+
+    sigma = instance.steps
+    if objective == "makespan":
+        if not (sigma > 0).any():
+            x = np.zeros((m, k))
+            return x, _result(TerminationCondition.OPTIMAL, 0.0, 0.0, 0.0, 0.0, 0), None
+        # z = scale / makespan with scale the makespan's lower bound (every job alone on its
+        # fastest type), so that the LP's objective is of order 1 and HiGHS's absolute
+        # tolerances are relative ones.
+        best_alone = np.max(t * feasible_mask(instance), axis=1)
+        scale = float(np.max(sigma / best_alone))
+        cl = _classes(instance, t, sigma)
+        lp = _program(cl, _base(cl), t[cl.rep], sigma[cl.rep] / scale)
+        build = time.perf_counter() - start
+        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
+        assert sol.result.objective is not None
+        x = _fractions(cl, sol)
+        value = objective_value(instance, x, objective, aware)
+        bound = scale / sol.result.objective if sol.result.objective > 0 else math.inf
+        res = _result(
+            TerminationCondition.OPTIMAL, value, bound, build, sol.result.solve_seconds, 1
+        )
+        return x, res, sol
+
+    # Finish-time fairness: a sequence of LPs over a proven bracket [lower, upper] of r*.
+    _, since, c = _ftf_terms(instance, t)
+    active = sigma > 0
+    cl = _classes(instance, t, sigma, since, np.nan_to_num(c, nan=-1.0))
+    base = _base(cl)
+    build = time.perf_counter() - start
+    if not active.any():
+        return (
+            np.zeros((m, k)),
+            _result(TerminationCondition.OPTIMAL, 0.0, 0.0, build, 0.0, 0),
+            None,
+        )
+    best_alone = np.max(t * feasible_mask(instance), axis=1)
+    lower = float(np.max((since[active] + sigma[active] / best_alone[active]) / c[active]))
+    x_best = isolated_share(instance.scale_factors, instance.capacities) * feasible_mask(instance)
+    upper = objective_value(instance, x_best, objective, aware)
+    hi = upper  # an achievable level of r (the bracket's upper end)
+    solve_seconds = 0.0
+    solves = 0
+    step: MatrixSolution | None = warm_start
+    last_feasible: MatrixSolution | None = None
+    # Steps: "descend" solves the lambda-LP at the best level found, whose allocation's exact
+    # rho becomes the next level (a Dinkelbach-type step; exact in one step when no job has a
+    # history, t = 0); when a step no longer improves, "certify" solves just below it: lambda < 1
+    # there proves the level optimal within the tolerance. A failed certificate falls back to
+    # bisection of the bracket. Every step keeps lower <= r* <= upper.
+    descend = math.isfinite(upper)
+    for _ in range(FTF_MAX_STEPS):
+        if math.isfinite(upper) and upper - lower <= OPTIMALITY_GAP / 10 * max(1.0, upper):
+            break
+        if math.isfinite(hi) and hi - lower <= OPTIMALITY_GAP / 100 * max(1.0, hi):
+            break  # the LPs' own tolerance is reached; the gap reported says what is proven
+        if deadline is not None and time.perf_counter() >= deadline:
+            stop = TerminationCondition.TIME_LIMIT
+            return x_best, _result(stop, upper, lower, build, solve_seconds, solves), last_feasible
+        if not math.isfinite(hi):
+            r = 2.0 * lower + 1.0  # no feasible level yet: look further out
+        elif descend:
+            r = hi
+        else:
+            r = max(0.5 * (lower + hi), hi * (1.0 - OPTIMALITY_GAP / 20))
+        g = np.zeros(m)
+        g[active] = sigma[active] / (r * c[active] - since[active])
+        lp = _program(cl, base, t[cl.rep], g[cl.rep])
+        step = solve_matrix(lp, time_limit=left(), warm_start=step)
+        solves += 1
+        solve_seconds += step.result.solve_seconds
+        assert step.result.objective is not None
+        if step.result.objective >= 1.0:
+            # r is achievable; the allocation found may do better than r.
+            x = _fractions(cl, step)
+            value = objective_value(instance, x, objective, aware)
+            improved = value < upper * (1.0 - OPTIMALITY_GAP / 20)
+            if value < upper:
+                upper, x_best, last_feasible = value, x, step
+            hi = min(r, upper)
+            descend = improved
+        else:
+            lower = r
+            descend = False
+    res = _result(TerminationCondition.OPTIMAL, upper, lower, build, solve_seconds, solves)
+    return x_best, res, last_feasible
+
+
+def _raise_if_stopped(result: SolveResult) -> None:
+    if result.status is not Status.OPTIMAL:
+        raise NotOptimalError(result)

@@ -1,0 +1,90 @@
+"""Independent check of an allocation: the base constraints, recomputed from the definitions.
+
+Shares no code with the LP builders: it reads the instance's throughputs, scale factors and
+capacities and the allocation's fractions, and lists every violated constraint by the names of
+the formulation page (``nonnegative``, ``job_time``, ``type_capacity``, ``gang_fits``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optsched.allocation.instance import AllocationInstance
+from optsched.allocation.solution import Allocation
+from optsched.results import Report, Violation
+from optsched.tolerances import CAPACITY_TOL
+
+__all__ = ["validate"]
+
+
+def validate(
+    instance: AllocationInstance, allocation: Allocation, objective: str | None = None
+) -> Report:
+    """Check ``allocation`` against ``instance``; recompute ``objective`` if named.
+
+    Parameters
+    ----------
+    instance : AllocationInstance
+    allocation : Allocation
+    objective : str, optional
+        A policy name of :data:`~optsched.allocation.lp.POLICIES`; its value is recomputed into
+        ``report.objective``.
+
+    Returns
+    -------
+    Report
+    """
+    out: list[Violation] = []
+    x = np.asarray(allocation.fractions, dtype=np.float64)
+    jobs = [j.job_id for j in instance.jobs]
+    if list(allocation.job_ids) != jobs or list(allocation.gpu_types) != list(instance.gpu_types):
+        out.append(Violation("shape", "job ids or GPU types differ from the instance's"))
+        return Report(out)
+    if x.shape != (len(jobs), len(instance.gpu_types)) or not np.isfinite(x).all():
+        out.append(Violation("shape", f"fractions must be finite, shape {len(jobs)} x types"))
+        return Report(out)
+    for m, job in enumerate(instance.jobs):
+        for j, gpu in enumerate(instance.gpu_types):
+            value = x[m, j]
+            where = {"job": job.job_id, "gpu_type": gpu}
+            if value < -CAPACITY_TOL:
+                out.append(Violation("nonnegative", f"X[{job.job_id}, {gpu}] = {value}", where))
+            cannot = job.throughput[j] <= 0 or job.scale_factor > instance.capacity[j]
+            if cannot and value > CAPACITY_TOL:
+                out.append(
+                    Violation(
+                        "gang_fits",
+                        f"{job.job_id} gets {value:.6g} of {gpu}, where it cannot run",
+                        where,
+                        value,
+                    )
+                )
+        total = float(x[m].sum())
+        if total > 1 + CAPACITY_TOL:
+            out.append(
+                Violation(
+                    "job_time",
+                    f"{job.job_id} is allocated {total:.9g} > 1 of the round",
+                    {"job": job.job_id},
+                    total - 1,
+                )
+            )
+    for j, gpu in enumerate(instance.gpu_types):
+        used = sum(job.scale_factor * x[m, j] for m, job in enumerate(instance.jobs))
+        cap = instance.capacity[j]
+        if used > cap + CAPACITY_TOL * max(1.0, cap):
+            out.append(
+                Violation(
+                    "type_capacity",
+                    f"{gpu}: {used:.9g} GPUs allocated, {cap} exist",
+                    {"gpu_type": gpu},
+                    used - cap,
+                )
+            )
+    value = None
+    if objective is not None and not out:
+        from optsched.allocation.lp import POLICIES, objective_value
+
+        kind, aware = POLICIES[objective]
+        value = objective_value(instance, x, kind, aware)
+    return Report(out, objective=value)

@@ -1,0 +1,186 @@
+"""Allocation LPs: against their declarative cvxpy twins (a conic solver), a brute-force grid on
+tiny rounds, closed forms, and the independent validator."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from optsched.allocation import (
+    POLICIES,
+    Allocation,
+    AllocationInstance,
+    AllocationJob,
+    generate_instance,
+    objective_value,
+    solve,
+    validate,
+)
+from optsched.allocation.twin import solve_twin
+from optsched.errors import InvalidInstanceError
+from optsched.tolerances import OPTIMALITY_GAP, leq, within
+
+pytestmark = pytest.mark.solver("highs")
+
+TWIN_TOL = 1e-5  # the conic twin (Clarabel) is accurate to about 1e-8 relative; be generous
+
+
+@st.composite
+def rounds(draw: st.DrawFn, max_jobs: int = 6) -> AllocationInstance:
+    """Valid rounds by construction: every job has a type it can run on and fits."""
+    k = draw(st.integers(1, 3))
+    cap = tuple(draw(st.lists(st.integers(1, 4), min_size=k, max_size=k)))
+    jobs = []
+    for i in range(draw(st.integers(1, max_jobs))):
+        thr = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0]), min_size=k, max_size=k))
+        best = int(np.argmax(cap))
+        if thr[best] == 0:
+            thr[best] = 1.0
+        jobs.append(
+            AllocationJob(
+                job_id=f"j{i}",
+                throughput=tuple(thr),
+                scale_factor=draw(st.integers(1, cap[best])),
+                weight=draw(st.sampled_from([0.5, 1.0, 2.0])),
+                steps_remaining=draw(st.sampled_from([0.0, 10.0, 100.0, 1000.0])),
+                time_since_start=draw(st.sampled_from([0.0, 5.0, 50.0])),
+                isolated_time=draw(st.sampled_from([0.0, 3.0])),
+            )
+        )
+    return AllocationInstance(gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@given(inst=rounds())
+def test_matrix_lp_equals_its_declarative_twin(policy: str, inst: AllocationInstance) -> None:
+    objective = POLICIES[policy][0]
+    if objective in ("makespan", "ftf") and not (inst.steps > 0).any():
+        return  # the twin has no term to optimise; the LP returns 0 (checked below)
+    res = solve(inst, policy)
+    assert res.optimal
+    report = validate(inst, res.solution, policy)
+    assert report.ok, report.violations
+    assert within(report.objective, res.objective, OPTIMALITY_GAP)
+    twin, _ = solve_twin(inst, policy)
+    assert within(res.objective, twin, TWIN_TOL)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_no_grid_point_beats_the_lp(policy: str) -> None:
+    """Two jobs, two types: every allocation on a 0.1 grid is no better than the LP's."""
+    inst = AllocationInstance(
+        gpu_types=("fast", "slow"),
+        capacity=(1, 1),
+        jobs=[
+            AllocationJob(job_id="a", throughput=(4.0, 1.0), steps_remaining=100.0),
+            AllocationJob(
+                job_id="b", throughput=(3.0, 2.0), steps_remaining=60.0, time_since_start=10.0
+            ),
+        ],
+    )
+    objective, aware = POLICIES[policy]
+    res = solve(inst, policy)
+    grid = np.round(np.arange(0, 1.01, 0.1), 10)
+    maximise = objective in ("max-min", "max-sum-throughput")
+    for a0, a1, b0, b1 in itertools.product(grid, repeat=4):
+        x = np.array([[a0, a1], [b0, b1]])
+        if x[0].sum() > 1 or x[1].sum() > 1 or x[:, 0].sum() > 1 or x[:, 1].sum() > 1:
+            continue
+        value = objective_value(inst, x, objective, aware)
+        if maximise:
+            assert leq(value, res.objective, OPTIMALITY_GAP)
+        else:
+            assert leq(res.objective, value, OPTIMALITY_GAP)
+
+
+def test_identical_jobs_share_equally() -> None:
+    """M identical single-GPU jobs on n < M GPUs: max-min gives each n/M of the round."""
+    jobs = [AllocationJob(job_id=f"j{i}", throughput=(2.0,)) for i in range(5)]
+    inst = AllocationInstance(gpu_types=("v100",), capacity=(2,), jobs=jobs)
+    res = solve(inst, "max-min-perf")
+    assert np.allclose(res.solution.fractions[:, 0], 2 / 5, atol=1e-7)
+
+
+def test_makespan_closed_form_on_one_type() -> None:
+    """One type, single-GPU jobs: the makespan is max(sum(work)/n, max(work))."""
+    work = [30.0, 10.0, 20.0]
+    jobs = [
+        AllocationJob(job_id=f"j{i}", throughput=(1.0,), steps_remaining=w)
+        for i, w in enumerate(work)
+    ]
+    for n in (1, 2, 3):
+        inst = AllocationInstance(gpu_types=("v100",), capacity=(n,), jobs=jobs)
+        res = solve(inst, "makespan-perf")
+        assert within(res.objective, max(sum(work) / n, max(work)), OPTIMALITY_GAP)
+
+
+def test_ftf_reports_a_proven_bracket() -> None:
+    inst = generate_instance(30, seed=2, multi_gpu=True)
+    res = solve(inst, "ftf-perf")
+    assert res.optimal
+    assert res.bound is not None and res.bound <= res.objective
+    assert res.gap is not None and res.gap <= OPTIMALITY_GAP
+
+
+def test_warm_start_gives_the_same_answer() -> None:
+    inst = generate_instance(40, seed=4)
+    cold = solve(inst, "max-min-perf")
+    warm = solve(inst, "max-min-perf", warm_start=cold.extra["lp"])
+    assert within(warm.objective, cold.objective, OPTIMALITY_GAP)
+    assert warm.extra["lp"].iterations <= cold.extra["lp"].iterations
+
+
+def test_validator_names_each_broken_constraint() -> None:
+    inst = AllocationInstance(
+        gpu_types=("a", "b"),
+        capacity=(1, 1),
+        jobs=[
+            AllocationJob(job_id="x", throughput=(1.0, 0.0)),
+            AllocationJob(job_id="y", throughput=(1.0, 1.0)),
+        ],
+    )
+
+    def names(fr: list[list[float]]) -> set[str]:
+        alloc = Allocation(("x", "y"), ("a", "b"), np.array(fr))
+        return {v.constraint for v in validate(inst, alloc).violations}
+
+    assert names([[0.5, 0.0], [0.5, 0.5]]) == set()
+    assert names([[-0.1, 0.0], [0.0, 0.0]]) == {"nonnegative"}
+    assert names([[0.0, 0.3], [0.0, 0.0]]) == {"gang_fits"}
+    assert names([[0.0, 0.0], [0.8, 0.8]]) == {"job_time"}
+    assert names([[0.7, 0.0], [0.7, 0.0]]) == {"type_capacity"}
+
+
+@pytest.mark.parametrize(
+    ("jobs", "field"),
+    [
+        ([{"job_id": "a", "throughput": [0.0]}], "jobs[0].throughput"),
+        ([{"job_id": "a", "throughput": [1.0], "scale_factor": 4}], "jobs[0].scale_factor"),
+        (
+            [{"job_id": "a", "throughput": [1.0]}, {"job_id": "a", "throughput": [1.0]}],
+            "jobs[1].job_id",
+        ),
+        ([{"job_id": "a", "throughput": [1.0, 2.0]}], "jobs[0].throughput"),
+        ([{"job_id": "a", "throughput": [1.0], "weight": float("nan")}], "jobs[0].weight"),
+    ],
+)
+def test_bad_rounds_name_the_field(jobs: list[dict], field: str) -> None:
+    with pytest.raises(InvalidInstanceError) as err:
+        AllocationInstance.from_dict({"gpu_types": ["v100"], "capacity": [2], "jobs": jobs})
+    assert err.value.field.startswith(field)
+
+
+def test_unknown_policy_is_refused() -> None:
+    with pytest.raises(InvalidInstanceError) as err:
+        solve(generate_instance(2, seed=0), "bogus")
+    assert err.value.field == "policy"
+
+
+def test_round_trip_through_a_file(tmp_path) -> None:
+    inst = generate_instance(5, seed=7, multi_gpu=True)
+    inst.save(tmp_path / "round.json")
+    assert AllocationInstance.load(tmp_path / "round.json") == inst
