@@ -1,6 +1,6 @@
 """Interference predictors vs mean baselines on held-out entries of a known ground truth.
 
-For several seeds, :func:`optsched.placement.interference.compare_predictors` draws 30 job types
+For several seeds, :func:`optsched.interference.compare_predictors` draws 30 job types
 (6 of them never measured), observes 30% of the pairwise slowdowns among the other 24 with 5%
 multiplicative noise, and scores every predictor on the unobserved pairs against the noise-free
 truth. ``cold RMSE`` is the error on pairs among the 6 unseen types, which only the regressors
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.placement.interference import (
+from optsched.interference import (
     CoLocationRegressor,
     MatrixCompletion,
     compare_predictors,

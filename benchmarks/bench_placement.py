@@ -22,8 +22,8 @@ import time
 from typing import Any
 
 from optsched.errors import NotOptimalError
-from optsched.placement import bin_packing_instance, generate_instance, solve_placement
-from optsched.placement.exact import PlacementSolution
+from optsched.placement import Placement, bin_packing_instance, generate_instance, solve
+from optsched.results import ExactResult
 
 LIMIT, QUICK_LIMIT = 30.0, 10.0
 BIN_SIZES, QUICK_BIN_SIZES = [25, 50, 100, 200, 400], [25, 50, 100]
@@ -55,7 +55,7 @@ def _row(
 ) -> tuple[list[Any], bool, float]:
     start = time.perf_counter()
     try:
-        s: PlacementSolution = solve_placement(
+        s: ExactResult[Placement] = solve(
             instance, objective, time_limit=limit, accept_feasible=True, **options
         )
         elapsed = time.perf_counter() - start
@@ -64,13 +64,13 @@ def _row(
             label,
             len(instance.tasks),
             len(instance.servers),
-            s.formulation,
+            s.extra["formulation"],
             options.get("symmetry", "solver"),
             (s.size or {}).get("variables", 0),
-            round(s.result.build_seconds, 3),
-            round(s.result.solve_seconds, 3),
-            s.result.status.value,
-            s.value,
+            round(s.build_seconds, 3),
+            round(s.solve_seconds, 3),
+            s.status.value,
+            s.objective,
             s.bound,
             s.lp_bound,
         ]
@@ -91,7 +91,7 @@ def _row(
             r.status.value,
             None,
             r.bound,
-            r.extra.get("lp_bound"),
+            r.lp_bound,
         ]
         return row, False, elapsed
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optsched.placement import generate_instance, solve_placement, validate
-from optsched.placement.interference import (
+from optsched.interference import (
     CoLocationRegressor,
     MatrixCompletion,
     MeanBaseline,
@@ -23,6 +22,7 @@ from optsched.placement.interference import (
     interference_matrix,
     prediction_errors,
 )
+from optsched.placement import generate_instance, solve, validate
 
 N_TYPES, SEEDS = 12, range(4)
 
@@ -50,14 +50,14 @@ for seed in SEEDS:
     job_types = np.random.default_rng(seed).integers(0, N_TYPES, size=len(inst.jobs))
     t0 = [job.standalone_time for job in inst.jobs]
     true_inst = inst.with_interference(interference_matrix(true_s, job_types, t0))
-    best = solve_placement(true_inst, "interference")
-    line = f"instance {seed}: optimum {best.value:.3f}"
+    best = solve(true_inst, "interference")
+    line = f"instance {seed}: optimum {best.objective:.3f}"
     for name, pred in predictions.items():
         kappa = interference_matrix(pred, job_types, standalone_times=t0)
-        sol = solve_placement(inst.with_interference(kappa), "interference")
-        value = validate(true_inst, sol.placement).objectives["interference"]
-        assert value is not None and value >= best.value - 1e-6  # the optimum is a lower bound
-        regret[name].append(value / best.value - 1)
+        sol = solve(inst.with_interference(kappa), "interference")
+        value = validate(true_inst, sol.solution).objectives["interference"]
+        assert value is not None and value >= best.objective - 1e-6  # the optimum is a lower bound
+        regret[name].append(value / best.objective - 1)
     print(line + "  " + "  ".join(f"{n.split()[0]} {r[-1]:+.1%}" for n, r in regret.items()))
 
 print("\nmean regret over the instances:")

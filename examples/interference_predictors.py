@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optsched.placement.interference import (
+from optsched.interference import (
     MatrixCompletion,
     compare_predictors,
     generate_interference_truth,

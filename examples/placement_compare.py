@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import math
 
-from optsched.placement import bin_packing_instance, generate_instance, solve_placement
-from optsched.placement.compare import compare
+from optsched.placement import bin_packing_instance, compare, generate_instance, solve
 
 
 def main() -> None:
     packing = bin_packing_instance(100, seed=0)
-    solution = solve_placement(packing, "servers")
+    solution = solve(packing, "servers")
     trivial = math.ceil(packing.demand.sum() / packing.capacity[0, 0])
     print(
-        f"bin packing, {len(packing.tasks)} tasks: {solution.value:.0f} servers "
-        f"({solution.result.status.value}, {solution.formulation}, "
-        f"{solution.result.solve_seconds:.2f} s); trivial lower bound {trivial}"
+        f"bin packing, {len(packing.tasks)} tasks: {solution.objective:.0f} servers "
+        f"({solution.status.value}, {solution.extra['formulation']}, "
+        f"{solution.solve_seconds:.2f} s); trivial lower bound {trivial}"
     )
 
     cluster = generate_instance(6, gpus=4, max_workers=6, fill=0.9, racks=2, seed=3)

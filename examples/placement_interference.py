@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from optsched.placement import generate_instance, solve_placement, validate
-from optsched.placement.interference import (
+from optsched.interference import (
     MatrixCompletion,
     generate_interference_truth,
     interference_matrix,
 )
+from optsched.placement import generate_instance, solve, validate
 
 
 def main() -> None:
@@ -40,21 +40,21 @@ def main() -> None:
     def true_cost(placement) -> float:
         return validate(with_true, placement).objectives["interference"]
 
-    optimum = solve_placement(with_true, "interference")
-    from_prediction = solve_placement(with_predicted, "interference")
-    oblivious = solve_placement(with_true, "servers")
-    clwp = solve_placement(with_predicted, "clwp")
+    optimum = solve(with_true, "interference")
+    from_prediction = solve(with_predicted, "interference")
+    oblivious = solve(with_true, "servers")
+    clwp = solve(with_predicted, "clwp")
     print(f"\n{base.describe()}")
     print("weighted iteration time under the true interference (Harmony objective):")
     rows = [
-        ("Harmony ILP, true kappa (optimum)", optimum.placement),
-        ("Harmony ILP, predicted kappa", from_prediction.placement),
-        ("CLWP ILP, predicted kappa", clwp.placement),
-        ("fewest servers (interference-oblivious)", oblivious.placement),
+        ("Harmony ILP, true kappa (optimum)", optimum.solution),
+        ("Harmony ILP, predicted kappa", from_prediction.solution),
+        ("CLWP ILP, predicted kappa", clwp.solution),
+        ("fewest servers (interference-oblivious)", oblivious.solution),
     ]
     for label, placement in rows:
         cost = true_cost(placement)
-        gap = (cost - optimum.value) / optimum.value
+        gap = (cost - optimum.objective) / optimum.objective
         used = len(set(placement.assignment.values()))
         print(f"  {label:<42} {cost:8.4f}  (+{100 * gap:5.1f}%, {used} servers)")
 

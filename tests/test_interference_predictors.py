@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.exceptions import ConvergenceWarning
 
 from optsched.errors import InvalidInstanceError
-from optsched.placement.interference import (
+from optsched.interference import (
     CoLocationRegressor,
     InterferenceTruth,
     MatrixCompletion,
     MeanBaseline,
+    MissingExtraError,
+    PredictorScore,
+    PredictorScores,
     colocation_features,
     compare_predictors,
     generate_interference_truth,
     interference_matrix,
     prediction_errors,
+)
+
+#: The learned predictors fit scikit-learn models (the ``ml`` extra; the test extra has it).
+needs_sklearn = pytest.mark.skipif(
+    find_spec("sklearn") is None, reason="scikit-learn (the ml extra) is not installed"
 )
 
 #: Held-out RMSE below which a noise-free low-rank matrix counts as recovered.
@@ -55,6 +64,7 @@ def test_prediction_errors_by_hand():
     assert e["rmse"] == pytest.approx(1.0) and e["n"] == 1
 
 
+@needs_sklearn
 def test_completion_recovers_a_low_rank_matrix():
     rng = np.random.default_rng(0)
     s = rng.uniform(0, 1, (15, 2)) @ rng.uniform(0, 1, (2, 15))
@@ -66,6 +76,7 @@ def test_completion_recovers_a_low_rank_matrix():
     assert prediction_errors(model.predict_matrix(), s, mask)["rmse"] < RECOVERY_RMSE
 
 
+@needs_sklearn
 def test_completion_selects_the_rank_by_cross_validation():
     rng = np.random.default_rng(1)
     s = rng.uniform(0, 1, (16, 2)) @ rng.uniform(0, 1, (2, 16))
@@ -79,13 +90,17 @@ def test_completion_selects_the_rank_by_cross_validation():
     assert np.all(model.predict_matrix() >= 0)
 
 
+@needs_sklearn
 def test_completion_says_when_it_stops_short():
     truth = generate_interference_truth(12, seed=0)
+    from sklearn.exceptions import ConvergenceWarning
+
     with pytest.warns(ConvergenceWarning, match="1 rounds"):
         model = MatrixCompletion(3, max_iter=1).fit(truth.observe_pairs(0.3, seed=0))
     assert not model.converged_ and model.n_iter_ == 1
 
 
+@needs_sklearn
 @settings(max_examples=2)
 @given(seed=st.integers(0, 10_000))
 def test_completion_is_deterministic(seed):
@@ -95,6 +110,7 @@ def test_completion_is_deterministic(seed):
     assert np.array_equal(a, b)
 
 
+@needs_sklearn
 def test_learned_predictors_beat_the_mean_baselines_on_held_out_entries():
     """The documented setting: 30 types (6 never measured), 30% of pairs observed with 5% noise."""
     truth = generate_interference_truth(DOC_TYPES, seed=DOC_SEED)
@@ -114,6 +130,7 @@ def test_learned_predictors_beat_the_mean_baselines_on_held_out_entries():
     assert scores["completion-nmf"].cold_rmse is None
 
 
+@needs_sklearn
 @pytest.mark.parametrize("seed", [1, 2])
 def test_completion_beats_the_global_mean_on_other_seeds(seed):
     truth = generate_interference_truth(24, seed=seed)
@@ -132,6 +149,7 @@ def test_colocation_features_by_hand():
     assert np.allclose(x[0], np.concatenate([f[0], load, f[0] * load, [2.0]]))
 
 
+@needs_sklearn
 @pytest.mark.parametrize("model", ["gbr", "mlp"])
 def test_regressor_generalises_to_unseen_types(model):
     truth = generate_interference_truth(30, seed=4)
@@ -191,6 +209,7 @@ def test_interference_matrix_rejects_bad_input(args, field):
     assert err.value.field == field
 
 
+@needs_sklearn
 @pytest.mark.parametrize(
     ("observed", "message"),
     [
@@ -205,6 +224,7 @@ def test_predictors_reject_bad_matrices(observed, message):
             model.fit(observed)
 
 
+@needs_sklearn
 def test_rank_cannot_exceed_the_number_of_types():
     obs = generate_interference_truth(3, seed=0).observe_pairs(1.0, 0.0, seed=0)
     with pytest.raises(InvalidInstanceError, match="rank"):
@@ -213,6 +233,7 @@ def test_rank_cannot_exceed_the_number_of_types():
     assert set(model.cv_rmse_) == {1, 2}
 
 
+@needs_sklearn
 def test_regressor_rejects_samples_of_unknown_types():
     truth = generate_interference_truth(6, seed=0)
     samples = truth.sample_colocations(10, seed=0)
@@ -235,3 +256,27 @@ def test_truth_must_be_an_interference_truth_with_enough_types():
     truth = InterferenceTruth(profiles=np.full((3, 4), 0.5), standalone_times=np.ones(3))
     with pytest.raises(InvalidInstanceError, match="cold_types"):
         compare_predictors(truth, cold_types=3)
+
+
+def test_learned_predictors_name_the_ml_extra_when_scikit_learn_is_missing(monkeypatch):
+    import optsched.interference._sklearn as extra
+
+    monkeypatch.setattr(extra, "find_spec", lambda name: None)
+    obs = generate_interference_truth(3, seed=0).observe_pairs(1.0, 0.0, seed=0)
+    with pytest.raises(MissingExtraError, match=r"optsched\[ml\]"):
+        MatrixCompletion(1).fit(obs)
+    truth = generate_interference_truth(4, seed=0)
+    with pytest.raises(MissingExtraError, match=r"optsched\[ml\]"):
+        CoLocationRegressor().fit(truth.measured_profiles(), truth.sample_colocations(5, seed=0))
+    # The baselines need only NumPy.
+    assert MeanBaseline("row").fit(obs).predict_matrix().shape == (3, 3)
+
+
+def test_scores_table():
+    scores = PredictorScores(
+        [PredictorScore("mean-global", 0.2, 0.1, 0.5), PredictorScore("completion", 0.1, 0.05, 0.3)]
+    )
+    frame = scores.to_frame()
+    assert list(frame["name"]) == ["mean-global", "completion"]
+    assert frame.loc[1, "rmse"] == 0.1
+    assert repr(scores) == "PredictorScores(2 predictors, lowest held-out RMSE: completion)"

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies.interference import truths
 
 from optsched.errors import InvalidInstanceError
-from optsched.placement.interference import (
+from optsched.interference import (
     DEFAULT_WEIGHTS,
     RESOURCES,
     InterferenceTruth,
@@ -19,20 +20,6 @@ from optsched.placement.interference import (
 ATOL = 1e-12
 
 R = len(RESOURCES)
-
-
-@st.composite
-def truths(draw, max_types: int = 6):
-    n = draw(st.integers(1, max_types))
-    unit = st.floats(0.0, 1.0)
-    profiles = [[draw(unit) for _ in range(R)] for _ in range(n)]
-    weights = [draw(st.floats(0.0, 0.5)) for _ in range(R)]
-    return InterferenceTruth(
-        profiles=np.array(profiles),
-        standalone_times=np.ones(n),
-        weights=np.array(weights),
-        overflow=draw(st.floats(0.0, 2.0)),
-    )
 
 
 def partners(truth: InterferenceTruth, max_size: int = 4):

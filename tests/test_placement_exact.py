@@ -6,128 +6,38 @@ import math
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies.placement import tiny_instances
 
-from optsched.errors import ModelError, NotOptimalError
+from optsched.errors import InvalidInstanceError, ModelError, NotOptimalError
 from optsched.placement import (
     PlacementInstance,
     bin_packing_instance,
     brute_force_all,
     build_model,
     generate_instance,
-    solve_placement,
+    solve,
     validate,
 )
-from optsched.placement.consolidation import arcflow_graph, servers_lower_bound
 from optsched.placement.exact import lp_relaxation_bound
-from optsched.solvers import available_solvers
+from optsched.placement.servers import arcflow_graph, servers_lower_bound
+from optsched.solvers import Status, TerminationCondition
+from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, OPTIMALITY_GAP
 
-pytestmark = pytest.mark.skipif(
-    "highs" not in available_solvers(frontend="pyomo", mip=True), reason="HiGHS is not installed"
-)
+pytestmark = pytest.mark.solver("highs")
 
 #: Optimal values must agree to this (relative, floor 1).
-VALUE_TOL = 1e-6
+VALUE_TOL = OBJECTIVE_AGREEMENT_TOL
+#: HiGHS stops after its first improving solution: a deterministic "stopped short".
+FIRST_SOLUTION = {"mip_max_improving_sols": 1}
 SERVER_LEVEL = ("servers", "traffic", "max-load", "interference", "clwp")
-
-
-@st.composite
-def tiny_instances(draw, max_tasks: int = 5, max_servers: int = 3, gpu_level: bool = False):
-    """Valid tiny instances by construction, often with interchangeable servers."""
-    n_servers = draw(st.integers(1 if gpu_level else 2, max_servers))
-    racks = not gpu_level and n_servers >= 2 and draw(st.booleans())
-    servers: list[dict] = []
-    for h in range(n_servers):
-        if servers and draw(st.booleans()):
-            server = {**servers[-1], "name": f"s{h}"}  # interchangeable with the previous one
-        else:
-            server = {
-                "name": f"s{h}",
-                "capacity": {
-                    "gpu": float(draw(st.integers(1, 2))),
-                    "cpu": float(draw(st.integers(3, 8))),
-                },
-                "nic_bandwidth": float(draw(st.sampled_from([10, 25]))),
-                "nic_load": float(draw(st.sampled_from([0, 0, 0.5]))),
-                "gpu_bandwidth": float(draw(st.sampled_from([16, 64]))),
-                "residents": draw(st.sampled_from([[], [], ["A"]])),
-            }
-            if gpu_level and server["capacity"]["gpu"] == 2 and draw(st.booleans()):
-                server["gpu_links"] = [{"a": 0, "b": 1, "bandwidth": 128.0}]
-        if racks:
-            server = {**server, "rack": f"r{h % 2}"}
-        servers.append(server)
-    cluster: dict = {"servers": servers}
-    if racks:
-        cluster["racks"] = [
-            {"name": "r0", "uplink_bandwidth": float(draw(st.sampled_from([5, 10])))},
-            {
-                "name": "r1",
-                "uplink_bandwidth": 5.0,
-                "uplink_load": float(draw(st.sampled_from([0, 1]))),
-            },
-        ]
-    jobs = []
-    budget = max_tasks
-    n_jobs = draw(st.integers(1, 3))
-    for j in range(n_jobs):
-        if budget <= 0:
-            break
-        workers = draw(st.integers(1, min(2, budget)))
-        budget -= workers
-        share = draw(st.sampled_from([0.5, 1.0]))
-        job: dict = {
-            "name": f"j{j}",
-            "type": draw(st.sampled_from(["A", "B"])),
-            "weight": float(draw(st.integers(1, 2))),
-            "standalone_time": 1.0,
-            "spread_penalty": float(draw(st.sampled_from([0, 0.2]))),
-            "tasks": [
-                {
-                    "name": "w",
-                    "count": workers,
-                    "demand": {"gpu": share, "cpu": float(draw(st.integers(1, 3)))},
-                }
-            ],
-        }
-        pattern = draw(st.sampled_from(["ps", "ring", "none"]))
-        if pattern == "ps" and budget >= 1:
-            budget -= 1
-            job["tasks"].append({"name": "ps", "role": "ps", "demand": {"cpu": 1.0}})
-            job["communication"] = {"pattern": "ps", "volume": float(draw(st.integers(1, 4)))}
-        elif pattern == "ring" and workers >= 2:
-            job["communication"] = {"pattern": "ring", "volume": float(draw(st.integers(1, 4)))}
-        jobs.append(job)
-    names = [j["name"] for j in jobs]
-    coefficients = []
-    for a in names:
-        for b in names:
-            value = draw(st.sampled_from([0, 0, 0.1, 0.3])) if a != b else 0
-            if value:
-                coefficients.append({"a": a, "b": b, "coefficient": float(value)})
-    types = {j["type"] for j in jobs} | {r for s in servers for r in s.get("residents", [])}
-    typed = [
-        {"a": a, "b": b, "coefficient": 0.05 * (1 + (a == b))}
-        for a in sorted(types)
-        for b in sorted(types)
-        if draw(st.booleans())
-    ]
-    data = {
-        "cluster": cluster,
-        "jobs": jobs,
-        "interference": coefficients,
-        "type_interference": typed,
-        "comm_weight": float(draw(st.sampled_from([0.5, 1.0]))),
-    }
-    return PlacementInstance.from_dict(data)
 
 
 def _exact(instance: PlacementInstance, objective: str, **options) -> float | None:
     """Optimal value, or None when the instance has no feasible placement for it."""
     try:
-        return solve_placement(instance, objective, **options).value
+        return solve(instance, objective, **options).objective
     except NotOptimalError as exc:
-        assert exc.result.status.value == "infeasible", exc
+        assert exc.result.status is Status.INFEASIBLE, exc
         return None
     except ModelError as exc:
         assert "infeasible" in str(exc), exc
@@ -195,7 +105,7 @@ def test_identical_servers_symmetry_keeps_the_optimum_on_a_larger_case():
     instance = generate_instance(5, n_servers=4, gpus=4, seed=11)
     for objective in ("servers", "traffic", "max-load", "interference", "clwp"):
         values = [
-            solve_placement(instance, objective, symmetry=mode).value
+            solve(instance, objective, symmetry=mode).objective
             for mode in ("solver", "constraints", "none")
         ]
         assert max(values) - min(values) <= VALUE_TOL * max(1.0, abs(values[0])), objective
@@ -235,47 +145,61 @@ def test_clwp_equals_job_atomic_harmony_with_unit_weights():
         job["weight"] = 1.0
         job["spread_penalty"] = 100.0  # splitting a job never pays
     instance = PlacementInstance.from_dict(data)
-    clwp = solve_placement(instance, "clwp").value
-    harmony = solve_placement(instance, "interference")
-    assert validate(instance, harmony.placement).objectives["clwp"] is not None
+    clwp = solve(instance, "clwp").objective
+    harmony = solve(instance, "interference")
+    assert validate(instance, harmony.solution).objectives["clwp"] is not None
     t0 = sum(job.standalone_time for job in instance.jobs)
-    assert abs(harmony.value - (t0 + clwp)) <= VALUE_TOL * max(1.0, harmony.value)
+    assert abs(harmony.objective - (t0 + clwp)) <= VALUE_TOL * max(1.0, harmony.objective)
 
 
 def test_hundred_task_bin_packing_is_proven_optimal():
     instance = bin_packing_instance(100, seed=0)
-    solution = solve_placement(instance, "servers")
-    assert solution.optimal and solution.formulation == "arcflow"
+    solution = solve(instance, "servers")
+    assert solution.optimal and solution.extra["formulation"] == "arcflow"
     # Certificate independent of the solver: the trivial bound ceil(sum / capacity).
     trivial = math.ceil(instance.demand.sum() / instance.capacity[0, 0])
     assert servers_lower_bound(instance) == trivial
-    assert solution.value == trivial
-    assert validate(instance, solution.placement).valid
+    assert solution.objective == trivial
+    assert validate(instance, solution.solution).ok
 
 
-def test_time_limit_reports_incumbent_bound_and_lp_bound():
-    # The assignment formulation without bounds cannot close this gap in a fraction of a second.
+def test_a_solve_stopped_short_keeps_its_incumbent_bound_and_lp_bound():
+    # HiGHS stops at its first improving solution (a solution limit, not a clock): the result
+    # is feasible, not optimal, and carries the incumbent placement and both bounds.
     instance = bin_packing_instance(60, seed=1)
+    options = {"formulation": "assignment", "solver_options": FIRST_SOLUTION}
     with pytest.raises(NotOptimalError) as info:
-        solve_placement(instance, "servers", formulation="assignment", bounds=False, time_limit=0.5)
+        solve(instance, "servers", **options)
     result = info.value.result
-    lp = result.extra["lp_bound"]
+    assert result.status is Status.FEASIBLE and not result.optimal
+    assert result.solution is not None and validate(instance, result.solution).ok
+    assert result.objective == validate(instance, result.solution).objectives["servers"]
+    lp = result.lp_bound
     assert lp is not None and lp <= servers_lower_bound(instance) + VALUE_TOL
+    assert result.bound is not None and result.bound <= result.objective
+    accepted = solve(instance, "servers", accept_feasible=True, **options)
+    assert accepted.status is Status.FEASIBLE
+    assert accepted.solution == result.solution  # the same incumbent, not a re-solve's
+    assert accepted.lp_bound is not None and accepted.lp_bound <= accepted.objective
+
+
+@pytest.mark.parametrize("objective", ["servers", "interference"])
+def test_a_loose_mip_gap_is_never_reported_optimal(objective):
+    # mip_gap=10 lets the solver stop at its first incumbent: unless the bound proves that
+    # incumbent optimal (gap within OPTIMALITY_GAP), the status is feasible, termination
+    # gap_limit, and the solve raises unless the caller accepts it.
+    instance = generate_instance(6, n_servers=4, gpus=4, seed=5)
+    options = {"mip_gap": 10.0, "symmetry": "none"}
     try:
-        accepted = solve_placement(
-            instance, "servers", formulation="assignment", time_limit=0.5, accept_feasible=True
-        )
+        result = solve(instance, objective, **options)
     except NotOptimalError as exc:
-        # No incumbent within the limit: still never a silent answer, and the LP bound is there.
-        assert exc.result.status.value == "limit_no_solution"
-        assert exc.result.extra["lp_bound"] is not None
-        return
-    if not accepted.optimal:
-        assert accepted.result.status.value == "feasible"
-        assert accepted.lp_bound is not None
-        assert accepted.lp_bound <= accepted.value
-        assert accepted.bound is not None and accepted.bound <= accepted.value
-    assert validate(instance, accepted.placement).valid
+        assert exc.result.status is Status.FEASIBLE
+        assert exc.result.termination is TerminationCondition.GAP_LIMIT
+        assert exc.result.solution is not None
+        accepted = solve(instance, objective, accept_feasible=True, **options)
+        assert not accepted.optimal
+    else:
+        assert result.gap is not None and result.gap <= OPTIMALITY_GAP
 
 
 def test_arcflow_graph_paths_are_exactly_the_feasible_contents():
@@ -313,7 +237,8 @@ def test_arcflow_is_refused_beyond_its_size_limit():
 
     assert arcflow_graph(np.array([100.0]), np.array([[1.0]]), [100], max_arcs=10) is None
     instance = bin_packing_instance(5, seed=0)
-    with pytest.raises(KeyError):
+    with pytest.raises(InvalidInstanceError) as info:
         build_model(instance, "fastest")
+    assert info.value.field == "objective"
     with pytest.raises(ValueError, match="symmetry"):
         build_model(instance, "traffic", symmetry="sometimes")

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optsched.errors import InvalidInstanceError
 from optsched.placement import (
     HEURISTICS,
     HeuristicFailedError,
@@ -15,17 +16,14 @@ from optsched.placement import (
     bin_packing_instance,
     generate_instance,
     run_heuristic,
-    solve_placement,
+    solve,
     validate,
 )
 from optsched.placement.compare import compare, relative_gap
-from optsched.solvers import available_solvers
-
-HAS_HIGHS = "highs" in available_solvers(frontend="pyomo", mip=True)
-needs_highs = pytest.mark.skipif(not HAS_HIGHS, reason="HiGHS is not installed")
+from optsched.tolerances import RATIO_TOL
 
 #: A heuristic value may undercut the optimum by at most this (relative, floor 1).
-VALUE_TOL = 1e-6
+VALUE_TOL = RATIO_TOL
 
 
 def _one_resource(sizes: list[float], capacity: float, servers: int) -> PlacementInstance:
@@ -62,7 +60,7 @@ def test_consolidate_first_keeps_jobs_whole_when_possible():
     inst = generate_instance(5, n_servers=4, gpus=8, seed=2)
     placement = run_heuristic("consolidate-first", inst)
     report = validate(inst, placement)
-    assert report.valid and report.objectives["clwp"] is not None  # every job on one server
+    assert report.ok and report.objectives["clwp"] is not None  # every job on one server
     assert report.objectives["traffic"] == 0.0
 
 
@@ -75,7 +73,7 @@ def test_nlwp_greedy_assigns_a_gpu_to_every_gpu_task():
     inst = generate_instance(3, n_servers=2, gpus=4, seed=4)
     placement = run_heuristic("nlwp-greedy", inst)
     report = validate(inst, placement)
-    assert report.valid, report.violations
+    assert report.ok, report.violations
     gpu_tasks = {t.id for i, t in enumerate(inst.tasks) if inst.demand[i, 0] > 0}
     assert set(placement.gpus or {}) == gpu_tasks
     assert report.objectives["nlwp"] is not None
@@ -95,7 +93,7 @@ def test_relative_gap():
     assert math.isinf(relative_gap(1.0, 0.0))
 
 
-@needs_highs
+@pytest.mark.solver("highs")
 @settings(max_examples=10)
 @given(st.integers(2, 4), st.integers(2, 3), st.integers(0, 10_000))
 def test_no_heuristic_beats_the_optimum_and_all_are_valid(n_jobs, n_servers, seed):
@@ -107,7 +105,7 @@ def test_no_heuristic_beats_the_optimum_and_all_are_valid(n_jobs, n_servers, see
         except HeuristicFailedError:
             assert all(result.cell(name, o).note == "failed" for o in result.objectives)
             continue
-        assert validate(inst, placement).valid
+        assert validate(inst, placement).ok
         for objective in result.objectives:
             cell = result.cell(name, objective)
             assert cell.note in ("", "n/a"), (name, objective, cell)
@@ -119,7 +117,7 @@ def test_no_heuristic_beats_the_optimum_and_all_are_valid(n_jobs, n_servers, see
             assert cell.gap is not None and cell.gap >= 0.0
 
 
-@needs_highs
+@pytest.mark.solver("highs")
 def test_nlwp_greedy_never_beats_the_nlwp_optimum():
     compared = 0
     for seed in range(6):
@@ -128,23 +126,23 @@ def test_nlwp_greedy_never_beats_the_nlwp_optimum():
             greedy = validate(inst, run_heuristic("nlwp-greedy", inst)).objectives["nlwp"]
         except HeuristicFailedError:
             continue
-        optimum = solve_placement(inst, "nlwp").value
+        optimum = solve(inst, "nlwp").objective
         assert greedy is not None and greedy >= optimum - VALUE_TOL * max(1.0, optimum)
         compared += 1
     assert compared >= 3
 
 
-@needs_highs
+@pytest.mark.solver("highs")
 def test_best_fit_decreasing_within_its_worst_case_bound():
     # BFD uses at most 11/9 OPT + 6/9 bins (Dosa 2007); the ILP provides OPT.
     for seed in range(3):
         inst = bin_packing_instance(30, seed=seed)
-        optimum = solve_placement(inst, "servers").value
+        optimum = solve(inst, "servers").objective
         used = validate(inst, run_heuristic("best-fit-decreasing", inst)).objectives["servers"]
         assert optimum <= used <= 11 / 9 * optimum + 6 / 9
 
 
-@needs_highs
+@pytest.mark.solver("highs")
 def test_compare_table_shape_and_json():
     inst = generate_instance(3, n_servers=2, gpus=4, seed=9)
     result = compare(inst, objectives=["servers", "traffic"], heuristics=["first-fit", "random"])
@@ -152,5 +150,14 @@ def test_compare_table_shape_and_json():
     assert data["objectives"] == ["servers", "traffic"]
     assert [row["heuristic"] for row in data["rows"]] == ["first-fit", "random"]
     assert set(data["reference"].values()) == {"optimum"}
-    with pytest.raises(KeyError):
+    with pytest.raises(InvalidInstanceError) as info:
         compare(inst, heuristics=["annealing"])
+    assert info.value.field == "heuristics[0]"
+    with pytest.raises(InvalidInstanceError) as info:
+        compare(inst, objectives=["servers", "fastest"])
+    assert info.value.field == "objectives[1]"
+    frame = result.to_frame()
+    assert len(frame) == 4 and set(frame["reference_kind"]) == {"optimum"}
+    for row in frame.itertuples():
+        assert row.value == result.cell(row.heuristic, row.objective).value
+    assert repr(result) == "PlacementComparison(2 heuristics x 2 objectives)"

@@ -16,7 +16,6 @@ from optsched.placement import (
     PlacementInstance,
     bin_packing_instance,
     generate_instance,
-    load_instance,
 )
 from optsched.placement.instance import instance_schema
 
@@ -231,7 +230,7 @@ def test_save_and_load_round_trip(tmp_path, suffix):
     inst = generate_instance(4, n_servers=3, racks=2, seed=5)
     path = tmp_path / f"inst{suffix}"
     inst.save(path)
-    again = load_instance(path)
+    again = PlacementInstance.load(path)
     assert again == inst
     assert again.flows == inst.flows
 
@@ -240,12 +239,12 @@ def test_load_reports_file_problems(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(InvalidInstanceError) as info:
-        load_instance(bad)
+        PlacementInstance.load(bad)
     assert info.value.field == "<file>"
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({**BASE, "jobs": [{"name": "x"}]}))
     with pytest.raises(InvalidInstanceError) as info:
-        load_instance(wrong)
+        PlacementInstance.load(wrong)
     assert info.value.field == "jobs[0].tasks"
 
 

@@ -15,10 +15,11 @@ from optsched.placement import (
     PlacementInstance,
     check,
     generate_instance,
-    load_placement,
     validate,
 )
-from optsched.placement.placement import placement_schema
+from optsched.placement.solution import placement_schema
+from optsched.placement.validator import CONSTRAINTS
+from optsched.tolerances import CAPACITY_TOL
 
 TOL = 1e-9
 
@@ -93,7 +94,7 @@ def inst() -> PlacementInstance:
 
 def test_split_placement_by_hand(inst):
     report = validate(inst, Placement(assignment=SPLIT))
-    assert report.valid, report.violations
+    assert report.ok, report.violations
     obj = report.objectives
     assert obj["servers"] == 3
     # Crossing: w1<->ps 2+2, w0->w1 0.8, r0<->r1 1+1.
@@ -104,19 +105,19 @@ def test_split_placement_by_hand(inst):
         "s0:out": 4.8, "s0:in": 4.0, "s1:out": 1.0, "s1:in": 1.0, "s2:out": 2.0, "s2:in": 2.8,
         "r0:out": 2.8, "r0:in": 2.0, "r1:out": 2.5, "r1:in": 3.3,
     }  # fmt: skip
-    assert report.link_load.keys() == expected_loads.keys()
+    assert report.details["link_load"].keys() == expected_loads.keys()
     for key, value in expected_loads.items():
-        assert abs(report.link_load[key] - value) < TOL, key
+        assert abs(report.details["link_load"][key] - value) < TOL, key
     # a: 2 * (1 + 0.3 on s0 shared with b + 0.5 for a second server); b: 1 * (0.5 + 0.1 + 0.05).
     assert abs(obj["interference"] - (3.6 + 0.65)) < TOL
     assert obj["clwp"] is None  # job a is split
     assert obj["nlwp"] is None  # no GPUs given
-    assert report.server_load["s0"] == {"gpu": 1.0, "cpu": 6.0}
+    assert report.details["server_load"]["s0"] == {"gpu": 1.0, "cpu": 6.0}
 
 
 def test_atomic_placement_by_hand(inst):
     report = validate(inst, Placement(assignment=ATOMIC))
-    assert report.valid
+    assert report.ok
     obj = report.objectives
     assert obj["servers"] == 2
     assert obj["traffic"] == 0.0
@@ -130,7 +131,7 @@ def test_atomic_placement_by_hand(inst):
 def test_gpu_assignment_by_hand(inst):
     gpus = {"a/w0": 0, "a/w1": 1, "b/r0": 0, "b/r1": 0}
     report = validate(inst, Placement(assignment=SPLIT | {"a/w1": "s0"}, gpus=gpus))
-    assert report.valid, report.violations
+    assert report.ok, report.violations
     # GPU (s0, 0) hosts a/w0 and b/r0: 2 * 0.3 + 1 * (0.1 + 0.05).
     interference = 0.75
     # w<->ps via the host link 16: (4 + 4) / 16; w0->w1 over the 64 Gbit/s link; r0<->r1
@@ -140,23 +141,53 @@ def test_gpu_assignment_by_hand(inst):
 
 
 @pytest.mark.parametrize(
-    ("assignment", "gpus", "needle"),
+    ("assignment", "gpus", "constraint", "needle"),
     [
-        ({**ATOMIC, "b/r0": "s0", "b/r1": "s0"}, None, "cpu demand 10 exceeds capacity 8"),
-        ({k: v for k, v in ATOMIC.items() if k != "a/ps"}, None, "'a/ps' is not assigned"),
-        ({**ATOMIC, "z/q": "s0"}, None, "unknown task 'z/q'"),
-        ({**ATOMIC, "a/ps": "s9"}, None, "unknown server 's9'"),
-        (ATOMIC, {"a/w0": 0, "a/w1": 0, "b/r0": 0, "b/r1": 1}, "GPU 0 of server 's0' needs 20"),
-        (ATOMIC, {"a/w0": 0, "a/w1": 1, "b/r0": 2, "b/r1": 1}, "given GPU 2"),
-        (ATOMIC, {"a/w0": 0, "a/w1": 1, "b/r0": 0}, "'b/r1' demands a GPU but has none"),
-        (ATOMIC, {"a/w0": 0, "a/w1": 1, "b/r0": 0, "b/r1": 1, "a/ps": 0}, "demands no GPU"),
+        (
+            {**ATOMIC, "b/r0": "s0", "b/r1": "s0"},
+            None,
+            "server_capacity",
+            "cpu demand 10 exceeds capacity 8",
+        ),
+        (
+            {k: v for k, v in ATOMIC.items() if k != "a/ps"},
+            None,
+            "task_assignment",
+            "'a/ps' is not assigned",
+        ),
+        ({**ATOMIC, "z/q": "s0"}, None, "task_assignment", "unknown task 'z/q'"),
+        ({**ATOMIC, "a/ps": "s9"}, None, "task_assignment", "unknown server 's9'"),
+        (
+            ATOMIC,
+            {"a/w0": 0, "a/w1": 0, "b/r0": 0, "b/r1": 1},
+            "gpu_memory",
+            "GPU 0 of server 's0' needs 20",
+        ),
+        (ATOMIC, {"a/w0": 0, "a/w1": 1, "b/r0": 2, "b/r1": 1}, "gpu_assignment", "given GPU 2"),
+        (
+            ATOMIC,
+            {"a/w0": 0, "a/w1": 1, "b/r0": 0},
+            "gpu_assignment",
+            "'b/r1' demands a GPU but has none",
+        ),
+        (
+            ATOMIC,
+            {"a/w0": 0, "a/w1": 1, "b/r0": 0, "b/r1": 1, "a/ps": 0},
+            "gpu_assignment",
+            "demands no GPU",
+        ),
     ],
 )
-def test_broken_placements_are_rejected(inst, assignment, gpus, needle):
+def test_broken_placements_are_rejected(inst, assignment, gpus, constraint, needle):
     placement = Placement(assignment=assignment, gpus=gpus)
     report = validate(inst, placement)
-    assert not report.valid
-    assert any(needle in v for v in report.violations), report.violations
+    assert not report.ok
+    hits = [v for v in report.violations if needle in v.message]
+    assert hits, report.violations
+    assert hits[0].constraint == constraint
+    assert constraint in CONSTRAINTS
+    frame = report.to_frame()
+    assert constraint in set(frame["constraint"])
     with pytest.raises(InvalidScheduleError):
         check(inst, placement)
 
@@ -168,7 +199,10 @@ def test_gpu_shared_more_than_once_is_rejected():
     gpus = {"a/w0": 0, "a/w1": 1, "b/r0": 0, "b/r1": 1}
     placement = Placement(assignment={**ATOMIC, "b/r0": "s0"}, gpus=gpus)
     report = validate(inst, placement)
-    assert any("shared 1.5 > 1" in v for v in report.violations), report.violations
+    shared = [v for v in report.violations if "shared 1.5 > 1" in v.message]
+    assert shared and shared[0].constraint == "gpu_share", report.violations
+    assert shared[0].amount == pytest.approx(0.5)
+    assert shared[0].where == {"server": "s0", "gpu": 0}
 
 
 @settings(max_examples=30)
@@ -181,8 +215,8 @@ def test_capacity_verdict_matches_a_vectorised_check(seed, data):
     report = validate(inst, Placement.from_indices(inst, servers))
     load = np.zeros_like(inst.capacity)
     np.add.at(load, servers, inst.demand)
-    fits = bool(np.all(load <= inst.capacity + 1e-9))
-    assert report.valid == fits
+    fits = bool(np.all(load <= inst.capacity + CAPACITY_TOL * np.maximum(1.0, inst.capacity)))
+    assert report.ok == fits
     # Servers used, computed another way.
     assert report.objectives["servers"] == len(set(servers))
 
@@ -197,8 +231,8 @@ def test_single_switch_traffic_equals_nic_loads(seed, data):
         st.lists(st.integers(0, 2), min_size=len(inst.tasks), max_size=len(inst.tasks))
     )
     report = validate(inst, Placement.from_indices(inst, servers))
-    outbound = sum(v for k, v in report.link_load.items() if k.endswith(":out"))
-    inbound = sum(v for k, v in report.link_load.items() if k.endswith(":in"))
+    outbound = sum(v for k, v in report.details["link_load"].items() if k.endswith(":out"))
+    inbound = sum(v for k, v in report.details["link_load"].items() if k.endswith(":in"))
     assert abs(outbound - report.objectives["traffic"]) < 1e-9
     assert abs(inbound - report.objectives["traffic"]) < 1e-9
 
@@ -207,14 +241,14 @@ def test_placement_files_and_solver_reports_load(tmp_path, inst):
     placement = Placement(assignment=ATOMIC, method="hand")
     path = tmp_path / "p.json"
     placement.save(path)
-    assert load_placement(path) == placement
+    assert Placement.load(path) == placement
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"status": "optimal", "objective": 2.0, "assignment": ATOMIC}))
-    assert load_placement(report).assignment == ATOMIC
+    assert Placement.load(report).assignment == ATOMIC
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"assignment": {"a/w0": 3}}))
     with pytest.raises(InvalidInstanceError) as info:
-        load_placement(bad)
+        Placement.load(bad)
     assert info.value.field == "assignment.a/w0"
     assert placement_schema()["title"] == "optsched placement"
 

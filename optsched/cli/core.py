@@ -28,7 +28,7 @@ SCHEMAS: dict[str, str] = {
     "dnn-profile": "optsched.profiles:profile_schema",
     "tensorlights-instance": "optsched.tensorlights.instance:instance_schema",
     "placement-instance": "optsched.placement.instance:instance_schema",
-    "placement": "optsched.placement.placement:placement_schema",
+    "placement": "optsched.placement.solution:placement_schema",
     "trace-job": "optsched.traces.schema:row_schema",
 }
 
@@ -37,7 +37,7 @@ SCHEMAS: dict[str, str] = {
 VALIDATORS: dict[str, str] = {
     "oasis-instance": "optsched.jobs.cli_support:validate_files",
     "tensorlights-instance": "optsched.tensorlights.validator:validate_files",
-    "placement-instance": "optsched.placement.placement:validate_files",
+    "placement-instance": "optsched.cli.placement:validate_files",
 }
 
 

@@ -2,17 +2,25 @@
 
 Subcommands
 -----------
-``solve FILE --objective NAME [--time-limit S] [--json]``
-    Solve exactly; JSON keys include ``status``, ``objective`` (the value), ``bound``,
-    ``lp_bound``, ``assignment`` (task id -> server) and ``gpus``. A solve stopped by the time
-    limit exits 3 unless ``--accept-feasible`` is given (then it exits 0 with status
-    ``feasible``); either way the LP relaxation bound is reported.
-``heuristic FILE --name NAME [--json]``
+``solve FILE --objective NAME [solver options] [--json]``
+    Solve exactly; the JSON is the :class:`~optsched.results.ExactResult` (``status``,
+    ``optimal``, ``objective`` (the value), ``objective_name``, ``bound``, ``gap``, ``lp_bound``,
+    ``solution`` (the placement: ``assignment`` task id -> server, ``gpus``)). A solve stopped by
+    a limit exits 3 unless ``--accept-feasible`` is given (then it exits 0 with status
+    ``feasible``); either way the incumbent placement, when there is one, and the LP relaxation
+    bound are reported.
+``heuristic FILE --heuristic NAME [--json]``
     Run one heuristic and score it with the validator.
-``compare FILE [--objective NAME ...] [--json]``
-    Every heuristic against the optimum of every objective: the gap table.
+``compare FILE [--objective A,B] [--heuristic X,Y] [solver options] [--json]``
+    Every heuristic against the optimum of every objective: the gap table. Exits 3 when an
+    exact solve stopped short (its gaps are then measured against the bound) unless
+    ``--accept-feasible``.
 ``generate (--bin-packing N | --jobs N) [--seed S] -o FILE``
     Write a seeded synthetic instance.
+
+Solver options are the shared ones (``--solver``, ``--time-limit``, ``--mip-gap``,
+``--threads``, ``--accept-feasible``) plus ``--solver-option NAME=VALUE`` (repeatable), passed
+to the solver as a native option, e.g. ``--solver-option mip_max_nodes=0`` for HiGHS.
 """
 
 from __future__ import annotations
@@ -23,12 +31,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from optsched.cli.common import EXIT_NOT_OPTIMAL, err_console, json_option, print_json
+from optsched.cli.common import (
+    EXIT_NOT_OPTIMAL,
+    SolverOptions,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    solver_options,
+)
 
 if TYPE_CHECKING:
-    from optsched.placement.instance import PlacementInstance
+    from optsched.placement import Placement, PlacementComparison, PlacementInstance
+    from optsched.results import ExactResult
 
-__all__ = ["placement", "register"]
+__all__ = ["placement", "register", "validate_files"]
 
 _OBJECTIVES = ("servers", "traffic", "max-load", "interference", "clwp", "nlwp")
 _HEURISTICS = (
@@ -42,15 +59,72 @@ _HEURISTICS = (
 )
 
 
+class ChoiceList(click.ParamType):
+    """Comma-separated names from a fixed set (the command line's one list syntax)."""
+
+    name = "list"
+
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = choices
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse ``"a,b"`` into ``("a", "b")``, each a known name."""
+        if isinstance(value, tuple):
+            return value
+        out = []
+        for item in str(value).split(","):
+            name = item.strip()
+            if name not in self.choices:
+                self.fail(f"{name!r} is not one of {', '.join(self.choices)}", param, ctx)
+            out.append(name)
+        return tuple(out)
+
+
+def _native_options(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs; values parsed as int, float, true/false, else kept as text."""
+    out: dict[str, Any] = {}
+    for text in values:
+        name, sep, raw = text.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{text!r}: write NAME=VALUE", ctx=ctx, param=param)
+        value: Any = raw.strip()
+        lowered = value.lower()
+        if lowered in ("true", "false"):
+            value = lowered == "true"
+        else:
+            for kind in (int, float):
+                try:
+                    value = kind(value)
+                    break
+                except ValueError:
+                    continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise click.BadParameter(f"{text!r}: the value must be finite", ctx=ctx, param=param)
+        out[name.strip()] = value
+    return out
+
+
+native_option = click.option(
+    "--solver-option",
+    "native",
+    multiple=True,
+    callback=_native_options,
+    metavar="NAME=VALUE",
+    help="A native solver option (repeatable), e.g. mip_max_nodes=0 for HiGHS.",
+)
+
+
 @click.group("placement")
 def placement() -> None:
     """Place training tasks on servers: exact ILPs, heuristics and their gaps."""
 
 
 def _load(path: Path) -> PlacementInstance:
-    from optsched.placement.instance import load_instance
+    from optsched.placement import PlacementInstance
 
-    return load_instance(path)
+    return PlacementInstance.load(path)
 
 
 def _fmt(value: float | None) -> str:
@@ -80,13 +154,6 @@ def _percent(gap: float | None) -> str:
     help="What to minimise.",
 )
 @click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Solver time limit in seconds.",
-)
-@click.option("--solver", default="highs", show_default=True, help="MILP solver.")
-@click.option(
     "--formulation",
     type=click.Choice(["auto", "arcflow", "assignment"]),
     default="auto",
@@ -101,91 +168,68 @@ def _percent(gap: float | None) -> str:
     help="Identical servers: the solver's symmetry handling, symmetry-breaking constraints, "
     "or neither.",
 )
-@click.option(
-    "--accept-feasible",
-    is_flag=True,
-    help="Exit 0 with a feasible incumbent when the time limit stops the solver.",
-)
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the placement file here.",
-)
+@native_option
+@output_option((".json", ".toml"), help="Also write the placement (optimal or incumbent) here")
 @json_option
+@solver_options()  # innermost: it wraps the function, keeping the options above
 def solve_cmd(
     file: Path,
     objective: str,
-    time_limit: float | None,
-    solver: str,
     formulation: str,
     symmetry: str,
-    accept_feasible: bool,
+    solver_opts: SolverOptions,
+    native: dict[str, Any],
     output: Path | None,
     as_json: bool,
 ) -> None:
     """Solve FILE exactly for one objective."""
     from optsched.errors import NotOptimalError
-    from optsched.placement.exact import solve_placement
+    from optsched.placement import solve
 
     instance = _load(file)
     options: dict[str, Any] = {"symmetry": symmetry}
     if objective == "servers":
         options["formulation"] = formulation
     try:
-        solution = solve_placement(
-            instance,
-            objective,
-            solver=solver,
-            time_limit=time_limit,
-            accept_feasible=accept_feasible,
-            **options,
+        result = solve(
+            instance, objective, **solver_opts.kwargs(), solver_options=native, **options
         )
     except NotOptimalError as exc:
-        result = exc.result
-        payload = {
-            "status": result.status.value,
-            "objective_name": objective,
-            "objective": result.objective,
-            "bound": result.bound,
-            "gap": result.gap,
-            "lp_bound": result.extra.get("lp_bound"),
-            "assignment": None,
-            "termination": result.termination.value,
-            "solve_seconds": result.solve_seconds,
-            "message": str(exc),
-        }
-        err_console.print(f"[yellow]not optimal[/yellow] {exc}", highlight=False)
-        lp = result.extra.get("lp_bound")
+        # The incumbent is kept: written with -o, and in the JSON of the error (the top level
+        # prints the ExactResult, solution included, and exits 3).
+        stopped: Any = exc.result
+        if output is not None and stopped.solution is not None:
+            stopped.solution.save(output)
+        lp = stopped.lp_bound
         if lp is not None:
-            err_console.print(f"LP relaxation bound: {_fmt(lp)}")
-        if as_json:
-            print_json(payload)
-        raise click.exceptions.Exit(EXIT_NOT_OPTIMAL) from None
-    if output is not None:
-        solution.placement.save(output)
+            err_console.print(f"LP relaxation bound: {_fmt(lp)}", highlight=False)
+        raise
+    if output is not None and result.solution is not None:
+        result.solution.save(output)
     if as_json:
-        print_json(solution.to_dict())
+        print_json(result.to_dict())
         return
-    _print_solution(instance, solution)
+    _print_solution(instance, result)
 
 
-def _print_solution(instance: PlacementInstance, solution: Any) -> None:
+def _print_solution(instance: PlacementInstance, result: ExactResult[Placement]) -> None:
     from rich.table import Table
 
+    placement = result.solution
     err_console.print(
-        f"{solution.objective} ({solution.formulation}): status {solution.result.status.value}, "
-        f"objective {_fmt(solution.value)}, bound {_fmt(solution.bound)}, "
-        f"LP bound {_fmt(solution.lp_bound)}, solve {solution.result.solve_seconds:.2f} s",
+        f"{result.objective_name} ({result.extra.get('formulation', '')}): status "
+        f"{result.status.value}, objective {_fmt(result.objective)}, bound {_fmt(result.bound)}, "
+        f"LP bound {_fmt(result.lp_bound)}, solve {result.solve_seconds:.2f} s",
         highlight=False,
     )
+    if placement is None:
+        return
     table = Table(title=f"placement of {len(instance.tasks)} tasks")
     table.add_column("server")
     table.add_column("tasks")
     by_server: dict[str, list[str]] = {}
-    for task, server in solution.placement.assignment.items():
-        gpu = (solution.placement.gpus or {}).get(task)
+    for task, server in placement.assignment.items():
+        gpu = (placement.gpus or {}).get(task)
         by_server.setdefault(server, []).append(task if gpu is None else f"{task}@gpu{gpu}")
     for server in (s.name for s in instance.servers):
         if server in by_server:
@@ -195,20 +239,20 @@ def _print_solution(instance: PlacementInstance, solution: Any) -> None:
 
 @placement.command("heuristic")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--name", type=click.Choice(_HEURISTICS), required=True, help="Which heuristic.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of 'random'.")
 @click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the placement file here.",
+    "--heuristic",
+    "--name",
+    "name",
+    type=click.Choice(_HEURISTICS),
+    required=True,
+    help="Which heuristic (--name is the older spelling).",
 )
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of 'random'.")
+@output_option((".json", ".toml"), help="Also write the placement here")
 @json_option
 def heuristic_cmd(file: Path, name: str, seed: int, output: Path | None, as_json: bool) -> None:
     """Run one heuristic on FILE and score it on every objective."""
-    from optsched.placement.heuristics import run_heuristic
-    from optsched.placement.placement import validate
+    from optsched.placement import run_heuristic, validate
 
     instance = _load(file)
     placed = run_heuristic(name, instance, seed)
@@ -216,18 +260,9 @@ def heuristic_cmd(file: Path, name: str, seed: int, output: Path | None, as_json
     if output is not None:
         placed.save(output)
     if as_json:
-        print_json(
-            {
-                "heuristic": name,
-                "valid": report.valid,
-                "violations": report.violations,
-                "objectives": report.objectives,
-                "assignment": placed.assignment,
-                "gpus": placed.gpus,
-            }
-        )
+        print_json({"heuristic": name, **report.to_dict(), "solution": placed.to_dict()})
         return
-    err_console.print(f"{name}: {'valid' if report.valid else 'INVALID'}")
+    err_console.print(f"{name}: {'valid' if report.ok else 'INVALID'}")
     for objective, value in report.objectives.items():
         err_console.print(f"  {objective}: {_fmt(value)}", highlight=False)
 
@@ -237,52 +272,70 @@ def heuristic_cmd(file: Path, name: str, seed: int, output: Path | None, as_json
 @click.option(
     "--objective",
     "objectives",
-    type=click.Choice(_OBJECTIVES),
+    type=ChoiceList(_OBJECTIVES),
     multiple=True,
-    help="Objectives to compare (repeatable; default all but nlwp).",
+    help="Objectives to compare, comma-separated (default all but nlwp).",
 )
 @click.option(
     "--heuristic",
     "heuristics",
-    type=click.Choice(_HEURISTICS),
+    type=ChoiceList(_HEURISTICS),
     multiple=True,
-    help="Heuristics to run (repeatable; default all).",
+    help="Heuristics to run, comma-separated (default all).",
 )
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Per exact solve; stopped solves are compared against their bound.",
-)
-@click.option("--solver", default="highs", show_default=True, help="MILP solver.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of 'random'.")
+@native_option
 @json_option
+@solver_options()  # innermost: it wraps the function, keeping the options above
 def compare_cmd(
     file: Path,
-    objectives: tuple[str, ...],
-    heuristics: tuple[str, ...],
-    time_limit: float | None,
-    solver: str,
+    objectives: tuple[tuple[str, ...], ...],
+    heuristics: tuple[tuple[str, ...], ...],
     seed: int,
+    solver_opts: SolverOptions,
+    native: dict[str, Any],
     as_json: bool,
 ) -> None:
-    """Gap table: every heuristic against the optimum of every objective."""
-    from rich.table import Table
+    """Gap table: every heuristic against the optimum of every objective.
 
-    from optsched.placement.compare import compare
+    Exits 3 when an exact solve stopped short (its heuristics' gaps are then measured against
+    the solver's bound) unless --accept-feasible.
+    """
+    from optsched.placement import compare
 
     instance = _load(file)
+    objs = [o for group in objectives for o in group]
+    names = [h for group in heuristics for h in group]
     result = compare(
         instance,
-        objectives=list(objectives) or None,
-        heuristics=list(heuristics) or None,
-        time_limit=time_limit,
-        solver=solver,
+        objectives=list(dict.fromkeys(objs)) or None,
+        heuristics=list(dict.fromkeys(names)) or None,
+        time_limit=solver_opts.time_limit,
+        solver=solver_opts.solver,
+        mip_gap=solver_opts.mip_gap,
+        threads=solver_opts.threads,
+        solver_options=native,
         seed=seed,
     )
     if as_json:
         print_json(result.to_dict())
-        return
+    else:
+        _print_comparison(instance, result)
+    if result.stopped_short:
+        err_console.print(
+            f"[yellow]not optimal[/yellow] the exact solve of {', '.join(result.stopped_short)} "
+            "stopped short: those gaps are measured against the solver's bound"
+            + ("" if solver_opts.accept_feasible else " (--accept-feasible to exit 0)"),
+            highlight=False,
+        )
+        if not solver_opts.accept_feasible:
+            raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
+
+
+def _print_comparison(instance: PlacementInstance, result: PlacementComparison) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     err_console.print(f"instance: {instance.describe()}", highlight=False)
     table = Table(title="heuristics: objective value (gap vs the exact reference)")
     table.add_column("heuristic")
@@ -303,8 +356,6 @@ def compare_cmd(
                 cells.append(f"{_fmt(cell.value)} ({_percent(cell.gap)})")
         table.add_row(name, *cells)
     # Wide enough for six objective columns whatever the terminal (stderr may be a file).
-    from rich.console import Console
-
     Console(stderr=True, width=max(err_console.width, 150)).print(table)
 
 
@@ -312,22 +363,24 @@ def compare_cmd(
 @click.option(
     "--bin-packing",
     "n_tasks",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100_000),
     default=None,
     help="A bin-packing-shaped instance of this many single-task jobs.",
 )
 @click.option(
     "--jobs",
     "n_jobs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=10_000),
     default=None,
     help="A training-cluster instance with this many PS / all-reduce jobs.",
 )
-@click.option("--servers", "n_servers", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--gpus", type=click.IntRange(min=0), default=8, show_default=True)
-@click.option("--racks", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--servers", "n_servers", type=click.IntRange(min=1, max=100_000), default=4, show_default=True
+)
+@click.option("--gpus", type=click.IntRange(min=0, max=1024), default=8, show_default=True)
+@click.option("--racks", type=click.IntRange(min=1, max=10_000), default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@output_option((".json", ".toml"), required=True, help="The instance file")
 def generate_cmd(
     n_tasks: int | None,
     n_jobs: int | None,
@@ -339,7 +392,7 @@ def generate_cmd(
 ) -> None:
     """Write a seeded synthetic placement instance (JSON, or TOML by extension)."""
     from optsched.errors import InvalidInstanceError
-    from optsched.placement.instance import bin_packing_instance, generate_instance
+    from optsched.placement import bin_packing_instance, generate_instance
 
     if (n_tasks is None) == (n_jobs is None):
         raise InvalidInstanceError("--bin-packing", "give exactly one of --bin-packing and --jobs")
@@ -350,6 +403,37 @@ def generate_cmd(
         instance = generate_instance(n_jobs, n_servers=n_servers, gpus=gpus, racks=racks, seed=seed)
     instance.save(output)
     err_console.print(f"wrote {output}: {instance.describe()}", highlight=False)
+
+
+def validate_files(instance_path: str | Path, placement_path: str | Path | None) -> dict[str, Any]:
+    """Back end of ``optsched validate`` for placement instances.
+
+    Returns
+    -------
+    dict
+        ``valid``, ``kind``, ``instance`` (its sizes), ``lines`` (the human output) and, with a
+        placement, the :meth:`~optsched.results.Report.to_dict` of its report (``violations``
+        as records with ``constraint``, ``message``, ``where``, ``amount``).
+    """
+    from optsched.placement import Placement, validate
+
+    instance = _load(Path(instance_path))
+    out: dict[str, Any] = {
+        "valid": True,
+        "kind": "placement-instance",
+        "instance": instance.describe(),
+    }
+    lines = [f"instance: {instance.describe()}"]
+    if placement_path is not None:
+        report = validate(instance, Placement.load(placement_path))
+        out.update(report.to_dict())
+        lines += [f"violation: {v}" for v in report.violations]
+        lines += [
+            f"{name}: {value:.6g}" for name, value in report.objectives.items() if value is not None
+        ]
+    # The human output of `optsched validate` (printed on stderr without --json).
+    out["lines"] = lines
+    return out
 
 
 def register(group: click.Group) -> None:

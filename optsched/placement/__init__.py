@@ -1,15 +1,36 @@
 """Placement of training tasks on servers: instances, exact ILPs, heuristics and a validator.
 
-Every algorithm in this package returns the same :class:`Placement` type, and one independent
-validator (:func:`validate`) re-derives feasibility and every objective from the instance and the
-placement alone.
+The placement family, in the shape every family has:
+
+================================ ================================================================
+name                             what
+================================ ================================================================
+:class:`PlacementInstance`       the cluster, the jobs and their tasks, traffic and interference
+                                 (``load``/``save``/``schema``/``from_dict``)
+:func:`generate_instance`        a seeded synthetic training-cluster instance
+                                 (:func:`bin_packing_instance`: a bin-packing-shaped one)
+:func:`solve`                    the exact ILP of one objective (:data:`OBJECTIVES`), returning an
+                                 :class:`~optsched.results.ExactResult` of a :class:`Placement`
+:data:`HEURISTICS`               heuristics, each ``heuristic(instance, seed) -> Placement``
+:func:`brute_force`              the optimum of a tiny instance by enumeration
+:func:`validate`                 the independent validator, returning a
+                                 :class:`~optsched.results.Report` with every objective
+:func:`compare`                  every heuristic against the exact optimum: the gap table
+                                 (:class:`PlacementComparison`)
+================================ ================================================================
+
+The ILPs live in modules named after their objective (:mod:`~optsched.placement.servers`,
+:mod:`~optsched.placement.traffic` for ``traffic`` and ``max-load``,
+:mod:`~optsched.placement.interference`, :mod:`~optsched.placement.clwp`,
+:mod:`~optsched.placement.nlwp`). The interference *predictors* that produce the coefficients
+are their own package, :mod:`optsched.interference`.
 """
 
 from __future__ import annotations
 
 from optsched.placement.brute import brute_force, brute_force_all
-from optsched.placement.compare import Comparison, compare
-from optsched.placement.exact import OBJECTIVES, PlacementSolution, build_model, solve_placement
+from optsched.placement.compare import GapCell, PlacementComparison, compare
+from optsched.placement.exact import OBJECTIVES, build_model, solve
 from optsched.placement.heuristics import HEURISTICS, HeuristicFailedError, run_heuristic
 from optsched.placement.instance import (
     Coefficient,
@@ -20,43 +41,22 @@ from optsched.placement.instance import (
     Traffic,
     bin_packing_instance,
     generate_instance,
-    load_instance,
 )
-from optsched.placement.interference import (
-    CoLocationRegressor,
-    InterferenceTruth,
-    MatrixCompletion,
-    MeanBaseline,
-    compare_predictors,
-    generate_interference_truth,
-    interference_matrix,
-)
-from optsched.placement.placement import (
-    OBJECTIVE_NAMES,
-    Placement,
-    PlacementReport,
-    check,
-    load_placement,
-    validate,
-)
+from optsched.placement.solution import Placement
+from optsched.placement.validator import OBJECTIVE_NAMES, check, validate
 
 __all__: list[str] = [
     "HEURISTICS",
     "OBJECTIVES",
     "OBJECTIVE_NAMES",
-    "CoLocationRegressor",
     "Coefficient",
     "Communication",
-    "Comparison",
+    "GapCell",
     "HeuristicFailedError",
-    "InterferenceTruth",
     "JobSpec",
-    "MatrixCompletion",
-    "MeanBaseline",
     "Placement",
+    "PlacementComparison",
     "PlacementInstance",
-    "PlacementReport",
-    "PlacementSolution",
     "TaskSpec",
     "Traffic",
     "bin_packing_instance",
@@ -65,13 +65,8 @@ __all__: list[str] = [
     "build_model",
     "check",
     "compare",
-    "compare_predictors",
     "generate_instance",
-    "generate_interference_truth",
-    "interference_matrix",
-    "load_instance",
-    "load_placement",
     "run_heuristic",
-    "solve_placement",
+    "solve",
     "validate",
 ]

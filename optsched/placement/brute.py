@@ -12,8 +12,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from optsched.errors import InvalidInstanceError
 from optsched.placement.instance import PlacementInstance
-from optsched.placement.placement import Placement, validate
+from optsched.placement.solution import Placement
+from optsched.placement.validator import validate
 
 __all__ = ["MAX_CANDIDATES", "brute_force", "brute_force_all"]
 
@@ -57,8 +59,8 @@ def brute_force(instance: PlacementInstance, objective: str) -> tuple[float, Pla
 
     Raises
     ------
-    ValueError
-        The search space exceeds :data:`MAX_CANDIDATES`.
+    InvalidInstanceError
+        The search space exceeds :data:`MAX_CANDIDATES` (a ``ValueError``).
 
     Notes
     -----
@@ -77,8 +79,8 @@ def brute_force_all(
 
     Raises
     ------
-    ValueError
-        A search space exceeds :data:`MAX_CANDIDATES`.
+    InvalidInstanceError
+        A search space exceeds :data:`MAX_CANDIDATES` (a ``ValueError``).
     """
     out: dict[str, tuple[float, Placement] | None] = {}
     server_level = [o for o in objectives if o != "nlwp"]
@@ -98,7 +100,9 @@ def _search(
     for choices in space:
         size *= len(choices)
     if size > MAX_CANDIDATES:
-        raise ValueError(f"brute force over {size} placements exceeds {MAX_CANDIDATES}")
+        raise InvalidInstanceError(
+            "instance", f"brute force over {size} placements exceeds {MAX_CANDIDATES}"
+        )
     best: dict[str, tuple[float, Placement] | None] = dict.fromkeys(objectives)
     for combo in itertools.product(*space):
         if kind == "clwp":
@@ -113,7 +117,7 @@ def _search(
             )
         placement = Placement.from_indices(instance, per_task, gpus=gpus, method="brute-force")
         report = validate(instance, placement)
-        if not report.valid:
+        if not report.ok:
             continue
         for objective in objectives:
             value = report.objectives[objective]

@@ -40,7 +40,7 @@ Every builder takes ``symmetry`` (:data:`SYMMETRY_MODES`):
     ``server_order``). They are valid (brute force agrees on every objective) but, with HiGHS,
     they get in the way of its orbital methods and usually slow the solve down.
 ``"none"``
-    Neither: the model has no symmetry constraints and :func:`~optsched.placement.solve_placement`
+    Neither: the model has no symmetry constraints and :func:`~optsched.placement.solve`
     also switches HiGHS's symmetry detection off (the baseline of the benchmark).
 
 References
@@ -52,22 +52,25 @@ constraints", INFORMS J. Computing 21(1), 2009.
 from __future__ import annotations
 
 import itertools
+import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from optsched.cluster import Server
-from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
-from optsched.placement.placement import Placement
+from optsched.errors import InvalidInstanceError, ModelError
+from optsched.placement.instance import PlacementInstance
+from optsched.placement.solution import Placement
+from optsched.tolerances import FIT_TOL
 
 __all__ = [
-    "INTEGRALITY_TOL",
     "SYMMETRY_MODES",
     "PlacementModel",
     "allowed_servers",
+    "chosen",
     "server_capacity",
     "server_classes",
     "server_order",
@@ -75,8 +78,8 @@ __all__ = [
     "task_assignment",
 ]
 
-#: A binary whose value is within this of 1 counts as 1 when decoding a solution.
-INTEGRALITY_TOL = 1e-4
+T = TypeVar("T")
+
 #: Ways of handling the symmetry between interchangeable servers (see the module notes).
 SYMMETRY_MODES: tuple[str, ...] = ("solver", "constraints", "none")
 
@@ -86,11 +89,13 @@ def check_symmetry(mode: str) -> bool:
 
     Raises
     ------
-    ValueError
-        ``mode`` is not in :data:`SYMMETRY_MODES`.
+    InvalidInstanceError
+        ``mode`` is not in :data:`SYMMETRY_MODES` (field ``symmetry``).
     """
     if mode not in SYMMETRY_MODES:
-        raise ValueError(f"symmetry must be one of {SYMMETRY_MODES}, got {mode!r}")
+        raise InvalidInstanceError(
+            "symmetry", f"symmetry must be one of {SYMMETRY_MODES}, got {mode!r}"
+        )
     return mode == "constraints"
 
 
@@ -148,7 +153,7 @@ def model_size(model: Any) -> dict[str, int]:
 def allowed_servers(instance: PlacementInstance) -> list[list[int]]:
     """For every task, the servers it fits on alone (all resources at once)."""
     demand, capacity = instance.demand, instance.capacity
-    slack = CAPACITY_TOL * np.maximum(1.0, np.abs(capacity))
+    slack = FIT_TOL * np.maximum(1.0, np.abs(capacity))
     ok = np.all(demand[:, None, :] <= (capacity + slack)[None, :, :], axis=2)
     return [[int(h) for h in np.flatnonzero(row)] for row in ok]
 
@@ -364,12 +369,30 @@ def colocation_pairs(
     return pair_weight, triples
 
 
-def binary_value(var: Any) -> bool:
-    """Whether a solved binary (or 0/1 expression) is 1, up to :data:`INTEGRALITY_TOL`."""
+def chosen(variables: Mapping[T, Any]) -> T:
+    r"""The option whose solved binary ``variables[option]`` is largest.
+
+    An assignment row :math:`\sum_o x_o = 1` of a solved model has one binary at 1 up to
+    the solver's feasibility tolerance, which is relative to the model's coefficients; taking
+    the largest (rather than testing each against a fixed threshold) decodes every solution
+    the solver accepts. The independent validator then checks the decoded placement.
+
+    Raises
+    ------
+    ModelError
+        No option has a value (the model was not solved).
+    """
     import pyomo.environ as pyo
 
-    value = pyo.value(var, exception=False)
-    return value is not None and value > 1.0 - INTEGRALITY_TOL
+    best: T | None = None
+    best_value = -math.inf
+    for option, var in variables.items():
+        value = pyo.value(var, exception=False)
+        if value is not None and value > best_value:
+            best, best_value = option, float(value)
+    if best is None:
+        raise ModelError("the solved model holds no value for an assignment row")
+    return best
 
 
 def integer_value(var: Any) -> int:

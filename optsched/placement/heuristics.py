@@ -31,9 +31,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from optsched.errors import OptschedError
-from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
-from optsched.placement.placement import Placement
+from optsched.errors import InvalidInstanceError, OptschedError
+from optsched.limits import check_size
+from optsched.placement.instance import PlacementInstance
+from optsched.placement.solution import Placement
+from optsched.tolerances import FIT_TOL
 
 __all__ = [
     "HEURISTICS",
@@ -65,7 +67,7 @@ class _State:
         self.server = np.full(len(instance.tasks), -1, dtype=np.int64)
 
     def fits(self, need: np.ndarray, h: int) -> bool:
-        slack = CAPACITY_TOL * np.maximum(1.0, np.abs(self.instance.capacity[h]))
+        slack = FIT_TOL * np.maximum(1.0, np.abs(self.instance.capacity[h]))
         return bool(np.all(need <= self.free[h] + slack))
 
     def size(self, need: np.ndarray) -> float:
@@ -267,6 +269,9 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
     """
     from optsched.errors import ModelError
 
+    # Every task scans every slot: bound the scan before starting it.
+    n_slots = sum(s.gpus + 1 for s in instance.servers)
+    check_size("jobs", len(instance.tasks) * n_slots, "max_events", "task-slot pairs")
     state = _State(instance)
     gpu_col = instance.resources.index("gpu") if "gpu" in instance.resources else None
     c = instance.pair_coefficients
@@ -295,7 +300,7 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
     for t in range(len(tasks)):
         need = instance.demand[t]
         share_t = float(need[gpu_col]) if gpu_col is not None else 0.0
-        if share_t > 1.0 + CAPACITY_TOL:
+        if share_t > 1.0 + FIT_TOL:
             raise ModelError(
                 f"nlwp-greedy: task {tasks[t].id!r} demands {share_t:g} GPUs;"
                 " NLWP puts a task on one GPU"
@@ -308,12 +313,12 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
             slots = range(server.gpus) if share_t > 0.0 else [-1]
             for g in slots:
                 if g >= 0:
-                    if share.get((h, g), 0.0) + share_t > 1.0 + CAPACITY_TOL:
+                    if share.get((h, g), 0.0) + share_t > 1.0 + FIT_TOL:
                         continue
                     limit = server.gpu_memory
                     if limit is not None and memory.get(
                         (h, g), 0.0
-                    ) + mem_t > limit + CAPACITY_TOL * max(1.0, limit):
+                    ) + mem_t > limit + FIT_TOL * max(1.0, limit):
                         continue
                 cost = 0.0
                 if g >= 0:
@@ -361,9 +366,13 @@ def run_heuristic(name: str, instance: PlacementInstance, seed: int | None = 0) 
 
     Raises
     ------
-    KeyError
-        Unknown name.
+    InvalidInstanceError
+        Unknown name (field ``heuristic``).
     HeuristicFailedError
         The heuristic found no room for some task.
     """
+    if name not in HEURISTICS:
+        raise InvalidInstanceError(
+            "heuristic", f"unknown heuristic {name!r}; known: {sorted(HEURISTICS)}"
+        )
     return HEURISTICS[name](instance, seed)

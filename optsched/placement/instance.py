@@ -43,23 +43,25 @@ Every field is validated on load; a bad one raises
 
 from __future__ import annotations
 
-import json
+import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from optsched._validation import Frozen, load_data, parse
+from optsched._validation import Frozen
 from optsched.cluster import Cluster, Server, two_tier_cluster, uniform_cluster
 from optsched.errors import InvalidInstanceError
+from optsched.limits import check_size
+from optsched.tolerances import FIT_TOL, leq
 
 __all__ = [
-    "CAPACITY_TOL",
+    "MAX_VALUE",
+    "MIN_BANDWIDTH",
     "Coefficient",
     "Communication",
     "JobSpec",
@@ -70,20 +72,29 @@ __all__ = [
     "bin_packing_instance",
     "generate_instance",
     "instance_schema",
-    "load_instance",
 ]
 
-#: Relative slack on capacities when checking that demands fit (sums of float demands).
-CAPACITY_TOL = 1e-9
+#: Largest number a placement instance may hold (demands, capacities, volumes, loads, times,
+#: weights, coefficients, bandwidths). Every objective sums at most a few million such terms
+#: (the model budget), so every model coefficient, bound and objective value stays below
+#: 1e16, far inside the solvers' numerical range (HiGHS treats 1e20 as infinity) and far from
+#: float overflow.
+MAX_VALUE = 1e9
+#: Smallest bandwidth (Gbit/s) a placement instance may hold: link loads and communication
+#: times divide volumes by bandwidths, so this keeps them below ``MAX_VALUE / MIN_BANDWIDTH``.
+MIN_BANDWIDTH = 1e-3
 
-NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)]
+#: Largest ``count`` of one task spec (the task budget refuses far fewer tasks in total).
+MAX_COUNT = 10**9
 PosInt = Annotated[int, Field(ge=1)]
+Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
 Name = Annotated[str, Field(min_length=1, pattern=r"^[^/]+$")]
 
 
 def fits(demand: float, capacity: float) -> bool:
-    """Whether ``demand <= capacity`` up to :data:`CAPACITY_TOL` (relative, floor 1)."""
-    return demand <= capacity + CAPACITY_TOL * max(1.0, abs(capacity))
+    """Whether ``demand <= capacity`` up to :data:`~optsched.tolerances.FIT_TOL`."""
+    return leq(demand, capacity, FIT_TOL)
 
 
 class TaskSpec(Frozen):
@@ -93,7 +104,7 @@ class TaskSpec(Frozen):
     role: Literal["worker", "ps", "rank"] = Field(
         default="worker", description="Worker, parameter server, or all-reduce rank."
     )
-    count: PosInt = Field(default=1, description="Number of identical tasks.")
+    count: Count = Field(default=1, description="Number of identical tasks.")
     demand: dict[str, NonNegFloat] = Field(
         default_factory=dict, description="Demand per resource (gpu is a share of GPUs)."
     )
@@ -227,6 +238,70 @@ def _expand_traffic(job: JobSpec, where: str) -> dict[tuple[str, str], float]:
     return volume
 
 
+def _check_sizes(instance: PlacementInstance) -> None:
+    """Refuse instances whose expansion would exceed the size budgets, before expanding.
+
+    Tasks and flows (each becomes at least one model variable per server it may use) count
+    against ``max_model_variables``; the job-by-job and job-by-server coefficient arrays against
+    ``max_array_cells``. Checked on the specs' counts, so ``count: 10**7`` costs nothing.
+    """
+    tasks = 0
+    flows = 0
+    for j, job in enumerate(instance.jobs):
+        workers = ps = ranks = 0
+        for k, spec in enumerate(job.tasks):
+            tasks += spec.count
+            check_size(f"jobs[{j}].tasks[{k}].count", tasks, "max_model_variables", "tasks")
+            if spec.role == "worker":
+                workers += spec.count
+            elif spec.role == "ps":
+                ps += spec.count
+            else:
+                ranks += spec.count
+        if job.communication is not None:
+            # ps: every worker <-> every PS; ring: one flow per member.
+            pattern = job.communication.pattern
+            flows += 2 * workers * ps if pattern == "ps" else workers + ranks
+        flows += len(job.traffic)
+        check_size(f"jobs[{j}].communication", flows, "max_model_variables", "flows")
+    n_jobs, n_servers = len(instance.jobs), len(instance.cluster.servers)
+    check_size("jobs", n_jobs * n_jobs, "max_array_cells", "job pairs")
+    check_size("cluster.servers", n_jobs * n_servers, "max_array_cells", "job-server pairs")
+
+
+def _check_cluster_magnitudes(cluster: Cluster) -> None:
+    """Refuse numbers outside the range every placement model handles exactly.
+
+    Every number at most :data:`MAX_VALUE`, every bandwidth at least :data:`MIN_BANDWIDTH`
+    (the instance's own fields are bounded by their types).
+    """
+
+    def at_most(field: str, value: float | None) -> None:
+        if value is not None and value > MAX_VALUE:
+            raise InvalidInstanceError(field, f"must be <= {MAX_VALUE:g}, got {value:g}")
+
+    def bandwidth(field: str, value: float) -> None:
+        at_most(field, value)
+        if value < MIN_BANDWIDTH:
+            raise InvalidInstanceError(field, f"must be >= {MIN_BANDWIDTH:g} Gbit/s, got {value:g}")
+
+    for h, server in enumerate(cluster.servers):
+        where = f"cluster.servers[{h}]"
+        for r, value in server.capacity.items():
+            at_most(f"{where}.capacity.{r}", value)
+        at_most(f"{where}.nic_load", server.nic_load)
+        at_most(f"{where}.gpu_memory", server.gpu_memory)
+        bandwidth(f"{where}.nic_bandwidth", server.nic_bandwidth)
+        bandwidth(f"{where}.gpu_bandwidth", server.gpu_bandwidth)
+        for i, link in enumerate(server.gpu_links):
+            bandwidth(f"{where}.gpu_links[{i}].bandwidth", link.bandwidth)
+    gpus = sum(int(s.capacity.get("gpu", 0.0)) for s in cluster.servers)
+    check_size("cluster.servers", gpus, "max_model_variables", "GPUs")
+    for k, rack in enumerate(cluster.racks):
+        at_most(f"cluster.racks[{k}].uplink_load", rack.uplink_load)
+        bandwidth(f"cluster.racks[{k}].uplink_bandwidth", rack.uplink_bandwidth)
+
+
 class PlacementInstance(Frozen):
     r"""A placement problem: the cluster, the jobs to place, their traffic and interference.
 
@@ -259,6 +334,8 @@ class PlacementInstance(Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> PlacementInstance:
+        _check_sizes(self)
+        _check_cluster_magnitudes(self.cluster)
         resources = set(self.cluster.resources)
         cap = self.cluster.capacity_matrix()
         res_index = {r: i for i, r in enumerate(self.cluster.resources)}
@@ -331,32 +408,6 @@ class PlacementInstance(Frozen):
         return self
 
     # ----- construction ------------------------------------------------------------------------
-
-    @classmethod
-    def from_dict(cls, data: Any) -> PlacementInstance:
-        """Validate plain data into an instance.
-
-        Raises
-        ------
-        InvalidInstanceError
-            A field is missing or wrong; the message names it.
-        """
-        return parse(cls, data)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (what :meth:`save` writes)."""
-        return self.model_dump(mode="json", exclude_defaults=False)
-
-    def save(self, path: str | Path) -> None:
-        """Write the instance as JSON, or TOML when ``path`` ends in ``.toml``."""
-        p = Path(path)
-        data = self.model_dump(mode="json", exclude_none=True)
-        if p.suffix.lower() == ".toml":
-            import tomli_w
-
-            p.write_text(tomli_w.dumps(data), encoding="utf-8")
-        else:
-            p.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
     def with_interference(
         self, matrix: np.ndarray | Sequence[Sequence[float]]
@@ -560,26 +611,39 @@ class PlacementInstance(Frozen):
             f"{len(self.flows)} flows, resources {list(self.resources)}"
         )
 
+    def to_frame(self) -> Any:
+        """One row per task: ``job``, ``task``, ``role`` and one column per resource demanded.
 
-def load_instance(path: str | Path) -> PlacementInstance:
-    """Read and validate a placement instance (JSON, or TOML by extension).
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
 
-    Raises
-    ------
-    InvalidInstanceError
-        The file cannot be read, or a field is invalid (the message names it).
-    """
-    data = load_data(path)
-    if isinstance(data, dict) and data.get("kind", "placement-instance") != "placement-instance":
-        raise InvalidInstanceError(
-            "kind", f"must be 'placement-instance', got {data.get('kind')!r}"
+        columns = ["job", "task", "role", *self.resources]
+        rows = [
+            [self.jobs[t.job].name, t.name, t.role, *self.demand[i]]
+            for i, t in enumerate(self.tasks)
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    def __repr__(self) -> str:
+        name = f"{self.name!r}: " if self.name else ""
+        return (
+            f"PlacementInstance({name}{len(self.servers)} servers, {len(self.jobs)} jobs, "
+            f"{len(self.tasks)} tasks)"
         )
-    return PlacementInstance.from_dict(data)
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(repr(self))}: {html.escape(self.describe())}</p>"
 
 
 def instance_schema() -> dict[str, Any]:
     """JSON Schema of the placement-instance file format."""
-    schema = PlacementInstance.model_json_schema()
+    schema = PlacementInstance.schema()
     schema["title"] = "optsched placement instance"
     return schema
 

@@ -56,9 +56,9 @@ from optsched.placement.formulation import (
     PlacementModel,
     Timer,
     allowed_servers,
-    binary_value,
     capacity_key,
     check_symmetry,
+    chosen,
     model_size,
     server_capacity,
     server_classes,
@@ -66,7 +66,7 @@ from optsched.placement.formulation import (
     task_assignment,
 )
 from optsched.placement.instance import PlacementInstance
-from optsched.placement.placement import Placement
+from optsched.placement.solution import Placement
 
 __all__ = ["build_max_load", "build_traffic", "network_key", "pair_volumes"]
 
@@ -117,8 +117,7 @@ def _decode(
 ) -> Placement:
     servers = []
     for t in range(len(instance.tasks)):
-        chosen = [h for h in allowed[t] if binary_value(m.x[t, h])]
-        servers.append(chosen[0])
+        servers.append(chosen({h: m.x[t, h] for h in allowed[t]}))
     return Placement.from_indices(instance, servers, method=method)
 
 

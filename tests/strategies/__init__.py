@@ -1,1 +1,1 @@
-"""Shared Hypothesis strategies and builders, one module per family."""
+"""Hypothesis strategies shared by the test modules, one module per family."""

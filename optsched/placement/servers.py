@@ -68,8 +68,9 @@ from optsched.placement.formulation import (
     model_size,
 )
 from optsched.placement.heuristics import HeuristicFailedError, best_fit_decreasing
-from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
-from optsched.placement.placement import Placement
+from optsched.placement.instance import PlacementInstance
+from optsched.placement.solution import Placement
+from optsched.tolerances import FIT_TOL
 
 __all__ = [
     "ARCFLOW_MAX_ARCS",
@@ -110,7 +111,7 @@ def servers_lower_bound(instance: PlacementInstance) -> int:
     for r in range(instance.capacity.shape[1]):
         caps = np.sort(instance.capacity[:, r])[::-1]
         covered = np.cumsum(caps)
-        need = total[r] - CAPACITY_TOL * max(1.0, float(total[r]))
+        need = total[r] - FIT_TOL * max(1.0, float(total[r]))
         count = int(np.searchsorted(covered, need, side="left")) + 1
         bound = max(bound, min(count, len(caps)))
     return bound
@@ -153,7 +154,7 @@ def arcflow_graph(
     -----
     Complexity :math:`O(|V| \\sum_k N_k)` with :math:`|V|` reachable load vectors.
     """
-    slack = CAPACITY_TOL * np.maximum(1.0, np.abs(capacity))
+    slack = FIT_TOL * np.maximum(1.0, np.abs(capacity))
     origin = tuple(0.0 for _ in capacity)
     index: dict[tuple[float, ...], int] = {origin: 0}
     nodes = [origin]
@@ -367,7 +368,7 @@ def _assignment_model(
     n_types, n_servers = len(types), len(instance.servers)
     capacity = instance.capacity
     counts = [len(ms) for ms in members]
-    slack = CAPACITY_TOL * np.maximum(1.0, np.abs(capacity))
+    slack = FIT_TOL * np.maximum(1.0, np.abs(capacity))
 
     def most(k: int, h: int) -> int:
         d = types[k]

@@ -1,10 +1,10 @@
-r"""The Placement type and its independent validator.
+r"""The independent validator of placements.
 
 Every placement algorithm in optsched (the exact ILPs, the heuristics, brute force) returns a
-:class:`Placement`: a server for every task, and optionally a GPU for every task that uses one.
-:func:`validate` checks it against the instance and recomputes **every** objective from the
-instance and the placement alone, with plain loops over tasks, flows and network paths. It
-shares no code with the formulations, so a bug in a formulation cannot hide itself.
+:class:`~optsched.placement.Placement`. :func:`validate` checks it against the instance and
+recomputes **every** objective from the instance and the placement alone, with plain loops over
+tasks, flows and network paths. It shares no code with the formulations, so a bug in a
+formulation cannot hide itself.
 
 Objectives recomputed (all minimised)
 -------------------------------------
@@ -33,36 +33,31 @@ Objectives recomputed (all minimised)
 from __future__ import annotations
 
 import itertools
-import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import Field
-
-from optsched._validation import Frozen, load_data, parse
-from optsched.errors import InvalidScheduleError
+from optsched.errors import InvalidInstanceError
 from optsched.placement.instance import PlacementInstance
+from optsched.placement.solution import Placement
+from optsched.results import Report, Violation
+from optsched.tolerances import CAPACITY_TOL, leq
 
 __all__ = [
-    "CAPACITY_TOL",
+    "CONSTRAINTS",
     "OBJECTIVE_NAMES",
-    "OBJECTIVE_TOL",
-    "Placement",
-    "PlacementReport",
     "check",
-    "load_placement",
-    "placement_schema",
     "validate",
-    "validate_files",
 ]
 
-#: Relative slack on capacities (sums of float demands), floor 1.
-CAPACITY_TOL = 1e-7
-#: Tolerance when comparing objective values (relative, floor 1).
-OBJECTIVE_TOL = 1e-6
+#: The constraint names a :class:`~optsched.results.Violation` of a placement carries.
+CONSTRAINTS: tuple[str, ...] = (
+    "task_assignment",
+    "server_capacity",
+    "gpu_assignment",
+    "gpu_share",
+    "gpu_memory",
+)
 #: Every objective the validator recomputes, in report order.
 OBJECTIVE_NAMES: tuple[str, ...] = (
     "servers",
@@ -75,123 +70,7 @@ OBJECTIVE_NAMES: tuple[str, ...] = (
 
 
 def _within(load: float, capacity: float) -> bool:
-    return load <= capacity + CAPACITY_TOL * max(1.0, abs(capacity))
-
-
-class Placement(Frozen):
-    """Where every task runs.
-
-    Attributes
-    ----------
-    assignment : dict of str to str
-        Task id (``"<job>/<task>"``) to server name.
-    gpus : dict of str to int, optional
-        Task id to GPU index on its server, for node-level (GPU) assignment. Tasks without GPU
-        demand have no entry.
-    method : str
-        What produced it (``"ilp:servers"``, ``"heuristic:first-fit"``...).
-    """
-
-    kind: Literal["placement"] = "placement"
-    assignment: dict[str, str] = Field(description="Task id -> server name.")
-    gpus: dict[str, int] | None = Field(default=None, description="Task id -> GPU index.")
-    method: str = ""
-
-    @classmethod
-    def from_indices(
-        cls,
-        instance: PlacementInstance,
-        servers: Sequence[int],
-        gpus: Mapping[int, int] | None = None,
-        method: str = "",
-    ) -> Placement:
-        """Build from a server index per task (in ``instance.tasks`` order).
-
-        Parameters
-        ----------
-        instance : PlacementInstance
-        servers : sequence of int
-            ``servers[i]`` is the index of task ``i``'s server.
-        gpus : mapping of int to int, optional
-            Task index to GPU index, for the tasks that have a GPU.
-        method : str
-
-        Raises
-        ------
-        ValueError
-            A server index out of range, or not one per task.
-        """
-        names = [s.name for s in instance.servers]
-        if len(servers) != len(instance.tasks):
-            raise ValueError(
-                f"need one server per task ({len(instance.tasks)}), got {len(servers)}"
-            )
-        bad = [int(h) for h in servers if not 0 <= int(h) < len(names)]
-        if bad:
-            raise ValueError(f"server index {bad[0]} out of range 0..{len(names) - 1}")
-        assignment = {t.id: names[int(servers[i])] for i, t in enumerate(instance.tasks)}
-        gpu_map = None
-        if gpus is not None:
-            gpu_map = {instance.tasks[i].id: int(g) for i, g in gpus.items()}
-        return cls(assignment=assignment, gpus=gpu_map, method=method)
-
-    def server_indices(self, instance: PlacementInstance) -> list[int]:
-        """Server index of every task, in ``instance.tasks`` order.
-
-        Raises
-        ------
-        KeyError
-            A task is unassigned or its server is unknown (run :func:`validate` first).
-        """
-        index = {s.name: h for h, s in enumerate(instance.servers)}
-        return [index[self.assignment[t.id]] for t in instance.tasks]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (what :meth:`save` writes)."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-    def save(self, path: str | Path) -> None:
-        """Write the placement as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-
-
-@dataclass
-class PlacementReport:
-    """What :func:`validate` found.
-
-    Attributes
-    ----------
-    valid : bool
-        No violation.
-    violations : list of str
-        Every violated constraint, in words.
-    objectives : dict of str to float or None
-        Every objective of :data:`OBJECTIVE_NAMES`; ``None`` where it does not apply (``clwp``
-        for a placement that splits a job, ``nlwp`` without GPUs) or cannot be computed
-        (unassigned tasks).
-    server_load : dict of str to dict of str to float
-        Demand placed on each used server, per resource.
-    link_load : dict of str to float
-        Load of each link direction, background included, in Gbit: ``"s0:out"`` is
-        traffic leaving server ``s0`` through its NIC, ``"r1:in"`` traffic entering rack ``r1``
-        through its uplink.
-    """
-
-    valid: bool
-    violations: list[str] = field(default_factory=list)
-    objectives: dict[str, float | None] = field(default_factory=dict)
-    server_load: dict[str, dict[str, float]] = field(default_factory=dict)
-    link_load: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready mapping."""
-        return {
-            "valid": self.valid,
-            "violations": list(self.violations),
-            "objectives": dict(self.objectives),
-            "server_load": {k: dict(v) for k, v in self.server_load.items()},
-            "link_load": dict(self.link_load),
-        }
+    return leq(load, capacity, CAPACITY_TOL)
 
 
 def _coefficient_tables(
@@ -202,7 +81,9 @@ def _coefficient_tables(
     return jobs, types
 
 
-def validate(instance: PlacementInstance, placement: Placement) -> PlacementReport:
+def validate(
+    instance: PlacementInstance, placement: Placement, objective: str | None = None
+) -> Report:
     r"""Check ``placement`` against ``instance`` and recompute every objective.
 
     Checks: every task is assigned exactly once to a known server, no unknown task is
@@ -214,31 +95,63 @@ def validate(instance: PlacementInstance, placement: Placement) -> PlacementRepo
     ----------
     instance : PlacementInstance
     placement : Placement
+    objective : str, optional
+        The objective whose value becomes :attr:`Report.objective` (one of
+        :data:`OBJECTIVE_NAMES`); by default the one named by ``placement.method``
+        (``"ilp:traffic"`` -> ``traffic``), else none.
 
     Returns
     -------
-    PlacementReport
+    Report
+        ``violations`` (typed, with the constraint names of :data:`CONSTRAINTS`),
+        ``objectives`` (every objective of :data:`OBJECTIVE_NAMES`; ``None`` where it does not
+        apply: ``clwp`` for a placement that splits a job, ``nlwp`` without GPUs, any objective
+        when a task is unassigned), and ``details``: ``server_load`` (demand per used server and
+        resource) and ``link_load`` (Gbit per link direction, background included: ``"s0:out"``
+        leaves server ``s0`` through its NIC, ``"r1:in"`` enters rack ``r1`` through its
+        uplink).
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``objective`` is not one of :data:`OBJECTIVE_NAMES`.
 
     Notes
     -----
-    Complexity :math:`O(T R + F \\cdot \\text{path} + J^2 H)` for :math:`T` tasks, :math:`R`
+    Complexity :math:`O(T R + F \cdot \text{path} + J^2 H)` for :math:`T` tasks, :math:`R`
     resources, :math:`F` flows, :math:`J` jobs and :math:`H` servers.
     """
-    violations: list[str] = []
+    if objective is not None and objective not in OBJECTIVE_NAMES:
+        raise InvalidInstanceError(
+            "objective", f"unknown objective {objective!r}; known: {list(OBJECTIVE_NAMES)}"
+        )
+    violations: list[Violation] = []
     servers = {s.name: s for s in instance.cluster.servers}
     tasks = instance.tasks
     known = {t.id for t in tasks}
     where: dict[str, str] = {}
     for task_id, server in placement.assignment.items():
         if task_id not in known:
-            violations.append(f"unknown task {task_id!r} is assigned")
+            violations.append(
+                Violation(
+                    "task_assignment", f"unknown task {task_id!r} is assigned", {"task": task_id}
+                )
+            )
         elif server not in servers:
-            violations.append(f"task {task_id!r} is assigned to unknown server {server!r}")
+            violations.append(
+                Violation(
+                    "task_assignment",
+                    f"task {task_id!r} is assigned to unknown server {server!r}",
+                    {"task": task_id, "server": server},
+                )
+            )
         else:
             where[task_id] = server
     for t in tasks:
         if t.id not in placement.assignment:
-            violations.append(f"task {t.id!r} is not assigned")
+            violations.append(
+                Violation("task_assignment", f"task {t.id!r} is not assigned", {"task": t.id})
+            )
 
     # Capacity: summed demand per server and resource.
     load: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -253,12 +166,20 @@ def validate(instance: PlacementInstance, placement: Placement) -> PlacementRepo
         for r, v in used.items():
             if not _within(v, cap.get(r, 0.0)):
                 violations.append(
-                    f"server {name!r}: {r} demand {v:g} exceeds capacity {cap.get(r, 0.0):g}"
+                    Violation(
+                        "server_capacity",
+                        f"server {name!r}: {r} demand {v:g} exceeds capacity {cap.get(r, 0.0):g}",
+                        {"server": name, "resource": r},
+                        v - cap.get(r, 0.0),
+                    )
                 )
 
     gpu_of: dict[str, int] = {}
+    gpu_ok = True
     if placement.gpus is not None:
+        before = len(violations)
         gpu_of = _check_gpus(instance, placement.gpus, where, known, violations)
+        gpu_ok = len(violations) == before
 
     objectives: dict[str, float | None] = dict.fromkeys(OBJECTIVE_NAMES)
     link_load: dict[str, float] = {}
@@ -266,14 +187,19 @@ def validate(instance: PlacementInstance, placement: Placement) -> PlacementRepo
         objectives["servers"] = float(len({where[t.id] for t in tasks}))
         objectives["traffic"], objectives["max-load"], link_load = _network(instance, where)
         objectives["interference"], objectives["clwp"] = _interference(instance, where)
-        if placement.gpus is not None and not any(v.startswith("gpu") for v in violations):
+        if placement.gpus is not None and gpu_ok:
             objectives["nlwp"] = _node_level(instance, where, gpu_of)
-    return PlacementReport(
-        valid=not violations,
+    if objective is None and placement.method.startswith("ilp:"):
+        named = placement.method.split(":")[1]
+        objective = named if named in OBJECTIVE_NAMES else None
+    return Report(
         violations=violations,
+        objective=None if objective is None else objectives[objective],
         objectives=objectives,
-        server_load={k: dict(v) for k, v in load.items()},
-        link_load=link_load,
+        details={
+            "server_load": {k: dict(v) for k, v in load.items()},
+            "link_load": link_load,
+        },
     )
 
 
@@ -282,35 +208,41 @@ def _check_gpus(
     gpus: Mapping[str, int],
     where: Mapping[str, str],
     known: set[str],
-    violations: list[str],
+    violations: list[Violation],
 ) -> dict[str, int]:
     servers = {s.name: s for s in instance.cluster.servers}
     out: dict[str, int] = {}
     share: dict[tuple[str, int], float] = defaultdict(float)
     memory: dict[tuple[str, int], float] = defaultdict(float)
+
+    def bad(message: str, **at: Any) -> None:
+        violations.append(Violation("gpu_assignment", f"gpu: {message}", at))
+
     for task_id in gpus:
         if task_id not in known:
-            violations.append(f"gpu: unknown task {task_id!r} has a GPU")
+            bad(f"unknown task {task_id!r} has a GPU", task=task_id)
     for t in instance.tasks:
         spec = instance.jobs[t.job].tasks[t.spec]
         need = spec.demand.get("gpu", 0.0)
         g = gpus.get(t.id)
         if need <= 0.0:
             if g is not None:
-                violations.append(f"gpu: task {t.id!r} demands no GPU but is given GPU {g}")
+                bad(f"task {t.id!r} demands no GPU but is given GPU {g}", task=t.id)
             continue
-        if need > 1.0 + CAPACITY_TOL:
-            violations.append(f"gpu: task {t.id!r} demands {need:g} GPUs; one GPU per task at most")
+        if not leq(need, 1.0, CAPACITY_TOL):
+            bad(f"task {t.id!r} demands {need:g} GPUs; one GPU per task at most", task=t.id)
             continue
         if g is None:
-            violations.append(f"gpu: task {t.id!r} demands a GPU but has none")
+            bad(f"task {t.id!r} demands a GPU but has none", task=t.id)
             continue
         if t.id not in where:
             continue
         server = servers[where[t.id]]
         if not 0 <= g < server.gpus:
-            violations.append(
-                f"gpu: task {t.id!r} is given GPU {g} but server {server.name!r} has {server.gpus}"
+            bad(
+                f"task {t.id!r} is given GPU {g} but server {server.name!r} has {server.gpus}",
+                task=t.id,
+                server=server.name,
             )
             continue
         out[t.id] = g
@@ -318,11 +250,24 @@ def _check_gpus(
         memory[(server.name, g)] += spec.gpu_memory
     for (name, g), s in share.items():
         if not _within(s, 1.0):
-            violations.append(f"gpu: GPU {g} of server {name!r} is shared {s:g} > 1 times")
+            violations.append(
+                Violation(
+                    "gpu_share",
+                    f"gpu: GPU {g} of server {name!r} is shared {s:g} > 1 times",
+                    {"server": name, "gpu": g},
+                    s - 1.0,
+                )
+            )
         limit = servers[name].gpu_memory
         if limit is not None and not _within(memory[(name, g)], limit):
             violations.append(
-                f"gpu: GPU {g} of server {name!r} needs {memory[(name, g)]:g} GB > {limit:g} GB"
+                Violation(
+                    "gpu_memory",
+                    f"gpu: GPU {g} of server {name!r} needs {memory[(name, g)]:g} GB "
+                    f"> {limit:g} GB",
+                    {"server": name, "gpu": g},
+                    memory[(name, g)] - limit,
+                )
             )
     return out
 
@@ -440,7 +385,7 @@ def _node_level(
     return cost + instance.comm_weight * comm
 
 
-def check(instance: PlacementInstance, placement: Placement) -> PlacementReport:
+def check(instance: PlacementInstance, placement: Placement) -> Report:
     """Like :func:`validate`, but raise when the placement is infeasible.
 
     Raises
@@ -449,58 +394,5 @@ def check(instance: PlacementInstance, placement: Placement) -> PlacementReport:
         With every violation.
     """
     report = validate(instance, placement)
-    if not report.valid:
-        raise InvalidScheduleError(report.violations)
-    return report
-
-
-def placement_schema() -> dict[str, Any]:
-    """JSON Schema of the placement file format."""
-    schema = Placement.model_json_schema()
-    schema["title"] = "optsched placement"
-    return schema
-
-
-def load_placement(path: str | Path) -> Placement:
-    """Read a placement file, or the JSON output of ``optsched placement solve --json``.
-
-    Raises
-    ------
-    InvalidInstanceError
-        Unreadable file or invalid field (the message names it).
-    """
-    data = load_data(path)
-    if isinstance(data, dict) and "status" in data and "assignment" in data:
-        # The solver's JSON report: keep the placement part of it.
-        data = {k: data[k] for k in ("assignment", "gpus", "method") if data.get(k) is not None}
-    return parse(Placement, data)
-
-
-def validate_files(instance_path: str | Path, placement_path: str | Path | None) -> dict[str, Any]:
-    """Back end of ``optsched validate`` for placement instances.
-
-    Returns
-    -------
-    dict
-        ``valid``, ``lines`` (human-readable), and, with a placement, ``violations`` and
-        ``objectives``.
-    """
-    from optsched.placement.instance import load_instance
-
-    instance = load_instance(instance_path)
-    report: dict[str, Any] = {
-        "valid": True,
-        "kind": "placement-instance",
-        "instance": instance.describe(),
-        "lines": [f"instance: {instance.describe()}"],
-    }
-    if placement_path is None:
-        return report
-    placement = load_placement(placement_path)
-    result = validate(instance, placement)
-    report.update(result.to_dict())
-    report["lines"] += [f"violation: {v}" for v in result.violations]
-    report["lines"] += [
-        f"{name}: {value:.6g}" for name, value in result.objectives.items() if value is not None
-    ]
+    report.raise_if_invalid()
     return report

@@ -1,4 +1,4 @@
-r"""Interference-aware two-stage placement: CLWP (jobs onto nodes) and NLWP (tasks onto GPUs).
+r"""The ``nlwp`` objective: tasks onto GPUs by interference and communication (stage 2 of 2).
 
 After Geng et al. (Cluster Computing 2020; formulations §5, an implementable reading [R]): the
 cluster level assigns whole jobs to worker nodes by predicted interference (CLWP), the node
@@ -8,21 +8,6 @@ predicted interference enters as the instance's coefficients
 (:meth:`~optsched.placement.PlacementInstance.with_interference`,
 :meth:`~optsched.placement.PlacementInstance.with_type_interference`) and the residents' cost
 :math:`R_{ah}`.
-
-``clwp``: cluster-level workload parallelization
-    Binaries :math:`o_{jh}` put all of job :math:`j` on server :math:`h`; :math:`D_j` is its
-    total demand. With :math:`w_{ab} = \omega_a c_{ab} + \omega_b c_{ba}`:
-
-    .. math::
-        \min \sum_{a<b} \sum_h w_{ab}\, q_{abh} + \sum_{j,h} \omega_j R_{jh}\, o_{jh}
-        \quad\text{s.t.}\quad
-        \sum_h o_{jh} = 1 \;(\texttt{job\_assignment}), \quad
-        \sum_j D_{jr} o_{jh} \le C_{hr} \;(\texttt{server\_capacity}), \quad
-        q_{abh} \ge o_{ah} + o_{bh} - 1,\; q \ge 0 \;(\texttt{co\_location}).
-
-    Since :math:`w \ge 0`, the minimum sets :math:`q_{abh} = o_{ah} o_{bh}`. With
-    ``symmetry="constraints"``, servers equal in capacity and residents are ordered by lowest job
-    index (``server_symmetry``; valid because each job sits on exactly one server).
 
 ``nlwp``: node-level workload parallelization
     Each server :math:`h` has GPU slots :math:`(h, i)` and one host slot :math:`(h, \mathrm{H})`.
@@ -67,29 +52,26 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-import numpy as np
-
 from optsched.cluster import Server
 from optsched.errors import ModelError
 from optsched.placement.formulation import (
     PlacementModel,
     Timer,
     allowed_servers,
-    binary_value,
     capacity_key,
     check_symmetry,
-    colocation_pairs,
+    chosen,
     model_size,
     server_capacity,
     server_classes,
     server_symmetry,
 )
-from optsched.placement.harmony import interference_key
-from optsched.placement.instance import CAPACITY_TOL, PlacementInstance
-from optsched.placement.placement import Placement
+from optsched.placement.instance import PlacementInstance
+from optsched.placement.solution import Placement
 from optsched.placement.traffic import pair_volumes
+from optsched.tolerances import FIT_TOL
 
-__all__ = ["HOST", "build_clwp", "build_nlwp", "gpu_key", "slot_cost"]
+__all__ = ["HOST", "build_nlwp", "gpu_key", "slot_cost"]
 
 #: Slot index of a server's host (CPU) slot in NLWP.
 HOST = -1
@@ -120,86 +102,6 @@ def slot_cost(instance: PlacementInstance, s: tuple[int, int], r: tuple[int, int
     return 1.0 / a.gpu_pair_bandwidth(i, j)
 
 
-def build_clwp(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
-    """Build the ``clwp`` model (whole jobs onto servers, least predicted interference).
-
-    Parameters
-    ----------
-    instance : PlacementInstance
-    symmetry : {"solver", "constraints", "none"}, default "solver"
-        With "constraints", order interchangeable servers by their lowest job index.
-
-    Returns
-    -------
-    PlacementModel
-
-    Raises
-    ------
-    ModelError
-        A job fits whole on no server, so no job-atomic placement exists.
-    """
-    import pyomo.environ as pyo
-
-    timer = Timer()
-    n_jobs, n_servers = len(instance.jobs), len(instance.servers)
-    total = np.array([instance.demand[list(ts)].sum(axis=0) for ts in instance.job_tasks]).reshape(
-        n_jobs, len(instance.resources)
-    )
-    slack = CAPACITY_TOL * np.maximum(1.0, np.abs(instance.capacity))
-    allowed = [
-        [h for h in range(n_servers) if np.all(total[j] <= instance.capacity[h] + slack[h])]
-        for j in range(n_jobs)
-    ]
-    for j, hs in enumerate(allowed):
-        if not hs:
-            raise ModelError(
-                f"clwp is infeasible: job {instance.jobs[j].name!r} fits whole on no server"
-            )
-    allowed_set = {(j, h) for j in range(n_jobs) for h in allowed[j]}
-    c = instance.pair_coefficients
-    weight = np.array([job.weight for job in instance.jobs])
-    resident = instance.resident_costs
-
-    m = pyo.ConcreteModel(name="clwp")
-    m.O = pyo.Set(initialize=sorted(allowed_set), dimen=2, ordered=True)
-    m.o = pyo.Var(m.O, domain=pyo.Binary)
-    m.job_assignment = pyo.Constraint(
-        range(n_jobs), rule=lambda m, j: pyo.quicksum(m.o[j, h] for h in allowed[j]) == 1
-    )
-    on_server = [[j for j in range(n_jobs) if (j, h) in allowed_set] for h in range(n_servers)]
-    server_capacity(m, total, instance.capacity, on_server, load=lambda j, h: m.o[j, h])
-    pair_weight, co = colocation_pairs(weight, c, allowed_set, n_servers)
-    m.Q = pyo.Set(initialize=co, dimen=3, ordered=True)
-    m.q = pyo.Var(m.Q, bounds=(0, None))
-    m.co_location = pyo.Constraint(
-        m.Q, rule=lambda m, a, b, h: m.q[a, b, h] >= m.o[a, h] + m.o[b, h] - 1
-    )
-    if check_symmetry(symmetry):
-        server_symmetry(
-            m,
-            server_classes(instance, interference_key),
-            n_jobs,
-            on=lambda j, h: m.o[j, h],
-            allowed=lambda j, h: (j, h) in allowed_set,
-        )
-    m.objective = pyo.Objective(
-        expr=pyo.quicksum(pair_weight[a, b] * m.q[a, b, h] for a, b, h in co)
-        + pyo.quicksum(
-            float(weight[j] * resident[j, h]) * m.o[j, h] for j, h in sorted(allowed_set)
-        ),
-        sense=pyo.minimize,
-    )
-
-    def decode() -> Placement:
-        servers = np.full(len(instance.tasks), -1, dtype=np.int64)
-        for j in range(n_jobs):
-            h = next(h for h in allowed[j] if binary_value(m.o[j, h]))
-            servers[list(instance.job_tasks[j])] = h
-        return Placement.from_indices(instance, servers.tolist(), method="ilp:clwp")
-
-    return PlacementModel("clwp", "clwp", m, decode, timer.seconds(), model_size(m))
-
-
 def _task_slots(instance: PlacementInstance) -> list[list[tuple[int, int]]]:
     """Slots each task may take: GPU slots for GPU tasks, host slots otherwise."""
     allowed = allowed_servers(instance)
@@ -207,7 +109,7 @@ def _task_slots(instance: PlacementInstance) -> list[list[tuple[int, int]]]:
     out = []
     for t, task in enumerate(instance.tasks):
         share = float(instance.demand[t, gpu]) if gpu is not None else 0.0
-        if share > 1.0 + CAPACITY_TOL:
+        if share > 1.0 + FIT_TOL:
             raise ModelError(
                 f"nlwp: task {task.id!r} demands {share:g} GPUs; NLWP puts each task on one GPU"
             )
@@ -219,7 +121,7 @@ def _task_slots(instance: PlacementInstance) -> list[list[tuple[int, int]]]:
                 slots.append((h, HOST))
                 continue
             limit = server.gpu_memory
-            if limit is not None and memory > limit + CAPACITY_TOL * max(1.0, limit):
+            if limit is not None and memory > limit + FIT_TOL * max(1.0, limit):
                 continue
             slots.extend((h, i) for i in range(server.gpus))
         if not slots:
@@ -280,7 +182,7 @@ def build_nlwp(instance: PlacementInstance, *, symmetry: str = "solver") -> Plac
     m.gpu_share = pyo.ConstraintList()
     m.gpu_memory = pyo.ConstraintList()
     for (h, i), ts in sorted(by_gpu.items()):
-        if sum(share[t] for t in ts) > 1.0 + CAPACITY_TOL:
+        if sum(share[t] for t in ts) > 1.0 + FIT_TOL:
             m.gpu_share.add(pyo.quicksum(share[t] * m.a[t, h, i] for t in ts) <= 1.0)
         limit = instance.servers[h].gpu_memory
         if limit is not None and sum(memory[t] for t in ts) > limit:
@@ -356,7 +258,7 @@ def build_nlwp(instance: PlacementInstance, *, symmetry: str = "solver") -> Plac
     def decode() -> Placement:
         servers, gpus = [], {}
         for t in range(n_tasks):
-            h, i = next((h, i) for h, i in slots[t] if binary_value(m.a[t, h, i]))
+            h, i = chosen({(h, i): m.a[t, h, i] for h, i in slots[t]})
             servers.append(h)
             if i != HOST:
                 gpus[t] = i
