@@ -44,9 +44,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from optsched.errors import OptschedError
-from optsched.jobs.instance import WORK_TOL, OasisInstance, ceil_work
+from optsched.errors import InvalidInstanceError, OptschedError
+from optsched.jobs.instance import OasisInstance, ceil_work
 from optsched.jobs.schedule import Schedule, build_schedule
+from optsched.tolerances import FIT_TOL, WORK_TOL
 
 __all__ = [
     "FIT_TOL",
@@ -69,10 +70,9 @@ WorkMode = Literal["chunks", "worker-slots"]
 #: The two ways of counting a job's progress (see the module docstring).
 WORK_MODES: tuple[str, ...] = ("chunks", "worker-slots")
 
-#: Relative slack when deciding whether one more worker or PS fits in a residual capacity
-#: (sums of float demands such as ``3 * 0.1`` must fit in ``0.3``). Far below the validator's
-#: :data:`~optsched.jobs.schedule.CAPACITY_TOL`, so whatever fits here also validates.
-FIT_TOL = 1e-9
+# FIT_TOL (imported from optsched.tolerances, re-exported here): relative slack when deciding
+# whether one more worker or PS fits in a residual capacity; far below the validator's
+# CAPACITY_TOL, so whatever fits here also validates.
 
 
 class CapacityExceededError(OptschedError, RuntimeError):
@@ -80,9 +80,15 @@ class CapacityExceededError(OptschedError, RuntimeError):
 
 
 def check_work_mode(work: str) -> WorkMode:
-    """Return ``work`` if it names a work mode, else raise ``ValueError`` naming the choices."""
+    """Return ``work`` if it names a work mode, else raise naming the choices.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``work`` is not a work mode (field ``"work"``).
+    """
     if work not in WORK_MODES:
-        raise ValueError(f"work must be one of {WORK_MODES}, got {work!r}")
+        raise InvalidInstanceError("work", f"must be one of {list(WORK_MODES)}, got {work!r}")
     return work  # type: ignore[return-value]
 
 
