@@ -12,8 +12,8 @@ Runs in a few seconds:
 
 from __future__ import annotations
 
-from optsched.jobs.competitive import check_competitive
 from optsched.jobs import DRF, FIFO, RRH, OASiS, validate
+from optsched.jobs.competitive import check_competitive
 from optsched.jobs.generate import generate_instance
 from optsched.solvers import available_solvers
 

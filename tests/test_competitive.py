@@ -6,6 +6,10 @@ import json
 import math
 
 import pytest
+
+from optsched.cli import main
+from optsched.jobs import solve
+from optsched.jobs.baselines import FIFO
 from optsched.jobs.competitive import (
     RATIO_TOL,
     CheckReport,
@@ -15,20 +19,16 @@ from optsched.jobs.competitive import (
     measure,
     ratio,
 )
+from optsched.jobs.engine import OnlineRun
+from optsched.jobs.generate import generate_instance
+from optsched.jobs.online import OASiS
+from optsched.jobs.schedule import build_schedule
 from optsched.report.jobs import (
     comparison_table,
     plot_comparison,
     ratio_sweep,
     sweep_summary,
 )
-
-from optsched.cli import main
-from optsched.jobs import solve
-from optsched.jobs.baselines import FIFO
-from optsched.jobs.engine import OnlineRun
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.online import OASiS
-from optsched.jobs.schedule import build_schedule
 
 
 def test_ratio_conventions():

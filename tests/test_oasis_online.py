@@ -10,9 +10,9 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from oasis_exhaustive import exhaustive_optimum
 from oasis_strategies import tiny_instances
-from optsched.jobs.competitive import PAPER_BAND, RATIO_TOL
 
 from optsched.jobs import solve
+from optsched.jobs.competitive import PAPER_BAND, RATIO_TOL
 from optsched.jobs.generate import generate_instance
 from optsched.jobs.instance import OasisInstance
 from optsched.jobs.online import SMALL_DEMAND, OASiS, dual_bound
