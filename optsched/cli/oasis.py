@@ -144,6 +144,14 @@ def offline_cmd(
         f"status [bold]{res.status.value}[/bold]  objective {res.objective}  bound {res.bound}  "
         f"gap {res.gap}  build {res.build_seconds:.2f}s  solve {res.solve_seconds:.2f}s"
     )
+    never = res.extra.get("never_completable") or []
+    if never:
+        err_console.print(
+            f"[yellow]note[/yellow] {len(never)} job(s) can never complete within the horizon "
+            f"(their work exceeds N_i workers in every slot until T): {', '.join(never[:10])}"
+            + (" ..." if len(never) > 10 else ""),
+            highlight=False,
+        )
     if res.solution is not None:
         table = Table(title="offline schedule")
         for col in ("job", "arrival", "admitted", "completion", "utility", "worker-slots"):

@@ -36,11 +36,12 @@ A slot with :math:`n` workers needs at least
 
 from __future__ import annotations
 
+import html
 import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from optsched.errors import InvalidInstanceError, OptschedError
 from optsched.jobs.instance import OasisInstance, ceil_work
 from optsched.jobs.schedule import Schedule, build_schedule
 from optsched.tolerances import FIT_TOL, WORK_TOL
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FIT_TOL",
@@ -324,7 +328,7 @@ def round_robin(room: np.ndarray, count: int, start: int = 0) -> list[tuple[int,
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class OnlineRun:
     """What an online algorithm or baseline returns.
 
@@ -361,6 +365,20 @@ class OnlineRun:
     def admitted(self) -> list[int]:
         """Indices of admitted (and completed) jobs."""
         return self.schedule.admitted
+
+    def to_frame(self) -> pd.DataFrame:
+        """The schedule in long format (see :meth:`Schedule.to_frame`)."""
+        return self.schedule.to_frame()
+
+    def __repr__(self) -> str:
+        dual = "" if self.dual_bound is None else f", dual_bound={self.dual_bound:.6g}"
+        return (
+            f"{type(self).__name__}({self.algorithm!r}, utility={self.utility:.6g}, "
+            f"admitted={len(self.admitted)}/{len(self.schedule.jobs)}{dual})"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(repr(self))}</p>" + self.schedule._repr_html_()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""

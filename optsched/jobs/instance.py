@@ -50,6 +50,7 @@ __all__ = [
     "BANDWIDTH",
     "MAX_COUNT",
     "MAX_VALUE",
+    "MIN_DEMAND",
     "WORK_TOL",
     "Job",
     "OasisInstance",
@@ -68,6 +69,9 @@ MAX_COUNT = 10**12
 #: Largest magnitude of a float field (seconds, MB, capacities, demands): sums and products of
 #: a few thousand such values stay finite.
 MAX_VALUE = 1e15
+#: Smallest positive per-worker or per-PS demand: demands below it (e.g. 5e-324) would make
+#: utility per unit of resource, and so OASiS's prices, overflow.
+MIN_DEMAND = 1e-9
 
 PosInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
 NonNegFloat = Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)]
@@ -236,10 +240,16 @@ class OasisInstance(Frozen):
             per_minibatch = job.minibatch_slots(self.slot_seconds)
             total = job.chunk_epochs * job.minibatches * per_minibatch
         if not math.isfinite(per_minibatch):
+            comm_seconds = 2.0 * job.gradient_mb * 8.0 / (1000.0 * job.b)
+            if not math.isfinite(comm_seconds):
+                raise InvalidInstanceError(
+                    f"{where}.worker_demand.{BANDWIDTH}",
+                    f"b = {job.b} Gbit/s makes one minibatch's transfer time overflow "
+                    f"(gradient_mb = {job.gradient_mb})",
+                )
             raise InvalidInstanceError(
-                f"{where}.worker_demand.{BANDWIDTH}",
-                f"b = {job.b} Gbit/s makes one minibatch's transfer time overflow "
-                f"(gradient_mb = {job.gradient_mb}, slot_seconds = {self.slot_seconds})",
+                "slot_seconds",
+                f"{self.slot_seconds} s makes {where}'s minibatch time in slots overflow",
             )
         if not math.isfinite(total):
             raise InvalidInstanceError(
@@ -257,6 +267,11 @@ class OasisInstance(Frozen):
             ("ps_demand", "ps_servers", "PS"),
         ):
             demand = getattr(job, part)
+            for r, value in demand.items():
+                if 0 < value < MIN_DEMAND:
+                    raise InvalidInstanceError(
+                        f"{where}.{part}.{r}", f"must be 0 or >= {MIN_DEMAND:g}, got {value}"
+                    )
             servers = getattr(self, pool)
             need = np.array([demand.get(r, 0.0) for r in self.resources], dtype=np.float64)
             # The rule of max_workers/max_ps (and of the ILP's bounds): at least one fits.

@@ -383,7 +383,9 @@ def solve(
     ExactResult of Schedule
         ``objective`` is the schedule's total utility, recomputed by the independent validator
         (``objective_name`` ``"total_utility"``, ``sense`` ``"max"``); ``bound`` the best
-        proven upper bound on the optimum.
+        proven upper bound on the optimum. ``extra["never_completable"]`` names the jobs that
+        no schedule can finish within the horizon (see :func:`can_complete`; e.g. every job
+        when ``slot_seconds`` is far shorter than one minibatch), which are rejected.
 
     Raises
     ------
@@ -445,6 +447,8 @@ def _wrap(
 ) -> ExactResult[Schedule]:
     """The ExactResult of one solve, the schedule checked by the independent validator."""
     size = {"jobs": instance.n_jobs, "horizon": instance.horizon}
+    # Jobs no schedule can complete (say why they are rejected, instead of rejecting silently).
+    never = [instance.job_name(i) for i in range(instance.n_jobs) if not can_complete(instance, i)]
     if relax:
         lp = result.objective if result.status is Status.OPTIMAL else None
         exact: ExactResult[Schedule] = ExactResult.from_solve(
@@ -454,7 +458,7 @@ def _wrap(
             objective_name=OBJECTIVE_NAME,
             lp_bound=lp,
             size=size,
-            extra={"relaxed": True},
+            extra={"relaxed": True, "never_completable": never},
         )
         return dataclasses.replace(exact, bound=lp) if lp is not None else exact
     if schedule is None:
@@ -464,7 +468,7 @@ def _wrap(
             sense="max",
             objective_name=OBJECTIVE_NAME,
             size=size,
-            extra={"relaxed": False},
+            extra={"relaxed": False, "never_completable": never},
         )
     report = validate(instance, schedule)
     if not report.ok:
@@ -484,7 +488,7 @@ def _wrap(
             objective_name=OBJECTIVE_NAME,
             recomputed=value,
             size=size,
-            extra={"relaxed": False},
+            extra={"relaxed": False, "never_completable": never},
         )
     # An incumbent's completion indicator may sit after a job's last active slot, which
     # undercounts: the validator's value is the point's true value, never lower.
@@ -500,7 +504,7 @@ def _wrap(
         objective_name=OBJECTIVE_NAME,
         objective=value,
         size=size,
-        extra={"relaxed": False},
+        extra={"relaxed": False, "never_completable": never},
     )
     return dataclasses.replace(exact, gap=relative_gap(value, result.bound))
 

@@ -354,7 +354,7 @@ def _max_demand_ratio(instance: OasisInstance) -> float:
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class OasisResult(OnlineRun):
     r"""An OASiS run: the schedule plus the primal-dual figures.
 
