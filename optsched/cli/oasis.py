@@ -81,6 +81,7 @@ def oasis() -> None:
     help="Multiplies the paper's epochs/chunks/minibatches ranges (1 = the paper).",
 )
 @output_option((".json", ".toml"), required=True, help="Instance file to write")
+@json_option
 def generate_cmd(
     n_jobs: int,
     worker_servers: int,
@@ -89,6 +90,7 @@ def generate_cmd(
     seed: int,
     scale: float,
     output: Path,
+    as_json: bool,
 ) -> None:
     """Write a seeded synthetic instance drawn from the paper's distributions."""
     from optsched.jobs import generate_instance
@@ -98,6 +100,18 @@ def generate_cmd(
     err_console.print(
         f"wrote {output}: {n_jobs} jobs, H = {worker_servers}, K = {ps_servers}, T = {horizon}"
     )
+    if as_json:
+        print_json(
+            {
+                "output": str(output),
+                "jobs": n_jobs,
+                "worker_servers": worker_servers,
+                "ps_servers": ps_servers,
+                "horizon": horizon,
+                "seed": seed,
+                "scale": scale,
+            }
+        )
 
 
 @oasis.command("offline")

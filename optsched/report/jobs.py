@@ -403,6 +403,9 @@ def plot_sweep(records: Sequence[Mapping[str, Any]], axes: Sequence[Axes] | None
         ax2.set_yscale("log")
     ax2.set_xlabel("proven bound 2 alpha")
     ax2.set_ylabel("ratio")
-    ax2.legend()
+    if bounded:
+        ax2.legend()
+    else:
+        ax2.text(0.5, 0.5, "no proven ratio", ha="center", va="center", transform=ax2.transAxes)
     fig.tight_layout()
     return fig
