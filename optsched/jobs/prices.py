@@ -160,9 +160,17 @@ class PriceParams:
         with np.errstate(over="ignore"):
             uw, cw = _raise_to(self.upper_worker * multiplier, self.lower_worker)
             up, cp = _raise_to(self.upper_ps * multiplier, self.lower_ps)
-        if not (np.all(uw <= MAX_PRICE) and np.all(up <= MAX_PRICE)):
+        ratio_cap = MAX_PRICE / MIN_PRICE  # keeps exp(ln(U/L)) finite in the price function
+        if not (
+            np.all(uw <= MAX_PRICE)
+            and np.all(up <= MAX_PRICE)
+            and np.all(uw <= ratio_cap * self.lower_worker)
+            and np.all(up <= ratio_cap * self.lower_ps)
+        ):
             raise InvalidInstanceError(
-                "multiplier", f"{multiplier:g} makes a price bound U exceed {MAX_PRICE:g}"
+                "multiplier",
+                f"{multiplier:g} makes a price bound U exceed {MAX_PRICE:g} or U/L exceed "
+                f"{ratio_cap:g}",
             )
         return PriceParams(
             resources=self.resources,
@@ -241,8 +249,9 @@ def _log_ratio(upper: np.ndarray, lower: float) -> np.ndarray:
     out = np.zeros_like(upper)
     pos = upper > 0
     if lower > 0:
-        # A difference of logarithms: U / L itself may overflow (U = 1e300, L = 1e-300).
-        out[pos] = np.log(upper[pos]) - math.log(lower)
+        # U / L <= MAX_PRICE / MIN_PRICE = 1e60: finite (price files and multipliers are
+        # bounded so that it is).
+        out[pos] = np.log(upper[pos] / lower)
     return out
 
 
@@ -258,9 +267,8 @@ def _prices(used: np.ndarray, capacity: np.ndarray, upper: np.ndarray, lower: fl
     lr = _log_ratio(upper, lower)
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(capacity > 0, used / np.where(capacity > 0, capacity, 1.0), 0.0)
-    # L * exp(ln(U/L) * frac) computed as exp(ln L + ...): never above U, so finite for finite U
-    # even when exp(ln(U/L)) alone would overflow.
-    out = np.exp(math.log(lower) + lr * frac) if lower > 0 else np.zeros_like(lr * frac)
+    # exp(ln(U/L) * frac) <= U/L <= 1e60 for frac <= 1: no overflow within the price bounds.
+    out = lower * np.exp(lr * frac)
     return np.where(priced, out, 0.0)
 
 
