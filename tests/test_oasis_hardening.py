@@ -493,3 +493,32 @@ def test_ratio_killed_and_resumed_equals_an_uninterrupted_run(tmp_path) -> None:
     table = (killed / "table.md").read_text()
     assert table == (tmp_path / "whole" / "table.md").read_text()
     assert table.count("\n| ") >= n
+
+
+# ------------------------------------------------------------------------------------------
+# Plots
+# ------------------------------------------------------------------------------------------
+
+
+def test_schedule_plot_takes_an_axes_and_leaves_the_backend_alone(tmp_path: Path) -> None:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from optsched.report.jobs import plot_schedule
+
+    backend = matplotlib.get_backend()
+    inst = generate_instance(6, 2, 2, 8, seed=3)
+    run = OASiS().run(inst)
+    fig = plot_schedule(inst, run.schedule)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    # One bar per (job, slot with workers), as the schedule says.
+    bars = sum(len(c.get_paths()) for c in ax.collections)
+    assert bars == sum(len({t for t, _, _ in js.workers}) for js in run.schedule.jobs)
+    assert [t.get_text() for t in ax.get_yticklabels()][-1].startswith(run.schedule.jobs[0].job)
+    mine = Figure()
+    target = mine.add_subplot()
+    assert plot_schedule(inst, run.schedule, ax=target) is mine
+    mine.savefig(tmp_path / "gantt.png")
+    assert (tmp_path / "gantt.png").read_bytes()[:4] == b"\x89PNG"
+    assert matplotlib.get_backend() == backend
