@@ -331,6 +331,10 @@ def test_price_files_out_of_range_are_refused_by_the_loader() -> None:
         (lambda: generate_instance(3, seed=-5), "seed"),
         (lambda: solve(generate_instance(2, 1, 1, 3), time_limit=-1), "time_limit"),
         (lambda: solve(generate_instance(2, 1, 1, 3), mip_gap=float("nan")), "mip_gap"),
+        (lambda: solve(generate_instance(2, 1, 1, 3), solver="bogus"), "solver"),
+        (lambda: solve(generate_instance(2, 1, 1, 3), solver="scs"), "solver"),
+        (lambda: solve(generate_instance(2, 1, 1, 3), initial="x"), "initial"),
+        (lambda: solve({"horizon": 3}), "instance"),
     ],
 )
 def test_bad_options_name_the_option(make, field) -> None:

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.errors import InconsistentResultError, NotOptimalError
+from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
 from optsched.jobs.instance import OasisInstance
 from optsched.jobs.schedule import Schedule, build_schedule, validate
 from optsched.limits import check_size
@@ -412,6 +412,8 @@ def solve(
     >>> res.status.value, res.objective == res.solution.total_utility
     ('optimal', True)
     """
+    _check_arguments(instance, solver, time_limit, mip_gap, threads, initial)
+    solver = solver.lower()
     import pyomo.environ  # noqa: F401 - imported before the clock so build time is model time
 
     start = time.perf_counter()
@@ -440,6 +442,34 @@ def solve(
     schedule = extract_schedule(model, instance) if result.has_solution and not relax else None
     exact = _wrap(result, schedule, instance, relax=relax)
     return exact.require(accept_feasible)
+
+
+def _check_arguments(
+    instance: Any,
+    solver: Any,
+    time_limit: float | None,
+    mip_gap: float | None,
+    threads: int | None,
+    initial: Any,
+) -> None:
+    """Refuse bad arguments before the model is built, naming the argument."""
+    from optsched.solvers import SOLVERS, check_options
+
+    if not isinstance(instance, OasisInstance):
+        raise InvalidInstanceError(
+            "instance", f"must be an OasisInstance, got {type(instance).__name__}"
+        )
+    # The model is a Pyomo MILP (its LP relaxation needs no integer support).
+    known = sorted(n for n, info in SOLVERS.items() if "pyomo" in info.frontends and info.mip)
+    if not isinstance(solver, str) or solver.lower() not in known:
+        raise InvalidInstanceError(
+            "solver", f"unknown MILP solver {solver!r}; known: {', '.join(known)}"
+        )
+    check_options(time_limit, mip_gap, threads)
+    if initial is not None and not isinstance(initial, Schedule):
+        raise InvalidInstanceError(
+            "initial", f"must be a Schedule or None, got {type(initial).__name__}"
+        )
 
 
 def _wrap(
