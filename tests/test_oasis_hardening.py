@@ -370,6 +370,9 @@ def instance_file(tmp_path: Path) -> Path:
         (["oasis", "online", "{inst}", "--work", "epochs"], "--work"),
         (["oasis", "ratio", "--seed", "-5", "-o", "{dir}/sweep"], "--seed"),
         (["demo", "--time-limit", "nan", "-o", "{dir}/demo"], "--time-limit"),
+        (["oasis", "generate", "--jobs", "100000000", "-o", "{dir}/x.json"], "--jobs"),
+        (["oasis", "generate", "--horizon", "1000000000", "-o", "{dir}/x.json"], "--horizon"),
+        (["oasis", "ratio", "--horizon", "1000000000", "-o", "{dir}/sweep"], "--horizon"),
     ],
 )
 def test_bad_options_exit_2_naming_the_flag(instance_file, tmp_path, capsys, args, flag) -> None:
@@ -378,6 +381,8 @@ def test_bad_options_exit_2_naming_the_flag(instance_file, tmp_path, capsys, arg
     out = json.loads(capsys.readouterr().out)
     assert flag in out["message"]
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "s.csv").exists()
+    # A refused sweep leaves no store behind (its config would block a corrected rerun).
+    assert not (tmp_path / "sweep" / "runs.sqlite").exists()
 
 
 @pytest.mark.solver("highs")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,31 @@ from optsched.cli.common import (
     solver_options,
 )
 
-__all__ = ["oasis", "register", "validate_files"]
+__all__ = ["GENERATOR_FLAGS", "generator_flags", "oasis", "register", "validate_files"]
+
+#: generate_instance's argument names -> the flags of ``oasis generate`` and ``oasis ratio``.
+GENERATOR_FLAGS = {
+    "n_jobs": "--jobs",
+    "worker_servers": "--worker-servers",
+    "ps_servers": "--ps-servers",
+    "horizon": "--horizon",
+    "scale": "--scale",
+    "seed": "--seed",
+    "priority": "--priority-low",
+}
+
+
+@contextlib.contextmanager
+def generator_flags() -> Iterator[None]:
+    """Re-raise the generator's argument errors naming the command-line flag instead."""
+    from optsched.errors import InvalidInstanceError
+
+    try:
+        yield
+    except InvalidInstanceError as exc:
+        if exc.field in GENERATOR_FLAGS and exc.file is None:
+            raise InvalidInstanceError(GENERATOR_FLAGS[exc.field], exc.message) from None
+        raise
 
 
 def validate_files(instance_path: str | Path, schedule_path: str | Path | None) -> dict[str, Any]:
@@ -95,7 +121,10 @@ def generate_cmd(
     """Write a seeded synthetic instance drawn from the paper's distributions."""
     from optsched.jobs import generate_instance
 
-    inst = generate_instance(n_jobs, worker_servers, ps_servers, horizon, seed=seed, scale=scale)
+    with generator_flags():
+        inst = generate_instance(
+            n_jobs, worker_servers, ps_servers, horizon, seed=seed, scale=scale
+        )
     inst.save(output)
     err_console.print(
         f"wrote {output}: {n_jobs} jobs, H = {worker_servers}, K = {ps_servers}, T = {horizon}"

@@ -316,7 +316,9 @@ def ratio_cmd(
 
     time_limit = 60.0 if solver_opts.time_limit is None else solver_opts.time_limit
     alg = make_algorithm(algorithm, work=work, seed=seed, tighten=True)
-    with err_console.status("sweeping ...") as status:
+    from optsched.cli.oasis import generator_flags
+
+    with err_console.status("sweeping ...") as status, generator_flags():
         records = ratio_sweep(
             n_instances,
             output,

@@ -49,6 +49,11 @@ __all__ = ["RESOURCES", "generate_instance"]
 RESOURCES = ("gpu", "cpu", "memory", "bandwidth")
 
 
+#: What one generated job counts against ``max_array_cells`` at least (its record is a few
+#: hundred Python objects, each far larger than an 8-byte cell).
+JOB_RECORD_CELLS = 1000
+
+
 def _count(rng: np.random.Generator, lo: int, hi: int, scale: float) -> int:
     return max(1, round(rng.uniform(lo, hi) * scale))
 
@@ -121,7 +126,9 @@ def generate_instance(
 
     # Budgets before drawing anything (the instance checks the same, after the draws).
     check_size("horizon", float(horizon) * (worker_servers + ps_servers) * 4, "max_array_cells")
-    check_size("n_jobs", float(n_jobs) * horizon, "max_array_cells")
+    # Each job becomes a validated record of a few hundred Python objects plus its utility
+    # table of T cells: count it as max(T, JOB_RECORD_CELLS) cells.
+    check_size("n_jobs", float(n_jobs) * max(horizon, JOB_RECORD_CELLS), "max_array_cells")
     rng = np.random.default_rng(seed)
     workers = [
         {

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from optsched.errors import InvalidInstanceError
 from optsched.jobs.competitive import PAPER_BAND, Comparison, sweep_record
 from optsched.jobs.engine import OnlineAlgorithm
+from optsched.jobs.generate import generate_instance
 from optsched.jobs.instance import OasisInstance
 from optsched.jobs.schedule import Schedule
 from optsched.report.store import RunStore, run_key
@@ -265,6 +266,10 @@ def ratio_sweep(
         "solver": solver,
         **dict(config or {}),
     }
+    # Check the generator's parameters before the store records them as the sweep's config.
+    generate_instance(
+        n_jobs, worker_servers, ps_servers, horizon, seed=seed, scale=scale, priority=priority
+    )
     say = progress or (lambda _msg: None)
     with RunStore(out, kind=SWEEP_KIND, config=settings) as store:
         done = {int(rec["seed"]): rec for _, rec in store.items()}
