@@ -399,7 +399,7 @@ class OnlineRun:
 
 @runtime_checkable
 class OnlineAlgorithm(Protocol):
-    """What :mod:`optsched.competitive` needs of an online algorithm.
+    """What :mod:`optsched.jobs.competitive` needs of an online algorithm.
 
     Any object with a ``name`` and a ``run(instance) -> OnlineRun`` method qualifies: OASiS,
     every baseline, or a user's own policy.
