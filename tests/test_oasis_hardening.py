@@ -531,3 +531,20 @@ def test_schedule_plot_takes_an_axes_and_leaves_the_backend_alone(tmp_path: Path
     mine.savefig(tmp_path / "gantt.png")
     assert (tmp_path / "gantt.png").read_bytes()[:4] == b"\x89PNG"
     assert matplotlib.get_backend() == backend
+
+
+def test_the_library_never_imports_the_command_line() -> None:
+    code = (
+        "import sys, optsched.jobs, optsched.jobs.competitive, optsched.report.jobs;"
+        "print(sorted(m for m in sys.modules if m.startswith('optsched.cli')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_instance_frame_has_one_row_per_job() -> None:
+    inst = generate_instance(7, 2, 2, 8, seed=2)
+    frame = inst.to_frame()
+    assert list(frame.job) == [inst.job_name(i) for i in range(inst.n_jobs)]
+    assert frame.total_work.tolist() == pytest.approx(list(inst.total_work))
+    assert (frame.total_work == frame.epochs * frame.chunks * frame.work_per_chunk).all()

@@ -35,7 +35,7 @@ import html
 import math
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -45,6 +45,9 @@ from optsched.errors import InvalidInstanceError
 from optsched.limits import check_size
 from optsched.tolerances import WORK_TOL
 from optsched.utility import Utility, utility_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "BANDWIDTH",
@@ -361,6 +364,46 @@ class OasisInstance(Frozen):
         return _fit(self.ps_capacity[k], self.ps_demand[i], self.jobs[i].chunks)
 
     # ----- display -----------------------------------------------------------------------
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per job, with its derived work.
+
+        Columns: ``job``, ``arrival``, ``epochs``, ``chunks``, ``minibatches``,
+        ``minibatch_seconds``, ``gradient_mb``, ``work_per_chunk`` and ``total_work``
+        (worker-slots), ``utility`` (its kind) and ``max_utility``.
+        """
+        import pandas as pd
+
+        columns = [
+            "job",
+            "arrival",
+            "epochs",
+            "chunks",
+            "minibatches",
+            "minibatch_seconds",
+            "gradient_mb",
+            "work_per_chunk",
+            "total_work",
+            "utility",
+            "max_utility",
+        ]
+        rows = [
+            (
+                self.job_name(i),
+                job.arrival,
+                job.epochs,
+                job.chunks,
+                job.minibatches,
+                job.minibatch_seconds,
+                job.gradient_mb,
+                float(self.work_per_chunk[i]),
+                float(self.total_work[i]),
+                job.utility.kind,
+                job.utility.max_value,
+            )
+            for i, job in enumerate(self.jobs)
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
     def __repr__(self) -> str:
         return (
