@@ -76,6 +76,11 @@ def test_instance_round_trips_through_json_and_toml(tmp_path: Path) -> None:
         assert OasisInstance.load(path) == inst
     with pytest.raises(InvalidInstanceError, match="path"):
         inst.save(tmp_path / "i.csv")
+    sched = FIFO().run(inst).schedule
+    for suffix in (".json", ".toml"):
+        path = tmp_path / f"s{suffix}"
+        sched.save(path)
+        assert Schedule.load(path) == sched
 
 
 @pytest.mark.solver("highs")
