@@ -85,18 +85,18 @@ def _one(n_jobs: int, servers: int, horizon: int, time_limit: float) -> list[Any
     slack = UTILITY_RTOL * max(1.0, abs(objective))
     # The schedule's true utility is never below the ILP objective (a completion indicator can
     # only sit at or after the last active slot), and equals it at a proven optimum.
-    if report.utility < objective - slack or (
-        res.status.value == "optimal" and report.utility > objective + slack
+    if report.objective < objective - slack or (
+        res.status.value == "optimal" and report.objective > objective + slack
     ):
-        raise AssertionError(f"validator utility {report.utility} vs objective {objective}")
-    if res.bound is not None and report.utility > res.bound + slack:
-        raise AssertionError(f"validator utility {report.utility} above bound {res.bound}")
+        raise AssertionError(f"validator utility {report.objective} vs objective {objective}")
+    if res.bound is not None and report.objective > res.bound + slack:
+        raise AssertionError(f"validator utility {report.objective} above bound {res.bound}")
 
     relaxed = build_model(inst, relax=True)
     lp = solve(relaxed).objective
     assert lp is not None
-    if lp < report.utility - slack:
-        raise AssertionError(f"LP bound {lp} below the schedule's utility {report.utility}")
+    if lp < report.objective - slack:
+        raise AssertionError(f"LP bound {lp} below the schedule's utility {report.objective}")
 
     total = res.build_seconds + res.solve_seconds
     return [
@@ -111,7 +111,7 @@ def _one(n_jobs: int, servers: int, horizon: int, time_limit: float) -> list[Any
         res.build_seconds / total,
         res.status.value,
         objective,
-        report.utility,
+        report.objective,
         res.bound if res.bound is not None else float("nan"),
         res.gap if res.gap is not None else float("nan"),
         lp,

@@ -17,9 +17,7 @@ import tempfile
 from pathlib import Path
 
 from optsched.errors import NotOptimalError
-from optsched.jobs import load_instance, load_schedule, validate
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.offline import solve_offline
+from optsched.jobs import OasisInstance, Schedule, generate_instance, solve, validate
 
 #: Relative tolerance when comparing the validator's utility with the solver's objective.
 RTOL = 1e-6
@@ -33,22 +31,24 @@ def main() -> None:
         f"K = {len(inst.ps_servers)}, T = {inst.horizon}"
     )
 
-    # 2. The exact optimum. solve_offline raises NotOptimalError unless optimality is proven.
-    exact = solve_offline(inst)
-    assert exact.schedule is not None and exact.objective is not None
-    report = validate(inst, exact.schedule)
+    # 2. The exact optimum. solve raises NotOptimalError unless optimality is proven.
+    exact = solve(inst)
+    assert exact.solution is not None and exact.objective is not None
+    report = validate(inst, exact.solution)
     report.raise_if_invalid()
-    assert abs(report.utility - exact.objective) <= RTOL * max(1.0, exact.objective)
+    assert abs(report.objective - exact.objective) <= RTOL * max(1.0, exact.objective)
+    # Notebook-friendly forms: a long-format DataFrame (job, role, server, slot, count).
+    print(exact.solution.to_frame().head())
     print(
         f"\nexact optimum: status {exact.status.value}, total utility {exact.objective:.3f} "
-        f"(validator recomputes {report.utility:.3f}); model built in "
-        f"{exact.result.build_seconds:.2f} s, solved in {exact.result.solve_seconds:.2f} s"
+        f"(validator recomputes {report.objective:.3f}); model built in "
+        f"{exact.build_seconds:.2f} s, solved in {exact.solve_seconds:.2f} s"
     )
     print(
         f"\n{'job':<6}{'arrival':>8}{'admitted':>10}{'completion':>12}{'utility':>10}"
         f"{'work':>8}{'given':>7}"
     )
-    for i, js in enumerate(exact.schedule.jobs):
+    for i, js in enumerate(exact.solution.jobs):
         given = sum(n for _, _, n in js.workers)
         print(
             f"{js.job:<6}{inst.jobs[i].arrival:>8}{'yes' if js.admitted else 'no':>10}"
@@ -58,7 +58,7 @@ def main() -> None:
     print("(work: worker-slots the job needs; given: worker-slots the schedule gives it)")
 
     # 3. The LP relaxation is an upper bound on the optimum (no schedule comes with it).
-    relaxed = solve_offline(inst, relax=True)
+    relaxed = solve(inst, relax=True)
     assert relaxed.bound is not None
     assert relaxed.bound >= exact.objective - RTOL * max(1.0, exact.objective)
     print(
@@ -70,7 +70,7 @@ def main() -> None:
     big = generate_instance(20, worker_servers=4, ps_servers=4, horizon=25, seed=0)
     print(f"\nlarger instance: {big.n_jobs} jobs, H = K = 4, T = {big.horizon}, time limit 2 s")
     try:
-        solve_offline(big, time_limit=2)
+        solve(big, time_limit=2)
     except NotOptimalError as err:
         r = err.result
         print(
@@ -80,17 +80,17 @@ def main() -> None:
     else:
         print("  solved to optimality within the limit")
     try:
-        res = solve_offline(big, time_limit=2, accept_feasible=True)
+        res = solve(big, time_limit=2, accept_feasible=True)
     except NotOptimalError as err:  # the limit struck before any feasible point was found
         print(f"  with accept_feasible: still raised, status {err.result.status.value}")
     else:
-        assert res.schedule is not None and res.objective is not None and res.bound is not None
-        validate(big, res.schedule).raise_if_invalid()
-        # The schedule's utility (recomputed from its worker entries) is its true value; for an
-        # incumbent it can exceed the ILP objective, never fall below it.
+        assert res.solution is not None and res.objective is not None and res.bound is not None
+        validate(big, res.solution).raise_if_invalid()
+        # The objective is the schedule's utility recomputed by the validator (for an incumbent
+        # it may exceed the ILP's own objective value, never fall below it).
         print(
-            f"  with accept_feasible=True: status {res.status.value}, ILP objective "
-            f"{res.objective:.3f}, schedule utility {res.schedule.total_utility:.3f}, proven "
+            f"  with accept_feasible=True: status {res.status.value}, objective "
+            f"{res.objective:.3f}, schedule utility {res.solution.total_utility:.3f}, proven "
             f"bound {res.bound:.3f}; the schedule passes the validator"
         )
         print("  (the bound says how far the incumbent may still be from the optimum)")
@@ -100,13 +100,13 @@ def main() -> None:
         inst_path = Path(tmp) / "instance.json"
         sched_path = Path(tmp) / "schedule.json"
         inst.save(inst_path)
-        exact.schedule.save(sched_path)
-        again = validate(load_instance(inst_path), load_schedule(sched_path))
+        exact.solution.save(sched_path)
+        again = validate(OasisInstance.load(inst_path), Schedule.load(sched_path))
         assert again.ok
         print(
             f"\nsaved {inst_path.name} ({inst_path.stat().st_size} bytes) and "
             f"{sched_path.name} ({sched_path.stat().st_size} bytes); reloaded schedule valid, "
-            f"utility {again.utility:.3f}"
+            f"utility {again.objective:.3f}"
         )
         print("  check them from the shell with: optsched validate instance.json schedule.json")
 

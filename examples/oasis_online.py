@@ -12,8 +12,8 @@ Runs in a few seconds:
 
 from __future__ import annotations
 
-from optsched.competitive import check_competitive
 from optsched.jobs import DRF, FIFO, RRH, OASiS, validate
+from optsched.jobs.competitive import check_competitive
 from optsched.jobs.generate import generate_instance
 from optsched.solvers import available_solvers
 
@@ -30,7 +30,7 @@ def main() -> None:
         )
     report = validate(inst, run.schedule)
     verdict = "feasible" if report.ok else report.violations
-    print(f"\nvalidator: {verdict}, utility {report.utility:.3f}")
+    print(f"\nvalidator: {verdict}, utility {report.objective:.3f}")
     print(f"alpha = {run.alpha:.2f}: proven OPT/ALG <= {run.proven_bound:.1f} (Theorem 4)")
     print(f"certificate: OPT <= D = {run.dual_bound:.3f}, so OPT/ALG <= {run.certified_ratio:.3f}")
     print("theorem applies here:", run.theorem_check().applies, run.theorem_check().reasons[:1])

@@ -1,4 +1,9 @@
-"""Hypothesis strategies that build valid OASiS instances by construction."""
+"""Hypothesis strategies of the jobs (OASiS) family: valid inputs by construction.
+
+The one definition of every OASiS strategy; test modules import from here. Every job's worker
+fits on at least one worker server and its PS on at least one PS server (instances that break
+this are refused by validation), while other servers may be too small for it.
+"""
 
 from __future__ import annotations
 
@@ -66,7 +71,10 @@ def tiny_instances(
     ]
     jobs = []
     for _ in range(draw(st.integers(1, max_jobs))):
-        b = draw(st.floats(0.5, 5.0))
+        # The job's worker fits on worker server h and its PS on PS server k, by construction.
+        wcap = workers[draw(st.integers(0, H - 1))]["capacity"]
+        pcap = pss[draw(st.integers(0, K - 1))]["capacity"]
+        b = draw(st.floats(0.5, min(5.0, wcap["bandwidth"])))
         jobs.append(
             {
                 "arrival": draw(st.integers(0, horizon - 1)),
@@ -77,18 +85,18 @@ def tiny_instances(
                 "minibatch_seconds": draw(st.floats(0.05, 0.6)),
                 "gradient_mb": draw(st.floats(0.0, 5.0)),
                 "worker_demand": {
-                    "gpu": float(draw(st.integers(0, 2))),
-                    "cpu": float(draw(st.integers(1, 4))),
+                    "gpu": float(draw(st.integers(0, int(min(2, wcap["gpu"]))))),
+                    "cpu": float(draw(st.integers(1, int(min(4, wcap["cpu"]))))),
                     "bandwidth": b,
                 },
                 "ps_demand": {
-                    "cpu": float(draw(st.integers(1, 4))),
-                    "bandwidth": draw(st.floats(b, 3 * b)),
+                    "cpu": float(draw(st.integers(1, int(min(4, pcap["cpu"]))))),
+                    "bandwidth": draw(st.floats(b, min(3 * b, pcap["bandwidth"]))),
                 },
                 "utility": draw(utilities()),
             }
         )
-    return OasisInstance.model_validate(
+    return OasisInstance.from_dict(
         {
             "horizon": horizon,
             "slot_seconds": 1.0,

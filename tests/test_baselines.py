@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oasis_strategies import tiny_instances
 
+from optsched.jobs import solve
 from optsched.jobs.baselines import DRF, FIFO, RRH, DormLike, baseline_algorithms, drf_allocation
 from optsched.jobs.engine import (
     CapacityExceededError,
@@ -18,12 +19,8 @@ from optsched.jobs.engine import (
     work_units,
 )
 from optsched.jobs.instance import OasisInstance, ceil_work
-from optsched.jobs.offline import solve_offline
 from optsched.jobs.schedule import validate
-from optsched.solvers import available_solvers
 
-HAVE_HIGHS = "highs" in available_solvers("pyomo", mip=True)
-requires_highs = pytest.mark.skipif(not HAVE_HIGHS, reason="HiGHS (highspy) is not installed")
 #: Relative slack of ALG <= OPT (the ILP is optimal to a 1e-7 gap).
 OPT_RTOL = 1e-6
 
@@ -80,7 +77,7 @@ def test_round_robin(room, count, start):
 
 
 def test_commit_refuses_overflow():
-    inst = OasisInstance.model_validate(
+    inst = OasisInstance.from_dict(
         {
             "horizon": 2,
             "slot_seconds": 1.0,
@@ -129,19 +126,28 @@ def _algorithms(work: str, seed: int) -> list:
         RRH(seed=seed, work=work),
         RRH(workers=1, alpha=1.0, threshold=0.0, work=work),
     ]
-    if HAVE_HIGHS:
-        algs.append(DormLike(work=work))
     return algs
 
 
 @settings(max_examples=30)
 @given(small, works, st.integers(0, 3))
 def test_baseline_schedules_are_valid(inst, work, seed):
-    for alg in _algorithms(work, seed):
+    _check_valid(inst, _algorithms(work, seed))
+
+
+@pytest.mark.solver("highs")
+@settings(max_examples=10)
+@given(small, works)
+def test_dorm_like_schedules_are_valid(inst, work):
+    _check_valid(inst, [DormLike(work=work)])
+
+
+def _check_valid(inst, algorithms):
+    for alg in algorithms:
         run = alg.run(inst)
         rep = validate(inst, run.schedule)
         assert rep.ok, (alg.name, rep.violations)
-        assert run.utility == pytest.approx(rep.utility)
+        assert run.utility == pytest.approx(rep.objective)
         assert (
             run.stats["unfinished"] + len(run.admitted) + run.stats["rejected_on_arrival"]
             == inst.n_jobs
@@ -149,11 +155,11 @@ def test_baseline_schedules_are_valid(inst, work, seed):
         assert run.proven_bound is None and run.dual_bound is None
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 @settings(max_examples=15)
 @given(small)
 def test_baselines_never_beat_the_optimum(inst):
-    res = solve_offline(inst)
+    res = solve(inst)
     assert res.objective is not None
     for alg in _algorithms("chunks", 0):
         assert alg.run(inst).utility <= res.objective + OPT_RTOL * max(1.0, res.objective)
@@ -186,7 +192,7 @@ def _two_job_instance(demand_a: dict, demand_b: dict) -> OasisInstance:
             "utility": {"kind": "constant", "value": 1},
         }
 
-    return OasisInstance.model_validate(
+    return OasisInstance.from_dict(
         {
             "horizon": 2,
             "slot_seconds": 1.0,
@@ -247,7 +253,7 @@ def test_bad_arguments():
     assert [a.name for a in baseline_algorithms()] == ["fifo", "drf", "rrh", "dorm"]
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_dorm_reports_its_solves():
     from optsched.jobs.generate import generate_instance
 

@@ -8,7 +8,9 @@ import math
 import pytest
 
 from optsched.cli import main
-from optsched.competitive import (
+from optsched.jobs import solve
+from optsched.jobs.baselines import FIFO
+from optsched.jobs.competitive import (
     RATIO_TOL,
     CheckReport,
     OfflineSummary,
@@ -16,19 +18,17 @@ from optsched.competitive import (
     compare_algorithms,
     measure,
     ratio,
+)
+from optsched.jobs.engine import OnlineRun
+from optsched.jobs.generate import generate_instance
+from optsched.jobs.online import OASiS
+from optsched.jobs.schedule import build_schedule
+from optsched.report.jobs import (
+    comparison_table,
+    plot_comparison,
     ratio_sweep,
     sweep_summary,
 )
-from optsched.jobs.baselines import FIFO
-from optsched.jobs.engine import OnlineRun
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.offline import solve_offline
-from optsched.jobs.online import OASiS
-from optsched.jobs.schedule import build_schedule
-from optsched.solvers import available_solvers
-
-HAVE_HIGHS = "highs" in available_solvers("pyomo", mip=True)
-requires_highs = pytest.mark.skipif(not HAVE_HIGHS, reason="HiGHS (highspy) is not installed")
 
 
 def test_ratio_conventions():
@@ -73,11 +73,11 @@ def test_holds_logic_on_synthetic_summaries():
     assert rep.holds["opt_le_dual"] is True
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_check_competitive_on_a_generated_instance():
     inst = generate_instance(8, 2, 2, 8, seed=1, scale=0.05)
     rep = check_competitive(inst)
-    opt = solve_offline(inst).objective
+    opt = solve(inst).objective
     assert isinstance(rep, CheckReport) and rep.valid
     assert rep.offline.optimum == pytest.approx(opt, rel=1e-6)
     assert rep.ratio == pytest.approx(opt / rep.alg)
@@ -101,7 +101,7 @@ def test_check_competitive_on_a_generated_instance():
     assert fifo.holds["alg_le_opt"] and fifo.holds["ratio_within_proven_bound"] is None
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_time_limited_check_brackets_the_optimum():
     inst = generate_instance(20, 3, 3, 20, seed=1, scale=0.2)
     rep = check_competitive(inst, time_limit=0.5)
@@ -114,7 +114,7 @@ def test_time_limited_check_brackets_the_optimum():
     assert rep.holds["alg_le_opt"] is True
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_compare_algorithms_report(tmp_path):
     inst = generate_instance(8, 2, 2, 8, seed=1, scale=0.05)
     messages: list[str] = []
@@ -130,20 +130,24 @@ def test_compare_algorithms_report(tmp_path):
         assert row["ratio"] == pytest.approx(ratio(opt, row["utility"]))
     assert comp.lower <= opt * (1 + RATIO_TOL) + RATIO_TOL
     assert comp.rows()[0]["dual_bound"] >= opt * (1 - RATIO_TOL)
-    png = comp.save_plot(tmp_path / "cmp.png")
+    png = tmp_path / "cmp.png"
+    plot_comparison(comp).savefig(png)
     assert png.read_bytes()[:4] == b"\x89PNG"
     from rich.console import Console
 
     console = Console(record=True, width=120)
-    console.print(comp.table())
+    console.print(comparison_table(comp))
     text = console.export_text()
     assert "oasis" in text and "dorm" in text
     json.dumps(comp.to_dict(), default=str)
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_ratio_sweep_resumes(tmp_path, monkeypatch):
-    import optsched.competitive as comp
+    import sqlite3
+
+    import optsched.jobs.competitive as comp
+    from optsched.errors import InvalidInstanceError
 
     calls: list[int] = []
     real = comp.check_competitive
@@ -156,22 +160,32 @@ def test_ratio_sweep_resumes(tmp_path, monkeypatch):
     kw = dict(seed=3, n_jobs=5, worker_servers=2, ps_servers=2, horizon=6, scale=0.05)
     first = ratio_sweep(2, tmp_path, **kw)
     assert len(calls) == 2 and len(first) == 2
-    # An interrupted write leaves a torn last line: it is redone, the finished one is not.
-    lines = (tmp_path / "results.jsonl").read_text().splitlines()
-    (tmp_path / "results.jsonl").write_text(lines[0] + "\n" + lines[1][:10])
+    # A rerun redoes only the seeds it lacks.
     again = ratio_sweep(3, tmp_path, **kw)
-    assert len(calls) == 4  # seeds 4 (torn) and 5 (new)
+    assert len(calls) == 3  # seed 5 only
     assert [r["seed"] for r in again] == [3, 4, 5]
-    assert again[0] == first[0]
+    assert again[:2] == first
     assert (tmp_path / "table.md").read_text().startswith("# Empirical competitive ratios")
     assert (tmp_path / "ratio.png").read_bytes()[:4] == b"\x89PNG"
     summary = sweep_summary(again)
     assert summary["instances"] == 3 and summary["all_valid"]
     assert summary["opt_le_dual"] == summary["opt_proven"]
-    from optsched.errors import InvalidInstanceError
-
-    with pytest.raises(InvalidInstanceError, match="other settings"):
+    # Other settings are refused, naming the parameter.
+    with pytest.raises(InvalidInstanceError, match=r"config\.horizon: differs"):
         ratio_sweep(1, tmp_path, **{**kw, "horizon": 7})
+    with pytest.raises(InvalidInstanceError, match=r"config\.work: differs"):
+        ratio_sweep(1, tmp_path, **kw, algorithm=comp_oasis("worker-slots"))
+    # A forged record is reported, never trusted or skipped.
+    db = sqlite3.connect(tmp_path / "runs.sqlite")
+    with db:
+        db.execute("UPDATE runs SET record = replace(record, '\"valid\":true', '\"valid\":false')")
+    db.close()
+    with pytest.raises(InvalidInstanceError, match="checksum"):
+        ratio_sweep(3, tmp_path, **kw)
+
+
+def comp_oasis(work: str) -> OASiS:
+    return OASiS(work=work, tighten=True)
 
 
 # ------------------------------------------------------------------------------------------
@@ -269,7 +283,7 @@ def test_online_command_bad_instance(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["field"] == "jobs[0].epochs"
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_check_command_json(instance_file, capsys):
     assert main(["oasis", "check", str(instance_file), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -289,7 +303,7 @@ def test_check_command_json(instance_file, capsys):
     assert main(["oasis", "check", str(instance_file), "--algorithm", "drf"]) == 0
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_ratio_command(tmp_path, capsys):
     out_dir = tmp_path / "sweep"
     args = [

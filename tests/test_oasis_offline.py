@@ -13,12 +13,10 @@ from optsched.cli import main
 from optsched.errors import NotOptimalError
 from optsched.jobs import OasisInstance, build_schedule, validate
 from optsched.jobs.generate import generate_instance
-from optsched.jobs.offline import CONSTRAINT_NAMES, build_model, solve_offline
-from optsched.solvers import Status, available_solvers
+from optsched.jobs.offline import CONSTRAINT_NAMES, build_model, solve
+from optsched.solvers import Status
 
-pytestmark = pytest.mark.skipif(
-    "highs" not in available_solvers("pyomo", mip=True), reason="HiGHS (highspy) is not installed"
-)
+pytestmark = pytest.mark.solver("highs")
 
 #: Relative tolerance when comparing optimal utilities from two exact methods.
 OPT_RTOL = 1e-6
@@ -29,7 +27,7 @@ def close(a: float, b: float, rtol: float = OPT_RTOL) -> bool:
 
 
 def _cluster(workers: list[dict], ps: list[dict], horizon: int, jobs: list[dict]) -> OasisInstance:
-    return OasisInstance.model_validate(
+    return OasisInstance.from_dict(
         {
             "horizon": horizon,
             "slot_seconds": 1.0,
@@ -72,10 +70,10 @@ def test_single_job_runs_as_fast_as_it_can() -> None:
         5,
         [_job(1, 2, 2.0, {"kind": "linear", "value": 10, "slope": 1}, chunks=2)],
     )
-    res = solve_offline(inst)
+    res = solve(inst)
     assert res.status is Status.OPTIMAL
     assert close(res.objective, 9.0)  # duration 2 -> 10 - 1*(2-1)
-    js = res.schedule.jobs[0]
+    js = res.solution.jobs[0]
     assert js.completion == 3 and {t for t, _, _ in js.workers} == {1, 2}
     # One PS suffices for 2 workers (b = 1, B = 2): 1 * 2 <= 2 * 1.
     assert all(n == 1 for _, _, n in js.ps)
@@ -89,9 +87,9 @@ def test_scarce_server_goes_to_the_valuable_job() -> None:
         _job(0, 1, 1.0, {"kind": "constant", "value": 7.0}),
     ]
     inst = _cluster([{"gpu": 1, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 1, jobs)
-    res = solve_offline(inst)
+    res = solve(inst)
     assert close(res.objective, 7.0)
-    assert res.schedule.admitted == [1]
+    assert res.solution.admitted == [1]
 
 
 def test_deadline_job_is_served_first() -> None:
@@ -101,73 +99,71 @@ def test_deadline_job_is_served_first() -> None:
         _job(0, 1, 1.0, {"kind": "step", "value": 5.0, "deadline": 1}),
     ]
     inst = _cluster([{"gpu": 1, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 2, jobs)
-    res = solve_offline(inst)
+    res = solve(inst)
     assert close(res.objective, 10.0)
-    assert res.schedule.jobs[1].completion == 1 and res.schedule.jobs[0].completion == 2
+    assert res.solution.jobs[1].completion == 1 and res.solution.jobs[0].completion == 2
 
 
 def test_job_needing_more_than_the_horizon_is_rejected() -> None:
     jobs = [_job(0, 6, 1.0, {"kind": "constant", "value": 5.0}, chunks=1)]
     inst = _cluster([{"gpu": 4, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 3, jobs)
-    res = solve_offline(inst)
-    assert close(res.objective, 0.0) and res.schedule.admitted == []
+    res = solve(inst)
+    assert close(res.objective, 0.0) and res.solution.admitted == []
 
 
 def test_zero_work_job_still_needs_one_worker_slot() -> None:
     # No compute and no gradients: admitted means one worker in one slot (DESIGN §2.3).
     job = _job(0, 1, 0.0, {"kind": "constant", "value": 4.0})
     inst = _cluster([{"gpu": 1, "bandwidth": 10}], [{"gpu": 0, "bandwidth": 10}], 2, [job])
-    res = solve_offline(inst)
-    assert close(res.objective, 4.0) and res.schedule.jobs[0].admitted
+    res = solve(inst)
+    assert close(res.objective, 4.0) and res.solution.jobs[0].admitted
     assert close(res.objective, exhaustive_optimum(inst))
-    assert validate(inst, res.schedule).ok
+    assert validate(inst, res.solution).ok
 
 
 def test_empty_instance() -> None:
     inst = _cluster([{"gpu": 1, "bandwidth": 1}], [{"gpu": 0, "bandwidth": 1}], 2, [])
-    res = solve_offline(inst)
+    res = solve(inst)
     assert res.status is Status.OPTIMAL and close(res.objective or 0.0, 0.0)
 
 
 @settings(max_examples=30)
 @given(tiny_instances())
 def test_ilp_equals_exhaustive_search(inst: OasisInstance) -> None:
-    res = solve_offline(inst)
+    res = solve(inst)
     assert res.status is Status.OPTIMAL
     assert close(res.objective, exhaustive_optimum(inst))
-    report = validate(inst, res.schedule)
+    report = validate(inst, res.solution)
     assert report.ok, report.violations
     # The validator's recomputed utility is the ILP objective.
-    assert close(report.utility, res.objective)
+    assert close(report.objective, res.objective)
 
 
-@pytest.mark.skipif(
-    "scip" not in available_solvers("pyomo", mip=True), reason="SCIP (pyscipopt) is not installed"
-)
+@pytest.mark.solver("scip")
 @settings(max_examples=15)
 @given(tiny_instances(max_jobs=3, max_servers=2, max_horizon=5))
 def test_second_solver_agrees(inst: OasisInstance) -> None:
-    highs = solve_offline(inst, "highs")
-    scip = solve_offline(inst, "scip")
+    highs = solve(inst, solver="highs")
+    scip = solve(inst, solver="scip")
     assert close(highs.objective, scip.objective)
-    assert validate(inst, scip.schedule).ok
+    assert validate(inst, scip.solution).ok
 
 
 @settings(max_examples=15)
 @given(tiny_instances(max_jobs=3, max_horizon=5))
 def test_lp_relaxation_bounds_the_optimum(inst: OasisInstance) -> None:
-    exact = solve_offline(inst)
-    relaxed = solve_offline(inst, relax=True)
-    assert relaxed.schedule is None and relaxed.relaxed
+    exact = solve(inst)
+    relaxed = solve(inst, relax=True)
+    assert relaxed.solution is None and relaxed.extra["relaxed"]
     assert relaxed.bound >= exact.objective - OPT_RTOL * max(1.0, exact.objective)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_generated_instances_solve_and_validate(seed: int) -> None:
     inst = generate_instance(8, 2, 2, 8, seed=seed)
-    res = solve_offline(inst)
+    res = solve(inst)
     assert res.status is Status.OPTIMAL
-    assert validate(inst, res.schedule).ok
+    assert validate(inst, res.solution).ok
     assert res.bound >= res.objective - OPT_RTOL * max(1.0, res.objective)
 
 
@@ -185,15 +181,15 @@ def test_time_limit_is_never_used_silently() -> None:
     # accept_feasible it raises with the result; with it, the status says what was found.
     inst = generate_instance(30, 5, 5, 25, seed=5)
     with pytest.raises(NotOptimalError) as info:
-        solve_offline(inst, time_limit=1e-3)
+        solve(inst, time_limit=1e-3)
     assert info.value.result.status is not Status.OPTIMAL
     try:
-        res = solve_offline(inst, time_limit=1e-3, accept_feasible=True)
+        res = solve(inst, time_limit=1e-3, accept_feasible=True)
     except NotOptimalError as exc:  # no incumbent yet: nothing to accept
         assert exc.result.status is Status.LIMIT_NO_SOLUTION
     else:
-        assert res.status is Status.FEASIBLE and res.schedule is not None
-        assert validate(inst, res.schedule).ok
+        assert res.status is Status.FEASIBLE and res.solution is not None
+        assert validate(inst, res.solution).ok
         assert res.bound is not None and res.bound >= res.objective
 
 
@@ -201,22 +197,23 @@ def test_warm_start_never_trails_the_start() -> None:
     from optsched.errors import InvalidScheduleError
     from optsched.jobs.online import OASiS
 
-    inst = generate_instance(20, 5, 5, 25, seed=3)
+    inst = generate_instance(12, 3, 3, 12, seed=2028)
     start = OASiS().run(inst).schedule
-    res = solve_offline(inst, time_limit=2.0, accept_feasible=True, initial=start)
+    # A node limit, not a time limit, so the outcome does not depend on the machine's speed.
+    res = solve(inst, accept_feasible=True, initial=start, options={"mip_max_nodes": 1})
     assert res.objective >= start.total_utility - OPT_RTOL * max(1.0, start.total_utility)
-    assert validate(inst, res.schedule).ok
-    assert res.result.message == "warm-started"
+    assert validate(inst, res.solution).ok
+    assert res.message == "warm-started"
     # A start must be feasible.
     broken = start.model_copy(update={"total_utility": start.total_utility + 1})
     with pytest.raises(InvalidScheduleError):
-        solve_offline(inst, initial=broken)
+        solve(inst, initial=broken)
 
 
 def test_validator_catches_broken_schedules() -> None:
     inst = generate_instance(5, 1, 1, 6, seed=2)
-    res = solve_offline(inst)
-    sched = res.schedule
+    res = solve(inst)
+    sched = res.solution
     admitted = sched.admitted
     assert admitted, "fixture must admit a job"
     i = admitted[0]
@@ -260,11 +257,11 @@ def test_validator_catches_broken_schedules() -> None:
 
 def test_build_schedule_matches_validator() -> None:
     inst = generate_instance(3, 1, 1, 5, seed=4)
-    res = solve_offline(inst)
+    res = solve(inst)
     rebuilt = build_schedule(
-        inst, [(js.workers, js.ps) if js.admitted else None for js in res.schedule.jobs]
+        inst, [(js.workers, js.ps) if js.admitted else None for js in res.solution.jobs]
     )
-    assert rebuilt.total_utility == pytest.approx(res.schedule.total_utility)
+    assert rebuilt.total_utility == pytest.approx(res.solution.total_utility)
 
 
 def test_cli_offline_json_and_validate(tmp_path, capsys) -> None:
@@ -301,17 +298,17 @@ def test_cli_offline_json_and_validate(tmp_path, capsys) -> None:
         "gap",
         "build_seconds",
         "solve_seconds",
-        "schedule",
+        "solution",
     ):
         assert key in out
     assert out["status"] == "optimal"
     # The schedule printed is the one written, and validate accepts it.
-    assert json.loads(sched_path.read_text()) == out["schedule"]
+    assert json.loads(sched_path.read_text()) == out["solution"]
     assert main(["validate", str(inst_path), str(sched_path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["valid"] and report["utility"] == pytest.approx(out["objective"], rel=OPT_RTOL)
+    assert report["valid"] and report["objective"] == pytest.approx(out["objective"], rel=OPT_RTOL)
     # A tampered schedule is rejected with exit 2.
-    bad = out["schedule"]
+    bad = out["solution"]
     first = next(j for j in bad["jobs"] if j["admitted"])
     first["utility"] += 1.0
     sched_path.write_text(json.dumps(bad))
@@ -334,4 +331,15 @@ def test_cli_relax_reports_a_bound(tmp_path, capsys) -> None:
     generate_instance(4, 1, 1, 5, seed=0).save(p)
     assert main(["oasis", "offline", str(p), "--relax", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["relaxed"] is True and out["schedule"] is None and out["bound"] is not None
+    assert out["relaxed"] is True and out["solution"] is None and out["bound"] is not None
+    assert out["objective"] == out["bound"] == out["lp_bound"]
+
+
+def test_cli_relax_refuses_an_output_file(tmp_path, capsys) -> None:
+    """--relax has no schedule to write: -o is refused (exit 2), nothing is written."""
+    p = tmp_path / "i.json"
+    generate_instance(4, 1, 1, 5, seed=0).save(p)
+    out_file = tmp_path / "s.json"
+    assert main(["oasis", "offline", str(p), "--relax", "-o", str(out_file), "--json"]) == 2
+    assert "--relax" in json.loads(capsys.readouterr().out)["message"]
+    assert not out_file.exists()

@@ -11,18 +11,14 @@ from hypothesis import strategies as st
 from oasis_exhaustive import exhaustive_optimum
 from oasis_strategies import tiny_instances
 
-from optsched.competitive import PAPER_BAND, RATIO_TOL
+from optsched.jobs import solve
+from optsched.jobs.competitive import PAPER_BAND, RATIO_TOL
 from optsched.jobs.generate import generate_instance
 from optsched.jobs.instance import OasisInstance
-from optsched.jobs.offline import solve_offline
 from optsched.jobs.online import SMALL_DEMAND, OASiS, dual_bound
 from optsched.jobs.oracle import best_schedule_reference
 from optsched.jobs.prices import PriceParams, estimate_prices
 from optsched.jobs.schedule import validate
-from optsched.solvers import available_solvers
-
-HAVE_HIGHS = "highs" in available_solvers("pyomo", mip=True)
-requires_highs = pytest.mark.skipif(not HAVE_HIGHS, reason="HiGHS (highspy) is not installed")
 
 #: Absolute slack when comparing payoffs recomputed in a different order.
 PAYOFF_TOL = 1e-7
@@ -77,7 +73,7 @@ def roomy_instances(draw: st.DrawFn) -> OasisInstance:
             }
         )
     cap = draw(st.sampled_from([40.0, 60.0]))
-    return OasisInstance.model_validate(
+    return OasisInstance.from_dict(
         {
             "horizon": horizon,
             "slot_seconds": 1.0,
@@ -99,7 +95,7 @@ def test_schedule_is_valid_and_decisions_match_payoffs(inst, work):
     run = OASiS(work=work).run(inst)
     rep = validate(inst, run.schedule)
     assert rep.ok, rep.violations
-    assert run.utility == pytest.approx(rep.utility)
+    assert run.utility == pytest.approx(rep.objective)
     for i, js in enumerate(run.schedule.jobs):
         assert js.admitted == (run.payoffs[i] > 0)
     assert len(run.decision_seconds) == inst.n_jobs
@@ -213,13 +209,13 @@ def test_empty_instance():
 
 
 def _opt(inst: OasisInstance) -> float:
-    res = solve_offline(inst)
+    res = solve(inst)
     assert res.status.value == "optimal"
     assert res.objective is not None
     return float(res.objective)
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 @settings(max_examples=25)
 @given(small, works)
 def test_alg_le_opt_le_dual(inst, work):
@@ -242,7 +238,7 @@ def test_alg_le_opt_le_dual(inst, work):
         assert check.reasons
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 @settings(max_examples=25)
 @given(roomy_instances())
 def test_theorem_holds_where_it_applies(inst):
@@ -276,7 +272,7 @@ def test_certificate_is_valid_for_any_prices(inst, seed):
     assert le(opt, zero.value)
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_theorem_check_table_on_generated_instances():
     """Generated instances mostly violate the small-demand assumption: count them openly."""
     rows = []
@@ -313,7 +309,7 @@ FIG5_TABLE = {
 }
 
 
-@requires_highs
+@pytest.mark.solver("highs")
 def test_fig5_regression_table():
     ratios = []
     lines = []

@@ -196,7 +196,7 @@ def test_schedule_is_feasible_and_costed(case):
 
 
 def _hand_instance() -> OasisInstance:
-    return OasisInstance.model_validate(
+    return OasisInstance.from_dict(
         {
             "horizon": 3,
             "slot_seconds": 1.0,
@@ -268,15 +268,15 @@ def test_bad_inputs_are_rejected():
     inst = _hand_instance()
     wp = np.zeros((3, 2, 2))
     pp = np.zeros((3, 1, 2))
-    with pytest.raises(ValueError, match="worker_prices must have shape"):
+    with pytest.raises(InvalidInstanceError, match="worker_prices: must have shape"):
         best_schedule(inst, 0, wp[:2], pp)
     with pytest.raises(ValueError, match=">= 0"):
         best_schedule(inst, 0, -1 - wp, pp)
-    with pytest.raises(ValueError, match="work must be one of"):
+    with pytest.raises(InvalidInstanceError, match="work: must be one of"):
         best_schedule(inst, 0, wp, pp, work="epochs")
-    with pytest.raises(ValueError, match="units were computed"):
+    with pytest.raises(InvalidInstanceError, match="units: were computed"):
         best_schedule(inst, 0, wp, pp, units=work_units(inst, 0, "worker-slots"))
-    with pytest.raises(IndexError):
+    with pytest.raises(InvalidInstanceError, match="job index 3 out of range"):
         best_schedule(inst, 3, wp, pp)
 
 
@@ -285,7 +285,7 @@ def test_oversized_dp_is_refused_with_the_job_named():
     data["horizon"] = 100
     data["jobs"][0]["epochs"] = MAX_DP_CELLS // 100
     data["jobs"][0]["minibatch_seconds"] = 1e-9
-    inst = OasisInstance.model_validate(data)
+    inst = OasisInstance.from_dict(data)
     wp = np.zeros((100, 2, 2))
     pp = np.zeros((100, 1, 2))
     with pytest.raises(InvalidInstanceError, match=r"jobs\[0\].*worker-slots"):

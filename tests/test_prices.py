@@ -39,7 +39,7 @@ def _job(arrival, epochs, chunks, utility, wd, sd):
 
 
 def _hand() -> OasisInstance:
-    return OasisInstance.model_validate(
+    return OasisInstance.from_dict(
         {
             "horizon": 4,
             "slot_seconds": 1.0,
@@ -121,7 +121,7 @@ def test_multiplier_and_clipping():
     # A job worth nothing at the horizon would make L = 0 and alpha infinite: L is clipped.
     data = inst.model_dump(mode="json")
     data["jobs"][1]["utility"] = {"kind": "step", "value": 6, "deadline": 2, "late_value": 0}
-    clipped = estimate_prices(OasisInstance.model_validate(data))
+    clipped = estimate_prices(OasisInstance.from_dict(data))
     assert clipped.clipped
     top = max(clipped.upper_worker.max(), clipped.upper_ps.max())
     assert clipped.lower_worker == pytest.approx(L_FLOOR * top)

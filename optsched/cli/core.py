@@ -35,7 +35,7 @@ SCHEMAS: dict[str, str] = {
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->
 #: "module:function" taking (instance path, schedule path or None) and returning a report dict.
 VALIDATORS: dict[str, str] = {
-    "oasis-instance": "optsched.jobs.cli_support:validate_files",
+    "oasis-instance": "optsched.cli.oasis:validate_files",
     "tensorlights-instance": "optsched.tensorlights.validator:validate_files",
     "placement-instance": "optsched.cli.placement:validate_files",
 }

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import FiniteFloat, err_console, json_option, print_json
 
 __all__ = ["demo", "register"]
 
@@ -29,13 +29,21 @@ QUICK = {"n_jobs": 10, "worker_servers": 3, "ps_servers": 3, "horizon": 12, "see
 PACE_MODEL, PACE_WORKERS, PACE_GBPS, PACE_LATENCY_US = "resnet50", 8, 10.0, 10.0
 
 
-def offline_section(out_dir: Path, seed: int, time_limit: float) -> dict[str, Any]:
-    """Generate the default instance, solve it exactly, validate and print the schedule."""
+def offline_section(
+    out_dir: Path, seed: int, time_limit: float, accept_feasible: bool = False
+) -> dict[str, Any]:
+    """Generate the default instance, solve it exactly, validate and print the schedule.
+
+    Raises
+    ------
+    NotOptimalError
+        The ILP stopped short of a proven optimum and ``accept_feasible`` is false (the
+        command then exits 3, the incumbent in its JSON).
+    """
     from rich.table import Table
 
-    from optsched.jobs.generate import generate_instance
-    from optsched.jobs.offline import solve_offline
-    from optsched.jobs.schedule import validate
+    from optsched.jobs import generate_instance, solve, validate
+    from optsched.report.jobs import plot_schedule
 
     params = dict(DEFAULT, seed=seed)
     inst = generate_instance(
@@ -47,18 +55,20 @@ def offline_section(out_dir: Path, seed: int, time_limit: float) -> dict[str, An
     )
     inst.save(out_dir / "instance.json")
     with err_console.status("solving the exact offline ILP with HiGHS ..."):
-        res = solve_offline(inst, time_limit=time_limit, accept_feasible=True)
-    assert res.schedule is not None
-    report = validate(inst, res.schedule)
+        res = solve(inst, time_limit=time_limit, accept_feasible=accept_feasible)
+    schedule = res.solution
+    assert schedule is not None  # solve() raised otherwise
+    report = validate(inst, schedule)
     report.raise_if_invalid()
-    res.schedule.save(out_dir / "offline_schedule.json")
+    schedule.save(out_dir / "offline_schedule.json")
+    plot_schedule(inst, schedule).savefig(out_dir / "offline_schedule.png", dpi=120)
     table = Table(
         title=f"Exact offline optimum ({res.status.value}; {len(inst.jobs)} jobs, "
         f"H = {len(inst.worker_servers)}, K = {len(inst.ps_servers)}, T = {inst.horizon})"
     )
     for col in ("job", "arrival", "admitted", "completion", "utility", "workers/slot"):
         table.add_column(col, justify="right" if col != "job" else "left")
-    for i, js in enumerate(res.schedule.jobs):
+    for i, js in enumerate(schedule.jobs):
         per_slot: dict[int, int] = {}
         for t, _, n in js.workers:
             per_slot[t] = per_slot.get(t, 0) + n
@@ -73,8 +83,8 @@ def offline_section(out_dir: Path, seed: int, time_limit: float) -> dict[str, An
     err_console.print(table)
     err_console.print(
         f"total utility {res.objective:.3f} (bound {res.bound:.3f}, gap {res.gap or 0:.2e}); "
-        f"validator recomputes {report.utility:.3f}; model built in "
-        f"{res.result.build_seconds:.2f}s, solved in {res.result.solve_seconds:.2f}s"
+        f"validator recomputes {report.objective:.3f}; model built in "
+        f"{res.build_seconds:.2f}s, solved in {res.solve_seconds:.2f}s"
     )
     return {
         "instance": params,
@@ -82,9 +92,9 @@ def offline_section(out_dir: Path, seed: int, time_limit: float) -> dict[str, An
         "objective": res.objective,
         "bound": res.bound,
         "gap": res.gap,
-        "validated_utility": report.utility,
-        "build_seconds": res.result.build_seconds,
-        "solve_seconds": res.result.solve_seconds,
+        "validated_utility": report.objective,
+        "build_seconds": res.build_seconds,
+        "solve_seconds": res.solve_seconds,
     }
 
 
@@ -92,8 +102,9 @@ def online_section(
     out_dir: Path, seed: int, time_limit: float, quick: bool = False
 ) -> dict[str, Any]:
     """OASiS and the baselines against the offline optimum (or its bounds) on one instance."""
-    from optsched.competitive import compare_algorithms
-    from optsched.jobs.generate import generate_instance
+    from optsched.jobs import generate_instance
+    from optsched.jobs.competitive import compare_algorithms
+    from optsched.report.jobs import comparison_table, plot_comparison
 
     params = dict(QUICK if quick else MODERATE, seed=seed)
     inst = generate_instance(
@@ -106,8 +117,9 @@ def online_section(
     inst.save(out_dir / "moderate_instance.json")
     with err_console.status("running OASiS and the baselines ...") as status:
         comparison = compare_algorithms(inst, time_limit=time_limit, progress=status.update)
-    err_console.print(comparison.table())
-    plot = comparison.save_plot(out_dir / "oasis_vs_baselines.png")
+    err_console.print(comparison_table(comparison))
+    plot = out_dir / "oasis_vs_baselines.png"
+    plot_comparison(comparison).savefig(plot, dpi=120)
     off = comparison.offline
     if off.optimum is None:
         err_console.print(
@@ -146,10 +158,10 @@ def pace_section() -> dict[str, Any]:
 
 
 @click.command("demo")
-@click.option("--seed", type=int, default=DEFAULT["seed"], show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=DEFAULT["seed"], show_default=True)
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     default=60.0,
     show_default=True,
     help="Seconds for each exact solve.",
@@ -163,13 +175,31 @@ def pace_section() -> dict[str, Any]:
     help="Where the instance, schedules and plots are written.",
 )
 @click.option("--quick", is_flag=True, help="A smaller online instance (seconds, not a minute).")
+@click.option(
+    "--accept-feasible",
+    is_flag=True,
+    help="Go on with the exact part's incumbent if its ILP stops short (else exit 3).",
+)
 @json_option
-def demo(seed: int, time_limit: float, output_dir: Path, quick: bool, as_json: bool) -> None:
-    """Run the main job on an embedded default instance and print what it finds."""
+def demo(
+    seed: int,
+    time_limit: float,
+    output_dir: Path,
+    quick: bool,
+    accept_feasible: bool,
+    as_json: bool,
+) -> None:
+    """Run the main job on an embedded default instance and print what it finds.
+
+    Exits 3 when the exact offline solve stops short of a proven optimum (unless
+    --accept-feasible); the online comparison reports bounds when its ILP stops short.
+    """
     output_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     err_console.rule("[bold]OASiS: exact offline optimum")
-    summary: dict[str, Any] = {"offline": offline_section(output_dir, seed, time_limit)}
+    summary: dict[str, Any] = {
+        "offline": offline_section(output_dir, seed, time_limit, accept_feasible)
+    }
     err_console.rule("[bold]OASiS online vs the baselines vs the optimum")
     summary["online"] = online_section(output_dir, seed, time_limit, quick)
     err_console.rule("[bold]PACE: communication scheduling of one training iteration")

@@ -2,13 +2,90 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    SolverOptions,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    solver_options,
+)
 
-__all__ = ["oasis", "register"]
+__all__ = ["GENERATOR_FLAGS", "generator_flags", "oasis", "register", "validate_files"]
+
+#: generate_instance's argument names -> the flags of ``oasis generate`` and ``oasis ratio``.
+GENERATOR_FLAGS = {
+    "n_jobs": "--jobs",
+    "worker_servers": "--worker-servers",
+    "ps_servers": "--ps-servers",
+    "horizon": "--horizon",
+    "scale": "--scale",
+    "seed": "--seed",
+    "priority": "--priority-low",
+}
+
+
+@contextlib.contextmanager
+def generator_flags() -> Iterator[None]:
+    """Re-raise the generator's argument errors naming the command-line flag instead."""
+    from optsched.errors import InvalidInstanceError
+
+    try:
+        yield
+    except InvalidInstanceError as exc:
+        if exc.field in GENERATOR_FLAGS and exc.file is None:
+            raise InvalidInstanceError(GENERATOR_FLAGS[exc.field], exc.message) from None
+        raise
+
+
+def validate_files(instance_path: str | Path, schedule_path: str | Path | None) -> dict[str, Any]:
+    """Validate an instance file, and a schedule file against it (``optsched validate``).
+
+    Returns
+    -------
+    dict
+        ``{"valid": bool, "kind": "oasis-instance", "jobs": int, ...}``; with a schedule also
+        the :class:`~optsched.results.Report` (``objective`` recomputed, ``violations``,
+        ``job_utility``); ``"lines"`` holds the text printed without ``--json``.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The instance or the schedule file is malformed (the message names the field).
+    """
+    from optsched.jobs import OasisInstance, Schedule, validate
+
+    instance = OasisInstance.load(instance_path)
+    out: dict[str, Any] = {
+        "valid": True,
+        "kind": "oasis-instance",
+        "jobs": instance.n_jobs,
+        "horizon": instance.horizon,
+        "worker_servers": len(instance.worker_servers),
+        "ps_servers": len(instance.ps_servers),
+    }
+    lines = [
+        f"instance: {instance.n_jobs} jobs, T = {instance.horizon}, "
+        f"H = {len(instance.worker_servers)}, K = {len(instance.ps_servers)}: valid"
+    ]
+    if schedule_path is not None:
+        schedule = Schedule.load(schedule_path)
+        report = validate(instance, schedule)
+        out.update(report.to_dict())
+        lines.append(
+            f"schedule: {len(schedule.admitted)} admitted, utility {report.objective:.6g} "
+            f"(recomputed): {'feasible' if report.ok else 'INFEASIBLE'}"
+        )
+        lines.extend(f"  {v}" for v in report.violations[:50])
+    out["lines"] = lines
+    return out
 
 
 @click.group("oasis")
@@ -21,7 +98,7 @@ def oasis() -> None:
 @click.option("--worker-servers", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--ps-servers", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--horizon", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
     "--scale",
     type=click.FloatRange(min=0, max=1, min_open=True),
@@ -29,13 +106,8 @@ def oasis() -> None:
     show_default=True,
     help="Multiplies the paper's epochs/chunks/minibatches ranges (1 = the paper).",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="File to write (.json or .toml).",
-)
+@output_option((".json", ".toml"), required=True, help="Instance file to write")
+@json_option
 def generate_cmd(
     n_jobs: int,
     worker_servers: int,
@@ -44,85 +116,90 @@ def generate_cmd(
     seed: int,
     scale: float,
     output: Path,
+    as_json: bool,
 ) -> None:
     """Write a seeded synthetic instance drawn from the paper's distributions."""
-    from optsched.jobs.generate import generate_instance
+    from optsched.jobs import generate_instance
 
-    inst = generate_instance(n_jobs, worker_servers, ps_servers, horizon, seed=seed, scale=scale)
+    with generator_flags():
+        inst = generate_instance(
+            n_jobs, worker_servers, ps_servers, horizon, seed=seed, scale=scale
+        )
     inst.save(output)
     err_console.print(
         f"wrote {output}: {n_jobs} jobs, H = {worker_servers}, K = {ps_servers}, T = {horizon}"
     )
+    if as_json:
+        print_json(
+            {
+                "output": str(output),
+                "jobs": n_jobs,
+                "worker_servers": worker_servers,
+                "ps_servers": ps_servers,
+                "horizon": horizon,
+                "seed": seed,
+                "scale": scale,
+            }
+        )
 
 
 @oasis.command("offline")
 @click.argument("instance", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--solver", default="highs", show_default=True, help="MILP solver name.")
 @click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Seconds; past it the best incumbent and bound are reported (exit 3 unless "
-    "--accept-feasible).",
-)
-@click.option(
-    "--mip-gap", type=click.FloatRange(min=0), default=None, help="Relative MIP gap (default 1e-7)."
-)
-@click.option("--relax", is_flag=True, help="Solve the LP relaxation (an upper bound).")
-@click.option(
-    "--accept-feasible",
+    "--relax",
     is_flag=True,
-    help="Report a feasible incumbent found before a limit instead of failing.",
+    help="Solve the LP relaxation (an upper bound on the optimum; no schedule, so no -o).",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the schedule to this file.",
-)
+@output_option((".json", ".toml"), help="Also write the schedule to this file")
 @json_option
+@solver_options()  # innermost: it wraps the function, the other options attach to the wrapper
 def offline_cmd(
     instance: Path,
-    solver: str,
-    time_limit: float | None,
-    mip_gap: float | None,
+    solver_opts: SolverOptions,
     relax: bool,
-    accept_feasible: bool,
     output: Path | None,
     as_json: bool,
 ) -> None:
-    """Solve INSTANCE's offline problem exactly (the ILP) with HiGHS or another solver."""
+    """Solve INSTANCE's offline problem exactly (the ILP) with HiGHS or another solver.
+
+    Exits 3 when the solver stops short of a proven optimum (a time limit, or a --mip-gap
+    looser than optsched's optimality tolerance) unless --accept-feasible; the JSON error
+    object then still holds the incumbent schedule under "solution".
+    """
     from rich.table import Table
 
-    from optsched.jobs.instance import load_instance
-    from optsched.jobs.offline import DEFAULT_MIP_GAP, solve_offline
+    from optsched.jobs import OasisInstance, solve
 
-    inst = load_instance(instance)
-    with err_console.status(f"solving the offline ILP with {solver} ..."):
-        res = solve_offline(
-            inst,
-            solver,
-            time_limit=time_limit,
-            mip_gap=DEFAULT_MIP_GAP if mip_gap is None else mip_gap,
-            relax=relax,
-            accept_feasible=accept_feasible,
+    if relax and output is not None:
+        raise click.UsageError(
+            "--relax computes an upper bound, not a schedule, so there is nothing for "
+            "-o/--output to write; use --json for the bound record"
         )
-    if output is not None and res.schedule is not None:
-        res.schedule.save(output)
+    inst = OasisInstance.load(instance)
+    with err_console.status(f"solving the offline ILP with {solver_opts.solver} ..."):
+        res = solve(inst, relax=relax, **solver_opts.kwargs())
+    if output is not None and res.solution is not None:
+        res.solution.save(output)
     if as_json:
         print_json(res.to_dict())
         return
     err_console.print(
         f"status [bold]{res.status.value}[/bold]  objective {res.objective}  bound {res.bound}  "
-        f"gap {res.gap}  build {res.result.build_seconds:.2f}s  "
-        f"solve {res.result.solve_seconds:.2f}s"
+        f"gap {res.gap}  build {res.build_seconds:.2f}s  solve {res.solve_seconds:.2f}s"
     )
-    if res.schedule is not None:
+    never = res.extra.get("never_completable") or []
+    if never:
+        err_console.print(
+            f"[yellow]note[/yellow] {len(never)} job(s) can never complete within the horizon "
+            f"(their work exceeds N_i workers in every slot until T): {', '.join(never[:10])}"
+            + (" ..." if len(never) > 10 else ""),
+            highlight=False,
+        )
+    if res.solution is not None:
         table = Table(title="offline schedule")
         for col in ("job", "arrival", "admitted", "completion", "utility", "worker-slots"):
             table.add_column(col)
-        for i, js in enumerate(res.schedule.jobs):
+        for i, js in enumerate(res.solution.jobs):
             table.add_row(
                 js.job,
                 str(inst.jobs[i].arrival),

@@ -7,7 +7,16 @@ from typing import Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    EXIT_NOT_OPTIMAL,
+    FiniteFloat,
+    SolverOptions,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    solver_options,
+)
 
 __all__ = ["ALGORITHMS", "make_algorithm", "register"]
 
@@ -24,7 +33,7 @@ work_option = click.option(
 
 
 def make_algorithm(name: str, *, work: str = "chunks", seed: int = 0, **oasis: Any) -> Any:
-    """An online algorithm by name; ``oasis`` keyword arguments go to :class:`OASiS` only."""
+    """An online algorithm by ``--algorithm`` name; ``oasis`` keywords go to OASiS only."""
     from optsched.jobs.baselines import DRF, FIFO, RRH, DormLike
     from optsched.jobs.online import OASiS
 
@@ -42,13 +51,12 @@ def make_algorithm(name: str, *, work: str = "chunks", seed: int = 0, **oasis: A
 
 
 def _prices(spec: str, history: Path | None, instance: Any) -> Any:
-    from optsched.jobs.instance import load_instance
-    from optsched.jobs.prices import load_prices
+    from optsched.jobs import OasisInstance, load_prices
 
     if history is not None:
         if spec != "hindsight":
-            raise click.BadParameter("use either --history or --prices, not both")
-        return load_instance(history)
+            raise click.UsageError("use either --history or --prices, not both")
+        return OasisInstance.load(history)
     if spec in ("hindsight", "warmup"):
         return spec
     return load_prices(Path(spec), instance)
@@ -74,7 +82,7 @@ def _prices(spec: str, history: Path | None, instance: Any) -> Any:
 )
 @click.option(
     "--multiplier",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     default=1.0,
     show_default=True,
     help="Scale U/L (the paper's Fig. 6 knob).",
@@ -86,13 +94,7 @@ def _prices(spec: str, history: Path | None, instance: Any) -> Any:
     help="Minimise the certificate over a price scale.",
 )
 @click.option("--with-prices", is_flag=True, help="Include the final price arrays in the JSON.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the schedule to this file.",
-)
+@output_option((".json", ".toml"), help="Also write the schedule to this file")
 @json_option
 def online_cmd(
     instance: Path,
@@ -109,10 +111,9 @@ def online_cmd(
     """Schedule INSTANCE online with OASiS and certify a bound on the optimum."""
     from rich.table import Table
 
-    from optsched.jobs.instance import load_instance
-    from optsched.jobs.online import OASiS
+    from optsched.jobs import OASiS, OasisInstance
 
-    inst = load_instance(instance)
+    inst = OasisInstance.load(instance)
     alg = OASiS(
         prices=_prices(price_spec, history, inst),
         warmup=warmup,
@@ -160,43 +161,45 @@ def online_cmd(
     help="The online algorithm to check.",
 )
 @work_option
-@click.option("--solver", default="highs", show_default=True, help="MILP solver for OPT.")
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Seconds for the ILP; past it OPT is bracketed by the incumbent and bounds.",
-)
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="Seed of the baselines' fixed worker counts.",
 )
 @json_option
+@solver_options()  # innermost: it wraps the function, the other options attach to the wrapper
 def check_cmd(
     instance: Path,
     algorithm: str,
     work: str,
-    solver: str,
-    time_limit: float | None,
     seed: int,
     as_json: bool,
+    solver_opts: SolverOptions,
 ) -> None:
     """Run an online algorithm and the exact ILP on INSTANCE and compare them.
 
+    Exits 3 when the ILP stops short of a proven optimum (--time-limit, --mip-gap) unless
+    --accept-feasible: the figures are then bounds (printed, and in the JSON, all the same).
     Exits 1 if the online schedule is invalid or a guaranteed relation (ALG <= OPT,
     OPT <= D) fails; a ratio above the proven bound is reported (it can happen when the
     theorem's assumptions fail) but is not an error.
     """
-    from optsched.competitive import check_competitive
-    from optsched.jobs.instance import load_instance
+    from optsched.jobs import OasisInstance
+    from optsched.jobs.competitive import check_competitive
 
-    inst = load_instance(instance)
+    inst = OasisInstance.load(instance)
     alg = make_algorithm(algorithm, work=work, seed=seed, tighten=True)
     with err_console.status(f"running {algorithm} and solving the offline ILP ..."):
-        rep = check_competitive(inst, alg, solver=solver, time_limit=time_limit)
+        rep = check_competitive(
+            inst,
+            alg,
+            solver=solver_opts.solver,
+            time_limit=solver_opts.time_limit,
+            mip_gap=solver_opts.mip_gap,
+            threads=solver_opts.threads,
+        )
     if as_json:
         print_json(rep.to_dict())
     else:
@@ -233,6 +236,13 @@ def check_cmd(
                 err_console.print(f"    - {reason}", highlight=False)
     if not rep.valid or rep.holds["alg_le_opt"] is False or rep.holds["opt_le_dual"] is False:
         raise click.exceptions.Exit(1)
+    if not rep.offline.proven and not solver_opts.accept_feasible:
+        err_console.print(
+            f"[yellow]not optimal[/yellow] the offline ILP stopped with status "
+            f"{rep.offline.status!r}: OPT is only bracketed (--accept-feasible to exit 0)",
+            highlight=False,
+        )
+        raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
 
 
 @click.command("ratio")
@@ -257,30 +267,29 @@ def check_cmd(
 )
 @click.option(
     "--priority-low",
-    type=click.FloatRange(min=0, max=100),
+    type=FiniteFloat(min=0, max=100),
     default=1.0,
     show_default=True,
     help="Lower end of the priority range [low, 100] (Fig. 5).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Instance k uses seed + k.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Instance k uses seed + k (also the baselines' seed).",
+)
 @click.option("--algorithm", type=click.Choice(ALGORITHMS), default="oasis", show_default=True)
 @work_option
-@click.option("--solver", default="highs", show_default=True)
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=60.0,
-    show_default=True,
-    help="Seconds per ILP.",
-)
 @click.option(
     "-o",
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
-    help="Directory for results.jsonl, table.md and ratio.png (reruns resume).",
+    help="Directory for runs.sqlite, table.md and ratio.png (a rerun resumes).",
 )
 @json_option
+@solver_options()  # innermost: it wraps the function, the other options attach to the wrapper
 def ratio_cmd(
     n_instances: int,
     n_jobs: int,
@@ -292,16 +301,24 @@ def ratio_cmd(
     seed: int,
     algorithm: str,
     work: str,
-    solver: str,
-    time_limit: float,
     output: Path,
     as_json: bool,
+    solver_opts: SolverOptions,
 ) -> None:
-    """Sweep seeded instances: empirical OPT/ALG against the proven bound (resumable)."""
-    from optsched.competitive import ratio_sweep, sweep_summary
+    """Sweep seeded instances: empirical OPT/ALG against the proven bound (resumable).
 
+    Every finished instance is stored at once in OUTPUT/runs.sqlite; a rerun with the same
+    options skips it, a rerun with other options exits 2 naming the option. The ILP of each
+    instance gets --time-limit seconds (60 when not given). Exits 3 when some ILP stopped
+    short of a proven optimum (its ratio is then an upper bound) unless --accept-feasible.
+    """
+    from optsched.report.jobs import ratio_sweep, sweep_summary
+
+    time_limit = 60.0 if solver_opts.time_limit is None else solver_opts.time_limit
     alg = make_algorithm(algorithm, work=work, seed=seed, tighten=True)
-    with err_console.status("sweeping ...") as status:
+    from optsched.cli.oasis import generator_flags
+
+    with err_console.status("sweeping ...") as status, generator_flags():
         records = ratio_sweep(
             n_instances,
             output,
@@ -313,17 +330,27 @@ def ratio_cmd(
             scale=scale,
             priority=(priority_low, 100.0),
             time_limit=time_limit,
-            solver=solver,
+            mip_gap=solver_opts.mip_gap,
+            threads=solver_opts.threads,
+            solver=solver_opts.solver,
             algorithm=alg,
             progress=status.update,
         )
     summary = sweep_summary(records)
+    unproven = [r["seed"] for r in records if r["opt"] is None]
     if as_json:
         print_json({"summary": summary, "output": str(output), "records": records})
-        return
-    for key, value in summary.items():
-        err_console.print(f"{key}: {value}", highlight=False)
-    err_console.print(f"wrote {output / 'table.md'} and {output / 'ratio.png'}")
+    else:
+        for key, value in summary.items():
+            err_console.print(f"{key}: {value}", highlight=False)
+        err_console.print(f"wrote {output / 'table.md'} and {output / 'ratio.png'}")
+    if unproven and not solver_opts.accept_feasible:
+        err_console.print(
+            f"[yellow]not optimal[/yellow] OPT not proven for seeds {unproven}: their ratios are "
+            "upper bounds (--accept-feasible to exit 0)",
+            highlight=False,
+        )
+        raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
 
 
 def register(group: click.Group) -> None:

@@ -1,32 +1,44 @@
 """Cluster job scheduling: the OASiS family.
 
-Instances (:mod:`~optsched.jobs.instance`), the Schedule type and its independent validator
-(:mod:`~optsched.jobs.schedule`), the exact offline ILP (:mod:`~optsched.jobs.offline`), seeded
-generators (:mod:`~optsched.jobs.generate`), the OASiS online primal-dual algorithm and the
-baselines.
+The family protocol (see "Anatomy of a family" in the docs):
+
+* instance type :class:`OasisInstance` (``load``/``save``/``schema``/``from_dict``), with
+  :class:`Job` and :class:`Server`;
+* :func:`generate_instance` (seeded);
+* the exact entry point :func:`solve` (the offline ILP) returning
+  :class:`~optsched.results.ExactResult` of :class:`Schedule`;
+* online algorithms with one calling convention, ``algorithm.run(instance) -> OnlineRun``
+  whose ``schedule`` is a :class:`Schedule`: :class:`OASiS` and the baselines :class:`FIFO`,
+  :class:`DRF`, :class:`RRH`, :class:`DormLike`;
+* :func:`validate` ``(instance, schedule) -> Report``, the independent validator.
+
+Competitive-ratio measurement lives in :mod:`optsched.jobs.competitive`; tables and plots in
+:mod:`optsched.report.jobs`.
 """
 
-from optsched.jobs.baselines import DRF, FIFO, RRH, DormLike
+from optsched.jobs.baselines import DRF, FIFO, RRH, DormLike, baseline_algorithms
 from optsched.jobs.engine import OnlineAlgorithm, OnlineRun, SlotEngine
+from optsched.jobs.generate import generate_instance
 from optsched.jobs.instance import Job, OasisInstance, Server, load_instance
+from optsched.jobs.offline import solve
 from optsched.jobs.online import OASiS, OasisResult, dual_bound
 from optsched.jobs.oracle import best_schedule
-from optsched.jobs.prices import PriceParams, estimate_prices
+from optsched.jobs.prices import PriceParams, estimate_prices, load_prices
 from optsched.jobs.schedule import (
     JobSchedule,
     Schedule,
-    ValidationReport,
-    Violation,
     build_schedule,
     load_schedule,
     validate,
 )
+from optsched.results import ExactResult, Report, Violation
 
 __all__ = [
     "DRF",
     "FIFO",
     "RRH",
     "DormLike",
+    "ExactResult",
     "Job",
     "JobSchedule",
     "OASiS",
@@ -35,16 +47,20 @@ __all__ = [
     "OnlineAlgorithm",
     "OnlineRun",
     "PriceParams",
+    "Report",
     "Schedule",
     "Server",
     "SlotEngine",
-    "ValidationReport",
     "Violation",
+    "baseline_algorithms",
     "best_schedule",
     "build_schedule",
     "dual_bound",
     "estimate_prices",
+    "generate_instance",
     "load_instance",
+    "load_prices",
     "load_schedule",
+    "solve",
     "validate",
 ]

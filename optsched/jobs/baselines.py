@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.errors import NotOptimalError
+from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.jobs.engine import (
     OnlineRun,
     Placement,
@@ -84,11 +84,16 @@ def _fixed_counts(
     return out
 
 
+def _check_seed(seed: int) -> None:
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise InvalidInstanceError("seed", f"must be an integer >= 0, got {seed!r}")
+
+
 def _check_range(low: int, high: int, workers: int | None) -> None:
     if workers is not None and workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise InvalidInstanceError("workers", f"must be >= 1, got {workers}")
     if not 1 <= low <= high:
-        raise ValueError(f"need 1 <= low <= high, got low={low}, high={high}")
+        raise InvalidInstanceError("low", f"need 1 <= low <= high, got low={low}, high={high}")
 
 
 def _dominant_share(engine: SlotEngine, i: int, n: int, m: int) -> float:
@@ -153,6 +158,7 @@ class FIFO:
         work: str = "chunks",
     ) -> None:
         _check_range(low, high, workers)
+        _check_seed(seed)
         self.workers, self.low, self.high, self.seed = workers, low, high, seed
         self.work = check_work_mode(work)
 
@@ -358,10 +364,11 @@ class RRH:
         work: str = "chunks",
     ) -> None:
         _check_range(low, high, workers)
+        _check_seed(seed)
         if not 0 <= alpha <= 1:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+            raise InvalidInstanceError("alpha", f"must be in [0, 1], got {alpha}")
         if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+            raise InvalidInstanceError("threshold", f"must be in [0, 1], got {threshold}")
         self.workers, self.low, self.high, self.seed = workers, low, high, seed
         self.alpha, self.threshold = alpha, threshold
         self.work = check_work_mode(work)
@@ -535,14 +542,14 @@ class DormLike:
         adjustment: float = 1e-3,
         work: str = "chunks",
     ) -> None:
-        if not time_limit > 0:
-            raise ValueError(f"time_limit must be > 0, got {time_limit}")
+        if not (math.isfinite(time_limit) and time_limit > 0):
+            raise InvalidInstanceError("time_limit", f"must be finite and > 0, got {time_limit}")
         if not 0 <= theta <= 1:
-            raise ValueError(f"theta must be in [0, 1], got {theta}")
-        if adjustment < 0:
-            raise ValueError(f"adjustment must be >= 0, got {adjustment}")
-        if not mip_gap >= 0:
-            raise ValueError(f"mip_gap must be >= 0, got {mip_gap}")
+            raise InvalidInstanceError("theta", f"must be in [0, 1], got {theta}")
+        if not (math.isfinite(adjustment) and adjustment >= 0):
+            raise InvalidInstanceError("adjustment", f"must be >= 0, got {adjustment}")
+        if not (math.isfinite(mip_gap) and mip_gap >= 0):
+            raise InvalidInstanceError("mip_gap", f"must be >= 0, got {mip_gap}")
         self.solver, self.time_limit, self.mip_gap = solver, time_limit, mip_gap
         self.theta, self.adjustment = theta, adjustment
         self.work = check_work_mode(work)

@@ -36,17 +36,22 @@ A slot with :math:`n` workers needs at least
 
 from __future__ import annotations
 
+import html
 import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from optsched.errors import OptschedError
-from optsched.jobs.instance import WORK_TOL, OasisInstance, ceil_work
+from optsched.errors import InvalidInstanceError, OptschedError
+from optsched.jobs.instance import OasisInstance, ceil_work
 from optsched.jobs.schedule import Schedule, build_schedule
+from optsched.tolerances import FIT_TOL, WORK_TOL
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FIT_TOL",
@@ -69,10 +74,9 @@ WorkMode = Literal["chunks", "worker-slots"]
 #: The two ways of counting a job's progress (see the module docstring).
 WORK_MODES: tuple[str, ...] = ("chunks", "worker-slots")
 
-#: Relative slack when deciding whether one more worker or PS fits in a residual capacity
-#: (sums of float demands such as ``3 * 0.1`` must fit in ``0.3``). Far below the validator's
-#: :data:`~optsched.jobs.schedule.CAPACITY_TOL`, so whatever fits here also validates.
-FIT_TOL = 1e-9
+# FIT_TOL (imported from optsched.tolerances, re-exported here): relative slack when deciding
+# whether one more worker or PS fits in a residual capacity; far below the validator's
+# CAPACITY_TOL, so whatever fits here also validates.
 
 
 class CapacityExceededError(OptschedError, RuntimeError):
@@ -80,9 +84,15 @@ class CapacityExceededError(OptschedError, RuntimeError):
 
 
 def check_work_mode(work: str) -> WorkMode:
-    """Return ``work`` if it names a work mode, else raise ``ValueError`` naming the choices."""
+    """Return ``work`` if it names a work mode, else raise naming the choices.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``work`` is not a work mode (field ``"work"``).
+    """
     if work not in WORK_MODES:
-        raise ValueError(f"work must be one of {WORK_MODES}, got {work!r}")
+        raise InvalidInstanceError("work", f"must be one of {list(WORK_MODES)}, got {work!r}")
     return work  # type: ignore[return-value]
 
 
@@ -318,7 +328,7 @@ def round_robin(room: np.ndarray, count: int, start: int = 0) -> list[tuple[int,
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class OnlineRun:
     """What an online algorithm or baseline returns.
 
@@ -356,6 +366,20 @@ class OnlineRun:
         """Indices of admitted (and completed) jobs."""
         return self.schedule.admitted
 
+    def to_frame(self) -> pd.DataFrame:
+        """The schedule in long format (see :meth:`Schedule.to_frame`)."""
+        return self.schedule.to_frame()
+
+    def __repr__(self) -> str:
+        dual = "" if self.dual_bound is None else f", dual_bound={self.dual_bound:.6g}"
+        return (
+            f"{type(self).__name__}({self.algorithm!r}, utility={self.utility:.6g}, "
+            f"admitted={len(self.admitted)}/{len(self.schedule.jobs)}{dual})"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(repr(self))}</p>" + self.schedule._repr_html_()
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""
         return {
@@ -375,7 +399,7 @@ class OnlineRun:
 
 @runtime_checkable
 class OnlineAlgorithm(Protocol):
-    """What :mod:`optsched.competitive` needs of an online algorithm.
+    """What :mod:`optsched.jobs.competitive` needs of an online algorithm.
 
     Any object with a ``name`` and a ``run(instance) -> OnlineRun`` method qualifies: OASiS,
     every baseline, or a user's own policy.

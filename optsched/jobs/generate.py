@@ -40,12 +40,18 @@ import math
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
-from optsched.jobs.instance import OasisInstance
+from optsched.jobs.instance import MAX_VALUE, OasisInstance
+from optsched.limits import check_size
 
 __all__ = ["RESOURCES", "generate_instance"]
 
 #: Resource names used by generated instances.
 RESOURCES = ("gpu", "cpu", "memory", "bandwidth")
+
+
+#: What one generated job counts against ``max_array_cells`` at least (its record is a few
+#: hundred Python objects, each far larger than an 8-byte cell).
+JOB_RECORD_CELLS = 1000
 
 
 def _count(rng: np.random.Generator, lo: int, hi: int, scale: float) -> int:
@@ -98,6 +104,8 @@ def generate_instance(
     InvalidInstanceError
         A parameter is out of range (the message names it).
     """
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise InvalidInstanceError("seed", f"must be an integer >= 0, got {seed!r}")
     if n_jobs < 0:
         raise InvalidInstanceError("n_jobs", f"must be >= 0, got {n_jobs}")
     for name, value in (
@@ -111,11 +119,16 @@ def generate_instance(
         raise InvalidInstanceError("scale", f"must be in (0, 1], got {scale}")
     if not 0 < arrival_window <= 1:
         raise InvalidInstanceError("arrival_window", f"must be in (0, 1], got {arrival_window}")
-    if not 0 <= priority[0] <= priority[1]:
+    if not (0 <= priority[0] <= priority[1] <= MAX_VALUE):
         raise InvalidInstanceError("priority", f"must be 0 <= low <= high, got {priority}")
     if len(mix) != 3 or min(mix) < 0 or not math.isclose(sum(mix), 1.0, abs_tol=1e-9):
         raise InvalidInstanceError("mix", f"must be three shares summing to 1, got {mix}")
 
+    # Budgets before drawing anything (the instance checks the same, after the draws).
+    check_size("horizon", float(horizon) * (worker_servers + ps_servers) * 4, "max_array_cells")
+    # Each job becomes a validated record of a few hundred Python objects plus its utility
+    # table of T cells: count it as max(T, JOB_RECORD_CELLS) cells.
+    check_size("n_jobs", float(n_jobs) * max(horizon, JOB_RECORD_CELLS), "max_array_cells")
     rng = np.random.default_rng(seed)
     workers = [
         {

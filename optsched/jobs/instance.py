@@ -31,21 +31,29 @@ worker-slots in all (:attr:`Job.total_work`, the right-hand side of constraint (
 
 from __future__ import annotations
 
-import json
+import html
 import math
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from optsched._validation import Frozen, load_data, parse
+from optsched._validation import Frozen, parse
 from optsched.errors import InvalidInstanceError
+from optsched.limits import check_size
+from optsched.tolerances import WORK_TOL
 from optsched.utility import Utility, utility_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "BANDWIDTH",
+    "MAX_COUNT",
+    "MAX_VALUE",
+    "MIN_DEMAND",
     "WORK_TOL",
     "Job",
     "OasisInstance",
@@ -57,12 +65,19 @@ __all__ = [
 #: Name of the resource whose per-worker / per-PS demands are :math:`b_i` / :math:`B_i`.
 BANDWIDTH = "bandwidth"
 
-#: Relative tolerance when comparing work in worker-slots (products of floats such as
-#: ``3 * 0.1`` must count as 0.3, not a hair above it).
-WORK_TOL = 1e-9
+#: Largest count field (epochs, minibatches; chunks are also under the array budget): far
+#: above any training job, and small enough that products of counts and seconds stay exact
+#: integers or finite floats.
+MAX_COUNT = 10**12
+#: Largest magnitude of a float field (seconds, MB, capacities, demands): sums and products of
+#: a few thousand such values stay finite.
+MAX_VALUE = 1e15
+#: Smallest positive per-worker or per-PS demand: demands below it (e.g. 5e-324) would make
+#: utility per unit of resource, and so OASiS's prices, overflow.
+MIN_DEMAND = 1e-9
 
-PosInt = Annotated[int, Field(ge=1)]
-NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PosInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+NonNegFloat = Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)]
 
 
 def ceil_work(x: float) -> int:
@@ -81,7 +96,9 @@ class Job(Frozen):
     """One parameter-server training job (OASiS §III)."""
 
     name: str | None = Field(default=None, description="Optional label (default job<i>).")
-    arrival: Annotated[int, Field(ge=0)] = Field(description="a_i: first slot it may run in.")
+    arrival: Annotated[int, Field(ge=0, le=MAX_COUNT)] = Field(
+        description="a_i: first slot it may run in."
+    )
     epochs: PosInt = Field(description="E_i: training epochs.")
     chunks: PosInt = Field(description="N_i: data chunks; also the cap on concurrent workers.")
     minibatches: PosInt = Field(description="M_i: minibatches per chunk.")
@@ -143,7 +160,7 @@ class OasisInstance(Frozen):
 
     kind: Literal["oasis-instance"] = "oasis-instance"
     horizon: PosInt
-    slot_seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 3600.0
+    slot_seconds: Annotated[float, Field(gt=0, le=MAX_VALUE, allow_inf_nan=False)] = 3600.0
     resources: tuple[str, ...] = Field(min_length=1)
     worker_servers: tuple[Server, ...] = Field(min_length=1)
     ps_servers: tuple[Server, ...] = Field(min_length=1)
@@ -169,6 +186,7 @@ class OasisInstance(Frozen):
                 for r in res:
                     if r not in server.capacity:
                         raise InvalidInstanceError(f"{pool}[{h}].capacity.{r}", "is required")
+        self._check_sizes()
         names: set[str] = set()
         for i, job in enumerate(self.jobs):
             where = f"jobs[{i}]"
@@ -195,11 +213,81 @@ class OasisInstance(Frozen):
                     f"b = {job.b} exceeds the PS bandwidth B = {job.B} (ps_demand.{BANDWIDTH}); "
                     "such a job can never run",
                 )
+            self._check_job_numbers(i, job)
             label = job.name if job.name is not None else f"job{i}"
             if label in names:
                 raise InvalidInstanceError(f"{where}.name", f"duplicate job name {label!r}")
             names.add(label)
         return self
+
+    def _check_sizes(self) -> None:
+        """Refuse derived sizes over the budgets before any array is allocated."""
+        T, H, K, R = (
+            self.horizon,
+            len(self.worker_servers),
+            len(self.ps_servers),
+            len(self.resources),
+        )
+        # Price and usage arrays of the online algorithms: (T, H, R) and (T, K, R).
+        check_size("horizon", float(T) * (H + K) * R, "max_array_cells")
+        # Utility tables (I, T).
+        check_size("horizon", float(T) * max(1, len(self.jobs)), "max_array_cells")
+        for i, job in enumerate(self.jobs):
+            # Work tables of the engines and the oracle have N_i + 1 entries.
+            check_size(f"jobs[{i}].chunks", float(job.chunks) + 1, "max_array_cells")
+
+    def _check_job_numbers(self, i: int, job: Job) -> None:
+        """Every derived figure of a job is finite, and the job fits on some server."""
+        where = f"jobs[{i}]"
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            per_minibatch = job.minibatch_slots(self.slot_seconds)
+            total = job.chunk_epochs * job.minibatches * per_minibatch
+        if not math.isfinite(per_minibatch):
+            comm_seconds = 2.0 * job.gradient_mb * 8.0 / (1000.0 * job.b)
+            if not math.isfinite(comm_seconds):
+                raise InvalidInstanceError(
+                    f"{where}.worker_demand.{BANDWIDTH}",
+                    f"b = {job.b} Gbit/s makes one minibatch's transfer time overflow "
+                    f"(gradient_mb = {job.gradient_mb})",
+                )
+            raise InvalidInstanceError(
+                "slot_seconds",
+                f"{self.slot_seconds} s makes {where}'s minibatch time in slots overflow",
+            )
+        if not math.isfinite(total):
+            raise InvalidInstanceError(
+                f"{where}.epochs",
+                f"the job's work E*N*M*(tau + 2e/b)/slot_seconds overflows "
+                f"(epochs = {job.epochs}, chunks = {job.chunks}, minibatches = "
+                f"{job.minibatches})",
+            )
+        if not math.isfinite(job.utility.max_value) or job.utility.max_value > MAX_VALUE:
+            raise InvalidInstanceError(
+                f"{where}.utility", f"must be at most {MAX_VALUE:g}, got {job.utility.max_value}"
+            )
+        for part, pool, label in (
+            ("worker_demand", "worker_servers", "worker"),
+            ("ps_demand", "ps_servers", "PS"),
+        ):
+            demand = getattr(job, part)
+            for r, value in demand.items():
+                if 0 < value < MIN_DEMAND:
+                    raise InvalidInstanceError(
+                        f"{where}.{part}.{r}", f"must be 0 or >= {MIN_DEMAND:g}, got {value}"
+                    )
+            servers = getattr(self, pool)
+            need = np.array([demand.get(r, 0.0) for r in self.resources], dtype=np.float64)
+            # The rule of max_workers/max_ps (and of the ILP's bounds): at least one fits.
+            if not any(
+                _fit(np.array([s.capacity[r] for r in self.resources]), need, 1) >= 1
+                for s in servers
+            ):
+                # The same rule placement applies: a task no server can host is an input error.
+                raise InvalidInstanceError(
+                    f"{where}.{part}",
+                    f"one {label} ({dict(demand)}) fits on none of the {len(servers)} "
+                    f"{pool}; such a job can never run",
+                )
 
     # ----- derived arrays (cached; the instance is immutable) -------------------------------
 
@@ -275,42 +363,82 @@ class OasisInstance(Frozen):
         """Largest number of job ``i``'s PSs that fit on an empty PS server ``k``."""
         return _fit(self.ps_capacity[k], self.ps_demand[i], self.jobs[i].chunks)
 
-    # ----- files -------------------------------------------------------------------------
+    # ----- display -----------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (what :meth:`save` writes)."""
-        return self.model_dump(mode="json", exclude_none=True)
+    def to_frame(self) -> pd.DataFrame:
+        """One row per job, with its derived work.
 
-    def save(self, path: str | Path) -> None:
-        """Write the instance as JSON, or TOML when the path ends in ``.toml``."""
-        p = Path(path)
-        data = self.to_dict()
-        if p.suffix.lower() == ".toml":
-            import tomli_w
+        Columns: ``job``, ``arrival``, ``epochs``, ``chunks``, ``minibatches``,
+        ``minibatch_seconds``, ``gradient_mb``, ``work_per_chunk`` and ``total_work``
+        (worker-slots), ``utility`` (its kind) and ``max_utility``.
+        """
+        import pandas as pd
 
-            p.write_text(tomli_w.dumps(data), encoding="utf-8")
-        else:
-            p.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        columns = [
+            "job",
+            "arrival",
+            "epochs",
+            "chunks",
+            "minibatches",
+            "minibatch_seconds",
+            "gradient_mb",
+            "work_per_chunk",
+            "total_work",
+            "utility",
+            "max_utility",
+        ]
+        rows = [
+            (
+                self.job_name(i),
+                job.arrival,
+                job.epochs,
+                job.chunks,
+                job.minibatches,
+                job.minibatch_seconds,
+                job.gradient_mb,
+                float(self.work_per_chunk[i]),
+                float(self.total_work[i]),
+                job.utility.kind,
+                job.utility.max_value,
+            )
+            for i, job in enumerate(self.jobs)
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    def __repr__(self) -> str:
+        return (
+            f"OasisInstance(jobs={self.n_jobs}, horizon={self.horizon}, "
+            f"worker_servers={len(self.worker_servers)}, ps_servers={len(self.ps_servers)}, "
+            f"resources={list(self.resources)})"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(repr(self))}</p>"
 
 
 def _fit(capacity: np.ndarray, demand: np.ndarray, cap: int) -> int:
     best = cap
     for c, d in zip(capacity, demand, strict=True):
         if d > 0:
-            best = min(best, math.floor(c / d + WORK_TOL))
+            q = float(c) / float(d)  # may be inf for a tiny demand: then the cap decides
+            if q < best:
+                best = min(best, math.floor(q + WORK_TOL))
     return max(best, 0)
 
 
 def load_instance(source: str | Path | dict[str, Any]) -> OasisInstance:
     """Load and validate an instance from a JSON/TOML file or a dict.
 
+    The same as :meth:`OasisInstance.load` (a path) or :meth:`OasisInstance.from_dict`.
+
     Raises
     ------
     InvalidInstanceError
         Unreadable file or any invalid field (named in the message).
     """
-    data = load_data(source) if isinstance(source, (str, Path)) else source
-    return parse(OasisInstance, data)
+    if isinstance(source, (str, Path)):
+        return OasisInstance.load(source)
+    return parse(OasisInstance, source)
 
 
 def instance_schema() -> dict[str, Any]:

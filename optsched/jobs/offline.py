@@ -40,18 +40,31 @@ any feasible point.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
 from optsched.jobs.instance import OasisInstance
-from optsched.jobs.schedule import Schedule, build_schedule
-from optsched.solvers import SolveResult, Status, solve
+from optsched.jobs.schedule import Schedule, build_schedule, validate
+from optsched.limits import check_size
+from optsched.results import ExactResult
+from optsched.solvers import DEFAULT_MIP_GAP, SolveResult, Status
+from optsched.solvers import solve as solve_model
 from optsched.solvers.result import relative_gap
+from optsched.tolerances import UTILITY_TOL, WORK_TOL, leq
 
-__all__ = ["CONSTRAINT_NAMES", "OfflineResult", "build_model", "solve_offline"]
+__all__ = [
+    "CONSTRAINT_NAMES",
+    "DEFAULT_MIP_GAP",
+    "OBJECTIVE_NAME",
+    "build_model",
+    "can_complete",
+    "solve",
+    "solve_offline",
+]
 
 #: The constraint families of the model, as named in the code and in the docs.
 CONSTRAINT_NAMES = (
@@ -64,53 +77,25 @@ CONSTRAINT_NAMES = (
     "ps_count",
 )
 
-#: Default relative MIP gap: tighter than HiGHS's 1e-4 so "optimal" means optimal for the
-#: comparisons optsched makes against online algorithms and brute force.
-DEFAULT_MIP_GAP = 1e-7
+#: The objective's name in :class:`~optsched.results.ExactResult`.
+OBJECTIVE_NAME = "total_utility"
 
 
-@dataclass(frozen=True)
-class OfflineResult:
-    """Outcome of :func:`solve_offline`.
+def can_complete(instance: OasisInstance, i: int) -> bool:
+    r"""Whether job ``i`` can possibly receive its work :math:`W_i` before the horizon.
 
-    Attributes
-    ----------
-    schedule : Schedule or None
-        The schedule (``None`` for the LP relaxation or when no point was found).
-    objective : float or None
-        Total utility of the returned point (the LP value when ``relaxed``).
-    bound : float or None
-        Proven upper bound on the optimum.
-    gap : float or None
-        Relative gap between objective and bound.
-    status : Status
-        Summary status.
-    relaxed : bool
-        Whether this is the LP relaxation.
-    result : SolveResult
-        The solver layer's full result (timings, solver, native status).
+    At most :math:`\min(N_i, \sum_h \text{max\_workers}(i, h))` workers run per slot for
+    :math:`T - a_i` slots; a job needing more worker-slots (e.g. because ``slot_seconds`` is so
+    short that one minibatch spans millions of slots) can never be admitted. Fixing its
+    :math:`x_i = 0` cuts no feasible point and keeps huge coefficients out of the model.
     """
-
-    schedule: Schedule | None
-    objective: float | None
-    bound: float | None
-    gap: float | None
-    status: Status
-    relaxed: bool
-    result: SolveResult
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready mapping (the CLI's ``--json`` output)."""
-        out = self.result.to_dict()
-        out.update(
-            status=self.status.value,
-            objective=self.objective,
-            bound=self.bound,
-            gap=self.gap,
-            relaxed=self.relaxed,
-            schedule=self.schedule.to_dict() if self.schedule is not None else None,
-        )
-        return out
+    job = instance.jobs[i]
+    per_slot = min(
+        job.chunks, sum(instance.max_workers(i, h) for h in range(len(instance.worker_servers)))
+    )
+    capacity = float(per_slot) * (instance.horizon - job.arrival)
+    need = max(float(instance.total_work[i]), 1.0)
+    return per_slot > 0 and leq(need, capacity, WORK_TOL)
 
 
 def build_model(instance: OasisInstance, *, relax: bool = False) -> Any:
@@ -135,10 +120,17 @@ def build_model(instance: OasisInstance, *, relax: bool = False) -> Any:
     """
     import pyomo.environ as pyo
 
-    m = pyo.ConcreteModel(name="oasis_offline")
     T, H, K = instance.horizon, len(instance.worker_servers), len(instance.ps_servers)
     jobs = range(instance.n_jobs)
-    slots = {i: range(instance.jobs[i].arrival, T) for i in jobs}
+    # Size before building: x, c, y and z variables (the constraint rows are of the same order).
+    n_vars = sum(float(T - instance.jobs[i].arrival) * (1 + H + K) + 1 for i in jobs)
+    check_size("jobs", n_vars, "max_model_variables", what="model variables")
+    m = pyo.ConcreteModel(name="oasis_offline")
+    # A job that can never complete gets no slots: x_i = 0 by work_requirement.
+    slots = {
+        i: range(instance.jobs[i].arrival, T) if can_complete(instance, i) else range(0)
+        for i in jobs
+    }
     ub_y = {(i, h): instance.max_workers(i, h) for i in jobs for h in range(H)}
     ub_z = {(i, k): instance.max_ps(i, k) for i in jobs for k in range(K)}
     int_dom = pyo.NonNegativeReals if relax else pyo.NonNegativeIntegers
@@ -345,17 +337,18 @@ def extract_schedule(m: Any, instance: OasisInstance, algorithm: str = "offline-
     return build_schedule(instance, deployments, algorithm=algorithm)
 
 
-def solve_offline(
+def solve(
     instance: OasisInstance,
-    solver: str = "highs",
     *,
+    solver: str = "highs",
     time_limit: float | None = None,
-    mip_gap: float | None = DEFAULT_MIP_GAP,
-    relax: bool = False,
-    accept_feasible: bool = False,
+    mip_gap: float | None = None,
     threads: int | None = None,
+    accept_feasible: bool = False,
+    relax: bool = False,
     initial: Schedule | None = None,
-) -> OfflineResult:
+    options: dict[str, Any] | None = None,
+) -> ExactResult[Schedule]:
     """Solve the offline OASiS problem exactly (or its LP relaxation).
 
     Parameters
@@ -364,31 +357,47 @@ def solve_offline(
     solver : str, default "highs"
         Any MILP solver of :func:`optsched.solvers.available_solvers`.
     time_limit : float, optional
-        Seconds; past it the solver stops with its incumbent and bound.
-    mip_gap : float, default 1e-7
-        Relative gap at which the solver may declare optimality.
-    relax : bool, default False
-        Solve the LP relaxation instead: its value is an upper bound on the optimum, usable for
-        instances too big to solve exactly. No schedule is returned.
-    accept_feasible : bool, default False
-        Return the incumbent when a limit stops the solver (``status`` is then ``feasible``)
-        instead of raising.
+        Seconds, model building included; past it the solver stops with its incumbent and
+        bound.
+    mip_gap : float, optional
+        Relative gap at which the solver may stop (default
+        :data:`~optsched.solvers.DEFAULT_MIP_GAP`). A solve stopped at a gap looser than
+        :data:`~optsched.tolerances.OPTIMALITY_GAP` is ``feasible``, never ``optimal``.
     threads : int, optional
         Solver threads.
+    accept_feasible : bool, default False
+        Return a feasible incumbent when a limit stops the solver instead of raising.
+    relax : bool, default False
+        Solve the LP relaxation instead: ``objective`` (and ``bound``, ``lp_bound``) is its
+        value, an upper bound on the optimum, and ``solution`` is ``None``.
     initial : Schedule, optional
-        A feasible schedule (e.g. from OASiS) handed to HiGHS as a MIP start, so a time-limited
-        solve never reports less than it. It must pass :func:`~optsched.jobs.validate`.
+        A feasible schedule (e.g. from OASiS) handed to the solver as a MIP start, so a
+        time-limited solve never reports less than it. It must pass
+        :func:`~optsched.jobs.validate`.
+    options : dict, optional
+        Solver-specific options passed through (e.g. ``{"mip_max_nodes": 1}`` for HiGHS, a
+        deterministic way to stop short).
 
     Returns
     -------
-    OfflineResult
+    ExactResult of Schedule
+        ``objective`` is the schedule's total utility, recomputed by the independent validator
+        (``objective_name`` ``"total_utility"``, ``sense`` ``"max"``); ``bound`` the best
+        proven upper bound on the optimum. ``extra["never_completable"]`` names the jobs that
+        no schedule can finish within the horizon (see :func:`can_complete`; e.g. every job
+        when ``slot_seconds`` is far shorter than one minibatch), which are rejected.
 
     Raises
     ------
     NotOptimalError
-        Optimality not proven and no incumbent accepted (``error.result`` carries the bound).
+        Optimality not proven and no incumbent accepted; ``error.result`` is the
+        :class:`~optsched.results.ExactResult`, incumbent schedule (if any) included.
+    InconsistentResultError
+        The solver's schedule fails the validator or its value disagrees with the solver's.
     SolverUnavailableError
         The solver is not installed.
+    InvalidInstanceError
+        An option is out of range, or the model would exceed the variable budget.
 
     Notes
     -----
@@ -397,12 +406,14 @@ def solve_offline(
 
     Examples
     --------
-    >>> from optsched.jobs.generate import generate_instance
+    >>> from optsched.jobs import generate_instance
     >>> inst = generate_instance(3, worker_servers=1, ps_servers=1, horizon=4, seed=1)
-    >>> res = solve_offline(inst)
-    >>> res.status.value
-    'optimal'
+    >>> res = solve(inst)
+    >>> res.status.value, res.objective == res.solution.total_utility
+    ('optimal', True)
     """
+    _check_arguments(instance, solver, time_limit, mip_gap, threads, initial)
+    solver = solver.lower()
     import pyomo.environ  # noqa: F401 - imported before the clock so build time is model time
 
     start = time.perf_counter()
@@ -410,35 +421,126 @@ def solve_offline(
     build_seconds = time.perf_counter() - start
     if initial is not None and not relax:
         set_start(model, instance, initial)
-    result = solve(
-        model,
-        solver,
-        time_limit=time_limit,
-        mip_gap=None if relax else mip_gap,
-        threads=threads,
-        accept_feasible=accept_feasible,
-        build_seconds=build_seconds,
-        warmstart=initial is not None and not relax,
+    try:
+        # Always accept an incumbent here: the ExactResult keeps it, and require() below
+        # decides (so a stopped solve's NotOptimalError carries the schedule).
+        result = solve_model(
+            model,
+            solver,
+            time_limit=time_limit,
+            mip_gap=None if relax else mip_gap,
+            threads=threads,
+            accept_feasible=True,
+            build_seconds=build_seconds,
+            warmstart=initial is not None and not relax,
+            options=options,
+        )
+    except NotOptimalError as exc:
+        if not isinstance(exc.result, SolveResult):  # pragma: no cover - the layer's contract
+            raise
+        raise NotOptimalError(_wrap(exc.result, None, instance, relax=relax)) from None
+    schedule = extract_schedule(model, instance) if result.has_solution and not relax else None
+    exact = _wrap(result, schedule, instance, relax=relax)
+    return exact.require(accept_feasible)
+
+
+def _check_arguments(
+    instance: Any,
+    solver: Any,
+    time_limit: float | None,
+    mip_gap: float | None,
+    threads: int | None,
+    initial: Any,
+) -> None:
+    """Refuse bad arguments before the model is built, naming the argument."""
+    from optsched.solvers import SOLVERS, check_options
+
+    if not isinstance(instance, OasisInstance):
+        raise InvalidInstanceError(
+            "instance", f"must be an OasisInstance, got {type(instance).__name__}"
+        )
+    # The model is a Pyomo MILP (its LP relaxation needs no integer support).
+    known = sorted(n for n, info in SOLVERS.items() if "pyomo" in info.frontends and info.mip)
+    if not isinstance(solver, str) or solver.lower() not in known:
+        raise InvalidInstanceError(
+            "solver", f"unknown MILP solver {solver!r}; known: {', '.join(known)}"
+        )
+    check_options(time_limit, mip_gap, threads)
+    if initial is not None and not isinstance(initial, Schedule):
+        raise InvalidInstanceError(
+            "initial", f"must be a Schedule or None, got {type(initial).__name__}"
+        )
+
+
+def _wrap(
+    result: SolveResult, schedule: Schedule | None, instance: OasisInstance, *, relax: bool
+) -> ExactResult[Schedule]:
+    """The ExactResult of one solve, the schedule checked by the independent validator."""
+    size = {"jobs": instance.n_jobs, "horizon": instance.horizon}
+    # Jobs no schedule can complete (say why they are rejected, instead of rejecting silently).
+    never = [instance.job_name(i) for i in range(instance.n_jobs) if not can_complete(instance, i)]
+    if relax:
+        lp = result.objective if result.status is Status.OPTIMAL else None
+        exact: ExactResult[Schedule] = ExactResult.from_solve(
+            result,
+            None,
+            sense="max",
+            objective_name=OBJECTIVE_NAME,
+            lp_bound=lp,
+            size=size,
+            extra={"relaxed": True, "never_completable": never},
+        )
+        return dataclasses.replace(exact, bound=lp) if lp is not None else exact
+    if schedule is None:
+        return ExactResult.from_solve(
+            result,
+            None,
+            sense="max",
+            objective_name=OBJECTIVE_NAME,
+            size=size,
+            extra={"relaxed": False, "never_completable": never},
+        )
+    report = validate(instance, schedule)
+    if not report.ok:
+        raise InconsistentResultError(
+            f"the solver's schedule fails the independent validator: {report.violations[0]}"
+            + (f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else "")
+        )
+    value = float(report.objective or 0.0)
+    solver_value = result.objective
+    if result.status is Status.OPTIMAL or solver_value is None:
+        # At an optimum the completion indicators sit on the last active slots: the solver's
+        # value and the validator's must agree (from_solve raises otherwise).
+        return ExactResult.from_solve(
+            result,
+            schedule,
+            sense="max",
+            objective_name=OBJECTIVE_NAME,
+            recomputed=value,
+            size=size,
+            extra={"relaxed": False, "never_completable": never},
+        )
+    # An incumbent's completion indicator may sit after a job's last active slot, which
+    # undercounts: the validator's value is the point's true value, never lower.
+    if not leq(solver_value, value, UTILITY_TOL):
+        raise InconsistentResultError(
+            f"the solver reports objective {solver_value!r} but its schedule is worth {value!r} "
+            "by the independent validator"
+        )
+    exact = ExactResult.from_solve(
+        result,
+        schedule,
+        sense="max",
+        objective_name=OBJECTIVE_NAME,
+        objective=value,
+        size=size,
+        extra={"relaxed": False, "never_completable": never},
     )
-    schedule = None
-    objective = result.objective
-    bound = result.bound
-    gap = result.gap
-    if result.has_solution and not relax:
-        schedule = extract_schedule(model, instance)
-        # For an incumbent the completion indicator may sit after a job's last active slot,
-        # which undercounts; the schedule's own utility (what the validator recomputes) is the
-        # true value of the point, never lower, and equal at the optimum.
-        objective = max(objective or 0.0, schedule.total_utility)
-        gap = relative_gap(objective, bound)
-    if relax and result.objective is not None:
-        bound = result.objective
-    return OfflineResult(
-        schedule=schedule,
-        objective=objective,
-        bound=bound,
-        gap=gap,
-        status=result.status,
-        relaxed=relax,
-        result=result,
-    )
+    return dataclasses.replace(exact, gap=relative_gap(value, result.bound))
+
+
+def solve_offline(
+    instance: OasisInstance, solver: str = "highs", **options: Any
+) -> ExactResult[Schedule]:
+    """Compatibility name of :func:`solve` (``solver`` may be passed by position)."""
+    return solve(instance, solver=solver, **options)

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from optsched.errors import InvalidInstanceError
 from optsched.jobs.engine import (
     ClusterState,
     OnlineRun,
@@ -221,7 +222,7 @@ def dual_bound(
     lowers prices of resources the best schedules leave idle and raises over-demanded ones.
     """
     if np.any(worker_prices < 0) or np.any(ps_prices < 0):
-        raise ValueError("prices must be >= 0 for a valid certificate")
+        raise InvalidInstanceError("prices", "must be >= 0 for a valid certificate")
     units: list[WorkUnits | None] = []
     for i in range(instance.n_jobs):
         u = work_units(instance, i, "worker-slots")
@@ -353,7 +354,7 @@ def _max_demand_ratio(instance: OasisInstance) -> float:
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class OasisResult(OnlineRun):
     r"""An OASiS run: the schedule plus the primal-dual figures.
 
@@ -550,11 +551,26 @@ class OASiS:
         tighten: bool = False,
     ) -> None:
         if isinstance(prices, str) and prices not in ("hindsight", "warmup"):
-            raise ValueError(f"prices must be 'hindsight', 'warmup' or parameters, got {prices!r}")
-        if not (multiplier > 0 and math.isfinite(multiplier)):
-            raise ValueError(f"multiplier must be > 0 and finite, got {multiplier}")
-        if warmup < 1:
-            raise ValueError(f"warmup must be >= 1, got {warmup}")
+            raise InvalidInstanceError(
+                "prices", f"must be 'hindsight', 'warmup' or parameters, got {prices!r}"
+            )
+        if not (
+            isinstance(multiplier, (int, float))
+            and not isinstance(multiplier, bool)
+            and math.isfinite(multiplier)
+            and multiplier > 0
+        ):
+            raise InvalidInstanceError("multiplier", f"must be > 0 and finite, got {multiplier!r}")
+        if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 1:
+            raise InvalidInstanceError("warmup", f"must be an integer >= 1, got {warmup!r}")
+        if not isinstance(prices, (str, PriceParams, OasisInstance)) and not (
+            isinstance(prices, Sequence) and all(isinstance(j, Job) for j in prices)
+        ):
+            raise InvalidInstanceError(
+                "prices",
+                "must be 'hindsight', 'warmup', PriceParams, an OasisInstance or a sequence of "
+                f"Job, got {type(prices).__name__}",
+            )
         self.prices = prices
         self.multiplier = float(multiplier)
         self.warmup = int(warmup)
@@ -566,9 +582,10 @@ class OASiS:
         spec = self.prices
         if isinstance(spec, PriceParams):
             if spec.resources != instance.resources:
-                raise ValueError(
+                raise InvalidInstanceError(
+                    "prices",
                     f"price parameters are for resources {spec.resources}, "
-                    f"the instance has {instance.resources}"
+                    f"the instance has {instance.resources}",
                 )
             return spec.scaled(self.multiplier) if self.multiplier != 1.0 else spec
         if spec == "hindsight":

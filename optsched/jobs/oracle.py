@@ -337,7 +337,7 @@ def _check_inputs(
     ps_used: np.ndarray | None,
 ) -> None:
     if not 0 <= i < instance.n_jobs:
-        raise IndexError(f"job index {i} out of range for {instance.n_jobs} jobs")
+        raise InvalidInstanceError("i", f"job index {i} out of range for {instance.n_jobs} jobs")
     T = instance.horizon
     shapes = {
         "worker_prices": (worker_prices, (T, *instance.worker_capacity.shape)),
@@ -349,11 +349,13 @@ def _check_inputs(
         shapes["ps_used"] = (ps_used, (T, *instance.ps_capacity.shape))
     for name, (arr, shape) in shapes.items():
         if np.shape(arr) != shape:
-            raise ValueError(f"{name} must have shape {shape} (T, servers, R), got {np.shape(arr)}")
+            raise InvalidInstanceError(
+                name, f"must have shape {shape} (T, servers, R), got {np.shape(arr)}"
+            )
     for name in ("worker_prices", "ps_prices"):
         arr = shapes[name][0]
         if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-            raise ValueError(f"{name} must be finite and >= 0")
+            raise InvalidInstanceError(name, "must be finite and >= 0")
 
 
 def _result(
@@ -422,9 +424,8 @@ def best_schedule(
     Raises
     ------
     InvalidInstanceError
-        The job's DP table would exceed :data:`MAX_DP_CELLS`.
-    ValueError
-        Arrays of the wrong shape, or negative or non-finite prices.
+        The job's DP table would exceed :data:`MAX_DP_CELLS`; arrays of the wrong shape, or
+        negative or non-finite prices (the argument is named).
 
     Notes
     -----
@@ -442,9 +443,13 @@ def best_schedule(
     _check_inputs(instance, i, worker_prices, ps_prices, worker_used, ps_used)
     u = units if units is not None else work_units(instance, i, work)
     if u.mode != work:
-        raise ValueError(f"units were computed for work={u.mode!r}, not {work!r}")
+        raise InvalidInstanceError("units", f"were computed for work={u.mode!r}, not {work!r}")
     a = instance.jobs[i].arrival
     S = instance.horizon - a
+    if int(u.per_workers[-1]) * S < u.demand:
+        # Even N_i workers in every slot up to the horizon cannot finish the job (e.g. a slot
+        # far shorter than one minibatch): no schedule exists, whatever the prices.
+        return _NONE
     if S * (u.demand + 1) > MAX_DP_CELLS:
         raise InvalidInstanceError(
             f"jobs[{i}]",

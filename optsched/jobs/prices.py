@@ -50,7 +50,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -61,6 +61,8 @@ from optsched.jobs.instance import Job, OasisInstance, ceil_work
 
 __all__ = [
     "L_FLOOR",
+    "MAX_PRICE",
+    "MIN_PRICE",
     "PriceFile",
     "PriceParams",
     "estimate_prices",
@@ -71,6 +73,10 @@ __all__ = [
 #: Smallest allowed :math:`L / \max_r U^r`: keeps
 #: :math:`\ln(U/L) \le \ln 10^{12} \approx 27.6`.
 L_FLOOR = 1e-12
+#: Largest price bound :math:`U` (and :math:`L`) accepted, and the smallest :math:`L`: prices
+#: times capacities (at most 1e15) summed over every slot, server and resource stay finite.
+MAX_PRICE = 1e30
+MIN_PRICE = 1e-30
 
 
 @dataclass(frozen=True)
@@ -151,8 +157,21 @@ class PriceParams:
         """A copy with every :math:`U` multiplied by ``multiplier`` (never below :math:`L`)."""
         if not (multiplier > 0 and math.isfinite(multiplier)):
             raise InvalidInstanceError("multiplier", f"must be > 0 and finite, got {multiplier}")
-        uw, cw = _raise_to(self.upper_worker * multiplier, self.lower_worker)
-        up, cp = _raise_to(self.upper_ps * multiplier, self.lower_ps)
+        with np.errstate(over="ignore"):
+            uw, cw = _raise_to(self.upper_worker * multiplier, self.lower_worker)
+            up, cp = _raise_to(self.upper_ps * multiplier, self.lower_ps)
+        ratio_cap = MAX_PRICE / MIN_PRICE  # keeps exp(ln(U/L)) finite in the price function
+        if not (
+            np.all(uw <= MAX_PRICE)
+            and np.all(up <= MAX_PRICE)
+            and np.all(uw <= ratio_cap * self.lower_worker)
+            and np.all(up <= ratio_cap * self.lower_ps)
+        ):
+            raise InvalidInstanceError(
+                "multiplier",
+                f"{multiplier:g} makes a price bound U exceed {MAX_PRICE:g} or U/L exceed "
+                f"{ratio_cap:g}",
+            )
         return PriceParams(
             resources=self.resources,
             upper_worker=uw,
@@ -205,18 +224,21 @@ class PriceParams:
             ("upper_ps", upper_ps, lower_ps),
         ):
             side = "lower_worker" if label == "upper_worker" else "lower_ps"
-            if not (lower > 0 and math.isfinite(lower)):
-                raise InvalidInstanceError(side, f"must be > 0 and finite, got {lower}")
+            if not (MIN_PRICE <= lower <= MAX_PRICE):
+                raise InvalidInstanceError(
+                    side, f"must be in [{MIN_PRICE:g}, {MAX_PRICE:g}], got {lower}"
+                )
             arr = np.zeros(len(res))
             for r, value in upper.items():
                 if r not in res:
                     raise InvalidInstanceError(
                         f"{label}.{r}", f"unknown resource; known: {list(res)}"
                     )
-                if not (math.isfinite(value) and (value == 0 or value >= lower)):
+                if not (value == 0 or lower <= value <= MAX_PRICE):
                     raise InvalidInstanceError(
                         f"{label}.{r}",
-                        f"must be 0 (not priced) or >= {side} = {lower}, got {value}",
+                        f"must be 0 (not priced) or in [{side} = {lower}, {MAX_PRICE:g}], "
+                        f"got {value}",
                     )
                 arr[res.index(r)] = value
             arrays.append(arr)
@@ -227,6 +249,8 @@ def _log_ratio(upper: np.ndarray, lower: float) -> np.ndarray:
     out = np.zeros_like(upper)
     pos = upper > 0
     if lower > 0:
+        # U / L <= MAX_PRICE / MIN_PRICE = 1e60: finite (price files and multipliers are
+        # bounded so that it is).
         out[pos] = np.log(upper[pos] / lower)
     return out
 
@@ -243,6 +267,7 @@ def _prices(used: np.ndarray, capacity: np.ndarray, upper: np.ndarray, lower: fl
     lr = _log_ratio(upper, lower)
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(capacity > 0, used / np.where(capacity > 0, capacity, 1.0), 0.0)
+    # exp(ln(U/L) * frac) <= U/L <= 1e60 for frac <= 1: no overflow within the price bounds.
     out = lower * np.exp(lr * frac)
     return np.where(priced, out, 0.0)
 
@@ -352,15 +377,23 @@ def estimate_prices(
 # ------------------------------------------------------------------------------------------
 
 
+#: A price bound in a price file: 0 (not priced) or a positive value up to :data:`MAX_PRICE`.
+PriceBound = Annotated[float, Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)]
+
+
 class PriceFile(Frozen):
     """User-given price parameters (``optsched schema oasis-prices``)."""
 
-    upper_worker: dict[str, float] = Field(
+    upper_worker: dict[str, PriceBound] = Field(
         description="U_1^r per resource (resources left out are not priced on worker servers)."
     )
-    upper_ps: dict[str, float] = Field(description="U_2^r per resource for PS servers.")
-    lower_worker: float = Field(gt=0, description="L_1: the price on an idle worker server.")
-    lower_ps: float = Field(gt=0, description="L_2: the price on an idle PS server.")
+    upper_ps: dict[str, PriceBound] = Field(description="U_2^r per resource for PS servers.")
+    lower_worker: float = Field(
+        ge=MIN_PRICE, le=MAX_PRICE, description="L_1: the price on an idle worker server."
+    )
+    lower_ps: float = Field(
+        ge=MIN_PRICE, le=MAX_PRICE, description="L_2: the price on an idle PS server."
+    )
 
 
 def load_prices(source: str | Path | dict[str, Any], instance: OasisInstance) -> PriceParams:

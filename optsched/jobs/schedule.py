@@ -13,25 +13,29 @@ JSON form (``optsched schema oasis-schedule``): per job its ``admitted`` flag, `
 
 from __future__ import annotations
 
-import json
+import html
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from optsched._validation import Frozen, load_data, parse
-from optsched.errors import InvalidScheduleError
-from optsched.jobs.instance import WORK_TOL, OasisInstance
+from optsched._validation import Frozen, parse
+from optsched.errors import InvalidInstanceError
+from optsched.jobs.instance import MAX_COUNT, OasisInstance
+from optsched.results import Report, Violation
+from optsched.tolerances import CAPACITY_TOL, UTILITY_TOL, WORK_TOL, leq, within
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CAPACITY_TOL",
     "UTILITY_TOL",
     "JobSchedule",
+    "Report",
     "Schedule",
-    "ValidationReport",
     "Violation",
     "build_schedule",
     "load_schedule",
@@ -39,12 +43,15 @@ __all__ = [
     "validate",
 ]
 
-#: Absolute slack allowed on resource capacities (sums of float demands).
-CAPACITY_TOL = 1e-7
-#: Tolerance when comparing a reported utility with the recomputed one (relative, floor 1e-9).
-UTILITY_TOL = 1e-7
+#: Largest slot or server index a schedule file may name (far above any budgeted horizon).
+MAX_INDEX = 2**31 - 1
 
-Entry = tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], Annotated[int, Field(ge=1)]]
+Entry = tuple[
+    Annotated[int, Field(ge=0, le=MAX_INDEX)],
+    Annotated[int, Field(ge=0, le=MAX_INDEX)],
+    Annotated[int, Field(ge=1, le=MAX_COUNT)],
+]
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class JobSchedule(Frozen):
@@ -52,10 +59,10 @@ class JobSchedule(Frozen):
 
     job: str = Field(description="The job's label.")
     admitted: bool
-    completion: Annotated[int, Field(ge=1)] | None = Field(
+    completion: Annotated[int, Field(ge=1, le=MAX_INDEX)] | None = Field(
         default=None, description="Completion time (last slot with workers + 1)."
     )
-    utility: float = 0.0
+    utility: FiniteFloat = 0.0
     workers: tuple[Entry, ...] = Field(default=(), description="[slot, worker server, count].")
     ps: tuple[Entry, ...] = Field(default=(), description="[slot, PS server, count].")
 
@@ -65,7 +72,7 @@ class Schedule(Frozen):
 
     kind: Literal["oasis-schedule"] = "oasis-schedule"
     algorithm: str = ""
-    total_utility: float = 0.0
+    total_utility: FiniteFloat = 0.0
     jobs: tuple[JobSchedule, ...] = ()
 
     @property
@@ -77,9 +84,76 @@ class Schedule(Frozen):
         """Plain-data form (what :meth:`save` writes)."""
         return self.model_dump(mode="json")
 
+    def to_frame(self) -> pd.DataFrame:
+        """The deployment in long format, one row per (job, role, server, slot).
+
+        Columns: ``job`` (label), ``role`` (``"worker"`` or ``"ps"``), ``server`` (index into
+        ``worker_servers`` or ``ps_servers``), ``slot`` and ``count``. Rejected jobs have no
+        rows; :meth:`jobs_frame` has one row per job.
+        """
+        import pandas as pd
+
+        rows = [
+            (js.job, role, s, t, n)
+            for js in self.jobs
+            for role, entries in (("worker", js.workers), ("ps", js.ps))
+            for t, s, n in entries
+        ]
+        return pd.DataFrame(rows, columns=["job", "role", "server", "slot", "count"])
+
+    def jobs_frame(self) -> pd.DataFrame:
+        """One row per job: ``job``, ``admitted``, ``completion``, ``utility``, ``worker_slots``."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "job": js.job,
+                    "admitted": js.admitted,
+                    "completion": js.completion,
+                    "utility": js.utility,
+                    "worker_slots": sum(n for _, _, n in js.workers),
+                }
+                for js in self.jobs
+            ],
+            columns=["job", "admitted", "completion", "utility", "worker_slots"],
+        )
+
     def save(self, path: str | Path) -> None:
-        """Write the schedule as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        """Write the schedule as JSON (``.json``) or TOML (``.toml``, absent fields omitted).
+
+        Raises
+        ------
+        InvalidInstanceError
+            Another extension (field ``"path"``).
+        """
+        p = Path(path)
+        if p.suffix.lower() == ".toml":
+            import tomli_w
+
+            p.write_text(tomli_w.dumps(self.model_dump(mode="json", exclude_none=True)))
+            return
+        super().save(p)
+
+    def __repr__(self) -> str:
+        name = f"{self.algorithm!r}, " if self.algorithm else ""
+        return (
+            f"Schedule({name}jobs={len(self.jobs)}, admitted={len(self.admitted)}, "
+            f"total_utility={self.total_utility:.6g})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(js.job)}</td><td>{'yes' if js.admitted else 'no'}</td>"
+            f"<td>{js.completion if js.completion is not None else '-'}</td>"
+            f"<td>{js.utility:.4g}</td></tr>"
+            for js in self.jobs[:50]
+        )
+        more = f"<p>... {len(self.jobs) - 50} more jobs</p>" if len(self.jobs) > 50 else ""
+        return (
+            f"<table><caption>{html.escape(repr(self))}</caption><tr><th>job</th>"
+            f"<th>admitted</th><th>completion</th><th>utility</th></tr>{rows}</table>{more}"
+        )
 
 
 def build_schedule(
@@ -106,7 +180,9 @@ def build_schedule(
         With completion and utility filled in per DESIGN §2.3.
     """
     if len(deployments) != instance.n_jobs:
-        raise ValueError(f"expected {instance.n_jobs} deployments, got {len(deployments)}")
+        raise InvalidInstanceError(
+            "deployments", f"expected {instance.n_jobs} deployments, got {len(deployments)}"
+        )
     jobs = []
     total = 0.0
     for i, dep in enumerate(deployments):
@@ -145,9 +221,13 @@ def _merge(entries: Iterable[tuple[int, int, int]]) -> tuple[tuple[int, int, int
 
 
 def load_schedule(source: str | Path | dict[str, Any]) -> Schedule:
-    """Load and validate the *format* of a schedule (feasibility is :func:`validate`'s job)."""
-    data = load_data(source) if isinstance(source, (str, Path)) else source
-    return parse(Schedule, data)
+    """Load and validate the *format* of a schedule (feasibility is :func:`validate`'s job).
+
+    The same as :meth:`Schedule.load` (a path) or :meth:`Schedule.from_dict`.
+    """
+    if isinstance(source, (str, Path)):
+        return Schedule.load(source)
+    return parse(Schedule, source)
 
 
 def schedule_schema() -> dict[str, Any]:
@@ -160,61 +240,7 @@ def schedule_schema() -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Violation:
-    """One violated constraint."""
-
-    constraint: str
-    """Constraint family, e.g. ``"worker_capacity"`` (names match the docs)."""
-    message: str
-    job: int | None = None
-    slot: int | None = None
-
-    def __str__(self) -> str:
-        return f"[{self.constraint}] {self.message}"
-
-
-@dataclass
-class ValidationReport:
-    """The validator's findings.
-
-    Attributes
-    ----------
-    violations : list of Violation
-        Every violated constraint (empty when feasible).
-    utility : float
-        Total utility recomputed from the instance and the schedule's worker entries.
-    job_utility : list of float
-        Recomputed utility per job.
-    """
-
-    violations: list[Violation] = field(default_factory=list)
-    utility: float = 0.0
-    job_utility: list[float] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Whether the schedule is feasible and its reported figures are right."""
-        return not self.violations
-
-    def raise_if_invalid(self) -> None:
-        """Raise :class:`~optsched.errors.InvalidScheduleError` listing the violations."""
-        if self.violations:
-            raise InvalidScheduleError(self.violations)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "valid": self.ok,
-            "utility": self.utility,
-            "violations": [
-                {"constraint": v.constraint, "message": v.message, "job": v.job, "slot": v.slot}
-                for v in self.violations
-            ],
-        }
-
-
-def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
+def validate(instance: OasisInstance, schedule: Schedule) -> Report:
     r"""Check a schedule against an instance and recompute its utility.
 
     Checks, in the names used by the docs and the ILP: ``schedule_shape`` (one entry per job,
@@ -231,25 +257,30 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
 
     Returns
     -------
-    ValidationReport
+    Report
+        ``objective`` is the recomputed total utility, ``details["job_utility"]`` the
+        recomputed utility per job (index order); each :class:`~optsched.results.Violation`
+        has ``where`` with the ``job`` index and/or the ``slot`` where it is known.
 
     Notes
     -----
     Runs in :math:`O(\text{entries} \cdot R)` time. It deliberately re-implements every rule
     with plain loops instead of reusing the ILP or the oracle.
     """
-    rep = ValidationReport()
-    bad = rep.violations.append
+    rep = Report()
+    job_utility: list[float] = []
+    rep.details["job_utility"] = job_utility
+
+    def bad(constraint: str, message: str, job: int | None = None, slot: int | None = None) -> None:
+        where = {k: v for k, v in (("job", job), ("slot", slot)) if v is not None}
+        rep.violations.append(Violation(constraint, message, where))
+
     T = instance.horizon
     H = len(instance.worker_servers)
     K = len(instance.ps_servers)
     R = len(instance.resources)
     if len(schedule.jobs) != instance.n_jobs:
-        bad(
-            Violation(
-                "schedule_shape", f"{len(schedule.jobs)} job entries for {instance.n_jobs} jobs"
-            )
-        )
+        bad("schedule_shape", f"{len(schedule.jobs)} job entries for {instance.n_jobs} jobs")
         return rep
     worker_use: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0] * R)
     ps_use: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0] * R)
@@ -259,17 +290,13 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
         name = instance.job_name(i)
         value = 0.0
         if js.job != name:
-            bad(Violation("schedule_shape", f"entry {i} is for {js.job!r}, expected {name!r}", i))
+            bad("schedule_shape", f"entry {i} is for {js.job!r}, expected {name!r}", i)
         if not js.admitted:
             if js.workers or js.ps:
-                bad(Violation("rejected_idle", f"{name} is not admitted but has deployments", i))
-            if abs(js.utility) > UTILITY_TOL:
-                bad(
-                    Violation(
-                        "utility", f"{name} is not admitted but reports utility {js.utility}", i
-                    )
-                )
-            rep.job_utility.append(0.0)
+                bad("rejected_idle", f"{name} is not admitted but has deployments", i)
+            if not within(js.utility, 0.0, UTILITY_TOL):
+                bad("utility", f"{name} is not admitted but reports utility {js.utility}", i)
+            job_utility.append(0.0)
             continue
         per_slot_w: dict[int, int] = defaultdict(int)
         per_slot_p: dict[int, int] = defaultdict(int)
@@ -280,26 +307,22 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
         ):
             for t, s, n in entries:
                 if not (0 <= t < T) or not (0 <= s < n_servers) or n < 1:
-                    bad(Violation("schedule_shape", f"{name}: bad {label} entry {[t, s, n]}", i, t))
+                    bad("schedule_shape", f"{name}: bad {label} entry {[t, s, n]}", i, t)
                     continue
                 if (label, t, s) in seen:
                     bad(
-                        Violation(
-                            "schedule_shape",
-                            f"{name}: duplicate {label} entry at slot {t}, server {s}",
-                            i,
-                            t,
-                        )
+                        "schedule_shape",
+                        f"{name}: duplicate {label} entry at slot {t}, server {s}",
+                        i,
+                        t,
                     )
                 seen.add((label, t, s))
                 if t < job.arrival:
                     bad(
-                        Violation(
-                            "before_arrival",
-                            f"{name}: {label}s in slot {t} < arrival {job.arrival}",
-                            i,
-                            t,
-                        )
+                        "before_arrival",
+                        f"{name}: {label}s in slot {t} < arrival {job.arrival}",
+                        i,
+                        t,
                     )
                 per_slot[t] += n
                 demand = job.worker_demand if label == "worker" else job.ps_demand
@@ -310,49 +333,31 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
         need = (
             job.epochs * job.chunks * job.minibatches * job.minibatch_slots(instance.slot_seconds)
         )
-        if work_done < need - WORK_TOL * max(1.0, need):
-            bad(
-                Violation(
-                    "work_requirement", f"{name}: {work_done} worker-slots < required {need:.6g}", i
-                )
-            )
+        if not leq(need, work_done, WORK_TOL):
+            bad("work_requirement", f"{name}: {work_done} worker-slots < required {need:.6g}", i)
         for t, n in per_slot_w.items():
             if n > job.chunks:
-                bad(
-                    Violation(
-                        "worker_cap", f"{name}: {n} workers in slot {t} > N = {job.chunks}", i, t
-                    )
-                )
+                bad("worker_cap", f"{name}: {n} workers in slot {t} > N = {job.chunks}", i, t)
         for t in set(per_slot_w) | set(per_slot_p):
             nw, npp = per_slot_w.get(t, 0), per_slot_p.get(t, 0)
-            if job.b * nw > job.B * npp * (1 + 1e-12):
-                bad(
-                    Violation(
-                        "ps_bandwidth", f"{name}: slot {t}: b*{nw} workers > B*{npp} PSs", i, t
-                    )
-                )
+            if not leq(job.b * nw, job.B * npp, WORK_TOL):
+                bad("ps_bandwidth", f"{name}: slot {t}: b*{nw} workers > B*{npp} PSs", i, t)
             if npp > nw:
-                bad(Violation("ps_count", f"{name}: slot {t}: {npp} PSs > {nw} workers", i, t))
+                bad("ps_count", f"{name}: slot {t}: {npp} PSs > {nw} workers", i, t)
         if per_slot_w:
             completion = max(per_slot_w) + 1
             if js.completion != completion:
                 bad(
-                    Violation(
-                        "completion",
-                        f"{name}: reported completion {js.completion}, actual {completion}",
-                        i,
-                    )
+                    "completion",
+                    f"{name}: reported completion {js.completion}, actual {completion}",
+                    i,
                 )
             value = job.utility(completion - job.arrival)
         else:
-            bad(Violation("work_requirement", f"{name}: admitted with no workers", i))
-        if abs(js.utility - value) > UTILITY_TOL * max(1.0, abs(value)):
-            bad(
-                Violation(
-                    "utility", f"{name}: reported utility {js.utility}, recomputed {value}", i
-                )
-            )
-        rep.job_utility.append(value)
+            bad("work_requirement", f"{name}: admitted with no workers", i)
+        if not within(js.utility, value, UTILITY_TOL):
+            bad("utility", f"{name}: reported utility {js.utility}, recomputed {value}", i)
+        job_utility.append(value)
         total += value
     for label, use_map, caps, pool in (
         ("worker_capacity", worker_use, instance.worker_servers, "worker server"),
@@ -363,21 +368,14 @@ def validate(instance: OasisInstance, schedule: Schedule) -> ValidationReport:
                 continue
             for r_idx, r in enumerate(instance.resources):
                 cap = caps[s].capacity[r]
-                if used[r_idx] > cap + CAPACITY_TOL * max(1.0, cap):
+                if not leq(used[r_idx], cap, CAPACITY_TOL):
                     bad(
-                        Violation(
-                            label,
-                            f"slot {t}, {pool} {s}: {r} used {used[r_idx]:.6g}"
-                            f" > capacity {cap:.6g}",
-                            None,
-                            t,
-                        )
+                        label,
+                        f"slot {t}, {pool} {s}: {r} used {used[r_idx]:.6g} > capacity {cap:.6g}",
+                        None,
+                        t,
                     )
-    if abs(schedule.total_utility - total) > UTILITY_TOL * max(1.0, abs(total)):
-        bad(
-            Violation(
-                "utility", f"reported total utility {schedule.total_utility}, recomputed {total}"
-            )
-        )
-    rep.utility = total
+    if not within(schedule.total_utility, total, UTILITY_TOL):
+        bad("utility", f"reported total utility {schedule.total_utility}, recomputed {total}")
+    rep.objective = total
     return rep

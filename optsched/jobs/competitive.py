@@ -1,9 +1,9 @@
-r"""Online versus offline: empirical competitive ratios, proven bounds and certificates.
+r"""Online versus offline for the jobs family: competitive ratios, bounds and certificates.
 
 For one instance, :func:`check_competitive` runs an online algorithm (OASiS by default, or any
 object with ``name`` and ``run(instance) -> OnlineRun``, see
 :class:`~optsched.jobs.engine.OnlineAlgorithm`), solves the exact offline ILP
-(:func:`~optsched.jobs.offline.solve_offline`) and reports
+(:func:`optsched.jobs.solve`) and reports
 
 * ALG (the online utility) and OPT, or, when the ILP stops at its time limit, the best proven
   upper bound on OPT (the ILP's bound, the LP relaxation, and the online algorithm's own dual
@@ -14,7 +14,8 @@ object with ``name`` and ``run(instance) -> OnlineRun``, see
   and whether Theorem 4's assumptions hold on the instance at all.
 
 :func:`compare_algorithms` does the same for OASiS and every baseline at once (the ``optsched
-demo`` table), and :func:`ratio_sweep` over many seeded instances (``optsched oasis ratio``).
+demo`` table), and :func:`sweep_record` measures one seeded instance of a sweep (``optsched oasis
+ratio``; the resumable sweep, its table and plots are :mod:`optsched.report.jobs`).
 
 Conventions: a ratio with ALG = 0 is ``inf`` when the numerator is positive and 1 when it is 0
 (both algorithms earn nothing). Comparisons allow the relative slack :data:`RATIO_TOL`, since
@@ -23,18 +24,21 @@ the ILP's optimum is only optimal up to its gap and feasibility tolerances.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched._json import to_jsonable
+from optsched.errors import NotOptimalError
 from optsched.jobs.engine import OnlineAlgorithm, OnlineRun
 from optsched.jobs.instance import OasisInstance
 from optsched.jobs.schedule import Schedule, validate
+from optsched.tolerances import RATIO_TOL
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "PAPER_BAND",
@@ -44,13 +48,11 @@ __all__ = [
     "OfflineSummary",
     "check_competitive",
     "compare_algorithms",
+    "measure",
     "ratio",
-    "ratio_sweep",
+    "solve_reference",
+    "sweep_record",
 ]
-
-#: Relative slack on ``ALG <= OPT``, ``OPT <= D`` and ``OPT/ALG <= bound`` (the ILP is solved to
-#: a relative gap of 1e-7 and HiGHS's feasibility tolerance is 1e-7).
-RATIO_TOL = 1e-6
 #: The band of empirical OPT/OASiS ratios the paper reports for its Fig. 5 setting
 #: (10 jobs, T = 10, 3-12 servers).
 PAPER_BAND = (1.1, 1.5)
@@ -105,6 +107,11 @@ class OfflineSummary:
     seconds: float
     lp_bound: float | None = None
 
+    @property
+    def proven(self) -> bool:
+        """Whether OPT was proven (``optimum`` is set)."""
+        return self.optimum is not None
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""
         return {
@@ -123,6 +130,8 @@ def solve_reference(
     *,
     solver: str = "highs",
     time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
     lp_bound: bool = True,
     initial: Schedule | None = None,
 ) -> OfflineSummary:
@@ -131,19 +140,25 @@ def solve_reference(
     The result never passes a non-optimal value off as OPT: ``optimum`` is set only when the
     solver proved optimality; otherwise ``incumbent`` and ``bound`` bracket it.
     """
-    from optsched.jobs.offline import solve_offline
+    from optsched.jobs.offline import solve
 
     start = time.perf_counter()
     incumbent = optimum = bound = gap = None
     try:
-        res = solve_offline(
-            instance, solver, time_limit=time_limit, accept_feasible=True, initial=initial
+        res = solve(
+            instance,
+            solver=solver,
+            time_limit=time_limit,
+            mip_gap=mip_gap,
+            threads=threads,
+            accept_feasible=True,
+            initial=initial,
         )
         status = res.status.value
         incumbent = res.objective
         bound = res.bound
         gap = res.gap
-        if status == "optimal":
+        if res.optimal:
             optimum = res.objective
             bound = res.objective if bound is None else max(bound, res.objective or 0.0)
     except NotOptimalError as exc:
@@ -152,9 +167,10 @@ def solve_reference(
     lp = None
     if optimum is None and lp_bound:
         try:
-            relaxed = solve_offline(instance, solver, relax=True, time_limit=time_limit)
-            if relaxed.status.value == "optimal":
-                lp = relaxed.bound
+            relaxed = solve(
+                instance, solver=solver, relax=True, time_limit=time_limit, threads=threads
+            )
+            lp = relaxed.lp_bound
         except NotOptimalError:
             lp = None
         if lp is not None:
@@ -325,6 +341,8 @@ def check_competitive(
     *,
     solver: str = "highs",
     time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
     lp_bound: bool = True,
 ) -> CheckReport:
     r"""Run an online algorithm and the exact offline ILP on one instance and compare.
@@ -339,11 +357,15 @@ def check_competitive(
     time_limit : float, optional
         Seconds for the ILP; past it the incumbent and bound bracket OPT (and the LP relaxation
         is solved for a further bound when ``lp_bound``).
+    mip_gap, threads : optional
+        Passed to :func:`optsched.jobs.solve`.
     lp_bound : bool, default True
 
     Returns
     -------
     CheckReport
+        ``report.offline.proven`` says whether OPT was proven; when not, the figures are
+        bounds (callers that require an exact answer treat that as a stopped solve).
 
     Raises
     ------
@@ -362,7 +384,14 @@ def check_competitive(
 
         algorithm = OASiS(tighten=True)
     run = algorithm.run(instance)
-    offline = solve_reference(instance, solver=solver, time_limit=time_limit, lp_bound=lp_bound)
+    offline = solve_reference(
+        instance,
+        solver=solver,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        threads=threads,
+        lp_bound=lp_bound,
+    )
     return measure(run, instance, offline)
 
 
@@ -435,65 +464,21 @@ class Comparison:
             "seconds": self.seconds,
         }
 
-    def table(self) -> Any:
-        """A :class:`rich.table.Table` of :meth:`rows`."""
-        from rich.table import Table
+    def to_frame(self) -> pd.DataFrame:
+        """:meth:`rows` as a DataFrame, one row per algorithm."""
+        import pandas as pd
 
-        off = self.offline
-        if off.optimum is not None:
-            title = f"offline optimum {off.optimum:.4g} (proven)"
-        else:
-            title = (
-                f"offline not proven ({off.status}): OPT in [{_fmt(self.lower)}, "
-                f"{_fmt(self.upper)}]"
-            )
-        table = Table(title=title)
-        for col in ("algorithm", "utility", "admitted", "OPT/ALG", "proven", "D", "D/ALG", "s"):
-            table.add_column(col, justify="left" if col == "algorithm" else "right")
-        for row in self.rows():
-            r = row["ratio"]
-            rs = "-" if r is None else ("inf" if math.isinf(r) else f"{r:.3f}")
-            if row["ratio_is_bound"] and r is not None:
-                rs = "<= " + rs
-            table.add_row(
-                row["algorithm"],
-                f"{row['utility']:.4g}",
-                f"{row['admitted']}/{row['jobs']}",
-                rs,
-                _fmt(row["proven_bound"]),
-                _fmt(row["dual_bound"]),
-                _fmt(row["certified_ratio"]),
-                _fmt(row["seconds"], ".2f"),
-            )
-        return table
+        return pd.DataFrame(self.rows())
 
-    def save_plot(self, path: str | Path) -> Path:
-        """Bar chart of each algorithm's utility against OPT (or its bound); PNG via Agg."""
-        import matplotlib
+    def __repr__(self) -> str:
+        names = ", ".join(r.run.algorithm for r in self.reports)
+        return (
+            f"Comparison({self.instance.n_jobs} jobs, algorithms=[{names}], "
+            f"offline={self.offline.status!r}, upper={_fmt(self.upper)})"
+        )
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        rows = self.rows()
-        fig, ax = plt.subplots(figsize=(7, 4))
-        names = [r["algorithm"] for r in rows]
-        ax.bar(names, [r["utility"] for r in rows], color="tab:blue")
-        off = self.offline
-        if off.optimum is not None:
-            ax.axhline(off.optimum, color="black", ls="--", label=f"OPT = {off.optimum:.4g}")
-        else:
-            if off.incumbent is not None:
-                ax.axhline(off.incumbent, color="gray", ls=":", label="best offline found")
-            if self.upper is not None:
-                ax.axhline(self.upper, color="black", ls="--", label="upper bound on OPT")
-        ax.set_ylabel("total utility")
-        ax.set_title(f"{self.instance.n_jobs} jobs, T = {self.instance.horizon}")
-        ax.legend(loc="lower right")
-        fig.tight_layout()
-        out = Path(path)
-        fig.savefig(out, dpi=120)
-        plt.close(fig)
-        return out
+    def _repr_html_(self) -> str:
+        return self.to_frame().to_html(index=False)
 
 
 def _fmt(value: float | None, spec: str = ".4g") -> str:
@@ -511,6 +496,8 @@ def compare_algorithms(
     progress: Progress | None = None,
     algorithms: Sequence[OnlineAlgorithm] | None = None,
     solver: str = "highs",
+    mip_gap: float | None = None,
+    threads: int | None = None,
     lp_bound: bool = False,
 ) -> Comparison:
     """Run OASiS and every baseline and solve the offline optimum (bounded when not proven).
@@ -551,7 +538,13 @@ def compare_algorithms(
     valid = [r for r in runs if validate(instance, r.schedule).ok]
     best = max(valid, key=lambda r: r.schedule.total_utility).schedule if valid else None
     offline = solve_reference(
-        instance, solver=solver, time_limit=time_limit, lp_bound=lp_bound, initial=best
+        instance,
+        solver=solver,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        threads=threads,
+        lp_bound=lp_bound,
+        initial=best,
     )
     seconds["offline"] = offline.seconds
     reports = [measure(run, instance, offline) for run in runs]
@@ -564,220 +557,56 @@ def compare_algorithms(
 
 
 # ------------------------------------------------------------------------------------------
-# Sweeps over seeded instances
+# One record of a sweep over seeded instances
 # ------------------------------------------------------------------------------------------
 
 
-def ratio_sweep(
-    n_instances: int,
-    out_dir: str | Path,
+def sweep_record(
+    seed: int,
     *,
-    seed: int = 0,
     n_jobs: int = 10,
     worker_servers: int = 3,
     ps_servers: int = 3,
     horizon: int = 10,
     scale: float = 0.05,
     priority: tuple[float, float] = (1.0, 100.0),
-    time_limit: float | None = 60.0,
-    solver: str = "highs",
     algorithm: OnlineAlgorithm | None = None,
-    progress: Progress | None = None,
-) -> list[dict[str, Any]]:
-    """Measure OPT/ALG on ``n_instances`` seeded instances, resumably.
-
-    Instance ``k`` is :func:`~optsched.jobs.generate.generate_instance` with seed ``seed + k``.
-    Each finished instance is appended at once to ``out_dir/results.jsonl``; a rerun with the
-    same settings skips the seeds already there (a different setting is refused). At the end
-    ``out_dir/table.md`` (summary and per-instance rows) and ``out_dir/ratio.png`` (the ratio
-    distribution against the paper's band and the proven bounds) are written.
+    solver: str = "highs",
+    time_limit: float | None = 60.0,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """Measure OPT/ALG on the seeded instance ``generate_instance(..., seed=seed)``.
 
     Returns
     -------
-    list of dict
-        One record per instance (seed order), including those from earlier runs.
-
-    Raises
-    ------
-    InvalidInstanceError
-        ``out_dir`` holds results of a sweep with different settings, or a bad parameter.
+    dict
+        JSON-ready: ``seed``, ``alg``, ``opt`` (``None`` unless proven), ``upper``,
+        ``offline_status``, ``ratio``, ``ratio_upper``, ``proven_bound``, ``dual_bound``,
+        ``certified_ratio``, ``theorem_applies``, ``holds`` and ``valid``.
     """
     from optsched.jobs.generate import generate_instance
 
-    if n_instances < 1:
-        raise InvalidInstanceError("instances", f"must be >= 1, got {n_instances}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    name = algorithm.name if algorithm is not None else "oasis"
-    config = {
-        "algorithm": name,
-        "n_jobs": n_jobs,
-        "worker_servers": worker_servers,
-        "ps_servers": ps_servers,
-        "horizon": horizon,
-        "scale": scale,
-        "priority": list(priority),
-        "time_limit": time_limit,
-        "solver": solver,
+    inst = generate_instance(
+        n_jobs, worker_servers, ps_servers, horizon, seed=seed, scale=scale, priority=priority
+    )
+    rep = check_competitive(
+        inst, algorithm, solver=solver, time_limit=time_limit, mip_gap=mip_gap, threads=threads
+    )
+    record = {
+        "seed": seed,
+        "alg": rep.alg,
+        "opt": rep.offline.optimum,
+        "upper": rep.upper,
+        "offline_status": rep.offline.status,
+        "ratio": rep.ratio,
+        "ratio_upper": rep.ratio_upper,
+        "proven_bound": rep.proven_bound,
+        "dual_bound": rep.run.dual_bound,
+        "certified_ratio": rep.certified_ratio,
+        "theorem_applies": None if rep.theorem is None else rep.theorem["theorem_applies"],
+        "holds": rep.holds,
+        "valid": rep.valid,
     }
-    cfg_path = out / "config.json"
-    if cfg_path.exists():
-        old = json.loads(cfg_path.read_text())
-        if old != config:
-            raise InvalidInstanceError(
-                "output",
-                f"{out} holds a sweep with other settings ({old}); use another directory",
-            )
-    else:
-        cfg_path.write_text(json.dumps(config, indent=2) + "\n")
-    results_path = out / "results.jsonl"
-    done: dict[int, dict[str, Any]] = {}
-    if results_path.exists():
-        for line in results_path.read_text().splitlines():
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by an interruption: redo that instance
-                done[int(rec["seed"])] = rec
-    say = progress or (lambda _msg: None)
-    for k in range(n_instances):
-        s = seed + k
-        if s in done:
-            continue
-        say(f"instance {k + 1}/{n_instances} (seed {s})")
-        inst = generate_instance(
-            n_jobs, worker_servers, ps_servers, horizon, seed=s, scale=scale, priority=priority
-        )
-        rep = check_competitive(inst, algorithm, solver=solver, time_limit=time_limit)
-        rec = {
-            "seed": s,
-            "alg": rep.alg,
-            "opt": rep.offline.optimum,
-            "upper": rep.upper,
-            "offline_status": rep.offline.status,
-            "ratio": rep.ratio,
-            "ratio_upper": rep.ratio_upper,
-            "proven_bound": rep.proven_bound,
-            "dual_bound": rep.run.dual_bound,
-            "certified_ratio": rep.certified_ratio,
-            "theorem_applies": None if rep.theorem is None else rep.theorem["theorem_applies"],
-            "holds": rep.holds,
-            "valid": rep.valid,
-        }
-        from optsched._json import to_jsonable
-
-        with results_path.open("a") as fh:
-            fh.write(json.dumps(to_jsonable(rec)) + "\n")
-        done[s] = json.loads(json.dumps(to_jsonable(rec)))
-    records = [done[seed + k] for k in range(n_instances)]
-    (out / "table.md").write_text(sweep_table(records, config))
-    sweep_plot(records, out / "ratio.png")
-    return records
-
-
-def _num(v: Any) -> float | None:
-    if v is None:
-        return None
-    if v == "inf":
-        return math.inf
-    return float(v)
-
-
-def sweep_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Counts and quantiles of the empirical ratios of a sweep."""
-    import numpy as np
-
-    proven = [r for r in records if _num(r.get("ratio")) is not None]
-    ratios = np.array([_num(r["ratio"]) for r in proven], dtype=float)
-    finite = ratios[np.isfinite(ratios)]
-    lo, hi = PAPER_BAND
-    out: dict[str, Any] = {
-        "instances": len(records),
-        "opt_proven": len(proven),
-        "ratio_infinite": int(np.sum(~np.isfinite(ratios))),
-        "theorem_applies": sum(1 for r in records if r.get("theorem_applies") is True),
-        "within_proven_bound": sum(
-            1 for r in records if r["holds"].get("ratio_within_proven_bound") is True
-        ),
-        "opt_le_dual": sum(1 for r in records if r["holds"].get("opt_le_dual") is True),
-        "all_valid": all(r.get("valid", False) for r in records),
-    }
-    if finite.size:
-        out.update(
-            ratio_min=float(finite.min()),
-            ratio_median=float(np.median(finite)),
-            ratio_mean=float(finite.mean()),
-            ratio_max=float(finite.max()),
-            in_paper_band=int(np.sum((finite >= lo) & (finite <= hi))),
-            below_paper_band=int(np.sum(finite < lo)),
-            above_paper_band=int(np.sum(finite > hi)),
-        )
-    return out
-
-
-def sweep_table(records: Sequence[dict[str, Any]], config: dict[str, Any]) -> str:
-    """Markdown: the settings, a summary and one row per instance."""
-    summary = sweep_summary(records)
-    lines = ["# Empirical competitive ratios", ""]
-    lines += ["Settings: " + ", ".join(f"{k} = {v}" for k, v in config.items()), ""]
-    lines += [f"Paper (Fig. 5): OPT/OASiS in {PAPER_BAND[0]}-{PAPER_BAND[1]}.", ""]
-    lines += ["| figure | value |", "|---|---|"]
-    lines += [f"| {k} | {_fmt(v) if isinstance(v, float) else v} |" for k, v in summary.items()]
-    lines += ["", "| seed | ALG | OPT | OPT/ALG | 2 alpha | D/ALG | theorem applies | status |"]
-    lines.append("|---|---|---|---|---|---|---|---|")
-    for r in records:
-        lines.append(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                r["seed"],
-                _fmt(_num(r["alg"])),
-                _fmt(_num(r["opt"])),
-                _fmt(_num(r["ratio"])),
-                _fmt(_num(r["proven_bound"])),
-                _fmt(_num(r["certified_ratio"])),
-                r["theorem_applies"],
-                r["offline_status"],
-            )
-        )
-    return "\n".join(lines) + "\n"
-
-
-def sweep_plot(records: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Histogram of OPT/ALG with the paper's band, and OPT/ALG against the proven bound."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    pts = [
-        (_num(r["ratio"]), _num(r["proven_bound"]), _num(r["certified_ratio"]))
-        for r in records
-        if _num(r.get("ratio")) is not None and math.isfinite(_num(r["ratio"]) or math.inf)
-    ]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    if pts:
-        ratios = np.array([p[0] for p in pts], dtype=float)
-        ax1.hist(ratios, bins=min(20, max(5, len(pts) // 2)), color="tab:blue", alpha=0.8)
-    ax1.axvspan(*PAPER_BAND, color="tab:orange", alpha=0.2, label="paper's band (Fig. 5)")
-    ax1.set_xlabel("OPT / ALG")
-    ax1.set_ylabel("instances")
-    ax1.legend()
-    bounded = [p for p in pts if p[1] is not None]
-    if bounded:
-        xs = np.array([p[1] for p in bounded], dtype=float)
-        ax2.scatter(xs, [p[0] for p in bounded], s=14, label="OPT/ALG")
-        cert = [(p[1], p[2]) for p in bounded if p[2] is not None and math.isfinite(p[2])]
-        if cert:
-            ax2.scatter([c[0] for c in cert], [c[1] for c in cert], s=14, marker="x", label="D/ALG")
-        top = float(xs.max())
-        ax2.plot([0, top], [0, top], color="black", lw=1, ls="--", label="proven bound 2 alpha")
-        ax2.set_yscale("log")
-    ax2.set_xlabel("proven bound 2 alpha")
-    ax2.set_ylabel("ratio")
-    ax2.legend()
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    out: dict[str, Any] = to_jsonable(record)
     return out
