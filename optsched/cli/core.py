@@ -26,6 +26,7 @@ SCHEMAS: dict[str, str] = {
     "oasis-schedule": "optsched.jobs.schedule:schedule_schema",
     "oasis-prices": "optsched.jobs.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
+    "comm-instance": "optsched.comm.instance:instance_schema",
     "tensorlights-instance": "optsched.placement.tensorlights:instance_schema",
     "placement-instance": "optsched.placement.instance:instance_schema",
     "placement": "optsched.placement.placement:placement_schema",
@@ -37,6 +38,7 @@ VALIDATORS: dict[str, str] = {
     "oasis-instance": "optsched.jobs.cli_support:validate_files",
     "tensorlights-instance": "optsched.placement.tensorlights:validate_files",
     "placement-instance": "optsched.placement.placement:validate_files",
+    "comm-instance": "optsched.comm.solve:validate_files",
 }
 
 

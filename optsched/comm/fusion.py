@@ -161,7 +161,10 @@ def optimal_fusion(
     Notes
     -----
     Exact over contiguous groupings in consumption order (module notes);
-    :math:`O(n^2 G)` with :math:`G` the number of groups a prefix may use.
+    :math:`O(n^2 G)` with :math:`G` the number of groups a prefix may use: the kernel's three
+    nested loops run at most :math:`n(n+1)(n+2)/6` inner steps over two
+    :math:`(n+1)^2` tables, which :func:`~optsched.comm.instance.check_budgets` checks against
+    the ``max_events`` and ``max_array_cells`` budgets before allocating (field ``profile``).
     """
     n = dag.n_tensors
     max_bytes, max_tensors = _limits(
@@ -169,6 +172,9 @@ def optimal_fusion(
     )
     if n == 0:
         return Fusion((), -math.inf, "dp")
+    from optsched.comm.instance import check_budgets
+
+    check_budgets(n)
     h = dag.release + dag.tail
     prefix = np.concatenate([[0.0], np.cumsum(dag.tensor_bytes)])
     value, starts = fusion_kernel(
