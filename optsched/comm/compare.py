@@ -12,7 +12,7 @@ from optsched.comm.cost import CostModel
 from optsched.comm.dag import IterationDAG
 from optsched.comm.exact import ExactSchedule, exact_schedule
 from optsched.comm.fusion import no_fusion, optimal_fusion, threshold_fusion
-from optsched.comm.instance import CommInstance
+from optsched.comm.instance import CommInstance, check_budgets
 from optsched.comm.policies import Pace, Policy, default_policies
 from optsched.comm.schedule import CommSchedule
 from optsched.comm.simulate import Engine, lower_bound
@@ -222,6 +222,9 @@ def compare(
     prof = instance.resolved_profile
     cost = instance.cost
     dag = instance.dag
+    # PACE's fusion DP is the largest piece of work: refuse an instance over its budget before
+    # any policy runs.
+    check_budgets(dag.n_tensors)
     chosen = (
         list(policies)
         if policies is not None

@@ -102,9 +102,11 @@ def _release_rank(dag: IterationDAG) -> NDArray[np.float64]:
     return _rank(-idx, dag.release)
 
 
-#: Memory of one piece of a plan, in 8-byte cells (Python objects of the piece list): the
-#: slicing budget counts ``pieces * PIECE_CELLS`` against ``max_array_cells``.
-PIECE_CELLS = 32
+#: Cost of one piece of a plan, in 8-byte cells: the Python objects of the piece list, the
+#: plan's arrays and the validator's per-piece work. The slicing budget counts
+#: ``pieces * PIECE_CELLS`` against ``max_array_cells`` (by default about 390,000 pieces per
+#: plan), so a tensor sliced into absurdly many partitions is refused before it is sliced.
+PIECE_CELLS = 256
 
 
 def _slices(

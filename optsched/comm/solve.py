@@ -56,7 +56,12 @@ def _exact_schedule(instance: CommInstance) -> tuple[CommSchedule, dict[str, flo
     for group, start, _ in sched.segments:
         call_start[group] = min(call_start[group], start)
     call_start[~np.isfinite(call_start)] = sched.completion[~np.isfinite(call_start)]
-    segments = segments_array(sched.segments)
+    # A call of no channel time (one worker: free all-reduces) still happens, at its
+    # completion: record it as an empty segment, as the simulator does.
+    busy = {group for group, _, _ in sched.segments}
+    empty = [(c, float(sched.completion[c]), float(sched.completion[c])) for c in range(g)]
+    everything = sched.segments + [seg for seg in empty if seg[0] not in busy]
+    segments = segments_array(sorted(everything, key=lambda seg: (seg[1], seg[2])))
     stream = dag.stream_schedule(sched.tensor_completion)
     trace = Trace(
         piece_call=np.arange(g, dtype=np.int64),
