@@ -54,7 +54,8 @@ def plot_iteration(
     """
     import matplotlib as mpl
 
-    fig, ax = _axes(ax, (10.0, 2.8))
+    own = ax is None
+    fig, ax = _axes(ax, (10.0, 3.0))
     frame = schedule.to_frame()
     compute = frame[frame["resource"] == "compute"]
     for op, color in _OP_COLORS.items():
@@ -95,7 +96,7 @@ def plot_iteration(
                 fontsize=7,
             )
     ax.set_yticks([0.5, 1.5], ["channel", "compute"])
-    ax.set_ylim(0, 2)
+    ax.set_ylim(0, 2.5)  # the band above the compute lane holds the legend
     ax.set_xlim(0, span * 1.01)
     ax.set_xlabel("time from the start of the backward pass (ms)")
     ax.axvline(schedule.iteration_time, color="red", linewidth=0.8)
@@ -105,6 +106,8 @@ def plot_iteration(
         or f"{schedule.name}: {schedule.dag.name}, iteration {schedule.iteration_time:.2f} ms "
         f"({schedule.n_calls} calls; bar labels: tensors per call)"
     )
+    if own:
+        fig.tight_layout()
     return fig
 
 
