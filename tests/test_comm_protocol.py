@@ -130,6 +130,11 @@ def test_every_policy_returns_a_valid_schedule_no_faster_than_pace(inst):
         compute = frame[frame["resource"] == "compute"]
         assert len(compute) == len(inst.dag.layers) + len(inst.dag.stream_ops)
         assert frame["end_ms"].max() == pytest.approx(sched.iteration_time, rel=REL)
+        segs = sched.trace.to_frame()
+        assert len(segs) == len(sched.trace.segments)
+        assert (segs["end_ms"] - segs["start_ms"]).sum() == pytest.approx(
+            sched.trace.comm_busy_ms, rel=REL, abs=REL
+        )
 
 
 def test_validate_rejects_a_schedule_of_another_iteration():

@@ -225,7 +225,7 @@ def check_budgets(n_tensors: int, *, lp: bool = False, field: str = "profile") -
     The fusion DP allocates two :math:`(n+1) \times (n+1)` tables and runs
     :math:`n(n+1)(n+2)/6` inner steps (``max_array_cells`` and ``max_events``); the LP has at
     most :math:`2n^2` variables (``max_model_variables``). With the default budgets the DP
-    takes up to about 1,060 tensors (every shipped profile has fewer than 400).
+    takes up to about 1,060 tensors (every shipped profile has fewer than 500).
 
     Raises
     ------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +42,9 @@ __all__ = [
 
 #: Relative tolerance on byte totals (sums of partition sizes): the library's work tolerance.
 BYTES_RTOL = WORK_TOL
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Engine = Literal["numba", "python"]
 
@@ -157,6 +160,22 @@ class Trace:
     def n_calls(self) -> int:
         """Number of all-reduce calls."""
         return int(self.call_start.size)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Channel segments in long format: ``call``, ``start_ms``, ``end_ms`` (time order).
+
+        :meth:`optsched.comm.CommSchedule.to_frame` adds tensor and layer names and the compute
+        ops.
+        """
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "call": self.segments[:, 0].astype(np.int64),
+                "start_ms": self.segments[:, 1],
+                "end_ms": self.segments[:, 2],
+            }
+        )
 
     @property
     def comm_busy_ms(self) -> float:
