@@ -250,3 +250,17 @@ def _accepted_runs(data: dict[str, Any]) -> None:
         assert sched.iteration_time >= result.objective * (1 - 1e-9), name
         report = validate(inst, sched)
         assert report.ok, (name, report.violations[:2])
+
+
+def test_an_inline_profile_error_names_the_profile_field():
+    # The profile is a name, a file or a table: an error inside the table names its own field
+    # under "profile", never a branch of the union.
+    data = {"profile": base(), "workers": 4}
+    data["profile"]["layers"][0]["backward_ms"] = 1e30
+    with pytest.raises(InvalidInstanceError) as err:
+        CommInstance.from_dict(data)
+    assert err.value.field == "profile.layers[0].backward_ms"
+    assert field_exists(data, err.value.field)
+    with pytest.raises(InvalidInstanceError) as err:
+        CommInstance.from_dict({"profile": [1]})
+    assert err.value.field == "profile"

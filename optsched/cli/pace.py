@@ -168,8 +168,10 @@ def pace() -> None:
     """PACE (optimal preemptive all-reduce scheduling with tensor fusion) vs the baselines.
 
     Run 'optsched pace MODEL_OR_FILE [options]' to compare the policies on one model (a
-    shipped profile name or a profile file), or 'optsched pace sweep [MODEL ...]' for the
-    speed-up over bandwidths and worker counts.
+    shipped profile name or a profile file), 'optsched pace solve INSTANCE' for PACE's exact
+    schedule of an instance file, 'optsched pace generate' for a random instance, or
+    'optsched pace sweep [MODEL ...]' for the speed-up over bandwidths and worker counts.
+    Units: ms, Gbit/s, MB = 10^6 bytes.
     """
 
 
@@ -398,9 +400,26 @@ def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
     show_default=True,
     help="Comma-separated worker counts.",
 )
-@click.option("--latency-us", type=FiniteFloat(min=0), default=5.0, show_default=True)
-@click.option("--partition-mb", type=FiniteFloat(min=0, min_open=True), default=None)
-@click.option("--overhead-us", type=FiniteFloat(min=0), default=0.0, show_default=True)
+@click.option(
+    "--latency-us",
+    type=FiniteFloat(min=0),
+    default=5.0,
+    show_default=True,
+    help="Per-hop latency (us).",
+)
+@click.option(
+    "--partition-mb",
+    type=FiniteFloat(min=0, min_open=True),
+    default=None,
+    help="Partition of P3 and ByteScheduler (MB = 10^6 bytes; default: 4 MB / tuned).",
+)
+@click.option(
+    "--overhead-us",
+    type=FiniteFloat(min=0),
+    default=0.0,
+    show_default=True,
+    help="Fixed overhead per all-reduce call (us).",
+)
 @click.option(
     "--fusion-mb", type=FiniteFloat(min=0, min_open=True), default=64.0, show_default=True
 )

@@ -30,9 +30,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from optsched._validation import Frozen
+from optsched._validation import Frozen, parse
 from optsched.comm.cost import CostModel
 from optsched.comm.dag import IterationDAG, build_dag
 from optsched.errors import InvalidInstanceError
@@ -107,6 +107,20 @@ class CommInstance(Frozen):
     update_ms_per_mb: Finite = Field(default=0.0, ge=0, le=1e6)
     max_group_mb: Finite | None = Field(default=64.0, gt=0, le=1e12)
     max_group_tensors: int | None = Field(default=None, ge=1)
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _one_profile(cls, value: Any) -> Any:
+        # Resolve the union here, so that an error names the profile's own field
+        # (``profile.layers[0].backward_ms``), never a union branch.
+        if isinstance(value, dict):
+            return parse(Profile, value)
+        if not isinstance(value, (str, Profile)):
+            raise ValueError(
+                f"must be a profile name, a profile file or a profile table, got "
+                f"{type(value).__name__}"
+            )
+        return value
 
     @classmethod
     def load(cls, path: str | Path) -> Self:
