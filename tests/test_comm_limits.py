@@ -22,7 +22,9 @@ from optsched import limits
 from optsched._validation import parse
 from optsched.cli import main
 from optsched.comm import CommInstance, compare, default_policies, solve, validate
-from optsched.comm.policies import P3, Horovod
+from optsched.comm.cost import CostModel
+from optsched.comm.dag import build_dag
+from optsched.comm.policies import P3, Horovod, Pace
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import MAX_LAYER_MS, MAX_PROFILE_MS, Profile, load_profile
 
@@ -264,3 +266,25 @@ def test_an_inline_profile_error_names_the_profile_field():
     with pytest.raises(InvalidInstanceError) as err:
         CommInstance.from_dict({"profile": [1]})
     assert err.value.field == "profile"
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: Horovod(threshold_mb="x"), "horovod.threshold_mb"),
+        (lambda: Horovod(cycle_ms=None), "horovod.cycle_ms"),
+        (lambda: P3(slice_mb=True), "p3.slice_mb"),
+        (lambda: Pace(max_group_mb=-1.0), "pace.max_group_mb"),
+        (lambda: Pace(max_group_tensors=0), "pace.max_group_tensors"),
+        (lambda: CostModel.ring(8, "10", 5), "bandwidth_gbps"),
+        (lambda: build_dag(load_profile("alexnet"), update_ms_per_mb="x"), "update_ms_per_mb"),
+        (lambda: build_dag(load_profile("alexnet"), order=5), "order"),
+        (lambda: compare("alexnet", order="bogus"), "order"),
+        (lambda: solve(CommInstance(profile="alexnet"), method="bogus"), "method"),
+    ],
+)
+def test_bad_python_arguments_raise_field_named_errors(make, field):
+    # Never a bare TypeError/ValueError/KeyError from the Python API.
+    with pytest.raises(InvalidInstanceError) as err:
+        make()
+    assert err.value.field == field

@@ -37,8 +37,19 @@ MiB = 2**20
 _BITS_PER_GBIT = 1e9
 
 
+def number(value: object, field: str) -> float:
+    """``value`` as a float, or an error naming ``field``.
+
+    Strings, ``None`` and bools are refused with :class:`InvalidInstanceError`, never a bare
+    ``TypeError`` or ``ValueError``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidInstanceError(field, f"must be a number, got {value!r}")
+    return float(value)
+
+
 def _finite(value: float, field: str, *, positive: bool = False) -> float:
-    value = float(value)
+    value = number(value, field)
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
         bound = "> 0" if positive else ">= 0"
         raise InvalidInstanceError(field, f"must be a finite number {bound}, got {value!r}")

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from optsched.comm.cost import MB, CostModel
+from optsched.comm.cost import MB, CostModel, number
 from optsched.comm.dag import IterationDAG
 from optsched.comm.exact import ExactSchedule, exact_schedule
 from optsched.comm.kernels import fusion_kernel
@@ -81,9 +81,13 @@ class Fusion:
 
 
 def _limits(max_bytes: float | None, max_tensors: int | None, n: int) -> tuple[float, int]:
-    mb = math.inf if max_bytes is None else float(max_bytes)
-    if not mb > 0:
+    mb = math.inf if max_bytes is None else number(max_bytes, "max_group_mb")
+    if not mb > 0 or math.isnan(mb):
         raise InvalidInstanceError("max_group_mb", f"must be > 0, got {max_bytes!r}")
+    if max_tensors is not None and (
+        isinstance(max_tensors, bool) or not isinstance(max_tensors, (int, np.integer))
+    ):
+        raise InvalidInstanceError("max_group_tensors", f"must be an integer, got {max_tensors!r}")
     mt = n if max_tensors is None else int(max_tensors)
     if mt < 1:
         raise InvalidInstanceError("max_group_tensors", f"must be >= 1, got {max_tensors!r}")
@@ -110,7 +114,7 @@ def threshold_fusion(dag: IterationDAG, cost: CostModel, threshold_mb: float = 6
     fusion cycle; the simulator's Horovod policy forms its groups from what is ready at each
     cycle instead.
     """
-    if not threshold_mb > 0:
+    if not number(threshold_mb, "threshold_mb") > 0:
         raise InvalidInstanceError("threshold_mb", f"must be > 0, got {threshold_mb!r}")
     limit = threshold_mb * MB
     size = dag.tensor_bytes

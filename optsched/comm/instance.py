@@ -122,6 +122,20 @@ class CommInstance(Frozen):
             )
         return value
 
+    @field_validator("order", mode="before")
+    @classmethod
+    def _one_order(cls, value: Any) -> Any:
+        # As for the profile: one message on "order", not one per branch of the union.
+        if isinstance(value, str):
+            if value not in ("profile", "kahn"):
+                raise ValueError(
+                    f"must be 'profile', 'kahn' or a list of layer names, got {value!r}"
+                )
+            return value
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ValueError(f"must be 'profile', 'kahn' or a list of layer names, got {value!r}")
+
     @classmethod
     def load(cls, path: str | Path) -> Self:
         """Read an instance file; a relative profile path is taken from the file's folder."""

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from optsched.comm.cost import MB, CostModel
+from optsched.comm.cost import MB, CostModel, number
 from optsched.comm.dag import IterationDAG
 from optsched.comm.fusion import optimal_fusion
 from optsched.comm.schedule import CommSchedule
@@ -77,7 +77,7 @@ BYTESCHEDULER_CREDITS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 
 
 def _positive(value: float, field_name: str) -> float:
-    value = float(value)
+    value = number(value, field_name)
     if not (math.isfinite(value) and value > 0):
         raise InvalidInstanceError(field_name, f"must be a finite number > 0, got {value!r}")
     return value
@@ -345,6 +345,15 @@ class Pace(Policy):
     max_group_mb: float | None = 64.0
     max_group_tensors: int | None = None
     name: ClassVar[str] = "pace"
+
+    def __post_init__(self) -> None:
+        if self.max_group_mb is not None:
+            _positive(self.max_group_mb, "pace.max_group_mb")
+        t = self.max_group_tensors
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise InvalidInstanceError(
+                "pace.max_group_tensors", f"must be an integer >= 1, got {t!r}"
+            )
 
     def groups(self, dag: IterationDAG, cost: CostModel) -> tuple[tuple[int, int], ...]:
         """The fused groups (ranges in consumption order)."""
