@@ -278,6 +278,14 @@ class Profile(Frozen):
             return None
         return math.fsum(layer.flops or 0.0 for layer in self.layers)
 
+    def __repr__(self) -> str:
+        return (
+            f"Profile({self.name!r}, {len(self.layers)} layers, {len(self.tensors)} tensors, "
+            f"{self.total_params:,} parameters)"
+        )
+
+    __str__ = __repr__
+
     def summary(self) -> dict[str, object]:
         """Headline figures, JSON-ready.
 

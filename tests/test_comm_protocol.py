@@ -255,3 +255,15 @@ def test_sweep_resumes_from_its_store(tmp_path):
         RunStore(path, kind=SWEEP_KIND, config=sweep_config(**other))
     assert err.value.field == "config.overhead_us"
     assert np.isfinite(plain.to_frame()["pace"]).all()
+
+
+def test_reprs_are_short_and_notebooks_get_html():
+    from optsched.profiles import load_profile
+
+    assert repr(load_profile("bert_large")).startswith("Profile('bert_large', ")
+    inst = CommInstance(profile="bert_large")
+    result = solve(inst)
+    for obj in (load_profile("bert_large"), inst, result, result.solution, compare(inst)):
+        assert len(repr(obj)) < 300, type(obj).__name__
+    for obj in (inst, result, result.solution, compare(inst)):
+        assert obj._repr_html_().startswith("<")

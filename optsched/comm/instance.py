@@ -228,6 +228,16 @@ class CommInstance(Frozen):
 
     __str__ = __repr__
 
+    def _repr_html_(self) -> str:
+        import html
+
+        fields = {k: v for k, v in self.model_dump().items() if k != "profile"}
+        rows = "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in {"profile": repr(self).split("(")[1].split(",")[0], **fields}.items()
+        )
+        return f"<table><caption>CommInstance</caption>{rows}</table>"
+
 
 def _check_horizon(dag: IterationDAG, cost: CostModel, update_ms_per_mb: float) -> None:
     comm = dag.n_tensors * cost.alpha_ms + cost.beta_ms_per_byte * dag.total_bytes
