@@ -205,3 +205,20 @@ def test_sweep_rejects_bad_lists(capsys, tmp_path):
     assert code == 2 and "--bandwidths" in d["message"]
     code, d = run_json(capsys, "sweep", "resnet18", "-o", str(tmp_path / "s.json"))
     assert code == 2 and "--output" in d["message"]
+
+
+def test_a_corrupt_or_forged_store_is_reported_not_trusted(capsys, tmp_path):
+    import sqlite3
+
+    out = tmp_path / "s.csv"
+    args = ["sweep", "alexnet", "--bandwidths", "1,10", "--workers", "2", "-o", str(out)]
+    code, d = run_json(capsys, *args)
+    assert code == 0 and d["computed"] == 2
+    store = out.with_suffix(".sqlite")
+    with sqlite3.connect(store) as db:  # forge one record: its checksum no longer matches
+        db.execute("UPDATE runs SET record = replace(record, '\"pace\":', '\"pace\":1e-9+')")
+    code, d = run_json(capsys, *args)
+    assert code == 2 and d["field"].startswith("runs[")
+    store.write_bytes(b"not a database" * 100)
+    code, d = run_json(capsys, *args)
+    assert code == 2 and d["file"] == str(store)
