@@ -416,7 +416,7 @@ def build_dag(
     order : {"profile", "kahn"} or sequence of str, optional
         Forward execution order (see :func:`execution_order`).
     update_ms_per_mb : float, default 0
-        Optimizer update time per MB of parameters; 0 leaves the updates out.
+        Optimizer update time per MB (10^6 bytes) of parameters; 0 leaves the updates out.
 
     Returns
     -------

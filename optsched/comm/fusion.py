@@ -106,7 +106,7 @@ def no_fusion(dag: IterationDAG, cost: CostModel) -> Fusion:
 
 
 def threshold_fusion(dag: IterationDAG, cost: CostModel, threshold_mb: float = 64.0) -> Fusion:
-    """Horovod-style static fusion: fill groups up to ``threshold_mb`` in release order.
+    """Horovod-style static fusion: fill groups up to ``threshold_mb`` MB (10^6 bytes).
 
     Tensors are taken in release order (the reverse of consumption order) and appended to the
     current group while it stays within the threshold; a tensor larger than the threshold
@@ -147,7 +147,8 @@ def optimal_fusion(
     dag : IterationDAG
     cost : CostModel
     max_group_mb : float, optional
-        Size limit of a group of two or more tensors (a fusion buffer); a single tensor larger
+        Size limit in MB (10^6 bytes) of a group of two or more tensors (a fusion buffer); a
+        single tensor larger
         than it still travels alone. ``None`` = no limit.
     max_group_tensors : int, optional
         Limit on tensors per group.

@@ -186,8 +186,8 @@ class Horovod(Policy):
     Parameters
     ----------
     threshold_mb : float, default 64
-        ``HOROVOD_FUSION_THRESHOLD``: a fused call carries at most this many MB (a larger
-        tensor travels alone).
+        ``HOROVOD_FUSION_THRESHOLD``: a fused call carries at most this many MB (10^6 bytes;
+        Horovod's own default is 64 MiB = 67.108864 MB); a larger tensor travels alone.
     cycle_ms : float, default 5
         ``HOROVOD_CYCLE_TIME``: ready tensors are collected and launched every cycle.
     """
@@ -232,7 +232,7 @@ class P3(Policy):
     Parameters
     ----------
     slice_mb : float, default 4
-        Slice size (MB) [R: the reference's default partition].
+        Slice size in MB (10^6 bytes) [R: the reference's default partition].
     """
 
     slice_mb: float = 4.0
@@ -270,7 +270,8 @@ class ByteScheduler(Policy):
     Parameters
     ----------
     partition_mb : float, optional
-        Partition size; ``None`` tunes it over :data:`BYTESCHEDULER_PARTITIONS_MB`.
+        Partition size in MB (10^6 bytes); ``None`` tunes it over
+        :data:`BYTESCHEDULER_PARTITIONS_MB`.
     credit : float, optional
         Credit in partitions (bytes in flight / partition size); ``None`` tunes it over
         :data:`BYTESCHEDULER_CREDITS` (credit tuning is on by default in ByteScheduler).
@@ -336,7 +337,8 @@ class Pace(Policy):
     Parameters
     ----------
     max_group_mb : float or None, default 64
-        Fusion buffer: a group of two or more tensors carries at most this many MB. Give it the
+        Fusion buffer: a group of two or more tensors carries at most this many MB (10^6
+        bytes). Give it the
         same value as Horovod's threshold to compare on equal terms.
     max_group_tensors : int, optional
         Limit on tensors per group.
