@@ -18,7 +18,7 @@ import numpy as np
 
 from optsched.comm import CostModel, build_dag, simulate
 from optsched.comm.kernels import channel_kernel, channel_reference
-from optsched.comm.policies import P3, ByteScheduler, Fifo, Horovod, Pace, TicTac
+from optsched.comm.policies import FIFO, P3, ByteScheduler, Horovod, Pace, TicTac
 from optsched.profiles import load_profile
 
 MODELS = ("resnet50", "vgg16", "bert_base", "resnet152")
@@ -26,7 +26,7 @@ QUICK_MODELS = ("resnet50",)
 REPEATS = 5
 QUICK_REPEATS = 2
 POLICIES = (
-    Fifo(),
+    FIFO(),
     Horovod(),
     P3(slice_mb=1.0),
     TicTac(),

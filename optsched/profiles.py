@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = [
+    "MAX_LAYER_MS",
+    "MAX_PROFILE_MS",
+    "MAX_TENSOR_PARAMS",
+    "MAX_TOTAL_PARAMS",
     "ComputeInfo",
     "Layer",
     "Profile",
@@ -37,8 +41,21 @@ __all__ = [
     "profile_schema",
 ]
 
-PositiveInt = Annotated[int, Field(ge=1)]
-NonNegative = Annotated[float, Field(ge=0)]
+#: Largest compute time of one layer (ms) a profile may state: 10^9 ms is 11.6 days for one
+#: op of one minibatch, far above any real network, and keeps every derived time (sums over
+#: layers, channel times, simulator ticks) finite and exactly comparable in float64.
+MAX_LAYER_MS = 1e9
+#: Largest forward-plus-backward compute of a whole profile (ms), for the same reason.
+MAX_PROFILE_MS = 1e12
+#: Largest parameter count of one tensor (10^13: 40 TB of fp32 gradient).
+MAX_TENSOR_PARAMS = 10**13
+#: Largest parameter count of a profile; with at most 16 bytes per element the gradient bytes
+#: stay below 2^53, so byte sums are exact in float64.
+MAX_TOTAL_PARAMS = 10**14
+#: Largest forward FLOPs of one layer (10^24); sums over layers stay finite.
+MAX_LAYER_FLOPS = 1e24
+
+LayerMs = Annotated[float, Field(ge=0, le=MAX_LAYER_MS, allow_inf_nan=False)]
 
 
 class Tensor(Frozen):
@@ -54,7 +71,7 @@ class Tensor(Frozen):
     """
 
     name: str = Field(min_length=1)
-    params: PositiveInt = Field(description="Number of scalar parameters.")
+    params: int = Field(ge=1, le=MAX_TENSOR_PARAMS, description="Number of scalar parameters.")
 
 
 class Layer(Frozen):
@@ -80,9 +97,9 @@ class Layer(Frozen):
     """
 
     name: str = Field(min_length=1)
-    forward_ms: NonNegative = Field(description="Forward compute time of one minibatch (ms).")
-    backward_ms: NonNegative = Field(description="Backward compute time of one minibatch (ms).")
-    flops: NonNegative | None = Field(
+    forward_ms: LayerMs = Field(description="Forward compute time of one minibatch (ms).")
+    backward_ms: LayerMs = Field(description="Backward compute time of one minibatch (ms).")
+    flops: Annotated[float, Field(ge=0, le=MAX_LAYER_FLOPS, allow_inf_nan=False)] | None = Field(
         default=None, description="Forward FLOPs per minibatch, when times are estimated."
     )
     tensors: tuple[Tensor, ...] = ()
@@ -111,10 +128,10 @@ class ComputeInfo(Frozen):
 
     provenance: Literal["measured", "estimated"]
     device: str = Field(min_length=1)
-    throughput_tflops: Annotated[float, Field(gt=0)] | None = Field(
+    throughput_tflops: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = Field(
         default=None, description="Sustained throughput assumed when times are estimated."
     )
-    batch_size: PositiveInt
+    batch_size: int = Field(ge=1, le=10**9)
     note: str = ""
 
 
@@ -142,8 +159,8 @@ class Profile(Frozen):
     name: str = Field(min_length=1)
     display_name: str = Field(min_length=1)
     source: str = Field(min_length=1)
-    total_params: PositiveInt
-    dtype_bytes: PositiveInt = 4
+    total_params: int = Field(ge=1, le=MAX_TOTAL_PARAMS)
+    dtype_bytes: int = Field(default=4, ge=1, le=16)
     compute: ComputeInfo
     layers: tuple[Layer, ...] = Field(min_length=1)
 
@@ -177,6 +194,17 @@ class Profile(Frozen):
         if total != self.total_params:
             raise InvalidInstanceError(
                 "total_params", f"declares {self.total_params} but the tensors sum to {total}"
+            )
+        # Each time is at most MAX_LAYER_MS, so these sums are finite (no overflow); their total
+        # bounds every derived compute time.
+        compute = math.fsum(x.forward_ms for x in self.layers) + math.fsum(
+            x.backward_ms for x in self.layers
+        )
+        if compute > MAX_PROFILE_MS:
+            raise InvalidInstanceError(
+                "layers",
+                f"forward_ms + backward_ms over all layers sum to {compute:.6g} ms, over the "
+                f"limit {MAX_PROFILE_MS:g} ms of one iteration",
             )
         return self
 
@@ -249,6 +277,14 @@ class Profile(Frozen):
         if any(layer.flops is None for layer in self.layers):
             return None
         return math.fsum(layer.flops or 0.0 for layer in self.layers)
+
+    def __repr__(self) -> str:
+        return (
+            f"Profile({self.name!r}, {len(self.layers)} layers, {len(self.tensors)} tensors, "
+            f"{self.total_params:,} parameters)"
+        )
+
+    __str__ = __repr__
 
     def summary(self) -> dict[str, object]:
         """Headline figures, JSON-ready.
@@ -334,11 +370,15 @@ def load_profile(name_or_path: str | Path) -> Profile:
                 f"unknown profile {str(name_or_path)!r} (and no such file); "
                 f"known: {', '.join(available_profiles())}",
             )
-        import tomllib
-
-        text = (resources.files("optsched.models") / f"{name}.toml").read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    return parse(Profile, data)
+        with resources.as_file(resources.files("optsched.models") / f"{name}.toml") as shipped:
+            data = load_data(shipped)
+        return parse(Profile, data)
+    try:
+        return parse(Profile, data)
+    except InvalidInstanceError as exc:
+        if exc.file is None:
+            raise InvalidInstanceError(exc.field, exc.message, exc.errors, file=str(path)) from None
+        raise
 
 
 def profile_schema() -> dict[str, object]:

@@ -9,23 +9,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.comm import profile_dags
 
 from optsched.comm.cost import MB
 from optsched.comm.dag import build_dag, execution_order
-from optsched.comm.generate import random_order, random_profile
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor, available_profiles, load_profile
 
 TOL = 1e-9
-
-
-@st.composite
-def dags(draw, max_layers=9):
-    seed = draw(st.integers(0, 2**31 - 1))
-    profile = random_profile(seed, layers=draw(st.integers(1, max_layers)), dag=draw(st.booleans()))
-    order = random_order(profile, draw(st.integers(0, 2**31 - 1)))
-    update = draw(st.sampled_from([0.0, 0.5]))
-    return profile, build_dag(profile, order=order, update_ms_per_mb=update)
 
 
 def small_profile() -> Profile:
@@ -95,7 +86,7 @@ def test_orders():
     assert err.value.field == "update_ms_per_mb"
 
 
-@given(dags())
+@given(profile_dags())
 def test_windows_are_nested(case):
     _, dag = case
     # Releases and tails both fall along consumption order (the fusion DP relies on it).
@@ -104,7 +95,7 @@ def test_windows_are_nested(case):
     assert np.all(dag.release <= dag.backward_total + TOL)
 
 
-@given(dags())
+@given(profile_dags())
 def test_kahn_order_is_topological(case):
     profile, _ = case
     order = execution_order(profile, "kahn")
@@ -116,7 +107,7 @@ def test_kahn_order_is_topological(case):
 
 
 @settings(max_examples=30)
-@given(dags(), st.integers(0, 2**31 - 1))
+@given(profile_dags(), st.integers(0, 2**31 - 1))
 def test_graph_longest_path_matches_stream_recurrence(case, seed):
     _, dag = case
     rng = np.random.default_rng(seed)
@@ -129,7 +120,7 @@ def test_graph_longest_path_matches_stream_recurrence(case, seed):
     assert math.isclose(stream, closed, rel_tol=1e-12, abs_tol=1e-9)
 
 
-@given(dags())
+@given(profile_dags())
 def test_graph_structure(case):
     profile, dag = case
     g = dag.graph

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.comm import dag_cases, float_jobs, integer_jobs
 
-from optsched.comm.cost import MB, CostModel
+from optsched.comm.cost import CostModel
 from optsched.comm.dag import build_dag
 from optsched.comm.exact import (
     brute_force_orders,
@@ -21,7 +22,7 @@ from optsched.comm.exact import (
     jackson_value,
     priority_schedule,
 )
-from optsched.comm.generate import random_order, random_profile
+from optsched.comm.generate import random_profile
 from optsched.errors import InvalidInstanceError
 
 REL = 1e-9
@@ -29,27 +30,6 @@ REL = 1e-9
 
 def close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL, abs_tol=REL)
-
-
-@st.composite
-def float_jobs(draw, max_n=7):
-    n = draw(st.integers(1, max_n))
-    r = draw(st.lists(st.floats(0, 10), min_size=n, max_size=n))
-    w = draw(st.lists(st.floats(0.01, 5), min_size=n, max_size=n))
-    q = draw(st.lists(st.floats(0, 10), min_size=n, max_size=n))
-    return np.array(r), np.array(w), np.array(q)
-
-
-@st.composite
-def integer_jobs(draw, max_n=7, max_units=10):
-    n = draw(st.integers(1, max_n))
-    budget = draw(st.integers(n, max(n, max_units)))
-    w = np.ones(n)
-    for _ in range(budget - n):
-        w[draw(st.integers(0, n - 1))] += 1
-    r = np.array(draw(st.lists(st.integers(0, 8), min_size=n, max_size=n)), dtype=float)
-    q = np.array(draw(st.lists(st.integers(0, 8), min_size=n, max_size=n)), dtype=float)
-    return r, w, q
 
 
 @given(float_jobs())
@@ -110,21 +90,7 @@ def test_known_answer():
     # Non-preemptive FIFO would give max(5 + 0, 6 + 10) = 16.
 
 
-@st.composite
-def dag_cases(draw):
-    profile = random_profile(
-        draw(st.integers(0, 2**31 - 1)), layers=draw(st.integers(1, 8)), dag=draw(st.booleans())
-    )
-    dag = build_dag(
-        profile,
-        order=random_order(profile, draw(st.integers(0, 2**31 - 1))),
-        update_ms_per_mb=draw(st.sampled_from([0.0, 1.0])),
-    )
-    cost = CostModel(draw(st.floats(0, 2)), draw(st.floats(0.01, 5)) / MB)
-    return dag, cost
-
-
-@given(dag_cases())
+@given(dag_cases(max_layers=8))
 def test_exact_schedule_on_a_dag(case):
     dag, cost = case
     sched = exact_schedule(dag, cost)

@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.comm import float_jobs, integer_jobs, partition_dags
 
 from optsched.comm.cost import CostModel
 from optsched.comm.dag import build_dag
@@ -22,32 +23,12 @@ from optsched.comm.exact import (
 )
 from optsched.comm.formulation import INTEGRALITY_TOL, build_lp, feasible, solve_lp
 from optsched.comm.fusion import pace_schedule
-from optsched.profiles import ComputeInfo, Layer, Profile, Tensor, load_profile
-from optsched.solvers import available_solvers
+from optsched.profiles import load_profile
 
-CVXPY = available_solvers(frontend="cvxpy")
-pytestmark = pytest.mark.skipif("highs" not in CVXPY, reason="HiGHS is not available to cvxpy")
+pytestmark = pytest.mark.solver("highs", frontend="cvxpy")
 
 #: LP optima come from a solver with ~1e-7 feasibility tolerance.
 LP_RTOL = 1e-6
-
-
-@st.composite
-def float_jobs(draw, max_n=6):
-    n = draw(st.integers(1, max_n))
-    r = draw(st.lists(st.floats(0, 10), min_size=n, max_size=n))
-    w = draw(st.lists(st.floats(0.05, 5), min_size=n, max_size=n))
-    q = draw(st.lists(st.floats(0, 10), min_size=n, max_size=n))
-    return np.array(r), np.array(w), np.array(q)
-
-
-@st.composite
-def integer_jobs(draw, max_n=6):
-    n = draw(st.integers(1, max_n))
-    r = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
-    w = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
-    q = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
-    return np.array(r, float), np.array(w, float), np.array(q, float)
 
 
 @settings(max_examples=25)
@@ -130,7 +111,7 @@ def test_lp_matches_the_exact_schedule_on_a_real_profile():
         assert math.isclose(value, sched.iteration_time, rel_tol=LP_RTOL)
 
 
-@pytest.mark.skipif("clarabel" not in CVXPY, reason="Clarabel is not installed")
+@pytest.mark.solver("clarabel", frontend="cvxpy")
 @settings(max_examples=10)
 @given(float_jobs(max_n=5))
 def test_second_solver_agrees(jobs):
@@ -138,39 +119,6 @@ def test_second_solver_agrees(jobs):
     highs = solve_lp(r, w, q).value
     clarabel = solve_lp(r, w, q, solver="clarabel").value
     assert math.isclose(highs, clarabel, rel_tol=1e-5, abs_tol=1e-5)
-
-
-@st.composite
-def partition_dags(draw):
-    # Integer compute times and tensors of whole partitions (1000 bytes, 1 ms each): every
-    # release, tail and work is a whole number of partitions.
-    n_layers = draw(st.integers(1, 4))
-    layers = []
-    units = 0
-    for i in range(n_layers):
-        k = draw(st.integers(1 if i == 0 else 0, 2))
-        sizes = [draw(st.integers(1, 2)) for _ in range(k)]
-        units += sum(sizes)
-        layers.append(
-            Layer(
-                name=f"l{i}",
-                forward_ms=draw(st.integers(0, 3)),
-                backward_ms=draw(st.integers(0, 4)),
-                tensors=tuple(
-                    Tensor(name=f"l{i}.t{t}", params=250 * s) for t, s in enumerate(sizes)
-                ),
-            )
-        )
-    total = sum(t.params for layer in layers for t in layer.tensors)
-    profile = Profile(
-        name="p",
-        display_name="p",
-        source="test",
-        total_params=total,
-        compute=ComputeInfo(provenance="estimated", device="test", batch_size=1),
-        layers=tuple(layers),
-    )
-    return build_dag(profile), CostModel(alpha_ms=0.0, beta_ms_per_byte=1e-3)
 
 
 @settings(max_examples=30)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.comm import fusion_cases
 
 from optsched.comm.cost import MB, CostModel
 from optsched.comm.dag import build_dag
@@ -19,7 +20,7 @@ from optsched.comm.fusion import (
     pace_schedule,
     threshold_fusion,
 )
-from optsched.comm.generate import random_order, random_profile
+from optsched.comm.generate import random_profile
 from optsched.comm.kernels import fusion_kernel, fusion_reference
 from optsched.errors import InvalidInstanceError
 
@@ -28,25 +29,6 @@ REL = 1e-9
 
 def close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL, abs_tol=REL)
-
-
-@st.composite
-def cases(draw, max_layers=4, max_tensors=2):
-    profile = random_profile(
-        draw(st.integers(0, 2**31 - 1)),
-        layers=draw(st.integers(1, max_layers)),
-        max_tensors=max_tensors,
-        dag=draw(st.booleans()),
-    )
-    dag = build_dag(
-        profile,
-        order=random_order(profile, draw(st.integers(0, 2**31 - 1))),
-        update_ms_per_mb=draw(st.sampled_from([0.0, 2.0])),
-    )
-    cost = CostModel(draw(st.floats(0, 3)), draw(st.floats(0.01, 5)) / MB)
-    limit_mb = draw(st.sampled_from([None, 1.0, 4.0, 16.0]))
-    limit_tensors = draw(st.sampled_from([None, 1, 2, 3]))
-    return dag, cost, limit_mb, limit_tensors
 
 
 def schedule_value(dag, cost, groups) -> float:
@@ -69,7 +51,7 @@ def all_groupings(n, sizes, limit_mb, limit_tensors):
 
 
 @settings(max_examples=60)
-@given(cases())
+@given(fusion_cases())
 def test_dp_is_optimal_over_contiguous_groupings(case):
     dag, cost, limit_mb, limit_tensors = case
     fusion = optimal_fusion(dag, cost, max_group_mb=limit_mb, max_group_tensors=limit_tensors)
@@ -93,7 +75,7 @@ def test_dp_is_optimal_over_contiguous_groupings(case):
 
 
 @settings(max_examples=30)
-@given(cases(max_layers=4, max_tensors=2))
+@given(fusion_cases(max_layers=4, max_tensors=2))
 def test_kernel_matches_the_oracle_dp(case):
     dag, cost, limit_mb, limit_tensors = case
     n = dag.n_tensors
@@ -115,7 +97,7 @@ def test_kernel_matches_the_oracle_dp(case):
     assert close(value, oracle)
 
 
-@given(cases(max_layers=8, max_tensors=3), st.floats(0.5, 64))
+@given(fusion_cases(max_layers=8, max_tensors=3), st.floats(0.5, 64))
 def test_dp_beats_no_fusion_and_threshold_fusion(case, threshold):
     dag, cost, _, _ = case
     dp = optimal_fusion(dag, cost, max_group_mb=threshold)
@@ -126,7 +108,7 @@ def test_dp_beats_no_fusion_and_threshold_fusion(case, threshold):
     assert none.n_groups == dag.n_tensors
 
 
-@given(cases(max_layers=8, max_tensors=3), st.floats(0.5, 64))
+@given(fusion_cases(max_layers=8, max_tensors=3), st.floats(0.5, 64))
 def test_threshold_fusion_is_greedy_in_release_order(case, threshold):
     dag, cost, _, _ = case
     limit = threshold * MB

@@ -8,44 +8,25 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies.comm import channel_inputs, dag_cases
 
 from optsched.comm.cost import MB, CostModel
 from optsched.comm.dag import build_dag
 from optsched.comm.exact import exact_schedule
-from optsched.comm.generate import random_order, random_profile
 from optsched.comm.kernels import channel_kernel, channel_reference
 from optsched.comm.policies import (
+    FIFO,
     P3,
     ByteScheduler,
-    Fifo,
     Horovod,
     Pace,
     TicTac,
 )
-from optsched.comm.simulate import ChannelPlan, overlap_fraction, simulate, validate_trace
+from optsched.comm.simulate import ChannelPlan, check_trace, overlap_fraction, simulate
 from optsched.errors import InvalidInstanceError, InvalidScheduleError
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor
 
 REL = 1e-9
-
-
-@st.composite
-def channel_inputs(draw):
-    n = draw(st.integers(1, 25))
-    rel = np.array(draw(st.lists(st.floats(0, 20), min_size=n, max_size=n)))
-    # Coarse grids make ties (equal releases, ticks hitting releases) common.
-    if draw(st.booleans()):
-        rel = np.round(rel)
-    size = np.array(draw(st.lists(st.floats(0.1, 8), min_size=n, max_size=n)))
-    prio = np.array(draw(st.permutations(range(n))), dtype=float)
-    alpha = draw(st.floats(0, 1))
-    beta = draw(st.floats(0, 2))
-    preemptive = draw(st.booleans())
-    fuse = draw(st.sampled_from([0.0, 5.0, 20.0]))
-    cycle = draw(st.sampled_from([0.0, 0.0, 1.0, 2.5]))
-    window = draw(st.sampled_from([0.0, 4.0, 12.0, math.inf]))
-    return rel, size, prio, alpha, beta, preemptive, fuse, cycle, window
 
 
 @settings(max_examples=100)
@@ -61,22 +42,8 @@ def test_kernel_matches_reference(args):
             assert a == b
 
 
-@st.composite
-def dag_cases(draw):
-    profile = random_profile(
-        draw(st.integers(0, 2**31 - 1)), layers=draw(st.integers(1, 10)), dag=draw(st.booleans())
-    )
-    dag = build_dag(
-        profile,
-        order=random_order(profile, draw(st.integers(0, 2**31 - 1))),
-        update_ms_per_mb=draw(st.sampled_from([0.0, 0.3])),
-    )
-    cost = CostModel(draw(st.floats(0, 2)), draw(st.floats(0.01, 5)) / MB)
-    return dag, cost
-
-
 POLICIES = [
-    Fifo(),
+    FIFO(),
     Horovod(threshold_mb=8, cycle_ms=1.5),
     P3(slice_mb=1),
     TicTac(),
@@ -91,7 +58,7 @@ def test_every_policy_produces_a_valid_trace(case):
     dag, cost = case
     for policy in POLICIES:
         result = policy.run(dag, cost)
-        assert validate_trace(dag, cost, result.plan, result.trace) == []
+        assert check_trace(dag, cost, result.plan, result.trace).ok
         assert 0.0 <= result.overlap <= 1.0
         python = simulate(dag, cost, result.plan, engine="python")
         assert math.isclose(python.iteration_time, result.iteration_time, rel_tol=1e-12)
@@ -148,7 +115,7 @@ def test_known_answers():
     dag = build_dag(tiny_profile())
     cost = CostModel(alpha_ms=0.0, beta_ms_per_byte=1e-3)  # a.w: 1 ms, b.w: 4 ms
     # b.w released at 1, a.w at 2; forward: a (1 ms) then b (1 ms).
-    fifo = Fifo().run(dag, cost)
+    fifo = FIFO().run(dag, cost)
     # b.w 1-5, a.w 5-6; F(a) 6-7, F(b) 7-8.
     assert fifo.iteration_time == pytest.approx(8.0)
     pace = Pace().run(dag, cost)
@@ -164,42 +131,42 @@ def test_known_answers():
 def test_validator_catches_violations():
     dag = build_dag(tiny_profile())
     cost = CostModel(alpha_ms=0.5, beta_ms_per_byte=1e-3)
-    result = Fifo().run(dag, cost)
+    result = FIFO().run(dag, cost)
     plan, trace = result.plan, result.trace
-    assert validate_trace(dag, cost, plan, trace) == []
+    report = check_trace(dag, cost, plan, trace)
+    assert report.ok and report.objective == pytest.approx(trace.iteration_time)
 
     def broken(**changes):
         return dataclasses.replace(trace, **changes)
 
+    def names(t):
+        return {v.constraint for v in check_trace(dag, cost, plan, t).violations}
+
     early = trace.segments.copy()
     early[:, 1:] -= 1.0  # every call one ms earlier: b.w starts before its gradient
-    found = validate_trace(dag, cost, plan, broken(segments=early), raise_=False)
-    assert any("before its gradients exist" in v for v in found)
+    assert "release" in names(broken(segments=early))
     overlap = trace.segments.copy()
     overlap[1, 1:] = overlap[0, 1:] + 0.1
-    found = validate_trace(dag, cost, plan, broken(segments=overlap), raise_=False)
-    assert any("over capacity" in v for v in found)
+    assert "channel_capacity" in names(broken(segments=overlap))
     short = trace.segments.copy()
     short[0, 2] -= 0.25
-    found = validate_trace(dag, cost, plan, broken(segments=short), raise_=False)
-    assert any("channel time" in v for v in found)
+    assert "call_time" in names(broken(segments=short))
     stream = trace.stream.copy()
     stream[0] -= 6.0  # starts at 1, during backward and before a.w arrives
-    found = validate_trace(dag, cost, plan, broken(stream=stream), raise_=False)
-    assert any("before parameter" in v for v in found)
-    assert any("while the stream is busy" in v for v in found)
-    found = validate_trace(
-        dag, cost, plan, broken(iteration_time=trace.iteration_time - 1), raise_=False
-    )
-    assert any("longest path" in v for v in found)
+    found = names(broken(stream=stream))
+    assert {"forward_after_allreduce", "stream_capacity"} <= found
+    assert "iteration_time" in names(broken(iteration_time=trace.iteration_time - 1))
+    nan = trace.segments.copy()
+    nan[0, 2] = math.nan
+    assert names(broken(segments=nan)) == {"finite"}
     with pytest.raises(InvalidScheduleError):
-        validate_trace(dag, cost, plan, broken(segments=early))
+        check_trace(dag, cost, plan, broken(segments=early)).raise_if_invalid()
 
 
 def test_plans_must_carry_every_byte():
     dag = build_dag(tiny_profile())
     cost = CostModel(0.0, 1e-3)
-    plan = Fifo().plan(dag, cost)
+    plan = FIFO().plan(dag, cost)
     half = dataclasses.replace(plan, member_bytes=plan.member_bytes / 2)
     with pytest.raises(InvalidInstanceError) as err:
         simulate(dag, cost, half)

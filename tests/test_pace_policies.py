@@ -7,22 +7,22 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies.comm import policy_cases
 
-from optsched.comm import compare
+from optsched.comm import CommInstance, compare
 from optsched.comm.cost import MB, CostModel
 from optsched.comm.dag import build_dag
 from optsched.comm.exact import exact_schedule
-from optsched.comm.generate import random_order, random_profile
+from optsched.comm.generate import random_profile
 from optsched.comm.policies import (
     BYTESCHEDULER_CREDITS,
     BYTESCHEDULER_PARTITIONS_MB,
+    POLICIES,
     ByteScheduler,
     Horovod,
-    default_policies,
     run_policy,
 )
-from optsched.comm.simulate import lower_bound, validate_trace
+from optsched.comm.simulate import check_trace, lower_bound
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import available_profiles
 
@@ -30,28 +30,8 @@ from optsched.profiles import available_profiles
 REL = 1e-9
 
 
-@st.composite
-def settings_cases(draw):
-    profile = random_profile(
-        draw(st.integers(0, 2**31 - 1)),
-        layers=draw(st.integers(1, 12)),
-        max_tensors=draw(st.integers(1, 4)),
-        dag=draw(st.booleans()),
-        max_params=draw(st.sampled_from([10_000, 1_000_000, 20_000_000])),
-    )
-    order = random_order(profile, draw(st.integers(0, 2**31 - 1)))
-    dag = build_dag(profile, order=order, update_ms_per_mb=draw(st.sampled_from([0.0, 0.05])))
-    cost = CostModel(draw(st.floats(0, 3)), draw(st.floats(0.001, 3)) / MB)
-    policies = default_policies(
-        partition_mb=draw(st.sampled_from([None, 0.5, 4.0])),
-        fusion_mb=draw(st.sampled_from([1.0, 16.0, 64.0])),
-        cycle_ms=draw(st.sampled_from([0.5, 5.0])),
-    )
-    return dag, cost, policies
-
-
 @settings(max_examples=40)
-@given(settings_cases())
+@given(policy_cases())
 def test_pace_is_never_slower_and_nobody_beats_the_bound(case):
     dag, cost, policies = case
     results = {p.name: p.run(dag, cost) for p in policies}
@@ -64,7 +44,7 @@ def test_pace_is_never_slower_and_nobody_beats_the_bound(case):
 
 
 @settings(max_examples=30)
-@given(settings_cases())
+@given(policy_cases())
 def test_horovod_groups_are_in_the_dp_search_space(case):
     # The premise of PACE <= Horovod: Horovod's fused calls are contiguous in consumption
     # order and within the fusion limit, so the DP optimises over them, and the optimal
@@ -88,7 +68,7 @@ def test_horovod_groups_are_in_the_dp_search_space(case):
 
 
 @settings(max_examples=15)
-@given(settings_cases())
+@given(policy_cases())
 def test_bytescheduler_tuner_finds_the_best_grid_point(case):
     dag, cost, _ = case
     tuned = ByteScheduler().run(dag, cost)
@@ -118,7 +98,7 @@ def test_every_bundled_model(name, workers, gbps, latency):
         assert t >= result.lower_bound * (1 - REL), policy
         assert times["pace"] <= t * (1 + REL), policy
     pace = result.results["pace"]
-    validate_trace(result.dag, result.cost, pace.plan, pace.trace)
+    assert check_trace(result.dag, result.cost, pace.plan, pace.trace).ok
     assert math.isclose(pace.iteration_time, result.pace.iteration_time, rel_tol=REL)
     # The fusion comparison: the DP is no worse than no fusion or threshold fusion.
     assert result.fusion["dp"] <= min(result.fusion["none"], result.fusion["threshold"]) * (1 + REL)
@@ -167,9 +147,9 @@ def test_bad_settings_name_the_field():
     assert err.value.field == "fusion_mb"
     with pytest.raises(InvalidInstanceError) as err:
         compare("no_such_model", 8, 10, 5)
-    assert err.value.field == "model"
+    assert err.value.field == "profile"
     with pytest.raises(InvalidInstanceError) as err:
-        run_policy("sjf", build_dag(random_profile(0, layers=2)), CostModel(0, 0))
+        run_policy("sjf", CommInstance(profile=random_profile(0, layers=2)))
     assert err.value.field == "policy"
 
 
@@ -180,6 +160,6 @@ def test_unfused_pace_dominates_sliced_policies_tensor_by_tensor():
     cost = CostModel(0.5, 1e-6)
     unfused = exact_schedule(dag, cost)
     for name in ("p3", "tictac", "fifo"):
-        res = run_policy(name, dag, cost)
+        res = POLICIES[name]().run(dag, cost)
         assert unfused.iteration_time <= res.iteration_time * (1 + REL)
     assert np.all(np.isfinite(unfused.tensor_completion))

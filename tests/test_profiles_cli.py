@@ -102,7 +102,9 @@ def test_bad_file_exits_2_naming_the_field(capsys, tmp_path):
     assert code == 2
     payload = json.loads(out)
     assert payload["field"] == "layers[3].forward_ms"
-    assert payload["message"].startswith("layers[3].forward_ms: must be >= 0")
+    # The message names the file first (the profile loader now attaches it), then the field.
+    assert payload["message"].startswith(f"{path}: layers[3].forward_ms: must be >= 0")
+    assert payload["file"] == str(path)
     code, out, err = _run(capsys, "profile", str(path))
     assert code == 2
     assert out == ""

@@ -14,47 +14,13 @@ import pytest
 import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies.comm import profile_dicts
 
 from optsched._validation import parse
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import Profile, load_profile, profile_schema
 
 Data = dict[str, Any]
-
-
-@st.composite
-def profile_dicts(draw: st.DrawFn) -> Data:
-    """Valid profiles by construction: every input names an earlier layer, totals add up."""
-    n = draw(st.integers(1, 12))
-    layers: list[Data] = []
-    total = 0
-    for i in range(n):
-        layer: Data = {
-            "name": f"L{i}",
-            "forward_ms": draw(st.floats(0, 50, allow_nan=False)),
-            "backward_ms": draw(st.floats(0, 100, allow_nan=False)),
-        }
-        k = draw(st.integers(0, 3))
-        params = draw(st.lists(st.integers(1, 10**7), min_size=k, max_size=k))
-        if params:
-            layer["tensors"] = [{"name": f"L{i}.t{j}", "params": q} for j, q in enumerate(params)]
-        total += sum(params)
-        if i and draw(st.booleans()):
-            earlier = draw(st.sets(st.integers(0, i - 1), max_size=3))
-            layer["inputs"] = [f"L{j}" for j in sorted(earlier)]
-        layers.append(layer)
-    if total == 0:  # a profile has at least one parameter
-        layers[-1]["tensors"] = [{"name": "last.weight", "params": 1}]
-        total = 1
-    return {
-        "name": "random",
-        "display_name": "Random",
-        "source": "hypothesis",
-        "total_params": total,
-        "dtype_bytes": draw(st.sampled_from([2, 4])),
-        "compute": {"provenance": "measured", "device": "test", "batch_size": 8},
-        "layers": layers,
-    }
 
 
 @given(profile_dicts())

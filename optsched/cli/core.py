@@ -26,6 +26,7 @@ SCHEMAS: dict[str, str] = {
     "oasis-schedule": "optsched.jobs.schedule:schedule_schema",
     "oasis-prices": "optsched.jobs.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
+    "comm-instance": "optsched.comm.instance:instance_schema",
     "tensorlights-instance": "optsched.tensorlights.instance:instance_schema",
     "placement-instance": "optsched.placement.instance:instance_schema",
     "placement": "optsched.placement.solution:placement_schema",
@@ -38,6 +39,7 @@ VALIDATORS: dict[str, str] = {
     "oasis-instance": "optsched.cli.oasis:validate_files",
     "tensorlights-instance": "optsched.tensorlights.validator:validate_files",
     "placement-instance": "optsched.cli.placement:validate_files",
+    "comm-instance": "optsched.comm.solve:validate_files",
 }
 
 

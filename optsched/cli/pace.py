@@ -1,25 +1,83 @@
 """``optsched pace``: PACE against the communication-scheduling baselines.
 
 ``optsched pace MODEL_OR_FILE --workers N --bandwidth GBPS --latency-us X [--partition-mb P]``
-runs every policy on one model; ``optsched pace sweep`` runs them over bandwidths and worker
-counts and writes a table and a plot of PACE's speed-up. Times are in milliseconds; bandwidths
-in Gbit/s; MB means 2^20 bytes.
+runs every policy on one model; ``optsched pace solve INSTANCE`` computes PACE's exact schedule
+of an instance file; ``optsched pace generate`` writes a random instance; ``optsched pace
+sweep`` runs the policies over bandwidths and worker counts, writing each run to a resumable
+store as it goes, then a table and a plot of PACE's speed-up. Times are in milliseconds;
+bandwidths in Gbit/s; MB means 10^6 bytes; lists are comma-separated (``--workers 4,8,16``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    FiniteFloat,
+    NumberList,
+    SolverOptions,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    solver_options,
+)
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["pace", "register", "sweep_rows"]
+__all__ = ["FLAGS", "pace", "register"]
 
-BASELINES = ("fifo", "horovod", "p3", "tictac", "bytescheduler")
+#: Library field names -> the flag a user typed, so that errors name the flag.
+FLAGS: dict[str, str] = {
+    "workers": "--workers",
+    "bandwidth_gbps": "--bandwidth",
+    "bandwidths": "--bandwidths",
+    "latency_us": "--latency-us",
+    "overhead_us": "--overhead-us",
+    "fusion_mb": "--fusion-mb",
+    "max_group_mb": "--fusion-mb",
+    "cycle_ms": "--cycle-ms",
+    "horovod.cycle_ms": "--cycle-ms",
+    "horovod.threshold_mb": "--fusion-mb",
+    "partition_mb": "--partition-mb",
+    "p3.slice_mb": "--partition-mb",
+    "bytescheduler.partition_mb": "--partition-mb",
+    "order": "--order",
+    "update_ms_per_mb": "--update-ms-per-mb",
+    "model": "MODEL_OR_FILE",
+    "profile": "MODEL_OR_FILE",
+    "models": "MODELS",
+    "seed": "--seed",
+    "method": "--method",
+    "time_limit": "--time-limit",
+    "solver": "--solver",
+}
+
+
+@contextlib.contextmanager
+def flag_names(extra: dict[str, str] | None = None) -> Iterator[None]:
+    """Re-raise the library's field-named errors naming the command-line flag instead.
+
+    A field under ``config.`` (a resumed sweep made with other parameters) maps like the
+    parameter it names. Errors about a file's own fields (a profile's layer) keep their path.
+    """
+    names = {**FLAGS, **(extra or {})}
+    try:
+        yield
+    except InvalidInstanceError as exc:
+        field = exc.field
+        prefix = "config." if field.startswith("config.") else ""
+        key = field[len(prefix) :]
+        if key in names and (exc.file is None or prefix):
+            raise InvalidInstanceError(
+                names[key], exc.message, [(names[key], exc.message)], file=exc.file
+            ) from None
+        raise
 
 
 class _DefaultGroup(click.Group):
@@ -31,75 +89,70 @@ class _DefaultGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-def _floats(text: str, field: str) -> list[float]:
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise InvalidInstanceError(
-            field, f"must be comma-separated numbers, got {text!r}"
-        ) from None
-    if not values or any(not v > 0 for v in values):
-        raise InvalidInstanceError(field, f"must list numbers > 0, got {text!r}")
-    return values
-
-
-def _ints(text: str, field: str) -> list[int]:
-    values = _floats(text, field)
-    if any(v != int(v) for v in values):
-        raise InvalidInstanceError(field, f"must list whole numbers, got {text!r}")
-    return [int(v) for v in values]
-
-
 _common = [
     click.option(
-        "--workers", type=int, default=8, show_default=True, help="Data-parallel workers."
+        "--workers",
+        type=click.IntRange(1, 10**6),
+        default=8,
+        show_default=True,
+        help="Data-parallel workers.",
     ),
     click.option(
         "--bandwidth",
         "bandwidth_gbps",
-        type=float,
+        type=FiniteFloat(min=0, min_open=True),
         default=10.0,
         show_default=True,
         help="Per-link bandwidth in Gbit/s.",
     ),
     click.option(
-        "--latency-us", type=float, default=5.0, show_default=True, help="Per-hop latency (us)."
+        "--latency-us",
+        type=FiniteFloat(min=0),
+        default=5.0,
+        show_default=True,
+        help="Per-hop latency (us).",
     ),
     click.option(
         "--partition-mb",
-        type=float,
+        type=FiniteFloat(min=0, min_open=True),
         default=None,
-        help="Partition size of P3 and ByteScheduler (default: P3 4 MB, ByteScheduler tuned).",
+        help="Partition size of P3 and ByteScheduler, MB = 10^6 bytes (default: P3 4 MB, "
+        "ByteScheduler tuned).",
     ),
     click.option(
         "--overhead-us",
-        type=float,
+        type=FiniteFloat(min=0),
         default=0.0,
         show_default=True,
         help="Fixed overhead per all-reduce call (the per-partition overhead), us.",
     ),
     click.option(
         "--fusion-mb",
-        type=float,
+        type=FiniteFloat(min=0, min_open=True),
         default=64.0,
         show_default=True,
-        help="Horovod's fusion threshold and PACE's fusion buffer (MB).",
+        help="Horovod's fusion threshold and PACE's fusion buffer (MB = 10^6 bytes).",
     ),
     click.option(
-        "--cycle-ms", type=float, default=5.0, show_default=True, help="Horovod's cycle time."
+        "--cycle-ms",
+        type=FiniteFloat(min=0, min_open=True),
+        default=5.0,
+        show_default=True,
+        help="Horovod's cycle time (ms).",
     ),
     click.option(
         "--order",
+        type=click.Choice(["profile", "kahn"]),
         default="profile",
         show_default=True,
         help="Forward execution order: 'profile' or 'kahn' (a FIFO ready queue).",
     ),
     click.option(
         "--update-ms-per-mb",
-        type=float,
+        type=FiniteFloat(min=0),
         default=0.0,
         show_default=True,
-        help="Optimizer update time per MB of parameters (0: no update ops).",
+        help="Optimizer update time per MB (10^6 bytes) of parameters (0: no update ops).",
     ),
 ]
 
@@ -115,21 +168,24 @@ def pace() -> None:
     """PACE (optimal preemptive all-reduce scheduling with tensor fusion) vs the baselines.
 
     Run 'optsched pace MODEL_OR_FILE [options]' to compare the policies on one model (a
-    shipped profile name or a profile file), or 'optsched pace sweep [MODEL ...]' for the
-    speed-up over bandwidths and worker counts.
+    shipped profile name or a profile file), 'optsched pace solve INSTANCE' for PACE's exact
+    schedule of an instance file, 'optsched pace generate' for a random instance, or
+    'optsched pace sweep [MODEL ...]' for the speed-up over bandwidths and worker counts.
+    Units: ms, Gbit/s, MB = 10^6 bytes.
     """
 
 
 @pace.command("run")
-@click.argument("model")
+@click.argument("model", metavar="MODEL_OR_FILE")
 @_with_common
 @click.option("--no-schedule", is_flag=True, help="Leave PACE's schedule out of the JSON.")
 @click.option(
     "--validate/--no-validate",
     default=True,
     show_default=True,
-    help="Re-check every simulated trace with the independent validator.",
+    help="Re-check every policy's schedule with the independent validator.",
 )
+@output_option((".json", ".csv"), help="Write the report (.json) or the per-policy table (.csv)")
 @json_option
 def run_cmd(
     model: str,
@@ -144,33 +200,50 @@ def run_cmd(
     update_ms_per_mb: float,
     no_schedule: bool,
     validate: bool,
+    output: Path | None,
     as_json: bool,
 ) -> None:
-    """Compare FIFO, Horovod, P3, TicTac, ByteScheduler and PACE on MODEL (name or file)."""
-    from optsched.comm import compare
-    from optsched.comm.simulate import validate_trace
+    """Compare FIFO, Horovod, P3, TicTac, ByteScheduler and PACE on MODEL_OR_FILE.
 
-    result = compare(
-        model,
-        workers,
-        bandwidth_gbps,
-        latency_us,
-        partition_mb,
-        overhead_us=overhead_us,
-        fusion_mb=fusion_mb,
-        cycle_ms=cycle_ms,
-        order=order,
-        update_ms_per_mb=update_ms_per_mb,
-    )
+    MODEL_OR_FILE is a shipped profile name (see `optsched profile --list`) or a profile file.
+    """
+    from optsched.comm import compare
+    from optsched.comm import validate as check
+
+    with flag_names():
+        result = compare(
+            model,
+            workers,
+            bandwidth_gbps,
+            latency_us,
+            partition_mb,
+            overhead_us=overhead_us,
+            fusion_mb=fusion_mb,
+            cycle_ms=cycle_ms,
+            order=order,
+            update_ms_per_mb=update_ms_per_mb,
+        )
     if validate:
+        assert result.instance is not None
         for r in result.results.values():
-            validate_trace(result.dag, result.cost, r.plan, r.trace)
+            check(result.instance, r).raise_if_invalid()
     report = result.to_dict(schedule=not no_schedule)
     report["validated"] = validate
+    if output is not None:
+        _write_report(report, result.to_frame(), output)
     if as_json:
         print_json(report)
         return
     _print_comparison(result)
+
+
+def _write_report(report: dict[str, Any], frame: Any, output: Path) -> None:
+    from optsched._json import dumps
+
+    if output.suffix.lower() == ".csv":
+        frame.to_csv(output, index=False)
+    else:
+        output.write_text(dumps(report) + "\n", encoding="utf-8")
 
 
 def _print_comparison(result: Any) -> None:
@@ -180,7 +253,7 @@ def _print_comparison(result: Any) -> None:
     dag = result.dag
     err_console.print(
         f"[bold]{result.display_name}[/bold]: {dag.n_tensors} tensors, "
-        f"{dag.total_bytes / 2**20:.1f} MB, compute {dag.compute_ms:.2f} ms; "
+        f"{dag.total_bytes / 1e6:.1f} MB, compute {dag.compute_ms:.2f} ms; "
         f"{result.cost.description}",
         highlight=False,
     )
@@ -212,54 +285,92 @@ def _print_comparison(result: Any) -> None:
     )
 
 
-def sweep_rows(
-    models: list[str],
-    bandwidths: list[float],
-    workers: list[int],
-    latency_us: float,
-    **kwargs: Any,
-) -> list[dict[str, Any]]:
-    """One row per (model, workers, bandwidth): every policy's time and PACE's speed-ups."""
-    from rich.progress import Progress
+@pace.command("solve")
+@click.argument(
+    "instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--method",
+    type=click.Choice(["exact", "lp"]),
+    default="exact",
+    show_default=True,
+    help="'exact': fusion DP + Jackson's rule; 'lp': prove the optimum with the LP.",
+)
+@output_option(
+    (".json", ".csv"), help="Write the result (.json) or the iteration's timeline (.csv)"
+)
+@json_option
+@solver_options()  # innermost: it wraps the function, the options above attach to the wrapper
+def solve_cmd(
+    instance_path: Path,
+    method: str,
+    solver_opts: SolverOptions,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """PACE's exact schedule of a comm-instance file (see `optsched schema comm-instance`).
 
-    from optsched.comm import compare
+    Exits 3 when --method lp stops short (unless --accept-feasible).
+    """
+    from optsched.comm import CommInstance, solve
 
-    rows: list[dict[str, Any]] = []
-    total = len(models) * len(bandwidths) * len(workers)
-    with Progress(console=err_console, transient=True) as progress:
-        task = progress.add_task("sweep", total=total)
-        for model in models:
-            for n in workers:
-                for bw in bandwidths:
-                    res = compare(model, n, bw, latency_us, **kwargs)
-                    times = res.iteration_times
-                    pace_t = times["pace"]
-                    best = min(times[b] for b in BASELINES if b in times)
-                    row: dict[str, Any] = {
-                        "model": res.model,
-                        "workers": n,
-                        "bandwidth_gbps": bw,
-                        "lower_bound": res.lower_bound,
-                        **{name: times[name] for name in times},
-                        "speedup_vs_best_baseline": best / pace_t,
-                        "speedup_vs_horovod": times.get("horovod", pace_t) / pace_t,
-                        "best_baseline": min(
-                            (b for b in BASELINES if b in times), key=lambda b: times[b]
-                        ),
-                    }
-                    rows.append(row)
-                    progress.advance(task)
-    return rows
+    with flag_names():
+        instance = CommInstance.load(instance_path)
+        result = solve(
+            instance,
+            method=method,  # type: ignore[arg-type]
+            solver=solver_opts.solver,
+            time_limit=solver_opts.time_limit,
+            accept_feasible=solver_opts.accept_feasible,
+        )
+    payload = result.to_dict()
+    if output is not None:
+        if output.suffix.lower() == ".csv":
+            assert result.solution is not None
+            result.solution.to_frame().to_csv(output, index=False)
+        else:
+            from optsched._json import dumps
+
+            output.write_text(dumps(payload) + "\n", encoding="utf-8")
+    if as_json:
+        print_json(payload)
+        return
+    err_console.print(
+        f"{instance}: {result.status.value}, iteration {result.objective:.4f} ms, bound "
+        f"{result.bound if result.bound is None else f'{result.bound:.4f}'} ms, "
+        f"{payload.get('groups')} fused calls",
+        highlight=False,
+    )
 
 
-def _write_table(rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
+@pace.command("generate")
+@click.option("--seed", type=click.IntRange(min=0), required=True, help="Random seed (>= 0).")
+@click.option(
+    "--layers", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Layers."
+)
+@click.option("--chain", is_flag=True, help="A chain (default: a DAG).")
+@output_option((".json", ".toml"), required=True, help="Instance file to write")
+@json_option
+def generate_cmd(seed: int, layers: int, chain: bool, output: Path, as_json: bool) -> None:
+    """Write a random comm-instance (a random profile inline on a random cluster)."""
+    from optsched.comm import generate_instance
+
+    with flag_names({"layers": "--layers"}):
+        instance = generate_instance(seed=seed, layers=layers, dag=not chain)
+    instance.save(output)
+    if as_json:
+        print_json({"file": str(output), **instance.summary()})
+    else:
+        err_console.print(f"wrote {output}: {instance}", highlight=False)
+
+
+def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
     cols = list(rows[0])
-    csv_path = out / "pace_sweep.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=cols)
         writer.writeheader()
         writer.writerows(rows)
-    md_path = out / "pace_sweep.md"
+    md_path = csv_path.with_suffix(".md")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()]
@@ -270,112 +381,134 @@ def _write_table(rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
         + "\n",
         encoding="utf-8",
     )
-    return csv_path, md_path
-
-
-def _plot(rows: list[dict[str, Any]], out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    fig, axes = plt.subplots(
-        1, len(models), figsize=(4.2 * len(models), 3.4), squeeze=False, sharey=True
-    )
-    for ax, model in zip(axes[0], models, strict=True):
-        mine = [r for r in rows if r["model"] == model]
-        for n in sorted({r["workers"] for r in mine}):
-            pts = sorted((r for r in mine if r["workers"] == n), key=lambda r: r["bandwidth_gbps"])
-            x = [r["bandwidth_gbps"] for r in pts]
-            (line,) = ax.plot(
-                x, [r["speedup_vs_best_baseline"] for r in pts], marker="o", label=f"{n} workers"
-            )
-            ax.plot(
-                x,
-                [r["speedup_vs_horovod"] for r in pts],
-                linestyle="--",
-                color=line.get_color(),
-                alpha=0.6,
-            )
-        ax.set_xscale("log")
-        ax.set_title(model)
-        ax.set_xlabel("bandwidth (Gbit/s)")
-        ax.axhline(1.0, color="grey", linewidth=0.8)
-        ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("PACE speed-up")
-    axes[0][-1].legend(fontsize="small")
-    fig.suptitle("iteration time of the baseline / PACE (solid: best baseline; dashed: Horovod)")
-    fig.tight_layout()
-    path = out / "pace_sweep.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return md_path
 
 
 @pace.command("sweep")
 @click.argument("models", nargs=-1)
 @click.option(
     "--bandwidths",
+    type=NumberList(float, min=1e-6),
     default="1,2.5,10,25,40,100",
     show_default=True,
     help="Comma-separated bandwidths (Gbit/s).",
 )
 @click.option(
-    "--workers", "workers_text", default="4,8,16", show_default=True, help="Worker counts."
-)
-@click.option("--latency-us", type=float, default=5.0, show_default=True)
-@click.option("--partition-mb", type=float, default=None)
-@click.option("--overhead-us", type=float, default=0.0, show_default=True)
-@click.option("--fusion-mb", type=float, default=64.0, show_default=True)
-@click.option("--cycle-ms", type=float, default=5.0, show_default=True)
-@click.option("--all-models", is_flag=True, help="Every shipped profile.")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("pace_sweep"),
+    "--workers",
+    type=NumberList(int, min=1, max=10**6),
+    default="4,8,16",
     show_default=True,
-    help="Directory for pace_sweep.csv, pace_sweep.md and pace_sweep.png.",
+    help="Comma-separated worker counts.",
+)
+@click.option(
+    "--latency-us",
+    type=FiniteFloat(min=0),
+    default=5.0,
+    show_default=True,
+    help="Per-hop latency (us).",
+)
+@click.option(
+    "--partition-mb",
+    type=FiniteFloat(min=0, min_open=True),
+    default=None,
+    help="Partition of P3 and ByteScheduler (MB = 10^6 bytes; default: 4 MB / tuned).",
+)
+@click.option(
+    "--overhead-us",
+    type=FiniteFloat(min=0),
+    default=0.0,
+    show_default=True,
+    help="Fixed overhead per all-reduce call (us).",
+)
+@click.option(
+    "--fusion-mb", type=FiniteFloat(min=0, min_open=True), default=64.0, show_default=True
+)
+@click.option("--cycle-ms", type=FiniteFloat(min=0, min_open=True), default=5.0, show_default=True)
+@click.option(
+    "--order", type=click.Choice(["profile", "kahn"]), default="profile", show_default=True
+)
+@click.option("--update-ms-per-mb", type=FiniteFloat(min=0), default=0.0, show_default=True)
+@click.option("--all-models", is_flag=True, help="Every shipped profile.")
+@output_option(
+    (".csv",),
+    help="Table to write (default pace_sweep.csv); the run store (.sqlite), a markdown table "
+    "(.md) and the plot (.png) go beside it. Rerunning resumes from the store",
 )
 @json_option
 def sweep_cmd(
     models: tuple[str, ...],
-    bandwidths: str,
-    workers_text: str,
+    bandwidths: tuple[float, ...],
+    workers: tuple[int, ...],
     latency_us: float,
     partition_mb: float | None,
     overhead_us: float,
     fusion_mb: float,
     cycle_ms: float,
+    order: str,
+    update_ms_per_mb: float,
     all_models: bool,
-    out: Path,
+    output: Path | None,
     as_json: bool,
 ) -> None:
-    """Speed-up of PACE over bandwidths and worker counts (default models: resnet50, vgg16)."""
+    """Speed-up of PACE over bandwidths and worker counts (default models: resnet50, vgg16).
+
+    Every run is written to OUTPUT's .sqlite store as soon as it is computed; a killed sweep
+    rerun with the same options computes only the missing runs and writes the same table. A
+    rerun with other shared options (latency, overhead, partition, fusion, cycle, order,
+    update rate) exits 2 naming the option.
+    """
+    from optsched.comm.sweep import SWEEP_KIND, sweep, sweep_config
     from optsched.profiles import available_profiles
+    from optsched.report.store import RunStore
 
     chosen = list(models) or (available_profiles() if all_models else ["resnet50", "vgg16"])
-    bw = _floats(bandwidths, "bandwidths")
-    ws = _ints(workers_text, "workers")
-    rows = sweep_rows(
-        chosen,
-        bw,
-        ws,
-        latency_us,
-        partition_mb=partition_mb,
-        overhead_us=overhead_us,
-        fusion_mb=fusion_mb,
-        cycle_ms=cycle_ms,
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, md_path = _write_table(rows, out)
-    png_path = _plot(rows, out)
-    files = {"csv": str(csv_path), "markdown": str(md_path), "plot": str(png_path)}
+    csv_path = output or Path("pace_sweep.csv")
+    params: dict[str, Any] = {
+        "latency_us": latency_us,
+        "partition_mb": partition_mb,
+        "overhead_us": overhead_us,
+        "fusion_mb": fusion_mb,
+        "cycle_ms": cycle_ms,
+        "order": order,
+        "update_ms_per_mb": update_ms_per_mb,
+    }
+    from rich.progress import Progress
+
+    with flag_names():
+        store = RunStore(
+            csv_path.with_suffix(".sqlite"), kind=SWEEP_KIND, config=sweep_config(**params)
+        )
+        with store, Progress(console=err_console, transient=True) as progress:
+            task = progress.add_task("sweep", total=len(chosen) * len(workers) * len(bandwidths))
+            result = sweep(
+                chosen,
+                list(bandwidths),
+                list(workers),
+                **params,
+                store=store,
+                progress=lambda done, total: progress.update(task, completed=done),
+            )
+    rows = result.rows
+    md_path = _write_table(rows, csv_path)
+    from optsched.report.comm import plot_speedup
+
+    png_path = csv_path.with_suffix(".png")
+    plot_speedup(result.to_frame()).savefig(png_path, dpi=120)
+    files = {
+        "csv": str(csv_path),
+        "markdown": str(md_path),
+        "plot": str(png_path),
+        "store": str(store.path),
+    }
     if as_json:
-        print_json({"rows": rows, "files": files, "latency_us": latency_us})
+        print_json({"rows": rows, "files": files, "computed": result.computed, **result.config})
         return
     err_console.print(md_path.read_text(encoding="utf-8"), highlight=False)
-    err_console.print(f"wrote {csv_path}, {md_path} and {png_path}", highlight=False)
+    err_console.print(
+        f"wrote {csv_path}, {md_path} and {png_path} ({result.computed} runs computed, "
+        f"{len(rows) - result.computed} read from {store.path})",
+        highlight=False,
+    )
 
 
 def register(group: click.Group) -> None:

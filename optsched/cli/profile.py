@@ -97,7 +97,7 @@ def _print_profile(report: dict[str, Any], show_layers: bool) -> None:
         ("source", report["source"]),
         (
             "parameters",
-            f"{report['total_params']:,} ({report['total_bytes'] / 2**20:.1f} MiB "
+            f"{report['total_params']:,} ({report['total_bytes'] / 1e6:.1f} MB "
             f"at {report['dtype_bytes']} B each)",
         ),
         ("tensors / layers", f"{report['n_tensors']} / {report['n_layers']}"),

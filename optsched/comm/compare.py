@@ -1,4 +1,4 @@
-"""One call that runs every policy on a model and reports them side by side."""
+"""One call that runs every policy on one iteration and reports them side by side."""
 
 from __future__ import annotations
 
@@ -6,25 +6,29 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from optsched.comm.cost import CostModel
-from optsched.comm.dag import IterationDAG, build_dag
+from optsched.comm.dag import IterationDAG
 from optsched.comm.exact import ExactSchedule, exact_schedule
 from optsched.comm.fusion import no_fusion, optimal_fusion, threshold_fusion
-from optsched.comm.policies import Pace, Policy, PolicyResult, default_policies
+from optsched.comm.instance import CommInstance, check_budgets
+from optsched.comm.policies import Pace, Policy, default_policies
+from optsched.comm.schedule import CommSchedule
 from optsched.comm.simulate import Engine, lower_bound
 from optsched.errors import InvalidInstanceError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from optsched.profiles import Profile
 
-__all__ = ["Comparison", "compare"]
+__all__ = ["PolicyComparison", "compare"]
 
 
-@dataclass(frozen=True, eq=False)
-class Comparison:
-    """Every policy on one model, cluster and cost model.
+@dataclass(frozen=True, eq=False, repr=False)
+class PolicyComparison:
+    """Every policy on one iteration (model, cluster and cost model).
 
     Attributes
     ----------
@@ -37,7 +41,7 @@ class Comparison:
         Workers, bandwidth, latency, partition, fusion and cycle settings.
     lower_bound : float
         Lower bound on every policy's iteration time (ms).
-    results : dict of str to PolicyResult
+    results : dict of str to CommSchedule
         Per policy, in the order run.
     pace : ExactSchedule
         PACE's optimal schedule (fused groups, segments, completions).
@@ -52,9 +56,10 @@ class Comparison:
     cost: CostModel
     settings: dict[str, object]
     lower_bound: float
-    results: dict[str, PolicyResult]
+    results: dict[str, CommSchedule]
     pace: ExactSchedule
     fusion: dict[str, float] = field(default_factory=dict)
+    instance: CommInstance | None = None
 
     @property
     def iteration_times(self) -> dict[str, float]:
@@ -95,12 +100,45 @@ class Comparison:
             out["pace_schedule"] = self.pace.to_dict(self.dag.tensors)
         return out
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per policy: iteration time (ms), lower bound, ratio to PACE, overlap, calls.
+
+        Columns: ``model``, ``policy``, ``iteration_time_ms``, ``lower_bound_ms``,
+        ``ratio_to_pace`` (this policy's time / PACE's), ``overlap``, ``calls``,
+        ``comm_busy_ms``.
+        """
+        import pandas as pd
+
+        speed = self.speedup() if self.results else {}
+        rows: list[dict[str, Any]] = [
+            {
+                "model": self.model,
+                "policy": name,
+                "iteration_time_ms": r.iteration_time,
+                "lower_bound_ms": self.lower_bound,
+                "ratio_to_pace": speed.get(name),
+                "overlap": r.overlap,
+                "calls": r.n_calls,
+                "comm_busy_ms": r.trace.comm_busy_ms,
+            }
+            for name, r in self.results.items()
+        ]
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        times = ", ".join(f"{k}={v:.4g}" for k, v in self.iteration_times.items())
+        return f"PolicyComparison({self.model!r}, ms: {times}; lower_bound={self.lower_bound:.4g})"
+
+    def _repr_html_(self) -> str:
+        frame: Any = self.to_frame()
+        return str(frame.to_html(index=False))
+
 
 def compare(
-    profile: Profile | str | Path,
-    workers: int,
-    bandwidth_gbps: float,
-    latency_us: float,
+    profile: CommInstance | Profile | str | Path,
+    workers: int = 8,
+    bandwidth_gbps: float = 10.0,
+    latency_us: float = 5.0,
     partition_mb: float | None = None,
     *,
     overhead_us: float = 0.0,
@@ -110,18 +148,21 @@ def compare(
     update_ms_per_mb: float = 0.0,
     policies: Sequence[Policy] | None = None,
     engine: Engine = "numba",
-) -> Comparison:
-    """Run FIFO, Horovod, P3, TicTac, ByteScheduler and PACE on one model.
+) -> PolicyComparison:
+    """Run FIFO, Horovod, P3, TicTac, ByteScheduler and PACE on one iteration.
 
     Parameters
     ----------
-    profile : Profile or str or Path
-        A profile, a shipped profile name (``"resnet50"``) or a profile file.
-    workers : int
+    profile : CommInstance or Profile or str or Path
+        An instance (then ``workers``, ``bandwidth_gbps``, ``latency_us``, ``overhead_us``,
+        ``order`` and ``update_ms_per_mb`` come from it, and ``fusion_mb`` defaults to its
+        ``max_group_mb``), a profile, a shipped profile name (``"resnet50"``) or a profile
+        file.
+    workers : int, default 8
         Data-parallel workers (ring all-reduce).
-    bandwidth_gbps : float
+    bandwidth_gbps : float, default 10
         Per-link bandwidth (Gbit/s).
-    latency_us : float
+    latency_us : float, default 5
         Per-hop latency (microseconds).
     partition_mb : float, optional
         Partition size of P3 and ByteScheduler; ``None`` = P3's default and ByteScheduler's
@@ -129,7 +170,7 @@ def compare(
     overhead_us : float, default 0
         Fixed overhead per all-reduce call (microseconds): the per-partition overhead.
     fusion_mb : float, default 64
-        Horovod's fusion threshold and PACE's fusion buffer.
+        Horovod's fusion threshold and PACE's fusion buffer (MB = 10^6 bytes).
     cycle_ms : float, default 5
         Horovod's cycle time.
     order : {"profile", "kahn"} or sequence of str, optional
@@ -143,7 +184,7 @@ def compare(
 
     Returns
     -------
-    Comparison
+    PolicyComparison
 
     Raises
     ------
@@ -157,19 +198,39 @@ def compare(
     >>> result.fastest
     'pace'
     """
-    from optsched.profiles import Profile, load_profile
-
-    prof = profile if isinstance(profile, Profile) else load_profile(profile)
     if not (isinstance(fusion_mb, (int, float)) and math.isfinite(fusion_mb) and fusion_mb > 0):
         raise InvalidInstanceError("fusion_mb", f"must be a finite number > 0, got {fusion_mb!r}")
-    cost = CostModel.ring(workers, bandwidth_gbps, latency_us, overhead_us=overhead_us)
-    dag = build_dag(prof, order=order, update_ms_per_mb=update_ms_per_mb)
+    if isinstance(profile, CommInstance):
+        instance = profile
+        if instance.max_group_mb is not None and fusion_mb == 64.0:
+            fusion_mb = instance.max_group_mb
+    else:
+        from optsched.profiles import Profile
+
+        fields: dict[str, Any] = {
+            "profile": profile if isinstance(profile, Profile) else str(profile),
+            "workers": workers,
+            "bandwidth_gbps": bandwidth_gbps,
+            "latency_us": latency_us,
+            "overhead_us": overhead_us,
+            "update_ms_per_mb": update_ms_per_mb,
+            "max_group_mb": fusion_mb,
+        }
+        if order is not None:
+            fields["order"] = order if isinstance(order, str) else tuple(order)
+        instance = CommInstance(**fields)
+    prof = instance.resolved_profile
+    cost = instance.cost
+    dag = instance.dag
+    # PACE's fusion DP is the largest piece of work: refuse an instance over its budget before
+    # any policy runs.
+    check_budgets(dag.n_tensors)
     chosen = (
         list(policies)
         if policies is not None
         else default_policies(partition_mb=partition_mb, fusion_mb=fusion_mb, cycle_ms=cycle_ms)
     )
-    results: dict[str, PolicyResult] = {}
+    results: dict[str, CommSchedule] = {}
     for policy in chosen:
         results[policy.name] = policy.run(dag, cost, engine=engine)
     pace_policy = next((p for p in chosen if isinstance(p, Pace)), Pace(max_group_mb=fusion_mb))
@@ -181,16 +242,17 @@ def compare(
         "dp": max(dag.compute_ms, optimal_fusion(dag, cost, max_group_mb=fusion_mb).value),
     }
     settings: dict[str, object] = {
-        "workers": int(workers),
-        "bandwidth_gbps": float(bandwidth_gbps),
-        "latency_us": float(latency_us),
-        "overhead_us": float(overhead_us),
+        "workers": instance.workers,
+        "bandwidth_gbps": instance.bandwidth_gbps,
+        "latency_us": instance.latency_us,
+        "overhead_us": instance.overhead_us,
         "partition_mb": partition_mb,
         "fusion_mb": float(fusion_mb),
         "cycle_ms": float(cycle_ms),
-        "update_ms_per_mb": float(update_ms_per_mb),
+        "update_ms_per_mb": instance.update_ms_per_mb,
+        "mb_bytes": 10**6,
     }
-    return Comparison(
+    return PolicyComparison(
         model=prof.name,
         display_name=prof.display_name,
         dag=dag,
@@ -200,4 +262,5 @@ def compare(
         results=results,
         pace=pace,
         fusion=fusion,
+        instance=instance,
     )

@@ -101,6 +101,10 @@ def execution_order(profile: Profile, order: str | Sequence[str] | None = None) 
                 if indegree[w] == 0:
                     ready.append(w)
         return out
+    if not isinstance(order, Sequence) or not all(isinstance(x, str) for x in order):
+        raise InvalidInstanceError(
+            "order", f"must be 'profile', 'kahn' or a list of layer names, got {order!r}"
+        )
     names = list(order)
     seen: set[int] = set()
     out = []
@@ -412,7 +416,7 @@ def build_dag(
     order : {"profile", "kahn"} or sequence of str, optional
         Forward execution order (see :func:`execution_order`).
     update_ms_per_mb : float, default 0
-        Optimizer update time per MB of parameters; 0 leaves the updates out.
+        Optimizer update time per MB (10^6 bytes) of parameters; 0 leaves the updates out.
 
     Returns
     -------
@@ -428,7 +432,12 @@ def build_dag(
     Complexity :math:`O(L + n)` for ``L`` layers and ``n`` tensors (the networkx graph is
     built lazily).
     """
-    if not (math.isfinite(update_ms_per_mb) and update_ms_per_mb >= 0):
+    if not (
+        not isinstance(update_ms_per_mb, bool)
+        and isinstance(update_ms_per_mb, (int, float))
+        and math.isfinite(update_ms_per_mb)
+        and update_ms_per_mb >= 0
+    ):
         raise InvalidInstanceError(
             "update_ms_per_mb", f"must be a finite number >= 0, got {update_ms_per_mb!r}"
         )

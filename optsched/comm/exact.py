@@ -117,7 +117,10 @@ def priority_schedule(
     Notes
     -----
     :math:`O(n \log n)`. With ``priority = -tail`` this is Jackson's preemptive rule, optimal
-    for :math:`\max_j (C_j + q_j)`.
+    for :math:`\max_j (C_j + q_j)`. Loop bound: each pass either finishes the job at the top
+    of the heap (``n`` times) or runs it up to the next release, which the following pass
+    pushes (``n`` times); when rounding leaves ``t`` one ulp short of that release, the next
+    pass runs the one-ulp remainder, so at most ``3n`` passes.
     """
     r = np.asarray(release, dtype=np.float64).ravel()
     w = np.asarray(work, dtype=np.float64).ravel()

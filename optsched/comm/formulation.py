@@ -40,11 +40,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.solvers import SolveResult, Status, solve
+from optsched.tolerances import INTEGRALITY_TOL
 
 __all__ = ["INTEGRALITY_TOL", "LPResult", "TransportLP", "build_lp", "feasible", "solve_lp"]
-
-#: Distance from the nearest integer below which an LP value counts as integral.
-INTEGRALITY_TOL = 1e-6
 
 # HiGHS runs simplex, which returns a vertex (basic) solution: the integrality claim is about
 # vertices.
@@ -178,7 +176,13 @@ def build_lp(
 
 
 def feasible(
-    release: ArrayLike, work: ArrayLike, tail: ArrayLike, theta: float, *, solver: str = "highs"
+    release: ArrayLike,
+    work: ArrayLike,
+    tail: ArrayLike,
+    theta: float,
+    *,
+    solver: str = "highs",
+    time_limit: float | None = None,
 ) -> tuple[bool, TransportLP, SolveResult]:
     r"""Solve the feasibility LP at a fixed :math:`\Theta`.
 
@@ -197,7 +201,13 @@ def feasible(
     """
     lp = build_lp(release, work, tail, float(theta))
     try:
-        result = solve(lp.problem, solver, build_seconds=lp.build_seconds, options=_options(solver))
+        result = solve(
+            lp.problem,
+            solver,
+            time_limit=time_limit,
+            build_seconds=lp.build_seconds,
+            options=_options(solver),
+        )
     except NotOptimalError as exc:
         if exc.result.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
             assert isinstance(exc.result, SolveResult)  # raised by the solver layer
@@ -248,7 +258,12 @@ def _matrix(lp: TransportLP, n: int, theta: float) -> tuple[NDArray, NDArray]:
 
 
 def solve_lp(
-    release: ArrayLike, work: ArrayLike, tail: ArrayLike, *, solver: str = "highs"
+    release: ArrayLike,
+    work: ArrayLike,
+    tail: ArrayLike,
+    *,
+    solver: str = "highs",
+    time_limit: float | None = None,
 ) -> LPResult:
     r"""Minimise :math:`\max_j (C_j + q_j)` with the transportation LP and an exact search.
 
@@ -258,6 +273,8 @@ def solve_lp(
         Jobs.
     solver : str, default "highs"
         Any LP solver cvxpy can call through :func:`optsched.solvers.solve`.
+    time_limit : float, optional
+        Seconds for the whole search (model building included); each LP gets what is left.
 
     Returns
     -------
@@ -275,14 +292,24 @@ def solve_lp(
     start = time.perf_counter()
     r, w, q = _check(release, work, tail)
     n = r.size
+    from optsched.limits import check_size
+
+    # Each job spans at most 2n slots: refuse an LP over the variable budget before building.
+    check_size("work", 2.0 * n * n, "max_model_variables", "LP variables")
     solves: list[SolveResult] = []
+
+    def left() -> float | None:
+        if time_limit is None:
+            return None
+        return max(time_limit - (time.perf_counter() - start), 1e-3)
+
     lo0 = float(np.max(r + w + q))
     hi0 = float(np.max(r) + np.sum(w) + np.max(q))
     cands = np.unique(np.add.outer(r, q).ravel())
     cands = np.unique(np.concatenate([[lo0, hi0], cands[(cands > lo0) & (cands < hi0)]]))
 
     def check(theta: float) -> tuple[bool, TransportLP]:
-        ok, lp, res = feasible(r, w, q, theta, solver=solver)
+        ok, lp, res = feasible(r, w, q, theta, solver=solver, time_limit=left())
         solves.append(res)
         return ok, lp
 
@@ -305,7 +332,13 @@ def solve_lp(
         value, lp = float(cands[0]), hi_lp
     else:
         lp = build_lp(r, w, q, (float(cands[hi_i - 1]), float(cands[hi_i])))
-        res = solve(lp.problem, solver, build_seconds=lp.build_seconds, options=_options(solver))
+        res = solve(
+            lp.problem,
+            solver,
+            time_limit=left(),
+            build_seconds=lp.build_seconds,
+            options=_options(solver),
+        )
         solves.append(res)
         value = float(lp.theta.value)  # type: ignore[union-attr]
     x, bounds = _matrix(lp, n, value)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from optsched.comm.cost import MB, CostModel
+from optsched.comm.cost import MB, CostModel, number
 from optsched.comm.dag import IterationDAG
 from optsched.comm.exact import ExactSchedule, exact_schedule
 from optsched.comm.kernels import fusion_kernel
@@ -81,9 +81,13 @@ class Fusion:
 
 
 def _limits(max_bytes: float | None, max_tensors: int | None, n: int) -> tuple[float, int]:
-    mb = math.inf if max_bytes is None else float(max_bytes)
-    if not mb > 0:
+    mb = math.inf if max_bytes is None else number(max_bytes, "max_group_mb")
+    if not mb > 0 or math.isnan(mb):
         raise InvalidInstanceError("max_group_mb", f"must be > 0, got {max_bytes!r}")
+    if max_tensors is not None and (
+        isinstance(max_tensors, bool) or not isinstance(max_tensors, (int, np.integer))
+    ):
+        raise InvalidInstanceError("max_group_tensors", f"must be an integer, got {max_tensors!r}")
     mt = n if max_tensors is None else int(max_tensors)
     if mt < 1:
         raise InvalidInstanceError("max_group_tensors", f"must be >= 1, got {max_tensors!r}")
@@ -102,7 +106,7 @@ def no_fusion(dag: IterationDAG, cost: CostModel) -> Fusion:
 
 
 def threshold_fusion(dag: IterationDAG, cost: CostModel, threshold_mb: float = 64.0) -> Fusion:
-    """Horovod-style static fusion: fill groups up to ``threshold_mb`` in release order.
+    """Horovod-style static fusion: fill groups up to ``threshold_mb`` MB (10^6 bytes).
 
     Tensors are taken in release order (the reverse of consumption order) and appended to the
     current group while it stays within the threshold; a tensor larger than the threshold
@@ -110,7 +114,7 @@ def threshold_fusion(dag: IterationDAG, cost: CostModel, threshold_mb: float = 6
     fusion cycle; the simulator's Horovod policy forms its groups from what is ready at each
     cycle instead.
     """
-    if not threshold_mb > 0:
+    if not number(threshold_mb, "threshold_mb") > 0:
         raise InvalidInstanceError("threshold_mb", f"must be > 0, got {threshold_mb!r}")
     limit = threshold_mb * MB
     size = dag.tensor_bytes
@@ -143,7 +147,8 @@ def optimal_fusion(
     dag : IterationDAG
     cost : CostModel
     max_group_mb : float, optional
-        Size limit of a group of two or more tensors (a fusion buffer); a single tensor larger
+        Size limit in MB (10^6 bytes) of a group of two or more tensors (a fusion buffer); a
+        single tensor larger
         than it still travels alone. ``None`` = no limit.
     max_group_tensors : int, optional
         Limit on tensors per group.
@@ -161,7 +166,10 @@ def optimal_fusion(
     Notes
     -----
     Exact over contiguous groupings in consumption order (module notes);
-    :math:`O(n^2 G)` with :math:`G` the number of groups a prefix may use.
+    :math:`O(n^2 G)` with :math:`G` the number of groups a prefix may use: the kernel's three
+    nested loops run at most :math:`n(n+1)(n+2)/6` inner steps over two
+    :math:`(n+1)^2` tables, which :func:`~optsched.comm.instance.check_budgets` checks against
+    the ``max_events`` and ``max_array_cells`` budgets before allocating (field ``profile``).
     """
     n = dag.n_tensors
     max_bytes, max_tensors = _limits(
@@ -169,6 +177,9 @@ def optimal_fusion(
     )
     if n == 0:
         return Fusion((), -math.inf, "dp")
+    from optsched.comm.instance import check_budgets
+
+    check_budgets(n)
     h = dag.release + dag.tail
     prefix = np.concatenate([[0.0], np.cumsum(dag.tensor_bytes)])
     value, starts = fusion_kernel(

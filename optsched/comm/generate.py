@@ -6,12 +6,79 @@ profiles do not cover. Every profile is valid by construction.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor
 
-__all__ = ["random_order", "random_profile"]
+if TYPE_CHECKING:
+    from optsched.comm.instance import CommInstance
+
+__all__ = ["generate_instance", "random_order", "random_profile"]
+
+#: Bandwidths (Gbit/s) and worker counts :func:`generate_instance` draws from.
+GENERATED_BANDWIDTHS_GBPS = (1.0, 2.5, 10.0, 25.0, 40.0, 100.0)
+GENERATED_WORKERS = (2, 4, 8, 16, 32)
+
+
+def generate_instance(
+    *,
+    seed: int,
+    layers: int = 8,
+    max_tensors: int = 3,
+    dag: bool = True,
+    max_params: int = 4_000_000,
+    max_ms: float = 5.0,
+) -> CommInstance:
+    """A random instance: a :func:`random_profile` (inline) on a random cluster.
+
+    Workers are drawn from :data:`GENERATED_WORKERS`, the bandwidth from
+    :data:`GENERATED_BANDWIDTHS_GBPS`, the latency uniformly in [1, 20] us and the per-call
+    overhead in [0, 50] us. The same seed gives the same instance (byte-identical JSON).
+
+    Parameters
+    ----------
+    seed : int
+        Random seed (>= 0).
+    layers, max_tensors, dag, max_params, max_ms
+        Passed to :func:`random_profile`.
+
+    Returns
+    -------
+    CommInstance
+
+    Raises
+    ------
+    InvalidInstanceError
+        A negative seed or a bad profile parameter (named).
+
+    Examples
+    --------
+    >>> generate_instance(seed=1) == generate_instance(seed=1)
+    True
+    """
+    from optsched.comm.instance import CommInstance
+
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidInstanceError("seed", f"must be an integer >= 0, got {seed!r}")
+    profile = random_profile(
+        int(seed),
+        layers=layers,
+        max_tensors=max_tensors,
+        dag=dag,
+        max_params=max_params,
+        max_ms=max_ms,
+    )
+    rng = np.random.default_rng([int(seed), 1])
+    return CommInstance(
+        profile=profile,
+        workers=int(rng.choice(GENERATED_WORKERS)),
+        bandwidth_gbps=float(rng.choice(GENERATED_BANDWIDTHS_GBPS)),
+        latency_us=round(float(rng.uniform(1.0, 20.0)), 3),
+        overhead_us=round(float(rng.uniform(0.0, 50.0)), 3),
+    )
 
 
 def random_profile(
@@ -52,6 +119,8 @@ def random_profile(
     """
     if layers < 1:
         raise InvalidInstanceError("layers", f"must be >= 1, got {layers}")
+    if not (isinstance(max_ms, (int, float)) and 0 <= max_ms <= 1e8):
+        raise InvalidInstanceError("max_ms", f"must be a number in [0, 1e8], got {max_ms!r}")
     if max_tensors < 1:
         raise InvalidInstanceError("max_tensors", f"must be >= 1, got {max_tensors}")
     if max_params < 1:

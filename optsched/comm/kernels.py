@@ -23,6 +23,20 @@ a priority (smaller first). A **call** is one all-reduce carrying one or more pi
   outstanding, so ``window = 0`` means one call at a time). A call takes the ready piece of
   smallest priority and, when ``fuse_limit > 0``, the next ready pieces in priority order while
   the call stays within ``fuse_limit`` bytes (it stops at the first that does not fit).
+
+Loop bounds (``n`` pieces)
+--------------------------
+* Preemptive channel: every pass of the main loop either finishes the running piece (at most
+  ``n`` times) or jumps ``t`` to the next release, which the next pass pushes (at most ``n``
+  times): at most ``2n`` passes, each with ``O(log n)`` heap work.
+* Atomic channel: every pass either admits a call, finishes the running call (each at most
+  ``n`` times), or moves ``t`` to the next event: a release (at most ``n``) or, in cycle mode,
+  the next tick while pieces wait, after which every waiting piece is admitted. Ticks are
+  jumped to, never stepped through, so idle time costs no passes; callers keep the horizon
+  below ``2^52`` cycles so tick times are exact (:class:`~optsched.comm.policies.Horovod`).
+* Fusion DP: three nested ranges, at most ``n(n+1)(n+2)/6`` inner steps over two
+  ``(n+1) x (n+1)`` tables; :func:`~optsched.comm.instance.check_budgets` refuses an ``n`` over
+  the budgets before the kernel is called.
 """
 
 from __future__ import annotations

@@ -37,29 +37,34 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from optsched.comm.cost import MB, CostModel
+from optsched.comm.cost import MB, CostModel, number
 from optsched.comm.dag import IterationDAG
 from optsched.comm.fusion import optimal_fusion
-from optsched.comm.simulate import ChannelPlan, Engine, Trace, lower_bound, simulate
+from optsched.comm.schedule import CommSchedule
+from optsched.comm.simulate import ChannelPlan, Engine, lower_bound, simulate
 from optsched.errors import InvalidInstanceError
+from optsched.limits import check_size
+
+if TYPE_CHECKING:
+    from optsched.comm.instance import CommInstance
 
 __all__ = [
     "BYTESCHEDULER_CREDITS",
     "BYTESCHEDULER_PARTITIONS_MB",
+    "FIFO",
     "P3",
+    "PIECE_CELLS",
     "POLICIES",
     "ByteScheduler",
-    "Fifo",
     "Horovod",
     "Pace",
     "Policy",
-    "PolicyResult",
     "TicTac",
     "default_policies",
     "run_policy",
@@ -72,7 +77,7 @@ BYTESCHEDULER_CREDITS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 
 
 def _positive(value: float, field_name: str) -> float:
-    value = float(value)
+    value = number(value, field_name)
     if not (math.isfinite(value) and value > 0):
         raise InvalidInstanceError(field_name, f"must be a finite number > 0, got {value!r}")
     return value
@@ -97,9 +102,19 @@ def _release_rank(dag: IterationDAG) -> NDArray[np.float64]:
     return _rank(-idx, dag.release)
 
 
+#: Cost of one piece of a plan, in 8-byte cells: the Python objects of the piece list, the
+#: plan's arrays and the validator's per-piece work. The slicing budget counts
+#: ``pieces * PIECE_CELLS`` against ``max_array_cells`` (by default about 390,000 pieces per
+#: plan), so a tensor sliced into absurdly many partitions is refused before it is sliced.
+PIECE_CELLS = 256
+
+
 def _slices(
-    dag: IterationDAG, slice_bytes: float
+    dag: IterationDAG, slice_bytes: float, field_name: str = "partition_mb"
 ) -> tuple[list[list[tuple[int, float]]], list[int], list[int]]:
+    # The loop below runs once per slice: bound the count before building anything.
+    counts = np.maximum(np.ceil(dag.tensor_bytes / slice_bytes), 1.0)
+    check_size(field_name, float(counts.sum()) * PIECE_CELLS, "max_array_cells", "cells of slices")
     pieces: list[list[tuple[int, float]]] = []
     tensor: list[int] = []
     index: list[int] = []
@@ -112,60 +127,6 @@ def _slices(
             tensor.append(j)
             index.append(k)
     return pieces, tensor, index
-
-
-@dataclass(frozen=True, eq=False)
-class PolicyResult:
-    """Outcome of one policy on one iteration.
-
-    Attributes
-    ----------
-    name : str
-        Policy key (``"fifo"``, ``"pace"``, ...).
-    iteration_time : float
-        Simulated iteration time (ms).
-    lower_bound : float
-        :func:`~optsched.comm.simulate.lower_bound` of the instance (ms).
-    overlap : float
-        Fraction of communication time overlapped with compute.
-    params : dict
-        The policy's settings (after tuning).
-    trace : Trace
-        The simulated iteration.
-    plan : ChannelPlan
-        What was sent.
-    """
-
-    name: str
-    iteration_time: float
-    lower_bound: float
-    overlap: float
-    params: dict[str, object]
-    trace: Trace
-    plan: ChannelPlan
-    tuning: list[dict[str, float]] = field(default_factory=list)
-
-    @property
-    def n_calls(self) -> int:
-        """All-reduce calls issued."""
-        return self.trace.n_calls
-
-    def to_dict(self) -> dict[str, object]:
-        """JSON-ready summary (no trace)."""
-        out: dict[str, object] = {
-            "iteration_time": self.iteration_time,
-            "lower_bound": self.lower_bound,
-            "gap_to_lower_bound": self.iteration_time / self.lower_bound - 1.0
-            if self.lower_bound > 0
-            else 0.0,
-            "overlap": self.overlap,
-            "calls": self.n_calls,
-            "comm_busy_ms": self.trace.comm_busy_ms,
-            "params": self.params,
-        }
-        if self.tuning:
-            out["tuning_points"] = len(self.tuning)
-        return out
 
 
 class Policy(ABC):
@@ -181,11 +142,11 @@ class Policy(ABC):
         """Settings, JSON-ready."""
         return {}
 
-    def run(self, dag: IterationDAG, cost: CostModel, *, engine: Engine = "numba") -> PolicyResult:
-        """Simulate one iteration."""
+    def run(self, dag: IterationDAG, cost: CostModel, *, engine: Engine = "numba") -> CommSchedule:
+        """Simulate one iteration of ``dag`` under ``cost`` (the lower-level entry point)."""
         plan = self.plan(dag, cost)
         trace = simulate(dag, cost, plan, engine=engine)
-        return PolicyResult(
+        return CommSchedule(
             self.name,
             trace.iteration_time,
             lower_bound(dag, cost),
@@ -193,11 +154,23 @@ class Policy(ABC):
             self.params(),
             trace,
             plan,
+            dag,
         )
+
+    def __call__(self, instance: CommInstance, *, engine: Engine = "numba") -> CommSchedule:
+        """Schedule one iteration of ``instance`` (the family's calling convention).
+
+        Examples
+        --------
+        >>> from optsched.comm import FIFO, CommInstance
+        >>> FIFO()(CommInstance(profile="alexnet")).name
+        'fifo'
+        """
+        return self.run(instance.dag, instance.cost, engine=engine)
 
 
 @dataclass(frozen=True)
-class Fifo(Policy):
+class FIFO(Policy):
     """Whole tensors in readiness order, one call at a time (framework default, no fusion)."""
 
     name: ClassVar[str] = "fifo"
@@ -213,8 +186,8 @@ class Horovod(Policy):
     Parameters
     ----------
     threshold_mb : float, default 64
-        ``HOROVOD_FUSION_THRESHOLD``: a fused call carries at most this many MB (a larger
-        tensor travels alone).
+        ``HOROVOD_FUSION_THRESHOLD``: a fused call carries at most this many MB (10^6 bytes;
+        Horovod's own default is 64 MiB = 67.108864 MB); a larger tensor travels alone.
     cycle_ms : float, default 5
         ``HOROVOD_CYCLE_TIME``: ready tensors are collected and launched every cycle.
     """
@@ -228,6 +201,17 @@ class Horovod(Policy):
         _positive(self.cycle_ms, "horovod.cycle_ms")
 
     def plan(self, dag: IterationDAG, cost: CostModel) -> ChannelPlan:
+        # The simulator counts cycle ticks in float64: keep every tick index below 2^52 so
+        # that tick times are exact and the loop's jumps land on them.
+        horizon = (
+            dag.compute_ms + dag.n_tensors * cost.alpha_ms + cost.beta_ms_per_byte * dag.total_bytes
+        )
+        if horizon / self.cycle_ms > 2.0**52:
+            raise InvalidInstanceError(
+                "horovod.cycle_ms",
+                f"{self.cycle_ms:g} ms is too fine for an iteration of up to {horizon:.6g} ms "
+                "(more than 2^52 cycles)",
+            )
         return ChannelPlan.from_groups(
             dag,
             _whole_tensors(dag),
@@ -248,7 +232,7 @@ class P3(Policy):
     Parameters
     ----------
     slice_mb : float, default 4
-        Slice size (MB) [R: the reference's default partition].
+        Slice size in MB (10^6 bytes) [R: the reference's default partition].
     """
 
     slice_mb: float = 4.0
@@ -258,7 +242,7 @@ class P3(Policy):
         _positive(self.slice_mb, "p3.slice_mb")
 
     def plan(self, dag: IterationDAG, cost: CostModel) -> ChannelPlan:
-        pieces, tensor, index = _slices(dag, self.slice_mb * MB)
+        pieces, tensor, index = _slices(dag, self.slice_mb * MB, "p3.slice_mb")
         declared = dag.tensor_declared[np.array(tensor, dtype=np.int64)]
         prio = _rank(np.array(index, dtype=np.float64), declared.astype(np.float64))
         return ChannelPlan.from_groups(dag, pieces, prio)
@@ -286,7 +270,8 @@ class ByteScheduler(Policy):
     Parameters
     ----------
     partition_mb : float, optional
-        Partition size; ``None`` tunes it over :data:`BYTESCHEDULER_PARTITIONS_MB`.
+        Partition size in MB (10^6 bytes); ``None`` tunes it over
+        :data:`BYTESCHEDULER_PARTITIONS_MB`.
     credit : float, optional
         Credit in partitions (bytes in flight / partition size); ``None`` tunes it over
         :data:`BYTESCHEDULER_CREDITS` (credit tuning is on by default in ByteScheduler).
@@ -308,7 +293,7 @@ class ByteScheduler(Policy):
                 "bytescheduler", "plan() needs a fixed partition and credit; run() tunes them"
             )
         part = self.partition_mb * MB
-        pieces, tensor, index = _slices(dag, part)
+        pieces, tensor, index = _slices(dag, part, "bytescheduler.partition_mb")
         declared = dag.tensor_declared[np.array(tensor, dtype=np.int64)]
         prio = _rank(np.array(index, dtype=np.float64), declared.astype(np.float64))
         return ChannelPlan.from_groups(dag, pieces, prio, window=self.credit * part)
@@ -316,12 +301,12 @@ class ByteScheduler(Policy):
     def params(self) -> dict[str, object]:
         return {"partition_mb": self.partition_mb, "credit": self.credit}
 
-    def run(self, dag: IterationDAG, cost: CostModel, *, engine: Engine = "numba") -> PolicyResult:
+    def run(self, dag: IterationDAG, cost: CostModel, *, engine: Engine = "numba") -> CommSchedule:
         parts = (
             (self.partition_mb,) if self.partition_mb is not None else BYTESCHEDULER_PARTITIONS_MB
         )
         credits = (self.credit,) if self.credit is not None else BYTESCHEDULER_CREDITS
-        best: PolicyResult | None = None
+        best: CommSchedule | None = None
         tried: list[dict[str, float]] = []
         for p in parts:
             for c in credits:
@@ -332,7 +317,7 @@ class ByteScheduler(Policy):
                 if best is None or result.iteration_time < best.iteration_time:
                     best = result
         assert best is not None
-        return PolicyResult(
+        return CommSchedule(
             self.name,
             best.iteration_time,
             best.lower_bound,
@@ -340,6 +325,7 @@ class ByteScheduler(Policy):
             {**best.params, "tuned": self.partition_mb is None or self.credit is None},
             best.trace,
             best.plan,
+            dag,
             tried,
         )
 
@@ -351,7 +337,8 @@ class Pace(Policy):
     Parameters
     ----------
     max_group_mb : float or None, default 64
-        Fusion buffer: a group of two or more tensors carries at most this many MB. Give it the
+        Fusion buffer: a group of two or more tensors carries at most this many MB (10^6
+        bytes). Give it the
         same value as Horovod's threshold to compare on equal terms.
     max_group_tensors : int, optional
         Limit on tensors per group.
@@ -361,6 +348,15 @@ class Pace(Policy):
     max_group_tensors: int | None = None
     name: ClassVar[str] = "pace"
 
+    def __post_init__(self) -> None:
+        if self.max_group_mb is not None:
+            _positive(self.max_group_mb, "pace.max_group_mb")
+        t = self.max_group_tensors
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise InvalidInstanceError(
+                "pace.max_group_tensors", f"must be an integer >= 1, got {t!r}"
+            )
+
     def groups(self, dag: IterationDAG, cost: CostModel) -> tuple[tuple[int, int], ...]:
         """The fused groups (ranges in consumption order)."""
         return optimal_fusion(
@@ -368,7 +364,11 @@ class Pace(Policy):
         ).groups
 
     def plan(self, dag: IterationDAG, cost: CostModel) -> ChannelPlan:
-        groups = self.groups(dag, cost)
+        return self.plan_from_groups(dag, self.groups(dag, cost))
+
+    @staticmethod
+    def plan_from_groups(dag: IterationDAG, groups: tuple[tuple[int, int], ...]) -> ChannelPlan:
+        """The preemptive plan sending each group as one call, in group order of priority."""
         pieces = [[(j, float(dag.tensor_bytes[j])) for j in range(a, b)] for a, b in groups]
         # Groups are in consumption order and their tails do not increase along it, so the
         # group index is Jackson's largest-tail-first priority.
@@ -381,7 +381,7 @@ class Pace(Policy):
 
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (Fifo, Horovod, P3, TicTac, ByteScheduler, Pace)
+    cls.name: cls for cls in (FIFO, Horovod, P3, TicTac, ByteScheduler, Pace)
 }
 
 
@@ -404,7 +404,7 @@ def default_policies(
         Horovod's cycle time.
     """
     return [
-        Fifo(),
+        FIFO(),
         Horovod(threshold_mb=fusion_mb, cycle_ms=cycle_ms),
         P3() if partition_mb is None else P3(slice_mb=partition_mb),
         TicTac(),
@@ -414,13 +414,19 @@ def default_policies(
 
 
 def run_policy(
-    policy: Policy | str, dag: IterationDAG, cost: CostModel, *, engine: Engine = "numba"
-) -> PolicyResult:
-    """Run a policy (an instance or a name from :data:`POLICIES` with default settings)."""
+    policy: Policy | str, instance: CommInstance, *, engine: Engine = "numba"
+) -> CommSchedule:
+    """Run a policy (an object or a name from :data:`POLICIES` with default settings).
+
+    Raises
+    ------
+    InvalidInstanceError
+        An unknown policy name (field ``policy``).
+    """
     if isinstance(policy, str):
         if policy not in POLICIES:
             raise InvalidInstanceError(
                 "policy", f"unknown policy {policy!r}; known: {sorted(POLICIES)}"
             )
         policy = POLICIES[policy]()
-    return policy.run(dag, cost, engine=engine)
+    return policy(instance, engine=engine)
