@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,10 @@ from fuzz_engine import SEED_FILES, make_seeds, prepare_special_files
 @pytest.fixture(scope="session")
 def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Format name -> a valid seed file (plus ``fifo``: a FIFO nobody writes to)."""
-    shared = tmp_path_factory.getbasetemp().parent / "optsched-fuzz-seeds"
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's base is a child of the session's; without it, the base itself.
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = root / "optsched-fuzz-seeds"
     shared.mkdir(parents=True, exist_ok=True)
     done = shared / "done.json"
     with open(shared / "lock", "w") as lock:
