@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check --quiet
 # Two cores: the test suite runs on both.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test bench docs lint typecheck clean
+.PHONY: demo test bench docs lint typecheck clean fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,4 +59,11 @@ lint: $(VENV)/.lint
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) docs/_build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) docs/_build .pytest_cache .mypy_cache .ruff_cache .hypothesis fuzz-out
+
+# A longer fuzz campaign of the command line (outcome table, failing cases in fuzz-out/).
+FUZZ_MUTANTS ?= 30
+FUZZ_JOBS ?= 2
+FUZZ_ARGS ?=
+fuzz: $(VENV)/.test
+	$(PY) scripts/fuzz.py --mutants $(FUZZ_MUTANTS) --jobs $(FUZZ_JOBS) --options --out fuzz-out $(FUZZ_ARGS)
