@@ -278,14 +278,14 @@ def iter_lines(path: str | Path, *, max_bytes: int | None = None) -> Iterator[tu
         read = 0
         while True:
             try:
-                raw = fh.readline(MAX_LINE_CHARS + 1)
+                raw = fh.readline(MAX_LINE_CHARS + 3)
             except OSError as exc:
                 raise _refuse(p, f"cannot read {p}: {exc.strerror or exc}") from None
             if not raw:
                 return
             number += 1
             read += len(raw)
-            if len(raw) > MAX_LINE_CHARS:
+            if len(raw.rstrip(b"\r\n")) > MAX_LINE_CHARS:
                 raise _refuse(
                     p, f"{p} line {number} is longer than {MAX_LINE_CHARS:,} bytes", row=number
                 )

@@ -86,9 +86,9 @@ def _from_environment() -> Budget:
             raise InvalidInstanceError(
                 f"OPTSCHED_{name.upper()}", f"must be a positive number, got {raw!r}"
             ) from None
-        if not (math.isfinite(value) and value >= 1):
+        if not (math.isfinite(value) and value >= 1 and value == int(value)):
             raise InvalidInstanceError(
-                f"OPTSCHED_{name.upper()}", f"must be a finite number >= 1, got {raw!r}"
+                f"OPTSCHED_{name.upper()}", f"must be a whole number >= 1, got {raw!r}"
             )
         values[name] = int(value)
     return Budget(**values)
@@ -102,13 +102,10 @@ _scoped: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
 
 def current() -> Budget:
     """The budget in force (innermost :func:`override`, else :func:`set_budget`, else env)."""
-    global _process_budget
     scoped = _scoped.get()
     if scoped is not None:
         return scoped
-    if _process_budget is None:
-        _process_budget = _from_environment()
-    return _process_budget
+    return _process()
 
 
 def _replace(base: Budget, changes: dict[str, Any]) -> Budget:
@@ -123,10 +120,21 @@ def _replace(base: Budget, changes: dict[str, Any]) -> Budget:
     return dataclasses.replace(base, **changes)
 
 
-def set_budget(**changes: int) -> Budget:
-    """Change budgets for the rest of the process; returns the new budget."""
+def _process() -> Budget:
     global _process_budget
-    _process_budget = _replace(current(), changes)
+    if _process_budget is None:
+        _process_budget = _from_environment()
+    return _process_budget
+
+
+def set_budget(**changes: int) -> Budget:
+    """Change budgets for the rest of the process; returns the new budget.
+
+    Inside an :func:`override` block only ``changes`` outlive the block (the process budget is
+    changed, not the block's temporary one).
+    """
+    global _process_budget
+    _process_budget = _replace(_process(), changes)
     return _process_budget
 
 
@@ -160,8 +168,14 @@ def check_size(field: str, size: float, budget: str, what: str = "cells") -> Non
         ``size`` is not finite or exceeds the budget.
     """
     limit = getattr(current(), budget)
-    if not math.isfinite(size) or size > limit:
-        shown = f"{size:,.0f}" if math.isfinite(size) else str(size)
+    try:
+        value = float(size)
+    except OverflowError:  # an integer product beyond the float range
+        value = math.inf
+    if math.isnan(value) or value < 0:
+        raise InvalidInstanceError(field, f"derives a size that is not a number >= 0 ({size!r})")
+    if not math.isfinite(value) or value > limit:
+        shown = f"{value:,.0f}" if math.isfinite(value) else str(size)[:40]
         raise InvalidInstanceError(
             field,
             f"would need {shown} {what}, over the budget {budget} = {limit:,}; raise it with "

@@ -233,12 +233,6 @@ def test_solver_options_collects_valid_values(
     assert _one_object(out)["opts"] == SolverOptions().kwargs()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="solver_options wraps the command in a new function without carrying over the "
-    "click parameters already attached to it, so every option declared below the decorator "
-    "(here --json and --seed) silently disappears",
-)
 def test_solver_options_keeps_the_options_declared_below_it() -> None:
     @click.command()
     @solver_options()

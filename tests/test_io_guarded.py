@@ -171,11 +171,6 @@ def test_file_growing_past_the_cap_is_refused(
     assert "grew past" in str(err) and err.file == str(q)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iter_lines counts characters read against the byte budget, so multi-byte text can "
-    "read up to four times max_bytes before the growth check fires",
-)
 def test_streamed_growth_is_counted_in_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,12 +218,6 @@ def _far_bad_byte() -> bytes:
     return head + b"1500,\xff\n" + ("\n".join(rows[1501:]) + "\n").encode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iter_lines decodes through a buffered text layer that decodes a whole chunk "
-    "(8 KiB) ahead of the line it returns, so an invalid byte is reported at the first line "
-    "of its chunk (line 1 for a small file), not its own line",
-)
 @pytest.mark.parametrize(
     ("body", "line"),
     [(b"a,b\n1,2\n3,\xff\n5,6\n", 3), (_far_bad_byte(), 1501)],
@@ -420,11 +409,6 @@ def test_iter_lines_refuses_an_overlong_line_naming_its_row(tmp_path: Path) -> N
     assert _refused(lambda x: list(_io.iter_lines(x)), q).row == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iter_lines counts the newline against MAX_LINE_CHARS, so a line of exactly "
-    "MAX_LINE_CHARS characters (not longer than the cap) is refused",
-)
 def test_iter_lines_accepts_a_line_at_the_cap(tmp_path: Path) -> None:
     at_cap = "x" * _io.MAX_LINE_CHARS
     p = _write(tmp_path, "t.csv", f"a\n{at_cap}\nb\n")

@@ -124,11 +124,6 @@ def test_set_budget_lasts_for_the_process_and_overrides_scope_above_it() -> None
     assert seen == [11]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="set_budget builds the process budget from current(), which inside an override "
-    "block is the scoped budget, so the block's temporary values outlive it",
-)
 def test_set_budget_inside_an_override_keeps_only_its_own_change() -> None:
     with limits.override(max_file_bytes=10):
         limits.set_budget(max_events=5)
@@ -233,12 +228,6 @@ def test_check_size_refuses_non_finite_sizes(size: float) -> None:
     assert str(size) in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="check_size calls math.isfinite on the size, which raises OverflowError for an "
-    "integer product beyond the float range instead of refusing it",
-)
 def test_check_size_refuses_an_integer_beyond_the_float_range() -> None:
     with pytest.raises(InvalidInstanceError) as info:
         limits.check_size("horizon", 10**400, "max_array_cells")

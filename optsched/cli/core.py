@@ -74,7 +74,7 @@ def validate_cmd(instance: Path, schedule: Path | None, as_json: bool) -> None:
 
     data = load_data(instance)
     kind = data.get("kind", "oasis-instance") if isinstance(data, dict) else "oasis-instance"
-    if kind not in VALIDATORS:
+    if not isinstance(kind, str) or kind not in VALIDATORS:
         raise InvalidInstanceError(
             "kind", f"unknown instance kind {kind!r}; known: {sorted(VALIDATORS)}"
         )

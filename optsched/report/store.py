@@ -100,11 +100,12 @@ class RunStore:
         self.path = p
         self.kind = kind
         self.config = json.loads(_canonical(dict(config)))
+        self._db = sqlite3.connect(p, isolation_level=None)
         try:
-            self._db = sqlite3.connect(p, isolation_level=None)
             self._db.execute("PRAGMA synchronous=FULL")
             self._init()
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise InvalidInstanceError(
                 "<file>", f"{p} is not a sweep store optsched can read: {exc}", file=str(p)
             ) from None
@@ -228,10 +229,19 @@ class RunStore:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """One record (checked), or ``None`` if the run is not stored."""
-        for k, record in self.items():
-            if k == key:
-                return record
-        return None
+        row = self._db.execute("SELECT record, checksum FROM runs WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        text, digest = row
+        if _checksum(self.kind, key, text) != digest:
+            raise InvalidInstanceError(
+                f"runs[{key}]",
+                "record does not match its checksum (edited, corrupt or from another sweep); "
+                "remove it or start a new store",
+                file=str(self.path),
+            )
+        record: dict[str, Any] = json.loads(text)
+        return record
 
     def records(self) -> list[dict[str, Any]]:
         """Every record, checked, in key order."""
