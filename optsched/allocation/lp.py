@@ -346,65 +346,47 @@ def solve_lp_policy(
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
 
-    if objective == "max-sum-throughput":
-        cl = _classes(instance, t)
-        lp = _program(cl, _base(cl), None, None, objective=t[cl.rep])
-        build = time.perf_counter() - start
-        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
-        x = _fractions(cl, sol)
-        value = objective_value(instance, x, objective, aware)
-        res = _result(
-            TerminationCondition.OPTIMAL,
-            value,
-            sol.result.bound,
-            build,
-            sol.result.solve_seconds,
-            1,
-        )
-        return x, res, sol
-
-    if objective == "max-min":
-        tt = feasible_mask(instance).astype(np.float64) if not aware else t
-        p = proportional_throughput(tt, instance.capacities)
-        coef = tt * (instance.scale_factors / (instance.weights * p))[:, None]
-        cl = _classes(instance, coef)
-        lp = _program(cl, _base(cl), coef[cl.rep], np.ones(cl.n))
-        build = time.perf_counter() - start
-        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
-        x = _fractions(cl, sol)
-        value = objective_value(instance, x, objective, aware)
-        res = _result(
-            TerminationCondition.OPTIMAL,
-            value,
-            sol.result.bound,
-            build,
-            sol.result.solve_seconds,
-            1,
-        )
-        return x, res, sol
-
     sigma = instance.steps
-    if objective == "makespan":
-        if not (sigma > 0).any():
-            x = np.zeros((m, k))
-            return x, _result(TerminationCondition.OPTIMAL, 0.0, 0.0, 0.0, 0.0, 0), None
-        # z = scale / makespan with scale the makespan's lower bound (every job alone on its
-        # fastest type), so that the LP's objective is of order 1 and HiGHS's absolute
-        # tolerances are relative ones.
-        best_alone = np.max(t * feasible_mask(instance), axis=1)
-        scale = float(np.max(sigma / best_alone))
-        cl = _classes(instance, t, sigma)
-        lp = _program(cl, _base(cl), t[cl.rep], sigma[cl.rep] / scale)
+    if objective in ("makespan",) and not (sigma > 0).any():
+        return np.zeros((m, k)), _result(TerminationCondition.OPTIMAL, 0.0, 0.0, 0.0, 0.0, 0), None
+    if objective != "ftf":
+        # One LP; ``to_bound`` turns its optimal value into the policy's proven bound.
+        if objective == "max-sum-throughput":
+            cl = _classes(instance, t)
+            lp = _program(cl, _base(cl), None, None, objective=t[cl.rep])
+
+            def to_bound(v: float) -> float:
+                return v
+
+        elif objective == "max-min":
+            tt = feasible_mask(instance).astype(np.float64) if not aware else t
+            p = proportional_throughput(tt, instance.capacities)
+            coef = tt * (instance.scale_factors / (instance.weights * p))[:, None]
+            cl = _classes(instance, coef)
+            lp = _program(cl, _base(cl), coef[cl.rep], np.ones(cl.n))
+
+            def to_bound(v: float) -> float:
+                return v
+
+        else:
+            # z = scale / makespan with scale the makespan's lower bound (every job alone on its
+            # fastest type), so that the LP's objective is of order 1 and HiGHS's absolute
+            # tolerances act as relative ones.
+            scale = float(np.max(sigma / np.max(t * feasible_mask(instance), axis=1)))
+            cl = _classes(instance, t, sigma)
+            lp = _program(cl, _base(cl), t[cl.rep], sigma[cl.rep] / scale)
+
+            def to_bound(v: float) -> float:
+                return scale / v if v > 0 else math.inf
+
         build = time.perf_counter() - start
         sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
         assert sol.result.objective is not None
         x = _fractions(cl, sol)
         value = objective_value(instance, x, objective, aware)
-        bound = scale / sol.result.objective if sol.result.objective > 0 else math.inf
-        res = _result(
-            TerminationCondition.OPTIMAL, value, bound, build, sol.result.solve_seconds, 1
-        )
-        return x, res, sol
+        bound = to_bound(sol.result.objective)
+        stop = TerminationCondition.OPTIMAL
+        return x, _result(stop, value, bound, build, sol.result.solve_seconds, 1), sol
 
     # Finish-time fairness: a sequence of LPs over a proven bracket [lower, upper] of r*.
     _, since, c = _ftf_terms(instance, t)
