@@ -384,7 +384,7 @@ def test_sigint_to_a_running_optsched_command_exits_130() -> None:
     with subprocess.Popen(
         [
             *OPTSCHED, "tensorlights", "simulate", "--generate", "--jobs", "6",
-            "--iterations", "1000000", "1000000", "--engine", "python", "--json",
+            "--iterations", "1000000,1000000", "--engine", "python", "--json",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
