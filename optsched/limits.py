@@ -49,7 +49,9 @@ class Budget:
     max_int_digits : int
         Most digits of an integer literal in a file (any field's legal values are far shorter).
     max_model_variables : int
-        Most variables (or constraint rows) of one optimization model.
+        Most variables (or constraint rows) of one optimization model (a Pyomo model builds
+        roughly 30,000-100,000 variables a second, so the default bounds building to tens of
+        seconds; model building also counts against a solve's time limit).
     max_array_cells : int
         Most cells of one dense array a model, kernel or validator allocates
         (8 bytes each: the default is 800 MB).
@@ -62,7 +64,7 @@ class Budget:
     max_trace_rows: int = 20_000_000
     max_json_depth: int = 64
     max_int_digits: int = 40
-    max_model_variables: int = 5_000_000
+    max_model_variables: int = 1_000_000
     max_array_cells: int = 100_000_000
     max_events: int = 200_000_000
 

@@ -20,7 +20,7 @@ DEFAULTS = {
     "max_trace_rows": 20_000_000,
     "max_json_depth": 64,
     "max_int_digits": 40,
-    "max_model_variables": 5_000_000,
+    "max_model_variables": 1_000_000,
     "max_array_cells": 100_000_000,
     "max_events": 200_000_000,
 }

@@ -553,3 +553,28 @@ def test_instance_frame_has_one_row_per_job() -> None:
     assert list(frame.job) == [inst.job_name(i) for i in range(inst.n_jobs)]
     assert frame.total_work.tolist() == pytest.approx(list(inst.total_work))
     assert (frame.total_work == frame.epochs * frame.chunks * frame.work_per_chunk).all()
+
+
+def test_sweep_plot_of_ratios_equal_up_to_rounding() -> None:
+    """A histogram of 1 and 1 + 2e-16 once failed with 'Too many bins for data range'."""
+    from optsched.report.jobs import plot_sweep
+
+    records = [
+        {"ratio": r, "proven_bound": 2.0, "certified_ratio": 1.5} for r in (1.0, 1.0 + 2**-52)
+    ]
+    fig = plot_sweep(records)
+    assert fig.axes
+
+
+def test_model_building_counts_against_the_time_limit() -> None:
+    """A limit spent while building stops the build: no solver call, limit_no_solution."""
+    from optsched.errors import NotOptimalError
+    from optsched.jobs import generate_instance, solve
+
+    inst = generate_instance(6, worker_servers=3, ps_servers=3, horizon=12, seed=2)
+    with pytest.raises(NotOptimalError) as info:
+        solve(inst, time_limit=1e-9)
+    result = info.value.result
+    assert result.status.value == "limit_no_solution"
+    assert result.termination.value == "time_limit"
+    assert "building the model" in result.message

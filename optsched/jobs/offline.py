@@ -51,7 +51,7 @@ from optsched.jobs.instance import OasisInstance
 from optsched.jobs.schedule import Schedule, build_schedule, validate
 from optsched.limits import check_size
 from optsched.results import ExactResult
-from optsched.solvers import DEFAULT_MIP_GAP, SolveResult, Status
+from optsched.solvers import DEFAULT_MIP_GAP, BuildClock, SolveResult, Status
 from optsched.solvers import solve as solve_model
 from optsched.solvers.result import relative_gap
 from optsched.tolerances import UTILITY_TOL, WORK_TOL, leq
@@ -98,7 +98,9 @@ def can_complete(instance: OasisInstance, i: int) -> bool:
     return per_slot > 0 and leq(need, capacity, WORK_TOL)
 
 
-def build_model(instance: OasisInstance, *, relax: bool = False) -> Any:
+def build_model(
+    instance: OasisInstance, *, relax: bool = False, clock: BuildClock | None = None
+) -> Any:
     r"""Build the Pyomo model of the offline problem.
 
     Parameters
@@ -152,6 +154,7 @@ def build_model(instance: OasisInstance, *, relax: bool = False) -> Any:
     m.c = pyo.Var(m.IT, domain=bin_dom)
     m.y = pyo.Var(m.ITH, domain=int_dom, bounds=lambda _m, i, t, h: (0, ub_y[i, h]))
     m.z = pyo.Var(m.ITK, domain=int_dom, bounds=lambda _m, i, t, k: (0, ub_z[i, k]))
+    _tick(clock, "variables")
 
     # Index helpers: which (server) variables exist per (job, slot), and per (slot, server).
     y_of: dict[tuple[int, int], list[int]] = {}
@@ -166,13 +169,24 @@ def build_model(instance: OasisInstance, *, relax: bool = False) -> Any:
         expr=sum(float(util[i, t]) * m.c[i, t] for i, t in m.IT), sense=pyo.maximize
     )
     _one_completion(m, instance, slots)
+    _tick(clock, "one_completion")
     _work_requirement(m, instance, slots, y_of)
+    _tick(clock, "work_requirement")
     _worker_cap(m, instance, slots, y_of)
+    _tick(clock, "worker_cap")
     _worker_capacity(m, instance, slots, y_of)
+    _tick(clock, "worker_capacity")
     _ps_capacity(m, instance, slots, z_of)
+    _tick(clock, "ps_capacity")
     _ps_bandwidth(m, instance, y_of, z_of)
+    _tick(clock, "ps_bandwidth")
     _ps_count(m, y_of, z_of)
     return m
+
+
+def _tick(clock: BuildClock | None, stage: str) -> None:
+    if clock is not None:
+        clock.check(stage)
 
 
 def _one_completion(m: Any, inst: OasisInstance, slots: dict[int, range]) -> None:
@@ -417,7 +431,12 @@ def solve(
     import pyomo.environ  # noqa: F401 - imported before the clock so build time is model time
 
     start = time.perf_counter()
-    model = build_model(instance, relax=relax)
+    try:
+        # Building counts against the time limit: the clock stops it between stages.
+        model = build_model(instance, relax=relax, clock=BuildClock(time_limit, solver))
+    except NotOptimalError as exc:
+        assert isinstance(exc.result, SolveResult)
+        raise NotOptimalError(_wrap(exc.result, None, instance, relax=relax)) from None
     build_seconds = time.perf_counter() - start
     if initial is not None and not relax:
         set_start(model, instance, initial)

@@ -391,7 +391,17 @@ def plot_sweep(records: Sequence[Mapping[str, Any]], axes: Sequence[Axes] | None
             pts.append((value, _num(r["proven_bound"]), _num(r["certified_ratio"])))
     if pts:
         ratios = np.array([p[0] for p in pts], dtype=float)
-        ax1.hist(ratios, bins=min(20, max(5, len(pts) // 2)), color="tab:blue", alpha=0.8)
+        # An explicit range: ratios equal up to rounding (1 and 1 + 2e-16) leave numpy no room
+        # for finite-sized bins otherwise.
+        lo, hi = float(min(ratios)), float(max(ratios))
+        pad = max(hi - lo, 1e-6 * max(1.0, abs(hi)))
+        ax1.hist(
+            ratios,
+            bins=min(20, max(5, len(pts) // 2)),
+            range=(lo - pad / 2, hi + pad / 2),
+            color="tab:blue",
+            alpha=0.8,
+        )
     ax1.axvspan(*PAPER_BAND, color="tab:orange", alpha=0.2, label="paper's band (Fig. 5)")
     ax1.set_xlabel("OPT / ALG")
     ax1.set_ylabel("instances")

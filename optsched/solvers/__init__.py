@@ -17,6 +17,7 @@ from optsched.solvers.result import SolutionStatus, SolveResult, Status, Termina
 __all__ = [
     "DEFAULT_MIP_GAP",
     "SOLVERS",
+    "BuildClock",
     "LinearProgram",
     "MatrixSolution",
     "SolutionStatus",
@@ -61,6 +62,61 @@ def check_options(time_limit: float | None, mip_gap: float | None, threads: int 
         isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1
     ):
         raise InvalidInstanceError("threads", f"must be an integer >= 1, got {threads!r}")
+
+
+class BuildClock:
+    """Counts model building against a time limit, between the stages of a builder.
+
+    A builder calls :meth:`check` after each stage (variables, each constraint family); once
+    the limit is spent the build stops with :class:`~optsched.errors.NotOptimalError` whose
+    result is ``limit_no_solution`` (termination ``time_limit``), as a solver stopped by its
+    limit before finding a point would. Without a limit it never stops anything.
+
+    Examples
+    --------
+    >>> clock = BuildClock(None)
+    >>> clock.check("variables")
+    >>> clock.elapsed >= 0
+    True
+    """
+
+    def __init__(self, time_limit: float | None, solver: str = "highs") -> None:
+        import time
+
+        check_options(time_limit, None, None)
+        self.time_limit = time_limit
+        self.solver = solver
+        self._start = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the clock started."""
+        import time
+
+        return time.perf_counter() - self._start
+
+    def check(self, stage: str) -> None:
+        """Stop the build if the time limit is spent (naming the stage reached)."""
+        if self.time_limit is None or self.elapsed < self.time_limit:
+            return
+        from optsched.errors import NotOptimalError
+        from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
+
+        raise NotOptimalError(
+            assemble(
+                TerminationCondition.TIME_LIMIT,
+                SolutionStatus.NO_SOLUTION,
+                None,
+                None,
+                build_seconds=self.elapsed,
+                solve_seconds=0.0,
+                solver=self.solver,
+                solver_version="",
+                native_status="not started",
+                message=f"building the model used the {self.time_limit:g} s time limit "
+                f"(stopped after: {stage})",
+            )
+        )
 
 
 def solve(

@@ -7,8 +7,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.tensorlights.instance import TensorLightsInstance
+
+#: What one generated job (or host) counts against ``max_array_cells``.
+JOB_RECORD_CELLS = 1000
 
 __all__ = ["DEFAULT_BANDWIDTH", "generate_instance"]
 
@@ -51,6 +55,10 @@ def generate_instance(
         raise InvalidInstanceError("n_hosts", f"must be >= 1, got {n_hosts}")
     if n_jobs < 1:
         raise InvalidInstanceError("n_jobs", f"must be >= 1, got {n_jobs}")
+    # A generated job is a record of Python objects, far larger than one 8-byte cell: count it
+    # as JOB_RECORD_CELLS against the array budget, before anything is drawn.
+    limits.check_size("n_jobs", float(n_jobs) * JOB_RECORD_CELLS, "max_array_cells", "cells")
+    limits.check_size("n_hosts", float(n_hosts) * JOB_RECORD_CELLS, "max_array_cells", "cells")
     if len(iterations) != 2 or not 1 <= iterations[0] <= iterations[1]:
         raise InvalidInstanceError("iterations", f"must be 1 <= low <= high, got {iterations}")
     if len(workers) != 2 or not 1 <= workers[0] <= workers[1]:
