@@ -1,0 +1,65 @@
+"""Trace-driven simulation of a heterogeneous GPU cluster under a scheduling policy.
+
+The family's pieces: the world (:class:`ClusterSpec`, :class:`Throughputs`, :class:`World` built
+from a normalized job table), the one :class:`Policy` interface (:class:`SimState` in,
+:class:`Allocation` of :class:`Grant` out, or a Gavel-style fractional allocation), the engine
+(:func:`simulate`), the record (:class:`SimResult`), the independent validator (:func:`validate`),
+the replay of a per-round plan (:func:`replay_rounds`) and the metrics.
+"""
+
+from optsched.sim.cluster_spec import (
+    ClusterSpec,
+    GpuType,
+    load_gavel_cluster_specs,
+    parse_cluster,
+)
+from optsched.sim.engine import default_horizon, event_bound, simulate
+from optsched.sim.policy import (
+    Allocation,
+    FractionalAllocation,
+    Grant,
+    JobState,
+    Placement,
+    Policy,
+    PolicyError,
+    SimState,
+    carry_out,
+)
+from optsched.sim.record import INTERVAL_COLUMNS, JOB_RESULT_COLUMNS, SimResult
+from optsched.sim.replay import FixedRounds, replay_rounds
+from optsched.sim.throughputs import GENERIC, Throughputs, load_throughputs
+from optsched.sim.validate import validate
+from optsched.sim.world import JOB_COLUMNS, MODEL_FAMILIES, SimJob, World, job_type_for
+
+__all__ = [
+    "GENERIC",
+    "INTERVAL_COLUMNS",
+    "JOB_COLUMNS",
+    "JOB_RESULT_COLUMNS",
+    "MODEL_FAMILIES",
+    "Allocation",
+    "ClusterSpec",
+    "FixedRounds",
+    "FractionalAllocation",
+    "GpuType",
+    "Grant",
+    "JobState",
+    "Placement",
+    "Policy",
+    "PolicyError",
+    "SimJob",
+    "SimResult",
+    "SimState",
+    "Throughputs",
+    "World",
+    "carry_out",
+    "default_horizon",
+    "event_bound",
+    "job_type_for",
+    "load_gavel_cluster_specs",
+    "load_throughputs",
+    "parse_cluster",
+    "replay_rounds",
+    "simulate",
+    "validate",
+]
