@@ -17,8 +17,9 @@ wake-ups, every loop iteration consumes an arrival batch, a completion, a round 
 the loop runs at most ``2 n + R + W + 1`` times; that bound is checked against
 ``limits.max_events`` before anything runs. The horizon (``max_time``) defaults to the last arrival
 plus twice the sum, over jobs, of the job's time alone on its slowest type (slowed by
-``L / (L - restore)`` in rounds) plus ``restore_seconds`` per possible event; a run cut short there
-says so (``SimResult.truncated``).
+``L / (L - restore)`` in rounds), plus ``restore_seconds`` per possible event, plus ``n + 2``
+rounds (a job finishing mid-round leaves its GPUs idle until the round ends); a run cut short
+there says so (``SimResult.truncated``).
 
 Complexity: :math:`O(E (A \log A + S))` for :math:`E` events, :math:`A` active jobs and :math:`S`
 servers, plus the policy's own work.
@@ -80,7 +81,10 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
     n = len(world.jobs)
     rs = round_seconds or 0.0
     return (
-        world.jobs[-1].arrival + 2.0 * total * slow + world.restore_seconds * (4 * n + 2) + 2 * rs
+        world.jobs[-1].arrival
+        + 2.0 * total * slow
+        + world.restore_seconds * (4 * n + 2)
+        + (n + 2) * rs
     )
 
 
@@ -279,6 +283,14 @@ class _Engine:
                         f"{self.policy.name}: more wake-ups than its declared max_wakeups "
                         f"({self.wake_budget})"
                     )
+            # completions due at this instant (up to rounding) happen before the decision, so no
+            # job is preempted with a vanishing remainder
+            slack = TIME_TOL * max(1.0, abs(t))
+            while True:
+                t_c, i_c = self._peek_completion()
+                if t_c > t + slack:
+                    break
+                self._complete(i_c, min(t_c, t))
             while ptr < n and self.jobs[ptr].arrival <= t + TIME_TOL:
                 self.active[ptr] = None
                 ptr += 1

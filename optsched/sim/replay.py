@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim.engine import simulate
-from optsched.sim.policy import Allocation, Grant, Placement, Policy, SimState
+from optsched.sim.policy import Allocation, Grant, Placement, Policy, PolicyError, SimState
 from optsched.sim.record import SimResult
 from optsched.sim.world import World
 from optsched.tolerances import TIME_TOL
@@ -45,9 +45,18 @@ class FixedRounds(Policy):
         plan = self.rounds[k] if 0 <= k < len(self.rounds) else {}
         active = {s.job_id for s in state.active}
         grants = []
+        used: dict[str, int] = {}
+        by_id = {s.job_id: s for s in state.active}
         for job, where in plan.items():
             if job not in active:
                 continue
+            gpu_type = where.gpu_type if isinstance(where, Placement) else where
+            used[gpu_type] = used.get(gpu_type, 0) + by_id[job].job.num_gpus
+            if used[gpu_type] > state.capacity(gpu_type):
+                raise PolicyError(
+                    f"round {k}: the plan puts {used[gpu_type]} GPUs on {gpu_type!r}, which has "
+                    f"{state.capacity(gpu_type)}"
+                )
             if isinstance(where, Placement):
                 grants.append(Grant(job=job, gpu_type=where.gpu_type, placement=where))
             else:

@@ -200,13 +200,7 @@ class World:
             raise InvalidInstanceError(
                 "restore_seconds", f"must be a finite number >= 0, got {self.restore_seconds}"
             )
-        for t in self.cluster.names:
-            if t not in self.throughputs.gpu_types:
-                raise InvalidInstanceError(
-                    "cluster",
-                    f"GPU type {t!r} is not in the throughput table "
-                    f"({', '.join(self.throughputs.gpu_types)})",
-                )
+        _check_types(self.cluster, self.throughputs)
         seen: set[str] = set()
         for j in self.jobs:
             if j.job_id in seen:
@@ -267,6 +261,7 @@ class World:
     ) -> World:
         """Build the world from a normalized job table (see the module notes)."""
         tp = throughputs if throughputs is not None else Throughputs.uniform(cluster.names)
+        _check_types(cluster, tp)
         return cls(
             cluster=cluster,
             throughputs=tp,
@@ -279,6 +274,16 @@ class World:
             f"World({len(self.jobs)} jobs, cluster={self.cluster}, "
             f"restore_seconds={self.restore_seconds:g})"
         )
+
+
+def _check_types(cluster: ClusterSpec, throughputs: Throughputs) -> None:
+    for t in cluster.names:
+        if t not in throughputs.gpu_types:
+            raise InvalidInstanceError(
+                "cluster",
+                f"GPU type {t!r} is not in the throughput table "
+                f"({', '.join(throughputs.gpu_types)})",
+            )
 
 
 def _column(frame: pd.DataFrame, name: str, file: str | None) -> Sequence[object]:
