@@ -36,6 +36,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.tensorlights",
     "optsched.cli.pace",
     "optsched.cli.placement",
+    "optsched.cli.sim",
 ]
 
 

@@ -29,7 +29,15 @@ from optsched.sim.record import INTERVAL_COLUMNS, JOB_RESULT_COLUMNS, SimResult
 from optsched.sim.replay import FixedRounds, replay_rounds
 from optsched.sim.throughputs import GENERIC, Throughputs, load_throughputs
 from optsched.sim.validate import validate
-from optsched.sim.world import JOB_COLUMNS, MODEL_FAMILIES, SimJob, World, job_type_for
+from optsched.sim.world import (
+    JOB_COLUMNS,
+    MODEL_FAMILIES,
+    SimJob,
+    World,
+    job_type_for,
+    jobs_from_frame,
+    read_job_csv,
+)
 
 __all__ = [
     "GENERIC",
@@ -56,9 +64,11 @@ __all__ = [
     "default_horizon",
     "event_bound",
     "job_type_for",
+    "jobs_from_frame",
     "load_gavel_cluster_specs",
     "load_throughputs",
     "parse_cluster",
+    "read_job_csv",
     "replay_rounds",
     "simulate",
     "validate",

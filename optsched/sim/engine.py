@@ -45,7 +45,7 @@ from optsched.sim.policy import (
 )
 from optsched.sim.record import SimResult, add_interval, empty_intervals
 from optsched.sim.world import World
-from optsched.tolerances import TIME_TOL
+from optsched.tolerances import FIT_TOL, TIME_TOL
 
 __all__ = ["default_horizon", "event_bound", "simulate"]
 
@@ -167,7 +167,7 @@ class _Engine:
         self.jobs = world.jobs
         self.states = [JobState(job=j) for j in world.jobs]
         self.index = {j.job_id: j.index for j in world.jobs}
-        self.active: dict[int, None] = {}
+        self.active: dict[int, JobState] = {}
         self.running: dict[int, _Run] = {}
         self.heap: list[tuple[float, int, int]] = []
         self.table = empty_intervals()
@@ -175,9 +175,15 @@ class _Engine:
         self.first_start = [math.nan] * len(world.jobs)
         self.ever_ran = [False] * len(world.jobs)
         self.types = {t.name: t for t in world.cluster.gpu_types}
+        self.server_caps = {
+            t.name: [t.server_capacity(s) for s in range(t.num_servers)]
+            for t in world.cluster.gpu_types
+        }
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
         self.restore = world.restore_seconds
         self.decisions = 0
+        self.new_arrivals: list[int] = []
+        self.finished_ids: list[str] = []
         self.wakeups = 0
         self.wake_at = math.inf
         self.version = 0
@@ -285,14 +291,15 @@ class _Engine:
                     )
             # completions due at this instant (up to rounding) happen before the decision, so no
             # job is preempted with a vanishing remainder
-            slack = TIME_TOL * max(1.0, abs(t))
+            slack = FIT_TOL * max(1.0, abs(t))
             while True:
                 t_c, i_c = self._peek_completion()
                 if t_c > t + slack:
                     break
                 self._complete(i_c, min(t_c, t))
             while ptr < n and self.jobs[ptr].arrival <= t + TIME_TOL:
-                self.active[ptr] = None
+                self.active[ptr] = self.states[ptr]
+                self.new_arrivals.append(ptr)
                 ptr += 1
             if L is not None:
                 next_round = (math.floor(t / L + TIME_TOL) + 1) * L
@@ -324,6 +331,7 @@ class _Engine:
         st.partner = None
         st.last_stop = t
         self.completion[i] = t
+        self.finished_ids.append(st.job.job_id)
         del self.running[i]
         self.active.pop(i, None)
         p = run.partner
@@ -341,16 +349,22 @@ class _Engine:
     def _decide(self, t: float) -> None:
         for i in self.running:
             self._sync(i, t)
-        active = tuple(self.states[i] for i in self.active)
-        for st in active:
-            st.decisions_seen += 1
+        active = tuple(self.active.values())
+        arrived = tuple(self.states[i] for i in self.new_arrivals)
+        for st in arrived:
+            st.first_decision = self.decisions
         state = SimState(
             now=t,
             world=self.world,
             active=active,
             round_index=self.decisions,
             round_seconds=self.L,
+            running=tuple(self.states[i] for i in self.running),
+            arrived=arrived,
+            finished=tuple(self.finished_ids),
         )
+        self.new_arrivals = []
+        self.finished_ids = []
         self.decisions += 1
         alloc = self.policy.allocate(state)
         if not isinstance(alloc, Allocation):
@@ -437,10 +451,7 @@ class _Engine:
                 admitted.append((i, g))
             elif alloc.blocking:
                 break
-        free = {
-            name: [t.server_capacity(s) for s in range(t.num_servers)]
-            for name, t in self.types.items()
-        }
+        free = {name: list(caps) for name, caps in self.server_caps.items()}
         placed: dict[int, tuple[Placement, int]] = {}
         rest: list[tuple[int, Grant]] = []
         # explicit placements first

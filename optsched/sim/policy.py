@@ -152,8 +152,9 @@ class JobState:
         Start of its current/last run and end of its last run (NaN when never).
     preemptions : int
         Times it was stopped before completion or moved.
-    decisions_seen : int
-        Decision points it has been active at (this one included).
+    first_decision : int
+        Index of the first decision point it was active at (-1 before it arrives);
+        :meth:`SimState.decisions_seen` counts from it.
     queue : int
         A policy-owned slot (e.g. Tiresias's queue index); the engine never reads it.
     """
@@ -168,7 +169,7 @@ class JobState:
     last_start: float = math.nan
     last_stop: float = math.nan
     preemptions: int = 0
-    decisions_seen: int = 0
+    first_decision: int = -1
     queue: int = 0
 
     @property
@@ -199,9 +200,18 @@ class SimState:
     active : tuple of JobState
         Arrived, unfinished jobs, in arrival order.
     round_index : int
-        Decision points so far (0-based).
+        Index of this decision point (0-based).
     round_seconds : float or None
         The round length (None: event-driven).
+    running : tuple of JobState
+        The active jobs holding GPUs when the decision is taken (placed at the previous one).
+    arrived : tuple of JobState
+        Jobs that became active since the previous decision point.
+    finished : tuple of str
+        Ids of jobs that completed since the previous decision point.
+
+    ``running``, ``arrived`` and ``finished`` let a policy keep its own queues incrementally,
+    in time independent of the number of waiting jobs.
     """
 
     now: float
@@ -209,6 +219,13 @@ class SimState:
     active: tuple[JobState, ...]
     round_index: int
     round_seconds: float | None
+    running: tuple[JobState, ...] = ()
+    arrived: tuple[JobState, ...] = ()
+    finished: tuple[str, ...] = ()
+
+    def decisions_seen(self, s: JobState) -> int:
+        """Decision points ``s`` has been active at, this one included."""
+        return self.round_index - s.first_decision + 1 if s.first_decision >= 0 else 0
 
     def rate(self, state: JobState, gpu_type: str, consolidated: bool = True) -> float:
         """Steps/s of the job alone on its gang of ``gpu_type``."""
@@ -293,7 +310,7 @@ def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
             if not (value > 0) or gpu_type not in order:
                 continue
             received = s.rounds_received.get(gpu_type, 0)
-            active = max(1, s.decisions_seen)
+            active = max(1, state.decisions_seen(s))
             share = received / active
             prio = math.inf if share <= 0 else value / share
             keys.append((-prio, -value, s.job.arrival, order[gpu_type], jid, gpu_type))

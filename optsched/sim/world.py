@@ -58,6 +58,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from optsched import limits
@@ -75,6 +76,7 @@ __all__ = [
     "World",
     "job_type_for",
     "jobs_from_frame",
+    "read_job_csv",
 ]
 
 #: The normalized job-table columns the simulator reads.
@@ -258,14 +260,19 @@ class World:
         *,
         restore_seconds: float = 0.0,
         file: str | None = None,
+        first_row: int = 1,
     ) -> World:
-        """Build the world from a normalized job table (see the module notes)."""
+        """Build the world from a normalized job table (see the module notes).
+
+        Without ``throughputs`` every job is generic on a uniform table
+        (:meth:`Throughputs.uniform`: every GPU type equally fast).
+        """
         tp = throughputs if throughputs is not None else Throughputs.uniform(cluster.names)
         _check_types(cluster, tp)
         return cls(
             cluster=cluster,
             throughputs=tp,
-            jobs=jobs_from_frame(frame, cluster, tp, file=file),
+            jobs=jobs_from_frame(frame, cluster, tp, file=file, first_row=first_row),
             restore_seconds=restore_seconds,
         )
 
@@ -274,6 +281,38 @@ class World:
             f"World({len(self.jobs)} jobs, cluster={self.cluster}, "
             f"restore_seconds={self.restore_seconds:g})"
         )
+
+
+def read_job_csv(path: str | Path) -> pd.DataFrame:
+    """Read a normalized job table from a CSV file with a header line (the columns above).
+
+    The file goes through :func:`optsched._io.open_text` (regular file, size budget, UTF-8);
+    every cell is read as text and converted by :func:`jobs_from_frame`, whose errors then name
+    the file, the line and the column.
+
+    Raises
+    ------
+    InvalidInstanceError
+        A refused or malformed file, or a missing column.
+    """
+    import pandas as pd
+
+    from optsched._io import open_text
+
+    with open_text(path) as fh:
+        try:
+            frame = pd.read_csv(fh, dtype=str, keep_default_na=False, na_filter=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise InvalidInstanceError(
+                "<file>", f"{path}: not a CSV job table: {exc}", file=str(path)
+            ) from None
+    for c in JOB_COLUMNS:
+        if c not in frame.columns:
+            raise InvalidInstanceError(
+                c, f"missing column; the job table needs {', '.join(JOB_COLUMNS)}", file=str(path)
+            )
+    limits.check_size("jobs", len(frame), "max_trace_rows", "jobs")
+    return frame
 
 
 def _check_types(cluster: ClusterSpec, throughputs: Throughputs) -> None:
@@ -296,6 +335,8 @@ def _column(frame: pd.DataFrame, name: str, file: str | None) -> Sequence[object
 
 
 def _float(value: object, name: str, row: int, file: str | None, *, nan_ok: bool) -> float:
+    if isinstance(value, str) and value.strip().lower() in ("", "nan"):
+        value = math.nan
     if isinstance(value, bool) or not isinstance(value, int | float):
         try:
             value = float(value)  # type: ignore[arg-type]
@@ -325,10 +366,12 @@ def jobs_from_frame(
     throughputs: Throughputs,
     *,
     file: str | None = None,
+    first_row: int = 1,
 ) -> tuple[SimJob, ...]:
     """Validate a normalized job table and turn it into :class:`SimJob` records.
 
-    Rows are numbered from 1 in errors (the first data row of a CSV file is row 1).
+    Rows are numbered from ``first_row`` in errors (2 for a CSV file with a header line, so
+    that the row is the file's line number).
 
     Raises
     ------
@@ -346,7 +389,7 @@ def jobs_from_frame(
     seen: set[str] = set()
     last = 0.0
     for i in range(n):
-        row = i + 1
+        row = i + first_row
         jid = _text(cols["job_id"][i])
         if not jid:
             raise InvalidInstanceError("job_id", "must not be empty", file=file, row=row)

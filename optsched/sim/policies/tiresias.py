@@ -39,21 +39,22 @@ a threshold or a waiting job becomes due for promotion (``wake_at``). Preemptive
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policies.basic import greedy_allocation
-from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
+from optsched.sim.policies.basic import OrderPolicy
+from optsched.sim.policy import Allocation, Grant, JobState, SimState
 from optsched.sim.world import World
 from optsched.tolerances import TIME_TOL
 
 __all__ = ["Tiresias"]
 
 
-class Tiresias(Policy):
+class Tiresias(OrderPolicy):
     """Discretized 2D-LAS (``mode="las"``) or 2D-Gittins (``mode="gittins"``).
 
     Parameters
@@ -92,22 +93,26 @@ class Tiresias(Policy):
             raise InvalidInstanceError("promote_knob", f"must be > 0, got {promote_knob}")
         if max_promotions < 0:
             raise InvalidInstanceError("max_promotions", f"must be >= 0, got {max_promotions}")
+        super().__init__(aware=aware)
         self.mode = mode
         self.thresholds = th
         self.promote_knob = promote_knob
         self.skewed = tuple(p.lower() for p in skewed_prefixes)
-        self.aware = aware
         self.max_promotions = max_promotions
-        self.round_seconds = None
         self.name = f"tiresias-{mode}" + ("-perf" if aware else "")
         self._base: dict[str, float] = {}
         self._promotions: dict[str, int] = {}
+        self._due: dict[str, float] = {}
+        self._due_heap: list[tuple[float, str]] = []
         self._demand = np.zeros(0)
 
     def reset(self, world: World) -> None:
-        """Clear promotion state; build the demand distribution for Gittins."""
+        """Clear queues and promotion state; build the demand distribution for Gittins."""
+        super().reset(world)
         self._base = {}
         self._promotions = {}
+        self._due = {}
+        self._due_heap = []
         ref = world.throughputs.reference
         demand = []
         for j in world.jobs:
@@ -134,9 +139,12 @@ class Tiresias(Policy):
         return bisect.bisect_right(self.thresholds, self._service(s) + TIME_TOL)
 
     def gittins(self, a: float, delta: float) -> float:
-        """Gittins index of service ``a`` with quantum ``delta`` on the trace's demand."""
+        r"""Gittins index of service ``a`` with quantum ``delta`` on the trace's demand.
+
+        Complexity: :math:`O(\log n + m)` for :math:`m` jobs with demand above ``a``.
+        """
         d = self._demand
-        alive = d[d > a]
+        alive = d[np.searchsorted(d, a, side="right") :]
         if len(alive) == 0:
             return math.inf
         rest = alive - a
@@ -144,57 +152,70 @@ class Tiresias(Policy):
         work = float(np.mean(np.minimum(rest, delta)))
         return finish / work if work > 0 else math.inf
 
+    def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        """(queue,) for LAS; (queue, -Gittins index) for Gittins."""
+        q = self._queue(s)
+        if self.mode == "las":
+            return (q,)
+        a = self._service(s)
+        upper = self.thresholds[q] if q < len(self.thresholds) else a + self.thresholds[-1]
+        return (q, -self.gittins(a, max(upper - a, TIME_TOL)))
+
     def _skewed(self, s: JobState) -> bool:
         return s.job.model.lower().startswith(self.skewed) if self.skewed else False
 
-    def allocate(self, state: SimState) -> Allocation:
-        """Promote, sort by (queue, LAS/Gittins order), grant greedily, ask for the next wake."""
+    def on_wait(self, state: SimState, s: JobState) -> None:
+        """Schedule the promotion of a job that stops now."""
+        if self.promote_knob is None or self._promotions.get(s.job_id, 0) >= self.max_promotions:
+            return
+        due = state.now + self.promote_knob * (state.now - s.last_start)
+        self._due[s.job_id] = due
+        heapq.heappush(self._due_heap, (due, s.job_id))
+
+    def _next_due(self) -> float:
+        heap = self._due_heap
+        while heap:
+            due, job_id = heap[0]
+            if self._due.get(job_id) == due and job_id in self.queue:
+                return due
+            heapq.heappop(heap)
+        return math.inf
+
+    def before(self, state: SimState) -> None:
+        """Promote the waiting jobs that are due (back to the first queue)."""
+        slack = TIME_TOL * max(1.0, state.now)
+        while self._next_due() <= state.now + slack:
+            _, job_id = heapq.heappop(self._due_heap)
+            self._due.pop(job_id, None)
+            s = self.queue.states[job_id]
+            if self._queue(s) > 0:
+                self._base[job_id] = s.attained_service
+                self._promotions[job_id] = self._promotions.get(job_id, 0) + 1
+                self.queue.push(s, self._full_key(state, s))
+
+    def wake(self, state: SimState, granted: list[JobState]) -> float | None:
+        """The next threshold crossing of a granted job, or the next promotion."""
         now = state.now
-        if self.promote_knob is not None:
-            for s in state.active:
-                if (
-                    not s.running
-                    and not math.isnan(s.last_stop)
-                    and self._promotions.get(s.job_id, 0) < self.max_promotions
-                    and self._queue(s) > 0
-                    and now - s.last_stop
-                    >= self.promote_knob * (s.last_stop - s.last_start) - TIME_TOL
-                ):
-                    self._base[s.job_id] = s.attained_service
-                    self._promotions[s.job_id] = self._promotions.get(s.job_id, 0) + 1
-        keys: dict[str, tuple[float, ...]] = {}
-        for s in state.active:
+        wake = self._next_due()
+        for s in granted:
             q = self._queue(s)
-            if self.mode == "gittins":
-                a = self._service(s)
-                upper = self.thresholds[q] if q < len(self.thresholds) else a + self.thresholds[-1]
-                keys[s.job_id] = (q, -self.gittins(a, max(upper - a, TIME_TOL)))
-            else:
-                keys[s.job_id] = (q,)
-        order = sorted(state.active, key=lambda s: (*keys[s.job_id], s.job.arrival, s.job.index))
-        alloc = greedy_allocation(state, order, aware=self.aware)
-        by_id = {s.job_id: s for s in state.active}
-        grants = tuple(
-            Grant(job=g.job, gpu_type=g.gpu_type, consolidate="require")
-            if self._skewed(by_id[g.job])
-            else g
-            for g in alloc.grants
-        )
-        granted = {g.job for g in grants}
-        wake = math.inf
-        for s in state.active:
-            q = self._queue(s)
-            if s.job_id in granted and q < len(self.thresholds):
-                # running from now on: crosses its next threshold after this many seconds
+            if q < len(self.thresholds):
                 wake = min(wake, now + (self.thresholds[q] - self._service(s)) / s.job.num_gpus)
-            elif (
-                s.job_id not in granted
-                and self.promote_knob is not None
-                and not math.isnan(s.last_stop)
-                and q > 0
-                and self._promotions.get(s.job_id, 0) < self.max_promotions
-            ):
-                due = s.last_stop + self.promote_knob * (s.last_stop - s.last_start)
-                wake = min(wake, due)
-        wake_at = wake if math.isfinite(wake) and wake > now + TIME_TOL * max(1.0, now) else None
-        return Allocation(grants=grants, wake_at=wake_at)
+        if math.isfinite(wake) and wake > now + TIME_TOL * max(1.0, now):
+            return wake
+        return None
+
+    def allocate(self, state: SimState) -> Allocation:
+        """Order by queue (then FIFO or Gittins), grant greedily; skewed models consolidated."""
+        alloc = super().allocate(state)
+        if not self.skewed:
+            return alloc
+        by_id = {s.job_id: s for s in (*state.running, *state.arrived)}
+        grants = []
+        for g in alloc.grants:
+            s = by_id.get(g.job)
+            model = s.job.model if s is not None else state.world.job(g.job).model
+            if model.lower().startswith(self.skewed):
+                g = Grant(job=g.job, gpu_type=g.gpu_type, consolidate="require")
+            grants.append(g)
+        return Allocation(grants=tuple(grants), blocking=alloc.blocking, wake_at=alloc.wake_at)
