@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from optsched.cli import main
 
 HEADER = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
