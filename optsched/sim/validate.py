@@ -23,8 +23,9 @@ starts); it shares no code with the engine. Constraints (the names of the
 ``work_done``
     Re-integrating each job's rate over its segments (runs of contiguous segments on one
     placement; a run that resumes a job which ran before makes no progress for its first
-    ``restore_seconds``), a finished job's work is reached exactly at its completion time, and an
-    unfinished job's work is not reached.
+    ``restore_seconds``), a finished job's work is reached at its completion time (within
+    :data:`~optsched.tolerances.TIME_TOL`, relative; a shortfall is converted to time at the last
+    segment's rate), and an unfinished job's work is not reached before the end of the run.
 ``first_start``
     The recorded first start is the earliest segment start.
 
@@ -296,13 +297,19 @@ def _work_reached(
     segments: list[tuple[float, float, str, tuple[tuple[int, int], ...], str]],
     jobs: dict[str, SimJob],
 ) -> float | None:
-    """Time the job's work is reached by re-integration, ``None`` when never."""
+    """Time the job's work is reached by re-integration.
+
+    When the segments fall short, the time it would be reached if the last productive segment
+    ran on (so a completion early by rounding is judged by the time tolerance); ``None`` when no
+    segment makes progress.
+    """
     restore = world.restore_seconds
     gps = {t.name: t.gpus_per_server for t in world.cluster.gpu_types}
     acc = 0.0
     run_start = -math.inf
     prev: tuple[float, str, tuple[tuple[int, int], ...]] | None = None
     ran_before = False
+    last: tuple[float, float] | None = None
     for start, end, gt, placement, shared in segments:
         if (
             prev is not None
@@ -325,4 +332,9 @@ def _work_reached(
         if acc + gain >= job.work * (1 - WORK_TOL):
             return begin + max(0.0, job.work - acc) / rate
         acc += gain
-    return None
+        last = (end, rate)
+    if last is None:
+        return None
+    # short of the work: the time it would be reached running on past the last segment, so that
+    # the caller's time tolerance (not a work tolerance) judges a completion a hair early
+    return last[0] + (job.work - acc) / last[1]
