@@ -187,3 +187,32 @@ def test_uniform_table_speeds() -> None:
     job = world.jobs[0]
     assert within(world.isolated_seconds(job, "x"), 6.0, TIME_TOL)
     assert within(world.isolated_seconds(job, "y"), 12.0, TIME_TOL)
+
+
+def test_generated_worlds_are_seeded_and_valid() -> None:
+    from optsched.sim import generate_instance, generate_job_table, simulate, validate
+    from optsched.sim.policies import make_policy
+
+    a = generate_job_table(30, seed=4, deadline_fraction=0.5)
+    b = generate_job_table(30, seed=4, deadline_fraction=0.5)
+    assert a.equals(b)
+    assert a["arrival"].is_monotonic_increasing and a["deadline"].notna().any()
+    world = generate_instance(30, "fast=4:2,slow=4:2", synthetic_throughputs(), seed=4)
+    result = simulate(world, make_policy("tiresias-gittins-perf"))
+    assert validate(world, result).ok and result.all_finished
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"n": 0}, "n"),
+        ({"n": 5, "sigma": -1.0}, "sigma"),
+        ({"n": 5, "deadline_fraction": 2.0}, "deadline_fraction"),
+    ],
+)
+def test_generator_errors_are_field_named(kwargs: dict[str, float], field: str) -> None:
+    from optsched.sim import generate_job_table
+
+    with pytest.raises(InvalidInstanceError) as err:
+        generate_job_table(seed=0, **kwargs)  # type: ignore[arg-type]
+    assert err.value.field == field

@@ -14,6 +14,8 @@ from optsched.sim.cluster_spec import (
     parse_cluster,
 )
 from optsched.sim.engine import default_horizon, event_bound, simulate
+from optsched.sim.generate import generate_instance, generate_job_table
+from optsched.sim.metrics import job_metrics, run_metrics, utilization
 from optsched.sim.policy import (
     Allocation,
     FractionalAllocation,
@@ -63,6 +65,9 @@ __all__ = [
     "carry_out",
     "default_horizon",
     "event_bound",
+    "generate_instance",
+    "generate_job_table",
+    "job_metrics",
     "job_type_for",
     "jobs_from_frame",
     "load_gavel_cluster_specs",
@@ -70,6 +75,8 @@ __all__ = [
     "parse_cluster",
     "read_job_csv",
     "replay_rounds",
+    "run_metrics",
     "simulate",
+    "utilization",
     "validate",
 ]
