@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.sim.record import SimResult
+from optsched.tolerances import FIT_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,7 +96,7 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
         if (job, start) in seen_seg:
             continue
         seen_seg.add((job, start))
-        if job not in last or start > last[job] + 1e-9 * max(1.0, start):
+        if job not in last or start > last[job] + FIT_TOL * max(1.0, start):
             runs[job] = runs.get(job, 0) + 1
         last[job] = max(last.get(job, -math.inf), end)
     contention = _contention(result)

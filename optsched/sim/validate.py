@@ -21,7 +21,8 @@ starts); it shares no code with the engine. Constraints (the names of the
     At every instant the GPUs held on each server (a shared pair counted once) are at most the
     server's GPUs, and per type at most the type's count.
 ``work_done``
-    Re-integrating each job's rate over its segments (runs of contiguous segments on one
+    Re-integrating each job's rate over its segments (runs of contiguous segments — one ending
+    where the next starts, to :data:`~optsched.tolerances.FIT_TOL` relative — on one
     placement; a run that resumes a job which ran before makes no progress for its first
     ``restore_seconds``), a finished job's work is reached at its completion time (within
     :data:`~optsched.tolerances.TIME_TOL`, relative; a shortfall is converted to time at the last
