@@ -328,3 +328,26 @@ def test_policy_errors_are_typed() -> None:
 
     with pytest.raises(PolicyError):
         simulate(world, Bad())
+
+
+def test_gandiva_migrates_to_defragment() -> None:
+    cluster = ClusterSpec(gpu_types=(GpuType(name="g", count=4, gpus_per_server=2),))
+    rows = [
+        {"arrival": 0.0, "duration": 100.0},  # j0 and j1 fill server 0
+        {"arrival": 0.0, "duration": 3.0},
+        {"arrival": 0.0, "duration": 100.0},  # j2 and j3 fill server 1
+        {"arrival": 0.0, "duration": 3.0},
+        {"arrival": 5.0, "duration": 10.0, "num_gpus": 2},  # finds one free GPU per server
+    ]
+    world = World.from_frame(job_frame(rows), cluster)
+    gandiva = Gandiva(round_seconds=1.0, packing=False)
+    result = simulate(world, gandiva)
+    assert validate(world, result).ok
+    assert gandiva.migrations >= 1
+    frame = result.intervals_frame()
+    gang = frame[frame["job"] == "j4"]
+    assert gang.groupby("start")["server"].nunique().max() == 1  # consolidated after migrating
+    assert within(result.completion[4], 15.0, TIME_TOL)
+    plain = Gandiva(round_seconds=1.0, packing=False, migration=False)
+    spread = simulate(world, plain).intervals_frame()
+    assert spread[spread["job"] == "j4"].groupby("start")["server"].nunique().max() == 2
