@@ -29,6 +29,7 @@ SCHEMAS: dict[str, str] = {
     "tensorlights-instance": "optsched.placement.tensorlights:instance_schema",
     "placement-instance": "optsched.placement.instance:instance_schema",
     "placement": "optsched.placement.placement:placement_schema",
+    "trace-job": "optsched.traces.schema:row_schema",
 }
 
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->

@@ -1,0 +1,142 @@
+"""``optsched trace``: summarize a public cluster trace, or convert it to the normalized CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from optsched.cli.common import err_console, json_option, print_json
+
+__all__ = ["register", "trace_group"]
+
+_FORMAT_HELP = (
+    "Trace format (default: detected from the first line): optsched, gavel, elasticflow, "
+    "tiresias, helios, philly, pai-job, pai-task."
+)
+
+
+def _read(path: Path, fmt: str | None, tasks: Path | None) -> Any:
+    from optsched.traces import read_trace
+
+    options = {"tasks": tasks} if tasks is not None else {}
+    return read_trace(path, format=fmt, **options)
+
+
+def _format_option(func: Any) -> Any:
+    return click.option("--format", "fmt", default=None, metavar="FORMAT", help=_FORMAT_HELP)(func)
+
+
+def _tasks_option(func: Any) -> Any:
+    return click.option(
+        "--tasks",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="PAI task table joined to a pai-job table (default: pai_task_table.csv beside it).",
+    )(func)
+
+
+@click.group("trace")
+def trace_group() -> None:
+    """Read public GPU-cluster traces into optsched's normalized job table."""
+
+
+@trace_group.command("info")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_format_option
+@_tasks_option
+@json_option
+def info_cmd(file: Path, fmt: str | None, tasks: Path | None, as_json: bool) -> None:
+    """Summarize FILE: jobs, time span, GPU-demand histogram, per-column summary.
+
+    Exits 2 naming the file, row and column when a row is invalid.
+    """
+    trace = _read(file, fmt, tasks)
+    report = trace.info()
+    if as_json:
+        print_json(report)
+        return
+    _print_info(report)
+
+
+def _print_info(report: dict[str, Any]) -> None:
+    from rich import box
+    from rich.table import Table
+
+    known = report["columns"]["duration"]["known"]
+    hours = f"{report['gpu_hours']:,.1f} GPU-hours" + (
+        "" if known == report["jobs"] else f" over the {known:,} jobs with a duration"
+    )
+    err_console.print(
+        f"{report['source']}: [bold]{report['jobs']:,}[/bold] jobs ({report['format']}), "
+        f"arrivals over {report['span']:,.0f} s, {hours}",
+        highlight=False,
+    )
+    demand = Table(title="GPU demand", box=box.SIMPLE)
+    demand.add_column("GPUs", justify="right")
+    demand.add_column("jobs", justify="right")
+    for gpus, count in report["gpu_demand"].items():
+        demand.add_row(gpus, f"{count:,}")
+    err_console.print(demand)
+    cols = Table(title="columns", box=box.SIMPLE)
+    for name in ("column", "known", "min", "median", "max", "distinct / top"):
+        cols.add_column(name, justify="left" if name in {"column", "distinct / top"} else "right")
+    for name, entry in report["columns"].items():
+        if "distinct" in entry:
+            top = ", ".join(f"{k or '(empty)'} {v}" for k, v in list(entry["top"].items())[:3])
+            cols.add_row(name, f"{entry['known']:,}", "", "", "", f"{entry['distinct']:,}: {top}")
+        else:
+            cols.add_row(
+                name,
+                f"{entry['known']:,}",
+                *(f"{entry[k]:.6g}" if k in entry else "" for k in ("min", "median", "max")),
+                "",
+            )
+    err_console.print(cols)
+    skipped = report["meta"].get("skipped") or {}
+    for reason, count in skipped.items():
+        err_console.print(f"skipped {count:,} rows: {reason}", highlight=False, markup=False)
+
+
+@trace_group.command("convert")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@_format_option
+@_tasks_option
+@json_option
+def convert_cmd(
+    source: Path, output: Path, fmt: str | None, tasks: Path | None, as_json: bool
+) -> None:
+    """Convert SOURCE (any supported format) to the normalized CSV OUTPUT (.csv).
+
+    OUTPUT reads back as the same table (``optsched trace info OUTPUT``).
+    """
+    from optsched.traces import write_trace
+
+    if output.suffix.lower() != ".csv":
+        raise click.BadParameter(
+            f"{output.name}: the file written is .csv, got extension {output.suffix or '(none)'!r}",
+            param_hint="OUTPUT",
+        )
+    trace = _read(source, fmt, tasks)
+    write_trace(trace, output)
+    report = {
+        "source": str(source),
+        "format": trace.format,
+        "output": str(output),
+        "jobs": len(trace),
+        "columns": [str(c) for c in trace.jobs.columns],
+        "skipped": dict(trace.meta.get("skipped") or {}),
+    }
+    if as_json:
+        print_json(report)
+    else:
+        err_console.print(
+            f"wrote {len(trace):,} jobs ({trace.format}) to {output}", highlight=False
+        )
+
+
+def register(group: click.Group) -> None:
+    """Add ``trace info`` and ``trace convert`` to the root command."""
+    group.add_command(trace_group)

@@ -1,0 +1,32 @@
+"""Public GPU-cluster traces read into one normalized, validated job table.
+
+:func:`read_trace` reads Gavel ``.trace`` files (7- and 10-field layouts), ElasticFlow/ITP CSVs
+(raw 4-column and 8-column), the Tiresias simulator CSV, the Alibaba PAI 2020 job and task
+tables, and the Helios ``cluster_log.csv`` schema (also used by the Philly-derived CSVs), detects
+the format from the first line unless ``format=`` names it, and returns a :class:`Trace` whose
+``jobs`` DataFrame has the columns of :data:`COLUMNS`. :func:`write_trace` writes the normalized
+CSV, which reads back unchanged. Every file crosses the guarded boundary :mod:`optsched._io`;
+every bad row raises :class:`~optsched.errors.InvalidInstanceError` naming the file, row and
+column.
+"""
+
+from __future__ import annotations
+
+from optsched.traces.formats import FORMATS, detect_format, read_trace
+from optsched.traces.generate import generate_trace
+from optsched.traces.normalized import write_trace
+from optsched.traces.schema import BOUNDS, COLUMNS, EXTRA_COLUMNS, Trace
+from optsched.traces.summary import summarize
+
+__all__ = [
+    "BOUNDS",
+    "COLUMNS",
+    "EXTRA_COLUMNS",
+    "FORMATS",
+    "Trace",
+    "detect_format",
+    "generate_trace",
+    "read_trace",
+    "summarize",
+    "write_trace",
+]

@@ -1,0 +1,447 @@
+"""The normalized job table every trace reader produces, and the :class:`Trace` that holds it.
+
+One row per job, the columns of :data:`COLUMNS` in this order (then any documented extra column
+of :data:`EXTRA_COLUMNS` a reader adds):
+
+=============  ========  ====================================================================
+column         dtype     meaning
+=============  ========  ====================================================================
+job_id         str       unique, non-empty identifier
+arrival        float64   seconds on the trace's clock, ``>= 0``, rows sorted non-decreasing
+num_gpus       int64     GPUs requested (a gang), ``>= 1``
+model          str       job type / model name; ``""`` when unknown
+total_steps    float64   iterations of the whole job, ``> 0``; NaN when unknown
+duration       float64   seconds the job runs alone at ``num_gpus`` as the trace records it,
+                         ``> 0``; NaN when unknown
+batch_size     float64   ``> 0``; NaN when unknown
+weight         float64   priority weight, ``> 0`` (1.0 when the trace has none)
+deadline       float64   absolute seconds on the clock of ``arrival``, ``>= arrival``; NaN = none
+user           str       user or virtual cluster; ``""`` when unknown
+=============  ========  ====================================================================
+
+Every row has ``total_steps`` or ``duration`` (or both): a simulator needs one of them to know
+when a job is done. Every number is finite (NaN only where "unknown" is allowed) and below the
+bounds of :data:`BOUNDS`, so that no later product of two of them overflows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from optsched.errors import InvalidInstanceError
+
+__all__ = [
+    "BOUNDS",
+    "COLUMNS",
+    "EXTRA_COLUMNS",
+    "FLOAT_COLUMNS",
+    "STRING_COLUMNS",
+    "Trace",
+    "row_schema",
+]
+
+#: Normalized columns, in order, with their dtype kind (``"str"``, ``"float"``, ``"int"``).
+COLUMNS: dict[str, str] = {
+    "job_id": "str",
+    "arrival": "float",
+    "num_gpus": "int",
+    "model": "str",
+    "total_steps": "float",
+    "duration": "float",
+    "batch_size": "float",
+    "weight": "float",
+    "deadline": "float",
+    "user": "str",
+}
+
+#: Documented format-specific columns a reader may keep after the normalized ones:
+#: name -> (dtype kind, meaning). Nothing else is ever added to the table.
+EXTRA_COLUMNS: dict[str, tuple[str, str]] = {
+    "slo_factor": (
+        "float",
+        "Gavel SLO: the job must finish within slo_factor x its isolated duration of its "
+        "arrival; NaN when the trace gives -1 (none)",
+    ),
+    "status": ("str", "final state the trace records (PAI status, Helios/Philly state)"),
+    "vc": ("str", "virtual cluster (Helios, Philly-derived)"),
+    "gpu_type": ("str", "GPU type the trace records for the job (PAI gpu_type)"),
+    "gpu_fraction": (
+        "float",
+        "GPUs requested as the trace states them, possibly fractional (PAI plan_gpu / 100 summed "
+        "over instances); num_gpus is its ceiling",
+    ),
+    "queue_delay": ("float", "seconds the job waited in the recorded cluster (start - submit)"),
+}
+
+#: Largest accepted value of each numeric column (a larger one is refused as absurd).
+BOUNDS: dict[str, float] = {
+    "arrival": 1e12,  # about 31,700 years of seconds
+    "num_gpus": 1_000_000,
+    "total_steps": 1e15,
+    "duration": 1e12,
+    "batch_size": 1e9,
+    "weight": 1e9,
+    "deadline": 1e12,
+    "slo_factor": 1e6,
+    "gpu_fraction": 1_000_000,
+    "queue_delay": 1e12,
+}
+
+#: Columns whose value may be NaN ("unknown").
+NULLABLE: frozenset[str] = frozenset(
+    {"total_steps", "duration", "batch_size", "deadline", "slo_factor", "gpu_fraction",
+     "queue_delay"}
+)  # fmt: skip
+
+STRING_COLUMNS: tuple[str, ...] = tuple(c for c, k in COLUMNS.items() if k == "str")
+FLOAT_COLUMNS: tuple[str, ...] = tuple(c for c, k in COLUMNS.items() if k == "float")
+
+# Strictly positive columns (0 is no work / no weight / no batch); the others are >= 0.
+_POSITIVE = frozenset({"total_steps", "duration", "batch_size", "weight", "slo_factor",
+                       "gpu_fraction"})  # fmt: skip
+
+
+def _kind(name: str) -> str:
+    if name in COLUMNS:
+        return COLUMNS[name]
+    return EXTRA_COLUMNS[name][0]
+
+
+#: Control characters (newlines, tabs, ...) are refused in string columns: a row is one line.
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _bad_string(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    if CONTROL.search(value):
+        return "must not contain control characters (newlines, tabs)"
+    return None
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    r"""A validated job table read from (or written to) a trace file.
+
+    Parameters
+    ----------
+    jobs : pandas.DataFrame
+        The normalized table: the columns of :data:`COLUMNS` in order, then any of
+        :data:`EXTRA_COLUMNS`; see the module docstring for units and bounds.
+    source : str
+        The file it came from (``""`` when built in memory); errors name it.
+    format : str
+        The reader that produced it (``"gavel"``, ``"elasticflow"``, ...; ``"optsched"`` for
+        the normalized CSV; ``"generated"`` for :func:`~optsched.traces.generate_trace`).
+    meta : dict
+        What the reader knows beyond the table: ``time_origin`` (what ``arrival = 0`` is on the
+        source's clock), ``skipped`` (rows left out, by reason), the source's field count, ...
+
+    Raises
+    ------
+    InvalidInstanceError
+        On construction, if the table breaks the schema; ``field`` is the column, ``row`` the
+        1-based row of the table, ``file`` the source.
+
+    Notes
+    -----
+    Validation is vectorised: :math:`O(n)` per column plus :math:`O(n \\log n)` for the
+    uniqueness of ``job_id``.
+    """
+
+    jobs: pd.DataFrame
+    source: str = ""
+    format: str = "optsched"
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -------------------------------------------------------------------------------------
+    def _error(self, column: str, message: str, row: int | None = None) -> InvalidInstanceError:
+        return InvalidInstanceError(
+            column, message, file=self.source or None, row=None if row is None else row + 1
+        )
+
+    def validate(self) -> None:
+        """Check the table against the schema; raise on the first offending column and row."""
+        jobs = self.jobs
+        if not isinstance(jobs, pd.DataFrame):
+            raise self._error("jobs", f"must be a pandas DataFrame, got {type(jobs).__name__}")
+        columns = list(jobs.columns)
+        base = list(COLUMNS)
+        if columns[: len(base)] != base:
+            missing = [c for c in base if c not in columns]
+            name = missing[0] if missing else "columns"
+            raise self._error(
+                name, f"the table's columns must start with {base}, got {columns[: len(base)]}"
+            )
+        for extra in columns[len(base) :]:
+            if extra not in EXTRA_COLUMNS:
+                raise self._error(
+                    str(extra),
+                    f"is not a documented column; extras allowed: {sorted(EXTRA_COLUMNS)}",
+                )
+        if len(set(columns)) != len(columns):
+            raise self._error("columns", "column names must be unique")
+        if (
+            not isinstance(jobs.index, pd.RangeIndex)
+            or jobs.index.start != 0
+            or (jobs.index.step != 1)
+        ):
+            raise self._error("index", "the table must have a default RangeIndex (0..n-1)")
+        for name in columns:
+            self._check_column(str(name), jobs[name])
+        ids = jobs["job_id"].to_numpy(dtype=object)
+        dup = pd.Series(ids).duplicated().to_numpy()
+        if dup.any():
+            i = _first(dup)
+            raise self._error("job_id", f"duplicate job id {str(ids[i])[:80]!r}", i)
+        if (ids == "").any():
+            raise self._error("job_id", "must not be empty", _first(ids == ""))
+        arrival = jobs["arrival"].to_numpy()
+        if len(arrival) > 1:
+            down = arrival[1:] < arrival[:-1]
+            if down.any():
+                i = _first(down) + 1
+                raise self._error(
+                    "arrival",
+                    f"rows must be sorted by arrival: {arrival[i]!r} after {arrival[i - 1]!r}",
+                    i,
+                )
+        work = np.isnan(jobs["total_steps"].to_numpy()) & np.isnan(jobs["duration"].to_numpy())
+        if work.any():
+            raise self._error(
+                "duration", "every job needs total_steps or duration (both are unknown)",
+                _first(work),
+            )  # fmt: skip
+        deadline = jobs["deadline"].to_numpy()
+        early = ~np.isnan(deadline) & (deadline < arrival)
+        if early.any():
+            i = _first(early)
+            raise self._error(
+                "deadline", f"must be >= arrival ({arrival[i]!r}), got {deadline[i]!r}", i
+            )
+
+    def _check_column(self, name: str, series: pd.Series) -> None:
+        kind = _kind(name)
+        if kind == "str":
+            if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
+                raise self._error(name, f"must hold strings (dtype object), got {series.dtype}")
+            values = series.to_numpy(dtype=object)
+            # One scan of the joined text when every value is a clean string; locate otherwise.
+            if all(type(v) is str for v in values) and not CONTROL.search("".join(values)):
+                return
+            for i, value in enumerate(values):
+                problem = _bad_string(value)
+                if problem:
+                    raise self._error(name, problem, i)
+            return
+        if kind == "int":
+            if series.dtype != np.int64:
+                raise self._error(name, f"must have dtype int64, got {series.dtype}")
+            values = series.to_numpy()
+            low = values < 1
+            if low.any():
+                i = _first(low)
+                raise self._error(name, f"must be >= 1, got {values[i]}", i)
+            high = values > BOUNDS[name]
+            if high.any():
+                i = _first(high)
+                raise self._error(name, f"must be <= {BOUNDS[name]:,.0f}, got {values[i]}", i)
+            return
+        if series.dtype != np.float64:
+            raise self._error(name, f"must have dtype float64, got {series.dtype}")
+        values = series.to_numpy()
+        nan = np.isnan(values)
+        if name not in NULLABLE and nan.any():
+            raise self._error(name, "must be a number (NaN is not allowed here)", _first(nan))
+        inf = np.isinf(values)
+        if inf.any():
+            raise self._error(name, f"must be finite, got {values[_first(inf)]}", _first(inf))
+        with np.errstate(invalid="ignore"):
+            low = (values <= 0) if name in _POSITIVE else (values < 0)
+        low &= ~nan
+        if low.any():
+            i = _first(low)
+            op = ">" if name in _POSITIVE else ">="
+            raise self._error(name, f"must be {op} 0, got {values[i]!r}", i)
+        high = ~nan & (values > BOUNDS[name])
+        if high.any():
+            i = _first(high)
+            raise self._error(name, f"must be <= {BOUNDS[name]:g}, got {values[i]!r}", i)
+
+    # -------------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path, format: str | None = None, **options: Any) -> Trace:
+        """Read a trace file of any supported format (see :func:`~optsched.traces.read_trace`)."""
+        from optsched.traces.formats import read_trace
+
+        return read_trace(path, format=format, **options)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the normalized CSV (see :func:`~optsched.traces.write_trace`)."""
+        from optsched.traces.normalized import write_trace
+
+        return write_trace(self, path)
+
+    @staticmethod
+    def schema() -> dict[str, Any]:
+        """JSON Schema of one row of the normalized table (see :func:`row_schema`)."""
+        return row_schema()
+
+    @property
+    def extra_columns(self) -> list[str]:
+        """The documented extra columns this table carries, in order."""
+        return [str(c) for c in self.jobs.columns[len(COLUMNS) :]]
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the job table (one row per job, long format)."""
+        return self.jobs.copy()
+
+    def info(self) -> dict[str, Any]:
+        """Summary: rows, time span, GPU-demand histogram and a per-column summary.
+
+        See :func:`optsched.traces.summary.summarize`.
+        """
+        from optsched.traces.summary import summarize
+
+        return summarize(self)
+
+    def equals(self, other: Trace) -> bool:
+        """Whether two traces hold the same table (NaN equal to NaN, dtypes compared)."""
+        a, b = self.jobs, other.jobs
+        if list(a.columns) != list(b.columns) or len(a) != len(b):
+            return False
+        for name in a.columns:
+            if _kind(str(name)) == "str":
+                if list(a[name]) != list(b[name]):
+                    return False
+            elif a[name].dtype != b[name].dtype or not np.array_equal(
+                a[name].to_numpy(), b[name].to_numpy(), equal_nan=_kind(str(name)) == "float"
+            ):
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        span = 0.0
+        if len(self.jobs):
+            span = float(self.jobs["arrival"].iloc[-1] - self.jobs["arrival"].iloc[0])
+        where = f" from {self.source!r}" if self.source else ""
+        return f"Trace({len(self.jobs)} jobs, format={self.format!r}, span={span:g} s{where})"
+
+    def _repr_html_(self) -> str:
+        head = self.jobs.head(10).to_html(index=False, na_rep="")
+        return f"<p>{self.__repr__()}</p>{head}"
+
+
+def empty_columns() -> dict[str, list[Any]]:
+    """Fresh per-column lists for a reader to fill (normalized columns only)."""
+    return {name: [] for name in COLUMNS}
+
+
+def build_frame(
+    columns: Mapping[str, Sequence[Any] | np.ndarray],
+    extras: Mapping[str, Sequence[Any] | np.ndarray] | None = None,
+) -> pd.DataFrame:
+    """Build the normalized DataFrame from per-column lists, sorted stably by arrival.
+
+    Parameters
+    ----------
+    columns : mapping
+        One list per name of :data:`COLUMNS`, all the same length.
+    extras : mapping, optional
+        Lists for documented extra columns, in the order they should appear.
+    """
+    data: dict[str, Any] = {}
+    all_columns: dict[str, Sequence[Any] | np.ndarray] = {**columns, **(extras or {})}
+    for name, values in all_columns.items():
+        kind = _kind(name)
+        if kind == "str":
+            data[name] = np.array(values, dtype=object)
+        elif kind == "int":
+            data[name] = np.array(values, dtype=np.int64)
+        else:
+            data[name] = np.array(values, dtype=np.float64)
+    n = len(data["job_id"])
+    order = np.argsort(data["arrival"], kind="stable") if n else np.arange(0)
+    frame = pd.DataFrame(
+        {name: pd.Series(values[order], dtype=values.dtype) for name, values in data.items()}
+    )
+    frame.index = pd.RangeIndex(len(frame))
+    return frame
+
+
+def is_missing(value: float) -> bool:
+    """Whether a float column value means "unknown"."""
+    return math.isnan(value)
+
+
+_DESCRIPTIONS: dict[str, str] = {
+    "job_id": "unique, non-empty job identifier",
+    "arrival": "seconds on the trace's clock; rows are sorted by it",
+    "num_gpus": "GPUs requested (a gang)",
+    "model": "job type / model name; empty when unknown",
+    "total_steps": "iterations of the whole job; empty (NaN) when unknown",
+    "duration": "seconds the job runs alone at num_gpus as recorded; empty (NaN) when unknown",
+    "batch_size": "batch size; empty (NaN) when unknown",
+    "weight": "priority weight (1.0 when the trace has none)",
+    "deadline": "absolute seconds on the clock of arrival, >= arrival; empty (NaN) = none",
+    "user": "user or virtual cluster; empty when unknown",
+}
+
+
+def row_schema() -> dict[str, Any]:
+    """JSON Schema of one job (a row of the normalized CSV, NaN written as ``null``).
+
+    Cross-row rules (unique ``job_id``, sorted ``arrival``) and cross-column ones (``deadline >=
+    arrival``, ``total_steps`` or ``duration`` known) are stated in the description; the
+    :class:`Trace` constructor enforces them.
+    """
+    properties: dict[str, Any] = {}
+    for name in [*COLUMNS, *EXTRA_COLUMNS]:
+        kind = _kind(name)
+        text = _DESCRIPTIONS.get(name) or EXTRA_COLUMNS[name][1]
+        if kind == "str":
+            prop: dict[str, Any] = {"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f]*$"}
+            if name == "job_id":
+                prop["minLength"] = 1
+        elif kind == "int":
+            prop = {"type": "integer", "minimum": 1, "maximum": int(BOUNDS[name])}
+        else:
+            prop = {"type": ["number", "null"] if name in NULLABLE else "number"}
+            prop["maximum"] = BOUNDS[name]
+            if name in _POSITIVE:
+                prop["exclusiveMinimum"] = 0
+            else:
+                prop["minimum"] = 0
+        prop["description"] = text
+        properties[name] = prop
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "optsched trace job",
+        "description": (
+            "One job of the normalized trace table. Extra columns (slo_factor, status, vc, "
+            "gpu_type, gpu_fraction, queue_delay) are optional. Across rows: job_id unique, "
+            "arrival non-decreasing; per row: deadline >= arrival, total_steps or duration known."
+        ),
+        "type": "object",
+        "properties": properties,
+        "required": list(COLUMNS),
+        "additionalProperties": False,
+    }
