@@ -37,6 +37,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.pace",
     "optsched.cli.placement",
     "optsched.cli.sim",
+    "optsched.cli.sim_extra",
     "optsched.cli.trace",
 ]
 
