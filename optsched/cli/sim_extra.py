@@ -287,10 +287,10 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--backend",
-            type=click.Choice(["joblib", "dask", "ray"]),
             default="joblib",
             show_default=True,
-            help="Where runs execute (dask/ray need the optsched[dask]/[ray] extras).",
+            help="Where runs execute: joblib, dask or ray (dask/ray need the optsched[dask] / "
+            "optsched[ray] extras).",
         ),
         click.option(
             "--store",
