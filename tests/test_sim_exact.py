@@ -189,12 +189,14 @@ def test_a_solver_stopped_short_says_so_and_keeps_its_incumbent() -> None:
         solve(world, 8.0, options=opts)
     res = solve(world, 8.0, options=opts, accept_feasible=True)
     assert err.value.result.status == res.status
-    if res.solution is not None:
-        # the incumbent is replayed and validated like an optimum
-        assert validate(world, res.solution).ok
-        assert res.objective is not None
-        best = solve(world, 8.0)
-        assert best.objective is not None and res.objective >= best.objective - 1e-6
+    assert res.status.value == "feasible" and not res.optimal
+    # the incumbent is replayed and validated like an optimum, and is no better than it
+    assert res.solution is not None and validate(world, res.solution).ok
+    assert within(objective_value(world, res.solution, "weighted_jct"), res.objective, 1e-6)
+    best = solve(world, 8.0)
+    assert best.objective is not None and res.objective is not None
+    assert res.objective >= best.objective - 1e-6
+    assert res.bound is not None and res.bound <= best.objective + 1e-6
 
 
 def test_refusals_name_the_field() -> None:

@@ -4,7 +4,9 @@ The family's pieces: the world (:class:`ClusterSpec`, :class:`Throughputs`, :cla
 from a normalized job table), the one :class:`Policy` interface (:class:`SimState` in,
 :class:`Allocation` of :class:`Grant` out, or a Gavel-style fractional allocation), the engine
 (:func:`simulate`), the record (:class:`SimResult`), the independent validator (:func:`validate`),
-the replay of a per-round plan (:func:`replay_rounds`) and the metrics.
+the replay of a per-round plan (:func:`replay_rounds`) and the metrics; the exact optimum of the
+round-based world (:func:`solve`), policies side by side with their gaps to it
+(:func:`compare`) and resumable parallel sweeps (:func:`sweep`).
 """
 
 from optsched.sim.cluster_spec import (
@@ -13,7 +15,9 @@ from optsched.sim.cluster_spec import (
     load_gavel_cluster_specs,
     parse_cluster,
 )
+from optsched.sim.compare import Comparison, compare
 from optsched.sim.engine import default_horizon, event_bound, simulate
+from optsched.sim.exact import solve
 from optsched.sim.generate import generate_instance, generate_job_table
 from optsched.sim.metrics import job_metrics, run_metrics, utilization
 from optsched.sim.policy import (
@@ -29,6 +33,7 @@ from optsched.sim.policy import (
 )
 from optsched.sim.record import INTERVAL_COLUMNS, JOB_RESULT_COLUMNS, SimResult
 from optsched.sim.replay import FixedRounds, replay_rounds
+from optsched.sim.sweep import sweep
 from optsched.sim.throughputs import GENERIC, Throughputs, load_throughputs
 from optsched.sim.validate import validate
 from optsched.sim.world import (
@@ -49,6 +54,7 @@ __all__ = [
     "MODEL_FAMILIES",
     "Allocation",
     "ClusterSpec",
+    "Comparison",
     "FixedRounds",
     "FractionalAllocation",
     "GpuType",
@@ -63,6 +69,7 @@ __all__ = [
     "Throughputs",
     "World",
     "carry_out",
+    "compare",
     "default_horizon",
     "event_bound",
     "generate_instance",
@@ -77,6 +84,8 @@ __all__ = [
     "replay_rounds",
     "run_metrics",
     "simulate",
+    "solve",
+    "sweep",
     "utilization",
     "validate",
 ]
