@@ -246,3 +246,16 @@ def test_cli_sweep_json_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture
     assert json.loads(capsys.readouterr().out)["field"] == "--backend"
     assert main([*args[:-1], "--round-seconds", "30", "--json"]) == 2
     assert "config.round_seconds" in json.loads(capsys.readouterr().out)["field"]
+
+
+def test_a_bad_trace_row_is_named_from_a_worker_process(tmp_path: Path) -> None:
+    trace = tmp_path / "bad.csv"
+    trace.write_text(
+        "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+        "a,0,1,,,10,,1,,u\nb,1,1,,,abc,,1,,u\n",
+        encoding="utf-8",
+    )
+    # two loky processes: the error crosses the process boundary and keeps file, row, column
+    with pytest.raises(InvalidInstanceError) as err:
+        sweep([str(trace)], "v100=2", ["fifo", "srtf"], n_jobs=2)
+    assert (err.value.field, err.value.row, err.value.file) == ("duration", 3, str(trace))

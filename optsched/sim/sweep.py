@@ -118,6 +118,28 @@ def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _guarded_run(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """:func:`run_one`, with a refused input returned as data (it then crosses any backend).
+
+    Exceptions with keyword-only constructor arguments do not survive every backend's
+    pickling; the main process raises the error again from these fields.
+    """
+    try:
+        return run_one(params, config)
+    except InvalidInstanceError as exc:
+        return {
+            _ERROR: {
+                "field": exc.field,
+                "message": exc.message,
+                "file": exc.file,
+                "row": exc.row,
+            }
+        }
+
+
+_ERROR = "__invalid__"
+
+
 def sweep_runs(
     traces: Sequence[str | Path],
     policies: Sequence[str],
@@ -307,6 +329,7 @@ def sweep(
     }
     opened = RunStore(store, kind=KIND, config=config) if store is not None else None
     memory: dict[str, dict[str, Any]] = {}
+    failed: dict[str, Any] = {}
     try:
         done = opened.keys() if opened is not None else set()
         todo = [r for r in runs if run_key(**r) not in done]
@@ -318,9 +341,13 @@ def sweep(
                     return_as="generator_unordered",
                 )
                 out: Iterator[dict[str, Any]] = parallel(
-                    joblib.delayed(run_one)(r, config) for r in todo
+                    joblib.delayed(_guarded_run)(r, config) for r in todo
                 )
                 for record in out:
+                    if _ERROR in record:
+                        # drain the generator (the other runs are kept) and raise afterwards
+                        failed = failed or record[_ERROR]
+                        continue
                     key = run_key(**{k: record[k] for k in KEY_FIELDS})
                     if opened is not None:
                         opened.put(key, record)
@@ -328,6 +355,10 @@ def sweep(
                         # the same JSON round trip as the store's, so both tables are equal
                         memory[key] = json.loads(dumps(record))
                     advance()
+        if failed:
+            raise InvalidInstanceError(
+                failed["field"], failed["message"], file=failed["file"], row=failed["row"]
+            )
         wanted = {run_key(**r) for r in runs}
         if opened is not None:
             rows = [rec for key, rec in opened.items() if key in wanted]
