@@ -14,7 +14,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
 from optsched.sim.compare import METRIC_COLUMNS, auto_round_seconds, compare
 from optsched.sim.exact import default_rounds
-from optsched.sim.policies import make_policy
+from optsched.sim.policies import POLICIES, make_policy
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -121,21 +121,19 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str,
 
 @needs_gavel
 def test_cli_on_a_gavel_physical_cluster_trace(capsys: pytest.CaptureFixture[str]) -> None:
-    policies = "fifo,sjf,srtf,edf,tiresias-las,tiresias-gittins,gandiva"
+    # by default every registered policy
     code, out = _cli(
         capsys,
         str(PHYSICAL),
         "--cluster",
         "v100=8,p100=16,k80=24",
-        "--policies",
-        policies,
         "--throughputs",
         str(GAVEL / "simulation_throughputs.json"),
     )
     assert code == 0
     rows = out["policies"]
     assert isinstance(rows, list)
-    assert [r["policy"] for r in rows] == policies.split(",")
+    assert [r["policy"] for r in rows] == list(POLICIES)
     for r in rows:
         assert r["valid"] is True and r["finished"] == 15
         for key in ("jct_mean", "jct_median", "jct_p95", "jct_p99", "makespan", "rho_max"):

@@ -32,6 +32,12 @@ from optsched.errors import InvalidInstanceError
 __all__ = ["register"]
 
 
+def _policies(text: str) -> list[str]:
+    from optsched.sim.policies import POLICIES
+
+    return list(POLICIES) if text.strip() == "all" else _names("--policies", text)
+
+
 def _names(flag: str, text: str) -> list[str]:
     names = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not n for n in names):
@@ -91,7 +97,7 @@ def compare_command(
     from optsched.traces import read_trace
 
     spec = parse_cluster(cluster, field="--cluster")
-    names = _names("--policies", policies)
+    names = _policies(policies)
     wanted = _names("--objectives", objectives)
     table = _table(spec, throughputs, reference)
     world = world_from_trace(read_trace(trace), spec, table)
@@ -124,7 +130,8 @@ def compare_command(
     else:
         from rich.table import Table
 
-        cols = [*_COLUMNS, *((f"gap_{o}", f"gap {o}") for o in result.exact), ("note", "note")]
+        gaps = [(f"gap_{o}", f"gap {o}") for o in result.exact]
+        cols = [*_COLUMNS, *gaps, *([("note", "note")] if gaps else [])]
         for row in (rows := frame.to_dict(orient="records")):
             # a policy acting beyond the round world may show a negative gap: say why
             notes = ["wakes mid-round"] if row.get("wakeups") else []
@@ -172,7 +179,7 @@ def sweep_command(
     from optsched.sim.sweep import sweep
 
     parse_cluster(cluster, field="--cluster")
-    names = _names("--policies", policies)
+    names = _policies(policies)
     try:
         frame = sweep(
             [str(t) for t in traces],
@@ -228,9 +235,9 @@ def register(group: click.Group) -> None:
         click.option("--cluster", required=True, help="GPU types: v100=8,p100=16[:GPUS/SERVER]."),
         click.option(
             "--policies",
-            default="fifo,sjf,srtf,tiresias-las",
+            default="all",
             show_default=True,
-            help="Comma-separated policy names (see `sim policies`).",
+            help="Comma-separated policy names (see `sim policies`), or all of them.",
         ),
         click.option(
             "--throughputs",
