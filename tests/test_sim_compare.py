@@ -17,7 +17,12 @@ from optsched.sim.exact import default_rounds
 from optsched.sim.policies import POLICIES, make_policy
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+_ROOT = Path(__file__).resolve().parents[1]
+# ``../shared`` from a clone's root (a checkout one level deeper looks one level further up)
+SHARED = next(
+    (p for p in (_ROOT.parent / "shared", _ROOT.parent.parent / "shared") if p.is_dir()),
+    _ROOT.parent / "shared",
+)
 GAVEL = SHARED / "data" / "gavel"
 PHYSICAL = GAVEL / "traces" / "physical_cluster" / "artifact_evaluation.trace"
 needs_gavel = pytest.mark.skipif(
