@@ -66,14 +66,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from optsched import limits
-from optsched.errors import InvalidInstanceError, ModelError, NotOptimalError
+from optsched.errors import (
+    InconsistentResultError,
+    InvalidInstanceError,
+    ModelError,
+    NotOptimalError,
+)
 from optsched.results import ExactResult, Sense
 from optsched.sim.policy import Placement
 from optsched.sim.record import SimResult
 from optsched.sim.replay import replay_rounds
 from optsched.sim.validate import validate
 from optsched.sim.world import SimJob, World
-from optsched.tolerances import FIT_TOL, TIME_TOL, leq
+from optsched.tolerances import FIT_TOL, OBJECTIVE_AGREEMENT_TOL, TIME_TOL, leq
 
 __all__ = [
     "OBJECTIVES",
@@ -289,6 +294,31 @@ class ExactModel:
     build_seconds: float
     size: dict[str, int] = field(default_factory=dict)
 
+    def value(self) -> float:
+        """The objective of the current solution, from its completion times ``L T_j`` alone.
+
+        Equal to the solver's objective at an optimum; for an incumbent it ignores the slack a
+        solver may leave in the makespan variable or in a deadline indicator, so that it is
+        the value of the schedule itself.
+        """
+        import pyomo.environ as pyo
+
+        L = self.round_seconds
+        done = [L * float(pyo.value(self.model.finish[j.index])) for j in self.world.jobs]
+        if self.objective == "weighted_jct":
+            return sum(
+                j.weight * (c - j.arrival) for j, c in zip(self.world.jobs, done, strict=True)
+            )
+        if self.objective == "makespan":
+            return max(done)
+        return float(
+            sum(
+                1
+                for j, c in zip(self.world.jobs, done, strict=True)
+                if not math.isnan(j.deadline) and leq(c, j.deadline, TIME_TOL)
+            )
+        )
+
     def plan(self) -> list[dict[str, Placement]]:
         """The per-round placements of the model's current solution."""
         by_round: list[dict[str, str]] = [{} for _ in range(self.rounds)]
@@ -412,6 +442,8 @@ def build_model(
             + sum(m.u[key] - m.x[key] for key in own[j])
             + 1
         )
+
+    m.finish = pyo.Expression([j.index for j in jobs], rule=lambda _, j: finish(j))
 
     if objective == "weighted_jct":
         m.objective = pyo.Objective(
@@ -557,6 +589,7 @@ def solve(
         raise NotOptimalError(empty) from None
     record: SimResult | None = None
     recomputed: float | None = None
+    reported: float | None = None
     plan_ids: list[dict[str, list[str]]] = []
     if res.solution_status is not SolutionStatus.NO_SOLUTION and res.objective is not None:
         plan = built.plan()
@@ -569,6 +602,16 @@ def solve(
                 + ("" if record.all_finished else " (a job is unfinished)")
             )
         recomputed = objective_value(world, record, objective)
+        reported = built.value()
+        # the schedule's own value never falls behind the solver's (slack only makes the
+        # solver's worse) and equals it at an optimum
+        worse = reported - res.objective if sense == "min" else res.objective - reported
+        slack = OBJECTIVE_AGREEMENT_TOL * max(1.0, abs(res.objective))
+        if worse > slack or (res.status.value == "optimal" and abs(worse) > slack):
+            raise InconsistentResultError(
+                f"exact {objective}: the solver reports {res.objective!r} but the schedule's "
+                f"completion times give {reported!r}"
+            )
         for r in plan:
             per: dict[str, list[str]] = {}
             for jid, p in r.items():
@@ -579,6 +622,7 @@ def solve(
         record,
         sense=sense,
         objective_name=objective,
+        objective=reported,
         recomputed=recomputed,
         size=built.size,
         extra={
