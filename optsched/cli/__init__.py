@@ -36,6 +36,8 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.tensorlights",
     "optsched.cli.pace",
     "optsched.cli.placement",
+    "optsched.cli.sim",
+    "optsched.cli.sim_extra",
     "optsched.cli.trace",
 ]
 

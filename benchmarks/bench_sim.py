@@ -1,0 +1,177 @@
+"""Simulator replay speed: jobs per second replaying the ElasticFlow cluster traces.
+
+Inputs: the ten ElasticFlow production-cluster traces (``../shared/data/elasticflow/cluster*.csv``,
+69,351 jobs), read here with a minimal pandas read of their 8 columns (``job_id, submission_time,
+num_iteration, model_name, deadline, batch_size, num_gpu, duration``) into the normalized job
+table; the model names map to Gavel job types only for documentation, since every job runs as a
+generic job at its trace duration (no throughput table: one GPU type). Each trace runs on one
+``v100`` type with 8-GPU servers, sized to its load: ``max(largest gang, 8 ceil(1.25 D / 8))``
+GPUs, ``D`` the average GPU demand (sum of ``num_gpu x duration`` over the trace's span), so the
+cluster is about 80% busy.
+
+Policies: FIFO, SRTF, Tiresias-LAS (event-driven, no restore cost). Every run is checked by the
+independent validator. Scaling: the largest trace replicated 1x, 2x, 4x (every job k times at
+the same arrival, on a cluster k times as large), so the load stays the same and the job count
+grows. Peak memory: ``tracemalloc`` peak of one FIFO replay of the largest trace at 1x.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from optsched.sim import World, parse_cluster, simulate, validate
+from optsched.sim.policies import make_policy
+
+HERE = Path(__file__).resolve().parent
+DATA = next(
+    (
+        p / "data" / "elasticflow"
+        for p in (HERE.parent.parent / "shared", HERE.parent.parent.parent / "shared")
+        if (p / "data" / "elasticflow").is_dir()
+    ),
+    HERE.parent.parent / "shared" / "data" / "elasticflow",
+)
+POLICIES = ("fifo", "srtf", "tiresias-las")
+COLUMNS = [
+    "trace",
+    "copies",
+    "jobs",
+    "GPUs",
+    "policy",
+    "seconds",
+    "jobs/s",
+    "events",
+    "valid",
+    "mean JCT (h)",
+]
+
+
+def load(path: Path, copies: int = 1) -> tuple[pd.DataFrame, int]:
+    raw = pd.read_csv(
+        path,
+        usecols=[
+            "job_id",
+            "submission_time",
+            "num_iteration",
+            "model_name",
+            "deadline",
+            "batch_size",
+            "num_gpu",
+            "duration",
+        ],
+    ).sort_values("submission_time", kind="stable")
+    t0 = float(raw["submission_time"].min())
+    frame = pd.DataFrame(
+        {
+            "job_id": raw["job_id"].astype(str),
+            "arrival": raw["submission_time"].astype(float) - t0,
+            "num_gpus": raw["num_gpu"].astype("int64"),
+            "model": raw["model_name"].astype(str),
+            "total_steps": raw["num_iteration"].astype(float),
+            "duration": raw["duration"].astype(float),
+            "batch_size": raw["batch_size"].astype(float),
+            "weight": 1.0,
+            "deadline": raw["deadline"].astype(float) - t0,
+            "user": "",
+        }
+    )
+    span = max(float(frame["arrival"].max()), 1.0)
+    demand = float((frame["num_gpus"] * frame["duration"]).sum()) / span
+    gpus = max(int(frame["num_gpus"].max()), 8 * math.ceil(1.25 * demand / 8))
+    if copies > 1:
+        parts = []
+        for k in range(copies):
+            part = frame.copy()
+            part["job_id"] = part["job_id"] + f"#{k}"
+            parts.append(part)
+        frame = pd.concat(parts).sort_values("arrival", kind="stable").reset_index(drop=True)
+    return frame, gpus * copies
+
+
+def _replay(label: str, frame: pd.DataFrame, gpus: int, copies: int, policy: str) -> list[Any]:
+    world = World.from_frame(frame, parse_cluster(f"v100={gpus}"))
+    start = time.perf_counter()
+    result = simulate(world, make_policy(policy))
+    seconds = time.perf_counter() - start
+    ok = validate(world, result).ok
+    jct = np.array(result.completion) - np.array([j.arrival for j in world.jobs])
+    return [
+        label,
+        copies,
+        len(frame),
+        gpus,
+        policy,
+        round(seconds, 2),
+        round(len(frame) / seconds, 1),
+        result.events,
+        ok,
+        round(float(jct.mean()) / 3600, 3),
+    ]
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    traces = sorted(DATA.glob("cluster*.csv"))
+    if not traces:
+        return {
+            "name": "bench_sim",
+            "title": "Simulator replay speed",
+            "description": __doc__,
+            "columns": COLUMNS,
+            "rows": [],
+            "notes": [f"skipped: {DATA} is absent"],
+        }
+    if quick:
+        traces = [DATA / "cluster10.csv"]
+    rows: list[list[Any]] = []
+    totals = {p: [0, 0.0] for p in POLICIES}
+    for path in traces:
+        frame, gpus = load(path)
+        for policy in POLICIES:
+            row = _replay(path.stem, frame, gpus, 1, policy)
+            rows.append(row)
+            totals[policy][0] += row[2]
+            totals[policy][1] += row[5]
+    largest = max(traces, key=lambda p: p.stat().st_size)
+    scaling: dict[str, list[float]] = {}
+    for copies in (1, 2) if quick else (1, 2, 4):
+        frame, gpus = load(largest, copies)
+        for policy in POLICIES:
+            row = _replay(largest.stem, frame, gpus, copies, policy)
+            rows.append(row)
+            scaling.setdefault(policy, []).append(row[5])
+    frame, gpus = load(largest)
+    world = World.from_frame(frame, parse_cluster(f"v100={gpus}"))
+    tracemalloc.start()
+    simulate(world, make_policy("fifo"))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    summary: dict[str, Any] = {
+        f"{p} all traces: jobs / seconds": f"{n} / {s:.1f}" for p, (n, s) in totals.items()
+    }
+    for p, times in scaling.items():
+        summary[f"{p} time ratio 2x/1x, 4x/1x"] = ", ".join(
+            f"{t / times[0]:.2f}" for t in times[1:]
+        )
+    summary["peak traced memory (MB), FIFO on the largest trace"] = round(peak / 2**20, 1)
+    return {
+        "name": "bench_sim",
+        "title": "Simulator replay speed on the ElasticFlow traces",
+        "description": __doc__,
+        "columns": COLUMNS,
+        "rows": rows,
+        "summary": summary,
+    }
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(run(quick="--quick" in sys.argv), indent=1, default=str))

@@ -1,0 +1,337 @@
+"""``optsched sim compare`` and ``optsched sim sweep``, added to the ``sim`` group.
+
+Subcommands
+-----------
+``compare TRACE --cluster v100=8,p100=16 --policies fifo,srtf,... [--exact] [--json]``
+    Every policy on the same world, with its run metrics; with ``--exact`` the exact optimum of
+    the round-based world for each objective and every policy's gap to it (exit 3 if a solve
+    stops short, unless ``--accept-feasible``).
+``sweep TRACE... --cluster ... --policies ... [--scales] [--seeds] [--loads] --store DIR``
+    Policies x traces x cluster scales x seeds x loads, resumable, on joblib, Dask or Ray.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from optsched.cli.common import (
+    NumberList,
+    SolverOptions,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    solver_options,
+)
+from optsched.errors import InvalidInstanceError
+
+__all__ = ["register"]
+
+
+def _policies(text: str) -> list[str]:
+    from optsched.sim.policies import POLICIES
+
+    return list(POLICIES) if text.strip() == "all" else _names("--policies", text)
+
+
+def _names(flag: str, text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise InvalidInstanceError(flag, f"expected comma-separated names, got {text!r}")
+    return names
+
+
+def _table(spec: Any, throughputs: Path | None, reference: str) -> Any:
+    from optsched.sim import Throughputs, load_throughputs
+
+    if throughputs is None:
+        return Throughputs.uniform(spec.names)
+    try:
+        return load_throughputs(throughputs, reference=reference)
+    except InvalidInstanceError as exc:
+        if exc.field == "reference":
+            raise InvalidInstanceError("--reference", exc.message) from None
+        raise
+
+
+_COLUMNS = (
+    ("policy", "policy"),
+    ("jct_mean", "JCT mean"),
+    ("jct_median", "median"),
+    ("jct_p95", "p95"),
+    ("jct_p99", "p99"),
+    ("makespan", "makespan"),
+    ("rho_max", "worst rho"),
+    ("deadlines_met", "deadlines met"),
+    ("gpu_hours", "GPU-h"),
+)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.5g}"
+    return str(value)
+
+
+def compare_command(
+    trace: Path,
+    cluster: str,
+    policies: str,
+    exact: bool,
+    objectives: str,
+    round_seconds: float | None,
+    rounds: int | None,
+    throughputs: Path | None,
+    reference: str,
+    output: Path | None,
+    as_json: bool,
+    solver_opts: SolverOptions,
+) -> None:
+    """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
+    from optsched.sim import parse_cluster
+    from optsched.sim.compare import compare, world_from_trace
+    from optsched.traces import read_trace
+
+    spec = parse_cluster(cluster, field="--cluster")
+    names = _policies(policies)
+    wanted = _names("--objectives", objectives)
+    table = _table(spec, throughputs, reference)
+    world = world_from_trace(read_trace(trace), spec, table)
+    try:
+        result = compare(
+            world,
+            names,
+            exact=exact,
+            objectives=wanted,
+            round_seconds=round_seconds,
+            rounds=rounds,
+            **solver_opts.kwargs(),
+        )
+    except InvalidInstanceError as exc:
+        flag = {
+            "policies": "--policies",
+            "objectives": "--objectives",
+            "round_seconds": "--round-seconds",
+            "rounds": "--rounds",
+        }.get(exc.field)
+        if flag is not None:
+            raise InvalidInstanceError(flag, exc.message) from None
+        raise
+    frame = result.to_frame()
+    if output is not None:
+        frame.to_csv(output, index=False)
+    payload = {"trace": str(trace), "cluster": str(spec), **result.to_dict()}
+    if as_json:
+        print_json(payload)
+    else:
+        from rich.table import Table
+
+        gaps = [(f"gap_{o}", f"gap {o}") for o in result.exact]
+        cols = [*_COLUMNS, *gaps, *([("note", "note")] if gaps else [])]
+        for row in (rows := frame.to_dict(orient="records")):
+            # a policy acting beyond the round world may show a negative gap: say why
+            notes = ["wakes mid-round"] if row.get("wakeups") else []
+            notes += ["shares GPUs"] if row.get("shared") else []
+            row["note"] = ", ".join(notes) or ""
+        out = Table(title=f"{len(world.jobs)} jobs on {spec}")
+        for _, title in cols:
+            out.add_column(title, justify="left" if title == "policy" else "right")
+        for row in rows:
+            out.add_row(*(_fmt(row.get(k)) for k, _ in cols))
+        from rich.console import Console
+
+        # wide enough for every column when stderr is not a terminal (rich's default is 80)
+        Console(stderr=True, width=max(err_console.width, 160)).print(out)
+        for o, res in result.exact.items():
+            err_console.print(
+                f"exact {o}: {res.status.value}, objective {_fmt(res.objective)}, bound "
+                f"{_fmt(res.bound)}, {res.extra.get('rounds')} rounds of "
+                f"{_fmt(res.extra.get('round_seconds'))} s"
+            )
+    if not all(m["valid"] for m in result.metrics.values()):
+        raise click.exceptions.Exit(1)
+
+
+def sweep_command(
+    traces: tuple[Path, ...],
+    cluster: str,
+    policies: str,
+    scales: tuple[float, ...],
+    seeds: tuple[int, ...],
+    loads: tuple[float, ...],
+    store: Path | None,
+    round_seconds: float | None,
+    restore_seconds: float,
+    throughputs: Path | None,
+    reference: str,
+    backend: str,
+    n_jobs: int | None,
+    address: str | None,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """Sweep policies x TRACES x cluster scales x seeds x loads (resumable with --store)."""
+    from optsched.sim import parse_cluster
+    from optsched.sim.sweep import sweep
+
+    parse_cluster(cluster, field="--cluster")
+    names = _policies(policies)
+    try:
+        frame = sweep(
+            [str(t) for t in traces],
+            cluster,
+            names,
+            store=store,
+            cluster_scales=scales,
+            seeds=seeds,
+            loads=loads,
+            round_seconds=round_seconds,
+            restore_seconds=restore_seconds,
+            throughputs=throughputs,
+            reference=reference,
+            backend=backend,
+            n_jobs=n_jobs,
+            address=address,
+            progress=not as_json,
+        )
+    except InvalidInstanceError as exc:
+        flag = {
+            "policies": "--policies",
+            "traces": "TRACES",
+            "cluster_scales": "--scales",
+            "seeds": "--seeds",
+            "loads": "--loads",
+            "backend": "--backend",
+            "round_seconds": "--round-seconds",
+            "restore_seconds": "--restore-seconds",
+        }.get(exc.field)
+        if flag is not None:
+            raise InvalidInstanceError(flag, exc.message) from None
+        raise
+    if output is not None:
+        frame.to_csv(output, index=False)
+    if as_json:
+        print_json({"runs": len(frame), "rows": frame.to_dict(orient="records")})
+    else:
+        cols = ["trace", "cluster_scale", "seed", "load", "policy", "jct_mean", "makespan", "valid"]
+        err_console.print(frame[cols].to_string(index=False) if len(frame) else "no runs")
+    if len(frame) and not bool(frame["valid"].all()):
+        raise click.exceptions.Exit(1)
+
+
+_trace_arg = click.Path(dir_okay=False, path_type=Path)
+
+
+def register(group: click.Group) -> None:
+    """Add ``compare`` and ``sweep`` to the ``sim`` group."""
+    sim = group.commands["sim"]
+    assert isinstance(sim, click.Group)
+
+    common: list[Any] = [
+        click.option("--cluster", required=True, help="GPU types: v100=8,p100=16[:GPUS/SERVER]."),
+        click.option(
+            "--policies",
+            default="all",
+            show_default=True,
+            help="Comma-separated policy names (see `sim policies`), or all of them.",
+        ),
+        click.option(
+            "--throughputs",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Throughput table in Gavel's format (default: every GPU type equally fast).",
+        ),
+        click.option(
+            "--reference",
+            default="v100",
+            show_default=True,
+            help="GPU type on which trace durations were measured (with --throughputs).",
+        ),
+        click.option(
+            "--round-seconds",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            help="Round length for every policy (default: each policy's own; with --exact a "
+            "length giving about 24 rounds).",
+        ),
+    ]
+
+    cmp: Any = compare_command
+    for deco in (
+        solver_options(),  # first: its wrapper would drop options attached before it
+        json_option,
+        output_option((".csv",), help="Write the comparison table"),
+        click.option(
+            "--rounds",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Rounds of the exact model (default: enough for every job alone in turn).",
+        ),
+        click.option(
+            "--objectives",
+            default="weighted_jct,makespan,deadlines",
+            show_default=True,
+            help="Exact objectives to solve.",
+        ),
+        click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        *reversed(common),
+        click.argument("trace", type=_trace_arg),
+    ):
+        cmp = deco(cmp)
+    sim.add_command(click.command("compare")(cmp))
+
+    swp: Any = sweep_command
+    for deco in (
+        json_option,
+        output_option((".csv",), help="Write the sweep table"),
+        click.option("--address", default=None, help="Dask scheduler or Ray cluster address."),
+        click.option(
+            "-j", "--n-jobs", type=int, default=None, help="joblib workers (default: all cores)."
+        ),
+        click.option(
+            "--backend",
+            default="joblib",
+            show_default=True,
+            help="Where runs execute: joblib, dask or ray (dask/ray need the optsched[dask] / "
+            "optsched[ray] extras).",
+        ),
+        click.option(
+            "--store",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Resumable run store (SQLite file or directory); a rerun redoes only what is "
+            "missing.",
+        ),
+        click.option(
+            "--restore-seconds",
+            type=click.FloatRange(min=0),
+            default=0.0,
+            show_default=True,
+            help="Checkpoint/restore cost of each preemption (s).",
+        ),
+        click.option(
+            "--loads",
+            type=NumberList(float, min=0),
+            default="1",
+            show_default=True,
+            help="Arrival-rate factors.",
+        ),
+        click.option(
+            "--seeds", type=NumberList(int, min=0), default="0", show_default=True, help="Seeds."
+        ),
+        click.option(
+            "--scales",
+            type=NumberList(float, min=0),
+            default="1",
+            show_default=True,
+            help="Cluster size factors.",
+        ),
+        *reversed(common),
+        click.argument("traces", nargs=-1, required=True, type=_trace_arg),
+    ):
+        swp = deco(swp)
+    sim.add_command(click.command("sweep")(swp))

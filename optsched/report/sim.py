@@ -1,0 +1,109 @@
+"""Plots of simulation runs: JCT CDFs and GPU utilization over time.
+
+Each function takes ``ax=`` (a Matplotlib Axes; a new Figure is made when omitted), returns the
+Figure, and never changes the global Matplotlib backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from optsched.sim.record import SimResult
+
+__all__ = ["plot_jct_cdf", "plot_utilization"]
+
+
+def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
+    if ax is not None:
+        fig = ax.get_figure()
+        assert fig is not None
+        return fig, ax  # type: ignore[return-value]
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.0, 3.6), layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def plot_jct_cdf(
+    results: Mapping[str, SimResult] | Sequence[SimResult],
+    *,
+    ax: Axes | None = None,
+    log: bool = True,
+    unit: str = "h",
+) -> Figure:
+    """Empirical CDF of the finished jobs' JCT, one line per run.
+
+    Parameters
+    ----------
+    results : mapping of label to SimResult, or sequence of SimResult (labelled by policy)
+    ax : Axes, optional
+    log : bool
+        Logarithmic JCT axis.
+    unit : {"s", "min", "h"}
+    """
+    scale = {"s": 1.0, "min": 60.0, "h": 3600.0}[unit]
+    items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
+    fig, axes = _axes(ax)
+    for label, result in items:
+        jct = np.sort(
+            np.array(
+                [
+                    c - j.arrival
+                    for j, c in zip(result.world.jobs, result.completion, strict=True)
+                    if c == c
+                ]
+            )
+        )
+        if len(jct) == 0:
+            continue
+        y = np.arange(1, len(jct) + 1) / len(jct)
+        axes.step(jct / scale, y, where="post", label=label)
+    if log:
+        axes.set_xscale("log")
+    axes.set_xlabel(f"JCT ({unit})")
+    axes.set_ylabel("fraction of jobs")
+    axes.set_ylim(0, 1.01)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def plot_utilization(
+    result: SimResult, *, ax: Axes | None = None, unit: str = "h", stacked: bool = True
+) -> Figure:
+    """Busy GPUs over time per GPU type (a step plot), with the total capacity as a line."""
+    from optsched.sim.metrics import utilization
+
+    scale = {"s": 1.0, "min": 60.0, "h": 3600.0}[unit]
+    frame = utilization(result)
+    fig, axes = _axes(ax)
+    times = np.unique(frame["time"].to_numpy())
+    bottom = np.zeros(len(times))
+    for gpu_type, part in frame.groupby("gpu_type", sort=False):
+        idx = np.searchsorted(part["time"].to_numpy(), times, side="right") - 1
+        busy = part["busy"].to_numpy()[np.clip(idx, 0, len(part) - 1)].astype(float)
+        top = bottom + busy if stacked else busy
+        axes.fill_between(
+            times / scale,
+            bottom if stacked else 0,
+            top,
+            step="post",
+            alpha=0.6,
+            label=str(gpu_type),
+        )
+        if stacked:
+            bottom = top
+    capacity = result.world.cluster.total_gpus
+    axes.axhline(capacity, color="black", linewidth=0.8, linestyle="--", label="capacity")
+    axes.set_xlabel(f"time ({unit})")
+    axes.set_ylabel("busy GPUs")
+    axes.set_title(result.policy)
+    axes.legend(loc="upper right", fontsize="small")
+    return fig

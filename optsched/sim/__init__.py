@@ -1,0 +1,91 @@
+"""Trace-driven simulation of a heterogeneous GPU cluster under a scheduling policy.
+
+The family's pieces: the world (:class:`ClusterSpec`, :class:`Throughputs`, :class:`World` built
+from a normalized job table), the one :class:`Policy` interface (:class:`SimState` in,
+:class:`Allocation` of :class:`Grant` out, or a Gavel-style fractional allocation), the engine
+(:func:`simulate`), the record (:class:`SimResult`), the independent validator (:func:`validate`),
+the replay of a per-round plan (:func:`replay_rounds`) and the metrics; the exact optimum of the
+round-based world (:func:`solve`), policies side by side with their gaps to it
+(:func:`compare`) and resumable parallel sweeps (:func:`sweep`).
+"""
+
+from optsched.sim.cluster_spec import (
+    ClusterSpec,
+    GpuType,
+    load_gavel_cluster_specs,
+    parse_cluster,
+)
+from optsched.sim.compare import Comparison, compare
+from optsched.sim.engine import default_horizon, event_bound, simulate
+from optsched.sim.exact import solve
+from optsched.sim.generate import generate_instance, generate_job_table
+from optsched.sim.metrics import job_metrics, run_metrics, utilization
+from optsched.sim.policy import (
+    Allocation,
+    FractionalAllocation,
+    Grant,
+    JobState,
+    Placement,
+    Policy,
+    PolicyError,
+    SimState,
+    carry_out,
+)
+from optsched.sim.record import INTERVAL_COLUMNS, JOB_RESULT_COLUMNS, SimResult
+from optsched.sim.replay import FixedRounds, replay_rounds
+from optsched.sim.sweep import sweep
+from optsched.sim.throughputs import GENERIC, Throughputs, load_throughputs
+from optsched.sim.validate import validate
+from optsched.sim.world import (
+    JOB_COLUMNS,
+    MODEL_FAMILIES,
+    SimJob,
+    World,
+    job_type_for,
+    jobs_from_frame,
+    read_job_csv,
+)
+
+__all__ = [
+    "GENERIC",
+    "INTERVAL_COLUMNS",
+    "JOB_COLUMNS",
+    "JOB_RESULT_COLUMNS",
+    "MODEL_FAMILIES",
+    "Allocation",
+    "ClusterSpec",
+    "Comparison",
+    "FixedRounds",
+    "FractionalAllocation",
+    "GpuType",
+    "Grant",
+    "JobState",
+    "Placement",
+    "Policy",
+    "PolicyError",
+    "SimJob",
+    "SimResult",
+    "SimState",
+    "Throughputs",
+    "World",
+    "carry_out",
+    "compare",
+    "default_horizon",
+    "event_bound",
+    "generate_instance",
+    "generate_job_table",
+    "job_metrics",
+    "job_type_for",
+    "jobs_from_frame",
+    "load_gavel_cluster_specs",
+    "load_throughputs",
+    "parse_cluster",
+    "read_job_csv",
+    "replay_rounds",
+    "run_metrics",
+    "simulate",
+    "solve",
+    "sweep",
+    "utilization",
+    "validate",
+]

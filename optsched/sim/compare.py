@@ -1,0 +1,282 @@
+r"""Every policy on the same world, side by side, and (on small traces) their gap to the optimum.
+
+:func:`compare` runs each named policy on one world, checks every record with the independent
+validator, and tabulates the run metrics (:func:`~optsched.sim.run_metrics`). With
+``exact=True`` it also solves the exact model of the round-based world
+(:mod:`optsched.sim.exact`) for each objective asked and reports every policy's gap to it:
+
+* ``gap_weighted_jct`` and ``gap_makespan``: relative, :math:`(v - v^*) / v^*`, ``v`` the
+  policy's total weighted JCT (resp. last completion time) and :math:`v^*` the optimum's;
+* ``gap_deadlines``: in jobs, :math:`v^* - v` (deadlines the policy misses that the optimum meets).
+
+With ``exact=True`` every policy runs in the *same* round-based world as the model (rounds of
+``round_seconds``; default :func:`auto_round_seconds`), so that a gap is a gap and never a
+difference of worlds. Two policy features reach beyond that world and are flagged in the table
+rather than hidden: extra decision points inside a round (``wakeups > 0``, e.g. Tiresias' queue
+thresholds) and space sharing (``shared``, Gandiva's packing); such a policy may show a
+negative gap.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from optsched.errors import InvalidInstanceError
+from optsched.results import ExactResult
+from optsched.sim.record import SimResult
+from optsched.sim.world import World
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from optsched.sim.cluster_spec import ClusterSpec
+    from optsched.sim.throughputs import Throughputs
+
+__all__ = ["METRIC_COLUMNS", "Comparison", "auto_round_seconds", "compare", "world_from_trace"]
+
+#: The run metrics of every row, in order.
+METRIC_COLUMNS: tuple[str, ...] = (
+    "jct_mean",
+    "jct_median",
+    "jct_p95",
+    "jct_p99",
+    "weighted_jct_mean",
+    "makespan",
+    "rho_max",
+    "deadlines",
+    "deadlines_met",
+    "gpu_hours",
+    "finished",
+    "unfinished",
+)
+
+#: Rounds the automatic round length aims at for the exact model.
+AUTO_ROUNDS = 24
+
+
+def auto_round_seconds(world: World, target_rounds: int = AUTO_ROUNDS) -> float:
+    """A round length giving the exact model about ``target_rounds`` rounds (whole minutes).
+
+    ``L = 60 ceil(S / (60 R))`` with ``S`` the last arrival plus every job alone on its slowest
+    type, one after another (the serial schedule that :func:`~optsched.sim.exact.default_rounds`
+    counts), and ``R = target_rounds``; at least 60 s.
+    """
+    if not world.jobs:
+        return 60.0
+    serial = max(j.arrival for j in world.jobs)
+    for j in world.jobs:
+        rates = [
+            world.rate(j, t.name, True)
+            for t in world.cluster.gpu_types
+            if t.count >= j.num_gpus and world.rate(j, t.name, True) > 0
+        ]
+        serial += j.work / min(rates)
+    return 60.0 * max(1, math.ceil(serial / (60.0 * max(1, target_rounds))))
+
+
+def world_from_trace(
+    trace: Any,
+    cluster: ClusterSpec,
+    throughputs: Throughputs | None = None,
+    *,
+    restore_seconds: float = 0.0,
+) -> World:
+    """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table."""
+    frame = getattr(trace, "jobs", trace)
+    file = getattr(trace, "path", None)
+    return World.from_frame(
+        frame,
+        cluster,
+        throughputs,
+        restore_seconds=restore_seconds,
+        file=None if file is None else str(file),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Policies side by side on one world.
+
+    Attributes
+    ----------
+    world : World
+    round_seconds : float or None
+        The round length every policy ran with (``None``: each policy's own).
+    runs : dict of str to SimResult
+        Per policy, its validated record.
+    metrics : dict of str to dict
+        Per policy, its run metrics plus ``valid``, ``wakeups``, ``shared`` and the objectives.
+    exact : dict of str to ExactResult
+        Per objective solved, the exact result (its solution is the optimum's record).
+    """
+
+    world: World
+    round_seconds: float | None
+    runs: dict[str, SimResult]
+    metrics: dict[str, dict[str, Any]]
+    exact: dict[str, ExactResult[SimResult]] = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per policy (then one per exact optimum): metrics, objectives and gaps."""
+        import pandas as pd
+
+        rows = [dict(m) for m in self.metrics.values()]
+        for objective, res in self.exact.items():
+            if res.solution is None:
+                continue
+            row = _row(self.world, res.solution, f"exact-{objective}")
+            row["exact_status"] = res.status.value
+            rows.append(row)
+        for row in rows:
+            for objective, res in self.exact.items():
+                row[f"gap_{objective}"] = _gap(objective, row[f"obj_{objective}"], res.objective)
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the table's rows and each exact result's summary."""
+        frame = self.to_frame()
+        records = [
+            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in frame.to_dict(orient="records")
+        ]
+        return {
+            "round_seconds": self.round_seconds,
+            "policies": records,
+            "exact": {k: v.summary() for k, v in self.exact.items()},
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Comparison({len(self.runs)} policies on {len(self.world.jobs)} jobs, "
+            f"exact={sorted(self.exact)})"
+        )
+
+    def _repr_html_(self) -> str:
+        return str(self.to_frame().to_html(escape=True, caption=html.escape(repr(self))))
+
+
+def _gap(objective: str, value: float, best: float | None) -> float:
+    if best is None or math.isnan(value):
+        return math.nan
+    if objective == "deadlines":
+        return best - value
+    return (value - best) / best if best > 0 else value - best
+
+
+def _row(world: World, record: SimResult, name: str) -> dict[str, Any]:
+    from optsched.sim.exact import OBJECTIVES, objective_value
+    from optsched.sim.metrics import job_metrics, run_metrics
+    from optsched.sim.validate import validate
+
+    metrics = run_metrics(record, job_metrics(record))
+    report = validate(world, record)
+    intervals = record.intervals_frame()
+    row: dict[str, Any] = {"policy": name}
+    row.update({c: metrics[c] for c in METRIC_COLUMNS})
+    row["valid"] = report.ok
+    row["wakeups"] = int(record.extra.get("wakeups", 0))
+    row["shared"] = bool(len(intervals) and intervals["shared_with"].astype(bool).any())
+    for objective in OBJECTIVES:
+        row[f"obj_{objective}"] = (
+            objective_value(world, record, objective) if record.all_finished else math.nan
+        )
+    return row
+
+
+def compare(
+    world: Any,
+    policies: Sequence[str],
+    *,
+    cluster: ClusterSpec | None = None,
+    throughputs: Throughputs | None = None,
+    exact: bool = False,
+    objectives: Sequence[str] = ("weighted_jct", "makespan", "deadlines"),
+    round_seconds: float | None = None,
+    rounds: int | None = None,
+    solver: str = "highs",
+    time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    accept_feasible: bool = False,
+) -> Comparison:
+    """Run every policy in ``policies`` on ``world`` and, with ``exact``, the exact optima.
+
+    Parameters
+    ----------
+    world : World, Trace or DataFrame
+        A trace or job table needs ``cluster`` (and optionally ``throughputs``).
+    policies : sequence of str
+        Registry names (:data:`optsched.sim.policies.POLICIES`).
+    exact : bool, default False
+        Also solve :func:`optsched.sim.exact.solve` for each of ``objectives``.
+    round_seconds : float, optional
+        Round length for every policy; with ``exact`` it defaults to
+        :func:`auto_round_seconds`, without it each policy keeps its own.
+    rounds, solver, time_limit, mip_gap, threads, accept_feasible
+        For the exact solves (``time_limit`` per solve).
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    InvalidInstanceError
+        No policy, an unknown policy or objective, a trace without ``cluster``, a world
+        outside the exact model.
+    NotOptimalError
+        An exact solve stopped short and ``accept_feasible`` is false.
+    """
+    from optsched.sim.engine import simulate
+    from optsched.sim.exact import OBJECTIVES
+    from optsched.sim.exact import solve as solve_exact
+    from optsched.sim.policies import make_policy
+
+    if not isinstance(world, World):
+        if cluster is None:
+            raise InvalidInstanceError("cluster", "a trace needs a cluster to simulate on")
+        world = world_from_trace(world, cluster, throughputs)
+    names = list(policies)
+    if not names:
+        raise InvalidInstanceError("policies", "name at least one policy")
+    if len(set(names)) != len(names):
+        raise InvalidInstanceError("policies", "a policy is named twice")
+    made = [make_policy(n, field="policies") for n in names]
+    for o in objectives:
+        if o not in OBJECTIVES:
+            raise InvalidInstanceError(
+                "objectives", f"unknown objective {o!r}; known: {', '.join(OBJECTIVES)}"
+            )
+    if exact and round_seconds is None:
+        round_seconds = auto_round_seconds(world)
+    results: dict[str, ExactResult[SimResult]] = {}
+    if exact:
+        assert round_seconds is not None
+        for o in objectives:
+            results[o] = solve_exact(
+                world,
+                round_seconds,
+                o,
+                rounds=rounds,
+                solver=solver,
+                time_limit=time_limit,
+                mip_gap=mip_gap,
+                threads=threads,
+                accept_feasible=accept_feasible,
+            )
+    runs: dict[str, SimResult] = {}
+    metrics: dict[str, dict[str, Any]] = {}
+    for policy in made:
+        kwargs: dict[str, Any] = {}
+        if round_seconds is not None:
+            kwargs["round_seconds"] = round_seconds
+        record = simulate(world, policy, **kwargs)
+        runs[policy.name] = record
+        metrics[policy.name] = _row(world, record, policy.name)
+    return Comparison(
+        world=world, round_seconds=round_seconds, runs=runs, metrics=metrics, exact=results
+    )

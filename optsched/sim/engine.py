@@ -1,0 +1,554 @@
+r"""The event-driven simulator that carries out a :class:`~optsched.sim.Policy` on a world.
+
+**Time and decision points.** Event-driven (``round_seconds=None``): decisions at every arrival,
+every completion and every ``wake_at`` the policy asks for. Round-based (``round_seconds = L``):
+decisions at the times ``k L`` (``k = 0, 1, ...``; rounds with no active job are skipped) and at
+the policy's ``wake_at`` times, never at arrivals or completions: an arriving job waits for the
+next round, and GPUs a job frees mid-round stay idle until it.
+
+**Between decision points** every placed job progresses at its rate (alone or paired, consolidated
+or not; see :meth:`World.rate <optsched.sim.World.rate>`), except during the first
+``restore_seconds`` of a *run* that resumes a job which had run before (a run is a stretch of time
+on one unchanged placement). When a job's work is done it completes at that exact time and
+frees its GPUs; a job sharing its GPUs continues alone, at its alone rate, in the same run.
+
+**Bounds.** With ``n`` jobs, ``R = floor(horizon / L) + 1`` rounds and ``W`` the policy's declared
+wake-ups, every loop iteration consumes an arrival batch, a completion, a round or a wake-up, so
+the loop runs at most ``2 n + R + W + 1`` times; that bound is checked against
+``limits.max_events`` before anything runs. The horizon (``max_time``) defaults to the last arrival
+plus twice the sum, over jobs, of the job's time alone on its slowest type (slowed by
+``L / (L - restore)`` in rounds), plus ``restore_seconds`` per possible event, plus ``n + 2``
+rounds (a job finishing mid-round leaves its GPUs idle until the round ends); a run cut short
+there says so (``SimResult.truncated``).
+
+Complexity: :math:`O(E (A \log A + S))` for :math:`E` events, :math:`A` active jobs and :math:`S`
+servers, plus the policy's own work.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from optsched import limits
+from optsched.errors import InvalidInstanceError
+from optsched.sim.policy import (
+    Allocation,
+    Grant,
+    JobState,
+    Placement,
+    Policy,
+    PolicyError,
+    SimState,
+)
+from optsched.sim.record import SimResult, add_interval, empty_intervals
+from optsched.sim.world import World
+from optsched.tolerances import FIT_TOL, TIME_TOL
+
+__all__ = ["default_horizon", "event_bound", "simulate"]
+
+
+@dataclass(slots=True)
+class _Run:
+    placement: Placement
+    partner: int  # job index, -1 when alone
+    seg_start: float  # start of the current record segment
+    synced: float  # time ``done`` was last brought up to date
+    overhead: float  # restore seconds left at ``synced``
+    rate: float
+    version: int
+
+
+def default_horizon(world: World, round_seconds: float | None) -> float:
+    """The default ``max_time`` (see the module notes)."""
+    if not world.jobs:
+        return 0.0
+    slow = 1.0
+    if round_seconds is not None:
+        slow = round_seconds / (round_seconds - world.restore_seconds)
+    total = 0.0
+    for j in world.jobs:
+        rates = [
+            world.rate(j, t.name, c)
+            for t in world.cluster.gpu_types
+            if t.count >= j.num_gpus
+            for c in (True, False)
+        ]
+        positive = [r for r in rates if r > 0]
+        total += j.work / min(positive) if positive else 0.0
+    n = len(world.jobs)
+    rs = round_seconds or 0.0
+    return (
+        world.jobs[-1].arrival
+        + 2.0 * total * slow
+        + world.restore_seconds * (4 * n + 2)
+        + (n + 2) * rs
+    )
+
+
+def event_bound(world: World, round_seconds: float | None, horizon: float, wakeups: int) -> float:
+    """Upper bound on loop iterations (see the module notes)."""
+    rounds = 0.0 if round_seconds is None else math.floor(horizon / round_seconds) + 1
+    return 2.0 * len(world.jobs) + rounds + wakeups + 1
+
+
+_POLICY_ROUND: Literal["policy"] = "policy"
+
+
+def simulate(
+    world: World,
+    policy: Policy,
+    *,
+    round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
+    max_time: float | None = None,
+) -> SimResult:
+    """Run ``policy`` on ``world``.
+
+    Parameters
+    ----------
+    world : World
+    policy : Policy
+    round_seconds : float or None, optional
+        Round/lease length; ``None`` is event-driven; by default the policy's own.
+    max_time : float, optional
+        Horizon (default :func:`default_horizon`).
+
+    Returns
+    -------
+    SimResult
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``round_seconds`` not > ``world.restore_seconds`` or not finite, ``max_time`` not
+        finite, or the event bound over ``limits.max_events``.
+    PolicyError
+        The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
+        impossible placement or pairing, or more wake-ups than it declared.
+    """
+    rs = policy.round_seconds if round_seconds == _POLICY_ROUND else round_seconds
+    if rs is not None:
+        if not (isinstance(rs, int | float) and math.isfinite(rs) and rs > 0):
+            raise InvalidInstanceError("round_seconds", f"must be a finite number > 0, got {rs!r}")
+        if rs <= world.restore_seconds:
+            raise InvalidInstanceError(
+                "round_seconds",
+                f"must exceed restore_seconds ({world.restore_seconds:g}) or no job could "
+                f"progress in a round, got {rs:g}",
+            )
+    horizon = default_horizon(world, rs) if max_time is None else max_time
+    if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon >= 0):
+        raise InvalidInstanceError("max_time", f"must be a finite number >= 0, got {horizon!r}")
+    policy.reset(world)
+    wake_budget = policy.max_wakeups(world)
+    bound = event_bound(world, rs, horizon, wake_budget)
+    limits.check_size("jobs", bound, "max_events", "events")
+    return _Engine(world, policy, rs, float(horizon), wake_budget, bound).run()
+
+
+class _Engine:
+    def __init__(
+        self,
+        world: World,
+        policy: Policy,
+        round_seconds: float | None,
+        horizon: float,
+        wake_budget: int,
+        bound: float,
+    ) -> None:
+        self.world = world
+        self.policy = policy
+        self.L = round_seconds
+        self.horizon = horizon
+        self.wake_budget = wake_budget
+        self.bound = bound
+        self.jobs = world.jobs
+        self.states = [JobState(job=j) for j in world.jobs]
+        self.index = {j.job_id: j.index for j in world.jobs}
+        self.active: dict[int, JobState] = {}
+        self.running: dict[int, _Run] = {}
+        self.heap: list[tuple[float, int, int]] = []
+        self.table = empty_intervals()
+        self.completion = [math.nan] * len(world.jobs)
+        self.first_start = [math.nan] * len(world.jobs)
+        self.ever_ran = [False] * len(world.jobs)
+        self.types = {t.name: t for t in world.cluster.gpu_types}
+        self.server_caps = {
+            t.name: [t.server_capacity(s) for s in range(t.num_servers)]
+            for t in world.cluster.gpu_types
+        }
+        self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
+        self.restore = world.restore_seconds
+        self.decisions = 0
+        self.new_arrivals: list[int] = []
+        self.finished_ids: list[str] = []
+        self.wakeups = 0
+        self.wake_at = math.inf
+        self.version = 0
+
+    # -- progress ---------------------------------------------------------------------------
+
+    def _sync(self, i: int, t: float) -> None:
+        run = self.running[i]
+        dt = t - run.synced
+        if dt <= 0:
+            return
+        st = self.states[i]
+        eff = max(0.0, dt - run.overhead)
+        run.overhead = max(0.0, run.overhead - dt)
+        st.done = min(st.job.work, st.done + run.rate * eff)
+        st.attained_service += st.job.num_gpus * dt
+        st.executed_seconds += dt
+        run.synced = t
+
+    def _close(self, i: int, t: float) -> None:
+        run = self.running[i]
+        if t > run.seg_start:
+            partner = self.jobs[run.partner].job_id if run.partner >= 0 else ""
+            add_interval(
+                self.table,
+                self.jobs[i].job_id,
+                run.placement.gpu_type,
+                run.placement.servers,
+                run.seg_start,
+                t,
+                partner,
+            )
+            self.ever_ran[i] = True
+        run.seg_start = t
+
+    def _rate(self, i: int, placement: Placement, partner: int) -> float:
+        gps = self.types[placement.gpu_type].gpus_per_server
+        return self.world.rate(
+            self.jobs[i],
+            placement.gpu_type,
+            placement.consolidated(gps),
+            self.jobs[partner] if partner >= 0 else None,
+        )
+
+    def _schedule_completion(self, i: int) -> None:
+        run = self.running[i]
+        self.version += 1
+        run.version = self.version
+        if run.rate <= 0:
+            return
+        st = self.states[i]
+        t_c = run.synced + run.overhead + (st.job.work - st.done) / run.rate
+        heapq.heappush(self.heap, (t_c, run.version, i))
+
+    def _peek_completion(self) -> tuple[float, int]:
+        while self.heap:
+            t_c, version, i = self.heap[0]
+            run = self.running.get(i)
+            if run is not None and run.version == version:
+                return t_c, i
+            heapq.heappop(self.heap)
+        return math.inf, -1
+
+    # -- main loop --------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        n = len(self.jobs)
+        ptr = 0
+        L = self.L
+        next_round = 0.0
+        events = 0
+        t = 0.0
+        truncated = False
+        while True:
+            events += 1
+            if events > self.bound:  # pragma: no cover - the bound is proven in the docs
+                raise RuntimeError("simulation exceeded its proven event bound")
+            t_arr = self.jobs[ptr].arrival if ptr < n else math.inf
+            t_comp, i_comp = self._peek_completion()
+            if L is None:
+                t_dec = min(t_arr, self.wake_at)
+            else:
+                if not self.active and not self.running and t_arr < math.inf:
+                    next_round = max(next_round, math.ceil(t_arr / L - TIME_TOL) * L)
+                busy = bool(self.active) or t_arr < math.inf
+                t_dec = min(next_round if busy else math.inf, self.wake_at)
+            t_next = min(t_comp, t_dec)
+            if t_next == math.inf:
+                break
+            if t_next > self.horizon:
+                t = max(t, self.horizon)
+                truncated = True
+                break
+            t = t_next
+            if t_comp <= t_dec:
+                self._complete(i_comp, t_comp)
+                if L is not None:
+                    continue  # rounds: completions are no decision points
+            elif self.wake_at <= t and t_arr > t + TIME_TOL and (L is None or next_round > t):
+                self.wakeups += 1  # a decision point only the policy asked for
+                if self.wakeups > self.wake_budget:
+                    raise PolicyError(
+                        f"{self.policy.name}: more wake-ups than its declared max_wakeups "
+                        f"({self.wake_budget})"
+                    )
+            # completions due at this instant (up to rounding) happen before the decision, so no
+            # job is preempted with a vanishing remainder
+            slack = FIT_TOL * max(1.0, abs(t))
+            while True:
+                t_c, i_c = self._peek_completion()
+                if t_c > t + slack:
+                    break
+                self._complete(i_c, min(t_c, t))
+            while ptr < n and self.jobs[ptr].arrival <= t + TIME_TOL:
+                self.active[ptr] = self.states[ptr]
+                self.new_arrivals.append(ptr)
+                ptr += 1
+            if L is not None:
+                next_round = (math.floor(t / L + TIME_TOL) + 1) * L
+            self._decide(t)
+        for i in list(self.running):
+            self._sync(i, t)
+            self._close(i, t)
+        return SimResult(
+            world=self.world,
+            policy=self.policy.name,
+            round_seconds=L,
+            intervals=self.table,
+            completion=self.completion,
+            first_start=self.first_start,
+            end_time=t,
+            truncated=truncated and not all(not math.isnan(c) for c in self.completion),
+            events=events,
+            decisions=self.decisions,
+            extra={"horizon": self.horizon, "wakeups": self.wakeups},
+        )
+
+    def _complete(self, i: int, t: float) -> None:
+        self._sync(i, t)
+        run = self.running[i]
+        self._close(i, t)
+        st = self.states[i]
+        st.done = st.job.work
+        st.placement = None
+        st.partner = None
+        st.last_stop = t
+        self.completion[i] = t
+        self.finished_ids.append(st.job.job_id)
+        del self.running[i]
+        self.active.pop(i, None)
+        p = run.partner
+        if p >= 0 and p in self.running:
+            self._sync(p, t)
+            self._close(p, t)
+            prun = self.running[p]
+            prun.partner = -1
+            prun.rate = self._rate(p, prun.placement, -1)
+            self.states[p].partner = None
+            self._schedule_completion(p)
+
+    # -- decisions --------------------------------------------------------------------------
+
+    def _decide(self, t: float) -> None:
+        for i in self.running:
+            self._sync(i, t)
+        active = tuple(self.active.values())
+        arrived = tuple(self.states[i] for i in self.new_arrivals)
+        for st in arrived:
+            st.first_decision = self.decisions
+        state = SimState(
+            now=t,
+            world=self.world,
+            active=active,
+            round_index=self.decisions,
+            round_seconds=self.L,
+            running=tuple(self.states[i] for i in self.running),
+            arrived=arrived,
+            finished=tuple(self.finished_ids),
+        )
+        self.new_arrivals = []
+        self.finished_ids = []
+        self.decisions += 1
+        alloc = self.policy.allocate(state)
+        if not isinstance(alloc, Allocation):
+            raise PolicyError(f"{self.policy.name}: allocate must return an Allocation")
+        placed = self._place(alloc)
+        # stop or change what no longer runs as before
+        changed: list[int] = []
+        for i in list(self.running):
+            run = self.running[i]
+            new = placed.get(i)
+            if new is not None and new[0] == run.placement:
+                if new[1] != run.partner:
+                    self._close(i, t)
+                    run.partner = new[1]
+                    run.rate = self._rate(i, run.placement, new[1])
+                    changed.append(i)
+                continue
+            self._close(i, t)
+            del self.running[i]
+            st = self.states[i]
+            st.preemptions += 1
+            st.last_stop = t
+            st.placement = None
+            st.partner = None
+        for i, (placement, partner) in placed.items():
+            st = self.states[i]
+            st.rounds_received[placement.gpu_type] = (
+                st.rounds_received.get(placement.gpu_type, 0) + 1
+            )
+            st.partner = self.jobs[partner].job_id if partner >= 0 else None
+            if i in self.running:
+                continue
+            overhead = self.restore if self.ever_ran[i] else 0.0
+            self.running[i] = _Run(
+                placement=placement,
+                partner=partner,
+                seg_start=t,
+                synced=t,
+                overhead=overhead,
+                rate=self._rate(i, placement, partner),
+                version=0,
+            )
+            st.placement = placement
+            st.last_start = t
+            if math.isnan(self.first_start[i]):
+                self.first_start[i] = t
+            changed.append(i)
+        for i in changed:
+            self._schedule_completion(i)
+        self.wake_at = math.inf
+        if alloc.wake_at is not None:
+            w = float(alloc.wake_at)
+            if math.isnan(w) or not (w > t + TIME_TOL):
+                raise PolicyError(f"{self.policy.name}: wake_at {w} is not after now ({t})")
+            self.wake_at = w
+
+    def _check_grant(self, g: Grant, seen: set[int]) -> int:
+        if not isinstance(g, Grant):
+            raise PolicyError(f"{self.policy.name}: grants must be Grant, got {type(g).__name__}")
+        i = self.index.get(g.job, -1)
+        if i < 0 or i not in self.active:
+            raise PolicyError(f"{self.policy.name}: granted job {g.job!r} is not active")
+        if i in seen:
+            raise PolicyError(f"{self.policy.name}: job {g.job!r} granted twice")
+        if g.gpu_type not in self.types:
+            raise PolicyError(f"{self.policy.name}: unknown GPU type {g.gpu_type!r}")
+        seen.add(i)
+        return i
+
+    def _place(self, alloc: Allocation) -> dict[int, tuple[Placement, int]]:
+        """Admission by count, then placement (see :mod:`optsched.sim.policy`)."""
+        free_count = {name: t.count for name, t in self.types.items()}
+        admitted: list[tuple[int, Grant]] = []
+        sharers: list[tuple[int, Grant]] = []
+        seen: set[int] = set()
+        for g in alloc.grants:
+            i = self._check_grant(g, seen)
+            if g.share_with is not None:
+                sharers.append((i, g))
+                continue
+            need = self.jobs[i].num_gpus
+            if free_count[g.gpu_type] >= need:
+                free_count[g.gpu_type] -= need
+                admitted.append((i, g))
+            elif alloc.blocking:
+                break
+        free = {name: list(caps) for name, caps in self.server_caps.items()}
+        placed: dict[int, tuple[Placement, int]] = {}
+        rest: list[tuple[int, Grant]] = []
+        # explicit placements first
+        for i, g in admitted:
+            if g.placement is None:
+                rest.append((i, g))
+                continue
+            p = g.placement
+            if p.gpu_type != g.gpu_type or p.num_gpus != self.jobs[i].num_gpus:
+                raise PolicyError(
+                    f"{self.policy.name}: placement of {g.job!r} is not {self.jobs[i].num_gpus} "
+                    f"GPUs of {g.gpu_type}"
+                )
+            cap = free[g.gpu_type]
+            for s, k in p.servers:
+                if not (0 <= s < len(cap)) or k < 1 or cap[s] < k:
+                    raise PolicyError(
+                        f"{self.policy.name}: placement of {g.job!r} asks {k} GPUs of "
+                        f"{g.gpu_type} server {s}, which has "
+                        f"{cap[s] if 0 <= s < len(cap) else 0} free"
+                    )
+            for s, k in p.servers:
+                cap[s] -= k
+            placed[i] = (p, -1)
+        # jobs keeping their GPUs
+        others: list[tuple[int, Grant]] = []
+        for i, g in rest:
+            cur = self.states[i].placement
+            if cur is not None and cur.gpu_type == g.gpu_type:
+                cap = free[g.gpu_type]
+                if all(cap[s] >= k for s, k in cur.servers):
+                    for s, k in cur.servers:
+                        cap[s] -= k
+                    placed[i] = (cur, -1)
+                    continue
+            others.append((i, g))
+        others.sort(key=lambda ig: -self.jobs[ig[0]].num_gpus)
+        for i, g in others:
+            fit = self._fit(free[g.gpu_type], g.gpu_type, self.jobs[i].num_gpus, g.consolidate)
+            if fit is not None:
+                placed[i] = (fit, -1)
+        # space sharing
+        for i, g in sharers:
+            j = self.index.get(g.share_with or "", -1)
+            if j not in placed:
+                continue  # the partner did not get GPUs this time: neither does the sharer
+            p, partner = placed[j]
+            if partner >= 0 or p.gpu_type != g.gpu_type:
+                raise PolicyError(
+                    f"{self.policy.name}: {g.job!r} cannot share {g.share_with!r} "
+                    "(already shared, or another GPU type)"
+                )
+            if self.jobs[i].num_gpus != self.jobs[j].num_gpus:
+                raise PolicyError(
+                    f"{self.policy.name}: {g.job!r} and {g.share_with!r} differ in gang size"
+                )
+            if self._rate(i, p, j) <= 0 or self._rate(j, p, i) <= 0:
+                raise PolicyError(
+                    f"{self.policy.name}: {g.job!r} and {g.share_with!r} cannot share a GPU "
+                    "(pair not measured or out of memory)"
+                )
+            placed[j] = (p, i)
+            placed[i] = (p, j)
+        return placed
+
+    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> Placement | None:
+        gps = self.types[gpu_type].gpus_per_server
+        k = -(-n // gps)
+        if k == 1:
+            best = -1
+            for s, f in enumerate(cap):
+                if f >= n and (best < 0 or f < cap[best]):
+                    best = s
+            if best >= 0:
+                cap[best] -= n
+                return Placement(gpu_type, ((best, n),))
+        else:
+            order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))[:k]
+            if sum(cap[s] for s in order) >= n:
+                return self._take(cap, gpu_type, order, n)
+        if mode == "require":
+            return None
+        order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))
+        if sum(cap) < n:  # pragma: no cover - admission counted the GPUs
+            return None
+        return self._take(cap, gpu_type, order, n)
+
+    @staticmethod
+    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> Placement:
+        servers: list[tuple[int, int]] = []
+        left = n
+        for s in order:
+            if left == 0:
+                break
+            k = min(cap[s], left)
+            if k > 0:
+                servers.append((s, k))
+                cap[s] -= k
+                left -= k
+        return Placement(gpu_type, tuple(sorted(servers)))

@@ -1,0 +1,212 @@
+r"""Metrics of a simulation record, per job and per run, as DataFrames.
+
+Per job (:func:`job_metrics`)
+    ``jct = completion - arrival``; ``queueing_delay = first_start - arrival`` (the wait before
+    the first run); ``isolated_jct``: work over the job's best consolidated rate alone (its JCT on
+    an empty cluster, without queueing); ``contention``: the time-averaged number ``N_j`` of
+    active jobs (arrived, unfinished) over ``[arrival, completion]``; ``fair_share_jct`` and
+    ``rho`` (finish-time fairness, below); ``deadline_met`` (NA without a deadline);
+    ``gpu_seconds`` held; ``runs`` (preemptions + 1).
+
+Finish-time fairness
+    Themis (Mahajan et al., NSDI 2020) defines :math:`\rho = T_{sh} / T_{id}`: the finish time
+    under sharing over the finish time running on an isolated :math:`1/N` share of the cluster,
+    :math:`N` the number of contending apps. Gavel (Narayanan et al., OSDI 2020) uses the same
+    ratio, with the isolated share computed by its ``Isolated`` policy: every job gets time
+    fraction :math:`x_{jg} = C_g / (N\, n_j)` of each GPU type :math:`g` (``C_g`` GPUs,
+    ``n_j`` the gang size), normalized so that no job's fractions sum above 1. optsched computes
+    exactly that share per job with :math:`N = N_j` (its time-averaged contention):
+    :math:`x_{jg} = C_g / (N_j n_j)`, divided by :math:`\max(1, \sum_g x_{jg})`, the isolated rate
+    :math:`\sum_g x_{jg}\, r_j(g)` (consolidated rates), ``fair_share_jct = work / isolated rate``
+    and ``rho = jct / fair_share_jct``. (Gavel normalizes by the largest row sum over all jobs of a
+    round, which can scale shares up; the per-job cap keeps each share a feasible allocation.)
+    ``rho <= 1`` means the job finished no later than on its fair share.
+
+Per run (:func:`run_metrics`)
+    JCT mean, median, p95, p99 (finished jobs; linear interpolation), weighted mean JCT, makespan
+    (last completion minus first arrival), mean queueing delay, worst and mean ``rho``, deadlines
+    met (count and fraction of jobs with one), GPU-hours held, mean utilization over
+    ``[first arrival, makespan end]``, finished and unfinished counts.
+
+Utilization over time (:func:`utilization`)
+    Busy GPUs per type as a step function (a shared pair counts once), one row per change.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from optsched.sim.record import SimResult
+from optsched.tolerances import FIT_TOL
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["job_metrics", "run_metrics", "utilization"]
+
+
+def _contention(result: SimResult) -> np.ndarray:
+    jobs = result.world.jobs
+    n = len(jobs)
+    if n == 0:
+        return np.zeros(0)
+    arr = np.array([j.arrival for j in jobs])
+    end = np.array(
+        [c if not math.isnan(c) else result.end_time for c in result.completion], dtype=float
+    )
+    times = np.concatenate([arr, end])
+    delta = np.concatenate([np.ones(n), -np.ones(n)])
+    order = np.lexsort((delta, times))  # ends (-1) before starts at equal times
+    times, delta = times[order], delta[order]
+    level = np.cumsum(delta)
+    # F(t) = integral of the active count from times[0] to t, piecewise linear
+    widths = np.diff(times)
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * widths)])
+
+    def integral(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(times, t, side="right") - 1
+        k = np.clip(k, 0, len(times) - 1)
+        return np.asarray(area[k] + level[k] * (t - times[k]))
+
+    span = end - arr
+    total = integral(end) - integral(arr)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        avg = np.where(span > 0, total / np.where(span > 0, span, 1.0), 1.0)
+    return np.maximum(avg, 1.0)
+
+
+def job_metrics(result: SimResult) -> pd.DataFrame:
+    """Per-job metrics (see the module notes)."""
+    import pandas as pd
+
+    world = result.world
+    frame = result.to_frame()
+    cols = result.intervals
+    held: dict[str, float] = {}
+    runs: dict[str, int] = {}
+    last: dict[str, float] = {}
+    seen_seg: set[tuple[str, float]] = set()
+    for job, gpus, start, end, shared in zip(
+        cols["job"], cols["gpus"], cols["start"], cols["end"], cols["shared_with"], strict=True
+    ):
+        held[job] = held.get(job, 0.0) + gpus * (end - start) * (0.5 if shared else 1.0)
+        if (job, start) in seen_seg:
+            continue
+        seen_seg.add((job, start))
+        if job not in last or start > last[job] + FIT_TOL * max(1.0, start):
+            runs[job] = runs.get(job, 0) + 1
+        last[job] = max(last.get(job, -math.inf), end)
+    contention = _contention(result)
+    iso: list[float] = []
+    fair: list[float] = []
+    for k, j in enumerate(world.jobs):
+        rates = {t.name: world.rate(j, t.name) for t in world.cluster.gpu_types}
+        feasible = [rates[t.name] for t in world.cluster.gpu_types if t.count >= j.num_gpus]
+        best = max(feasible, default=0.0)
+        iso.append(j.work / best if best > 0 else math.inf)
+        x = {t.name: t.count / (contention[k] * j.num_gpus) for t in world.cluster.gpu_types}
+        scale = max(1.0, sum(x.values()))
+        rate = sum(x[g] / scale * rates[g] for g in x)
+        fair.append(j.work / rate if rate > 0 else math.inf)
+    frame["jct"] = frame["completion"] - frame["arrival"]
+    frame["queueing_delay"] = frame["first_start"] - frame["arrival"]
+    frame["isolated_jct"] = iso
+    frame["contention"] = contention
+    frame["fair_share_jct"] = fair
+    frame["rho"] = frame["jct"] / frame["fair_share_jct"]
+    has_deadline = frame["deadline"].notna()
+    met = frame["finished"] & (frame["completion"] <= frame["deadline"])
+    frame["deadline_met"] = pd.array(
+        [bool(m) if d else pd.NA for m, d in zip(met, has_deadline, strict=True)],
+        dtype="boolean",
+    )
+    frame["gpu_seconds"] = [held.get(j.job_id, 0.0) for j in world.jobs]
+    frame["runs"] = [runs.get(j.job_id, 0) for j in world.jobs]
+    return frame
+
+
+def utilization(result: SimResult) -> pd.DataFrame:
+    """Busy GPUs over time: columns ``time, gpu_type, busy, capacity, utilization``.
+
+    One row per (change time, type); the value holds until the next row of that type.
+    """
+    import pandas as pd
+
+    cols = result.intervals
+    events: dict[str, list[tuple[float, int]]] = {}
+    for job, gt, gpus, start, end, shared in zip(
+        cols["job"],
+        cols["gpu_type"],
+        cols["gpus"],
+        cols["start"],
+        cols["end"],
+        cols["shared_with"],
+        strict=True,
+    ):
+        if shared and shared < job:
+            continue
+        ev = events.setdefault(gt, [])
+        ev.append((start, gpus))
+        ev.append((end, -gpus))
+    rows: list[dict[str, Any]] = []
+    for t in result.world.cluster.gpu_types:
+        ev = sorted(events.get(t.name, []))
+        level = 0
+        rows.append({"time": 0.0, "gpu_type": t.name, "busy": 0, "capacity": t.count})
+        k = 0
+        while k < len(ev):
+            time = ev[k][0]
+            while k < len(ev) and ev[k][0] == time:
+                level += ev[k][1]
+                k += 1
+            rows.append({"time": time, "gpu_type": t.name, "busy": level, "capacity": t.count})
+    frame = pd.DataFrame(rows, columns=["time", "gpu_type", "busy", "capacity"])
+    frame["utilization"] = frame["busy"] / frame["capacity"]
+    return frame
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Per-run metrics (see the module notes), as a JSON-ready mapping."""
+    frame = job_metrics(result) if jobs is None else jobs
+    done = frame[frame["finished"]]
+    jct = done["jct"].to_numpy(dtype=float)
+    world = result.world
+    first = min((j.arrival for j in world.jobs), default=0.0)
+    end = float(done["completion"].max()) if len(done) else math.nan
+    gpu_seconds = float(frame["gpu_seconds"].sum())
+    span = (end - first) if len(done) else math.nan
+    capacity = world.cluster.total_gpus
+    with_deadline = frame["deadline"].notna()
+    met = int(frame["deadline_met"].fillna(False).astype(bool).sum())
+    weights = done["weight"].to_numpy(dtype=float)
+    rho = done["rho"].to_numpy(dtype=float)
+    return {
+        "policy": result.policy,
+        "jobs": len(frame),
+        "finished": len(done),
+        "unfinished": len(frame) - len(done),
+        "jct_mean": float(jct.mean()) if len(jct) else math.nan,
+        "jct_median": _pct(jct, 50),
+        "jct_p95": _pct(jct, 95),
+        "jct_p99": _pct(jct, 99),
+        "weighted_jct_mean": float((weights * jct).sum() / weights.sum()) if len(jct) else math.nan,
+        "makespan": span,
+        "queueing_delay_mean": float(done["queueing_delay"].mean()) if len(done) else math.nan,
+        "rho_max": float(rho.max()) if len(rho) else math.nan,
+        "rho_mean": float(rho.mean()) if len(rho) else math.nan,
+        "deadlines": int(with_deadline.sum()),
+        "deadlines_met": met,
+        "deadlines_met_fraction": met / int(with_deadline.sum())
+        if with_deadline.any()
+        else math.nan,
+        "gpu_hours": gpu_seconds / 3600.0,
+        "utilization_mean": gpu_seconds / (capacity * span) if span and span > 0 else math.nan,
+        "truncated": result.truncated,
+    }

@@ -1,0 +1,75 @@
+"""The queueing policies of the survey, and the registry of policy names.
+
+=================== ======================================================================
+name                policy
+=================== ======================================================================
+``fifo``            strict FIFO (:class:`FIFO`)
+``fifo-backfill``   FIFO letting later jobs that fit go ahead
+``sjf``             non-preemptive shortest job first (known durations)
+``srtf``            preemptive shortest remaining time first (known durations)
+``edf``             earliest deadline first
+``tiresias-las``    Tiresias discretized 2D-LAS (:class:`Tiresias`)
+``tiresias-gittins`` Tiresias discretized 2D-Gittins
+``gandiva``         Gandiva time slicing, packing, migration (:class:`Gandiva`)
+=================== ======================================================================
+
+Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from optsched.errors import InvalidInstanceError
+from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
+from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.tiresias import Tiresias
+from optsched.sim.policy import Policy
+
+__all__ = [
+    "EDF",
+    "FIFO",
+    "POLICIES",
+    "SJF",
+    "SRTF",
+    "Gandiva",
+    "OrderPolicy",
+    "Tiresias",
+    "greedy_allocation",
+    "make_policy",
+]
+
+_BASE: dict[str, Callable[[bool], Policy]] = {
+    "fifo": lambda aware: FIFO(aware=aware),
+    "fifo-backfill": lambda aware: FIFO(aware=aware, backfill=True),
+    "sjf": lambda aware: SJF(aware=aware),
+    "srtf": lambda aware: SRTF(aware=aware),
+    "edf": lambda aware: EDF(aware=aware),
+    "tiresias-las": lambda aware: Tiresias("las", aware=aware),
+    "tiresias-gittins": lambda aware: Tiresias("gittins", aware=aware),
+}
+
+#: Every registered policy name.
+POLICIES: tuple[str, ...] = (
+    *_BASE,
+    *(f"{name}-perf" for name in _BASE),
+    "gandiva",
+)
+
+
+def make_policy(name: str, *, field: str = "policy") -> Policy:
+    """A fresh policy by registry name.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown name (naming ``field`` and listing the known ones).
+    """
+    if name == "gandiva":
+        return Gandiva()
+    aware = name.endswith("-perf")
+    base = name[: -len("-perf")] if aware else name
+    factory = _BASE.get(base)
+    if factory is None:
+        raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    return factory(aware)

@@ -1,0 +1,319 @@
+r"""Order-based queueing policies: FIFO, SJF, SRTF and EDF.
+
+Each orders the active jobs and grants them GPUs down that order (:func:`greedy_allocation`):
+
+* **FIFO** — arrival order, non-preemptive, *strict* by default (a job that does not fit blocks
+  the ones behind it, as in YARN's FIFO and Gavel's ``fifo`` baseline); ``backfill=True`` lets
+  later jobs that fit go ahead (and keep their GPUs once started).
+* **SJF** — non-preemptive shortest job first: running jobs keep their GPUs; waiting jobs go
+  by their isolated duration ``work / best rate`` (known durations: the oracle users quote),
+  backfilling.
+* **SRTF** — preemptive shortest remaining time first: all active jobs by remaining time
+  ``remaining / best rate``, backfilling. On one GPU with no restore cost this is SRPT, optimal
+  for mean JCT (Schrage 1968).
+* **EDF** — earliest deadline first, preemptive; jobs without a deadline go after those with
+  one, by arrival.
+
+Ties break by arrival, then job position. **GPU types.** The heterogeneity-*agnostic* variant
+(default) treats GPUs as interchangeable: a job keeps the type it runs on if that still has
+room, else takes the first type in the cluster's order with room. The *aware* variant
+(``aware=True``, names ending in ``-perf``) takes the type on which the job is fastest among
+those with room (its current type on ties). All are event-driven (decide at arrivals and
+completions) unless given ``round_seconds``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+
+from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
+from optsched.sim.world import World
+
+__all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_allocation"]
+
+
+def _best_rate(state: SimState, s: JobState) -> float:
+    return max(
+        (state.rate(s, t.name) for t in state.world.cluster.gpu_types if t.count >= s.job.num_gpus),
+        default=0.0,
+    )
+
+
+def greedy_allocation(
+    state: SimState,
+    order: Sequence[JobState],
+    *,
+    aware: bool = False,
+    blocking: bool = False,
+    wake_at: float | None = None,
+) -> Allocation:
+    """Grant ``order`` its GPUs greedily by count (see the module notes for the type choice).
+
+    Complexity: :math:`O(A K)` for :math:`A` jobs and :math:`K` GPU types.
+    """
+    free = {t.name: t.count for t in state.world.cluster.gpu_types}
+    names = list(free)
+    grants: list[Grant] = []
+    for s in order:
+        n = s.job.num_gpus
+        room = [t for t in names if free[t] >= n]
+        if aware:
+            room = [t for t in room if state.rate(s, t) > 0]
+        if not room:
+            if blocking:
+                break
+            continue
+        current = s.placement.gpu_type if s.placement is not None else None
+        if aware:
+            best = max(room, key=lambda t: (state.rate(s, t), t == current, -names.index(t)))
+        else:
+            best = current if current in room else room[0]
+        free[best] -= n
+        grants.append(Grant(job=s.job_id, gpu_type=best))
+    return Allocation(grants=tuple(grants), blocking=blocking, wake_at=wake_at)
+
+
+class WaitQueue:
+    r"""Waiting jobs, one heap per gang size, on keys fixed while a job waits (lazy deletion).
+
+    ``best(max_gang)`` is the smallest key among jobs with a gang of at most ``max_gang`` GPUs,
+    in :math:`O(G)` for :math:`G` distinct gang sizes (plus amortized heap clean-up); a push or
+    a removal is :math:`O(\log A)`.
+    """
+
+    def __init__(self) -> None:
+        self.heaps: dict[int, list[tuple[tuple[float, ...], int, str]]] = {}
+        self.version: dict[str, int] = {}
+        self.states: dict[str, JobState] = {}
+        self._counter = 0
+
+    def __contains__(self, job_id: str) -> bool:
+        return job_id in self.states
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def push(self, s: JobState, key: tuple[float, ...]) -> None:
+        """Add (or re-key) a waiting job."""
+        self._counter += 1
+        self.version[s.job_id] = self._counter
+        self.states[s.job_id] = s
+        heapq.heappush(self.heaps.setdefault(s.job.num_gpus, []), (key, self._counter, s.job_id))
+
+    def discard(self, job_id: str) -> None:
+        """Remove a job (no-op when absent)."""
+        self.version.pop(job_id, None)
+        self.states.pop(job_id, None)
+
+    def _head(self, gang: int) -> tuple[tuple[float, ...], int, str] | None:
+        heap = self.heaps[gang]
+        while heap:
+            _key, version, job_id = heap[0]
+            if self.version.get(job_id) == version:
+                return heap[0]
+            heapq.heappop(heap)
+        return None
+
+    def best(self, max_gang: float = math.inf) -> tuple[tuple[float, ...], str] | None:
+        """The smallest-key waiting job whose gang is at most ``max_gang`` GPUs."""
+        found: tuple[tuple[float, ...], str] | None = None
+        for gang in self.heaps:
+            if gang > max_gang:
+                continue
+            head = self._head(gang)
+            if head is not None and (found is None or head[0] < found[0]):
+                found = (head[0], head[2])
+        return found
+
+
+def _choose_type(
+    state: SimState, s: JobState, free: dict[str, int], names: list[str], aware: bool
+) -> str | None:
+    n = s.job.num_gpus
+    room = [t for t in names if free[t] >= n]
+    if aware:
+        room = [t for t in room if state.rate(s, t) > 0]
+    if not room:
+        return None
+    current = s.placement.gpu_type if s.placement is not None else None
+    if aware:
+        return max(room, key=lambda t: (state.rate(s, t), t == current, -names.index(t)))
+    return current if current in room else room[0]
+
+
+class OrderPolicy(Policy):
+    r"""A policy that grants jobs in the order of a key, greedily.
+
+    Waiting jobs keep their key while they wait (it may change only while a job runs), so they
+    sit in a :class:`WaitQueue` maintained incrementally from the engine's ``arrived`` and
+    ``finished`` lists; running jobs are re-keyed at each decision. A decision costs
+    :math:`O((R + g) (G + \log A))` for :math:`R` running jobs, :math:`g` grants, :math:`G`
+    gang sizes and :math:`A` waiting jobs.
+
+    Parameters
+    ----------
+    aware : bool
+        Heterogeneity-aware type choice.
+    round_seconds : float or None
+        Decide every round instead of at events.
+    """
+
+    base_name = "order"
+    blocking = False
+    preemptive = True
+
+    def __init__(self, *, aware: bool = False, round_seconds: float | None = None) -> None:
+        self.aware = aware
+        self.round_seconds = round_seconds
+        self.name = self.base_name + ("-perf" if aware else "")
+        self.queue = WaitQueue()
+        self._granted: set[str] = set()
+
+    def reset(self, world: World) -> None:
+        """Empty the queue."""
+        self.queue = WaitQueue()
+        self._granted = set()
+
+    def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        """Sort key (smaller first); must not change while the job waits."""
+        raise NotImplementedError
+
+    def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        return (*self.key(state, s), s.job.arrival, s.job.index)
+
+    def before(self, state: SimState) -> None:
+        """Hook run after the queue is brought up to date (Tiresias promotes here)."""
+
+    def on_wait(self, state: SimState, s: JobState) -> None:
+        """Hook run when a running job goes back to waiting at this decision."""
+
+    def wake(self, state: SimState, granted: list[JobState]) -> float | None:
+        """The next extra decision point wanted (default none)."""
+        return None
+
+    def allocate(self, state: SimState) -> Allocation:
+        """Grant in key order: the best job that still fits, until nothing fits."""
+        queue = self.queue
+        running_ids = {s.job_id for s in state.running}
+        for job_id in state.finished:
+            queue.discard(job_id)
+            self._granted.discard(job_id)
+        # granted last time but not placed by the engine: waiting again
+        for s in state.active if self._granted - running_ids else ():
+            if s.job_id in self._granted and s.job_id not in running_ids:
+                queue.push(s, self._full_key(state, s))
+        for s in state.arrived:
+            queue.push(s, self._full_key(state, s))
+        self.before(state)
+        names = list(state.world.cluster.names)
+        free = {t.name: t.count for t in state.world.cluster.gpu_types}
+        grants: list[Grant] = []
+        granted: list[JobState] = []
+        preempted: list[JobState] = []
+        running = list(state.running)
+        if self.preemptive:
+            running.sort(key=lambda s: self._full_key(state, s))
+        else:
+            for s in running:
+                t = _choose_type(state, s, free, names, self.aware)
+                if t is None:  # pragma: no cover - its GPUs were free
+                    preempted.append(s)
+                    continue
+                free[t] -= s.job.num_gpus
+                grants.append(Grant(job=s.job_id, gpu_type=t))
+                granted.append(s)
+            running = []
+        r = 0
+        skipped: list[JobState] = []
+        while True:
+            max_free = max(free.values())
+            while r < len(running) and running[r].job.num_gpus > max_free:
+                preempted.append(running[r])
+                r += 1
+            head = queue.best(math.inf if self.blocking else max_free)
+            cand_r = running[r] if r < len(running) else None
+            if cand_r is not None and (head is None or self._full_key(state, cand_r) <= head[0]):
+                s = cand_r
+                r += 1
+                from_queue = False
+            elif head is not None:
+                s = queue.states[head[1]]
+                from_queue = True
+                if s.job.num_gpus > max_free:  # blocking: the head does not fit
+                    break
+                queue.discard(s.job_id)
+            else:
+                break
+            t = _choose_type(state, s, free, names, self.aware)
+            if t is None:
+                (skipped if from_queue else preempted).append(s)
+                if self.blocking:
+                    break
+                continue
+            free[t] -= s.job.num_gpus
+            grants.append(Grant(job=s.job_id, gpu_type=t))
+            granted.append(s)
+        preempted.extend(running[r:])
+        for s in (*preempted, *skipped):
+            queue.push(s, self._full_key(state, s))
+        for s in preempted:
+            self.on_wait(state, s)
+        self._granted = {s.job_id for s in granted}
+        return Allocation(
+            grants=tuple(grants), blocking=self.blocking, wake_at=self.wake(state, granted)
+        )
+
+
+class FIFO(OrderPolicy):
+    """First in, first out (strict unless ``backfill``); non-preemptive."""
+
+    base_name = "fifo"
+    preemptive = False
+
+    def __init__(
+        self, *, aware: bool = False, backfill: bool = False, round_seconds: float | None = None
+    ) -> None:
+        super().__init__(aware=aware, round_seconds=round_seconds)
+        self.blocking = not backfill
+        if backfill:
+            self.name = "fifo-backfill" + ("-perf" if aware else "")
+
+    def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        """Arrival."""
+        return (s.job.arrival,)
+
+
+class SJF(OrderPolicy):
+    """Shortest job first, non-preemptive (known durations)."""
+
+    base_name = "sjf"
+    preemptive = False
+
+    def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        """Isolated duration on the best type."""
+        rate = _best_rate(state, s)
+        return (s.job.work / rate if rate > 0 else math.inf,)
+
+
+class SRTF(OrderPolicy):
+    """Shortest remaining time first, preemptive (known durations)."""
+
+    base_name = "srtf"
+
+    def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        """Remaining time on the best type."""
+        rate = _best_rate(state, s)
+        return (s.remaining / rate if rate > 0 else math.inf,)
+
+
+class EDF(OrderPolicy):
+    """Earliest deadline first, preemptive; no deadline goes last."""
+
+    base_name = "edf"
+
+    def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        """Deadline (infinite when none)."""
+        d = s.job.deadline
+        return (math.inf if math.isnan(d) else d,)

@@ -1,0 +1,221 @@
+r"""Tiresias: discretized 2D-LAS and 2D-Gittins (Gu et al., NSDI 2019).
+
+Source: the paper (https://www.usenix.org/conference/nsdi19/presentation/gu) and the simulator's
+documentation (https://github.com/SymbioticLab/Tiresias); implemented from the description.
+
+**2D attained service** of a job: GPUs x wall seconds it held them (restore time included),
+:attr:`JobState.attained_service <optsched.sim.JobState.attained_service>`.
+
+**Queues.** ``K`` queues separated by the service thresholds ``thresholds`` (GPU-seconds, default
+``(1800, 3600, 7200)``: the 30 min / 1 h / 2 h queues of the simulator's documentation, read as
+GPU-seconds since the service is two-dimensional). A job is in queue ``q`` = the number of
+thresholds at or below its service counted since its last promotion; queues are served in order,
+FIFO by arrival within a queue (**2D-LAS**), or, for **2D-Gittins**, by the Gittins index within a
+queue:
+
+.. math:: G(a) = \frac{P(S - a \le \Delta \mid S > a)}{E[\min(S - a, \Delta) \mid S > a]}
+
+with ``a`` the job's service, ``Delta`` the distance to its queue's next threshold (the queue's
+quantum; the last queue uses the largest threshold as quantum) and ``S`` the GPU-time demand
+distribution, taken as the empirical distribution of every job's demand in the trace
+(``num_gpus x work / reference rate``: the distribution Tiresias learns from history, known here
+exactly, which is the best case). Higher index first; ties FIFO.
+
+**Starvation (PROMOTE knob).** With ``promote_knob = P`` a waiting job that has waited at least
+``P x`` its last run's length since that run ended is moved back to the first queue (its service
+is counted afresh from then); ``None`` (default) disables promotion. After ``max_promotions``
+promotions (default 64) a job is no longer promoted, which bounds the decision points.
+
+**Placement.** Consolidation is required only for models with a skewed tensor-size distribution
+(Tiresias profiles them; the paper names the VGG family and AlexNet): a job whose model name starts
+with one of ``skewed_prefixes`` (default ``("vgg", "alexnet")``) waits for consolidated GPUs,
+others take spread GPUs when fragmentation leaves no consolidated room.
+
+**Decision points.** Event-driven: arrivals, completions, and the next time a running job crosses
+a threshold or a waiting job becomes due for promotion (``wake_at``). Preemptive. GPU types as in
+:func:`~optsched.sim.policies.greedy_allocation` (agnostic, or aware with ``aware=True``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from optsched.errors import InvalidInstanceError
+from optsched.sim.policies.basic import OrderPolicy
+from optsched.sim.policy import Allocation, Grant, JobState, SimState
+from optsched.sim.world import World
+from optsched.tolerances import TIME_TOL
+
+__all__ = ["Tiresias"]
+
+
+class Tiresias(OrderPolicy):
+    """Discretized 2D-LAS (``mode="las"``) or 2D-Gittins (``mode="gittins"``).
+
+    Parameters
+    ----------
+    mode : {"las", "gittins"}
+    thresholds : sequence of float
+        Increasing service thresholds (GPU-seconds), ``K - 1`` of them for ``K`` queues.
+    promote_knob : float or None
+        The PROMOTE knob (None: no promotion).
+    skewed_prefixes : sequence of str
+        Model-name prefixes (lower case) that require consolidation.
+    aware : bool
+        Heterogeneity-aware GPU type choice.
+    max_promotions : int
+        Promotions per job at most.
+    """
+
+    def __init__(
+        self,
+        mode: str = "las",
+        *,
+        thresholds: Sequence[float] = (1800.0, 3600.0, 7200.0),
+        promote_knob: float | None = None,
+        skewed_prefixes: Sequence[str] = ("vgg", "alexnet"),
+        aware: bool = False,
+        max_promotions: int = 64,
+    ) -> None:
+        if mode not in ("las", "gittins"):
+            raise InvalidInstanceError("mode", f"must be 'las' or 'gittins', got {mode!r}")
+        th = [float(x) for x in thresholds]
+        if not th or any(not (math.isfinite(x) and x > 0) for x in th) or th != sorted(set(th)):
+            raise InvalidInstanceError(
+                "thresholds", f"must be increasing positive numbers, got {list(thresholds)}"
+            )
+        if promote_knob is not None and not (math.isfinite(promote_knob) and promote_knob > 0):
+            raise InvalidInstanceError("promote_knob", f"must be > 0, got {promote_knob}")
+        if max_promotions < 0:
+            raise InvalidInstanceError("max_promotions", f"must be >= 0, got {max_promotions}")
+        super().__init__(aware=aware)
+        self.mode = mode
+        self.thresholds = th
+        self.promote_knob = promote_knob
+        self.skewed = tuple(p.lower() for p in skewed_prefixes)
+        self.max_promotions = max_promotions
+        self.name = f"tiresias-{mode}" + ("-perf" if aware else "")
+        self._base: dict[str, float] = {}
+        self._promotions: dict[str, int] = {}
+        self._due: dict[str, float] = {}
+        self._due_heap: list[tuple[float, str]] = []
+        self._demand = np.zeros(0)
+
+    def reset(self, world: World) -> None:
+        """Clear queues and promotion state; build the demand distribution for Gittins."""
+        super().reset(world)
+        self._base = {}
+        self._promotions = {}
+        self._due = {}
+        self._due_heap = []
+        ref = world.throughputs.reference
+        demand = []
+        for j in world.jobs:
+            rate = world.rate(j, ref) if ref in world.cluster.names else 0.0
+            if rate <= 0:
+                rate = max(world.rate(j, t) for t in world.cluster.names)
+            demand.append(j.num_gpus * j.work / rate if rate > 0 else math.inf)
+        self._demand = np.sort(np.asarray(demand, dtype=float))
+
+    def max_wakeups(self, world: World) -> int:
+        """Each wake-up is a predicted threshold crossing or promotion: ``2 n (K + 1) (P + 1)``.
+
+        (A crossing predicted for a job the engine then could not place, for want of consolidated
+        GPUs, is at most one spurious wake-up per prediction: the factor 2.)
+        """
+        return 2 * len(world.jobs) * (len(self.thresholds) + 1) * (self.max_promotions + 1)
+
+    # -- queues ---------------------------------------------------------------------------
+
+    def _service(self, s: JobState) -> float:
+        return s.attained_service - self._base.get(s.job_id, 0.0)
+
+    def _queue(self, s: JobState) -> int:
+        return bisect.bisect_right(self.thresholds, self._service(s) + TIME_TOL)
+
+    def gittins(self, a: float, delta: float) -> float:
+        r"""Gittins index of service ``a`` with quantum ``delta`` on the trace's demand.
+
+        Complexity: :math:`O(\log n + m)` for :math:`m` jobs with demand above ``a``.
+        """
+        d = self._demand
+        alive = d[np.searchsorted(d, a, side="right") :]
+        if len(alive) == 0:
+            return math.inf
+        rest = alive - a
+        finish = float(np.mean(rest <= delta))
+        work = float(np.mean(np.minimum(rest, delta)))
+        return finish / work if work > 0 else math.inf
+
+    def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        """(queue,) for LAS; (queue, -Gittins index) for Gittins."""
+        q = self._queue(s)
+        if self.mode == "las":
+            return (q,)
+        a = self._service(s)
+        upper = self.thresholds[q] if q < len(self.thresholds) else a + self.thresholds[-1]
+        return (q, -self.gittins(a, max(upper - a, TIME_TOL)))
+
+    def _skewed(self, s: JobState) -> bool:
+        return s.job.model.lower().startswith(self.skewed) if self.skewed else False
+
+    def on_wait(self, state: SimState, s: JobState) -> None:
+        """Schedule the promotion of a job that stops now."""
+        if self.promote_knob is None or self._promotions.get(s.job_id, 0) >= self.max_promotions:
+            return
+        due = state.now + self.promote_knob * (state.now - s.last_start)
+        self._due[s.job_id] = due
+        heapq.heappush(self._due_heap, (due, s.job_id))
+
+    def _next_due(self) -> float:
+        heap = self._due_heap
+        while heap:
+            due, job_id = heap[0]
+            if self._due.get(job_id) == due and job_id in self.queue:
+                return due
+            heapq.heappop(heap)
+        return math.inf
+
+    def before(self, state: SimState) -> None:
+        """Promote the waiting jobs that are due (back to the first queue)."""
+        slack = TIME_TOL * max(1.0, state.now)
+        while self._next_due() <= state.now + slack:
+            _, job_id = heapq.heappop(self._due_heap)
+            self._due.pop(job_id, None)
+            s = self.queue.states[job_id]
+            if self._queue(s) > 0:
+                self._base[job_id] = s.attained_service
+                self._promotions[job_id] = self._promotions.get(job_id, 0) + 1
+                self.queue.push(s, self._full_key(state, s))
+
+    def wake(self, state: SimState, granted: list[JobState]) -> float | None:
+        """The next threshold crossing of a granted job, or the next promotion."""
+        now = state.now
+        wake = self._next_due()
+        for s in granted:
+            q = self._queue(s)
+            if q < len(self.thresholds):
+                wake = min(wake, now + (self.thresholds[q] - self._service(s)) / s.job.num_gpus)
+        if math.isfinite(wake) and wake > now + TIME_TOL * max(1.0, now):
+            return wake
+        return None
+
+    def allocate(self, state: SimState) -> Allocation:
+        """Order by queue (then FIFO or Gittins), grant greedily; skewed models consolidated."""
+        alloc = super().allocate(state)
+        if not self.skewed:
+            return alloc
+        by_id = {s.job_id: s for s in (*state.running, *state.arrived)}
+        grants = []
+        for g in alloc.grants:
+            s = by_id.get(g.job)
+            model = s.job.model if s is not None else state.world.job(g.job).model
+            if model.lower().startswith(self.skewed):
+                g = Grant(job=g.job, gpu_type=g.gpu_type, consolidate="require")
+            grants.append(g)
+        return Allocation(grants=tuple(grants), blocking=alloc.blocking, wake_at=alloc.wake_at)

@@ -1,0 +1,324 @@
+r"""The one interface every scheduling policy implements, and what it sees and returns.
+
+At every *decision point* the simulator calls :meth:`Policy.allocate` with a :class:`SimState`
+(the clock, the world, the active jobs with their progress and attained service, the current
+placements) and receives an :class:`Allocation`: an ordered list of :class:`Grant`\ s, highest
+priority first, each asking that one job run on its whole gang of one GPU type until the next
+decision point. Decision points are
+
+* **round-based** (``round_seconds`` set): every ``round_seconds`` from the first arrival, and only
+  then (arrivals wait for the next round; GPUs freed by a completion stay idle until it;
+  Gavel's mechanism), plus any time the policy asks for with :attr:`Allocation.wake_at`;
+* **event-driven** (``round_seconds=None``): at every arrival and completion, plus the policy's
+  ``wake_at`` times (Tiresias's queue demotions and starvation promotions).
+
+A lease of ``L`` seconds (Themis, Chronus) is a round of ``L`` seconds.
+
+The engine carries out an allocation in two passes. **Admission** walks the grants in order and
+admits each whose GPU type still has ``num_gpus`` GPUs free by count (a space-sharing grant needs
+none); with ``Allocation.blocking`` it stops at the first that does not fit (strict FIFO),
+otherwise it skips it (backfilling). **Placement** then puts explicit placements first, then
+jobs keeping their current GPUs (no migration), then the rest, largest gang first, each on the
+fewest servers it can use (best fit: the server with the fewest free GPUs that holds the whole
+gang; for a gang larger than a server, whole servers), and, when fragmentation leaves no
+consolidated room, spread over the servers with the most free GPUs (at the unconsolidated rate)
+unless the grant requires consolidation, in which case it waits. A grant with ``share_with``
+runs on exactly the GPUs of that other job (same type and gang size), at the measured pair rates.
+
+Round-based policies may instead implement :meth:`Policy.fractional`, returning a
+:class:`FractionalAllocation` ``X[job][gpu_type]`` (time fractions, Gavel's allocation matrix);
+the default :meth:`Policy.allocate` then carries it out by Gavel's priority rule
+(:func:`carry_out`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from optsched.errors import OptschedError
+
+if TYPE_CHECKING:
+    from optsched.sim.world import SimJob, World
+
+__all__ = [
+    "Allocation",
+    "FractionalAllocation",
+    "Grant",
+    "JobState",
+    "Placement",
+    "Policy",
+    "PolicyError",
+    "SimState",
+    "carry_out",
+]
+
+Consolidation = Literal["prefer", "require"]
+#: ``X[job_id][gpu_type]``: fraction of wall time the job should run on that type.
+FractionalAllocation = Mapping[str, Mapping[str, float]]
+
+
+class PolicyError(OptschedError, RuntimeError):
+    """A policy returned an allocation the world cannot carry out (a bug in the policy)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a gang runs: one GPU type, ``(server, gpus)`` per server used (sorted by server).
+
+    Servers are numbered per GPU type from 0 (see :class:`~optsched.sim.ClusterSpec`).
+    """
+
+    gpu_type: str
+    servers: tuple[tuple[int, int], ...]
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs of the gang."""
+        return sum(g for _, g in self.servers)
+
+    def consolidated(self, gpus_per_server: int) -> bool:
+        """Whether it uses the fewest servers possible, ``ceil(num_gpus / gpus_per_server)``."""
+        return len(self.servers) <= -(-self.num_gpus // gpus_per_server)
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Run one job on one GPU type until the next decision point.
+
+    Attributes
+    ----------
+    job : str
+        Job id (an active job).
+    gpu_type : str
+        GPU type; the whole gang is of this type.
+    placement : Placement or None
+        Explicit servers (must be free); ``None`` lets the engine place it.
+    share_with : str or None
+        Run on exactly the GPUs of this other granted job (space sharing, pair rates).
+    consolidate : {"prefer", "require"}
+        ``require``: wait rather than spread over more servers than needed.
+    """
+
+    job: str
+    gpu_type: str
+    placement: Placement | None = None
+    share_with: str | None = None
+    consolidate: Consolidation = "prefer"
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """A policy's decision: grants in priority order.
+
+    Attributes
+    ----------
+    grants : tuple of Grant
+    blocking : bool
+        Stop admitting at the first grant that does not fit (no backfilling).
+    wake_at : float or None
+        Ask for an extra decision point at this time (must be later than now).
+    """
+
+    grants: tuple[Grant, ...] = ()
+    blocking: bool = False
+    wake_at: float | None = None
+
+
+@dataclass(slots=True)
+class JobState:
+    """A job as the policy sees it (the engine updates it; policies must not change it).
+
+    Attributes
+    ----------
+    job : SimJob
+        The static description (work, gang size, type, weight, deadline).
+    done : float
+        Steps completed.
+    attained_service : float
+        GPU-seconds received (gang size x wall seconds placed, restore time included): Tiresias's
+        2D attained service.
+    executed_seconds : float
+        Wall seconds placed on GPUs.
+    rounds_received : dict of str to int
+        Decision periods in which it was placed, per GPU type (Gavel's "rounds received").
+    placement : Placement or None
+        Where it runs now (None: waiting).
+    partner : str or None
+        The job sharing its GPUs now.
+    last_start, last_stop : float
+        Start of its current/last run and end of its last run (NaN when never).
+    preemptions : int
+        Times it was stopped before completion or moved.
+    first_decision : int
+        Index of the first decision point it was active at (-1 before it arrives);
+        :meth:`SimState.decisions_seen` counts from it.
+    queue : int
+        A policy-owned slot (e.g. Tiresias's queue index); the engine never reads it.
+    """
+
+    job: SimJob
+    done: float = 0.0
+    attained_service: float = 0.0
+    executed_seconds: float = 0.0
+    rounds_received: dict[str, int] = field(default_factory=dict)
+    placement: Placement | None = None
+    partner: str | None = None
+    last_start: float = math.nan
+    last_stop: float = math.nan
+    preemptions: int = 0
+    first_decision: int = -1
+    queue: int = 0
+
+    @property
+    def job_id(self) -> str:
+        """The job's id."""
+        return self.job.job_id
+
+    @property
+    def remaining(self) -> float:
+        """Steps left."""
+        return max(0.0, self.job.work - self.done)
+
+    @property
+    def running(self) -> bool:
+        """Whether it holds GPUs now."""
+        return self.placement is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SimState:
+    """What a policy sees at a decision point.
+
+    Attributes
+    ----------
+    now : float
+        Seconds.
+    world : World
+    active : tuple of JobState
+        Arrived, unfinished jobs, in arrival order.
+    round_index : int
+        Index of this decision point (0-based).
+    round_seconds : float or None
+        The round length (None: event-driven).
+    running : tuple of JobState
+        The active jobs holding GPUs when the decision is taken (placed at the previous one).
+    arrived : tuple of JobState
+        Jobs that became active since the previous decision point.
+    finished : tuple of str
+        Ids of jobs that completed since the previous decision point.
+
+    ``running``, ``arrived`` and ``finished`` let a policy keep its own queues incrementally,
+    in time independent of the number of waiting jobs.
+    """
+
+    now: float
+    world: World
+    active: tuple[JobState, ...]
+    round_index: int
+    round_seconds: float | None
+    running: tuple[JobState, ...] = ()
+    arrived: tuple[JobState, ...] = ()
+    finished: tuple[str, ...] = ()
+
+    def decisions_seen(self, s: JobState) -> int:
+        """Decision points ``s`` has been active at, this one included."""
+        return self.round_index - s.first_decision + 1 if s.first_decision >= 0 else 0
+
+    def rate(self, state: JobState, gpu_type: str, consolidated: bool = True) -> float:
+        """Steps/s of the job alone on its gang of ``gpu_type``."""
+        return self.world.rate(state.job, gpu_type, consolidated)
+
+    def capacity(self, gpu_type: str) -> int:
+        """GPUs of ``gpu_type``."""
+        return self.world.cluster.count(gpu_type)
+
+
+class Policy:
+    """Base class of every scheduling policy.
+
+    Subclasses override :meth:`allocate` (queueing and event-driven policies) or
+    :meth:`fractional` (round-based allocation policies, carried out by :func:`carry_out`).
+
+    Attributes
+    ----------
+    name : str
+        Registry name (``fifo``, ``tiresias-las``, ...).
+    round_seconds : float or None
+        The policy's round/lease length (None: event-driven); :func:`optsched.sim.simulate`
+        may override it.
+    """
+
+    name: str = "policy"
+    round_seconds: float | None = None
+
+    def reset(self, world: World) -> None:
+        """Called once before a simulation starts (clear per-run memory here)."""
+
+    def allocate(self, state: SimState) -> Allocation:
+        """Decide who runs where until the next decision point."""
+        x = self.fractional(state)
+        if x is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} implements neither allocate nor fractional"
+            )
+        return carry_out(state, x)
+
+    def fractional(self, state: SimState) -> FractionalAllocation | None:
+        """Gavel-style time fractions ``X[job][gpu_type]`` (``None``: not a fractional policy)."""
+        return None
+
+    def max_wakeups(self, world: World) -> int:
+        """Upper bound on the ``wake_at`` requests of one run on ``world`` (default none).
+
+        The engine counts events against ``limits.max_events`` before running and stops a
+        policy that asks for more wake-ups than it declared.
+        """
+        return 0
+
+    def __repr__(self) -> str:
+        rs = (
+            "event-driven"
+            if self.round_seconds is None
+            else f"round_seconds={self.round_seconds:g}"
+        )
+        return f"{type(self).__name__}({self.name!r}, {rs})"
+
+
+def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
+    r"""Gavel's round mechanism: grant (job, type) pairs by priority ``X / received share``.
+
+    For job ``m`` and type ``j`` with ``X_mj > 0`` the priority is
+    ``X_mj / (rounds_received_mj / rounds_active_m)``, where ``rounds_active_m`` counts the
+    decision points the job has been active at, this one included — infinite when the job has
+    not yet run on ``j``. Pairs are granted in decreasing priority (ties: larger ``X``, then
+    earlier arrival, then type order), each job on at most one type; the engine admits those
+    that fit (backfilling).
+
+    Complexity: :math:`O(P \log P)` for :math:`P` positive entries of ``X``.
+    """
+    order = {t: k for k, t in enumerate(state.world.cluster.names)}
+    by_id = {s.job_id: s for s in state.active}
+    keys: list[tuple[float, float, float, int, str, str]] = []
+    for jid, row in x.items():
+        s = by_id.get(jid)
+        if s is None:
+            continue
+        for gpu_type, value in row.items():
+            if not (value > 0) or gpu_type not in order:
+                continue
+            received = s.rounds_received.get(gpu_type, 0)
+            active = max(1, state.decisions_seen(s))
+            share = received / active
+            prio = math.inf if share <= 0 else value / share
+            keys.append((-prio, -value, s.job.arrival, order[gpu_type], jid, gpu_type))
+    keys.sort()
+    grants: list[Grant] = []
+    taken: set[str] = set()
+    for *_, jid, gpu_type in keys:
+        if jid not in taken:
+            taken.add(jid)
+            grants.append(Grant(job=jid, gpu_type=gpu_type))
+    return Allocation(grants=tuple(grants))

@@ -1,0 +1,480 @@
+r"""The simulated world: a cluster, a throughput table, the jobs and the preemption cost.
+
+Jobs come from the normalized job table (one row per job) with the columns
+
+============== ========= ===========================================================
+column         dtype     meaning
+============== ========= ===========================================================
+``job_id``     str       unique id
+``arrival``    float64   submission time (s), >= 0, sorted
+``num_gpus``   int64     gang size (>= 1); all its GPUs of one type, all at once
+``model``      str       model name ("" when unknown), mapped to a job type below
+``total_steps`` float64  iterations to run (NaN when unknown)
+``duration``   float64   seconds when run alone at ``num_gpus`` on the reference type (NaN)
+``batch_size`` float64   batch size (NaN when unknown), picks the job type's variant
+``weight``     float64   priority weight (> 0)
+``deadline``   float64   absolute deadline (s; NaN for none)
+``user``       str       user or virtual cluster
+============== ========= ===========================================================
+
+**Work and rates.** A job's work ``W`` is in steps and its rate on ``n`` GPUs of type ``g``
+is ``s * T(type, n, g)`` with ``T`` the throughput table (:mod:`optsched.sim.throughputs`) and
+``s`` a per-job scale:
+
+* ``total_steps`` and ``duration`` both known: ``W = total_steps`` and
+  ``s = total_steps / (duration * T(type, num_gpus, ref))``, so that the isolated run on the
+  reference type takes exactly the trace duration and the other types keep the table's speedups;
+* only ``total_steps``: ``W = total_steps``, ``s = 1`` (the table's rate);
+* only ``duration``: ``W = duration * T(type, num_gpus, ref)``, ``s = 1``;
+* neither: the row is refused.
+
+**Model names to job types** (:func:`job_type_for`): a model that is itself a job type of the
+table (Gavel traces: ``"ResNet-18 (batch size 64)"``, ``"A3C"``) is used as is; otherwise the
+lower-cased name, stripped of ``-`` and ``_``, is looked up in :data:`MODEL_FAMILIES` and the
+family's variant with the batch size nearest (in log scale; ties to the smaller; the median
+variant when the batch size is unknown) is taken; anything else is the generic type. The families
+of models the table does not measure are *proxies* chosen by architecture class, stated here:
+
+============== ==================== =====================================================
+model          job type family      why
+============== ==================== =====================================================
+resnet18       ResNet-18            measured
+resnet50       ResNet-50            measured
+inception3     ResNet-50            CNN image classifier of similar FLOPs/parameters
+vgg16, vgg19   ResNet-50            CNN image classifier (VGG is heavier; a proxy)
+bert, gpt2     Transformer          attention-based language models
+transformer    Transformer          measured
+deepspeech2    LM                   recurrent (LSTM/GRU) sequence model
+lm, lstm       LM                   measured
+a3c            A3C                  measured
+cyclegan       CycleGAN             measured
+recommendation Recommendation       measured (NCF-like)
+============== ==================== =====================================================
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from optsched import limits
+from optsched.errors import InvalidInstanceError
+from optsched.sim.cluster_spec import ClusterSpec
+from optsched.sim.throughputs import GENERIC, Throughputs
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "JOB_COLUMNS",
+    "MODEL_FAMILIES",
+    "SimJob",
+    "World",
+    "job_type_for",
+    "jobs_from_frame",
+    "read_job_csv",
+]
+
+#: The normalized job-table columns the simulator reads.
+JOB_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "arrival",
+    "num_gpus",
+    "model",
+    "total_steps",
+    "duration",
+    "batch_size",
+    "weight",
+    "deadline",
+    "user",
+)
+
+#: Model name (lower case, no ``-``/``_``) -> job type family in Gavel's table.
+MODEL_FAMILIES: dict[str, str] = {
+    "resnet18": "ResNet-18",
+    "resnet50": "ResNet-50",
+    "inception3": "ResNet-50",
+    "inceptionv3": "ResNet-50",
+    "vgg16": "ResNet-50",
+    "vgg19": "ResNet-50",
+    "bert": "Transformer",
+    "gpt2": "Transformer",
+    "transformer": "Transformer",
+    "deepspeech2": "LM",
+    "lm": "LM",
+    "lstm": "LM",
+    "a3c": "A3C",
+    "cyclegan": "CycleGAN",
+    "recommendation": "Recommendation",
+}
+
+_VARIANT = re.compile(r"^(.*) \(batch size (\d+)\)$")
+
+
+def job_type_for(model: str, batch_size: float, throughputs: Throughputs) -> str:
+    """The table's job type for a trace ``model`` (see the module notes); ``""`` is generic."""
+    if throughputs.knows(model) and model != GENERIC:
+        return model
+    family = MODEL_FAMILIES.get(model.lower().replace("-", "").replace("_", ""))
+    if family is None:
+        return GENERIC
+    variants: list[tuple[int, str]] = []
+    for jt in throughputs.job_types:
+        m = _VARIANT.match(jt)
+        if m is not None and m.group(1) == family:
+            variants.append((int(m.group(2)), jt))
+        elif jt == family:
+            return jt
+    if not variants:
+        return GENERIC
+    variants.sort()
+    if not (isinstance(batch_size, float | int) and math.isfinite(batch_size) and batch_size > 0):
+        return variants[(len(variants) - 1) // 2][1]
+    return min(variants, key=lambda v: (abs(math.log(v[0] / batch_size)), v[0]))[1]
+
+
+@dataclass(frozen=True, slots=True)
+class SimJob:
+    """One job of the world.
+
+    Attributes
+    ----------
+    index : int
+        Position in :attr:`World.jobs` (0-based).
+    job_id : str
+    arrival : float
+        Seconds.
+    num_gpus : int
+        Gang size.
+    job_type : str
+        Throughput-table job type (``""`` generic).
+    work : float
+        Steps to run.
+    scale : float
+        Multiplier of the table's rates for this job (see the module notes).
+    weight : float
+    deadline : float
+        Absolute seconds (NaN: none).
+    model, user : str
+        As in the trace.
+    """
+
+    index: int
+    job_id: str
+    arrival: float
+    num_gpus: int
+    job_type: str
+    work: float
+    scale: float
+    weight: float
+    deadline: float
+    model: str
+    user: str
+
+
+@dataclass(frozen=True)
+class World:
+    """Everything a simulation, an exact model and the validator need to agree on.
+
+    Attributes
+    ----------
+    cluster : ClusterSpec
+    throughputs : Throughputs
+    jobs : tuple of SimJob
+        In arrival order (ties by input order).
+    restore_seconds : float
+        Checkpoint/restore cost of a preemption: a job that resumes after having run before
+        (after a pause, or in a different placement: another GPU type, other servers) makes no
+        progress during the first ``restore_seconds`` of that run.
+    """
+
+    cluster: ClusterSpec
+    throughputs: Throughputs
+    jobs: tuple[SimJob, ...]
+    restore_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.restore_seconds) and self.restore_seconds >= 0):
+            raise InvalidInstanceError(
+                "restore_seconds", f"must be a finite number >= 0, got {self.restore_seconds}"
+            )
+        _check_types(self.cluster, self.throughputs)
+        seen: set[str] = set()
+        for j in self.jobs:
+            if j.job_id in seen:
+                raise InvalidInstanceError("job_id", f"duplicate job id {j.job_id!r}")
+            seen.add(j.job_id)
+
+    def rate(
+        self,
+        job: SimJob,
+        gpu_type: str,
+        consolidated: bool = True,
+        partner: SimJob | None = None,
+    ) -> float:
+        """Steps/s of ``job`` on its ``num_gpus`` GPUs of ``gpu_type``.
+
+        With ``partner`` (sharing the same GPUs) the measured pair rate, 0.0 when the pair
+        cannot share.
+        """
+        if partner is None:
+            return job.scale * self.throughputs.rate(
+                job.job_type, job.num_gpus, gpu_type, consolidated
+            )
+        pair = self.throughputs.pair_rates(
+            job.job_type, partner.job_type, job.num_gpus, gpu_type, consolidated
+        )
+        return 0.0 if pair is None else job.scale * pair[0]
+
+    def isolated_seconds(self, job: SimJob, gpu_type: str | None = None) -> float:
+        """Seconds to finish alone, consolidated, on ``gpu_type`` (default: the fastest type)."""
+        types = self.cluster.names if gpu_type is None else (gpu_type,)
+        best = max(self.rate(job, t) for t in types)
+        return math.inf if best <= 0 else job.work / best
+
+    def job(self, job_id: str) -> SimJob:
+        """The job with id ``job_id``."""
+        index = self._index.get(job_id)
+        if index is None:
+            raise InvalidInstanceError("job", f"unknown job id {job_id!r}")
+        return self.jobs[index]
+
+    @property
+    def _index(self) -> dict[str, int]:
+        cached: dict[str, int] | None = self.__dict__.get("_index_cache")
+        if cached is None:
+            cached = {j.job_id: i for i, j in enumerate(self.jobs)}
+            object.__setattr__(self, "_index_cache", cached)
+        return cached
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        cluster: ClusterSpec,
+        throughputs: Throughputs | None = None,
+        *,
+        restore_seconds: float = 0.0,
+        file: str | None = None,
+        first_row: int = 1,
+    ) -> World:
+        """Build the world from a normalized job table (see the module notes).
+
+        Without ``throughputs`` every job is generic on a uniform table
+        (:meth:`Throughputs.uniform`: every GPU type equally fast).
+        """
+        tp = throughputs if throughputs is not None else Throughputs.uniform(cluster.names)
+        _check_types(cluster, tp)
+        return cls(
+            cluster=cluster,
+            throughputs=tp,
+            jobs=jobs_from_frame(frame, cluster, tp, file=file, first_row=first_row),
+            restore_seconds=restore_seconds,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"World({len(self.jobs)} jobs, cluster={self.cluster}, "
+            f"restore_seconds={self.restore_seconds:g})"
+        )
+
+
+def read_job_csv(path: str | Path) -> pd.DataFrame:
+    """Read a normalized job table from a CSV file with a header line (the columns above).
+
+    The file goes through :func:`optsched._io.open_text` (regular file, size budget, UTF-8);
+    every cell is read as text and converted by :func:`jobs_from_frame`, whose errors then name
+    the file, the line and the column.
+
+    Raises
+    ------
+    InvalidInstanceError
+        A refused or malformed file, or a missing column.
+    """
+    import pandas as pd
+
+    from optsched._io import open_text
+
+    with open_text(path) as fh:
+        try:
+            frame = pd.read_csv(fh, dtype=str, keep_default_na=False, na_filter=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise InvalidInstanceError(
+                "<file>", f"{path}: not a CSV job table: {exc}", file=str(path)
+            ) from None
+    for c in JOB_COLUMNS:
+        if c not in frame.columns:
+            raise InvalidInstanceError(
+                c, f"missing column; the job table needs {', '.join(JOB_COLUMNS)}", file=str(path)
+            )
+    limits.check_size("jobs", len(frame), "max_trace_rows", "jobs")
+    return frame
+
+
+def _check_types(cluster: ClusterSpec, throughputs: Throughputs) -> None:
+    for t in cluster.names:
+        if t not in throughputs.gpu_types:
+            raise InvalidInstanceError(
+                "cluster",
+                f"GPU type {t!r} is not in the throughput table "
+                f"({', '.join(throughputs.gpu_types)})",
+            )
+
+
+def _column(frame: pd.DataFrame, name: str, file: str | None) -> Sequence[object]:
+    if name not in frame.columns:
+        raise InvalidInstanceError(
+            name, f"missing column; the job table needs {', '.join(JOB_COLUMNS)}", file=file
+        )
+    values: list[object] = frame[name].tolist()
+    return values
+
+
+def _float(value: object, name: str, row: int, file: str | None, *, nan_ok: bool) -> float:
+    if isinstance(value, str) and value.strip().lower() in ("", "nan"):
+        value = math.nan
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        try:
+            value = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise InvalidInstanceError(
+                name, f"must be a number, got {value!r}", file=file, row=row
+            ) from None
+    v = float(value)
+    if math.isnan(v):
+        if nan_ok:
+            return v
+        raise InvalidInstanceError(name, "must not be empty/NaN", file=file, row=row)
+    if not math.isfinite(v):
+        raise InvalidInstanceError(name, f"must be finite, got {v}", file=file, row=row)
+    return v
+
+
+def _text(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def jobs_from_frame(
+    frame: pd.DataFrame,
+    cluster: ClusterSpec,
+    throughputs: Throughputs,
+    *,
+    file: str | None = None,
+    first_row: int = 1,
+) -> tuple[SimJob, ...]:
+    """Validate a normalized job table and turn it into :class:`SimJob` records.
+
+    Rows are numbered from ``first_row`` in errors (2 for a CSV file with a header line, so
+    that the row is the file's line number).
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming the column and row: missing column, duplicate id, arrival negative or not
+        sorted, ``num_gpus`` not an integer >= 1 or above every GPU type's count, weight not
+        > 0, neither ``total_steps`` nor ``duration``, a job that cannot run on any type.
+    """
+    n = len(frame)
+    limits.check_size("jobs", n, "max_trace_rows", "jobs")
+    cols = {c: _column(frame, c, file) for c in JOB_COLUMNS}
+    largest = max(t.count for t in cluster.gpu_types)
+    ref = throughputs.reference
+    jobs: list[SimJob] = []
+    seen: set[str] = set()
+    last = 0.0
+    for i in range(n):
+        row = i + first_row
+        jid = _text(cols["job_id"][i])
+        if not jid:
+            raise InvalidInstanceError("job_id", "must not be empty", file=file, row=row)
+        if jid in seen:
+            raise InvalidInstanceError("job_id", f"duplicate job id {jid!r}", file=file, row=row)
+        seen.add(jid)
+        arrival = _float(cols["arrival"][i], "arrival", row, file, nan_ok=False)
+        if arrival < 0:
+            raise InvalidInstanceError(
+                "arrival", f"must be >= 0, got {arrival}", file=file, row=row
+            )
+        if arrival < last:
+            raise InvalidInstanceError(
+                "arrival",
+                f"rows must be sorted by arrival ({arrival} < {last})",
+                file=file,
+                row=row,
+            )
+        last = arrival
+        g = _float(cols["num_gpus"][i], "num_gpus", row, file, nan_ok=False)
+        if g != int(g) or g < 1:
+            raise InvalidInstanceError(
+                "num_gpus", f"must be an integer >= 1, got {g}", file=file, row=row
+            )
+        gpus = int(g)
+        if gpus > largest:
+            raise InvalidInstanceError(
+                "num_gpus",
+                f"{gpus} GPUs exceed every GPU type of the cluster (largest: {largest})",
+                file=file,
+                row=row,
+            )
+        weight = _float(cols["weight"][i], "weight", row, file, nan_ok=False)
+        if weight <= 0:
+            raise InvalidInstanceError("weight", f"must be > 0, got {weight}", file=file, row=row)
+        deadline = _float(cols["deadline"][i], "deadline", row, file, nan_ok=True)
+        steps = _float(cols["total_steps"][i], "total_steps", row, file, nan_ok=True)
+        duration = _float(cols["duration"][i], "duration", row, file, nan_ok=True)
+        batch = _float(cols["batch_size"][i], "batch_size", row, file, nan_ok=True)
+        for name, v in (("total_steps", steps), ("duration", duration)):
+            if not math.isnan(v) and v <= 0:
+                raise InvalidInstanceError(name, f"must be > 0, got {v}", file=file, row=row)
+        model = _text(cols["model"][i])
+        job_type = job_type_for(model, batch, throughputs)
+        ref_rate = throughputs.rate(job_type, gpus, ref)
+        if ref_rate <= 0:
+            job_type = GENERIC
+            ref_rate = throughputs.rate(GENERIC, gpus, ref)
+        if math.isnan(steps) and math.isnan(duration):
+            raise InvalidInstanceError(
+                "total_steps", "neither total_steps nor duration is known", file=file, row=row
+            )
+        if math.isnan(steps):
+            work, scale = duration * ref_rate, 1.0
+        elif math.isnan(duration):
+            work, scale = steps, 1.0
+        else:
+            work, scale = steps, steps / (duration * ref_rate)
+        if not (math.isfinite(work) and work > 0 and math.isfinite(scale) and scale > 0):
+            raise InvalidInstanceError(
+                "duration", f"gives no positive finite work ({work})", file=file, row=row
+            )
+        if not any(
+            throughputs.rate(job_type, gpus, t.name) > 0 and t.count >= gpus
+            for t in cluster.gpu_types
+        ):
+            raise InvalidInstanceError(
+                "model",
+                f"job type {job_type or 'generic'!r} on {gpus} GPUs runs on no GPU type",
+                file=file,
+                row=row,
+            )
+        jobs.append(
+            SimJob(
+                index=i,
+                job_id=jid,
+                arrival=arrival,
+                num_gpus=gpus,
+                job_type=job_type,
+                work=work,
+                scale=scale,
+                weight=weight,
+                deadline=deadline,
+                model=model,
+                user=_text(cols["user"][i]),
+            )
+        )
+    return tuple(jobs)

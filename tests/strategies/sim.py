@@ -1,0 +1,126 @@
+"""Hypothesis strategies and builders for the simulator: job tables, clusters, throughput tables.
+
+Everything built here is valid by construction: arrivals sorted, gangs no larger than the
+largest GPU type, positive durations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from hypothesis import strategies as st
+
+from optsched.sim import JOB_COLUMNS, ClusterSpec, GpuType, Throughputs, World
+from optsched.sim.throughputs import throughputs_from_dict
+
+#: A small synthetic table in Gavel's format: job types A (packs well) and B (packs badly), on
+#: two GPU types; unconsolidated rates are 80% of consolidated.
+SPEED = {"fast": 2.0, "slow": 1.0}
+PAIR = {
+    ("A", "A"): (0.8, 0.8),
+    ("A", "B"): (0.6, 0.5),
+    ("B", "A"): (0.5, 0.6),
+    ("B", "B"): (0.3, 0.3),
+}
+BASE = {"A": 1.0, "B": 1.5}
+
+
+def synthetic_table() -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for gpu, speed in SPEED.items():
+        for suffix, factor in (("", 1.0), ("_unconsolidated", 0.8)):
+            table: dict[str, Any] = {}
+            for jt, base in BASE.items():
+                for n in (1, 2, 4, 8):
+                    alone = base * speed * n * factor
+                    entry: dict[str, Any] = {"null": alone}
+                    for other in BASE:
+                        a, b = PAIR[(jt, other)]
+                        entry[f"('{other}', {n})"] = [
+                            a * alone,
+                            b * BASE[other] * speed * n * factor,
+                        ]
+                    table[f"('{jt}', {n})"] = entry
+            data[gpu + suffix] = table
+    return data
+
+
+def synthetic_throughputs() -> Throughputs:
+    return throughputs_from_dict(synthetic_table(), reference="fast")
+
+
+def job_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """A job table from dicts; missing columns get neutral values."""
+    cols: dict[str, list[Any]] = {c: [] for c in JOB_COLUMNS}
+    for k, r in enumerate(rows):
+        cols["job_id"].append(str(r.get("job_id", f"j{k}")))
+        cols["arrival"].append(float(r.get("arrival", 0.0)))
+        cols["num_gpus"].append(int(r.get("num_gpus", 1)))
+        cols["model"].append(str(r.get("model", "")))
+        cols["total_steps"].append(float(r.get("total_steps", math.nan)))
+        cols["duration"].append(float(r.get("duration", math.nan)))
+        cols["batch_size"].append(float(r.get("batch_size", math.nan)))
+        cols["weight"].append(float(r.get("weight", 1.0)))
+        cols["deadline"].append(float(r.get("deadline", math.nan)))
+        cols["user"].append(str(r.get("user", "u")))
+    frame = pd.DataFrame(cols)
+    return frame.astype({"num_gpus": "int64"})
+
+
+def one_gpu_world(
+    durations: Sequence[float], arrivals: Sequence[float] | None = None, restore: float = 0.0
+) -> World:
+    """Generic jobs on one GPU at rate 1: work = duration."""
+    arr = list(arrivals) if arrivals is not None else [0.0] * len(durations)
+    rows = [{"arrival": a, "duration": d} for a, d in zip(arr, durations, strict=True)]
+    cluster = ClusterSpec(gpu_types=(GpuType(name="gpu", count=1, gpus_per_server=1),))
+    return World.from_frame(job_frame(rows), cluster, restore_seconds=restore)
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> ClusterSpec:
+    names = draw(st.lists(st.sampled_from(sorted(SPEED)), min_size=1, max_size=2, unique=True))
+    types = []
+    for name in names:
+        per = draw(st.sampled_from([1, 2, 4]))
+        count = draw(st.integers(1, 8))
+        types.append(GpuType(name=name, count=count, gpus_per_server=per))
+    return ClusterSpec(gpu_types=tuple(types))
+
+
+@st.composite
+def job_tables(
+    draw: st.DrawFn, cluster: ClusterSpec, *, max_jobs: int = 7, deadlines: bool = True
+) -> pd.DataFrame:
+    n = draw(st.integers(1, max_jobs))
+    largest = max(t.count for t in cluster.gpu_types)
+    gangs = [g for g in (1, 2, 4) if g <= largest]
+    t = 0.0
+    rows = []
+    for _ in range(n):
+        t += draw(st.sampled_from([0.0, 0.0, 1.0, 2.5, 7.0, 20.0]))
+        duration = draw(st.sampled_from([1.0, 3.0, 5.0, 12.5, 30.0, 61.0]))
+        row: dict[str, Any] = {
+            "arrival": t,
+            "num_gpus": draw(st.sampled_from(gangs)),
+            "model": draw(st.sampled_from(["A", "B", "", "unknown-net"])),
+            "duration": duration,
+            "weight": draw(st.sampled_from([1.0, 2.0])),
+        }
+        if draw(st.booleans()):
+            row["total_steps"] = duration * draw(st.sampled_from([1.0, 3.0]))
+        if deadlines and draw(st.booleans()):
+            row["deadline"] = t + duration * draw(st.sampled_from([1.0, 2.0, 4.0]))
+        rows.append(row)
+    return job_frame(rows)
+
+
+@st.composite
+def worlds(draw: st.DrawFn, *, max_jobs: int = 7) -> World:
+    cluster = draw(clusters())
+    frame = draw(job_tables(cluster, max_jobs=max_jobs))
+    restore = draw(st.sampled_from([0.0, 0.0, 0.5, 2.0]))
+    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_seconds=restore)

@@ -1,0 +1,97 @@
+"""Metrics against closed forms and direct recomputation; the plots draw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from strategies.sim import job_frame, one_gpu_world, synthetic_throughputs
+
+from optsched.sim import ClusterSpec, GpuType, World, simulate
+from optsched.sim.metrics import job_metrics, run_metrics, utilization
+from optsched.sim.policies import FIFO, SRTF
+from optsched.tolerances import TIME_TOL, within
+
+
+def test_one_job_alone_has_rho_one_and_no_wait() -> None:
+    cluster = ClusterSpec(gpu_types=(GpuType(name="fast", count=2, gpus_per_server=2),))
+    world = World.from_frame(
+        job_frame([{"arrival": 4.0, "model": "A", "total_steps": 80.0, "num_gpus": 2}]),
+        cluster,
+        synthetic_throughputs(),
+    )
+    jobs = job_metrics(simulate(world, FIFO()))
+    row = jobs.iloc[0]
+    assert within(row["jct"], 80.0 / 4.0, TIME_TOL)
+    assert row["queueing_delay"] == 0.0
+    assert within(row["rho"], 1.0, TIME_TOL)
+    assert within(row["isolated_jct"], row["jct"], TIME_TOL)
+    assert within(row["gpu_seconds"], 2 * 20.0, TIME_TOL)
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_fifo_identical_jobs_rho(n: int) -> None:
+    """Job k (0-based) waits k D and sees on average N_k = sum_{i<=k} (n - i) / (k + 1) jobs.
+
+    Its fair share of the one GPU is 1 / N_k, so rho_k = (k + 1) D / (N_k D).
+    """
+    d = 3.0
+    jobs = job_metrics(simulate(one_gpu_world([d] * n), FIFO()))
+    for k in range(n):
+        nk = sum(n - i for i in range(k + 1)) / (k + 1)
+        assert within(jobs["contention"][k], nk, TIME_TOL)
+        assert within(jobs["rho"][k], (k + 1) / nk, TIME_TOL)
+        assert within(jobs["queueing_delay"][k], k * d, TIME_TOL)
+
+
+def test_run_metrics_recomputed() -> None:
+    durations = [5.0, 1.0, 3.0, 8.0, 2.0]
+    arrivals = [0.0, 1.0, 1.0, 2.0, 9.0]
+    world = one_gpu_world(durations, arrivals)
+    result = simulate(world, SRTF())
+    jobs = job_metrics(result)
+    m = run_metrics(result, jobs)
+    jct = np.array(result.completion) - np.array(arrivals)
+    assert within(m["jct_mean"], float(jct.mean()), TIME_TOL)
+    assert within(m["jct_p95"], float(np.percentile(jct, 95)), TIME_TOL)
+    assert within(m["gpu_hours"], sum(durations) / 3600, TIME_TOL)
+    assert within(m["makespan"], max(result.completion) - 0.0, TIME_TOL)
+    # the GPU is never idle while work is pending (arrivals come before the backlog clears)
+    assert within(m["utilization_mean"], sum(durations) / m["makespan"], TIME_TOL)
+    util = utilization(result)
+    assert util["busy"].max() <= 1
+
+
+def test_deadlines_met() -> None:
+    world = World.from_frame(
+        job_frame(
+            [
+                {"duration": 4.0, "deadline": 5.0},
+                {"duration": 4.0, "deadline": 5.0},
+                {"duration": 1.0},
+            ]
+        ),
+        ClusterSpec(gpu_types=(GpuType(name="g", count=1, gpus_per_server=1),)),
+    )
+    result = simulate(world, FIFO())
+    jobs = job_metrics(result)
+    assert list(jobs["deadline_met"].astype(object)) == [True, False, None] or list(
+        jobs["deadline_met"].fillna(False)
+    ) == [True, False, False]
+    m = run_metrics(result, jobs)
+    assert (m["deadlines"], m["deadlines_met"]) == (2, 1)
+
+
+def test_plots_return_figures() -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from optsched.report.sim import plot_jct_cdf, plot_utilization
+
+    world = one_gpu_world([5.0, 1.0, 3.0], [0.0, 1.0, 1.0])
+    runs = {"fifo": simulate(world, FIFO()), "srtf": simulate(world, SRTF())}
+    fig = plot_jct_cdf(runs, unit="s")
+    assert isinstance(fig, Figure)
+    assert len(fig.axes[0].lines) == 2
+    other = Figure()
+    ax = other.add_subplot()
+    assert plot_utilization(runs["fifo"], ax=ax, unit="s") is other
