@@ -256,15 +256,24 @@ class OrderPolicy(Policy):
             queue.push(s, self._full_key(state, s))
         for s in preempted:
             self.on_wait(state, s)
+        keep = not self.preemptive
         if self.preemptive:
             self._granted = {s.job_id for s in granted}
+            current = {
+                s.job_id: s.placement.gpu_type for s in state.running if s.placement is not None
+            }
+            kept = [g for g in grants if g.job in current]
+            if len(kept) == len(current) and all(g.gpu_type == current[g.job] for g in kept):
+                # nobody is preempted or moved: say so, and list only the jobs to start
+                grants = [g for g in grants if g.job not in current]
+                keep = True
         else:
             self._granted = {s.job_id for s in granted} | running_ids
         return Allocation(
             grants=tuple(grants),
             blocking=self.blocking,
             wake_at=self.wake(state, granted),
-            keep_running=not self.preemptive,
+            keep_running=keep,
         )
 
 
