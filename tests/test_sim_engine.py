@@ -351,3 +351,33 @@ def test_gandiva_migrates_to_defragment() -> None:
     plain = Gandiva(round_seconds=1.0, packing=False, migration=False)
     spread = simulate(world, plain).intervals_frame()
     assert spread[spread["job"] == "j4"].groupby("start")["server"].nunique().max() == 2
+
+
+def test_keep_running_adds_jobs_and_refuses_regrants() -> None:
+    from optsched.sim import Grant
+
+    world = one_gpu_world([2.0, 2.0], [0.0, 1.0])
+    cluster2 = ClusterSpec(gpu_types=(GpuType(name="gpu", count=2, gpus_per_server=2),))
+    world2 = World(cluster=cluster2, throughputs=world.throughputs, jobs=world.jobs)
+
+    class Add(Policy):
+        name = "add"
+
+        def allocate(self, state: SimState) -> Allocation:
+            new = tuple(Grant(s.job_id, "gpu") for s in state.arrived)
+            return Allocation(new, keep_running=True)
+
+    result = simulate(world2, Add())
+    assert validate(world2, result).ok
+    assert result.completion == [2.0, 3.0]
+
+    class Regrant(Policy):
+        name = "regrant"
+
+        def allocate(self, state: SimState) -> Allocation:
+            return Allocation(
+                tuple(Grant(s.job_id, "gpu") for s in state.active), keep_running=True
+            )
+
+    with pytest.raises(PolicyError):
+        simulate(world2, Regrant())

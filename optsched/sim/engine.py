@@ -437,9 +437,22 @@ class _Engine:
     def _place(self, alloc: Allocation) -> dict[int, tuple[Placement, int]]:
         """Admission by count, then placement (see :mod:`optsched.sim.policy`)."""
         free_count = {name: t.count for name, t in self.types.items()}
+        free = {name: list(caps) for name, caps in self.server_caps.items()}
+        placed: dict[int, tuple[Placement, int]] = {}
+        seen: set[int] = set()
+        if alloc.keep_running:
+            # every running job keeps its GPUs and partner; the grants only add jobs
+            for i, run in self.running.items():
+                placed[i] = (run.placement, run.partner)
+                seen.add(i)
+                if run.partner >= 0 and run.partner < i:
+                    continue  # a shared pair holds its GPUs once
+                cap = free[run.placement.gpu_type]
+                for s, k in run.placement.servers:
+                    cap[s] -= k
+                free_count[run.placement.gpu_type] -= run.placement.num_gpus
         admitted: list[tuple[int, Grant]] = []
         sharers: list[tuple[int, Grant]] = []
-        seen: set[int] = set()
         for g in alloc.grants:
             i = self._check_grant(g, seen)
             if g.share_with is not None:
@@ -451,8 +464,6 @@ class _Engine:
                 admitted.append((i, g))
             elif alloc.blocking:
                 break
-        free = {name: list(caps) for name, caps in self.server_caps.items()}
-        placed: dict[int, tuple[Placement, int]] = {}
         rest: list[tuple[int, Grant]] = []
         # explicit placements first
         for i, g in admitted:

@@ -120,11 +120,16 @@ class Allocation:
         Stop admitting at the first grant that does not fit (no backfilling).
     wake_at : float or None
         Ask for an extra decision point at this time (must be later than now).
+    keep_running : bool
+        Every job running now keeps its GPUs (and partner) and ``grants`` only lists jobs to
+        start: the incremental form of "keep everything, add these", in time independent of
+        the number of running jobs. Grants of running jobs are then an error.
     """
 
     grants: tuple[Grant, ...] = ()
     blocking: bool = False
     wake_at: float | None = None
+    keep_running: bool = False
 
 
 @dataclass(slots=True)

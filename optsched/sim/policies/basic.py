@@ -216,14 +216,10 @@ class OrderPolicy(Policy):
         if self.preemptive:
             running.sort(key=lambda s: self._full_key(state, s))
         else:
+            # non-preemptive: running jobs keep their GPUs (the engine's keep_running form)
             for s in running:
-                t = _choose_type(state, s, free, names, self.aware)
-                if t is None:  # pragma: no cover - its GPUs were free
-                    preempted.append(s)
-                    continue
-                free[t] -= s.job.num_gpus
-                grants.append(Grant(job=s.job_id, gpu_type=t))
-                granted.append(s)
+                if s.placement is not None and not (s.partner is not None and s.partner < s.job_id):
+                    free[s.placement.gpu_type] -= s.job.num_gpus
             running = []
         r = 0
         skipped: list[JobState] = []
@@ -260,9 +256,24 @@ class OrderPolicy(Policy):
             queue.push(s, self._full_key(state, s))
         for s in preempted:
             self.on_wait(state, s)
-        self._granted = {s.job_id for s in granted}
+        keep = not self.preemptive
+        if self.preemptive:
+            self._granted = {s.job_id for s in granted}
+            current = {
+                s.job_id: s.placement.gpu_type for s in state.running if s.placement is not None
+            }
+            kept = [g for g in grants if g.job in current]
+            if len(kept) == len(current) and all(g.gpu_type == current[g.job] for g in kept):
+                # nobody is preempted or moved: say so, and list only the jobs to start
+                grants = [g for g in grants if g.job not in current]
+                keep = True
+        else:
+            self._granted = {s.job_id for s in granted} | running_ids
         return Allocation(
-            grants=tuple(grants), blocking=self.blocking, wake_at=self.wake(state, granted)
+            grants=tuple(grants),
+            blocking=self.blocking,
+            wake_at=self.wake(state, granted),
+            keep_running=keep,
         )
 
 

@@ -39,6 +39,7 @@ a threshold or a waiting job becomes due for promotion (``wake_at``). Preemptive
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import math
 from collections.abc import Sequence
@@ -218,4 +219,4 @@ class Tiresias(OrderPolicy):
             if model.lower().startswith(self.skewed):
                 g = Grant(job=g.job, gpu_type=g.gpu_type, consolidate="require")
             grants.append(g)
-        return Allocation(grants=tuple(grants), blocking=alloc.blocking, wake_at=alloc.wake_at)
+        return dataclasses.replace(alloc, grants=tuple(grants))
