@@ -34,6 +34,22 @@ SMALL: dict[str, Callable[[Any], Any]] = {
 NOT_FAMILIES = {"solvers", "cli", "report", "models", "traces", "interference", "sim"}
 
 
+@pytest.mark.solver("highs")
+def test_the_simulator_family_solves_and_validates_like_the_others() -> None:
+    """The simulator's world is built from a trace (its file format is the trace's, see
+    optsched.traces); its exact model and validator follow the protocol."""
+    from optsched import sim
+
+    world = sim.generate_instance(4, "v100=2", seed=1)
+    result = sim.solve(world, round_seconds=600.0)
+    assert isinstance(result, ExactResult) and result.optimal
+    report = sim.validate(world, result.solution)
+    assert isinstance(report, Report) and report.ok, report.violations
+    assert isinstance(result.solution.to_frame(), pd.DataFrame)
+    for name in ("solve", "validate", "generate_instance"):
+        assert name in sim.__all__
+
+
 def test_every_family_package_is_walked() -> None:
     packages = {m.name for m in pkgutil.iter_modules(optsched.__path__) if m.ispkg}
     assert packages - NOT_FAMILIES == set(SMALL)
