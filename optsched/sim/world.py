@@ -2,20 +2,20 @@ r"""The simulated world: a cluster, a throughput table, the jobs and the preempt
 
 Jobs come from the normalized job table (one row per job) with the columns
 
-============== ========= ===========================================================
-column         dtype     meaning
-============== ========= ===========================================================
-``job_id``     str       unique id
-``arrival``    float64   submission time (s), >= 0, sorted
-``num_gpus``   int64     gang size (>= 1); all its GPUs of one type, all at once
-``model``      str       model name ("" when unknown), mapped to a job type below
-``total_steps`` float64  iterations to run (NaN when unknown)
-``duration``   float64   seconds when run alone at ``num_gpus`` on the reference type (NaN)
-``batch_size`` float64   batch size (NaN when unknown), picks the job type's variant
-``weight``     float64   priority weight (> 0)
-``deadline``   float64   absolute deadline (s; NaN for none)
-``user``       str       user or virtual cluster
-============== ========= ===========================================================
+=============== ======= ==================================================================
+column          dtype   meaning
+=============== ======= ==================================================================
+``job_id``      str     unique id
+``arrival``     float64 submission time (s), >= 0, sorted
+``num_gpus``    int64   gang size (>= 1); all its GPUs of one type, all at once
+``model``       str     model name ("" when unknown), mapped to a job type below
+``total_steps`` float64 iterations to run (NaN when unknown)
+``duration``    float64 seconds when run alone at ``num_gpus`` on the reference type (NaN)
+``batch_size``  float64 batch size (NaN when unknown), picks the job type's variant
+``weight``      float64 priority weight (> 0)
+``deadline``    float64 absolute deadline (s; NaN for none)
+``user``        str     user or virtual cluster
+=============== ======= ==================================================================
 
 **Work and rates.** A job's work ``W`` is in steps and its rate on ``n`` GPUs of type ``g``
 is ``s * T(type, n, g)`` with ``T`` the throughput table (:mod:`optsched.sim.throughputs`) and

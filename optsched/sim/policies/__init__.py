@@ -1,17 +1,17 @@
 """The queueing policies of the survey, and the registry of policy names.
 
-=================== ======================================================================
-name                policy
-=================== ======================================================================
-``fifo``            strict FIFO (:class:`FIFO`)
-``fifo-backfill``   FIFO letting later jobs that fit go ahead
-``sjf``             non-preemptive shortest job first (known durations)
-``srtf``            preemptive shortest remaining time first (known durations)
-``edf``             earliest deadline first
-``tiresias-las``    Tiresias discretized 2D-LAS (:class:`Tiresias`)
+==================== ===========================================================
+name                 policy
+==================== ===========================================================
+``fifo``             strict FIFO (:class:`FIFO`)
+``fifo-backfill``    FIFO letting later jobs that fit go ahead
+``sjf``              non-preemptive shortest job first (known durations)
+``srtf``             preemptive shortest remaining time first (known durations)
+``edf``              earliest deadline first
+``tiresias-las``     Tiresias discretized 2D-LAS (:class:`Tiresias`)
 ``tiresias-gittins`` Tiresias discretized 2D-Gittins
-``gandiva``         Gandiva time slicing, packing, migration (:class:`Gandiva`)
-=================== ======================================================================
+``gandiva``          Gandiva time slicing, packing, migration (:class:`Gandiva`)
+==================== ===========================================================
 
 Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
 """
