@@ -5,7 +5,7 @@ bandwidth, the PCIe bus, the host NIC). The placement family's interference-awar
 (``interference``, ``clwp``, ``nlwp``) take a pairwise coefficient matrix :math:`\kappa` whose
 entry :math:`\kappa_{ab} \ge 0` is the slowdown job :math:`a` suffers per server it shares with
 job :math:`b`. This package produces :math:`\kappa` from data the way the interference-aware
-parallelization paper [geng]_ does, with two predictors, and scores them against a known truth:
+parallelization paper [G1]_ does, with two predictors, and scores them against a known truth:
 
 ========================== ========================================================================
 module                     one idea
@@ -30,7 +30,7 @@ need only NumPy.
 
 References
 ----------
-.. [geng] X. Geng, H. Zhang, Z. Zhao, H. Ma. "Interference-aware parallelization for deep learning
+.. [G1] X. Geng, H. Zhang, Z. Zhao, H. Ma. "Interference-aware parallelization for deep learning
    workload in GPU cluster." Cluster Computing 23, 2020. doi:10.1007/s10586-019-03037-6
 """
 

@@ -1,12 +1,12 @@
 r"""Collaborative filtering: low-rank non-negative completion of the slowdown matrix.
 
-The IASP idea of [geng-mc]_: a sparse job-type :math:`\times` job-type matrix of measured pairwise
+The IASP idea of [G2]_: a sparse job-type :math:`\times` job-type matrix of measured pairwise
 slowdowns is completed by a low-rank non-negative factorisation (scikit-learn's
 :class:`sklearn.decomposition.NMF`, imported when a model is fitted: install the ``ml`` extra).
 
 References
 ----------
-.. [geng-mc] X. Geng, H. Zhang, Z. Zhao, H. Ma. "Interference-aware parallelization for deep learning
+.. [G2] X. Geng, H. Zhang, Z. Zhao, H. Ma. "Interference-aware parallelization for deep learning
    workload in GPU cluster." Cluster Computing 23, 2020. doi:10.1007/s10586-019-03037-6
 .. [3] R. Mazumder, T. Hastie, R. Tibshirani. "Spectral regularization algorithms for learning
    large incomplete matrices." JMLR 11, 2010 (the impute-and-refit scheme used here, with a

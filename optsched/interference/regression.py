@@ -1,13 +1,13 @@
 r"""Co-location regression: a job's slowdown from its own and its co-runners' profiles.
 
-The IAPP idea of [geng-reg]_: a regressor (scikit-learn's gradient boosting or a multi-layer perceptron,
+The IAPP idea of [G3]_: a regressor (scikit-learn's gradient boosting or a multi-layer perceptron,
 imported when a model is fitted: install the ``ml`` extra) maps profiled features of a job and of
 its co-runners to its slowdown, so it also predicts job types never measured together or never
 seen at all.
 
 References
 ----------
-.. [geng-reg] X. Geng, H. Zhang, Z. Zhao, H. Ma. "Interference-aware parallelization for deep learning
+.. [G3] X. Geng, H. Zhang, Z. Zhao, H. Ma. "Interference-aware parallelization for deep learning
    workload in GPU cluster." Cluster Computing 23, 2020. doi:10.1007/s10586-019-03037-6
 """
 
