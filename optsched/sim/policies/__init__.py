@@ -14,13 +14,18 @@ name                 policy
 ==================== ===========================================================
 
 Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
+The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
+``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
+policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
+from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.tiresias import Tiresias
@@ -32,6 +37,7 @@ __all__ = [
     "POLICIES",
     "SJF",
     "SRTF",
+    "AllocationLP",
     "Gandiva",
     "OrderPolicy",
     "Tiresias",
@@ -54,6 +60,7 @@ POLICIES: tuple[str, ...] = (
     *_BASE,
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
+    *LP_POLICIES,
 )
 
 
@@ -67,6 +74,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name in LP_POLICIES:
+        return AllocationLP(name)
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)
