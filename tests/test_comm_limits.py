@@ -225,10 +225,10 @@ def test_whatever_is_accepted_runs_without_overflow_or_nan(data):
     # A small array budget (4,000 slices per plan) keeps each example fast; refusals by it
     # are part of what is checked.
     with limits.override(max_array_cells=10**6):
-        _accepted_runs(data)
+        check_accepted_runs(data)
 
 
-def _accepted_runs(data: dict[str, Any]) -> None:
+def check_accepted_runs(data: dict[str, Any]) -> None:
     try:
         inst = CommInstance.from_dict(data)
         _ = inst.dag  # the horizon check

@@ -103,7 +103,7 @@ def _write(tmp_path: Path, name: str, lines: list[str]) -> Path:
     return out
 
 
-def _expect_error(
+def check_error_names_row(
     path: Path, row: int, field: str | None = None, format: str | None = None
 ) -> InvalidInstanceError:
     try:
@@ -135,7 +135,7 @@ def test_bad_value_names_file_row_column(case: str, data: st.DataObject, tmp_pat
     parts[position] = value
     lines[index] = sep.join(parts)
     broken = _write(tmp_path_factory.mktemp(case), path.name, lines)
-    _expect_error(broken, index + 1, column)
+    check_error_names_row(broken, index + 1, column)
 
 
 @given(data=st.data())
@@ -150,7 +150,7 @@ def test_wrong_field_count_names_the_row(case: str, data: st.DataObject, tmp_pat
     parts = parts[:-1] if drop else [*parts, "7"]
     lines[index] = sep.join(parts)
     broken = _write(tmp_path_factory.mktemp(case), path.name, lines)
-    exc = _expect_error(broken, index + 1)
+    exc = check_error_names_row(broken, index + 1)
     if drop:
         assert exc.field == names[-1]
     else:
@@ -166,7 +166,7 @@ def test_duplicate_id_names_the_second_row(case: str, tmp_path: Path) -> None:
     parts = lines[3].split(sep)
     parts[id_col] = first_id
     lines[3] = sep.join(parts)
-    exc = _expect_error(_write(tmp_path, path.name, lines), 4, "job_id")
+    exc = check_error_names_row(_write(tmp_path, path.name, lines), 4, "job_id")
     assert "duplicate" in exc.message and "row 2" in exc.message
 
 
@@ -183,7 +183,7 @@ def test_not_utf8_and_unterminated_quote(tmp_path: Path) -> None:
     assert info.value.file == str(bad) and "UTF-8" in str(info.value)
     lines = _lines(path)
     lines[4] = '"unterminated,' + lines[4]
-    exc = _expect_error(_write(tmp_path, "q.csv", lines), 5)
+    exc = check_error_names_row(_write(tmp_path, "q.csv", lines), 5)
     assert exc.field in {"<row>", "job_id"}
 
 
@@ -191,7 +191,7 @@ def test_missing_header_column(tmp_path: Path) -> None:
     path, *_ = CASES["tiresias"]
     lines = _lines(path)
     lines[0] = lines[0].replace("num_gpu", "gpus")
-    exc = _expect_error(_write(tmp_path, "t.csv", lines), 1, "num_gpu", format="tiresias")
+    exc = check_error_names_row(_write(tmp_path, "t.csv", lines), 1, "num_gpu", format="tiresias")
     assert "header" in exc.message
 
 

@@ -135,7 +135,7 @@ def _edited(source: Path, edits: dict[tuple[Any, ...], Any], big_profile: bool =
     return (_toml_text(doc) if toml else _json_text(doc)).encode("utf-8")
 
 
-def _contract(args: list[str], cwd: Path) -> Any:
+def check_run_contract(args: list[str], cwd: Path) -> Any:
     run = run_optsched(args, cwd=cwd)
     outcome = check_contract(run)
     assert outcome.ok, (
@@ -159,7 +159,7 @@ def test_edited_file_keeps_the_contract(
     with tempfile.TemporaryDirectory() as d:
         mutant = Path(d) / seeds[fmt].name
         mutant.write_bytes(_edited(seeds[fmt], edits))
-        run, outcome = _contract(fill(template, seeds, mutant, Path(d)), Path(d))
+        run, outcome = check_run_contract(fill(template, seeds, mutant, Path(d)), Path(d))
     if run.returncode == 0 and isinstance(outcome.payload, dict):
         # A run that succeeds reports finite numbers only (the encoder writes NaN as null).
         for key in ("objective", "utility", "mean_jct", "makespan", "iteration_time"):
@@ -172,7 +172,7 @@ def test_five_thousand_layer_profile_keeps_the_contract(seeds: dict[str, Path]) 
         mutant = Path(d) / "big.toml"
         mutant.write_bytes(_edited(seeds["dnn-profile"], {}, big_profile=True))
         for template in (["profile", "{f}", "--json"], ["pace", "run", "{f}", "--json"]):
-            _contract(fill(template, seeds, mutant, Path(d)), Path(d))
+            check_run_contract(fill(template, seeds, mutant, Path(d)), Path(d))
 
 
 @pytest.mark.parametrize("gap", ["10", "inf"])
@@ -221,7 +221,7 @@ def test_a_user_gap_is_never_reported_optimal(seeds: dict[str, Path], gap: str) 
 )
 def test_hostile_option_regression(seeds: dict[str, Path], template: list[str], what: str) -> None:
     with tempfile.TemporaryDirectory() as d:
-        run, outcome = _contract(fill(template, seeds, None, Path(d)), Path(d))
+        run, outcome = check_run_contract(fill(template, seeds, None, Path(d)), Path(d))
     if run.returncode == 2 and isinstance(outcome.payload, dict):
         assert what in str(outcome.payload), outcome.payload
     if "nan" in template:
