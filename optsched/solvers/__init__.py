@@ -100,20 +100,13 @@ class BuildClock:
         if self.time_limit is None or self.elapsed < self.time_limit:
             return
         from optsched.errors import NotOptimalError
-        from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
+        from optsched.solvers.result import stopped_while_building
 
         raise NotOptimalError(
-            assemble(
-                TerminationCondition.TIME_LIMIT,
-                SolutionStatus.NO_SOLUTION,
-                None,
-                None,
-                build_seconds=self.elapsed,
-                solve_seconds=0.0,
-                solver=self.solver,
-                solver_version="",
-                native_status="not started",
-                message=f"building the model used the {self.time_limit:g} s time limit "
+            stopped_while_building(
+                self.solver,
+                self.elapsed,
+                f"building the model used the {self.time_limit:g} s time limit "
                 f"(stopped after: {stage})",
             )
         )
@@ -192,20 +185,13 @@ def solve(
         remaining = time_limit - build_seconds
         if remaining <= 0:
             from optsched.errors import NotOptimalError
-            from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
+            from optsched.solvers.result import stopped_while_building
 
             raise NotOptimalError(
-                assemble(
-                    TerminationCondition.TIME_LIMIT,
-                    SolutionStatus.NO_SOLUTION,
-                    None,
-                    None,
-                    build_seconds=build_seconds,
-                    solve_seconds=0.0,
-                    solver=solver,
-                    solver_version="",
-                    native_status="not started",
-                    message=f"building the model took {build_seconds:.3g} s of the "
+                stopped_while_building(
+                    solver,
+                    build_seconds,
+                    f"building the model took {build_seconds:.3g} s of the "
                     f"{time_limit:g} s time limit",
                 )
             )

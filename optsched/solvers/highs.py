@@ -36,6 +36,7 @@ from optsched.solvers.result import (
     Status,
     TerminationCondition,
     assemble,
+    stopped_while_building,
 )
 
 __all__ = [
@@ -370,17 +371,8 @@ def solve_matrix(
         time_limit -= build_seconds
         if time_limit <= 0:
             raise NotOptimalError(
-                assemble(
-                    TC.TIME_LIMIT,
-                    SolutionStatus.NO_SOLUTION,
-                    None,
-                    None,
-                    build_seconds=build_seconds,
-                    solve_seconds=0.0,
-                    solver="highs",
-                    solver_version="",
-                    native_status="not started",
-                    message="building the model used the whole time limit",
+                stopped_while_building(
+                    "highs", build_seconds, "building the model used the whole time limit"
                 )
             )
     h = _new_highs()

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["SolutionStatus", "SolveResult", "Status", "TerminationCondition", "assemble"]
+__all__ = [
+    "SolutionStatus",
+    "SolveResult",
+    "Status",
+    "TerminationCondition",
+    "assemble",
+    "stopped_while_building",
+]
 
 
 class TerminationCondition(StrEnum):
@@ -255,4 +262,24 @@ def assemble(
         native_status=native_status,
         message=message,
         extra=dict(extra or {}),
+    )
+
+
+def stopped_while_building(solver: str, build_seconds: float, message: str) -> SolveResult:
+    """The result of a solve whose time limit ran out before the solver was called.
+
+    Status ``limit_no_solution`` with termination ``time_limit``: what a solver stopped by its
+    limit before finding a point reports, so callers treat both the same.
+    """
+    return assemble(
+        TerminationCondition.TIME_LIMIT,
+        SolutionStatus.NO_SOLUTION,
+        None,
+        None,
+        build_seconds=build_seconds,
+        solve_seconds=0.0,
+        solver=solver,
+        solver_version="",
+        native_status="not started",
+        message=message,
     )
