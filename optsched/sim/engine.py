@@ -347,8 +347,19 @@ class _Engine:
     # -- decisions --------------------------------------------------------------------------
 
     def _decide(self, t: float) -> None:
-        for i in self.running:
-            self._sync(i, t)
+        states = self.states
+        for i, run in self.running.items():
+            # _sync, inlined: it runs for every running job at every decision
+            dt = t - run.synced
+            if dt <= 0:
+                continue
+            st = states[i]
+            eff = max(0.0, dt - run.overhead)
+            run.overhead = max(0.0, run.overhead - dt)
+            st.done = min(st.job.work, st.done + run.rate * eff)
+            st.attained_service += st.job.num_gpus * dt
+            st.executed_seconds += dt
+            run.synced = t
         active = tuple(self.active.values())
         arrived = tuple(self.states[i] for i in self.new_arrivals)
         for st in arrived:
@@ -372,10 +383,9 @@ class _Engine:
         placed = self._place(alloc)
         # stop or change what no longer runs as before
         changed: list[int] = []
-        for i in list(self.running):
-            run = self.running[i]
+        for i, run in list(self.running.items()):
             new = placed.get(i)
-            if new is not None and new[0] == run.placement:
+            if new is not None and (new[0] is run.placement or new[0] == run.placement):
                 if new[1] != run.partner:
                     self._close(i, t)
                     run.partner = new[1]

@@ -254,9 +254,9 @@ class OrderPolicy(Policy):
         single = names[0] if len(names) == 1 else None
         aware = self.aware
         blocking = self.blocking
-        grants: list[Grant] = []
-        new_grants: list[Grant] = []
         granted: list[JobState] = []
+        chosen: list[str] = []  # the GPU type of each granted job
+        new: list[int] = []  # positions in ``granted`` of the jobs taken from the queue
         preempted: list[JobState] = []
         moved = False
         if self.preemptive:
@@ -310,23 +310,26 @@ class OrderPolicy(Policy):
                     break
                 continue
             free[t] -= n
-            grant = self._grant(s, t)
-            grants.append(grant)
+            # grants are built only for what is returned (usually just the new jobs)
+            chosen.append(t)
             if from_queue:
-                new_grants.append(grant)
-            else:
-                moved = moved or s.placement is None or s.placement.gpu_type != t
+                new.append(len(granted))
+            elif s.placement is None or s.placement.gpu_type != t:
+                moved = True
             granted.append(s)
         preempted.extend(running[r:])
         for s in (*preempted, *skipped):
             queue.push(s, self._full_key(state, s))
         for s in preempted:
             self.on_wait(state, s)
-        self._pending = granted
         # nobody preempted or moved: say so, and list only the jobs to start
         keep = not preempted and not moved
+        picks = new if keep else range(len(granted))
+        grants = tuple(self._grant(granted[k], chosen[k]) for k in picks)
+        # the engine keeps every running job under keep_running: only the others may fail
+        self._pending = [granted[k] for k in picks]
         return Allocation(
-            grants=tuple(new_grants if keep else grants),
+            grants=grants,
             blocking=blocking,
             wake_at=self.wake(state, granted),
             keep_running=keep,

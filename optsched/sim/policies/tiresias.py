@@ -159,10 +159,11 @@ class Tiresias(OrderPolicy):
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """(queue,) for LAS; (queue, -Gittins index) for Gittins."""
-        q = self._queue(s)
+        # _service and _queue inlined: this runs for every running job at every decision
+        a = s.attained_service - self._base.get(s.job.job_id, 0.0)
+        q = bisect.bisect_right(self.thresholds, a + TIME_TOL)
         if self.mode == "las":
             return (q,)
-        a = self._service(s)
         upper = self.thresholds[q] if q < len(self.thresholds) else a + self.thresholds[-1]
         return (q, -self.gittins(a, max(upper - a, TIME_TOL)))
 
@@ -207,10 +208,12 @@ class Tiresias(OrderPolicy):
         """The next threshold crossing of a granted job, or the next promotion."""
         now = state.now
         wake = self._next_due()
+        th, k, base = self.thresholds, len(self.thresholds), self._base
         for s in granted:
-            q = self._queue(s)
-            if q < len(self.thresholds):
-                wake = min(wake, now + (self.thresholds[q] - self._service(s)) / s.job.num_gpus)
+            a = s.attained_service - base.get(s.job.job_id, 0.0)
+            q = bisect.bisect_right(th, a + TIME_TOL)
+            if q < k:
+                wake = min(wake, now + (th[q] - a) / s.job.num_gpus)
         if math.isfinite(wake) and wake > now + TIME_TOL * max(1.0, now):
             return wake
         return None
