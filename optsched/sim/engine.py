@@ -354,8 +354,11 @@ class _Engine:
             if dt <= 0:
                 continue
             st = states[i]
-            eff = max(0.0, dt - run.overhead)
-            run.overhead = max(0.0, run.overhead - dt)
+            if run.overhead > 0:
+                eff = max(0.0, dt - run.overhead)
+                run.overhead = max(0.0, run.overhead - dt)
+            else:
+                eff = dt
             st.done = min(st.job.work, st.done + run.rate * eff)
             st.attained_service += st.job.num_gpus * dt
             st.executed_seconds += dt
