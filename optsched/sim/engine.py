@@ -373,7 +373,7 @@ class _Engine:
             active=active,
             round_index=self.decisions,
             round_seconds=self.L,
-            running=tuple(self.states[i] for i in self.running),
+            running=tuple(map(states.__getitem__, self.running)),
             arrived=arrived,
             finished=tuple(self.finished_ids),
         )
