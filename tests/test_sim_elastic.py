@@ -152,3 +152,11 @@ def test_random_gang_sizes_always_validate(world: World, seed: int) -> None:
     report = validate(world, result)
     assert report.ok, report.violations
     assert all(not math.isnan(c) for c in result.completion) or result.truncated
+
+
+def test_the_exact_model_refuses_elastic_jobs() -> None:
+    from optsched.sim import solve
+
+    with pytest.raises(InvalidInstanceError) as err:
+        solve(_world(gang=2).elastic(), round_seconds=10.0)
+    assert err.value.field == "min_gpus"
