@@ -58,6 +58,25 @@ def test_worlds_built_apart_compare_equal_and_differ_when_a_field_does() -> None
     assert a != World(a.cluster, a.throughputs, a.jobs, restore_seconds=1.0)
 
 
+def test_elastic_gang_sizes_round_trip(tmp_path: Path) -> None:
+    from optsched import sim
+
+    world = sim.generate_instance(6, "v100=8", seed=5).elastic(min_gpus=1, max_factor=2.0)
+    assert any(j.elastic for j in world.jobs)
+    world.save(tmp_path / "w.json")
+    again = World.load(tmp_path / "w.json")
+    assert again == world
+    assert [(j.min_gpus, j.max_gpus) for j in again.jobs] == [
+        (j.min_gpus, j.max_gpus) for j in world.jobs
+    ]
+    # a document without the bounds is a rigid world
+    data = world.to_dict()
+    for job in data["jobs"]:
+        del job["min_gpus"], job["max_gpus"]
+    rigid = World.from_dict(data)
+    assert all(j.min_gpus == j.num_gpus == j.max_gpus for j in rigid.jobs)
+
+
 @pytest.mark.parametrize("suffix", [".json", ".toml"])
 def test_save_and_load_through_files(tmp_path: Path, suffix: str) -> None:
     from optsched import sim
@@ -110,6 +129,8 @@ def _doc() -> dict[str, Any]:
         (lambda d: d["jobs"][1].update(job_type="ResNet-18"), "jobs[1].job_type"),
         (lambda d: d["jobs"][0].update(arrival=1e9), "jobs[1].arrival"),
         (lambda d: d["jobs"][0].update(colour="red"), "jobs[0].colour"),
+        (lambda d: d["jobs"][0].update(min_gpus=d["jobs"][0]["num_gpus"] + 1), "jobs[0].min_gpus"),
+        (lambda d: d["jobs"][0].update(max_gpus=0), "jobs[0].max_gpus"),
         (lambda d: d.update(restore_seconds=-2), "restore_seconds"),
         (lambda d: d.update(format="gavel"), "format"),
         (lambda d: d["throughputs"].update(reference="k80"), "throughputs.reference"),

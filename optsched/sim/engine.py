@@ -361,7 +361,7 @@ class _Engine:
             else:
                 eff = dt
             st.done = min(st.job.work, st.done + run.rate * eff)
-            st.attained_service += st.job.num_gpus * dt
+            st.attained_service += run.placement.num_gpus * dt
             st.executed_seconds += dt
             run.synced = t
         active = tuple(self.active.values())

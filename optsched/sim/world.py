@@ -183,6 +183,10 @@ class SimJob:
     max_gpus: int = -1
 
     def __post_init__(self) -> None:
+        # one NaN object for "no deadline": containers compare identical elements as equal, so
+        # jobs (and worlds) built apart from the same data compare equal although NaN != NaN
+        if self.deadline != self.deadline:
+            object.__setattr__(self, "deadline", math.nan)
         # -1 (the default) means the rigid gang: both bounds are the requested size
         if self.min_gpus == -1:
             object.__setattr__(self, "min_gpus", self.num_gpus)
@@ -199,12 +203,6 @@ class SimJob:
     def elastic(self) -> bool:
         """Whether a policy may grant it another gang size than ``num_gpus``."""
         return self.min_gpus != self.max_gpus
-
-    def __post_init__(self) -> None:
-        # one NaN object for "no deadline": containers compare identical elements as equal, so
-        # jobs (and worlds) built apart from the same data compare equal although NaN != NaN
-        if self.deadline != self.deadline:
-            object.__setattr__(self, "deadline", math.nan)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ A :class:`~optsched.sim.World` is saved whole, as the simulator sees it:
 * ``jobs``: every :class:`~optsched.sim.SimJob` field, the derived ones included (``job_type``,
   ``work``, ``scale``: the result of the model-name mapping and the duration/steps rule of
   :mod:`optsched.sim.world`, so that loading does not depend on those rules staying the same);
-  ``deadline`` is omitted (``null``) when the job has none.
+  ``deadline`` is omitted (``null``) when the job has none; ``min_gpus``/``max_gpus``, the gang
+  sizes an elastic policy may grant, default to ``num_gpus`` (a rigid gang) when absent.
 
 Loading goes through the guarded loader (:func:`optsched._io.load_data`: size cap, nesting,
 duplicate keys, NaN refused), refuses more jobs than the budget ``max_trace_rows`` before
@@ -100,6 +101,8 @@ class JobRecord(Frozen):
     deadline: Annotated[float, Field(allow_inf_nan=False)] | None = None
     model: str = ""
     user: str = ""
+    min_gpus: _Count | None = None
+    max_gpus: _Count | None = None
 
 
 class WorldFile(Frozen):
@@ -198,6 +201,8 @@ def world_record(world: World) -> WorldFile:
                 deadline=None if math.isnan(j.deadline) else j.deadline,
                 model=j.model,
                 user=j.user,
+                min_gpus=j.min_gpus,
+                max_gpus=j.max_gpus,
             )
             for j in world.jobs
         ),
@@ -240,6 +245,16 @@ def world_from_record(rec: WorldFile) -> World:
                 f"{where}.num_gpus",
                 f"{j.num_gpus} GPUs exceed every GPU type of the cluster (largest: {largest})",
             )
+        lo = j.num_gpus if j.min_gpus is None else j.min_gpus
+        hi = j.num_gpus if j.max_gpus is None else j.max_gpus
+        if lo > j.num_gpus:
+            raise InvalidInstanceError(
+                f"{where}.min_gpus", f"must be <= num_gpus ({j.num_gpus}), got {lo}"
+            )
+        if hi < j.num_gpus:
+            raise InvalidInstanceError(
+                f"{where}.max_gpus", f"must be >= num_gpus ({j.num_gpus}), got {hi}"
+            )
         if not tp.knows(j.job_type):
             raise InvalidInstanceError(
                 f"{where}.job_type", f"{j.job_type!r} is not in the throughput table"
@@ -265,6 +280,8 @@ def world_from_record(rec: WorldFile) -> World:
                 deadline=math.nan if j.deadline is None else j.deadline,
                 model=j.model,
                 user=j.user,
+                min_gpus=lo,
+                max_gpus=hi,
             )
         )
     return World(
