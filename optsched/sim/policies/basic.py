@@ -161,7 +161,9 @@ class OrderPolicy(Policy):
     decision. The walk merges the sorted running jobs with the queue, asking the queue for
     its best job that fits again only when that job was taken or no longer fits (the free
     GPUs only shrink during a walk, so the previous answer stays the best one otherwise).
-    A decision costs :math:`O(R \log R + g (G + \log A))` for :math:`R` running jobs,
+    Between two jobs taken from the queue its answer is recomputed at most :math:`G` times
+    (each recomputation lowers the largest gang it may return), so a decision costs
+    :math:`O(R \log R + (g + 1) G (G + \log A))` for :math:`R` running jobs,
     :math:`g` grants, :math:`G` gang sizes and :math:`A` waiting jobs (the reference:
     :math:`O(A \log A)` with :math:`A` active jobs). Both give the same allocation at every
     decision; the tests check that their simulation records are identical.
