@@ -59,6 +59,7 @@ class _Run:
     overhead: float  # restore seconds left at ``synced``
     rate: float
     version: int
+    gpus: int  # GPUs of ``placement`` (read at every progress update)
 
 
 def default_horizon(world: World, round_seconds: float | None) -> float:
@@ -199,7 +200,7 @@ class _Engine:
         eff = max(0.0, dt - run.overhead)
         run.overhead = max(0.0, run.overhead - dt)
         st.done = min(st.job.work, st.done + run.rate * eff)
-        st.attained_service += run.placement.num_gpus * dt
+        st.attained_service += run.gpus * dt
         st.executed_seconds += dt
         run.synced = t
 
@@ -361,7 +362,7 @@ class _Engine:
             else:
                 eff = dt
             st.done = min(st.job.work, st.done + run.rate * eff)
-            st.attained_service += run.placement.num_gpus * dt
+            st.attained_service += run.gpus * dt
             st.executed_seconds += dt
             run.synced = t
         active = tuple(self.active.values())
@@ -420,6 +421,7 @@ class _Engine:
                 overhead=overhead,
                 rate=self._rate(i, placement, partner),
                 version=0,
+                gpus=placement.num_gpus,
             )
             st.placement = placement
             st.last_start = t
