@@ -10,6 +10,8 @@ comm
     Communication scheduling in a training iteration (PACE family).
 placement
     Placement ILPs and heuristics.
+andreas
+    ANDREAS: energy cost plus weighted tardiness per scheduling point (MILP, randomised greedy).
 """
 
 from optsched._version import __version__
