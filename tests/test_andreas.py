@@ -170,9 +170,7 @@ def test_busy_gpus_are_respected() -> None:
     inst = generate_instance(4, nodes=1, gpus_per_node=4, seed=1)
     busy = inst.model_copy(
         update={
-            "node_types": tuple(
-                t.model_copy(update={"unavailable": (3,)}) for t in inst.node_types
-            )
+            "node_types": tuple(t.model_copy(update={"unavailable": (3,)}) for t in inst.node_types)
         }
     )
     for plan in (solve(busy).solution, RandomizedGreedy(restarts=4).run(busy).plan):
@@ -198,12 +196,19 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
         (
             {
                 "node_types": [
-                    {"name": "v", "gpu_type": "v100", "gpus_per_node": 4, "nodes": 1,
-                     "power_watts": 300.0}
+                    {
+                        "name": "v",
+                        "gpu_type": "v100",
+                        "gpus_per_node": 4,
+                        "nodes": 1,
+                        "power_watts": 300.0,
+                    }
                 ],
                 "jobs": [
-                    {"job_id": "a", "configurations": [
-                        {"node_type": "v", "gpus": 6, "runtime": 10.0}]}
+                    {
+                        "job_id": "a",
+                        "configurations": [{"node_type": "v", "gpus": 6, "runtime": 10.0}],
+                    }
                 ],
             },
             "jobs[0].configurations[0].gpus",
@@ -211,12 +216,19 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
         (
             {
                 "node_types": [
-                    {"name": "v", "gpu_type": "v100", "gpus_per_node": 4, "nodes": 1,
-                     "power_watts": 300.0}
+                    {
+                        "name": "v",
+                        "gpu_type": "v100",
+                        "gpus_per_node": 4,
+                        "nodes": 1,
+                        "power_watts": 300.0,
+                    }
                 ],
                 "jobs": [
-                    {"job_id": "a", "configurations": [
-                        {"node_type": "x", "gpus": 1, "runtime": 10.0}]}
+                    {
+                        "job_id": "a",
+                        "configurations": [{"node_type": "x", "gpus": 1, "runtime": 10.0}],
+                    }
                 ],
             },
             "jobs[0].configurations[0].node_type",
@@ -224,8 +236,14 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
         (
             {
                 "node_types": [
-                    {"name": "v", "gpu_type": "v100", "gpus_per_node": 4, "nodes": 2,
-                     "power_watts": 300.0, "unavailable": [1]}
+                    {
+                        "name": "v",
+                        "gpu_type": "v100",
+                        "gpus_per_node": 4,
+                        "nodes": 2,
+                        "power_watts": 300.0,
+                        "unavailable": [1],
+                    }
                 ],
             },
             "unavailable",
@@ -233,8 +251,13 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
         (
             {
                 "node_types": [
-                    {"name": "v", "gpu_type": "v100", "gpus_per_node": 4, "nodes": 1,
-                     "power_watts": 300.0}
+                    {
+                        "name": "v",
+                        "gpu_type": "v100",
+                        "gpus_per_node": 4,
+                        "nodes": 1,
+                        "power_watts": 300.0,
+                    }
                 ],
                 "energy_price": -1.0,
             },

@@ -78,9 +78,7 @@ def decision_costs(instance: AndreasInstance) -> DecisionCosts:
     gpus_a = np.array(gpus, dtype=np.int64)
     t = np.array(runtime, dtype=np.float64)
     energy = instance.energy_price * power[kind_a] * gpus_a * t / JOULES_PER_KWH
-    due = np.array(
-        [np.inf if jb.due is None else jb.due for jb in instance.jobs], dtype=np.float64
-    )
+    due = np.array([np.inf if jb.due is None else jb.due for jb in instance.jobs], dtype=np.float64)
     weight = np.array([jb.weight for jb in instance.jobs], dtype=np.float64)
     # weight * max(0, C - d) with d = inf (no due date) is 0, also for weight 0.
     late = np.maximum(0.0, instance.now + t - due[job_a]) if len(t) else t

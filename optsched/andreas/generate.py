@@ -1,12 +1,12 @@
-"""Seeded synthetic ANDREAS scheduling points.
+r"""Seeded synthetic ANDREAS scheduling points.
 
 Node types default to the three GPU types of Gavel's physical cluster (V100, P100, K80) with the
 power of :data:`optsched.power.GPU_POWER_WATTS`. A job's single-GPU runtime on V100 is drawn
 between 20 minutes and 4 hours; P100 and K80 are slower by job-dependent factors (1.2-2.5 and
-2-6, the spread of Gavel's measured throughputs); ``g`` GPUs take :math:`t_1 / g^{\\eta}` with a
-scaling efficiency :math:`\\eta \\in [0.6, 0.95]` per job. Due dates fall between 0.5 and 3 times
-the job's fastest runtime after ``now``; weights are between 1e-5 and 1e-4 per second, the order
-of the energy cost of one GPU-second at the default price.
+2-6, the spread of Gavel's measured throughputs); ``g`` GPUs take :math:`t_1 / g^{\eta}` with
+a scaling efficiency :math:`\eta \in [0.6, 0.95]` per job. Due dates fall between 0.5 and 3
+times the job's fastest runtime after ``now``; weights are between 1e-5 and 1e-4 per second,
+the order of the energy cost of one GPU-second at the default price.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ One *restart* builds a plan job by job:
 2. **Best-fit configuration.** Among the job's configurations that fit the GPUs still free, take
    the cheapest decision cost :math:`\kappa_{jc}` (ties: fewer GPUs, then node type order);
    later restarts draw uniformly among the ``candidates`` cheapest that fit. A configuration
-   costing more than postponing is never taken; when none is left, the job is postponed. The configuration is placed best
-   fit: on the node with the fewest free GPUs that holds it (a multi-node configuration on the
-   lowest-numbered wholly free nodes).
+   costing more than postponing is never taken; when none is left, the job is postponed. The
+   configuration is placed best fit: on the node with the fewest free GPUs that holds it (a
+   multi-node configuration on the lowest-numbered wholly free nodes).
 
 The best plan over ``restarts`` restarts is kept (ties keep the earlier). One
 ``numpy.random.default_rng(seed)`` stream feeds the restarts in order, so a run of ``R``

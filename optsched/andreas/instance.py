@@ -64,7 +64,8 @@ class NodeType(Frozen):
     def _check(self) -> NodeType:
         if self.unavailable and len(self.unavailable) != self.nodes:
             raise InvalidInstanceError(
-                "unavailable", f"needs one entry per node ({self.nodes}), got {len(self.unavailable)}"
+                "unavailable",
+                f"needs one entry per node ({self.nodes}), got {len(self.unavailable)}",
             )
         for n, u in enumerate(self.unavailable):
             if not 0 <= u <= self.gpus_per_node:
@@ -99,7 +100,7 @@ class AndreasJob(Frozen):
 
     @property
     def slowest(self) -> float:
-        """:math:`\\max_c t_{jc}`."""
+        r""":math:`\max_c t_{jc}`."""
         return max(c.runtime for c in self.configurations)
 
 

@@ -86,7 +86,9 @@ def solve(
     ('optimal', 'milp')
     """
     if solver != "highs":
-        raise InvalidInstanceError("solver", f"the ANDREAS MILP is built for 'highs', not {solver!r}")
+        raise InvalidInstanceError(
+            "solver", f"the ANDREAS MILP is built for 'highs', not {solver!r}"
+        )
     start = time.perf_counter()
     costs = decision_costs(instance)
     types = instance.node_types
@@ -117,9 +119,7 @@ def solve(
     import scipy.sparse as sp
 
     # Columns: x (n_cfg) | z (n_jobs) | y (n_y, grouped by configuration, node order).
-    free = [
-        np.array([t.free(n) for n in range(t.nodes)], dtype=np.int64) for t in types
-    ]
+    free = [np.array([t.free(n) for n in range(t.nodes)], dtype=np.int64) for t in types]
     node_row0 = np.concatenate([[0], np.cumsum(node_counts)])  # first capacity row of a type
     y_cfg = np.repeat(np.arange(n_cfg), node_counts[costs.node_type])
     y_node = np.concatenate(

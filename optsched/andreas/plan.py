@@ -70,8 +70,11 @@ class AndreasPlan:
         }
 
     def to_frame(self) -> pd.DataFrame:
-        """Long format: one row per job and node used (``decision`` ``run``), one per postponed
-        job (``decision`` ``postpone``, no node)."""
+        """Long format: one row per job and node used, one per postponed job.
+
+        Columns ``job, decision, node_type, gpus, node``; ``decision`` is ``run`` or
+        ``postpone`` (no node type, 0 GPUs, no node).
+        """
         import pandas as pd
 
         rows: list[dict[str, Any]] = []

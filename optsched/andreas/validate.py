@@ -20,8 +20,9 @@ __all__ = ["decision_cost", "validate"]
 def decision_cost(
     instance: AndreasInstance, job: AndreasJob, node_type: str | None, gpus: int
 ) -> tuple[float, float]:
-    """``(energy cost, tardiness cost)`` of running ``job`` now on ``gpus`` GPUs of
-    ``node_type``, or of postponing it (``node_type=None``), from the instance's definitions.
+    """``(energy cost, tardiness cost)`` of one decision for ``job``, from the definitions.
+
+    Running now on ``gpus`` GPUs of ``node_type``, or postponing (``node_type=None``).
 
     Raises
     ------

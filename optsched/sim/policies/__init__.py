@@ -26,6 +26,7 @@ from collections.abc import Callable
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
+from optsched.sim.policies.andreas import Andreas
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.tiresias import Tiresias
@@ -38,6 +39,7 @@ __all__ = [
     "SJF",
     "SRTF",
     "AllocationLP",
+    "Andreas",
     "Gandiva",
     "OrderPolicy",
     "Tiresias",
@@ -61,6 +63,7 @@ POLICIES: tuple[str, ...] = (
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
     *LP_POLICIES,
+    "andreas",
 )
 
 
@@ -76,6 +79,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Gandiva()
     if name in LP_POLICIES:
         return AllocationLP(name)
+    if name == "andreas":
+        return Andreas()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)
