@@ -288,3 +288,13 @@ def test_power_table() -> None:
     with pytest.raises(InvalidInstanceError, match="gpu_type"):
         gpu_power("tpu")
     assert gpu_power("tpu", {"tpu": 200.0}) == 200.0
+
+
+def test_a_solve_stopped_before_the_solver_ran_carries_its_result() -> None:
+    from optsched.errors import NotOptimalError
+    from optsched.results import ExactResult
+
+    with pytest.raises(NotOptimalError) as err:
+        solve(generate_instance(4, seed=0), time_limit=1e-9)  # building alone takes longer
+    result = err.value.result
+    assert isinstance(result, ExactResult) and result.solution is None and not result.optimal

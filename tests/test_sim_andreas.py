@@ -107,3 +107,13 @@ def test_a_gpu_type_without_power_is_named() -> None:
 def test_bad_options_name_the_field(kwargs: dict[str, float], field: str) -> None:
     with pytest.raises(InvalidInstanceError, match=field):
         Andreas(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cluster", ["v100=6:4,k80=8:4", "v100=8:4", "v100=6:3,p100=3:3"])
+def test_partial_servers_multi_server_gangs_and_gangs_outside_the_model(cluster: str) -> None:
+    # 6:4 has a 2-GPU last server; 8:4 takes 8-GPU gangs on two whole servers; on 3-GPU
+    # servers a 4-GPU gang fits no layout of the model and is granted after the plan.
+    world = sim.generate_instance(12, cluster, seed=6)
+    record = sim.simulate(world, Andreas(restarts=8))
+    assert sim.validate(world, record).ok
+    assert record.all_finished
