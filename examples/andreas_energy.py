@@ -5,7 +5,8 @@ solves it exactly and runs the greedy with 1, 16 and 256 restarts; every plan is
 independent validator and no greedy plan beats the optimum. Part 2 replays a synthetic
 30-job trace on a small heterogeneous cluster (illustrative per-GPU speeds: P100 0.6 and K80
 0.3 of a V100, so a V100 does the most work per joule) under FIFO, SRTF (heterogeneity-aware)
-and the ``andreas`` policy, and prints JCT, makespan, GPU-hours and the GPU energy of each run.
+and the ``andreas`` policy (also on elastic gangs, choosing each job's GPU count), and prints
+JCT, makespan, GPU-hours and the GPU energy of each run.
 
 Run: python examples/andreas_energy.py
 """
@@ -39,14 +40,16 @@ def one_point() -> None:
 def simulation() -> None:
     speeds = Throughputs.uniform({"v100": 1.0, "p100": 0.6, "k80": 0.3})
     world = sim.generate_instance(30, "v100=4,p100=4,k80=8", speeds, seed=4)
+    elastic = world.elastic(min_gpus=1, max_factor=2.0)  # gangs of 1 to twice the request
     rows = []
-    for name in ("fifo", "srtf-perf", "andreas"):
-        record = sim.simulate(world, make_policy(name))
-        assert sim.validate(world, record).ok
+    runs = [("fifo", world), ("srtf-perf", world), ("andreas", world), ("andreas", elastic)]
+    for name, w in runs:
+        record = sim.simulate(w, make_policy(name))
+        assert sim.validate(w, record).ok
         m = run_metrics(record)
         rows.append(
             {
-                "policy": name,
+                "policy": name + (", elastic" if w is elastic else ""),
                 "jct_mean_h": m["jct_mean"] / 3600,
                 "makespan_h": m["makespan"] / 3600,
                 "gpu_hours": m["gpu_hours"],

@@ -117,3 +117,22 @@ def test_partial_servers_multi_server_gangs_and_gangs_outside_the_model(cluster:
     record = sim.simulate(world, Andreas(restarts=8))
     assert sim.validate(world, record).ok
     assert record.all_finished
+
+
+def test_elastic_worlds_get_other_gang_sizes_and_pass_the_validator() -> None:
+    speeds = sim.Throughputs.uniform({"v100": 1.0, "p100": 0.6, "k80": 0.3})
+    world = sim.generate_instance(12, "v100=4,p100=4,k80=8", speeds, seed=2).elastic(
+        min_gpus=1, max_factor=2.0
+    )
+    policy = _Checked()
+    record = sim.simulate(world, policy)
+    report = sim.validate(world, record)
+    assert report.ok, report.violations
+    assert record.all_finished
+    sizes = record.intervals_frame().groupby(["job", "start"])["gpus"].sum()
+    own = {j.job_id: j.num_gpus for j in world.jobs}
+    assert any(n != own[job] for (job, _), n in sizes.items())  # some gang was resized
+    for inst, cost in policy.seen[:4]:
+        assert any(len({c.gpus for c in j.configurations}) > 1 for j in inst.jobs)
+        optimum = solve(inst).objective
+        assert optimum is not None and leq(optimum, cost, OBJECTIVE_AGREEMENT_TOL)

@@ -19,8 +19,10 @@ The instance, from the simulation state:
   :data:`optsched.power.GPU_POWER_WATTS` (or ``power=``);
 * per queued job, a configuration per GPU type where it has a positive rate and its gang fits the
   empty cluster (on one server, or on whole servers): the predicted runtime is its remaining
-  steps over the throughput table's rate, plus ``restore_seconds`` when it has run before. The
-  GPU count is the job's own gang size (``num_gpus``): the choice is the GPU type, or to wait;
+  steps over the throughput table's rate on that many GPUs, plus ``restore_seconds`` when it
+  has run before; one configuration per GPU count from the job's ``min_gpus`` to its
+  ``max_gpus`` (its own gang size alone unless the world is elastic,
+  :meth:`World.elastic <optsched.sim.World.elastic>`), granted with ``Grant.num_gpus``;
 * its due date: the trace's deadline, or, without one, ``arrival + due_factor x`` its isolated
   time on its fastest type (``due_factor=None``: no due date, never tardy);
 * its tardiness weight: the job's weight times ``tardiness_cost`` (currency per second late).
@@ -173,14 +175,13 @@ class Andreas(Policy):
             restore = world.restore_seconds if s.executed_seconds > 0 else 0.0
             configs = []
             for t in world.cluster.gpu_types:
-                rate = state.rate(s, t.name)
-                if rate <= 0 or not _fits_empty(job.num_gpus, t.gpus_per_server, t):
-                    continue
-                configs.append(
-                    Configuration(
-                        node_type=t.name, gpus=job.num_gpus, runtime=restore + s.remaining / rate
-                    )
-                )
+                for g in range(job.min_gpus, job.max_gpus + 1):  # at most the largest type's count
+                    if not _fits_empty(g, t.gpus_per_server, t):
+                        continue
+                    rate = state.rate(s, t.name, num_gpus=g)
+                    if rate > 0:
+                        runtime = restore + s.remaining / rate
+                        configs.append(Configuration(node_type=t.name, gpus=g, runtime=runtime))
             if not configs:
                 outside.append(job.job_id)
                 continue
@@ -229,6 +230,7 @@ class Andreas(Policy):
                         job=a.job,
                         gpu_type=a.node_type,
                         placement=Placement(a.node_type, tuple((n, per) for n in sorted(a.nodes))),
+                        num_gpus=a.gpus,
                     )
                 )
         for job_id in outside:
