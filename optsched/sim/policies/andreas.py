@@ -55,6 +55,7 @@ from optsched.andreas import (
 from optsched.errors import InvalidInstanceError
 from optsched.power import gpu_power
 from optsched.sim.policy import Allocation, Grant, Placement, Policy, SimState
+from optsched.tolerances import TIME_TOL
 
 if TYPE_CHECKING:
     from optsched.sim.cluster_spec import GpuType
@@ -180,7 +181,8 @@ class Andreas(Policy):
                         continue
                     rate = state.rate(s, t.name, num_gpus=g)
                     if rate > 0:
-                        runtime = restore + s.remaining / rate
+                        # a job within TIME_TOL of its end still needs a positive runtime
+                        runtime = max(restore + s.remaining / rate, TIME_TOL)
                         configs.append(Configuration(node_type=t.name, gpus=g, runtime=runtime))
             if not configs:
                 outside.append(job.job_id)
