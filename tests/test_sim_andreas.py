@@ -85,10 +85,12 @@ def test_energy_metric_in_compare_rows() -> None:
     assert (frame["energy_kwh"] > 0).all() and frame["valid"].all()
 
 
-def test_a_gpu_type_without_power_is_named() -> None:
+def test_a_gpu_type_without_power_is_assumed_or_named() -> None:
     world = sim.generate_instance(3, "h200=2", seed=1)
     with pytest.raises(InvalidInstanceError, match="power"):
-        sim.simulate(world, Andreas())
+        sim.simulate(world, Andreas(unknown_watts=None))
+    assert sim.validate(world, sim.simulate(world, Andreas())).ok  # assumes 250 W
+    assert Andreas().watts("h200") == 250.0 and Andreas(power={"h200": 700.0}).watts("h200") == 700
     record = sim.simulate(world, make_policy("fifo"))
     assert math.isnan(run_metrics(record)["energy_kwh"])
     assert within(energy_kwh(record, {"h200": 700.0}), run_metrics(record)["gpu_hours"] * 0.7, 1e-9)
@@ -102,6 +104,7 @@ def test_a_gpu_type_without_power_is_named() -> None:
         ({"period": 0.0}, "period"),
         ({"due_factor": -2.0}, "due_factor"),
         ({"restarts": 0}, "restarts"),
+        ({"unknown_watts": 0.0}, "unknown_watts"),
     ],
 )
 def test_bad_options_name_the_field(kwargs: dict[str, float], field: str) -> None:

@@ -16,7 +16,9 @@ The instance, from the simulation state:
 
 * one node type per GPU type, a node per server (``gpus_per_server`` GPUs; the GPUs a smaller
   last server lacks, and those held by running jobs, are *unavailable*), the power per GPU from
-  :data:`optsched.power.GPU_POWER_WATTS` (or ``power=``);
+  ``power=`` or :data:`optsched.power.GPU_POWER_WATTS`, and ``unknown_watts`` (250 W, the
+  table's median) for a type in neither, so that the policy runs on any cluster (the energy
+  metric, which must not guess, reports NaN there);
 * per queued job, a configuration per GPU type where it has a positive rate and its gang fits the
   empty cluster (on one server, or on whole servers): the predicted runtime is its remaining
   steps over the throughput table's rate on that many GPUs, plus ``restore_seconds`` when it
@@ -105,6 +107,8 @@ class Andreas(Policy):
         time on its fastest type (default 2); ``None``: no due date.
     power : mapping, optional
         Watts per GPU by type, overriding :data:`optsched.power.GPU_POWER_WATTS`.
+    unknown_watts : float or None
+        Watts per GPU of a type in neither table (default 250); ``None`` refuses such a type.
     round_seconds : float, optional
         Decide every ``round_seconds`` instead of at events.
     """
@@ -122,6 +126,7 @@ class Andreas(Policy):
         period: float = 600.0,
         due_factor: float | None = 2.0,
         power: Mapping[str, float] | None = None,
+        unknown_watts: float | None = 250.0,
         round_seconds: float | None = None,
     ) -> None:
         self.greedy = RandomizedGreedy(restarts, seed=seed, candidates=candidates)
@@ -130,6 +135,9 @@ class Andreas(Policy):
         self.period = _positive("period", period)
         self.due_factor = None if due_factor is None else _positive("due_factor", due_factor)
         self.power = dict(power or {})
+        self.unknown_watts = (
+            None if unknown_watts is None else _positive("unknown_watts", unknown_watts)
+        )
         self.round_seconds = (
             None if round_seconds is None else _positive("round_seconds", round_seconds)
         )
@@ -139,7 +147,22 @@ class Andreas(Policy):
         """Forget the previous run's decisions; check every GPU type has a power figure."""
         self.decisions = []
         for name in world.cluster.names:
-            gpu_power(name, self.power, field="power")
+            self.watts(name)
+
+    def watts(self, gpu_type: str) -> float:
+        """Power of one GPU of ``gpu_type`` the policy assumes (see the module notes).
+
+        Raises
+        ------
+        InvalidInstanceError
+            The type is in neither table and ``unknown_watts`` is ``None`` (naming ``power``).
+        """
+        try:
+            return gpu_power(gpu_type, self.power, field="power")
+        except InvalidInstanceError:
+            if self.unknown_watts is None:
+                raise
+            return self.unknown_watts
 
     def instance(self, state: SimState) -> tuple[AndreasInstance, list[str]]:
         """The scheduling point of ``state``, and the queued jobs outside the model."""
@@ -163,7 +186,7 @@ class Andreas(Policy):
                     gpu_type=t.name,
                     gpus_per_node=t.gpus_per_server,
                     nodes=t.num_servers,
-                    power_watts=gpu_power(t.name, self.power, field="power"),
+                    power_watts=self.watts(t.name),
                     unavailable=unavailable if any(unavailable) else (),
                 )
             )
