@@ -10,6 +10,8 @@ comm
     Communication scheduling in a training iteration (PACE family).
 placement
     Placement ILPs and heuristics.
+optimus
+    Optimus: fitted convergence and speed models, marginal-gain allocation, exact MILP.
 """
 
 from optsched._version import __version__
