@@ -388,3 +388,47 @@ def test_the_milp_refuses_a_model_over_budget() -> None:
     with limits.override(max_model_variables=100), pytest.raises(InvalidInstanceError) as err:
         solve(inst)
     assert err.value.field == "jobs"
+
+
+def test_a_solve_stopped_short_raises_with_its_result() -> None:
+    """A node limit of 0 (deterministic, no timing) stops HiGHS before any incumbent."""
+    from optsched.errors import NotOptimalError
+
+    inst = generate_instance(10, seed=0)
+    with pytest.raises(NotOptimalError) as err:
+        solve(inst, node_limit=0)
+    result = err.value.result
+    assert not result.optimal and result.status.value == "limit_no_solution"
+    assert result.solution is None
+
+
+def test_every_pruned_choice_is_dominated_by_a_kept_one() -> None:
+    """Pruning keeps the optimum: each dropped (ps, workers) is no faster than a kept choice
+    using no more of any resource (checked pairwise, by loops), and the MILP still equals brute
+    force."""
+    from optsched.optimus.total_time import choices
+
+    inst = generate_instance(3, max_tasks=4, slack=1.5, seed=4)
+    dropped = 0
+    for j, job in enumerate(inst.jobs):
+        ps, workers, _, _ = choices(inst, j)
+        kept = set(zip(ps.tolist(), workers.tolist(), strict=True))
+        for p, w in itertools.product(range(1, job.max_ps + 1), range(1, job.max_workers + 1)):
+            if (p, w) in kept:
+                continue
+            dropped += 1
+            use = [p * s + w * d for s, d in zip(job.ps_demand, job.worker_demand, strict=True)]
+            fits_alone = all(
+                u <= c - sum(o.ps_demand[r] + o.worker_demand[r] for o in inst.jobs if o is not job)
+                for r, (u, c) in enumerate(zip(use, inst.capacity, strict=True))
+            )
+            assert not fits_alone or any(
+                job.remaining_time(kp, kw) <= job.remaining_time(p, w)
+                and all(
+                    kp * s + kw * d <= u
+                    for s, d, u in zip(job.ps_demand, job.worker_demand, use, strict=True)
+                )
+                for kp, kw in kept
+            )
+    assert dropped > 0
+    assert within(solve(inst).objective, _brute_force(inst), OPTIMALITY_GAP)  # type: ignore[arg-type]

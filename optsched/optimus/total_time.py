@@ -47,7 +47,7 @@ def choices(
     """Job ``j``'s undominated choices: ``(ps, workers, remaining time, resource use)``.
 
     A choice is dropped when another uses no more of any resource and takes no longer
-    (ties kept once).
+    (ties kept once). Complexity :math:`O(K^2 R)` for :math:`K` choices.
     """
     job = instance.jobs[j]
     pp, ww = np.meshgrid(
@@ -67,14 +67,16 @@ def choices(
     )
     keep = np.all(use <= others[None, :] + FIT_TOL * np.maximum(1.0, others), axis=1)
     p, w, cost, use = p[keep], w[keep], cost[keep], use[keep]
-    # Dominance: sort by time, then keep a choice only if no earlier (faster or equal) one uses
-    # at most as much of everything. O(K^2 R) per job; K is bounded by the model budget.
+    # Dominance: in order of (time, total use), a choice is dropped when an earlier one uses at
+    # most as much of everything. Dominance is transitive, so "dominated by an earlier choice"
+    # equals "dominated by an earlier kept choice": one vectorised K x K x R comparison.
     order = np.lexsort((use.sum(axis=1), cost))
-    kept: list[int] = []
-    for idx in order:
-        if not any(np.all(use[k] <= use[idx]) for k in kept):
-            kept.append(int(idx))
-    sel = np.array(sorted(kept), dtype=np.int64)
+    u = use[order]
+    k = u.shape[0]
+    limits.check_size(f"jobs[{j}].max_workers", float(k) * k * u.shape[1], "max_array_cells")
+    covers = np.all(u[None, :, :] <= u[:, None, :], axis=2)  # covers[a, b]: b uses <= a
+    dominated = np.any(np.tril(covers, k=-1), axis=1)
+    sel = np.sort(order[~dominated])
     return p[sel], w[sel], cost[sel], use[sel]
 
 
