@@ -11,6 +11,7 @@ name                 policy
 ``tiresias-las``     Tiresias discretized 2D-LAS (:class:`Tiresias`)
 ``tiresias-gittins`` Tiresias discretized 2D-Gittins
 ``gandiva``          Gandiva time slicing, packing, migration (:class:`Gandiva`)
+``optimus``          marginal-gain GPU counts (:class:`Optimus`)
 ==================== ===========================================================
 
 Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
@@ -28,6 +29,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
@@ -39,6 +41,7 @@ __all__ = [
     "SRTF",
     "AllocationLP",
     "Gandiva",
+    "Optimus",
     "OrderPolicy",
     "Tiresias",
     "greedy_allocation",
@@ -61,6 +64,7 @@ POLICIES: tuple[str, ...] = (
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
     *LP_POLICIES,
+    "optimus",
 )
 
 
@@ -76,6 +80,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Gandiva()
     if name in LP_POLICIES:
         return AllocationLP(name)
+    if name == "optimus":
+        return Optimus()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)
