@@ -23,10 +23,11 @@ speed itself with ``curve_fit``; on noise-free points both recover the same :mat
 
     \min_{\beta \ge 0}\ \sum_i \omega_i^2 \big(\ell(k_i; \beta) - \ell_i\big)^2,
 
-non-convex in :math:`\beta`. For a fixed :math:`\beta_2` the model is linear in
-:math:`(\beta_0, \beta_1)` after the change of variable :math:`y = 1/(\ell - \beta_2)`, so a
-scan over :math:`\beta_2 \in [0, \min_i \ell_i)` with a linear fit at each point gives a start,
-which ``least_squares`` (trust-region reflective, bounds :math:`\beta \ge 0`) refines. The weights
+non-convex in :math:`\beta`. With :math:`c = \beta_0/\beta_1` and :math:`A = 1/\beta_1` the
+curve is :math:`\beta_2 + A/(1 + ck)`, linear in :math:`(A, \beta_2) \ge 0` for a fixed shape
+:math:`c`; a log grid of :math:`c` with a two-column nonnegative least squares at each point
+(variable projection) seeds ``least_squares`` (trust-region reflective, bounds
+:math:`\beta \ge 0`), which refines the best few seeds; the best result is kept. The weights
 are Optimus's: the points, in step order, are cut into three segments and each segment's
 :math:`\sigma` is a quarter of the previous one's (:math:`\omega = 1, 4, 16`), so recent points
 count more.
@@ -58,11 +59,19 @@ __all__ = [
 
 #: Fewest distinct steps :func:`fit_convergence` accepts (one per coefficient).
 MIN_CONVERGENCE_POINTS = 3
-#: Points of the beta_2 scan that seeds the convergence fit.
-_SCAN = 64
+#: Points of the shape scan that seeds the convergence fit, over c = beta_0/beta_1 (steps scaled
+#: to [0, 1]) from 10^_SHAPE_MIN (almost linear) to 10^_SHAPE_MAX (a drop within the first
+#: 10^-5 of the steps).
+_SCAN = 91
+_SHAPE_MIN = -4.0
+_SHAPE_MAX = 5.0
 #: least_squares stops when a step changes the cost or x by less than this (relative): far below
 #: the tolerances the tests ask of a recovered parameter.
 _LSQ_TOL = 1e-14
+#: Seeds of the convergence fit refined by least_squares (the problem is not convex).
+_STARTS = 6
+#: Lower bound on the scaled beta_1 (the loss at step 0 must be finite).
+_BETA1_FLOOR = 1e-12
 #: Function evaluations allowed to least_squares (its iterations are bounded by this).
 _MAX_NFEV = 2000
 
@@ -282,7 +291,7 @@ def fit_convergence(points: Sequence[Sequence[float]], *, weighted: bool = True)
     >>> [round(v, 6) for v in fit_convergence(pts).beta]
     [0.01, 0.5, 0.2]
     """
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares, nnls
 
     data = _rows(points, 2, ("step", "loss"))
     for i, (k, loss) in enumerate(data):
@@ -312,29 +321,38 @@ def fit_convergence(points: Sequence[Sequence[float]], *, weighted: bool = True)
         d = -1.0 / (b[0] * kn + b[1]) ** 2
         return np.column_stack([omega * d * kn, omega * d, omega])
 
+    # Seeds by variable projection: with c = beta_0 / beta_1 and A = 1 / beta_1 the curve is
+    # l = beta_2 + A / (1 + c k), linear in (A, beta_2) >= 0 for a fixed shape c. A log grid of
+    # c with a two-column nonnegative least squares at each point maps the one nonlinear
+    # direction; the best few points seed the bounded refinement of all three coefficients.
+    seeds: list[tuple[float, NDArray[np.float64]]] = []
+    for c in np.logspace(_SHAPE_MIN, _SHAPE_MAX, _SCAN):
+        g = 1.0 / (1.0 + c * kn)
+        coef, _ = nnls(np.column_stack([omega * g, omega]), omega * ln)
+        if coef[0] <= 0:
+            continue  # a flat curve: no finite beta_1
+        b = np.array([c / coef[0], 1.0 / coef[0], coef[1]])
+        seeds.append((float(np.sum(residuals(b) ** 2)), b))
+    if not seeds:  # every shape fits best flat: start from the flattest real curve
+        seeds.append((math.inf, np.array([0.0, 1.0 / max(float(ln.max()), 1e-12), 0.0])))
+    seeds.sort(key=lambda item: item[0])
     best: tuple[float, NDArray[np.float64]] | None = None
-    low = float(ln.min())
-    for b2 in low * np.linspace(0.0, 1.0, _SCAN, endpoint=False):
-        y = 1.0 / (ln - b2)
-        design = np.column_stack([kn, np.ones_like(kn)]) * omega[:, None]
-        coef = np.linalg.lstsq(design, y * omega, rcond=None)[0]
-        b = np.array([max(coef[0], 0.0), max(coef[1], 1e-9), b2])
-        cost = float(np.sum(residuals(b) ** 2))
-        if math.isfinite(cost) and (best is None or cost < best[0]):
-            best = (cost, b)
-    assert best is not None  # b2 = 0 gives a finite cost: every y is finite and b[1] > 0
-    res = least_squares(
-        residuals,
-        best[1],
-        jac=jacobian,
-        bounds=([0.0, 1e-12, 0.0], [np.inf, np.inf, np.inf]),
-        method="trf",
-        ftol=_LSQ_TOL,
-        xtol=_LSQ_TOL,
-        gtol=_LSQ_TOL,
-        max_nfev=_MAX_NFEV,
-    )
-    b = res.x
+    for _, seed in seeds[:_STARTS]:
+        res = least_squares(
+            residuals,
+            seed,
+            jac=jacobian,
+            bounds=([0.0, _BETA1_FLOOR, 0.0], [np.inf, np.inf, np.inf]),
+            method="trf",
+            ftol=_LSQ_TOL,
+            xtol=_LSQ_TOL,
+            gtol=_LSQ_TOL,
+            max_nfev=_MAX_NFEV,
+        )
+        if best is None or res.cost < best[0]:
+            best = (float(res.cost), res.x)
+    assert best is not None
+    b = best[1]
     # Undo the scaling: l = ls * (1/(b0 k/ks + b1) + b2) = 1/((b0/(ls ks)) k + b1/ls) + ls b2.
     beta = (float(b[0] / (ls * ks)), float(b[1] / ls), float(b[2] * ls))
     fitted = loss_curve(beta, k)
