@@ -23,11 +23,11 @@ a trace gives work in steps and no loss curve, so the simulator's own count is u
 
 **Allocation, every round** (Optimus's marginal gain, :mod:`optsched.optimus.greedy`, on GPUs):
 
-1. Admission: in arrival order, each active job gets its smallest gang :math:`k_{min}` (the
-   ``min_gpus`` of an elastic job, its ``num_gpus`` otherwise) on the GPU type where its fitted
-   remaining time :math:`T_{jg}(k) = Q_j / f_{jg}(k)` is least among the types with room; a
-   running job keeps its type when it still has room there (a move costs a restore). Jobs that
-   do not fit wait (later ones may still fit: backfilling).
+1. Admission: in arrival order, each active job gets its smallest gang :math:`k_{min}` (its
+   ``min_gpus``, see :meth:`World.elastic <optsched.sim.World.elastic>`) on the GPU type where
+   its fitted remaining time :math:`T_{jg}(k) = Q_j / f_{jg}(k)` is least among the types with
+   room; a running job keeps its type when it still has room there (a move costs a restore).
+   Jobs that do not fit wait (later ones may still fit: backfilling).
 2. Growth: while GPUs are left, the admitted job with the largest gain
    :math:`T_{jg}(k) - T_{jg}(k + 1)` (per GPU added) gets one more GPU of its type, up to its
    ``max_gpus``; it stops at the first gain :math:`\le 0`.
@@ -100,23 +100,6 @@ class JobModel:
         return math.inf if f <= 0 else steps / f
 
 
-def _gpu_range(job: SimJob) -> tuple[int, int]:
-    low = int(getattr(job, "min_gpus", job.num_gpus))
-    high = int(getattr(job, "max_gpus", job.num_gpus))
-    return low, max(low, high)
-
-
-def _rate(world: World, job: SimJob, gpu_type: str, k: int) -> float:
-    """The world's rate of ``job`` alone on ``k`` consolidated GPUs of ``gpu_type``."""
-    return job.scale * world.throughputs.rate(job.job_type, k, gpu_type)
-
-
-def _grant(job: str, gpu_type: str, k: int, fixed: int) -> Grant:
-    if k == fixed:
-        return Grant(job=job, gpu_type=gpu_type)
-    return Grant(job=job, gpu_type=gpu_type, num_gpus=k)  # type: ignore[call-arg]
-
-
 def probe_counts(low: int, high: int) -> list[int]:
     """The GPU counts a job is observed at: ``low``, ``high`` and the powers of two between."""
     out = {low, high}
@@ -159,12 +142,11 @@ class Optimus(Policy):
         key = (job.job_id, gpu_type)
         if key in self.models:
             return self.models[key]
-        low, high = _gpu_range(job)
-        high = min(high, world.cluster.count(gpu_type))
+        low, high = job.min_gpus, min(job.max_gpus, world.cluster.count(gpu_type))
         model: JobModel | None = None
         if low <= high:
             counts = probe_counts(low, high)
-            measured = {k: _rate(world, job, gpu_type, k) for k in counts}
+            measured = {k: world.rate(job, gpu_type, num_gpus=k) for k in counts}
             if all(r > 0 for r in measured.values()):
                 fit = None
                 if len(counts) >= 3:
@@ -227,7 +209,7 @@ class Optimus(Policy):
             counts[i] += 1
             push(i)
         grants = tuple(
-            _grant(s.job_id, m.gpu_type, counts[i], s.job.num_gpus)
+            Grant(job=s.job_id, gpu_type=m.gpu_type, num_gpus=counts[i])
             for i, (s, m, _) in enumerate(chosen)
         )
         return Allocation(grants=grants)
