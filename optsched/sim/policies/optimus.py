@@ -101,13 +101,20 @@ class JobModel:
 
 
 def probe_counts(low: int, high: int) -> list[int]:
-    """The GPU counts a job is observed at: ``low``, ``high`` and the powers of two between."""
+    """The GPU counts a job is observed at.
+
+    ``low``, ``high`` and the powers of two between; plus the midpoint when that leaves fewer
+    than three counts of a range of three or more, so that a range the probes do not cover
+    always has the three points the ``colocated`` model needs.
+    """
     out = {low, high}
     p = 1
     while p < high:  # at most log2(high) + 1 iterations
         if p > low:
             out.add(p)
         p *= 2
+    if high - low >= 2 and len(out) < 3:
+        out.add((low + high) // 2)
     return sorted(out)
 
 
