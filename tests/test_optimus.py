@@ -432,3 +432,25 @@ def test_every_pruned_choice_is_dominated_by_a_kept_one() -> None:
             )
     assert dropped > 0
     assert within(solve(inst).objective, _brute_force(inst), OPTIMALITY_GAP)  # type: ignore[arg-type]
+
+
+def test_per_share_narrows_the_colocated_gaps_shown_in_the_docs() -> None:
+    """The formulation page's figure caption: on its colocated instances, dividing gains by the
+    share is never worse in the worst case than dividing by the raw demand."""
+    worst = {"demand": 1.0, "share": 1.0}
+    for seed in range(6):
+        inst = generate_instance(8, kind="colocated", slack=1.5, seed=seed)
+        best = solve(inst).objective
+        for per in worst:
+            value = validate(inst, marginal_gain(inst, per)).objective  # type: ignore[arg-type]
+            worst[per] = max(worst[per], value / best)  # type: ignore[operator]
+    assert worst["share"] <= worst["demand"]
+
+
+def test_bad_greedy_divisor_names_the_field() -> None:
+    with pytest.raises(InvalidInstanceError) as err:
+        MarginalGain("gpu")  # type: ignore[arg-type]
+    assert err.value.field == "per"
+    with pytest.raises(InvalidInstanceError) as err:
+        marginal_gain(generate_instance(2, seed=0), "gpu")  # type: ignore[arg-type]
+    assert err.value.field == "per"
