@@ -272,7 +272,7 @@ def solve(
     accept_feasible: bool = False,
     options: dict[str, Any] | None = None,
 ) -> ExactResult[AonlineSchedule]:
-    """The exact offline minimum of the total weighted completion time.
+    r"""The exact offline minimum of the total weighted completion time.
 
     Parameters
     ----------
@@ -285,7 +285,7 @@ def solve(
     Returns
     -------
     ExactResult of AonlineSchedule
-        ``objective`` is the schedule's :math:`\\sum_j w_j C_j` recomputed by
+        ``objective`` is the schedule's :math:`\sum_j w_j C_j` recomputed by
         :func:`~optsched.aonline.validate` (``sense`` ``"min"``); ``extra["completion_bounds"]``
         the per-job windows used.
 

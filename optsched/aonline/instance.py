@@ -80,7 +80,7 @@ class GpuPool(Frozen):
 
 
 class AonlineJob(Frozen):
-    """One training job.
+    r"""One training job.
 
     Attributes
     ----------
@@ -96,7 +96,7 @@ class AonlineJob(Frozen):
         Units per slot with the gang on one server of each pool (0 or absent: cannot run there).
     spread_rates : dict of str to int, optional
         Units per slot with the gang spread over several servers (default
-        :math:`\\lfloor \\sigma r \\rfloor`); each at most the pool's ``rates`` entry.
+        :math:`\lfloor \sigma r \rfloor`); each at most the pool's ``rates`` entry.
     """
 
     arrival: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0
@@ -110,7 +110,7 @@ class AonlineJob(Frozen):
 
 
 class AonlineInstance(Frozen):
-    """Jobs and GPU pools (see the module notes).
+    r"""Jobs and GPU pools (see the module notes).
 
     Attributes
     ----------
@@ -118,7 +118,7 @@ class AonlineInstance(Frozen):
         At least one; names unique.
     jobs : tuple of AonlineJob
     spread_penalty : float
-        :math:`\\sigma \\in (0, 1]`: default spread rate :math:`\\lfloor \\sigma r \\rfloor`.
+        :math:`\sigma \in (0, 1]`: default spread rate :math:`\lfloor \sigma r \rfloor`.
 
     Raises
     ------

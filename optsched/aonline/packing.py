@@ -74,12 +74,12 @@ SMALL_DEMAND_FRACTION = 0.5
 
 @dataclass(frozen=True)
 class OracleResult:
-    """The best schedule of one job in an interval under given prices.
+    r"""The best schedule of one job in an interval under given prices.
 
     Attributes
     ----------
     payoff : float
-        :math:`w_j - \\text{cost}`; ``-inf`` when no schedule finishes in the interval.
+        :math:`w_j - \text{cost}`; ``-inf`` when no schedule finishes in the interval.
     cost : float
     runs : tuple of Run
     """
@@ -142,7 +142,7 @@ class PriceState:
                 self.used[r.slot - self.start][g][s] += n
 
     def dual_resources(self) -> float:
-        """:math:`\\sum_{t,g,s} p_{gs}(t)\\, m_{gs}` at the current prices."""
+        r""":math:`\sum_{t,g,s} p_{gs}(t)\, m_{gs}` at the current prices."""
         return sum(
             self.price(k, g, s) * p.server_capacity(s)
             for k in range(self.length)
@@ -260,14 +260,14 @@ def best_schedule(instance: AonlineInstance, j: int, prices: PriceState) -> Orac
 
 @dataclass(frozen=True)
 class PrimalDualPacking(Packing):
-    """A primal-dual packing: the chosen jobs and runs, with the prices' figures.
+    r"""A primal-dual packing: the chosen jobs and runs, with the prices' figures.
 
     Attributes
     ----------
     lower, upper, eta : float
-        :math:`L`, :math:`U`, :math:`\\eta`.
+        :math:`L`, :math:`U`, :math:`\eta`.
     dual : float
-        OASiS's dual objective :math:`\\sum_j \\mu_j + \\sum_{t,g,s} p_{gs}(t) m_{gs}` at the
+        OASiS's dual objective :math:`\sum_j \mu_j + \sum_{t,g,s} p_{gs}(t) m_{gs}` at the
         final prices.
     """
 
@@ -278,7 +278,7 @@ class PrimalDualPacking(Packing):
 
     @property
     def alpha(self) -> float:
-        """The packing ratio :math:`2 \\max(1, \\ln(U/L))` (OASiS's Theorem 4)."""
+        r"""The packing ratio :math:`2 \max(1, \ln(U/L))` (OASiS's Theorem 4)."""
         return 2.0 * max(1.0, math.log(self.upper / self.lower))
 
 

@@ -162,12 +162,12 @@ class AonlineSchedule(Frozen):
 
 
 def validate(instance: AonlineInstance, schedule: AonlineSchedule) -> Report:
-    """Check every constraint of the module table and recompute the objective.
+    r"""Check every constraint of the module table and recompute the objective.
 
     Returns
     -------
     Report
-        ``objective`` is :math:`\\sum_j w_j C_j` when every job finishes (else ``None``);
+        ``objective`` is :math:`\sum_j w_j C_j` when every job finishes (else ``None``);
         ``details`` holds ``completion`` (per job) and ``work_done`` (per job).
 
     Notes
