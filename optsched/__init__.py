@@ -10,6 +10,8 @@ comm
     Communication scheduling in a training iteration (PACE family).
 placement
     Placement ILPs and heuristics.
+aonline
+    Online gang scheduling on heterogeneous GPU pools (Aonline): exact ILP, doubling intervals.
 """
 
 from optsched._version import __version__
