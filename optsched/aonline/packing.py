@@ -187,6 +187,8 @@ def best_schedule(instance: AonlineInstance, j: int, prices: PriceState) -> Orac
     job = instance.jobs[j]
     W, n = job.work, job.gpus
     first = max(prices.start, job.arrival) - prices.start
+    if instance.min_slots(j) > prices.length - first:
+        return _NONE  # it cannot finish in the interval whatever the prices
     inf = math.inf
     cost = [0.0] + [inf] * W
     choices: list[list[tuple[int, int] | None]] = []  # per slot: (option, previous d) per d

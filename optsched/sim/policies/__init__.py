@@ -26,6 +26,7 @@ from collections.abc import Callable
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
+from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.tiresias import Tiresias
@@ -38,6 +39,7 @@ __all__ = [
     "SJF",
     "SRTF",
     "AllocationLP",
+    "AonlinePolicy",
     "Gandiva",
     "OrderPolicy",
     "Tiresias",
@@ -61,6 +63,8 @@ POLICIES: tuple[str, ...] = (
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
     *LP_POLICIES,
+    "aonline",
+    "aonline-strict",
 )
 
 
@@ -74,6 +78,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name in ("aonline", "aonline-strict"):
+        return AonlinePolicy(backfill=name == "aonline")
     if name in LP_POLICIES:
         return AllocationLP(name)
     aware = name.endswith("-perf")
