@@ -3,7 +3,9 @@ optimum; and the family's exact model against the simulator's on worlds where th
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 from optsched import sim
 from optsched.aonline import AonlineInstance, AonlineJob, GpuPool
 from optsched.aonline import solve as solve_aonline
+from optsched.cli import main
 from optsched.sim.policies import POLICIES, AonlinePolicy, make_policy
 from optsched.sim.policies.aonline import interval_of
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, RATIO_TOL, TIME_TOL, leq, within
@@ -141,3 +144,32 @@ def test_family_exact_equals_simulator_exact_where_worlds_coincide(
     run = sim.simulate(world, make_policy("aonline-strict"), round_seconds=L)
     value = sim.validate(world, run).objective
     assert value is not None and leq(simulated, value, RATIO_TOL)
+
+
+def test_cli_compare_on_a_six_job_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = (
+        Path(__file__).parent / "data" / "traces" / "gavel" / "physical_cluster_small_test.trace"
+    )
+    trace = tmp_path / "six.trace"
+    trace.write_text("".join(source.read_text().splitlines(keepends=True)[:6]))
+    code = main(
+        [
+            "sim",
+            "compare",
+            str(trace),
+            "--cluster",
+            "v100=2,k80=2",
+            "--policies",
+            "aonline,aonline-strict",
+            "--exact",
+            "--objectives",
+            "weighted_jct",
+            "--json",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    rows = {r["policy"]: r for r in out["policies"]}
+    for name in ("aonline", "aonline-strict"):
+        assert rows[name]["valid"] is True and rows[name]["finished"] == 6
+        assert rows[name]["gap_weighted_jct"] >= -RATIO_TOL
