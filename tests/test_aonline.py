@@ -330,3 +330,24 @@ def test_placements_helper_is_exhaustive() -> None:
         [(0, ((0, 2),)), (0, ((1, 2),)), (0, ((0, 1), (1, 1))), (1, ((0, 2),))]
     )
     assert np.isfinite(brute_min_wct(inst))
+
+
+def test_the_model_has_the_constraints_the_formulation_page_names() -> None:
+    from optsched.aonline.exact import build_model
+
+    page = (
+        Path(__file__).resolve().parents[1] / "docs" / "formulations" / "aonline.rst"
+    ).read_text(encoding="utf-8")
+    built = build_model(generate_instance(3, seed=1))
+    names = {c.name for c in built.model.component_objects()}
+    for name in (
+        "one_run",
+        "spread_gang",
+        "server_capacity",
+        "one_last",
+        "no_run_after_last",
+        "last_runs",
+        "work",
+        "objective",
+    ):
+        assert name in names and f"``{name}``" in page
