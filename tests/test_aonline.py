@@ -351,3 +351,14 @@ def test_the_model_has_the_constraints_the_formulation_page_names() -> None:
         "objective",
     ):
         assert name in names and f"``{name}``" in page
+
+
+def test_empty_instance_and_absurd_sizes() -> None:
+    empty = AonlineInstance(pools=POOLS, jobs=())
+    assert solve(empty).objective == 0.0 and validate(empty, aonline(empty)).objective == 0.0
+    big = AonlineInstance(pools=POOLS, jobs=(_job(work=10**6, rates={"a": 1}),))
+    with pytest.raises(InvalidInstanceError) as err:
+        aonline(big)  # refused before the oracle's table is allocated
+    assert err.value.field == "jobs[0]"
+    with pytest.raises(InvalidInstanceError):
+        solve(big)  # the model's variable budget

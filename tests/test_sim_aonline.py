@@ -173,3 +173,12 @@ def test_cli_compare_on_a_six_job_trace(tmp_path: Path, capsys: pytest.CaptureFi
     for name in ("aonline", "aonline-strict"):
         assert rows[name]["valid"] is True and rows[name]["finished"] == 6
         assert rows[name]["gap_weighted_jct"] >= -RATIO_TOL
+
+
+def test_event_driven_runs_are_refused() -> None:
+    from optsched.errors import InvalidInstanceError
+
+    world = sim.generate_instance(3, "v100=2", seed=1)
+    with pytest.raises(InvalidInstanceError) as err:
+        sim.simulate(world, make_policy("aonline"), round_seconds=None)
+    assert err.value.field == "round_seconds"

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from optsched.aonline.exact import Packing
 from optsched.aonline.instance import AonlineInstance
 from optsched.aonline.schedule import Run
+from optsched.limits import check_size
 from optsched.tolerances import FIT_TOL
 
 __all__ = [
@@ -183,12 +184,18 @@ def best_schedule(instance: AonlineInstance, j: int, prices: PriceState) -> Orac
         ``payoff = w_j - cost`` of the cheapest schedule (ties: earliest completion, then the
         first option in pool order, consolidated before spread, lowest server), or a result with
         ``payoff = -inf`` when none fits.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The DP table (slots x (work + 1)) would exceed the ``max_array_cells`` budget.
     """
     job = instance.jobs[j]
     W, n = job.work, job.gpus
     first = max(prices.start, job.arrival) - prices.start
     if instance.min_slots(j) > prices.length - first:
         return _NONE  # it cannot finish in the interval whatever the prices
+    check_size(f"jobs[{j}]", (prices.length - first) * (W + 1), "max_array_cells", "DP cells")
     inf = math.inf
     cost = [0.0] + [inf] * W
     choices: list[list[tuple[int, int] | None]] = []  # per slot: (option, previous d) per d

@@ -107,7 +107,11 @@ class AonlinePolicy(Policy):
 
     def allocate(self, state: SimState) -> Allocation:
         """Pack at an interval's first decision point, then carry out the plan's round."""
-        L = float(state.round_seconds or self.round_seconds or DEFAULT_ROUND_SECONDS)
+        if state.round_seconds is None:
+            raise InvalidInstanceError(
+                "round_seconds", "aonline is round-based: simulate it with a round length"
+            )
+        L = float(state.round_seconds)
         k = max(0, math.floor(state.now / L + TIME_TOL))
         if k >= self._end:
             _, end = interval_of(k)
