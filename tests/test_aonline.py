@@ -222,7 +222,14 @@ def test_oracle_matches_exhaustive_placements(inst: AonlineInstance, data: st.Da
     for k in range(length):
         for g, p in enumerate(inst.pools):
             for s in range(p.num_servers):
-                state.used[k][g][s] = data.draw(st.integers(0, p.server_capacity(s)))
+                state.used[(k, g, s)] = data.draw(st.integers(0, p.server_capacity(s)))
+    every = sum(
+        state.price(k, g, s) * p.server_capacity(s)
+        for k in range(length)
+        for g, p in enumerate(inst.pools)
+        for s in range(p.num_servers)
+    )
+    assert within(state.dual_resources(), every, UTILITY_TOL)
     j = data.draw(st.integers(0, inst.n_jobs - 1))
     res = best_schedule(inst, j, state)
     ref = brute_oracle_cost(inst, j, state)

@@ -107,8 +107,9 @@ class PriceState:
     start, length : int
     lower, upper : float
         :math:`L` and :math:`U`.
-    used : list of list of list of int
-        ``used[t - start][g][s]`` GPUs committed.
+    used : dict of (int, int, int) to int
+        GPUs committed at ``(t - start, pool, server)`` (absent: none), so that memory grows
+        with the commitments, not with the interval.
     """
 
     instance: AonlineInstance
@@ -116,40 +117,44 @@ class PriceState:
     length: int
     lower: float
     upper: float
-    used: list[list[list[int]]]
+    used: dict[tuple[int, int, int], int]
 
     @classmethod
     def empty(
         cls, instance: AonlineInstance, start: int, length: int, lower: float, upper: float
     ) -> PriceState:
         """All servers free, every price :math:`L`."""
-        used = [[[0] * p.num_servers for p in instance.pools] for _ in range(length)]
-        return cls(instance, start, length, lower, upper, used)
+        return cls(instance, start, length, lower, upper, {})
 
     def price(self, k: int, g: int, s: int) -> float:
         """Price of one GPU of server ``s`` of pool ``g`` in slot ``start + k``."""
         cap = self.instance.pools[g].server_capacity(s)
-        return self.lower * (self.upper / self.lower) ** (self.used[k][g][s] / cap)
+        return self.lower * (self.upper / self.lower) ** (self.used.get((k, g, s), 0) / cap)
 
     def free(self, k: int, g: int, s: int) -> int:
         """GPUs still free there."""
-        return self.instance.pools[g].server_capacity(s) - self.used[k][g][s]
+        return self.instance.pools[g].server_capacity(s) - self.used.get((k, g, s), 0)
 
     def commit(self, runs: Sequence[Run]) -> None:
         """Reserve the GPUs of ``runs``."""
         for r in runs:
             g = self.instance.pool_index[r.pool]
             for s, n in r.servers:
-                self.used[r.slot - self.start][g][s] += n
+                key = (r.slot - self.start, g, s)
+                self.used[key] = self.used.get(key, 0) + n
 
     def dual_resources(self) -> float:
-        r""":math:`\sum_{t,g,s} p_{gs}(t)\, m_{gs}` at the current prices."""
-        return sum(
-            self.price(k, g, s) * p.server_capacity(s)
-            for k in range(self.length)
-            for g, p in enumerate(self.instance.pools)
-            for s in range(p.num_servers)
+        r""":math:`\sum_{t,g,s} p_{gs}(t)\, m_{gs}` at the current prices.
+
+        Every untouched server-slot is priced :math:`L`, so the sum is
+        :math:`L\,\ell\,C` plus the excess of the committed ones: time :math:`O(\#\text{used})`.
+        """
+        base = self.lower * self.length * self.instance.total_gpus
+        extra = sum(
+            (self.price(k, g, s) - self.lower) * self.instance.pools[g].server_capacity(s)
+            for (k, g, s) in self.used
         )
+        return base + extra
 
 
 def price_parameters(
