@@ -4,19 +4,19 @@ A schedule is a list of :class:`Run`\ s: in slot ``slot`` job ``job`` runs its w
 ``pool``, ``gpus`` GPUs on each listed server. The validator re-derives everything from the
 instance and the runs alone (it shares no code with the models or the online algorithm):
 
-================== ==========================================================================
-constraint         meaning
-================== ==========================================================================
-``unknown_job``    the run names a job index outside the instance
-``unknown_pool``   the run names no pool of the instance
-``unknown_server`` a server index outside the pool, or a non-positive GPU count
-``arrival``        a run before the job's arrival slot
-``gang_size``      the GPUs of a run do not add up to the job's gang size
-``one_run``        two runs of one job in one slot
-``no_rate``        a run on a placement where the job makes no progress (rate 0)
+=================== ==========================================================================
+constraint          meaning
+=================== ==========================================================================
+``unknown_job``     the run names a job index outside the instance
+``unknown_pool``    the run names no pool of the instance
+``unknown_server``  a server index outside the pool, or a non-positive GPU count
+``arrival``         a run before the job's arrival slot
+``gang_size``       the GPUs of a run do not add up to the job's gang size
+``one_run``         two runs of one job in one slot
+``no_rate``         a run on a placement where the job makes no progress (rate 0)
 ``server_capacity`` GPUs used on a server in a slot exceed its GPUs
-``work``           a job does less than its work by its last run (or never runs)
-================== ==========================================================================
+``work``            a job does less than its work by its last run (or never runs)
+=================== ==========================================================================
 
 The objective recomputed is :math:`\sum_j w_j C_j` with :math:`C_j` = last slot with a run + 1;
 a run on one server earns the consolidated rate, on two or more the spread rate.
