@@ -12,6 +12,8 @@ placement
     Placement ILPs and heuristics.
 optimus
     Optimus: fitted convergence and speed models, marginal-gain allocation, exact MILP.
+aonline
+    Online gang scheduling on heterogeneous GPU pools (Aonline): exact ILP, doubling intervals.
 """
 
 from optsched._version import __version__

@@ -29,6 +29,7 @@ SMALL: dict[str, Callable[[Any], Any]] = {
     "tensorlights": lambda m: m.generate_instance(2, 3, seed=1),
     "allocation": lambda m: m.generate_instance(6, seed=1),
     "optimus": lambda m: m.generate_instance(4, seed=1),
+    "aonline": lambda m: m.generate_instance(4, seed=1),
 }
 
 #: Subpackages that are not problem families (shared layers, readers, predictors).

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
+from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.optimus import Optimus
@@ -40,6 +41,7 @@ __all__ = [
     "SJF",
     "SRTF",
     "AllocationLP",
+    "AonlinePolicy",
     "Gandiva",
     "Optimus",
     "OrderPolicy",
@@ -65,6 +67,8 @@ POLICIES: tuple[str, ...] = (
     "gandiva",
     *LP_POLICIES,
     "optimus",
+    "aonline",
+    "aonline-strict",
 )
 
 
@@ -78,6 +82,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name in ("aonline", "aonline-strict"):
+        return AonlinePolicy(backfill=name == "aonline")
     if name in LP_POLICIES:
         return AllocationLP(name)
     if name == "optimus":
