@@ -454,3 +454,11 @@ def test_bad_greedy_divisor_names_the_field() -> None:
     with pytest.raises(InvalidInstanceError) as err:
         marginal_gain(generate_instance(2, seed=0), "gpu")  # type: ignore[arg-type]
     assert err.value.field == "per"
+
+
+def test_no_jobs_is_the_empty_allocation() -> None:
+    inst = OptimusInstance(resources=("gpu",), capacity=(1.0,), jobs=())
+    res = solve(inst)
+    assert res.optimal and res.objective == 0.0
+    assert res.solution is not None and res.solution.job_ids == ()
+    assert validate(inst, marginal_gain(inst)).objective == 0.0

@@ -36,6 +36,7 @@ from optsched.optimus.models import speed
 from optsched.optimus.solution import OptimusAllocation
 from optsched.results import ExactResult
 from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
 from optsched.tolerances import FIT_TOL
 
 __all__ = ["choices", "solve"]
@@ -128,6 +129,22 @@ def solve(
     if solver != "highs":
         raise InvalidInstanceError("solver", f"the Optimus MILP is built for HiGHS, got {solver!r}")
     start = time.perf_counter()
+    if instance.n_jobs == 0:  # nothing to allocate: the empty allocation, proven optimal
+        empty = OptimusAllocation(job_ids=(), ps=(), workers=(), algorithm="milp")
+        done = assemble(
+            TerminationCondition.OPTIMAL,
+            SolutionStatus.OPTIMAL,
+            0.0,
+            0.0,
+            build_seconds=0.0,
+            solve_seconds=0.0,
+            solver="highs",
+            solver_version="",
+            native_status="no jobs",
+        )
+        return ExactResult.from_solve(
+            done, empty, sense="min", objective_name="total_remaining_time", recomputed=0.0
+        )
     size = sum(float(j.max_ps) * j.max_workers for j in instance.jobs)
     limits.check_size("jobs", size, "max_model_variables", "(job, ps, workers) choices")
     per_job = [choices(instance, j) for j in range(instance.n_jobs)]
