@@ -17,6 +17,7 @@ Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``s
 The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
+``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
@@ -40,6 +42,7 @@ __all__ = [
     "AllocationLP",
     "Gandiva",
     "OrderPolicy",
+    "Themis",
     "Tiresias",
     "greedy_allocation",
     "make_policy",
@@ -61,6 +64,7 @@ POLICIES: tuple[str, ...] = (
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
     *LP_POLICIES,
+    "themis",
 )
 
 
@@ -74,6 +78,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name == "themis":
+        return Themis()
     if name in LP_POLICIES:
         return AllocationLP(name)
     aware = name.endswith("-perf")
