@@ -84,7 +84,9 @@ Choices the paper leaves open, made here
       :math:`O(S \sum_a |\mathcal B_a|)`, memory :math:`O(S A)`, both checked against
       ``limits`` (``max_events``, ``max_array_cells``) before allocating.
     * **The fraction withheld.** :math:`1 - c_a` of the lease on the app's bundle goes back to
-      the pool.
+      the pool. A loss :math:`\log W_{-a} - \sum_{a' \ne a} \log v_{a'}(z_{a'})` within
+      :data:`~optsched.tolerances.UTILITY_TOL` counts as none (:math:`c_a = 1`): the two sums are
+      taken in different orders and round apart.
     * **Leftovers.** Every GPU-time of the lease not given out (unwon GPUs, withheld fractions)
       goes to the jobs of the apps that did not take part, worst :math:`\rho_a(\varnothing)`
       first, each on its types fastest first, as much of the lease as is left of the GPUs (a
@@ -115,7 +117,7 @@ from optsched.allocation.lp import _ftf_terms, objective_value
 from optsched.allocation.shares import isolated_throughput
 from optsched.allocation.solution import Allocation
 from optsched.errors import InvalidInstanceError
-from optsched.tolerances import WORK_TOL
+from optsched.tolerances import UTILITY_TOL, WORK_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -382,8 +384,12 @@ def partial_allocation(
     fractions = []
     for a in range(n_apps):
         others = log_welfare - float(logs[a][choice[a]])
-        # others <= without[a] exactly; min() removes rounding above 1.
-        fractions.append(min(1.0, math.exp(others - without[a])))
+        # others <= without[a] in exact arithmetic; sums taken in another order round apart, so
+        # a loss within UTILITY_TOL is no loss (c_a = 1) and rounding never lifts c_a above 1.
+        loss = without[a] - others
+        fractions.append(
+            1.0 if loss <= UTILITY_TOL * max(1.0, abs(without[a])) else math.exp(-loss)
+        )
     return PartialAllocation(
         choice=tuple(choice),
         log_welfare=log_welfare,
