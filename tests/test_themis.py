@@ -39,7 +39,7 @@ ARTIFACT = SHARED / "data/gavel/traces/physical_cluster/artifact_evaluation.trac
 
 
 @st.composite
-def tables(draw: st.DrawFn) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
+def bid_tables(draw: st.DrawFn) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
     """Bid tables of a tiny offer: 1-2 types of 0-3 GPUs, 1-4 apps of 1-4 bundles each
     (bundle 0 empty, value 1; the others use at least one GPU, value >= 1)."""
     k = draw(st.integers(1, 2))
@@ -60,7 +60,7 @@ def tables(draw: st.DrawFn) -> tuple[list[np.ndarray], list[np.ndarray], list[in
 
 
 @st.composite
-def rounds(draw: st.DrawFn, max_jobs: int = 5, ample: bool = False) -> AllocationInstance:
+def lease_rounds(draw: st.DrawFn, max_jobs: int = 5, ample: bool = False) -> AllocationInstance:
     """Rounds whose every job can run somewhere; ``ample``: every type holds every gang."""
     k = draw(st.integers(1, 3))
     jobs = []
@@ -107,7 +107,7 @@ def brute_nash(
 
 
 @settings(max_examples=60)
-@given(tables())
+@given(bid_tables())
 def test_partial_allocation_is_nash_optimal_and_its_fractions_match_brute_force(
     data: tuple[list[np.ndarray], list[np.ndarray], list[int]],
 ) -> None:
@@ -151,7 +151,7 @@ def test_partial_allocation_closed_form() -> None:
 
 
 @settings(max_examples=25)
-@given(rounds(max_jobs=4), st.sampled_from([0.0, 0.5]))
+@given(lease_rounds(max_jobs=4), st.sampled_from([0.0, 0.5]))
 def test_the_auction_of_a_round_matches_brute_force(inst: AllocationInstance, f: float) -> None:
     out = themis_round(inst, fairness=f)
     usages = [b.usage for b in out.bids]
@@ -199,7 +199,7 @@ def test_lease_rho_is_the_ftf_objective_when_the_lease_covers_the_job() -> None:
 
 
 @settings(max_examples=30)
-@given(rounds(), st.sampled_from([0.0, 0.3, 0.8, 0.95]))
+@given(lease_rounds(), st.sampled_from([0.0, 0.3, 0.8, 0.95]))
 def test_themis_never_beats_the_exact_min_max_rho_and_always_validates(
     inst: AllocationInstance, f: float
 ) -> None:
@@ -214,7 +214,7 @@ def test_themis_never_beats_the_exact_min_max_rho_and_always_validates(
 
 
 @settings(max_examples=25)
-@given(rounds(ample=True))
+@given(lease_rounds(ample=True))
 def test_without_contention_every_app_gets_its_fastest_type_whole(inst: AllocationInstance) -> None:
     """Every type can hold every gang at once: at f = 0 the Nash optimum gives each job its
     fastest type (rho falls with throughput), nobody is scaled down, and the worst rho is finite
@@ -232,7 +232,7 @@ def test_without_contention_every_app_gets_its_fastest_type_whole(inst: Allocati
 
 
 @settings(max_examples=30)
-@given(rounds(max_jobs=6))
+@given(lease_rounds(max_jobs=6))
 def test_the_knob_offers_the_worst_and_leftovers_go_to_the_rest(inst: AllocationInstance) -> None:
     by_f = {f: themis_round(inst, fairness=f) for f in (0.0, 0.5, 0.8)}
     n_apps = len(by_f[0.0].apps)
