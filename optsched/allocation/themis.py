@@ -117,7 +117,7 @@ from optsched.allocation.lp import _ftf_terms, objective_value
 from optsched.allocation.shares import isolated_throughput
 from optsched.allocation.solution import Allocation
 from optsched.errors import InvalidInstanceError
-from optsched.tolerances import UTILITY_TOL, WORK_TOL
+from optsched.tolerances import FIT_TOL, UTILITY_TOL, WORK_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -596,6 +596,8 @@ def themis_round(
                 if time_left <= 0 or not math.isfinite(rho_on[i, j]) or left[j] <= 0:
                     continue
                 share = min(time_left, left[j] / sf[i])
+                if share <= FIT_TOL:
+                    continue  # rounding dust of a full type, not GPU-time to hand out
                 x[i, j] += share
                 time_left -= share
                 left[j] = max(0.0, left[j] - share * sf[i])
