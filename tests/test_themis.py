@@ -262,6 +262,25 @@ def test_the_knob_offers_the_worst_and_leftovers_go_to_the_rest(inst: Allocation
     assert set(by_f[0.0].participants) == set(by_f[0.0].apps)
 
 
+@settings(max_examples=30)
+@given(lease_rounds(max_jobs=6))
+def test_at_f0_no_gpu_is_left_that_a_losing_gang_could_use(inst: AllocationInstance) -> None:
+    """Every runnable bundle is worth more than 1, so the Nash optimum never leaves GPUs a loser
+    could run on (computed from the integral bundles, before the truthfulness fractions)."""
+    out = themis_round(inst, fairness=0.0)
+    unused = np.array(inst.capacity, dtype=np.int64)
+    losers = []
+    for bid, b in zip(out.bids, out.auction.choice, strict=True):
+        unused -= bid.usage[b]
+        if b == 0:
+            losers.extend(bid.jobs)
+    assert (unused >= 0).all()
+    for m in losers:
+        for j in range(inst.n_types):
+            if inst.throughputs[m, j] > 0:
+                assert inst.jobs[m].scale_factor > unused[j]
+
+
 def test_grouped_apps_bid_with_their_slowest_job() -> None:
     jobs = tuple(
         AllocationJob(

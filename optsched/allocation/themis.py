@@ -91,8 +91,12 @@ Choices the paper leaves open, made here
       goes to the jobs of the apps that did not take part, worst :math:`\rho_a(\varnothing)`
       first, each on its types fastest first, as much of the lease as is left of the GPUs (a
       time fraction of its gang): work-conserving as long as non-participants can use it. With
-      :math:`f = 0` everyone takes part and withheld time stays idle in :math:`X` (the
-      simulator's round mechanism still fills idle GPUs by priority).
+      :math:`f = 0` everyone takes part and the withheld time stays idle in :math:`X`; the
+      auction itself leaves no GPU unwon that a losing job's gang could use (every value of a
+      runnable bundle exceeds 1, so adding it would raise the Nash welfare). In the simulator
+      the round mechanism runs a winner on its gang for the whole lease when it admits it; the
+      withheld fraction shows in later leases, through the priority :math:`X_{mj}` over the share
+      of leases received.
     * **Throughputs** are each job's own per type (heterogeneity-aware), as Themis's agents
       estimate them; compare with the aware exact LP ``ftf-perf``.
 
