@@ -17,6 +17,7 @@ Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``s
 The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
+``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
@@ -42,6 +44,7 @@ __all__ = [
     "AonlinePolicy",
     "Gandiva",
     "OrderPolicy",
+    "Themis",
     "Tiresias",
     "greedy_allocation",
     "make_policy",
@@ -65,6 +68,7 @@ POLICIES: tuple[str, ...] = (
     *LP_POLICIES,
     "aonline",
     "aonline-strict",
+    "themis",
 )
 
 
@@ -80,6 +84,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Gandiva()
     if name in ("aonline", "aonline-strict"):
         return AonlinePolicy(backfill=name == "aonline")
+    if name == "themis":
+        return Themis()
     if name in LP_POLICIES:
         return AllocationLP(name)
     aware = name.endswith("-perf")
