@@ -18,6 +18,7 @@ Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``s
 The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
+``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.optimus import Optimus
+from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
@@ -45,6 +47,7 @@ __all__ = [
     "Gandiva",
     "Optimus",
     "OrderPolicy",
+    "Themis",
     "Tiresias",
     "greedy_allocation",
     "make_policy",
@@ -69,6 +72,7 @@ POLICIES: tuple[str, ...] = (
     "optimus",
     "aonline",
     "aonline-strict",
+    "themis",
 )
 
 
@@ -84,6 +88,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Gandiva()
     if name in ("aonline", "aonline-strict"):
         return AonlinePolicy(backfill=name == "aonline")
+    if name == "themis":
+        return Themis()
     if name in LP_POLICIES:
         return AllocationLP(name)
     if name == "optimus":
