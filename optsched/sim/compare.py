@@ -50,6 +50,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "deadlines",
     "deadlines_met",
     "gpu_hours",
+    "energy_kwh",
     "finished",
     "unfinished",
 )
