@@ -10,6 +10,8 @@ comm
     Communication scheduling in a training iteration (PACE family).
 placement
     Placement ILPs and heuristics.
+chronus
+    Lease-based deadline scheduling (Chronus): SLO admission and lease grants as a MILP.
 """
 
 from optsched._version import __version__
