@@ -27,6 +27,7 @@ from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
+from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
@@ -38,6 +39,7 @@ __all__ = [
     "SJF",
     "SRTF",
     "AllocationLP",
+    "Chronus",
     "Gandiva",
     "OrderPolicy",
     "Tiresias",
@@ -61,6 +63,8 @@ POLICIES: tuple[str, ...] = (
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
     *LP_POLICIES,
+    "chronus",
+    "chronus-greedy",
 )
 
 
@@ -74,6 +78,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name in ("chronus", "chronus-greedy"):
+        return Chronus(mode="milp" if name == "chronus" else "greedy")
     if name in LP_POLICIES:
         return AllocationLP(name)
     aware = name.endswith("-perf")
