@@ -246,3 +246,17 @@ def test_round_trip_and_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidInstanceError, match="solver"):
         solve(inst, solver="cbc")
     assert len(repr(inst)) < 200 and len(repr(solve(inst))) < 400
+
+
+def test_the_schema_is_published_and_matches_the_files(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import jsonschema
+
+    from optsched.chronus import instance_schema
+    from optsched.cli import main
+
+    assert main(["schema", "chronus-instance"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema == instance_schema()
+    jsonschema.validate(generate_instance(3, 2, guaranteed_fraction=0.5, seed=1).to_dict(), schema)
