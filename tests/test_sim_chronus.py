@@ -112,6 +112,7 @@ def test_every_admitted_job_meets_its_deadline_on_generated_worlds(
     admitted = {job for d in policy.log for job in d.admitted}
     for job in admitted:
         assert completion[job] <= world.job(job).deadline, job
+    assert not any(d.dropped for d in policy.log) or mode == "greedy"
     edf = simulate(world, make_policy("edf"), round_seconds=600.0)
     assert validate(world, edf).ok
     ours, theirs = _met_by_hand(world, record)[0], _met_by_hand(world, edf)[0]

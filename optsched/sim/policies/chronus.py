@@ -30,8 +30,9 @@ greedy (:class:`~optsched.chronus.ChronusGreedy`, ``mode="greedy"``). A MILP tha
 a MILP plan, since EDF packing is not exact), the guarantees it breaks are dropped and logged,
 and the greedy runs again (at most once per guaranteed job).
 
-The lease's GPUs are then granted: the admitted SLO jobs their lease-0 grants of the plan, in
-plan order; then every other active job fills the GPUs left, each on the fastest type with
+Every job runs at its requested gang size (``num_gpus``; elastic resizing is no part of
+Chronus). The lease's GPUs are then granted: the admitted SLO jobs their lease-0 grants of the
+plan, in plan order; then every other active job fills the GPUs left, each on the fastest type with
 room: first the SLO jobs not admitted that could still meet their deadline running alone from
 now (earliest deadline first: no promise, but a chance, as the ChronusArtifact runs
 unaccepted SLO jobs that fit before their deadline), then the rest (best-effort jobs and
@@ -100,7 +101,8 @@ class LeaseDecision:
     clamped : int
         Deadlines past the horizon brought to its last lease.
     dropped : tuple of str
-        Guarantees the greedy could not keep (dropped, see the module notes).
+        Guarantees not kept: jobs no longer in the instance, and those the greedy could not
+        keep (module notes).
     seconds : float
         Time to plan.
     """
@@ -290,6 +292,11 @@ class Chronus(Policy):
         self._guaranteed -= finished
         instance, clamped = self.instance(state)
         before = len(instance.guaranteed)
+        # A guaranteed job still active but no longer an SLO job of the instance (its deadline
+        # is less than a lease away) lost its promise; with the conservative speeds this does
+        # not happen, and the log would show it.
+        active = {s.job_id for s in state.active}
+        lost = tuple(sorted((self._guaranteed & active) - instance.guaranteed))
         if instance.slo_jobs:
             plan, method, status, dropped = self.plan(instance)
         else:
@@ -355,7 +362,7 @@ class Chronus(Policy):
                 admitted=plan.admitted,
                 guaranteed=before,
                 clamped=clamped,
-                dropped=dropped,
+                dropped=(*lost, *dropped),
                 seconds=time.perf_counter() - start,
             )
         )
