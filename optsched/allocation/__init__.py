@@ -5,7 +5,9 @@ The family follows the protocol of every optsched family: :class:`AllocationInst
 :class:`~optsched.results.ExactResult` of an :class:`Allocation`, and :func:`validate` returning
 a :class:`~optsched.results.Report`. The LPs are built as sparse matrices straight into HiGHS
 (:mod:`optsched.allocation.lp`); declarative cvxpy twins (:mod:`optsched.allocation.twin`) state
-the same models for the docs and the cross-checks.
+the same models for the docs and the cross-checks. :func:`themis` is Themis's partial-allocation
+auction over one lease (:mod:`optsched.allocation.themis`), a heuristic returning the same
+:class:`Allocation`, beside its exact counterpart ``solve(instance, "ftf-perf")``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from optsched.allocation.instance import (
 )
 from optsched.allocation.lp import POLICIES, objective_value, solve_lp_policy
 from optsched.allocation.solution import Allocation
+from optsched.allocation.themis import themis
 from optsched.allocation.validate import validate
 from optsched.results import ExactResult
 
@@ -34,6 +37,7 @@ __all__ = [
     "load_instance",
     "objective_value",
     "solve",
+    "themis",
     "validate",
 ]
 

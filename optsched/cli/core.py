@@ -31,6 +31,7 @@ SCHEMAS: dict[str, str] = {
     "placement-instance": "optsched.placement.instance:instance_schema",
     "placement": "optsched.placement.solution:placement_schema",
     "trace-job": "optsched.traces.schema:row_schema",
+    "optimus-instance": "optsched.optimus:instance_schema",
     "chronus-instance": "optsched.chronus.instance:instance_schema",
 }
 

@@ -11,12 +11,14 @@ name                 policy
 ``tiresias-las``     Tiresias discretized 2D-LAS (:class:`Tiresias`)
 ``tiresias-gittins`` Tiresias discretized 2D-Gittins
 ``gandiva``          Gandiva time slicing, packing, migration (:class:`Gandiva`)
+``optimus``          marginal-gain GPU counts (:class:`Optimus`)
 ==================== ===========================================================
 
 Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
 The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
+``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ from collections.abc import Callable
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
+from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.optimus import Optimus
+from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
@@ -39,9 +44,12 @@ __all__ = [
     "SJF",
     "SRTF",
     "AllocationLP",
+    "AonlinePolicy",
     "Chronus",
     "Gandiva",
+    "Optimus",
     "OrderPolicy",
+    "Themis",
     "Tiresias",
     "greedy_allocation",
     "make_policy",
@@ -63,6 +71,10 @@ POLICIES: tuple[str, ...] = (
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
     *LP_POLICIES,
+    "optimus",
+    "aonline",
+    "aonline-strict",
+    "themis",
     "chronus",
     "chronus-greedy",
 )
@@ -78,10 +90,16 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name in ("aonline", "aonline-strict"):
+        return AonlinePolicy(backfill=name == "aonline")
+    if name == "themis":
+        return Themis()
     if name in ("chronus", "chronus-greedy"):
         return Chronus(mode="milp" if name == "chronus" else "greedy")
     if name in LP_POLICIES:
         return AllocationLP(name)
+    if name == "optimus":
+        return Optimus()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)
