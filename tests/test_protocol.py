@@ -31,6 +31,7 @@ SMALL: dict[str, Callable[[Any], Any]] = {
     "optimus": lambda m: m.generate_instance(4, seed=1),
     "aonline": lambda m: m.generate_instance(4, seed=1),
     "andreas": lambda m: m.generate_instance(5, seed=1),
+    "chronus": lambda m: m.generate_instance(4, 2, leases=4, guaranteed_fraction=0.5, seed=1),
 }
 
 #: Subpackages that are not problem families (shared layers, readers, predictors).

@@ -33,6 +33,7 @@ SCHEMAS: dict[str, str] = {
     "trace-job": "optsched.traces.schema:row_schema",
     "optimus-instance": "optsched.optimus:instance_schema",
     "andreas-instance": "optsched.andreas:instance_schema",
+    "chronus-instance": "optsched.chronus.instance:instance_schema",
 }
 
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->

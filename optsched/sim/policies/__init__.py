@@ -31,6 +31,7 @@ from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.andreas import Andreas
 from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
+from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.themis import Themis
@@ -46,6 +47,7 @@ __all__ = [
     "AllocationLP",
     "Andreas",
     "AonlinePolicy",
+    "Chronus",
     "Gandiva",
     "Optimus",
     "OrderPolicy",
@@ -76,6 +78,8 @@ POLICIES: tuple[str, ...] = (
     "aonline-strict",
     "themis",
     "andreas",
+    "chronus",
+    "chronus-greedy",
 )
 
 
@@ -93,6 +97,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return AonlinePolicy(backfill=name == "aonline")
     if name == "themis":
         return Themis()
+    if name in ("chronus", "chronus-greedy"):
+        return Chronus(mode="milp" if name == "chronus" else "greedy")
     if name in LP_POLICIES:
         return AllocationLP(name)
     if name == "optimus":
