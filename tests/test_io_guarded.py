@@ -413,3 +413,21 @@ def test_iter_lines_accepts_a_line_at_the_cap(tmp_path: Path) -> None:
     at_cap = "x" * _io.MAX_LINE_CHARS
     p = _write(tmp_path, "t.csv", f"a\n{at_cap}\nb\n")
     assert [n for n, _ in _io.iter_lines(p)] == [1, 2, 3]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="the platform has no FIFOs")
+@pytest.mark.parametrize("flag", ["--prices", "--history"])
+def test_a_refused_file_given_to_an_option_names_the_option(
+    tmp_path: Path, flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optsched.cli import main
+    from optsched.jobs import generate_instance
+
+    instance = tmp_path / "instance.json"
+    generate_instance(3, worker_servers=2, ps_servers=2, horizon=6, seed=1).save(instance)
+    fifo = tmp_path / "given.json"
+    os.mkfifo(fifo)
+    code = main(["oasis", "online", str(instance), flag, str(fifo), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 2
+    assert payload["field"] == flag and payload["file"] == str(fifo)

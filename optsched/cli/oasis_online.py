@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +52,24 @@ def make_algorithm(name: str, *, work: str = "chunks", seed: int = 0, **oasis: A
 
 
 def _prices(spec: str, history: Path | None, instance: Any) -> Any:
+    from optsched.errors import InvalidInstanceError
     from optsched.jobs import OasisInstance, load_prices
 
+    load: Callable[[], Any]
     if history is not None:
         if spec != "hindsight":
             raise click.UsageError("use either --history or --prices, not both")
-        return OasisInstance.load(history)
-    if spec in ("hindsight", "warmup"):
+        flag, load = "--history", lambda: OasisInstance.load(history)
+    elif spec in ("hindsight", "warmup"):
         return spec
-    return load_prices(Path(spec), instance)
+    else:
+        flag, load = "--prices", lambda: load_prices(Path(spec), instance)
+    try:
+        return load()
+    except InvalidInstanceError as exc:
+        if exc.field == "<file>":  # the file itself is refused: name the option that gave it
+            raise InvalidInstanceError(flag, exc.message, file=exc.file) from None
+        raise
 
 
 @click.command("online")
