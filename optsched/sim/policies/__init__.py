@@ -17,6 +17,8 @@ Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``s
 The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
+Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
+``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
@@ -40,6 +43,7 @@ __all__ = [
     "AllocationLP",
     "Gandiva",
     "OrderPolicy",
+    "PackedAllocationLP",
     "Tiresias",
     "greedy_allocation",
     "make_policy",
@@ -74,6 +78,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name.endswith("-packed") and name in LP_POLICIES:
+        return PackedAllocationLP(name)
     if name in LP_POLICIES:
         return AllocationLP(name)
     aware = name.endswith("-perf")
