@@ -117,15 +117,39 @@ def pair_rates(instance: AllocationInstance, pairs: NDArray[np.int64]) -> NDArra
     Shape (pairs, types, 2); 0 where the pair cannot share that type.
     """
     t = instance.throughputs
-    out = np.zeros((pairs.shape[0], instance.n_types, 2))
-    for r, (a, b) in enumerate(pairs):
-        ok = co_locatable(instance, int(a), int(b))
-        if not ok.any():
-            continue
-        assert instance.jobs[a].job_type is not None and instance.jobs[b].job_type is not None
-        f = instance.pair_table[(instance.jobs[a].job_type, instance.jobs[b].job_type)]
-        out[r, :, 0] = np.where(ok, f[:, 0] * t[a], 0.0)
-        out[r, :, 1] = np.where(ok, f[:, 1] * t[b], 0.0)
+    k = instance.n_types
+    out = np.zeros((pairs.shape[0], k, 2))
+    if pairs.shape[0] == 0:
+        return out
+    mask = feasible_mask(instance)
+    jobs = instance.jobs
+    a, b = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+    # one factor array per distinct (class, class) of the rows; zeros where no entry
+    index: dict[tuple[str | None, str | None], int] = {}
+    tables = [np.zeros((k, 2))]
+    rows = np.zeros(a.size, dtype=np.int64)
+    for r in range(a.size):
+        key = (jobs[a[r]].job_type, jobs[b[r]].job_type)
+        i = index.get(key)
+        if i is None:
+            ta, tb = key
+            f = None if ta is None or tb is None else instance.pair_table.get((ta, tb))
+            i = index[key] = len(tables) if f is not None else 0
+            if f is not None:
+                tables.append(f)
+        rows[r] = i
+    f_rows = np.stack(tables)[rows]  # (pairs, K, 2)
+    sf = instance.scale_factors
+    ok = (
+        (a != b)[:, None]
+        & (sf[a] == sf[b])[:, None]
+        & mask[a]
+        & mask[b]
+        & (f_rows[:, :, 0] > 0)
+        & (f_rows[:, :, 1] > 0)
+    )
+    out[:, :, 0] = np.where(ok, f_rows[:, :, 0] * t[a], 0.0)
+    out[:, :, 1] = np.where(ok, f_rows[:, :, 1] * t[b], 0.0)
     return out
 
 
