@@ -222,11 +222,13 @@ def _packed_instance(jobs: Any, n: int, oracle: Any) -> AllocationInstance:
                     fa = fb = min(fa, fb)
                 factors.append((fa, fb))
             if any(fa > 0 for fa, _ in factors):
-                pairs.append(PairThroughput(job_types=(str(ka), str(kb)), normalized=factors))
+                pairs.append(
+                    PairThroughput(job_types=(str(ka), str(kb)), normalized=tuple(factors))
+                )
     return AllocationInstance(
         gpu_types=tuple(types),
         capacity=tuple(cluster[t] for t in types),
-        jobs=[
+        jobs=tuple(
             AllocationJob(
                 job_id=str(i),
                 throughput=tuple(float(oracle[t][keys[i]]["null"]) for t in types),
@@ -235,8 +237,8 @@ def _packed_instance(jobs: Any, n: int, oracle: Any) -> AllocationInstance:
                 job_type=str(keys[i]),
             )
             for i in range(n)
-        ],
-        pair_throughputs=pairs,
+        ),
+        pair_throughputs=tuple(pairs),
     )
 
 

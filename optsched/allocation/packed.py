@@ -233,6 +233,7 @@ def _build(instance: AllocationInstance, *keys: NDArray[np.float64]) -> _Packed:
     table = instance.pair_table
     blocks: list[NDArray[np.int64]] = []
     factors: list[NDArray[np.float64]] = []  # per class pair: (K, 2)
+    candidates = 0.0  # class pairs considered so far, checked before their arrays exist
     for ia, a in enumerate(names):
         for ib in range(ia, len(names)):
             f = table.get((a, names[ib]))
@@ -241,6 +242,10 @@ def _build(instance: AllocationInstance, *keys: NDArray[np.float64]) -> _Packed:
             ca, cb = by_code[ia], by_code[ib]
             if ca.size == 0 or cb.size == 0:
                 continue
+            candidates += float(ca.size) * float(cb.size)
+            limits.check_size(
+                "pair_throughputs", candidates * k, "max_model_variables", "pair columns"
+            )
             grid_c, grid_d = np.meshgrid(ca, cb, indexing="ij")
             cc, dd = grid_c.ravel(), grid_d.ravel()
             keep = cl.sf[cc] == cl.sf[dd]
