@@ -110,6 +110,39 @@ def test_packed_on_gavel_throughputs_validates() -> None:
     assert {s.status for s in chosen.solves} == {"optimal"}
 
 
+def test_a_pair_row_gets_its_share_of_the_rounds() -> None:
+    """Two jobs on one GPU sharing at 80 % / 90 % of their rates alone: max-min-packed's LP
+    pairs them for 1/1.1 of the time and runs the slower-kept job alone for the rest (closed
+    form in test_allocation_packed), so until the first job ends most rounds are shared."""
+    frame = pd.DataFrame(
+        {
+            "job_id": ["a", "b"],
+            "arrival": [0.0, 0.0],
+            "num_gpus": [1, 1],
+            "model": ["A", "B"],
+            "total_steps": [float("nan")] * 2,
+            "duration": [7200.0, 7200.0],
+            "batch_size": [float("nan")] * 2,
+            "weight": [1.0, 1.0],
+            "deadline": [float("nan")] * 2,
+            "user": ["", ""],
+        }
+    )
+    table = Throughputs(
+        alone={("v100", True): {("A", 1): 2.0, ("B", 1): 1.0}},
+        pairs={
+            ("v100", True): {(("A", 1), ("B", 1)): (1.6, 0.9), (("B", 1), ("A", 1)): (0.9, 1.6)}
+        },
+        generic_speed={"v100": 1.0},
+        reference="v100",
+    )
+    world = sim.World.from_frame(frame, sim.parse_cluster("v100=1"), table)
+    result = sim.simulate(world, make_policy("max-min-packed"))
+    assert sim.validate(world, result).ok
+    first = min(result.completion)
+    assert _shared_seconds(result) / 2 >= 0.75 * first  # each shared second counted per job
+
+
 def test_packed_names_are_registered() -> None:
     assert set(PACKED_POLICIES) <= set(POLICIES)
     with pytest.raises(InvalidInstanceError) as err:
