@@ -173,7 +173,7 @@ def _gavel_packed_child(n: int, seed: int, conn: Any) -> None:
         statuses = "|".join(sorted({str(x["status"]) for x in tg._SOLVES}))
         conn.send(("ok", wall, statuses, singles, np.array(pairs), np.array(values)))
     except MemoryError:
-        conn.send(("failed", f"out of its {GAVEL_MEMORY_BYTES / 2**30:.0f} GB memory cap"))
+        conn.send(("failed", f"ran out of its {GAVEL_MEMORY_BYTES / 2**30:.0f} GB memory cap"))
     except Exception as exc:  # reported in the table, never hidden
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
 
@@ -199,7 +199,7 @@ def _gavel_packed(n: int, seed: int) -> tuple[Any, ...]:
             if out[0] != "started":
                 break
     except EOFError:
-        out = ("failed", "the Gavel process died (probably out of memory)")
+        out = ("failed", f"died (beyond its {GAVEL_MEMORY_BYTES / 2**30:.0f} GB memory cap?)")
     if proc.is_alive():
         proc.terminate()
     proc.join()
