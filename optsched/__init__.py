@@ -10,6 +10,10 @@ comm
     Communication scheduling in a training iteration (PACE family).
 placement
     Placement ILPs and heuristics.
+optimus
+    Optimus: fitted convergence and speed models, marginal-gain allocation, exact MILP.
+aonline
+    Online gang scheduling on heterogeneous GPU pools (Aonline): exact ILP, doubling intervals.
 """
 
 from optsched._version import __version__

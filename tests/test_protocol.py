@@ -28,6 +28,8 @@ SMALL: dict[str, Callable[[Any], Any]] = {
     "placement": lambda m: m.generate_instance(3, n_servers=3, seed=1),
     "tensorlights": lambda m: m.generate_instance(2, 3, seed=1),
     "allocation": lambda m: m.generate_instance(6, seed=1),
+    "optimus": lambda m: m.generate_instance(4, seed=1),
+    "aonline": lambda m: m.generate_instance(4, seed=1),
 }
 
 #: Subpackages that are not problem families (shared layers, readers, predictors).

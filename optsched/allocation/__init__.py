@@ -5,8 +5,14 @@ The family follows the protocol of every optsched family: :class:`AllocationInst
 :class:`~optsched.results.ExactResult` of an :class:`Allocation`, and :func:`validate` returning
 a :class:`~optsched.results.Report`. The LPs are built as sparse matrices straight into HiGHS
 (:mod:`optsched.allocation.lp`); declarative cvxpy twins (:mod:`optsched.allocation.twin`) state
+<<<<<<< HEAD
 the same models for the docs and the cross-checks. The space-sharing ("packed") policies, with
 pair rows for jobs sharing a gang of GPUs, are in :mod:`optsched.allocation.packed`.
+=======
+the same models for the docs and the cross-checks. :func:`themis` is Themis's partial-allocation
+auction over one lease (:mod:`optsched.allocation.themis`), a heuristic returning the same
+:class:`Allocation`, beside its exact counterpart ``solve(instance, "ftf-perf")``.
+>>>>>>> main
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from optsched.allocation.packed import (
     solve_packed_policy,
 )
 from optsched.allocation.solution import Allocation
+from optsched.allocation.themis import themis
 from optsched.allocation.validate import validate
 from optsched.results import ExactResult
 
@@ -44,6 +51,7 @@ __all__ = [
     "objective_value",
     "packed_objective_value",
     "solve",
+    "themis",
     "validate",
 ]
 

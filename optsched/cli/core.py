@@ -31,6 +31,7 @@ SCHEMAS: dict[str, str] = {
     "placement-instance": "optsched.placement.instance:instance_schema",
     "placement": "optsched.placement.solution:placement_schema",
     "trace-job": "optsched.traces.schema:row_schema",
+    "optimus-instance": "optsched.optimus:instance_schema",
 }
 
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->

@@ -11,6 +11,7 @@ name                 policy
 ``tiresias-las``     Tiresias discretized 2D-LAS (:class:`Tiresias`)
 ``tiresias-gittins`` Tiresias discretized 2D-Gittins
 ``gandiva``          Gandiva time slicing, packing, migration (:class:`Gandiva`)
+``optimus``          marginal-gain GPU counts (:class:`Optimus`)
 ==================== ===========================================================
 
 Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
@@ -19,6 +20,7 @@ The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``,
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
 Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
+``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,12 @@ from collections.abc import Callable
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
+from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
+from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
@@ -41,9 +46,12 @@ __all__ = [
     "SJF",
     "SRTF",
     "AllocationLP",
+    "AonlinePolicy",
     "Gandiva",
+    "Optimus",
     "OrderPolicy",
     "PackedAllocationLP",
+    "Themis",
     "Tiresias",
     "greedy_allocation",
     "make_policy",
@@ -65,6 +73,10 @@ POLICIES: tuple[str, ...] = (
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
     *LP_POLICIES,
+    "optimus",
+    "aonline",
+    "aonline-strict",
+    "themis",
 )
 
 
@@ -80,8 +92,14 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Gandiva()
     if name.endswith("-packed") and name in LP_POLICIES:
         return PackedAllocationLP(name)
+    if name in ("aonline", "aonline-strict"):
+        return AonlinePolicy(backfill=name == "aonline")
+    if name == "themis":
+        return Themis()
     if name in LP_POLICIES:
         return AllocationLP(name)
+    if name == "optimus":
+        return Optimus()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)

@@ -1,0 +1,165 @@
+r"""Themis in the simulator: a partial-allocation auction at every lease.
+
+Every lease of :attr:`Themis.round_seconds` (default ten minutes) the policy builds the round's
+:class:`~optsched.allocation.AllocationInstance` from the simulation state exactly as the exact
+allocation policies do (each active job's rate on each GPU type for its whole gang, its gang size,
+weight, steps left, seconds since arrival and isolated-time history) and runs one lease of the
+mechanism, :func:`optsched.allocation.themis.themis_round`: the :math:`1 - f` worst apps by
+finish-time fairness bid, the Partial Allocation mechanism decides, leftovers go to the others.
+The lease's time fractions are carried out by the simulator's round mechanism
+(:func:`~optsched.sim.carry_out`), as for the exact ``ftf-perf`` LP beside it, so the two differ
+only in the allocation they ask for.
+
+The isolated-time history :math:`h_m` is kept as for the exact policies
+(:mod:`optsched.sim.policies.allocation`): round by round, the time the progress a job made would
+have taken at its isolated share.
+
+Apps are jobs (``group_by="job"``) or the jobs of one trace ``user`` (``group_by="user"``; jobs
+with no user are apps of their own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from optsched.allocation import AllocationInstance, AllocationJob
+from optsched.allocation.shares import isolated_throughput
+from optsched.allocation.themis import (
+    DEFAULT_FAIRNESS,
+    DEFAULT_LEASE_SECONDS,
+    check_options,
+    themis_round,
+)
+from optsched.errors import InvalidInstanceError
+from optsched.sim.policy import FractionalAllocation, Policy, SimState
+
+if TYPE_CHECKING:
+    from optsched.sim.world import World
+
+__all__ = ["Themis", "ThemisLease"]
+
+GroupBy = Literal["job", "user"]
+
+
+@dataclass(frozen=True)
+class ThemisLease:
+    """One lease: when, how many apps and participants, and the allocation's worst rho."""
+
+    now: float
+    apps: int
+    participants: int
+    max_rho: float
+
+
+class Themis(Policy):
+    r"""Themis's lease-based partial-allocation auctions (Mahajan et al., NSDI 2020).
+
+    Parameters
+    ----------
+    fairness : float
+        The knob :math:`f \in [0, 1)`: each lease offers the GPUs to the :math:`1 - f` worst apps
+        by finish-time fairness (default 0.8).
+    lease_seconds : float
+        Lease length in seconds (> 0; default 600). It is the policy's round length.
+    group_by : {"job", "user"}
+        What an app is.
+
+    Raises
+    ------
+    InvalidInstanceError
+        A bad option, naming ``fairness``, ``lease_seconds`` or ``group_by``.
+    """
+
+    def __init__(
+        self,
+        fairness: float = DEFAULT_FAIRNESS,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        group_by: GroupBy = "job",
+    ) -> None:
+        check_options(fairness, lease_seconds)
+        if group_by not in ("job", "user"):
+            raise InvalidInstanceError("group_by", f"must be 'job' or 'user', got {group_by!r}")
+        self.name = "themis"
+        self.fairness = float(fairness)
+        self.round_seconds = float(lease_seconds)
+        self.group_by: GroupBy = group_by
+        self.leases: list[ThemisLease] = []
+        self._history: dict[str, float] = {}
+        self._previous: dict[str, tuple[float, float]] = {}
+
+    def reset(self, world: World) -> None:
+        """Forget the previous run (leases, isolated-time history)."""
+        self.leases = []
+        self._history = {}
+        self._previous = {}
+
+    def fractional(self, state: SimState) -> FractionalAllocation:
+        """The lease's allocation (see the module notes)."""
+        world = state.world
+        types = world.cluster.names
+        capacity = tuple(world.cluster.type(name).count for name in types)
+        jobs = []
+        users: dict[str, str] = {}
+        for s in state.active:
+            rates = tuple(state.rate(s, name) for name in types)
+            if not any(r > 0 and s.job.num_gpus <= c for r, c in zip(rates, capacity, strict=True)):
+                continue  # it can run nowhere
+            left = max(s.job.work - s.done, 0.0)
+            job_id = s.job.job_id
+            if job_id in self._previous:
+                before, q = self._previous[job_id]
+                if q > 0:
+                    self._history[job_id] = self._history.get(job_id, 0.0) + (before - left) / q
+            if self.group_by == "user" and s.job.user:
+                users[job_id] = s.job.user
+            jobs.append(
+                AllocationJob(
+                    job_id=job_id,
+                    throughput=rates,
+                    scale_factor=s.job.num_gpus,
+                    weight=s.job.weight,
+                    steps_remaining=left,
+                    time_since_start=max(state.now - s.job.arrival, 0.0),
+                    isolated_time=self._history.get(job_id, 0.0),
+                )
+            )
+        if not jobs:
+            return {}
+        instance = AllocationInstance(gpu_types=types, capacity=capacity, jobs=tuple(jobs))
+        # The lease the mechanism prices is the one the simulator runs (it may override it).
+        lease = state.round_seconds or self.round_seconds or DEFAULT_LEASE_SECONDS
+        outcome = themis_round(
+            instance,
+            fairness=self.fairness,
+            lease_seconds=lease,
+            apps=users if self.group_by == "user" else None,
+        )
+        self.leases.append(
+            ThemisLease(
+                now=state.now,
+                apps=len(outcome.apps),
+                participants=len(outcome.participants),
+                max_rho=outcome.max_rho,
+            )
+        )
+        shares = isolated_throughput(
+            instance.throughputs, instance.scale_factors, instance.capacities
+        )
+        self._previous = {
+            job.job_id: (job.steps_remaining, float(shares[i]))
+            for i, job in enumerate(instance.jobs)
+        }
+        fractions = outcome.allocation.fractions
+        return {
+            job.job_id: {
+                name: float(fractions[i, j]) for j, name in enumerate(types) if fractions[i, j] > 0
+            }
+            for i, job in enumerate(instance.jobs)
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Themis(fairness={self.fairness:g}, lease_seconds={self.round_seconds:g}, "
+            f"group_by={self.group_by!r})"
+        )
