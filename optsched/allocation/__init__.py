@@ -5,14 +5,11 @@ The family follows the protocol of every optsched family: :class:`AllocationInst
 :class:`~optsched.results.ExactResult` of an :class:`Allocation`, and :func:`validate` returning
 a :class:`~optsched.results.Report`. The LPs are built as sparse matrices straight into HiGHS
 (:mod:`optsched.allocation.lp`); declarative cvxpy twins (:mod:`optsched.allocation.twin`) state
-<<<<<<< HEAD
 the same models for the docs and the cross-checks. The space-sharing ("packed") policies, with
 pair rows for jobs sharing a gang of GPUs, are in :mod:`optsched.allocation.packed`.
-=======
-the same models for the docs and the cross-checks. :func:`themis` is Themis's partial-allocation
-auction over one lease (:mod:`optsched.allocation.themis`), a heuristic returning the same
-:class:`Allocation`, beside its exact counterpart ``solve(instance, "ftf-perf")``.
->>>>>>> main
+:func:`themis` is Themis's partial-allocation auction over one lease
+(:mod:`optsched.allocation.themis`), a heuristic returning the same :class:`Allocation`, beside
+its exact counterpart ``solve(instance, "ftf-perf")``.
 """
 
 from __future__ import annotations
