@@ -14,6 +14,10 @@ optimus
     Optimus: fitted convergence and speed models, marginal-gain allocation, exact MILP.
 aonline
     Online gang scheduling on heterogeneous GPU pools (Aonline): exact ILP, doubling intervals.
+andreas
+    ANDREAS: energy cost plus weighted tardiness per scheduling point (MILP, randomised greedy).
+chronus
+    Lease-based deadline scheduling (Chronus): SLO admission and lease grants as a MILP.
 """
 
 from optsched._version import __version__

@@ -30,6 +30,8 @@ SMALL: dict[str, Callable[[Any], Any]] = {
     "allocation": lambda m: m.generate_instance(6, seed=1),
     "optimus": lambda m: m.generate_instance(4, seed=1),
     "aonline": lambda m: m.generate_instance(4, seed=1),
+    "andreas": lambda m: m.generate_instance(5, seed=1),
+    "chronus": lambda m: m.generate_instance(4, 2, leases=4, guaranteed_fraction=0.5, seed=1),
 }
 
 #: Subpackages that are not problem families (shared layers, readers, predictors).
@@ -37,12 +39,19 @@ NOT_FAMILIES = {"solvers", "cli", "report", "models", "traces", "interference", 
 
 
 @pytest.mark.solver("highs")
-def test_the_simulator_family_solves_and_validates_like_the_others() -> None:
-    """The simulator's world is built from a trace (its file format is the trace's, see
-    optsched.traces); its exact model and validator follow the protocol."""
+def test_the_simulator_family_solves_and_validates_like_the_others(tmp_path: Path) -> None:
+    """The simulator's instance type, the World (built from a trace, saved whole as one
+    document), its exact model and validator follow the protocol."""
     from optsched import sim
 
     world = sim.generate_instance(4, "v100=2", seed=1)
+    kind = type(world)
+    assert kind is sim.World
+    assert isinstance(kind.schema(), dict)
+    path = tmp_path / "world.json"
+    world.save(path)
+    assert kind.load(path) == world
+    assert sim.generate_instance(4, "v100=2", seed=1) == world  # seeded: the same world again
     result = sim.solve(world, round_seconds=600.0)
     assert isinstance(result, ExactResult) and result.optimal
     report = sim.validate(world, result.solution)

@@ -95,3 +95,28 @@ def test_plots_return_figures() -> None:
     other = Figure()
     ax = other.add_subplot()
     assert plot_utilization(runs["fifo"], ax=ax, unit="s") is other
+
+
+def test_rho_cdf_and_policy_bars_draw_what_they_are_given() -> None:
+    pytest.importorskip("matplotlib")
+    import numpy as np
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from optsched.report.sim import plot_policy_metric, plot_rho_cdf
+    from optsched.sim.metrics import job_metrics
+
+    world = one_gpu_world([5.0, 1.0, 3.0], [0.0, 1.0, 1.0])
+    runs = {"fifo": simulate(world, FIFO()), "srtf": simulate(world, SRTF())}
+    fig = plot_rho_cdf(runs)
+    lines = fig.axes[0].lines
+    assert len(lines) == 3  # two runs and the rho = 1 marker
+    # the step plot's x values are the sorted rho of the jobs
+    rho = np.sort(job_metrics(runs["srtf"])["rho"].to_numpy(dtype=float))
+    assert np.allclose(np.unique(lines[1].get_xdata()), np.unique(rho))
+    table = pd.DataFrame({"policy": ["a", "b"], "jct_mean": [7200.0, 3600.0]})
+    bars = plot_policy_metric(table, "jct_mean", scale=3600.0, ax=Figure().add_subplot())
+    heights = [p.get_height() for p in bars.axes[0].patches]
+    assert heights == [2.0, 1.0]
+    with pytest.raises(KeyError, match="rho_max"):
+        plot_policy_metric(table, "rho_max")

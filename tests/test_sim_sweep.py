@@ -204,14 +204,20 @@ def test_a_small_sweep_on_a_local_dask_cluster() -> None:
     pd.testing.assert_frame_equal(frame, expected)
 
 
-def test_a_small_sweep_on_ray() -> None:
+def test_a_small_sweep_on_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'optsched[ray]')")
-    ray.init(num_cpus=1, include_dashboard=False)
+    # a throwaway local Ray: no token written to the home directory, no dashboard, one CPU
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    store = tmp_path / "runs.sqlite"
     try:
-        frame = sweep(TRACES, CLUSTER, ["fifo"], backend="ray", seeds=[0])
+        # half the runs first, as if interrupted; the rerun does only the missing ones
+        sweep(TRACES, CLUSTER, ["fifo"], backend="ray", seeds=[0, 1], store=store)
+        frame = sweep(TRACES, CLUSTER, POLICIES, backend="ray", seeds=[0, 1], store=store)
+        assert ray.is_initialized()  # a Ray the caller started is left running
     finally:
         ray.shutdown()
-    expected = sweep(TRACES, CLUSTER, ["fifo"], n_jobs=1, seeds=[0])
+    expected = sweep(TRACES, CLUSTER, POLICIES, n_jobs=1, seeds=[0, 1])
     pd.testing.assert_frame_equal(frame, expected)
 
 

@@ -32,6 +32,8 @@ SCHEMAS: dict[str, str] = {
     "placement": "optsched.placement.solution:placement_schema",
     "trace-job": "optsched.traces.schema:row_schema",
     "optimus-instance": "optsched.optimus:instance_schema",
+    "andreas-instance": "optsched.andreas:instance_schema",
+    "chronus-instance": "optsched.chronus.instance:instance_schema",
 }
 
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->

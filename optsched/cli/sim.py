@@ -2,8 +2,9 @@
 
 Subcommands
 -----------
-``run TRACE --cluster v100=32,p100=16 --policy NAME [--throughputs FILE] [--json]``
-    Simulate TRACE (a CSV job table in the normalized columns), check the record with the
+``run TRACE --cluster v100=32,p100=16 --policy NAME [--throughputs FILE] [--elastic F] [--json]``
+    Simulate TRACE (any format of :mod:`optsched.traces`, detected from its first line, or the
+    normalized job table), check the record with the
     independent validator and print the run's metrics. ``-o FILE.csv`` writes the per-job
     metrics.
 ``policies [--json]``
@@ -19,6 +20,7 @@ from typing import Any
 import click
 
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
+from optsched.cli.sim_extra import ELASTIC_OPTION, elastic_world
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["register", "sim"]
@@ -69,6 +71,7 @@ def _nonneg(flag: str, value: float | None) -> None:
     help="Checkpoint/restore cost of each preemption or migration (s).",
 )
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
+@ELASTIC_OPTION
 @output_option((".csv",), help="Write the per-job metrics")
 @json_option
 def run(
@@ -80,21 +83,16 @@ def run(
     round_seconds: float | None,
     restore_seconds: float,
     max_time: float | None,
+    elastic: float | None,
     output: Path | None,
     as_json: bool,
 ) -> None:
     """Simulate TRACE and print its metrics."""
-    from optsched.sim import (
-        Throughputs,
-        World,
-        load_throughputs,
-        parse_cluster,
-        read_job_csv,
-        simulate,
-        validate,
-    )
+    from optsched.sim import Throughputs, load_throughputs, parse_cluster, simulate, validate
+    from optsched.sim.compare import world_from_trace
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.policies import make_policy
+    from optsched.traces import read_trace
 
     spec = parse_cluster(cluster, field="--cluster")
     chosen = make_policy(policy, field="--policy")
@@ -113,10 +111,10 @@ def run(
             raise
     else:
         table = Throughputs.uniform(spec.names)
-    frame = read_job_csv(trace)
-    world = World.from_frame(
-        frame, spec, table, restore_seconds=restore_seconds, file=str(trace), first_row=2
-    )
+    # any trace format read_trace knows (detected, or the normalized job table itself)
+    world = world_from_trace(read_trace(trace), spec, table, restore_seconds=restore_seconds)
+    if elastic is not None:
+        world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}
     if round_seconds is not None:
         kwargs["round_seconds"] = round_seconds

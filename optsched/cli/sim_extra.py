@@ -87,6 +87,7 @@ def compare_command(
     rounds: int | None,
     throughputs: Path | None,
     reference: str,
+    elastic: float | None,
     output: Path | None,
     as_json: bool,
     solver_opts: SolverOptions,
@@ -101,6 +102,8 @@ def compare_command(
     wanted = _names("--objectives", objectives)
     table = _table(spec, throughputs, reference)
     world = world_from_trace(read_trace(trace), spec, table)
+    if elastic is not None:
+        world = elastic_world(world, elastic)
     try:
         result = compare(
             world,
@@ -117,6 +120,7 @@ def compare_command(
             "objectives": "--objectives",
             "round_seconds": "--round-seconds",
             "rounds": "--rounds",
+            "min_gpus": "--elastic",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -226,6 +230,25 @@ def sweep_command(
 _trace_arg = click.Path(dir_okay=False, path_type=Path)
 
 
+#: ``--elastic FACTOR``: elastic gangs for the policies that size them (optimus, andreas).
+ELASTIC_OPTION = click.option(
+    "--elastic",
+    type=float,
+    default=None,
+    metavar="FACTOR",
+    help="Elastic gangs: every job may run on 1 up to FACTOR x its requested GPUs (capped by "
+    "the largest GPU type); policies that size gangs (optimus, andreas) use it, the others run "
+    "the requested size. Default: rigid gangs.",
+)
+
+
+def elastic_world(world: Any, factor: float) -> Any:
+    """``world.elastic(max_factor=factor)``, its errors naming ``--elastic``."""
+    if not (math.isfinite(factor) and factor >= 1):
+        raise InvalidInstanceError("--elastic", f"must be a finite number >= 1, got {factor}")
+    return world.elastic(max_factor=factor)
+
+
 def register(group: click.Group) -> None:
     """Add ``compare`` and ``sweep`` to the ``sim`` group."""
     sim = group.commands["sim"]
@@ -278,6 +301,7 @@ def register(group: click.Group) -> None:
             help="Exact objectives to solve.",
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        ELASTIC_OPTION,
         *reversed(common),
         click.argument("trace", type=_trace_arg),
     ):

@@ -1,4 +1,4 @@
-"""Plots of simulation runs: JCT CDFs and GPU utilization over time.
+"""Plots of simulation runs: JCT and fairness CDFs, utilization, one metric per policy.
 
 Each function takes ``ax=`` (a Matplotlib Axes; a new Figure is made when omitted), returns the
 Figure, and never changes the global Matplotlib backend.
@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from optsched.sim.record import SimResult
 
-__all__ = ["plot_jct_cdf", "plot_utilization"]
+__all__ = ["plot_jct_cdf", "plot_policy_metric", "plot_rho_cdf", "plot_utilization"]
 
 
 def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
@@ -106,4 +107,71 @@ def plot_utilization(
     axes.set_ylabel("busy GPUs")
     axes.set_title(result.policy)
     axes.legend(loc="upper right", fontsize="small")
+    return fig
+
+
+def plot_rho_cdf(
+    results: Mapping[str, SimResult] | Sequence[SimResult],
+    *,
+    ax: Axes | None = None,
+    log: bool = True,
+) -> Figure:
+    r"""Empirical CDF of the finished jobs' finish-time fairness :math:`\rho`, one line per run.
+
+    :math:`\rho` is as in :func:`optsched.sim.metrics.job_metrics` (JCT over the JCT at the
+    job's fair share); a dashed line marks :math:`\rho = 1`, the fair outcome.
+    """
+    from optsched.sim.metrics import job_metrics
+
+    items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
+    fig, axes = _axes(ax)
+    for label, result in items:
+        rho = job_metrics(result)["rho"].to_numpy(dtype=float)
+        rho = np.sort(rho[np.isfinite(rho)])
+        if len(rho) == 0:
+            continue
+        y = np.arange(1, len(rho) + 1) / len(rho)
+        axes.step(rho, y, where="post", label=label)
+    axes.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
+    if log:
+        axes.set_xscale("log")
+    axes.set_xlabel(r"finish-time fairness $\rho$")
+    axes.set_ylabel("fraction of jobs")
+    axes.set_ylim(0, 1.01)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def plot_policy_metric(
+    table: pd.DataFrame,
+    metric: str,
+    *,
+    ax: Axes | None = None,
+    label: str | None = None,
+    scale: float = 1.0,
+) -> Figure:
+    """One bar per policy for one metric column of a comparison table.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per policy with a ``policy`` column (``Comparison.to_frame()``, or rows of a
+        sweep), and the ``metric`` column.
+    metric : str
+        Column to show (``jct_mean``, ``rho_max``, ``deadlines_met``, ...).
+    label : str, optional
+        Axis label (default the column name).
+    scale : float
+        Divide the values by this (3600 for seconds to hours).
+    """
+    if "policy" not in table.columns or metric not in table.columns:
+        raise KeyError(f"the table needs the columns 'policy' and {metric!r}")
+    fig, axes = _axes(ax)
+    names = [str(p) for p in table["policy"]]
+    values = table[metric].to_numpy(dtype=float) / scale
+    axes.bar(range(len(names)), values, color="C0")
+    axes.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize="small")
+    axes.set_ylabel(label or metric)
+    axes.grid(True, axis="y", alpha=0.3)
     return fig

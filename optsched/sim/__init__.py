@@ -19,7 +19,7 @@ from optsched.sim.compare import Comparison, compare
 from optsched.sim.engine import default_horizon, event_bound, simulate
 from optsched.sim.exact import solve
 from optsched.sim.generate import generate_instance, generate_job_table
-from optsched.sim.metrics import job_metrics, run_metrics, utilization
+from optsched.sim.metrics import deadline_metrics, job_metrics, run_metrics, utilization
 from optsched.sim.policy import (
     Allocation,
     FractionalAllocation,
@@ -70,6 +70,7 @@ __all__ = [
     "World",
     "carry_out",
     "compare",
+    "deadline_metrics",
     "default_horizon",
     "event_bound",
     "generate_instance",

@@ -49,7 +49,9 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "rho_max",
     "deadlines",
     "deadlines_met",
+    "best_effort_jct_mean",
     "gpu_hours",
+    "energy_kwh",
     "finished",
     "unfinished",
 )

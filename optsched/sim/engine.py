@@ -59,6 +59,7 @@ class _Run:
     overhead: float  # restore seconds left at ``synced``
     rate: float
     version: int
+    gpus: int  # GPUs of ``placement`` (read at every progress update)
 
 
 def default_horizon(world: World, round_seconds: float | None) -> float:
@@ -199,7 +200,7 @@ class _Engine:
         eff = max(0.0, dt - run.overhead)
         run.overhead = max(0.0, run.overhead - dt)
         st.done = min(st.job.work, st.done + run.rate * eff)
-        st.attained_service += run.placement.num_gpus * dt
+        st.attained_service += run.gpus * dt
         st.executed_seconds += dt
         run.synced = t
 
@@ -348,8 +349,22 @@ class _Engine:
     # -- decisions --------------------------------------------------------------------------
 
     def _decide(self, t: float) -> None:
-        for i in self.running:
-            self._sync(i, t)
+        states = self.states
+        for i, run in self.running.items():
+            # _sync, inlined: it runs for every running job at every decision
+            dt = t - run.synced
+            if dt <= 0:
+                continue
+            st = states[i]
+            if run.overhead > 0:
+                eff = max(0.0, dt - run.overhead)
+                run.overhead = max(0.0, run.overhead - dt)
+            else:
+                eff = dt
+            st.done = min(st.job.work, st.done + run.rate * eff)
+            st.attained_service += run.gpus * dt
+            st.executed_seconds += dt
+            run.synced = t
         active = tuple(self.active.values())
         arrived = tuple(self.states[i] for i in self.new_arrivals)
         for st in arrived:
@@ -360,7 +375,7 @@ class _Engine:
             active=active,
             round_index=self.decisions,
             round_seconds=self.L,
-            running=tuple(self.states[i] for i in self.running),
+            running=tuple(map(states.__getitem__, self.running)),
             arrived=arrived,
             finished=tuple(self.finished_ids),
         )
@@ -373,10 +388,9 @@ class _Engine:
         placed = self._place(alloc)
         # stop or change what no longer runs as before
         changed: list[int] = []
-        for i in list(self.running):
-            run = self.running[i]
+        for i, run in list(self.running.items()):
             new = placed.get(i)
-            if new is not None and new[0] == run.placement:
+            if new is not None and (new[0] is run.placement or new[0] == run.placement):
                 if new[1] != run.partner:
                     self._close(i, t)
                     run.partner = new[1]
@@ -407,6 +421,7 @@ class _Engine:
                 overhead=overhead,
                 rate=self._rate(i, placement, partner),
                 version=0,
+                gpus=placement.num_gpus,
             )
             st.placement = placement
             st.last_start = t

@@ -25,8 +25,24 @@ Finish-time fairness
 Per run (:func:`run_metrics`)
     JCT mean, median, p95, p99 (finished jobs; linear interpolation), weighted mean JCT, makespan
     (last completion minus first arrival), mean queueing delay, worst and mean ``rho``, deadlines
-    met (count and fraction of jobs with one), GPU-hours held, mean utilization over
-    ``[first arrival, makespan end]``, finished and unfinished counts.
+    met (count and fraction of jobs with one: the *deadline satisfaction ratio*), GPU-hours
+    held, mean utilization over ``[first arrival, makespan end]``, GPU energy in kWh, finished
+    and unfinished counts, and the best-effort JCT (:func:`deadline_metrics`).
+
+Energy (:func:`energy_kwh`)
+    GPU energy in kWh from the interval table alone: every stretch a job holds ``gpus`` GPUs of a
+    type for ``end - start`` seconds adds ``gpus x (end - start) x P`` joules, ``P`` the type's
+    board power per GPU (:data:`optsched.power.GPU_POWER_WATTS`); GPUs shared by a pair count
+    once; idle GPUs, hosts and cooling are not counted. It reads no policy code, so every policy
+    is measured alike. ``energy_kwh`` in the run metrics is NaN when a GPU type has no power
+    figure.
+
+Deadline scheduling (:func:`deadline_metrics`)
+    Chronus (Gao et al., SoCC 2021) reports two numbers: the *deadline satisfaction ratio*
+    (jobs with a deadline that finish by it, over the jobs with a deadline) and the JCT of the
+    *best-effort* jobs (those without a deadline): ``best_effort_jct_mean`` and
+    ``best_effort_jct_median`` over the finished best-effort jobs, ``best_effort_unfinished``
+    the others.
 
 Utilization over time (:func:`utilization`)
     Busy GPUs per type as a step function (a shared pair counts once), one row per change.
@@ -35,17 +51,20 @@ Utilization over time (:func:`utilization`)
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optsched.errors import InvalidInstanceError
+from optsched.power import JOULES_PER_KWH, gpu_power
 from optsched.sim.record import SimResult
 from optsched.tolerances import FIT_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["job_metrics", "run_metrics", "utilization"]
+__all__ = ["deadline_metrics", "energy_kwh", "job_metrics", "run_metrics", "utilization"]
 
 
 def _contention(result: SimResult) -> np.ndarray:
@@ -168,8 +187,67 @@ def utilization(result: SimResult) -> pd.DataFrame:
     return frame
 
 
+def energy_kwh(result: SimResult, power: Mapping[str, float] | None = None) -> float:
+    """GPU energy of the run in kWh (see the module notes).
+
+    Parameters
+    ----------
+    result : SimResult
+    power : mapping, optional
+        Watts per GPU by type, overriding :data:`optsched.power.GPU_POWER_WATTS`.
+
+    Raises
+    ------
+    InvalidInstanceError
+        A GPU type that held a job has no power figure.
+    """
+    cols = result.intervals
+    joules = 0.0
+    watts: dict[str, float] = {}
+    for job, gt, gpus, start, end, shared in zip(
+        cols["job"],
+        cols["gpu_type"],
+        cols["gpus"],
+        cols["start"],
+        cols["end"],
+        cols["shared_with"],
+        strict=True,
+    ):
+        if shared and shared < job:
+            continue  # the pair's GPUs are counted once, under the smaller id
+        if gt not in watts:
+            watts[gt] = gpu_power(gt, power, field="power")
+        joules += watts[gt] * gpus * (end - start)
+    return joules / JOULES_PER_KWH
+
+
 def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+def deadline_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Deadline satisfaction ratio and best-effort JCT (see the module notes), JSON-ready.
+
+    Keys: ``deadlines``, ``deadlines_met``, ``deadline_satisfaction`` (NaN without deadlines),
+    ``best_effort``, ``best_effort_jct_mean``, ``best_effort_jct_median`` (NaN when none
+    finished), ``best_effort_unfinished``.
+    """
+    frame = job_metrics(result) if jobs is None else jobs
+    with_deadline = frame["deadline"].notna()
+    n = int(with_deadline.sum())
+    met = int(frame["deadline_met"].fillna(False).astype(bool).sum())
+    be = frame[~with_deadline]
+    done = be[be["finished"]]
+    jct = done["jct"].to_numpy(dtype=float)
+    return {
+        "deadlines": n,
+        "deadlines_met": met,
+        "deadline_satisfaction": met / n if n else math.nan,
+        "best_effort": len(be),
+        "best_effort_jct_mean": float(jct.mean()) if len(jct) else math.nan,
+        "best_effort_jct_median": _pct(jct, 50),
+        "best_effort_unfinished": len(be) - len(done),
+    }
 
 
 def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
@@ -184,6 +262,10 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
     span = (end - first) if len(done) else math.nan
     capacity = world.cluster.total_gpus
     with_deadline = frame["deadline"].notna()
+    try:
+        energy = energy_kwh(result)
+    except InvalidInstanceError:
+        energy = math.nan  # a GPU type without a power figure: no energy figure at all
     met = int(frame["deadline_met"].fillna(False).astype(bool).sum())
     weights = done["weight"].to_numpy(dtype=float)
     rho = done["rho"].to_numpy(dtype=float)
@@ -207,6 +289,8 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
         if with_deadline.any()
         else math.nan,
         "gpu_hours": gpu_seconds / 3600.0,
+        "energy_kwh": energy,
         "utilization_mean": gpu_seconds / (capacity * span) if span and span > 0 else math.nan,
+        "best_effort_jct_mean": deadline_metrics(result, frame)["best_effort_jct_mean"],
         "truncated": result.truncated,
     }

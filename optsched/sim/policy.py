@@ -81,7 +81,10 @@ class Placement:
     @property
     def num_gpus(self) -> int:
         """GPUs of the gang."""
-        return sum(g for _, g in self.servers)
+        servers = self.servers
+        if len(servers) == 1:  # the common case, read for every running job at every decision
+            return servers[0][1]
+        return sum(g for _, g in servers)
 
     def consolidated(self, gpus_per_server: int) -> bool:
         """Whether it uses the fewest servers possible, ``ceil(num_gpus / gpus_per_server)``."""

@@ -3,8 +3,10 @@ r"""Sweeps of the simulator: policies x traces x cluster sizes x seeds x load, r
 Every combination is one *run*: read the trace, build the world, simulate the policy, check the
 record with the independent validator, keep the run metrics. Runs go through joblib, on local
 processes by default (``backend="joblib"``), on a Dask cluster (``"dask"``: joblib's Dask
-backend, through a ``distributed.Client`` given or started locally) or on Ray (``"ray"``:
-``ray.util.joblib``); the extras ``optsched[dask]`` and ``optsched[ray]`` install them.
+backend, through a ``distributed.Client`` given or started locally) or on Ray (``"ray"``: one
+Ray task per run, collected as each finishes; the Ray running in the process, else one started
+at ``address`` or locally and shut down at the end); the extras ``optsched[dask]`` and
+``optsched[ray]`` install them.
 
 Each finished run is written whole to a :class:`~optsched.report.store.RunStore` (SQLite) under
 its key (trace, cluster scale, seed, load, policy) as soon as it comes back, so a sweep killed
@@ -193,6 +195,42 @@ def sweep_runs(
     ]
 
 
+def _ray_runs(
+    todo: Sequence[dict[str, Any]], config: dict[str, Any], address: str | None
+) -> Iterator[dict[str, Any]]:
+    """Every run as a Ray task, yielded as each finishes (the order in which they end).
+
+    Ray's joblib backend cannot return results as they finish, which the store needs so that
+    an interrupted sweep loses only the runs in flight; plain tasks and :func:`ray.wait` can.
+    A Ray started here (none was running: a local one, or ``address``) is shut down at the
+    end; one already running is left as it was.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise InvalidInstanceError(
+            "backend", "ray needs the extra: pip install 'optsched[ray]'"
+        ) from None
+
+    def runs() -> Iterator[dict[str, Any]]:
+        started = not ray.is_initialized()
+        if started:
+            ray.init(address=address, include_dashboard=False)
+        try:
+            task = ray.remote(_guarded_run)
+            pending = [task.remote(r, config) for r in todo]
+            # each pass takes one finished run out of ``pending``: len(todo) passes at most
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    yield ray.get(ref)
+        finally:
+            if started:
+                ray.shutdown()
+
+    return runs()
+
+
 def _backend_context(backend: str, client: Any, address: str | None) -> AbstractContextManager[Any]:
     import joblib
 
@@ -216,18 +254,6 @@ def _backend_context(backend: str, client: Any, address: str | None) -> Abstract
         else:
             owned = None
         return _Owned(joblib.parallel_config(backend="dask"), owned)
-    if backend == "ray":
-        try:
-            import ray
-            from ray.util.joblib import register_ray
-        except ImportError:
-            raise InvalidInstanceError(
-                "backend", "ray needs the extra: pip install 'optsched[ray]'"
-            ) from None
-        if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False)
-        register_ray()
-        return joblib.parallel_config(backend="ray")
     raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
 
 
@@ -334,15 +360,18 @@ def sweep(
         done = opened.keys() if opened is not None else set()
         todo = [r for r in runs if run_key(**r) not in done]
         bar = _progress(progress, len(runs), len(runs) - len(todo))
-        with bar as (advance), _backend_context(backend, client, address):
+        context = _backend_context(backend, client, address) if backend != "ray" else nullcontext()
+        with bar as (advance), context:
             if todo:
-                parallel = joblib.Parallel(
-                    n_jobs=n_jobs if n_jobs is not None else -1,
-                    return_as="generator_unordered",
-                )
-                out: Iterator[dict[str, Any]] = parallel(
-                    joblib.delayed(_guarded_run)(r, config) for r in todo
-                )
+                out: Iterator[dict[str, Any]]
+                if backend == "ray":
+                    out = _ray_runs(todo, config, address)
+                else:
+                    parallel = joblib.Parallel(
+                        n_jobs=n_jobs if n_jobs is not None else -1,
+                        return_as="generator_unordered",
+                    )
+                    out = parallel(joblib.delayed(_guarded_run)(r, config) for r in todo)
                 for record in out:
                     if _ERROR in record:
                         # drain the generator (the other runs are kept) and raise afterwards

@@ -59,7 +59,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
@@ -183,6 +183,10 @@ class SimJob:
     max_gpus: int = -1
 
     def __post_init__(self) -> None:
+        # one NaN object for "no deadline": containers compare identical elements as equal, so
+        # jobs (and worlds) built apart from the same data compare equal although NaN != NaN
+        if self.deadline != self.deadline:
+            object.__setattr__(self, "deadline", math.nan)
         # -1 (the default) means the rigid gang: both bounds are the requested size
         if self.min_gpus == -1:
             object.__setattr__(self, "min_gpus", self.num_gpus)
@@ -338,6 +342,52 @@ class World:
             jobs=jobs_from_frame(frame, cluster, tp, file=file, first_row=first_row),
             restore_seconds=restore_seconds,
         )
+
+    # -- file format (optsched.sim.world_file) ---------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The world document as plain JSON-ready data (what :meth:`save` writes)."""
+        from optsched.sim.world_file import world_record
+
+        return world_record(self).to_dict()
+
+    def save(self, path: str | Path) -> None:
+        """Write the world document (JSON, or TOML for a ``.toml`` path).
+
+        The document holds the cluster, the restore cost, the throughput table itself and every
+        job field (see :mod:`optsched.sim.world_file`); ``World.load(path) == world``.
+        """
+        from optsched.sim.world_file import world_record
+
+        world_record(self).save(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> World:
+        """Read a world document through the guarded loader.
+
+        Raises
+        ------
+        InvalidInstanceError
+            The file is refused, has more jobs than the budget ``max_trace_rows`` (refused
+            before any is built) or a field is invalid (file and field named).
+        """
+        from optsched.sim.world_file import load_world
+
+        return load_world(path)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> World:
+        """Validate a parsed world document (see :meth:`load`)."""
+        from optsched.sim.world_file import world_from_dict
+
+        return world_from_dict(data)
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """The JSON Schema of the world document."""
+        from optsched.sim.world_file import WorldFile
+
+        return WorldFile.schema()
 
     def __repr__(self) -> str:
         return (

@@ -92,7 +92,8 @@ def detect_format(path: str | Path) -> str:
         return "gavel"
     names = {p.strip() for p in first.split(",")}
     parts = [p.strip() for p in first.split(",")]
-    if parts[:3] == list(COLUMNS)[:3]:
+    if parts[:3] == list(COLUMNS)[:3] or (parts[0] == "job_id" and names <= set(COLUMNS)):
+        # the normalized table (a header of its columns only): its reader names what is missing
         return "optsched"
     if {"job_id", "submission_time"} <= names:
         return "elasticflow"

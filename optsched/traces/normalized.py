@@ -118,7 +118,9 @@ def read_normalized(path: str | Path, *, columnar: bool = True) -> Trace:
     base = list(COLUMNS)
     if header is None or header[: len(base)] != base:
         got = [] if header is None else header[: len(base)]
-        raise rows.error("<header>", f"the header must start with {', '.join(base)}; got {got}")
+        # name the first column that is missing or out of place, so the error points at it
+        field = next((c for k, c in enumerate(base) if k >= len(got) or got[k] != c), "<header>")
+        raise rows.error(field, f"the header must start with {', '.join(base)}; got {got}")
     extras = tuple(header[len(base) :])
     for name in extras:
         if name not in EXTRA_COLUMNS:

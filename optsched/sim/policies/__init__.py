@@ -30,8 +30,10 @@ from collections.abc import Callable
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
+from optsched.sim.policies.andreas import Andreas
 from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
+from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
@@ -46,7 +48,9 @@ __all__ = [
     "SJF",
     "SRTF",
     "AllocationLP",
+    "Andreas",
     "AonlinePolicy",
+    "Chronus",
     "Gandiva",
     "Optimus",
     "OrderPolicy",
@@ -77,6 +81,9 @@ POLICIES: tuple[str, ...] = (
     "aonline",
     "aonline-strict",
     "themis",
+    "andreas",
+    "chronus",
+    "chronus-greedy",
 )
 
 
@@ -96,10 +103,14 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return AonlinePolicy(backfill=name == "aonline")
     if name == "themis":
         return Themis()
+    if name in ("chronus", "chronus-greedy"):
+        return Chronus(mode="milp" if name == "chronus" else "greedy")
     if name in LP_POLICIES:
         return AllocationLP(name)
     if name == "optimus":
         return Optimus()
+    if name == "andreas":
+        return Andreas()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)

@@ -28,7 +28,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
+from optsched.sim.policy import Allocation, Consolidation, Grant, JobState, Policy, SimState
 from optsched.sim.world import World
 
 __all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_allocation"]
@@ -146,11 +146,27 @@ def _choose_type(
 class OrderPolicy(Policy):
     r"""A policy that grants jobs in the order of a key, greedily.
 
-    Waiting jobs keep their key while they wait (it may change only while a job runs), so they
-    sit in a :class:`WaitQueue` maintained incrementally from the engine's ``arrived`` and
-    ``finished`` lists; running jobs are re-keyed at each decision. A decision costs
-    :math:`O((R + g) (G + \log A))` for :math:`R` running jobs, :math:`g` grants, :math:`G`
-    gang sizes and :math:`A` waiting jobs.
+    **What it decides** (the specification, carried out literally by ``reference=True``): sort
+    the candidates by their full key (the policy's :meth:`key`, then arrival, then job
+    position) — every active job for a preemptive policy; the waiting jobs for a
+    non-preemptive one, whose running jobs keep their GPUs — and walk that order, granting
+    each job a GPU type with room for its whole gang (see the module notes for the type);
+    a job with no room is skipped, or, for a blocking policy (strict FIFO), ends the walk.
+    Running jobs left without a grant are preempted.
+
+    **How the default carries it out.** Waiting jobs keep their key while they wait (it may
+    change only while a job runs), so they sit in a :class:`WaitQueue` kept incrementally
+    from the engine's ``arrived`` and ``finished`` lists and from the jobs this policy
+    granted but the engine could not place; only the running jobs are re-keyed at a
+    decision. The walk merges the sorted running jobs with the queue, asking the queue for
+    its best job that fits again only when that job was taken or no longer fits (the free
+    GPUs only shrink during a walk, so the previous answer stays the best one otherwise).
+    Between two jobs taken from the queue its answer is recomputed at most :math:`G` times
+    (each recomputation lowers the largest gang it may return), so a decision costs
+    :math:`O(R \log R + (g + 1) G (G + \log A))` for :math:`R` running jobs,
+    :math:`g` grants, :math:`G` gang sizes and :math:`A` waiting jobs (the reference:
+    :math:`O(A \log A)` with :math:`A` active jobs). Both give the same allocation at every
+    decision; the tests check that their simulation records are identical.
 
     Parameters
     ----------
@@ -158,27 +174,50 @@ class OrderPolicy(Policy):
         Heterogeneity-aware type choice.
     round_seconds : float or None
         Decide every round instead of at events.
+    reference : bool
+        Decide by the plain full sort of every candidate at every decision (slow; the
+        specification the tests hold the default to).
     """
 
     base_name = "order"
     blocking = False
     preemptive = True
 
-    def __init__(self, *, aware: bool = False, round_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        aware: bool = False,
+        round_seconds: float | None = None,
+        reference: bool = False,
+    ) -> None:
         self.aware = aware
         self.round_seconds = round_seconds
+        self.reference = reference
         self.name = self.base_name + ("-perf" if aware else "")
         self.queue = WaitQueue()
-        self._granted: set[str] = set()
+        self._pending: list[JobState] = []
+        self._best: dict[int, float] = {}
 
     def reset(self, world: World) -> None:
         """Empty the queue."""
         self.queue = WaitQueue()
-        self._granted = set()
+        self._pending = []
+        self._best = {}
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Sort key (smaller first); must not change while the job waits."""
         raise NotImplementedError
+
+    def best_rate(self, state: SimState, s: JobState) -> float:
+        """Steps/s of the job alone on its fastest GPU type with room for its gang (cached)."""
+        rate = self._best.get(s.job.index)
+        if rate is None:
+            rate = self._best[s.job.index] = _best_rate(state, s)
+        return rate
+
+    def consolidation(self, s: JobState) -> Consolidation:
+        """The ``consolidate`` of the job's grant (default ``"prefer"``)."""
+        return "prefer"
 
     def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         return (*self.key(state, s), s.job.arrival, s.job.index)
@@ -193,82 +232,162 @@ class OrderPolicy(Policy):
         """The next extra decision point wanted (default none)."""
         return None
 
+    def _grant(self, s: JobState, gpu_type: str) -> Grant:
+        return Grant(job=s.job_id, gpu_type=gpu_type, consolidate=self.consolidation(s))
+
     def allocate(self, state: SimState) -> Allocation:
         """Grant in key order: the best job that still fits, until nothing fits."""
+        if self.reference:
+            return self._allocate_reference(state)
         queue = self.queue
-        running_ids = {s.job_id for s in state.running}
         for job_id in state.finished:
             queue.discard(job_id)
-            self._granted.discard(job_id)
-        # granted last time but not placed by the engine: waiting again
-        for s in state.active if self._granted - running_ids else ():
-            if s.job_id in self._granted and s.job_id not in running_ids:
-                queue.push(s, self._full_key(state, s))
+        if self._pending:
+            # granted last time but not placed by the engine: waiting again
+            gone = set(state.finished)
+            for s in self._pending:
+                if s.placement is None and s.job_id not in gone:
+                    queue.push(s, self._full_key(state, s))
         for s in state.arrived:
             queue.push(s, self._full_key(state, s))
         self.before(state)
         names = list(state.world.cluster.names)
         free = {t.name: t.count for t in state.world.cluster.gpu_types}
-        grants: list[Grant] = []
+        single = names[0] if len(names) == 1 else None
+        aware = self.aware
+        blocking = self.blocking
         granted: list[JobState] = []
+        chosen: list[str] = []  # the GPU type of each granted job
+        new: list[int] = []  # positions in ``granted`` of the jobs taken from the queue
         preempted: list[JobState] = []
-        running = list(state.running)
+        moved = False
         if self.preemptive:
-            running.sort(key=lambda s: self._full_key(state, s))
+            keys = [self._full_key(state, s) for s in state.running]
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            running = [state.running[k] for k in order]
+            running_keys = [keys[k] for k in order]
         else:
             # non-preemptive: running jobs keep their GPUs (the engine's keep_running form)
-            for s in running:
+            for s in state.running:
                 if s.placement is not None and not (s.partner is not None and s.partner < s.job_id):
                     free[s.placement.gpu_type] -= s.job.num_gpus
             running = []
+            running_keys = []
         r = 0
         skipped: list[JobState] = []
+        head: tuple[tuple[float, ...], str] | None = None
+        head_gang = 0
+        stale = True
         while True:
-            max_free = max(free.values())
+            max_free = free[single] if single is not None else max(free.values())
             while r < len(running) and running[r].job.num_gpus > max_free:
                 preempted.append(running[r])
                 r += 1
-            head = queue.best(math.inf if self.blocking else max_free)
-            cand_r = running[r] if r < len(running) else None
-            if cand_r is not None and (head is None or self._full_key(state, cand_r) <= head[0]):
-                s = cand_r
+            if stale or (head is not None and not blocking and head_gang > max_free):
+                head = queue.best(math.inf if blocking else max_free)
+                head_gang = queue.states[head[1]].job.num_gpus if head is not None else 0
+                stale = False
+            if r < len(running) and (head is None or running_keys[r] <= head[0]):
+                s = running[r]
                 r += 1
                 from_queue = False
             elif head is not None:
                 s = queue.states[head[1]]
                 from_queue = True
-                if s.job.num_gpus > max_free:  # blocking: the head does not fit
+                if head_gang > max_free:  # blocking: the head does not fit
                     break
                 queue.discard(s.job_id)
+                stale = True
             else:
                 break
-            t = _choose_type(state, s, free, names, self.aware)
+            n = s.job.num_gpus
+            if single is not None:
+                fits = free[single] >= n and (not aware or state.rate(s, single) > 0)
+                t = single if fits else None
+            else:
+                t = _choose_type(state, s, free, names, aware)
             if t is None:
                 (skipped if from_queue else preempted).append(s)
-                if self.blocking:
+                if blocking:
                     break
                 continue
-            free[t] -= s.job.num_gpus
-            grants.append(Grant(job=s.job_id, gpu_type=t))
+            free[t] -= n
+            # grants are built only for what is returned (usually just the new jobs)
+            chosen.append(t)
+            if from_queue:
+                new.append(len(granted))
+            elif s.placement is None or s.placement.gpu_type != t:
+                moved = True
             granted.append(s)
         preempted.extend(running[r:])
         for s in (*preempted, *skipped):
             queue.push(s, self._full_key(state, s))
         for s in preempted:
             self.on_wait(state, s)
+        # nobody preempted or moved: say so, and list only the jobs to start
+        keep = not preempted and not moved
+        picks = new if keep else range(len(granted))
+        grants = tuple(self._grant(granted[k], chosen[k]) for k in picks)
+        # the engine keeps every running job under keep_running: only the others may fail
+        self._pending = [granted[k] for k in picks]
+        return Allocation(
+            grants=grants,
+            blocking=blocking,
+            wake_at=self.wake(state, granted),
+            keep_running=keep,
+        )
+
+    def _allocate_reference(self, state: SimState) -> Allocation:
+        """The specification: a full sort of the candidates at every decision."""
+        queue = self.queue
+        running_ids = {s.job_id for s in state.running}
+        for job_id in state.finished:
+            queue.discard(job_id)
+        # the queue holds every waiting job (the hooks read it): the arrived ones, and the
+        # ones granted last time that the engine could not place
+        for s in state.active:
+            if s.job_id not in running_ids and s.job_id not in queue:
+                queue.push(s, self._full_key(state, s))
+        self.before(state)
+        names = list(state.world.cluster.names)
+        free = {t.name: t.count for t in state.world.cluster.gpu_types}
+        if self.preemptive:
+            candidates = list(state.active)
+        else:
+            for s in state.running:
+                if s.placement is not None and not (s.partner is not None and s.partner < s.job_id):
+                    free[s.placement.gpu_type] -= s.job.num_gpus
+            candidates = [s for s in state.active if s.job_id not in running_ids]
+        candidates.sort(key=lambda s: self._full_key(state, s))
+        grants: list[Grant] = []
+        granted: list[JobState] = []
+        for s in candidates:
+            t = _choose_type(state, s, free, names, self.aware)
+            if t is None:
+                if self.blocking:
+                    break
+                continue
+            free[t] -= s.job.num_gpus
+            grants.append(self._grant(s, t))
+            granted.append(s)
+        granted_ids = {s.job_id for s in granted}
+        preempted = (
+            [s for s in state.running if s.job_id not in granted_ids] if self.preemptive else []
+        )
+        for s in granted:
+            queue.discard(s.job_id)
+        for s in preempted:
+            queue.push(s, self._full_key(state, s))
+            self.on_wait(state, s)
         keep = not self.preemptive
         if self.preemptive:
-            self._granted = {s.job_id for s in granted}
             current = {
                 s.job_id: s.placement.gpu_type for s in state.running if s.placement is not None
             }
             kept = [g for g in grants if g.job in current]
             if len(kept) == len(current) and all(g.gpu_type == current[g.job] for g in kept):
-                # nobody is preempted or moved: say so, and list only the jobs to start
                 grants = [g for g in grants if g.job not in current]
                 keep = True
-        else:
-            self._granted = {s.job_id for s in granted} | running_ids
         return Allocation(
             grants=tuple(grants),
             blocking=self.blocking,
@@ -284,9 +403,14 @@ class FIFO(OrderPolicy):
     preemptive = False
 
     def __init__(
-        self, *, aware: bool = False, backfill: bool = False, round_seconds: float | None = None
+        self,
+        *,
+        aware: bool = False,
+        backfill: bool = False,
+        round_seconds: float | None = None,
+        reference: bool = False,
     ) -> None:
-        super().__init__(aware=aware, round_seconds=round_seconds)
+        super().__init__(aware=aware, round_seconds=round_seconds, reference=reference)
         self.blocking = not backfill
         if backfill:
             self.name = "fifo-backfill" + ("-perf" if aware else "")
@@ -304,7 +428,7 @@ class SJF(OrderPolicy):
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Isolated duration on the best type."""
-        rate = _best_rate(state, s)
+        rate = self.best_rate(state, s)
         return (s.job.work / rate if rate > 0 else math.inf,)
 
 
@@ -315,7 +439,7 @@ class SRTF(OrderPolicy):
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Remaining time on the best type."""
-        rate = _best_rate(state, s)
+        rate = self.best_rate(state, s)
         return (s.remaining / rate if rate > 0 else math.inf,)
 
 

@@ -39,7 +39,6 @@ a threshold or a waiting job becomes due for promotion (``wake_at``). Preemptive
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import heapq
 import math
 from collections.abc import Sequence
@@ -48,7 +47,7 @@ import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.basic import OrderPolicy
-from optsched.sim.policy import Allocation, Grant, JobState, SimState
+from optsched.sim.policy import Consolidation, JobState, SimState
 from optsched.sim.world import World
 from optsched.tolerances import TIME_TOL
 
@@ -71,6 +70,8 @@ class Tiresias(OrderPolicy):
         Heterogeneity-aware GPU type choice.
     max_promotions : int
         Promotions per job at most.
+    reference : bool
+        Decide by the plain full sort (see :class:`~optsched.sim.policies.OrderPolicy`).
     """
 
     def __init__(
@@ -82,6 +83,7 @@ class Tiresias(OrderPolicy):
         skewed_prefixes: Sequence[str] = ("vgg", "alexnet"),
         aware: bool = False,
         max_promotions: int = 64,
+        reference: bool = False,
     ) -> None:
         if mode not in ("las", "gittins"):
             raise InvalidInstanceError("mode", f"must be 'las' or 'gittins', got {mode!r}")
@@ -94,7 +96,7 @@ class Tiresias(OrderPolicy):
             raise InvalidInstanceError("promote_knob", f"must be > 0, got {promote_knob}")
         if max_promotions < 0:
             raise InvalidInstanceError("max_promotions", f"must be >= 0, got {max_promotions}")
-        super().__init__(aware=aware)
+        super().__init__(aware=aware, reference=reference)
         self.mode = mode
         self.thresholds = th
         self.promote_knob = promote_knob
@@ -106,6 +108,7 @@ class Tiresias(OrderPolicy):
         self._due: dict[str, float] = {}
         self._due_heap: list[tuple[float, str]] = []
         self._demand = np.zeros(0)
+        self._skew: dict[int, bool] = {}
 
     def reset(self, world: World) -> None:
         """Clear queues and promotion state; build the demand distribution for Gittins."""
@@ -114,6 +117,7 @@ class Tiresias(OrderPolicy):
         self._promotions = {}
         self._due = {}
         self._due_heap = []
+        self._skew = {}
         ref = world.throughputs.reference
         demand = []
         for j in world.jobs:
@@ -155,15 +159,21 @@ class Tiresias(OrderPolicy):
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """(queue,) for LAS; (queue, -Gittins index) for Gittins."""
-        q = self._queue(s)
+        # _service and _queue inlined: this runs for every running job at every decision
+        a = s.attained_service - self._base.get(s.job.job_id, 0.0)
+        q = bisect.bisect_right(self.thresholds, a + TIME_TOL)
         if self.mode == "las":
             return (q,)
-        a = self._service(s)
         upper = self.thresholds[q] if q < len(self.thresholds) else a + self.thresholds[-1]
         return (q, -self.gittins(a, max(upper - a, TIME_TOL)))
 
     def _skewed(self, s: JobState) -> bool:
-        return s.job.model.lower().startswith(self.skewed) if self.skewed else False
+        found = self._skew.get(s.job.index)
+        if found is None:
+            found = self._skew[s.job.index] = bool(self.skewed) and s.job.model.lower().startswith(
+                self.skewed
+            )
+        return found
 
     def on_wait(self, state: SimState, s: JobState) -> None:
         """Schedule the promotion of a job that stops now."""
@@ -198,25 +208,16 @@ class Tiresias(OrderPolicy):
         """The next threshold crossing of a granted job, or the next promotion."""
         now = state.now
         wake = self._next_due()
+        th, k, base = self.thresholds, len(self.thresholds), self._base
         for s in granted:
-            q = self._queue(s)
-            if q < len(self.thresholds):
-                wake = min(wake, now + (self.thresholds[q] - self._service(s)) / s.job.num_gpus)
+            a = s.attained_service - base.get(s.job.job_id, 0.0)
+            q = bisect.bisect_right(th, a + TIME_TOL)
+            if q < k:
+                wake = min(wake, now + (th[q] - a) / s.job.num_gpus)
         if math.isfinite(wake) and wake > now + TIME_TOL * max(1.0, now):
             return wake
         return None
 
-    def allocate(self, state: SimState) -> Allocation:
-        """Order by queue (then FIFO or Gittins), grant greedily; skewed models consolidated."""
-        alloc = super().allocate(state)
-        if not self.skewed:
-            return alloc
-        by_id = {s.job_id: s for s in (*state.running, *state.arrived)}
-        grants = []
-        for g in alloc.grants:
-            s = by_id.get(g.job)
-            model = s.job.model if s is not None else state.world.job(g.job).model
-            if model.lower().startswith(self.skewed):
-                g = Grant(job=g.job, gpu_type=g.gpu_type, consolidate="require")
-            grants.append(g)
-        return dataclasses.replace(alloc, grants=tuple(grants))
+    def consolidation(self, s: JobState) -> Consolidation:
+        """``"require"`` for a skewed model (see the module notes), else ``"prefer"``."""
+        return "require" if self._skewed(s) else "prefer"
