@@ -5,9 +5,11 @@ The family follows the protocol of every optsched family: :class:`AllocationInst
 :class:`~optsched.results.ExactResult` of an :class:`Allocation`, and :func:`validate` returning
 a :class:`~optsched.results.Report`. The LPs are built as sparse matrices straight into HiGHS
 (:mod:`optsched.allocation.lp`); declarative cvxpy twins (:mod:`optsched.allocation.twin`) state
-the same models for the docs and the cross-checks. :func:`themis` is Themis's partial-allocation
-auction over one lease (:mod:`optsched.allocation.themis`), a heuristic returning the same
-:class:`Allocation`, beside its exact counterpart ``solve(instance, "ftf-perf")``.
+the same models for the docs and the cross-checks. The space-sharing ("packed") policies, with
+pair rows for jobs sharing a gang of GPUs, are in :mod:`optsched.allocation.packed`.
+:func:`themis` is Themis's partial-allocation auction over one lease
+(:mod:`optsched.allocation.themis`), a heuristic returning the same :class:`Allocation`, beside
+its exact counterpart ``solve(instance, "ftf-perf")``.
 """
 
 from __future__ import annotations
@@ -18,24 +20,33 @@ from optsched.allocation.generate import generate_instance
 from optsched.allocation.instance import (
     AllocationInstance,
     AllocationJob,
+    PairThroughput,
     instance_schema,
     load_instance,
 )
 from optsched.allocation.lp import POLICIES, objective_value, solve_lp_policy
+from optsched.allocation.packed import (
+    PACKED_POLICIES,
+    packed_objective_value,
+    solve_packed_policy,
+)
 from optsched.allocation.solution import Allocation
 from optsched.allocation.themis import themis
 from optsched.allocation.validate import validate
 from optsched.results import ExactResult
 
 __all__ = [
+    "PACKED_POLICIES",
     "POLICIES",
     "Allocation",
     "AllocationInstance",
     "AllocationJob",
+    "PairThroughput",
     "generate_instance",
     "instance_schema",
     "load_instance",
     "objective_value",
+    "packed_objective_value",
     "solve",
     "themis",
     "validate",
@@ -60,7 +71,9 @@ def solve(
     policy : str
         A key of :data:`POLICIES`: ``max-min``/``max-min-perf`` (LAS), ``makespan``/
         ``makespan-perf``, ``ftf``/``ftf-perf`` (finish-time fairness),
-        ``max-sum-throughput-perf``.
+        ``max-sum-throughput-perf``, and their space-sharing forms ``max-min-packed``,
+        ``makespan-packed``, ``ftf-packed``, ``max-sum-throughput-packed``
+        (:data:`PACKED_POLICIES`; the allocation then has pair rows).
     time_limit : float, optional
         Seconds for the whole policy, model building included.
     accept_feasible : bool
@@ -86,13 +99,20 @@ def solve(
     >>> res.status.value, validate(generate_instance(8, seed=0), res.solution).ok
     ('optimal', True)
     """
-    x, result, lp = solve_lp_policy(instance, policy, time_limit=time_limit, warm_start=warm_start)
-    allocation = Allocation(
-        job_ids=tuple(j.job_id for j in instance.jobs),
-        gpu_types=instance.gpu_types,
-        fractions=x,
-        policy=policy,
-    )
+    if policy in PACKED_POLICIES:
+        allocation, result, lp = solve_packed_policy(
+            instance, policy, time_limit=time_limit, warm_start=warm_start
+        )
+    else:
+        x, result, lp = solve_lp_policy(
+            instance, policy, time_limit=time_limit, warm_start=warm_start
+        )
+        allocation = Allocation(
+            job_ids=tuple(j.job_id for j in instance.jobs),
+            gpu_types=instance.gpu_types,
+            fractions=x,
+            policy=policy,
+        )
     objective = POLICIES[policy][0]
     out = ExactResult.from_solve(
         result,

@@ -2,14 +2,17 @@
 
 Throughputs follow the shape of measured ones (Gavel's ``simulation_throughputs.json``): a job
 type has a base speed, each GPU type a speed-up that depends on the job type (V100 > P100 > K80,
-but by different factors), and scale factors are powers of two.
+but by different factors), and scale factors are powers of two. With ``job_types`` the jobs
+also get co-location classes and a pair table for the packed policies: each pair of classes
+shares a GPU type at normalised throughputs drawn from ``[0.3, 1]`` per side, or cannot share
+it (does not fit in memory) with probability 0.4, as in Gavel's measurements.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from optsched.allocation.instance import AllocationInstance, AllocationJob
+from optsched.allocation.instance import AllocationInstance, AllocationJob, PairThroughput
 
 __all__ = ["generate_instance"]
 
@@ -20,6 +23,7 @@ def generate_instance(
     *,
     gpus_per_type: int | None = None,
     multi_gpu: bool = False,
+    job_types: int = 0,
     seed: int = 0,
 ) -> AllocationInstance:
     """A random round: ``n_jobs`` jobs on ``gpu_types`` with ``gpus_per_type`` GPUs each.
@@ -32,12 +36,16 @@ def generate_instance(
         Default ``max(1, n_jobs // 4)`` (Gavel's microbenchmark sizes the cluster so).
     multi_gpu : bool
         Draw scale factors from {1, 2, 4, 8} (else all 1).
+    job_types : int
+        Number of co-location classes (0: none, the instance has no pair table).
     seed : int
 
     Examples
     --------
     >>> generate_instance(4, seed=1).n_jobs
     4
+    >>> len(generate_instance(4, job_types=2, seed=1).pair_throughputs) <= 3
+    True
     """
     rng = np.random.default_rng(seed)
     k = len(gpu_types)
@@ -58,4 +66,28 @@ def generate_instance(
         )
         for i in range(n_jobs)
     ]
-    return AllocationInstance(gpu_types=tuple(gpu_types), capacity=(per,) * k, jobs=tuple(jobs))
+    pairs: list[PairThroughput] = []
+    if job_types > 0:
+        # drawn after the unpacked instance, so that its numbers do not depend on job_types
+        names = [f"type{c}" for c in range(job_types)]
+        kind = rng.integers(0, job_types, size=n_jobs)
+        jobs = [j.model_copy(update={"job_type": names[kind[i]]}) for i, j in enumerate(jobs)]
+        for a in range(job_types):
+            for b in range(a, job_types):
+                f = np.round(rng.uniform(0.3, 1.0, size=(k, 2)), 3)
+                f[rng.random(k) < 0.4] = 0.0
+                if a == b:
+                    f[:, 1] = f[:, 0]
+                if (f > 0).any():
+                    pairs.append(
+                        PairThroughput(
+                            job_types=(names[a], names[b]),
+                            normalized=tuple((float(x), float(y)) for x, y in f),
+                        )
+                    )
+    return AllocationInstance(
+        gpu_types=tuple(gpu_types),
+        capacity=(per,) * k,
+        jobs=tuple(jobs),
+        pair_throughputs=tuple(pairs),
+    )

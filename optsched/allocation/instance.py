@@ -6,6 +6,16 @@ input is the throughput :math:`T_{mj}` (steps/s of job :math:`m`'s whole gang of
 on type :math:`j`; 0 where it cannot run), the scale factors :math:`s_m`, the priority weights
 :math:`w_m`, the GPUs per type :math:`n_j`, and, for the time-based objectives, the steps each job
 has left and its history (time since arrival, time it would have had in isolation).
+
+Space sharing (the "packed" policies of :mod:`optsched.allocation.packed`) adds, optionally, each
+job's co-location class :attr:`AllocationJob.job_type` and the table
+:attr:`AllocationInstance.pair_throughputs`: for two classes :math:`a, b` and each GPU type
+:math:`j`, the *normalised* pair throughputs :math:`(f^{a|b}_j, f^{b|a}_j)`, the fraction of its
+throughput alone that a job of class :math:`a` keeps while it shares its GPUs of type :math:`j`
+with a job of class :math:`b`, and vice versa (Gavel's measured pair rate divided by the rate
+alone). Job :math:`m` of class :math:`a` paired with job :math:`m'` of class :math:`b` on type
+:math:`j` then runs at :math:`f^{a|b}_j T_{mj}` steps/s. Instances without them are the
+unpacked problem unchanged.
 """
 
 from __future__ import annotations
@@ -22,7 +32,13 @@ from optsched import limits
 from optsched._validation import Frozen
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["AllocationInstance", "AllocationJob", "instance_schema", "load_instance"]
+__all__ = [
+    "AllocationInstance",
+    "AllocationJob",
+    "PairThroughput",
+    "instance_schema",
+    "load_instance",
+]
 
 
 class AllocationJob(Frozen):
@@ -44,6 +60,9 @@ class AllocationJob(Frozen):
     isolated_time: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Seconds of progress it would have made so far with its isolated share (finish-time
     fairness's denominator history)."""
+    job_type: str | None = Field(default=None, min_length=1, max_length=200)
+    """Co-location class for space sharing (e.g. ``"('ResNet-18', 1)"``): the key of
+    :attr:`AllocationInstance.pair_throughputs`. ``None``: the job never shares its GPUs."""
 
     @model_validator(mode="after")
     def _throughputs_finite(self) -> AllocationJob:
@@ -54,6 +73,39 @@ class AllocationJob(Frozen):
                 )
         if not any(v > 0 for v in self.throughput):
             raise InvalidInstanceError("throughput", "the job can run on no GPU type")
+        return self
+
+
+class PairThroughput(Frozen):
+    """Normalised throughputs of two co-location classes sharing the same GPUs, per GPU type.
+
+    Examples
+    --------
+    >>> PairThroughput(job_types=("a", "b"), normalized=((0.8, 0.6), (0.0, 0.0))).normalized[0]
+    (0.8, 0.6)
+    """
+
+    job_types: tuple[str, str]
+    """The two classes ``(a, b)`` (may be equal: two jobs of the same class)."""
+    normalized: tuple[tuple[float, float], ...]
+    """Per GPU type (the instance's order): ``(f_a, f_b)``, each job's throughput in the pair
+    over its throughput alone on that type. A 0 on either side means the pair cannot share that
+    type (e.g. it does not fit in GPU memory)."""
+
+    @model_validator(mode="after")
+    def _finite(self) -> PairThroughput:
+        a, b = self.job_types
+        for j, (fa, fb) in enumerate(self.normalized):
+            for side, value in ((0, fa), (1, fb)):
+                if not (math.isfinite(value) and value >= 0):
+                    raise InvalidInstanceError(
+                        f"normalized[{j}][{side}]", f"must be a finite number >= 0, got {value}"
+                    )
+            if a == b and fa != fb:
+                raise InvalidInstanceError(
+                    f"normalized[{j}]",
+                    f"two jobs of the same class {a!r} must have equal factors, got {fa}, {fb}",
+                )
         return self
 
 
@@ -77,6 +129,9 @@ class AllocationInstance(Frozen):
     """GPUs of each type."""
     jobs: tuple[AllocationJob, ...]
     """The active jobs."""
+    pair_throughputs: tuple[PairThroughput, ...] = ()
+    """Normalised pair throughputs of co-location classes (space sharing; optional). Each
+    unordered pair of classes at most once; pairs not listed cannot share."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AllocationInstance:
@@ -109,6 +164,25 @@ class AllocationInstance(Frozen):
                     f"jobs[{i}].scale_factor",
                     f"{job.scale_factor} GPUs fit on no GPU type it can run on",
                 )
+        limits.check_size(
+            "pair_throughputs",
+            float(len(self.pair_throughputs)) * k,
+            "max_model_variables",
+            "pair entries",
+        )
+        pairs: set[tuple[str, str]] = set()
+        for i, pair in enumerate(self.pair_throughputs):
+            if len(pair.normalized) != k:
+                raise InvalidInstanceError(
+                    f"pair_throughputs[{i}].normalized", f"needs one entry per GPU type ({k})"
+                )
+            a, b = pair.job_types
+            key = (a, b) if a <= b else (b, a)
+            if key in pairs:
+                raise InvalidInstanceError(
+                    f"pair_throughputs[{i}].job_types", f"duplicate pair {key!r}"
+                )
+            pairs.add(key)
         return self
 
     @property
@@ -147,6 +221,21 @@ class AllocationInstance(Frozen):
     def steps(self) -> NDArray[np.float64]:
         """Steps remaining, shape (jobs,)."""
         return np.array([j.steps_remaining for j in self.jobs], dtype=np.float64)
+
+    @cached_property
+    def pair_table(self) -> dict[tuple[str, str], NDArray[np.float64]]:
+        """The pair table as ``{(a, b): f}``, ``f[j] = (f_a, f_b)`` on type ``j``.
+
+        Shape (types, 2); both orders of every listed pair (the reversed one with its columns
+        swapped).
+        """
+        table: dict[tuple[str, str], NDArray[np.float64]] = {}
+        for pair in self.pair_throughputs:
+            a, b = pair.job_types
+            f = np.array(pair.normalized, dtype=np.float64).reshape(self.n_types, 2)
+            table[(a, b)] = f
+            table[(b, a)] = f[:, ::-1].copy()
+        return table
 
     def summary(self) -> dict[str, Any]:
         """Sizes, for reports."""

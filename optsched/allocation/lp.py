@@ -87,6 +87,8 @@ POLICIES: dict[str, tuple[Objective, bool]] = {
     "ftf": ("ftf", False),
     "ftf-perf": ("ftf", True),
     "max-sum-throughput-perf": ("max-sum-throughput", True),
+    # space sharing: solved by optsched.allocation.packed (solve() dispatches there)
+    **{f"{o}-packed": (o, True) for o in ("max-min", "makespan", "ftf", "max-sum-throughput")},
 }
 
 #: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
@@ -335,6 +337,8 @@ def solve_lp_policy(
         raise InvalidInstanceError(
             "policy", f"unknown policy {policy!r}; known: {sorted(POLICIES)}"
         )
+    if policy.endswith("-packed"):
+        raise InvalidInstanceError("policy", f"{policy!r} is solved by optsched.allocation.solve")
     objective, aware = POLICIES[policy]
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit

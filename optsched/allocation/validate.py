@@ -2,7 +2,11 @@
 
 Shares no code with the LP builders: it reads the instance's throughputs, scale factors and
 capacities and the allocation's fractions, and lists every violated constraint by the names of
-the formulation page (``nonnegative``, ``job_time``, ``type_capacity``, ``gang_fits``).
+the formulation page (``nonnegative``, ``job_time``, ``type_capacity``, ``gang_fits``, and for
+the pair rows of a packed allocation ``pair_fits``: two distinct jobs with a co-location class,
+the same scale factor, each able to run on the type, and positive normalised pair throughputs
+there). A pair row counts once against its type's GPUs (with the pair's scale factor) and
+against the time of each of its two jobs.
 """
 
 from __future__ import annotations
@@ -43,6 +47,69 @@ def validate(
     if x.shape != (len(jobs), len(instance.gpu_types)) or not np.isfinite(x).all():
         out.append(Violation("shape", f"fractions must be finite, shape {len(jobs)} x types"))
         return Report(out)
+    k = len(instance.gpu_types)
+    pairs = np.asarray(allocation.pairs)
+    y = np.asarray(allocation.pair_fractions, dtype=np.float64)
+    if pairs.size and (
+        pairs.ndim != 2
+        or pairs.shape[1] != 2
+        or y.shape != (pairs.shape[0], k)
+        or not np.isfinite(y).all()
+        or pairs.min() < 0
+        or pairs.max() >= len(jobs)
+    ):
+        out.append(Violation("shape", "pair rows must be (job, job) indices with finite rows"))
+        return Report(out)
+    time_used = x.sum(axis=1)
+    gpus_used = [
+        sum(job.scale_factor * x[m, j] for m, job in enumerate(instance.jobs)) for j in range(k)
+    ]
+    factors: dict[tuple[str, str], tuple[tuple[float, float], ...]] = {}
+    for entry in instance.pair_throughputs:
+        ta, tb = entry.job_types
+        factors[(ta, tb)] = entry.normalized
+        factors[(tb, ta)] = tuple((fb, fa) for fa, fb in entry.normalized)
+    for r in range(pairs.shape[0] if pairs.size else 0):
+        a, b = int(pairs[r, 0]), int(pairs[r, 1])
+        ja, jb = instance.jobs[a], instance.jobs[b]
+        where_pair = {"job": ja.job_id, "partner": jb.job_id}
+        share = float(y[r].sum())
+        time_used[a] += share
+        time_used[b] += share
+        for j, gpu in enumerate(instance.gpu_types):
+            value = y[r, j]
+            if value < -CAPACITY_TOL:
+                out.append(
+                    Violation(
+                        "nonnegative", f"Y[({ja.job_id}, {jb.job_id}), {gpu}] = {value}", where_pair
+                    )
+                )
+            gpus_used[j] += ja.scale_factor * value
+            f = (
+                factors.get((ja.job_type, jb.job_type))
+                if ja.job_type is not None and jb.job_type is not None
+                else None
+            )
+            fits = (
+                a != b
+                and f is not None
+                and ja.scale_factor == jb.scale_factor
+                and f[j][0] > 0
+                and f[j][1] > 0
+                and all(
+                    o.throughput[j] > 0 and o.scale_factor <= instance.capacity[j] for o in (ja, jb)
+                )
+            )
+            if not fits and value > CAPACITY_TOL:
+                out.append(
+                    Violation(
+                        "pair_fits",
+                        f"{ja.job_id} and {jb.job_id} share {gpu} for {value:.6g} of the round, "
+                        "where they cannot share",
+                        {**where_pair, "gpu_type": gpu},
+                        value,
+                    )
+                )
     for m, job in enumerate(instance.jobs):
         for j, gpu in enumerate(instance.gpu_types):
             value = x[m, j]
@@ -59,7 +126,7 @@ def validate(
                         value,
                     )
                 )
-        total = float(x[m].sum())
+        total = float(time_used[m])
         if total > 1 + CAPACITY_TOL:
             out.append(
                 Violation(
@@ -70,7 +137,7 @@ def validate(
                 )
             )
     for j, gpu in enumerate(instance.gpu_types):
-        used = sum(job.scale_factor * x[m, j] for m, job in enumerate(instance.jobs))
+        used = gpus_used[j]
         cap = instance.capacity[j]
         if used > cap + CAPACITY_TOL * max(1.0, cap):
             out.append(
@@ -84,7 +151,11 @@ def validate(
     value = None
     if objective is not None and not out:
         from optsched.allocation.lp import POLICIES, objective_value
+        from optsched.allocation.packed import PACKED_POLICIES, packed_objective_value
 
         kind, aware = POLICIES[objective]
-        value = objective_value(instance, x, kind, aware)
+        if objective in PACKED_POLICIES:
+            value = packed_objective_value(instance, allocation, kind)
+        else:
+            value = objective_value(instance, x, kind, aware)
     return Report(out, objective=value)

@@ -18,6 +18,8 @@ Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``s
 The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
+Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
+``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 """
 
@@ -34,6 +36,7 @@ from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greed
 from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.optimus import Optimus
+from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
@@ -51,6 +54,7 @@ __all__ = [
     "Gandiva",
     "Optimus",
     "OrderPolicy",
+    "PackedAllocationLP",
     "Themis",
     "Tiresias",
     "greedy_allocation",
@@ -93,6 +97,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name.endswith("-packed") and name in LP_POLICIES:
+        return PackedAllocationLP(name)
     if name in ("aonline", "aonline-strict"):
         return AonlinePolicy(backfill=name == "aonline")
     if name == "themis":

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optsched.allocation import POLICIES as LP_POLICIES
-from optsched.allocation import AllocationInstance, AllocationJob, solve
+from optsched.allocation import AllocationInstance, AllocationJob, PairThroughput, solve
 from optsched.allocation.shares import isolated_throughput
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import FractionalAllocation, Policy, SimState
+from optsched.results import ExactResult
+from optsched.sim.policy import FractionalAllocation, JobState, Policy, SimState
 
 if TYPE_CHECKING:
     from optsched.sim.world import World
@@ -89,6 +90,35 @@ class AllocationLP(Policy):
 
     def fractional(self, state: SimState) -> FractionalAllocation:
         """The round's exact allocation (see the module notes)."""
+        solved = self.solve_round(state)
+        if solved is None:
+            return {}
+        instance, result = solved
+        assert result.solution is not None
+        types = instance.gpu_types
+        fractions = result.solution.fractions
+        return {
+            job.job_id: {
+                name: float(fractions[i, j]) for j, name in enumerate(types) if fractions[i, j] > 0
+            }
+            for i, job in enumerate(instance.jobs)
+        }
+
+    def job_type(self, state: SimState, s: JobState) -> str | None:
+        """The job's co-location class in the round's instance (``None``: never shares)."""
+        return None
+
+    def pair_throughputs(
+        self, state: SimState, jobs: list[AllocationJob]
+    ) -> tuple[PairThroughput, ...]:
+        """The round's pair table (none: the unpacked policies)."""
+        return ()
+
+    def solve_round(self, state: SimState) -> tuple[AllocationInstance, ExactResult[Any]] | None:
+        """Build the round's instance and solve it (recorded in :attr:`solves`).
+
+        ``None`` when no active job can run anywhere.
+        """
         world = state.world
         types = world.cluster.names
         capacity = tuple(world.cluster.type(name).count for name in types)
@@ -112,11 +142,17 @@ class AllocationLP(Policy):
                     steps_remaining=left,
                     time_since_start=max(state.now - s.job.arrival, 0.0),
                     isolated_time=self._history.get(job_id, 0.0),
+                    job_type=self.job_type(state, s),
                 )
             )
         if not jobs:
-            return {}
-        instance = AllocationInstance(gpu_types=types, capacity=capacity, jobs=tuple(jobs))
+            return None
+        instance = AllocationInstance(
+            gpu_types=types,
+            capacity=capacity,
+            jobs=tuple(jobs),
+            pair_throughputs=self.pair_throughputs(state, jobs),
+        )
         start = time.perf_counter()
         result = solve(instance, self.policy, warm_start=self._warm)
         self.solves.append(
@@ -138,11 +174,4 @@ class AllocationLP(Policy):
             job.job_id: (job.steps_remaining, float(shares[i]))
             for i, job in enumerate(instance.jobs)
         }
-        assert result.solution is not None
-        fractions = result.solution.fractions
-        return {
-            job.job_id: {
-                name: float(fractions[i, j]) for j, name in enumerate(types) if fractions[i, j] > 0
-            }
-            for i, job in enumerate(instance.jobs)
-        }
+        return instance, result
