@@ -84,7 +84,7 @@ def solve(
     """
     x, result, lp = solve_lp_policy(instance, policy, time_limit=time_limit, warm_start=warm_start)
     allocation = Allocation(
-        job_ids=tuple(j.job_id for j in instance.jobs),
+        job_ids=instance.job_ids,
         gpu_types=instance.gpu_types,
         fractions=x,
         policy=policy,

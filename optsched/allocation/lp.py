@@ -23,12 +23,20 @@ gang larger than the type has GPUs: \texttt{gang\_fits}). With
   :math:`c_m = h_m + \sigma_m / q_m` (isolated time so far plus time left at the isolated share).
   :math:`\rho_m(X) \le r \iff \theta_m(X) \ge g_m(r) = \sigma_m / (r c_m - t_m)`, so for a fixed
   :math:`r` feasibility is an LP, and :math:`\lambda^*(r) = \max\{\lambda : \theta_m(X) \ge
-  \lambda g_m(r)\}` is at least 1 exactly when :math:`r` is achievable. We bracket
-  :math:`r^* \in [L, U]` (``L`` from every job alone on its fastest type, ``U`` from the isolated
-  allocation) and bisect, each LP warm-started from the previous basis; every feasible step also
-  lowers ``U`` to the exact :math:`\max_m \rho_m` of the allocation found. The result is proven
-  within the bracket: optimal when :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP`
-  :math:`\cdot U`.
+  \lambda g_m(r)\}` is at least 1 exactly when :math:`r` is achievable. Written as
+  :math:`\rho_m = \beta_m + \alpha_m/\theta_m` (:math:`\alpha_m = \sigma_m/c_m`,
+  :math:`\beta_m = t_m/c_m \ge 0`), :math:`g_m(r) = \alpha_m/(r - \beta_m)`, and for
+  :math:`r' \le r` every job has :math:`(r-\beta_m)/(r'-\beta_m) \ge r/r'`, so an allocation
+  achieving :math:`r'` gives :math:`\lambda^*(r) \ge r/r'`: every LP at a level :math:`r` proves
+  :math:`r^* \ge r/\lambda^*(r)`. We bracket :math:`r^* \in [L, U]` (``L`` from every job
+  alone on its fastest type and from those bounds, ``U`` from the isolated allocation and
+  every allocation found), step Dinkelbach-style to :math:`r = U` (bisecting only if a step
+  stalls), each LP warm-started from the previous basis. When no job has waited
+  (:math:`\beta = 0`, Gavel's microbenchmark) :math:`\lambda^*(r)` is proportional to
+  :math:`r` and the first LP closes the bracket. Jobs are grouped by
+  :math:`(s_m, T_m/\alpha_m, \beta_m)`, so jobs of one type with no history form one class
+  whatever their steps left. The result is proven within the bracket: optimal when
+  :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP` :math:`\cdot U`.
 * ``max-sum-throughput``: :math:`\max_X \sum_m \theta_m(X)`.
 
 Heterogeneity-agnostic variants replace :math:`T` before the LP: by all ones for ``max-min``
@@ -36,8 +44,10 @@ Heterogeneity-agnostic variants replace :math:`T` before the LP: by all ones for
 type for the others (Gavel uses ``v100``).
 
 Complexity: the LP has :math:`MK + 1` columns and :math:`2M + K` rows with :math:`3MK` non-zeros,
-built in :math:`O(MK)` vectorised numpy; ``ftf`` solves :math:`O(\log(U_0/L_0 \epsilon^{-1}))`
-such LPs.
+built in :math:`O(MK)` vectorised numpy (over classes of interchangeable jobs, usually far fewer
+than :math:`M`); ``ftf`` solves one LP when no job has waited and otherwise a few Dinkelbach
+steps, :data:`FTF_MAX_STEPS` at most (bisection's :math:`O(\log(U_0/L_0 \epsilon^{-1}))` as the
+fallback).
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -141,16 +151,41 @@ class _Classes:
         return x[self.inverse]
 
 
+def _unique_rows(
+    table: NDArray[np.float64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    r"""``(first, inverse, counts)`` of the distinct rows of ``table`` (as ``np.unique(axis=0)``).
+
+    One stable ``lexsort`` over the columns and a comparison of neighbours: :math:`O(n \log n)`
+    vectorised, where ``np.unique(axis=0)`` sorts a structured view element by element (ten times
+    slower at a few thousand rows, which made grouping the dearest step of a one-LP round).
+    ``first`` holds each group's smallest row index; groups are numbered in sorted order.
+    """
+    n = table.shape[0]
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    order = np.lexsort(table.T[::-1])
+    ordered = table[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    group = np.cumsum(new) - 1
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = group
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, n))
+    return order[starts].astype(np.int64), inverse, counts.astype(np.int64)
+
+
 def _classes(instance: AllocationInstance, *keys: NDArray[np.float64]) -> _Classes:
     mask = feasible_mask(instance)
     sf = instance.scale_factors
     table = np.column_stack([sf, mask.astype(np.float64), *[np.asarray(k) for k in keys]])
-    _, rep, inverse, counts = np.unique(
-        table, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
+    rep, inverse, counts = _unique_rows(table)
     return _Classes(
         rep=rep,
-        inverse=inverse.ravel(),
+        inverse=inverse,
         counts=counts.astype(np.float64),
         sf=sf[rep],
         mask=mask[rep],
@@ -167,6 +202,9 @@ class _Base:
     vals: NDArray[np.float64]
     upper: NDArray[np.float64]
     n_rows: int
+    #: Built by :func:`_base` (job rows, then type rows): lets :func:`_program` lay out the CSC
+    #: arrays directly instead of sorting triplets.
+    standard: bool = False
 
 
 def _base(cl: _Classes) -> _Base:
@@ -179,7 +217,49 @@ def _base(cl: _Classes) -> _Base:
     cols = np.concatenate([idx, idx])
     vals = np.concatenate([np.ones(m * k), gpus])
     upper = cl.mask.ravel().astype(np.float64)
-    return _Base(rows, cols, vals, upper, m + k)
+    return _Base(rows, cols, vals, upper, m + k, standard=True)
+
+
+def _standard_csc(
+    cl: _Classes,
+    coef: NDArray[np.float64] | None,
+    aux: NDArray[np.float64] | None,
+    n_rows: int,
+) -> Any:
+    r"""The matrix of :func:`_program` over a standard base, laid out column by column.
+
+    Column :math:`(c, j)` holds, in row order, the job row :math:`c`, the type row
+    :math:`M + j` and (with ``coef``) the fairness row :math:`M + K + c`; the last column holds
+    :math:`-\text{aux}` in the fairness rows. No triplet sort: :math:`O(MK)` array writes.
+    """
+    import scipy.sparse as sp
+
+    m, k = cl.n, cl.capacities.size
+    idx = np.arange(m * k)
+    per = 2 if coef is None or aux is None else 3
+    indices = np.empty((m * k, per), dtype=np.int32)
+    data = np.empty((m * k, per))
+    indices[:, 0] = idx // k
+    indices[:, 1] = m + idx % k
+    data[:, 0] = 1.0
+    data[:, 1] = np.repeat(cl.counts * cl.sf, k)
+    last_rows = np.zeros(0, dtype=np.int32)
+    last_vals = np.zeros(0)
+    if per == 3:
+        assert coef is not None and aux is not None
+        indices[:, 2] = m + k + idx // k
+        data[:, 2] = coef.ravel()
+        last_rows = (m + k + np.arange(m)).astype(np.int32)
+        last_vals = -np.asarray(aux, dtype=np.float64)
+    indptr = np.append(np.arange(0, per * m * k + 1, per), per * m * k + last_rows.size)
+    return sp.csc_array(
+        (
+            np.concatenate([data.ravel(), last_vals]),
+            np.concatenate([indices.ravel(), last_rows]),
+            indptr.astype(np.int32),
+        ),
+        shape=(n_rows, m * k + 1),
+    )
 
 
 def _program(
@@ -209,9 +289,13 @@ def _program(
         lower.append(np.zeros(m))
         upper.append(np.full(m, np.inf))
         n_rows += m
-    a = sp.csc_array(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_rows, n)
-    )
+    if base.standard:
+        a = _standard_csc(cl, coef, aux, n_rows)
+    else:
+        a = sp.csc_array(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(n_rows, n),
+        )
     c = np.zeros(n)
     if objective is None:
         c[-1] = 1.0
@@ -236,11 +320,32 @@ def _ftf_terms(
     """``(sigma, t_m, c_m)`` of the jobs with steps left."""
     q = isolated_throughput(t, instance.scale_factors, instance.capacities)
     sigma = instance.steps
-    since = np.array([j.time_since_start for j in instance.jobs])
-    hist = np.array([j.isolated_time for j in instance.jobs])
+    since = instance.since_start
+    hist = instance.isolated_times
     with np.errstate(divide="ignore"):
         c = hist + np.where(sigma > 0, sigma / np.where(q > 0, q, np.nan), 0.0)
     return sigma, since, c
+
+
+def _ftf_alpha_beta(
+    instance: AllocationInstance, t: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""``(alpha, beta)`` with :math:`\rho_m(X) = \beta_m + \alpha_m / \theta_m(X)`.
+
+    :math:`\alpha_m = \sigma_m / c_m = 1 / (h_m/\sigma_m + 1/q_m)` and
+    :math:`\beta_m = t_m / c_m = t_m \alpha_m / \sigma_m`, computed in this order so that jobs
+    of one type with no history share bit-identical values (and fall into one class) whatever
+    their steps left. Jobs with no steps left get ``alpha = 1``, ``beta = 0`` (no fairness row).
+    """
+    q = isolated_throughput(t, instance.scale_factors, instance.capacities)
+    sigma = instance.steps
+    active = sigma > 0
+    safe_sigma = np.where(active, sigma, 1.0)
+    with np.errstate(divide="ignore"):
+        inv_q = np.where(q > 0, 1.0 / np.where(q > 0, q, 1.0), np.inf)
+    alpha = np.where(active, 1.0 / (instance.isolated_times / safe_sigma + inv_q), 1.0)
+    beta = np.where(active, instance.since_start * alpha / safe_sigma, 0.0)
+    return alpha, beta
 
 
 def objective_value(
@@ -389,19 +494,22 @@ def solve_lp_policy(
         return x, _result(stop, value, bound, build, sol.result.solve_seconds, 1), sol
 
     # Finish-time fairness: a sequence of LPs over a proven bracket [lower, upper] of r*.
-    _, since, c = _ftf_terms(instance, t)
     active = sigma > 0
-    cl = _classes(instance, t, sigma, since, np.nan_to_num(c, nan=-1.0))
-    base = _base(cl)
-    build = time.perf_counter() - start
     if not active.any():
+        build = time.perf_counter() - start
         return (
             np.zeros((m, k)),
             _result(TerminationCondition.OPTIMAL, 0.0, 0.0, build, 0.0, 0),
             None,
         )
+    alpha, beta = _ftf_alpha_beta(instance, t)
+    coef = t / alpha[:, None]
+    cl = _classes(instance, active.astype(np.float64), coef, beta)
+    base = _base(cl)
+    coef_c, beta_c, active_c = coef[cl.rep], beta[cl.rep], active[cl.rep]
+    build = time.perf_counter() - start
     best_alone = np.max(t * feasible_mask(instance), axis=1)
-    lower = float(np.max((since[active] + sigma[active] / best_alone[active]) / c[active]))
+    lower = float(np.max(beta[active] + alpha[active] / best_alone[active]))
     x_best = isolated_share(instance.scale_factors, instance.capacities) * feasible_mask(instance)
     upper = objective_value(instance, x_best, objective, aware)
     hi = upper  # an achievable level of r (the bracket's upper end)
@@ -410,10 +518,12 @@ def solve_lp_policy(
     step: MatrixSolution | None = warm_start
     last_feasible: MatrixSolution | None = None
     # Steps: "descend" solves the lambda-LP at the best level found, whose allocation's exact
-    # rho becomes the next level (a Dinkelbach-type step; exact in one step when no job has a
-    # history, t = 0); when a step no longer improves, "certify" solves just below it: lambda < 1
-    # there proves the level optimal within the tolerance. A failed certificate falls back to
-    # bisection of the bracket. Every step keeps lower <= r* <= upper.
+    # rho becomes the next level (a Dinkelbach-type step). Every LP at a level r with
+    # lambda(r) >= 1 also proves r* >= r / lambda(r) (module notes), so a round where no job has
+    # waited (beta = 0) is solved and certified by its first LP. When a step no longer
+    # improves, "certify" solves just below the level: lambda < 1 there proves it optimal within
+    # the tolerance; a failed certificate falls back to bisection. Every step keeps
+    # lower <= r* <= upper.
     descend = math.isfinite(upper)
     for _ in range(FTF_MAX_STEPS):
         if math.isfinite(upper) and upper - lower <= OPTIMALITY_GAP / 10 * max(1.0, upper):
@@ -429,20 +539,24 @@ def solve_lp_policy(
             r = hi
         else:
             r = max(0.5 * (lower + hi), hi * (1.0 - OPTIMALITY_GAP / 20))
-        g = np.zeros(m)
-        g[active] = sigma[active] / (r * c[active] - since[active])
-        lp = _program(cl, base, t[cl.rep], g[cl.rep])
+        # r >= lower > beta of every active job, so every aux coefficient is finite and > 0.
+        aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
+        lp = _program(cl, base, coef_c, aux)
         step = solve_matrix(lp, time_limit=left(), warm_start=step)
         solves += 1
         solve_seconds += step.result.solve_seconds
         assert step.result.objective is not None
-        if step.result.objective >= 1.0:
-            # r is achievable; the allocation found may do better than r.
+        lam = step.result.objective
+        if lam >= 1.0:
+            # r is achievable; the allocation found may do better than r, and no level below
+            # r / lambda(r) is achievable.
+            lower = max(lower, min(r / lam, upper))
             x = _fractions(cl, step)
             value = objective_value(instance, x, objective, aware)
             improved = value < upper * (1.0 - OPTIMALITY_GAP / 20)
             if value < upper:
                 upper, x_best, last_feasible = value, x, step
+            lower = min(lower, upper)
             hi = min(r, upper)
             descend = improved
         else:
