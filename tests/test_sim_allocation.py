@@ -67,3 +67,28 @@ def test_bad_allocation_policy_names_the_field() -> None:
     with pytest.raises(InvalidInstanceError) as err:
         AllocationLP("max-min", round_seconds=float("nan"))
     assert err.value.field == "round_seconds"
+
+
+def test_slo_rounds_read_deadlines_and_infeasible_ones_are_never_used_silently() -> None:
+    """Deadlines come from the trace; a round no allocation can serve raises by default, and
+    with ``infeasible_deadlines="drop"`` it is recorded as infeasible and re-solved without
+    deadlines (the run then validates)."""
+    from optsched.errors import NotOptimalError
+
+    world = sim.generate_instance(10, "v100=4,k80=4", seed=0, deadline_fraction=0.5)
+    strict = make_policy("min-cost-slo-perf")
+    with pytest.raises(NotOptimalError) as err:
+        sim.simulate(world, strict)
+    assert err.value.result.status.value == "infeasible"
+
+    relaxed = AllocationLP("min-cost-slo-perf", infeasible_deadlines="drop")
+    result = sim.simulate(world, relaxed)
+    assert sim.validate(world, result).ok
+    statuses = [(s.status, s.policy) for s in relaxed.solves]
+    assert ("infeasible", "min-cost-slo-perf") in statuses
+    assert ("optimal", "min-cost-slo-perf") in statuses  # rounds whose deadlines can be met
+    infeasible = [i for i, s in enumerate(relaxed.solves) if s.status == "infeasible"]
+    assert all(relaxed.solves[i + 1].policy == "min-cost-perf" for i in infeasible)
+    with pytest.raises(InvalidInstanceError) as bad:
+        AllocationLP("min-cost-slo-perf", infeasible_deadlines="ignore")
+    assert bad.value.field == "infeasible_deadlines"

@@ -22,7 +22,9 @@ from optsched.allocation.instance import (
 from optsched.allocation.lp import POLICIES, objective_value, solve_lp_policy
 from optsched.allocation.solution import Allocation
 from optsched.allocation.validate import validate
+from optsched.errors import NotOptimalError
 from optsched.results import ExactResult
+from optsched.solvers.result import SolveResult
 
 __all__ = [
     "POLICIES",
@@ -37,7 +39,14 @@ __all__ = [
     "validate",
 ]
 
-_SENSE = {"max-min": "max", "max-sum-throughput": "max", "makespan": "min", "ftf": "min"}
+_SENSE = {
+    "max-min": "max",
+    "max-sum-throughput": "max",
+    "makespan": "min",
+    "ftf": "min",
+    "min-cost": "max",
+    "min-cost-slo": "max",
+}
 
 
 def solve(
@@ -82,7 +91,22 @@ def solve(
     >>> res.status.value, validate(generate_instance(8, seed=0), res.solution).ok
     ('optimal', True)
     """
-    x, result, lp = solve_lp_policy(instance, policy, time_limit=time_limit, warm_start=warm_start)
+    try:
+        x, result, lp = solve_lp_policy(
+            instance, policy, time_limit=time_limit, warm_start=warm_start
+        )
+    except NotOptimalError as err:
+        if not isinstance(err.result, SolveResult):
+            raise
+        # No allocation to return (e.g. deadlines no allocation meets): carry the status, the
+        # solver's message and timings in the family's result type.
+        stopped: ExactResult[Allocation] = ExactResult.from_solve(
+            err.result,
+            None,
+            sense=_SENSE[POLICIES[policy][0]],  # type: ignore[arg-type]
+            objective_name=POLICIES[policy][0],
+        )
+        raise NotOptimalError(stopped) from err
     allocation = Allocation(
         job_ids=instance.job_ids,
         gpu_types=instance.gpu_types,

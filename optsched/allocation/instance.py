@@ -46,6 +46,10 @@ class AllocationJob(Frozen):
     isolated_time: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Seconds of progress it would have made so far with its isolated share (finish-time
     fairness's denominator history)."""
+    time_to_deadline: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Seconds from now to the job's deadline (its SLO), or ``None`` for no deadline. The
+    ``min-cost-slo`` policies require its effective throughput to be at least
+    ``steps_remaining`` divided by this."""
 
     @model_validator(mode="after")
     def _throughputs_finite(self) -> AllocationJob:
@@ -79,6 +83,9 @@ class AllocationInstance(Frozen):
     """GPUs of each type."""
     jobs: tuple[AllocationJob, ...]
     """The active jobs."""
+    prices: tuple[float, ...] | None = None
+    """US$ per GPU-hour of each type for the cost policies; ``None`` takes
+    :data:`~optsched.allocation.prices.GPU_PRICES_PER_HOUR` by type name."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AllocationInstance:
@@ -92,6 +99,16 @@ class AllocationInstance(Frozen):
         for j, c in enumerate(self.capacity):
             if c < 0 or c > 10_000_000:
                 raise InvalidInstanceError(f"capacity[{j}]", f"must be in [0, 10^7], got {c}")
+        if self.prices is not None:
+            if len(self.prices) != k:
+                raise InvalidInstanceError(
+                    "prices", f"needs one entry per GPU type ({k}), got {len(self.prices)}"
+                )
+            for j, price in enumerate(self.prices):
+                if not (math.isfinite(price) and price > 0):
+                    raise InvalidInstanceError(
+                        f"prices[{j}]", f"must be finite and > 0, got {price}"
+                    )
         limits.check_size("jobs", float(len(self.jobs)) * k, "max_model_variables", "variables")
         seen: set[str] = set()
         for i, job in enumerate(self.jobs):
@@ -159,6 +176,12 @@ class AllocationInstance(Frozen):
     def isolated_times(self) -> NDArray[np.float64]:
         """Each job's isolated-share history :math:`h_m`, shape (jobs,)."""
         return self._column("isolated_time")
+
+    @cached_property
+    def deadlines(self) -> NDArray[np.float64]:
+        """Seconds to each job's deadline, ``inf`` where it has none, shape (jobs,)."""
+        values = (math.inf if j.time_to_deadline is None else j.time_to_deadline for j in self.jobs)
+        return np.fromiter(values, dtype=np.float64, count=self.n_jobs)
 
     def _column(self, field: str) -> NDArray[np.float64]:
         # One C-level pass over the jobs (a list comprehension costs ~3x more at 2,048 jobs).

@@ -61,6 +61,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from optsched.allocation.instance import AllocationInstance
+from optsched.allocation.prices import gpu_prices
 from optsched.allocation.shares import (
     isolated_share,
     isolated_throughput,
@@ -80,13 +81,15 @@ from optsched.tolerances import OPTIMALITY_GAP
 __all__ = [
     "POLICIES",
     "Objective",
+    "cost_coefficients",
     "effective_throughputs",
     "feasible_mask",
     "objective_value",
+    "slo_rates",
     "solve_lp_policy",
 ]
 
-Objective = Literal["max-min", "makespan", "ftf", "max-sum-throughput"]
+Objective = Literal["max-min", "makespan", "ftf", "max-sum-throughput", "min-cost", "min-cost-slo"]
 
 #: Policy name -> (objective, heterogeneity-aware?).
 POLICIES: dict[str, tuple[Objective, bool]] = {
@@ -97,7 +100,14 @@ POLICIES: dict[str, tuple[Objective, bool]] = {
     "ftf": ("ftf", False),
     "ftf-perf": ("ftf", True),
     "max-sum-throughput-perf": ("max-sum-throughput", True),
+    "min-cost": ("min-cost", False),
+    "min-cost-perf": ("min-cost", True),
+    "min-cost-slo": ("min-cost-slo", False),
+    "min-cost-slo-perf": ("min-cost-slo", True),
 }
+
+#: Seconds per hour: prices are per GPU-hour, throughputs per second.
+_HOUR = 3600.0
 
 #: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
 FTF_MAX_STEPS = 200
@@ -268,10 +278,13 @@ def _program(
     coef: NDArray[np.float64] | None,
     aux: NDArray[np.float64] | None,
     objective: NDArray[np.float64] | None = None,
+    row_lower: NDArray[np.float64] | None = None,
 ) -> LinearProgram:
-    """Base polytope + rows ``coef[c] . x_c - aux[c] v >= 0``, maximise ``v`` (or ``objective``).
+    """Base polytope + rows ``coef[c] . x_c - aux[c] v >= row_lower[c]``, maximise ``v``.
 
-    ``coef``, ``aux`` and ``objective`` are per class (rows of the representatives).
+    With ``objective``, that is maximised instead and ``v`` is fixed to 0; ``row_lower``
+    defaults to 0. ``coef``, ``aux``, ``objective`` and ``row_lower`` are per class (rows of the
+    representatives).
     """
     import scipy.sparse as sp
 
@@ -286,7 +299,7 @@ def _program(
         rows += [n_rows + idx // k, n_rows + np.arange(m)]
         cols += [idx, np.full(m, m * k)]
         vals += [coef.ravel(), -aux]
-        lower.append(np.zeros(m))
+        lower.append(np.zeros(m) if row_lower is None else np.asarray(row_lower, dtype=float))
         upper.append(np.full(m, np.inf))
         n_rows += m
     if base.standard:
@@ -348,6 +361,27 @@ def _ftf_alpha_beta(
     return alpha, beta
 
 
+def cost_coefficients(instance: AllocationInstance, t: NDArray[np.float64]) -> NDArray[np.float64]:
+    r""":math:`u_{mj} = 3600\, T_{mj} / (s_m p_j)`, steps per dollar on each type.
+
+    Job :math:`m`'s gang of :math:`s_m` GPUs on type :math:`j` at :math:`p_j` US$ per GPU-hour
+    (:mod:`optsched.allocation.prices`).
+    """
+    prices = gpu_prices(instance.gpu_types, instance.prices)
+    return _HOUR * t / (instance.scale_factors[:, None] * prices[None, :])
+
+
+def slo_rates(instance: AllocationInstance) -> NDArray[np.float64]:
+    r"""The throughput each job needs to meet its deadline, :math:`\sigma_m / d_m`.
+
+    0 without a deadline or steps left; ``inf`` for steps left and no time.
+    """
+    sigma, due = instance.steps, instance.deadlines
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(sigma > 0, sigma / due, 0.0)
+    return np.where(np.isnan(rate), 0.0, rate)
+
+
 def objective_value(
     instance: AllocationInstance,
     fractions: NDArray[np.float64],
@@ -363,6 +397,8 @@ def objective_value(
     t = effective_throughputs(instance, aware)
     if objective == "max-min" and not aware:
         t = feasible_mask(instance).astype(np.float64)
+    if objective in ("min-cost", "min-cost-slo"):
+        return float(np.einsum("mj,mj->", cost_coefficients(instance, t), fractions))
     theta = np.einsum("mj,mj->m", t, fractions)
     if objective == "max-sum-throughput":
         return float(theta.sum())
@@ -459,6 +495,30 @@ def solve_lp_policy(
         if objective == "max-sum-throughput":
             cl = _classes(instance, t)
             lp = _program(cl, _base(cl), None, None, objective=t[cl.rep])
+
+            def to_bound(v: float) -> float:
+                return v
+
+        elif objective in ("min-cost", "min-cost-slo"):
+            # Throughput per dollar; with SLOs, theta_m >= sigma_m / d_m for jobs with a
+            # deadline (rows with coefficient 0 for the others).
+            gain = cost_coefficients(instance, t) * feasible_mask(instance)
+            if objective == "min-cost":
+                cl = _classes(instance, gain)
+                lp = _program(cl, _base(cl), None, None, objective=gain[cl.rep])
+            else:
+                rate = slo_rates(instance)
+                _refuse_impossible_slos(instance, t, rate, start)
+                cl = _classes(instance, gain, t, rate)
+                has = (rate > 0)[cl.rep]
+                lp = _program(
+                    cl,
+                    _base(cl),
+                    t[cl.rep] * has[:, None],
+                    np.zeros(cl.n),
+                    objective=gain[cl.rep],
+                    row_lower=rate[cl.rep],
+                )
 
             def to_bound(v: float) -> float:
                 return v
@@ -564,6 +624,36 @@ def solve_lp_policy(
             descend = False
     res = _result(TerminationCondition.OPTIMAL, upper, lower, build, solve_seconds, solves)
     return x_best, res, last_feasible
+
+
+def _refuse_impossible_slos(
+    instance: AllocationInstance, t: NDArray[np.float64], rate: NDArray[np.float64], start: float
+) -> None:
+    """Raise ``NotOptimalError`` (infeasible) naming the jobs no allocation can get in time.
+
+    A job needing more than its best throughput (all of the round on its fastest type) cannot
+    meet its deadline whatever the others do; the LP would only say "infeasible" without
+    naming it.
+    """
+    best = np.max(t * feasible_mask(instance), axis=1)
+    late = np.flatnonzero(rate > best * (1.0 + OPTIMALITY_GAP))
+    if late.size == 0:
+        return
+    names = ", ".join(repr(instance.jobs[i].job_id) for i in late[:5])
+    more = f" and {late.size - 5} more" if late.size > 5 else ""
+    build = time.perf_counter() - start
+    raise NotOptimalError(
+        _result(
+            TerminationCondition.INFEASIBLE,
+            None,
+            None,
+            build,
+            0.0,
+            0,
+            message=f"no allocation meets the deadline of job(s) {names}{more}: each needs more "
+            "steps per second than its fastest GPU type gives",
+        )
+    )
 
 
 def _raise_if_stopped(result: SolveResult) -> None:

@@ -2,7 +2,8 @@
 
 Shares no code with the LP builders: it reads the instance's throughputs, scale factors and
 capacities and the allocation's fractions, and lists every violated constraint by the names of
-the formulation page (``nonnegative``, ``job_time``, ``type_capacity``, ``gang_fits``).
+the formulation page (``nonnegative``, ``job_time``, ``type_capacity``, ``gang_fits``, and
+``slo`` for the deadline policies).
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def validate(
                     used - cap,
                 )
             )
+    if objective is not None and objective.startswith("min-cost-slo"):
+        out += _late_jobs(instance, x, aware=objective.endswith("-perf"))
     value = None
     if objective is not None and not out:
         from optsched.allocation.lp import POLICIES, objective_value
@@ -88,3 +91,35 @@ def validate(
         kind, aware = POLICIES[objective]
         value = objective_value(instance, x, kind, aware)
     return Report(out, objective=value)
+
+
+def _late_jobs(instance: AllocationInstance, x: np.ndarray, *, aware: bool) -> list[Violation]:
+    """``slo``: every job with a deadline and steps left gets at least steps / time-to-deadline.
+
+    The throughput is the policy's own: measured per type (``-perf``), else the job's speed on
+    the first type (or its best, where it cannot run there) on every type it can run on.
+    """
+    out: list[Violation] = []
+    for m, job in enumerate(instance.jobs):
+        due = job.time_to_deadline
+        if due is None or job.steps_remaining <= 0:
+            continue
+        speeds = list(job.throughput)
+        if not aware:
+            one = speeds[0] if speeds[0] > 0 else max(speeds)
+            speeds = [
+                one if (s > 0 and job.scale_factor <= c) else 0.0
+                for s, c in zip(speeds, instance.capacity, strict=True)
+            ]
+        theta = float(sum(s * v for s, v in zip(speeds, x[m], strict=True)))
+        need = job.steps_remaining / due if due > 0 else float("inf")
+        if theta < need * (1 - CAPACITY_TOL) - CAPACITY_TOL:
+            out.append(
+                Violation(
+                    "slo",
+                    f"{job.job_id} runs {theta:.9g} steps/s, its deadline needs {need:.9g}",
+                    {"job": job.job_id},
+                    need - theta,
+                )
+            )
+    return out

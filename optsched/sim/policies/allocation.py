@@ -12,6 +12,12 @@ A round whose LP is not proven optimal raises :class:`~optsched.errors.NotOptima
 simulation stops rather than run an allocation nobody checked. Every solve's status, objective
 and time is kept in :attr:`AllocationLP.solves`.
 
+The cost policies with deadlines (``min-cost-slo``, ``min-cost-slo-perf``) read each job's
+deadline from the trace (:attr:`SimJob.deadline`, absolute) as the seconds left to it; a job
+whose deadline has already passed cannot meet it whatever the round does and runs on without
+one. A round whose remaining deadlines no allocation meets is infeasible: it raises like any
+round not proven optimal.
+
 Finish-time fairness needs each job's isolated-share history :math:`h_m`; as in Gavel's
 policy it accumulates, round by round, the time the progress a job made would have taken at its
 isolated share (:math:`\Delta\text{steps} / q_m` with :math:`q_m` the isolated throughput of the
@@ -28,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.allocation import AllocationInstance, AllocationJob, solve
 from optsched.allocation.shares import isolated_throughput
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.sim.policy import FractionalAllocation, Policy, SimState
+from optsched.solvers.result import Status
 
 if TYPE_CHECKING:
     from optsched.sim.world import World
@@ -51,6 +58,8 @@ class RoundSolve:
     bound: float | None
     seconds: float
     lp_solves: int
+    policy: str = ""
+    """The policy actually solved (the deadline-free fallback after an infeasible SLO round)."""
 
 
 class AllocationLP(Policy):
@@ -60,18 +69,35 @@ class AllocationLP(Policy):
     ----------
     policy : str
         A key of :data:`optsched.allocation.POLICIES` (``max-min``, ``max-min-perf``, ``ftf``,
-        ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``).
+        ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``,
+        ``min-cost``, ``min-cost-perf``, ``min-cost-slo``, ``min-cost-slo-perf``).
     round_seconds : float
         Round length (default Gavel's 360 s).
+    infeasible_deadlines : {"raise", "drop"}
+        SLO policies only: what a round whose deadlines no allocation meets does. ``"raise"``
+        (default) stops the simulation with the infeasible result; ``"drop"`` records the
+        infeasible solve in :attr:`solves` and re-solves the round without deadlines (Gavel's
+        behaviour), recorded too with its ``policy``.
     """
 
-    def __init__(self, policy: str, round_seconds: float = DEFAULT_ROUND_SECONDS) -> None:
+    def __init__(
+        self,
+        policy: str,
+        round_seconds: float = DEFAULT_ROUND_SECONDS,
+        *,
+        infeasible_deadlines: str = "raise",
+    ) -> None:
         if policy not in LP_POLICIES:
             raise InvalidInstanceError(
                 "policy", f"unknown allocation policy {policy!r}; known: {sorted(LP_POLICIES)}"
             )
         if not (math.isfinite(round_seconds) and round_seconds > 0):
             raise InvalidInstanceError("round_seconds", f"must be > 0, got {round_seconds!r}")
+        if infeasible_deadlines not in ("raise", "drop"):
+            raise InvalidInstanceError(
+                "infeasible_deadlines", f"must be 'raise' or 'drop', got {infeasible_deadlines!r}"
+            )
+        self.infeasible_deadlines = infeasible_deadlines
         self.name = policy
         self.policy = policy
         self.round_seconds = float(round_seconds)
@@ -103,6 +129,9 @@ class AllocationLP(Policy):
                 before, q = self._previous[job_id]
                 if q > 0:
                     self._history[job_id] = self._history.get(job_id, 0.0) + (before - left) / q
+            # The SLO policies' deadline: seconds left; a deadline already passed is missed
+            # whatever the allocation, so such a job runs on without one (module notes).
+            due = s.job.deadline - state.now
             jobs.append(
                 AllocationJob(
                     job_id=job_id,
@@ -112,13 +141,36 @@ class AllocationLP(Policy):
                     steps_remaining=left,
                     time_since_start=max(state.now - s.job.arrival, 0.0),
                     isolated_time=self._history.get(job_id, 0.0),
+                    time_to_deadline=due if due > 0 else None,
                 )
             )
         if not jobs:
             return {}
         instance = AllocationInstance(gpu_types=types, capacity=capacity, jobs=tuple(jobs))
         start = time.perf_counter()
-        result = solve(instance, self.policy, warm_start=self._warm)
+        policy = self.policy
+        try:
+            result = solve(instance, policy, warm_start=self._warm)
+        except NotOptimalError as err:
+            slo = LP_POLICIES[policy][0] == "min-cost-slo"
+            status = err.result.status
+            if not (slo and self.infeasible_deadlines == "drop" and status is Status.INFEASIBLE):
+                raise
+            self.solves.append(
+                RoundSolve(
+                    now=state.now,
+                    jobs=len(jobs),
+                    status=status.value,
+                    objective=None,
+                    bound=None,
+                    seconds=time.perf_counter() - start,
+                    lp_solves=int(err.result.extra.get("lp_solves", 0)),
+                    policy=policy,
+                )
+            )
+            start = time.perf_counter()
+            policy = policy.replace("min-cost-slo", "min-cost")
+            result = solve(instance, policy)
         self.solves.append(
             RoundSolve(
                 now=state.now,
@@ -128,6 +180,7 @@ class AllocationLP(Policy):
                 bound=result.bound,
                 seconds=time.perf_counter() - start,
                 lp_solves=int(result.extra.get("lp_solves", 0)),
+                policy=policy,
             )
         )
         self._warm = result.extra.get("lp")
