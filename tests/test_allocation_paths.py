@@ -135,3 +135,15 @@ def test_ftf_level_search_stays_short(inst: AllocationInstance) -> None:
         return
     res = solve(inst, "ftf-perf")
     assert res.optimal and res.extra["lp_solves"] <= 40
+
+
+def test_model_copy_does_not_carry_cached_arrays() -> None:
+    inst = AllocationInstance(
+        gpu_types=("v100",),
+        capacity=(2,),
+        jobs=[AllocationJob(job_id=f"j{i}", throughput=(1.0 + i,)) for i in range(3)],
+    )
+    assert inst.throughputs.shape == (3, 1)
+    fewer = inst.model_copy(update={"jobs": inst.jobs[:2]})
+    assert fewer.throughputs.tolist() == [[1.0], [2.0]]
+    assert fewer.job_ids == ("j0", "j1")

@@ -65,7 +65,9 @@ def solve(
     policy : str
         A key of :data:`POLICIES`: ``max-min``/``max-min-perf`` (LAS), ``makespan``/
         ``makespan-perf``, ``ftf``/``ftf-perf`` (finish-time fairness),
-        ``max-sum-throughput-perf``.
+        ``max-sum-throughput-perf``, ``min-cost``/``min-cost-perf`` (throughput per dollar),
+        ``min-cost-slo``/``min-cost-slo-perf`` (the same with each job's deadline as a
+        throughput lower bound).
     time_limit : float, optional
         Seconds for the whole policy, model building included.
     accept_feasible : bool
@@ -83,7 +85,10 @@ def solve(
     Raises
     ------
     NotOptimalError
-        Not proven optimal and not accepted; carries the result with its allocation.
+        Not proven optimal and not accepted; carries the result with its allocation (none when
+        the round is infeasible, e.g. deadlines no allocation meets: status ``infeasible``).
+    InvalidInstanceError
+        Unknown policy, or a cost policy on a GPU type without a known price (``prices``).
 
     Examples
     --------

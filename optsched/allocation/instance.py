@@ -183,6 +183,17 @@ class AllocationInstance(Frozen):
         values = (math.inf if j.time_to_deadline is None else j.time_to_deadline for j in self.jobs)
         return np.fromiter(values, dtype=np.float64, count=self.n_jobs)
 
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        """A copy (pydantic's), without the arrays cached from this instance's jobs.
+
+        ``model_copy(update={"jobs": ...})`` would otherwise carry this instance's cached
+        throughputs, steps or deadlines into a copy with other jobs.
+        """
+        copied = super().model_copy(update=update, deep=deep)
+        for name in _CACHED:
+            copied.__dict__.pop(name, None)
+        return copied
+
     def _column(self, field: str) -> NDArray[np.float64]:
         # One C-level pass over the jobs (a list comprehension costs ~3x more at 2,048 jobs).
         values = map(attrgetter(field), self.jobs)
@@ -202,6 +213,12 @@ class AllocationInstance(Frozen):
             f"AllocationInstance(jobs={self.n_jobs}, gpu_types={self.gpu_types}, "
             f"capacity={self.capacity})"
         )
+
+
+#: The cached per-job arrays of :class:`AllocationInstance` (dropped by ``model_copy``).
+_CACHED = tuple(
+    name for name, value in vars(AllocationInstance).items() if isinstance(value, cached_property)
+)
 
 
 def load_instance(path: str) -> AllocationInstance:
