@@ -199,7 +199,7 @@ class _Engine:
         eff = max(0.0, dt - run.overhead)
         run.overhead = max(0.0, run.overhead - dt)
         st.done = min(st.job.work, st.done + run.rate * eff)
-        st.attained_service += st.job.num_gpus * dt
+        st.attained_service += run.placement.num_gpus * dt
         st.executed_seconds += dt
         run.synced = t
 
@@ -226,6 +226,7 @@ class _Engine:
             placement.gpu_type,
             placement.consolidated(gps),
             self.jobs[partner] if partner >= 0 else None,
+            num_gpus=placement.num_gpus,
         )
 
     def _schedule_completion(self, i: int) -> None:
@@ -431,8 +432,23 @@ class _Engine:
             raise PolicyError(f"{self.policy.name}: job {g.job!r} granted twice")
         if g.gpu_type not in self.types:
             raise PolicyError(f"{self.policy.name}: unknown GPU type {g.gpu_type!r}")
+        if g.num_gpus is not None:
+            job = self.jobs[i]
+            n = g.num_gpus
+            if (
+                isinstance(n, bool)
+                or not isinstance(n, int)
+                or not (job.min_gpus <= n <= job.max_gpus)
+            ):
+                raise PolicyError(
+                    f"{self.policy.name}: job {g.job!r} granted {n!r} GPUs outside its gang "
+                    f"sizes {job.min_gpus}..{job.max_gpus}"
+                )
         seen.add(i)
         return i
+
+    def _need(self, i: int, g: Grant) -> int:
+        return self.jobs[i].num_gpus if g.num_gpus is None else g.num_gpus
 
     def _place(self, alloc: Allocation) -> dict[int, tuple[Placement, int]]:
         """Admission by count, then placement (see :mod:`optsched.sim.policy`)."""
@@ -458,7 +474,7 @@ class _Engine:
             if g.share_with is not None:
                 sharers.append((i, g))
                 continue
-            need = self.jobs[i].num_gpus
+            need = self._need(i, g)
             if free_count[g.gpu_type] >= need:
                 free_count[g.gpu_type] -= need
                 admitted.append((i, g))
@@ -471,9 +487,9 @@ class _Engine:
                 rest.append((i, g))
                 continue
             p = g.placement
-            if p.gpu_type != g.gpu_type or p.num_gpus != self.jobs[i].num_gpus:
+            if p.gpu_type != g.gpu_type or p.num_gpus != self._need(i, g):
                 raise PolicyError(
-                    f"{self.policy.name}: placement of {g.job!r} is not {self.jobs[i].num_gpus} "
+                    f"{self.policy.name}: placement of {g.job!r} is not {self._need(i, g)} "
                     f"GPUs of {g.gpu_type}"
                 )
             cap = free[g.gpu_type]
@@ -491,7 +507,7 @@ class _Engine:
         others: list[tuple[int, Grant]] = []
         for i, g in rest:
             cur = self.states[i].placement
-            if cur is not None and cur.gpu_type == g.gpu_type:
+            if cur is not None and cur.gpu_type == g.gpu_type and cur.num_gpus == self._need(i, g):
                 cap = free[g.gpu_type]
                 if all(cap[s] >= k for s, k in cur.servers):
                     for s, k in cur.servers:
@@ -499,9 +515,9 @@ class _Engine:
                     placed[i] = (cur, -1)
                     continue
             others.append((i, g))
-        others.sort(key=lambda ig: -self.jobs[ig[0]].num_gpus)
+        others.sort(key=lambda ig: -self._need(*ig))
         for i, g in others:
-            fit = self._fit(free[g.gpu_type], g.gpu_type, self.jobs[i].num_gpus, g.consolidate)
+            fit = self._fit(free[g.gpu_type], g.gpu_type, self._need(i, g), g.consolidate)
             if fit is not None:
                 placed[i] = (fit, -1)
         # space sharing
@@ -515,7 +531,7 @@ class _Engine:
                     f"{self.policy.name}: {g.job!r} cannot share {g.share_with!r} "
                     "(already shared, or another GPU type)"
                 )
-            if self.jobs[i].num_gpus != self.jobs[j].num_gpus:
+            if self._need(i, g) != p.num_gpus:
                 raise PolicyError(
                     f"{self.policy.name}: {g.job!r} and {g.share_with!r} differ in gang size"
                 )

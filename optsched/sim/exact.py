@@ -171,8 +171,9 @@ def check_world(world: World) -> dict[str, bool]:
     Raises
     ------
     InvalidInstanceError
-        ``restore_seconds`` not 0, no jobs, or a GPU type whose servers or gang sizes do not
-        allow every count-feasible round to be placed consolidated (``cluster``).
+        ``restore_seconds`` not 0, no jobs, an elastic job (``min_gpus``), or a GPU type whose
+        servers or gang sizes do not allow every count-feasible round to be placed
+        consolidated (``cluster``).
     """
     if world.restore_seconds != 0:
         raise InvalidInstanceError(
@@ -181,6 +182,14 @@ def check_world(world: World) -> dict[str, bool]:
         )
     if not world.jobs:
         raise InvalidInstanceError("jobs", "the exact model needs at least one job")
+    elastic = [j.job_id for j in world.jobs if j.elastic]
+    if elastic:
+        # its gang variables are of the requested size only: with elastic jobs its optimum
+        # would not bound the policies that resize them
+        raise InvalidInstanceError(
+            "min_gpus",
+            f"the exact model is of rigid gangs; elastic jobs: {', '.join(elastic[:5])}",
+        )
     matters: dict[str, bool] = {}
     for t in world.cluster.gpu_types:
         jobs = [j for j in world.jobs if t.name in _types_for(world, j)]

@@ -25,6 +25,10 @@ consolidated room, spread over the servers with the most free GPUs (at the uncon
 unless the grant requires consolidation, in which case it waits. A grant with ``share_with``
 runs on exactly the GPUs of that other job (same type and gang size), at the measured pair rates.
 
+A grant may size an elastic job's gang (``Grant.num_gpus`` within the job's ``min_gpus`` and
+``max_gpus``, see :meth:`World.elastic <optsched.sim.World.elastic>`); admission and placement
+then count that size, and a running job granted another size is restarted on a new gang.
+
 Round-based policies may instead implement :meth:`Policy.fractional`, returning a
 :class:`FractionalAllocation` ``X[job][gpu_type]`` (time fractions, Gavel's allocation matrix);
 the default :meth:`Policy.allocate` then carries it out by Gavel's priority rule
@@ -100,6 +104,10 @@ class Grant:
         Run on exactly the GPUs of this other granted job (space sharing, pair rates).
     consolidate : {"prefer", "require"}
         ``require``: wait rather than spread over more servers than needed.
+    num_gpus : int or None
+        Gang size of this grant (elastic jobs: within the job's ``min_gpus..max_gpus``);
+        ``None`` is the job's requested ``num_gpus``. A running job granted another size is
+        stopped and restarted on the new gang (a preemption, with the restore cost).
     """
 
     job: str
@@ -107,6 +115,7 @@ class Grant:
     placement: Placement | None = None
     share_with: str | None = None
     consolidate: Consolidation = "prefer"
+    num_gpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,9 +241,15 @@ class SimState:
         """Decision points ``s`` has been active at, this one included."""
         return self.round_index - s.first_decision + 1 if s.first_decision >= 0 else 0
 
-    def rate(self, state: JobState, gpu_type: str, consolidated: bool = True) -> float:
-        """Steps/s of the job alone on its gang of ``gpu_type``."""
-        return self.world.rate(state.job, gpu_type, consolidated)
+    def rate(
+        self,
+        state: JobState,
+        gpu_type: str,
+        consolidated: bool = True,
+        num_gpus: int | None = None,
+    ) -> float:
+        """Steps/s of the job alone on a gang of ``num_gpus`` (default its own) of ``gpu_type``."""
+        return self.world.rate(state.job, gpu_type, consolidated, num_gpus=num_gpus)
 
     def capacity(self, gpu_type: str) -> int:
         """GPUs of ``gpu_type``."""

@@ -9,7 +9,8 @@ starts); it shares no code with the engine. Constraints (the names of the
     ``0 <= start < end`` (finite).
 ``gang_whole``
     The rows of one job with the same ``start`` and ``end`` (one gang segment) are of one GPU type,
-    on distinct servers, with the same ``shared_with``, and hold exactly ``num_gpus`` GPUs.
+    on distinct servers, with the same ``shared_with``, and hold exactly ``num_gpus`` GPUs (an
+    elastic job: between its ``min_gpus`` and ``max_gpus``).
 ``job_overlap``
     A job's segments do not overlap in time.
 ``before_arrival`` / ``after_completion``
@@ -115,13 +116,21 @@ def validate(world: World, result: SimResult) -> Report:
     by_job: dict[str, list[tuple[float, float, str, tuple[tuple[int, int], ...], str]]] = (
         defaultdict(list)
     )
+    seg_total: dict[tuple[str, float, float], int] = {}
     for (job, start, end), parts in segs.items():
+        seg_total[(job, start, end)] = sum(p[2] for p in parts)
         gts = {p[0] for p in parts}
         shareds = {p[3] for p in parts}
         servers = [p[1] for p in parts]
         total = sum(p[2] for p in parts)
-        need = jobs[job].num_gpus
-        if len(gts) != 1 or len(shareds) != 1 or len(set(servers)) != len(servers) or total != need:
+        lo, hi = jobs[job].min_gpus, jobs[job].max_gpus
+        need = str(lo) if lo == hi else f"{lo}..{hi}"
+        if (
+            len(gts) != 1
+            or len(shareds) != 1
+            or len(set(servers)) != len(servers)
+            or not (lo <= total <= hi)
+        ):
             bad(
                 "gang_whole",
                 f"job {job} in [{start:g}, {end:g}] holds {total} GPUs of {sorted(gts)} on servers "
@@ -216,7 +225,8 @@ def validate(world: World, result: SimResult) -> Report:
             )
         elif job < shared:
             ja, jb = jobs[job], jobs[shared]
-            if _pair_rate(world, ja, gt, jb) <= 0 or _pair_rate(world, jb, gt, ja) <= 0:
+            n = seg_total[(job, start, end)]
+            if _pair_rate(world, ja, gt, jb, n) <= 0 or _pair_rate(world, jb, gt, ja, n) <= 0:
                 bad(
                     "share_pair",
                     f"jobs {job} and {shared} cannot share {gt} (no measured pair rate)",
@@ -288,8 +298,8 @@ def _peak(events: list[tuple[float, int]]) -> tuple[int, float]:
     return peak, at
 
 
-def _pair_rate(world: World, job: SimJob, gpu_type: str, other: SimJob) -> float:
-    return world.rate(job, gpu_type, True, other)
+def _pair_rate(world: World, job: SimJob, gpu_type: str, other: SimJob, n: int) -> float:
+    return world.rate(job, gpu_type, True, other, num_gpus=n)
 
 
 def _work_reached(
@@ -325,7 +335,7 @@ def _work_reached(
         n = sum(g for _, g in placement)
         consolidated = len(placement) <= -(-n // gps[gt])
         partner = jobs.get(shared) if shared else None
-        rate = world.rate(job, gt, consolidated, partner)
+        rate = world.rate(job, gt, consolidated, partner, num_gpus=n)
         begin = max(start, run_start)
         if end <= begin or rate <= 0:
             continue

@@ -161,6 +161,11 @@ class SimJob:
         Absolute seconds (NaN: none).
     model, user : str
         As in the trace.
+    min_gpus, max_gpus : int
+        The gang sizes a policy may grant (``Grant.num_gpus``); both default to ``num_gpus``
+        (a rigid gang). :meth:`World.elastic` widens them for elastic policies (Optimus,
+        ANDREAS). On ``n`` GPUs the job's rate is ``scale * T(type, n, g)`` and its work is
+        unchanged.
     """
 
     index: int
@@ -174,6 +179,26 @@ class SimJob:
     deadline: float
     model: str
     user: str
+    min_gpus: int = -1
+    max_gpus: int = -1
+
+    def __post_init__(self) -> None:
+        # -1 (the default) means the rigid gang: both bounds are the requested size
+        if self.min_gpus == -1:
+            object.__setattr__(self, "min_gpus", self.num_gpus)
+        if self.max_gpus == -1:
+            object.__setattr__(self, "max_gpus", self.num_gpus)
+        if not (1 <= self.min_gpus <= self.num_gpus <= self.max_gpus):
+            raise InvalidInstanceError(
+                "min_gpus",
+                f"job {self.job_id!r}: needs 1 <= min_gpus <= num_gpus <= max_gpus, got "
+                f"{self.min_gpus}, {self.num_gpus}, {self.max_gpus}",
+            )
+
+    @property
+    def elastic(self) -> bool:
+        """Whether a policy may grant it another gang size than ``num_gpus``."""
+        return self.min_gpus != self.max_gpus
 
 
 @dataclass(frozen=True)
@@ -215,18 +240,18 @@ class World:
         gpu_type: str,
         consolidated: bool = True,
         partner: SimJob | None = None,
+        num_gpus: int | None = None,
     ) -> float:
-        """Steps/s of ``job`` on its ``num_gpus`` GPUs of ``gpu_type``.
+        """Steps/s of ``job`` on a gang of ``num_gpus`` GPUs of ``gpu_type`` (default its own).
 
         With ``partner`` (sharing the same GPUs) the measured pair rate, 0.0 when the pair
         cannot share.
         """
+        n = job.num_gpus if num_gpus is None else num_gpus
         if partner is None:
-            return job.scale * self.throughputs.rate(
-                job.job_type, job.num_gpus, gpu_type, consolidated
-            )
+            return job.scale * self.throughputs.rate(job.job_type, n, gpu_type, consolidated)
         pair = self.throughputs.pair_rates(
-            job.job_type, partner.job_type, job.num_gpus, gpu_type, consolidated
+            job.job_type, partner.job_type, n, gpu_type, consolidated
         )
         return 0.0 if pair is None else job.scale * pair[0]
 
@@ -235,6 +260,44 @@ class World:
         types = self.cluster.names if gpu_type is None else (gpu_type,)
         best = max(self.rate(job, t) for t in types)
         return math.inf if best <= 0 else job.work / best
+
+    def elastic(
+        self, *, min_gpus: int = 1, max_gpus: int | None = None, max_factor: float = 1.0
+    ) -> World:
+        """The same world with elastic gangs.
+
+        Each job may then be granted any gang size from ``min(min_gpus, num_gpus)`` up to
+        ``max(num_gpus, min(max_gpus, floor(max_factor * num_gpus)))``, capped by the largest
+        GPU type's count (``max_gpus`` defaults to that count). The defaults shrink jobs down
+        to one GPU but never grow them beyond their request.
+
+        Raises
+        ------
+        InvalidInstanceError
+            ``min_gpus < 1``, ``max_gpus < 1`` or ``max_factor < 1`` (naming the argument).
+        """
+        import dataclasses
+
+        if isinstance(min_gpus, bool) or not isinstance(min_gpus, int) or min_gpus < 1:
+            raise InvalidInstanceError("min_gpus", f"must be an integer >= 1, got {min_gpus!r}")
+        largest = max(t.count for t in self.cluster.gpu_types)
+        cap = largest if max_gpus is None else max_gpus
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise InvalidInstanceError("max_gpus", f"must be an integer >= 1, got {max_gpus!r}")
+        if not (isinstance(max_factor, int | float) and math.isfinite(max_factor)) or (
+            max_factor < 1
+        ):
+            raise InvalidInstanceError("max_factor", f"must be >= 1, got {max_factor!r}")
+        cap = min(cap, largest)
+        jobs = tuple(
+            dataclasses.replace(
+                j,
+                min_gpus=min(min_gpus, j.num_gpus),
+                max_gpus=max(j.num_gpus, min(cap, math.floor(max_factor * j.num_gpus))),
+            )
+            for j in self.jobs
+        )
+        return dataclasses.replace(self, jobs=jobs)
 
     def job(self, job_id: str) -> SimJob:
         """The job with id ``job_id``."""
