@@ -11,6 +11,7 @@ has left and its history (time since arrival, time it would have had in isolatio
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import cached_property
 from itertools import chain
 from operator import attrgetter
@@ -183,7 +184,7 @@ class AllocationInstance(Frozen):
         values = (math.inf if j.time_to_deadline is None else j.time_to_deadline for j in self.jobs)
         return np.fromiter(values, dtype=np.float64, count=self.n_jobs)
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
         """A copy (pydantic's), without the arrays cached from this instance's jobs.
 
         ``model_copy(update={"jobs": ...})`` would otherwise carry this instance's cached

@@ -106,6 +106,13 @@ POLICIES: dict[str, tuple[Objective, bool]] = {
     "min-cost-slo-perf": ("min-cost-slo", True),
 }
 
+#: HiGHS options of every allocation LP. Presolve off: the LPs are already reduced (classes of
+#: interchangeable jobs, impossible columns fixed to 0 by their bounds) and presolve found
+#: nothing to remove; measured on the 2,048-job makespan LP (6,145 columns, cold) it took 406 ms
+#: with presolve and 322 ms without, 0.64 ms and 0.51 ms on max-min's class LP. Warm-started
+#: solves skip presolve anyway.
+HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
+
 #: Seconds per hour: prices are per GPU-hour, throughputs per second.
 _HOUR = 3600.0
 
@@ -545,7 +552,7 @@ def solve_lp_policy(
                 return scale / v if v > 0 else math.inf
 
         build = time.perf_counter() - start
-        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
+        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start, options=HIGHS_OPTIONS)
         assert sol.result.objective is not None
         x = _fractions(cl, sol)
         value = objective_value(instance, x, objective, aware)
@@ -606,7 +613,7 @@ def solve_lp_policy(
         # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
         aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
         lp = _program(cl, base, coef_c, aux)
-        step = solve_matrix(lp, time_limit=left(), warm_start=step)
+        step = solve_matrix(lp, time_limit=left(), warm_start=step, options=HIGHS_OPTIONS)
         solves += 1
         solve_seconds += step.result.solve_seconds
         assert step.result.objective is not None
