@@ -15,8 +15,15 @@ and time is kept in :attr:`AllocationLP.solves`.
 The cost policies with deadlines (``min-cost-slo``, ``min-cost-slo-perf``) read each job's
 deadline from the trace (:attr:`SimJob.deadline`, absolute) as the seconds left to it; a job
 whose deadline has already passed cannot meet it whatever the round does and runs on without
-one. A round whose remaining deadlines no allocation meets is infeasible: it raises like any
-round not proven optimal.
+one. A round whose remaining deadlines no allocation meets is infeasible: by default (as Gavel
+does) the infeasible solve is recorded in :attr:`AllocationLP.solves` and the round re-solved
+without deadlines, also recorded; ``infeasible_deadlines="raise"`` stops the simulation
+instead. The allocation of a round is never one whose LP was not proven optimal.
+
+The cost policies' prices per GPU-hour come from the ``prices`` argument, else from
+the documented table; a cluster with a GPU type the table does not know (a synthetic ``fast``
+or ``gpu``) is priced uniformly, so that the cost policies maximise steps per GPU-hour there,
+and :attr:`AllocationLP.uniform_prices` records it.
 
 Finish-time fairness needs each job's isolated-share history :math:`h_m`; as in Gavel's
 policy it accumulates, round by round, the time the progress a job made would have taken at its
@@ -28,11 +35,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.allocation import AllocationInstance, AllocationJob, solve
+from optsched.allocation.prices import GPU_PRICES_PER_HOUR
 from optsched.allocation.shares import isolated_throughput
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.sim.policy import FractionalAllocation, Policy, SimState
@@ -73,11 +82,16 @@ class AllocationLP(Policy):
         ``min-cost``, ``min-cost-perf``, ``min-cost-slo``, ``min-cost-slo-perf``).
     round_seconds : float
         Round length (default Gavel's 360 s).
+    prices : mapping of str to float, optional
+        Cost policies only: US$ per GPU-hour by type name. By default the documented table
+        (:data:`optsched.allocation.prices.GPU_PRICES_PER_HOUR`); a cluster with a type the
+        table does not know is priced uniformly (1 per GPU-hour, so the cost policies maximise
+        steps per GPU-hour) and :attr:`uniform_prices` says so.
     infeasible_deadlines : {"raise", "drop"}
-        SLO policies only: what a round whose deadlines no allocation meets does. ``"raise"``
-        (default) stops the simulation with the infeasible result; ``"drop"`` records the
-        infeasible solve in :attr:`solves` and re-solves the round without deadlines (Gavel's
-        behaviour), recorded too with its ``policy``.
+        SLO policies only: what a round whose deadlines no allocation meets does. ``"drop"``
+        (default, Gavel's behaviour) records the infeasible solve in :attr:`solves` (status
+        ``infeasible``) and re-solves the round without deadlines, recorded too with its
+        ``policy``; ``"raise"`` stops the simulation with the infeasible result.
     """
 
     def __init__(
@@ -85,7 +99,8 @@ class AllocationLP(Policy):
         policy: str,
         round_seconds: float = DEFAULT_ROUND_SECONDS,
         *,
-        infeasible_deadlines: str = "raise",
+        prices: Mapping[str, float] | None = None,
+        infeasible_deadlines: str = "drop",
     ) -> None:
         if policy not in LP_POLICIES:
             raise InvalidInstanceError(
@@ -98,6 +113,9 @@ class AllocationLP(Policy):
                 "infeasible_deadlines", f"must be 'raise' or 'drop', got {infeasible_deadlines!r}"
             )
         self.infeasible_deadlines = infeasible_deadlines
+        self.prices = None if prices is None else dict(prices)
+        #: Whether the last run priced every GPU type at 1 (a type not in the price table).
+        self.uniform_prices = False
         self.name = policy
         self.policy = policy
         self.round_seconds = float(round_seconds)
@@ -112,6 +130,21 @@ class AllocationLP(Policy):
         self._warm = None
         self._history = {}
         self._previous = {}
+        self.uniform_prices = False
+
+    def _prices(self, types: tuple[str, ...]) -> tuple[float, ...] | None:
+        """The instance's prices: given, the table's (``None``), or uniform (module notes)."""
+        if LP_POLICIES[self.policy][0] not in ("min-cost", "min-cost-slo"):
+            return None
+        if self.prices is not None:
+            missing = [t for t in types if t not in self.prices]
+            if missing:
+                raise InvalidInstanceError("prices", f"no price given for GPU type(s) {missing}")
+            return tuple(float(self.prices[t]) for t in types)
+        if all(t.lower() in GPU_PRICES_PER_HOUR for t in types):
+            return None
+        self.uniform_prices = True
+        return (1.0,) * len(types)
 
     def fractional(self, state: SimState) -> FractionalAllocation:
         """The round's exact allocation (see the module notes)."""
@@ -146,7 +179,9 @@ class AllocationLP(Policy):
             )
         if not jobs:
             return {}
-        instance = AllocationInstance(gpu_types=types, capacity=capacity, jobs=tuple(jobs))
+        instance = AllocationInstance(
+            gpu_types=types, capacity=capacity, jobs=tuple(jobs), prices=self._prices(types)
+        )
         start = time.perf_counter()
         policy = self.policy
         try:
