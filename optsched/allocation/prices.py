@@ -5,14 +5,14 @@ GPU-hour: Google Cloud Compute Engine's GPU price list (https://cloud.google.com
 region us-central1, the per-GPU price charged on top of the machine type, as published in 2020,
 the year of Gavel's paper):
 
-=========  ===========  ==========================
-type       $ / GPU-hour  Compute Engine name
-=========  ===========  ==========================
-``k80``    0.45          ``nvidia-tesla-k80``
-``p100``   1.46          ``nvidia-tesla-p100``
-``v100``   2.48          ``nvidia-tesla-v100``
-``t4``     0.35          ``nvidia-tesla-t4``
-=========  ===========  ==========================
+=========  =============  ==========================
+type       $ / GPU-hour   Compute Engine name
+=========  =============  ==========================
+``k80``    0.45           ``nvidia-tesla-k80``
+``p100``   1.46           ``nvidia-tesla-p100``
+``v100``   2.48           ``nvidia-tesla-v100``
+``t4``     0.35           ``nvidia-tesla-t4``
+=========  =============  ==========================
 
 Gavel's artifact uses the same three types with Google Cloud's *preemptible* prices (0.135, 0.43,
 0.74 for k80, p100, v100) and AWS spot price logs; on-demand prices are what a cluster owner
