@@ -31,6 +31,9 @@ pytestmark = pytest.mark.solver("highs")
 #: the twin beyond the LP's own tolerance, and the two must agree within the twin's accuracy.
 TWIN_TOL = 1e-4
 
+#: Objectives maximised (the others are minimised).
+MAXIMISED = ("max-min", "max-sum-throughput", "min-cost", "min-cost-slo")
+
 
 @st.composite
 def rounds(draw: st.DrawFn, max_jobs: int = 6) -> AllocationInstance:
@@ -54,7 +57,10 @@ def rounds(draw: st.DrawFn, max_jobs: int = 6) -> AllocationInstance:
                 isolated_time=draw(st.sampled_from([0.0, 3.0])),
             )
         )
-    return AllocationInstance(gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs)
+    prices = tuple(draw(st.lists(st.sampled_from([0.45, 1.46, 2.48]), min_size=k, max_size=k)))
+    return AllocationInstance(
+        gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs, prices=prices
+    )
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
@@ -70,7 +76,7 @@ def test_matrix_lp_equals_its_declarative_twin(policy: str, inst: AllocationInst
     assert within(report.objective, res.objective, OPTIMALITY_GAP)
     twin, _ = solve_twin(inst, policy)
     assert within(res.objective, twin, TWIN_TOL)
-    if objective in ("max-min", "max-sum-throughput"):
+    if objective in MAXIMISED:
         assert leq(twin, res.objective, OPTIMALITY_GAP)
     else:
         assert leq(res.objective, twin, OPTIMALITY_GAP)
@@ -82,6 +88,7 @@ def test_no_grid_point_beats_the_lp(policy: str) -> None:
     inst = AllocationInstance(
         gpu_types=("fast", "slow"),
         capacity=(1, 1),
+        prices=(2.48, 0.45),
         jobs=[
             AllocationJob(job_id="a", throughput=(4.0, 1.0), steps_remaining=100.0),
             AllocationJob(
@@ -92,7 +99,7 @@ def test_no_grid_point_beats_the_lp(policy: str) -> None:
     objective, aware = POLICIES[policy]
     res = solve(inst, policy)
     grid = np.round(np.arange(0, 1.01, 0.1), 10)
-    maximise = objective in ("max-min", "max-sum-throughput")
+    maximise = objective in MAXIMISED
     for a0, a1, b0, b1 in itertools.product(grid, repeat=4):
         x = np.array([[a0, a1], [b0, b1]])
         if x[0].sum() > 1 or x[1].sum() > 1 or x[:, 0].sum() > 1 or x[:, 1].sum() > 1:

@@ -67,3 +67,45 @@ def test_bad_allocation_policy_names_the_field() -> None:
     with pytest.raises(InvalidInstanceError) as err:
         AllocationLP("max-min", round_seconds=float("nan"))
     assert err.value.field == "round_seconds"
+
+
+def test_slo_rounds_read_deadlines_and_infeasible_ones_are_never_used_silently() -> None:
+    """Deadlines come from the trace; a round no allocation can serve raises when asked to,
+    and by default is recorded as infeasible and re-solved without deadlines (the run then
+    validates)."""
+    from optsched.errors import NotOptimalError
+
+    world = sim.generate_instance(10, "v100=4,k80=4", seed=0, deadline_fraction=0.5)
+    strict = AllocationLP("min-cost-slo-perf", infeasible_deadlines="raise")
+    with pytest.raises(NotOptimalError) as err:
+        sim.simulate(world, strict)
+    assert err.value.result.status.value == "infeasible"
+
+    relaxed = make_policy("min-cost-slo-perf")
+    assert isinstance(relaxed, AllocationLP)
+    result = sim.simulate(world, relaxed)
+    assert sim.validate(world, result).ok
+    statuses = [(s.status, s.policy) for s in relaxed.solves]
+    assert ("infeasible", "min-cost-slo-perf") in statuses
+    assert ("optimal", "min-cost-slo-perf") in statuses  # rounds whose deadlines can be met
+    infeasible = [i for i, s in enumerate(relaxed.solves) if s.status == "infeasible"]
+    assert all(relaxed.solves[i + 1].policy == "min-cost-perf" for i in infeasible)
+    with pytest.raises(InvalidInstanceError) as bad:
+        AllocationLP("min-cost-slo-perf", infeasible_deadlines="ignore")
+    assert bad.value.field == "infeasible_deadlines"
+
+
+def test_cost_policies_price_unknown_gpu_types_uniformly_and_say_so() -> None:
+    world = sim.generate_instance(6, "fast=2,slow=2", seed=1)
+    policy = AllocationLP("min-cost-perf")
+    assert sim.validate(world, sim.simulate(world, policy)).ok
+    assert policy.uniform_prices
+    priced = AllocationLP("min-cost-perf", prices={"fast": 3.0, "slow": 1.0})
+    assert sim.validate(world, sim.simulate(world, priced)).ok
+    assert not priced.uniform_prices
+    known = AllocationLP("min-cost-perf")
+    sim.simulate(sim.generate_instance(6, "v100=2,k80=2", seed=1), known)
+    assert not known.uniform_prices
+    with pytest.raises(InvalidInstanceError) as err:
+        sim.simulate(world, AllocationLP("min-cost-perf", prices={"fast": 3.0}))
+    assert err.value.field == "prices"

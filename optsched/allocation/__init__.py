@@ -33,7 +33,9 @@ from optsched.allocation.packed import (
 from optsched.allocation.solution import Allocation
 from optsched.allocation.themis import themis
 from optsched.allocation.validate import validate
+from optsched.errors import NotOptimalError
 from optsched.results import ExactResult
+from optsched.solvers.result import SolveResult
 
 __all__ = [
     "PACKED_POLICIES",
@@ -52,7 +54,14 @@ __all__ = [
     "validate",
 ]
 
-_SENSE = {"max-min": "max", "max-sum-throughput": "max", "makespan": "min", "ftf": "min"}
+_SENSE = {
+    "max-min": "max",
+    "max-sum-throughput": "max",
+    "makespan": "min",
+    "ftf": "min",
+    "min-cost": "max",
+    "min-cost-slo": "max",
+}
 
 
 def solve(
@@ -71,7 +80,9 @@ def solve(
     policy : str
         A key of :data:`POLICIES`: ``max-min``/``max-min-perf`` (LAS), ``makespan``/
         ``makespan-perf``, ``ftf``/``ftf-perf`` (finish-time fairness),
-        ``max-sum-throughput-perf``, and their space-sharing forms ``max-min-packed``,
+        ``max-sum-throughput-perf``, ``min-cost``/``min-cost-perf`` (throughput per dollar),
+        ``min-cost-slo``/``min-cost-slo-perf`` (the same with each job's deadline as a
+        throughput lower bound), and the space-sharing forms ``max-min-packed``,
         ``makespan-packed``, ``ftf-packed``, ``max-sum-throughput-packed``
         (:data:`PACKED_POLICIES`; the allocation then has pair rows).
     time_limit : float, optional
@@ -91,7 +102,10 @@ def solve(
     Raises
     ------
     NotOptimalError
-        Not proven optimal and not accepted; carries the result with its allocation.
+        Not proven optimal and not accepted; carries the result with its allocation (none when
+        the round is infeasible, e.g. deadlines no allocation meets: status ``infeasible``).
+    InvalidInstanceError
+        Unknown policy, or a cost policy on a GPU type without a known price (``prices``).
 
     Examples
     --------
@@ -104,11 +118,24 @@ def solve(
             instance, policy, time_limit=time_limit, warm_start=warm_start
         )
     else:
-        x, result, lp = solve_lp_policy(
-            instance, policy, time_limit=time_limit, warm_start=warm_start
-        )
+        try:
+            x, result, lp = solve_lp_policy(
+                instance, policy, time_limit=time_limit, warm_start=warm_start
+            )
+        except NotOptimalError as err:
+            if not isinstance(err.result, SolveResult):
+                raise
+            # No allocation to return (e.g. deadlines no allocation meets): carry the status,
+            # the solver's message and timings in the family's result type.
+            stopped: ExactResult[Allocation] = ExactResult.from_solve(
+                err.result,
+                None,
+                sense=_SENSE[POLICIES[policy][0]],  # type: ignore[arg-type]
+                objective_name=POLICIES[policy][0],
+            )
+            raise NotOptimalError(stopped) from err
         allocation = Allocation(
-            job_ids=tuple(j.job_id for j in instance.jobs),
+            job_ids=instance.job_ids,
             gpu_types=instance.gpu_types,
             fractions=x,
             policy=policy,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from optsched.allocation.instance import AllocationInstance, AllocationJob, PairThroughput
+from optsched.errors import InvalidInstanceError
 
 __all__ = ["generate_instance"]
 
@@ -24,6 +25,7 @@ def generate_instance(
     gpus_per_type: int | None = None,
     multi_gpu: bool = False,
     job_types: int = 0,
+    slo_fraction: float = 0.0,
     seed: int = 0,
 ) -> AllocationInstance:
     """A random round: ``n_jobs`` jobs on ``gpu_types`` with ``gpus_per_type`` GPUs each.
@@ -38,6 +40,11 @@ def generate_instance(
         Draw scale factors from {1, 2, 4, 8} (else all 1).
     job_types : int
         Number of co-location classes (0: none, the instance has no pair table).
+    slo_fraction : float
+        Share of the jobs given a deadline (``time_to_deadline``): their steps left at their
+        best throughput times a slack drawn from [2, 8], so each alone needs at most half of
+        the round on its fastest type (drawn from a separate stream: the other fields do not
+        change with it).
     seed : int
 
     Examples
@@ -66,6 +73,22 @@ def generate_instance(
         )
         for i in range(n_jobs)
     ]
+    if slo_fraction > 0:
+        if not slo_fraction <= 1:
+            raise InvalidInstanceError("slo_fraction", f"must be in [0, 1], got {slo_fraction}")
+        slo = np.random.default_rng([seed, 1])
+        chosen = slo.random(n_jobs) < slo_fraction
+        slack = slo.uniform(2.0, 8.0, size=n_jobs)
+        jobs = [
+            job.model_copy(
+                update={
+                    "time_to_deadline": float(slack[i] * job.steps_remaining / max(job.throughput))
+                }
+            )
+            if chosen[i]
+            else job
+            for i, job in enumerate(jobs)
+        ]
     pairs: list[PairThroughput] = []
     if job_types > 0:
         # drawn after the unpacked instance, so that its numbers do not depend on job_types

@@ -23,21 +23,41 @@ gang larger than the type has GPUs: \texttt{gang\_fits}). With
   :math:`c_m = h_m + \sigma_m / q_m` (isolated time so far plus time left at the isolated share).
   :math:`\rho_m(X) \le r \iff \theta_m(X) \ge g_m(r) = \sigma_m / (r c_m - t_m)`, so for a fixed
   :math:`r` feasibility is an LP, and :math:`\lambda^*(r) = \max\{\lambda : \theta_m(X) \ge
-  \lambda g_m(r)\}` is at least 1 exactly when :math:`r` is achievable. We bracket
-  :math:`r^* \in [L, U]` (``L`` from every job alone on its fastest type, ``U`` from the isolated
-  allocation) and bisect, each LP warm-started from the previous basis; every feasible step also
-  lowers ``U`` to the exact :math:`\max_m \rho_m` of the allocation found. The result is proven
-  within the bracket: optimal when :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP`
-  :math:`\cdot U`.
+  \lambda g_m(r)\}` is at least 1 exactly when :math:`r` is achievable. Written as
+  :math:`\rho_m = \beta_m + \alpha_m/\theta_m` (:math:`\alpha_m = \sigma_m/c_m`,
+  :math:`\beta_m = t_m/c_m \ge 0`), :math:`g_m(r) = \alpha_m/(r - \beta_m)`, and for
+  :math:`r' \le r` every job has :math:`(r-\beta_m)/(r'-\beta_m) \ge r/r'`, so an allocation
+  achieving :math:`r'` gives :math:`\lambda^*(r) \ge r/r'`: every LP at a level :math:`r` proves
+  :math:`r^* \ge r/\lambda^*(r)`. We bracket :math:`r^* \in [L, U]` (``L`` from every job
+  alone on its fastest type and from those bounds, ``U`` from the isolated allocation and
+  every allocation found). The levels tried: :math:`r = U` (a Dinkelbach step), then
+  :math:`r = L` (:math:`\lambda^* \ge 1` there proves :math:`L` optimal, the usual case once a
+  job has waited long), then secant roots of :math:`\lambda^*(r) = 1` inside the bracket,
+  bisecting when two LPs did not halve it; each LP warm-started from the previous basis.
+  When no job has waited
+  (:math:`\beta = 0`, Gavel's microbenchmark) :math:`\lambda^*(r)` is proportional to
+  :math:`r` and the first LP closes the bracket. Jobs are grouped by
+  :math:`(s_m, T_m/\alpha_m, \beta_m)`, so jobs of one type with no history form one class
+  whatever their steps left. The result is proven within the bracket: optimal when
+  :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP` :math:`\cdot U`.
 * ``max-sum-throughput``: :math:`\max_X \sum_m \theta_m(X)`.
+* ``min-cost`` (throughput per dollar, Gavel's ``ThroughputNormalizedByCostSum``):
+  :math:`\max_X \sum_{m,j} u_{mj} X_{mj}` with :math:`u_{mj} = 3600\,T_{mj}/(s_m p_j)` steps per
+  dollar (:math:`p_j` US$ per GPU-hour, :mod:`optsched.allocation.prices`); ``min-cost-slo``
+  adds :math:`\theta_m(X) \ge \sigma_m / d_m` for every job with a deadline :math:`d_m`
+  seconds away. A round no allocation can serve raises ``NotOptimalError`` with status
+  ``infeasible`` (naming the jobs that alone need more than their fastest type gives).
 
 Heterogeneity-agnostic variants replace :math:`T` before the LP: by all ones for ``max-min``
 (equal time shares, Gavel's ``MaxMinFairnessPolicy``), by each job's throughput on a reference
 type for the others (Gavel uses ``v100``).
 
 Complexity: the LP has :math:`MK + 1` columns and :math:`2M + K` rows with :math:`3MK` non-zeros,
-built in :math:`O(MK)` vectorised numpy; ``ftf`` solves :math:`O(\log(U_0/L_0 \epsilon^{-1}))`
-such LPs.
+built in :math:`O(MK)` vectorised numpy (over classes of interchangeable jobs, usually far fewer
+than :math:`M`); ``ftf`` solves one LP when no job has waited and otherwise a few (2.8 per
+round on average simulating the ElasticFlow trace ``cluster04``), :data:`FTF_MAX_STEPS` at most:
+the bracket halves at least every three LPs, so :math:`O(\log(U_0/(L_0 \epsilon)))`.
+The cost policies solve one LP; with deadlines it has :math:`|C|` more rows.
 """
 
 from __future__ import annotations
@@ -45,12 +65,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from optsched.allocation.instance import AllocationInstance
+from optsched.allocation.prices import gpu_prices
 from optsched.allocation.shares import (
     isolated_share,
     isolated_throughput,
@@ -70,13 +91,15 @@ from optsched.tolerances import OPTIMALITY_GAP
 __all__ = [
     "POLICIES",
     "Objective",
+    "cost_coefficients",
     "effective_throughputs",
     "feasible_mask",
     "objective_value",
+    "slo_rates",
     "solve_lp_policy",
 ]
 
-Objective = Literal["max-min", "makespan", "ftf", "max-sum-throughput"]
+Objective = Literal["max-min", "makespan", "ftf", "max-sum-throughput", "min-cost", "min-cost-slo"]
 
 #: Policy name -> (objective, heterogeneity-aware?).
 POLICIES: dict[str, tuple[Objective, bool]] = {
@@ -87,9 +110,23 @@ POLICIES: dict[str, tuple[Objective, bool]] = {
     "ftf": ("ftf", False),
     "ftf-perf": ("ftf", True),
     "max-sum-throughput-perf": ("max-sum-throughput", True),
+    "min-cost": ("min-cost", False),
+    "min-cost-perf": ("min-cost", True),
+    "min-cost-slo": ("min-cost-slo", False),
+    "min-cost-slo-perf": ("min-cost-slo", True),
     # space sharing: solved by optsched.allocation.packed (solve() dispatches there)
     **{f"{o}-packed": (o, True) for o in ("max-min", "makespan", "ftf", "max-sum-throughput")},
 }
+
+#: HiGHS options of every allocation LP. Presolve off: the LPs are already reduced (classes of
+#: interchangeable jobs, impossible columns fixed to 0 by their bounds) and presolve found
+#: nothing to remove; measured on the 2,048-job makespan LP (6,145 columns, cold) it took 406 ms
+#: with presolve and 322 ms without, 0.64 ms and 0.51 ms on max-min's class LP. Warm-started
+#: solves skip presolve anyway.
+HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
+
+#: Seconds per hour: prices are per GPU-hour, throughputs per second.
+_HOUR = 3600.0
 
 #: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
 FTF_MAX_STEPS = 200
@@ -143,16 +180,41 @@ class _Classes:
         return x[self.inverse]
 
 
+def _unique_rows(
+    table: NDArray[np.float64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    r"""``(first, inverse, counts)`` of the distinct rows of ``table`` (as ``np.unique(axis=0)``).
+
+    One stable ``lexsort`` over the columns and a comparison of neighbours: :math:`O(n \log n)`
+    vectorised, where ``np.unique(axis=0)`` sorts a structured view element by element (ten times
+    slower at a few thousand rows, which made grouping the dearest step of a one-LP round).
+    ``first`` holds each group's smallest row index; groups are numbered in sorted order.
+    """
+    n = table.shape[0]
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    order = np.lexsort(table.T[::-1])
+    ordered = table[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    group = np.cumsum(new) - 1
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = group
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, n))
+    return order[starts].astype(np.int64), inverse, counts.astype(np.int64)
+
+
 def _classes(instance: AllocationInstance, *keys: NDArray[np.float64]) -> _Classes:
     mask = feasible_mask(instance)
     sf = instance.scale_factors
     table = np.column_stack([sf, mask.astype(np.float64), *[np.asarray(k) for k in keys]])
-    _, rep, inverse, counts = np.unique(
-        table, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
+    rep, inverse, counts = _unique_rows(table)
     return _Classes(
         rep=rep,
-        inverse=inverse.ravel(),
+        inverse=inverse,
         counts=counts.astype(np.float64),
         sf=sf[rep],
         mask=mask[rep],
@@ -169,6 +231,9 @@ class _Base:
     vals: NDArray[np.float64]
     upper: NDArray[np.float64]
     n_rows: int
+    #: Built by :func:`_base` (job rows, then type rows): lets :func:`_program` lay out the CSC
+    #: arrays directly instead of sorting triplets.
+    standard: bool = False
 
 
 def _base(cl: _Classes) -> _Base:
@@ -181,7 +246,49 @@ def _base(cl: _Classes) -> _Base:
     cols = np.concatenate([idx, idx])
     vals = np.concatenate([np.ones(m * k), gpus])
     upper = cl.mask.ravel().astype(np.float64)
-    return _Base(rows, cols, vals, upper, m + k)
+    return _Base(rows, cols, vals, upper, m + k, standard=True)
+
+
+def _standard_csc(
+    cl: _Classes,
+    coef: NDArray[np.float64] | None,
+    aux: NDArray[np.float64] | None,
+    n_rows: int,
+) -> Any:
+    r"""The matrix of :func:`_program` over a standard base, laid out column by column.
+
+    Column :math:`(c, j)` holds, in row order, the job row :math:`c`, the type row
+    :math:`M + j` and (with ``coef``) the fairness row :math:`M + K + c`; the last column holds
+    :math:`-\text{aux}` in the fairness rows. No triplet sort: :math:`O(MK)` array writes.
+    """
+    import scipy.sparse as sp
+
+    m, k = cl.n, cl.capacities.size
+    idx = np.arange(m * k)
+    per = 2 if coef is None or aux is None else 3
+    indices = np.empty((m * k, per), dtype=np.int32)
+    data = np.empty((m * k, per))
+    indices[:, 0] = idx // k
+    indices[:, 1] = m + idx % k
+    data[:, 0] = 1.0
+    data[:, 1] = np.repeat(cl.counts * cl.sf, k)
+    last_rows = np.zeros(0, dtype=np.int32)
+    last_vals = np.zeros(0)
+    if per == 3:
+        assert coef is not None and aux is not None
+        indices[:, 2] = m + k + idx // k
+        data[:, 2] = coef.ravel()
+        last_rows = (m + k + np.arange(m)).astype(np.int32)
+        last_vals = -np.asarray(aux, dtype=np.float64)
+    indptr = np.append(np.arange(0, per * m * k + 1, per), per * m * k + last_rows.size)
+    return sp.csc_array(
+        (
+            np.concatenate([data.ravel(), last_vals]),
+            np.concatenate([indices.ravel(), last_rows]),
+            indptr.astype(np.int32),
+        ),
+        shape=(n_rows, m * k + 1),
+    )
 
 
 def _program(
@@ -190,10 +297,13 @@ def _program(
     coef: NDArray[np.float64] | None,
     aux: NDArray[np.float64] | None,
     objective: NDArray[np.float64] | None = None,
+    row_lower: NDArray[np.float64] | None = None,
 ) -> LinearProgram:
-    """Base polytope + rows ``coef[c] . x_c - aux[c] v >= 0``, maximise ``v`` (or ``objective``).
+    """Base polytope + rows ``coef[c] . x_c - aux[c] v >= row_lower[c]``, maximise ``v``.
 
-    ``coef``, ``aux`` and ``objective`` are per class (rows of the representatives).
+    With ``objective``, that is maximised instead and ``v`` is fixed to 0; ``row_lower``
+    defaults to 0. ``coef``, ``aux``, ``objective`` and ``row_lower`` are per class (rows of the
+    representatives).
     """
     import scipy.sparse as sp
 
@@ -208,12 +318,16 @@ def _program(
         rows += [n_rows + idx // k, n_rows + np.arange(m)]
         cols += [idx, np.full(m, m * k)]
         vals += [coef.ravel(), -aux]
-        lower.append(np.zeros(m))
+        lower.append(np.zeros(m) if row_lower is None else np.asarray(row_lower, dtype=float))
         upper.append(np.full(m, np.inf))
         n_rows += m
-    a = sp.csc_array(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_rows, n)
-    )
+    if base.standard:
+        a = _standard_csc(cl, coef, aux, n_rows)
+    else:
+        a = sp.csc_array(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(n_rows, n),
+        )
     c = np.zeros(n)
     if objective is None:
         c[-1] = 1.0
@@ -238,11 +352,53 @@ def _ftf_terms(
     """``(sigma, t_m, c_m)`` of the jobs with steps left."""
     q = isolated_throughput(t, instance.scale_factors, instance.capacities)
     sigma = instance.steps
-    since = np.array([j.time_since_start for j in instance.jobs])
-    hist = np.array([j.isolated_time for j in instance.jobs])
+    since = instance.since_start
+    hist = instance.isolated_times
     with np.errstate(divide="ignore"):
         c = hist + np.where(sigma > 0, sigma / np.where(q > 0, q, np.nan), 0.0)
     return sigma, since, c
+
+
+def _ftf_alpha_beta(
+    instance: AllocationInstance, t: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""``(alpha, beta)`` with :math:`\rho_m(X) = \beta_m + \alpha_m / \theta_m(X)`.
+
+    :math:`\alpha_m = \sigma_m / c_m = 1 / (h_m/\sigma_m + 1/q_m)` and
+    :math:`\beta_m = t_m / c_m = t_m \alpha_m / \sigma_m`, computed in this order so that jobs
+    of one type with no history share bit-identical values (and fall into one class) whatever
+    their steps left. Jobs with no steps left get ``alpha = 1``, ``beta = 0`` (no fairness row).
+    """
+    q = isolated_throughput(t, instance.scale_factors, instance.capacities)
+    sigma = instance.steps
+    active = sigma > 0
+    safe_sigma = np.where(active, sigma, 1.0)
+    with np.errstate(divide="ignore"):
+        inv_q = np.where(q > 0, 1.0 / np.where(q > 0, q, 1.0), np.inf)
+    alpha = np.where(active, 1.0 / (instance.isolated_times / safe_sigma + inv_q), 1.0)
+    beta = np.where(active, instance.since_start * alpha / safe_sigma, 0.0)
+    return alpha, beta
+
+
+def cost_coefficients(instance: AllocationInstance, t: NDArray[np.float64]) -> NDArray[np.float64]:
+    r""":math:`u_{mj} = 3600\, T_{mj} / (s_m p_j)`, steps per dollar on each type.
+
+    Job :math:`m`'s gang of :math:`s_m` GPUs on type :math:`j` at :math:`p_j` US$ per GPU-hour
+    (:mod:`optsched.allocation.prices`).
+    """
+    prices = gpu_prices(instance.gpu_types, instance.prices)
+    return _HOUR * t / (instance.scale_factors[:, None] * prices[None, :])
+
+
+def slo_rates(instance: AllocationInstance) -> NDArray[np.float64]:
+    r"""The throughput each job needs to meet its deadline, :math:`\sigma_m / d_m`.
+
+    0 without a deadline or steps left; ``inf`` for steps left and no time.
+    """
+    sigma, due = instance.steps, instance.deadlines
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(sigma > 0, sigma / due, 0.0)
+    return np.where(np.isnan(rate), 0.0, rate)
 
 
 def objective_value(
@@ -260,6 +416,8 @@ def objective_value(
     t = effective_throughputs(instance, aware)
     if objective == "max-min" and not aware:
         t = feasible_mask(instance).astype(np.float64)
+    if objective in ("min-cost", "min-cost-slo"):
+        return float(np.einsum("mj,mj->", cost_coefficients(instance, t), fractions))
     theta = np.einsum("mj,mj->m", t, fractions)
     if objective == "max-sum-throughput":
         return float(theta.sum())
@@ -362,6 +520,30 @@ def solve_lp_policy(
             def to_bound(v: float) -> float:
                 return v
 
+        elif objective in ("min-cost", "min-cost-slo"):
+            # Throughput per dollar; with SLOs, theta_m >= sigma_m / d_m for jobs with a
+            # deadline (rows with coefficient 0 for the others).
+            gain = cost_coefficients(instance, t) * feasible_mask(instance)
+            if objective == "min-cost":
+                cl = _classes(instance, gain)
+                lp = _program(cl, _base(cl), None, None, objective=gain[cl.rep])
+            else:
+                rate = slo_rates(instance)
+                _refuse_impossible_slos(instance, t, rate, start)
+                cl = _classes(instance, gain, t, rate)
+                has = (rate > 0)[cl.rep]
+                lp = _program(
+                    cl,
+                    _base(cl),
+                    t[cl.rep] * has[:, None],
+                    np.zeros(cl.n),
+                    objective=gain[cl.rep],
+                    row_lower=rate[cl.rep],
+                )
+
+            def to_bound(v: float) -> float:
+                return v
+
         elif objective == "max-min":
             tt = feasible_mask(instance).astype(np.float64) if not aware else t
             p = proportional_throughput(tt, instance.capacities)
@@ -384,7 +566,7 @@ def solve_lp_policy(
                 return scale / v if v > 0 else math.inf
 
         build = time.perf_counter() - start
-        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
+        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start, options=HIGHS_OPTIONS)
         assert sol.result.objective is not None
         x = _fractions(cl, sol)
         value = objective_value(instance, x, objective, aware)
@@ -393,19 +575,22 @@ def solve_lp_policy(
         return x, _result(stop, value, bound, build, sol.result.solve_seconds, 1), sol
 
     # Finish-time fairness: a sequence of LPs over a proven bracket [lower, upper] of r*.
-    _, since, c = _ftf_terms(instance, t)
     active = sigma > 0
-    cl = _classes(instance, t, sigma, since, np.nan_to_num(c, nan=-1.0))
-    base = _base(cl)
-    build = time.perf_counter() - start
     if not active.any():
+        build = time.perf_counter() - start
         return (
             np.zeros((m, k)),
             _result(TerminationCondition.OPTIMAL, 0.0, 0.0, build, 0.0, 0),
             None,
         )
+    alpha, beta = _ftf_alpha_beta(instance, t)
+    coef = t / alpha[:, None]
+    cl = _classes(instance, active.astype(np.float64), coef, beta)
+    base = _base(cl)
+    coef_c, beta_c, active_c = coef[cl.rep], beta[cl.rep], active[cl.rep]
+    build = time.perf_counter() - start
     best_alone = np.max(t * feasible_mask(instance), axis=1)
-    lower = float(np.max((since[active] + sigma[active] / best_alone[active]) / c[active]))
+    lower = float(np.max(beta[active] + alpha[active] / best_alone[active]))
     x_best = isolated_share(instance.scale_factors, instance.capacities) * feasible_mask(instance)
     upper = objective_value(instance, x_best, objective, aware)
     hi = upper  # an achievable level of r (the bracket's upper end)
@@ -413,12 +598,20 @@ def solve_lp_policy(
     solves = 0
     step: MatrixSolution | None = warm_start
     last_feasible: MatrixSolution | None = None
-    # Steps: "descend" solves the lambda-LP at the best level found, whose allocation's exact
-    # rho becomes the next level (a Dinkelbach-type step; exact in one step when no job has a
-    # history, t = 0); when a step no longer improves, "certify" solves just below it: lambda < 1
-    # there proves the level optimal within the tolerance. A failed certificate falls back to
-    # bisection of the bracket. Every step keeps lower <= r* <= upper.
-    descend = math.isfinite(upper)
+    # Levels: the first LP is a Dinkelbach step at the best level found (r = U). Every LP at a
+    # level r with lambda(r) >= 1 proves r* >= r / lambda(r) and gives an allocation with
+    # rho <= r (module notes), so a round where no job has waited (beta = 0) is solved and
+    # certified by its first LP. The second LP tries the lower end L itself (r* = L when the
+    # job whose best-alone bound is L is the bottleneck, common once jobs have waited). After
+    # that the next level is the secant root of lambda(r) = 1 through the last two LPs (lambda
+    # is linear in r for a single bottleneck job and smooth while the optimal basis stays,
+    # where plain Dinkelbach steps converge only linearly: 200 of them did not close a round of
+    # the ElasticFlow trace cluster04 that this closes in a handful), kept inside the bracket
+    # and never closer to its upper end than the tolerance (lambda < 1 just below U certifies
+    # U); a step bisects when the two LPs before it did not halve the bracket, so it at least
+    # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
+    points: list[tuple[float, float]] = []
+    widths: list[float] = []  # hi - lower before each LP
     for _ in range(FTF_MAX_STEPS):
         if math.isfinite(upper) and upper - lower <= OPTIMALITY_GAP / 10 * max(1.0, upper):
             break
@@ -427,33 +620,86 @@ def solve_lp_policy(
         if deadline is not None and time.perf_counter() >= deadline:
             stop = TerminationCondition.TIME_LIMIT
             return x_best, _result(stop, upper, lower, build, solve_seconds, solves), last_feasible
-        if not math.isfinite(hi):
-            r = 2.0 * lower + 1.0  # no feasible level yet: look further out
-        elif descend:
-            r = hi
-        else:
-            r = max(0.5 * (lower + hi), hi * (1.0 - OPTIMALITY_GAP / 20))
-        g = np.zeros(m)
-        g[active] = sigma[active] / (r * c[active] - since[active])
-        lp = _program(cl, base, t[cl.rep], g[cl.rep])
-        step = solve_matrix(lp, time_limit=left(), warm_start=step)
+        width = hi - lower if math.isfinite(hi) else math.inf
+        stalled = len(widths) >= 2 and width > 0.5 * widths[-2]
+        widths.append(width)
+        r = _next_level(points, lower, hi, bisect=stalled)
+        # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
+        aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
+        lp = _program(cl, base, coef_c, aux)
+        step = solve_matrix(lp, time_limit=left(), warm_start=step, options=HIGHS_OPTIONS)
         solves += 1
         solve_seconds += step.result.solve_seconds
         assert step.result.objective is not None
-        if step.result.objective >= 1.0:
-            # r is achievable; the allocation found may do better than r.
+        lam = step.result.objective
+        points.append((r, lam))
+        if lam >= 1.0:
+            # r is achievable; the allocation found may do better than r, and no level below
+            # r / lambda(r) is achievable.
+            lower = max(lower, min(r / lam, upper))
             x = _fractions(cl, step)
             value = objective_value(instance, x, objective, aware)
-            improved = value < upper * (1.0 - OPTIMALITY_GAP / 20)
             if value < upper:
                 upper, x_best, last_feasible = value, x, step
+            lower = min(lower, upper)
             hi = min(r, upper)
-            descend = improved
         else:
             lower = r
-            descend = False
     res = _result(TerminationCondition.OPTIMAL, upper, lower, build, solve_seconds, solves)
     return x_best, res, last_feasible
+
+
+def _next_level(
+    points: list[tuple[float, float]], lower: float, hi: float, *, bisect: bool
+) -> float:
+    """The next FTF level inside ``(lower, hi]`` (see the loop in :func:`solve_lp_policy`)."""
+    if not math.isfinite(hi):
+        return 2.0 * lower + 1.0  # no achievable level yet: look further out
+    if not points:
+        return hi  # Dinkelbach step at the best level found
+    middle = 0.5 * (lower + hi)
+    if bisect:
+        return middle
+    top = hi * (1.0 - OPTIMALITY_GAP / 20)  # lambda < 1 here certifies hi within the tolerance
+    if top <= lower:
+        return middle
+    if len(points) < 2:
+        return lower  # lambda(lower) >= 1 proves lower optimal; else it brackets r*
+    (r0, l0), (r1, l1) = points[-2], points[-1]
+    guess = r1 + (1.0 - l1) * (r1 - r0) / (l1 - l0) if l1 != l0 else math.nan
+    if not (math.isfinite(guess) and lower < guess < hi):
+        return middle
+    return min(guess, top)
+
+
+def _refuse_impossible_slos(
+    instance: AllocationInstance, t: NDArray[np.float64], rate: NDArray[np.float64], start: float
+) -> None:
+    """Raise ``NotOptimalError`` (infeasible) naming the jobs no allocation can get in time.
+
+    A job needing more than its best throughput (all of the round on its fastest type) cannot
+    meet its deadline whatever the others do; the LP would only say "infeasible" without
+    naming it.
+    """
+    best = np.max(t * feasible_mask(instance), axis=1)
+    late = np.flatnonzero(rate > best * (1.0 + OPTIMALITY_GAP))
+    if late.size == 0:
+        return
+    names = ", ".join(repr(instance.jobs[i].job_id) for i in late[:5])
+    more = f" and {late.size - 5} more" if late.size > 5 else ""
+    build = time.perf_counter() - start
+    raise NotOptimalError(
+        _result(
+            TerminationCondition.INFEASIBLE,
+            None,
+            None,
+            build,
+            0.0,
+            0,
+            message=f"no allocation meets the deadline of job(s) {names}{more}: each needs more "
+            "steps per second than its fastest GPU type gives",
+        )
+    )
 
 
 def _raise_if_stopped(result: SolveResult) -> None:

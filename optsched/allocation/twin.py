@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from optsched.allocation.instance import AllocationInstance
 from optsched.allocation.lp import POLICIES, effective_throughputs, feasible_mask
+from optsched.allocation.prices import gpu_prices
 from optsched.allocation.shares import isolated_throughput, proportional_throughput
 from optsched.errors import InvalidInstanceError
 
@@ -54,6 +55,16 @@ def build_twin(instance: AllocationInstance, policy: str) -> tuple[Any, Any]:
         problem = cp.Problem(cp.Maximize(cp.min(share)), constraints)
     elif objective == "max-sum-throughput":
         problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(t, x))), constraints)
+    elif objective in ("min-cost", "min-cost-slo"):
+        prices = gpu_prices(instance.gpu_types, instance.prices)
+        per_dollar = 3600.0 * t / np.outer(sf, prices)  # steps per dollar on each type
+        if objective == "min-cost-slo":
+            due = np.flatnonzero(np.isfinite(instance.deadlines) & (instance.steps > 0))
+            theta = cp.sum(cp.multiply(t, x), axis=1)
+            constraints += [  # slo
+                theta[i] >= instance.steps[i] / instance.deadlines[i] for i in due
+            ]
+        problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(per_dollar, x))), constraints)
     else:
         sigma = instance.steps
         active = np.flatnonzero(sigma > 0)

@@ -2,11 +2,11 @@
 
 Shares no code with the LP builders: it reads the instance's throughputs, scale factors and
 capacities and the allocation's fractions, and lists every violated constraint by the names of
-the formulation page (``nonnegative``, ``job_time``, ``type_capacity``, ``gang_fits``, and for
-the pair rows of a packed allocation ``pair_fits``: two distinct jobs with a co-location class,
-the same scale factor, each able to run on the type, and positive normalised pair throughputs
-there). A pair row counts once against its type's GPUs (with the pair's scale factor) and
-against the time of each of its two jobs.
+the formulation page (``nonnegative``, ``job_time``, ``type_capacity``, ``gang_fits``,
+``slo`` for the deadline policies, and for the pair rows of a packed allocation ``pair_fits``:
+two distinct jobs with a co-location class, the same scale factor, each able to run on the
+type, and positive normalised pair throughputs there). A pair row counts once against its
+type's GPUs (with the pair's scale factor) and against the time of each of its two jobs.
 """
 
 from __future__ import annotations
@@ -148,6 +148,8 @@ def validate(
                     used - cap,
                 )
             )
+    if objective is not None and objective.startswith("min-cost-slo"):
+        out += _late_jobs(instance, x, aware=objective.endswith("-perf"))
     value = None
     if objective is not None and not out:
         from optsched.allocation.lp import POLICIES, objective_value
@@ -159,3 +161,35 @@ def validate(
         else:
             value = objective_value(instance, x, kind, aware)
     return Report(out, objective=value)
+
+
+def _late_jobs(instance: AllocationInstance, x: np.ndarray, *, aware: bool) -> list[Violation]:
+    """``slo``: every job with a deadline and steps left gets at least steps / time-to-deadline.
+
+    The throughput is the policy's own: measured per type (``-perf``), else the job's speed on
+    the first type (or its best, where it cannot run there) on every type it can run on.
+    """
+    out: list[Violation] = []
+    for m, job in enumerate(instance.jobs):
+        due = job.time_to_deadline
+        if due is None or job.steps_remaining <= 0:
+            continue
+        speeds = list(job.throughput)
+        if not aware:
+            one = speeds[0] if speeds[0] > 0 else max(speeds)
+            speeds = [
+                one if (s > 0 and job.scale_factor <= c) else 0.0
+                for s, c in zip(speeds, instance.capacity, strict=True)
+            ]
+        theta = float(sum(s * v for s, v in zip(speeds, x[m], strict=True)))
+        need = job.steps_remaining / due if due > 0 else float("inf")
+        if theta < need * (1 - CAPACITY_TOL) - CAPACITY_TOL:
+            out.append(
+                Violation(
+                    "slo",
+                    f"{job.job_id} runs {theta:.9g} steps/s, its deadline needs {need:.9g}",
+                    {"job": job.job_id},
+                    need - theta,
+                )
+            )
+    return out

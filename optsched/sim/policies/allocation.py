@@ -12,6 +12,19 @@ A round whose LP is not proven optimal raises :class:`~optsched.errors.NotOptima
 simulation stops rather than run an allocation nobody checked. Every solve's status, objective
 and time is kept in :attr:`AllocationLP.solves`.
 
+The cost policies with deadlines (``min-cost-slo``, ``min-cost-slo-perf``) read each job's
+deadline from the trace (:attr:`SimJob.deadline`, absolute) as the seconds left to it; a job
+whose deadline has already passed cannot meet it whatever the round does and runs on without
+one. A round whose remaining deadlines no allocation meets is infeasible: by default (as Gavel
+does) the infeasible solve is recorded in :attr:`AllocationLP.solves` and the round re-solved
+without deadlines, also recorded; ``infeasible_deadlines="raise"`` stops the simulation
+instead. The allocation of a round is never one whose LP was not proven optimal.
+
+The cost policies' prices per GPU-hour come from the ``prices`` argument, else from
+the documented table; a cluster with a GPU type the table does not know (a synthetic ``fast``
+or ``gpu``) is priced uniformly, so that the cost policies maximise steps per GPU-hour there,
+and :attr:`AllocationLP.uniform_prices` records it.
+
 Finish-time fairness needs each job's isolated-share history :math:`h_m`; as in Gavel's
 policy it accumulates, round by round, the time the progress a job made would have taken at its
 isolated share (:math:`\Delta\text{steps} / q_m` with :math:`q_m` the isolated throughput of the
@@ -22,15 +35,18 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optsched.allocation import POLICIES as LP_POLICIES
 from optsched.allocation import AllocationInstance, AllocationJob, PairThroughput, solve
+from optsched.allocation.prices import GPU_PRICES_PER_HOUR
 from optsched.allocation.shares import isolated_throughput
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim.policy import FractionalAllocation, JobState, Policy, SimState
+from optsched.solvers.result import Status
 
 if TYPE_CHECKING:
     from optsched.sim.world import World
@@ -52,6 +68,8 @@ class RoundSolve:
     bound: float | None
     seconds: float
     lp_solves: int
+    policy: str = ""
+    """The policy actually solved (the deadline-free fallback after an infeasible SLO round)."""
 
 
 class AllocationLP(Policy):
@@ -61,18 +79,44 @@ class AllocationLP(Policy):
     ----------
     policy : str
         A key of :data:`optsched.allocation.POLICIES` (``max-min``, ``max-min-perf``, ``ftf``,
-        ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``).
+        ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``,
+        ``min-cost``, ``min-cost-perf``, ``min-cost-slo``, ``min-cost-slo-perf``).
     round_seconds : float
         Round length (default Gavel's 360 s).
+    prices : mapping of str to float, optional
+        Cost policies only: US$ per GPU-hour by type name. By default the documented table
+        (:data:`optsched.allocation.prices.GPU_PRICES_PER_HOUR`); a cluster with a type the
+        table does not know is priced uniformly (1 per GPU-hour, so the cost policies maximise
+        steps per GPU-hour) and :attr:`uniform_prices` says so.
+    infeasible_deadlines : {"raise", "drop"}
+        SLO policies only: what a round whose deadlines no allocation meets does. ``"drop"``
+        (default, Gavel's behaviour) records the infeasible solve in :attr:`solves` (status
+        ``infeasible``) and re-solves the round without deadlines, recorded too with its
+        ``policy``; ``"raise"`` stops the simulation with the infeasible result.
     """
 
-    def __init__(self, policy: str, round_seconds: float = DEFAULT_ROUND_SECONDS) -> None:
+    def __init__(
+        self,
+        policy: str,
+        round_seconds: float = DEFAULT_ROUND_SECONDS,
+        *,
+        prices: Mapping[str, float] | None = None,
+        infeasible_deadlines: str = "drop",
+    ) -> None:
         if policy not in LP_POLICIES:
             raise InvalidInstanceError(
                 "policy", f"unknown allocation policy {policy!r}; known: {sorted(LP_POLICIES)}"
             )
         if not (math.isfinite(round_seconds) and round_seconds > 0):
             raise InvalidInstanceError("round_seconds", f"must be > 0, got {round_seconds!r}")
+        if infeasible_deadlines not in ("raise", "drop"):
+            raise InvalidInstanceError(
+                "infeasible_deadlines", f"must be 'raise' or 'drop', got {infeasible_deadlines!r}"
+            )
+        self.infeasible_deadlines = infeasible_deadlines
+        self.prices = None if prices is None else dict(prices)
+        #: Whether the last run priced every GPU type at 1 (a type not in the price table).
+        self.uniform_prices = False
         self.name = policy
         self.policy = policy
         self.round_seconds = float(round_seconds)
@@ -87,6 +131,21 @@ class AllocationLP(Policy):
         self._warm = None
         self._history = {}
         self._previous = {}
+        self.uniform_prices = False
+
+    def _prices(self, types: tuple[str, ...]) -> tuple[float, ...] | None:
+        """The instance's prices: given, the table's (``None``), or uniform (module notes)."""
+        if LP_POLICIES[self.policy][0] not in ("min-cost", "min-cost-slo"):
+            return None
+        if self.prices is not None:
+            missing = [t for t in types if t not in self.prices]
+            if missing:
+                raise InvalidInstanceError("prices", f"no price given for GPU type(s) {missing}")
+            return tuple(float(self.prices[t]) for t in types)
+        if all(t.lower() in GPU_PRICES_PER_HOUR for t in types):
+            return None
+        self.uniform_prices = True
+        return (1.0,) * len(types)
 
     def fractional(self, state: SimState) -> FractionalAllocation:
         """The round's exact allocation (see the module notes)."""
@@ -133,6 +192,9 @@ class AllocationLP(Policy):
                 before, q = self._previous[job_id]
                 if q > 0:
                     self._history[job_id] = self._history.get(job_id, 0.0) + (before - left) / q
+            # The SLO policies' deadline: seconds left; a deadline already passed is missed
+            # whatever the allocation, so such a job runs on without one (module notes).
+            due = s.job.deadline - state.now
             jobs.append(
                 AllocationJob(
                     job_id=job_id,
@@ -143,6 +205,7 @@ class AllocationLP(Policy):
                     time_since_start=max(state.now - s.job.arrival, 0.0),
                     isolated_time=self._history.get(job_id, 0.0),
                     job_type=self.job_type(state, s),
+                    time_to_deadline=due if due > 0 else None,
                 )
             )
         if not jobs:
@@ -152,9 +215,32 @@ class AllocationLP(Policy):
             capacity=capacity,
             jobs=tuple(jobs),
             pair_throughputs=self.pair_throughputs(state, jobs),
+            prices=self._prices(types),
         )
         start = time.perf_counter()
-        result = solve(instance, self.policy, warm_start=self._warm)
+        policy = self.policy
+        try:
+            result = solve(instance, policy, warm_start=self._warm)
+        except NotOptimalError as err:
+            slo = LP_POLICIES[policy][0] == "min-cost-slo"
+            status = err.result.status
+            if not (slo and self.infeasible_deadlines == "drop" and status is Status.INFEASIBLE):
+                raise
+            self.solves.append(
+                RoundSolve(
+                    now=state.now,
+                    jobs=len(jobs),
+                    status=status.value,
+                    objective=None,
+                    bound=None,
+                    seconds=time.perf_counter() - start,
+                    lp_solves=int(err.result.extra.get("lp_solves", 0)),
+                    policy=policy,
+                )
+            )
+            start = time.perf_counter()
+            policy = policy.replace("min-cost-slo", "min-cost")
+            result = solve(instance, policy)
         self.solves.append(
             RoundSolve(
                 now=state.now,
@@ -164,6 +250,7 @@ class AllocationLP(Policy):
                 bound=result.bound,
                 seconds=time.perf_counter() - start,
                 lp_solves=int(result.extra.get("lp_solves", 0)),
+                policy=policy,
             )
         )
         self._warm = result.extra.get("lp")

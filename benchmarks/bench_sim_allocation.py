@@ -1,0 +1,183 @@
+"""Per-round allocation time inside a simulation of the largest ElasticFlow trace.
+
+Trace: the ElasticFlow cluster trace with the most jobs (``../shared/data/elasticflow/
+cluster*.csv``, by row count: ``cluster04``, 15,801 jobs over 59 days), read as
+``bench_sim.py`` reads it; skipped with a printed reason when absent. Throughputs: Gavel's
+``simulation_throughputs.json`` (the trace's model names map to Gavel job types, see
+:func:`optsched.sim.job_type_for`; trace durations are taken as measured on V100). Cluster:
+``bench_sim.py``'s single-type size for the trace (about 80% busy on V100s), split into equal
+V100, P100 and K80 pools (each rounded up to a multiple of 8), so the heterogeneous cluster is
+more loaded than the V100 one.
+
+Policies: ``max-min-perf`` and ``ftf-perf`` as :class:`~optsched.sim.policies.AllocationLP`
+(Gavel's 6-minute rounds, each round's LP(s) solved exactly, warm-started from the previous
+round). Reported from ``AllocationLP.solves`` (the time of :func:`optsched.allocation.solve`,
+the LPs and their building) and from a timer around the policy's whole round (``policy``:
+also building the round's instance from the simulation state): mean, p50, p95, max per round,
+rounds, jobs per round (mean, max), LPs per round, total simulation time.
+
+Bound: the full trace needs about 14,300 rounds per policy; measured on the 2 shared cores
+(under load) a 7-day prefix took 41 s (max-min-perf) and 79 s (ftf-perf), so the full trace
+would take roughly 6 and 11+ minutes with growing backlogs. The default run therefore
+simulates the jobs arriving in the first ``HORIZON_DAYS`` days, until every one of them has
+finished (the last rounds drain the backlog, with fewer jobs each); ``--quick`` one day;
+``python benchmarks/bench_sim_allocation.py --full`` the whole trace. (Cutting the simulation
+at a horizon instead leaves jobs whose work ends within the last round unmarked, which the
+simulator's validator reports.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SHARED = next(
+    (
+        p
+        for p in (HERE.parent.parent / "shared", HERE.parent.parent.parent / "shared")
+        if p.is_dir()
+    ),
+    HERE.parent.parent / "shared",
+)
+DATA = SHARED / "data" / "elasticflow"
+THROUGHPUTS = SHARED / "data" / "gavel" / "simulation_throughputs.json"
+POLICIES = ("max-min-perf", "ftf-perf")
+HORIZON_DAYS = 7.0
+QUICK_DAYS = 1.0
+COLUMNS = [
+    "policy",
+    "jobs",
+    "rounds",
+    "jobs/round mean",
+    "jobs/round max",
+    "LPs/round",
+    "LP mean (ms)",
+    "LP p50 (ms)",
+    "LP p95 (ms)",
+    "LP max (ms)",
+    "policy mean (ms)",
+    "policy p95 (ms)",
+    "simulation (s)",
+    "finished",
+    "valid",
+]
+
+
+def _bench_sim() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_sim", HERE / "bench_sim.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(path: Path) -> int:
+    with path.open("rb") as fh:
+        return sum(1 for _ in fh) - 1
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def _skipped(reason: str) -> dict[str, Any]:
+    print(f"skipped: {reason}", file=sys.stderr)
+    return {
+        "name": "bench_sim_allocation",
+        "title": "Allocation LPs inside a simulation",
+        "description": __doc__.split("\n\n")[0],
+        "columns": COLUMNS,
+        "rows": [],
+        "notes": [f"skipped: {reason}"],
+    }
+
+
+def run(quick: bool = False, full: bool = False) -> dict[str, Any]:
+    from optsched.allocation import generate_instance, solve
+    from optsched.sim import World, load_throughputs, parse_cluster, simulate, validate
+    from optsched.sim.policies import AllocationLP
+
+    traces = sorted(DATA.glob("cluster*.csv"))
+    if not traces or not THROUGHPUTS.exists():
+        return _skipped(f"the ElasticFlow traces or Gavel's throughputs are absent ({SHARED})")
+    largest = max(traces, key=_rows)
+    frame, gpus = _bench_sim().load(largest)
+    days = None if full else (QUICK_DAYS if quick else HORIZON_DAYS)
+    if days is not None:
+        frame = frame[frame["arrival"] < days * 86_400].reset_index(drop=True)
+    per = 8 * math.ceil(gpus / 3 / 8)
+    cluster = parse_cluster(f"v100={per},p100={per},k80={per}")
+    world = World.from_frame(frame, cluster, load_throughputs(THROUGHPUTS))
+    rows: list[list[Any]] = []
+    summary: dict[str, Any] = {}
+    for name in POLICIES:
+        solve(generate_instance(4, seed=0), name)  # imports (scipy.sparse, highspy), untimed
+        policy = AllocationLP(name)
+        round_times: list[float] = []
+        inner = policy.fractional
+
+        def timed(state: Any, inner: Any = inner, sink: list[float] = round_times) -> Any:
+            start = time.perf_counter()
+            out = inner(state)
+            sink.append(time.perf_counter() - start)
+            return out
+
+        policy.fractional = timed  # type: ignore[method-assign]
+        start = time.perf_counter()
+        result = simulate(world, policy)  # to the end: every job of the window finishes
+        total = time.perf_counter() - start
+        lp = [s.seconds * 1e3 for s in policy.solves]
+        jobs = [s.jobs for s in policy.solves]
+        ms = [t * 1e3 for t in round_times]
+        finished = sum(1 for c in result.completion if not math.isnan(c))
+        rows.append(
+            [
+                name,
+                len(frame),
+                len(lp),
+                round(statistics.mean(jobs), 1),
+                max(jobs),
+                round(sum(s.lp_solves for s in policy.solves) / len(lp), 2),
+                statistics.mean(lp),
+                statistics.median(lp),
+                _quantile(lp, 0.95),
+                max(lp),
+                statistics.mean(ms),
+                _quantile(ms, 0.95),
+                round(total, 1),
+                finished,
+                validate(world, result).ok,
+            ]
+        )
+        summary[f"{name}: LP share of the simulation time"] = round(sum(lp) / 1e3 / total, 3)
+    span = "whole trace" if days is None else f"jobs arriving in the first {days:g} day(s)"
+    return {
+        "name": "bench_sim_allocation",
+        "title": f"Allocation LPs inside a simulation ({largest.stem}, {span})",
+        "description": __doc__.split("\n\n")[0],
+        "columns": COLUMNS,
+        "rows": rows,
+        "summary": summary,
+        "notes": [
+            f"cluster v100={per}, p100={per}, k80={per}; Gavel throughputs; 360 s rounds",
+            "LP: optsched.allocation.solve per round; policy: the whole round of the policy "
+            "(instance built from the simulation state, LP, fractions handed back)",
+        ],
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    print(
+        json.dumps(
+            run(quick="--quick" in sys.argv, full="--full" in sys.argv), indent=1, default=str
+        )
+    )
