@@ -147,3 +147,15 @@ def test_model_copy_does_not_carry_cached_arrays() -> None:
     fewer = inst.model_copy(update={"jobs": inst.jobs[:2]})
     assert fewer.throughputs.tolist() == [[1.0], [2.0]]
     assert fewer.job_ids == ("j0", "j1")
+
+
+def test_agnostic_ftf_round_of_a_gavel_trace_is_certified() -> None:
+    """A round of the agnostic ``ftf`` policy on 40 jobs of Gavel's msr trace (16 active) once
+    ran out of steps at a gap of 7e-4; its level search must certify it, and the cvxpy twin
+    agree."""
+    inst = AllocationInstance.load(Path(__file__).parent / "data" / "ftf_msr_round_agnostic.json")
+    res = solve(inst, "ftf")
+    assert res.optimal and res.extra["lp_solves"] < 50
+    twin, _ = solve_twin(inst, "ftf")
+    assert within(res.objective, twin, TWIN_TOL)
+    assert leq(res.objective, twin, OPTIMALITY_GAP)
