@@ -52,6 +52,7 @@ bench: $(VENV)/.bench
 docs: $(VENV)/.docs
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 	$(PY) docs/check_offline.py docs/_build/html
+	$(PY) docs/check_figures.py docs docs/_build/html
 
 lint: $(VENV)/.lint
 	$(BIN)/ruff check .
