@@ -418,7 +418,21 @@ def objective_value(
         t = feasible_mask(instance).astype(np.float64)
     if objective in ("min-cost", "min-cost-slo"):
         return float(np.einsum("mj,mj->", cost_coefficients(instance, t), fractions))
-    theta = np.einsum("mj,mj->m", t, fractions)
+    return objective_from_theta(instance, t, np.einsum("mj,mj->m", t, fractions), objective)
+
+
+def objective_from_theta(
+    instance: AllocationInstance,
+    t: NDArray[np.float64],
+    theta: NDArray[np.float64],
+    objective: str,
+) -> float:
+    """A throughput-based objective from each job's effective throughput ``theta``.
+
+    ``t`` is the throughput table the policy sees (its equal-share and isolated references are
+    computed from it). Shared by the unpacked and the packed LPs, whose ``theta`` differ only
+    in the pair rows that feed it.
+    """
     if objective == "max-sum-throughput":
         return float(theta.sum())
     if objective == "max-min":

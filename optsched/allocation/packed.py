@@ -73,6 +73,7 @@ from optsched.allocation.lp import (
     _ftf_terms,
     _result,
     feasible_mask,
+    objective_from_theta,
 )
 from optsched.allocation.shares import isolated_share, proportional_throughput
 from optsched.allocation.solution import Allocation
@@ -168,22 +169,8 @@ def packed_objective_value(
 
 
 def _from_theta(instance: AllocationInstance, theta: NDArray[np.float64], objective: str) -> float:
-    t = instance.throughputs
-    if objective == "max-sum-throughput":
-        return float(theta.sum())
-    if objective == "max-min":
-        p = proportional_throughput(t, instance.capacities)
-        return float(np.min(theta * instance.scale_factors / (instance.weights * p)))
-    sigma = instance.steps
-    active = sigma > 0
-    if not active.any():
-        return 0.0
-    if np.any(theta[active] <= 0):
-        return math.inf
-    if objective == "makespan":
-        return float(np.max(sigma[active] / theta[active]))
-    _, since, c = _ftf_terms(instance, t)
-    return float(np.max((since[active] + sigma[active] / theta[active]) / c[active]))
+    # the packed policies are heterogeneity-aware: the references come from the measured table
+    return objective_from_theta(instance, instance.throughputs, theta, objective)
 
 
 @dataclass(frozen=True)
