@@ -51,10 +51,52 @@ from optsched.solvers.result import Status
 if TYPE_CHECKING:
     from optsched.sim.world import World
 
-__all__ = ["DEFAULT_ROUND_SECONDS", "AllocationLP", "RoundSolve"]
+__all__ = ["DEFAULT_ROUND_SECONDS", "AllocationLP", "IsolatedTime", "RoundSolve", "as_fractions"]
 
 #: Gavel's round length (6 minutes).
 DEFAULT_ROUND_SECONDS = 360.0
+
+
+class IsolatedTime:
+    """Gavel's isolated-time history :math:`h_m` of finish-time fairness (module notes).
+
+    Each round adds to a job's history the time the progress it made since the previous round
+    would have taken at that round's isolated share :math:`q_m`. Every round policy that
+    builds an :class:`~optsched.allocation.AllocationInstance` (the LPs, Themis) keeps one.
+    """
+
+    def __init__(self) -> None:
+        self._history: dict[str, float] = {}
+        self._previous: dict[str, tuple[float, float]] = {}
+
+    def update(self, job_id: str, steps_left: float) -> float:
+        """Account for the progress since the previous round; the job's history ``h_m``."""
+        if job_id in self._previous:
+            before, q = self._previous[job_id]
+            if q > 0:
+                self._history[job_id] = self._history.get(job_id, 0.0) + (before - steps_left) / q
+        return self._history.get(job_id, 0.0)
+
+    def record(self, instance: AllocationInstance) -> None:
+        """Remember this round's steps left and isolated shares for the next update."""
+        shares = isolated_throughput(
+            instance.throughputs, instance.scale_factors, instance.capacities
+        )
+        self._previous = {
+            job.job_id: (job.steps_remaining, float(shares[i]))
+            for i, job in enumerate(instance.jobs)
+        }
+
+
+def as_fractions(instance: AllocationInstance, fractions: Any) -> FractionalAllocation:
+    """``X[job][gpu_type]`` of an allocation matrix, positive entries only."""
+    types = instance.gpu_types
+    return {
+        job.job_id: {
+            name: float(fractions[i, j]) for j, name in enumerate(types) if fractions[i, j] > 0
+        }
+        for i, job in enumerate(instance.jobs)
+    }
 
 
 @dataclass(frozen=True)
@@ -122,15 +164,13 @@ class AllocationLP(Policy):
         self.round_seconds = float(round_seconds)
         self.solves: list[RoundSolve] = []
         self._warm: Any = None
-        self._history: dict[str, float] = {}
-        self._previous: dict[str, tuple[float, float]] = {}
+        self._isolated = IsolatedTime()
 
     def reset(self, world: World) -> None:
         """Forget the previous run (solves, warm start, isolated-share history)."""
         self.solves = []
         self._warm = None
-        self._history = {}
-        self._previous = {}
+        self._isolated = IsolatedTime()
         self.uniform_prices = False
 
     def _prices(self, types: tuple[str, ...]) -> tuple[float, ...] | None:
@@ -154,14 +194,7 @@ class AllocationLP(Policy):
             return {}
         instance, result = solved
         assert result.solution is not None
-        types = instance.gpu_types
-        fractions = result.solution.fractions
-        return {
-            job.job_id: {
-                name: float(fractions[i, j]) for j, name in enumerate(types) if fractions[i, j] > 0
-            }
-            for i, job in enumerate(instance.jobs)
-        }
+        return as_fractions(instance, result.solution.fractions)
 
     def job_type(self, state: SimState, s: JobState) -> str | None:
         """The job's co-location class in the round's instance (``None``: never shares)."""
@@ -188,10 +221,7 @@ class AllocationLP(Policy):
                 continue  # it can run nowhere: the LP has nothing to give it
             left = max(s.job.work - s.done, 0.0)
             job_id = s.job.job_id
-            if job_id in self._previous:  # Gavel's isolated-time bookkeeping (module notes)
-                before, q = self._previous[job_id]
-                if q > 0:
-                    self._history[job_id] = self._history.get(job_id, 0.0) + (before - left) / q
+            history = self._isolated.update(job_id, left)  # Gavel's bookkeeping (module notes)
             # The SLO policies' deadline: seconds left; a deadline already passed is missed
             # whatever the allocation, so such a job runs on without one (module notes).
             due = s.job.deadline - state.now
@@ -203,7 +233,7 @@ class AllocationLP(Policy):
                     weight=s.job.weight,
                     steps_remaining=left,
                     time_since_start=max(state.now - s.job.arrival, 0.0),
-                    isolated_time=self._history.get(job_id, 0.0),
+                    isolated_time=history,
                     job_type=self.job_type(state, s),
                     time_to_deadline=due if due > 0 else None,
                 )
@@ -254,11 +284,5 @@ class AllocationLP(Policy):
             )
         )
         self._warm = result.extra.get("lp")
-        shares = isolated_throughput(
-            instance.throughputs, instance.scale_factors, instance.capacities
-        )
-        self._previous = {
-            job.job_id: (job.steps_remaining, float(shares[i]))
-            for i, job in enumerate(instance.jobs)
-        }
+        self._isolated.record(instance)
         return instance, result

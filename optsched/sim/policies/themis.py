@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from optsched.allocation import AllocationInstance, AllocationJob
-from optsched.allocation.shares import isolated_throughput
 from optsched.allocation.themis import (
     DEFAULT_FAIRNESS,
     DEFAULT_LEASE_SECONDS,
@@ -32,6 +31,7 @@ from optsched.allocation.themis import (
     themis_round,
 )
 from optsched.errors import InvalidInstanceError
+from optsched.sim.policies.allocation import IsolatedTime, as_fractions
 from optsched.sim.policy import FractionalAllocation, Policy, SimState
 
 if TYPE_CHECKING:
@@ -85,14 +85,12 @@ class Themis(Policy):
         self.round_seconds = float(lease_seconds)
         self.group_by: GroupBy = group_by
         self.leases: list[ThemisLease] = []
-        self._history: dict[str, float] = {}
-        self._previous: dict[str, tuple[float, float]] = {}
+        self._isolated = IsolatedTime()
 
     def reset(self, world: World) -> None:
         """Forget the previous run (leases, isolated-time history)."""
         self.leases = []
-        self._history = {}
-        self._previous = {}
+        self._isolated = IsolatedTime()
 
     def fractional(self, state: SimState) -> FractionalAllocation:
         """The lease's allocation (see the module notes)."""
@@ -107,10 +105,7 @@ class Themis(Policy):
                 continue  # it can run nowhere
             left = max(s.job.work - s.done, 0.0)
             job_id = s.job.job_id
-            if job_id in self._previous:
-                before, q = self._previous[job_id]
-                if q > 0:
-                    self._history[job_id] = self._history.get(job_id, 0.0) + (before - left) / q
+            history = self._isolated.update(job_id, left)
             if self.group_by == "user" and s.job.user:
                 users[job_id] = s.job.user
             jobs.append(
@@ -121,7 +116,7 @@ class Themis(Policy):
                     weight=s.job.weight,
                     steps_remaining=left,
                     time_since_start=max(state.now - s.job.arrival, 0.0),
-                    isolated_time=self._history.get(job_id, 0.0),
+                    isolated_time=history,
                 )
             )
         if not jobs:
@@ -143,20 +138,8 @@ class Themis(Policy):
                 max_rho=outcome.max_rho,
             )
         )
-        shares = isolated_throughput(
-            instance.throughputs, instance.scale_factors, instance.capacities
-        )
-        self._previous = {
-            job.job_id: (job.steps_remaining, float(shares[i]))
-            for i, job in enumerate(instance.jobs)
-        }
-        fractions = outcome.allocation.fractions
-        return {
-            job.job_id: {
-                name: float(fractions[i, j]) for j, name in enumerate(types) if fractions[i, j] > 0
-            }
-            for i, job in enumerate(instance.jobs)
-        }
+        self._isolated.record(instance)
+        return as_fractions(instance, outcome.allocation.fractions)
 
     def __repr__(self) -> str:
         return (
