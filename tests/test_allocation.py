@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies.allocation import rounds as allocation_rounds
 
 from optsched.allocation import (
     POLICIES,
@@ -35,31 +36,14 @@ TWIN_TOL = 1e-4
 MAXIMISED = ("max-min", "max-sum-throughput", "min-cost", "min-cost-slo")
 
 
-@st.composite
-def rounds(draw: st.DrawFn, max_jobs: int = 6) -> AllocationInstance:
+def rounds(max_jobs: int = 6) -> st.SearchStrategy[AllocationInstance]:
     """Valid rounds by construction: every job has a type it can run on and fits."""
-    k = draw(st.integers(1, 3))
-    cap = tuple(draw(st.lists(st.integers(1, 4), min_size=k, max_size=k)))
-    jobs = []
-    for i in range(draw(st.integers(1, max_jobs))):
-        thr = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0]), min_size=k, max_size=k))
-        best = int(np.argmax(cap))
-        if thr[best] == 0:
-            thr[best] = 1.0
-        jobs.append(
-            AllocationJob(
-                job_id=f"j{i}",
-                throughput=tuple(thr),
-                scale_factor=draw(st.integers(1, cap[best])),
-                weight=draw(st.sampled_from([0.5, 1.0, 2.0])),
-                steps_remaining=draw(st.sampled_from([0.0, 10.0, 100.0, 1000.0])),
-                time_since_start=draw(st.sampled_from([0.0, 5.0, 50.0])),
-                isolated_time=draw(st.sampled_from([0.0, 3.0])),
-            )
-        )
-    prices = tuple(draw(st.lists(st.sampled_from([0.45, 1.46, 2.48]), min_size=k, max_size=k)))
-    return AllocationInstance(
-        gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs, prices=prices
+    return allocation_rounds(
+        max_jobs=max_jobs,
+        weights=(0.5, 1.0, 2.0),
+        since=(0.0, 5.0, 50.0),
+        isolated=(0.0, 3.0),
+        prices=(0.45, 1.46, 2.48),
     )
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.allocation import rounds
 
 from optsched.allocation import (
     AllocationInstance,
@@ -28,28 +29,14 @@ COST_POLICIES = ["min-cost", "min-cost-perf", "min-cost-slo", "min-cost-slo-perf
 TWIN_TOL = 1e-4  # the conic twin's accuracy (see tests/test_allocation.py)
 
 
-@st.composite
-def rounds_with_deadlines(draw: st.DrawFn) -> AllocationInstance:
+def rounds_with_deadlines() -> st.SearchStrategy[AllocationInstance]:
     """Valid rounds by construction, some jobs with deadlines (feasible or not)."""
-    k = draw(st.integers(1, 3))
-    names = ("v100", "p100", "k80")[:k]
-    cap = tuple(draw(st.lists(st.integers(1, 3), min_size=k, max_size=k)))
-    best = int(np.argmax(cap))
-    jobs = []
-    for i in range(draw(st.integers(1, 6))):
-        thr = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0]), min_size=k, max_size=k))
-        if thr[best] == 0:
-            thr[best] = 1.0
-        jobs.append(
-            AllocationJob(
-                job_id=f"j{i}",
-                throughput=tuple(thr),
-                scale_factor=draw(st.integers(1, cap[best])),
-                steps_remaining=draw(st.sampled_from([0.0, 100.0, 1000.0])),
-                time_to_deadline=draw(st.sampled_from([None, None, 200.0, 1000.0, 5000.0])),
-            )
-        )
-    return AllocationInstance(gpu_types=names, capacity=cap, jobs=jobs)
+    return rounds(
+        capacity=(1, 3),
+        steps=(0.0, 100.0, 1000.0),
+        deadlines=(None, None, 200.0, 1000.0, 5000.0),
+        names=("v100", "p100", "k80"),
+    )
 
 
 def _twin_infeasible(inst: AllocationInstance, policy: str) -> bool:

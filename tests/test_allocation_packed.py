@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies.allocation import packed_rounds
 
 from optsched.allocation import (
     PACKED_POLICIES,
@@ -32,41 +32,6 @@ pytestmark = pytest.mark.solver("highs")
 
 #: The conic twin's accuracy (see tests/test_allocation.py).
 TWIN_TOL = 1e-4
-FACTORS = [0.0, 0.4, 0.7, 1.0]
-
-
-@st.composite
-def packed_rounds(draw: st.DrawFn, max_jobs: int = 6) -> AllocationInstance:
-    """Valid packed rounds by construction: classes A/B/C (or none), a random pair table."""
-    k = draw(st.integers(1, 2))
-    cap = tuple(draw(st.lists(st.integers(1, 3), min_size=k, max_size=k)))
-    best = int(np.argmax(cap))
-    jobs = []
-    for i in range(draw(st.integers(1, max_jobs))):
-        thr = draw(st.lists(st.sampled_from([0.0, 1.0, 2.5, 4.0]), min_size=k, max_size=k))
-        if thr[best] == 0:
-            thr[best] = 1.0
-        jobs.append(
-            AllocationJob(
-                job_id=f"j{i}",
-                throughput=tuple(thr),
-                scale_factor=draw(st.integers(1, min(2, cap[best]))),
-                weight=draw(st.sampled_from([1.0, 2.0])),
-                steps_remaining=draw(st.sampled_from([0.0, 10.0, 100.0])),
-                time_since_start=draw(st.sampled_from([0.0, 5.0])),
-                job_type=draw(st.sampled_from(["A", "B", "C", None])),
-            )
-        )
-    pairs = []
-    for a, b in itertools.combinations_with_replacement("ABC", 2):
-        if draw(st.booleans()):
-            f = [(draw(st.sampled_from(FACTORS)), draw(st.sampled_from(FACTORS))) for _ in range(k)]
-            if a == b:
-                f = [(x, x) for x, _ in f]
-            pairs.append(PairThroughput(job_types=(a, b), normalized=tuple(f)))
-    return AllocationInstance(
-        gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs, pair_throughputs=pairs
-    )
 
 
 @pytest.mark.parametrize("policy", sorted(PACKED_POLICIES))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.allocation import rounds as allocation_rounds
 
 from optsched.allocation import AllocationInstance, AllocationJob, solve, validate
 from optsched.allocation.lp import _base, _classes, _ftf_alpha_beta, _program, _unique_rows
@@ -45,28 +46,13 @@ def test_unique_rows_matches_numpy(rows: list[list[float]]) -> None:
     assert np.array_equal(table[first][inverse], table)
 
 
-@st.composite
-def rounds(draw: st.DrawFn, waited: bool) -> AllocationInstance:
+def rounds(waited: bool) -> st.SearchStrategy[AllocationInstance]:
     """Valid rounds by construction; ``waited=False`` gives every job t_m = 0."""
-    k = draw(st.integers(1, 3))
-    cap = tuple(draw(st.lists(st.integers(1, 4), min_size=k, max_size=k)))
-    best = int(np.argmax(cap))
-    jobs = []
-    for i in range(draw(st.integers(1, 7))):
-        thr = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0]), min_size=k, max_size=k))
-        if thr[best] == 0:
-            thr[best] = 1.0
-        jobs.append(
-            AllocationJob(
-                job_id=f"j{i}",
-                throughput=tuple(thr),
-                scale_factor=draw(st.integers(1, cap[best])),
-                steps_remaining=draw(st.sampled_from([0.0, 10.0, 100.0, 1000.0])),
-                time_since_start=draw(st.sampled_from([0.0, 5.0, 50.0])) if waited else 0.0,
-                isolated_time=draw(st.sampled_from([0.0, 3.0, 40.0])),
-            )
-        )
-    return AllocationInstance(gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs)
+    return allocation_rounds(
+        max_jobs=7,
+        since=(0.0, 5.0, 50.0) if waited else None,
+        isolated=(0.0, 3.0, 40.0),
+    )
 
 
 @given(inst=rounds(waited=True))
