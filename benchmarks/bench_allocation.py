@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.allocation import (
+from optsched.allocation.gavel import (
     Allocation,
     AllocationInstance,
     AllocationJob,

@@ -1,7 +1,8 @@
 """Offline OASiS ILP: Pyomo model-building time vs HiGHS solve time on growing instances.
 
-For each generated instance (``optsched.jobs.generate.generate_instance``, default ``scale``)
-this builds the exact ILP of :mod:`optsched.jobs.offline`, counts its variables and
+For each generated instance (``optsched.online.oasis.generate.generate_instance``, default
+``scale``)
+this builds the exact ILP of :mod:`optsched.online.oasis.offline`, counts its variables and
 constraints, and solves it with HiGHS under a time limit. A solve stopped by the limit is kept
 with its incumbent, proven bound and gap (``accept_feasible=True``), and its status says so.
 
@@ -31,9 +32,9 @@ import time
 from typing import Any
 
 from optsched.errors import NotOptimalError
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.offline import DEFAULT_MIP_GAP, build_model, extract_schedule
-from optsched.jobs.schedule import validate
+from optsched.online.oasis.generate import generate_instance
+from optsched.online.oasis.offline import DEFAULT_MIP_GAP, build_model, extract_schedule
+from optsched.online.oasis.schedule import validate
 from optsched.solvers import solve
 
 #: Seconds HiGHS may spend on one instance before its incumbent and bound are reported.

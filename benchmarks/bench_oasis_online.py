@@ -1,6 +1,6 @@
 """OASiS online runs at the paper's scale: per-job decision time for 1,000 and 10,000 jobs.
 
-Instances: :func:`optsched.jobs.generate.generate_instance` with T = 300 slots, H = K = 50
+Instances: :func:`optsched.online.oasis.generate.generate_instance` with T = 300 slots, H = K = 50
 servers, arrivals uniform over the whole horizon and ``scale = 0.3`` (E*N of a few hundred to
 about 2,000 chunk-epochs; at ``scale = 1`` the paper's ranges give jobs that cannot finish in
 300 slots). The decision time of a job is the wall time from its arrival to its admission
@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.online import OASiS, dual_bound
+from optsched.online.oasis.generate import generate_instance
+from optsched.online.oasis.online import OASiS, dual_bound
 
 T = 300
 H = K = 50

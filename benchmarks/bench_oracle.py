@@ -15,8 +15,8 @@ from functools import partial
 
 import numpy as np
 
-from optsched.jobs.instance import OasisInstance
-from optsched.jobs.oracle import best_schedule, best_schedule_reference
+from optsched.online.oasis.instance import OasisInstance
+from optsched.online.oasis.oracle import best_schedule, best_schedule_reference
 
 H = K = 50
 N = 50

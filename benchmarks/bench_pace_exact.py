@@ -17,8 +17,8 @@ import math
 import time
 from typing import Any
 
-from optsched.comm import CostModel, build_dag, exact_schedule, optimal_fusion, solve_lp
-from optsched.comm.exact import jackson_value
+from optsched.comm.pace import CostModel, build_dag, exact_schedule, optimal_fusion, solve_lp
+from optsched.comm.pace.exact import jackson_value
 from optsched.profiles import available_profiles, load_profile
 from optsched.solvers import available_solvers
 

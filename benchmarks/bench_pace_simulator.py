@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from optsched.comm import CostModel, build_dag, simulate
-from optsched.comm.kernels import channel_kernel, channel_reference
-from optsched.comm.policies import FIFO, P3, ByteScheduler, Horovod, Pace, TicTac
+from optsched.comm.pace import CostModel, build_dag, simulate
+from optsched.comm.pace.kernels import channel_kernel, channel_reference
+from optsched.comm.pace.policies import FIFO, P3, ByteScheduler, Horovod, Pace, TicTac
 from optsched.profiles import load_profile
 
 MODELS = ("resnet50", "vgg16", "bert_base", "resnet152")

@@ -11,7 +11,7 @@ more loaded than the V100 one.
 
 Policies: ``max-min-perf`` and ``ftf-perf`` as :class:`~optsched.sim.policies.AllocationLP`
 (Gavel's 6-minute rounds, each round's LP(s) solved exactly, warm-started from the previous
-round). Reported from ``AllocationLP.solves`` (the time of :func:`optsched.allocation.solve`,
+round). Reported from ``AllocationLP.solves`` (the time of :func:`optsched.allocation.gavel.solve`,
 the LPs and their building) and from a timer around the policy's whole round (``policy``:
 also building the round's instance from the simulation state): mean, p50, p95, max per round,
 rounds, jobs per round (mean, max), LPs per round, total simulation time.
@@ -100,7 +100,7 @@ def _skipped(reason: str) -> dict[str, Any]:
 
 
 def run(quick: bool = False, full: bool = False) -> dict[str, Any]:
-    from optsched.allocation import generate_instance, solve
+    from optsched.allocation.gavel import generate_instance, solve
     from optsched.sim import World, load_throughputs, parse_cluster, simulate, validate
     from optsched.sim.policies import AllocationLP
 
@@ -167,7 +167,7 @@ def run(quick: bool = False, full: bool = False) -> dict[str, Any]:
         "summary": summary,
         "notes": [
             f"cluster v100={per}, p100={per}, k80={per}; Gavel throughputs; 360 s rounds",
-            "LP: optsched.allocation.solve per round; policy: the whole round of the policy "
+            "LP: optsched.allocation.gavel.solve per round; policy: the whole round of the policy "
             "(instance built from the simulation state, LP, fractions handed back)",
         ],
     }

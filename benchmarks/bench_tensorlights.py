@@ -1,6 +1,6 @@
 """TensorLights NIC simulator: Numba kernel vs its plain-Python reference, and the order search.
 
-For generated instances (``optsched.tensorlights.generate_instance``) of growing size
+For generated instances (``optsched.comm.tensorlights.generate_instance``) of growing size
 this times one full simulation by the compiled kernel and by the reference, both called on the
 same arrays (best of several runs), and checks that they return the same iteration end times.
 The last rows time the exhaustive best-static-order search (J! simulations): the kernel runs it
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from optsched.tensorlights import event_bound, generate_instance, solve
-from optsched.tensorlights import kernel as k
-from optsched.tensorlights.reference import simulate_reference
-from optsched.tensorlights.simulator import layout, levels
+from optsched.comm.tensorlights import event_bound, generate_instance, solve
+from optsched.comm.tensorlights import kernel as k
+from optsched.comm.tensorlights.reference import simulate_reference
+from optsched.comm.tensorlights.simulator import layout, levels
 
 #: (hosts, jobs, max shards, iterations range, policy, jitter)
 CASES = [

@@ -1,7 +1,7 @@
 """Buy the most training per dollar, with and without deadlines (Gavel's cost policies).
 
 A synthetic round of 24 jobs on 6 V100, 6 P100 and 6 K80 GPUs priced at the documented
-on-demand prices (:mod:`optsched.allocation.prices`), a quarter of the jobs with a deadline.
+on-demand prices (:mod:`optsched.allocation.gavel.prices`), a quarter of the jobs with a deadline.
 Each policy is solved exactly (one HiGHS LP) and checked by the independent validator; the
 table shows the steps bought per dollar, how busy each type is, and how many deadlines the
 allocation meets (the cost policy without deadlines buys cheaper GPU time and misses some).
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from optsched.allocation import AllocationInstance, generate_instance, solve, validate
-from optsched.allocation.prices import GPU_PRICES_PER_HOUR
+from optsched.allocation.gavel import AllocationInstance, generate_instance, solve, validate
+from optsched.allocation.gavel.prices import GPU_PRICES_PER_HOUR
 from optsched.errors import NotOptimalError
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from optsched import sim
-from optsched.allocation import generate_instance, solve, validate
+from optsched.allocation.gavel import generate_instance, solve, validate
 from optsched.sim.metrics import run_metrics
 from optsched.sim.policies import make_policy
 from optsched.sim.throughputs import Throughputs

@@ -12,7 +12,7 @@ Runs in a few seconds:
 
 from __future__ import annotations
 
-from optsched.aonline import aonline, assumptions, generate_instance, solve, validate
+from optsched.online.aonline import aonline, assumptions, generate_instance, solve, validate
 from optsched.solvers import available_solvers
 from optsched.tolerances import RATIO_TOL, leq
 

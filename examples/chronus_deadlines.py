@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from optsched import chronus, sim
+from optsched import sim
+from optsched.allocation import chronus
 from optsched.sim.policies import make_policy
 from optsched.sim.policies.chronus import Chronus
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from optsched.errors import NotOptimalError
-from optsched.jobs import OasisInstance, Schedule, generate_instance, solve, validate
+from optsched.online.oasis import OasisInstance, Schedule, generate_instance, solve, validate
 
 #: Relative tolerance when comparing the validator's utility with the solver's objective.
 RTOL = 1e-6

@@ -12,9 +12,9 @@ Runs in a few seconds:
 
 from __future__ import annotations
 
-from optsched.jobs import DRF, FIFO, RRH, OASiS, validate
-from optsched.jobs.competitive import check_competitive
-from optsched.jobs.generate import generate_instance
+from optsched.online.oasis import DRF, FIFO, RRH, OASiS, validate
+from optsched.online.oasis.competitive import check_competitive
+from optsched.online.oasis.generate import generate_instance
 from optsched.solvers import available_solvers
 
 

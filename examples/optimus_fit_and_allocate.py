@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from optsched import sim
-from optsched.optimus import (
+from optsched.allocation.optimus import (
     ConvergenceSpec,
     OptimusInstance,
     OptimusJob,
@@ -28,7 +28,7 @@ from optsched.optimus import (
     solve,
     validate,
 )
-from optsched.optimus.models import step_design
+from optsched.allocation.optimus.models import step_design
 from optsched.sim.metrics import run_metrics
 from optsched.sim.policies import make_policy
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import sys
 
-from optsched.comm import CommInstance, compare, solve, validate
-from optsched.comm.exact import horn_value
-from optsched.report.comm import plot_iteration
+from optsched.comm.pace import CommInstance, compare, solve, validate
+from optsched.comm.pace.exact import horn_value
+from optsched.report.pace import plot_iteration
 from optsched.solvers import available_solvers
 
 

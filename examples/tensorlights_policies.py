@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optsched.tensorlights import (
+from optsched.comm.tensorlights import (
     fair,
     generate_instance,
     one_green,

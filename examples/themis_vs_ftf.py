@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from optsched.allocation import AllocationInstance, AllocationJob, objective_value, solve
+from optsched.allocation.gavel import AllocationInstance, AllocationJob, objective_value, solve
 from optsched.allocation.themis import themis_round
 from optsched.sim import World, generate_instance, load_throughputs, parse_cluster, simulate
 from optsched.sim import validate as validate_run

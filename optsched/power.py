@@ -1,6 +1,7 @@
 r"""Board power of the GPU types optsched's traces and clusters name, per GPU, in watts.
 
-One table, read by the energy-aware models (:mod:`optsched.andreas`) and, independently of any
+One table, read by the energy-aware models (:mod:`optsched.allocation.andreas`) and, independently
+of any
 policy, by the simulator's energy metric (:func:`optsched.sim.metrics.energy_kwh`). The values
 are the vendors' maximum board power (thermal design power, TDP) of one GPU, from the product
 briefs and datasheets:

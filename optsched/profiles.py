@@ -1,4 +1,4 @@
-"""DNN workload profiles: gradient tensors and per-layer compute times, loaded from ``models/``.
+"""DNN workload profiles: gradient tensors and per-layer compute times (``optsched/models/``).
 
 A profile lists a network's layers in forward (topological) order. Each layer carries the
 gradient tensors it owns (in forward order, with exact parameter counts), its forward and
@@ -324,7 +324,7 @@ def _key(name: str) -> str:
 
 
 def available_profiles() -> list[str]:
-    """Names of the profiles shipped in ``models/``."""
+    """Names of the profiles shipped in ``optsched/models/``."""
     root = resources.files("optsched.models")
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 

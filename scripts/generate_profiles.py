@@ -1,11 +1,11 @@
-"""Generate the DNN workload profiles in ``models/*.toml`` from architecture definitions.
+"""Generate the DNN workload profiles in ``optsched/models/*.toml`` from architecture definitions.
 
 Every profile is derived here, in plain Python, from the network's definition: layer specs give
 tensor shapes, shapes give exact parameter counts, and activation shapes give per-layer FLOPs.
 Compute times are *estimated* from those FLOPs at a stated device throughput. Running the script
 rewrites the files byte for byte, so the shipped profiles are reproducible::
 
-    python scripts/generate_profiles.py               # rewrite models/*.toml
+    python scripts/generate_profiles.py               # rewrite optsched/models/*.toml
     python scripts/generate_profiles.py --check       # exit 1 if a file differs from its source
     python scripts/generate_profiles.py --out DIR resnet50 vgg16
 
@@ -35,7 +35,7 @@ from typing import Any
 import tomli_w
 
 REPO = Path(__file__).resolve().parents[1]
-MODELS_DIR = REPO / "models"
+MODELS_DIR = REPO / "optsched" / "models"
 
 # ---------------------------------------------------------------------------------------------
 # Device and FLOP-counting conventions (stated in every profile's compute.note)
@@ -710,7 +710,7 @@ def _ms(flops: int, factor: int = 1) -> float:
 
 
 def profile_dict(name: str) -> dict[str, Any]:
-    """The profile of model ``name`` as the dict written to ``models/<name>.toml``."""
+    """The profile of model ``name`` as the dict written to ``optsched/models/<name>.toml``."""
     spec = MODELS[name]
     net = spec.build()
     layers: list[dict[str, Any]] = []
@@ -749,7 +749,7 @@ def profile_dict(name: str) -> dict[str, Any]:
 
 
 def render(name: str) -> str:
-    """The exact text of ``models/<name>.toml`` (validated as a profile first)."""
+    """The exact text of ``optsched/models/<name>.toml`` (validated as a profile first)."""
     data = profile_dict(name)
     from optsched._validation import parse
     from optsched.profiles import Profile

@@ -14,7 +14,7 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from optsched.aonline import AonlineInstance, AonlineJob, GpuPool, PriceState
+from optsched.online.aonline import AonlineInstance, AonlineJob, GpuPool, PriceState
 
 Placement = tuple[int, tuple[tuple[int, int], ...], int]  # (pool, servers, progress)
 

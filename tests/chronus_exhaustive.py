@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from optsched.chronus import LeaseInstance, SLOJob
+from optsched.allocation.chronus import LeaseInstance, SLOJob
 
 
 def _vectors(inst: LeaseInstance, job: SLOJob) -> list[tuple[int | None, ...]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from optsched.jobs.instance import OasisInstance
+from optsched.online.oasis.instance import OasisInstance
 
 TOL = 1e-9
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from optsched.jobs.instance import OasisInstance
+from optsched.online.oasis.instance import OasisInstance
 
 RES = ("gpu", "cpu", "bandwidth")
 

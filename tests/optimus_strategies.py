@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from optsched.optimus import OptimusInstance, OptimusJob
-from optsched.optimus.models import N_THETA
+from optsched.allocation.optimus import OptimusInstance, OptimusJob
+from optsched.allocation.optimus.models import N_THETA
 
 KINDS = ("async", "sync", "colocated")
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies.allocation import rounds as allocation_rounds
 
-from optsched.allocation import (
+from optsched.allocation.gavel import (
     POLICIES,
     Allocation,
     AllocationInstance,
@@ -21,7 +21,7 @@ from optsched.allocation import (
     solve,
     validate,
 )
-from optsched.allocation.twin import solve_twin
+from optsched.allocation.gavel.twin import solve_twin
 from optsched.errors import InvalidInstanceError
 from optsched.tolerances import OPTIMALITY_GAP, leq, within
 

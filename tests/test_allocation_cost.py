@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.allocation import rounds
 
-from optsched.allocation import (
+from optsched.allocation.gavel import (
     AllocationInstance,
     AllocationJob,
     generate_instance,
     solve,
     validate,
 )
-from optsched.allocation.prices import GPU_PRICES_PER_HOUR
-from optsched.allocation.twin import build_twin, solve_twin
+from optsched.allocation.gavel.prices import GPU_PRICES_PER_HOUR
+from optsched.allocation.gavel.twin import build_twin, solve_twin
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.solvers.result import Status
 from optsched.tolerances import OPTIMALITY_GAP, leq, within

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from strategies.allocation import packed_rounds
 
-from optsched.allocation import (
+from optsched.allocation.gavel import (
     PACKED_POLICIES,
     POLICIES,
     Allocation,
@@ -23,8 +23,8 @@ from optsched.allocation import (
     solve,
     validate,
 )
-from optsched.allocation.packed import _pattern_cross, _pattern_self
-from optsched.allocation.twin import solve_twin
+from optsched.allocation.gavel.packed import _pattern_cross, _pattern_self
+from optsched.allocation.gavel.twin import solve_twin
 from optsched.errors import InvalidInstanceError
 from optsched.tolerances import OPTIMALITY_GAP, leq, within
 
@@ -247,7 +247,7 @@ def test_round_trip_and_old_files(tmp_path) -> None:
 
 
 def test_packed_names_are_registered_and_the_unpacked_solver_refuses_them() -> None:
-    from optsched.allocation.lp import solve_lp_policy
+    from optsched.allocation.gavel.lp import solve_lp_policy
 
     assert set(PACKED_POLICIES) <= set(POLICIES)
     with pytest.raises(InvalidInstanceError) as err:

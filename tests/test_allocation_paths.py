@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.allocation import rounds as allocation_rounds
 
-from optsched.allocation import AllocationInstance, AllocationJob, solve, validate
-from optsched.allocation.lp import _base, _classes, _ftf_alpha_beta, _program, _unique_rows
-from optsched.allocation.twin import solve_twin
+from optsched.allocation.gavel import AllocationInstance, AllocationJob, solve, validate
+from optsched.allocation.gavel.lp import _base, _classes, _ftf_alpha_beta, _program, _unique_rows
+from optsched.allocation.gavel.twin import solve_twin
 from optsched.tolerances import OPTIMALITY_GAP, leq, within
 
 pytestmark = pytest.mark.solver("highs")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from optsched.andreas import (
+from optsched.allocation.andreas import (
     AndreasInstance,
     AndreasJob,
     AndreasPlan,

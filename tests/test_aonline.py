@@ -18,7 +18,8 @@ from aonline_brute import (
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from optsched.aonline import (
+from optsched.errors import InvalidInstanceError
+from optsched.online.aonline import (
     AonlineInstance,
     AonlineJob,
     AonlineSchedule,
@@ -35,7 +36,6 @@ from optsched.aonline import (
     solve,
     validate,
 )
-from optsched.errors import InvalidInstanceError
 from optsched.tolerances import RATIO_TOL, UTILITY_TOL, leq, within
 
 POOLS = (
@@ -340,7 +340,7 @@ def test_placements_helper_is_exhaustive() -> None:
 
 
 def test_the_model_has_the_constraints_the_formulation_page_names() -> None:
-    from optsched.aonline.exact import build_model
+    from optsched.online.aonline.exact import build_model
 
     page = (
         Path(__file__).resolve().parents[1] / "docs" / "formulations" / "aonline.rst"

@@ -8,9 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oasis_strategies import tiny_instances
 
-from optsched.jobs import solve
-from optsched.jobs.baselines import DRF, FIFO, RRH, DormLike, baseline_algorithms, drf_allocation
-from optsched.jobs.engine import (
+from optsched.online.oasis import solve
+from optsched.online.oasis.baselines import (
+    DRF,
+    FIFO,
+    RRH,
+    DormLike,
+    baseline_algorithms,
+    drf_allocation,
+)
+from optsched.online.oasis.engine import (
     CapacityExceededError,
     ClusterState,
     Placement,
@@ -18,8 +25,8 @@ from optsched.jobs.engine import (
     round_robin,
     work_units,
 )
-from optsched.jobs.instance import OasisInstance, ceil_work
-from optsched.jobs.schedule import validate
+from optsched.online.oasis.instance import OasisInstance, ceil_work
+from optsched.online.oasis.schedule import validate
 
 #: Relative slack of ALG <= OPT (the ILP is optimal to a 1e-7 gap).
 OPT_RTOL = 1e-6
@@ -255,7 +262,7 @@ def test_bad_arguments():
 
 @pytest.mark.solver("highs")
 def test_dorm_reports_its_solves():
-    from optsched.jobs.generate import generate_instance
+    from optsched.online.oasis.generate import generate_instance
 
     inst = generate_instance(8, 2, 2, 8, seed=3)
     run = DormLike().run(inst)

@@ -14,7 +14,7 @@ from chronus_exhaustive import feasible, max_admitted
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from optsched.chronus import (
+from optsched.allocation.chronus import (
     BestEffortJob,
     ChronusGreedy,
     EDFBaseline,
@@ -253,7 +253,7 @@ def test_the_schema_is_published_and_matches_the_files(capsys: pytest.CaptureFix
 
     import jsonschema
 
-    from optsched.chronus import instance_schema
+    from optsched.allocation.chronus import instance_schema
     from optsched.cli import main
 
     assert main(["schema", "chronus-instance"]) == 0

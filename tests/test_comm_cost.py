@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optsched.comm.cost import MB, CostModel, num_partitions
+from optsched.comm.pace.cost import MB, CostModel, num_partitions
 from optsched.errors import InvalidInstanceError
 
 REL = 1e-12

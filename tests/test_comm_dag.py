@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.comm import profile_dags
 
-from optsched.comm.cost import MB
-from optsched.comm.dag import build_dag, execution_order
+from optsched.comm.pace.cost import MB
+from optsched.comm.pace.dag import build_dag, execution_order
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor, available_profiles, load_profile
 

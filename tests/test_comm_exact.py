@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.comm import dag_cases, float_jobs, integer_jobs
 
-from optsched.comm.cost import CostModel
-from optsched.comm.dag import build_dag
-from optsched.comm.exact import (
+from optsched.comm.pace.cost import CostModel
+from optsched.comm.pace.dag import build_dag
+from optsched.comm.pace.exact import (
     brute_force_orders,
     brute_force_slots,
     edf_feasible,
@@ -22,7 +22,7 @@ from optsched.comm.exact import (
     jackson_value,
     priority_schedule,
 )
-from optsched.comm.generate import random_profile
+from optsched.comm.pace.generate import random_profile
 from optsched.errors import InvalidInstanceError
 
 REL = 1e-9

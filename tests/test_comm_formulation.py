@@ -12,17 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.comm import float_jobs, integer_jobs, partition_dags
 
-from optsched.comm.cost import CostModel
-from optsched.comm.dag import build_dag
-from optsched.comm.exact import (
+from optsched.comm.pace.cost import CostModel
+from optsched.comm.pace.dag import build_dag
+from optsched.comm.pace.exact import (
     MAX_BRUTE_SLOTS,
     brute_force_orders,
     brute_force_slots,
     exact_schedule,
     jackson_value,
 )
-from optsched.comm.formulation import INTEGRALITY_TOL, build_lp, feasible, solve_lp
-from optsched.comm.fusion import pace_schedule
+from optsched.comm.pace.formulation import INTEGRALITY_TOL, build_lp, feasible, solve_lp
+from optsched.comm.pace.fusion import pace_schedule
 from optsched.profiles import load_profile
 
 pytestmark = pytest.mark.solver("highs", frontend="cvxpy")

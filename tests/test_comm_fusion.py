@@ -11,17 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.comm import fusion_cases
 
-from optsched.comm.cost import MB, CostModel
-from optsched.comm.dag import build_dag
-from optsched.comm.exact import exact_schedule
-from optsched.comm.fusion import (
+from optsched.comm.pace.cost import MB, CostModel
+from optsched.comm.pace.dag import build_dag
+from optsched.comm.pace.exact import exact_schedule
+from optsched.comm.pace.fusion import (
     no_fusion,
     optimal_fusion,
     pace_schedule,
     threshold_fusion,
 )
-from optsched.comm.generate import random_profile
-from optsched.comm.kernels import fusion_kernel, fusion_reference
+from optsched.comm.pace.generate import random_profile
+from optsched.comm.pace.kernels import fusion_kernel, fusion_reference
 from optsched.errors import InvalidInstanceError
 
 REL = 1e-9

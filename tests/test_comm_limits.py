@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from optsched import limits
 from optsched._validation import parse
 from optsched.cli import main
-from optsched.comm import CommInstance, compare, default_policies, solve, validate
-from optsched.comm.cost import CostModel
-from optsched.comm.dag import build_dag
-from optsched.comm.policies import P3, Horovod, Pace
+from optsched.comm.pace import CommInstance, compare, default_policies, solve, validate
+from optsched.comm.pace.cost import CostModel
+from optsched.comm.pace.dag import build_dag
+from optsched.comm.pace.policies import P3, Horovod, Pace
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import MAX_LAYER_MS, MAX_PROFILE_MS, Profile, load_profile
 

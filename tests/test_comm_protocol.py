@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from strategies.comm import instances
 
-import optsched.comm as comm
-from optsched.comm import (
+import optsched.comm.pace as comm
+from optsched.comm.pace import (
     FIFO,
     POLICIES,
     CommInstance,
@@ -25,13 +25,13 @@ from optsched.comm import (
     sweep,
     validate,
 )
-from optsched.comm.exact import exact_schedule
-from optsched.comm.fusion import optimal_fusion
-from optsched.comm.schedule import FRAME_COLUMNS
-from optsched.comm.sweep import SWEEP_KIND, sweep_config
+from optsched.comm.pace.exact import exact_schedule
+from optsched.comm.pace.fusion import optimal_fusion
+from optsched.comm.pace.schedule import FRAME_COLUMNS
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.report.store import RunStore
 from optsched.results import ExactResult
+from optsched.runs.pace_sweep import SWEEP_KIND, sweep_config
+from optsched.runs.store import RunStore
 from optsched.solvers.result import SolutionStatus, SolveResult, Status, TerminationCondition
 
 REL = 1e-9
@@ -167,7 +167,7 @@ def test_the_lp_proves_the_optimum(inst):
 
 
 def test_an_lp_stopped_short_flows_through(monkeypatch):
-    import optsched.comm.formulation as formulation
+    import optsched.comm.pace.formulation as formulation
 
     stopped = SolveResult(
         TerminationCondition.TIME_LIMIT,
@@ -214,7 +214,7 @@ def test_compare_takes_an_instance_and_exports_a_frame():
 def test_plots_take_ax_and_leave_the_backend_alone():
     from matplotlib.figure import Figure
 
-    from optsched.report.comm import plot_iteration, plot_speedup
+    from optsched.report.pace import plot_iteration, plot_speedup
 
     backend = matplotlib.get_backend()
     sched = solve(generate_instance(seed=4)).solution

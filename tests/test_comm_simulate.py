@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from strategies.comm import channel_inputs, dag_cases
 
-from optsched.comm.cost import MB, CostModel
-from optsched.comm.dag import build_dag
-from optsched.comm.exact import exact_schedule
-from optsched.comm.kernels import channel_kernel, channel_reference
-from optsched.comm.policies import (
+from optsched.comm.pace.cost import MB, CostModel
+from optsched.comm.pace.dag import build_dag
+from optsched.comm.pace.exact import exact_schedule
+from optsched.comm.pace.kernels import channel_kernel, channel_reference
+from optsched.comm.pace.policies import (
     FIFO,
     P3,
     ByteScheduler,
@@ -22,7 +22,7 @@ from optsched.comm.policies import (
     Pace,
     TicTac,
 )
-from optsched.comm.simulate import ChannelPlan, check_trace, overlap_fraction, simulate
+from optsched.comm.pace.simulate import ChannelPlan, check_trace, overlap_fraction, simulate
 from optsched.errors import InvalidInstanceError, InvalidScheduleError
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor
 

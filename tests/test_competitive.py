@@ -8,9 +8,9 @@ import math
 import pytest
 
 from optsched.cli import main
-from optsched.jobs import solve
-from optsched.jobs.baselines import FIFO
-from optsched.jobs.competitive import (
+from optsched.online.oasis import solve
+from optsched.online.oasis.baselines import FIFO
+from optsched.online.oasis.competitive import (
     RATIO_TOL,
     CheckReport,
     OfflineSummary,
@@ -19,11 +19,11 @@ from optsched.jobs.competitive import (
     measure,
     ratio,
 )
-from optsched.jobs.engine import OnlineRun
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.online import OASiS
-from optsched.jobs.schedule import build_schedule
-from optsched.report.jobs import (
+from optsched.online.oasis.engine import OnlineRun
+from optsched.online.oasis.generate import generate_instance
+from optsched.online.oasis.online import OASiS
+from optsched.online.oasis.schedule import build_schedule
+from optsched.report.oasis import (
     comparison_table,
     plot_comparison,
     ratio_sweep,
@@ -146,7 +146,7 @@ def test_compare_algorithms_report(tmp_path):
 def test_ratio_sweep_resumes(tmp_path, monkeypatch):
     import sqlite3
 
-    import optsched.jobs.competitive as comp
+    import optsched.online.oasis.competitive as comp
     from optsched.errors import InvalidInstanceError
 
     calls: list[int] = []

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from optsched.cli import main
-from optsched.jobs import load_instance, load_schedule, validate
+from optsched.online.oasis import load_instance, load_schedule, validate
 
 pytestmark = pytest.mark.solver("highs")
 

@@ -421,7 +421,7 @@ def test_a_refused_file_given_to_an_option_names_the_option(
     tmp_path: Path, flag: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from optsched.cli import main
-    from optsched.jobs import generate_instance
+    from optsched.online.oasis import generate_instance
 
     instance = tmp_path / "instance.json"
     generate_instance(3, worker_servers=2, ps_servers=2, horizon=6, seed=1).save(instance)

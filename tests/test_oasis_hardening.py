@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oasis_strategies import tiny_instances
 
-import optsched.jobs as jobs
+import optsched.online.oasis as jobs
 from optsched import limits
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.jobs import (
+from optsched.online.oasis import (
     DRF,
     FIFO,
     RRH,
@@ -34,7 +34,7 @@ from optsched.jobs import (
     solve,
     validate,
 )
-from optsched.jobs.prices import MAX_PRICE, MIN_PRICE
+from optsched.online.oasis.prices import MAX_PRICE, MIN_PRICE
 from optsched.results import ExactResult, Report
 from optsched.solvers import Status
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, UTILITY_TOL, within
@@ -518,7 +518,7 @@ def test_schedule_plot_takes_an_axes_and_leaves_the_backend_alone(tmp_path: Path
     import matplotlib
     from matplotlib.figure import Figure
 
-    from optsched.report.jobs import plot_schedule
+    from optsched.report.oasis import plot_schedule
 
     backend = matplotlib.get_backend()
     inst = generate_instance(6, 2, 2, 8, seed=3)
@@ -540,7 +540,8 @@ def test_schedule_plot_takes_an_axes_and_leaves_the_backend_alone(tmp_path: Path
 
 def test_the_library_never_imports_the_command_line() -> None:
     code = (
-        "import sys, optsched.jobs, optsched.jobs.competitive, optsched.report.jobs;"
+        "import sys, optsched.online.oasis, optsched.online.oasis.competitive,"
+        " optsched.report.oasis;"
         "print(sorted(m for m in sys.modules if m.startswith('optsched.cli')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -557,7 +558,7 @@ def test_instance_frame_has_one_row_per_job() -> None:
 
 def test_sweep_plot_of_ratios_equal_up_to_rounding() -> None:
     """A histogram of 1 and 1 + 2e-16 once failed with 'Too many bins for data range'."""
-    from optsched.report.jobs import plot_sweep
+    from optsched.report.oasis import plot_sweep
 
     records = [
         {"ratio": r, "proven_bound": 2.0, "certified_ratio": 1.5} for r in (1.0, 1.0 + 2**-52)
@@ -569,7 +570,7 @@ def test_sweep_plot_of_ratios_equal_up_to_rounding() -> None:
 def test_model_building_counts_against_the_time_limit() -> None:
     """A limit spent while building stops the build: no solver call, limit_no_solution."""
     from optsched.errors import NotOptimalError
-    from optsched.jobs import generate_instance, solve
+    from optsched.online.oasis import generate_instance, solve
 
     inst = generate_instance(6, worker_servers=3, ps_servers=3, horizon=12, seed=2)
     with pytest.raises(NotOptimalError) as info:

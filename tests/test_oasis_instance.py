@@ -15,9 +15,9 @@ from oasis_strategies import utilities
 
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
-from optsched.jobs import load_instance
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.instance import ceil_work, instance_schema
+from optsched.online.oasis import load_instance
+from optsched.online.oasis.generate import generate_instance
+from optsched.online.oasis.instance import ceil_work, instance_schema
 from optsched.utility import Constant, Linear, Sigmoid, Step, utility_table
 
 BASE = {

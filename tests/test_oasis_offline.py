@@ -11,9 +11,9 @@ from oasis_strategies import tiny_instances
 
 from optsched.cli import main
 from optsched.errors import NotOptimalError
-from optsched.jobs import OasisInstance, build_schedule, validate
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.offline import CONSTRAINT_NAMES, build_model, solve
+from optsched.online.oasis import OasisInstance, build_schedule, validate
+from optsched.online.oasis.generate import generate_instance
+from optsched.online.oasis.offline import CONSTRAINT_NAMES, build_model, solve
 from optsched.solvers import Status
 
 pytestmark = pytest.mark.solver("highs")
@@ -195,7 +195,7 @@ def test_time_limit_is_never_used_silently() -> None:
 
 def test_warm_start_never_trails_the_start() -> None:
     from optsched.errors import InvalidScheduleError
-    from optsched.jobs.online import OASiS
+    from optsched.online.oasis.online import OASiS
 
     inst = generate_instance(12, 3, 3, 12, seed=2028)
     start = OASiS().run(inst).schedule

@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 from oasis_exhaustive import exhaustive_optimum
 from oasis_strategies import tiny_instances
 
-from optsched.jobs import solve
-from optsched.jobs.competitive import PAPER_BAND, RATIO_TOL
-from optsched.jobs.generate import generate_instance
-from optsched.jobs.instance import OasisInstance
-from optsched.jobs.online import SMALL_DEMAND, OASiS, dual_bound
-from optsched.jobs.oracle import best_schedule_reference
-from optsched.jobs.prices import PriceParams, estimate_prices
-from optsched.jobs.schedule import validate
+from optsched.online.oasis import solve
+from optsched.online.oasis.competitive import PAPER_BAND, RATIO_TOL
+from optsched.online.oasis.generate import generate_instance
+from optsched.online.oasis.instance import OasisInstance
+from optsched.online.oasis.online import SMALL_DEMAND, OASiS, dual_bound
+from optsched.online.oasis.oracle import best_schedule_reference
+from optsched.online.oasis.prices import PriceParams, estimate_prices
+from optsched.online.oasis.schedule import validate
 
 #: Absolute slack when comparing payoffs recomputed in a different order.
 PAYOFF_TOL = 1e-7

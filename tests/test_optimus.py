@@ -14,8 +14,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from optimus_strategies import KINDS, thetas, tiny_instances
 
-from optsched.errors import InvalidInstanceError
-from optsched.optimus import (
+from optsched.allocation.optimus import (
     ConvergenceSpec,
     MarginalGain,
     OptimusAllocation,
@@ -31,7 +30,8 @@ from optsched.optimus import (
     speed,
     validate,
 )
-from optsched.optimus.models import step_design
+from optsched.allocation.optimus.models import step_design
+from optsched.errors import InvalidInstanceError
 from optsched.tolerances import FIT_RECOVERY_TOL, OPTIMALITY_GAP, RATIO_TOL, leq, within
 
 #: (ps, workers) measured for the speed fits: Optimus probes a handful of small combinations.
@@ -167,7 +167,7 @@ def test_convergence_fit_with_noise_is_no_worse_than_the_truth(
     true = loss_curve(beta, steps)
     observed = true * (1 + np.random.default_rng(seed).normal(0.0, noise, steps.size))
     fit = fit_convergence(list(zip(steps, observed, strict=True)))
-    from optsched.optimus.fit import optimus_weights
+    from optsched.allocation.optimus.fit import optimus_weights
 
     omega = optimus_weights(steps.size)
     truth_cost = 0.5 * float(np.sum((omega * (true - observed)) ** 2))
@@ -406,7 +406,7 @@ def test_every_pruned_choice_is_dominated_by_a_kept_one() -> None:
     """Pruning keeps the optimum: each dropped (ps, workers) is no faster than a kept choice
     using no more of any resource (checked pairwise, by loops), and the MILP still equals brute
     force."""
-    from optsched.optimus.total_time import choices
+    from optsched.allocation.optimus.total_time import choices
 
     inst = generate_instance(3, max_tasks=4, slack=1.5, seed=4)
     dropped = 0

@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 from oasis_strategies import tiny_instances
 
 from optsched.errors import InvalidInstanceError
-from optsched.jobs.engine import FIT_TOL, work_units
-from optsched.jobs.instance import OasisInstance, ceil_work
-from optsched.jobs.oracle import (
+from optsched.online.oasis.engine import FIT_TOL, work_units
+from optsched.online.oasis.instance import OasisInstance, ceil_work
+from optsched.online.oasis.oracle import (
     MAX_DP_CELLS,
     OracleResult,
     best_schedule,
     best_schedule_reference,
 )
-from optsched.jobs.schedule import build_schedule, validate
+from optsched.online.oasis.schedule import build_schedule, validate
 
 #: Payoffs agree to this absolute tolerance (float sums in different orders).
 PAYOFF_TOL = 1e-9

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from optsched.cli import main
-from optsched.comm.generate import random_profile
+from optsched.comm.pace.generate import random_profile
 
 REL = 1e-9
 POLICIES = {"fifo", "horovod", "p3", "tictac", "bytescheduler", "pace"}

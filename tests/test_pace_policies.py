@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from strategies.comm import policy_cases
 
-from optsched.comm import CommInstance, compare
-from optsched.comm.cost import MB, CostModel
-from optsched.comm.dag import build_dag
-from optsched.comm.exact import exact_schedule
-from optsched.comm.generate import random_profile
-from optsched.comm.policies import (
+from optsched.comm.pace import CommInstance, compare
+from optsched.comm.pace.cost import MB, CostModel
+from optsched.comm.pace.dag import build_dag
+from optsched.comm.pace.exact import exact_schedule
+from optsched.comm.pace.generate import random_profile
+from optsched.comm.pace.policies import (
     BYTESCHEDULER_CREDITS,
     BYTESCHEDULER_PARTITIONS_MB,
     POLICIES,
@@ -22,7 +22,7 @@ from optsched.comm.policies import (
     Horovod,
     run_policy,
 )
-from optsched.comm.simulate import check_trace, lower_bound
+from optsched.comm.pace.simulate import check_trace, lower_bound
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import available_profiles
 

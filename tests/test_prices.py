@@ -11,9 +11,9 @@ from hypothesis import given
 from oasis_strategies import tiny_instances
 
 from optsched.errors import InvalidInstanceError
-from optsched.jobs.instance import OasisInstance
-from optsched.jobs.oracle import best_schedule
-from optsched.jobs.prices import (
+from optsched.online.oasis.instance import OasisInstance
+from optsched.online.oasis.oracle import best_schedule
+from optsched.online.oasis.prices import (
     L_FLOOR,
     PriceParams,
     estimate_prices,

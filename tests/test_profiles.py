@@ -1,4 +1,5 @@
-"""The shipped DNN profiles (models/*.toml) against published figures and their generator."""
+"""The shipped DNN profiles (optsched/models/*.toml) against published figures and their
+generator."""
 
 from __future__ import annotations
 
@@ -219,10 +220,12 @@ def test_times_follow_the_stated_provenance(name):
 def test_generator_reproduces_the_files(generator, tmp_path):
     assert generator.main(["--out", str(tmp_path)]) == 0
     written = sorted(p.name for p in tmp_path.glob("*.toml"))
-    shipped = sorted(p.name for p in (REPO / "models").glob("*.toml"))
+    shipped = sorted(p.name for p in (REPO / "optsched" / "models").glob("*.toml"))
     assert written == shipped
     for name in written:
-        assert (tmp_path / name).read_bytes() == (REPO / "models" / name).read_bytes(), name
+        assert (tmp_path / name).read_bytes() == (
+            REPO / "optsched" / "models" / name
+        ).read_bytes(), name
     assert generator.main(["--check"]) == 0
 
 

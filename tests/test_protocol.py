@@ -23,19 +23,25 @@ from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
 #: Family -> a small generated instance (seeded), sized to solve in well under a second.
 SMALL: dict[str, Callable[[Any], Any]] = {
-    "jobs": lambda m: m.generate_instance(4, worker_servers=2, ps_servers=2, horizon=6, seed=1),
-    "comm": lambda m: m.generate_instance(seed=1, layers=4),
+    "online.oasis": lambda m: m.generate_instance(
+        4, worker_servers=2, ps_servers=2, horizon=6, seed=1
+    ),
+    "comm.pace": lambda m: m.generate_instance(seed=1, layers=4),
     "placement": lambda m: m.generate_instance(3, n_servers=3, seed=1),
-    "tensorlights": lambda m: m.generate_instance(2, 3, seed=1),
-    "allocation": lambda m: m.generate_instance(6, seed=1),
-    "optimus": lambda m: m.generate_instance(4, seed=1),
-    "aonline": lambda m: m.generate_instance(4, seed=1),
-    "andreas": lambda m: m.generate_instance(5, seed=1),
-    "chronus": lambda m: m.generate_instance(4, 2, leases=4, guaranteed_fraction=0.5, seed=1),
+    "comm.tensorlights": lambda m: m.generate_instance(2, 3, seed=1),
+    "allocation.gavel": lambda m: m.generate_instance(6, seed=1),
+    "allocation.optimus": lambda m: m.generate_instance(4, seed=1),
+    "online.aonline": lambda m: m.generate_instance(4, seed=1),
+    "allocation.andreas": lambda m: m.generate_instance(5, seed=1),
+    "allocation.chronus": lambda m: m.generate_instance(
+        4, 2, leases=4, guaranteed_fraction=0.5, seed=1
+    ),
 }
 
 #: Subpackages that are not problem families (shared layers, readers, predictors).
-NOT_FAMILIES = {"solvers", "cli", "report", "models", "traces", "interference", "sim"}
+NOT_FAMILIES = {"solvers", "cli", "report", "runs", "models", "traces", "interference", "sim"}
+#: Problem packages: their subpackages are the families.
+PROBLEMS = {"online", "comm", "allocation"}
 
 
 @pytest.mark.solver("highs")
@@ -63,7 +69,11 @@ def test_the_simulator_family_solves_and_validates_like_the_others(tmp_path: Pat
 
 def test_every_family_package_is_walked() -> None:
     packages = {m.name for m in pkgutil.iter_modules(optsched.__path__) if m.ispkg}
-    assert packages - NOT_FAMILIES == set(SMALL)
+    found = packages - NOT_FAMILIES - PROBLEMS
+    for problem in PROBLEMS:
+        module = importlib.import_module(f"optsched.{problem}")
+        found |= {f"{problem}.{m.name}" for m in pkgutil.iter_modules(module.__path__) if m.ispkg}
+    assert found == set(SMALL)
 
 
 @pytest.mark.solver("highs")

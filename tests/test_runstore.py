@@ -1,4 +1,4 @@
-"""The resumable sweep store (``optsched.report.store.RunStore``).
+"""The resumable sweep store (``optsched.runs.store.RunStore``).
 
 Checked: records round-trip; resuming with the same config keeps them, another config, kind or
 format is refused naming what differs; a record edited behind the store's back, a foreign one or
@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched.errors import InvalidInstanceError
-from optsched.report.store import FORMAT_VERSION, RunStore, run_key
+from optsched.runs.store import FORMAT_VERSION, RunStore, run_key
 
 CONFIG = {"jobs": 10, "horizon": 5, "work": "chunks"}
 
@@ -226,7 +226,7 @@ def test_any_json_record_round_trips(record: dict) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from optsched.report.store import RunStore, run_key
+    from optsched.runs.store import RunStore, run_key
 
     path, start, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     store = RunStore(path, kind="kill-test", config={"n": 40})

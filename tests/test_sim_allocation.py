@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from optsched import sim
-from optsched.allocation import POLICIES as LP_POLICIES
+from optsched.allocation.gavel import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies import POLICIES, AllocationLP, make_policy
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from optsched import sim
-from optsched.andreas import AndreasInstance, solve, validate
+from optsched.allocation.andreas import AndreasInstance, solve, validate
 from optsched.errors import InvalidInstanceError
 from optsched.power import JOULES_PER_KWH, gpu_power
 from optsched.sim.metrics import energy_kwh, run_metrics

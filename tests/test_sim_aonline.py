@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched import sim
-from optsched.aonline import AonlineInstance, AonlineJob, GpuPool
-from optsched.aonline import solve as solve_aonline
 from optsched.cli import main
+from optsched.online.aonline import AonlineInstance, AonlineJob, GpuPool
+from optsched.online.aonline import solve as solve_aonline
 from optsched.sim.policies import POLICIES, AonlinePolicy, make_policy
 from optsched.sim.policies.aonline import interval_of
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, RATIO_TOL, TIME_TOL, leq, within

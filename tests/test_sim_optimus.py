@@ -124,7 +124,13 @@ def test_fits_recover_the_planted_speed_models() -> None:
 def test_growth_equals_the_exact_milp_for_the_fitted_models(models: list[str]) -> None:
     """One GPU type, every job admitted at one GPU: the marginal-gain growth is the separable
     convex case of the greedy theorem, so its total remaining time is the MILP's optimum."""
-    from optsched.optimus import OptimusAllocation, OptimusInstance, OptimusJob, solve, validate
+    from optsched.allocation.optimus import (
+        OptimusAllocation,
+        OptimusInstance,
+        OptimusJob,
+        solve,
+        validate,
+    )
     from optsched.tolerances import OPTIMALITY_GAP, within
 
     world = _planted_world(models)

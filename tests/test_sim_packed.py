@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from optsched import sim
-from optsched.allocation import PACKED_POLICIES
+from optsched.allocation.gavel import PACKED_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies import POLICIES, PackedAllocationLP, make_policy
 from optsched.sim.throughputs import Throughputs

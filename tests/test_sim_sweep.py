@@ -1,4 +1,4 @@
-"""``optsched.sim.sweep``: one row per run, resumable after a kill, on joblib, Dask and Ray."""
+"""``optsched.runs.sim_sweep``: one row per run, resumable after a kill, on joblib, Dask and Ray."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
+from optsched.runs.sim_sweep import KEY_FIELDS, run_one, sweep, sweep_runs
 from optsched.sim import parse_cluster, simulate, validate
 from optsched.sim.metrics import run_metrics
 from optsched.sim.policies import make_policy
-from optsched.sim.sweep import KEY_FIELDS, run_one, sweep, sweep_runs
 
 CLUSTER = "v100=8,p100=8"
 TRACES = ["synthetic:12", "synthetic:6"]
@@ -133,8 +133,8 @@ def test_a_file_trace_with_seeds_permutes_its_gaps(tmp_path: Path) -> None:
 
 _KILLER = """
 import os, signal, sys
-from optsched.report.store import RunStore
-from optsched.sim.sweep import sweep
+from optsched.runs.store import RunStore
+from optsched.runs.sim_sweep import sweep
 
 after, before = int(sys.argv[2]), sys.argv[3] == "before"
 put = RunStore.put

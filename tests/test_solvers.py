@@ -162,8 +162,8 @@ def test_time_limit_status() -> None:
 def test_highs_presolve_regression() -> None:
     # An OASiS model on which HiGHS 1.12-1.15.1 MIP presolve reports 0.3775 as optimal; the
     # optimum 0.5 (two workers in the first slot) is checked by hand in the comment below.
-    from optsched.jobs import OasisInstance
-    from optsched.jobs.offline import solve_offline
+    from optsched.online.oasis import OasisInstance
+    from optsched.online.oasis.offline import solve_offline
 
     inst = OasisInstance.model_validate(
         {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from optsched.cli import main
-from optsched.tensorlights import (
+from optsched.comm.tensorlights import (
     TensorLightsInstance,
     generate_instance,
     simulate,

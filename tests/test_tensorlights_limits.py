@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 from strategies.tensorlights import close, instances, job, make
 
 from optsched import limits
-from optsched.errors import InvalidInstanceError
-from optsched.tensorlights import (
+from optsched.comm.tensorlights import (
     POLICIES,
     TensorLightsInstance,
     event_bound,
@@ -22,8 +21,9 @@ from optsched.tensorlights import (
     solve,
     validate,
 )
-from optsched.tensorlights.kernel import EPS_TIME_REL, rotation_index
-from optsched.tensorlights.reference import _boundaries_passed
+from optsched.comm.tensorlights.kernel import EPS_TIME_REL, rotation_index
+from optsched.comm.tensorlights.reference import _boundaries_passed
+from optsched.errors import InvalidInstanceError
 
 
 @pytest.mark.parametrize("engine", ["numba", "python"])

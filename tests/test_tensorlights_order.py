@@ -15,8 +15,7 @@ from strategies.tensorlights import make, smith_instances
 
 from optsched import limits
 from optsched._json import dumps
-from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.tensorlights import (
+from optsched.comm.tensorlights import (
     TensorLightsInstance,
     event_bound,
     generate_instance,
@@ -27,6 +26,7 @@ from optsched.tensorlights import (
     solve,
     validate,
 )
+from optsched.errors import InvalidInstanceError, NotOptimalError
 
 #: Relative tolerance between objective values computed two ways.
 OBJ_RTOL = 1e-9

@@ -1,4 +1,4 @@
-"""optsched.tensorlights has the shape of every family (instance, generator, solve, policies,
+"""optsched.comm.tensorlights has the shape of every family (instance, generator, solve, policies,
 validate) and lives apart from the placement family."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-import optsched.tensorlights as tl
+import optsched.comm.tensorlights as tl
 from optsched.errors import InvalidInstanceError
 from optsched.results import ExactResult, Report
 
@@ -55,7 +55,7 @@ def test_run_by_name_refuses_unknown_names_and_options():
 
 
 def test_placement_does_not_import_tensorlights():
-    code = "import sys, optsched.placement; print('optsched.tensorlights' in sys.modules)"
+    code = "import sys, optsched.placement; print('optsched.comm.tensorlights' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout

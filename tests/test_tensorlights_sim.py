@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.tensorlights import TIME_ATOL, TIME_RTOL, close, instances, job, make, policies
 
-from optsched.errors import InvalidInstanceError
-from optsched.tensorlights import (
+from optsched.comm.tensorlights import (
     POLICIES,
     TensorLightsInstance,
     generate_instance,
@@ -19,7 +18,8 @@ from optsched.tensorlights import (
     simulate,
     validate,
 )
-from optsched.tensorlights.simulator import layout
+from optsched.comm.tensorlights.simulator import layout
+from optsched.errors import InvalidInstanceError
 
 #: Relative tolerance on NIC rates against capacity in the trace invariants.
 RATE_RTOL = 1e-9

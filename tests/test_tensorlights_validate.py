@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.tensorlights import instances, job, make
 
-from optsched.tensorlights import ALGORITHMS, SimulationResult, run, simulate, validate
+from optsched.comm.tensorlights import ALGORITHMS, SimulationResult, run, simulate, validate
 
 
 @settings(max_examples=40)

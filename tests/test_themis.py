@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched import limits, sim
-from optsched.allocation import (
+from optsched.allocation.gavel import (
     AllocationInstance,
     AllocationJob,
     objective_value,

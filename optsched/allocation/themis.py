@@ -10,17 +10,18 @@ payments", EC 2013) on the valuations :math:`v = \rho_{\text{old}}/\rho_{\text{n
 what is left work-conservingly to the apps that did not take part.
 
 This module is that mechanism over the allocation family's input: it takes an
-:class:`~optsched.allocation.AllocationInstance` and returns the family's
-:class:`~optsched.allocation.Allocation` (time fractions :math:`X_{mj}` of the lease), so its
-allocation is validated by :func:`~optsched.allocation.validate` and its worst :math:`\rho` is
+:class:`~optsched.allocation.gavel.AllocationInstance` and returns the family's
+:class:`~optsched.allocation.gavel.Allocation` (time fractions :math:`X_{mj}` of the lease), so its
+allocation is validated by :func:`~optsched.allocation.gavel.validate` and its worst :math:`\rho` is
 compared with the exact min-max-:math:`\rho` LP (``solve(instance, "ftf-perf")``), which it can
 never beat.
 
 Finish-time fairness
     Defined exactly as the allocation family's ``ftf`` objective
-    (:func:`~optsched.allocation.objective_value`): for job :math:`m` with :math:`\sigma_m` steps
+    (:func:`~optsched.allocation.gavel.objective_value`): for job :math:`m` with :math:`\sigma_m`
+    steps
     left, :math:`t_m` seconds since arrival, isolated-time history :math:`h_m` and isolated-share
-    throughput :math:`q_m` (:func:`~optsched.allocation.shares.isolated_throughput`, the
+    throughput :math:`q_m` (:func:`~optsched.allocation.gavel.shares.isolated_throughput`, the
     :math:`1/N` share of every GPU type),
 
     .. math::
@@ -116,10 +117,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from optsched import limits
-from optsched.allocation.instance import AllocationInstance
-from optsched.allocation.lp import _ftf_terms, objective_value
-from optsched.allocation.shares import isolated_throughput
-from optsched.allocation.solution import Allocation
+from optsched.allocation.gavel.instance import AllocationInstance
+from optsched.allocation.gavel.lp import _ftf_terms, objective_value
+from optsched.allocation.gavel.shares import isolated_throughput
+from optsched.allocation.gavel.solution import Allocation
 from optsched.errors import InvalidInstanceError
 from optsched.tolerances import FIT_TOL, UTILITY_TOL, WORK_TOL
 
@@ -555,7 +556,7 @@ def themis_round(
 
     Examples
     --------
-    >>> from optsched.allocation import generate_instance, validate
+    >>> from optsched.allocation.gavel import generate_instance, validate
     >>> inst = generate_instance(6, seed=1)
     >>> out = themis_round(inst, fairness=0.5)
     >>> len(out.participants), validate(inst, out.allocation).ok
@@ -635,7 +636,7 @@ def themis(
 
     Examples
     --------
-    >>> from optsched.allocation import generate_instance, objective_value, solve
+    >>> from optsched.allocation.gavel import generate_instance, objective_value, solve
     >>> inst = generate_instance(5, seed=3)
     >>> x = themis(inst, fairness=0.0)
     >>> exact = solve(inst, "ftf-perf")

@@ -22,27 +22,27 @@ __all__ = ["SCHEMAS", "VALIDATORS", "register"]
 
 #: Schema name -> "module:function" returning the JSON Schema (a dict).
 SCHEMAS: dict[str, str] = {
-    "oasis-instance": "optsched.jobs.instance:instance_schema",
-    "oasis-schedule": "optsched.jobs.schedule:schedule_schema",
-    "oasis-prices": "optsched.jobs.prices:price_schema",
+    "oasis-instance": "optsched.online.oasis.instance:instance_schema",
+    "oasis-schedule": "optsched.online.oasis.schedule:schedule_schema",
+    "oasis-prices": "optsched.online.oasis.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
-    "comm-instance": "optsched.comm.instance:instance_schema",
-    "tensorlights-instance": "optsched.tensorlights.instance:instance_schema",
+    "comm-instance": "optsched.comm.pace.instance:instance_schema",
+    "tensorlights-instance": "optsched.comm.tensorlights.instance:instance_schema",
     "placement-instance": "optsched.placement.instance:instance_schema",
     "placement": "optsched.placement.solution:placement_schema",
     "trace-job": "optsched.traces.schema:row_schema",
-    "optimus-instance": "optsched.optimus:instance_schema",
-    "andreas-instance": "optsched.andreas:instance_schema",
-    "chronus-instance": "optsched.chronus.instance:instance_schema",
+    "optimus-instance": "optsched.allocation.optimus:instance_schema",
+    "andreas-instance": "optsched.allocation.andreas:instance_schema",
+    "chronus-instance": "optsched.allocation.chronus.instance:instance_schema",
 }
 
 #: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->
 #: "module:function" taking (instance path, schedule path or None) and returning a report dict.
 VALIDATORS: dict[str, str] = {
     "oasis-instance": "optsched.cli.oasis:validate_files",
-    "tensorlights-instance": "optsched.tensorlights.validator:validate_files",
+    "tensorlights-instance": "optsched.comm.tensorlights.validator:validate_files",
     "placement-instance": "optsched.cli.placement:validate_files",
-    "comm-instance": "optsched.comm.solve:validate_files",
+    "comm-instance": "optsched.comm.pace.solve:validate_files",
 }
 
 

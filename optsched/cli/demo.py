@@ -42,8 +42,8 @@ def offline_section(
     """
     from rich.table import Table
 
-    from optsched.jobs import generate_instance, solve, validate
-    from optsched.report.jobs import plot_schedule
+    from optsched.online.oasis import generate_instance, solve, validate
+    from optsched.report.oasis import plot_schedule
 
     params = dict(DEFAULT, seed=seed)
     inst = generate_instance(
@@ -102,9 +102,9 @@ def online_section(
     out_dir: Path, seed: int, time_limit: float, quick: bool = False
 ) -> dict[str, Any]:
     """OASiS and the baselines against the offline optimum (or its bounds) on one instance."""
-    from optsched.jobs import generate_instance
-    from optsched.jobs.competitive import compare_algorithms
-    from optsched.report.jobs import comparison_table, plot_comparison
+    from optsched.online.oasis import generate_instance
+    from optsched.online.oasis.competitive import compare_algorithms
+    from optsched.report.oasis import comparison_table, plot_comparison
 
     params = dict(QUICK if quick else MODERATE, seed=seed)
     inst = generate_instance(
@@ -135,7 +135,7 @@ def pace_section() -> dict[str, Any]:
     """Communication schedulers of one ResNet-50 iteration, against the lower bound."""
     from rich.table import Table
 
-    from optsched.comm import compare
+    from optsched.comm.pace import compare
 
     with err_console.status("scheduling one ResNet-50 iteration ..."):
         cmp = compare(PACE_MODEL, PACE_WORKERS, PACE_GBPS, PACE_LATENCY_US)

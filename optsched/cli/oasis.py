@@ -60,7 +60,7 @@ def validate_files(instance_path: str | Path, schedule_path: str | Path | None) 
     InvalidInstanceError
         The instance or the schedule file is malformed (the message names the field).
     """
-    from optsched.jobs import OasisInstance, Schedule, validate
+    from optsched.online.oasis import OasisInstance, Schedule, validate
 
     instance = OasisInstance.load(instance_path)
     out: dict[str, Any] = {
@@ -119,7 +119,7 @@ def generate_cmd(
     as_json: bool,
 ) -> None:
     """Write a seeded synthetic instance drawn from the paper's distributions."""
-    from optsched.jobs import generate_instance
+    from optsched.online.oasis import generate_instance
 
     with generator_flags():
         inst = generate_instance(
@@ -168,7 +168,7 @@ def offline_cmd(
     """
     from rich.table import Table
 
-    from optsched.jobs import OasisInstance, solve
+    from optsched.online.oasis import OasisInstance, solve
 
     if relax and output is not None:
         raise click.UsageError(

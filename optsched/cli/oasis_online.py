@@ -35,8 +35,8 @@ work_option = click.option(
 
 def make_algorithm(name: str, *, work: str = "chunks", seed: int = 0, **oasis: Any) -> Any:
     """An online algorithm by ``--algorithm`` name; ``oasis`` keywords go to OASiS only."""
-    from optsched.jobs.baselines import DRF, FIFO, RRH, DormLike
-    from optsched.jobs.online import OASiS
+    from optsched.online.oasis.baselines import DRF, FIFO, RRH, DormLike
+    from optsched.online.oasis.online import OASiS
 
     if name == "oasis":
         return OASiS(work=work, **oasis)
@@ -53,7 +53,7 @@ def make_algorithm(name: str, *, work: str = "chunks", seed: int = 0, **oasis: A
 
 def _prices(spec: str, history: Path | None, instance: Any) -> Any:
     from optsched.errors import InvalidInstanceError
-    from optsched.jobs import OasisInstance, load_prices
+    from optsched.online.oasis import OasisInstance, load_prices
 
     load: Callable[[], Any]
     if history is not None:
@@ -121,7 +121,7 @@ def online_cmd(
     """Schedule INSTANCE online with OASiS and certify a bound on the optimum."""
     from rich.table import Table
 
-    from optsched.jobs import OASiS, OasisInstance
+    from optsched.online.oasis import OASiS, OasisInstance
 
     inst = OasisInstance.load(instance)
     alg = OASiS(
@@ -196,8 +196,8 @@ def check_cmd(
     OPT <= D) fails; a ratio above the proven bound is reported (it can happen when the
     theorem's assumptions fail) but is not an error.
     """
-    from optsched.jobs import OasisInstance
-    from optsched.jobs.competitive import check_competitive
+    from optsched.online.oasis import OasisInstance
+    from optsched.online.oasis.competitive import check_competitive
 
     inst = OasisInstance.load(instance)
     alg = make_algorithm(algorithm, work=work, seed=seed, tighten=True)
@@ -322,7 +322,7 @@ def ratio_cmd(
     instance gets --time-limit seconds (60 when not given). Exits 3 when some ILP stopped
     short of a proven optimum (its ratio is then an upper bound) unless --accept-feasible.
     """
-    from optsched.report.jobs import ratio_sweep, sweep_summary
+    from optsched.report.oasis import ratio_sweep, sweep_summary
 
     time_limit = 60.0 if solver_opts.time_limit is None else solver_opts.time_limit
     alg = make_algorithm(algorithm, work=work, seed=seed, tighten=True)

@@ -207,8 +207,8 @@ def run_cmd(
 
     MODEL_OR_FILE is a shipped profile name (see `optsched profile --list`) or a profile file.
     """
-    from optsched.comm import compare
-    from optsched.comm import validate as check
+    from optsched.comm.pace import compare
+    from optsched.comm.pace import validate as check
 
     with flag_names():
         result = compare(
@@ -312,7 +312,7 @@ def solve_cmd(
 
     Exits 3 when --method lp stops short (unless --accept-feasible).
     """
-    from optsched.comm import CommInstance, solve
+    from optsched.comm.pace import CommInstance, solve
 
     with flag_names():
         instance = CommInstance.load(instance_path)
@@ -353,7 +353,7 @@ def solve_cmd(
 @json_option
 def generate_cmd(seed: int, layers: int, chain: bool, output: Path, as_json: bool) -> None:
     """Write a random comm-instance (a random profile inline on a random cluster)."""
-    from optsched.comm import generate_instance
+    from optsched.comm.pace import generate_instance
 
     with flag_names({"layers": "--layers"}):
         instance = generate_instance(seed=seed, layers=layers, dag=not chain)
@@ -457,9 +457,9 @@ def sweep_cmd(
     rerun with other shared options (latency, overhead, partition, fusion, cycle, order,
     update rate) exits 2 naming the option.
     """
-    from optsched.comm.sweep import SWEEP_KIND, sweep, sweep_config
     from optsched.profiles import available_profiles
-    from optsched.report.store import RunStore
+    from optsched.runs.pace_sweep import SWEEP_KIND, sweep, sweep_config
+    from optsched.runs.store import RunStore
 
     chosen = list(models) or (available_profiles() if all_models else ["resnet50", "vgg16"])
     csv_path = output or Path("pace_sweep.csv")
@@ -490,7 +490,7 @@ def sweep_cmd(
             )
     rows = result.rows
     md_path = _write_table(rows, csv_path)
-    from optsched.report.comm import plot_speedup
+    from optsched.report.pace import plot_speedup
 
     png_path = csv_path.with_suffix(".png")
     plot_speedup(result.to_frame()).savefig(png_path, dpi=120)

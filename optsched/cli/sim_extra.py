@@ -179,8 +179,8 @@ def sweep_command(
     as_json: bool,
 ) -> None:
     """Sweep policies x TRACES x cluster scales x seeds x loads (resumable with --store)."""
+    from optsched.runs.sim_sweep import sweep
     from optsched.sim import parse_cluster
-    from optsched.sim.sweep import sweep
 
     parse_cluster(cluster, field="--cluster")
     names = _policies(policies)

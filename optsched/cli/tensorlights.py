@@ -24,7 +24,7 @@ from optsched.cli.common import (
 from optsched.errors import InvalidInstanceError
 
 if TYPE_CHECKING:
-    from optsched.tensorlights import SimulationResult, TensorLightsInstance
+    from optsched.comm.tensorlights import SimulationResult, TensorLightsInstance
 
 __all__ = ["register", "tensorlights"]
 
@@ -147,7 +147,7 @@ def _load(
     bandwidth: float,
     seed: int,
 ) -> TensorLightsInstance:
-    from optsched.tensorlights import TensorLightsInstance, generate_instance
+    from optsched.comm.tensorlights import TensorLightsInstance, generate_instance
 
     if (instance is None) == (not generate):
         raise click.UsageError("give an INSTANCE file or --generate (exactly one)")
@@ -255,7 +255,7 @@ def simulate_cmd(
     **source: Any,
 ) -> None:
     """Simulate every job to completion under one NIC-sharing policy, and validate the run."""
-    from optsched.tensorlights import run, validate
+    from optsched.comm.tensorlights import run, validate
 
     inst = _load(**source)
     options: dict[str, Any] = {"jitter": jitter, "seed": source["seed"], "engine": engine}
@@ -300,8 +300,8 @@ def compare_cmd(
     """Run every policy on the same instance (priority uses the Smith order)."""
     from rich.table import Table
 
-    from optsched.tensorlights import fair as fair_sharing
-    from optsched.tensorlights import one_green, rotate, smith
+    from optsched.comm.tensorlights import fair as fair_sharing
+    from optsched.comm.tensorlights import one_green, rotate, smith
 
     inst = _load(**source)
     seed = source["seed"]
@@ -370,7 +370,7 @@ def best_order_cmd(
     **source: Any,
 ) -> None:
     """Exact best static priority order (every permutation simulated), beside Smith's rule."""
-    from optsched.tensorlights import solve
+    from optsched.comm.tensorlights import solve
 
     inst = _load(**source)
     with err_console.status(f"simulating up to {inst.n_jobs}! orders ..."), _flag_names():

@@ -5,6 +5,6 @@ Axes to draw on; a new Figure is made when omitted), return the Figure, and neve
 global Matplotlib backend.
 """
 
-from optsched.report.store import RunStore, run_key
+from optsched.runs.store import RunStore, run_key
 
 __all__ = ["RunStore", "run_key"]

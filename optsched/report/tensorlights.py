@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from optsched.tensorlights import SimulationResult
+    from optsched.comm.tensorlights import SimulationResult
 
 __all__ = ["plot_jct"]
 

@@ -9,6 +9,7 @@ round-based world (:func:`solve`), policies side by side with their gaps to it
 (:func:`compare`) and resumable parallel sweeps (:func:`sweep`).
 """
 
+from optsched.runs.sim_sweep import sweep
 from optsched.sim.cluster_spec import (
     ClusterSpec,
     GpuType,
@@ -33,7 +34,6 @@ from optsched.sim.policy import (
 )
 from optsched.sim.record import INTERVAL_COLUMNS, JOB_RESULT_COLUMNS, SimResult
 from optsched.sim.replay import FixedRounds, replay_rounds
-from optsched.sim.sweep import sweep
 from optsched.sim.throughputs import GENERIC, Throughputs, load_throughputs
 from optsched.sim.validate import validate
 from optsched.sim.world import (

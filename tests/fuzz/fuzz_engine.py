@@ -297,7 +297,7 @@ def make_seeds(directory: Path) -> dict[str, Path]:
             ]
         )
     )
-    profile = REPO / "models" / "alexnet.toml"
+    profile = REPO / "optsched" / "models" / "alexnet.toml"
     shutil.copyfile(profile, p["dnn-profile"])
     p["dnn-profile-json"].write_text(
         json.dumps(tomllib.loads(profile.read_text(encoding="utf-8")), indent=1), encoding="utf-8"
@@ -309,8 +309,8 @@ def _write_prices(instance: Path, out: Path) -> None:
     """A price file holding the prices the library estimates for ``instance`` in hindsight."""
     code = (
         "import json, sys\n"
-        "from optsched.jobs.instance import load_instance\n"
-        "from optsched.jobs.prices import estimate_prices\n"
+        "from optsched.online.oasis.instance import load_instance\n"
+        "from optsched.online.oasis.prices import estimate_prices\n"
         "inst = load_instance(sys.argv[1])\n"
         "p = estimate_prices(inst)\n"
         "res = list(p.resources)\n"

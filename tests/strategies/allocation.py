@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from optsched.allocation import AllocationInstance, AllocationJob, PairThroughput
+from optsched.allocation.gavel import AllocationInstance, AllocationJob, PairThroughput
 
 __all__ = ["PAIR_FACTORS", "packed_rounds", "rounds"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from optsched.andreas import AndreasInstance, AndreasJob, Configuration, NodeType
+from optsched.allocation.andreas import AndreasInstance, AndreasJob, Configuration, NodeType
 
 __all__ = ["tiny_instances"]
 

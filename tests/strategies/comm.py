@@ -1,7 +1,7 @@
 """The one definition of every Hypothesis strategy of the communication (PACE) family.
 
 Every strategy builds valid inputs by construction (profiles from
-:func:`optsched.comm.generate.random_profile`, orders from ``random_order``, instances from
+:func:`optsched.comm.pace.generate.random_profile`, orders from ``random_order``, instances from
 ``generate_instance``), so a failing example is a defect of the code under test, not of the
 strategy.
 """
@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from optsched.comm import CommInstance, generate_instance
-from optsched.comm.cost import MB, CostModel
-from optsched.comm.dag import IterationDAG, build_dag
-from optsched.comm.generate import random_order, random_profile
-from optsched.comm.policies import Policy, default_policies
+from optsched.comm.pace import CommInstance, generate_instance
+from optsched.comm.pace.cost import MB, CostModel
+from optsched.comm.pace.dag import IterationDAG, build_dag
+from optsched.comm.pace.generate import random_order, random_profile
+from optsched.comm.pace.policies import Policy, default_policies
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor
 
 Data = dict[str, Any]
@@ -184,7 +184,7 @@ def policy_cases(draw: st.DrawFn) -> tuple[IterationDAG, CostModel, list[Policy]
 
 @st.composite
 def instances(draw: st.DrawFn, max_layers: int = 10) -> CommInstance:
-    """A :func:`~optsched.comm.generate_instance` (random inline profile, random cluster)."""
+    """A :func:`~optsched.comm.pace.generate_instance` (random inline profile, random cluster)."""
     return generate_instance(
         seed=draw(st.integers(0, 2**20)),
         layers=draw(st.integers(1, max_layers)),

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from optsched.tensorlights import POLICIES, TensorLightsInstance
+from optsched.comm.tensorlights import POLICIES, TensorLightsInstance
 
 #: Relative tolerance on simulated times (the simulation is exact up to rounding).
 TIME_RTOL = 1e-9

@@ -15,7 +15,7 @@ name                 policy
 ==================== ===========================================================
 
 Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
-The allocation LPs of :mod:`optsched.allocation` (``max-min``, ``max-min-perf``, ``ftf``,
+The allocation LPs of :mod:`optsched.allocation.gavel` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
 Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from optsched.allocation import POLICIES as LP_POLICIES
+from optsched.allocation.gavel import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.andreas import Andreas

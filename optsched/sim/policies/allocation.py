@@ -1,9 +1,10 @@
 r"""Gavel-class allocation policies in the simulator: an exact LP every round, carried out.
 
 Every round of :attr:`round_seconds` the policy builds the round's
-:class:`~optsched.allocation.AllocationInstance` from the simulation state (each active job's
+:class:`~optsched.allocation.gavel.AllocationInstance` from the simulation state (each active job's
 rate on each GPU type for its whole gang, its gang size, weight, steps left and history) and
-solves the policy's LP exactly (:func:`optsched.allocation.solve`, sparse matrices straight into
+solves the policy's LP exactly (:func:`optsched.allocation.gavel.solve`, sparse matrices straight
+into
 HiGHS, warm-started from the previous round's basis). The time fractions :math:`X_{mj}` are then
 carried out by the simulator's round mechanism (:func:`~optsched.sim.carry_out`: priority
 :math:`X_{mj}` over the share of rounds received on type :math:`j`).
@@ -39,10 +40,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optsched.allocation import POLICIES as LP_POLICIES
-from optsched.allocation import AllocationInstance, AllocationJob, PairThroughput, solve
-from optsched.allocation.prices import GPU_PRICES_PER_HOUR
-from optsched.allocation.shares import isolated_throughput
+from optsched.allocation.gavel import POLICIES as LP_POLICIES
+from optsched.allocation.gavel import AllocationInstance, AllocationJob, PairThroughput, solve
+from optsched.allocation.gavel.prices import GPU_PRICES_PER_HOUR
+from optsched.allocation.gavel.shares import isolated_throughput
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim.policy import FractionalAllocation, JobState, Policy, SimState
@@ -62,7 +63,7 @@ class IsolatedTime:
 
     Each round adds to a job's history the time the progress it made since the previous round
     would have taken at that round's isolated share :math:`q_m`. Every round policy that
-    builds an :class:`~optsched.allocation.AllocationInstance` (the LPs, Themis) keeps one.
+    builds an :class:`~optsched.allocation.gavel.AllocationInstance` (the LPs, Themis) keeps one.
     """
 
     def __init__(self) -> None:
@@ -115,19 +116,19 @@ class RoundSolve:
 
 
 class AllocationLP(Policy):
-    """An allocation LP of :mod:`optsched.allocation` as a round-based simulator policy.
+    """An allocation LP of :mod:`optsched.allocation.gavel` as a round-based simulator policy.
 
     Parameters
     ----------
     policy : str
-        A key of :data:`optsched.allocation.POLICIES` (``max-min``, ``max-min-perf``, ``ftf``,
+        A key of :data:`optsched.allocation.gavel.POLICIES` (``max-min``, ``max-min-perf``, ``ftf``,
         ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``,
         ``min-cost``, ``min-cost-perf``, ``min-cost-slo``, ``min-cost-slo-perf``).
     round_seconds : float
         Round length (default Gavel's 360 s).
     prices : mapping of str to float, optional
         Cost policies only: US$ per GPU-hour by type name. By default the documented table
-        (:data:`optsched.allocation.prices.GPU_PRICES_PER_HOUR`); a cluster with a type the
+        (:data:`optsched.allocation.gavel.prices.GPU_PRICES_PER_HOUR`); a cluster with a type the
         table does not know is priced uniformly (1 per GPU-hour, so the cost policies maximise
         steps per GPU-hour) and :attr:`uniform_prices` says so.
     infeasible_deadlines : {"raise", "drop"}

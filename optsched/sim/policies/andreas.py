@@ -7,8 +7,10 @@ decision; deciding less often (rounds) leaves freed GPUs idle until the round en
 
 **What it decides.** Jobs that hold GPUs keep them (no preemption, no migration:
 :attr:`Allocation.keep_running <optsched.sim.Allocation.keep_running>`); the queued jobs form an
-:class:`~optsched.andreas.AndreasInstance` over the GPUs still free, and the randomised greedy
-with restarts (:class:`~optsched.andreas.RandomizedGreedy`, ANDREAS's own mechanism) chooses, for
+:class:`~optsched.allocation.andreas.AndreasInstance` over the GPUs still free, and the randomised
+greedy
+with restarts (:class:`~optsched.allocation.andreas.RandomizedGreedy`, ANDREAS's own mechanism)
+chooses, for
 each, a (GPU type, GPU count) or to wait. Each run is granted on exactly the servers the plan
 chose (an explicit :class:`~optsched.sim.Placement`).
 
@@ -46,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from optsched.andreas import (
+from optsched.allocation.andreas import (
     AndreasInstance,
     AndreasJob,
     Configuration,

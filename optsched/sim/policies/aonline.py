@@ -4,7 +4,7 @@ Rounds of :attr:`round_seconds` are counted from time 0 (round :math:`k` starts 
 as in the simulator's round mechanism and its exact model). The rounds are cut into the
 intervals :math:`[0, 1)`, :math:`[1, 2)`, :math:`[2, 4)`, :math:`[4, 8)`, ... At the first
 decision point of an interval the policy builds the packing problem of
-:mod:`optsched.aonline.packing` from the active jobs and runs OASiS's primal-dual on it; the
+:mod:`optsched.online.aonline.packing` from the active jobs and runs OASiS's primal-dual on it; the
 chosen jobs get explicit placements, round by round, for the rest of the interval, and nothing
 else runs (Aonline's mechanism: unchosen jobs wait for the next boundary).
 
@@ -29,9 +29,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from optsched.aonline import AonlineInstance, AonlineJob, GpuPool, pack_primal_dual
 from optsched.errors import InvalidInstanceError
 from optsched.limits import check_size
+from optsched.online.aonline import AonlineInstance, AonlineJob, GpuPool, pack_primal_dual
 from optsched.sim.policy import Allocation, Grant, Placement, Policy, SimState
 from optsched.tolerances import TIME_TOL, WORK_TOL
 

@@ -2,7 +2,8 @@ r"""Chronus in the simulator: lease-based deadline scheduling, one exact decisio
 
 Rounds are *leases* of :attr:`Chronus.round_seconds` (default :data:`DEFAULT_LEASE_SECONDS`).
 At every lease boundary the policy builds the family's
-:class:`~optsched.chronus.LeaseInstance` from the simulation state and plans the next leases:
+:class:`~optsched.allocation.chronus.LeaseInstance` from the simulation state and plans the next
+leases:
 
 * **SLO jobs** are the active jobs with a finite deadline whose deadline is at least one whole
   lease away: deadline lease :math:`d_j = \lfloor (\text{deadline}_j - t) / L \rfloor - 1`
@@ -23,8 +24,10 @@ At every lease boundary the policy builds the family's
   one admission), and the policy grants them GPUs by its own rule below, so by default they
   are left out of the model to keep it small.
 
-The plan comes from the MILP (:func:`optsched.chronus.solve`, ``mode="milp"``) or from the
-greedy (:class:`~optsched.chronus.ChronusGreedy`, ``mode="greedy"``). A MILP that stops short
+The plan comes from the MILP (:func:`optsched.allocation.chronus.solve`, ``mode="milp"``) or from
+the
+greedy (:class:`~optsched.allocation.chronus.ChronusGreedy`, ``mode="greedy"``). A MILP that stops
+short
 (time limit) or fails is **never used**: the policy falls back to the greedy and records it in
 :attr:`Chronus.log`. When the greedy's EDF packing cannot keep every guarantee (possible after
 a MILP plan, since EDF packing is not exact), the guarantees it breaks are dropped and logged,
@@ -53,7 +56,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from optsched.chronus import (
+from optsched.allocation.chronus import (
     BestEffortJob,
     ChronusGreedy,
     LeaseInstance,
@@ -62,7 +65,7 @@ from optsched.chronus import (
     solve,
     validate,
 )
-from optsched.chronus.instance import MAX_STEPS
+from optsched.allocation.chronus.instance import MAX_STEPS
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
 

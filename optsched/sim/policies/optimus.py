@@ -3,7 +3,7 @@ r"""Optimus in the simulator: fitted speed models and marginal-gain GPU allocati
 **How PSs and workers map to GPUs.** The simulator has GPUs only. Every GPU hosts one worker and
 the parameter servers are colocated with the workers, one per worker, using no GPU (Gavel-style
 simulators treat data-parallel jobs so). With :math:`p = w = k` the synchronous speed model of
-Optimus becomes the ``colocated`` model of :mod:`optsched.optimus.models`,
+Optimus becomes the ``colocated`` model of :mod:`optsched.allocation.optimus.models`,
 
 .. math::
 
@@ -14,14 +14,16 @@ steps per second of job :math:`j` on :math:`k` GPUs of type :math:`g` (:math:`\t
 **Fitting.** Like Optimus, which probes a job at a few (PS, worker) counts, the policy observes
 the job's rate at a few GPU counts of each type (the world's rate at :math:`k` GPUs:
 :math:`k_{min}`, :math:`k_{max}` and the powers of two between, at most the type's GPUs) and fits
-the model by bounded least squares (:func:`optsched.optimus.fit_speed`, relative residuals on
+the model by bounded least squares (:func:`optsched.allocation.optimus.fit_speed`, relative
+residuals on
 step times). A job whose range holds fewer than three counts needs no model: its measured rates
 cover every count it may get. Fits are kept per (job, type) for the whole run.
 
 **Work.** :math:`Q_j` is the job's steps left. (Optimus estimates it from the fitted loss curve;
 a trace gives work in steps and no loss curve, so the simulator's own count is used.)
 
-**Allocation, every round** (Optimus's marginal gain, :mod:`optsched.optimus.greedy`, on GPUs):
+**Allocation, every round** (Optimus's marginal gain, :mod:`optsched.allocation.optimus.greedy`, on
+GPUs):
 
 1. Admission: in arrival order, each active job gets its smallest gang :math:`k_{min}` (its
    ``min_gpus``, see :meth:`World.elastic <optsched.sim.World.elastic>`) on the GPU type where
@@ -36,7 +38,8 @@ The grants carry the chosen counts, highest priority (admission order) first. Gr
 for the fitted models given the admitted jobs and their types: on each GPU type it is the
 separable convex problem of the greedy module's theorem (one unit-demand resource, every
 :math:`T_{jg}(k) = Q_j(\theta_0/k + \theta_1 + \theta_2 k)` convex in :math:`k`), so the
-marginal-gain growth equals the exact MILP of :mod:`optsched.optimus` for the same models (a test
+marginal-gain growth equals the exact MILP of :mod:`optsched.allocation.optimus` for the same
+models (a test
 checks it). A job with a fixed gang (``min_gpus = max_gpus``) only takes part in admission.
 
 Complexity per round: :math:`O(A K)` admission plus :math:`O(G \log A)` growth for :math:`A` active
@@ -51,8 +54,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from optsched.allocation.optimus.fit import SpeedFit, fit_speed
 from optsched.errors import InvalidInstanceError
-from optsched.optimus.fit import SpeedFit, fit_speed
 from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ r"""Space-sharing allocation LPs in the simulator: pair rows carried out as shar
 instance extended by each job's co-location class (its throughput-table job type and gang size)
 and the normalised pair throughputs of the classes present (the table's pair rate over the rate
 alone, per GPU type; a pair is offered only where both measured pair rates are positive, so the
-engine's pair rate is the one the LP used). Its packed LP (:mod:`optsched.allocation.packed`)
+engine's pair rate is the one the LP used). Its packed LP (:mod:`optsched.allocation.gavel.packed`)
 returns singleton fractions :math:`X_{mj}` and pair fractions :math:`Y_{pj}`.
 
 **Round mechanism** (Gavel's, extended to pairs). Every row — a job alone on type :math:`j`, or
@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from optsched.allocation import PACKED_POLICIES, AllocationJob, PairThroughput
+from optsched.allocation.gavel import PACKED_POLICIES, AllocationJob, PairThroughput
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import DEFAULT_ROUND_SECONDS, AllocationLP
 from optsched.sim.policy import Allocation, Grant, JobState, SimState
@@ -52,7 +52,7 @@ class PackedAllocationLP(AllocationLP):
     Parameters
     ----------
     policy : str
-        A key of :data:`optsched.allocation.PACKED_POLICIES` (``max-min-packed``,
+        A key of :data:`optsched.allocation.gavel.PACKED_POLICIES` (``max-min-packed``,
         ``ftf-packed``, ``makespan-packed``, ``max-sum-throughput-packed``).
     round_seconds : float
         Round length (default Gavel's 360 s).

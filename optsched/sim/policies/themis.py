@@ -1,7 +1,8 @@
 r"""Themis in the simulator: a partial-allocation auction at every lease.
 
 Every lease of :attr:`Themis.round_seconds` (default ten minutes) the policy builds the round's
-:class:`~optsched.allocation.AllocationInstance` from the simulation state exactly as the exact
+:class:`~optsched.allocation.gavel.AllocationInstance` from the simulation state exactly as the
+exact
 allocation policies do (each active job's rate on each GPU type for its whole gang, its gang size,
 weight, steps left, seconds since arrival and isolated-time history) and runs one lease of the
 mechanism, :func:`optsched.allocation.themis.themis_round`: the :math:`1 - f` worst apps by
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from optsched.allocation import AllocationInstance, AllocationJob
+from optsched.allocation.gavel import AllocationInstance, AllocationJob
 from optsched.allocation.themis import (
     DEFAULT_FAIRNESS,
     DEFAULT_LEASE_SECONDS,

@@ -1,0 +1,723 @@
+r"""Heterogeneity-aware allocation policies as linear programs built straight into HiGHS.
+
+Every policy optimises over the same polytope of time fractions (Gavel's base constraints):
+
+.. math::
+
+    X_{mj} \ge 0,\qquad \sum_j X_{mj} \le 1 \ \ \forall m \quad (\texttt{job\_time}),\qquad
+    \sum_m s_m X_{mj} \le n_j \ \ \forall j \quad (\texttt{type\_capacity}),
+
+with :math:`X_{mj} = 0` where job :math:`m` cannot run on type :math:`j` (zero throughput, or a
+gang larger than the type has GPUs: \texttt{gang\_fits}). With
+:math:`\theta_m(X) = \sum_j T_{mj} X_{mj}`:
+
+* ``max-min`` (LAS): :math:`\max_X \min_m \theta_m(X)\, s_m / (w_m p_m)`; the epigraph variable
+  :math:`v` gives the LP :math:`\max v` s.t. :math:`\theta_m(X) s_m/(w_m p_m) \ge v`
+  (\texttt{fair\_share}).
+* ``makespan`` (min total duration): :math:`\min_X \max_m \sigma_m / \theta_m(X)` with
+  :math:`\sigma_m` steps left. Substituting :math:`z = 1/\text{makespan}` makes it the LP
+  :math:`\max z` s.t. :math:`\theta_m(X) \ge \sigma_m z` (\texttt{finish\_by}): exact, where Gavel
+  bisects on the makespan to 5 %.
+* ``ftf`` (finish-time fairness, Themis's objective as Gavel states it):
+  :math:`\min_X \max_m \rho_m(X)`, :math:`\rho_m(X) = (t_m + \sigma_m/\theta_m(X)) / c_m` with
+  :math:`c_m = h_m + \sigma_m / q_m` (isolated time so far plus time left at the isolated share).
+  :math:`\rho_m(X) \le r \iff \theta_m(X) \ge g_m(r) = \sigma_m / (r c_m - t_m)`, so for a fixed
+  :math:`r` feasibility is an LP, and :math:`\lambda^*(r) = \max\{\lambda : \theta_m(X) \ge
+  \lambda g_m(r)\}` is at least 1 exactly when :math:`r` is achievable. Written as
+  :math:`\rho_m = \beta_m + \alpha_m/\theta_m` (:math:`\alpha_m = \sigma_m/c_m`,
+  :math:`\beta_m = t_m/c_m \ge 0`), :math:`g_m(r) = \alpha_m/(r - \beta_m)`, and for
+  :math:`r' \le r` every job has :math:`(r-\beta_m)/(r'-\beta_m) \ge r/r'`, so an allocation
+  achieving :math:`r'` gives :math:`\lambda^*(r) \ge r/r'`: every LP at a level :math:`r` proves
+  :math:`r^* \ge r/\lambda^*(r)`. We bracket :math:`r^* \in [L, U]` (``L`` from every job
+  alone on its fastest type and from those bounds, ``U`` from the isolated allocation and
+  every allocation found). The levels tried: :math:`r = U` (a Dinkelbach step), then
+  :math:`r = L` (:math:`\lambda^* \ge 1` there proves :math:`L` optimal, the usual case once a
+  job has waited long), then secant roots of :math:`\lambda^*(r) = 1` inside the bracket,
+  bisecting when two LPs did not halve it; each LP warm-started from the previous basis.
+  When no job has waited
+  (:math:`\beta = 0`, Gavel's microbenchmark) :math:`\lambda^*(r)` is proportional to
+  :math:`r` and the first LP closes the bracket. Jobs are grouped by
+  :math:`(s_m, T_m/\alpha_m, \beta_m)`, so jobs of one type with no history form one class
+  whatever their steps left. The result is proven within the bracket: optimal when
+  :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP` :math:`\cdot U`.
+* ``max-sum-throughput``: :math:`\max_X \sum_m \theta_m(X)`.
+* ``min-cost`` (throughput per dollar, Gavel's ``ThroughputNormalizedByCostSum``):
+  :math:`\max_X \sum_{m,j} u_{mj} X_{mj}` with :math:`u_{mj} = 3600\,T_{mj}/(s_m p_j)` steps per
+  dollar (:math:`p_j` US$ per GPU-hour, :mod:`optsched.allocation.gavel.prices`); ``min-cost-slo``
+  adds :math:`\theta_m(X) \ge \sigma_m / d_m` for every job with a deadline :math:`d_m`
+  seconds away. A round no allocation can serve raises ``NotOptimalError`` with status
+  ``infeasible`` (naming the jobs that alone need more than their fastest type gives).
+
+Heterogeneity-agnostic variants replace :math:`T` before the LP: by all ones for ``max-min``
+(equal time shares, Gavel's ``MaxMinFairnessPolicy``), by each job's throughput on a reference
+type for the others (Gavel uses ``v100``).
+
+Complexity: the LP has :math:`MK + 1` columns and :math:`2M + K` rows with :math:`3MK` non-zeros,
+built in :math:`O(MK)` vectorised numpy (over classes of interchangeable jobs, usually far fewer
+than :math:`M`); ``ftf`` solves one LP when no job has waited and otherwise a few (2.8 per
+round on average simulating the ElasticFlow trace ``cluster04``), :data:`FTF_MAX_STEPS` at most:
+the bracket halves at least every three LPs, so :math:`O(\log(U_0/(L_0 \epsilon)))`.
+The cost policies solve one LP; with deadlines it has :math:`|C|` more rows.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from optsched.allocation.gavel.instance import AllocationInstance
+from optsched.allocation.gavel.prices import gpu_prices
+from optsched.allocation.gavel.shares import (
+    isolated_share,
+    isolated_throughput,
+    proportional_throughput,
+)
+from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.result import (
+    SolutionStatus,
+    SolveResult,
+    Status,
+    TerminationCondition,
+    assemble,
+)
+from optsched.tolerances import OPTIMALITY_GAP
+
+__all__ = [
+    "POLICIES",
+    "Objective",
+    "cost_coefficients",
+    "effective_throughputs",
+    "feasible_mask",
+    "objective_value",
+    "slo_rates",
+    "solve_lp_policy",
+]
+
+Objective = Literal["max-min", "makespan", "ftf", "max-sum-throughput", "min-cost", "min-cost-slo"]
+
+#: Policy name -> (objective, heterogeneity-aware?).
+POLICIES: dict[str, tuple[Objective, bool]] = {
+    "max-min": ("max-min", False),
+    "max-min-perf": ("max-min", True),
+    "makespan": ("makespan", False),
+    "makespan-perf": ("makespan", True),
+    "ftf": ("ftf", False),
+    "ftf-perf": ("ftf", True),
+    "max-sum-throughput-perf": ("max-sum-throughput", True),
+    "min-cost": ("min-cost", False),
+    "min-cost-perf": ("min-cost", True),
+    "min-cost-slo": ("min-cost-slo", False),
+    "min-cost-slo-perf": ("min-cost-slo", True),
+    # space sharing: solved by optsched.allocation.gavel.packed (solve() dispatches there)
+    **{f"{o}-packed": (o, True) for o in ("max-min", "makespan", "ftf", "max-sum-throughput")},
+}
+
+#: HiGHS options of every allocation LP. Presolve off: the LPs are already reduced (classes of
+#: interchangeable jobs, impossible columns fixed to 0 by their bounds) and presolve found
+#: nothing to remove; measured on the 2,048-job makespan LP (6,145 columns, cold) it took 406 ms
+#: with presolve and 322 ms without, 0.64 ms and 0.51 ms on max-min's class LP. Warm-started
+#: solves skip presolve anyway.
+HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
+
+#: Seconds per hour: prices are per GPU-hour, throughputs per second.
+_HOUR = 3600.0
+
+#: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
+FTF_MAX_STEPS = 200
+
+
+def feasible_mask(instance: AllocationInstance) -> NDArray[np.bool_]:
+    """Where :math:`X_{mj}` may be positive: positive throughput and the gang fits the type."""
+    return (instance.throughputs > 0) & (
+        instance.scale_factors[:, None] <= instance.capacities[None, :]
+    )
+
+
+def effective_throughputs(
+    instance: AllocationInstance, aware: bool, reference: int = 0
+) -> NDArray[np.float64]:
+    """The :math:`T` a policy optimises with (see the module docstring for agnostic variants)."""
+    t = instance.throughputs
+    if aware:
+        return t
+    ref = t[:, reference : reference + 1]
+    # A job that cannot run on the reference type keeps its best throughput as its one speed.
+    ref = np.where(ref > 0, ref, t.max(axis=1, keepdims=True))
+    return np.broadcast_to(ref, t.shape) * feasible_mask(instance)
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """Jobs grouped into classes of interchangeable jobs.
+
+    Jobs whose every coefficient in a policy's LP is equal are interchangeable: averaging any
+    optimal allocation over a class keeps it feasible (the constraints are linear) and keeps the
+    objective (a max-min of linear terms, a min-max of convex ones, or a sum), so an optimum
+    exists in which a class's jobs share one row of :math:`X`. The LP is solved over classes,
+    with a class of :math:`N_c` jobs counting :math:`N_c s_c X_{cj}` GPUs of type :math:`j`.
+    With measured throughputs (a few dozen job types) this shrinks a round of thousands of jobs
+    to a few dozen rows.
+    """
+
+    rep: NDArray[np.int64]
+    inverse: NDArray[np.int64]
+    counts: NDArray[np.float64]
+    sf: NDArray[np.float64]
+    mask: NDArray[np.bool_]
+    capacities: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return int(self.rep.size)
+
+    def expand(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return x[self.inverse]
+
+
+def _unique_rows(
+    table: NDArray[np.float64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    r"""``(first, inverse, counts)`` of the distinct rows of ``table`` (as ``np.unique(axis=0)``).
+
+    One stable ``lexsort`` over the columns and a comparison of neighbours: :math:`O(n \log n)`
+    vectorised, where ``np.unique(axis=0)`` sorts a structured view element by element (ten times
+    slower at a few thousand rows, which made grouping the dearest step of a one-LP round).
+    ``first`` holds each group's smallest row index; groups are numbered in sorted order.
+    """
+    n = table.shape[0]
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    order = np.lexsort(table.T[::-1])
+    ordered = table[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    group = np.cumsum(new) - 1
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = group
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, n))
+    return order[starts].astype(np.int64), inverse, counts.astype(np.int64)
+
+
+def _classes(instance: AllocationInstance, *keys: NDArray[np.float64]) -> _Classes:
+    mask = feasible_mask(instance)
+    sf = instance.scale_factors
+    table = np.column_stack([sf, mask.astype(np.float64), *[np.asarray(k) for k in keys]])
+    rep, inverse, counts = _unique_rows(table)
+    return _Classes(
+        rep=rep,
+        inverse=inverse,
+        counts=counts.astype(np.float64),
+        sf=sf[rep],
+        mask=mask[rep],
+        capacities=instance.capacities,
+    )
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The shared polytope over classes, as arrays ready for a LinearProgram."""
+
+    rows: NDArray[np.int64]
+    cols: NDArray[np.int64]
+    vals: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    n_rows: int
+    #: Built by :func:`_base` (job rows, then type rows): lets :func:`_program` lay out the CSC
+    #: arrays directly instead of sorting triplets.
+    standard: bool = False
+
+
+def _base(cl: _Classes) -> _Base:
+    m, k = cl.n, cl.capacities.size
+    idx = np.arange(m * k)
+    job_rows = idx // k
+    type_rows = m + idx % k
+    gpus = np.repeat(cl.counts * cl.sf, k)
+    rows = np.concatenate([job_rows, type_rows])
+    cols = np.concatenate([idx, idx])
+    vals = np.concatenate([np.ones(m * k), gpus])
+    upper = cl.mask.ravel().astype(np.float64)
+    return _Base(rows, cols, vals, upper, m + k, standard=True)
+
+
+def _standard_csc(
+    cl: _Classes,
+    coef: NDArray[np.float64] | None,
+    aux: NDArray[np.float64] | None,
+    n_rows: int,
+) -> Any:
+    r"""The matrix of :func:`_program` over a standard base, laid out column by column.
+
+    Column :math:`(c, j)` holds, in row order, the job row :math:`c`, the type row
+    :math:`M + j` and (with ``coef``) the fairness row :math:`M + K + c`; the last column holds
+    :math:`-\text{aux}` in the fairness rows. No triplet sort: :math:`O(MK)` array writes.
+    """
+    import scipy.sparse as sp
+
+    m, k = cl.n, cl.capacities.size
+    idx = np.arange(m * k)
+    per = 2 if coef is None or aux is None else 3
+    indices = np.empty((m * k, per), dtype=np.int32)
+    data = np.empty((m * k, per))
+    indices[:, 0] = idx // k
+    indices[:, 1] = m + idx % k
+    data[:, 0] = 1.0
+    data[:, 1] = np.repeat(cl.counts * cl.sf, k)
+    last_rows = np.zeros(0, dtype=np.int32)
+    last_vals = np.zeros(0)
+    if per == 3:
+        assert coef is not None and aux is not None
+        indices[:, 2] = m + k + idx // k
+        data[:, 2] = coef.ravel()
+        last_rows = (m + k + np.arange(m)).astype(np.int32)
+        last_vals = -np.asarray(aux, dtype=np.float64)
+    indptr = np.append(np.arange(0, per * m * k + 1, per), per * m * k + last_rows.size)
+    return sp.csc_array(
+        (
+            np.concatenate([data.ravel(), last_vals]),
+            np.concatenate([indices.ravel(), last_rows]),
+            indptr.astype(np.int32),
+        ),
+        shape=(n_rows, m * k + 1),
+    )
+
+
+def _program(
+    cl: _Classes,
+    base: _Base,
+    coef: NDArray[np.float64] | None,
+    aux: NDArray[np.float64] | None,
+    objective: NDArray[np.float64] | None = None,
+    row_lower: NDArray[np.float64] | None = None,
+) -> LinearProgram:
+    """Base polytope + rows ``coef[c] . x_c - aux[c] v >= row_lower[c]``, maximise ``v``.
+
+    With ``objective``, that is maximised instead and ``v`` is fixed to 0; ``row_lower``
+    defaults to 0. ``coef``, ``aux``, ``objective`` and ``row_lower`` are per class (rows of the
+    representatives).
+    """
+    import scipy.sparse as sp
+
+    m, k = cl.n, cl.capacities.size
+    n = m * k + 1
+    rows, cols, vals = [base.rows], [base.cols], [base.vals]
+    lower = [np.full(base.n_rows, -np.inf)]
+    upper = [np.concatenate([np.ones(m), cl.capacities])]
+    n_rows = base.n_rows
+    if coef is not None and aux is not None:
+        idx = np.arange(m * k)
+        rows += [n_rows + idx // k, n_rows + np.arange(m)]
+        cols += [idx, np.full(m, m * k)]
+        vals += [coef.ravel(), -aux]
+        lower.append(np.zeros(m) if row_lower is None else np.asarray(row_lower, dtype=float))
+        upper.append(np.full(m, np.inf))
+        n_rows += m
+    if base.standard:
+        a = _standard_csc(cl, coef, aux, n_rows)
+    else:
+        a = sp.csc_array(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(n_rows, n),
+        )
+    c = np.zeros(n)
+    if objective is None:
+        c[-1] = 1.0
+    else:
+        c[: m * k] = (objective * cl.counts[:, None]).ravel()
+    col_upper = np.concatenate([base.upper, [np.inf if objective is None else 0.0]])
+    return LinearProgram(
+        c, a, np.concatenate(lower), np.concatenate(upper), 0.0, col_upper, sense="max"
+    )
+
+
+def _fractions(cl: _Classes, sol: MatrixSolution) -> NDArray[np.float64]:
+    assert sol.x is not None
+    k = cl.capacities.size
+    x = sol.x[: cl.n * k].reshape(cl.n, k)
+    return cl.expand(np.clip(x, 0.0, 1.0))
+
+
+def _ftf_terms(
+    instance: AllocationInstance, t: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """``(sigma, t_m, c_m)`` of the jobs with steps left."""
+    q = isolated_throughput(t, instance.scale_factors, instance.capacities)
+    sigma = instance.steps
+    since = instance.since_start
+    hist = instance.isolated_times
+    with np.errstate(divide="ignore"):
+        c = hist + np.where(sigma > 0, sigma / np.where(q > 0, q, np.nan), 0.0)
+    return sigma, since, c
+
+
+def _ftf_alpha_beta(
+    instance: AllocationInstance, t: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""``(alpha, beta)`` with :math:`\rho_m(X) = \beta_m + \alpha_m / \theta_m(X)`.
+
+    :math:`\alpha_m = \sigma_m / c_m = 1 / (h_m/\sigma_m + 1/q_m)` and
+    :math:`\beta_m = t_m / c_m = t_m \alpha_m / \sigma_m`, computed in this order so that jobs
+    of one type with no history share bit-identical values (and fall into one class) whatever
+    their steps left. Jobs with no steps left get ``alpha = 1``, ``beta = 0`` (no fairness row).
+    """
+    q = isolated_throughput(t, instance.scale_factors, instance.capacities)
+    sigma = instance.steps
+    active = sigma > 0
+    safe_sigma = np.where(active, sigma, 1.0)
+    with np.errstate(divide="ignore"):
+        inv_q = np.where(q > 0, 1.0 / np.where(q > 0, q, 1.0), np.inf)
+    alpha = np.where(active, 1.0 / (instance.isolated_times / safe_sigma + inv_q), 1.0)
+    beta = np.where(active, instance.since_start * alpha / safe_sigma, 0.0)
+    return alpha, beta
+
+
+def cost_coefficients(instance: AllocationInstance, t: NDArray[np.float64]) -> NDArray[np.float64]:
+    r""":math:`u_{mj} = 3600\, T_{mj} / (s_m p_j)`, steps per dollar on each type.
+
+    Job :math:`m`'s gang of :math:`s_m` GPUs on type :math:`j` at :math:`p_j` US$ per GPU-hour
+    (:mod:`optsched.allocation.gavel.prices`).
+    """
+    prices = gpu_prices(instance.gpu_types, instance.prices)
+    return _HOUR * t / (instance.scale_factors[:, None] * prices[None, :])
+
+
+def slo_rates(instance: AllocationInstance) -> NDArray[np.float64]:
+    r"""The throughput each job needs to meet its deadline, :math:`\sigma_m / d_m`.
+
+    0 without a deadline or steps left; ``inf`` for steps left and no time.
+    """
+    sigma, due = instance.steps, instance.deadlines
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(sigma > 0, sigma / due, 0.0)
+    return np.where(np.isnan(rate), 0.0, rate)
+
+
+def objective_value(
+    instance: AllocationInstance,
+    fractions: NDArray[np.float64],
+    objective: Objective,
+    aware: bool = True,
+) -> float:
+    r"""The objective of an allocation, computed from its definition (not from an LP).
+
+    ``max-min``: the minimum normalised share; ``makespan``: :math:`\max_m \sigma_m/\theta_m`
+    (``inf`` if a job with steps left gets nothing); ``ftf``: :math:`\max_m \rho_m`;
+    ``max-sum-throughput``: :math:`\sum_m \theta_m`. All with the policy's :math:`T`.
+    """
+    t = effective_throughputs(instance, aware)
+    if objective == "max-min" and not aware:
+        t = feasible_mask(instance).astype(np.float64)
+    if objective in ("min-cost", "min-cost-slo"):
+        return float(np.einsum("mj,mj->", cost_coefficients(instance, t), fractions))
+    return objective_from_theta(instance, t, np.einsum("mj,mj->m", t, fractions), objective)
+
+
+def objective_from_theta(
+    instance: AllocationInstance,
+    t: NDArray[np.float64],
+    theta: NDArray[np.float64],
+    objective: str,
+) -> float:
+    """A throughput-based objective from each job's effective throughput ``theta``.
+
+    ``t`` is the throughput table the policy sees (its equal-share and isolated references are
+    computed from it). Shared by the unpacked and the packed LPs, whose ``theta`` differ only
+    in the pair rows that feed it.
+    """
+    if objective == "max-sum-throughput":
+        return float(theta.sum())
+    if objective == "max-min":
+        p = proportional_throughput(t, instance.capacities)
+        return float(np.min(theta * instance.scale_factors / (instance.weights * p)))
+    sigma = instance.steps
+    active = sigma > 0
+    if not active.any():
+        return 0.0
+    if np.any(theta[active] <= 0):
+        return math.inf
+    if objective == "makespan":
+        return float(np.max(sigma[active] / theta[active]))
+    sig, since, c = _ftf_terms(instance, t)
+    rho = (since[active] + sig[active] / theta[active]) / c[active]
+    return float(np.max(rho))
+
+
+def _result(
+    termination: TerminationCondition,
+    objective: float | None,
+    bound: float | None,
+    build: float,
+    solve: float,
+    solves: int,
+    message: str = "",
+) -> SolveResult:
+    has = objective is not None and math.isfinite(objective)
+    return assemble(
+        termination,
+        SolutionStatus.OPTIMAL
+        if has and termination is TerminationCondition.OPTIMAL
+        else (SolutionStatus.FEASIBLE if has else SolutionStatus.NO_SOLUTION),
+        objective if has else None,
+        bound,
+        build_seconds=build,
+        solve_seconds=solve,
+        solver="highs",
+        solver_version="",
+        native_status=f"{solves} LP solve(s)",
+        message=message,
+        extra={"lp_solves": solves},
+    )
+
+
+def solve_lp_policy(
+    instance: AllocationInstance,
+    policy: str,
+    *,
+    time_limit: float | None = None,
+    warm_start: MatrixSolution | None = None,
+) -> tuple[NDArray[np.float64], SolveResult, MatrixSolution | None]:
+    """Solve one policy's LP(s); return the fractions, the result and the last LP solution.
+
+    Parameters
+    ----------
+    instance : AllocationInstance
+    policy : str
+        A key of :data:`POLICIES`.
+    time_limit : float, optional
+        Seconds for the whole policy (all its LPs, building included).
+    warm_start : MatrixSolution, optional
+        The last LP solution of the same policy on an instance of the same shape (the previous
+        round), handed to HiGHS as its starting basis.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown policy.
+    NotOptimalError
+        An LP stopped short (``error.result`` holds the :class:`SolveResult`).
+    """
+    if policy not in POLICIES:
+        raise InvalidInstanceError(
+            "policy", f"unknown policy {policy!r}; known: {sorted(POLICIES)}"
+        )
+    if policy.endswith("-packed"):
+        raise InvalidInstanceError(
+            "policy", f"{policy!r} is solved by optsched.allocation.gavel.solve"
+        )
+    objective, aware = POLICIES[policy]
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    m, k = instance.n_jobs, instance.n_types
+    if m == 0:
+        return np.zeros((0, k)), _result(TerminationCondition.OPTIMAL, 0.0, 0.0, 0.0, 0.0, 0), None
+    t = effective_throughputs(instance, aware)
+
+    def left() -> float | None:
+        return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+
+    sigma = instance.steps
+    if objective in ("makespan",) and not (sigma > 0).any():
+        return np.zeros((m, k)), _result(TerminationCondition.OPTIMAL, 0.0, 0.0, 0.0, 0.0, 0), None
+    if objective != "ftf":
+        # One LP; ``to_bound`` turns its optimal value into the policy's proven bound.
+        if objective == "max-sum-throughput":
+            cl = _classes(instance, t)
+            lp = _program(cl, _base(cl), None, None, objective=t[cl.rep])
+
+            def to_bound(v: float) -> float:
+                return v
+
+        elif objective in ("min-cost", "min-cost-slo"):
+            # Throughput per dollar; with SLOs, theta_m >= sigma_m / d_m for jobs with a
+            # deadline (rows with coefficient 0 for the others).
+            gain = cost_coefficients(instance, t) * feasible_mask(instance)
+            if objective == "min-cost":
+                cl = _classes(instance, gain)
+                lp = _program(cl, _base(cl), None, None, objective=gain[cl.rep])
+            else:
+                rate = slo_rates(instance)
+                _refuse_impossible_slos(instance, t, rate, start)
+                cl = _classes(instance, gain, t, rate)
+                has = (rate > 0)[cl.rep]
+                lp = _program(
+                    cl,
+                    _base(cl),
+                    t[cl.rep] * has[:, None],
+                    np.zeros(cl.n),
+                    objective=gain[cl.rep],
+                    row_lower=rate[cl.rep],
+                )
+
+            def to_bound(v: float) -> float:
+                return v
+
+        elif objective == "max-min":
+            tt = feasible_mask(instance).astype(np.float64) if not aware else t
+            p = proportional_throughput(tt, instance.capacities)
+            coef = tt * (instance.scale_factors / (instance.weights * p))[:, None]
+            cl = _classes(instance, coef)
+            lp = _program(cl, _base(cl), coef[cl.rep], np.ones(cl.n))
+
+            def to_bound(v: float) -> float:
+                return v
+
+        else:
+            # z = scale / makespan with scale the makespan's lower bound (every job alone on its
+            # fastest type), so that the LP's objective is of order 1 and HiGHS's absolute
+            # tolerances act as relative ones.
+            scale = float(np.max(sigma / np.max(t * feasible_mask(instance), axis=1)))
+            cl = _classes(instance, t, sigma)
+            lp = _program(cl, _base(cl), t[cl.rep], sigma[cl.rep] / scale)
+
+            def to_bound(v: float) -> float:
+                return scale / v if v > 0 else math.inf
+
+        build = time.perf_counter() - start
+        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start, options=HIGHS_OPTIONS)
+        assert sol.result.objective is not None
+        x = _fractions(cl, sol)
+        value = objective_value(instance, x, objective, aware)
+        bound = to_bound(sol.result.objective)
+        stop = TerminationCondition.OPTIMAL
+        return x, _result(stop, value, bound, build, sol.result.solve_seconds, 1), sol
+
+    # Finish-time fairness: a sequence of LPs over a proven bracket [lower, upper] of r*.
+    active = sigma > 0
+    if not active.any():
+        build = time.perf_counter() - start
+        return (
+            np.zeros((m, k)),
+            _result(TerminationCondition.OPTIMAL, 0.0, 0.0, build, 0.0, 0),
+            None,
+        )
+    alpha, beta = _ftf_alpha_beta(instance, t)
+    coef = t / alpha[:, None]
+    cl = _classes(instance, active.astype(np.float64), coef, beta)
+    base = _base(cl)
+    coef_c, beta_c, active_c = coef[cl.rep], beta[cl.rep], active[cl.rep]
+    build = time.perf_counter() - start
+    best_alone = np.max(t * feasible_mask(instance), axis=1)
+    lower = float(np.max(beta[active] + alpha[active] / best_alone[active]))
+    x_best = isolated_share(instance.scale_factors, instance.capacities) * feasible_mask(instance)
+    upper = objective_value(instance, x_best, objective, aware)
+    hi = upper  # an achievable level of r (the bracket's upper end)
+    solve_seconds = 0.0
+    solves = 0
+    step: MatrixSolution | None = warm_start
+    last_feasible: MatrixSolution | None = None
+    # Levels: the first LP is a Dinkelbach step at the best level found (r = U). Every LP at a
+    # level r with lambda(r) >= 1 proves r* >= r / lambda(r) and gives an allocation with
+    # rho <= r (module notes), so a round where no job has waited (beta = 0) is solved and
+    # certified by its first LP. The second LP tries the lower end L itself (r* = L when the
+    # job whose best-alone bound is L is the bottleneck, common once jobs have waited). After
+    # that the next level is the secant root of lambda(r) = 1 through the last two LPs (lambda
+    # is linear in r for a single bottleneck job and smooth while the optimal basis stays,
+    # where plain Dinkelbach steps converge only linearly: 200 of them did not close a round of
+    # the ElasticFlow trace cluster04 that this closes in a handful), kept inside the bracket
+    # and never closer to its upper end than the tolerance (lambda < 1 just below U certifies
+    # U); a step bisects when the two LPs before it did not halve the bracket, so it at least
+    # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
+    points: list[tuple[float, float]] = []
+    widths: list[float] = []  # hi - lower before each LP
+    for _ in range(FTF_MAX_STEPS):
+        if math.isfinite(upper) and upper - lower <= OPTIMALITY_GAP / 10 * max(1.0, upper):
+            break
+        if math.isfinite(hi) and hi - lower <= OPTIMALITY_GAP / 100 * max(1.0, hi):
+            break  # the LPs' own tolerance is reached; the gap reported says what is proven
+        if deadline is not None and time.perf_counter() >= deadline:
+            stop = TerminationCondition.TIME_LIMIT
+            return x_best, _result(stop, upper, lower, build, solve_seconds, solves), last_feasible
+        width = hi - lower if math.isfinite(hi) else math.inf
+        stalled = len(widths) >= 2 and width > 0.5 * widths[-2]
+        widths.append(width)
+        r = _next_level(points, lower, hi, bisect=stalled)
+        # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
+        aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
+        lp = _program(cl, base, coef_c, aux)
+        step = solve_matrix(lp, time_limit=left(), warm_start=step, options=HIGHS_OPTIONS)
+        solves += 1
+        solve_seconds += step.result.solve_seconds
+        assert step.result.objective is not None
+        lam = step.result.objective
+        points.append((r, lam))
+        if lam >= 1.0:
+            # r is achievable; the allocation found may do better than r, and no level below
+            # r / lambda(r) is achievable.
+            lower = max(lower, min(r / lam, upper))
+            x = _fractions(cl, step)
+            value = objective_value(instance, x, objective, aware)
+            if value < upper:
+                upper, x_best, last_feasible = value, x, step
+            lower = min(lower, upper)
+            hi = min(r, upper)
+        else:
+            lower = r
+    res = _result(TerminationCondition.OPTIMAL, upper, lower, build, solve_seconds, solves)
+    return x_best, res, last_feasible
+
+
+def _next_level(
+    points: list[tuple[float, float]], lower: float, hi: float, *, bisect: bool
+) -> float:
+    """The next FTF level inside ``(lower, hi]`` (see the loop in :func:`solve_lp_policy`)."""
+    if not math.isfinite(hi):
+        return 2.0 * lower + 1.0  # no achievable level yet: look further out
+    if not points:
+        return hi  # Dinkelbach step at the best level found
+    middle = 0.5 * (lower + hi)
+    if bisect:
+        return middle
+    top = hi * (1.0 - OPTIMALITY_GAP / 20)  # lambda < 1 here certifies hi within the tolerance
+    if top <= lower:
+        return middle
+    if len(points) < 2:
+        return lower  # lambda(lower) >= 1 proves lower optimal; else it brackets r*
+    (r0, l0), (r1, l1) = points[-2], points[-1]
+    guess = r1 + (1.0 - l1) * (r1 - r0) / (l1 - l0) if l1 != l0 else math.nan
+    if not (math.isfinite(guess) and lower < guess < hi):
+        return middle
+    return min(guess, top)
+
+
+def _refuse_impossible_slos(
+    instance: AllocationInstance, t: NDArray[np.float64], rate: NDArray[np.float64], start: float
+) -> None:
+    """Raise ``NotOptimalError`` (infeasible) naming the jobs no allocation can get in time.
+
+    A job needing more than its best throughput (all of the round on its fastest type) cannot
+    meet its deadline whatever the others do; the LP would only say "infeasible" without
+    naming it.
+    """
+    best = np.max(t * feasible_mask(instance), axis=1)
+    late = np.flatnonzero(rate > best * (1.0 + OPTIMALITY_GAP))
+    if late.size == 0:
+        return
+    names = ", ".join(repr(instance.jobs[i].job_id) for i in late[:5])
+    more = f" and {late.size - 5} more" if late.size > 5 else ""
+    build = time.perf_counter() - start
+    raise NotOptimalError(
+        _result(
+            TerminationCondition.INFEASIBLE,
+            None,
+            None,
+            build,
+            0.0,
+            0,
+            message=f"no allocation meets the deadline of job(s) {names}{more}: each needs more "
+            "steps per second than its fastest GPU type gives",
+        )
+    )
+
+
+def _raise_if_stopped(result: SolveResult) -> None:
+    if result.status is not Status.OPTIMAL:
+        raise NotOptimalError(result)

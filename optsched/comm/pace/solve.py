@@ -1,0 +1,327 @@
+r"""The family's exact entry point and validator: :func:`solve` and :func:`validate`.
+
+:func:`solve` computes PACE's schedule of one iteration exactly: the fusion DP picks the best
+contiguous grouping of the tensors (:func:`~optsched.comm.pace.fusion.optimal_fusion`), and
+Jackson's
+preemptive largest-tail-first rule schedules the groups optimally
+(:func:`~optsched.comm.pace.exact.exact_schedule`). Both are exact combinatorial algorithms, so the
+result's bound equals its objective and its gap is 0. With ``method="lp"`` the optimum of the
+groups' schedule is instead *proven* by the totally unimodular transportation LP
+(:func:`~optsched.comm.pace.formulation.solve_lp`) through a solver: the LP's status, bound and
+timings flow into the result, and a solve stopped short is reported as such.
+
+:func:`validate` re-checks any :class:`~optsched.comm.pace.schedule.CommSchedule` (from ``solve`` or
+from a policy) against the instance, sharing no code with the simulator or the exact algorithm,
+and recomputes the iteration time as the longest path of the iteration DAG.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from optsched.comm.pace.exact import exact_schedule
+from optsched.comm.pace.fusion import optimal_fusion
+from optsched.comm.pace.instance import CommInstance, check_budgets
+from optsched.comm.pace.policies import Pace
+from optsched.comm.pace.schedule import CommSchedule, segments_array
+from optsched.comm.pace.simulate import Trace, check_trace, lower_bound, overlap_fraction
+from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
+from optsched.results import ExactResult, Report, Violation
+from optsched.solvers.result import SolveResult, Status, TerminationCondition
+from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
+
+__all__ = ["Method", "solve", "validate", "validate_files"]
+
+Method = Literal["exact", "lp"]
+
+
+def _exact_schedule(instance: CommInstance) -> tuple[CommSchedule, dict[str, float]]:
+    dag, cost = instance.dag, instance.cost
+    fusion = optimal_fusion(
+        dag,
+        cost,
+        max_group_mb=instance.max_group_mb,
+        max_group_tensors=instance.max_group_tensors,
+    )
+    sched = exact_schedule(dag, cost, fusion.groups)
+    policy = Pace(max_group_mb=instance.max_group_mb, max_group_tensors=instance.max_group_tensors)
+    plan = policy.plan_from_groups(dag, fusion.groups)
+    g = len(fusion.groups)
+    # Call c carries group c: its first segment starts it, its completion ends it.
+    call_start = np.full(g, math.inf)
+    for group, start, _ in sched.segments:
+        call_start[group] = min(call_start[group], start)
+    call_start[~np.isfinite(call_start)] = sched.completion[~np.isfinite(call_start)]
+    # A call of no channel time (one worker: free all-reduces) still happens, at its
+    # completion: record it as an empty segment, as the simulator does.
+    busy = {group for group, _, _ in sched.segments}
+    empty = [(c, float(sched.completion[c]), float(sched.completion[c])) for c in range(g)]
+    everything = sched.segments + [seg for seg in empty if seg[0] not in busy]
+    segments = segments_array(sorted(everything, key=lambda seg: (seg[1], seg[2])))
+    stream = dag.stream_schedule(sched.tensor_completion)
+    trace = Trace(
+        piece_call=np.arange(g, dtype=np.int64),
+        call_start=call_start,
+        call_end=sched.completion.copy(),
+        call_bytes=sched.jobs.nbytes.copy(),
+        segments=segments,
+        tensor_completion=sched.tensor_completion.copy(),
+        stream=stream,
+        iteration_time=float(stream[-1, 1]) if len(stream) else 0.0,
+        overlap=overlap_fraction(dag, segments, stream),
+    )
+    schedule = CommSchedule(
+        "pace",
+        trace.iteration_time,
+        lower_bound(dag, cost),
+        trace.overlap,
+        policy.params(),
+        trace,
+        plan,
+        dag,
+    )
+    return schedule, {"closed_form": sched.iteration_time, "groups": float(g)}
+
+
+def solve(
+    instance: CommInstance,
+    *,
+    method: Method = "exact",
+    solver: str = "highs",
+    time_limit: float | None = None,
+    accept_feasible: bool = False,
+) -> ExactResult[CommSchedule]:
+    r"""PACE's optimal schedule of one iteration: fusion DP, then Jackson's preemptive rule.
+
+    Parameters
+    ----------
+    instance : CommInstance
+    method : {"exact", "lp"}, default "exact"
+        ``"exact"``: the combinatorial algorithms alone (bound = objective, gap 0).
+        ``"lp"``: the optimum of the DP's groups proven by the transportation LP through
+        ``solver`` (its status flows into the result).
+    solver : str, default "highs"
+        LP solver for ``method="lp"`` (any cvxpy LP solver optsched knows).
+    time_limit : float, optional
+        Seconds for ``method="lp"`` (model building included).
+    accept_feasible : bool, default False
+        Return instead of raising when the LP stopped short (the result then carries no
+        proven optimum).
+
+    Returns
+    -------
+    ExactResult of CommSchedule
+        ``objective`` is the iteration time (ms); ``solution`` the schedule (policy
+        ``"pace"``); ``extra`` holds the lower bound and the number of fused groups.
+
+    Raises
+    ------
+    InvalidInstanceError
+        A bad option (named) or an instance over a size budget.
+    NotOptimalError
+        ``method="lp"`` stopped short and ``accept_feasible`` is false; carries the result.
+    InconsistentResultError
+        The validator's recomputed iteration time disagrees with the algorithm's.
+
+    Notes
+    -----
+    :math:`O(n^3)` for the fusion DP over ``n`` tensors (refused beyond the size budgets of
+    :func:`~optsched.comm.pace.instance.check_budgets`) and :math:`O(n \log n)` for the schedule.
+
+    Examples
+    --------
+    >>> from optsched.comm.pace import CommInstance, solve
+    >>> result = solve(CommInstance(profile="resnet50", workers=8, bandwidth_gbps=10))
+    >>> result.status.value, result.gap, result.solution.name
+    ('optimal', 0.0, 'pace')
+    """
+    if method not in ("exact", "lp"):
+        raise InvalidInstanceError("method", f"must be 'exact' or 'lp', got {method!r}")
+    if time_limit is not None and not (
+        isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0
+    ):
+        raise InvalidInstanceError("time_limit", f"must be a finite number > 0, got {time_limit!r}")
+    start = time.perf_counter()
+    dag = instance.dag
+    check_budgets(dag.n_tensors, lp=method == "lp")
+    schedule, info = _exact_schedule(instance)
+    build = time.perf_counter() - start
+    report = validate(instance, schedule)
+    if not report.ok or report.objective is None:
+        raise InconsistentResultError(
+            f"the exact schedule fails its own validator: {report.violations[:3]}"
+        )
+    value = schedule.iteration_time
+    if not within(report.objective, value, OBJECTIVE_AGREEMENT_TOL):
+        raise InconsistentResultError(
+            f"the exact schedule's iteration time {value!r} disagrees with the validator's "
+            f"{report.objective!r}"
+        )
+    extra: dict[str, object] = {
+        "lower_bound": schedule.lower_bound,
+        "groups": int(info["groups"]),
+        "method": method,
+    }
+    size = {"tensors": dag.n_tensors, "groups": int(info["groups"]), "layers": len(dag.layers)}
+    if method == "exact":
+        return ExactResult(
+            solution=schedule,
+            objective=value,
+            status=Status.OPTIMAL,
+            termination=TerminationCondition.OPTIMAL,
+            bound=value,
+            gap=0.0,
+            sense="min",
+            objective_name="iteration_time",
+            build_seconds=build,
+            solve_seconds=time.perf_counter() - start - build,
+            solver="fusion-dp+jackson",
+            message="exact combinatorial algorithms (fusion DP, Jackson's preemptive rule)",
+            size=size,
+            extra=extra,
+        )
+    return _prove_with_lp(instance, schedule, solver, time_limit, accept_feasible, start, extra)
+
+
+def _prove_with_lp(
+    instance: CommInstance,
+    schedule: CommSchedule,
+    solver: str,
+    time_limit: float | None,
+    accept_feasible: bool,
+    start: float,
+    extra: dict[str, object],
+) -> ExactResult[CommSchedule]:
+    from optsched.comm.pace.exact import group_jobs
+    from optsched.comm.pace.formulation import solve_lp
+
+    dag, cost = instance.dag, instance.cost
+    groups = tuple((int(a), int(b)) for a, b in _groups_of(schedule))
+    jobs = group_jobs(dag, cost, groups)
+    remaining = None if time_limit is None else time_limit - (time.perf_counter() - start)
+    if remaining is not None and remaining <= 0:
+        remaining = 1e-3
+    try:
+        lp = solve_lp(jobs.release, jobs.work, jobs.tail, solver=solver, time_limit=remaining)
+    except NotOptimalError as exc:
+        stopped: SolveResult | ExactResult[CommSchedule] = exc.result
+        result: ExactResult[CommSchedule] = ExactResult(
+            solution=schedule,
+            objective=schedule.iteration_time,
+            status=Status.FEASIBLE
+            if stopped.status in (Status.FEASIBLE, Status.LIMIT_NO_SOLUTION)
+            else stopped.status,
+            termination=stopped.termination,
+            bound=None,
+            gap=None,
+            sense="min",
+            objective_name="iteration_time",
+            solve_seconds=time.perf_counter() - start,
+            solver=solver,
+            native_status=getattr(stopped, "native_status", ""),
+            message="the LP proving the optimum stopped short; the schedule is not proven optimal",
+            extra=extra,
+        )
+        if accept_feasible and result.status is Status.FEASIBLE:
+            return result
+        raise NotOptimalError(result) from None
+    bound = max(dag.compute_ms, lp.value)
+    last = lp.solves[-1]
+    value = schedule.iteration_time
+    gap = abs(value - bound) / max(abs(value), 1e-9)
+    return ExactResult(
+        solution=schedule,
+        objective=value,
+        status=Status.OPTIMAL if gap <= OBJECTIVE_AGREEMENT_TOL else Status.FEASIBLE,
+        termination=last.termination,
+        bound=bound,
+        gap=gap,
+        sense="min",
+        objective_name="iteration_time",
+        lp_bound=bound,
+        build_seconds=sum(s.build_seconds for s in lp.solves),
+        solve_seconds=sum(s.solve_seconds for s in lp.solves),
+        solver=solver,
+        solver_version=last.solver_version,
+        native_status=last.native_status,
+        message=f"transportation LP proof ({len(lp.solves)} LP solves)",
+        size={"lp_variables": int(lp.lp.pairs.shape[0]), "lp_slots": lp.lp.n_slots},
+        extra={**extra, "lp_solves": len(lp.solves)},
+    )
+
+
+def _groups_of(schedule: CommSchedule) -> list[tuple[int, int]]:
+    plan = schedule.plan
+    out: list[tuple[int, int]] = []
+    for piece in range(plan.n_pieces):
+        members = plan.member_tensor[plan.member_piece == piece]
+        out.append((int(members.min()), int(members.max()) + 1))
+    return out
+
+
+def validate(instance: CommInstance, solution: CommSchedule) -> Report:
+    """Check ``solution`` against ``instance`` with the independent validator.
+
+    Parameters
+    ----------
+    instance : CommInstance
+    solution : CommSchedule
+        From :func:`solve` or any policy.
+
+    Returns
+    -------
+    Report
+        ``ok`` when every rule holds (see :func:`~optsched.comm.pace.simulate.check_trace` for the
+        constraint names); ``objective`` is the iteration time recomputed as the longest path
+        of the iteration DAG; a schedule of another iteration is one ``instance`` violation.
+    """
+    dag = instance.dag
+    other = solution.dag
+    if other.tensors != dag.tensors or not np.array_equal(other.tensor_bytes, dag.tensor_bytes):
+        return Report(
+            [
+                Violation(
+                    "instance",
+                    f"the schedule is for {other.name!r} ({other.n_tensors} tensors), not this "
+                    f"instance's {dag.name!r} ({dag.n_tensors} tensors)",
+                )
+            ]
+        )
+    return check_trace(dag, instance.cost, solution.plan, solution.trace)
+
+
+def validate_files(instance_path: str | Path, schedule_path: str | Path | None) -> dict[str, Any]:
+    """Check a comm-instance file (what ``optsched validate`` runs for ``kind = comm-instance``).
+
+    The instance is loaded through the guarded loader, its profile resolved, its iteration DAG
+    built and its horizon and fusion-DP sizes checked against the budgets: whatever passes
+    can be solved and simulated.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The instance is invalid (the field is named), or a schedule file was given: schedules
+        of this family are Python objects, checked with :func:`validate`.
+    """
+    if schedule_path is not None:
+        raise InvalidInstanceError(
+            "schedule",
+            "comm-instance schedules are checked in Python with optsched.comm.pace.validate; "
+            "give the instance alone",
+        )
+    instance = CommInstance.load(instance_path)
+    check_budgets(instance.dag.n_tensors)
+    summary = instance.summary()
+    return {
+        "valid": True,
+        "kind": "comm-instance",
+        **summary,
+        "lines": [
+            f"{instance}: {summary['tensors']} tensors, horizon {summary['horizon_ms']:.6g} ms"
+        ],
+    }

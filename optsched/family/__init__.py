@@ -1,0 +1,1 @@
+"""Families: the declared protocol every problem family follows."""

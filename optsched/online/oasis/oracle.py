@@ -1,0 +1,634 @@
+r"""The OASiS dual oracle (Alg. 2): the best schedule of one job under given prices.
+
+Given unit prices :math:`p_h^r(t)` and :math:`q_k^r(t)` and the residual capacities, the oracle
+solves problem (27) of Bao et al. (INFOCOM 2018) exactly:
+
+.. math::
+
+    \mu_i = \max_{\hat t,\, y,\, z}\; f_i(\hat t + 1 - a_i)
+        - \sum_{t} \sum_h \sum_r p_h^r(t)\, w_i^r\, y_{h}(t)
+        - \sum_{t} \sum_k \sum_r q_k^r(t)\, s_i^r\, z_{k}(t)
+
+over the deployments of job :math:`i` alone that fit the residual capacities and satisfy
+constraints (2), (3), (6), (7) and (9)-(10). Slots are 0-based (DESIGN §2.3): a job whose last
+slot with workers is :math:`\hat t` completes at :math:`\hat t + 1`.
+
+Three nested levels (Theorem 1 of the paper proves each exact):
+
+1. **Deadline.** For every :math:`\hat t \ge a_i` the cheapest deployment finishing by
+   :math:`\hat t` is found; since :math:`f_i` is non-increasing, the best
+   :math:`f_i(\hat t + 1 - a_i) - \text{cost}(\hat t)` over :math:`\hat t` is the optimum, and
+   among equal payoffs the earliest :math:`\hat t` is kept (its schedule really ends there).
+2. **DP over slots.** With progress counted in units (chunk-epochs or worker-slots, see
+   :mod:`optsched.online.oasis.engine`), :math:`\text{cost}(t, d) = \min_{n} C_t(n) +
+   \text{cost}(t-1,
+   d - q(n))` where :math:`q(n)` is the progress of :math:`n` workers in one slot; one forward
+   pass over the slots gives :math:`\text{cost}(\hat t, D_i)` for every deadline.
+3. **Greedy per slot.** :math:`C_t(n)` is the cost of :math:`n` workers on the cheapest worker
+   servers (unit cost :math:`\sum_r p_h^r(t) w_i^r`, filled cheapest first up to each server's
+   room) plus the fewest PSs :math:`m(n)` on the cheapest PS servers. Prices are non-negative,
+   so more workers or PSs than needed never help, and cheapest-first is optimal for a count.
+
+:func:`best_schedule` runs a Numba kernel on arrays; :func:`best_schedule_reference` is a
+plain-Python transcription of the paper's recursion (chunk-epochs per slot, ceilings and all),
+kept as the test oracle for the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from optsched.errors import InvalidInstanceError
+from optsched.online.oasis.engine import FIT_TOL, WorkUnits, check_work_mode, room_for, work_units
+from optsched.online.oasis.instance import OasisInstance, ceil_work
+
+__all__ = [
+    "MAX_DP_CELLS",
+    "OracleResult",
+    "best_schedule",
+    "best_schedule_reference",
+    "oracle_kernel",
+]
+
+#: Largest DP table (slots x (units + 1)) the kernel allocates; a bigger job is refused with a
+#: message (use coarser chunks, or ``work="worker-slots"`` when chunks are tiny).
+MAX_DP_CELLS = 60_000_000
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    r"""The best schedule of one job under given prices.
+
+    Attributes
+    ----------
+    payoff : float
+        :math:`f_i(\\text{completion} - a_i)` minus the schedule's cost; ``-inf`` when no
+        schedule fits (or, with a ``floor``, none beats it).
+    utility : float
+        Utility of the schedule's completion time.
+    cost : float
+        Priced resource cost of the schedule.
+    completion : int or None
+        Completion time (last slot with workers + 1).
+    workers, ps : tuple of (slot, server, count)
+        The deployment.
+    """
+
+    payoff: float
+    utility: float
+    cost: float
+    completion: int | None
+    workers: tuple[tuple[int, int, int], ...]
+    ps: tuple[tuple[int, int, int], ...]
+
+    @property
+    def feasible(self) -> bool:
+        """Whether a schedule was found."""
+        return self.completion is not None
+
+
+_NONE = OracleResult(-math.inf, 0.0, 0.0, None, (), ())
+
+
+# ------------------------------------------------------------------------------------------
+# Numba kernel
+# ------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _fill(
+    unit_cost: np.ndarray, room: np.ndarray, order: np.ndarray, count: int, out: np.ndarray
+) -> float:
+    """Cheapest-first placement of ``count`` units; writes per-server counts to ``out``."""
+    out[:] = 0
+    left = count
+    total = 0.0
+    for idx in range(order.shape[0]):
+        if left <= 0:
+            break
+        s = order[idx]
+        take = room[s] if room[s] < left else left
+        if take > 0:
+            out[s] = take
+            total += take * unit_cost[s]
+            left -= take
+    return total
+
+
+@numba.njit(cache=True)
+def _room(
+    capacity: np.ndarray, used: np.ndarray, demand: np.ndarray, cap: int, tol: float
+) -> np.ndarray:
+    """Units of ``demand`` that fit per (slot, server): ``engine.room_for`` on arrays (S, X, R)."""
+    S, X, R = used.shape
+    out = np.empty((S, X), dtype=np.int64)
+    for t in range(S):
+        for s in range(X):
+            best = cap
+            for r in range(R):
+                if demand[r] > 0:
+                    ratio = (capacity[s, r] - used[t, s, r]) / demand[r]
+                    slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                    fit = int(np.floor(ratio + tol * slack))
+                    if fit < best:
+                        best = fit
+            out[t, s] = best if best > 0 else 0
+    return out
+
+
+@numba.njit(cache=True)
+def _slot_costs(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    mreq: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """Fill ``out[n]`` = cheapest cost of ``n`` workers plus ``m(n)`` PSs; return the largest n."""
+    N = mreq.shape[0] - 1
+    order_w = np.argsort(uc_w, kind="mergesort")
+    order_p = np.argsort(uc_p, kind="mergesort")
+    total_w = 0
+    for h in range(room_w.shape[0]):
+        total_w += room_w[h]
+    total_p = 0
+    for k in range(room_p.shape[0]):
+        total_p += room_p[k]
+    nmax = N if N < total_w else total_w
+    while nmax > 0 and mreq[nmax] > total_p:
+        nmax -= 1
+    if nmax <= 0:
+        out[0] = 0.0
+        return 0
+    mmax = mreq[nmax]
+    # Cumulative cheapest-first costs of m PSs, m = 0..mmax.
+    pcost = np.empty(mmax + 1)
+    pcost[0] = 0.0
+    m = 0
+    for idx in range(order_p.shape[0]):
+        k = order_p[idx]
+        for _ in range(room_p[k]):
+            if m >= mmax:
+                break
+            pcost[m + 1] = pcost[m] + uc_p[k]
+            m += 1
+        if m >= mmax:
+            break
+    out[0] = 0.0
+    n = 0
+    acc = 0.0
+    for idx in range(order_w.shape[0]):
+        h = order_w[idx]
+        for _ in range(room_w[h]):
+            if n >= nmax:
+                break
+            acc += uc_w[h]
+            n += 1
+            out[n] = acc + pcost[mreq[n]]
+        if n >= nmax:
+            break
+    return nmax
+
+
+@numba.njit(cache=True)
+def oracle_kernel(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    ftab: np.ndarray,
+    floor: float,
+) -> tuple[float, float, int, np.ndarray, np.ndarray]:
+    """Alg. 2 on arrays; slots are relative to the job's arrival.
+
+    Parameters
+    ----------
+    uc_w : float64 (S, H)
+        Unit cost of one worker on each worker server in each slot.
+    room_w : int64 (S, H)
+        Workers that fit on each worker server in each slot.
+    uc_p, room_p : (S, K)
+        The same for PSs.
+    q : int64 (N + 1,)
+        Units processed by ``n`` workers in one slot (capped at ``demand``), non-decreasing.
+    mreq : int64 (N + 1,)
+        Fewest PSs for ``n`` workers, non-decreasing.
+    demand : int
+        Units the job needs.
+    ftab : float64 (S,)
+        Utility if the last slot is ``j`` (non-increasing).
+    floor : float
+        Stop once no later deadline can beat ``max(floor, best so far)``.
+
+    Returns
+    -------
+    (payoff, cost, last, y, z)
+        ``last`` is the relative last slot (-1 when nothing beat ``floor``); ``y`` (S, H) and
+        ``z`` (S, K) are the per-slot, per-server counts.
+    """
+    S = uc_w.shape[0]
+    H = uc_w.shape[1]
+    K = uc_p.shape[1]
+    N = q.shape[0] - 1
+    inf = np.inf
+    ncand = 0
+    cand = np.empty(N, dtype=np.int64)
+    for n in range(1, N + 1):
+        if q[n] > q[n - 1]:
+            cand[ncand] = n
+            ncand += 1
+    prev = np.full(demand + 1, inf)
+    prev[0] = 0.0
+    cur = np.empty(demand + 1)
+    choice = np.zeros((S, demand + 1), dtype=np.int32)
+    capfrom = np.full(S, -1, dtype=np.int64)
+    C = np.empty(N + 1)
+    qc = np.empty(N, dtype=np.int64)
+    cc = np.empty(N)
+    nc = np.empty(N, dtype=np.int32)
+    reach = 0
+    best = -inf
+    best_cost = inf
+    best_j = -1
+    for j in range(S):
+        limit = floor if floor > best else best
+        if ftab[j] <= limit:
+            break  # f is non-increasing and costs are >= 0: no later deadline can do better
+        nmax = _slot_costs(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
+        cur[:] = prev
+        if nmax > 0:
+            kc = 0
+            for ci in range(ncand):
+                n = cand[ci]
+                if n > nmax:
+                    break
+                qc[kc] = q[n]
+                cc[kc] = C[n]
+                nc[kc] = n
+                kc += 1
+            for d in range(reach + 1):
+                base = prev[d]
+                if base == inf:
+                    continue
+                for ci in range(kc):
+                    nd = d + qc[ci]
+                    if nd > demand:
+                        nd = demand
+                    v = base + cc[ci]
+                    if v < cur[nd]:
+                        cur[nd] = v
+                        choice[j, nd] = nc[ci]
+                        if nd == demand:
+                            capfrom[j] = d
+            reach = reach + q[nmax]
+            if reach > demand:
+                reach = demand
+        if cur[demand] < inf:
+            pay = ftab[j] - cur[demand]
+            if pay > best:
+                best = pay
+                best_cost = cur[demand]
+                best_j = j
+        tmp = prev
+        prev = cur
+        cur = tmp
+    y = np.zeros((S, H), dtype=np.int64)
+    z = np.zeros((S, K), dtype=np.int64)
+    if best_j < 0:
+        return best, best_cost, best_j, y, z
+    d = demand
+    buf_w = np.zeros(H, dtype=np.int64)
+    buf_p = np.zeros(K, dtype=np.int64)
+    for j in range(best_j, -1, -1):
+        n = choice[j, d]
+        if n == 0:
+            continue
+        if d == demand:
+            d = capfrom[j]
+        else:
+            d = d - q[n]
+        order_w = np.argsort(uc_w[j], kind="mergesort")
+        order_p = np.argsort(uc_p[j], kind="mergesort")
+        _fill(uc_w[j], room_w[j], order_w, n, buf_w)
+        _fill(uc_p[j], room_p[j], order_p, mreq[n], buf_p)
+        y[j, :] = buf_w
+        z[j, :] = buf_p
+    return best, best_cost, best_j, y, z
+
+
+# ------------------------------------------------------------------------------------------
+# Wrapper
+# ------------------------------------------------------------------------------------------
+
+
+def _check_inputs(
+    instance: OasisInstance,
+    i: int,
+    worker_prices: np.ndarray,
+    ps_prices: np.ndarray,
+    worker_used: np.ndarray | None,
+    ps_used: np.ndarray | None,
+) -> None:
+    if not 0 <= i < instance.n_jobs:
+        raise InvalidInstanceError("i", f"job index {i} out of range for {instance.n_jobs} jobs")
+    T = instance.horizon
+    shapes = {
+        "worker_prices": (worker_prices, (T, *instance.worker_capacity.shape)),
+        "ps_prices": (ps_prices, (T, *instance.ps_capacity.shape)),
+    }
+    if worker_used is not None:
+        shapes["worker_used"] = (worker_used, (T, *instance.worker_capacity.shape))
+    if ps_used is not None:
+        shapes["ps_used"] = (ps_used, (T, *instance.ps_capacity.shape))
+    for name, (arr, shape) in shapes.items():
+        if np.shape(arr) != shape:
+            raise InvalidInstanceError(
+                name, f"must have shape {shape} (T, servers, R), got {np.shape(arr)}"
+            )
+    for name in ("worker_prices", "ps_prices"):
+        arr = shapes[name][0]
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise InvalidInstanceError(name, "must be finite and >= 0")
+
+
+def _result(
+    instance: OasisInstance,
+    i: int,
+    uc_w: np.ndarray,
+    uc_p: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray,
+) -> OracleResult:
+    """Turn per-slot arrays (relative to the arrival) into an :class:`OracleResult`."""
+    a = instance.jobs[i].arrival
+    ws, hs = np.nonzero(y)
+    if len(ws) == 0:
+        return _NONE
+    workers = tuple((int(a + j), int(h), int(y[j, h])) for j, h in zip(ws, hs, strict=True))
+    ks_j, ks = np.nonzero(z)
+    ps = tuple((int(a + j), int(k), int(z[j, k])) for j, k in zip(ks_j, ks, strict=True))
+    cost = float(np.sum(uc_w * y) + np.sum(uc_p * z))
+    completion = int(a + ws.max() + 1)
+    utility = instance.jobs[i].utility(float(completion - a))
+    return OracleResult(utility - cost, utility, cost, completion, workers, ps)
+
+
+def best_schedule(
+    instance: OasisInstance,
+    i: int,
+    worker_prices: np.ndarray,
+    ps_prices: np.ndarray,
+    worker_used: np.ndarray | None = None,
+    ps_used: np.ndarray | None = None,
+    *,
+    work: str = "chunks",
+    floor: float = -math.inf,
+    units: WorkUnits | None = None,
+) -> OracleResult:
+    r"""Best schedule of job ``i`` under the given prices and residual capacities (Numba).
+
+    Parameters
+    ----------
+    instance : OasisInstance
+    i : int
+        Job index.
+    worker_prices : numpy.ndarray, shape (T, H, R)
+        :math:`p_h^r(t) \ge 0`.
+    ps_prices : numpy.ndarray, shape (T, K, R)
+        :math:`q_k^r(t) \ge 0`.
+    worker_used, ps_used : numpy.ndarray, optional
+        Usage already committed, shapes (T, H, R) and (T, K, R); ``None`` means an empty
+        cluster (full capacity).
+    work : {"chunks", "worker-slots"}, default "chunks"
+        How progress is counted (:mod:`optsched.online.oasis.engine`); ``"worker-slots"`` searches
+        the
+        ILP's whole per-job schedule set.
+    floor : float, default -inf
+        Only payoffs above ``floor`` matter: the search stops once no later deadline can beat
+        ``max(floor, best so far)``. The returned payoff is exact whenever it exceeds ``floor``.
+    units : WorkUnits, optional
+        Precomputed :func:`~optsched.online.oasis.engine.work_units` of the job (must match
+        ``work``).
+
+    Returns
+    -------
+    OracleResult
+        The best schedule (ties: earliest completion, then lowest server index), or a result
+        with ``payoff = -inf`` when none fits or beats ``floor``.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The job's DP table would exceed :data:`MAX_DP_CELLS`; arrays of the wrong shape, or
+        negative or non-finite prices (the argument is named).
+
+    Notes
+    -----
+    Time :math:`O(S (H \log H + K \log K + N_i) + S\, D_i\, J_i)` for :math:`S = T - a_i` slots,
+    :math:`D_i` units of work and :math:`J_i \le N_i` worker counts that make progress, i.e. the
+    paper's Theorem 3 bound :math:`O(T N_i E_i (H + K) + T N_i^2 E_i^2)` in chunk mode; memory
+    :math:`O(S\, D_i)`.
+
+    References
+    ----------
+    Y. Bao, Y. Peng, C. Wu, Z. Li. Online Job Scheduling in Distributed Machine Learning
+    Clusters. IEEE INFOCOM 2018, Alg. 2 and Theorem 1 (arXiv:1801.00936).
+    """
+    check_work_mode(work)
+    _check_inputs(instance, i, worker_prices, ps_prices, worker_used, ps_used)
+    u = units if units is not None else work_units(instance, i, work)
+    if u.mode != work:
+        raise InvalidInstanceError("units", f"were computed for work={u.mode!r}, not {work!r}")
+    a = instance.jobs[i].arrival
+    S = instance.horizon - a
+    if int(u.per_workers[-1]) * S < u.demand:
+        # Even N_i workers in every slot up to the horizon cannot finish the job (e.g. a slot
+        # far shorter than one minibatch): no schedule exists, whatever the prices.
+        return _NONE
+    if S * (u.demand + 1) > MAX_DP_CELLS:
+        raise InvalidInstanceError(
+            f"jobs[{i}]",
+            f"the oracle's DP table would have {S * (u.demand + 1):,} cells (> {MAX_DP_CELLS:,}): "
+            f"{u.demand} {u.mode} units over {S} slots; use fewer, larger chunks"
+            + (" or work='worker-slots'" if u.mode == "chunks" else ""),
+        )
+    wd = instance.worker_demand[i]
+    sd = instance.ps_demand[i]
+    N = instance.jobs[i].chunks
+    uc_w = np.ascontiguousarray(worker_prices[a:] @ wd)
+    uc_p = np.ascontiguousarray(ps_prices[a:] @ sd)
+    if worker_used is None:
+        room_w = np.broadcast_to(room_for(instance.worker_capacity, wd, N), uc_w.shape)
+    else:
+        room_w = _room(instance.worker_capacity, worker_used[a:], wd, N, FIT_TOL)
+    if ps_used is None:
+        room_p = np.broadcast_to(room_for(instance.ps_capacity, sd, N), uc_p.shape)
+    else:
+        room_p = _room(instance.ps_capacity, ps_used[a:], sd, N, FIT_TOL)
+    ftab = np.ascontiguousarray(instance.utility_tables[i, a:])
+    _, _, last, y, z = oracle_kernel(
+        uc_w,
+        np.ascontiguousarray(room_w),
+        uc_p,
+        np.ascontiguousarray(room_p),
+        u.per_workers,
+        u.ps_needed,
+        int(u.demand),
+        ftab,
+        float(floor),
+    )
+    if last < 0:
+        return _NONE
+    return _result(instance, i, uc_w, uc_p, y, z)
+
+
+# ------------------------------------------------------------------------------------------
+# Plain-Python reference (the paper's recursion, literally)
+# ------------------------------------------------------------------------------------------
+
+
+def best_schedule_reference(
+    instance: OasisInstance,
+    i: int,
+    worker_prices: np.ndarray,
+    ps_prices: np.ndarray,
+    worker_used: np.ndarray | None = None,
+    ps_used: np.ndarray | None = None,
+    *,
+    work: str = "chunks",
+    floor: float = -math.inf,
+) -> OracleResult:
+    r"""Plain-Python Alg. 2, written from the paper without the kernel's shortcuts.
+
+    Same contract as :func:`best_schedule`. It loops over the amount :math:`d'` of work done in
+    each slot (chunk-epochs, needing :math:`\max(1, \lceil d' w_i \rceil)` workers; or
+    worker-slots), computes COST_t by the paper's greedy for every :math:`d'`, and evaluates the
+    recursion :math:`\text{cost}(t, d) = \min_{d' \le d} \text{cost}_t(t, d') +
+    \text{cost}(t - 1, d - d')` in full. Time :math:`O(S D_i^2)`: for tests on small jobs.
+    """
+    mode = check_work_mode(work)
+    _check_inputs(instance, i, worker_prices, ps_prices, worker_used, ps_used)
+    job = instance.jobs[i]
+    a, T, N = job.arrival, instance.horizon, job.chunks
+    H, K = len(instance.worker_servers), len(instance.ps_servers)
+    R = len(instance.resources)
+    w = job.work_per_chunk(instance.slot_seconds)
+    wd = [job.worker_demand.get(r, 0.0) for r in instance.resources]
+    sd = [job.ps_demand.get(r, 0.0) for r in instance.resources]
+    if mode == "chunks":
+        D = job.chunk_epochs
+
+        def workers_for(d: int) -> int:
+            return 0 if d == 0 else max(1, ceil_work(d * w))
+    else:
+        D = max(1, ceil_work(job.chunk_epochs * w))
+
+        def workers_for(d: int) -> int:
+            return d
+
+    def fits(cap: float, used: float, dem: float) -> int:
+        ratio = (cap - used) / dem
+        return math.floor(ratio + FIT_TOL * max(1.0, abs(ratio)))
+
+    rooms: dict[tuple[int, int, bool], int] = {}
+    units: dict[tuple[int, int, bool], float] = {}
+
+    def room(t: int, s: int, workers: bool) -> int:
+        key = (t, s, workers)
+        if key not in rooms:
+            caps = instance.worker_capacity if workers else instance.ps_capacity
+            used = worker_used if workers else ps_used
+            dem = wd if workers else sd
+            best = N
+            for r in range(R):
+                if dem[r] > 0:
+                    u = 0.0 if used is None else float(used[t, s, r])
+                    best = min(best, fits(float(caps[s, r]), u, dem[r]))
+            rooms[key] = max(best, 0)
+        return rooms[key]
+
+    def unit(t: int, s: int, workers: bool) -> float:
+        key = (t, s, workers)
+        if key not in units:
+            prices = worker_prices if workers else ps_prices
+            dem = wd if workers else sd
+            units[key] = sum(float(prices[t, s, r]) * dem[r] for r in range(R))
+        return units[key]
+
+    memo: dict[tuple[int, int], tuple[float, list[int], list[int]]] = {}
+
+    def cost_t(t: int, d: int) -> tuple[float, list[int], list[int]]:
+        """COST_t(t, d) of Alg. 2 (steps 1-7) with the deployment."""
+        if (t, d) in memo:
+            return memo[(t, d)]
+        need = workers_for(d)
+        y = [0] * H
+        z = [0] * K
+        if need == 0:
+            memo[(t, d)] = (0.0, y, z)
+            return memo[(t, d)]
+        out: tuple[float, list[int], list[int]] = (math.inf, y, z)
+        if need <= N:
+            left = need
+            for h in sorted(range(H), key=lambda s: (unit(t, s, True), s)):
+                y[h] = min(room(t, h, True), N - (need - left), left)
+                left -= y[h]
+            if left == 0:
+                m_need = 0
+                while job.b * need > job.B * m_need:
+                    m_need += 1
+                placed = 0
+                for k in sorted(range(K), key=lambda s: (unit(t, s, False), s)):
+                    z[k] = max(0, min(room(t, k, False), m_need - placed, need - placed))
+                    placed += z[k]
+                if job.b * need <= job.B * placed:
+                    total = sum(unit(t, h, True) * y[h] for h in range(H)) + sum(
+                        unit(t, k, False) * z[k] for k in range(K)
+                    )
+                    out = (total, y, z)
+        memo[(t, d)] = out
+        return out
+
+    inf = math.inf
+    prev = [0.0] + [inf] * D  # cost(a - 1, d)
+    split: list[list[int]] = []  # split[j][d]: the d' chosen in slot a + j
+    best, best_j = -inf, -1
+    for j, t in enumerate(range(a, T)):
+        cur = [inf] * (D + 1)
+        arg = [0] * (D + 1)
+        for d in range(D + 1):
+            for dp in range(d + 1):
+                c = cost_t(t, dp)[0]
+                if c == inf or prev[d - dp] == inf:
+                    continue
+                v = c + prev[d - dp]
+                if v < cur[d]:
+                    cur[d], arg[d] = v, dp
+        split.append(arg)
+        prev = cur
+        if cur[D] < inf:
+            pay = job.utility(float(t + 1 - a)) - cur[D]
+            if pay > best:
+                best, best_j = pay, j
+    if best_j < 0 or best <= floor:
+        return _NONE
+    y_all = np.zeros((T - a, H), dtype=np.int64)
+    z_all = np.zeros((T - a, K), dtype=np.int64)
+    d = D
+    for j in range(best_j, -1, -1):
+        dp = split[j][d]
+        _, y, z = cost_t(a + j, dp)
+        y_all[j] = y
+        z_all[j] = z
+        d -= dp
+    uc_w = np.array([[unit(t, h, True) for h in range(H)] for t in range(a, T)]).reshape(T - a, H)
+    uc_p = np.array([[unit(t, k, False) for k in range(K)] for t in range(a, T)]).reshape(T - a, K)
+    return _result(instance, i, uc_w, uc_p, y_all, z_all)
