@@ -17,7 +17,8 @@ SLICE = Path(__file__).parent / "data" / "traces" / "shockwave" / "reproduce_120
 
 def _by_csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as handle:
-        return [dict(zip(FIELDS_12, row, strict=True)) for row in csv.reader(handle, delimiter="\t")]
+        reader = csv.reader(handle, delimiter="\t")
+        return [dict(zip(FIELDS_12, row, strict=True)) for row in reader]
 
 
 def test_the_slice_reads_field_by_field_as_csv_parses_it() -> None:
