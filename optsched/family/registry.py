@@ -34,6 +34,7 @@ __all__ = [
     "Algorithm",
     "Family",
     "family_for_kind",
+    "family_kinds",
     "get_family",
     "kind_of",
     "register_family",
@@ -313,6 +314,12 @@ def get_family(name: str) -> Family:
     return FAMILIES[name]
 
 
+def family_kinds() -> dict[str, str]:
+    """Instance kind -> family name, for every registered family (imports none)."""
+    assert isinstance(FAMILIES, _Registry)
+    return FAMILIES.kinds()
+
+
 def family_for_kind(kind: str) -> str:
     """The name of the family whose instance files have ``kind`` (no family is imported).
 
@@ -321,8 +328,7 @@ def family_for_kind(kind: str) -> str:
     InvalidInstanceError
         No family has this kind (field ``kind``, listing the known ones).
     """
-    assert isinstance(FAMILIES, _Registry)
-    kinds = FAMILIES.kinds()
+    kinds = family_kinds()
     if not isinstance(kind, str) or kind not in kinds:
         raise InvalidInstanceError(
             "kind", f"unknown instance kind {kind!r}; known: {sorted(kinds)}"
