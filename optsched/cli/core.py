@@ -10,6 +10,7 @@ Imports are lazy so ``optsched --help`` stays fast: a family is imported when a 
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,11 @@ def _resolve(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def _call(target: str) -> dict[str, Any]:
+    schema: dict[str, Any] = _resolve(target)()
+    return schema
+
+
 def schema_names() -> dict[str, Callable[[], dict[str, Any]]]:
     """Every schema name -> a function returning its JSON Schema (imports every family).
 
@@ -48,7 +54,7 @@ def schema_names() -> dict[str, Callable[[], dict[str, Any]]]:
     from optsched.family import FAMILIES
 
     out: dict[str, Callable[[], dict[str, Any]]] = {
-        name: (lambda target=target: _resolve(target)()) for name, target in FILE_FORMATS.items()
+        name: functools.partial(_call, target) for name, target in FILE_FORMATS.items()
     }
     for family in FAMILIES.values():
         out[family.kind] = family.Instance.schema  # type: ignore[attr-defined]
@@ -62,10 +68,9 @@ def _schema(name: str) -> dict[str, Any]:
     from optsched.family import FAMILIES, family_for_kind, family_kinds
 
     if name in FILE_FORMATS:
-        schema: dict[str, Any] = _resolve(FILE_FORMATS[name])()
-        return schema
+        return _call(FILE_FORMATS[name])
     if name in family_kinds():
-        return FAMILIES[family_for_kind(name)].Instance.schema()  # type: ignore[attr-defined,no-any-return]
+        return FAMILIES[family_for_kind(name)].Instance.schema()  # type: ignore[attr-defined]
     schemas = schema_names()
     if name not in schemas:
         raise InvalidInstanceError("name", f"unknown schema {name!r}; known: {sorted(schemas)}")
