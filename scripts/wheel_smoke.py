@@ -186,6 +186,7 @@ def inside() -> None:
 
 
 def main() -> None:
+    """Build, check, install and run the wheel (or, with ``--inside``, the registry walk)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
