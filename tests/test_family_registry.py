@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.family import (
     FAMILIES,
+    Family,
     family_for_kind,
     family_kinds,
     get_family,
@@ -210,3 +212,12 @@ def test_validate_refuses_an_unknown_kind(capsys: pytest.CaptureFixture[str], tm
     code, out = _run(capsys, "validate", str(path), "--json")
     data = json.loads(out)
     assert code == 2 and data["field"] == "kind" and "aonline-instance" in data["message"]
+
+
+def test_the_anatomy_page_lists_every_field_of_a_declaration() -> None:
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guide" / "anatomy.rst"
+    text = guide.read_text(encoding="utf-8")
+    table = text[text.index("The shape at a glance") : text.index("The registry\n")]
+    documented = set(re.findall(r"^   \* - ``(\w+)``", table, flags=re.MULTILINE))
+    documented |= set(re.findall(r"^   \* - ``\w+``, ``(\w+)``", table, flags=re.MULTILINE))
+    assert {f.name for f in dataclasses.fields(Family)} == documented
