@@ -37,8 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: What the build reads besides the package itself.
 BUILD_FILES = ("pyproject.toml", "README.md", "LICENSE")
-#: Files under optsched/ that the wheel must carry: modules and declared package data.
-SHIPPED_SUFFIXES = (".py", ".toml", ".typed")
+#: Files under optsched/ that are build products, not sources: the wheel need not carry them.
+NOT_SHIPPED_SUFFIXES = (".pyc", ".pyo", ".nbi", ".nbc")
 
 
 def _fail(message: str) -> None:
@@ -62,12 +62,16 @@ def _run(args: list[str], *, cwd: Path, env: dict[str, str], what: str) -> str:
 
 
 def shipped_files(source: Path) -> set[str]:
-    """Paths (relative to ``source``'s parent, ``/``-separated) the wheel must contain."""
+    """Paths (relative to ``source``'s parent, ``/``-separated) the wheel must contain.
+
+    Every file under ``source`` but caches: modules, and data files, which ship only when
+    declared as package data in ``pyproject.toml``.
+    """
     out = set()
     for path in source.rglob("*"):
         if "__pycache__" in path.parts or not path.is_file():
             continue
-        if path.suffix in SHIPPED_SUFFIXES:
+        if path.suffix not in NOT_SHIPPED_SUFFIXES:
             out.add(path.relative_to(source.parent).as_posix())
     return out
 

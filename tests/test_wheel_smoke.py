@@ -22,7 +22,8 @@ def _script() -> ModuleType:
 
 def _tree(root: Path) -> Path:
     source = root / "optsched"
-    for name in ("__init__.py", "py.typed", "sub/__init__.py", "sub/mod.py", "models/m.toml"):
+    for name in ("__init__.py", "py.typed", "sub/__init__.py", "sub/mod.py", "models/m.toml",
+                 "data/table.csv"):  # fmt: skip
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_text("")
     (source / "__pycache__").mkdir()
@@ -43,6 +44,7 @@ FULL = [
     "optsched/sub/__init__.py",
     "optsched/sub/mod.py",
     "optsched/models/m.toml",
+    "optsched/data/table.csv",
 ]
 
 

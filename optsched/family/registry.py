@@ -49,7 +49,9 @@ _HYPHENATED = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _NAME = re.compile(r"^[a-z][a-z0-9]*$")
 
 
-@dataclass(frozen=True, kw_only=True, repr=False)
+# eq=False: a declaration is one object, compared and hashed by identity (its fields hold
+# functions and a read-only mapping, which have no useful equality).
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class Family:
     """What a family declares: its types, entry points, algorithms and objectives.
 
