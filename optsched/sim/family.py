@@ -12,11 +12,12 @@ from typing import Any
 
 from optsched.family.registry import Family
 from optsched.results import ExactResult
+from optsched.sim.cluster_spec import parse_cluster
 from optsched.sim.compare import auto_round_seconds
 from optsched.sim.engine import simulate
 from optsched.sim.exact import OBJECTIVES
 from optsched.sim.exact import solve as solve_rounds
-from optsched.sim.generate import generate_instance
+from optsched.sim.generate import generate_instance, generate_job_table
 from optsched.sim.policies import POLICIES, make_policy
 from optsched.sim.record import SimResult
 from optsched.sim.validate import validate
@@ -56,8 +57,13 @@ def solve(
 
 
 def small_instance() -> World:
-    """Four jobs on two V100s."""
-    return generate_instance(4, "v100=2", seed=1)
+    """Four single-GPU jobs on two V100s and two K80s.
+
+    Single-GPU jobs, because some policies (AlloX) schedule nothing else and refuse a world
+    with gangs; two GPU types, so that the heterogeneity-aware policies differ from the others.
+    """
+    frame = generate_job_table(4, seed=1, gangs=(1,), gang_weights=(1.0,))
+    return World.from_frame(frame, parse_cluster("v100=2,k80=2"))
 
 
 def _describe(world: World) -> dict[str, Any]:
