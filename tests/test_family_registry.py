@@ -21,6 +21,7 @@ from optsched.family import (
     get_family,
     kind_of,
     register_family,
+    solution_kinds,
 )
 from optsched.family import registry as registry_module
 
@@ -34,8 +35,10 @@ def test_the_registry_imports_no_family_until_asked() -> None:
     # Listing names and resolving kinds imports no family package ...
     probe = (
         "import sys\n"
-        "from optsched.family import FAMILIES, family_for_kind, family_kinds\n"
-        "family_kinds(); family_for_kind('optsched.sim.world'); list(FAMILIES)\n"
+        "from optsched.family import FAMILIES, family_for_kind, family_kinds, solution_kinds\n"
+        "family_kinds(); solution_kinds(); family_for_kind('optsched.sim.world'); list(FAMILIES)\n"
+        "from optsched.cli.core import schema_names\n"
+        "schema_names()\n"
         "print(','.join(sorted(m for m in sys.modules if m.startswith(('optsched.online',"
         " 'optsched.comm', 'optsched.allocation', 'optsched.placement', 'optsched.sim')))))\n"
     )
@@ -68,6 +71,19 @@ def test_lookups_name_the_field_of_a_bad_argument() -> None:
     assert err.value.field == "algorithm" and "fifo" in err.value.message
     assert get_family("gavel") is FAMILIES["gavel"]
     assert family_kinds()["allocation-instance"] == "gavel"
+
+
+def test_the_table_of_kinds_agrees_with_the_declarations() -> None:
+    # The kinds resolve without imports from the registry's table; each declaration says them
+    # again, and the two must agree.
+    for name in FAMILIES:
+        family = FAMILIES[name]
+        assert family_kinds()[family.kind] == name
+        if family.solution_kind is not None:
+            assert family.solution_files and solution_kinds()[family.solution_kind] == name
+    assert set(solution_kinds().values()) == {
+        n for n in FAMILIES if FAMILIES[n].solution_kind is not None
+    }
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,7 @@ Imports are lazy so ``optsched --help`` stays fast: a family is imported when a 
 
 from __future__ import annotations
 
-import functools
 import importlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,36 +43,30 @@ def _call(target: str) -> dict[str, Any]:
     return schema
 
 
-def schema_names() -> dict[str, Callable[[], dict[str, Any]]]:
-    """Every schema name -> a function returning its JSON Schema (imports every family).
+def schema_names() -> list[str]:
+    """Every schema name, sorted (imports no family).
 
     The names are the families' instance kinds, their solutions' kinds where a solution is a
     file of its own, and :data:`FILE_FORMATS`.
     """
-    from optsched.family import FAMILIES
+    from optsched.family import family_kinds, solution_kinds
 
-    out: dict[str, Callable[[], dict[str, Any]]] = {
-        name: functools.partial(_call, target) for name, target in FILE_FORMATS.items()
-    }
-    for family in FAMILIES.values():
-        out[family.kind] = family.Instance.schema  # type: ignore[attr-defined]
-        if family.solution_kind is not None:
-            out[family.solution_kind] = family.Solution.schema  # type: ignore[attr-defined]
-    return out
+    return sorted({*FILE_FORMATS, *family_kinds(), *solution_kinds()})
 
 
 def _schema(name: str) -> dict[str, Any]:
-    """The JSON Schema called ``name``, importing only the family it belongs to if it can."""
-    from optsched.family import FAMILIES, family_for_kind, family_kinds
+    """The JSON Schema called ``name``, importing only the family it belongs to."""
+    from optsched.family import FAMILIES, family_kinds, solution_kinds
 
     if name in FILE_FORMATS:
         return _call(FILE_FORMATS[name])
-    if name in family_kinds():
-        return FAMILIES[family_for_kind(name)].Instance.schema()  # type: ignore[attr-defined]
-    schemas = schema_names()
-    if name not in schemas:
-        raise InvalidInstanceError("name", f"unknown schema {name!r}; known: {sorted(schemas)}")
-    return schemas[name]()
+    owner = family_kinds().get(name)
+    if owner is not None:
+        return FAMILIES[owner].Instance.schema()  # type: ignore[attr-defined]
+    owner = solution_kinds().get(name)
+    if owner is not None:
+        return FAMILIES[owner].Solution.schema()  # type: ignore[attr-defined]
+    raise InvalidInstanceError("name", f"unknown schema {name!r}; known: {schema_names()}")
 
 
 @click.command("schema")
@@ -87,7 +79,7 @@ def schema_cmd(name: str | None, list_only: bool) -> None:
     (``oasis-schedule``, ``placement``) or another file format; ``--list`` prints them all.
     """
     if list_only or name is None:
-        for key in sorted(schema_names()):
+        for key in schema_names():
             click.echo(key)
         return
     print_json(_schema(name.lower()))

@@ -15,6 +15,7 @@ from optsched.family.registry import (
     get_family,
     kind_of,
     register_family,
+    solution_kinds,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "get_family",
     "kind_of",
     "register_family",
+    "solution_kinds",
 ]

@@ -38,6 +38,7 @@ __all__ = [
     "get_family",
     "kind_of",
     "register_family",
+    "solution_kinds",
 ]
 
 #: ``ALGORITHMS[name](instance, *, seed=0) -> Solution``: the one calling convention.
@@ -188,17 +189,18 @@ class Family:
 
 @dataclass(frozen=True)
 class _Entry:
-    """A built-in family before its package is imported: where it lives and its kind."""
+    """A built-in family before its package is imported: where it lives and its file kinds."""
 
     package: str
     kind: str
+    solution_kind: str | None = None
 
 
-#: The built-in families: name -> (package, instance kind). Each package has a module
-#: ``family`` defining ``FAMILY``; the kind is listed here too so that kinds resolve without
-#: importing any family (the protocol test checks both agree).
+#: The built-in families: name -> (package, instance kind, solution kind if solutions are files
+#: of their own). Each package has a module ``family`` defining ``FAMILY``; the kinds are
+#: listed here too so that kinds resolve without importing any family (checked on import).
 _BUILTIN: dict[str, _Entry] = {
-    "oasis": _Entry("optsched.online.oasis", "oasis-instance"),
+    "oasis": _Entry("optsched.online.oasis", "oasis-instance", "oasis-schedule"),
     "aonline": _Entry("optsched.online.aonline", "aonline-instance"),
     "pace": _Entry("optsched.comm.pace", "comm-instance"),
     "tensorlights": _Entry("optsched.comm.tensorlights", "tensorlights-instance"),
@@ -206,7 +208,7 @@ _BUILTIN: dict[str, _Entry] = {
     "optimus": _Entry("optsched.allocation.optimus", "optimus-instance"),
     "chronus": _Entry("optsched.allocation.chronus", "chronus-instance"),
     "andreas": _Entry("optsched.allocation.andreas", "andreas-instance"),
-    "placement": _Entry("optsched.placement", "placement-instance"),
+    "placement": _Entry("optsched.placement", "placement-instance", "placement"),
     # A world document says what it is in ``format`` (see :func:`kind_of`).
     "sim": _Entry("optsched.sim", "optsched.sim.world"),
 }
@@ -229,11 +231,16 @@ class _Registry(Mapping[str, Family]):
             raise KeyError(name)
         module = importlib.import_module(f"{entry.package}.family")
         family = module.FAMILY
-        if not isinstance(family, Family) or family.name != name or family.kind != entry.kind:
-            # A defect in the declaration, not bad input: fail loudly.
+        if not isinstance(family, Family) or (
+            family.name,
+            family.package,
+            family.kind,
+            family.solution_kind,
+        ) != (name, entry.package, entry.kind, entry.solution_kind):
+            # A defect in the declaration or in the table, not bad input: fail loudly.
             raise TypeError(
-                f"{entry.package}.family.FAMILY must be the Family {name!r} of kind "
-                f"{entry.kind!r}, got {family!r}"
+                f"{entry.package}.family.FAMILY must be the Family {name!r} of {entry.package} "
+                f"with kinds {entry.kind!r} and {entry.solution_kind!r}, got {family!r}"
             )
         self._loaded[name] = family
         del self._pending[name]
@@ -252,6 +259,12 @@ class _Registry(Mapping[str, Family]):
         """Instance kind -> family name, for every family (imports none)."""
         out = {e.kind: n for n, e in self._pending.items()}
         out.update({f.kind: n for n, f in self._loaded.items()})
+        return out
+
+    def solution_kinds(self) -> dict[str, str]:
+        """Solution kind -> family name, for the families whose solutions are files."""
+        out = {e.solution_kind: n for n, e in self._pending.items() if e.solution_kind}
+        out.update({f.solution_kind: n for n, f in self._loaded.items() if f.solution_kind})
         return out
 
     def add(self, family: Family, *, replace: bool) -> None:
@@ -320,6 +333,12 @@ def family_kinds() -> dict[str, str]:
     """Instance kind -> family name, for every registered family (imports none)."""
     assert isinstance(FAMILIES, _Registry)
     return FAMILIES.kinds()
+
+
+def solution_kinds() -> dict[str, str]:
+    """Solution file kind -> family name (``"oasis-schedule"``, ``"placement"``; imports none)."""
+    assert isinstance(FAMILIES, _Registry)
+    return FAMILIES.solution_kinds()
 
 
 def family_for_kind(kind: str) -> str:
