@@ -19,6 +19,7 @@ from optsched.sim.cluster_spec import (
 from optsched.sim.compare import Comparison, compare
 from optsched.sim.engine import default_horizon, event_bound, simulate
 from optsched.sim.exact import solve
+from optsched.sim.family import ALGORITHMS, FAMILY
 from optsched.sim.generate import generate_instance, generate_job_table
 from optsched.sim.metrics import deadline_metrics, job_metrics, run_metrics, utilization
 from optsched.sim.policy import (
@@ -47,6 +48,8 @@ from optsched.sim.world import (
 )
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "GENERIC",
     "INTERVAL_COLUMNS",
     "JOB_COLUMNS",

@@ -18,6 +18,7 @@ Competitive-ratio measurement lives in :mod:`optsched.online.oasis.competitive`;
 
 from optsched.online.oasis.baselines import DRF, FIFO, RRH, DormLike, baseline_algorithms
 from optsched.online.oasis.engine import OnlineAlgorithm, OnlineRun, SlotEngine
+from optsched.online.oasis.family import ALGORITHMS, FAMILY
 from optsched.online.oasis.generate import generate_instance
 from optsched.online.oasis.instance import Job, OasisInstance, Server, load_instance
 from optsched.online.oasis.offline import solve
@@ -34,7 +35,9 @@ from optsched.online.oasis.schedule import (
 from optsched.results import ExactResult, Report, Violation
 
 __all__ = [
+    "ALGORITHMS",
     "DRF",
+    "FAMILY",
     "FIFO",
     "RRH",
     "DormLike",
