@@ -27,3 +27,11 @@ def test_ratio_on_two_processes_equals_the_serial_sweep(
     assert table == (tmp_path / "serial" / "table.md").read_text(encoding="utf-8")
     assert main([*RATIO, "-o", str(tmp_path / "par"), "--workers", "0"]) == 2
     assert "--workers" in json.loads(capsys.readouterr().out)["message"]
+
+
+def test_sim_sweep_names_a_bad_worker_count(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["sim", "sweep", "synthetic:3", "--cluster", "v100=2", "--policies", "fifo", "--json"]
+    assert main([*args, "-j", "0"]) == 2
+    assert json.loads(capsys.readouterr().out)["field"] == "--n-jobs"
+    assert main([*args, "--backend", "serial"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == 1
