@@ -184,7 +184,7 @@ def _ray(
     try:
         remote = ray.remote(_call)
         queue = list(reversed(todo))
-        limit = len(todo) if in_flight is None else max(1, in_flight)
+        limit = len(todo) if in_flight is None or in_flight < 1 else in_flight
         pending: list[Any] = []
         # every pass takes one finished run out of ``pending``: len(todo) passes in all
         while queue or pending:
@@ -249,7 +249,8 @@ def run_sweep(
         Where the runs execute (module notes). ``"loky"`` with one worker runs in this process.
     n_jobs : int, optional
         ``"loky"``: see :func:`worker_count`. ``"dask"``: joblib's ``n_jobs`` on the cluster
-        (default: all its workers). ``"ray"``: at most this many runs in flight (default: all).
+        (default: all its workers). ``"ray"``: at most this many runs in flight (default, or
+        ``-1``: all).
     progress : callable, optional
         ``progress(done, total)``, once before the first run and after each finished one.
     client : distributed.Client, optional
@@ -307,11 +308,11 @@ def run_sweep(
     elif name == "dask":
         context = _dask(client, address)
         results = _joblib(fn, todo, -1 if n_jobs is None else n_jobs)
-    elif name == "loky" and worker_count(n_jobs, len(todo)) > 1:
-        results = _joblib(fn, todo, worker_count(n_jobs, len(todo)))
+    elif name == "loky":
+        workers = worker_count(n_jobs, len(todo))
+        # one worker: this process, without a pool to start or arguments to pickle
+        results = _joblib(fn, todo, workers) if workers > 1 else _serial(fn, todo)
     else:
-        if name == "loky":
-            worker_count(n_jobs, len(todo))  # a bad n_jobs is refused on every path
         results = _serial(fn, todo)
     with context, _closing(results):
         for key, record in results:
