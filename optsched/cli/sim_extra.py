@@ -225,6 +225,7 @@ def sweep_command(
             "seeds": "--seeds",
             "loads": "--loads",
             "backend": "--backend",
+            "n_jobs": "--n-jobs",
             "round_seconds": "--round-seconds",
             "restore_seconds": "--restore-seconds",
         }.get(exc.field)
@@ -329,14 +330,18 @@ def register(group: click.Group) -> None:
         output_option((".csv",), help="Write the sweep table"),
         click.option("--address", default=None, help="Dask scheduler or Ray cluster address."),
         click.option(
-            "-j", "--n-jobs", type=int, default=None, help="joblib workers (default: all cores)."
+            "-j",
+            "--n-jobs",
+            type=int,
+            default=None,
+            help="joblib workers (default: one per core, at most one per run left).",
         ),
         click.option(
             "--backend",
             default="joblib",
             show_default=True,
-            help="Where runs execute: joblib, dask or ray (dask/ray need the optsched[dask] / "
-            "optsched[ray] extras).",
+            help="Where runs execute: joblib (local processes, also called loky), serial (this "
+            "process), dask or ray (dask/ray need the optsched[dask] / optsched[ray] extras).",
         ),
         click.option(
             "--store",

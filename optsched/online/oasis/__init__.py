@@ -12,7 +12,8 @@ The family protocol (see "Anatomy of a family" in the docs):
   :class:`DRF`, :class:`RRH`, :class:`DormLike`;
 * :func:`validate` ``(instance, schedule) -> Report``, the independent validator.
 
-Competitive-ratio measurement lives in :mod:`optsched.online.oasis.competitive`; tables and plots in
+Competitive-ratio measurement lives in :mod:`optsched.online.oasis.competitive`; the resumable
+sweep of ratios in :mod:`optsched.runs.oasis_ratio`; tables and plots in
 :mod:`optsched.report.oasis`.
 """
 
