@@ -135,7 +135,8 @@ def solve(
         The model. Pyomo models get their solution loaded into their variables; cvxpy problems
         get ``variable.value`` set.
     solver : str, default "highs"
-        A name from :func:`available_solvers` (or, for Pyomo, any ``SolverFactory`` name).
+        A name from :func:`available_solvers` (or, for Pyomo, any ``SolverFactory`` name);
+        ``"scip"`` reaches SCIP through Pyomo's ``scip_direct`` or cvxpy's ``SCIP``.
     time_limit : float, optional
         Wall-clock limit in seconds.
     mip_gap : float, optional
@@ -152,8 +153,9 @@ def solve(
     options : dict, optional
         Extra solver-specific options passed through.
     warmstart : bool, default False
-        Hand the Pyomo variables' current values to the solver as a MIP start (HiGHS; the
-        values must form a feasible point to help). Ignored by backends without MIP starts.
+        Hand the Pyomo variables' current values to the solver as a MIP start (HiGHS and SCIP;
+        the values must form a feasible point to help). Ignored by backends without MIP
+        starts.
 
     Returns
     -------
