@@ -345,3 +345,15 @@ def test_highs_threads_after_an_earlier_run(solver: str) -> None:
     assert solve(model(), solver).objective == 4.0
     for threads in (1, 2):
         assert solve(model(), solver, threads=threads).objective == 4.0
+
+
+def test_cli_solvers_lists_the_paths_of_each_solver(capsys: pytest.CaptureFixture[str]) -> None:
+    from optsched.cli import main
+
+    assert main(["solvers", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["solvers"]}
+    assert set(rows) == set(SOLVERS)
+    for name, info in SOLVERS.items():
+        assert rows[name]["frontends"] == list(info.frontends)
+    assert "matrix" in rows["highs"]["frontends"] and "matrix" in rows["scip"]["frontends"]
+    assert "matrix" not in rows["cbc"]["frontends"]
