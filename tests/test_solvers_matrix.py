@@ -208,6 +208,15 @@ def test_scip_time_limit_spent_while_building() -> None:
     assert res.termination is TerminationCondition.TIME_LIMIT
 
 
+@pytest.mark.parametrize("solver", MATRIX)
+def test_a_vanishing_time_limit_is_never_optimal(solver: str) -> None:
+    with pytest.raises(NotOptimalError) as err:
+        solve_matrix(_knapsack(), solver=solver, time_limit=1e-6)
+    res = err.value.result
+    assert res.termination is TerminationCondition.TIME_LIMIT
+    assert res.status in (Status.LIMIT_NO_SOLUTION, Status.FEASIBLE)
+
+
 @pytest.mark.parametrize(
     ("solver", "option"), [("scip", {"mip_max_nodes": 1}), ("highs", {"limits/nodes": 1})]
 )
