@@ -37,6 +37,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,7 +45,7 @@ from numpy.typing import NDArray
 from optsched.comm.pace.cost import MB, CostModel, number
 from optsched.comm.pace.dag import IterationDAG
 from optsched.comm.pace.exact import ExactSchedule, exact_schedule
-from optsched.comm.pace.kernels import fusion_kernel
+from optsched.comm.pace.kernels import fusion_kernel, fusion_kernel_full
 from optsched.errors import InvalidInstanceError
 
 __all__ = [
@@ -139,6 +140,7 @@ def optimal_fusion(
     *,
     max_group_mb: float | None = None,
     max_group_tensors: int | None = None,
+    kernel: Literal["pruned", "full"] = "pruned",
 ) -> Fusion:
     """Best contiguous grouping for the optimal preemptive schedule (exact DP).
 
@@ -152,6 +154,11 @@ def optimal_fusion(
         than it still travels alone. ``None`` = no limit.
     max_group_tensors : int, optional
         Limit on tensors per group.
+    kernel : {"pruned", "full"}, default "pruned"
+        :func:`~optsched.comm.pace.kernels.fusion_kernel` (the DP over the states that can
+        still matter) or :func:`~optsched.comm.pace.kernels.fusion_kernel_full` (every state,
+        the previous version, kept so benchmarks can time both). Both return the same
+        grouping, bit for bit.
 
     Returns
     -------
@@ -161,16 +168,19 @@ def optimal_fusion(
     Raises
     ------
     InvalidInstanceError
-        A non-positive limit.
+        A non-positive limit, or an unknown ``kernel``.
 
     Notes
     -----
     Exact over contiguous groupings in consumption order (module notes);
-    :math:`O(n^2 G)` with :math:`G` the number of groups a prefix may use: the kernel's three
-    nested loops run at most :math:`n(n+1)(n+2)/6` inner steps over two
+    :math:`O(n^2 G)` in the worst case with :math:`G` the number of groups a prefix may use
+    (the pruned kernel keeps far fewer states on real profiles: see its notes). The full
+    kernel's three nested loops run at most :math:`n(n+1)(n+2)/6` inner steps over two
     :math:`(n+1)^2` tables, which :func:`~optsched.comm.pace.instance.check_budgets` checks against
     the ``max_events`` and ``max_array_cells`` budgets before allocating (field ``profile``).
     """
+    if kernel not in ("pruned", "full"):
+        raise InvalidInstanceError("kernel", f"must be 'pruned' or 'full', got {kernel!r}")
     n = dag.n_tensors
     max_bytes, max_tensors = _limits(
         None if max_group_mb is None else max_group_mb * MB, max_group_tensors, n
@@ -182,7 +192,8 @@ def optimal_fusion(
     check_budgets(n)
     h = dag.release + dag.tail
     prefix = np.concatenate([[0.0], np.cumsum(dag.tensor_bytes)])
-    value, starts = fusion_kernel(
+    dp = fusion_kernel if kernel == "pruned" else fusion_kernel_full
+    value, starts = dp(
         h.astype(np.float64),
         prefix,
         float(cost.alpha_ms),

@@ -51,7 +51,16 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["channel_kernel", "channel_reference", "fusion_kernel", "fusion_reference"]
+__all__ = [
+    "channel_kernel",
+    "channel_reference",
+    "fusion_kernel",
+    "fusion_kernel_full",
+    "fusion_pruned",
+    "fusion_pruned_reference",
+    "fusion_reference",
+    "fusion_upper_bound",
+]
 
 _INF = np.inf
 
@@ -396,6 +405,99 @@ def channel_reference(
 
 
 @numba.njit(cache=True)
+def _suffix_groups(prefix_bytes: NDArray, max_bytes: float, max_tensors: int) -> NDArray:
+    """``r[k]`` = fewest groups covering tensors ``k..n-1`` within the limits (``r[n] = 0``).
+
+    Covering a suffix by contiguous groups is interval covering: from ``k`` the longest valid
+    group is taken (its end never decreases with ``k``, so two pointers suffice), which is
+    optimal by the usual exchange argument. :math:`O(n)`.
+    """
+    n = prefix_bytes.shape[0] - 1
+    r = np.zeros(n + 1, dtype=np.int64)
+    reach = np.empty(n, dtype=np.int64)
+    e = 1
+    for k in range(n):
+        if e < k + 1:
+            e = k + 1
+        while (
+            e < n
+            and e + 1 - k <= max_tensors
+            and prefix_bytes[e + 1] - prefix_bytes[k] <= max_bytes
+        ):
+            e += 1
+        reach[k] = e
+    for k in range(n - 1, -1, -1):
+        r[k] = 1 + r[reach[k]]
+    return r
+
+
+@numba.njit(cache=True)
+def _greedy_value(
+    h: NDArray,
+    prefix_bytes: NDArray,
+    alpha: float,
+    beta: float,
+    max_bytes: float,
+    max_tensors: int,
+    cap: float,
+) -> float:
+    """Value of the grouping that fills each group up to ``cap`` bytes in consumption order.
+
+    The value is computed with the DP's own expression ``h[i] + g * alpha + beta * B[k]`` per
+    group, so it is exactly the DP's value of that path and an upper bound on its optimum.
+    """
+    n = h.shape[0]
+    value = -_INF
+    i = 0
+    g = 0
+    while i < n:
+        k = i + 1
+        while (
+            k < n
+            and k + 1 - i <= max_tensors
+            and prefix_bytes[k + 1] - prefix_bytes[i] <= max_bytes
+            and prefix_bytes[k + 1] - prefix_bytes[i] <= cap
+        ):
+            k += 1
+        g += 1
+        base = beta * prefix_bytes[k]
+        cand = h[i] + g * alpha + base
+        if cand > value:
+            value = cand
+        i = k
+    return value
+
+
+@numba.njit(cache=True)
+def fusion_upper_bound(
+    h: NDArray,
+    prefix_bytes: NDArray,
+    alpha: float,
+    beta: float,
+    max_bytes: float,
+    max_tensors: int,
+) -> float:
+    r"""Best DP value among cheap groupings: no fusion and greedy fills at 40 byte caps.
+
+    Caps are :math:`B_n / 1.5^j` for :math:`j = 0..39` (and the byte limit itself); each fill
+    is :math:`O(n)`. Every candidate is a path of the DP evaluated with the DP's expressions,
+    so the result is :math:`\ge` the DP's optimum in floating point too.
+    """
+    n = h.shape[0]
+    best = _greedy_value(h, prefix_bytes, alpha, beta, max_bytes, max_tensors, 0.0)
+    cap = float(prefix_bytes[n])
+    for _ in range(40):
+        v = _greedy_value(h, prefix_bytes, alpha, beta, max_bytes, max_tensors, cap)
+        if v < best:
+            best = v
+        cap = cap / 1.5
+    v = _greedy_value(h, prefix_bytes, alpha, beta, max_bytes, max_tensors, max_bytes)
+    if v < best:
+        best = v
+    return best
+
+
+@numba.njit(cache=True)
 def fusion_kernel(
     h: NDArray,
     prefix_bytes: NDArray,
@@ -404,7 +506,222 @@ def fusion_kernel(
     max_bytes: float,
     max_tensors: int,
 ) -> tuple[float, NDArray]:
-    r"""Optimal contiguous grouping (Numba).
+    r"""Optimal contiguous grouping (Numba): the DP of :func:`fusion_kernel_full`, pruned.
+
+    Parameters
+    ----------
+    h : ndarray
+        ``release + tail`` of each tensor in consumption order.
+    prefix_bytes : ndarray
+        ``prefix_bytes[k]`` = bytes of tensors ``0..k-1`` (length ``n + 1``).
+    alpha, beta : float
+        Cost model.
+    max_bytes : float
+        Byte limit of a group of two or more tensors (``inf`` for none).
+    max_tensors : int
+        Tensor limit of a group.
+
+    Returns
+    -------
+    value : float
+        :math:`\min` over groupings of :math:`\max_g (h_{first(g)} + g\,a + \beta B_{last(g)})`.
+    starts : ndarray of int
+        First tensor of each group.
+
+    Notes
+    -----
+    Same value and same groups as :func:`fusion_kernel_full` (same tie-breaking: the largest
+    start among equal candidates, then the fewest groups), bit for bit. Three rules drop
+    states :math:`(k, g)` (prefix of :math:`k` tensors in :math:`g` groups) that cannot be on
+    the grouping the full DP returns:
+
+    1. **Upper bound.** :math:`U` is the DP value of a cheap grouping
+       (:func:`fusion_upper_bound`), so :math:`V^* \le U`; a state with :math:`V[k, g] > U`
+       is dropped.
+    2. **Completion bound.** For :math:`k < n` every completion has a group starting at
+       :math:`k` with index :math:`g + 1`, and a last group starting at some :math:`s \ge k`
+       with index :math:`\ge g + r_k` (:math:`r_k` = fewest groups covering :math:`k..n-1`,
+       :func:`_suffix_groups`), so it is worth at least
+
+       .. math::
+
+           L(k, g) = \max\bigl(h_k + (g+1)\,a + \beta B_{k+1},\;
+                     m_k + (g + r_k)\,a + \beta B_n\bigr),
+           \qquad m_k = \min_{j \ge k} h_j;
+
+       a state with :math:`L(k, g) > U` is dropped. :math:`L` increases with :math:`g`, so
+       the largest live :math:`g` of a row is found by bisection.
+    3. **Pareto.** A state is dropped when a smaller group count of its row has a value no
+       larger: any completion of it is matched, with a smaller index in every later term, by
+       the same completion of the other.
+
+    Why the result is unchanged: the full DP's answer is :math:`(n, g^*)` with :math:`g^*` the
+    fewest groups reaching :math:`V^*`, and each state's choice is its largest minimising
+    predecessor. A minimising predecessor :math:`(i, g-1)` of a kept state :math:`(k, g)`
+    has :math:`V[i, g-1] \le V[k, g] \le U`; :math:`L(i, g-1) \le L(k, g)` (as
+    :math:`m_i \le m_k`, :math:`r_i \le 1 + r_k`, and its first term is at most its
+    candidate :math:`h_i + g\,a + \beta B_k`); and it is not dominated, else :math:`(k, g)`
+    would be. So every minimiser of a kept state is kept, with the full DP's value, and no
+    dropped or altered state can tie with it (values computed over fewer predecessors only
+    grow). Every comparison uses the full DP's own floating-point expressions and rounding is
+    monotone, so this holds for the computed values, not only for the reals; the property
+    tests check equality on random float and integer inputs.
+
+    Cost: rows are stored sparsely (:func:`fusion_pruned`), so a row costs its window plus
+    the live states in it. Worst case (nothing pruned, e.g. ``alpha = 0`` with increasing
+    tails) :math:`O(n^2 G)` as before; on the shipped profiles a handful of states per row
+    survive and the DP is close to :math:`O(n\,w)` for a window of :math:`w` tensors.
+    """
+    n = h.shape[0]
+    if n == 0:
+        return -_INF, np.zeros(0, dtype=np.int64)
+    upper = fusion_upper_bound(h, prefix_bytes, alpha, beta, max_bytes, max_tensors)
+    return fusion_pruned(h, prefix_bytes, alpha, beta, max_bytes, max_tensors, upper)
+
+
+@numba.njit(cache=True)
+def fusion_pruned(
+    h: NDArray,
+    prefix_bytes: NDArray,
+    alpha: float,
+    beta: float,
+    max_bytes: float,
+    max_tensors: int,
+    upper: float,
+) -> tuple[float, NDArray]:
+    """The pruned DP given an upper bound ``upper`` on the optimum (see :func:`fusion_kernel`).
+
+    Live states are stored row by row in flat arrays: row ``k``'s states (group counts in
+    increasing order, values strictly decreasing) sit at ``off[k]:off[k + 1]``.
+    """
+    n = h.shape[0]
+    r = _suffix_groups(prefix_bytes, max_bytes, max_tensors)
+    low = np.empty(n)  # suffix minima of h
+    low[n - 1] = h[n - 1]
+    for k in range(n - 2, -1, -1):
+        low[k] = h[k] if h[k] < low[k + 1] else low[k + 1]
+    total = beta * prefix_bytes[n]
+    size = 4 * (n + 1)
+    st_g = np.empty(size, dtype=np.int64)
+    st_v = np.empty(size)
+    st_arg = np.empty(size, dtype=np.int64)
+    off = np.zeros(n + 2, dtype=np.int64)
+    st_g[0] = 0
+    st_v[0] = -_INF
+    st_arg[0] = -1
+    off[1] = 1
+    used = 1
+    best = np.empty(n + 2)
+    best_i = np.empty(n + 2, dtype=np.int64)
+    lo = 0
+    for k in range(1, n + 1):
+        off[k + 1] = used
+        base = beta * prefix_bytes[k]
+        # Smallest i such that [i, k) is a valid group (non-decreasing in k).
+        while lo < k - 1 and (
+            prefix_bytes[k] - prefix_bytes[lo] > max_bytes or k - lo > max_tensors
+        ):
+            lo += 1
+        # Group counts reachable from the live predecessors.
+        g_min = n + 1
+        g_max = 0
+        for i in range(lo, k):
+            if off[i + 1] > off[i]:
+                if st_g[off[i]] + 1 < g_min:
+                    g_min = st_g[off[i]] + 1
+                if st_g[off[i + 1] - 1] + 1 > g_max:
+                    g_max = st_g[off[i + 1] - 1] + 1
+        if g_max == 0:
+            continue
+        if k < n:
+            # Largest g whose completion bound stays within the upper bound (the bound
+            # increases with g: binary search).
+            nb = beta * prefix_bytes[k + 1]
+            a_g = g_min - 1
+            b_g = g_max
+            while a_g < b_g:
+                mid = (a_g + b_g + 1) // 2
+                nxt = h[k] + (mid + 1) * alpha + nb
+                last = low[k] + (mid + r[k]) * alpha + total
+                if nxt <= upper and last <= upper:
+                    a_g = mid
+                else:
+                    b_g = mid - 1
+            g_max = a_g
+            if g_max < g_min:
+                continue
+        for g in range(g_min, g_max + 1):
+            best[g] = _INF
+            best_i[g] = -1
+        for i in range(k - 1, lo - 1, -1):
+            for idx in range(off[i], off[i + 1]):
+                g = st_g[idx] + 1
+                if g > g_max:
+                    break
+                prev = st_v[idx]
+                cand = h[i] + g * alpha + base
+                if prev > cand:
+                    cand = prev
+                if cand < best[g]:
+                    best[g] = cand
+                    best_i[g] = i
+        running = _INF
+        for g in range(g_min, g_max + 1):
+            # Keep a state only if it beats every smaller group count of its row (Pareto).
+            if best[g] < running and best[g] <= upper:
+                if used == size:
+                    size *= 2
+                    st_g2 = np.empty(size, dtype=np.int64)
+                    st_v2 = np.empty(size)
+                    st_arg2 = np.empty(size, dtype=np.int64)
+                    st_g2[:used] = st_g[:used]
+                    st_v2[:used] = st_v[:used]
+                    st_arg2[:used] = st_arg[:used]
+                    st_g = st_g2
+                    st_v = st_v2
+                    st_arg = st_arg2
+                st_g[used] = g
+                st_v[used] = best[g]
+                st_arg[used] = best_i[g]
+                used += 1
+            if best[g] < running:
+                running = best[g]
+        off[k + 1] = used
+    out = _INF
+    best_idx = -1
+    for idx in range(off[n], off[n + 1]):
+        if st_v[idx] < out:
+            out = st_v[idx]
+            best_idx = idx
+    if best_idx < 0:  # unreachable when ``upper`` bounds the optimum
+        return _INF, np.zeros(0, dtype=np.int64)
+    g = st_g[best_idx]
+    starts = np.zeros(g, dtype=np.int64)
+    idx = best_idx
+    while g > 0:
+        i = st_arg[idx]
+        starts[g - 1] = i
+        g -= 1
+        for j in range(off[i], off[i + 1]):
+            if st_g[j] == g:
+                idx = j
+                break
+    return out, starts
+
+
+@numba.njit(cache=True)
+def fusion_kernel_full(
+    h: NDArray,
+    prefix_bytes: NDArray,
+    alpha: float,
+    beta: float,
+    max_bytes: float,
+    max_tensors: int,
+) -> tuple[float, NDArray]:
+    r"""Optimal contiguous grouping (Numba), every state of the DP: :math:`O(n^2 G)`.
+
+    The previous version of :func:`fusion_kernel`, kept as its exact twin: it fills both
+    :math:`(n+1) \times (n+1)` tables in full. Same parameters and result.
 
     Parameters
     ----------
@@ -468,6 +785,95 @@ def fusion_kernel(
         k = i
         g -= 1
     return best, starts
+
+
+def fusion_pruned_reference(
+    h: NDArray,
+    prefix_bytes: NDArray,
+    alpha: float,
+    beta: float,
+    max_bytes: float,
+    max_tensors: int,
+) -> tuple[float, list[int]]:
+    r"""Plain-Python twin of :func:`fusion_kernel` (the pruned DP), written with dictionaries.
+
+    Same bound (no fusion and greedy fills at the caps of :func:`fusion_upper_bound`), same
+    completion bound and Pareto rule, same floating-point expressions; returns the value and
+    the group starts as a list. Tests check it against both kernels.
+    """
+    n = len(h)
+    if n == 0:
+        return -math.inf, []
+    hs = [float(x) for x in h]
+    pb = [float(x) for x in prefix_bytes]
+
+    def valid(i: int, k: int) -> bool:
+        return k - i == 1 or (pb[k] - pb[i] <= max_bytes and k - i <= max_tensors)
+
+    def greedy(cap: float) -> float:
+        value, i, g = -math.inf, 0, 0
+        while i < n:
+            k = i + 1
+            while k < n and valid(i, k + 1) and pb[k + 1] - pb[i] <= cap:
+                k += 1
+            g += 1
+            base = beta * pb[k]
+            value = max(value, hs[i] + g * alpha + base)
+            i = k
+        return value
+
+    caps = [0.0]
+    cap = pb[n]
+    for _ in range(40):
+        caps.append(cap)
+        cap = cap / 1.5
+    caps.append(max_bytes)
+    upper = min(greedy(c) for c in caps)
+    # Fewest groups covering k..n-1, by taking the longest valid group each time.
+    fewest = [0] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        e = k + 1
+        while e < n and valid(k, e + 1):
+            e += 1
+        fewest[k] = 1 + fewest[e]
+    low = [min(hs[k:]) for k in range(n)]
+    total = beta * pb[n]
+    # rows[k]: {g: (value, predecessor row)} of the live states of prefix k.
+    rows: list[dict[int, tuple[float, int]]] = [{0: (-math.inf, -1)}] + [{} for _ in range(n)]
+    for k in range(1, n + 1):
+        base = beta * pb[k]
+        found: dict[int, tuple[float, int]] = {}
+        for i in range(k - 1, -1, -1):
+            if not valid(i, k):
+                break
+            for gp, (prev, _) in sorted(rows[i].items()):
+                g = gp + 1
+                if k < n:
+                    nb = beta * pb[k + 1]
+                    if hs[k] + (g + 1) * alpha + nb > upper:
+                        continue
+                    if low[k] + (g + fewest[k]) * alpha + total > upper:
+                        continue
+                cand = max(prev, hs[i] + g * alpha + base)
+                if g not in found or cand < found[g][0]:
+                    found[g] = (cand, i)
+        running = math.inf
+        for g in sorted(found):
+            cand, i = found[g]
+            if cand < running and cand <= upper:
+                rows[k][g] = (cand, i)
+            running = min(running, cand)
+    if not rows[n]:
+        return math.inf, []
+    best_g = min(rows[n], key=lambda g: (rows[n][g][0], g))
+    value = rows[n][best_g][0]
+    starts: list[int] = []
+    k, g = n, best_g
+    while g > 0:
+        i = rows[k][g][1]
+        starts.append(i)
+        k, g = i, g - 1
+    return value, starts[::-1]
 
 
 def fusion_reference(
