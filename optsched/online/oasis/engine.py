@@ -280,6 +280,53 @@ class ClusterState:
         """
         w_list = [(int(t), int(h), int(n)) for t, h, n in workers if n > 0]
         p_list = [(int(t), int(k), int(n)) for t, k, n in ps if n > 0]
+        inst = self.instance
+        cap_n = inst.jobs[i].chunks
+        sides = (
+            ("worker", w_list, self.worker_capacity, self.worker_used, inst.worker_demand[i]),
+            ("PS", p_list, self.ps_capacity, self.ps_used, inst.ps_demand[i]),
+        )
+        for label, items, capacity, used, demand in sides:
+            need: dict[tuple[int, int], int] = {}
+            for t, s, n in items:
+                need[(t, s)] = need.get((t, s), 0) + n
+            if not need:
+                continue
+            # Room of every touched (slot, server) at once: room_for is elementwise, so this
+            # is the per-pair check, without recomputing whole slots.
+            ts = np.fromiter((t for t, _ in need), dtype=np.int64, count=len(need))
+            ss = np.fromiter((s for _, s in need), dtype=np.int64, count=len(need))
+            avail = room_for(capacity[ss] - used[ts, ss], demand, cap_n)
+            counts = np.fromiter(need.values(), dtype=np.int64, count=len(need))
+            over = np.flatnonzero(counts > avail)
+            if over.size:
+                b = int(over[0])
+                raise CapacityExceededError(
+                    f"job {i}: {int(counts[b])} {label}s on server {int(ss[b])} in slot "
+                    f"{int(ts[b])}, only {int(avail[b])} fit"
+                )
+        for items, used, demand in (
+            (w_list, self.worker_used, inst.worker_demand[i]),
+            (p_list, self.ps_used, inst.ps_demand[i]),
+        ):
+            if items:
+                arr = np.asarray(items, dtype=np.int64)
+                # Unbuffered and in list order: the same additions as one loop over the items.
+                np.add.at(used, (arr[:, 0], arr[:, 1]), arr[:, 2, None] * demand)
+
+    def commit_reference(
+        self,
+        i: int,
+        workers: Iterable[tuple[int, int, int]],
+        ps: Iterable[tuple[int, int, int]],
+    ) -> None:
+        """Plain twin of :meth:`commit`: room recomputed per (slot, server), one add per item.
+
+        The previous implementation, kept as the test oracle of the vectorised one and for
+        benchmarks. Same contract, same errors, same usage afterwards.
+        """
+        w_list = [(int(t), int(h), int(n)) for t, h, n in workers if n > 0]
+        p_list = [(int(t), int(k), int(n)) for t, k, n in ps if n > 0]
         for label, items, room in (
             ("worker", w_list, self.worker_room),
             ("PS", p_list, self.ps_room),

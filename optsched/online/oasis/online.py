@@ -53,7 +53,7 @@ from optsched.online.oasis.engine import (
     work_units,
 )
 from optsched.online.oasis.instance import Job, OasisInstance
-from optsched.online.oasis.oracle import MAX_DP_CELLS, best_schedule
+from optsched.online.oasis.oracle import MAX_DP_CELLS, _best_schedule, best_schedule
 from optsched.online.oasis.prices import PriceParams, estimate_prices
 from optsched.online.oasis.schedule import build_schedule
 
@@ -529,6 +529,14 @@ class OASiS:
         Compute the weak-duality certificate :math:`D` (one more oracle call per job).
     tighten : bool, default False
         Also minimise the certificate over a price scale (see :func:`dual_bound`).
+    kernel : {"bounded", "full"}, default "bounded"
+        Decision path. ``"bounded"``: :func:`~optsched.online.oasis.oracle.oracle_kernel`
+        on the run's own prices and the vectorised capacity check of
+        :meth:`~optsched.online.oasis.engine.ClusterState.commit`. ``"full"``: the previous
+        path (argument checks on every oracle call,
+        :func:`~optsched.online.oasis.oracle.oracle_kernel_full`,
+        :meth:`~optsched.online.oasis.engine.ClusterState.commit_reference`), kept so
+        benchmarks can time both; the schedules are identical.
 
     Examples
     --------
@@ -550,7 +558,10 @@ class OASiS:
         work: str = "chunks",
         certify: bool = True,
         tighten: bool = False,
+        kernel: str = "bounded",
     ) -> None:
+        if kernel not in ("bounded", "full"):
+            raise InvalidInstanceError("kernel", f"must be 'bounded' or 'full', got {kernel!r}")
         if isinstance(prices, str) and prices not in ("hindsight", "warmup"):
             raise InvalidInstanceError(
                 "prices", f"must be 'hindsight', 'warmup' or parameters, got {prices!r}"
@@ -578,6 +589,7 @@ class OASiS:
         self.work = check_work_mode(work)
         self.certify = certify
         self.tighten = tighten
+        self.kernel = kernel
 
     def _params(self, instance: OasisInstance, seen: Sequence[Job]) -> PriceParams:
         spec = self.prices
@@ -631,21 +643,32 @@ class OASiS:
                 params = self._params(inst, seen)
                 wp = params.worker_prices(state.worker_used, wcap)
                 pp = params.ps_prices(state.ps_used, pcap)
-            res = best_schedule(
-                inst,
-                i,
-                wp,
-                pp,
-                state.worker_used,
-                state.ps_used,
-                work=self.work,
-                floor=0.0,
-                units=units[i],
-            )
+            if self.kernel == "bounded":
+                # The run's own prices (finite, >= 0, of the instance's shapes): the oracle's
+                # argument checks, a pass over every price, are skipped.
+                res = _best_schedule(
+                    inst, i, wp, pp, state.worker_used, state.ps_used, units[i], 0.0
+                )
+            else:
+                res = best_schedule(
+                    inst,
+                    i,
+                    wp,
+                    pp,
+                    state.worker_used,
+                    state.ps_used,
+                    work=self.work,
+                    floor=0.0,
+                    units=units[i],
+                    kernel="full",
+                )
             if res.feasible and res.payoff > 0:
                 old_w = {(t, h): state.worker_used[t, h].copy() for t, h, _ in res.workers}
                 old_p = {(t, k): state.ps_used[t, k].copy() for t, k, _ in res.ps}
-                state.commit(i, res.workers, res.ps)
+                if self.kernel == "bounded":
+                    state.commit(i, res.workers, res.ps)
+                else:
+                    state.commit_reference(i, res.workers, res.ps)
                 kappa = max(
                     kappa,
                     _update(

@@ -1,0 +1,169 @@
+"""OASiS fast paths against the previous ones: bounded oracle kernel, vectorised commit, runs.
+
+:func:`~optsched.online.oasis.oracle.oracle_kernel` stops the deadline scan (and drops DP states)
+by a lower bound on the cost still to pay; its notes argue that the result is unchanged whenever
+the payoff beats the floor. These tests check that against
+:func:`~optsched.online.oasis.oracle.oracle_kernel_full` exactly (same payoff, cost, last slot
+and deployment), :meth:`ClusterState.commit` against :meth:`ClusterState.commit_reference`, and
+whole online runs of both paths. The paper-literal plain-Python oracle is checked against the
+bounded kernel in ``test_oracle.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oasis_strategies import tiny_instances
+
+from optsched.errors import InvalidInstanceError
+from optsched.online.oasis.engine import CapacityExceededError, ClusterState
+from optsched.online.oasis.generate import generate_instance
+from optsched.online.oasis.online import OASiS
+from optsched.online.oasis.oracle import best_schedule, oracle_kernel, oracle_kernel_full
+
+
+@st.composite
+def kernel_inputs(draw: st.DrawFn) -> tuple:
+    """Raw kernel arguments: costs with ties or spread, rooms, work and utility tables."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    S = draw(st.integers(1, 25))
+    H = draw(st.integers(1, 4))
+    K = draw(st.integers(1, 4))
+    N = draw(st.integers(1, 6))
+    kind = draw(st.sampled_from(["integer", "uniform", "lognormal", "flat", "zero"]))
+    if kind == "integer":
+        uc_w = rng.integers(0, 4, (S, H)).astype(float)
+        uc_p = rng.integers(0, 4, (S, K)).astype(float)
+    elif kind == "uniform":
+        uc_w, uc_p = rng.uniform(0, 3, (S, H)), rng.uniform(0, 3, (S, K))
+    elif kind == "lognormal":
+        uc_w, uc_p = rng.lognormal(0, 2, (S, H)), rng.lognormal(0, 2, (S, K))
+    elif kind == "flat":
+        uc_w, uc_p = np.full((S, H), 0.5), np.full((S, K), 0.25)
+    else:
+        uc_w, uc_p = np.zeros((S, H)), np.zeros((S, K))
+    room_w = rng.integers(0, N + 1, (S, H))
+    room_p = rng.integers(0, 3, (S, K))
+    demand = draw(st.integers(1, 30))
+    steps = rng.integers(0, 4, N)
+    q = np.minimum(np.concatenate([[0], np.cumsum(steps)]), demand).astype(np.int64)
+    ratio = draw(st.sampled_from([0.0, 0.5, 1.0, 2.0]))
+    mreq = np.ceil(ratio * np.arange(N + 1) - 1e-12).astype(np.int64)
+    utility = draw(st.sampled_from(["integer", "decaying", "constant"]))
+    if utility == "integer":
+        ftab = np.sort(rng.integers(-2, 40, S))[::-1].astype(float)
+    elif utility == "decaying":
+        ftab = 50.0 * np.exp(-rng.uniform(0, 1) * np.arange(S))
+    else:
+        ftab = np.full(S, float(rng.uniform(0, 60)))
+    floor = draw(st.sampled_from([-math.inf, 0.0, 5.0]))
+    return uc_w, room_w, uc_p, room_p, q, mreq, int(demand), ftab, float(floor)
+
+
+def assert_same(fast: tuple, full: tuple, floor: float) -> None:
+    if full[0] > floor:
+        assert fast[0] == full[0]
+        assert fast[1] == full[1]
+        assert fast[2] == full[2]
+        assert np.array_equal(fast[3], full[3])
+        assert np.array_equal(fast[4], full[4])
+    else:
+        # Nothing beat the floor: the bounded kernel may stop sooner, never report more.
+        assert fast[0] <= floor
+
+
+@settings(max_examples=500)
+@given(kernel_inputs())
+def test_bounded_kernel_equals_the_full_kernel(args):
+    assert_same(oracle_kernel(*args), oracle_kernel_full(*args), args[-1])
+
+
+@settings(max_examples=200)
+@given(kernel_inputs())
+def test_without_a_floor_the_kernels_agree_everywhere(args):
+    args = (*args[:-1], -math.inf)
+    fast, full = oracle_kernel(*args), oracle_kernel_full(*args)
+    assert fast[0] == full[0] and fast[2] == full[2]
+    assert np.array_equal(fast[3], full[3]) and np.array_equal(fast[4], full[4])
+
+
+@settings(max_examples=100)
+@given(tiny_instances(max_jobs=1, max_servers=3, max_horizon=6, max_chunks=4), st.data())
+def test_best_schedule_kernels_agree_on_instances(inst, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    T = inst.horizon
+    wp = rng.lognormal(0, 1, (T, *inst.worker_capacity.shape))
+    pp = rng.lognormal(0, 1, (T, *inst.ps_capacity.shape))
+    wu = rng.uniform(0, 1, wp.shape) * inst.worker_capacity
+    floor = data.draw(st.sampled_from([-math.inf, 0.0]))
+    work = data.draw(st.sampled_from(["chunks", "worker-slots"]))
+    fast = best_schedule(inst, 0, wp, pp, wu, None, work=work, floor=floor)
+    full = best_schedule(inst, 0, wp, pp, wu, None, work=work, floor=floor, kernel="full")
+    if full.payoff > floor:
+        assert fast == full
+    else:
+        assert fast.payoff <= floor
+
+
+@st.composite
+def deployments(draw: st.DrawFn):
+    """An instance, some committed usage, and a deployment that may or may not fit."""
+    inst = draw(tiny_instances(max_jobs=2, max_servers=3, max_horizon=5, max_chunks=4))
+    T = inst.horizon
+    H, K = inst.worker_capacity.shape[0], inst.ps_capacity.shape[0]
+    cell = st.tuples(st.integers(0, T - 1), st.integers(0, H - 1), st.integers(0, 3))
+    pcell = st.tuples(st.integers(0, T - 1), st.integers(0, K - 1), st.integers(0, 3))
+    before = draw(st.lists(cell, max_size=4)), draw(st.lists(pcell, max_size=4))
+    after = draw(st.lists(cell, max_size=8)), draw(st.lists(pcell, max_size=8))
+    return inst, before, after
+
+
+def _commit(state: ClusterState, method: str, i: int, workers, ps) -> str | None:
+    try:
+        getattr(state, method)(i, workers, ps)
+    except CapacityExceededError as err:
+        return str(err)
+    return None
+
+
+@settings(max_examples=200)
+@given(deployments())
+def test_vectorised_commit_equals_the_reference(case):
+    inst, before, after = case
+    fast, ref = ClusterState(inst), ClusterState(inst)
+    for state, method in ((fast, "commit"), (ref, "commit_reference")):
+        _commit(state, method, 0, *before)
+    assert np.array_equal(fast.worker_used, ref.worker_used)
+    i = inst.n_jobs - 1
+    assert _commit(fast, "commit", i, *after) == _commit(ref, "commit_reference", i, *after)
+    assert np.array_equal(fast.worker_used, ref.worker_used)
+    assert np.array_equal(fast.ps_used, ref.ps_used)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_online_runs_of_both_paths_are_identical(seed):
+    inst = generate_instance(40, 4, 4, 30, seed=seed, arrival_window=1.0)
+    fast = OASiS(certify=False).run(inst)
+    full = OASiS(certify=False, kernel="full").run(inst)
+    assert fast.payoffs == full.payoffs
+    assert np.array_equal(fast.worker_prices, full.worker_prices)
+    assert np.array_equal(fast.ps_prices, full.ps_prices)
+    assert fast.schedule == full.schedule
+    assert fast.kappa == full.kappa
+
+
+def test_unknown_kernels_are_refused():
+    with pytest.raises(InvalidInstanceError) as err:
+        OASiS(kernel="fast")
+    assert err.value.field == "kernel"
+    inst = generate_instance(2, 2, 2, 6, seed=0)
+    T = inst.horizon
+    wp = np.ones((T, *inst.worker_capacity.shape))
+    pp = np.ones((T, *inst.ps_capacity.shape))
+    with pytest.raises(InvalidInstanceError) as err:
+        best_schedule(inst, 0, wp, pp, kernel="fast")  # type: ignore[arg-type]
+    assert err.value.field == "kernel"
