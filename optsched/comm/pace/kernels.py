@@ -2,7 +2,10 @@
 
 * :func:`channel_kernel` / :func:`channel_reference`: the communication channel of the event
   simulator (every policy runs through it).
-* :func:`fusion_kernel` / :func:`fusion_reference`: the tensor-fusion dynamic program.
+* :func:`fusion_kernel` / :func:`fusion_pruned_reference`: the tensor-fusion dynamic program
+  over the states that can still matter; :func:`fusion_kernel_full` fills every state (the
+  previous kernel, bit-for-bit equal) and :func:`fusion_reference` is the DP with the exact
+  schedule as its oracle.
 
 Kernels are pure functions on arrays; validation and documentation live in the wrappers
 (:mod:`optsched.comm.pace.simulate`, :mod:`optsched.comm.pace.fusion`). Property tests check that
@@ -35,9 +38,10 @@ Loop bounds (``n`` pieces)
   the next tick while pieces wait, after which every waiting piece is admitted. Ticks are
   jumped to, never stepped through, so idle time costs no passes; callers keep the horizon
   below ``2^52`` cycles so tick times are exact (:class:`~optsched.comm.pace.policies.Horovod`).
-* Fusion DP: three nested ranges, at most ``n(n+1)(n+2)/6`` inner steps over two
-  ``(n+1) x (n+1)`` tables; :func:`~optsched.comm.pace.instance.check_budgets` refuses an ``n`` over
-  the budgets before the kernel is called.
+* Fusion DP: three nested ranges, at most ``n(n+1)(n+2)/6`` inner steps; the full kernel
+  fills two ``(n+1) x (n+1)`` tables, the pruned one stores at most as many live states (its
+  flat arrays double when full). :func:`~optsched.comm.pace.instance.check_budgets` refuses an
+  ``n`` over the budgets before either kernel is called.
 """
 
 from __future__ import annotations
