@@ -404,7 +404,7 @@ def _slot_counts(instance: OasisInstance, solution: Schedule) -> list[tuple[int,
 
 
 def ps_bandwidth(instance: OasisInstance, solution: Schedule) -> list[Violation]:
-    r"""``ps_bandwidth`` (6): :math:`b_i \\sum_h y_{iht} \\le B_i \\sum_k z_{ikt}`."""
+    r"""``ps_bandwidth`` (6): :math:`b_i \sum_h y_{iht} \le B_i \sum_k z_{ikt}`."""
     return [
         _violation(
             "ps_bandwidth", f"{instance.job_name(i)}: slot {t}: b*{nw} workers > B*{npp} PSs", i, t
@@ -488,12 +488,12 @@ def _server_capacity(
 
 
 def worker_capacity(instance: OasisInstance, solution: Schedule) -> list[Violation]:
-    r"""``worker_capacity`` (4): :math:`\\sum_i w_i^r y_{iht} \\le c_h^r`."""
+    r"""``worker_capacity`` (4): :math:`\sum_i w_i^r y_{iht} \le c_h^r`."""
     return _server_capacity(instance, solution, "worker", "worker_capacity")
 
 
 def ps_capacity(instance: OasisInstance, solution: Schedule) -> list[Violation]:
-    r"""``ps_capacity`` (5): :math:`\\sum_i s_i^r z_{ikt} \\le c_k^r`."""
+    r"""``ps_capacity`` (5): :math:`\sum_i s_i^r z_{ikt} \le c_k^r`."""
     return _server_capacity(instance, solution, "ps", "ps_capacity")
 
 
