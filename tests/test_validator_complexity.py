@@ -40,6 +40,7 @@ VALIDATOR_MODULES = (
     "optsched/allocation/andreas/validate.py",
     "optsched/comm/tensorlights/validator.py",
     "optsched/comm/pace/solve.py",
+    "optsched/comm/pace/validator.py",
 )
 
 MAX_COMPLEXITY = 15
