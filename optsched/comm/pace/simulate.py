@@ -9,8 +9,9 @@ Numba kernel :func:`~optsched.comm.pace.kernels.channel_kernel` (or its Python r
 
 Backward compute never waits for communication, so the simulation runs in three stages:
 releases from the backward pass, the channel, then the forward pass given the tensors'
-completion times. :func:`check_trace` re-checks a trace from the raw arrays and re-derives
-the iteration time from the networkx DAG, sharing no code with the simulator.
+completion times. :func:`~optsched.comm.pace.validator.check_trace` (re-exported here) re-checks
+a trace from the raw arrays and re-derives the iteration time from the networkx DAG, sharing no
+code with the simulator.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from optsched.comm.pace.dag import IterationDAG
 from optsched.comm.pace.exact import horn_value
 from optsched.comm.pace.kernels import channel_kernel, channel_reference
 
-# The independent validator lives in its own module; it is re-exported here, where it always was.
-from optsched.comm.pace.validator import check_trace
+# The independent validator lives in its own module; re-exported here, where it always was.
+from optsched.comm.pace.validator import check_trace as check_trace
 from optsched.errors import InvalidInstanceError
 from optsched.tolerances import WORK_TOL
 
@@ -36,7 +37,6 @@ __all__ = [
     "BYTES_RTOL",
     "ChannelPlan",
     "Trace",
-    "check_trace",
     "lower_bound",
     "overlap_fraction",
     "simulate",

@@ -280,7 +280,7 @@ def validate(instance: CommInstance, solution: CommSchedule) -> Report:
         ``ok`` when every rule holds: ``instance`` (the schedule is of this instance's
         iteration; nothing else is checked when it is not), then every constraint of
         :data:`optsched.comm.pace.validator.CONSTRAINTS` by
-        :func:`~optsched.comm.pace.simulate.check_trace`; ``objective`` is the iteration time
+        :func:`~optsched.comm.pace.validator.check_trace`; ``objective`` is the iteration time
         recomputed as the longest path of the iteration DAG.
     """
     wrong = same_instance(instance.dag, solution.dag)
