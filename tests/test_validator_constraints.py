@@ -506,11 +506,11 @@ def test_tensorlights_each_constraint():
     }
     changed["flow_finish"][0, 0:2] -= 0.1  # job 0's iteration 0 ends after its last flow
     changed["late_shard"][0, 3] = end_1  # host 1's shard unfinished while host 1 idles
-    changed["starts"][0, 2] = np.nan
-    changed["completion"][2] += 1.0
-    changed["times"][2], changed["times"][3] = times[3], times[2]
-    changed["rate"][0, 0, 0] = np.nan
-    changed["used"][0, 0] += 0.5
+    changed["starts"][0, 2] = np.nan  # job 0's last broadcast has no start
+    changed["completion"][2] += 1.0  # job 2 reports a late completion
+    changed["times"][2], changed["times"][3] = times[3], times[2]  # time runs backwards
+    changed["rate"][0, 0, 0] = np.nan  # not a rate
+    changed["used"][0, 0] += 0.5  # not the sum of the jobs' rates
     broken = {
         "shape": times_of(iteration_end=res.iteration_end[:, :1], comm_start=res.comm_start[:, :1]),
         "trace": times_of(trace=None),

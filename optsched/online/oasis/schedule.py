@@ -355,7 +355,7 @@ def before_arrival(instance: OasisInstance, solution: Schedule) -> list[Violatio
 
 
 def work_requirement(instance: OasisInstance, solution: Schedule) -> list[Violation]:
-    r"""``work_requirement`` (2): an admitted job gets :math:`W_i` worker-slots (and some)."""
+    r"""``work_requirement`` (2): an admitted job gets at least :math:`W_i` worker-slots."""
     workers = _per_slot(instance, solution, "worker")
     out: list[Violation] = []
     for i, js in enumerate(solution.jobs):
