@@ -6,7 +6,12 @@ Subcommands
     Simulate TRACE (any format of :mod:`optsched.traces`, detected from its first line, or the
     normalized job table), check the record with the
     independent validator and print the run's metrics. ``-o FILE.csv`` writes the per-job
-    metrics.
+    metrics. ``--restore-on-first-start`` charges the restore cost on every job's first start
+    too (the reference semantics of Gavel-derived simulators).
+
+Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
+the record (the violations are printed); 3 the record is valid but jobs did not finish (the
+metrics table and the JSON are printed all the same, with ``status`` and ``unfinished``).
 ``policies [--json]``
     List the policy names.
 """
@@ -18,12 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
 from optsched.cli.sim_extra import ELASTIC_OPTION, elastic_world
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["register", "sim"]
+__all__ = ["EXIT_UNFINISHED", "register", "sim"]
+
+#: Exit code of a valid run that left jobs unfinished (as a solve that stopped short: 3).
+EXIT_UNFINISHED = 3
 
 
 @click.group("sim")
@@ -70,6 +79,13 @@ def _nonneg(flag: str, value: float | None) -> None:
     show_default=True,
     help="Checkpoint/restore cost of each preemption or migration (s).",
 )
+@click.option(
+    "--restore-on-first-start",
+    is_flag=True,
+    default=False,
+    help="Charge --restore-seconds on every job's first start too (the reference semantics "
+    "of Gavel-derived simulators); by default only resumed and moved jobs pay it.",
+)
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
 @ELASTIC_OPTION
 @output_option((".csv",), help="Write the per-job metrics")
@@ -82,6 +98,7 @@ def run(
     reference: str,
     round_seconds: float | None,
     restore_seconds: float,
+    restore_on_first_start: bool,
     max_time: float | None,
     elastic: float | None,
     output: Path | None,
@@ -119,12 +136,18 @@ def run(
     if round_seconds is not None:
         kwargs["round_seconds"] = round_seconds
     try:
-        result = simulate(world, chosen, max_time=max_time, **kwargs)
+        result = simulate(
+            world,
+            chosen,
+            max_time=max_time,
+            restore_on_first_start=restore_on_first_start,
+            **kwargs,
+        )
     except InvalidInstanceError as exc:
         if exc.field == "round_seconds":
             raise InvalidInstanceError("--round-seconds", exc.message) from None
         raise
-    report = validate(world, result)
+    report = validate(result.world, result)
     jobs = job_metrics(result)
     metrics = run_metrics(result, jobs)
     if output is not None:
@@ -135,6 +158,10 @@ def run(
         "policy": chosen.name,
         "round_seconds": result.round_seconds,
         "restore_seconds": restore_seconds,
+        "restore_on_first_start": restore_on_first_start,
+        "status": result.status,
+        "unfinished": result.unfinished,
+        "notes": list(result.notes),
         "metrics": metrics,
         "run": result.summary(),
         "valid": report.ok,
@@ -153,12 +180,20 @@ def run(
             table_out.add_row(key, shown)
         err_console.print(table_out)
         err_console.print(f"record valid: {report.ok}")
+        for note in result.notes:
+            err_console.print(f"note: {note}", highlight=False, markup=False)
     if not report.ok:
         # the engine produced a record its independent validator rejects: never a success
-        if not as_json:
-            for v in report.violations[:5]:
-                err_console.print(f"[red]{v}[/red]", highlight=False)
+        for v in report.violations[:5]:
+            err_console.print(f"[red]{escape(str(v))}[/red]", highlight=False)
         raise click.exceptions.Exit(EXIT_OTHER)
+    if result.unfinished:
+        err_console.print(
+            f"[yellow]{result.unfinished} of {len(world.jobs)} jobs did not finish "
+            f"({result.status})[/yellow]",
+            highlight=False,
+        )
+        raise click.exceptions.Exit(EXIT_UNFINISHED)
 
 
 @sim.command("policies")

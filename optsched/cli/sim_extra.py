@@ -3,9 +3,11 @@
 Subcommands
 -----------
 ``compare TRACE --cluster v100=8,p100=16 --policies fifo,srtf,... [--exact] [--json]``
-    Every policy on the same world, with its run metrics; with ``--exact`` the exact optimum of
-    the round-based world for each objective and every policy's gap to it (exit 3 if a solve
-    stops short, unless ``--accept-feasible``).
+    Every policy on the same world, with its run metrics (the ``unfinished`` jobs of each
+    policy among them); with ``--exact`` the exact optimum of the round-based world for each
+    objective and every policy's gap to it (exit 3 if a solve stops short, unless
+    ``--accept-feasible``). Exit 1 when the validator rejects a policy's record (each named
+    with its first violation), 3 when a policy left jobs unfinished (each named with its count).
 ``sweep TRACE... --cluster ... --policies ... [--scales] [--seeds] [--loads] --store DIR``
     Policies x traces x cluster scales x seeds x loads, resumable, on joblib, Dask or Ray.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from optsched.cli.common import (
     NumberList,
@@ -28,6 +31,9 @@ from optsched.cli.common import (
     solver_options,
 )
 from optsched.errors import InvalidInstanceError
+
+#: Exit code when a policy left jobs unfinished (valid records; as ``sim run``).
+EXIT_UNFINISHED = 3
 
 __all__ = ["register"]
 
@@ -65,6 +71,7 @@ _COLUMNS = (
     ("jct_p95", "p95"),
     ("jct_p99", "p99"),
     ("makespan", "makespan"),
+    ("unfinished", "unfinished"),
     ("rho_max", "worst rho"),
     ("deadlines_met", "deadlines met"),
     ("gpu_hours", "GPU-h"),
@@ -171,8 +178,24 @@ def compare_command(
                 f"{_fmt(res.bound)}, {res.extra.get('rounds')} rounds of "
                 f"{_fmt(res.extra.get('round_seconds'))} s"
             )
-    if not all(m["valid"] for m in result.metrics.values()):
+    invalid = {p: m for p, m in result.metrics.items() if not m["valid"]}
+    if invalid:
+        # never exit 1 without saying why: each rejected record with its first violation
+        for policy, m in invalid.items():
+            err_console.print(
+                f"[red]{policy}: record rejected by the validator: {escape(m['violation'])}[/red]",
+                highlight=False,
+            )
         raise click.exceptions.Exit(1)
+    short = {p: m["unfinished"] for p, m in result.metrics.items() if m["unfinished"]}
+    if short:
+        listed = ", ".join(f"{p}: {n}" for p, n in short.items())
+        err_console.print(
+            f"[yellow]jobs left unfinished ({listed}); their JCT means are over the finished "
+            "jobs only[/yellow]",
+            highlight=False,
+        )
+        raise click.exceptions.Exit(EXIT_UNFINISHED)
 
 
 def sweep_command(

@@ -31,6 +31,7 @@ from optsched.sim.policy import (
     Placement,
     Policy,
     PolicyError,
+    RoundNotOptimalError,
     SimState,
     carry_out,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "Placement",
     "Policy",
     "PolicyError",
+    "RoundNotOptimalError",
     "SimJob",
     "SimResult",
     "SimState",

@@ -54,6 +54,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "energy_kwh",
     "finished",
     "unfinished",
+    "spread_gang_seconds_with_room",
 )
 
 #: Rounds the automatic round length aims at for the exact model.
@@ -180,6 +181,8 @@ def _row(world: World, record: SimResult, name: str) -> dict[str, Any]:
     row: dict[str, Any] = {"policy": name}
     row.update({c: metrics[c] for c in METRIC_COLUMNS})
     row["valid"] = report.ok
+    row["violation"] = str(report.violations[0]) if report.violations else ""
+    row["status"] = record.status
     row["wakeups"] = int(record.extra.get("wakeups", 0))
     row["shared"] = bool(len(intervals) and intervals["shared_with"].astype(bool).any())
     for objective in OBJECTIVES:

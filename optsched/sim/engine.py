@@ -27,6 +27,7 @@ servers, plus the policy's own work.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from optsched.sim.record import SimResult, add_interval, empty_intervals
 from optsched.sim.world import World
 from optsched.tolerances import FIT_TOL, TIME_TOL
 
-__all__ = ["default_horizon", "event_bound", "simulate"]
+__all__ = ["default_horizon", "event_bound", "excluded_type_notes", "simulate"]
 
 
 @dataclass(slots=True)
@@ -95,6 +96,23 @@ def event_bound(world: World, round_seconds: float | None, horizon: float, wakeu
     return 2.0 * len(world.jobs) + rounds + wakeups + 1
 
 
+def excluded_type_notes(world: World) -> list[str]:
+    """One note per GPU type some jobs cannot run on (rate 0 or missing in the table).
+
+    Such a type is excluded for those jobs: the engine never places them there.
+    """
+    notes: list[str] = []
+    for t in world.cluster.gpu_types:
+        ids = [j.job_id for j in world.jobs if world.rate(j, t.name) <= 0]
+        if ids:
+            shown = ", ".join(ids[:5]) + (f", ... ({len(ids)} jobs)" if len(ids) > 5 else "")
+            notes.append(
+                f"{t.name} excluded for {len(ids)} job(s) whose rate there is 0 or missing in "
+                f"the throughput table: {shown}"
+            )
+    return notes
+
+
 _POLICY_ROUND: Literal["policy"] = "policy"
 
 
@@ -104,6 +122,7 @@ def simulate(
     *,
     round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
     max_time: float | None = None,
+    restore_on_first_start: bool | None = None,
 ) -> SimResult:
     """Run ``policy`` on ``world``.
 
@@ -115,6 +134,10 @@ def simulate(
         Round/lease length; ``None`` is event-driven; by default the policy's own.
     max_time : float, optional
         Horizon (default :func:`default_horizon`).
+    restore_on_first_start : bool, optional
+        Override :attr:`World.restore_on_first_start <optsched.sim.World>` for this run: charge
+        the restore cost on every job's first start too (the reference semantics of
+        Gavel-derived simulators). The record's world carries the value used.
 
     Returns
     -------
@@ -129,6 +152,13 @@ def simulate(
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
         impossible placement or pairing, or more wake-ups than it declared.
     """
+    if restore_on_first_start is not None:
+        if not isinstance(restore_on_first_start, bool):
+            raise InvalidInstanceError(
+                "restore_on_first_start", f"must be a bool, got {restore_on_first_start!r}"
+            )
+        if restore_on_first_start != world.restore_on_first_start:
+            world = dataclasses.replace(world, restore_on_first_start=restore_on_first_start)
     rs = policy.round_seconds if round_seconds == _POLICY_ROUND else round_seconds
     if rs is not None:
         if not (isinstance(rs, int | float) and math.isfinite(rs) and rs > 0):
@@ -182,6 +212,11 @@ class _Engine:
         }
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
         self.restore = world.restore_seconds
+        self.first_restore = world.restore_on_first_start
+        # running gangs placed on more servers than they need: re-placed consolidated at every
+        # decision where a server (or set of servers) has room for them
+        self.spread: set[int] = set()
+        self.zero_rate_grants = 0
         self.decisions = 0
         self.new_arrivals: list[int] = []
         self.finished_ids: list[str] = []
@@ -320,7 +355,14 @@ class _Engine:
             truncated=truncated and not all(not math.isnan(c) for c in self.completion),
             events=events,
             decisions=self.decisions,
-            extra={"horizon": self.horizon, "wakeups": self.wakeups},
+            extra={
+                "horizon": self.horizon,
+                "wakeups": self.wakeups,
+                "zero_rate_grants": self.zero_rate_grants,
+                "work_conserving": bool(getattr(self.policy, "work_conserving", False)),
+                **self.policy.run_facts(),
+            },
+            notes=excluded_type_notes(self.world),
         )
 
     def _complete(self, i: int, t: float) -> None:
@@ -335,6 +377,7 @@ class _Engine:
         self.completion[i] = t
         self.finished_ids.append(st.job.job_id)
         del self.running[i]
+        self.spread.discard(i)
         self.active.pop(i, None)
         p = run.partner
         if p >= 0 and p in self.running:
@@ -399,6 +442,7 @@ class _Engine:
                 continue
             self._close(i, t)
             del self.running[i]
+            self.spread.discard(i)
             st = self.states[i]
             st.preemptions += 1
             st.last_stop = t
@@ -412,7 +456,7 @@ class _Engine:
             st.partner = self.jobs[partner].job_id if partner >= 0 else None
             if i in self.running:
                 continue
-            overhead = self.restore if self.ever_ran[i] else 0.0
+            overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
             self.running[i] = _Run(
                 placement=placement,
                 partner=partner,
@@ -423,6 +467,8 @@ class _Engine:
                 version=0,
                 gpus=placement.num_gpus,
             )
+            if not placement.consolidated(self.types[placement.gpu_type].gpus_per_server):
+                self.spread.add(i)
             st.placement = placement
             st.last_start = t
             if math.isnan(self.first_start[i]):
@@ -482,10 +528,16 @@ class _Engine:
                 for s, k in run.placement.servers:
                     cap[s] -= k
                 free_count[run.placement.gpu_type] -= run.placement.num_gpus
+            self._reconsolidate_kept(placed, free)
         admitted: list[tuple[int, Grant]] = []
         sharers: list[tuple[int, Grant]] = []
         for g in alloc.grants:
             i = self._check_grant(g, seen)
+            if not self._runs_on(i, g):
+                # never place a job where it cannot progress: the grant is dropped (counted in
+                # the record) and the job waits, whichever policy asked for it
+                self.zero_rate_grants += 1
+                continue
             if g.share_with is not None:
                 sharers.append((i, g))
                 continue
@@ -495,8 +547,62 @@ class _Engine:
                 admitted.append((i, g))
             elif alloc.blocking:
                 break
+        rest = self._place_explicit(admitted, free, placed)
+        others = self._keep_current(rest, free, placed)
+        others.sort(key=lambda ig: -self._need(*ig))
+        for i, g in others:
+            cap = free[g.gpu_type]
+            fit = self._fit(cap, g.gpu_type, self._need(i, g), g.consolidate)
+            if fit is None:
+                continue
+            if self._rate(i, fit, -1) <= 0:
+                # spread where the table's unconsolidated rate is 0: it would not progress
+                for s, k in fit.servers:
+                    cap[s] += k
+                self.zero_rate_grants += 1
+                continue
+            placed[i] = (fit, -1)
+        self._place_sharers(sharers, placed)
+        return placed
+
+    def _runs_on(self, i: int, g: Grant) -> bool:
+        """Whether job ``i`` progresses on a consolidated gang of the grant's type and size."""
+        return self.world.rate(self.jobs[i], g.gpu_type, True, num_gpus=self._need(i, g)) > 0
+
+    def _consolidated_room(self, cap: list[int], gpu_type: str, n: int) -> Placement | None:
+        """A consolidated placement of ``n`` GPUs in ``cap`` (taken from it), or ``None``."""
+        return self._fit(cap, gpu_type, n, "require")
+
+    def _reconsolidate_kept(
+        self, placed: dict[int, tuple[Placement, int]], free: dict[str, list[int]]
+    ) -> None:
+        """Move every kept spread gang onto servers with room for it whole (Gavel's rule)."""
+        for i in sorted(self.spread):
+            run = self.running.get(i)
+            if run is None or run.partner >= 0:
+                continue  # a shared pair moves only with its partner's grant
+            p = run.placement
+            cap = free[p.gpu_type]
+            for s, k in p.servers:
+                cap[s] += k
+            fit = self._consolidated_room(cap, p.gpu_type, p.num_gpus)
+            if fit is None or self._rate(i, fit, -1) <= 0:
+                if fit is not None:
+                    for s, k in fit.servers:
+                        cap[s] += k
+                for s, k in p.servers:
+                    cap[s] -= k
+                continue
+            placed[i] = (fit, -1)
+
+    def _place_explicit(
+        self,
+        admitted: list[tuple[int, Grant]],
+        free: dict[str, list[int]],
+        placed: dict[int, tuple[Placement, int]],
+    ) -> list[tuple[int, Grant]]:
+        """Carry out the explicit placements; the other admitted grants are returned."""
         rest: list[tuple[int, Grant]] = []
-        # explicit placements first
         for i, g in admitted:
             if g.placement is None:
                 rest.append((i, g))
@@ -518,24 +624,55 @@ class _Engine:
             for s, k in p.servers:
                 cap[s] -= k
             placed[i] = (p, -1)
-        # jobs keeping their GPUs
+        return rest
+
+    def _keep_current(
+        self,
+        rest: list[tuple[int, Grant]],
+        free: dict[str, list[int]],
+        placed: dict[int, tuple[Placement, int]],
+    ) -> list[tuple[int, Grant]]:
+        """Jobs keeping their GPUs: consolidated gangs first, then spread ones.
+
+        A spread gang is re-placed consolidated when servers have room for it whole (a
+        migration, with the restore cost), and keeps its servers only otherwise. The jobs
+        left to place are returned.
+        """
         others: list[tuple[int, Grant]] = []
+        spread: list[tuple[int, Grant, Placement]] = []
         for i, g in rest:
             cur = self.states[i].placement
-            if cur is not None and cur.gpu_type == g.gpu_type and cur.num_gpus == self._need(i, g):
-                cap = free[g.gpu_type]
-                if all(cap[s] >= k for s, k in cur.servers):
-                    for s, k in cur.servers:
-                        cap[s] -= k
-                    placed[i] = (cur, -1)
-                    continue
-            others.append((i, g))
-        others.sort(key=lambda ig: -self._need(*ig))
-        for i, g in others:
-            fit = self._fit(free[g.gpu_type], g.gpu_type, self._need(i, g), g.consolidate)
+            if cur is None or cur.gpu_type != g.gpu_type or cur.num_gpus != self._need(i, g):
+                others.append((i, g))
+            elif i in self.spread:
+                spread.append((i, g, cur))
+            elif self._take_if_free(free[g.gpu_type], cur):
+                placed[i] = (cur, -1)
+            else:
+                others.append((i, g))
+        for i, g, cur in spread:
+            cap = free[g.gpu_type]
+            fit = self._consolidated_room(cap, g.gpu_type, cur.num_gpus)
             if fit is not None:
                 placed[i] = (fit, -1)
-        # space sharing
+            elif self._take_if_free(cap, cur):
+                placed[i] = (cur, -1)
+            else:
+                others.append((i, g))
+        return others
+
+    @staticmethod
+    def _take_if_free(cap: list[int], placement: Placement) -> bool:
+        if all(cap[s] >= k for s, k in placement.servers):
+            for s, k in placement.servers:
+                cap[s] -= k
+            return True
+        return False
+
+    def _place_sharers(
+        self, sharers: list[tuple[int, Grant]], placed: dict[int, tuple[Placement, int]]
+    ) -> None:
+        """Space sharing: each sharer runs on exactly its partner's GPUs."""
         for i, g in sharers:
             j = self.index.get(g.share_with or "", -1)
             if j not in placed:
@@ -557,7 +694,6 @@ class _Engine:
                 )
             placed[j] = (p, i)
             placed[i] = (p, j)
-        return placed
 
     def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> Placement | None:
         gps = self.types[gpu_type].gpus_per_server

@@ -40,9 +40,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from optsched.errors import OptschedError
+from optsched.errors import NotOptimalError, OptschedError
 
 if TYPE_CHECKING:
     from optsched.sim.world import SimJob, World
@@ -55,6 +55,7 @@ __all__ = [
     "Placement",
     "Policy",
     "PolicyError",
+    "RoundNotOptimalError",
     "SimState",
     "carry_out",
 ]
@@ -66,6 +67,18 @@ FractionalAllocation = Mapping[str, Mapping[str, float]]
 
 class PolicyError(OptschedError, RuntimeError):
     """A policy returned an allocation the world cannot carry out (a bug in the policy)."""
+
+
+class RoundNotOptimalError(NotOptimalError):
+    """A round's optimization stopped further from optimal than the simulator accepts.
+
+    Carries the round's result like :class:`~optsched.errors.NotOptimalError` (its solver
+    objects left out, so that it serializes), with advice naming what a user can change.
+    """
+
+    def __init__(self, result: Any, message: str) -> None:
+        self.result = result
+        RuntimeError.__init__(self, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,10 +285,16 @@ class Policy:
     round_seconds : float or None
         The policy's round/lease length (None: event-driven); :func:`optsched.sim.simulate`
         may override it.
+    work_conserving : bool
+        The policy claims that at each of its decision points no GPU stays idle while an
+        active job that could use it waits (by GPU count, on a type where the job's rate is
+        positive). The engine records the claim and the validator checks it (constraint
+        ``work_conserving`` of :mod:`optsched.sim.validate`). Default ``False``.
     """
 
     name: str = "policy"
     round_seconds: float | None = None
+    work_conserving: bool = False
 
     def reset(self, world: World) -> None:
         """Called once before a simulation starts (clear per-run memory here)."""
@@ -302,6 +321,10 @@ class Policy:
         """Gavel-style time fractions ``X[job][gpu_type]`` (``None``: not a fractional policy)."""
         return None
 
+    def run_facts(self) -> dict[str, Any]:
+        """Facts of the last run that its record keeps in ``SimResult.extra`` (default none)."""
+        return {}
+
     def max_wakeups(self, world: World) -> int:
         """Upper bound on the ``wake_at`` requests of one run on ``world`` (default none).
 
@@ -325,13 +348,21 @@ def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
     For job ``m`` and type ``j`` with ``X_mj > 0`` the priority is
     ``X_mj / (rounds_received_mj / rounds_active_m)``, where ``rounds_active_m`` counts the
     decision points the job has been active at, this one included — infinite when the job has
-    not yet run on ``j``. Pairs are granted in decreasing priority (ties: larger ``X``, then
-    earlier arrival, then type order), each job on at most one type; the engine admits those
-    that fit (backfilling).
+    not yet run on ``j``. Pairs are taken in decreasing priority (ties: larger ``X``, then
+    earlier arrival, then type order), each job on at most one type, a pair whose type has no
+    longer room for the job's gang being passed over for the job's next pair (as Gavel's
+    scheduler does). **Leftover GPUs** then go to the jobs with no share this round (a zero
+    ``X`` everywhere, or whose pairs found no room), as in Gavel: running jobs first (on their
+    current type when it has room, so that they are not preempted needlessly), then waiting
+    jobs by arrival, each on the first type in the cluster's order with room and a positive
+    rate. No GPU is then left idle while an active job could use it (by count): the policies
+    carried out this way are work-conserving (:attr:`Policy.work_conserving`).
 
-    Complexity: :math:`O(P \log P)` for :math:`P` positive entries of ``X``.
+    Complexity: :math:`O(P \log P + A \log A + A K)` for :math:`P` positive entries of ``X``,
+    :math:`A` active jobs and :math:`K` GPU types.
     """
-    order = {t: k for k, t in enumerate(state.world.cluster.names)}
+    names = state.world.cluster.names
+    order = {t: k for k, t in enumerate(names)}
     by_id = {s.job_id: s for s in state.active}
     keys: list[tuple[float, float, float, int, str, str]] = []
     for jid, row in x.items():
@@ -347,10 +378,24 @@ def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
             prio = math.inf if share <= 0 else value / share
             keys.append((-prio, -value, s.job.arrival, order[gpu_type], jid, gpu_type))
     keys.sort()
+    free = {t.name: t.count for t in state.world.cluster.gpu_types}
     grants: list[Grant] = []
     taken: set[str] = set()
     for *_, jid, gpu_type in keys:
-        if jid not in taken:
+        n = by_id[jid].job.num_gpus
+        if jid not in taken and free[gpu_type] >= n:
             taken.add(jid)
+            free[gpu_type] -= n
             grants.append(Grant(job=jid, gpu_type=gpu_type))
+    left = [s for s in state.active if s.job_id not in taken]
+    left.sort(key=lambda s: (s.placement is None, s.job.arrival, s.job.index))
+    for s in left:
+        n = s.job.num_gpus
+        current = s.placement.gpu_type if s.placement is not None else None
+        candidates = ([current] if current is not None else []) + list(names)
+        for gpu_type in candidates:
+            if free[gpu_type] >= n and state.rate(s, gpu_type) > 0:
+                free[gpu_type] -= n
+                grants.append(Grant(job=s.job_id, gpu_type=gpu_type))
+                break
     return Allocation(grants=tuple(grants))

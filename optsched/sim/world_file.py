@@ -4,6 +4,7 @@ A :class:`~optsched.sim.World` is saved whole, as the simulator sees it:
 
 * ``cluster``: the :class:`~optsched.sim.ClusterSpec` (GPU types, counts, GPUs per server);
 * ``restore_seconds``: the checkpoint/restore cost of a preemption;
+* ``restore_on_first_start``: whether a job's first start pays it too (default false);
 * ``throughputs``: the throughput table itself (:class:`ThroughputTable`: the reference GPU
   type, the generic per-GPU speeds, every measured rate alone and in pairs, per GPU type and
   consolidation), **not** a reference to Gavel's ``simulation_throughputs.json``. Embedding it
@@ -112,6 +113,7 @@ class WorldFile(Frozen):
     version: Literal[1] = 1
     cluster: ClusterSpec
     restore_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    restore_on_first_start: bool = False
     throughputs: ThroughputTable
     jobs: tuple[JobRecord, ...] = ()
 
@@ -187,6 +189,7 @@ def world_record(world: World) -> WorldFile:
     return WorldFile(
         cluster=world.cluster,
         restore_seconds=world.restore_seconds,
+        restore_on_first_start=world.restore_on_first_start,
         throughputs=table_record(world.throughputs),
         jobs=tuple(
             JobRecord(
@@ -289,6 +292,7 @@ def world_from_record(rec: WorldFile) -> World:
         throughputs=tp,
         jobs=tuple(jobs),
         restore_seconds=rec.restore_seconds,
+        restore_on_first_start=rec.restore_on_first_start,
     )
 
 

@@ -262,9 +262,10 @@ class Andreas(Policy):
                 )
         for job_id in outside:
             s = next(x for x in state.active if x.job_id == job_id)
-            rates = {t: state.rate(s, t) for t in state.world.cluster.names}
-            best = max(rates, key=lambda t: rates[t])
-            if rates[best] > 0:
+            # only types that hold the whole gang and run it (ties: the canonical type order)
+            rates = {t: state.rate(s, t) for t in state.world.runnable_types(s.job)}
+            if rates:
+                best = max(rates, key=lambda t: rates[t])
                 grants.append(Grant(job=job_id, gpu_type=best))
         self.decisions.append(
             AndreasDecision(

@@ -16,7 +16,9 @@ Each orders the active jobs and grants them GPUs down that order (:func:`greedy_
 
 Ties break by arrival, then job position. **GPU types.** The heterogeneity-*agnostic* variant
 (default) treats GPUs as interchangeable: a job keeps the type it runs on if that still has
-room, else takes the first type in the cluster's order with room. The *aware* variant
+room, else takes the first type in the cluster's canonical order with room (see
+:class:`~optsched.sim.World`). Neither variant counts a type on which the job's rate is 0 or
+missing as room for it. The *aware* variant
 (``aware=True``, names ending in ``-perf``) takes the type on which the job is fastest among
 those with room (its current type on ties). All are event-driven (decide at arrivals and
 completions) unless given ``round_seconds``.
@@ -58,9 +60,8 @@ def greedy_allocation(
     grants: list[Grant] = []
     for s in order:
         n = s.job.num_gpus
-        room = [t for t in names if free[t] >= n]
-        if aware:
-            room = [t for t in room if state.rate(s, t) > 0]
+        # a type where the job's rate is 0 is no room for it (it would hold GPUs forever)
+        room = [t for t in names if free[t] >= n and state.rate(s, t) > 0]
         if not room:
             if blocking:
                 break
@@ -132,9 +133,8 @@ def _choose_type(
     state: SimState, s: JobState, free: dict[str, int], names: list[str], aware: bool
 ) -> str | None:
     n = s.job.num_gpus
-    room = [t for t in names if free[t] >= n]
-    if aware:
-        room = [t for t in room if state.rate(s, t) > 0]
+    # a type where the job's rate is 0 is no room for it (it would hold GPUs forever)
+    room = [t for t in names if free[t] >= n and state.rate(s, t) > 0]
     if not room:
         return None
     current = s.placement.gpu_type if s.placement is not None else None
@@ -182,6 +182,9 @@ class OrderPolicy(Policy):
     base_name = "order"
     blocking = False
     preemptive = True
+    # greedy by count down the whole order, skipping what does not fit: nothing that fits waits
+    # (strict FIFO, which blocks, says otherwise)
+    work_conserving = True
 
     def __init__(
         self,
@@ -302,7 +305,7 @@ class OrderPolicy(Policy):
                 break
             n = s.job.num_gpus
             if single is not None:
-                fits = free[single] >= n and (not aware or state.rate(s, single) > 0)
+                fits = free[single] >= n and state.rate(s, single) > 0
                 t = single if fits else None
             else:
                 t = _choose_type(state, s, free, names, aware)
@@ -412,6 +415,7 @@ class FIFO(OrderPolicy):
     ) -> None:
         super().__init__(aware=aware, round_seconds=round_seconds, reference=reference)
         self.blocking = not backfill
+        self.work_conserving = backfill
         if backfill:
             self.name = "fifo-backfill" + ("-perf" if aware else "")
 

@@ -58,6 +58,9 @@ class PackedAllocationLP(AllocationLP):
         Round length (default Gavel's 360 s).
     """
 
+    #: pairs wait for consolidated GPUs and leftover GPUs are not handed out
+    work_conserving = False
+
     def __init__(self, policy: str, round_seconds: float = DEFAULT_ROUND_SECONDS) -> None:
         if policy not in PACKED_POLICIES:
             raise InvalidInstanceError(
