@@ -9,8 +9,16 @@ next round, and GPUs a job frees mid-round stay idle until it.
 **Between decision points** every placed job progresses at its rate (alone or paired, consolidated
 or not; see :meth:`World.rate <optsched.sim.World.rate>`), except during the first
 ``restore_seconds`` of a *run* that resumes a job which had run before (a run is a stretch of time
-on one unchanged placement). When a job's work is done it completes at that exact time and
+on one unchanged placement), and of every job's first run when the world has
+``restore_on_first_start``. When a job's work is done it completes at that exact time and
 frees its GPUs; a job sharing its GPUs continues alone, at its alone rate, in the same run.
+
+**Placement** (see :mod:`optsched.sim.policy`): at every decision point a running gang spread
+over more servers than it needs moves onto the fewest servers as soon as they have room for it
+whole (Gavel's behaviour; a migration, charged the restore cost), and keeps its spread servers
+only otherwise. A grant of a job onto a GPU type where its rate is 0 (or a spread placement
+where the table's unconsolidated rate is 0) is dropped, whichever policy made it, and counted in
+``SimResult.extra["zero_rate_grants"]``: no job holds GPUs it cannot progress on.
 
 **Bounds.** With ``n`` jobs, ``R = floor(horizon / L) + 1`` rounds and ``W`` the policy's declared
 wake-ups, every loop iteration consumes an arrival batch, a completion, a round or a wake-up, so

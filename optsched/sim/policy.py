@@ -22,8 +22,11 @@ jobs keeping their current GPUs (no migration), then the rest, largest gang firs
 fewest servers it can use (best fit: the server with the fewest free GPUs that holds the whole
 gang; for a gang larger than a server, whole servers), and, when fragmentation leaves no
 consolidated room, spread over the servers with the most free GPUs (at the unconsolidated rate)
-unless the grant requires consolidation, in which case it waits. A grant with ``share_with``
-runs on exactly the GPUs of that other job (same type and gang size), at the measured pair rates.
+unless the grant requires consolidation, in which case it waits. A gang kept spread is
+re-placed on the fewest servers whenever they have room for it whole (also under
+``keep_running``): gangs re-consolidate as in Gavel, at the restore cost of a migration. A grant
+with ``share_with`` runs on exactly the GPUs of that other job (same type and gang size), at the
+measured pair rates. A grant onto a type where the job's rate is 0 is dropped (the job waits).
 
 A grant may size an elastic job's gang (``Grant.num_gpus`` within the job's ``min_gpus`` and
 ``max_gpus``, see :meth:`World.elastic <optsched.sim.World.elastic>`); admission and placement
