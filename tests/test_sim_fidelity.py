@@ -466,3 +466,43 @@ def test_json_never_deep_copies_a_solver_object() -> None:
 
     text = dumps(_round_result(0.003))
     assert json.loads(text)["lp_solves"] == 3
+
+
+# -- the command line says why it fails ----------------------------------------------------------
+
+
+def _csv(tmp_path: Path) -> Path:
+    header = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+    path = tmp_path / "trace.csv"
+    path.write_text(header + "a,0,1,,,10,,1,,u\nb,1,1,,,5,,1,,u\n", encoding="utf-8")
+    return path
+
+
+def test_compare_prints_unfinished_counts_and_names_a_rejected_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import json
+
+    from optsched.cli import main
+
+    # the module (the package exports the function under the same name)
+    validate_module = importlib.import_module("optsched.sim.validate")
+
+    trace = str(_csv(tmp_path))
+    code = main(["sim", "compare", trace, "--cluster", "g=1", "--policies", "fifo,srtf", "--json"])
+    out, _ = capsys.readouterr()
+    rows = json.loads(out)["policies"]
+    assert code == 0 and [r["unfinished"] for r in rows] == [0, 0]
+    assert all(r["status"] == "finished" and r["violation"] == "" for r in rows)
+
+    def refuse(check: Any) -> None:
+        check.bad("made_up", "a constraint this test adds, which every record violates")
+
+    monkeypatch.setattr(
+        validate_module, "CONSTRAINTS", (*validate_module.CONSTRAINTS, ("made_up", refuse))
+    )
+    code = main(["sim", "compare", trace, "--cluster", "g=1", "--policies", "fifo"])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "fifo: record rejected by the validator" in err and "made_up" in err
