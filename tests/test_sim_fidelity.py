@@ -259,8 +259,9 @@ def test_a_cluster_type_missing_from_the_table_is_refused() -> None:
 
 
 @pytest.mark.skipif(not GAVEL.is_dir(), reason="Gavel's public data (../shared/data/gavel) absent")
+@pytest.mark.parametrize("cluster", ["v100=2,p100=2,k80=2", "k80=2,p100=2,v100=2"])
 @pytest.mark.parametrize("policy", ["fifo", "tiresias-las"])
-def test_gavel_resnet50_batch128_never_lands_on_k80(policy: str) -> None:
+def test_gavel_resnet50_batch128_never_lands_on_k80(policy: str, cluster: str) -> None:
     from optsched.sim import load_throughputs
 
     tp = load_throughputs(GAVEL / "simulation_throughputs.json")
@@ -275,13 +276,15 @@ def test_gavel_resnet50_batch128_never_lands_on_k80(policy: str) -> None:
             "arrival": 10.0,
         },
     ]
-    # k80 listed first: before the fix the agnostic order policies put r50 there, at rate 0
-    world = World.from_frame(job_frame(rows), parse_cluster("k80=2,p100=2,v100=2"), tp)
+    # v and p take v100 and p100; before the fix both policies parked r50 on the free K80s,
+    # where its rate is 0, for good: it never finished and the run ended without saying so
+    world = World.from_frame(job_frame(rows), parse_cluster(cluster), tp)
     result = simulate(world, make_policy(policy))
     assert validate(world, result).ok
     assert result.status == "finished"
     frame = result.intervals_frame()
     assert not ((frame["job"] == "r50") & (frame["gpu_type"] == "k80")).any()
+    assert not math.isnan(result.completion[2])
 
 
 # -- 3. the order of the GPU types never matters -----------------------------------------------
