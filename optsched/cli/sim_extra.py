@@ -263,6 +263,12 @@ def sweep_command(
         cols = ["trace", "cluster_scale", "seed", "load", "policy", "jct_mean", "makespan", "valid"]
         err_console.print(frame[cols].to_string(index=False) if len(frame) else "no runs")
     if len(frame) and not bool(frame["valid"].all()):
+        bad = frame[~frame["valid"].astype(bool)]
+        listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())
+        err_console.print(
+            f"[red]{len(bad)} run(s) rejected by the validator: {escape(listed)}[/red]",
+            highlight=False,
+        )
         raise click.exceptions.Exit(1)
 
 

@@ -55,7 +55,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,27 +162,38 @@ def check_interval_shape(check: _Check) -> None:
 # -- gang_whole --------------------------------------------------------------------------------
 
 
+Part = tuple[str, int, int, str]  # (gpu_type, server, gpus, shared_with) of one row
+
+
+def _gang_problem(job: SimJob, parts: list[Part]) -> str | None:
+    """Why the rows of one gang segment are not one whole gang (``None``: they are)."""
+    total = sum(p[2] for p in parts)
+    types = sorted({p[0] for p in parts})
+    servers = [p[1] for p in parts]
+    one_partner = len({p[3] for p in parts}) == 1
+    distinct = len(set(servers)) == len(servers)
+    if len(types) == 1 and one_partner and distinct and job.min_gpus <= total <= job.max_gpus:
+        return None
+    lo, hi = job.min_gpus, job.max_gpus
+    need = str(lo) if lo == hi else f"{lo}..{hi}"
+    return (
+        f"holds {total} GPUs of {types} on servers {sorted(servers)} (needs {need} of one type, "
+        "one row per server, one partner)"
+    )
+
+
 def check_gang_whole(check: _Check) -> None:
     """``gang_whole``; groups the rows into each job's gang segments."""
-    parts_of: dict[tuple[str, float, float], list[tuple[str, int, int, str]]] = defaultdict(list)
+    parts_of: dict[tuple[str, float, float], list[Part]] = defaultdict(list)
     for job, gt, server, gpus, start, end, shared in check.rows:
         parts_of[(job, start, end)].append((gt, server, gpus, shared))
     by_job: dict[str, list[Segment]] = defaultdict(list)
     for (job, start, end), parts in parts_of.items():
-        total = sum(p[2] for p in parts)
-        check.seg_total[(job, start, end)] = total
-        gts = {p[0] for p in parts}
-        servers = [p[1] for p in parts]
-        lo, hi = check.jobs[job].min_gpus, check.jobs[job].max_gpus
-        whole = len(gts) == 1 and len({p[3] for p in parts}) == 1
-        if not (whole and len(set(servers)) == len(servers) and lo <= total <= hi):
-            need = str(lo) if lo == hi else f"{lo}..{hi}"
+        check.seg_total[(job, start, end)] = sum(p[2] for p in parts)
+        problem = _gang_problem(check.jobs[job], parts)
+        if problem is not None:
             check.bad(
-                "gang_whole",
-                f"job {job} in [{start:g}, {end:g}] holds {total} GPUs of {sorted(gts)} on servers "
-                f"{sorted(servers)} (needs {need} of one type, one row per server, one partner)",
-                job=job,
-                start=start,
+                "gang_whole", f"job {job} in [{start:g}, {end:g}] {problem}", job=job, start=start
             )
             continue
         placement = tuple(sorted((p[1], p[2]) for p in parts))
@@ -262,7 +273,9 @@ class _Stretch:
     rate: float
 
 
-def _stretches(world: World, job: SimJob, segments: list[Segment], jobs: dict[str, SimJob]):
+def _stretches(
+    world: World, job: SimJob, segments: list[Segment], jobs: dict[str, SimJob]
+) -> Iterator[_Stretch]:
     """Each segment with the start of its progress (restore rule) and its rate."""
     restore = world.restore_seconds
     first_too = world.restore_on_first_start
