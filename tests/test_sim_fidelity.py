@@ -313,6 +313,16 @@ def test_the_uniform_table_reference_does_not_depend_on_the_order() -> None:
 
     assert Throughputs.uniform(("b", "a")).reference == "a"
     assert Throughputs.uniform({"b": 2.0, "a": 1.0}).reference == "b"
+    # equally fast Gavel types: Gavel's own order, whatever order they are listed in
+    for names in (("k80", "p100", "v100"), ("p100", "v100", "k80")):
+        table = Throughputs.uniform(names)
+        assert table.reference == "v100"
+        world = World.from_frame(
+            job_frame([{"duration": 5.0}]),
+            parse_cluster(",".join(f"{n}=2" for n in names)),
+            table,
+        )
+        assert world.cluster.names == ("v100", "p100", "k80")
 
 
 # -- 4./5. the validator's named constraints ---------------------------------------------------

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.sim.cluster_spec import ClusterSpec
-from optsched.sim.throughputs import GENERIC, Throughputs
+from optsched.sim.throughputs import GENERIC, Throughputs, type_rank
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -227,10 +227,11 @@ class World:
 
     **Canonical type order.** The cluster's GPU types are put in one canonical order, whatever
     order they were given in: the throughput table's reference type first, then by decreasing
-    generic speed (:attr:`Throughputs.generic_speed`), ties by name. Every tie a policy breaks
-    by type order, and the heterogeneity-agnostic policies' one speed per job (the rate on the
-    first type), then read the same order, so a permuted ``--cluster`` string gives the same
-    simulation.
+    generic speed (:attr:`Throughputs.generic_speed`), ties in Gavel's order ``v100, p100,
+    k80`` (other types after), then by name (:func:`~optsched.sim.throughputs.type_rank`).
+    Every tie a policy breaks by type order, and the heterogeneity-agnostic policies' one speed
+    per job (the rate on the first type), then read the same order, so a permuted
+    ``--cluster`` string gives the same simulation.
 
     Raises
     ------
@@ -486,9 +487,7 @@ def canonical_cluster(cluster: ClusterSpec, throughputs: Throughputs) -> Cluster
     """``cluster`` with its GPU types in the canonical order (see :class:`World`)."""
     speed = throughputs.generic_speed
     ref = throughputs.reference
-    ordered = sorted(
-        cluster.gpu_types, key=lambda t: (t.name != ref, -speed.get(t.name, 0.0), t.name)
-    )
+    ordered = sorted(cluster.gpu_types, key=lambda t: (t.name != ref, *type_rank(t.name, speed)))
     return ClusterSpec(gpu_types=tuple(ordered))
 
 
