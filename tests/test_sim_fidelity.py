@@ -212,6 +212,10 @@ def test_the_engine_drops_a_zero_rate_grant_and_says_the_run_did_not_finish() ->
     assert metrics["jct_mean"] == pytest.approx(result.completion[0])
     _, fraction = jct_cdf(result)
     assert fraction[-1] == pytest.approx(0.5)
+    from optsched.report.sim import plot_jct_cdf
+
+    fig = plot_jct_cdf([result], unit="s")
+    assert max(fig.axes[0].lines[0].get_ydata()) == pytest.approx(0.5)
 
 
 def test_a_job_that_runs_nowhere_is_refused_at_load() -> None:
