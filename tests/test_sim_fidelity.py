@@ -523,35 +523,3 @@ def test_compare_prints_unfinished_counts_and_names_a_rejected_record(
     _, err = capsys.readouterr()
     assert code == 1
     assert "fifo: record rejected by the validator" in err and "made_up" in err
-
-
-def _cyclomatic(node: Any) -> int:
-    """McCabe's number of one function: 1 + its decision points (nested functions excluded)."""
-    import ast
-
-    count = 1
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            continue
-        if isinstance(n, ast.If | ast.For | ast.While | ast.IfExp | ast.ExceptHandler):
-            count += 1
-        elif isinstance(n, ast.comprehension):
-            count += 1 + len(n.ifs)
-        elif isinstance(n, ast.BoolOp):
-            count += len(n.values) - 1
-        stack.extend(ast.iter_child_nodes(n))
-    return count
-
-
-def test_every_validator_function_is_small() -> None:
-    import ast
-    import importlib
-
-    module = importlib.import_module("optsched.sim.validate")
-    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    assert len(functions) >= len(module.CONSTRAINTS)
-    worst = max(functions, key=_cyclomatic)
-    assert _cyclomatic(worst) <= 15, worst.name

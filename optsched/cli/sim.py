@@ -170,18 +170,28 @@ def run(
     if as_json:
         print_json(payload)
     else:
-        from rich.table import Table
+        _print_table(f"{chosen.name} on {spec}", metrics, report.ok, result.notes)
+    _exit_status(report, result)
 
-        table_out = Table(title=f"{chosen.name} on {spec}")
-        table_out.add_column("metric")
-        table_out.add_column("value", justify="right")
-        for key, value in metrics.items():
-            shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-            table_out.add_row(key, shown)
-        err_console.print(table_out)
-        err_console.print(f"record valid: {report.ok}")
-        for note in result.notes:
-            err_console.print(f"note: {note}", highlight=False, markup=False)
+
+def _print_table(title: str, metrics: dict[str, Any], valid: bool, notes: list[str]) -> None:
+    """The run's metrics as a table on stderr, then its validity and notes."""
+    from rich.table import Table
+
+    table_out = Table(title=title)
+    table_out.add_column("metric")
+    table_out.add_column("value", justify="right")
+    for key, value in metrics.items():
+        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        table_out.add_row(key, shown)
+    err_console.print(table_out)
+    err_console.print(f"record valid: {valid}")
+    for note in notes:
+        err_console.print(f"note: {note}", highlight=False, markup=False)
+
+
+def _exit_status(report: Any, result: Any) -> None:
+    """Exit 1 for a rejected record (violations printed), 3 for unfinished jobs, else return."""
     if not report.ok:
         # the engine produced a record its independent validator rejects: never a success
         for v in report.violations[:5]:
@@ -189,7 +199,7 @@ def run(
         raise click.exceptions.Exit(EXIT_OTHER)
     if result.unfinished:
         err_console.print(
-            f"[yellow]{result.unfinished} of {len(world.jobs)} jobs did not finish "
+            f"[yellow]{result.unfinished} of {len(result.world.jobs)} jobs did not finish "
             f"({result.status})[/yellow]",
             highlight=False,
         )
