@@ -39,6 +39,7 @@ FAMILIES = {
     "placement": ("optsched.placement.validator", "placement.rst"),
     "comm.tensorlights": ("optsched.comm.tensorlights.validator", "tensorlights.rst"),
     "comm.pace": ("optsched.comm.pace.validator", "pace.rst"),
+    "sim": ("optsched.sim.validate", "sim_exact.rst"),
 }
 
 #: Constraints a family's ``validate`` checks before its module's ``CONSTRAINTS``.
@@ -629,3 +630,89 @@ def test_pace_each_constraint():
         assert validate(instance, good).ok, (name, validate(instance, good).violations)
         found = validate(instance, bad)
         assert _names(found) == {name}, (name, found.violations)
+
+
+def test_sim_each_constraint():
+    from strategies.sim import job_frame, synthetic_table
+
+    from optsched.sim import SimResult, World, parse_cluster, validate
+    from optsched.sim.record import add_interval, empty_intervals
+    from optsched.sim.throughputs import throughputs_from_dict
+    from optsched.sim.validate import CONSTRAINTS
+
+    table = synthetic_table()
+    for key in ("slow", "slow_unconsolidated"):
+        table[key]["('B', 2)"]["null"] = 0.0  # B cannot run on slow
+    rows = [
+        {"job_id": "a", "model": "A", "num_gpus": 2, "total_steps": 40.0},
+        {"job_id": "b", "model": "B", "num_gpus": 2, "total_steps": 60.0, "arrival": 2.0},
+    ]
+    world = World.from_frame(
+        job_frame(rows),
+        parse_cluster("fast=4:2,slow=2:2"),
+        throughputs_from_dict(table, reference="fast"),
+    )
+    # on fast a runs at 1 x 2 x 2 = 4 steps/s (10 s), b at 1.5 x 2 x 2 = 6 (10 s); sharing with
+    # b, a runs at the pair rate 0.6 x 4 = 2.4
+    nan = float("nan")
+
+    def record(segments, completion=(10.0, 12.0), first=(0.0, 2.0), end=12.0, claims=False):
+        intervals = empty_intervals()
+        for job, gt, server, start, stop, *shared in segments:
+            add_interval(intervals, job, gt, ((server, 2),), start, stop, *shared)
+        return SimResult(
+            world=world,
+            policy="hand",
+            round_seconds=None,
+            intervals=intervals,
+            completion=list(completion),
+            first_start=list(first),
+            end_time=end,
+            extra={"work_conserving": claims},
+        )
+
+    a = ("a", "fast", 0, 0.0, 10.0)
+    b = ("b", "fast", 1, 2.0, 12.0)
+    valid = record([a, b], claims=True)
+    gang = empty_intervals()
+    add_interval(gang, "a", "fast", ((0, 1),), 0.0, 5.0)  # half of a's gang
+    add_interval(gang, "b", "fast", ((1, 2),), 2.0, 12.0)
+    broken = {
+        "interval_shape": record([a, b, ("a", "tpu", 0, 0.0, 1.0)]),
+        "gang_whole": SimResult(world, "hand", None, gang, [nan, 12.0], [nan, 2.0], 12.0),
+        "first_start": record([a, b], first=(0.0, 3.0)),
+        # b's two runs overlap in [6, 7] (a never runs); b's work is done at 7 + 24 / 6 = 11
+        "job_overlap": record(
+            [("b", "fast", 1, 2.0, 7.0), ("b", "fast", 0, 6.0, 11.0)],
+            completion=(nan, 11.0),
+            first=(nan, 2.0),
+            end=11.0,
+        ),
+        "before_arrival": record(
+            [a, ("b", "fast", 1, 1.0, 11.0)], completion=(10.0, 11.0), first=(0.0, 1.0)
+        ),
+        "after_completion": record([a, b, ("b", "fast", 1, 13.0, 14.0)]),
+        "work_done": record([("a", "fast", 0, 0.0, 9.0), b], completion=(9.0, 12.0)),
+        # b parked for a second on slow, where its rate is 0, before its run on fast
+        "no_progress": record(
+            [a, ("b", "slow", 0, 2.0, 3.0), ("b", "fast", 1, 3.0, 13.0)],
+            completion=(10.0, 13.0),
+            end=13.0,
+        ),
+        # a shares with b, which has no mirror row; a's work is done at the pair rate
+        "share_pair": record(
+            [("a", "fast", 0, 0.0, 40.0 / 2.4, "b"), b],
+            completion=(40.0 / 2.4, 12.0),
+            end=40.0 / 2.4,
+        ),
+        "server_capacity": record([a, ("b", "fast", 0, 2.0, 12.0)]),
+        # b waits from its arrival at 2 to 10 while server 1's two GPUs idle
+        "work_conserving": record(
+            [a, ("b", "fast", 1, 10.0, 20.0)],
+            completion=(10.0, 20.0),
+            first=(0.0, 10.0),
+            end=20.0,
+            claims=True,
+        ),
+    }
+    _check_each(validate, CONSTRAINTS, world, valid, broken)

@@ -2,8 +2,11 @@ r"""Independent validator of a simulation record, one function per named constra
 
 :func:`validate` reads only the world and the record (the interval table, completions, first
 starts, the round length and the policy's stated claims); it shares no code with the engine.
-Each constraint below is one function of this module, listed in :data:`CONSTRAINTS` in the
-order they run; a :class:`~optsched.results.Violation` carries the constraint's name. The table
+Each constraint below is one function of this module named as the constraint,
+``name(instance, solution) -> list[Violation]``, listed in :data:`CONSTRAINTS` (name ->
+function) in the order they run; a :class:`~optsched.results.Violation` carries the
+constraint's name. The record is parsed once per :func:`validate` call and shared by the
+constraints; a constraint called alone parses it itself. The table
 of names, rules and functions is also on the formulation page (``docs/formulations/sim_exact.rst``,
 "Validator constraints").
 
@@ -37,9 +40,10 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
 ``share_pair``
     A row shared with job ``b`` has its mirror row of ``b`` (same type, server, GPUs, start, end),
     and the pair has measured positive pair rates.
-``server_capacity`` / ``type_capacity``
+``server_capacity``
     At every instant the GPUs held on each server (a shared pair counted once) are at most the
-    server's GPUs, and per type at most the type's count.
+    server's GPUs. (Per type at most the type's count follows: a type's servers hold exactly its
+    GPUs.)
 ``work_conserving``
     Only for a run whose policy claims it (``SimResult.extra["work_conserving"]``): at every
     decision point (every arrival and completion of an event-driven run; every round start
@@ -52,6 +56,7 @@ Complexity: :math:`O(R \log R + D (K + W))` for :math:`R` rows, :math:`D` decisi
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import math
 from collections import defaultdict
@@ -84,6 +89,8 @@ class _Check:
     jobs: dict[str, SimJob]
     out: list[Violation] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
+    shape: list[Violation] = field(default_factory=list)  # interval_shape's violations
+    gangs: list[Violation] = field(default_factory=list)  # gang_whole's violations
     segments: dict[str, list[Segment]] = field(default_factory=dict)
     seg_total: dict[tuple[str, float, float], int] = field(default_factory=dict)
     broken: bool = False  # the record's shape is too wrong to read further
@@ -95,6 +102,39 @@ class _Check:
     @property
     def completion(self) -> list[float]:
         return self.result.completion
+
+
+#: The parse of the record being validated, shared by the constraints while ``validate`` runs.
+_CURRENT: contextvars.ContextVar[_Check | None] = contextvars.ContextVar(
+    "optsched_sim_validate", default=None
+)
+
+
+def _parsed(instance: World, solution: SimResult) -> _Check:
+    """The record's rows and gang segments (parsed once per :func:`validate` call)."""
+    current = _CURRENT.get()
+    if current is not None and current.world is instance and current.result is solution:
+        return current
+    check = _Check(world=instance, result=solution, jobs={j.job_id: j for j in instance.jobs})
+    _parse_rows(check)
+    check.shape, check.out = check.out, []
+    if not check.broken:
+        _group_segments(check)
+    check.gangs, check.out = check.out, []
+    return check
+
+
+def _run(instance: World, solution: SimResult, body: Callable[[_Check], None]) -> list[Violation]:
+    """Run one constraint's ``body`` on the parsed record; its violations."""
+    check = _parsed(instance, solution)
+    if check.broken:
+        return []
+    out, check.out = check.out, []
+    try:
+        body(check)
+        return check.out
+    finally:
+        check.out = out
 
 
 def _slack(t: float) -> float:
@@ -124,8 +164,8 @@ def _row_problem(check: _Check, r: int) -> str | None:
     return None
 
 
-def check_interval_shape(check: _Check) -> None:
-    """``interval_shape`` (see the module notes); parses the rows the others read."""
+def _parse_rows(check: _Check) -> None:
+    """Parse the interval table into rows, reporting ``interval_shape`` problems."""
     cols = check.result.intervals
     n_rows = len(cols.get("job", []))
     for c in ("gpu_type", "server", "gpus", "start", "end", "shared_with"):
@@ -182,8 +222,8 @@ def _gang_problem(job: SimJob, parts: list[Part]) -> str | None:
     )
 
 
-def check_gang_whole(check: _Check) -> None:
-    """``gang_whole``; groups the rows into each job's gang segments."""
+def _group_segments(check: _Check) -> None:
+    """Group the rows into each job's gang segments, reporting ``gang_whole`` problems."""
     parts_of: dict[tuple[str, float, float], list[Part]] = defaultdict(list)
     for job, gt, server, gpus, start, end, shared in check.rows:
         parts_of[(job, start, end)].append((gt, server, gpus, shared))
@@ -204,7 +244,7 @@ def check_gang_whole(check: _Check) -> None:
 # -- per job: first start, overlap, arrival, completion -----------------------------------------
 
 
-def check_first_start(check: _Check) -> None:
+def _first_start(check: _Check) -> None:
     """``first_start``."""
     for k, j in enumerate(check.world.jobs):
         ss = check.segments.get(j.job_id, [])
@@ -221,7 +261,7 @@ def check_first_start(check: _Check) -> None:
             )
 
 
-def check_job_overlap(check: _Check) -> None:
+def _job_overlap(check: _Check) -> None:
     """``job_overlap``."""
     for job, ss in check.segments.items():
         for a, b in itertools.pairwise(ss):
@@ -234,7 +274,7 @@ def check_job_overlap(check: _Check) -> None:
                 )
 
 
-def check_before_arrival(check: _Check) -> None:
+def _before_arrival(check: _Check) -> None:
     """``before_arrival``."""
     for j in check.world.jobs:
         ss = check.segments.get(j.job_id, [])
@@ -247,7 +287,7 @@ def check_before_arrival(check: _Check) -> None:
             )
 
 
-def check_after_completion(check: _Check) -> None:
+def _after_completion(check: _Check) -> None:
     """``after_completion``."""
     for j, comp in zip(check.world.jobs, check.completion, strict=True):
         ss = check.segments.get(j.job_id, [])
@@ -344,7 +384,7 @@ def _judge_work(check: _Check, j: SimJob, comp: float) -> None:
         )
 
 
-def check_work_done(check: _Check) -> None:
+def _work_done(check: _Check) -> None:
     """``work_done``."""
     for j, comp in zip(check.world.jobs, check.completion, strict=True):
         _judge_work(check, j, comp)
@@ -370,7 +410,7 @@ def _longest_stall(stretches: list[_Stretch]) -> tuple[float, float]:
     return best
 
 
-def check_no_progress(check: _Check) -> None:
+def _no_progress(check: _Check) -> None:
     """``no_progress``."""
     allowed = stall_allowance(check.result.round_seconds)
     for j in check.world.jobs:
@@ -392,7 +432,7 @@ def check_no_progress(check: _Check) -> None:
 # -- share_pair --------------------------------------------------------------------------------
 
 
-def check_share_pair(check: _Check) -> None:
+def _share_pair(check: _Check) -> None:
     """``share_pair``."""
     keys = set(check.rows)
     for job, gt, server, gpus, start, end, shared in check.rows:
@@ -455,7 +495,7 @@ def _peak(events: list[tuple[float, int]]) -> tuple[int, float]:
     return peak, at
 
 
-def check_server_capacity(check: _Check) -> None:
+def _server_capacity(check: _Check) -> None:
     """``server_capacity``."""
     types = {t.name: t for t in check.world.cluster.gpu_types}
     per_server, _ = _held_events(check)
@@ -469,22 +509,6 @@ def check_server_capacity(check: _Check) -> None:
                 peak - cap,
                 gpu_type=gt,
                 server=server,
-                time=at,
-            )
-
-
-def check_type_capacity(check: _Check) -> None:
-    """``type_capacity``."""
-    types = {t.name: t for t in check.world.cluster.gpu_types}
-    _, per_type = _held_events(check)
-    for gt, evs in per_type.items():
-        peak, at = _peak(evs)
-        if peak > types[gt].count:
-            check.bad(
-                "type_capacity",
-                f"{gt} holds {peak} GPUs at {at:g} (has {types[gt].count})",
-                peak - types[gt].count,
-                gpu_type=gt,
                 time=at,
             )
 
@@ -557,7 +581,7 @@ def _state_events(check: _Check) -> list[tuple[float, int, int, int, str, int]]:
     return events
 
 
-def check_work_conserving(check: _Check) -> None:
+def _work_conserving(check: _Check) -> None:
     """``work_conserving`` (only for a run whose policy claims it)."""
     if not check.result.extra.get("work_conserving", False):
         return
@@ -583,21 +607,79 @@ def check_work_conserving(check: _Check) -> None:
             return  # one witness is enough: later points would mostly repeat it
 
 
-#: Every constraint, in the order :func:`validate` checks them: ``(name, function)``.
-CONSTRAINTS: tuple[tuple[str, Callable[[_Check], None]], ...] = (
-    ("interval_shape", check_interval_shape),
-    ("gang_whole", check_gang_whole),
-    ("first_start", check_first_start),
-    ("job_overlap", check_job_overlap),
-    ("before_arrival", check_before_arrival),
-    ("after_completion", check_after_completion),
-    ("work_done", check_work_done),
-    ("no_progress", check_no_progress),
-    ("share_pair", check_share_pair),
-    ("server_capacity", check_server_capacity),
-    ("type_capacity", check_type_capacity),
-    ("work_conserving", check_work_conserving),
-)
+# -- the constraints, as the formulation page names them ------------------------------------
+
+
+def interval_shape(instance: World, solution: SimResult) -> list[Violation]:
+    """``interval_shape``: well-formed rows naming the world's jobs, types and servers."""
+    return list(_parsed(instance, solution).shape)
+
+
+def gang_whole(instance: World, solution: SimResult) -> list[Violation]:
+    """``gang_whole``: each gang segment is one type, distinct servers, its whole gang."""
+    check = _parsed(instance, solution)
+    return [] if check.broken else list(check.gangs)
+
+
+def first_start(instance: World, solution: SimResult) -> list[Violation]:
+    """``first_start``: the recorded first start is the earliest segment start."""
+    return _run(instance, solution, _first_start)
+
+
+def job_overlap(instance: World, solution: SimResult) -> list[Violation]:
+    """``job_overlap``: a job's segments do not overlap in time."""
+    return _run(instance, solution, _job_overlap)
+
+
+def before_arrival(instance: World, solution: SimResult) -> list[Violation]:
+    """``before_arrival``: no segment starts before the job's arrival."""
+    return _run(instance, solution, _before_arrival)
+
+
+def after_completion(instance: World, solution: SimResult) -> list[Violation]:
+    """``after_completion``: no segment ends after the job's completion."""
+    return _run(instance, solution, _after_completion)
+
+
+def work_done(instance: World, solution: SimResult) -> list[Violation]:
+    """``work_done``: re-integrated, the work is done exactly at each completion."""
+    return _run(instance, solution, _work_done)
+
+
+def no_progress(instance: World, solution: SimResult) -> list[Violation]:
+    """``no_progress``: no job holds GPUs at a rate of 0 beyond the allowance."""
+    return _run(instance, solution, _no_progress)
+
+
+def share_pair(instance: World, solution: SimResult) -> list[Violation]:
+    """``share_pair``: a shared row has its mirror row and the pair positive measured pair rates."""
+    return _run(instance, solution, _share_pair)
+
+
+def server_capacity(instance: World, solution: SimResult) -> list[Violation]:
+    """``server_capacity``: no server ever holds more GPUs than it has."""
+    return _run(instance, solution, _server_capacity)
+
+
+def work_conserving(instance: World, solution: SimResult) -> list[Violation]:
+    """``work_conserving``: no job waits while GPUs it could use idle."""
+    return _run(instance, solution, _work_conserving)
+
+
+#: Every constraint by name, in the order :func:`validate` checks them.
+CONSTRAINTS: dict[str, Callable[[World, SimResult], list[Violation]]] = {
+    "interval_shape": interval_shape,
+    "gang_whole": gang_whole,
+    "first_start": first_start,
+    "job_overlap": job_overlap,
+    "before_arrival": before_arrival,
+    "after_completion": after_completion,
+    "work_done": work_done,
+    "no_progress": no_progress,
+    "share_pair": share_pair,
+    "server_capacity": server_capacity,
+    "work_conserving": work_conserving,
+}
 
 
 def validate(instance: World, solution: SimResult) -> Report:
@@ -610,16 +692,21 @@ def validate(instance: World, solution: SimResult) -> Report:
         ``mean_jct`` and ``makespan`` (NaN-free: ``None`` when no job finished); ``details``
         the finished and unfinished counts, the rows and the constraints checked.
     """
-    check = _Check(world=instance, result=solution, jobs={j.job_id: j for j in instance.jobs})
-    for _name, constraint in CONSTRAINTS:
-        constraint(check)
-        if check.broken:
-            return Report(violations=check.out)
+    check = _parsed(instance, solution)
+    token = _CURRENT.set(check)
+    violations: list[Violation] = []
+    try:
+        for constraint in CONSTRAINTS.values():
+            violations.extend(constraint(instance, solution))
+            if check.broken:
+                return Report(violations=violations)
+    finally:
+        _CURRENT.reset(token)
     pairs = zip(instance.jobs, solution.completion, strict=True)
     done = [(j, c) for j, c in pairs if not math.isnan(c)]
     jcts = [c - j.arrival for j, c in done]
     return Report(
-        violations=check.out,
+        violations=violations,
         objective=sum(j.weight * (c - j.arrival) for j, c in done),
         objectives={
             "mean_jct": sum(jcts) / len(jcts) if jcts else None,
@@ -630,6 +717,6 @@ def validate(instance: World, solution: SimResult) -> Report:
             "unfinished": len(instance.jobs) - len(done),
             "jobs": len(instance.jobs),
             "rows": len(solution.intervals.get("job", [])),
-            "constraints": [name for name, _ in CONSTRAINTS],
+            "constraints": list(CONSTRAINTS),
         },
     )
