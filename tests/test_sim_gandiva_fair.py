@@ -233,6 +233,17 @@ def test_no_trade_lowers_a_users_throughput(users, lam) -> None:
         assert within(t.price, s_s + lam * (s_b - s_s), RATIO_TOL)
 
 
+def test_a_lone_job_stays_on_the_idle_fast_gpu() -> None:
+    """One user, one job, a fast and a slow GPU: its shares are half of each, but nobody else
+    wants the fast GPU, so the job runs there the whole time (no bouncing to the slow type
+    where its pass is lower)."""
+    world = _trade_world()
+    world = World(world.cluster, world.throughputs, world.jobs[:1])
+    result = _run(world, GandivaFair(round_seconds=ROUND), 6 * ROUND)
+    assert set(result.intervals["gpu_type"]) == {"fast"}
+    assert len(result.intervals["job"]) == 1  # one uninterrupted interval
+
+
 def test_water_filling_redistributes_unused_share() -> None:
     """The paper's example: 8 GPUs, three users, c asks for 2: c gets 2, a and b 3 each."""
     f = fair_shares({"a": 1.0, "b": 1.0, "c": 1.0}, {"a": 8.0, "b": 8.0, "c": 2.0}, 8.0)

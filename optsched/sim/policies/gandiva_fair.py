@@ -66,8 +66,11 @@ where :math:`\Delta` is the round length; a client with no job that fits drops o
 client keeps its low pass and goes first next round) [S]. A client that becomes active again
 starts at :math:`\max(P_{ug}, \min_{\text{active}} P)` (Waldspurger's join rule: no credit for
 time away) [S]. GPUs left idle after every client has dropped out are backfilled by the jobs
-still waiting, lowest user pass first (work conservation) [R]; backfilled GPU-time is charged
-the same way when the user holds tickets on that type.
+still waiting, lowest user pass first (work conservation) [S]; backfilled GPU-time is charged
+the same way when the user holds tickets on that type [R]. GPUs still idle then take granted
+jobs from types on which they run slower, largest speedup first; nobody else can use them, so
+such a move is free and the charge of the type left is refunded [R] (without it a user's job
+would follow the user's lowest pass down to the slowest type while faster GPUs sat idle).
 
 The paper splits this scheduler into a *central* stride scheduler for gangs that span servers
 and *per-server local* stride schedulers for the rest, for scalability. In the simulator the
@@ -83,13 +86,14 @@ gang finds no consolidated room although its type has the GPUs, every granted jo
 is re-placed, largest gang first, best fit (first-fit decreasing), jobs that move paying the
 restore cost (:attr:`GandivaFair.migrations` counts them) [R].
 
-**Rounds [R].** Decisions every ``round_seconds`` (default 360 s); running jobs are re-granted
-each round and keep their GPUs unless moved.
+**Rounds [R].** Decisions every ``round_seconds`` (default 60 s, Gandiva's time slice); running
+jobs are re-granted each round and keep their GPUs unless moved.
 
 **Complexity.** Per round, with :math:`U` users, :math:`G` types and :math:`J` active jobs:
 water filling :math:`O(U \log U)`, trading :math:`O(T\,G^2 U)` for :math:`T` trades (at most
 :math:`4U^2G^2`), the stride pass :math:`O((J + UG) \log(UG) + J\,\bar n)` with :math:`\bar n` the
-jobs scanned per pick, placement :math:`O(J \log J + J S)` for :math:`S` servers.
+jobs scanned per pick, placement :math:`O(J \log J + J S)` for :math:`S` servers, the idle-GPU moves
+:math:`O(J^2 G^2)` in the worst case (each move raises a job's rate; usually none).
 """
 
 from __future__ import annotations
@@ -315,7 +319,7 @@ class GandivaFair(Policy):
     def __init__(
         self,
         *,
-        round_seconds: float = 360.0,
+        round_seconds: float = 60.0,
         tickets: Mapping[str, float] | None = None,
         default_tickets: float = 1.0,
         trading: bool = True,
@@ -414,6 +418,7 @@ class GandivaFair(Policy):
         self._join(clients)
         free = dict(caps)
         granted: dict[str, str] = {}
+        charged: dict[str, float] = {}  # pass charged to (user, granted type) per job
         heap = [(self.passes[c], rank[c[0]], trank[c[1]], c) for c in clients]
         heapq.heapify(heap)
         while heap:
@@ -423,7 +428,8 @@ class GandivaFair(Policy):
                 continue  # nothing of u fits g now: u keeps its pass (gang awareness)
             granted[pick.job_id] = g
             free[g] -= pick.job.num_gpus
-            self.passes[(u, g)] += pick.job.num_gpus * delta / e[u][g]
+            charged[pick.job_id] = pick.job.num_gpus * delta / e[u][g]
+            self.passes[(u, g)] += charged[pick.job_id]
             heapq.heappush(heap, (self.passes[(u, g)], rank[u], trank[g], (u, g)))
         # work conservation: idle GPUs go to the jobs still waiting, lowest user pass first
         for u in sorted(users, key=lambda u: (self._user_pass(u, names), rank[u])):
@@ -436,7 +442,9 @@ class GandivaFair(Policy):
                     free[g] -= pick.job.num_gpus
                     share = e.get(u, {}).get(g, 0.0)
                     if share > 0 and (u, g) in self.passes:
-                        self.passes[(u, g)] += pick.job.num_gpus * delta / share
+                        charged[pick.job_id] = pick.job.num_gpus * delta / share
+                        self.passes[(u, g)] += charged[pick.job_id]
+        self._upgrade(state, jobs, granted, free, charged)
         by_id = {s.job_id: s for s in state.active}
         order = [s.job_id for s in state.active if s.job_id in granted]
         placements = self._place(state, [by_id[j] for j in order], granted)
@@ -456,6 +464,41 @@ class GandivaFair(Policy):
         self._active_clients = set(clients)
         if clients:
             self._virtual_time = max(self._virtual_time, min(self.passes[c] for c in clients))
+
+    def _upgrade(
+        self,
+        state: SimState,
+        jobs: Mapping[str, list[JobState]],
+        granted: dict[str, str],
+        free: dict[str, int],
+        charged: dict[str, float],
+    ) -> None:
+        """Move granted jobs to idle GPUs of types they run faster on, largest speedup first.
+
+        Nobody waits for those GPUs (the backfill found no job for them), so a move is not
+        charged, and the charge of the type it leaves is refunded.
+        """
+        mine = [s for js in jobs.values() for s in js if s.job_id in granted]
+        while True:
+            best: tuple[float, int, JobState, str] | None = None
+            for s in mine:
+                here = state.rate(s, granted[s.job_id])
+                for k, g in enumerate(state.world.cluster.names):
+                    if free[g] < s.job.num_gpus:
+                        continue
+                    gain = state.rate(s, g) / here
+                    if gain > 1.0 + RATIO_TOL and (best is None or gain > best[0]):
+                        best = (gain, k, s, g)
+            if best is None:
+                return
+            _, _, s, g = best
+            old = granted[s.job_id]
+            free[old] += s.job.num_gpus
+            free[g] -= s.job.num_gpus
+            granted[s.job_id] = g
+            refund = charged.pop(s.job_id, 0.0)
+            if refund:
+                self.passes[(self.user_of(s), old)] -= refund
 
     def _user_pass(self, u: str, names: Sequence[str]) -> float:
         own = [self.passes[(u, g)] for g in names if (u, g) in self.passes]
