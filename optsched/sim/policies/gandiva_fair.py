@@ -353,6 +353,7 @@ class GandivaFair(Policy):
         self.passes: dict[tuple[str, str], float] = {}
         self._active_clients: set[tuple[str, str]] = set()
         self._virtual_time = 0.0
+        self._rates: dict[str, dict[str, float]] = {}
         self.trades = 0
         self.migrations = 0
 
@@ -361,6 +362,7 @@ class GandivaFair(Policy):
         self.passes = {}
         self._active_clients = set()
         self._virtual_time = 0.0
+        self._rates = {}
         self.trades = 0
         self.migrations = 0
 
@@ -376,7 +378,7 @@ class GandivaFair(Policy):
         total = float(sum(caps.values()))
         jobs: dict[str, list[JobState]] = {}
         for s in state.active:
-            if any(_runs(state, s, g, caps[g]) for g in caps):
+            if any(r > 0 for r in self._row(state, s).values()):
                 jobs.setdefault(self.user_of(s), []).append(s)
         if not jobs or total <= 0:
             return {}
@@ -386,7 +388,7 @@ class GandivaFair(Policy):
         e = {u: {g: fair[u] * c / total for g, c in caps.items()} for u in jobs}
         if not self.trading or len(jobs) < 2 or len(caps) < 2:
             return e
-        per_gpu = {u: _per_gpu(state, js, caps) for u, js in jobs.items()}
+        per_gpu = {u: self._per_gpu(state, js) for u, js in jobs.items()}
         e, trades = trade_shares(e, per_gpu, demand, price_point=self.price_point)
         self.trades += len(trades)
         return e
@@ -413,17 +415,18 @@ class GandivaFair(Policy):
             (u, g)
             for u in users
             for g in names
-            if e.get(u, {}).get(g, 0.0) > 0 and any(_runs(state, s, g, caps[g]) for s in jobs[u])
+            if e.get(u, {}).get(g, 0.0) > 0 and any(self._row(state, s)[g] > 0 for s in jobs[u])
         ]
         self._join(clients)
         free = dict(caps)
         granted: dict[str, str] = {}
         charged: dict[str, float] = {}  # pass charged to (user, granted type) per job
+        cursor: dict[tuple[str, str], int] = {}
         heap = [(self.passes[c], rank[c[0]], trank[c[1]], c) for c in clients]
         heapq.heapify(heap)
         while heap:
             _, _, _, (u, g) = heapq.heappop(heap)
-            pick = self._pick(state, jobs[u], g, free[g], granted)
+            pick = self._pick(state, jobs[u], g, free[g], granted, cursor, u)
             if pick is None:
                 continue  # nothing of u fits g now: u keeps its pass (gang awareness)
             granted[pick.job_id] = g
@@ -435,7 +438,7 @@ class GandivaFair(Policy):
         for u in sorted(users, key=lambda u: (self._user_pass(u, names), rank[u])):
             for g in names:
                 while True:
-                    pick = self._pick(state, jobs[u], g, free[g], granted)
+                    pick = self._pick(state, jobs[u], g, free[g], granted, cursor, u)
                     if pick is None:
                         break
                     granted[pick.job_id] = g
@@ -482,11 +485,12 @@ class GandivaFair(Policy):
         while True:
             best: tuple[float, int, JobState, str] | None = None
             for s in mine:
-                here = state.rate(s, granted[s.job_id])
+                row = self._row(state, s)
+                here = row[granted[s.job_id]]
                 for k, g in enumerate(state.world.cluster.names):
                     if free[g] < s.job.num_gpus:
                         continue
-                    gain = state.rate(s, g) / here
+                    gain = row[g] / here
                     if gain > 1.0 + RATIO_TOL and (best is None or gain > best[0]):
                         best = (gain, k, s, g)
             if best is None:
@@ -504,14 +508,54 @@ class GandivaFair(Policy):
         own = [self.passes[(u, g)] for g in names if (u, g) in self.passes]
         return min(own) if own else math.inf
 
-    @staticmethod
     def _pick(
-        state: SimState, mine: list[JobState], g: str, free: int, granted: dict[str, str]
+        self,
+        state: SimState,
+        mine: list[JobState],
+        g: str,
+        free: int,
+        granted: dict[str, str],
+        cursor: dict[tuple[str, str], int],
+        u: str,
     ) -> JobState | None:
-        for s in mine:
-            if s.job_id not in granted and s.job.num_gpus <= free and state.rate(s, g) > 0:
+        """The user's first job not granted that fits ``free`` GPUs of ``g`` and runs there.
+
+        Free GPUs only decrease while jobs are picked, so a job skipped once (granted, too
+        large, or not runnable on ``g``) stays skipped for the rest of the round: ``cursor``
+        resumes the scan after it.
+        """
+        k = cursor.get((u, g), 0)
+        while k < len(mine):
+            s = mine[k]
+            if s.job_id not in granted and s.job.num_gpus <= free and self._row(state, s)[g] > 0:
+                cursor[(u, g)] = k
                 return s
+            k += 1
+        cursor[(u, g)] = k
         return None
+
+    def _row(self, state: SimState, s: JobState) -> dict[str, float]:
+        """Rates of the job on each type, 0 where its gang does not fit (cached per run)."""
+        row = self._rates.get(s.job_id)
+        if row is None:
+            cluster = state.world.cluster
+            row = {
+                t.name: max(0.0, state.rate(s, t.name)) if s.job.num_gpus <= t.count else 0.0
+                for t in cluster.gpu_types
+            }
+            self._rates[s.job_id] = row
+        return row
+
+    def _per_gpu(self, state: SimState, js: list[JobState]) -> dict[str, float]:
+        """Mean over the user's jobs of each type's rate over the job's best rate."""
+        acc = dict.fromkeys(state.world.cluster.names, 0.0)
+        for s in js:
+            row = self._row(state, s)
+            best = max(row.values())
+            if best > 0:
+                for g, r in row.items():
+                    acc[g] += r / best
+        return {g: v / len(js) for g, v in acc.items()}
 
     def _place(
         self, state: SimState, jobs: list[JobState], gpu_type_of: dict[str, str]
@@ -536,22 +580,6 @@ class GandivaFair(Policy):
             )
             out.update(placed)
         return out
-
-
-def _runs(state: SimState, s: JobState, g: str, capacity: int) -> bool:
-    return s.job.num_gpus <= capacity and state.rate(s, g) > 0
-
-
-def _per_gpu(state: SimState, js: list[JobState], caps: Mapping[str, int]) -> dict[str, float]:
-    """Mean over the user's jobs of the per-GPU rate on each type, each job scaled to its best."""
-    acc = dict.fromkeys(caps, 0.0)
-    for s in js:
-        rates = {g: state.rate(s, g) if s.job.num_gpus <= caps[g] else 0.0 for g in caps}
-        best = max(rates.values())
-        if best > 0:
-            for g, r in rates.items():
-                acc[g] += r / best
-    return {g: v / len(js) for g, v in acc.items()}
 
 
 def _best_fit(cap: list[int], n: int, gps: int) -> list[tuple[int, int]] | None:
