@@ -305,6 +305,47 @@ def test_backlogged_users_converge_to_ticket_shares(count, per, tickets, rounds)
         assert abs(got.get(u, 0.0) / total - t / sum(tickets)) <= bound + RATIO_TOL
 
 
+@given(
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.lists(st.integers(1, 3), min_size=2, max_size=3),
+    st.integers(20, 60),
+)
+@settings(max_examples=40)
+def test_backlogged_users_converge_on_two_types_without_trading(
+    fast, slow, tickets, rounds
+) -> None:
+    r"""Two types, trading off: user :math:`u` holds :math:`E_{ug} = F_u C_g / C` of each.
+
+    On each type the stride bound holds per client, :math:`|G_{ug} - E_{ug} K\Delta| \le
+    E_{ug}\,\Delta / E_{\min}`, and summing over the types with :math:`E_{ug} \le C_g` bounds
+    the deviation of the user's share of all GPU-time by :math:`1 / (E_{\min} K)` again.
+    Every user has more 1-GPU jobs than the cluster has GPUs (backlogged on every type).
+    """
+    cluster = ClusterSpec(
+        gpu_types=(
+            GpuType(name="fast", count=fast, gpus_per_server=2),
+            GpuType(name="slow", count=slow, gpus_per_server=2),
+        )
+    )
+    users = [f"u{k}" for k in range(len(tickets))]
+    total_gpus = fast + slow
+    rows = [
+        {"user": u, "model": "A", "duration": LONG} for u in users for _ in range(total_gpus + 2)
+    ]
+    world = World.from_frame(job_frame(rows), cluster, synthetic_throughputs())
+    weights = dict(zip(users, map(float, tickets), strict=True))
+    policy = GandivaFair(round_seconds=ROUND, tickets=weights, trading=False)
+    window = rounds * ROUND
+    got = _gpu_seconds(world, _run(world, policy, window), window)
+    total = sum(got.values())
+    assert within(total, total_gpus * window, TIME_TOL)
+    e_min = min(c * t / sum(tickets) for t in tickets for c in (fast, slow))
+    bound = 1.0 / (e_min * rounds)
+    for u, t in zip(users, tickets, strict=True):
+        assert abs(got.get(u, 0.0) / total - t / sum(tickets)) <= bound + RATIO_TOL
+
+
 # ------------------------------------------------------------------------------------------------
 # interface
 
