@@ -64,13 +64,14 @@ advances by the GPU-seconds it takes over its tickets,
 where :math:`\Delta` is the round length; a client with no job that fits drops out of this round
 (gang awareness: smaller jobs of others fill the GPUs a large gang cannot use, and the skipped
 client keeps its low pass and goes first next round) [S]. A client that becomes active again
-starts at :math:`\max(P_{ug}, \min_{\text{active}} P)` (Waldspurger's join rule: no credit for
-time away) [S]. GPUs left idle after every client has dropped out are backfilled by the jobs
-still waiting, lowest user pass first (work conservation) [S]; backfilled GPU-time is charged
-the same way when the user holds tickets on that type [R]. GPUs still idle then take granted
-jobs from types on which they run slower, largest speedup first; nobody else can use them, so
-such a move is free and the charge of the type left is refunded [R] (without it a user's job
-would follow the user's lowest pass down to the slowest type while faster GPUs sat idle).
+starts at :math:`\max(P_{ug}, \min_{\text{active}} P)` (Waldspurger's join rule for stride
+scheduling: no credit for time away) [R]. GPUs left idle after every client has dropped out are
+backfilled by the jobs still waiting, lowest user pass first (work conservation) [S];
+backfilled GPU-time is charged the same way when the user holds tickets on that type [R]. GPUs
+still idle then take granted jobs from types on which they run slower, largest speedup first;
+nobody else can use them, so such a move is free and the charge of the type left is refunded
+[R] (without it a user's job would follow the user's lowest pass down to the slowest type while
+faster GPUs sat idle).
 
 The paper splits this scheduler into a *central* stride scheduler for gangs that span servers
 and *per-server local* stride schedulers for the rest, for scalability. In the simulator the
@@ -91,9 +92,10 @@ jobs are re-granted each round and keep their GPUs unless moved.
 
 **Complexity.** Per round, with :math:`U` users, :math:`G` types and :math:`J` active jobs:
 water filling :math:`O(U \log U)`, trading :math:`O(T\,G^2 U)` for :math:`T` trades (at most
-:math:`4U^2G^2`), the stride pass :math:`O((J + UG) \log(UG) + J\,\bar n)` with :math:`\bar n` the
-jobs scanned per pick, placement :math:`O(J \log J + J S)` for :math:`S` servers, the idle-GPU moves
-:math:`O(J^2 G^2)` in the worst case (each move raises a job's rate; usually none).
+:math:`4U^2G^2`), the stride pass :math:`O((J + UG) \log(UG) + JG)` (each client scans its
+user's jobs once, resuming where it stopped), placement :math:`O(J \log J + J S)` for
+:math:`S` servers, the idle-GPU moves :math:`O(J^2 G^2)` in the worst case (each move raises a
+job's rate; usually there are none).
 """
 
 from __future__ import annotations
