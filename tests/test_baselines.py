@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oasis_strategies import tiny_instances
 
+from optsched.errors import CapacityExceededError
 from optsched.online.oasis import solve
 from optsched.online.oasis.baselines import (
     DRF,
@@ -18,10 +19,9 @@ from optsched.online.oasis.baselines import (
     drf_allocation,
 )
 from optsched.online.oasis.engine import (
-    CapacityExceededError,
     ClusterState,
-    Placement,
     SlotEngine,
+    SlotPlacement,
     round_robin,
     work_units,
 )
@@ -115,7 +115,7 @@ def test_commit_refuses_overflow():
     assert state.worker_used[0, 0, 0] == 2.0  # nothing committed by the failed call
     eng = SlotEngine(inst)
     eng.active.append(0)
-    assert eng.assign(0, 1, Placement(((0, 3),), ((0, 1),))) is None  # does not fit
+    assert eng.assign(0, 1, SlotPlacement(((0, 3),), ((0, 1),))) is None  # does not fit
     got = eng.assign(0, 1, 3)  # shrinks to what fits
     assert got is not None and got.n_workers == 2
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from optsched.errors import InvalidInstanceError, OptschedError
+from optsched.errors import HeuristicFailedError, InvalidInstanceError
 from optsched.limits import check_size
 from optsched.placement.instance import PlacementInstance
 from optsched.placement.solution import Placement
@@ -39,7 +39,6 @@ from optsched.tolerances import FIT_TOL
 
 __all__ = [
     "HEURISTICS",
-    "HeuristicFailedError",
     "best_fit_decreasing",
     "clwp_greedy",
     "consolidate_first",
@@ -49,10 +48,6 @@ __all__ = [
     "round_robin",
     "run_heuristic",
 ]
-
-
-class HeuristicFailedError(OptschedError, RuntimeError):
-    """A heuristic found no server with room for some task (it does not backtrack)."""
 
 
 class _State:

@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from optsched import limits
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.policy import (
-    Allocation,
     Grant,
+    GrantPlacement,
     JobState,
-    Placement,
     Policy,
-    PolicyError,
+    PolicyDecision,
     SimState,
 )
 from optsched.sim.record import SimResult, add_interval, empty_intervals
@@ -52,7 +51,7 @@ __all__ = ["default_horizon", "event_bound", "simulate"]
 
 @dataclass(slots=True)
 class _Run:
-    placement: Placement
+    placement: GrantPlacement
     partner: int  # job index, -1 when alone
     seg_start: float  # start of the current record segment
     synced: float  # time ``done`` was last brought up to date
@@ -220,7 +219,7 @@ class _Engine:
             self.ever_ran[i] = True
         run.seg_start = t
 
-    def _rate(self, i: int, placement: Placement, partner: int) -> float:
+    def _rate(self, i: int, placement: GrantPlacement, partner: int) -> float:
         gps = self.types[placement.gpu_type].gpus_per_server
         return self.world.rate(
             self.jobs[i],
@@ -383,8 +382,8 @@ class _Engine:
         self.finished_ids = []
         self.decisions += 1
         alloc = self.policy.allocate(state)
-        if not isinstance(alloc, Allocation):
-            raise PolicyError(f"{self.policy.name}: allocate must return an Allocation")
+        if not isinstance(alloc, PolicyDecision):
+            raise PolicyError(f"{self.policy.name}: allocate must return a PolicyDecision")
         placed = self._place(alloc)
         # stop or change what no longer runs as before
         changed: list[int] = []
@@ -465,11 +464,11 @@ class _Engine:
     def _need(self, i: int, g: Grant) -> int:
         return self.jobs[i].num_gpus if g.num_gpus is None else g.num_gpus
 
-    def _place(self, alloc: Allocation) -> dict[int, tuple[Placement, int]]:
+    def _place(self, alloc: PolicyDecision) -> dict[int, tuple[GrantPlacement, int]]:
         """Admission by count, then placement (see :mod:`optsched.sim.policy`)."""
         free_count = {name: t.count for name, t in self.types.items()}
         free = {name: list(caps) for name, caps in self.server_caps.items()}
-        placed: dict[int, tuple[Placement, int]] = {}
+        placed: dict[int, tuple[GrantPlacement, int]] = {}
         seen: set[int] = set()
         if alloc.keep_running:
             # every running job keeps its GPUs and partner; the grants only add jobs
@@ -559,7 +558,7 @@ class _Engine:
             placed[i] = (p, j)
         return placed
 
-    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> Placement | None:
+    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> GrantPlacement | None:
         gps = self.types[gpu_type].gpus_per_server
         k = -(-n // gps)
         if k == 1:
@@ -569,7 +568,7 @@ class _Engine:
                     best = s
             if best >= 0:
                 cap[best] -= n
-                return Placement(gpu_type, ((best, n),))
+                return GrantPlacement(gpu_type, ((best, n),))
         else:
             order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))[:k]
             if sum(cap[s] for s in order) >= n:
@@ -582,7 +581,7 @@ class _Engine:
         return self._take(cap, gpu_type, order, n)
 
     @staticmethod
-    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> Placement:
+    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> GrantPlacement:
         servers: list[tuple[int, int]] = []
         left = n
         for s in order:
@@ -593,4 +592,4 @@ class _Engine:
                 servers.append((s, k))
                 cap[s] -= k
                 left -= k
-        return Placement(gpu_type, tuple(sorted(servers)))
+        return GrantPlacement(gpu_type, tuple(sorted(servers)))

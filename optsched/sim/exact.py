@@ -73,7 +73,7 @@ from optsched.errors import (
     NotOptimalError,
 )
 from optsched.results import ExactResult, Sense
-from optsched.sim.policy import Placement
+from optsched.sim.policy import GrantPlacement
 from optsched.sim.record import SimResult
 from optsched.sim.replay import replay_rounds
 from optsched.sim.validate import validate
@@ -226,7 +226,7 @@ def check_world(world: World) -> dict[str, bool]:
 
 def pack_round(
     world: World, plan: Mapping[str, str], matters: Mapping[str, bool]
-) -> dict[str, Placement]:
+) -> dict[str, GrantPlacement]:
     """Place one round's gangs (job id -> GPU type) on servers, by first fit, largest first.
 
     On a type where placement matters (divisible sizes, see :func:`check_world`) every gang is
@@ -237,7 +237,7 @@ def pack_round(
     ModelError
         A gang does not fit although the count capacity holds (a broken invariant).
     """
-    out: dict[str, Placement] = {}
+    out: dict[str, GrantPlacement] = {}
     for t in world.cluster.gpu_types:
         free = [t.server_capacity(s) for s in range(t.num_servers)]
         gps = t.gpus_per_server
@@ -270,7 +270,7 @@ def pack_round(
                 raise ModelError(f"{t.name}: gang {j.job_id!r} of {n} GPUs does not fit")
             for s, k in servers:
                 free[s] -= k
-            out[j.job_id] = Placement(t.name, tuple(sorted(servers)))
+            out[j.job_id] = GrantPlacement(t.name, tuple(sorted(servers)))
     return out
 
 
@@ -328,7 +328,7 @@ class ExactModel:
             )
         )
 
-    def plan(self) -> list[dict[str, Placement]]:
+    def plan(self) -> list[dict[str, GrantPlacement]]:
         """The per-round placements of the model's current solution."""
         by_round: list[dict[str, str]] = [{} for _ in range(self.rounds)]
         for j, k, g in self.keys:

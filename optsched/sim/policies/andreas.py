@@ -6,13 +6,13 @@ that the model sees (queued jobs, free GPUs), so deciding more often would repea
 decision; deciding less often (rounds) leaves freed GPUs idle until the round ends.
 
 **What it decides.** Jobs that hold GPUs keep them (no preemption, no migration:
-:attr:`Allocation.keep_running <optsched.sim.Allocation.keep_running>`); the queued jobs form an
+:attr:`~optsched.sim.PolicyDecision.keep_running`); the queued jobs form an
 :class:`~optsched.allocation.andreas.AndreasInstance` over the GPUs still free, and the randomised
 greedy
 with restarts (:class:`~optsched.allocation.andreas.RandomizedGreedy`, ANDREAS's own mechanism)
 chooses, for
 each, a (GPU type, GPU count) or to wait. Each run is granted on exactly the servers the plan
-chose (an explicit :class:`~optsched.sim.Placement`).
+chose (an explicit :class:`~optsched.sim.GrantPlacement`).
 
 The instance, from the simulation state:
 
@@ -58,7 +58,7 @@ from optsched.allocation.andreas import (
 )
 from optsched.errors import InvalidInstanceError
 from optsched.power import gpu_power
-from optsched.sim.policy import Allocation, Grant, Placement, Policy, SimState
+from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 from optsched.tolerances import TIME_TOL
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class Andreas(Policy):
         )
         return inst, outside
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Run the greedy on the queued jobs; grant the chosen runs on their servers."""
         start = time.perf_counter()
         inst, outside = self.instance(state)
@@ -256,7 +256,9 @@ class Andreas(Policy):
                     Grant(
                         job=a.job,
                         gpu_type=a.node_type,
-                        placement=Placement(a.node_type, tuple((n, per) for n in sorted(a.nodes))),
+                        placement=GrantPlacement(
+                            a.node_type, tuple((n, per) for n in sorted(a.nodes))
+                        ),
                         num_gpus=a.gpus,
                     )
                 )
@@ -275,7 +277,7 @@ class Andreas(Policy):
                 seconds=time.perf_counter() - start,
             )
         )
-        return Allocation(grants=tuple(grants), keep_running=True)
+        return PolicyDecision(grants=tuple(grants), keep_running=True)
 
 
 def _fits_empty(gpus: int, size: int, gpu_type: GpuType) -> bool:

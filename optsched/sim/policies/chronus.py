@@ -67,7 +67,7 @@ from optsched.allocation.chronus import (
 )
 from optsched.allocation.chronus.instance import MAX_STEPS
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
+from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -288,7 +288,7 @@ class Chronus(Policy):
 
     # -- the lease's grants -----------------------------------------------------------------
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Plan the next leases and grant the current one (module notes)."""
         start = time.perf_counter()
         finished = set(state.finished)
@@ -369,7 +369,7 @@ class Chronus(Policy):
                 seconds=time.perf_counter() - start,
             )
         )
-        return Allocation(grants=tuple(grants))
+        return PolicyDecision(grants=tuple(grants))
 
     def log_frame(self) -> pd.DataFrame:
         """The log as a DataFrame, one row per lease boundary."""
