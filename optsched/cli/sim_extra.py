@@ -296,7 +296,7 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--objectives",
-            default="weighted_jct,makespan,deadlines",
+            default="weighted-jct,makespan,deadlines",
             show_default=True,
             help="Exact objectives to solve.",
         ),

@@ -58,7 +58,7 @@ def validate(world: World, result: SimResult) -> Report:
     -------
     Report
         ``objective`` is the total weighted JCT of the finished jobs; ``objectives`` holds
-        ``mean_jct`` and ``makespan`` (NaN-free: ``None`` when no job finished).
+        ``mean-jct`` and ``makespan`` (NaN-free: ``None`` when no job finished).
     """
     out: list[Violation] = []
 
@@ -272,7 +272,7 @@ def validate(world: World, result: SimResult) -> Report:
         violations=out,
         objective=sum(j.weight * (c - j.arrival) for j, c in done),
         objectives={
-            "mean_jct": sum(jcts) / len(jcts) if jcts else None,
+            "mean-jct": sum(jcts) / len(jcts) if jcts else None,
             "makespan": max((c for _, c in done), default=None),
         },
         details={"finished": len(done), "jobs": len(world.jobs), "rows": n_rows},

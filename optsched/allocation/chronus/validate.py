@@ -42,7 +42,7 @@ def validate(instance: LeaseInstance, plan: LeasePlan) -> Report:
     -------
     Report
         ``objective``: admitted count plus the weighted best-effort term; ``objectives`` has
-        ``admitted`` and ``best_effort`` separately; ``details["finished"]`` lists the SLO jobs
+        ``admitted`` and ``best-effort`` separately; ``details["finished"]`` lists the SLO jobs
         (admitted or not) whose grants finish them by their deadline.
     """
     out: list[Violation] = []
@@ -120,6 +120,6 @@ def validate(instance: LeaseInstance, plan: LeasePlan) -> Report:
     return Report(
         out,
         objective=count + instance.epsilon * progress,
-        objectives={"admitted": float(count), "best_effort": progress},
+        objectives={"admitted": float(count), "best-effort": progress},
         details={"finished": finished},
     )

@@ -257,6 +257,6 @@ def validate(instance: AonlineInstance, schedule: AonlineSchedule) -> Report:
     return Report(
         violations=v,
         objective=None if objective is None else float(objective),
-        objectives={"weighted_completion": None if objective is None else float(objective)},
+        objectives={"weighted-completion": None if objective is None else float(objective)},
         details={"completion": completion, "work_done": done},
     )

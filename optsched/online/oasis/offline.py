@@ -78,7 +78,7 @@ CONSTRAINT_NAMES = (
 )
 
 #: The objective's name in :class:`~optsched.results.ExactResult`.
-OBJECTIVE_NAME = "total_utility"
+OBJECTIVE_NAME = "total-utility"
 
 
 def can_complete(instance: OasisInstance, i: int) -> bool:
@@ -396,7 +396,7 @@ def solve(
     -------
     ExactResult of Schedule
         ``objective`` is the schedule's total utility, recomputed by the independent validator
-        (``objective_name`` ``"total_utility"``, ``sense`` ``"max"``); ``bound`` the best
+        (``objective_name`` ``"total-utility"``, ``sense`` ``"max"``); ``bound`` the best
         proven upper bound on the optimum. ``extra["never_completable"]`` names the jobs that
         no schedule can finish within the horizon (see :func:`can_complete`; e.g. every job
         when ``slot_seconds`` is far shorter than one minibatch), which are rejected.
