@@ -56,7 +56,7 @@ CONSTRAINTS: tuple[str, ...] = (
     "server_capacity",
     "gpu_assignment",
     "gpu_share",
-    "gpu_memory",
+    "gpu_memory_gb",
 )
 #: Every objective the validator recomputes, in report order.
 OBJECTIVE_NAMES: tuple[str, ...] = (
@@ -89,7 +89,7 @@ def validate(
     Checks: every task is assigned exactly once to a known server, no unknown task is
     assigned, every server's summed demand fits its capacity per resource, and, when GPUs are
     given, every GPU task has a GPU index on its server, GPU shares per GPU sum to at most 1 and
-    GPU memory per GPU fits ``gpu_memory``.
+    GPU memory per GPU fits ``gpu_memory_gb``.
 
     Parameters
     ----------
@@ -247,7 +247,7 @@ def _check_gpus(
             continue
         out[t.id] = g
         share[(server.name, g)] += need
-        memory[(server.name, g)] += spec.gpu_memory
+        memory[(server.name, g)] += spec.gpu_memory_gb
     for (name, g), s in share.items():
         if not _within(s, 1.0):
             violations.append(
@@ -258,11 +258,11 @@ def _check_gpus(
                     s - 1.0,
                 )
             )
-        limit = servers[name].gpu_memory
+        limit = servers[name].gpu_memory_gb
         if limit is not None and not _within(memory[(name, g)], limit):
             violations.append(
                 Violation(
-                    "gpu_memory",
+                    "gpu_memory_gb",
                     f"gpu: GPU {g} of server {name!r} needs {memory[(name, g)]:g} GB "
                     f"> {limit:g} GB",
                     {"server": name, "gpu": g},
@@ -289,8 +289,8 @@ def _network(
     for child, up in parent.items():
         data = graph.edges[child, up]
         for direction in ("out", "in"):
-            load[(child, direction)] = data["background"]
-            bandwidth[(child, direction)] = data["bandwidth"]
+            load[(child, direction)] = data["background_gbit"]
+            bandwidth[(child, direction)] = data["bandwidth_gbps"]
     crossing = 0.0
     for src, dst, volume in instance.flows:
         hs, hd = where[tasks[src].id], where[tasks[dst].id]
@@ -339,7 +339,7 @@ def _interference(
                 slowdown += coefficient(a, b) * len(spans[a] & spans[b])
         slowdown += sum(residents(a, h) for h in spans[a])
         harmony += job.weight * (
-            job.standalone_time + slowdown + job.spread_penalty * (len(spans[a]) - 1)
+            job.standalone_time_s + slowdown + job.spread_penalty_s * (len(spans[a]) - 1)
         )
         shared += job.weight * slowdown
     atomic = all(len(s) == 1 for s in spans)
@@ -373,13 +373,13 @@ def _node_level(
         a, b = tasks[src].id, tasks[dst].id
         ha, hb = servers[where[a]], servers[where[b]]
         if ha.name != hb.name:
-            comm += volume / min(ha.nic_bandwidth, hb.nic_bandwidth)
+            comm += volume / min(ha.nic_bandwidth_gbps, hb.nic_bandwidth_gbps)
             continue
         ga, gb = gpu_of.get(a), gpu_of.get(b)
         if ga is None and gb is None:
             continue
         if ga is None or gb is None:
-            comm += volume / ha.gpu_bandwidth
+            comm += volume / ha.gpu_bandwidth_gbps
         elif ga != gb:
             comm += volume / ha.gpu_pair_bandwidth(ga, gb)
     return cost + instance.comm_weight * comm

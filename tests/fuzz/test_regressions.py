@@ -82,8 +82,8 @@ FILE_CASES: list[tuple[str, list[str], dict[tuple[Any, ...], Any], str]] = [
     (
         "placement-instance",
         ["placement", "solve", "{f}", "--time-limit", "10", "--json"],
-        {("cluster", "servers", 0, "nic_load"): 1e308},
-        "nic_load breaking decoding",
+        {("cluster", "servers", 0, "nic_load_gbit"): 1e308},
+        "nic_load_gbit breaking decoding",
     ),
     (
         "tensorlights-instance",
