@@ -110,12 +110,15 @@ def validate(instance: TensorLightsInstance, solution: SimulationResult) -> Repo
     for j, job in enumerate(jobs):
         k = job.iterations
         # The job's own time scale: one standalone iteration, c_j + max_h n_j m_j / (|S_j| B_h).
-        scale = job.compute_time + max(
-            job.workers * job.message_bytes / len(job.ps_hosts) / instance.hosts[h].bandwidth
+        scale = job.compute_time_s + max(
+            job.workers
+            * job.message_bytes
+            / len(job.ps_hosts)
+            / instance.hosts[h].bandwidth_bytes_per_s
             for h in job.ps_hosts
         )
         scales[j] = scale
-        previous = job.start
+        previous = job.start_s
         for i in range(k):
             cs, ie = starts[j, i], ends[j, i]
             if not (np.isfinite(cs) and np.isfinite(ie)):
@@ -126,12 +129,12 @@ def validate(instance: TensorLightsInstance, solution: SimulationResult) -> Repo
                     iteration=i,
                 )
                 break
-            if not _same_time(cs, previous + job.compute_time, scale):
+            if not _same_time(cs, previous + job.compute_time_s, scale):
                 out.add(
                     "compute_phase",
                     f"job {j} broadcast {i} starts at {cs:.9g}, not {previous:.9g} + "
-                    f"c = {previous + job.compute_time:.9g}",
-                    amount=float(cs - previous - job.compute_time),
+                    f"c = {previous + job.compute_time_s:.9g}",
+                    amount=float(cs - previous - job.compute_time_s),
                     job=j,
                     iteration=i,
                 )
@@ -179,7 +182,7 @@ def validate(instance: TensorLightsInstance, solution: SimulationResult) -> Repo
         _check_work_conserving(instance, trace.times, trace.job_rate, starts, finish, offsets, out)
 
     # Completion and objectives.
-    begin = np.array([job.start for job in jobs])
+    begin = np.array([job.start_s for job in jobs])
     weights = np.array([job.weight for job in jobs])
     jct = completion - begin
     objectives: dict[str, float | None] = {"mean-jct": None, "weighted-jct": None, "makespan": None}
@@ -270,7 +273,7 @@ def _check_trace(
                 host=int(h),
             )
         return
-    bandwidth = np.array([host.bandwidth for host in instance.hosts])
+    bandwidth = np.array([host.bandwidth_bytes_per_s for host in instance.hosts])
     allowed = np.zeros((n_jobs, n_hosts), dtype=bool)
     for j, job in enumerate(jobs):
         allowed[j, list(job.ps_hosts)] = True
@@ -388,7 +391,7 @@ def _check_work_conserving(
         hi_arr = np.array([m[1] for m in merged])
         idx = np.searchsorted(lo_arr, mid, "right") - 1
         busy = (idx >= 0) & (mid < hi_arr[np.maximum(idx, 0)]) & (dt > 0)
-        capacity = instance.hosts[h].bandwidth
+        capacity = instance.hosts[h].bandwidth_bytes_per_s
         for s in np.nonzero(busy & (total[:, h] < capacity * (1.0 - CAPACITY_TOL)))[0]:
             out.add(
                 "work_conservation",
