@@ -87,7 +87,7 @@ def test_commit_refuses_overflow():
     inst = OasisInstance.from_dict(
         {
             "horizon": 2,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "bandwidth"],
             "worker_servers": [{"capacity": {"gpu": 2, "bandwidth": 10}}],
             "ps_servers": [{"capacity": {"gpu": 0, "bandwidth": 10}}],
@@ -97,7 +97,7 @@ def test_commit_refuses_overflow():
                     "epochs": 1,
                     "chunks": 4,
                     "minibatches": 1,
-                    "minibatch_seconds": 1.0,
+                    "minibatch_s": 1.0,
                     "gradient_mb": 0.0,
                     "worker_demand": {"gpu": 1, "bandwidth": 1},
                     "ps_demand": {"bandwidth": 2},
@@ -192,7 +192,7 @@ def _two_job_instance(demand_a: dict, demand_b: dict) -> OasisInstance:
             "epochs": 10,
             "chunks": 8,
             "minibatches": 1,
-            "minibatch_seconds": 1.0,
+            "minibatch_s": 1.0,
             "gradient_mb": 0.0,
             "worker_demand": d,
             "ps_demand": {"cpu": 0.1, "bandwidth": d["bandwidth"]},
@@ -202,7 +202,7 @@ def _two_job_instance(demand_a: dict, demand_b: dict) -> OasisInstance:
     return OasisInstance.from_dict(
         {
             "horizon": 2,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "cpu", "bandwidth"],
             "worker_servers": [{"capacity": {"gpu": 9, "cpu": 18, "bandwidth": 100}}],
             "ps_servers": [{"capacity": {"gpu": 0, "cpu": 100, "bandwidth": 100}}],

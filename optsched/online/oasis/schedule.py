@@ -330,9 +330,7 @@ def validate(instance: OasisInstance, schedule: Schedule) -> Report:
                 for r_idx, r in enumerate(instance.resources):
                     use[r_idx] += n * demand.get(r, 0.0)
         work_done = sum(per_slot_w.values())
-        need = (
-            job.epochs * job.chunks * job.minibatches * job.minibatch_slots(instance.slot_seconds)
-        )
+        need = job.epochs * job.chunks * job.minibatches * job.minibatch_slots(instance.slot_s)
         if not leq(need, work_done, WORK_TOL):
             bad("work_requirement", f"{name}: {work_done} worker-slots < required {need:.6g}", i)
         for t, n in per_slot_w.items():
