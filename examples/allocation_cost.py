@@ -49,7 +49,7 @@ def main() -> None:
     jobs = list(inst.jobs)
     best = max(jobs[first].throughput)
     jobs[first] = jobs[first].model_copy(
-        update={"time_to_deadline": jobs[first].steps_remaining / (2 * best)}
+        update={"time_to_deadline_s": jobs[first].steps_remaining / (2 * best)}
     )
     tight = inst.model_copy(update={"jobs": tuple(jobs)})
     try:

@@ -76,7 +76,7 @@ def test_no_grid_point_beats_the_lp(policy: str) -> None:
         jobs=[
             AllocationJob(job_id="a", throughput=(4.0, 1.0), steps_remaining=100.0),
             AllocationJob(
-                job_id="b", throughput=(3.0, 2.0), steps_remaining=60.0, time_since_start=10.0
+                job_id="b", throughput=(3.0, 2.0), steps_remaining=60.0, time_since_start_s=10.0
             ),
         ],
     )

@@ -83,7 +83,7 @@ def test_cost_picks_the_most_steps_per_dollar() -> None:
 def test_deadlines_move_work_to_faster_gpus() -> None:
     """The SLO forces a job off its cheapest type onto enough V100 time to finish in time."""
     job = AllocationJob(
-        job_id="a", throughput=(10.0, 6.0, 1.0), steps_remaining=7200.0, time_to_deadline=900.0
+        job_id="a", throughput=(10.0, 6.0, 1.0), steps_remaining=7200.0, time_to_deadline_s=900.0
     )
     inst = AllocationInstance(gpu_types=("v100", "p100", "k80"), capacity=(1, 1, 1), jobs=[job])
     res = solve(inst, "min-cost-slo-perf")
@@ -103,7 +103,7 @@ def test_a_deadline_no_gpu_can_meet_is_reported_infeasible_naming_the_job() -> N
     jobs = [
         AllocationJob(job_id="ok", throughput=(2.0,), steps_remaining=10.0),
         AllocationJob(
-            job_id="late", throughput=(2.0,), steps_remaining=1000.0, time_to_deadline=10
+            job_id="late", throughput=(2.0,), steps_remaining=1000.0, time_to_deadline_s=10
         ),
     ]
     inst = AllocationInstance(gpu_types=("v100",), capacity=(2,), jobs=jobs)
@@ -119,7 +119,9 @@ def test_a_deadline_no_gpu_can_meet_is_reported_infeasible_naming_the_job() -> N
 def test_deadlines_that_only_clash_are_reported_infeasible() -> None:
     """Each job alone could finish in time; both on one GPU cannot (HiGHS proves it)."""
     jobs = [
-        AllocationJob(job_id=f"j{i}", throughput=(1.0,), steps_remaining=60.0, time_to_deadline=100)
+        AllocationJob(
+            job_id=f"j{i}", throughput=(1.0,), steps_remaining=60.0, time_to_deadline_s=100
+        )
         for i in range(2)
     ]
     inst = AllocationInstance(gpu_types=("v100",), capacity=(1,), jobs=jobs)
@@ -147,7 +149,7 @@ def test_generated_slo_rounds_are_solved_and_valid() -> None:
         ({"gpu_types": ["v100", "h200"], "capacity": [1, 1]}, "prices"),
         ({"prices": [1.0, 2.0]}, "prices"),
         ({"prices": [0.0]}, "prices[0]"),
-        ({"jobs": [{"job_id": "a", "throughput": [1.0], "time_to_deadline": -1.0}]}, "jobs"),
+        ({"jobs": [{"job_id": "a", "throughput": [1.0], "time_to_deadline_s": -1.0}]}, "jobs"),
     ],
 )
 def test_bad_prices_and_deadlines_name_the_field(update: dict, field: str) -> None:

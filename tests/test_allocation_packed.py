@@ -78,7 +78,7 @@ def _two_jobs(fa: float, fb: float) -> AllocationInstance:
                 throughput=(2.0,),
                 job_type="B",
                 steps_remaining=60.0,
-                time_since_start=10.0,
+                time_since_start_s=10.0,
             ),
         ],
         pair_throughputs=[PairThroughput(job_types=("A", "B"), normalized=((fa, fb),))],

@@ -80,8 +80,8 @@ def lease_rounds(draw: st.DrawFn, max_jobs: int = 5, ample: bool = False) -> All
                 throughput=tuple(thr),
                 scale_factor=sfs[i],
                 steps_remaining=draw(st.sampled_from([0.0, 100.0, 2000.0, 50000.0])),
-                time_since_start=draw(st.sampled_from([0.0, 60.0, 3000.0])),
-                isolated_time=draw(st.sampled_from([0.0, 30.0])),
+                time_since_start_s=draw(st.sampled_from([0.0, 60.0, 3000.0])),
+                isolated_time_s=draw(st.sampled_from([0.0, 30.0])),
             )
         )
     return AllocationInstance(gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs)
@@ -180,8 +180,8 @@ def test_lease_rho_is_the_ftf_objective_when_the_lease_covers_the_job() -> None:
         job_id="a",
         throughput=(4.0, 1.0),
         steps_remaining=100.0,
-        time_since_start=50.0,
-        isolated_time=20.0,
+        time_since_start_s=50.0,
+        isolated_time_s=20.0,
     )
     inst = AllocationInstance(gpu_types=("v100", "k80"), capacity=(1, 1), jobs=(job,))
     none, on = lease_rho(inst, lease_seconds=1000.0)
@@ -287,7 +287,7 @@ def test_grouped_apps_bid_with_their_slowest_job() -> None:
             job_id=f"j{i}",
             throughput=(2.0 + i, 1.0),
             steps_remaining=5000.0,
-            time_since_start=100.0 * i,
+            time_since_start_s=100.0 * i,
         )
         for i in range(3)
     )

@@ -62,9 +62,9 @@ def rounds(
         for name, choices in (
             ("weight", weights),
             ("steps_remaining", steps),
-            ("time_since_start", since),
-            ("isolated_time", isolated),
-            ("time_to_deadline", deadlines),
+            ("time_since_start_s", since),
+            ("isolated_time_s", isolated),
+            ("time_to_deadline_s", deadlines),
             ("job_type", job_types),
         ):
             if choices is not None:

@@ -59,15 +59,15 @@ class AllocationJob(Frozen):
     """Priority weight (larger = more share under the fairness policies)."""
     steps_remaining: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """Steps the job still has to run."""
-    time_since_start: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    time_since_start_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Seconds since the job arrived (finish-time fairness)."""
-    isolated_time: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    isolated_time_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Seconds of progress it would have made so far with its isolated share (finish-time
     fairness's denominator history)."""
     job_type: str | None = Field(default=None, min_length=1, max_length=200)
     """Co-location class for space sharing (e.g. ``"('ResNet-18', 1)"``): the key of
     :attr:`AllocationInstance.pair_throughputs`. ``None``: the job never shares its GPUs."""
-    time_to_deadline: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    time_to_deadline_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Seconds from now to the job's deadline (its SLO), or ``None`` for no deadline. The
     ``min-cost-slo`` policies require its effective throughput to be at least
     ``steps_remaining`` divided by this."""
@@ -246,17 +246,19 @@ class AllocationInstance(Frozen):
     @cached_property
     def since_start(self) -> NDArray[np.float64]:
         """Seconds since each job arrived, shape (jobs,)."""
-        return self._column("time_since_start")
+        return self._column("time_since_start_s")
 
     @cached_property
     def isolated_times(self) -> NDArray[np.float64]:
         """Each job's isolated-share history :math:`h_m`, shape (jobs,)."""
-        return self._column("isolated_time")
+        return self._column("isolated_time_s")
 
     @cached_property
     def deadlines(self) -> NDArray[np.float64]:
         """Seconds to each job's deadline, ``inf`` where it has none, shape (jobs,)."""
-        values = (math.inf if j.time_to_deadline is None else j.time_to_deadline for j in self.jobs)
+        values = (
+            math.inf if j.time_to_deadline_s is None else j.time_to_deadline_s for j in self.jobs
+        )
         return np.fromiter(values, dtype=np.float64, count=self.n_jobs)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:

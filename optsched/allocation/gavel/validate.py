@@ -172,7 +172,7 @@ def _late_jobs(instance: AllocationInstance, x: np.ndarray, *, aware: bool) -> l
     """
     out: list[Violation] = []
     for m, job in enumerate(instance.jobs):
-        due = job.time_to_deadline
+        due = job.time_to_deadline_s
         if due is None or job.steps_remaining <= 0:
             continue
         speeds = list(job.throughput)

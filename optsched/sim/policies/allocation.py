@@ -233,10 +233,10 @@ class AllocationLP(Policy):
                     scale_factor=s.job.num_gpus,
                     weight=s.job.weight,
                     steps_remaining=left,
-                    time_since_start=max(state.now - s.job.arrival, 0.0),
-                    isolated_time=history,
+                    time_since_start_s=max(state.now - s.job.arrival, 0.0),
+                    isolated_time_s=history,
                     job_type=self.job_type(state, s),
-                    time_to_deadline=due if due > 0 else None,
+                    time_to_deadline_s=due if due > 0 else None,
                 )
             )
         if not jobs:

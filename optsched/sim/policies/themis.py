@@ -116,8 +116,8 @@ class Themis(Policy):
                     scale_factor=s.job.num_gpus,
                     weight=s.job.weight,
                     steps_remaining=left,
-                    time_since_start=max(state.now - s.job.arrival, 0.0),
-                    isolated_time=history,
+                    time_since_start_s=max(state.now - s.job.arrival, 0.0),
+                    isolated_time_s=history,
                 )
             )
         if not jobs:
