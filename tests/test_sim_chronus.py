@@ -177,7 +177,7 @@ def test_registry_and_bad_options() -> None:
     assert {"chronus", "chronus-greedy"} <= set(POLICIES)
     assert make_policy("chronus-greedy").round_seconds == 1200.0
     for kwargs, field in (
-        ({"lease_seconds": 0.0}, "lease_seconds"),
+        ({"lease_s": 0.0}, "lease_s"),
         ({"mode": "exact"}, "mode"),
         ({"max_leases": 0}, "max_leases"),
         ({"time_limit": -1.0}, "time_limit"),

@@ -184,7 +184,7 @@ def test_lease_rho_is_the_ftf_objective_when_the_lease_covers_the_job() -> None:
         isolated_time_s=20.0,
     )
     inst = AllocationInstance(gpu_types=("v100", "k80"), capacity=(1, 1), jobs=(job,))
-    none, on = lease_rho(inst, lease_seconds=1000.0)
+    none, on = lease_rho(inst, lease_s=1000.0)
     for j in range(2):
         x = np.zeros((1, 2))
         x[0, j] = 1.0
@@ -194,7 +194,7 @@ def test_lease_rho_is_the_ftf_objective_when_the_lease_covers_the_job() -> None:
     q = 0.5 * 4.0 + 0.5 * 1.0
     assert none[0] == pytest.approx((50.0 + 1000.0 + 100.0 / q) / (20.0 + 100.0 / q))
     # A lease shorter than the job: the lease on the type, the isolated share after it.
-    _, short = lease_rho(inst, lease_seconds=10.0)
+    _, short = lease_rho(inst, lease_s=10.0)
     assert short[0, 1] == pytest.approx((50.0 + 10.0 + (100.0 - 10.0) / q) / (20.0 + 100.0 / q))
 
 
@@ -313,9 +313,9 @@ def test_grouped_apps_bid_with_their_slowest_job() -> None:
         ({"fairness": -0.1}, "fairness"),
         ({"fairness": float("nan")}, "fairness"),
         ({"fairness": True}, "fairness"),
-        ({"lease_seconds": 0.0}, "lease_seconds"),
-        ({"lease_seconds": -600.0}, "lease_seconds"),
-        ({"lease_seconds": float("inf")}, "lease_seconds"),
+        ({"lease_s": 0.0}, "lease_s"),
+        ({"lease_s": -600.0}, "lease_s"),
+        ({"lease_s": float("inf")}, "lease_s"),
     ],
 )
 def test_bad_options_name_their_field(kwargs: dict[str, float], field: str) -> None:
@@ -362,7 +362,7 @@ def test_the_policy_runs_leases_and_its_runs_validate(group_by: str) -> None:
 
         jobs = tuple(dataclasses.replace(j, user=f"u{j.index % 2}") for j in world.jobs)
         world = dataclasses.replace(world, jobs=jobs)
-    policy = Themis(fairness=0.5, lease_seconds=300.0, group_by=group_by)  # type: ignore[arg-type]
+    policy = Themis(fairness=0.5, lease_s=300.0, group_by=group_by)  # type: ignore[arg-type]
     result = sim.simulate(world, policy)
     assert sim.validate(world, result).ok
     assert policy.leases and all(1 <= lease.participants <= lease.apps for lease in policy.leases)
