@@ -101,9 +101,9 @@ def test_greedy_is_deterministic_for_a_seed() -> None:
 
 def _one_job(**job: object) -> AndreasInstance:
     return AndreasInstance(
-        now=100.0,
-        period=600.0,
-        energy_price=0.25,
+        now_s=100.0,
+        period_s=600.0,
+        energy_price_per_kwh=0.25,
         node_types=[
             NodeType(name="v", gpu_type="v100", gpus_per_node=2, nodes=2, power_watts=300.0),
             NodeType(name="k", gpu_type="k80", gpus_per_node=4, nodes=1, power_watts=150.0),
@@ -112,9 +112,9 @@ def _one_job(**job: object) -> AndreasInstance:
             AndreasJob(
                 job_id="a",
                 configurations=[
-                    Configuration(node_type="v", gpus=1, runtime=3600.0),
-                    Configuration(node_type="v", gpus=4, runtime=1200.0),
-                    Configuration(node_type="k", gpus=4, runtime=5000.0),
+                    Configuration(node_type="v", gpus=1, runtime_s=3600.0),
+                    Configuration(node_type="v", gpus=4, runtime_s=1200.0),
+                    Configuration(node_type="k", gpus=4, runtime_s=5000.0),
                 ],
                 **job,  # type: ignore[arg-type]
             )
@@ -123,7 +123,7 @@ def _one_job(**job: object) -> AndreasInstance:
 
 
 def test_costs_in_closed_form() -> None:
-    inst = _one_job(due=2000.0, weight=0.01)
+    inst = _one_job(due_s=2000.0, weight=0.01)
     # v100 x1: 300 W * 3600 s = 0.3 kWh -> 0.075; completion 3700 -> 1700 s late -> 17.
     run = AndreasPlan((Assignment("a", "v", 1, (1,)),))
     report = validate(inst, run)
@@ -207,7 +207,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                 "jobs": [
                     {
                         "job_id": "a",
-                        "configurations": [{"node_type": "v", "gpus": 6, "runtime": 10.0}],
+                        "configurations": [{"node_type": "v", "gpus": 6, "runtime_s": 10.0}],
                     }
                 ],
             },
@@ -227,7 +227,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                 "jobs": [
                     {
                         "job_id": "a",
-                        "configurations": [{"node_type": "x", "gpus": 1, "runtime": 10.0}],
+                        "configurations": [{"node_type": "x", "gpus": 1, "runtime_s": 10.0}],
                     }
                 ],
             },
@@ -259,9 +259,9 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                         "power_watts": 300.0,
                     }
                 ],
-                "energy_price": -1.0,
+                "energy_price_per_kwh": -1.0,
             },
-            "energy_price",
+            "energy_price_per_kwh",
         ),
     ],
 )

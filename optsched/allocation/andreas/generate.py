@@ -5,7 +5,7 @@ power of :data:`optsched.power.GPU_POWER_WATTS`. A job's single-GPU runtime on V
 between 20 minutes and 4 hours; P100 and K80 are slower by job-dependent factors (1.2-2.5 and
 2-6, the spread of Gavel's measured throughputs); ``g`` GPUs take :math:`t_1 / g^{\eta}` with
 a scaling efficiency :math:`\eta \in [0.6, 0.95]` per job. Due dates fall between 0.5 and 3
-times the job's fastest runtime after ``now``; weights are between 1e-5 and 1e-4 per second,
+times the job's fastest runtime after ``now_s``; weights are between 1e-5 and 1e-4 per second,
 the order of the energy cost of one GPU-second at the default price.
 """
 
@@ -33,9 +33,9 @@ def generate_instance(
     nodes: int = 1,
     gpus_per_node: int = 4,
     counts: tuple[int, ...] = (1, 2, 4),
-    now: float = 0.0,
-    period: float = 600.0,
-    energy_price: float = 0.2,
+    now_s: float = 0.0,
+    period_s: float = 600.0,
+    energy_price_per_kwh: float = 0.2,
     seed: int = 0,
 ) -> AndreasInstance:
     """A random scheduling point with ``n_jobs`` queued jobs.
@@ -50,7 +50,7 @@ def generate_instance(
     counts : tuple of int
         GPU counts each job allows (those above ``gpus_per_node`` that are not multiples of it
         are dropped).
-    now, period, energy_price : float
+    now_s, period_s, energy_price_per_kwh : float
     seed : int
 
     Examples
@@ -76,19 +76,23 @@ def generate_instance(
         eta = float(rng.uniform(0.6, 0.95))
         slow = {t: float(rng.uniform(*_SLOWDOWN.get(t, (1.0, 3.0)))) for t in gpu_types}
         configs = tuple(
-            Configuration(node_type=t, gpus=g, runtime=round(base * slow[t] / g**eta, 3))
+            Configuration(node_type=t, gpus=g, runtime_s=round(base * slow[t] / g**eta, 3))
             for t in gpu_types
             for g in allowed
         )
-        fastest = min(c.runtime for c in configs)
+        fastest = min(c.runtime_s for c in configs)
         jobs.append(
             AndreasJob(
                 job_id=f"job{i}",
-                due=round(now + float(rng.uniform(0.5, 3.0)) * fastest, 3),
+                due_s=round(now_s + float(rng.uniform(0.5, 3.0)) * fastest, 3),
                 weight=round(float(rng.uniform(1e-5, 1e-4)), 8),
                 configurations=configs,
             )
         )
     return AndreasInstance(
-        now=now, period=period, energy_price=energy_price, node_types=node_types, jobs=tuple(jobs)
+        now_s=now_s,
+        period_s=period_s,
+        energy_price_per_kwh=energy_price_per_kwh,
+        node_types=node_types,
+        jobs=tuple(jobs),
     )

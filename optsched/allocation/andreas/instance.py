@@ -80,11 +80,11 @@ class NodeType(Frozen):
 
 
 class Configuration(Frozen):
-    """One allowed way to run a job: ``gpus`` GPUs of ``node_type``, taking ``runtime`` s."""
+    """One allowed way to run a job: ``gpus`` GPUs of ``node_type``, taking ``runtime_s`` s."""
 
     node_type: str = Field(min_length=1, max_length=200)
     gpus: int = Field(ge=1, le=1_000_000)
-    runtime: float = Field(gt=0, le=_BIG, allow_inf_nan=False)
+    runtime_s: float = Field(gt=0, le=_BIG, allow_inf_nan=False)
     """:math:`t_{jc}`: predicted seconds to finish the job's remaining work."""
 
 
@@ -92,7 +92,7 @@ class AndreasJob(Frozen):
     """A queued job."""
 
     job_id: str = Field(min_length=1, max_length=200)
-    due: float | None = Field(default=None, ge=0, le=_BIG, allow_inf_nan=False)
+    due_s: float | None = Field(default=None, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`d_j`, absolute seconds (``None``: no due date, never tardy)."""
     weight: float = Field(default=1.0, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`\\omega_j`: cost per second of tardiness (same currency as the energy price)."""
@@ -101,7 +101,7 @@ class AndreasJob(Frozen):
     @property
     def slowest(self) -> float:
         r""":math:`\max_c t_{jc}`."""
-        return max(c.runtime for c in self.configurations)
+        return max(c.runtime_s for c in self.configurations)
 
 
 class AndreasInstance(Frozen):
@@ -123,18 +123,18 @@ class AndreasInstance(Frozen):
     >>> inst = AndreasInstance(
     ...     node_types=[NodeType(name="v100", gpu_type="v100", gpus_per_node=4, nodes=1,
     ...                          power_watts=300.0)],
-    ...     jobs=[AndreasJob(job_id="a", due=3600.0, configurations=[
-    ...         Configuration(node_type="v100", gpus=1, runtime=7200.0)])])
+    ...     jobs=[AndreasJob(job_id="a", due_s=3600.0, configurations=[
+    ...         Configuration(node_type="v100", gpus=1, runtime_s=7200.0)])])
     >>> inst.n_jobs, inst.total_gpus
     (1, 4)
     """
 
     kind: str = Field(default="andreas-instance", pattern="^andreas-instance$")
-    now: float = Field(default=0.0, ge=0, le=_BIG, allow_inf_nan=False)
+    now_s: float = Field(default=0.0, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`t_0`, seconds."""
-    period: float = Field(default=600.0, gt=0, le=_BIG, allow_inf_nan=False)
+    period_s: float = Field(default=600.0, gt=0, le=_BIG, allow_inf_nan=False)
     """:math:`H`, seconds to the next scheduling point at the latest."""
-    energy_price: float = Field(default=0.2, ge=0, le=_BIG, allow_inf_nan=False)
+    energy_price_per_kwh: float = Field(default=0.2, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`\\pi`, currency per kWh."""
     postponed_energy: PostponedEnergy = "min"
     node_types: tuple[NodeType, ...] = Field(min_length=1, max_length=1000)
@@ -207,8 +207,9 @@ class AndreasInstance(Frozen):
     def __repr__(self) -> str:
         types = ", ".join(f"{t.name}={t.nodes}x{t.gpus_per_node}" for t in self.node_types)
         return (
-            f"AndreasInstance(now={self.now:g}, period={self.period:g}, jobs={self.n_jobs}, "
-            f"nodes=[{types}], price={self.energy_price:g}/kWh)"
+            f"AndreasInstance(now_s={self.now_s:g}, period_s={self.period_s:g}, "
+            f"jobs={self.n_jobs}, "
+            f"nodes=[{types}], price={self.energy_price_per_kwh:g}/kWh)"
         )
 
 

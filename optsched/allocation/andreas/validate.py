@@ -31,23 +31,23 @@ def decision_cost(
     """
     power = {t.name: t.power_watts for t in instance.node_types}
     energies = {
-        (c.node_type, c.gpus): instance.energy_price
+        (c.node_type, c.gpus): instance.energy_price_per_kwh
         * power[c.node_type]
         * c.gpus
-        * c.runtime
+        * c.runtime_s
         / JOULES_PER_KWH
         for c in job.configurations
     }
     if node_type is None:
         energy = min(energies.values()) if instance.postponed_energy == "min" else 0.0
-        completion = instance.now + instance.period + job.slowest
+        completion = instance.now_s + instance.period_s + job.slowest
     else:
         energy = energies[(node_type, gpus)]
         runtime = next(
-            c.runtime for c in job.configurations if (c.node_type, c.gpus) == (node_type, gpus)
+            c.runtime_s for c in job.configurations if (c.node_type, c.gpus) == (node_type, gpus)
         )
-        completion = instance.now + runtime
-    tardy = 0.0 if job.due is None else max(0.0, completion - job.due)
+        completion = instance.now_s + runtime
+    tardy = 0.0 if job.due_s is None else max(0.0, completion - job.due_s)
     return energy, job.weight * tardy
 
 
@@ -126,7 +126,9 @@ def validate(instance: AndreasInstance, plan: AndreasPlan) -> Report:
         energy += e
         tardiness += w
         runtime = next(
-            c.runtime for c in job.configurations if (c.node_type, c.gpus) == (a.node_type, a.gpus)
+            c.runtime_s
+            for c in job.configurations
+            if (c.node_type, c.gpus) == (a.node_type, a.gpus)
         )
         kwh += t.power_watts * a.gpus * runtime / JOULES_PER_KWH
     for (name, n), gpus in sorted(used.items()):

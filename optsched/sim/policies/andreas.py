@@ -208,7 +208,7 @@ class Andreas(Policy):
                     if rate > 0:
                         # a job within TIME_TOL of its end still needs a positive runtime
                         runtime = max(restore + s.remaining / rate, TIME_TOL)
-                        configs.append(Configuration(node_type=t.name, gpus=g, runtime=runtime))
+                        configs.append(Configuration(node_type=t.name, gpus=g, runtime_s=runtime))
             if not configs:
                 outside.append(job.job_id)
                 continue
@@ -223,15 +223,15 @@ class Andreas(Policy):
             jobs.append(
                 AndreasJob(
                     job_id=job.job_id,
-                    due=None if due is None else max(due, 0.0),
+                    due_s=None if due is None else max(due, 0.0),
                     weight=job.weight * self.tardiness_cost,
                     configurations=tuple(configs),
                 )
             )
         inst = AndreasInstance(
-            now=state.now,
-            period=self.period,
-            energy_price=self.energy_price,
+            now_s=state.now,
+            period_s=self.period,
+            energy_price_per_kwh=self.energy_price,
             postponed_energy="min",
             node_types=tuple(node_types),
             jobs=tuple(jobs),
