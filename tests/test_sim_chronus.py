@@ -90,7 +90,7 @@ def _generated(seed: int, restore: float = 0.0) -> World:
         10,
         "v100=4,k80=4",
         seed=seed,
-        restore_seconds=restore,
+        restore_s=restore,
         deadline_fraction=0.6,
         mean_interarrival=200.0,
         mu=6.5,

@@ -29,7 +29,7 @@ from optsched.tolerances import TIME_TOL, within
 def _world(gang: int = 2, steps: float = 120.0, restore: float = 0.0, count: int = 8) -> World:
     cluster = ClusterSpec(gpu_types=(GpuType(name="fast", count=count, gpus_per_server=4),))
     frame = job_frame([{"model": "A", "total_steps": steps, "num_gpus": gang}])
-    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_seconds=restore)
+    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
 
 
 class Sized(Policy):

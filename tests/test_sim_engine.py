@@ -168,8 +168,8 @@ def test_every_policy_run_validates(world: World, name: str) -> None:
 
 @given(worlds(max_jobs=5), st.sampled_from([None, 1.0, 5.0]))
 def test_rounds_or_events_srtf_validates(world: World, rounds: float | None) -> None:
-    if rounds is not None and rounds <= world.restore_seconds:
-        rounds = world.restore_seconds + 1.0
+    if rounds is not None and rounds <= world.restore_s:
+        rounds = world.restore_s + 1.0
     result = simulate(world, SRTF(), round_seconds=rounds)
     assert validate(world, result).ok
     assert result.all_finished

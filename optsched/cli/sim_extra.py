@@ -169,7 +169,7 @@ def sweep_command(
     loads: tuple[float, ...],
     store: Path | None,
     round_seconds: float | None,
-    restore_seconds: float,
+    restore_s: float,
     throughputs: Path | None,
     reference: str,
     backend: str,
@@ -194,7 +194,7 @@ def sweep_command(
             seeds=seeds,
             loads=loads,
             round_seconds=round_seconds,
-            restore_seconds=restore_seconds,
+            restore_s=restore_s,
             throughputs=throughputs,
             reference=reference,
             backend=backend,
@@ -211,7 +211,7 @@ def sweep_command(
             "loads": "--loads",
             "backend": "--backend",
             "round_seconds": "--round-seconds",
-            "restore_seconds": "--restore-seconds",
+            "restore_s": "--restore-seconds",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -332,6 +332,7 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--restore-seconds",
+            "restore_s",
             type=click.FloatRange(min=0),
             default=0.0,
             show_default=True,

@@ -85,7 +85,7 @@ def world_from_trace(
     cluster: ClusterSpec,
     throughputs: Throughputs | None = None,
     *,
-    restore_seconds: float = 0.0,
+    restore_s: float = 0.0,
 ) -> World:
     """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table."""
     frame = getattr(trace, "jobs", trace)
@@ -94,7 +94,7 @@ def world_from_trace(
         frame,
         cluster,
         throughputs,
-        restore_seconds=restore_seconds,
+        restore_s=restore_s,
         file=None if file is None else str(file),
     )
 

@@ -8,7 +8,7 @@ next round, and GPUs a job frees mid-round stay idle until it.
 
 **Between decision points** every placed job progresses at its rate (alone or paired, consolidated
 or not; see :meth:`World.rate <optsched.sim.World.rate>`), except during the first
-``restore_seconds`` of a *run* that resumes a job which had run before (a run is a stretch of time
+``restore_s`` of a *run* that resumes a job which had run before (a run is a stretch of time
 on one unchanged placement). When a job's work is done it completes at that exact time and
 frees its GPUs; a job sharing its GPUs continues alone, at its alone rate, in the same run.
 
@@ -17,7 +17,7 @@ wake-ups, every loop iteration consumes an arrival batch, a completion, a round 
 the loop runs at most ``2 n + R + W + 1`` times; that bound is checked against
 ``limits.max_events`` before anything runs. The horizon (``max_time``) defaults to the last arrival
 plus twice the sum, over jobs, of the job's time alone on its slowest type (slowed by
-``L / (L - restore)`` in rounds), plus ``restore_seconds`` per possible event, plus ``n + 2``
+``L / (L - restore)`` in rounds), plus ``restore_s`` per possible event, plus ``n + 2``
 rounds (a job finishing mid-round leaves its GPUs idle until the round ends); a run cut short
 there says so (``SimResult.truncated``).
 
@@ -67,7 +67,7 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
         return 0.0
     slow = 1.0
     if round_seconds is not None:
-        slow = round_seconds / (round_seconds - world.restore_seconds)
+        slow = round_seconds / (round_seconds - world.restore_s)
     total = 0.0
     for j in world.jobs:
         rates = [
@@ -81,10 +81,7 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
     n = len(world.jobs)
     rs = round_seconds or 0.0
     return (
-        world.jobs[-1].arrival
-        + 2.0 * total * slow
-        + world.restore_seconds * (4 * n + 2)
-        + (n + 2) * rs
+        world.jobs[-1].arrival + 2.0 * total * slow + world.restore_s * (4 * n + 2) + (n + 2) * rs
     )
 
 
@@ -122,7 +119,7 @@ def simulate(
     Raises
     ------
     InvalidInstanceError
-        ``round_seconds`` not > ``world.restore_seconds`` or not finite, ``max_time`` not
+        ``round_seconds`` not > ``world.restore_s`` or not finite, ``max_time`` not
         finite, or the event bound over ``limits.max_events``.
     PolicyError
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
@@ -132,10 +129,10 @@ def simulate(
     if rs is not None:
         if not (isinstance(rs, int | float) and math.isfinite(rs) and rs > 0):
             raise InvalidInstanceError("round_seconds", f"must be a finite number > 0, got {rs!r}")
-        if rs <= world.restore_seconds:
+        if rs <= world.restore_s:
             raise InvalidInstanceError(
                 "round_seconds",
-                f"must exceed restore_seconds ({world.restore_seconds:g}) or no job could "
+                f"must exceed restore_s ({world.restore_s:g}) or no job could "
                 f"progress in a round, got {rs:g}",
             )
     horizon = default_horizon(world, rs) if max_time is None else max_time
@@ -180,7 +177,7 @@ class _Engine:
             for t in world.cluster.gpu_types
         }
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
-        self.restore = world.restore_seconds
+        self.restore = world.restore_s
         self.decisions = 0
         self.new_arrivals: list[int] = []
         self.finished_ids: list[str] = []

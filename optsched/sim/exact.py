@@ -38,7 +38,7 @@ before the last round is exactly what the engine accumulates, and the last run l
 
 Restrictions (refused with a field-named :class:`~optsched.errors.InvalidInstanceError`):
 
-* ``restore_seconds`` must be 0 (a preemption is free, so placements may change every round);
+* ``restore_s`` must be 0 (a preemption is free, so placements may change every round);
 * no space sharing (the model never pairs jobs);
 * placement: on a GPU type where some job's consolidated and spread rates differ, every server
   must hold ``gpus_per_server`` GPUs and the gang sizes must be *divisible*: the sizes below
@@ -171,14 +171,14 @@ def check_world(world: World) -> dict[str, bool]:
     Raises
     ------
     InvalidInstanceError
-        ``restore_seconds`` not 0, no jobs, an elastic job (``min_gpus``), or a GPU type whose
+        ``restore_s`` not 0, no jobs, an elastic job (``min_gpus``), or a GPU type whose
         servers or gang sizes do not allow every count-feasible round to be placed
         consolidated (``cluster``).
     """
-    if world.restore_seconds != 0:
+    if world.restore_s != 0:
         raise InvalidInstanceError(
-            "restore_seconds",
-            f"the exact model needs free preemption (0), got {world.restore_seconds:g}",
+            "restore_s",
+            f"the exact model needs free preemption (0), got {world.restore_s:g}",
         )
     if not world.jobs:
         raise InvalidInstanceError("jobs", "the exact model needs at least one job")

@@ -23,7 +23,7 @@ The instance, from the simulation state:
   metric, which must not guess, reports NaN there);
 * per queued job, a configuration per GPU type where it has a positive rate and its gang fits the
   empty cluster (on one server, or on whole servers): the predicted runtime is its remaining
-  steps over the throughput table's rate on that many GPUs, plus ``restore_seconds`` when it
+  steps over the throughput table's rate on that many GPUs, plus ``restore_s`` when it
   has run before; one configuration per GPU count from the job's ``min_gpus`` to its
   ``max_gpus`` (its own gang size alone unless the world is elastic,
   :meth:`World.elastic <optsched.sim.World.elastic>`), granted with ``Grant.num_gpus``;
@@ -198,7 +198,7 @@ class Andreas(Policy):
             if s.placement is not None:
                 continue
             job = s.job
-            restore = world.restore_seconds if s.executed_seconds > 0 else 0.0
+            restore = world.restore_s if s.executed_seconds > 0 else 0.0
             configs = []
             for t in world.cluster.gpu_types:
                 for g in range(job.min_gpus, job.max_gpus + 1):  # at most the largest type's count

@@ -16,7 +16,7 @@ is :math:`\lceil R / u \rceil` units, its rate on type :math:`g` on one server
 :math:`\lfloor \rho_g L / u \rfloor` and spread :math:`\lfloor \tilde\rho_g L / u \rfloor`
 (:meth:`World.rate <optsched.sim.World.rate>` with ``consolidated`` true or false). Rounding
 down rates and up work makes the plan conservative: a chosen job finishes within its interval
-in the simulator too, unless preemption costs (``restore_seconds``) eat into its rounds; then it
+in the simulator too, unless preemption costs (``restore_s``) eat into its rounds; then it
 is simply pending at the next boundary.
 
 Every packing step is kept in :attr:`AonlinePolicy.packings` (round, interval, pending and

@@ -178,7 +178,7 @@ class Chronus(Policy):
 
     def _speeds(self, state: SimState, s: JobState, lease: float) -> tuple[int, ...]:
         world = state.world
-        usable = max(0.0, lease - world.restore_seconds)
+        usable = max(0.0, lease - world.restore_s)
         out = []
         for t in world.cluster.gpu_types:
             if t.count < s.job.num_gpus:
