@@ -40,7 +40,7 @@ def brute_force(instance: AndreasInstance) -> float:
         options: list[Assignment | None] = [None]
         for c in job.configurations:
             t = types[c.node_type]
-            need = 1 if c.gpus <= t.gpus_per_node else c.gpus // t.gpus_per_node
+            need = 1 if c.gpus <= t.gpus_per_server else c.gpus // t.gpus_per_server
             for nodes in itertools.combinations(range(t.nodes), need):
                 options.append(Assignment(job.job_id, c.node_type, c.gpus, nodes))
         choices.append(options)
@@ -105,8 +105,8 @@ def _one_job(**job: object) -> AndreasInstance:
         period_s=600.0,
         energy_price_per_kwh=0.25,
         node_types=[
-            NodeType(name="v", gpu_type="v100", gpus_per_node=2, nodes=2, power_watts=300.0),
-            NodeType(name="k", gpu_type="k80", gpus_per_node=4, nodes=1, power_watts=150.0),
+            NodeType(name="v", gpu_type="v100", gpus_per_server=2, nodes=2, power_watts=300.0),
+            NodeType(name="k", gpu_type="k80", gpus_per_server=4, nodes=1, power_watts=150.0),
         ],
         jobs=[
             AndreasJob(
@@ -147,7 +147,7 @@ def test_costs_in_closed_form() -> None:
 
 
 def test_validator_catches_each_broken_plan_kind() -> None:
-    inst = generate_instance(3, nodes=1, gpus_per_node=4, seed=0)
+    inst = generate_instance(3, nodes=1, gpus_per_server=4, seed=0)
     a, b, c = (j.job_id for j in inst.jobs)
     cases = {
         "node_capacity": AndreasPlan(
@@ -167,7 +167,7 @@ def test_validator_catches_each_broken_plan_kind() -> None:
 
 
 def test_busy_gpus_are_respected() -> None:
-    inst = generate_instance(4, nodes=1, gpus_per_node=4, seed=1)
+    inst = generate_instance(4, nodes=1, gpus_per_server=4, seed=1)
     busy = inst.model_copy(
         update={
             "node_types": tuple(t.model_copy(update={"unavailable": (3,)}) for t in inst.node_types)
@@ -199,7 +199,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 1,
                         "power_watts": 300.0,
                     }
@@ -219,7 +219,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 1,
                         "power_watts": 300.0,
                     }
@@ -239,7 +239,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 2,
                         "power_watts": 300.0,
                         "unavailable": [1],
@@ -254,7 +254,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 1,
                         "power_watts": 300.0,
                     }

@@ -23,7 +23,7 @@ def tiny_instances(draw: st.DrawFn, max_jobs: int = 3) -> AndreasInstance:
             NodeType(
                 name=f"t{t}",
                 gpu_type=("v100", "k80")[t],
-                gpus_per_node=size,
+                gpus_per_server=size,
                 nodes=nodes,
                 power_watts=draw(st.sampled_from([150.0, 300.0])),
                 unavailable=busy if draw(st.booleans()) else (),
@@ -33,7 +33,7 @@ def tiny_instances(draw: st.DrawFn, max_jobs: int = 3) -> AndreasInstance:
     for j in range(draw(st.integers(0, max_jobs))):
         options = []
         for t in types:
-            counts = sorted({1, t.gpus_per_node, 2 * t.gpus_per_node})
+            counts = sorted({1, t.gpus_per_server, 2 * t.gpus_per_server})
             for g in draw(st.lists(st.sampled_from(counts), min_size=0, max_size=2, unique=True)):
                 options.append(
                     Configuration(

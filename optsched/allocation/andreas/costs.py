@@ -40,7 +40,7 @@ class DecisionCosts:
     per_node : ndarray of int
         GPUs taken on each node used (``gpus`` on one node, or whole nodes).
     nodes : ndarray of int
-        Nodes used (1, or ``gpus / gpus_per_node``).
+        Nodes used (1, or ``gpus / gpus_per_server``).
     run : ndarray of float
         :math:`\kappa_{jc}`.
     postpone : ndarray of float, shape (jobs,)
@@ -62,7 +62,7 @@ class DecisionCosts:
 def decision_costs(instance: AndreasInstance) -> DecisionCosts:
     """The costs of every decision (see the module notes)."""
     index = {t.name: i for i, t in enumerate(instance.node_types)}
-    size = np.array([t.gpus_per_node for t in instance.node_types], dtype=np.int64)
+    size = np.array([t.gpus_per_server for t in instance.node_types], dtype=np.int64)
     power = np.array([t.power_watts for t in instance.node_types], dtype=np.float64)
     job, kind, gpus, runtime = [], [], [], []
     first = [0]

@@ -31,7 +31,7 @@ def generate_instance(
     gpu_types: tuple[str, ...] = ("v100", "p100", "k80"),
     *,
     nodes: int = 1,
-    gpus_per_node: int = 4,
+    gpus_per_server: int = 4,
     counts: tuple[int, ...] = (1, 2, 4),
     now_s: float = 0.0,
     period_s: float = 600.0,
@@ -45,10 +45,10 @@ def generate_instance(
     n_jobs : int
     gpu_types : tuple of str
         One node type per GPU type (power from :data:`optsched.power.GPU_POWER_WATTS`).
-    nodes, gpus_per_node : int
+    nodes, gpus_per_server : int
         Nodes per type and their size.
     counts : tuple of int
-        GPU counts each job allows (those above ``gpus_per_node`` that are not multiples of it
+        GPU counts each job allows (those above ``gpus_per_server`` that are not multiples of it
         are dropped).
     now_s, period_s, energy_price_per_kwh : float
     seed : int
@@ -63,13 +63,13 @@ def generate_instance(
         NodeType(
             name=t,
             gpu_type=t,
-            gpus_per_node=gpus_per_node,
+            gpus_per_server=gpus_per_server,
             nodes=nodes,
             power_watts=gpu_power(t, field="gpu_types"),
         )
         for t in gpu_types
     )
-    allowed = [g for g in counts if g <= gpus_per_node or g % gpus_per_node == 0]
+    allowed = [g for g in counts if g <= gpus_per_server or g % gpus_per_server == 0]
     jobs = []
     for i in range(n_jobs):
         base = float(rng.uniform(1200.0, 14400.0))

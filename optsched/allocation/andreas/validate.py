@@ -97,8 +97,8 @@ def validate(instance: AndreasInstance, plan: AndreasPlan) -> Report:
             )
             continue
         t = types[a.node_type]
-        on_one = a.gpus <= t.gpus_per_node
-        need = 1 if on_one else a.gpus // t.gpus_per_node
+        on_one = a.gpus <= t.gpus_per_server
+        need = 1 if on_one else a.gpus // t.gpus_per_server
         if len(a.nodes) != need or len(set(a.nodes)) != len(a.nodes):
             out.append(
                 Violation(
@@ -119,7 +119,7 @@ def validate(instance: AndreasInstance, plan: AndreasPlan) -> Report:
             continue
         for n in a.nodes:
             key = (a.node_type, n)
-            used[key] = used.get(key, 0) + (a.gpus if on_one else t.gpus_per_node)
+            used[key] = used.get(key, 0) + (a.gpus if on_one else t.gpus_per_server)
         if decided[a.job] > 1:
             continue  # a duplicated job has no one decision to cost
         e, w = decision_cost(instance, job, a.node_type, a.gpus)
@@ -133,7 +133,7 @@ def validate(instance: AndreasInstance, plan: AndreasPlan) -> Report:
         kwh += t.power_watts * a.gpus * runtime / JOULES_PER_KWH
     for (name, n), gpus in sorted(used.items()):
         t = types[name]
-        free = t.gpus_per_node - (t.unavailable[n] if t.unavailable else 0)
+        free = t.gpus_per_server - (t.unavailable[n] if t.unavailable else 0)
         if gpus > free:
             out.append(
                 Violation(

@@ -186,7 +186,7 @@ class Andreas(Policy):
                 NodeType(
                     name=t.name,
                     gpu_type=t.name,
-                    gpus_per_node=t.gpus_per_server,
+                    gpus_per_server=t.gpus_per_server,
                     nodes=t.num_servers,
                     power_watts=self.watts(t.name),
                     unavailable=unavailable if any(unavailable) else (),
@@ -250,7 +250,7 @@ class Andreas(Policy):
             report.raise_if_invalid()  # a plan the model rejects is never carried out
             cost = float(report.objective or 0.0)
             for a in run.plan.assignments:
-                size = inst.node_type(a.node_type).gpus_per_node
+                size = inst.node_type(a.node_type).gpus_per_server
                 per = a.gpus if a.gpus <= size else size
                 grants.append(
                     Grant(
