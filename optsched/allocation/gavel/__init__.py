@@ -39,6 +39,8 @@ from optsched.results import ExactResult
 from optsched.solvers.result import SolveResult
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "PACKED_POLICIES",
     "POLICIES",
     "Allocation",
@@ -150,3 +152,7 @@ def solve(
         extra={"lp_solves": result.extra.get("lp_solves", 0), "lp": lp},
     )
     return out.require(accept_feasible)
+
+
+# Last: the declaration refers to solve, defined above.
+from optsched.allocation.gavel.family import ALGORITHMS, FAMILY  # noqa: E402
