@@ -57,7 +57,7 @@ def first_round(world: World) -> AllocationInstance:
     jobs = tuple(
         AllocationJob(
             job_id=j.job_id,
-            throughput=tuple(world.rate(j, name) for name in names),
+            throughput_steps_per_s=tuple(world.rate(j, name) for name in names),
             scale_factor=j.num_gpus,
             steps_remaining=j.work,
         )

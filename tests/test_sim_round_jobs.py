@@ -39,7 +39,7 @@ def test_each_active_job_as_an_allocation_job() -> None:
     assert out.states == states
     for s, job in zip(out.states, out.jobs, strict=True):
         assert job.job_id == s.job_id
-        assert job.throughput == tuple(state.rate(s, t) for t in out.gpu_types)
+        assert job.throughput_steps_per_s == tuple(state.rate(s, t) for t in out.gpu_types)
         assert job.scale_factor == s.job.num_gpus and job.weight == s.job.weight
         assert job.steps_remaining == pytest.approx(0.75 * s.job.work)
         assert job.time_since_start_s == 30.0 - s.job.arrival

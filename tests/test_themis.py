@@ -77,7 +77,7 @@ def lease_rounds(draw: st.DrawFn, max_jobs: int = 5, ample: bool = False) -> All
         jobs.append(
             AllocationJob(
                 job_id=f"j{i}",
-                throughput=tuple(thr),
+                throughput_steps_per_s=tuple(thr),
                 scale_factor=sfs[i],
                 steps_remaining=draw(st.sampled_from([0.0, 100.0, 2000.0, 50000.0])),
                 time_since_start_s=draw(st.sampled_from([0.0, 60.0, 3000.0])),
@@ -178,7 +178,7 @@ def test_lease_rho_is_the_ftf_objective_when_the_lease_covers_the_job() -> None:
     of running on j alone, computed by objective_value (a different code path)."""
     job = AllocationJob(
         job_id="a",
-        throughput=(4.0, 1.0),
+        throughput_steps_per_s=(4.0, 1.0),
         steps_remaining=100.0,
         time_since_start_s=50.0,
         isolated_time_s=20.0,
@@ -285,7 +285,7 @@ def test_grouped_apps_bid_with_their_slowest_job() -> None:
     jobs = tuple(
         AllocationJob(
             job_id=f"j{i}",
-            throughput=(2.0 + i, 1.0),
+            throughput_steps_per_s=(2.0 + i, 1.0),
             steps_remaining=5000.0,
             time_since_start_s=100.0 * i,
         )
@@ -322,7 +322,7 @@ def test_bad_options_name_their_field(kwargs: dict[str, float], field: str) -> N
     inst = AllocationInstance(
         gpu_types=("v100",),
         capacity=(1,),
-        jobs=(AllocationJob(job_id="a", throughput=(1.0,)),),
+        jobs=(AllocationJob(job_id="a", throughput_steps_per_s=(1.0,)),),
     )
     with pytest.raises(InvalidInstanceError) as err:
         themis(inst, **kwargs)  # type: ignore[arg-type]
@@ -334,7 +334,7 @@ def test_bad_options_name_their_field(kwargs: dict[str, float], field: str) -> N
 
 def test_auction_sizes_are_checked_against_the_budgets() -> None:
     jobs = tuple(
-        AllocationJob(job_id=f"j{i}", throughput=(1.0, 2.0, 3.0), steps_remaining=100.0)
+        AllocationJob(job_id=f"j{i}", throughput_steps_per_s=(1.0, 2.0, 3.0), steps_remaining=100.0)
         for i in range(6)
     )
     inst = AllocationInstance(gpu_types=("a", "b", "c"), capacity=(6, 6, 6), jobs=jobs)

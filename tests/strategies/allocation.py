@@ -56,7 +56,7 @@ def rounds(
             thr[best] = 1.0
         fields: dict[str, Any] = {
             "job_id": f"j{i}",
-            "throughput": tuple(thr),
+            "throughput_steps_per_s": tuple(thr),
             "scale_factor": draw(st.integers(1, top)),
         }
         for name, choices in (

@@ -64,7 +64,7 @@ def generate_instance(
     jobs = [
         AllocationJob(
             job_id=f"job{i}",
-            throughput=tuple(float(v) for v in np.round(base[i] * speedup[i], 6)),
+            throughput_steps_per_s=tuple(float(v) for v in np.round(base[i] * speedup[i], 6)),
             scale_factor=int(scale[i]),
             weight=1.0,
             steps_remaining=float(rng.integers(1_000, 100_000)),
@@ -83,7 +83,7 @@ def generate_instance(
             job.model_copy(
                 update={
                     "time_to_deadline_s": float(
-                        slack[i] * job.steps_remaining / max(job.throughput)
+                        slack[i] * job.steps_remaining / max(job.throughput_steps_per_s)
                     )
                 }
             )

@@ -50,7 +50,7 @@ class AllocationJob(Frozen):
 
     job_id: str = Field(min_length=1, max_length=200)
     """Unique name."""
-    throughput: tuple[float, ...]
+    throughput_steps_per_s: tuple[float, ...]
     """Steps per second of the job's whole gang on each GPU type (same order as the instance's
     ``gpu_types``); 0 where it cannot run."""
     scale_factor: int = Field(default=1, ge=1, le=1_000_000)
@@ -74,13 +74,13 @@ class AllocationJob(Frozen):
 
     @model_validator(mode="after")
     def _throughputs_finite(self) -> AllocationJob:
-        for j, value in enumerate(self.throughput):
+        for j, value in enumerate(self.throughput_steps_per_s):
             if not (math.isfinite(value) and value >= 0):
                 raise InvalidInstanceError(
-                    f"throughput[{j}]", f"must be a finite number >= 0, got {value}"
+                    f"throughput_steps_per_s[{j}]", f"must be a finite number >= 0, got {value}"
                 )
-        if not any(v > 0 for v in self.throughput):
-            raise InvalidInstanceError("throughput", "the job can run on no GPU type")
+        if not any(v > 0 for v in self.throughput_steps_per_s):
+            raise InvalidInstanceError("throughput_steps_per_s", "the job can run on no GPU type")
         return self
 
 
@@ -124,8 +124,8 @@ class AllocationInstance(Frozen):
     --------
     >>> inst = AllocationInstance(
     ...     gpu_types=("v100", "k80"), capacity=(1, 1),
-    ...     jobs=[AllocationJob(job_id="a", throughput=(4.0, 1.0)),
-    ...           AllocationJob(job_id="b", throughput=(2.0, 1.0))])
+    ...     jobs=[AllocationJob(job_id="a", throughput_steps_per_s=(4.0, 1.0)),
+    ...           AllocationJob(job_id="b", throughput_steps_per_s=(2.0, 1.0))])
     >>> inst.throughputs.tolist()
     [[4.0, 1.0], [2.0, 1.0]]
     """
@@ -169,16 +169,16 @@ class AllocationInstance(Frozen):
         limits.check_size("jobs", float(len(self.jobs)) * k, "max_model_variables", "variables")
         seen: set[str] = set()
         for i, job in enumerate(self.jobs):
-            if len(job.throughput) != k:
+            if len(job.throughput_steps_per_s) != k:
                 raise InvalidInstanceError(
-                    f"jobs[{i}].throughput", f"needs one entry per GPU type ({k})"
+                    f"jobs[{i}].throughput_steps_per_s", f"needs one entry per GPU type ({k})"
                 )
             if job.job_id in seen:
                 raise InvalidInstanceError(f"jobs[{i}].job_id", f"duplicate {job.job_id!r}")
             seen.add(job.job_id)
             fits = any(
                 t > 0 and job.scale_factor <= c
-                for t, c in zip(job.throughput, self.capacity, strict=True)
+                for t, c in zip(job.throughput_steps_per_s, self.capacity, strict=True)
             )
             if not fits:
                 raise InvalidInstanceError(
@@ -219,7 +219,7 @@ class AllocationInstance(Frozen):
     @cached_property
     def throughputs(self) -> NDArray[np.float64]:
         """:math:`T`, shape (jobs, types)."""
-        flat = chain.from_iterable(map(attrgetter("throughput"), self.jobs))
+        flat = chain.from_iterable(map(attrgetter("throughput_steps_per_s"), self.jobs))
         count = self.n_jobs * self.n_types
         return np.fromiter(flat, dtype=np.float64, count=count).reshape(self.n_jobs, self.n_types)
 

@@ -98,7 +98,8 @@ def validate(
                 and f[j][0] > 0
                 and f[j][1] > 0
                 and all(
-                    o.throughput[j] > 0 and o.scale_factor <= instance.capacity[j] for o in (ja, jb)
+                    o.throughput_steps_per_s[j] > 0 and o.scale_factor <= instance.capacity[j]
+                    for o in (ja, jb)
                 )
             )
             if not fits and value > CAPACITY_TOL:
@@ -117,7 +118,7 @@ def validate(
             where = {"job": job.job_id, "gpu_type": gpu}
             if value < -CAPACITY_TOL:
                 out.append(Violation("nonnegative", f"X[{job.job_id}, {gpu}] = {value}", where))
-            cannot = job.throughput[j] <= 0 or job.scale_factor > instance.capacity[j]
+            cannot = job.throughput_steps_per_s[j] <= 0 or job.scale_factor > instance.capacity[j]
             if cannot and value > CAPACITY_TOL:
                 out.append(
                     Violation(
@@ -175,7 +176,7 @@ def _late_jobs(instance: AllocationInstance, x: np.ndarray, *, aware: bool) -> l
         due = job.time_to_deadline_s
         if due is None or job.steps_remaining <= 0:
             continue
-        speeds = list(job.throughput)
+        speeds = list(job.throughput_steps_per_s)
         if not aware:
             one = speeds[0] if speeds[0] > 0 else max(speeds)
             speeds = [

@@ -134,7 +134,7 @@ def allocation_jobs(
     positive rate there for its whole gang, and as many GPUs of the type as its gang) becomes
     one job with
 
-    * ``throughput``: its rate on each type for its whole gang (steps/s);
+    * ``throughput_steps_per_s``: its rate on each type for its whole gang (steps/s);
     * ``scale_factor``: its gang size; ``weight``: its weight;
     * ``steps_remaining``: :math:`\max(W - \text{done}, 0)`;
     * ``time_since_start_s``: seconds since its arrival;
@@ -164,7 +164,7 @@ def allocation_jobs(
         jobs.append(
             AllocationJob(
                 job_id=job_id,
-                throughput=rates,
+                throughput_steps_per_s=rates,
                 scale_factor=s.job.num_gpus,
                 weight=s.job.weight,
                 steps_remaining=left,
