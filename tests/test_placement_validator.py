@@ -165,7 +165,7 @@ def test_gpu_assignment_by_hand(inst):
         (
             ATOMIC,
             {"a/w0": 0, "a/w1": 0, "b/r0": 0, "b/r1": 1},
-            "gpu_memory_gb",
+            "gpu_memory",
             "GPU 0 of server 's0' needs 20",
         ),
         (ATOMIC, {"a/w0": 0, "a/w1": 1, "b/r0": 2, "b/r1": 1}, "gpu_assignment", "given GPU 2"),

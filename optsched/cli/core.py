@@ -188,7 +188,10 @@ def families_cmd(as_json: bool) -> None:
 @click.command("solvers")
 @json_option
 def solvers_cmd(as_json: bool) -> None:
-    """List the solvers optsched knows, whether each is installed, and how to install it."""
+    """List the solvers optsched knows, the paths to each, and how to install each.
+
+    The paths are ``pyomo`` and ``cvxpy`` models and ``matrix`` (sparse-matrix models).
+    """
     from optsched.solvers import SOLVERS, available_solvers
 
     present = set(available_solvers())
@@ -209,7 +212,7 @@ def solvers_cmd(as_json: bool) -> None:
         mark = "installed" if row["installed"] else f"missing ({row['install']})"
         kind = "MILP" if row["mip"] else "LP/conic"
         err_console.print(
-            f"{row['name']:<12} {kind:<9} {'/'.join(row['frontends']):<13} {mark}",
+            f"{row['name']:<12} {kind:<9} {'/'.join(row['frontends']):<19} {mark}",
             highlight=False,
             markup=False,
         )

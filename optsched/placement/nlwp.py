@@ -182,13 +182,13 @@ def build_nlwp(instance: PlacementInstance, *, symmetry: str = "solver") -> Plac
         if i != HOST:
             by_gpu.setdefault((h, i), []).append(t)
     m.gpu_share = pyo.ConstraintList()
-    m.gpu_memory_gb = pyo.ConstraintList()
+    m.gpu_memory = pyo.ConstraintList()
     for (h, i), ts in sorted(by_gpu.items()):
         if sum(share[t] for t in ts) > 1.0 + FIT_TOL:
             m.gpu_share.add(pyo.quicksum(share[t] * m.a[t, h, i] for t in ts) <= 1.0)
         limit = instance.servers[h].gpu_memory_gb
         if limit is not None and sum(memory[t] for t in ts) > limit:
-            m.gpu_memory_gb.add(pyo.quicksum(memory[t] * m.a[t, h, i] for t in ts) <= limit)
+            m.gpu_memory.add(pyo.quicksum(memory[t] * m.a[t, h, i] for t in ts) <= limit)
 
     c = instance.pair_coefficients
     weight = [job.weight for job in instance.jobs]
