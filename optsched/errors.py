@@ -14,12 +14,16 @@ if TYPE_CHECKING:
     from optsched.solvers.result import SolveResult
 
 __all__ = [
+    "CapacityExceededError",
+    "HeuristicFailedError",
     "InconsistentResultError",
     "InvalidInstanceError",
     "InvalidScheduleError",
+    "MissingExtraError",
     "ModelError",
     "NotOptimalError",
     "OptschedError",
+    "PolicyError",
     "SolverUnavailableError",
 ]
 
@@ -137,3 +141,19 @@ class NotOptimalError(OptschedError, RuntimeError):
             f" (termination: {result.termination.value}){extra}; accept a feasible incumbent"
             " to use it (--accept-feasible on the command line, accept_feasible=True in Python)"
         )
+
+
+class PolicyError(OptschedError, RuntimeError):
+    """A policy returned an allocation the world cannot carry out (a bug in the policy)."""
+
+
+class CapacityExceededError(OptschedError, RuntimeError):
+    """An algorithm tried to commit more than a server's capacity (a bug, never expected)."""
+
+
+class HeuristicFailedError(OptschedError, RuntimeError):
+    """A heuristic found no server with room for some task (it does not backtrack)."""
+
+
+class MissingExtraError(OptschedError, ImportError):
+    """An optional dependency of the interference predictors is not installed."""

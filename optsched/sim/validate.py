@@ -25,7 +25,7 @@ starts); it shares no code with the engine. Constraints (the names of the
     Re-integrating each job's rate over its segments (runs of contiguous segments — one ending
     where the next starts, to :data:`~optsched.tolerances.FIT_TOL` relative — on one
     placement; a run that resumes a job which ran before makes no progress for its first
-    ``restore_seconds``), a finished job's work is reached at its completion time (within
+    ``restore_s``), a finished job's work is reached at its completion time (within
     :data:`~optsched.tolerances.TIME_TOL`, relative; a shortfall is converted to time at the last
     segment's rate), and an unfinished job's work is not reached before the end of the run.
 ``first_start``
@@ -58,7 +58,7 @@ def validate(world: World, result: SimResult) -> Report:
     -------
     Report
         ``objective`` is the total weighted JCT of the finished jobs; ``objectives`` holds
-        ``mean_jct`` and ``makespan`` (NaN-free: ``None`` when no job finished).
+        ``mean-jct`` and ``makespan`` (NaN-free: ``None`` when no job finished).
     """
     out: list[Violation] = []
 
@@ -272,7 +272,7 @@ def validate(world: World, result: SimResult) -> Report:
         violations=out,
         objective=sum(j.weight * (c - j.arrival) for j, c in done),
         objectives={
-            "mean_jct": sum(jcts) / len(jcts) if jcts else None,
+            "mean-jct": sum(jcts) / len(jcts) if jcts else None,
             "makespan": max((c for _, c in done), default=None),
         },
         details={"finished": len(done), "jobs": len(world.jobs), "rows": n_rows},
@@ -314,7 +314,7 @@ def _work_reached(
     ran on (so a completion early by rounding is judged by the time tolerance); ``None`` when no
     segment makes progress.
     """
-    restore = world.restore_seconds
+    restore = world.restore_s
     gps = {t.name: t.gpus_per_server for t in world.cluster.gpu_types}
     acc = 0.0
     run_start = -math.inf

@@ -215,21 +215,21 @@ class World:
     throughputs : Throughputs
     jobs : tuple of SimJob
         In arrival order (ties by input order).
-    restore_seconds : float
+    restore_s : float
         Checkpoint/restore cost of a preemption: a job that resumes after having run before
         (after a pause, or in a different placement: another GPU type, other servers) makes no
-        progress during the first ``restore_seconds`` of that run.
+        progress during the first ``restore_s`` of that run.
     """
 
     cluster: ClusterSpec
     throughputs: Throughputs
     jobs: tuple[SimJob, ...]
-    restore_seconds: float = 0.0
+    restore_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.restore_seconds) and self.restore_seconds >= 0):
+        if not (math.isfinite(self.restore_s) and self.restore_s >= 0):
             raise InvalidInstanceError(
-                "restore_seconds", f"must be a finite number >= 0, got {self.restore_seconds}"
+                "restore_s", f"must be a finite number >= 0, got {self.restore_s}"
             )
         _check_types(self.cluster, self.throughputs)
         seen: set[str] = set()
@@ -325,7 +325,7 @@ class World:
         cluster: ClusterSpec,
         throughputs: Throughputs | None = None,
         *,
-        restore_seconds: float = 0.0,
+        restore_s: float = 0.0,
         file: str | None = None,
         first_row: int = 1,
     ) -> World:
@@ -340,7 +340,7 @@ class World:
             cluster=cluster,
             throughputs=tp,
             jobs=jobs_from_frame(frame, cluster, tp, file=file, first_row=first_row),
-            restore_seconds=restore_seconds,
+            restore_s=restore_s,
         )
 
     # -- file format (optsched.sim.world_file) ---------------------------------------------
@@ -390,10 +390,7 @@ class World:
         return WorldFile.schema()
 
     def __repr__(self) -> str:
-        return (
-            f"World({len(self.jobs)} jobs, cluster={self.cluster}, "
-            f"restore_seconds={self.restore_seconds:g})"
-        )
+        return f"World({len(self.jobs)} jobs, cluster={self.cluster}, restore_s={self.restore_s:g})"
 
 
 def read_job_csv(path: str | Path) -> pd.DataFrame:

@@ -134,14 +134,14 @@ def allocation_jobs(
     positive rate there for its whole gang, and as many GPUs of the type as its gang) becomes
     one job with
 
-    * ``throughput``: its rate on each type for its whole gang (steps/s);
+    * ``throughput_steps_per_s``: its rate on each type for its whole gang (steps/s);
     * ``scale_factor``: its gang size; ``weight``: its weight;
     * ``steps_remaining``: :math:`\max(W - \text{done}, 0)`;
-    * ``time_since_start``: seconds since its arrival;
-    * ``isolated_time``: the history :math:`h_m` of ``isolated``, updated with its progress
+    * ``time_since_start_s``: seconds since its arrival;
+    * ``isolated_time_s``: the history :math:`h_m` of ``isolated``, updated with its progress
       (module notes);
     * ``job_type``: ``job_type(state, s)`` when given (the packed LPs' co-location class);
-    * ``time_to_deadline``: with ``deadlines``, the seconds left to its deadline, ``None`` when
+    * ``time_to_deadline_s``: with ``deadlines``, the seconds left to its deadline, ``None`` when
       it has passed (a missed deadline cannot be met whatever the round does).
 
     A job that can run nowhere is left out (the round has nothing to give it) and its history
@@ -164,14 +164,14 @@ def allocation_jobs(
         jobs.append(
             AllocationJob(
                 job_id=job_id,
-                throughput=rates,
+                throughput_steps_per_s=rates,
                 scale_factor=s.job.num_gpus,
                 weight=s.job.weight,
                 steps_remaining=left,
-                time_since_start=max(state.now - s.job.arrival, 0.0),
-                isolated_time=history,
+                time_since_start_s=max(state.now - s.job.arrival, 0.0),
+                isolated_time_s=history,
                 job_type=None if job_type is None else job_type(state, s),
-                time_to_deadline=due if deadlines and due > 0 else None,
+                time_to_deadline_s=due if deadlines and due > 0 else None,
             )
         )
     return RoundJobs(types, capacity, tuple(states), tuple(jobs))
