@@ -260,7 +260,7 @@ def user_worlds(draw: st.DrawFn) -> tuple[World, dict[str, float]]:
     frame = draw(job_tables(cluster, max_jobs=7))
     frame["user"] = [draw(st.sampled_from(["a", "b", "c", ""])) for _ in range(len(frame))]
     restore = draw(st.sampled_from([0.0, 0.0, 0.5, 2.0]))
-    world = World.from_frame(frame, cluster, synthetic_throughputs(), restore_seconds=restore)
+    world = World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
     tickets = {u: float(draw(st.integers(1, 4))) for u in ("a", "b", "c")}
     return world, tickets
 

@@ -106,7 +106,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Allocation, Grant, JobState, Placement, Policy, SimState
+from optsched.sim.policy import Grant, GrantPlacement, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 from optsched.tolerances import RATIO_TOL
 
@@ -395,7 +395,7 @@ class GandivaFair(Policy):
         self.trades += len(trades)
         return e
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Shares, then a gang-aware stride pass per (user, type) client, then placement."""
         cluster = state.world.cluster
         names = cluster.names
@@ -456,7 +456,7 @@ class GandivaFair(Policy):
         grants = tuple(
             Grant(job=j, gpu_type=granted[j], placement=placements.get(j)) for j in order
         )
-        return Allocation(grants=grants)
+        return PolicyDecision(grants=grants)
 
     def _join(self, clients: list[tuple[str, str]]) -> None:
         """Waldspurger's join rule: a returning client starts no lower than the active minimum."""
@@ -561,9 +561,9 @@ class GandivaFair(Policy):
 
     def _place(
         self, state: SimState, jobs: list[JobState], gpu_type_of: dict[str, str]
-    ) -> dict[str, Placement]:
+    ) -> dict[str, GrantPlacement]:
         """Explicit placements for the types that need defragmenting (others: the engine's)."""
-        out: dict[str, Placement] = {}
+        out: dict[str, GrantPlacement] = {}
         if not self.migration:
             return out
         for t in state.world.cluster.gpu_types:
@@ -627,13 +627,13 @@ def _fits_keeping(mine: list[JobState], gpu_type: str, gps: int, cap: list[int])
 
 def _first_fit_decreasing(
     mine: list[JobState], gpu_type: str, gps: int, cap: list[int]
-) -> dict[str, Placement] | None:
-    out: dict[str, Placement] = {}
+) -> dict[str, GrantPlacement] | None:
+    out: dict[str, GrantPlacement] = {}
     for s in sorted(mine, key=lambda s: (-s.job.num_gpus, s.job.arrival, s.job.index)):
         chosen = _best_fit(cap, s.job.num_gpus, gps)
         if chosen is None:
             return None
         for k, n in chosen:
             cap[k] -= n
-        out[s.job_id] = Placement(gpu_type, tuple(sorted(chosen)))
+        out[s.job_id] = GrantPlacement(gpu_type, tuple(sorted(chosen)))
     return out
