@@ -12,11 +12,11 @@ from strategies.sim import job_frame, synthetic_table, synthetic_throughputs
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim import (
-    Allocation,
     ClusterSpec,
     GpuType,
     Grant,
     Policy,
+    PolicyDecision,
     SimState,
     World,
     parse_cluster,
@@ -52,8 +52,10 @@ class GrantAll(Policy):
 
     name = "grant-all"
 
-    def allocate(self, state: SimState) -> Allocation:
-        return Allocation(grants=tuple(Grant(job=s.job_id, gpu_type="slow") for s in state.active))
+    def allocate(self, state: SimState) -> PolicyDecision:
+        return PolicyDecision(
+            grants=tuple(Grant(job=s.job_id, gpu_type="slow") for s in state.active)
+        )
 
 
 # -- 1. spread gangs re-consolidate ------------------------------------------------------------
@@ -67,7 +69,7 @@ def _fragmenting_world(restore: float) -> World:
         {"job_id": "c", "model": "A", "num_gpus": 4, "total_steps": 40.0},
     ]
     return World.from_frame(
-        job_frame(rows), _slow_cluster(), synthetic_throughputs(), restore_seconds=restore
+        job_frame(rows), _slow_cluster(), synthetic_throughputs(), restore_s=restore
     )
 
 
@@ -121,7 +123,7 @@ def test_a_round_policy_moves_a_spread_gang_at_the_next_round() -> None:
 def test_restore_on_first_start_charges_the_first_run(first: bool) -> None:
     rows = [{"job_id": "x", "model": "A", "num_gpus": 4, "total_steps": 40.0, "arrival": 2.0}]
     world = World.from_frame(
-        job_frame(rows), _slow_cluster(), synthetic_throughputs(), restore_seconds=3.0
+        job_frame(rows), _slow_cluster(), synthetic_throughputs(), restore_s=3.0
     )
     result = simulate(world, FIFO(), restore_on_first_start=first)
     assert result.world.restore_on_first_start is first
@@ -132,7 +134,7 @@ def test_restore_on_first_start_charges_the_first_run(first: bool) -> None:
         job_frame(rows),
         _slow_cluster(),
         synthetic_throughputs(),
-        restore_seconds=3.0,
+        restore_s=3.0,
         restore_on_first_start=not first,
     )
     assert not validate(other, result).ok
@@ -143,7 +145,7 @@ def test_restore_on_first_start_round_trips_the_world_file(tmp_path: Path) -> No
         job_frame([{"model": "A", "total_steps": 4.0}]),
         _slow_cluster(),
         synthetic_throughputs(),
-        restore_seconds=1.0,
+        restore_s=1.0,
         restore_on_first_start=True,
     )
     world.save(tmp_path / "w.json")
@@ -195,8 +197,10 @@ class ZeroRateGrants(Policy):
 
     name = "zero-rate"
 
-    def allocate(self, state: SimState) -> Allocation:
-        return Allocation(grants=tuple(Grant(job=s.job_id, gpu_type="slow") for s in state.active))
+    def allocate(self, state: SimState) -> PolicyDecision:
+        return PolicyDecision(
+            grants=tuple(Grant(job=s.job_id, gpu_type="slow") for s in state.active)
+        )
 
 
 def test_the_engine_drops_a_zero_rate_grant_and_says_the_run_did_not_finish() -> None:
@@ -451,8 +455,7 @@ def test_a_round_beyond_it_stops_with_a_json_safe_error_naming_real_options(
 
     from optsched._json import dumps
     from optsched.cli import _error_payload
-    from optsched.errors import NotOptimalError
-    from optsched.sim import RoundNotOptimalError
+    from optsched.errors import NotOptimalError, RoundNotOptimalError
     from optsched.sim.policies.allocation import accept_round
 
     with pytest.raises(RoundNotOptimalError) as err:

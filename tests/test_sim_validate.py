@@ -20,7 +20,7 @@ def _world() -> World:
         {"arrival": 1.0, "model": "A", "total_steps": 20.0, "num_gpus": 2},
         {"arrival": 1.0, "model": "B", "total_steps": 30.0, "num_gpus": 2},
     ]
-    return World.from_frame(job_frame(rows), cluster, synthetic_throughputs(), restore_seconds=0.5)
+    return World.from_frame(job_frame(rows), cluster, synthetic_throughputs(), restore_s=0.5)
 
 
 def _shared_world() -> World:

@@ -167,13 +167,15 @@ def test_gavel_each_constraint():
         jobs=(
             AllocationJob(
                 job_id="a",
-                throughput=(1.0, 1.0),
+                throughput_steps_per_s=(1.0, 1.0),
                 job_type="x",
                 steps_remaining=100.0,
-                time_to_deadline=200.0,
+                time_to_deadline_s=200.0,
             ),
             # b cannot run on the k80: no throughput there, and its gang of 2 does not fit.
-            AllocationJob(job_id="b", throughput=(1.0, 0.0), scale_factor=2, job_type="x"),
+            AllocationJob(
+                job_id="b", throughput_steps_per_s=(1.0, 0.0), scale_factor=2, job_type="x"
+            ),
         ),
         pair_throughputs=(PairThroughput(job_types=("x", "x"), normalized=((0.5, 0.5),) * 2),),
     )
@@ -280,7 +282,7 @@ def test_andreas_each_constraint():
     from optsched.allocation.andreas import AndreasPlan, Assignment, generate_instance, validate
     from optsched.allocation.andreas.validate import CONSTRAINTS
 
-    inst = generate_instance(3, nodes=1, gpus_per_node=4, seed=0)
+    inst = generate_instance(3, nodes=1, gpus_per_server=4, seed=0)
     a, b, c = (j.job_id for j in inst.jobs)
     valid = AndreasPlan((Assignment(a, "v100", 4, (0,)),), (b, c))
     broken = {
@@ -353,7 +355,7 @@ def test_placement_each_constraint():
             "kind": "placement-instance",
             "cluster": {
                 "servers": [
-                    {"name": "s0", "capacity": {"gpu": 2, "cpu": 8}, "gpu_memory": 16},
+                    {"name": "s0", "capacity": {"gpu": 2, "cpu": 8}, "gpu_memory_gb": 16},
                     {"name": "s1", "capacity": {"gpu": 2, "cpu": 8}},
                 ],
             },
@@ -365,7 +367,7 @@ def test_placement_each_constraint():
                             "name": "w",
                             "count": 2,
                             "demand": {"gpu": 0.5, "cpu": 1},
-                            "gpu_memory": 10,
+                            "gpu_memory_gb": 10,
                         },
                         {"name": "ps", "role": "ps", "demand": {"cpu": 2}},
                     ],
@@ -408,7 +410,7 @@ def test_oasis_each_constraint():
             "epochs": 1,
             "chunks": 2,
             "minibatches": 1,
-            "minibatch_seconds": seconds,
+            "minibatch_s": seconds,
             "gradient_mb": 0.0,
             "worker_demand": {"gpu": 1.0, "bandwidth": 1.0},  # b = 1
             "ps_demand": {"bandwidth": 2.0},  # B = 2: one PS serves two workers
@@ -418,7 +420,7 @@ def test_oasis_each_constraint():
     inst = OasisInstance.from_dict(
         {
             "horizon": 5,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "bandwidth"],
             "worker_servers": [{"capacity": {"gpu": 3, "bandwidth": 10}}],
             "ps_servers": [{"capacity": {"gpu": 0, "bandwidth": 4}}],

@@ -74,6 +74,7 @@ def _nonneg(flag: str, value: float | None) -> None:
 )
 @click.option(
     "--restore-seconds",
+    "restore_s",
     type=float,
     default=0.0,
     show_default=True,
@@ -97,7 +98,7 @@ def run(
     throughputs: Path | None,
     reference: str,
     round_seconds: float | None,
-    restore_seconds: float,
+    restore_s: float,
     restore_on_first_start: bool,
     max_time: float | None,
     elastic: float | None,
@@ -113,7 +114,7 @@ def run(
 
     spec = parse_cluster(cluster, field="--cluster")
     chosen = make_policy(policy, field="--policy")
-    _nonneg("--restore-seconds", restore_seconds)
+    _nonneg("--restore-seconds", restore_s)
     _nonneg("--max-time", max_time)
     if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
         raise InvalidInstanceError(
@@ -129,7 +130,7 @@ def run(
     else:
         table = Throughputs.uniform(spec.names)
     # any trace format read_trace knows (detected, or the normalized job table itself)
-    world = world_from_trace(read_trace(trace), spec, table, restore_seconds=restore_seconds)
+    world = world_from_trace(read_trace(trace), spec, table, restore_s=restore_s)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}
@@ -157,7 +158,7 @@ def run(
         "cluster": str(spec),
         "policy": chosen.name,
         "round_seconds": result.round_seconds,
-        "restore_seconds": restore_seconds,
+        "restore_s": restore_s,
         "restore_on_first_start": restore_on_first_start,
         "status": result.status,
         "unfinished": result.unfinished,

@@ -207,7 +207,7 @@ def sweep_command(
     loads: tuple[float, ...],
     store: Path | None,
     round_seconds: float | None,
-    restore_seconds: float,
+    restore_s: float,
     throughputs: Path | None,
     reference: str,
     backend: str,
@@ -232,7 +232,7 @@ def sweep_command(
             seeds=seeds,
             loads=loads,
             round_seconds=round_seconds,
-            restore_seconds=restore_seconds,
+            restore_s=restore_s,
             throughputs=throughputs,
             reference=reference,
             backend=backend,
@@ -250,7 +250,7 @@ def sweep_command(
             "backend": "--backend",
             "n_jobs": "--n-jobs",
             "round_seconds": "--round-seconds",
-            "restore_seconds": "--restore-seconds",
+            "restore_s": "--restore-seconds",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -341,7 +341,7 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--objectives",
-            default="weighted_jct,makespan,deadlines",
+            default="weighted-jct,makespan,deadlines",
             show_default=True,
             help="Exact objectives to solve.",
         ),
@@ -381,6 +381,7 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--restore-seconds",
+            "restore_s",
             type=click.FloatRange(min=0),
             default=0.0,
             show_default=True,

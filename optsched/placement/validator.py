@@ -206,7 +206,7 @@ def _gpu_sums(
     for t in instance.tasks:
         if t.id in gpu_of:
             spec = instance.jobs[t.job].tasks[t.spec]
-            value = spec.demand["gpu"] if field == "share" else spec.gpu_memory
+            value = spec.demand["gpu"] if field == "share" else spec.gpu_memory_gb
             out[(where[t.id], gpu_of[t.id])] += value
     return out
 
@@ -226,8 +226,8 @@ def gpu_share(instance: PlacementInstance, solution: Placement) -> list[Violatio
 
 
 def gpu_memory(instance: PlacementInstance, solution: Placement) -> list[Violation]:
-    """``gpu_memory``: the GPU memory of the tasks on one GPU fits the server's ``gpu_memory``."""
-    limits = {s.name: s.gpu_memory for s in instance.cluster.servers}
+    """``gpu_memory``: the tasks' GPU memory on one GPU fits the server's ``gpu_memory_gb``."""
+    limits = {s.name: s.gpu_memory_gb for s in instance.cluster.servers}
     return [
         Violation(
             "gpu_memory",
@@ -279,7 +279,7 @@ def validate(
     Checks every constraint of :data:`CONSTRAINTS`: every task is assigned exactly once to a
     known server, no unknown task is assigned, every server's summed demand fits its capacity
     per resource, and, when GPUs are given, every GPU task has a GPU index on its server, GPU
-    shares per GPU sum to at most 1 and GPU memory per GPU fits ``gpu_memory``.
+    shares per GPU sum to at most 1 and GPU memory per GPU fits ``gpu_memory_gb``.
 
     Parameters
     ----------
@@ -351,8 +351,8 @@ def _network(
     for child, up in parent.items():
         data = graph.edges[child, up]
         for direction in ("out", "in"):
-            load[(child, direction)] = data["background"]
-            bandwidth[(child, direction)] = data["bandwidth"]
+            load[(child, direction)] = data["background_gbit"]
+            bandwidth[(child, direction)] = data["bandwidth_gbps"]
     crossing = 0.0
     for src, dst, volume in instance.flows:
         hs, hd = where[tasks[src].id], where[tasks[dst].id]
@@ -401,7 +401,7 @@ def _interference(
                 slowdown += coefficient(a, b) * len(spans[a] & spans[b])
         slowdown += sum(residents(a, h) for h in spans[a])
         harmony += job.weight * (
-            job.standalone_time + slowdown + job.spread_penalty * (len(spans[a]) - 1)
+            job.standalone_time_s + slowdown + job.spread_penalty_s * (len(spans[a]) - 1)
         )
         shared += job.weight * slowdown
     atomic = all(len(s) == 1 for s in spans)
@@ -446,12 +446,12 @@ def _flow_time(
     a, b = instance.tasks[src].id, instance.tasks[dst].id
     ha, hb = servers[where[a]], servers[where[b]]
     if ha.name != hb.name:
-        return volume / min(ha.nic_bandwidth, hb.nic_bandwidth)
+        return volume / min(ha.nic_bandwidth_gbps, hb.nic_bandwidth_gbps)
     ga, gb = gpu_of.get(a), gpu_of.get(b)
     if ga is None and gb is None:
         return 0.0
     if ga is None or gb is None:
-        return volume / ha.gpu_bandwidth
+        return volume / ha.gpu_bandwidth_gbps
     return 0.0 if ga == gb else volume / ha.gpu_pair_bandwidth(ga, gb)
 
 

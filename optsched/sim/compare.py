@@ -5,7 +5,7 @@ validator, and tabulates the run metrics (:func:`~optsched.sim.run_metrics`). Wi
 ``exact=True`` it also solves the exact model of the round-based world
 (:mod:`optsched.sim.exact`) for each objective asked and reports every policy's gap to it:
 
-* ``gap_weighted_jct`` and ``gap_makespan``: relative, :math:`(v - v^*) / v^*`, ``v`` the
+* ``gap_weighted-jct`` and ``gap_makespan``: relative, :math:`(v - v^*) / v^*`, ``v`` the
   policy's total weighted JCT (resp. last completion time) and :math:`v^*` the optimum's;
 * ``gap_deadlines``: in jobs, :math:`v^* - v` (deadlines the policy misses that the optimum meets).
 
@@ -86,7 +86,7 @@ def world_from_trace(
     cluster: ClusterSpec,
     throughputs: Throughputs | None = None,
     *,
-    restore_seconds: float = 0.0,
+    restore_s: float = 0.0,
 ) -> World:
     """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table."""
     frame = getattr(trace, "jobs", trace)
@@ -95,7 +95,7 @@ def world_from_trace(
         frame,
         cluster,
         throughputs,
-        restore_seconds=restore_seconds,
+        restore_s=restore_s,
         file=None if file is None else str(file),
     )
 
@@ -199,7 +199,7 @@ def compare(
     cluster: ClusterSpec | None = None,
     throughputs: Throughputs | None = None,
     exact: bool = False,
-    objectives: Sequence[str] = ("weighted_jct", "makespan", "deadlines"),
+    objectives: Sequence[str] = ("weighted-jct", "makespan", "deadlines"),
     round_seconds: float | None = None,
     rounds: int | None = None,
     solver: str = "highs",

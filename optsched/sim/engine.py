@@ -8,7 +8,7 @@ next round, and GPUs a job frees mid-round stay idle until it.
 
 **Between decision points** every placed job progresses at its rate (alone or paired, consolidated
 or not; see :meth:`World.rate <optsched.sim.World.rate>`), except during the first
-``restore_seconds`` of a *run* that resumes a job which had run before (a run is a stretch of time
+``restore_s`` of a *run* that resumes a job which had run before (a run is a stretch of time
 on one unchanged placement), and of every job's first run when the world has
 ``restore_on_first_start``. When a job's work is done it completes at that exact time and
 frees its GPUs; a job sharing its GPUs continues alone, at its alone rate, in the same run.
@@ -25,7 +25,7 @@ wake-ups, every loop iteration consumes an arrival batch, a completion, a round 
 the loop runs at most ``2 n + R + W + 1`` times; that bound is checked against
 ``limits.max_events`` before anything runs. The horizon (``max_time``) defaults to the last arrival
 plus twice the sum, over jobs, of the job's time alone on its slowest type (slowed by
-``L / (L - restore)`` in rounds), plus ``restore_seconds`` per possible event, plus ``n + 2``
+``L / (L - restore)`` in rounds), plus ``restore_s`` per possible event, plus ``n + 2``
 rounds (a job finishing mid-round leaves its GPUs idle until the round ends); a run cut short
 there says so (``SimResult.truncated``).
 
@@ -42,14 +42,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from optsched import limits
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.policy import (
-    Allocation,
     Grant,
+    GrantPlacement,
     JobState,
-    Placement,
     Policy,
-    PolicyError,
+    PolicyDecision,
     SimState,
 )
 from optsched.sim.record import SimResult, add_interval, empty_intervals
@@ -61,7 +60,7 @@ __all__ = ["default_horizon", "event_bound", "excluded_type_notes", "simulate"]
 
 @dataclass(slots=True)
 class _Run:
-    placement: Placement
+    placement: GrantPlacement
     partner: int  # job index, -1 when alone
     seg_start: float  # start of the current record segment
     synced: float  # time ``done`` was last brought up to date
@@ -77,7 +76,7 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
         return 0.0
     slow = 1.0
     if round_seconds is not None:
-        slow = round_seconds / (round_seconds - world.restore_seconds)
+        slow = round_seconds / (round_seconds - world.restore_s)
     total = 0.0
     for j in world.jobs:
         rates = [
@@ -91,10 +90,7 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
     n = len(world.jobs)
     rs = round_seconds or 0.0
     return (
-        world.jobs[-1].arrival
-        + 2.0 * total * slow
-        + world.restore_seconds * (4 * n + 2)
-        + (n + 2) * rs
+        world.jobs[-1].arrival + 2.0 * total * slow + world.restore_s * (4 * n + 2) + (n + 2) * rs
     )
 
 
@@ -154,7 +150,7 @@ def simulate(
     Raises
     ------
     InvalidInstanceError
-        ``round_seconds`` not > ``world.restore_seconds`` or not finite, ``max_time`` not
+        ``round_seconds`` not > ``world.restore_s`` or not finite, ``max_time`` not
         finite, or the event bound over ``limits.max_events``.
     PolicyError
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
@@ -171,10 +167,10 @@ def simulate(
     if rs is not None:
         if not (isinstance(rs, int | float) and math.isfinite(rs) and rs > 0):
             raise InvalidInstanceError("round_seconds", f"must be a finite number > 0, got {rs!r}")
-        if rs <= world.restore_seconds:
+        if rs <= world.restore_s:
             raise InvalidInstanceError(
                 "round_seconds",
-                f"must exceed restore_seconds ({world.restore_seconds:g}) or no job could "
+                f"must exceed restore_s ({world.restore_s:g}) or no job could "
                 f"progress in a round, got {rs:g}",
             )
     horizon = default_horizon(world, rs) if max_time is None else max_time
@@ -219,7 +215,7 @@ class _Engine:
             for t in world.cluster.gpu_types
         }
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
-        self.restore = world.restore_seconds
+        self.restore = world.restore_s
         self.first_restore = world.restore_on_first_start
         # running gangs placed on more servers than they need: re-placed consolidated at every
         # decision where a server (or set of servers) has room for them
@@ -263,7 +259,7 @@ class _Engine:
             self.ever_ran[i] = True
         run.seg_start = t
 
-    def _rate(self, i: int, placement: Placement, partner: int) -> float:
+    def _rate(self, i: int, placement: GrantPlacement, partner: int) -> float:
         gps = self.types[placement.gpu_type].gpus_per_server
         return self.world.rate(
             self.jobs[i],
@@ -434,8 +430,8 @@ class _Engine:
         self.finished_ids = []
         self.decisions += 1
         alloc = self.policy.allocate(state)
-        if not isinstance(alloc, Allocation):
-            raise PolicyError(f"{self.policy.name}: allocate must return an Allocation")
+        if not isinstance(alloc, PolicyDecision):
+            raise PolicyError(f"{self.policy.name}: allocate must return a PolicyDecision")
         placed = self._place(alloc)
         # stop or change what no longer runs as before
         changed: list[int] = []
@@ -519,11 +515,11 @@ class _Engine:
     def _need(self, i: int, g: Grant) -> int:
         return self.jobs[i].num_gpus if g.num_gpus is None else g.num_gpus
 
-    def _place(self, alloc: Allocation) -> dict[int, tuple[Placement, int]]:
+    def _place(self, alloc: PolicyDecision) -> dict[int, tuple[GrantPlacement, int]]:
         """Admission by count, then placement (see :mod:`optsched.sim.policy`)."""
         free_count = {name: t.count for name, t in self.types.items()}
         free = {name: list(caps) for name, caps in self.server_caps.items()}
-        placed: dict[int, tuple[Placement, int]] = {}
+        placed: dict[int, tuple[GrantPlacement, int]] = {}
         seen: set[int] = set()
         if alloc.keep_running:
             # every running job keeps its GPUs and partner; the grants only add jobs
@@ -577,12 +573,12 @@ class _Engine:
         """Whether job ``i`` progresses on a consolidated gang of the grant's type and size."""
         return self.world.rate(self.jobs[i], g.gpu_type, True, num_gpus=self._need(i, g)) > 0
 
-    def _consolidated_room(self, cap: list[int], gpu_type: str, n: int) -> Placement | None:
+    def _consolidated_room(self, cap: list[int], gpu_type: str, n: int) -> GrantPlacement | None:
         """A consolidated placement of ``n`` GPUs in ``cap`` (taken from it), or ``None``."""
         return self._fit(cap, gpu_type, n, "require")
 
     def _reconsolidate_kept(
-        self, placed: dict[int, tuple[Placement, int]], free: dict[str, list[int]]
+        self, placed: dict[int, tuple[GrantPlacement, int]], free: dict[str, list[int]]
     ) -> None:
         """Move every kept spread gang onto servers with room for it whole (Gavel's rule)."""
         for i in sorted(self.spread):
@@ -607,7 +603,7 @@ class _Engine:
         self,
         admitted: list[tuple[int, Grant]],
         free: dict[str, list[int]],
-        placed: dict[int, tuple[Placement, int]],
+        placed: dict[int, tuple[GrantPlacement, int]],
     ) -> list[tuple[int, Grant]]:
         """Carry out the explicit placements; the other admitted grants are returned."""
         rest: list[tuple[int, Grant]] = []
@@ -638,7 +634,7 @@ class _Engine:
         self,
         rest: list[tuple[int, Grant]],
         free: dict[str, list[int]],
-        placed: dict[int, tuple[Placement, int]],
+        placed: dict[int, tuple[GrantPlacement, int]],
     ) -> list[tuple[int, Grant]]:
         """Jobs keeping their GPUs: consolidated gangs first, then spread ones.
 
@@ -647,7 +643,7 @@ class _Engine:
         left to place are returned.
         """
         others: list[tuple[int, Grant]] = []
-        spread: list[tuple[int, Grant, Placement]] = []
+        spread: list[tuple[int, Grant, GrantPlacement]] = []
         for i, g in rest:
             cur = self.states[i].placement
             if cur is None or cur.gpu_type != g.gpu_type or cur.num_gpus != self._need(i, g):
@@ -670,7 +666,7 @@ class _Engine:
         return others
 
     @staticmethod
-    def _take_if_free(cap: list[int], placement: Placement) -> bool:
+    def _take_if_free(cap: list[int], placement: GrantPlacement) -> bool:
         if all(cap[s] >= k for s, k in placement.servers):
             for s, k in placement.servers:
                 cap[s] -= k
@@ -678,7 +674,7 @@ class _Engine:
         return False
 
     def _place_sharers(
-        self, sharers: list[tuple[int, Grant]], placed: dict[int, tuple[Placement, int]]
+        self, sharers: list[tuple[int, Grant]], placed: dict[int, tuple[GrantPlacement, int]]
     ) -> None:
         """Space sharing: each sharer runs on exactly its partner's GPUs."""
         for i, g in sharers:
@@ -703,7 +699,7 @@ class _Engine:
             placed[j] = (p, i)
             placed[i] = (p, j)
 
-    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> Placement | None:
+    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> GrantPlacement | None:
         gps = self.types[gpu_type].gpus_per_server
         k = -(-n // gps)
         if k == 1:
@@ -713,7 +709,7 @@ class _Engine:
                     best = s
             if best >= 0:
                 cap[best] -= n
-                return Placement(gpu_type, ((best, n),))
+                return GrantPlacement(gpu_type, ((best, n),))
         else:
             order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))[:k]
             if sum(cap[s] for s in order) >= n:
@@ -726,7 +722,7 @@ class _Engine:
         return self._take(cap, gpu_type, order, n)
 
     @staticmethod
-    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> Placement:
+    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> GrantPlacement:
         servers: list[tuple[int, int]] = []
         left = n
         for s in order:
@@ -737,4 +733,4 @@ class _Engine:
                 servers.append((s, k))
                 cap[s] -= k
                 left -= k
-        return Placement(gpu_type, tuple(sorted(servers)))
+        return GrantPlacement(gpu_type, tuple(sorted(servers)))

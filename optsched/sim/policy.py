@@ -2,13 +2,13 @@ r"""The one interface every scheduling policy implements, and what it sees and r
 
 At every *decision point* the simulator calls :meth:`Policy.allocate` with a :class:`SimState`
 (the clock, the world, the active jobs with their progress and attained service, the current
-placements) and receives an :class:`Allocation`: an ordered list of :class:`Grant`\ s, highest
+placements) and receives an :class:`PolicyDecision`: an ordered list of :class:`Grant`\ s, highest
 priority first, each asking that one job run on its whole gang of one GPU type until the next
 decision point. Decision points are
 
 * **round-based** (``round_seconds`` set): every ``round_seconds`` from the first arrival, and only
   then (arrivals wait for the next round; GPUs freed by a completion stay idle until it;
-  Gavel's mechanism), plus any time the policy asks for with :attr:`Allocation.wake_at`;
+  Gavel's mechanism), plus any time the policy asks for with :attr:`PolicyDecision.wake_at`;
 * **event-driven** (``round_seconds=None``): at every arrival and completion, plus the policy's
   ``wake_at`` times (Tiresias's queue demotions and starvation promotions).
 
@@ -16,7 +16,7 @@ A lease of ``L`` seconds (Themis, Chronus) is a round of ``L`` seconds.
 
 The engine carries out an allocation in two passes. **Admission** walks the grants in order and
 admits each whose GPU type still has ``num_gpus`` GPUs free by count (a space-sharing grant needs
-none); with ``Allocation.blocking`` it stops at the first that does not fit (strict FIFO),
+none); with ``PolicyDecision.blocking`` it stops at the first that does not fit (strict FIFO),
 otherwise it skips it (backfilling). **Placement** then puts explicit placements first, then
 jobs keeping their current GPUs (no migration), then the rest, largest gang first, each on the
 fewest servers it can use (best fit: the server with the fewest free GPUs that holds the whole
@@ -45,20 +45,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from optsched.errors import NotOptimalError, OptschedError
-
 if TYPE_CHECKING:
     from optsched.sim.world import SimJob, World
 
 __all__ = [
-    "Allocation",
     "FractionalAllocation",
     "Grant",
+    "GrantPlacement",
     "JobState",
-    "Placement",
     "Policy",
-    "PolicyError",
-    "RoundNotOptimalError",
+    "PolicyDecision",
     "SimState",
     "carry_out",
 ]
@@ -68,24 +64,8 @@ Consolidation = Literal["prefer", "require"]
 FractionalAllocation = Mapping[str, Mapping[str, float]]
 
 
-class PolicyError(OptschedError, RuntimeError):
-    """A policy returned an allocation the world cannot carry out (a bug in the policy)."""
-
-
-class RoundNotOptimalError(NotOptimalError):
-    """A round's optimization stopped further from optimal than the simulator accepts.
-
-    Carries the round's result like :class:`~optsched.errors.NotOptimalError` (its solver
-    objects left out, so that it serializes), with advice naming what a user can change.
-    """
-
-    def __init__(self, result: Any, message: str) -> None:
-        self.result = result
-        RuntimeError.__init__(self, message)
-
-
 @dataclass(frozen=True, slots=True)
-class Placement:
+class GrantPlacement:
     """Where a gang runs: one GPU type, ``(server, gpus)`` per server used (sorted by server).
 
     Servers are numbered per GPU type from 0 (see :class:`~optsched.sim.ClusterSpec`).
@@ -117,7 +97,7 @@ class Grant:
         Job id (an active job).
     gpu_type : str
         GPU type; the whole gang is of this type.
-    placement : Placement or None
+    placement : GrantPlacement or None
         Explicit servers (must be free); ``None`` lets the engine place it.
     share_with : str or None
         Run on exactly the GPUs of this other granted job (space sharing, pair rates).
@@ -131,14 +111,14 @@ class Grant:
 
     job: str
     gpu_type: str
-    placement: Placement | None = None
+    placement: GrantPlacement | None = None
     share_with: str | None = None
     consolidate: Consolidation = "prefer"
     num_gpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Allocation:
+class PolicyDecision:
     """A policy's decision: grants in priority order.
 
     Attributes
@@ -177,7 +157,7 @@ class JobState:
         Wall seconds placed on GPUs.
     rounds_received : dict of str to int
         Decision periods in which it was placed, per GPU type (Gavel's "rounds received").
-    placement : Placement or None
+    placement : GrantPlacement or None
         Where it runs now (None: waiting).
     partner : str or None
         The job sharing its GPUs now.
@@ -197,7 +177,7 @@ class JobState:
     attained_service: float = 0.0
     executed_seconds: float = 0.0
     rounds_received: dict[str, int] = field(default_factory=dict)
-    placement: Placement | None = None
+    placement: GrantPlacement | None = None
     partner: str | None = None
     last_start: float = math.nan
     last_stop: float = math.nan
@@ -311,7 +291,7 @@ class Policy:
         """
         return None
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Decide who runs where until the next decision point."""
         x = self.fractional(state)
         if x is None:
@@ -345,7 +325,7 @@ class Policy:
         return f"{type(self).__name__}({self.name!r}, {rs})"
 
 
-def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
+def carry_out(state: SimState, x: FractionalAllocation) -> PolicyDecision:
     r"""Gavel's round mechanism: grant (job, type) pairs by priority ``X / received share``.
 
     For job ``m`` and type ``j`` with ``X_mj > 0`` the priority is
@@ -401,4 +381,4 @@ def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
                 free[gpu_type] -= n
                 grants.append(Grant(job=s.job_id, gpu_type=gpu_type))
                 break
-    return Allocation(grants=tuple(grants))
+    return PolicyDecision(grants=tuple(grants))

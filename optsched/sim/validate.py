@@ -28,7 +28,7 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     Re-integrating each job's rate over its segments (runs of contiguous segments — one ending
     where the next starts, to :data:`~optsched.tolerances.TIME_TOL` relative — on one
     placement; a run that resumes a job which ran before, or any run when the world has
-    ``restore_on_first_start``, makes no progress for its first ``restore_seconds``), a finished
+    ``restore_on_first_start``, makes no progress for its first ``restore_s``), a finished
     job's work is reached at its completion time (within :data:`~optsched.tolerances.TIME_TOL`,
     relative; a shortfall is converted to time at the last segment's rate), and an unfinished
     job's work is not reached before the end of the run.
@@ -36,7 +36,7 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     No job holds GPUs where its rate is 0 (a type or pairing the table gives it no rate on) for
     a stretch longer than :data:`optsched.limits.MAX_STALLED_ROUNDS` rounds of the run;
     event-driven runs have no rounds and allow no such stretch at all. (Restore time is no
-    stall: it is the documented cost of a preemption, bounded by ``restore_seconds`` per run.)
+    stall: it is the documented cost of a preemption, bounded by ``restore_s`` per run.)
 ``share_pair``
     A row shared with job ``b`` has its mirror row of ``b`` (same type, server, GPUs, start, end),
     and the pair has measured positive pair rates.
@@ -317,7 +317,7 @@ def _stretches(
     world: World, job: SimJob, segments: list[Segment], jobs: dict[str, SimJob]
 ) -> Iterator[_Stretch]:
     """Each segment with the start of its progress (restore rule) and its rate."""
-    restore = world.restore_seconds
+    restore = world.restore_s
     first_too = world.restore_on_first_start
     gps = {t.name: t.gpus_per_server for t in world.cluster.gpu_types}
     prev: tuple[float, str, Servers] | None = None
@@ -689,7 +689,7 @@ def validate(instance: World, solution: SimResult) -> Report:
     -------
     Report
         ``objective`` is the total weighted JCT of the finished jobs; ``objectives`` holds
-        ``mean_jct`` and ``makespan`` (NaN-free: ``None`` when no job finished); ``details``
+        ``mean-jct`` and ``makespan`` (NaN-free: ``None`` when no job finished); ``details``
         the finished and unfinished counts, the rows and the constraints checked.
     """
     check = _parsed(instance, solution)
@@ -709,7 +709,7 @@ def validate(instance: World, solution: SimResult) -> Report:
         violations=violations,
         objective=sum(j.weight * (c - j.arrival) for j, c in done),
         objectives={
-            "mean_jct": sum(jcts) / len(jcts) if jcts else None,
+            "mean-jct": sum(jcts) / len(jcts) if jcts else None,
             "makespan": max((c for _, c in done), default=None),
         },
         details={

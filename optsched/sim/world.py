@@ -216,12 +216,12 @@ class World:
     throughputs : Throughputs
     jobs : tuple of SimJob
         In arrival order (ties by input order).
-    restore_seconds : float
+    restore_s : float
         Checkpoint/restore cost of a preemption: a job that resumes after having run before
         (after a pause, or in a different placement: another GPU type, other servers) makes no
-        progress during the first ``restore_seconds`` of that run.
+        progress during the first ``restore_s`` of that run.
     restore_on_first_start : bool
-        Charge ``restore_seconds`` on a job's first start too (the reference semantics of
+        Charge ``restore_s`` on a job's first start too (the reference semantics of
         Gavel-derived simulators, which count a job's start-up like a restore); by default a
         job's first run starts progressing at once.
 
@@ -236,7 +236,7 @@ class World:
     Raises
     ------
     InvalidInstanceError
-        ``restore_seconds`` negative or not finite; a cluster type missing from the table; a
+        ``restore_s`` negative or not finite; a cluster type missing from the table; a
         duplicate job id; a job that can run on no GPU type of the cluster (rate 0 or missing
         wherever its gang fits; the field ``jobs[k].job_type`` and the types are named).
     """
@@ -244,13 +244,13 @@ class World:
     cluster: ClusterSpec
     throughputs: Throughputs
     jobs: tuple[SimJob, ...]
-    restore_seconds: float = 0.0
+    restore_s: float = 0.0
     restore_on_first_start: bool = False
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.restore_seconds) and self.restore_seconds >= 0):
+        if not (math.isfinite(self.restore_s) and self.restore_s >= 0):
             raise InvalidInstanceError(
-                "restore_seconds", f"must be a finite number >= 0, got {self.restore_seconds}"
+                "restore_s", f"must be a finite number >= 0, got {self.restore_s}"
             )
         if not isinstance(self.restore_on_first_start, bool):
             raise InvalidInstanceError(
@@ -378,7 +378,7 @@ class World:
         cluster: ClusterSpec,
         throughputs: Throughputs | None = None,
         *,
-        restore_seconds: float = 0.0,
+        restore_s: float = 0.0,
         restore_on_first_start: bool = False,
         file: str | None = None,
         first_row: int = 1,
@@ -394,7 +394,7 @@ class World:
             cluster=cluster,
             throughputs=tp,
             jobs=jobs_from_frame(frame, cluster, tp, file=file, first_row=first_row),
-            restore_seconds=restore_seconds,
+            restore_s=restore_s,
             restore_on_first_start=restore_on_first_start,
         )
 
@@ -445,10 +445,7 @@ class World:
         return WorldFile.schema()
 
     def __repr__(self) -> str:
-        return (
-            f"World({len(self.jobs)} jobs, cluster={self.cluster}, "
-            f"restore_seconds={self.restore_seconds:g})"
-        )
+        return f"World({len(self.jobs)} jobs, cluster={self.cluster}, restore_s={self.restore_s:g})"
 
 
 def read_job_csv(path: str | Path) -> pd.DataFrame:

@@ -34,23 +34,23 @@ def decision_cost(
     """
     power = {t.name: t.power_watts for t in instance.node_types}
     energies = {
-        (c.node_type, c.gpus): instance.energy_price
+        (c.node_type, c.gpus): instance.energy_price_per_kwh
         * power[c.node_type]
         * c.gpus
-        * c.runtime
+        * c.runtime_s
         / JOULES_PER_KWH
         for c in job.configurations
     }
     if node_type is None:
         energy = min(energies.values()) if instance.postponed_energy == "min" else 0.0
-        completion = instance.now + instance.period + job.slowest
+        completion = instance.now_s + instance.period_s + job.slowest
     else:
         energy = energies[(node_type, gpus)]
         runtime = next(
-            c.runtime for c in job.configurations if (c.node_type, c.gpus) == (node_type, gpus)
+            c.runtime_s for c in job.configurations if (c.node_type, c.gpus) == (node_type, gpus)
         )
-        completion = instance.now + runtime
-    tardy = 0.0 if job.due is None else max(0.0, completion - job.due)
+        completion = instance.now_s + runtime
+    tardy = 0.0 if job.due_s is None else max(0.0, completion - job.due_s)
     return energy, job.weight * tardy
 
 
@@ -95,7 +95,7 @@ def missing_job(instance: AndreasInstance, solution: AndreasPlan) -> list[Violat
 def _nodes_needed(instance: AndreasInstance, a: Assignment) -> int:
     """Distinct nodes a configuration occupies: one, or whole nodes of its type."""
     t = next(t for t in instance.node_types if t.name == a.node_type)
-    return 1 if a.gpus <= t.gpus_per_node else a.gpus // t.gpus_per_node
+    return 1 if a.gpus <= t.gpus_per_server else a.gpus // t.gpus_per_server
 
 
 def _fault(instance: AndreasInstance, a: Assignment) -> tuple[str, str]:
@@ -159,13 +159,13 @@ def node_capacity(instance: AndreasInstance, solution: AndreasPlan) -> list[Viol
     for a in _placed(instance, solution):
         t = types[a.node_type]
         # A configuration on one node takes its GPUs there; a wider one takes whole nodes.
-        share = a.gpus if a.gpus <= t.gpus_per_node else t.gpus_per_node
+        share = a.gpus if a.gpus <= t.gpus_per_server else t.gpus_per_server
         for n in a.nodes:
             used[(a.node_type, n)] = used.get((a.node_type, n), 0) + share
     out: list[Violation] = []
     for (name, n), gpus in sorted(used.items()):
         t = types[name]
-        free = t.gpus_per_node - (t.unavailable[n] if t.unavailable else 0)
+        free = t.gpus_per_server - (t.unavailable[n] if t.unavailable else 0)
         if gpus > free:
             out.append(
                 Violation(
@@ -204,7 +204,9 @@ def _costs(instance: AndreasInstance, solution: AndreasPlan) -> tuple[float, flo
         e, w = decision_cost(instance, job, a.node_type, a.gpus)
         energy, tardiness = energy + e, tardiness + w
         runtime = next(
-            c.runtime for c in job.configurations if (c.node_type, c.gpus) == (a.node_type, a.gpus)
+            c.runtime_s
+            for c in job.configurations
+            if (c.node_type, c.gpus) == (a.node_type, a.gpus)
         )
         kwh += power[a.node_type] * a.gpus * runtime / JOULES_PER_KWH
     for name in solution.postponed:

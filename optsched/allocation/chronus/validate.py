@@ -239,7 +239,7 @@ def validate(instance: LeaseInstance, solution: LeasePlan) -> Report:
     -------
     Report
         Every violation of :data:`CONSTRAINTS`; ``objective``: admitted count plus the
-        weighted best-effort term; ``objectives`` has ``admitted`` and ``best_effort``
+        weighted best-effort term; ``objectives`` has ``admitted`` and ``best-effort``
         separately; ``details["finished"]`` lists the SLO jobs (admitted or not) whose grants
         finish them by their deadline.
     """
@@ -255,6 +255,6 @@ def validate(instance: LeaseInstance, solution: LeasePlan) -> Report:
     return Report(
         out,
         objective=count + instance.epsilon * progress,
-        objectives={"admitted": float(count), "best_effort": progress},
+        objectives={"admitted": float(count), "best-effort": progress},
         details={"finished": finished},
     )

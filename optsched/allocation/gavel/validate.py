@@ -54,7 +54,7 @@ def _pair_rows(solution: Allocation, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _can_run(job: AllocationJob, j: int, instance: AllocationInstance) -> bool:
     """Whether the job may run alone on type ``j``: positive throughput, and its gang fits."""
-    return job.throughput[j] > 0 and job.scale_factor <= instance.capacity[j]
+    return job.throughput_steps_per_s[j] > 0 and job.scale_factor <= instance.capacity[j]
 
 
 def shape(
@@ -230,7 +230,7 @@ def _policy_speeds(instance: AllocationInstance, job: AllocationJob, aware: bool
     Measured per type (``-perf``), else the job's speed on the first type (or its best, where it
     cannot run there) on every type it can run on.
     """
-    speeds = list(job.throughput)
+    speeds = list(job.throughput_steps_per_s)
     if aware:
         return speeds
     one = speeds[0] if speeds[0] > 0 else max(speeds)
@@ -250,7 +250,7 @@ def slo(
     x = np.asarray(solution.fractions, dtype=np.float64)
     out: list[Violation] = []
     for m, job in enumerate(instance.jobs):
-        due = job.time_to_deadline
+        due = job.time_to_deadline_s
         if due is None or job.steps_remaining <= 0:
             continue
         speeds = _policy_speeds(instance, job, aware)

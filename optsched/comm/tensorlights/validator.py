@@ -88,8 +88,11 @@ def _offsets(instance: TensorLightsInstance) -> np.ndarray:
 def _scale(instance: TensorLightsInstance, j: int) -> float:
     """Job ``j``'s own time scale: one standalone iteration, c_j + max_h n_j m_j / (|S_j| B_h)."""
     job = instance.jobs[j]
-    return job.compute_time + max(
-        job.workers * job.message_bytes / len(job.ps_hosts) / instance.hosts[h].bandwidth
+    return job.compute_time_s + max(
+        job.workers
+        * job.message_bytes
+        / len(job.ps_hosts)
+        / instance.hosts[h].bandwidth_bytes_per_s
         for h in job.ps_hosts
     )
 
@@ -164,15 +167,15 @@ def _phase(
     job = instance.jobs[j]
     starts, ends, _ = _times(solution)
     cs, ie = starts[j, i], ends[j, i]
-    previous = job.start if i == 0 else ends[j, i - 1]
+    previous = job.start_s if i == 0 else ends[j, i - 1]
     out = []
-    if not _same_time(cs, previous + job.compute_time, _scale(instance, j)):
+    if not _same_time(cs, previous + job.compute_time_s, _scale(instance, j)):
         out.append(
             _v(
                 "compute_phase",
                 f"job {j} broadcast {i} starts at {cs:.9g}, not {previous:.9g} + "
-                f"c = {previous + job.compute_time:.9g}",
-                float(cs - previous - job.compute_time),
+                f"c = {previous + job.compute_time_s:.9g}",
+                float(cs - previous - job.compute_time_s),
                 job=j,
                 iteration=i,
             )
@@ -307,7 +310,7 @@ def wrong_host(instance: TensorLightsInstance, solution: SimulationResult) -> li
 
 
 def _bandwidth(instance: TensorLightsInstance) -> np.ndarray:
-    return np.array([host.bandwidth for host in instance.hosts])
+    return np.array([host.bandwidth_bytes_per_s for host in instance.hosts])
 
 
 def nic_capacity(instance: TensorLightsInstance, solution: SimulationResult) -> list[Violation]:
@@ -492,7 +495,7 @@ def work_conservation(
     for h, merged in enumerate(_pending(instance, solution)):
         idx = np.searchsorted(merged[:, 0], mid, "right") - 1
         busy = (idx >= 0) & (mid < merged[np.maximum(idx, 0), 1]) if len(merged) else idx < -1
-        capacity = instance.hosts[h].bandwidth
+        capacity = instance.hosts[h].bandwidth_bytes_per_s
         out += [
             _v(
                 "work_conservation",
@@ -519,7 +522,7 @@ def _objectives(
     completion = _completion(instance, solution)
     if not np.all(np.isfinite(completion)):
         return {"mean-jct": None, "weighted-jct": None, "makespan": None}
-    jct = completion - np.array([job.start for job in instance.jobs])
+    jct = completion - np.array([job.start_s for job in instance.jobs])
     weights = np.array([job.weight for job in instance.jobs])
     return {
         "mean-jct": float(jct.sum() / instance.n_jobs),
@@ -540,7 +543,7 @@ def _job_completion(
             f"job {j} reports completion {reported:.9g}, its last iteration ends at {done:.9g}"
         )
         out.append(_v("completion", message, reported - done, job=j))
-    jct = done - instance.jobs[j].start
+    jct = done - instance.jobs[j].start_s
     if not _same_time(float(np.asarray(solution.jct)[j]), jct, scale):
         out.append(_v("completion", f"job {j} reports a JCT that is not C_j - s_j", job=j))
     return out

@@ -361,6 +361,6 @@ def validate(instance: AonlineInstance, solution: AonlineSchedule) -> Report:
     return Report(
         violations=v,
         objective=objective,
-        objectives={"weighted_completion": objective},
+        objectives={"weighted-completion": objective},
         details={"completion": completion, "work_done": _work_done(instance, solution)},
     )

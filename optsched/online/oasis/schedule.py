@@ -363,9 +363,7 @@ def work_requirement(instance: OasisInstance, solution: Schedule) -> list[Violat
             continue
         job, name = instance.jobs[i], instance.job_name(i)
         done = sum(workers[i].values())
-        need = (
-            job.epochs * job.chunks * job.minibatches * job.minibatch_slots(instance.slot_seconds)
-        )
+        need = job.epochs * job.chunks * job.minibatches * job.minibatch_slots(instance.slot_s)
         if not leq(need, done, WORK_TOL):
             out.append(
                 _violation(

@@ -12,7 +12,7 @@ carried out by the simulator's round mechanism (:func:`~optsched.sim.carry_out`:
 A round whose LP is not proven optimal is carried out only when it stopped within
 :data:`~optsched.tolerances.ROUND_LP_GAP` of the optimum (its gap is recorded in
 :attr:`AllocationLP.solves` and in the run's ``SimResult.extra["round_lp_gaps"]``); further
-from optimal it raises :class:`~optsched.sim.RoundNotOptimalError` (a
+from optimal it raises :class:`~optsched.errors.RoundNotOptimalError` (a
 :class:`~optsched.errors.NotOptimalError`): the simulation stops rather than run an allocation
 nobody checked. Every solve's status, objective, gap and time is kept in
 :attr:`AllocationLP.solves`.
@@ -49,13 +49,12 @@ from optsched.allocation.gavel import POLICIES as LP_POLICIES
 from optsched.allocation.gavel import AllocationInstance, AllocationJob, PairThroughput, solve
 from optsched.allocation.gavel.prices import GPU_PRICES_PER_HOUR
 from optsched.allocation.gavel.shares import isolated_throughput
-from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.errors import InvalidInstanceError, NotOptimalError, RoundNotOptimalError
 from optsched.results import ExactResult
 from optsched.sim.policy import (
     FractionalAllocation,
     JobState,
     Policy,
-    RoundNotOptimalError,
     SimState,
 )
 from optsched.solvers.result import Status
@@ -146,14 +145,14 @@ def allocation_jobs(
     positive rate there for its whole gang, and as many GPUs of the type as its gang) becomes
     one job with
 
-    * ``throughput``: its rate on each type for its whole gang (steps/s);
+    * ``throughput_steps_per_s``: its rate on each type for its whole gang (steps/s);
     * ``scale_factor``: its gang size; ``weight``: its weight;
     * ``steps_remaining``: :math:`\max(W - \text{done}, 0)`;
-    * ``time_since_start``: seconds since its arrival;
-    * ``isolated_time``: the history :math:`h_m` of ``isolated``, updated with its progress
+    * ``time_since_start_s``: seconds since its arrival;
+    * ``isolated_time_s``: the history :math:`h_m` of ``isolated``, updated with its progress
       (module notes);
     * ``job_type``: ``job_type(state, s)`` when given (the packed LPs' co-location class);
-    * ``time_to_deadline``: with ``deadlines``, the seconds left to its deadline, ``None`` when
+    * ``time_to_deadline_s``: with ``deadlines``, the seconds left to its deadline, ``None`` when
       it has passed (a missed deadline cannot be met whatever the round does).
 
     A job that can run nowhere is left out (the round has nothing to give it) and its history
@@ -176,14 +175,14 @@ def allocation_jobs(
         jobs.append(
             AllocationJob(
                 job_id=job_id,
-                throughput=rates,
+                throughput_steps_per_s=rates,
                 scale_factor=s.job.num_gpus,
                 weight=s.job.weight,
                 steps_remaining=left,
-                time_since_start=max(state.now - s.job.arrival, 0.0),
-                isolated_time=history,
+                time_since_start_s=max(state.now - s.job.arrival, 0.0),
+                isolated_time_s=history,
                 job_type=None if job_type is None else job_type(state, s),
-                time_to_deadline=due if deadlines and due > 0 else None,
+                time_to_deadline_s=due if deadlines and due > 0 else None,
             )
         )
     return RoundJobs(types, capacity, tuple(states), tuple(jobs))

@@ -30,7 +30,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from optsched.sim.policy import Allocation, Consolidation, Grant, JobState, Policy, SimState
+from optsched.sim.policy import Consolidation, Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 
 __all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_allocation"]
@@ -50,7 +50,7 @@ def greedy_allocation(
     aware: bool = False,
     blocking: bool = False,
     wake_at: float | None = None,
-) -> Allocation:
+) -> PolicyDecision:
     """Grant ``order`` its GPUs greedily by count (see the module notes for the type choice).
 
     Complexity: :math:`O(A K)` for :math:`A` jobs and :math:`K` GPU types.
@@ -73,7 +73,7 @@ def greedy_allocation(
             best = current if current in room else room[0]
         free[best] -= n
         grants.append(Grant(job=s.job_id, gpu_type=best))
-    return Allocation(grants=tuple(grants), blocking=blocking, wake_at=wake_at)
+    return PolicyDecision(grants=tuple(grants), blocking=blocking, wake_at=wake_at)
 
 
 class WaitQueue:
@@ -238,7 +238,7 @@ class OrderPolicy(Policy):
     def _grant(self, s: JobState, gpu_type: str) -> Grant:
         return Grant(job=s.job_id, gpu_type=gpu_type, consolidate=self.consolidation(s))
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Grant in key order: the best job that still fits, until nothing fits."""
         if self.reference:
             return self._allocate_reference(state)
@@ -333,14 +333,14 @@ class OrderPolicy(Policy):
         grants = tuple(self._grant(granted[k], chosen[k]) for k in picks)
         # the engine keeps every running job under keep_running: only the others may fail
         self._pending = [granted[k] for k in picks]
-        return Allocation(
+        return PolicyDecision(
             grants=grants,
             blocking=blocking,
             wake_at=self.wake(state, granted),
             keep_running=keep,
         )
 
-    def _allocate_reference(self, state: SimState) -> Allocation:
+    def _allocate_reference(self, state: SimState) -> PolicyDecision:
         """The specification: a full sort of the candidates at every decision."""
         queue = self.queue
         running_ids = {s.job_id for s in state.running}
@@ -391,7 +391,7 @@ class OrderPolicy(Policy):
             if len(kept) == len(current) and all(g.gpu_type == current[g.job] for g in kept):
                 grants = [g for g in grants if g.job not in current]
                 keep = True
-        return Allocation(
+        return PolicyDecision(
             grants=tuple(grants),
             blocking=self.blocking,
             wake_at=self.wake(state, granted),
