@@ -111,7 +111,7 @@ def _gavel_call(tg: Any, name: str, n: int, oracle: Any, seed: int) -> tuple[Any
         jobs=[
             AllocationJob(
                 job_id=str(j[0]),
-                throughput=tuple(float(throughputs[j][t]) for t in types),
+                throughput_steps_per_s=tuple(float(throughputs[j][t]) for t in types),
                 scale_factor=int(scale[j]),
                 weight=float(weights[j]),
                 steps_remaining=float(steps[j]),
@@ -238,7 +238,7 @@ def _packed_instance(jobs: Any, n: int, oracle: Any) -> AllocationInstance:
         jobs=tuple(
             AllocationJob(
                 job_id=str(i),
-                throughput=tuple(float(oracle[t][keys[i]]["null"]) for t in types),
+                throughput_steps_per_s=tuple(float(oracle[t][keys[i]]["null"]) for t in types),
                 scale_factor=int(keys[i][1]),
                 weight=float(jobs[i].priority_weight),
                 job_type=str(keys[i]),

@@ -29,7 +29,7 @@ def make_case(horizon: int, chunk_epochs: int, seed: int = 0):
     resources = ["gpu", "cpu", "memory", "bandwidth"]
     data = {
         "horizon": horizon,
-        "slot_seconds": 1.0,
+        "slot_s": 1.0,
         "resources": resources,
         "worker_servers": [
             {"capacity": {"gpu": 8, "cpu": 64, "memory": 256, "bandwidth": 50}} for _ in range(H)
@@ -43,7 +43,7 @@ def make_case(horizon: int, chunk_epochs: int, seed: int = 0):
                 "epochs": chunk_epochs // N,
                 "chunks": N,
                 "minibatches": 1,
-                "minibatch_seconds": 0.5,
+                "minibatch_s": 0.5,
                 "gradient_mb": 0.0,
                 "worker_demand": {"gpu": 1, "cpu": 4, "memory": 16, "bandwidth": 2},
                 "ps_demand": {"cpu": 2, "memory": 8, "bandwidth": 8},

@@ -62,7 +62,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             largest = n
             for name in POLICIES:
                 record = simulate(world, make_policy(name), round_seconds=L)
-                value = objective_value(world, record, "weighted_jct")
+                value = objective_value(world, record, "weighted-jct")
                 if record.extra.get("wakeups", 0) == 0 and max(record.completion) <= (
                     res.extra["rounds"] * L
                 ):

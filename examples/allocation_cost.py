@@ -47,9 +47,9 @@ def main() -> None:
     # One deadline no GPU type can meet: the round is infeasible and says which job.
     first = int(np.flatnonzero(np.isfinite(inst.deadlines))[0])
     jobs = list(inst.jobs)
-    best = max(jobs[first].throughput)
+    best = max(jobs[first].throughput_steps_per_s)
     jobs[first] = jobs[first].model_copy(
-        update={"time_to_deadline": jobs[first].steps_remaining / (2 * best)}
+        update={"time_to_deadline_s": jobs[first].steps_remaining / (2 * best)}
     )
     tight = inst.model_copy(update={"jobs": tuple(jobs)})
     try:

@@ -76,7 +76,7 @@ def main() -> None:
         assert plan is not None
         report = chronus.validate(inst, plan)
         ok = "valid" if report.ok else f"{len(report.violations)} violation(s)"
-        progress = report.objectives["best_effort"]
+        progress = report.objectives["best-effort"]
         print(
             f"{plan.algorithm:>15}: admits {len(plan.admitted)}, BE progress {progress:.3f} ({ok})"
         )

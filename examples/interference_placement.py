@@ -48,7 +48,7 @@ print("\nweighted iteration time under the true interference (s), and regret vs 
 for seed in SEEDS:
     inst = generate_instance(8, n_servers=4, gpus=4, max_workers=2, interference=False, seed=seed)
     job_types = np.random.default_rng(seed).integers(0, N_TYPES, size=len(inst.jobs))
-    t0 = [job.standalone_time for job in inst.jobs]
+    t0 = [job.standalone_time_s for job in inst.jobs]
     true_inst = inst.with_interference(interference_matrix(true_s, job_types, t0))
     best = solve(true_inst, "interference")
     line = f"instance {seed}: optimum {best.objective:.3f}"

@@ -33,7 +33,7 @@ def main() -> None:
     base = generate_instance(8, n_servers=4, gpus=8, interference=False, seed=2)
     rng = np.random.default_rng(2)
     types = rng.integers(0, truth.n_types, size=len(base.jobs)).tolist()
-    t0 = [job.standalone_time for job in base.jobs]
+    t0 = [job.standalone_time_s for job in base.jobs]
     with_true = base.with_interference(interference_matrix(true_pairs, types, t0))
     with_predicted = base.with_interference(interference_matrix(predicted, types, t0))
 

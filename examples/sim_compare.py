@@ -59,7 +59,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         world = _world(_data(), Path(tmp))
-    result = compare(world, POLICIES, exact=True, objectives=["weighted_jct", "makespan"])
+    result = compare(world, POLICIES, exact=True, objectives=["weighted-jct", "makespan"])
     for objective, res in result.exact.items():
         print(
             f"exact {objective}: {res.status.value}, {res.objective:.6g} "
@@ -74,7 +74,7 @@ def main() -> None:
         "rho_max",
         "wakeups",
         "shared",
-        "gap_weighted_jct",
+        "gap_weighted-jct",
         "gap_makespan",
     ]
     with pd.option_context("display.width", 160, "display.precision", 4):

@@ -63,7 +63,7 @@ def main() -> None:
         }
     )
     table = load_throughputs(data / "gavel" / "simulation_throughputs.json", reference="v100")
-    world = World.from_frame(frame, parse_cluster("v100=16,p100=16"), table, restore_seconds=30.0)
+    world = World.from_frame(frame, parse_cluster("v100=16,p100=16"), table, restore_s=30.0)
     print(world)
     rows = []
     runs = {}

@@ -30,7 +30,7 @@ alone = inst.alone_iteration_time()
 for j, job in enumerate(inst.jobs):
     print(
         f"  {job.name:<20} {job.workers} workers, {job.message_bytes / 1e6:7.1f} MB, "
-        f"compute {job.compute_time:.3f} s, {job.iterations} iterations, "
+        f"compute {job.compute_time_s:.3f} s, {job.iterations} iterations, "
         f"PS on hosts {list(job.ps_hosts)}, alone {alone[j]:.3f} s/iteration"
     )
 

@@ -57,7 +57,7 @@ def first_round(world: World) -> AllocationInstance:
     jobs = tuple(
         AllocationJob(
             job_id=j.job_id,
-            throughput=tuple(world.rate(j, name) for name in names),
+            throughput_steps_per_s=tuple(world.rate(j, name) for name in names),
             scale_factor=j.num_gpus,
             steps_remaining=j.work,
         )
@@ -74,7 +74,7 @@ def main() -> None:
     exact = solve(inst, "ftf-perf")
     print(f"first lease, {inst.n_jobs} jobs: exact min-max rho {exact.objective:.4f}")
     for f in (0.8, 0.0):
-        out = themis_round(inst, fairness=f, lease_seconds=LEASE)
+        out = themis_round(inst, fairness=f, lease_s=LEASE)
         value = objective_value(inst, out.allocation.fractions, "ftf")
         idle = int((out.allocation.fractions.sum(axis=1) == 0).sum())
         # A job left out of a lease has no rate, so its steady-state rho is infinite.
@@ -83,8 +83,8 @@ def main() -> None:
             f"{idle} jobs get nothing this lease, max rho {value:.4g} (>= {exact.objective:.4f})"
         )
     policies = {
-        "themis f=0.8": Themis(fairness=0.8, lease_seconds=LEASE),
-        "themis f=0": Themis(fairness=0.0, lease_seconds=LEASE),
+        "themis f=0.8": Themis(fairness=0.8, lease_s=LEASE),
+        "themis f=0": Themis(fairness=0.0, lease_s=LEASE),
         "ftf-perf (exact LP)": AllocationLP("ftf-perf", round_seconds=LEASE),
     }
     rows = []

@@ -51,7 +51,9 @@ def to_jsonable(obj: Any) -> Any:
     if type(obj).__name__ == "DataFrame" and hasattr(obj, "to_dict"):
         return to_jsonable(obj.to_dict(orient="records"))
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return to_jsonable(dataclasses.asdict(obj))
+        # field by field, not dataclasses.asdict: asdict deep-copies every value, and a field
+        # holding a solver object (a HiGHS basis) cannot be copied; it becomes its str here
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if hasattr(obj, "item") and callable(obj.item):  # numpy 0-d and pandas scalars
         return to_jsonable(obj.item())
     return str(obj)

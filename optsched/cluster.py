@@ -14,15 +14,17 @@ Links are full duplex: each carries an ``out`` direction (away from the server o
 
 Units
 -----
-==================== ============ ===================================================
-quantity             unit         meaning
-==================== ============ ===================================================
-``nic_bandwidth``    Gbit/s       per direction of a server's NIC
-``uplink_bandwidth`` Gbit/s       per direction of a rack's uplink to the core
-``nic_load``         Gbit         traffic already on the NIC per iteration (each direction)
-``gpu_bandwidth``    Gbit/s       default bandwidth between two GPUs of one server
-``gpu_memory``       GB           memory of one GPU
-==================== ============ ===================================================
+========================= ====== ============================================================
+quantity                  unit   meaning
+========================= ====== ============================================================
+``nic_bandwidth_gbps``    Gbit/s per direction of a server's NIC
+``uplink_bandwidth_gbps`` Gbit/s per direction of a rack's uplink to the core
+``nic_load_gbit``         Gbit   traffic already on the NIC per iteration (each direction)
+``uplink_load_gbit``      Gbit   traffic already on the uplink per iteration (each direction)
+``gpu_bandwidth_gbps``    Gbit/s default bandwidth between two GPUs of one server
+``gpu_memory_gb``         GB     memory of one GPU
+``volume_gbit``           Gbit   traffic of a job per training iteration (placement)
+========================= ====== ============================================================
 
 Traffic volumes elsewhere in optsched are in Gbit per training iteration, so volume divided by
 bandwidth is seconds of transfer per iteration.
@@ -77,7 +79,7 @@ class GpuLink(Frozen):
 
     a: Annotated[int, Field(ge=0)] = Field(description="First GPU index (0-based).")
     b: Annotated[int, Field(ge=0)] = Field(description="Second GPU index (0-based).")
-    bandwidth: PosFloat = Field(description="Bandwidth between the two GPUs (Gbit/s).")
+    bandwidth_gbps: PosFloat = Field(description="Bandwidth between the two GPUs (Gbit/s).")
 
 
 class Server(Frozen):
@@ -89,16 +91,16 @@ class Server(Frozen):
         Unique name.
     capacity : dict of str to float
         Capacity per resource. ``gpu`` is the number of GPUs and must be a whole number.
-    nic_bandwidth : float
+    nic_bandwidth_gbps : float
         NIC bandwidth per direction (Gbit/s).
-    nic_load : float
+    nic_load_gbit : float
         Background traffic already on the NIC per iteration, in each direction (Gbit); Tiresias's
         "current network load" of a node.
     rack : str or None
         The rack it sits in (required when the cluster declares racks, forbidden otherwise).
-    gpu_memory : float or None
+    gpu_memory_gb : float or None
         Memory of each GPU (GB); bounds the tasks sharing one GPU in node-level assignment.
-    gpu_bandwidth : float
+    gpu_bandwidth_gbps : float
         Bandwidth between two GPUs of this server, and between a GPU and the host (Gbit/s).
     gpu_links : tuple of GpuLink
         GPU pairs with a different bandwidth (e.g. NVLink pairs).
@@ -109,15 +111,15 @@ class Server(Frozen):
 
     name: Name
     capacity: dict[str, NonNegFloat] = Field(description="Capacity per resource name.")
-    nic_bandwidth: PosFloat = Field(
+    nic_bandwidth_gbps: PosFloat = Field(
         default=10.0, description="NIC bandwidth per direction (Gbit/s)."
     )
-    nic_load: NonNegFloat = Field(
+    nic_load_gbit: NonNegFloat = Field(
         default=0.0, description="Background NIC traffic per iteration and direction (Gbit)."
     )
     rack: Name | None = Field(default=None, description="Rack name (when racks are declared).")
-    gpu_memory: NonNegFloat | None = Field(default=None, description="Memory per GPU (GB).")
-    gpu_bandwidth: PosFloat = Field(
+    gpu_memory_gb: NonNegFloat | None = Field(default=None, description="Memory per GPU (GB).")
+    gpu_bandwidth_gbps: PosFloat = Field(
         default=128.0, description="Default GPU-GPU and GPU-host bandwidth (Gbit/s)."
     )
     gpu_links: tuple[GpuLink, ...] = Field(default=(), description="Pairwise GPU bandwidths.")
@@ -153,7 +155,9 @@ class Server(Frozen):
         return int(self.capacity.get(GPU, 0.0))
 
     def gpu_pair_bandwidth(self, i: int, j: int) -> float:
-        """Bandwidth between GPUs ``i`` and ``j`` of this server (``gpu_bandwidth`` by default).
+        """Bandwidth between GPUs ``i`` and ``j`` of this server (Gbit/s).
+
+        ``gpu_bandwidth_gbps`` unless a :class:`GpuLink` names the pair.
 
         Raises
         ------
@@ -165,21 +169,21 @@ class Server(Frozen):
         pair = (min(i, j), max(i, j))
         for link in self.gpu_links:
             if (min(link.a, link.b), max(link.a, link.b)) == pair:
-                return link.bandwidth
-        return self.gpu_bandwidth
+                return link.bandwidth_gbps
+        return self.gpu_bandwidth_gbps
 
     @property
     def gpus_interchangeable(self) -> bool:
         """Whether every GPU pair has the same bandwidth (so GPUs can be relabelled freely)."""
-        return all(link.bandwidth == self.gpu_bandwidth for link in self.gpu_links)
+        return all(link.bandwidth_gbps == self.gpu_bandwidth_gbps for link in self.gpu_links)
 
 
 class Rack(Frozen):
     """A rack: a top-of-rack switch with one uplink to the core."""
 
     name: Name
-    uplink_bandwidth: PosFloat = Field(description="Uplink bandwidth per direction (Gbit/s).")
-    uplink_load: NonNegFloat = Field(
+    uplink_bandwidth_gbps: PosFloat = Field(description="Uplink bandwidth per direction (Gbit/s).")
+    uplink_load_gbit: NonNegFloat = Field(
         default=0.0, description="Background uplink traffic per iteration and direction (Gbit)."
     )
 
@@ -196,9 +200,9 @@ class Link:
         The server (for a NIC) or rack (for an uplink).
     lower, upper : str
         The graph nodes it joins (the server or rack switch, and the switch above it).
-    bandwidth : float
+    bandwidth_gbps : float
         Bandwidth per direction (Gbit/s).
-    background : float
+    background_gbit : float
         Background load per direction (Gbit per iteration).
     """
 
@@ -206,8 +210,8 @@ class Link:
     owner: str
     lower: str
     upper: str
-    bandwidth: float
-    background: float
+    bandwidth_gbps: float
+    background_gbit: float
 
     @property
     def key(self) -> tuple[str, str]:
@@ -305,13 +309,15 @@ class Cluster(Frozen):
                 s.name,
                 s.name,
                 s.rack if s.rack is not None else SWITCH,
-                s.nic_bandwidth,
-                s.nic_load,
+                s.nic_bandwidth_gbps,
+                s.nic_load_gbit,
             )
             for s in self.servers
         ]
         out += [
-            Link("uplink", r.name, r.name, CORE, up[r.name].uplink_bandwidth, r.uplink_load)
+            Link(
+                "uplink", r.name, r.name, CORE, up[r.name].uplink_bandwidth_gbps, r.uplink_load_gbit
+            )
             for r in self.racks
         ]
         return tuple(out)
@@ -320,7 +326,8 @@ class Cluster(Frozen):
         """The topology as an undirected :class:`networkx.Graph`.
 
         Nodes carry ``kind`` (``"server"``, ``"switch"``, ``"gpu"``); edges carry ``kind``
-        (``"nic"``, ``"uplink"``, ``"gpu"``), ``bandwidth`` (Gbit/s) and ``background`` (Gbit).
+        (``"nic"``, ``"uplink"``, ``"gpu"``), ``bandwidth_gbps`` (Gbit/s) and ``background_gbit``
+        (Gbit).
 
         Parameters
         ----------
@@ -344,23 +351,29 @@ class Cluster(Frozen):
                 link.lower,
                 link.upper,
                 kind=link.kind,
-                bandwidth=link.bandwidth,
-                background=link.background,
+                bandwidth_gbps=link.bandwidth_gbps,
+                background_gbit=link.background_gbit,
             )
         if gpus:
             for s in self.servers:
                 nodes = [f"{s.name}/gpu{i}" for i in range(s.gpus)]
                 for i, node in enumerate(nodes):
                     g.add_node(node, kind="gpu", server=s.name, index=i)
-                    g.add_edge(s.name, node, kind="gpu", bandwidth=s.gpu_bandwidth, background=0.0)
+                    g.add_edge(
+                        s.name,
+                        node,
+                        kind="gpu",
+                        bandwidth_gbps=s.gpu_bandwidth_gbps,
+                        background_gbit=0.0,
+                    )
                 for i in range(s.gpus):
                     for j in range(i + 1, s.gpus):
                         g.add_edge(
                             nodes[i],
                             nodes[j],
                             kind="gpu",
-                            bandwidth=s.gpu_pair_bandwidth(i, j),
-                            background=0.0,
+                            bandwidth_gbps=s.gpu_pair_bandwidth(i, j),
+                            background_gbit=0.0,
                         )
         return g
 
@@ -393,18 +406,18 @@ def _server(
     gpus: int,
     cpus: float,
     memory: float,
-    nic_bandwidth: float,
+    nic_bandwidth_gbps: float,
     rack: str | None,
-    gpu_memory: float | None,
-    gpu_bandwidth: float,
+    gpu_memory_gb: float | None,
+    gpu_bandwidth_gbps: float,
 ) -> Server:
     return Server(
         name=name,
         capacity={"gpu": float(gpus), "cpu": float(cpus), "memory": float(memory)},
-        nic_bandwidth=nic_bandwidth,
+        nic_bandwidth_gbps=nic_bandwidth_gbps,
         rack=rack,
-        gpu_memory=gpu_memory,
-        gpu_bandwidth=gpu_bandwidth,
+        gpu_memory_gb=gpu_memory_gb,
+        gpu_bandwidth_gbps=gpu_bandwidth_gbps,
     )
 
 
@@ -414,9 +427,9 @@ def uniform_cluster(
     *,
     cpus: float = 64.0,
     memory: float = 512.0,
-    nic_bandwidth: float = 25.0,
-    gpu_memory: float | None = None,
-    gpu_bandwidth: float = 128.0,
+    nic_bandwidth_gbps: float = 25.0,
+    gpu_memory_gb: float | None = None,
+    gpu_bandwidth_gbps: float = 128.0,
     prefix: str = "s",
 ) -> Cluster:
     """``n_servers`` identical servers with ``gpus`` GPUs each, on one switch.
@@ -435,7 +448,14 @@ def uniform_cluster(
     return Cluster(
         servers=tuple(
             _server(
-                f"{prefix}{i}", gpus, cpus, memory, nic_bandwidth, None, gpu_memory, gpu_bandwidth
+                f"{prefix}{i}",
+                gpus,
+                cpus,
+                memory,
+                nic_bandwidth_gbps,
+                None,
+                gpu_memory_gb,
+                gpu_bandwidth_gbps,
             )
             for i in range(n_servers)
         )
@@ -449,10 +469,10 @@ def two_tier_cluster(
     *,
     cpus: float = 64.0,
     memory: float = 512.0,
-    nic_bandwidth: float = 25.0,
-    uplink_bandwidth: float = 100.0,
-    gpu_memory: float | None = None,
-    gpu_bandwidth: float = 128.0,
+    nic_bandwidth_gbps: float = 25.0,
+    uplink_bandwidth_gbps: float = 100.0,
+    gpu_memory_gb: float | None = None,
+    gpu_bandwidth_gbps: float = 128.0,
 ) -> Cluster:
     """``n_racks`` racks of ``servers_per_rack`` identical servers, racks joined by a core switch.
 
@@ -469,9 +489,20 @@ def two_tier_cluster(
         raise InvalidInstanceError("servers_per_rack", f"must be >= 1, got {servers_per_rack}")
     if gpus < 0:
         raise InvalidInstanceError("gpus", f"must be >= 0, got {gpus}")
-    racks = tuple(Rack(name=f"r{i}", uplink_bandwidth=uplink_bandwidth) for i in range(n_racks))
+    racks = tuple(
+        Rack(name=f"r{i}", uplink_bandwidth_gbps=uplink_bandwidth_gbps) for i in range(n_racks)
+    )
     servers = tuple(
-        _server(f"r{i}s{j}", gpus, cpus, memory, nic_bandwidth, f"r{i}", gpu_memory, gpu_bandwidth)
+        _server(
+            f"r{i}s{j}",
+            gpus,
+            cpus,
+            memory,
+            nic_bandwidth_gbps,
+            f"r{i}",
+            gpu_memory_gb,
+            gpu_bandwidth_gbps,
+        )
         for i in range(n_racks)
         for j in range(servers_per_rack)
     )

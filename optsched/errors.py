@@ -14,12 +14,17 @@ if TYPE_CHECKING:
     from optsched.solvers.result import SolveResult
 
 __all__ = [
+    "CapacityExceededError",
+    "HeuristicFailedError",
     "InconsistentResultError",
     "InvalidInstanceError",
     "InvalidScheduleError",
+    "MissingExtraError",
     "ModelError",
     "NotOptimalError",
     "OptschedError",
+    "PolicyError",
+    "RoundNotOptimalError",
     "SolverUnavailableError",
 ]
 
@@ -137,3 +142,32 @@ class NotOptimalError(OptschedError, RuntimeError):
             f" (termination: {result.termination.value}){extra}; accept a feasible incumbent"
             " to use it (--accept-feasible on the command line, accept_feasible=True in Python)"
         )
+
+
+class PolicyError(OptschedError, RuntimeError):
+    """A policy returned an allocation the world cannot carry out (a bug in the policy)."""
+
+
+class RoundNotOptimalError(NotOptimalError):
+    """A simulated round's optimization stopped further from optimal than the simulator accepts.
+
+    Carries the round's result like :class:`NotOptimalError` (its solver objects left out, so
+    that it serializes), with advice naming what a user can change instead of
+    ``--accept-feasible``, which ``optsched sim`` does not have.
+    """
+
+    def __init__(self, result: Any, message: str) -> None:
+        self.result = result
+        RuntimeError.__init__(self, message)
+
+
+class CapacityExceededError(OptschedError, RuntimeError):
+    """An algorithm tried to commit more than a server's capacity (a bug, never expected)."""
+
+
+class HeuristicFailedError(OptschedError, RuntimeError):
+    """A heuristic found no server with room for some task (it does not backtrack)."""
+
+
+class MissingExtraError(OptschedError, ImportError):
+    """An optional dependency of the interference predictors is not installed."""

@@ -29,7 +29,14 @@ from typing import Any
 
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["Budget", "check_size", "current", "override", "set_budget"]
+__all__ = ["MAX_STALLED_ROUNDS", "Budget", "check_size", "current", "override", "set_budget"]
+
+#: Longest a simulated job may hold GPUs where its rate is 0, in rounds of the run, before the
+#: simulator's validator rejects the record (constraint ``no_progress`` of
+#: :mod:`optsched.sim.validate`; event-driven runs allow no such stretch). The engine never
+#: places a job where it cannot progress, so any such stretch is a defect; one round is the
+#: slack a round-based replay of an external schedule gets before it is called starvation.
+MAX_STALLED_ROUNDS = 1
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ def tiny_instances(
                 "chunks": draw(st.integers(1, max_chunks)),
                 "minibatches": draw(st.integers(1, 4)),
                 # Keep minibatch times in slot units that give 1-6 worker-slots of work.
-                "minibatch_seconds": draw(st.floats(0.05, 0.6)),
+                "minibatch_s": draw(st.floats(0.05, 0.6)),
                 "gradient_mb": draw(st.floats(0.0, 5.0)),
                 "worker_demand": {
                     "gpu": float(draw(st.integers(0, int(min(2, wcap["gpu"]))))),
@@ -99,7 +99,7 @@ def tiny_instances(
     return OasisInstance.from_dict(
         {
             "horizon": horizon,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": list(RES),
             "worker_servers": workers,
             "ps_servers": pss,

@@ -74,9 +74,12 @@ def test_no_grid_point_beats_the_lp(policy: str) -> None:
         capacity=(1, 1),
         prices=(2.48, 0.45),
         jobs=[
-            AllocationJob(job_id="a", throughput=(4.0, 1.0), steps_remaining=100.0),
+            AllocationJob(job_id="a", throughput_steps_per_s=(4.0, 1.0), steps_remaining=100.0),
             AllocationJob(
-                job_id="b", throughput=(3.0, 2.0), steps_remaining=60.0, time_since_start=10.0
+                job_id="b",
+                throughput_steps_per_s=(3.0, 2.0),
+                steps_remaining=60.0,
+                time_since_start_s=10.0,
             ),
         ],
     )
@@ -97,7 +100,7 @@ def test_no_grid_point_beats_the_lp(policy: str) -> None:
 
 def test_identical_jobs_share_equally() -> None:
     """M identical single-GPU jobs on n < M GPUs: max-min gives each n/M of the round."""
-    jobs = [AllocationJob(job_id=f"j{i}", throughput=(2.0,)) for i in range(5)]
+    jobs = [AllocationJob(job_id=f"j{i}", throughput_steps_per_s=(2.0,)) for i in range(5)]
     inst = AllocationInstance(gpu_types=("v100",), capacity=(2,), jobs=jobs)
     res = solve(inst, "max-min-perf")
     assert np.allclose(res.solution.fractions[:, 0], 2 / 5, atol=1e-7)
@@ -107,7 +110,7 @@ def test_makespan_closed_form_on_one_type() -> None:
     """One type, single-GPU jobs: the makespan is max(sum(work)/n, max(work))."""
     work = [30.0, 10.0, 20.0]
     jobs = [
-        AllocationJob(job_id=f"j{i}", throughput=(1.0,), steps_remaining=w)
+        AllocationJob(job_id=f"j{i}", throughput_steps_per_s=(1.0,), steps_remaining=w)
         for i, w in enumerate(work)
     ]
     for n in (1, 2, 3):
@@ -137,8 +140,8 @@ def test_validator_names_each_broken_constraint() -> None:
         gpu_types=("a", "b"),
         capacity=(1, 1),
         jobs=[
-            AllocationJob(job_id="x", throughput=(1.0, 0.0)),
-            AllocationJob(job_id="y", throughput=(1.0, 1.0)),
+            AllocationJob(job_id="x", throughput_steps_per_s=(1.0, 0.0)),
+            AllocationJob(job_id="y", throughput_steps_per_s=(1.0, 1.0)),
         ],
     )
 
@@ -156,14 +159,23 @@ def test_validator_names_each_broken_constraint() -> None:
 @pytest.mark.parametrize(
     ("jobs", "field"),
     [
-        ([{"job_id": "a", "throughput": [0.0]}], "jobs[0].throughput"),
-        ([{"job_id": "a", "throughput": [1.0], "scale_factor": 4}], "jobs[0].scale_factor"),
+        ([{"job_id": "a", "throughput_steps_per_s": [0.0]}], "jobs[0].throughput_steps_per_s"),
         (
-            [{"job_id": "a", "throughput": [1.0]}, {"job_id": "a", "throughput": [1.0]}],
+            [{"job_id": "a", "throughput_steps_per_s": [1.0], "scale_factor": 4}],
+            "jobs[0].scale_factor",
+        ),
+        (
+            [
+                {"job_id": "a", "throughput_steps_per_s": [1.0]},
+                {"job_id": "a", "throughput_steps_per_s": [1.0]},
+            ],
             "jobs[1].job_id",
         ),
-        ([{"job_id": "a", "throughput": [1.0, 2.0]}], "jobs[0].throughput"),
-        ([{"job_id": "a", "throughput": [1.0], "weight": float("nan")}], "jobs[0].weight"),
+        ([{"job_id": "a", "throughput_steps_per_s": [1.0, 2.0]}], "jobs[0].throughput_steps_per_s"),
+        (
+            [{"job_id": "a", "throughput_steps_per_s": [1.0], "weight": float("nan")}],
+            "jobs[0].weight",
+        ),
     ],
 )
 def test_bad_rounds_name_the_field(jobs: list[dict], field: str) -> None:

@@ -72,13 +72,15 @@ def _two_jobs(fa: float, fb: float) -> AllocationInstance:
         gpu_types=("v100",),
         capacity=(1,),
         jobs=[
-            AllocationJob(job_id="a", throughput=(4.0,), job_type="A", steps_remaining=100.0),
+            AllocationJob(
+                job_id="a", throughput_steps_per_s=(4.0,), job_type="A", steps_remaining=100.0
+            ),
             AllocationJob(
                 job_id="b",
-                throughput=(2.0,),
+                throughput_steps_per_s=(2.0,),
                 job_type="B",
                 steps_remaining=60.0,
-                time_since_start=10.0,
+                time_since_start_s=10.0,
             ),
         ],
         pair_throughputs=[PairThroughput(job_types=("A", "B"), normalized=((fa, fb),))],
@@ -123,8 +125,8 @@ def test_max_min_closed_form_for_one_pair() -> None:
             gpu_types=("v100",),
             capacity=(1,),
             jobs=[
-                AllocationJob(job_id="a", throughput=(1.0,), job_type="A"),
-                AllocationJob(job_id="b", throughput=(1.0,), job_type="B"),
+                AllocationJob(job_id="a", throughput_steps_per_s=(1.0,), job_type="A"),
+                AllocationJob(job_id="b", throughput_steps_per_s=(1.0,), job_type="B"),
             ],
             pair_throughputs=[PairThroughput(job_types=("A", "B"), normalized=((fa, fb),))],
         )
@@ -136,8 +138,14 @@ def test_max_min_closed_form_for_one_pair() -> None:
 def test_classes_expand_to_feasible_job_pairs() -> None:
     """Odd and even classes paired with themselves and each other: the job-level allocation
     the class LP expands to is valid and has the LP's (and the twin's) objective."""
-    jobs = [AllocationJob(job_id=f"a{i}", throughput=(2.0, 1.0), job_type="A") for i in range(5)]
-    jobs += [AllocationJob(job_id=f"b{i}", throughput=(3.0, 1.0), job_type="B") for i in range(4)]
+    jobs = [
+        AllocationJob(job_id=f"a{i}", throughput_steps_per_s=(2.0, 1.0), job_type="A")
+        for i in range(5)
+    ]
+    jobs += [
+        AllocationJob(job_id=f"b{i}", throughput_steps_per_s=(3.0, 1.0), job_type="B")
+        for i in range(4)
+    ]
     inst = AllocationInstance(
         gpu_types=("v100", "k80"),
         capacity=(2, 1),
@@ -180,10 +188,12 @@ def test_validator_names_each_broken_pair_constraint() -> None:
         gpu_types=("g", "h"),
         capacity=(1, 1),
         jobs=[
-            AllocationJob(job_id="x", throughput=(1.0, 1.0), job_type="A"),
-            AllocationJob(job_id="y", throughput=(1.0, 1.0), job_type="B"),
-            AllocationJob(job_id="z", throughput=(1.0, 1.0), job_type="B", scale_factor=1),
-            AllocationJob(job_id="w", throughput=(1.0, 1.0)),
+            AllocationJob(job_id="x", throughput_steps_per_s=(1.0, 1.0), job_type="A"),
+            AllocationJob(job_id="y", throughput_steps_per_s=(1.0, 1.0), job_type="B"),
+            AllocationJob(
+                job_id="z", throughput_steps_per_s=(1.0, 1.0), job_type="B", scale_factor=1
+            ),
+            AllocationJob(job_id="w", throughput_steps_per_s=(1.0, 1.0)),
         ],
         pair_throughputs=[PairThroughput(job_types=("A", "B"), normalized=((0.5, 0.5), (0, 0)))],
     )
@@ -227,7 +237,7 @@ def test_bad_pair_tables_name_the_field(pairs: list[dict], field: str) -> None:
     data = {
         "gpu_types": ["v100"],
         "capacity": [2],
-        "jobs": [{"job_id": "a", "throughput": [1.0], "job_type": "A"}],
+        "jobs": [{"job_id": "a", "throughput_steps_per_s": [1.0], "job_type": "A"}],
         "pair_throughputs": pairs,
     }
     with pytest.raises(InvalidInstanceError) as err:
@@ -240,7 +250,11 @@ def test_round_trip_and_old_files(tmp_path) -> None:
     assert inst.pair_throughputs
     inst.save(tmp_path / "round.json")
     assert AllocationInstance.load(tmp_path / "round.json") == inst
-    old = {"gpu_types": ["v100"], "capacity": [1], "jobs": [{"job_id": "a", "throughput": [1]}]}
+    old = {
+        "gpu_types": ["v100"],
+        "capacity": [1],
+        "jobs": [{"job_id": "a", "throughput_steps_per_s": [1]}],
+    }
     plain = AllocationInstance.from_dict(old)
     assert plain.pair_throughputs == () and plain.jobs[0].job_type is None
     assert "pair_throughputs" in AllocationInstance.schema()["properties"]

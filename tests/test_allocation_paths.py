@@ -127,7 +127,7 @@ def test_model_copy_does_not_carry_cached_arrays() -> None:
     inst = AllocationInstance(
         gpu_types=("v100",),
         capacity=(2,),
-        jobs=[AllocationJob(job_id=f"j{i}", throughput=(1.0 + i,)) for i in range(3)],
+        jobs=[AllocationJob(job_id=f"j{i}", throughput_steps_per_s=(1.0 + i,)) for i in range(3)],
     )
     assert inst.throughputs.shape == (3, 1)
     fewer = inst.model_copy(update={"jobs": inst.jobs[:2]})

@@ -40,7 +40,7 @@ def brute_force(instance: AndreasInstance) -> float:
         options: list[Assignment | None] = [None]
         for c in job.configurations:
             t = types[c.node_type]
-            need = 1 if c.gpus <= t.gpus_per_node else c.gpus // t.gpus_per_node
+            need = 1 if c.gpus <= t.gpus_per_server else c.gpus // t.gpus_per_server
             for nodes in itertools.combinations(range(t.nodes), need):
                 options.append(Assignment(job.job_id, c.node_type, c.gpus, nodes))
         choices.append(options)
@@ -101,20 +101,20 @@ def test_greedy_is_deterministic_for_a_seed() -> None:
 
 def _one_job(**job: object) -> AndreasInstance:
     return AndreasInstance(
-        now=100.0,
-        period=600.0,
-        energy_price=0.25,
+        now_s=100.0,
+        period_s=600.0,
+        energy_price_per_kwh=0.25,
         node_types=[
-            NodeType(name="v", gpu_type="v100", gpus_per_node=2, nodes=2, power_watts=300.0),
-            NodeType(name="k", gpu_type="k80", gpus_per_node=4, nodes=1, power_watts=150.0),
+            NodeType(name="v", gpu_type="v100", gpus_per_server=2, nodes=2, power_watts=300.0),
+            NodeType(name="k", gpu_type="k80", gpus_per_server=4, nodes=1, power_watts=150.0),
         ],
         jobs=[
             AndreasJob(
                 job_id="a",
                 configurations=[
-                    Configuration(node_type="v", gpus=1, runtime=3600.0),
-                    Configuration(node_type="v", gpus=4, runtime=1200.0),
-                    Configuration(node_type="k", gpus=4, runtime=5000.0),
+                    Configuration(node_type="v", gpus=1, runtime_s=3600.0),
+                    Configuration(node_type="v", gpus=4, runtime_s=1200.0),
+                    Configuration(node_type="k", gpus=4, runtime_s=5000.0),
                 ],
                 **job,  # type: ignore[arg-type]
             )
@@ -123,7 +123,7 @@ def _one_job(**job: object) -> AndreasInstance:
 
 
 def test_costs_in_closed_form() -> None:
-    inst = _one_job(due=2000.0, weight=0.01)
+    inst = _one_job(due_s=2000.0, weight=0.01)
     # v100 x1: 300 W * 3600 s = 0.3 kWh -> 0.075; completion 3700 -> 1700 s late -> 17.
     run = AndreasPlan((Assignment("a", "v", 1, (1,)),))
     report = validate(inst, run)
@@ -147,7 +147,7 @@ def test_costs_in_closed_form() -> None:
 
 
 def test_validator_catches_each_broken_plan_kind() -> None:
-    inst = generate_instance(3, nodes=1, gpus_per_node=4, seed=0)
+    inst = generate_instance(3, nodes=1, gpus_per_server=4, seed=0)
     a, b, c = (j.job_id for j in inst.jobs)
     cases = {
         "node_capacity": AndreasPlan(
@@ -167,7 +167,7 @@ def test_validator_catches_each_broken_plan_kind() -> None:
 
 
 def test_busy_gpus_are_respected() -> None:
-    inst = generate_instance(4, nodes=1, gpus_per_node=4, seed=1)
+    inst = generate_instance(4, nodes=1, gpus_per_server=4, seed=1)
     busy = inst.model_copy(
         update={
             "node_types": tuple(t.model_copy(update={"unavailable": (3,)}) for t in inst.node_types)
@@ -199,7 +199,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 1,
                         "power_watts": 300.0,
                     }
@@ -207,7 +207,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                 "jobs": [
                     {
                         "job_id": "a",
-                        "configurations": [{"node_type": "v", "gpus": 6, "runtime": 10.0}],
+                        "configurations": [{"node_type": "v", "gpus": 6, "runtime_s": 10.0}],
                     }
                 ],
             },
@@ -219,7 +219,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 1,
                         "power_watts": 300.0,
                     }
@@ -227,7 +227,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                 "jobs": [
                     {
                         "job_id": "a",
-                        "configurations": [{"node_type": "x", "gpus": 1, "runtime": 10.0}],
+                        "configurations": [{"node_type": "x", "gpus": 1, "runtime_s": 10.0}],
                     }
                 ],
             },
@@ -239,7 +239,7 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 2,
                         "power_watts": 300.0,
                         "unavailable": [1],
@@ -254,14 +254,14 @@ def test_plan_frame_repr_and_roundtrip(tmp_path: Path) -> None:
                     {
                         "name": "v",
                         "gpu_type": "v100",
-                        "gpus_per_node": 4,
+                        "gpus_per_server": 4,
                         "nodes": 1,
                         "power_watts": 300.0,
                     }
                 ],
-                "energy_price": -1.0,
+                "energy_price_per_kwh": -1.0,
             },
-            "energy_price",
+            "energy_price_per_kwh",
         ),
     ],
 )

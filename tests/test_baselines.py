@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oasis_strategies import tiny_instances
 
+from optsched.errors import CapacityExceededError
 from optsched.online.oasis import solve
 from optsched.online.oasis.baselines import (
     DRF,
@@ -18,10 +19,9 @@ from optsched.online.oasis.baselines import (
     drf_allocation,
 )
 from optsched.online.oasis.engine import (
-    CapacityExceededError,
     ClusterState,
-    Placement,
     SlotEngine,
+    SlotPlacement,
     round_robin,
     work_units,
 )
@@ -87,7 +87,7 @@ def test_commit_refuses_overflow():
     inst = OasisInstance.from_dict(
         {
             "horizon": 2,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "bandwidth"],
             "worker_servers": [{"capacity": {"gpu": 2, "bandwidth": 10}}],
             "ps_servers": [{"capacity": {"gpu": 0, "bandwidth": 10}}],
@@ -97,7 +97,7 @@ def test_commit_refuses_overflow():
                     "epochs": 1,
                     "chunks": 4,
                     "minibatches": 1,
-                    "minibatch_seconds": 1.0,
+                    "minibatch_s": 1.0,
                     "gradient_mb": 0.0,
                     "worker_demand": {"gpu": 1, "bandwidth": 1},
                     "ps_demand": {"bandwidth": 2},
@@ -115,7 +115,7 @@ def test_commit_refuses_overflow():
     assert state.worker_used[0, 0, 0] == 2.0  # nothing committed by the failed call
     eng = SlotEngine(inst)
     eng.active.append(0)
-    assert eng.assign(0, 1, Placement(((0, 3),), ((0, 1),))) is None  # does not fit
+    assert eng.assign(0, 1, SlotPlacement(((0, 3),), ((0, 1),))) is None  # does not fit
     got = eng.assign(0, 1, 3)  # shrinks to what fits
     assert got is not None and got.n_workers == 2
 
@@ -192,7 +192,7 @@ def _two_job_instance(demand_a: dict, demand_b: dict) -> OasisInstance:
             "epochs": 10,
             "chunks": 8,
             "minibatches": 1,
-            "minibatch_seconds": 1.0,
+            "minibatch_s": 1.0,
             "gradient_mb": 0.0,
             "worker_demand": d,
             "ps_demand": {"cpu": 0.1, "bandwidth": d["bandwidth"]},
@@ -202,7 +202,7 @@ def _two_job_instance(demand_a: dict, demand_b: dict) -> OasisInstance:
     return OasisInstance.from_dict(
         {
             "horizon": 2,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "cpu", "bandwidth"],
             "worker_servers": [{"capacity": {"gpu": 9, "cpu": 18, "bandwidth": 100}}],
             "ps_servers": [{"capacity": {"gpu": 0, "cpu": 100, "bandwidth": 100}}],

@@ -168,7 +168,7 @@ def test_the_optimum_of_a_hand_instance() -> None:
     # c gets the k80 in both leases: 2 of its 4 steps.
     assert res.solution is not None and res.solution.admitted == ("a",)
     assert res.objective == pytest.approx(1 + 0.5 * inst.epsilon)
-    assert validate(inst, res.solution).objectives["best_effort"] == pytest.approx(0.5)
+    assert validate(inst, res.solution).objectives["best-effort"] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ def _cluster(data: dict) -> Cluster:
 
 
 def test_uniform_cluster_shape_and_resources():
-    c = uniform_cluster(3, 4, cpus=32, memory=256, nic_bandwidth=10)
+    c = uniform_cluster(3, 4, cpus=32, memory=256, nic_bandwidth_gbps=10)
     assert [s.name for s in c.servers] == ["s0", "s1", "s2"]
     assert c.resources == ("gpu", "cpu", "memory")
     np.testing.assert_array_equal(c.capacity_matrix(), [[4, 32, 256]] * 3)
@@ -37,12 +37,12 @@ def test_resources_order_standard_first_then_alphabetical():
 
 
 def test_two_tier_graph_is_a_tree_with_bandwidths():
-    c = two_tier_cluster(2, 3, gpus=2, nic_bandwidth=25, uplink_bandwidth=40)
+    c = two_tier_cluster(2, 3, gpus=2, nic_bandwidth_gbps=25, uplink_bandwidth_gbps=40)
     g = c.graph()
     assert nx.is_tree(g)
     assert g.number_of_nodes() == 6 + 2 + 1
-    assert g.edges["r0s1", "r0"]["bandwidth"] == 25
-    assert g.edges["r1", CORE]["bandwidth"] == 40
+    assert g.edges["r0s1", "r0"]["bandwidth_gbps"] == 25
+    assert g.edges["r1", CORE]["bandwidth_gbps"] == 40
     assert {d["kind"] for _, _, d in g.edges(data=True)} == {"nic", "uplink"}
 
 
@@ -59,15 +59,15 @@ def test_graph_with_gpus_uses_pair_bandwidths():
                 {
                     "name": "n",
                     "capacity": {"gpu": 3},
-                    "gpu_bandwidth": 16,
-                    "gpu_links": [{"a": 0, "b": 1, "bandwidth": 300}],
+                    "gpu_bandwidth_gbps": 16,
+                    "gpu_links": [{"a": 0, "b": 1, "bandwidth_gbps": 300}],
                 }
             ]
         }
     )
     g = c.graph(gpus=True)
-    assert g.edges["n/gpu0", "n/gpu1"]["bandwidth"] == 300
-    assert g.edges["n/gpu1", "n/gpu2"]["bandwidth"] == 16
+    assert g.edges["n/gpu0", "n/gpu1"]["bandwidth_gbps"] == 300
+    assert g.edges["n/gpu1", "n/gpu2"]["bandwidth_gbps"] == 16
     assert g.edges["n", "n/gpu2"]["kind"] == "gpu"
     server = c.servers[0]
     assert server.gpu_pair_bandwidth(1, 0) == 300
@@ -117,14 +117,14 @@ def test_path_matches_networkx_shortest_path(racks, per_rack, data):
         (
             {
                 "servers": [{"name": "a", "capacity": {}}],
-                "racks": [{"name": "r", "uplink_bandwidth": 1}],
+                "racks": [{"name": "r", "uplink_bandwidth_gbps": 1}],
             },
             "servers[0].rack",
         ),
         (
             {
                 "servers": [{"name": "a", "capacity": {}, "rack": "q"}],
-                "racks": [{"name": "r", "uplink_bandwidth": 1}],
+                "racks": [{"name": "r", "uplink_bandwidth_gbps": 1}],
             },
             "servers[0].rack",
         ),
@@ -132,15 +132,15 @@ def test_path_matches_networkx_shortest_path(racks, per_rack, data):
             {
                 "servers": [{"name": "a", "capacity": {}, "rack": "r"}],
                 "racks": [
-                    {"name": "r", "uplink_bandwidth": 1},
-                    {"name": "idle", "uplink_bandwidth": 1},
+                    {"name": "r", "uplink_bandwidth_gbps": 1},
+                    {"name": "idle", "uplink_bandwidth_gbps": 1},
                 ],
             },
             "racks[1]",
         ),
         (
-            {"servers": [{"name": "a", "capacity": {}, "nic_bandwidth": 0}]},
-            "servers[0].nic_bandwidth",
+            {"servers": [{"name": "a", "capacity": {}, "nic_bandwidth_gbps": 0}]},
+            "servers[0].nic_bandwidth_gbps",
         ),
         (
             {
@@ -148,7 +148,7 @@ def test_path_matches_networkx_shortest_path(racks, per_rack, data):
                     {
                         "name": "a",
                         "capacity": {"gpu": 2},
-                        "gpu_links": [{"a": 0, "b": 2, "bandwidth": 1}],
+                        "gpu_links": [{"a": 0, "b": 2, "bandwidth_gbps": 1}],
                     }
                 ]
             },
@@ -160,7 +160,7 @@ def test_path_matches_networkx_shortest_path(racks, per_rack, data):
                     {
                         "name": "a",
                         "capacity": {"gpu": 2},
-                        "gpu_links": [{"a": 1, "b": 1, "bandwidth": 1}],
+                        "gpu_links": [{"a": 1, "b": 1, "bandwidth_gbps": 1}],
                     }
                 ]
             },

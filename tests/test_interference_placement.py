@@ -29,7 +29,7 @@ def setting(seed: int):
     truth = generate_interference_truth(8, seed=seed)
     inst = generate_instance(5, n_servers=3, gpus=4, max_workers=2, interference=False, seed=seed)
     types = np.random.default_rng(seed).integers(0, 8, size=len(inst.jobs))
-    t0 = [job.standalone_time for job in inst.jobs]
+    t0 = [job.standalone_time_s for job in inst.jobs]
     return truth, inst, types, t0
 
 

@@ -9,13 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, MissingExtraError
 from optsched.interference import (
     CoLocationRegressor,
     InterferenceTruth,
     MatrixCompletion,
     MeanBaseline,
-    MissingExtraError,
     PredictorScore,
     PredictorScores,
     colocation_features,

@@ -200,10 +200,10 @@ def test_model_variables_are_budgeted_before_building() -> None:
     ("mutate", "field"),
     [
         (lambda d: d["jobs"][0].update(epochs=10**13), "jobs[0].epochs"),
-        (lambda d: d["jobs"][0].update(minibatch_seconds=1e308), "jobs[0].minibatch_seconds"),
+        (lambda d: d["jobs"][0].update(minibatch_s=1e308), "jobs[0].minibatch_s"),
         (lambda d: d["jobs"][0]["worker_demand"].update(gpu=5e-324), "jobs[0].worker_demand.gpu"),
         (lambda d: d["jobs"][0]["worker_demand"].update(bandwidth=5e-324), "jobs[0].worker"),
-        (lambda d: d.update(slot_seconds=5e-324), "slot_seconds"),
+        (lambda d: d.update(slot_s=5e-324), "slot_s"),
         (lambda d: d["worker_servers"][0]["capacity"].update(cpu=1e308), "worker_servers[0]"),
         (lambda d: d["jobs"][0].update(utility={"kind": "constant", "value": 1e300}), "jobs[0]"),
     ],
@@ -255,11 +255,11 @@ def test_nan_utilities_never_validate(tmp_path: Path) -> None:
 
 
 def test_tiny_slots_are_honest() -> None:
-    """slot_seconds converts seconds into slots: with 1e-12 s slots one minibatch spans ~1e12
+    """slot_s converts seconds into slots: with 1e-12 s slots one minibatch spans ~1e12
     slots, so no job can ever finish. Every solver says so (utility 0, everybody rejected),
     the exact solve names the jobs, and its "optimal" 0 is the validator's value."""
     data = generate_instance(5, 2, 2, 6, seed=0).to_dict()
-    data["slot_seconds"] = 1e-12
+    data["slot_s"] = 1e-12
     inst = OasisInstance.from_dict(data)
     assert all(w > 1e9 for w in inst.work_per_chunk)
     for alg in (OASiS(), FIFO(), DRF(), RRH()):
@@ -270,7 +270,7 @@ def test_tiny_slots_are_honest() -> None:
 @pytest.mark.solver("highs")
 def test_tiny_slots_exact_solve_names_the_jobs() -> None:
     data = generate_instance(5, 2, 2, 6, seed=0).to_dict()
-    data["slot_seconds"] = 1e-12
+    data["slot_s"] = 1e-12
     inst = OasisInstance.from_dict(data)
     res = solve(inst)
     assert res.optimal and res.objective == 0.0 and res.solution.admitted == []

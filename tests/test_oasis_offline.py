@@ -30,7 +30,7 @@ def _cluster(workers: list[dict], ps: list[dict], horizon: int, jobs: list[dict]
     return OasisInstance.from_dict(
         {
             "horizon": horizon,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "bandwidth"],
             "worker_servers": [{"capacity": c} for c in workers],
             "ps_servers": [{"capacity": c} for c in ps],
@@ -54,7 +54,7 @@ def _job(
         "epochs": chunk_epochs // n,
         "chunks": n,
         "minibatches": 1,
-        "minibatch_seconds": work_per_chunk,
+        "minibatch_s": work_per_chunk,
         "gradient_mb": 0.0,
         "worker_demand": {"gpu": gpus, "bandwidth": 1.0},
         "ps_demand": {"bandwidth": 2.0},

@@ -65,7 +65,7 @@ def roomy_instances(draw: st.DrawFn) -> OasisInstance:
                 "epochs": draw(st.integers(1, 3)),
                 "chunks": draw(st.integers(1, 6)),
                 "minibatches": 1,
-                "minibatch_seconds": draw(st.floats(0.3, 1.5)),
+                "minibatch_s": draw(st.floats(0.3, 1.5)),
                 "gradient_mb": 0.0,
                 "worker_demand": {"gpu": float(draw(st.integers(1, 4))), "bandwidth": b},
                 "ps_demand": {"bandwidth": draw(st.floats(b, 3 * b))},
@@ -76,7 +76,7 @@ def roomy_instances(draw: st.DrawFn) -> OasisInstance:
     return OasisInstance.from_dict(
         {
             "horizon": horizon,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "bandwidth"],
             "worker_servers": [{"capacity": {"gpu": cap, "bandwidth": 150.0}}],
             "ps_servers": [{"capacity": {"gpu": 0.0, "bandwidth": 450.0}}],

@@ -104,7 +104,7 @@ def _brute_force(inst: OasisInstance, wp, pp, wu, pu, work: str) -> float:
     job = inst.jobs[0]
     a, T, N = job.arrival, inst.horizon, job.chunks
     H, K = len(inst.worker_servers), len(inst.ps_servers)
-    w = job.work_per_chunk(inst.slot_seconds)
+    w = job.work_per_chunk(inst.slot_s)
     wd, sd = inst.worker_demand[0], inst.ps_demand[0]
 
     def mincost(t: int, n: int) -> float:
@@ -199,7 +199,7 @@ def _hand_instance() -> OasisInstance:
     return OasisInstance.from_dict(
         {
             "horizon": 3,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["cpu", "bandwidth"],
             "worker_servers": [
                 {"capacity": {"cpu": 2, "bandwidth": 10}},
@@ -212,7 +212,7 @@ def _hand_instance() -> OasisInstance:
                     "epochs": 1,
                     "chunks": 2,
                     "minibatches": 1,
-                    "minibatch_seconds": 1.0,
+                    "minibatch_s": 1.0,
                     "gradient_mb": 0.0,
                     "worker_demand": {"cpu": 1, "bandwidth": 1},
                     "ps_demand": {"cpu": 1, "bandwidth": 2},
@@ -284,7 +284,7 @@ def test_oversized_dp_is_refused_with_the_job_named():
     data = _hand_instance().model_dump(mode="json")
     data["horizon"] = 100
     data["jobs"][0]["epochs"] = MAX_DP_CELLS // 100
-    data["jobs"][0]["minibatch_seconds"] = 1e-9
+    data["jobs"][0]["minibatch_s"] = 1e-9
     inst = OasisInstance.from_dict(data)
     wp = np.zeros((100, 2, 2))
     pp = np.zeros((100, 1, 2))

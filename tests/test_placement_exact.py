@@ -123,9 +123,9 @@ def test_a_job_split_over_identical_servers_survives_symmetry_breaking(objective
             "jobs": [
                 {
                     "name": "j",
-                    "spread_penalty": 0.5,
+                    "spread_penalty_s": 0.5,
                     "tasks": [{"name": "w", "count": 2, "demand": {"gpu": 1, "cpu": 1}}],
-                    "communication": {"pattern": "ring", "volume": 1.0},
+                    "communication": {"pattern": "ring", "volume_gbit": 1.0},
                 }
             ],
         }
@@ -143,12 +143,12 @@ def test_clwp_equals_job_atomic_harmony_with_unit_weights():
     data = instance.to_dict()
     for job in data["jobs"]:
         job["weight"] = 1.0
-        job["spread_penalty"] = 100.0  # splitting a job never pays
+        job["spread_penalty_s"] = 100.0  # splitting a job never pays
     instance = PlacementInstance.from_dict(data)
     clwp = solve(instance, "clwp").objective
     harmony = solve(instance, "interference")
     assert validate(instance, harmony.solution).objectives["clwp"] is not None
-    t0 = sum(job.standalone_time for job in instance.jobs)
+    t0 = sum(job.standalone_time_s for job in instance.jobs)
     assert abs(harmony.objective - (t0 + clwp)) <= VALUE_TOL * max(1.0, harmony.objective)
 
 

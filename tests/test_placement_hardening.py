@@ -2,7 +2,7 @@
 
 Regression tests for each class of defect: a task ``count: 10**7`` (the validator once took
 3.7 GB expanding it), numbers so large that sums overflow or the solver's infinity is reached,
-a server ``nic_load`` so large that decoding the solved max-load model failed, and a loose
+a server ``nic_load_gbit`` so large that decoding the solved max-load model failed, and a loose
 ``mip_gap`` reported as optimal. And the contract behind them: whatever the instance validator
 accepts solves to a finite objective the independent validator reproduces.
 """
@@ -40,7 +40,7 @@ BASE: dict[str, Any] = {
         {
             "name": "a",
             "tasks": [{"name": "w", "count": 2, "demand": {"gpu": 1, "cpu": 1}}],
-            "communication": {"pattern": "ring", "volume": 1.0},
+            "communication": {"pattern": "ring", "volume_gbit": 1.0},
         }
     ],
 }
@@ -92,7 +92,7 @@ def test_quadratic_parameter_server_traffic_is_refused_before_expansion():
             {"name": "ps", "role": "ps", "count": 3000, "demand": {"cpu": 0}},
         ],
     )
-    data["jobs"][0]["communication"] = {"pattern": "ps", "volume": 1.0}
+    data["jobs"][0]["communication"] = {"pattern": "ps", "volume_gbit": 1.0}
     error = _refused(data)
     assert error.field == "jobs[0].communication" and "flows" in str(error)
 
@@ -101,14 +101,14 @@ def test_quadratic_parameter_server_traffic_is_refused_before_expansion():
     ("path", "value"),
     [
         ("jobs[0].tasks[0].demand.cpu", 1e308),
-        ("jobs[0].communication.volume", 1e300),
-        ("jobs[0].standalone_time", 1e10),
+        ("jobs[0].communication.volume_gbit", 1e300),
+        ("jobs[0].standalone_time_s", 1e10),
         ("cluster.servers[0].capacity.cpu", 1e308),
-        ("cluster.servers[0].nic_load", 1e300),
-        ("cluster.servers[1].nic_bandwidth", 1e-300),
-        ("cluster.servers[2].gpu_bandwidth", 1e300),
+        ("cluster.servers[0].nic_load_gbit", 1e300),
+        ("cluster.servers[1].nic_bandwidth_gbps", 1e-300),
+        ("cluster.servers[2].gpu_bandwidth_gbps", 1e300),
         ("jobs[0].weight", math.nan),
-        ("jobs[0].spread_penalty", math.inf),
+        ("jobs[0].spread_penalty_s", math.inf),
     ],
 )
 def test_numbers_outside_the_models_range_are_refused_naming_the_field(path, value):
@@ -131,11 +131,11 @@ def test_a_model_over_the_variable_budget_is_refused_before_it_is_built():
 @pytest.mark.solver("highs")
 @pytest.mark.parametrize("load", [1e6, MAX_VALUE])
 def test_a_huge_background_nic_load_still_decodes(load):
-    # Once, nic_load = 1e300 made every binary of the solved max-load model read below the
+    # Once, nic_load_gbit = 1e300 made every binary of the solved max-load model read below the
     # decoding threshold (an IndexError). Such loads are now refused, and decoding takes the
     # largest binary of each assignment row, so the largest accepted load decodes and
     # validates.
-    data = _with("cluster.servers[0].nic_load", load)
+    data = _with("cluster.servers[0].nic_load_gbit", load)
     instance = PlacementInstance.from_dict(data)
     result = solve(instance, "max-load")
     assert result.optimal and validate(instance, result.solution).ok
@@ -146,7 +146,7 @@ def test_a_huge_background_nic_load_still_decodes(load):
 def test_hostile_files_exit_2_naming_the_field(tmp_path, capsys):
     for path, value in (
         ("jobs[0].tasks[0].count", 10**7),
-        ("cluster.servers[0].nic_load", 1e300),
+        ("cluster.servers[0].nic_load_gbit", 1e300),
     ):
         bad = tmp_path / "bad.json"
         bad.write_text(json.dumps(_with(path, value)))

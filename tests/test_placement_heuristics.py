@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched.errors import InvalidInstanceError
+from optsched.errors import HeuristicFailedError, InvalidInstanceError
 from optsched.placement import (
     HEURISTICS,
-    HeuristicFailedError,
     PlacementInstance,
     bin_packing_instance,
     generate_instance,

@@ -37,14 +37,14 @@ BASE = {
                 {"name": "w", "role": "worker", "count": 3, "demand": {"gpu": 1, "cpu": 2}},
                 {"name": "ps", "role": "ps", "count": 2, "demand": {"cpu": 4}},
             ],
-            "communication": {"pattern": "ps", "volume": 1.0},
+            "communication": {"pattern": "ps", "volume_gbit": 1.0},
         },
         {
             "name": "b",
             "type": "rnn",
             "tasks": [{"name": "r", "role": "rank", "count": 4, "demand": {"gpu": 1}}],
-            "communication": {"pattern": "ring", "volume": 2.0},
-            "traffic": [{"src": "r0", "dst": "r2", "volume": 0.5}],
+            "communication": {"pattern": "ring", "volume_gbit": 2.0},
+            "traffic": [{"src": "r0", "dst": "r2", "volume_gbit": 0.5}],
         },
     ],
     "interference": [{"a": "a", "b": "b", "coefficient": 0.3}],
@@ -104,7 +104,7 @@ def test_ring_pattern_volumes_by_hand_plus_explicit_traffic():
 
 def test_explicit_traffic_adds_to_the_pattern():
     data = copy.deepcopy(BASE)
-    data["jobs"][1]["traffic"] = [{"src": "r0", "dst": "r1", "volume": 1.0}]
+    data["jobs"][1]["traffic"] = [{"src": "r0", "dst": "r1", "volume_gbit": 1.0}]
     inst = _instance(data)
     volume = {(inst.tasks[s].name, inst.tasks[d].name): v for s, d, v in inst.flows}
     assert abs(volume["r0", "r1"] - (3.0 + 1.0)) < TOL
@@ -185,7 +185,7 @@ def _mutated(path: list, value) -> dict:
         (["jobs", 0, "name"], "a/b", "jobs[0].name"),
         (["jobs", 1, "traffic", 0, "dst"], "r9", "jobs[1].traffic[0].dst"),
         (["jobs", 1, "traffic", 0, "dst"], "r0", "jobs[1].traffic[0].dst"),
-        (["jobs", 1, "traffic", 0, "volume"], -1, "jobs[1].traffic[0].volume"),
+        (["jobs", 1, "traffic", 0, "volume_gbit"], -1, "jobs[1].traffic[0].volume_gbit"),
         (["jobs", 1, "communication", "pattern"], "tree", "jobs[1].communication.pattern"),
         (["jobs", 1, "tasks"], KeyError, "jobs[1].tasks"),
         (["interference", 0, "b"], "zz", "interference[0].b"),

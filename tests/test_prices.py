@@ -30,7 +30,7 @@ def _job(arrival, epochs, chunks, utility, wd, sd):
         "epochs": epochs,
         "chunks": chunks,
         "minibatches": 1,
-        "minibatch_seconds": 1.0,  # w = 1 worker-slot per chunk-epoch with 1-second slots
+        "minibatch_s": 1.0,  # w = 1 worker-slot per chunk-epoch with 1-second slots
         "gradient_mb": 0.0,
         "worker_demand": wd,
         "ps_demand": sd,
@@ -42,7 +42,7 @@ def _hand() -> OasisInstance:
     return OasisInstance.from_dict(
         {
             "horizon": 4,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "bandwidth"],
             "worker_servers": [{"capacity": {"gpu": 4, "bandwidth": 10}}],
             "ps_servers": [{"capacity": {"gpu": 0, "bandwidth": 20}}],

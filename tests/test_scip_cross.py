@@ -230,7 +230,7 @@ def test_placement(seed: int, objective: str) -> None:
 # ----- The simulator's exact round model (Pyomo, build_model) -----------------------------
 
 
-@pytest.mark.parametrize("objective", ["weighted_jct", "makespan", "deadlines"])
+@pytest.mark.parametrize("objective", ["weighted-jct", "makespan", "deadlines"])
 @settings(max_examples=2)
 @given(seed=seeds, n_jobs=st.integers(3, 5))
 def test_sim_exact(seed: int, n_jobs: int, objective: str) -> None:

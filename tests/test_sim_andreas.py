@@ -12,7 +12,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.power import JOULES_PER_KWH, gpu_power
 from optsched.sim.metrics import energy_kwh, run_metrics
 from optsched.sim.policies import POLICIES, Andreas, make_policy
-from optsched.sim.policy import Allocation, SimState
+from optsched.sim.policy import PolicyDecision, SimState
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, TIME_TOL, leq, within
 
 pytestmark = pytest.mark.solver("highs")
@@ -43,7 +43,7 @@ class _Checked(Andreas):
         super().__init__(restarts=8)
         self.seen: list[tuple[AndreasInstance, float]] = []
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         out = super().allocate(state)
         inst, _ = self.instance(state)
         if inst.jobs:

@@ -79,11 +79,11 @@ def test_runs_validate_and_chosen_jobs_finish_in_their_interval(name: str) -> No
 def test_compare_shows_the_gap_to_the_proven_optimum() -> None:
     world = sim.generate_instance(6, "v100=4,k80=4", seed=4)
     comp = sim.compare(
-        world, ["aonline", "aonline-strict"], exact=True, objectives=("weighted_jct",)
+        world, ["aonline", "aonline-strict"], exact=True, objectives=("weighted-jct",)
     )
     frame = comp.to_frame().set_index("policy")
     for name in ("aonline", "aonline-strict"):
-        gap = frame.loc[name, "gap_weighted_jct"]
+        gap = frame.loc[name, "gap_weighted-jct"]
         assert math.isfinite(gap) and gap >= -RATIO_TOL
         assert frame.loc[name, "unfinished"] == 0
 
@@ -163,7 +163,7 @@ def test_cli_compare_on_a_six_job_trace(tmp_path: Path, capsys: pytest.CaptureFi
             "aonline,aonline-strict",
             "--exact",
             "--objectives",
-            "weighted_jct",
+            "weighted-jct",
             "--json",
         ]
     )
@@ -172,7 +172,7 @@ def test_cli_compare_on_a_six_job_trace(tmp_path: Path, capsys: pytest.CaptureFi
     rows = {r["policy"]: r for r in out["policies"]}
     for name in ("aonline", "aonline-strict"):
         assert rows[name]["valid"] is True and rows[name]["finished"] == 6
-        assert rows[name]["gap_weighted_jct"] >= -RATIO_TOL
+        assert rows[name]["gap_weighted-jct"] >= -RATIO_TOL
 
 
 def test_event_driven_runs_are_refused() -> None:

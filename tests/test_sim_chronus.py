@@ -90,7 +90,7 @@ def _generated(seed: int, restore: float = 0.0) -> World:
         10,
         "v100=4,k80=4",
         seed=seed,
-        restore_seconds=restore,
+        restore_s=restore,
         deadline_fraction=0.6,
         mean_interarrival=200.0,
         mu=6.5,
@@ -177,7 +177,7 @@ def test_registry_and_bad_options() -> None:
     assert {"chronus", "chronus-greedy"} <= set(POLICIES)
     assert make_policy("chronus-greedy").round_seconds == 1200.0
     for kwargs, field in (
-        ({"lease_seconds": 0.0}, "lease_seconds"),
+        ({"lease_s": 0.0}, "lease_s"),
         ({"mode": "exact"}, "mode"),
         ({"max_leases": 0}, "max_leases"),
         ({"time_limit": -1.0}, "time_limit"),

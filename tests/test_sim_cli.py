@@ -95,3 +95,32 @@ def test_missing_column(tmp_path: Path) -> None:
 def test_policies_lists_names() -> None:
     code, out = _run("policies")
     assert code == 0 and "tiresias-las" in out["policies"]  # type: ignore[operator]
+
+
+def test_a_run_with_unfinished_jobs_exits_3_with_its_metrics(tmp_path: Path) -> None:
+    trace = _trace(tmp_path, "a,0,1,,,2,,1,,u\nb,0,1,,,10,,1,,u\n")
+    code, out = _run("run", str(trace), "--cluster", "g=1", "--policy", "fifo", "--max-time", "5")
+    assert code == 3
+    assert out["valid"] is True and out["status"] == "truncated" and out["unfinished"] == 1
+    metrics = out["metrics"]
+    assert isinstance(metrics, dict)
+    assert metrics["unfinished"] == 1 and metrics["finished"] == 1
+
+
+def test_a_run_with_unfinished_jobs_still_prints_its_table(tmp_path: Path) -> None:
+    trace = _trace(tmp_path, "a,0,1,,,10,,1,,u\n")
+    code = main(["sim", "run", str(trace), "--cluster", "g=1", "--max-time", "5"])
+    _, err = _capsys[0].readouterr()
+    assert code == 3
+    assert "jct_mean" in err and "did not finish" in err
+
+
+@pytest.mark.parametrize(("flag", "jct"), [([], 10.0), (["--restore-on-first-start"], 15.0)])
+def test_restore_on_first_start(tmp_path: Path, flag: list[str], jct: float) -> None:
+    trace = _trace(tmp_path, "a,0,1,,,10,,1,,u\n")
+    code, out = _run("run", str(trace), "--cluster", "g=1", "--restore-seconds", "5", *flag)
+    assert code == 0 and out["valid"] is True
+    assert out["restore_on_first_start"] is bool(flag)
+    metrics = out["metrics"]
+    assert isinstance(metrics, dict)
+    assert metrics["jct_mean"] == pytest.approx(jct)

@@ -65,9 +65,9 @@ def test_gaps_are_recomputed_from_each_record() -> None:
         assert report.ok
         row = frame[frame["policy"] == name].iloc[0]
         wjct = report.objective
-        assert wjct is not None and opt["weighted_jct"] is not None
+        assert wjct is not None and opt["weighted-jct"] is not None
         assert within(
-            row["gap_weighted_jct"], (wjct - opt["weighted_jct"]) / opt["weighted_jct"], 1e-9
+            row["gap_weighted-jct"], (wjct - opt["weighted-jct"]) / opt["weighted-jct"], 1e-9
         )
         span = report.objectives["makespan"]
         assert span is not None and opt["makespan"] is not None
@@ -81,13 +81,13 @@ def test_gaps_are_recomputed_from_each_record() -> None:
         assert row["gap_deadlines"] == pytest.approx(opt["deadlines"] - met)
         in_round_world = not row["wakeups"] and not row["shared"]
         if in_round_world and max(record.completion) <= default_rounds(world, 3.0) * 3.0:
-            assert row["gap_weighted_jct"] >= -OBJECTIVE_AGREEMENT_TOL
+            assert row["gap_weighted-jct"] >= -OBJECTIVE_AGREEMENT_TOL
             assert row["gap_makespan"] >= -OBJECTIVE_AGREEMENT_TOL
             assert row["gap_deadlines"] >= 0
     for o in opt:
         exact_row = frame[frame["policy"] == f"exact-{o}"].iloc[0]
         assert abs(exact_row[f"gap_{o}"]) <= OBJECTIVE_AGREEMENT_TOL
-    assert result.to_dict()["exact"]["weighted_jct"]["optimal"] is True
+    assert result.to_dict()["exact"]["weighted-jct"]["optimal"] is True
 
 
 def test_compare_without_exact_and_refusals() -> None:
@@ -166,18 +166,18 @@ def test_cli_shows_every_policys_gap_on_a_six_job_trace(
         str(GAVEL / "simulation_throughputs.json"),
         "--exact",
         "--objectives",
-        "weighted_jct,makespan",
+        "weighted-jct,makespan",
     ]
     code, out = _cli(capsys, *args)
     assert code == 0
     exact = out["exact"]
-    assert isinstance(exact, dict) and exact["weighted_jct"]["status"] == "optimal"
+    assert isinstance(exact, dict) and exact["weighted-jct"]["status"] == "optimal"
     rows = out["policies"]
     assert isinstance(rows, list) and len(rows) == 3 + 2
     for r in rows[:3]:
-        assert isinstance(r["gap_weighted_jct"], float) and isinstance(r["gap_makespan"], float)
+        assert isinstance(r["gap_weighted-jct"], float) and isinstance(r["gap_makespan"], float)
         if not r["wakeups"] and not r["shared"]:
-            assert r["gap_weighted_jct"] >= -OBJECTIVE_AGREEMENT_TOL
+            assert r["gap_weighted-jct"] >= -OBJECTIVE_AGREEMENT_TOL
     # a limit no model can be built within: the solve stops short, exit 3
     code, out = _cli(capsys, *args, "--time-limit", "1e-9")
     assert code == 3 and out["error"] == "NotOptimalError"

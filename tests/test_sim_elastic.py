@@ -10,14 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies.sim import job_frame, synthetic_throughputs, worlds
 
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim import (
-    Allocation,
     ClusterSpec,
     GpuType,
     Grant,
     Policy,
-    PolicyError,
+    PolicyDecision,
     SimJob,
     SimState,
     World,
@@ -30,7 +29,7 @@ from optsched.tolerances import TIME_TOL, within
 def _world(gang: int = 2, steps: float = 120.0, restore: float = 0.0, count: int = 8) -> World:
     cluster = ClusterSpec(gpu_types=(GpuType(name="fast", count=count, gpus_per_server=4),))
     frame = job_frame([{"model": "A", "total_steps": steps, "num_gpus": gang}])
-    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_seconds=restore)
+    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
 
 
 class Sized(Policy):
@@ -41,12 +40,12 @@ class Sized(Policy):
         self.sizes = sizes
         self.round_seconds = round_seconds
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         grants = []
         for s in state.active:
             k = min(state.decisions_seen(s) - 1, len(self.sizes) - 1)
             grants.append(Grant(s.job_id, "fast", num_gpus=self.sizes[k]))
-        return Allocation(tuple(grants))
+        return PolicyDecision(tuple(grants))
 
 
 def test_jobs_are_rigid_by_default() -> None:
@@ -137,7 +136,7 @@ def test_random_gang_sizes_always_validate(world: World, seed: int) -> None:
         def reset(self, w: World) -> None:
             self.rng = random.Random(seed)
 
-        def allocate(self, state: SimState) -> Allocation:
+        def allocate(self, state: SimState) -> PolicyDecision:
             grants = []
             for s in state.active:
                 gpu = self.rng.choice(world.cluster.names)
@@ -146,7 +145,7 @@ def test_random_gang_sizes_always_validate(world: World, seed: int) -> None:
                 if hi < s.job.min_gpus:
                     continue
                 grants.append(Grant(s.job_id, gpu, num_gpus=self.rng.randint(s.job.min_gpus, hi)))
-            return Allocation(tuple(grants))
+            return PolicyDecision(tuple(grants))
 
     result = simulate(world, Random())
     report = validate(world, result)

@@ -11,14 +11,13 @@ from hypothesis import strategies as st
 from strategies.sim import job_frame, one_gpu_world, synthetic_throughputs, worlds
 
 from optsched import limits
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim import (
-    Allocation,
     ClusterSpec,
     GpuType,
-    Placement,
+    GrantPlacement,
     Policy,
-    PolicyError,
+    PolicyDecision,
     SimState,
     World,
     default_horizon,
@@ -169,8 +168,8 @@ def test_every_policy_run_validates(world: World, name: str) -> None:
 
 @given(worlds(max_jobs=5), st.sampled_from([None, 1.0, 5.0]))
 def test_rounds_or_events_srtf_validates(world: World, rounds: float | None) -> None:
-    if rounds is not None and rounds <= world.restore_seconds:
-        rounds = world.restore_seconds + 1.0
+    if rounds is not None and rounds <= world.restore_s:
+        rounds = world.restore_s + 1.0
     result = simulate(world, SRTF(), round_seconds=rounds)
     assert validate(world, result).ok
     assert result.all_finished
@@ -240,17 +239,17 @@ def test_spread_gang_runs_at_the_unconsolidated_rate() -> None:
     class Spread(Policy):
         name = "spread"
 
-        def allocate(self, state: SimState) -> Allocation:
+        def allocate(self, state: SimState) -> PolicyDecision:
             from optsched.sim import Grant
 
             grants = []
             for s in state.active:
                 if s.job.num_gpus == 1:
                     server = 0 if s.job_id == "j0" else 1
-                    grants.append(Grant(s.job_id, "fast", Placement("fast", ((server, 1),))))
+                    grants.append(Grant(s.job_id, "fast", GrantPlacement("fast", ((server, 1),))))
                 else:
                     grants.append(Grant(s.job_id, "fast"))
-            return Allocation(tuple(grants))
+            return PolicyDecision(tuple(grants))
 
     result = simulate(world, Spread())
     assert validate(world, result).ok
@@ -289,7 +288,9 @@ def test_replay_rejects_an_over_full_round() -> None:
     world = one_gpu_world([1.0, 1.0])
     with pytest.raises(PolicyError):
         replay_rounds(
-            world, [{"j0": Placement("gpu", ((0, 1),)), "j1": Placement("gpu", ((0, 1),))}], 1.0
+            world,
+            [{"j0": GrantPlacement("gpu", ((0, 1),)), "j1": GrantPlacement("gpu", ((0, 1),))}],
+            1.0,
         )
 
 
@@ -321,10 +322,10 @@ def test_policy_errors_are_typed() -> None:
     class Bad(Policy):
         name = "bad"
 
-        def allocate(self, state: SimState) -> Allocation:
+        def allocate(self, state: SimState) -> PolicyDecision:
             from optsched.sim import Grant
 
-            return Allocation((Grant("nope", "gpu"),))
+            return PolicyDecision((Grant("nope", "gpu"),))
 
     with pytest.raises(PolicyError):
         simulate(world, Bad())
@@ -363,9 +364,9 @@ def test_keep_running_adds_jobs_and_refuses_regrants() -> None:
     class Add(Policy):
         name = "add"
 
-        def allocate(self, state: SimState) -> Allocation:
+        def allocate(self, state: SimState) -> PolicyDecision:
             new = tuple(Grant(s.job_id, "gpu") for s in state.arrived)
-            return Allocation(new, keep_running=True)
+            return PolicyDecision(new, keep_running=True)
 
     result = simulate(world2, Add())
     assert validate(world2, result).ok
@@ -374,8 +375,8 @@ def test_keep_running_adds_jobs_and_refuses_regrants() -> None:
     class Regrant(Policy):
         name = "regrant"
 
-        def allocate(self, state: SimState) -> Allocation:
-            return Allocation(
+        def allocate(self, state: SimState) -> PolicyDecision:
+            return PolicyDecision(
                 tuple(Grant(s.job_id, "gpu") for s in state.active), keep_running=True
             )
 

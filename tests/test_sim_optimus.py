@@ -88,9 +88,9 @@ def _planted_world(models: list[str], gpus: int = 8, steps: float = 5_000.0) -> 
 class _FirstRound(Optimus):
     """Optimus that keeps its first allocation."""
 
-    first: sim.Allocation | None = None
+    first: sim.PolicyDecision | None = None
 
-    def allocate(self, state: sim.SimState) -> sim.Allocation:
+    def allocate(self, state: sim.SimState) -> sim.PolicyDecision:
         out = super().allocate(state)
         if self.first is None:
             self.first = out

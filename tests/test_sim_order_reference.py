@@ -82,7 +82,7 @@ def busy_worlds(draw: st.DrawFn) -> World:
         "vgg16" if s else m for s, m in zip(skewed, frame["model"].tolist(), strict=True)
     ]
     restore = draw(st.sampled_from([0.0, 0.5, 2.0]))
-    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_seconds=restore)
+    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
 
 
 @settings(max_examples=25)
@@ -122,7 +122,7 @@ def _elasticflow_slice(rows: int) -> World:
         )
     )
     table = Throughputs.uniform({"v100": 1.0, "k80": 0.4})
-    return World.from_frame(frame, cluster, table, restore_seconds=30.0)
+    return World.from_frame(frame, cluster, table, restore_s=30.0)
 
 
 @pytest.mark.skipif(not ELASTICFLOW.is_file(), reason=f"{ELASTICFLOW} is absent")

@@ -39,12 +39,12 @@ def test_each_active_job_as_an_allocation_job() -> None:
     assert out.states == states
     for s, job in zip(out.states, out.jobs, strict=True):
         assert job.job_id == s.job_id
-        assert job.throughput == tuple(state.rate(s, t) for t in out.gpu_types)
+        assert job.throughput_steps_per_s == tuple(state.rate(s, t) for t in out.gpu_types)
         assert job.scale_factor == s.job.num_gpus and job.weight == s.job.weight
         assert job.steps_remaining == pytest.approx(0.75 * s.job.work)
-        assert job.time_since_start == 30.0 - s.job.arrival
-        assert job.isolated_time == 0.0 and job.job_type == f"t-{s.job_id}"
-        assert job.time_to_deadline is None  # deadlines are asked for separately
+        assert job.time_since_start_s == 30.0 - s.job.arrival
+        assert job.isolated_time_s == 0.0 and job.job_type == f"t-{s.job_id}"
+        assert job.time_to_deadline_s is None  # deadlines are asked for separately
     assert out.jobs[0].weight == 2.0 and out.jobs[1].scale_factor == 4
 
 
@@ -52,7 +52,7 @@ def test_deadlines_left_and_passed() -> None:
     world = _world()
     states = tuple(JobState(job=j) for j in world.jobs)
     out = allocation_jobs(_state(30.0, states, world), IsolatedTime(), deadlines=True)
-    due = {j.job_id: j.time_to_deadline for j in out.jobs}
+    due = {j.job_id: j.time_to_deadline_s for j in out.jobs}
     # b's deadline (absolute) has passed: it runs on without one; c has seconds left
     assert due["a"] is None and due["b"] is None
     assert due["c"] == pytest.approx(world.job("c").deadline - 30.0)
@@ -73,4 +73,4 @@ def test_the_isolated_history_grows_with_progress() -> None:
     later = tuple(JobState(job=j, done=10.0) for j in world.jobs)
     again = allocation_jobs(_state(60.0, later, world), isolated)
     for i, job in enumerate(again.jobs):
-        assert job.isolated_time == pytest.approx(10.0 / float(shares[i]))
+        assert job.isolated_time_s == pytest.approx(10.0 / float(shares[i]))

@@ -112,7 +112,7 @@ def test_bad_lists_name_the_field() -> None:
                 "load": 1.0,
                 "policy": "fifo",
             },
-            {"cluster": CLUSTER, "round_seconds": None, "restore_seconds": 0.0},
+            {"cluster": CLUSTER, "round_seconds": None, "restore_s": 0.0},
         )
     assert err.value.field == "traces"
 

@@ -55,7 +55,7 @@ def test_worlds_built_apart_compare_equal_and_differ_when_a_field_does() -> None
     b = sim.generate_instance(5, "v100=2", seed=3)
     assert a == b and a is not b
     assert a != sim.generate_instance(5, "v100=2", seed=4)
-    assert a != World(a.cluster, a.throughputs, a.jobs, restore_seconds=1.0)
+    assert a != World(a.cluster, a.throughputs, a.jobs, restore_s=1.0)
 
 
 def test_elastic_gang_sizes_round_trip(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_a_gavel_table_round_trips_whole(tmp_path: Path) -> None:
 
     table = load_throughputs(GAVEL_TABLE)
     base = sim.generate_instance(4, "v100=4", seed=1)
-    world = World(parse_cluster("v100=4,p100=4,k80=4"), table, base.jobs, restore_seconds=5.0)
+    world = World(parse_cluster("v100=4,p100=4,k80=4"), table, base.jobs, restore_s=5.0)
     world.save(tmp_path / "w.json")
     again = World.load(tmp_path / "w.json")
     assert again == world
@@ -131,7 +131,7 @@ def _doc() -> dict[str, Any]:
         (lambda d: d["jobs"][0].update(colour="red"), "jobs[0].colour"),
         (lambda d: d["jobs"][0].update(min_gpus=d["jobs"][0]["num_gpus"] + 1), "jobs[0].min_gpus"),
         (lambda d: d["jobs"][0].update(max_gpus=0), "jobs[0].max_gpus"),
-        (lambda d: d.update(restore_seconds=-2), "restore_seconds"),
+        (lambda d: d.update(restore_s=-2), "restore_s"),
         (lambda d: d.update(format="gavel"), "format"),
         (lambda d: d["throughputs"].update(reference="k80"), "throughputs.reference"),
         (lambda d: d["cluster"]["gpu_types"][0].update(name="p100"), "cluster"),
@@ -149,7 +149,7 @@ def test_bad_documents_name_the_field(tmp_path: Path, change: Any, field: str) -
 
 
 def test_nan_and_duplicate_keys_are_refused_by_the_loader(tmp_path: Path) -> None:
-    text = json.dumps(_doc()).replace('"restore_seconds": 0.0', '"restore_seconds": NaN')
+    text = json.dumps(_doc()).replace('"restore_s": 0.0', '"restore_s": NaN')
     with pytest.raises(InvalidInstanceError):
         World.load(_write(tmp_path / "a.json", json.loads(text)))
     path = tmp_path / "b.json"

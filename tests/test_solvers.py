@@ -168,7 +168,7 @@ def test_highs_presolve_regression() -> None:
     inst = OasisInstance.model_validate(
         {
             "horizon": 2,
-            "slot_seconds": 1.0,
+            "slot_s": 1.0,
             "resources": ["gpu", "cpu", "bandwidth"],
             "worker_servers": [
                 {"capacity": {"gpu": 0.0, "cpu": 2.0, "bandwidth": 6.0}},
@@ -181,7 +181,7 @@ def test_highs_presolve_regression() -> None:
                     "epochs": 1,
                     "chunks": 2,
                     "minibatches": 1,
-                    "minibatch_seconds": 0.5931928428513653,
+                    "minibatch_s": 0.5931928428513653,
                     "gradient_mb": 0.0,
                     "worker_demand": {"cpu": 1.0, "bandwidth": 3.0},
                     "ps_demand": {"cpu": 1.0, "bandwidth": 6.0},

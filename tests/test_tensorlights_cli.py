@@ -148,7 +148,7 @@ def test_bandwidth_is_in_gbit_per_second(capsys, tmp_path):
     )  # fmt: skip
     assert code == 0
     inst = load_instance(path)
-    assert [h.bandwidth for h in inst.hosts] == [40 * 1e9 / 8]
+    assert [h.bandwidth_bytes_per_s for h in inst.hosts] == [40 * 1e9 / 8]
     assert inst == generate_instance(1, 2, bandwidth=5e9, iterations=(3, 5), workers=(4, 4))
 
 

@@ -59,26 +59,26 @@ def test_a_period_whose_events_exceed_the_budget_is_refused():
 
 def test_a_start_of_1e18_is_refused_naming_the_start():
     data = generate_instance(1, 3, seed=1).to_dict()
-    data["jobs"][0]["start"] = 1e18
+    data["jobs"][0]["start_s"] = 1e18
     with pytest.raises(InvalidInstanceError) as err:
         TensorLightsInstance.from_dict(data)
-    assert err.value.field == "jobs[0].start"
+    assert err.value.field == "jobs[0].start_s"
 
 
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"hosts": [{"bandwidth": 5e-324}]}, "hosts[0].bandwidth"),
-        ({"hosts": [{"bandwidth": 1e300}]}, "jobs[0].message_bytes"),
+        ({"hosts": [{"bandwidth_bytes_per_s": 5e-324}]}, "hosts[0].bandwidth_bytes_per_s"),
+        ({"hosts": [{"bandwidth_bytes_per_s": 1e300}]}, "jobs[0].message_bytes"),
         ({"jobs": [job(1e308, 100_000, 0.0, 10_000_000)]}, "jobs[0].message_bytes"),
-        ({"jobs": [job(1.0, 1, 1e308, 10)]}, "jobs[0].compute_time"),
-        ({"jobs": [job(1.0, 1, 0.0, 1, start=1e308), job(1e300, 1, 0, 1)]}, "jobs[0].start"),
+        ({"jobs": [job(1.0, 1, 1e308, 10)]}, "jobs[0].compute_time_s"),
+        ({"jobs": [job(1.0, 1, 0.0, 1, start=1e308), job(1e300, 1, 0, 1)]}, "jobs[0].start_s"),
         ({"jobs": [job(1.0, 1, 0.0, 1, w=1e300)]}, "jobs.0.weight"),
         ({"jobs": [job(1.0, 1, 0.0, 1, w=5e-324)]}, "jobs.0.weight"),
     ],
 )
 def test_values_that_would_overflow_are_refused(change, field):
-    data = {"hosts": [{"bandwidth": 1.0}], "jobs": [job(1.0, 1, 0.0, 1)], **change}
+    data = {"hosts": [{"bandwidth_bytes_per_s": 1.0}], "jobs": [job(1.0, 1, 0.0, 1)], **change}
     with pytest.raises(InvalidInstanceError) as err:
         TensorLightsInstance.from_dict(data)
     assert err.value.field.replace("[", ".").replace("]", "") == field.replace("[", ".").replace(

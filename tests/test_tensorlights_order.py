@@ -58,12 +58,12 @@ def sequential_objective(inst: TensorLightsInstance, order, objective: str) -> f
     """Closed form when the rule applies: per host, jobs hold the NIC one after another."""
     tau = inst.alone_comm_time()
     done = {}
-    clock = {h: inst.jobs[0].start + inst.jobs[0].compute_time for h in range(inst.n_hosts)}
+    clock = {h: inst.jobs[0].start_s + inst.jobs[0].compute_time_s for h in range(inst.n_hosts)}
     for j in order:
         h = inst.jobs[j].ps_hosts[0]
         clock[h] += inst.jobs[j].iterations * tau[j]
         done[j] = clock[h]
-    jct = np.array([done[j] - inst.jobs[j].start for j in range(inst.n_jobs)])
+    jct = np.array([done[j] - inst.jobs[j].start_s for j in range(inst.n_jobs)])
     if objective == "mean-jct":
         return float(jct.mean())
     w = np.array([j.weight for j in inst.jobs])

@@ -296,9 +296,9 @@ def test_nic_never_over_capacity_and_work_conserving(inst, policy, jitter, coord
     for j, spec in enumerate(inst.jobs):
         ends = res.iteration_end[j, : spec.iterations]
         starts = res.comm_start[j, : spec.iterations]
-        previous = np.concatenate([[spec.start], ends[:-1]])
-        assert np.allclose(starts, previous + spec.compute_time, rtol=TIME_RTOL, atol=TIME_ATOL)
-        assert np.all(ends >= starts + res.alone_iteration_time[j] - spec.compute_time - 1e-9)
+        previous = np.concatenate([[spec.start_s], ends[:-1]])
+        assert np.allclose(starts, previous + spec.compute_time_s, rtol=TIME_RTOL, atol=TIME_ATOL)
+        assert np.all(ends >= starts + res.alone_iteration_time[j] - spec.compute_time_s - 1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ def test_kernel_agrees_with_reference(inst, policy, jitter, coordinated, period,
 def test_kernel_agrees_with_reference_across_long_idle_gaps(inst, gap, policy, period):
     """The last job starts long after the others: both engines jump the idle periods."""
     data = inst.to_dict()
-    data["jobs"][-1]["start"] = gap
+    data["jobs"][-1]["start_s"] = gap
     late = TensorLightsInstance.from_dict(data)
     a = simulate(late, policy, rotation_period=period)
     b = simulate(late, policy, rotation_period=period, engine="python")
@@ -415,7 +415,10 @@ def test_schema_describes_the_file_format():
         (lambda d: d["jobs"][0].update(ps_hosts=[0, 0]), "jobs.0.ps_hosts"),
         (lambda d: d["jobs"][0].update(workers=0), "jobs.0.workers"),
         (lambda d: d["jobs"][0].update(message_bytes=-1.0), "jobs.0.message_bytes"),
-        (lambda d: d["hosts"][0].update(bandwidth=0.0), "hosts.0.bandwidth"),
+        (
+            lambda d: d["hosts"][0].update(bandwidth_bytes_per_s=0.0),
+            "hosts.0.bandwidth_bytes_per_s",
+        ),
         (lambda d: d.update(jobs=[]), "jobs"),
         (lambda d: d["jobs"][0].update(colour="red"), "jobs.0.colour"),
     ],

@@ -77,11 +77,11 @@ def lease_rounds(draw: st.DrawFn, max_jobs: int = 5, ample: bool = False) -> All
         jobs.append(
             AllocationJob(
                 job_id=f"j{i}",
-                throughput=tuple(thr),
+                throughput_steps_per_s=tuple(thr),
                 scale_factor=sfs[i],
                 steps_remaining=draw(st.sampled_from([0.0, 100.0, 2000.0, 50000.0])),
-                time_since_start=draw(st.sampled_from([0.0, 60.0, 3000.0])),
-                isolated_time=draw(st.sampled_from([0.0, 30.0])),
+                time_since_start_s=draw(st.sampled_from([0.0, 60.0, 3000.0])),
+                isolated_time_s=draw(st.sampled_from([0.0, 30.0])),
             )
         )
     return AllocationInstance(gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs)
@@ -178,13 +178,13 @@ def test_lease_rho_is_the_ftf_objective_when_the_lease_covers_the_job() -> None:
     of running on j alone, computed by objective_value (a different code path)."""
     job = AllocationJob(
         job_id="a",
-        throughput=(4.0, 1.0),
+        throughput_steps_per_s=(4.0, 1.0),
         steps_remaining=100.0,
-        time_since_start=50.0,
-        isolated_time=20.0,
+        time_since_start_s=50.0,
+        isolated_time_s=20.0,
     )
     inst = AllocationInstance(gpu_types=("v100", "k80"), capacity=(1, 1), jobs=(job,))
-    none, on = lease_rho(inst, lease_seconds=1000.0)
+    none, on = lease_rho(inst, lease_s=1000.0)
     for j in range(2):
         x = np.zeros((1, 2))
         x[0, j] = 1.0
@@ -194,7 +194,7 @@ def test_lease_rho_is_the_ftf_objective_when_the_lease_covers_the_job() -> None:
     q = 0.5 * 4.0 + 0.5 * 1.0
     assert none[0] == pytest.approx((50.0 + 1000.0 + 100.0 / q) / (20.0 + 100.0 / q))
     # A lease shorter than the job: the lease on the type, the isolated share after it.
-    _, short = lease_rho(inst, lease_seconds=10.0)
+    _, short = lease_rho(inst, lease_s=10.0)
     assert short[0, 1] == pytest.approx((50.0 + 10.0 + (100.0 - 10.0) / q) / (20.0 + 100.0 / q))
 
 
@@ -285,9 +285,9 @@ def test_grouped_apps_bid_with_their_slowest_job() -> None:
     jobs = tuple(
         AllocationJob(
             job_id=f"j{i}",
-            throughput=(2.0 + i, 1.0),
+            throughput_steps_per_s=(2.0 + i, 1.0),
             steps_remaining=5000.0,
-            time_since_start=100.0 * i,
+            time_since_start_s=100.0 * i,
         )
         for i in range(3)
     )
@@ -313,16 +313,16 @@ def test_grouped_apps_bid_with_their_slowest_job() -> None:
         ({"fairness": -0.1}, "fairness"),
         ({"fairness": float("nan")}, "fairness"),
         ({"fairness": True}, "fairness"),
-        ({"lease_seconds": 0.0}, "lease_seconds"),
-        ({"lease_seconds": -600.0}, "lease_seconds"),
-        ({"lease_seconds": float("inf")}, "lease_seconds"),
+        ({"lease_s": 0.0}, "lease_s"),
+        ({"lease_s": -600.0}, "lease_s"),
+        ({"lease_s": float("inf")}, "lease_s"),
     ],
 )
 def test_bad_options_name_their_field(kwargs: dict[str, float], field: str) -> None:
     inst = AllocationInstance(
         gpu_types=("v100",),
         capacity=(1,),
-        jobs=(AllocationJob(job_id="a", throughput=(1.0,)),),
+        jobs=(AllocationJob(job_id="a", throughput_steps_per_s=(1.0,)),),
     )
     with pytest.raises(InvalidInstanceError) as err:
         themis(inst, **kwargs)  # type: ignore[arg-type]
@@ -334,7 +334,7 @@ def test_bad_options_name_their_field(kwargs: dict[str, float], field: str) -> N
 
 def test_auction_sizes_are_checked_against_the_budgets() -> None:
     jobs = tuple(
-        AllocationJob(job_id=f"j{i}", throughput=(1.0, 2.0, 3.0), steps_remaining=100.0)
+        AllocationJob(job_id=f"j{i}", throughput_steps_per_s=(1.0, 2.0, 3.0), steps_remaining=100.0)
         for i in range(6)
     )
     inst = AllocationInstance(gpu_types=("a", "b", "c"), capacity=(6, 6, 6), jobs=jobs)
@@ -362,7 +362,7 @@ def test_the_policy_runs_leases_and_its_runs_validate(group_by: str) -> None:
 
         jobs = tuple(dataclasses.replace(j, user=f"u{j.index % 2}") for j in world.jobs)
         world = dataclasses.replace(world, jobs=jobs)
-    policy = Themis(fairness=0.5, lease_seconds=300.0, group_by=group_by)  # type: ignore[arg-type]
+    policy = Themis(fairness=0.5, lease_s=300.0, group_by=group_by)  # type: ignore[arg-type]
     result = sim.simulate(world, policy)
     assert sim.validate(world, result).ok
     assert policy.leases and all(1 <= lease.participants <= lease.apps for lease in policy.leases)

@@ -146,28 +146,26 @@ DEFAULT_FAIRNESS = 0.8
 DEFAULT_LEASE_SECONDS = 600.0
 
 
-def check_options(fairness: float, lease_seconds: float) -> None:
+def check_options(fairness: float, lease_s: float) -> None:
     """Refuse a fairness knob outside :math:`[0, 1)` or a lease that is not a positive number.
 
     Raises
     ------
     InvalidInstanceError
-        Naming ``fairness`` or ``lease_seconds``.
+        Naming ``fairness`` or ``lease_s``.
     """
     if isinstance(fairness, bool) or not isinstance(fairness, int | float):
         raise InvalidInstanceError("fairness", f"must be a number in [0, 1), got {fairness!r}")
     if not (math.isfinite(fairness) and 0.0 <= fairness < 1.0):
         raise InvalidInstanceError("fairness", f"must be in [0, 1), got {fairness!r}")
-    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float):
-        raise InvalidInstanceError("lease_seconds", f"must be a number > 0, got {lease_seconds!r}")
-    if not (math.isfinite(lease_seconds) and lease_seconds > 0):
-        raise InvalidInstanceError(
-            "lease_seconds", f"must be finite and > 0, got {lease_seconds!r}"
-        )
+    if isinstance(lease_s, bool) or not isinstance(lease_s, int | float):
+        raise InvalidInstanceError("lease_s", f"must be a number > 0, got {lease_s!r}")
+    if not (math.isfinite(lease_s) and lease_s > 0):
+        raise InvalidInstanceError("lease_s", f"must be finite and > 0, got {lease_s!r}")
 
 
 def lease_rho(
-    instance: AllocationInstance, lease_seconds: float
+    instance: AllocationInstance, lease_s: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Every job's :math:`\rho` after one lease: with nothing, and with its gang on each type.
 
@@ -183,7 +181,7 @@ def lease_rho(
     sigma, since, c = _ftf_terms(instance, t)
     q = isolated_throughput(t, instance.scale_factors, instance.capacities)
     active = sigma > 0
-    lease = float(lease_seconds)
+    lease = float(lease_s)
     m, k = t.shape
     rho_none = np.full(m, np.nan)
     rho_on = np.full((m, k), np.nan)
@@ -529,7 +527,7 @@ def themis_round(
     instance: AllocationInstance,
     *,
     fairness: float = DEFAULT_FAIRNESS,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    lease_s: float = DEFAULT_LEASE_SECONDS,
     apps: Mapping[str, str] | None = None,
 ) -> ThemisOutcome:
     r"""One lease of Themis on ``instance``, with every intermediate step (module notes).
@@ -539,7 +537,7 @@ def themis_round(
     instance : AllocationInstance
     fairness : float
         The knob :math:`f \in [0, 1)`: offer the GPUs to the :math:`1 - f` worst apps.
-    lease_seconds : float
+    lease_s : float
         The lease length :math:`L` (> 0).
     apps : mapping of str to str, optional
         Job id -> app name (a user or virtual cluster); unmapped jobs are apps of their own.
@@ -551,7 +549,7 @@ def themis_round(
     Raises
     ------
     InvalidInstanceError
-        A bad option (naming ``fairness``, ``lease_seconds`` or ``apps[...]``), or an auction
+        A bad option (naming ``fairness``, ``lease_s`` or ``apps[...]``), or an auction
         larger than ``limits`` allows (naming ``apps``, ``capacity`` or ``bids``).
 
     Examples
@@ -562,11 +560,11 @@ def themis_round(
     >>> len(out.participants), validate(inst, out.allocation).ok
     (3, True)
     """
-    check_options(fairness, lease_seconds)
+    check_options(fairness, lease_s)
     m, k = instance.n_jobs, instance.n_types
     active = instance.steps > 0
     groups = _apps(instance, apps, active)
-    rho_none, rho_on = lease_rho(instance, lease_seconds)
+    rho_none, rho_on = lease_rho(instance, lease_s)
     offered = np.asarray(instance.capacity, dtype=np.int64)
     x = np.zeros((m, k))
     names = tuple(name for name, _ in groups)
@@ -627,7 +625,7 @@ def themis(
     instance: AllocationInstance,
     *,
     fairness: float = DEFAULT_FAIRNESS,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    lease_s: float = DEFAULT_LEASE_SECONDS,
     apps: Mapping[str, str] | None = None,
 ) -> Allocation:
     """Themis's allocation of one lease (the heuristic's calling convention of the family).
@@ -643,6 +641,4 @@ def themis(
     >>> objective_value(inst, x.fractions, "ftf") >= exact.bound
     True
     """
-    return themis_round(
-        instance, fairness=fairness, lease_seconds=lease_seconds, apps=apps
-    ).allocation
+    return themis_round(instance, fairness=fairness, lease_s=lease_s, apps=apps).allocation

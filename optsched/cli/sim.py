@@ -6,7 +6,12 @@ Subcommands
     Simulate TRACE (any format of :mod:`optsched.traces`, detected from its first line, or the
     normalized job table), check the record with the
     independent validator and print the run's metrics. ``-o FILE.csv`` writes the per-job
-    metrics.
+    metrics. ``--restore-on-first-start`` charges the restore cost on every job's first start
+    too (the reference semantics of Gavel-derived simulators).
+
+Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
+the record (the violations are printed); 3 the record is valid but jobs did not finish (the
+metrics table and the JSON are printed all the same, with ``status`` and ``unfinished``).
 ``policies [--json]``
     List the policy names.
 """
@@ -18,12 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
 from optsched.cli.sim_extra import ELASTIC_OPTION, elastic_world
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["register", "sim"]
+__all__ = ["EXIT_UNFINISHED", "register", "sim"]
+
+#: Exit code of a valid run that left jobs unfinished (as a solve that stopped short: 3).
+EXIT_UNFINISHED = 3
 
 
 @click.group("sim")
@@ -65,10 +74,18 @@ def _nonneg(flag: str, value: float | None) -> None:
 )
 @click.option(
     "--restore-seconds",
+    "restore_s",
     type=float,
     default=0.0,
     show_default=True,
     help="Checkpoint/restore cost of each preemption or migration (s).",
+)
+@click.option(
+    "--restore-on-first-start",
+    is_flag=True,
+    default=False,
+    help="Charge --restore-seconds on every job's first start too (the reference semantics "
+    "of Gavel-derived simulators); by default only resumed and moved jobs pay it.",
 )
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
 @ELASTIC_OPTION
@@ -81,7 +98,8 @@ def run(
     throughputs: Path | None,
     reference: str,
     round_seconds: float | None,
-    restore_seconds: float,
+    restore_s: float,
+    restore_on_first_start: bool,
     max_time: float | None,
     elastic: float | None,
     output: Path | None,
@@ -96,7 +114,7 @@ def run(
 
     spec = parse_cluster(cluster, field="--cluster")
     chosen = make_policy(policy, field="--policy")
-    _nonneg("--restore-seconds", restore_seconds)
+    _nonneg("--restore-seconds", restore_s)
     _nonneg("--max-time", max_time)
     if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
         raise InvalidInstanceError(
@@ -112,19 +130,25 @@ def run(
     else:
         table = Throughputs.uniform(spec.names)
     # any trace format read_trace knows (detected, or the normalized job table itself)
-    world = world_from_trace(read_trace(trace), spec, table, restore_seconds=restore_seconds)
+    world = world_from_trace(read_trace(trace), spec, table, restore_s=restore_s)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}
     if round_seconds is not None:
         kwargs["round_seconds"] = round_seconds
     try:
-        result = simulate(world, chosen, max_time=max_time, **kwargs)
+        result = simulate(
+            world,
+            chosen,
+            max_time=max_time,
+            restore_on_first_start=restore_on_first_start,
+            **kwargs,
+        )
     except InvalidInstanceError as exc:
         if exc.field == "round_seconds":
             raise InvalidInstanceError("--round-seconds", exc.message) from None
         raise
-    report = validate(world, result)
+    report = validate(result.world, result)
     jobs = job_metrics(result)
     metrics = run_metrics(result, jobs)
     if output is not None:
@@ -134,7 +158,11 @@ def run(
         "cluster": str(spec),
         "policy": chosen.name,
         "round_seconds": result.round_seconds,
-        "restore_seconds": restore_seconds,
+        "restore_s": restore_s,
+        "restore_on_first_start": restore_on_first_start,
+        "status": result.status,
+        "unfinished": result.unfinished,
+        "notes": list(result.notes),
         "metrics": metrics,
         "run": result.summary(),
         "valid": report.ok,
@@ -143,22 +171,40 @@ def run(
     if as_json:
         print_json(payload)
     else:
-        from rich.table import Table
+        _print_table(f"{chosen.name} on {spec}", metrics, report.ok, result.notes)
+    _exit_status(report, result)
 
-        table_out = Table(title=f"{chosen.name} on {spec}")
-        table_out.add_column("metric")
-        table_out.add_column("value", justify="right")
-        for key, value in metrics.items():
-            shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-            table_out.add_row(key, shown)
-        err_console.print(table_out)
-        err_console.print(f"record valid: {report.ok}")
+
+def _print_table(title: str, metrics: dict[str, Any], valid: bool, notes: list[str]) -> None:
+    """The run's metrics as a table on stderr, then its validity and notes."""
+    from rich.table import Table
+
+    table_out = Table(title=title)
+    table_out.add_column("metric")
+    table_out.add_column("value", justify="right")
+    for key, value in metrics.items():
+        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        table_out.add_row(key, shown)
+    err_console.print(table_out)
+    err_console.print(f"record valid: {valid}")
+    for note in notes:
+        err_console.print(f"note: {note}", highlight=False, markup=False)
+
+
+def _exit_status(report: Any, result: Any) -> None:
+    """Exit 1 for a rejected record (violations printed), 3 for unfinished jobs, else return."""
     if not report.ok:
         # the engine produced a record its independent validator rejects: never a success
-        if not as_json:
-            for v in report.violations[:5]:
-                err_console.print(f"[red]{v}[/red]", highlight=False)
+        for v in report.violations[:5]:
+            err_console.print(f"[red]{escape(str(v))}[/red]", highlight=False)
         raise click.exceptions.Exit(EXIT_OTHER)
+    if result.unfinished:
+        err_console.print(
+            f"[yellow]{result.unfinished} of {len(result.world.jobs)} jobs did not finish "
+            f"({result.status})[/yellow]",
+            highlight=False,
+        )
+        raise click.exceptions.Exit(EXIT_UNFINISHED)
 
 
 @sim.command("policies")

@@ -3,9 +3,11 @@
 Subcommands
 -----------
 ``compare TRACE --cluster v100=8,p100=16 --policies fifo,srtf,... [--exact] [--json]``
-    Every policy on the same world, with its run metrics; with ``--exact`` the exact optimum of
-    the round-based world for each objective and every policy's gap to it (exit 3 if a solve
-    stops short, unless ``--accept-feasible``).
+    Every policy on the same world, with its run metrics (the ``unfinished`` jobs of each
+    policy among them); with ``--exact`` the exact optimum of the round-based world for each
+    objective and every policy's gap to it (exit 3 if a solve stops short, unless
+    ``--accept-feasible``). Exit 1 when the validator rejects a policy's record (each named
+    with its first violation), 3 when a policy left jobs unfinished (each named with its count).
 ``sweep TRACE... --cluster ... --policies ... [--scales] [--seeds] [--loads] --store DIR``
     Policies x traces x cluster scales x seeds x loads, resumable, on joblib, Dask or Ray.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from optsched.cli.common import (
     NumberList,
@@ -28,6 +31,9 @@ from optsched.cli.common import (
     solver_options,
 )
 from optsched.errors import InvalidInstanceError
+
+#: Exit code when a policy left jobs unfinished (valid records; as ``sim run``).
+EXIT_UNFINISHED = 3
 
 __all__ = ["register"]
 
@@ -65,6 +71,7 @@ _COLUMNS = (
     ("jct_p95", "p95"),
     ("jct_p99", "p99"),
     ("makespan", "makespan"),
+    ("unfinished", "unfinished"),
     ("rho_max", "worst rho"),
     ("deadlines_met", "deadlines met"),
     ("gpu_hours", "GPU-h"),
@@ -171,8 +178,24 @@ def compare_command(
                 f"{_fmt(res.bound)}, {res.extra.get('rounds')} rounds of "
                 f"{_fmt(res.extra.get('round_seconds'))} s"
             )
-    if not all(m["valid"] for m in result.metrics.values()):
+    invalid = {p: m for p, m in result.metrics.items() if not m["valid"]}
+    if invalid:
+        # never exit 1 without saying why: each rejected record with its first violation
+        for policy, m in invalid.items():
+            err_console.print(
+                f"[red]{policy}: record rejected by the validator: {escape(m['violation'])}[/red]",
+                highlight=False,
+            )
         raise click.exceptions.Exit(1)
+    short = {p: m["unfinished"] for p, m in result.metrics.items() if m["unfinished"]}
+    if short:
+        listed = ", ".join(f"{p}: {n}" for p, n in short.items())
+        err_console.print(
+            f"[yellow]jobs left unfinished ({listed}); their JCT means are over the finished "
+            "jobs only[/yellow]",
+            highlight=False,
+        )
+        raise click.exceptions.Exit(EXIT_UNFINISHED)
 
 
 def sweep_command(
@@ -184,7 +207,7 @@ def sweep_command(
     loads: tuple[float, ...],
     store: Path | None,
     round_seconds: float | None,
-    restore_seconds: float,
+    restore_s: float,
     throughputs: Path | None,
     reference: str,
     backend: str,
@@ -209,7 +232,7 @@ def sweep_command(
             seeds=seeds,
             loads=loads,
             round_seconds=round_seconds,
-            restore_seconds=restore_seconds,
+            restore_s=restore_s,
             throughputs=throughputs,
             reference=reference,
             backend=backend,
@@ -227,7 +250,7 @@ def sweep_command(
             "backend": "--backend",
             "n_jobs": "--n-jobs",
             "round_seconds": "--round-seconds",
-            "restore_seconds": "--restore-seconds",
+            "restore_s": "--restore-seconds",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -240,6 +263,12 @@ def sweep_command(
         cols = ["trace", "cluster_scale", "seed", "load", "policy", "jct_mean", "makespan", "valid"]
         err_console.print(frame[cols].to_string(index=False) if len(frame) else "no runs")
     if len(frame) and not bool(frame["valid"].all()):
+        bad = frame[~frame["valid"].astype(bool)]
+        listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())
+        err_console.print(
+            f"[red]{len(bad)} run(s) rejected by the validator: {escape(listed)}[/red]",
+            highlight=False,
+        )
         raise click.exceptions.Exit(1)
 
 
@@ -312,7 +341,7 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--objectives",
-            default="weighted_jct,makespan,deadlines",
+            default="weighted-jct,makespan,deadlines",
             show_default=True,
             help="Exact objectives to solve.",
         ),
@@ -352,6 +381,7 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--restore-seconds",
+            "restore_s",
             type=click.FloatRange(min=0),
             default=0.0,
             show_default=True,

@@ -36,7 +36,6 @@ References
 
 from __future__ import annotations
 
-from optsched.interference._sklearn import MissingExtraError
 from optsched.interference.baseline import MeanBaseline, prediction_errors
 from optsched.interference.coefficients import interference_matrix
 from optsched.interference.comparison import PredictorScore, PredictorScores, compare_predictors
@@ -61,7 +60,6 @@ __all__ = [
     "InterferenceTruth",
     "MatrixCompletion",
     "MeanBaseline",
-    "MissingExtraError",
     "PredictorScore",
     "PredictorScores",
     "colocation_features",

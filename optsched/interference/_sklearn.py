@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from importlib.util import find_spec
 
-from optsched.errors import OptschedError
+from optsched.errors import MissingExtraError
 
 __all__ = ["MissingExtraError", "require_sklearn"]
-
-
-class MissingExtraError(OptschedError, ImportError):
-    """An optional dependency of the interference predictors is not installed."""
 
 
 def require_sklearn() -> None:

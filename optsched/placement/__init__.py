@@ -32,7 +32,7 @@ from optsched.placement.brute import brute_force, brute_force_all
 from optsched.placement.compare import GapCell, PlacementComparison, compare
 from optsched.placement.exact import OBJECTIVES, build_model, solve
 from optsched.placement.family import ALGORITHMS, FAMILY
-from optsched.placement.heuristics import HEURISTICS, HeuristicFailedError, run_heuristic
+from optsched.placement.heuristics import HEURISTICS, run_heuristic
 from optsched.placement.instance import (
     Coefficient,
     Communication,
@@ -55,7 +55,6 @@ __all__: list[str] = [
     "Coefficient",
     "Communication",
     "GapCell",
-    "HeuristicFailedError",
     "JobSpec",
     "Placement",
     "PlacementComparison",

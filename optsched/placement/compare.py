@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from optsched.errors import InvalidInstanceError, ModelError, NotOptimalError
+from optsched.errors import HeuristicFailedError, InvalidInstanceError, ModelError, NotOptimalError
 from optsched.placement.exact import OBJECTIVES, solve
-from optsched.placement.heuristics import HEURISTICS, HeuristicFailedError
+from optsched.placement.heuristics import HEURISTICS
 from optsched.placement.instance import PlacementInstance
 from optsched.placement.solution import Placement
 from optsched.placement.validator import validate

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from optsched.errors import InvalidInstanceError, OptschedError
+from optsched.errors import HeuristicFailedError, InvalidInstanceError
 from optsched.limits import check_size
 from optsched.placement.instance import PlacementInstance
 from optsched.placement.solution import Placement
@@ -39,7 +39,6 @@ from optsched.tolerances import FIT_TOL
 
 __all__ = [
     "HEURISTICS",
-    "HeuristicFailedError",
     "best_fit_decreasing",
     "clwp_greedy",
     "consolidate_first",
@@ -49,10 +48,6 @@ __all__ = [
     "round_robin",
     "run_heuristic",
 ]
-
-
-class HeuristicFailedError(OptschedError, RuntimeError):
-    """A heuristic found no server with room for some task (it does not backtrack)."""
 
 
 class _State:
@@ -290,11 +285,11 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
         hu, gu = int(state.server[u]), gpu_of.get(u, -1)
         sa, sb = instance.servers[h], instance.servers[hu]
         if h != hu:
-            return 1.0 / min(sa.nic_bandwidth, sb.nic_bandwidth)
+            return 1.0 / min(sa.nic_bandwidth_gbps, sb.nic_bandwidth_gbps)
         if g < 0 and gu < 0:
             return 0.0
         if g < 0 or gu < 0:
-            return 1.0 / sa.gpu_bandwidth
+            return 1.0 / sa.gpu_bandwidth_gbps
         return 0.0 if g == gu else 1.0 / sa.gpu_pair_bandwidth(g, gu)
 
     for t in range(len(tasks)):
@@ -305,7 +300,7 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
                 f"nlwp-greedy: task {tasks[t].id!r} demands {share_t:g} GPUs;"
                 " NLWP puts a task on one GPU"
             )
-        mem_t = instance.spec(t).gpu_memory
+        mem_t = instance.spec(t).gpu_memory_gb
         best: tuple[float, int, int] | None = None
         for h, server in enumerate(instance.servers):
             if not state.fits(need, h):
@@ -315,7 +310,7 @@ def nlwp_greedy(instance: PlacementInstance, seed: int | None = None) -> Placeme
                 if g >= 0:
                     if share.get((h, g), 0.0) + share_t > 1.0 + FIT_TOL:
                         continue
-                    limit = server.gpu_memory
+                    limit = server.gpu_memory_gb
                     if limit is not None and memory.get(
                         (h, g), 0.0
                     ) + mem_t > limit + FIT_TOL * max(1.0, limit):

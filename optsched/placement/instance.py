@@ -4,15 +4,15 @@ File format (``optsched schema placement-instance``)::
 
     {"kind": "placement-instance",
      "cluster": {"servers": [{"name": "s0", "capacity": {"gpu": 8, "cpu": 64, "memory": 512},
-                              "nic_bandwidth": 25}],
+                              "nic_bandwidth_gbps": 25}],
                  "racks": []},
-     "jobs": [{"name": "resnet", "type": "cnn", "weight": 1, "standalone_time": 0.4,
-               "spread_penalty": 0.05,
+     "jobs": [{"name": "resnet", "type": "cnn", "weight": 1, "standalone_time_s": 0.4,
+               "spread_penalty_s": 0.05,
                "tasks": [{"name": "w", "role": "worker", "count": 4,
                           "demand": {"gpu": 1, "cpu": 4}},
                          {"name": "ps", "role": "ps", "demand": {"cpu": 8}}],
-               "communication": {"pattern": "ps", "volume": 0.8},
-               "traffic": [{"src": "w0", "dst": "w1", "volume": 0.1}]}],
+               "communication": {"pattern": "ps", "volume_gbit": 0.8},
+               "traffic": [{"src": "w0", "dst": "w1", "volume_gbit": 0.1}]}],
      "interference": [{"a": "resnet", "b": "bert", "coefficient": 0.05}],
      "type_interference": [{"a": "cnn", "b": "cnn", "coefficient": 0.02}]}
 
@@ -21,9 +21,9 @@ Tasks
     ``<name>0 .. <name>{n-1}``; a task's global id is ``"<job>/<task>"``.
 Traffic
     Directed volumes between tasks of one job, in Gbit per training iteration. ``communication``
-    generates the usual patterns: ``ps`` (every worker sends ``volume / P`` to each of the
+    generates the usual patterns: ``ps`` (every worker sends ``volume_gbit / P`` to each of the
     :math:`P` PSs and receives as much back) and ``ring`` (ring all-reduce over the workers and
-    ranks in order: each sends :math:`2(n-1)/n \cdot` ``volume`` to the next). Explicit
+    ranks in order: each sends :math:`2(n-1)/n \cdot` ``volume_gbit`` to the next). Explicit
     ``traffic`` entries add to the generated ones.
 Interference
     ``interference`` holds :math:`\kappa_{ab}`, the slowdown job ``a`` suffers per server it
@@ -108,7 +108,7 @@ class TaskSpec(Frozen):
     demand: dict[str, NonNegFloat] = Field(
         default_factory=dict, description="Demand per resource (gpu is a share of GPUs)."
     )
-    gpu_memory: NonNegFloat = Field(
+    gpu_memory_gb: NonNegFloat = Field(
         default=0.0, description="Memory the task needs on its GPU (GB), for node-level assignment."
     )
 
@@ -124,7 +124,7 @@ class Traffic(Frozen):
 
     src: Name = Field(description="Sending task (expanded name, e.g. w0).")
     dst: Name = Field(description="Receiving task.")
-    volume: NonNegFloat = Field(description="Gbit per training iteration.")
+    volume_gbit: NonNegFloat = Field(description="Gbit per training iteration.")
 
 
 class Communication(Frozen):
@@ -133,7 +133,9 @@ class Communication(Frozen):
     pattern: Literal["ps", "ring"] = Field(
         description="ps: workers <-> PSs; ring: ring all-reduce."
     )
-    volume: NonNegFloat = Field(description="Model (gradient) size exchanged per iteration, Gbit.")
+    volume_gbit: NonNegFloat = Field(
+        description="Model (gradient) size exchanged per iteration, Gbit."
+    )
 
 
 class JobSpec(Frozen):
@@ -144,10 +146,10 @@ class JobSpec(Frozen):
         default=None, description="Job type (model family) for type_interference."
     )
     weight: NonNegFloat = Field(default=1.0, description="omega_j, e.g. remaining iterations.")
-    standalone_time: NonNegFloat = Field(
+    standalone_time_s: NonNegFloat = Field(
         default=1.0, description="t_j^0: iteration time running alone (s)."
     )
-    spread_penalty: NonNegFloat = Field(
+    spread_penalty_s: NonNegFloat = Field(
         default=0.0, description="lambda_j: penalty per extra server spanned (s)."
     )
     tasks: tuple[TaskSpec, ...] = Field(min_length=1)
@@ -207,7 +209,7 @@ def _expand_traffic(job: JobSpec, where: str) -> dict[tuple[str, str], float]:
                     f"{where}.communication.pattern",
                     "pattern 'ps' needs a task with role 'worker' and one with role 'ps'",
                 )
-            share = comm.volume / len(servers)
+            share = comm.volume_gbit / len(servers)
             for w in workers:
                 for p in servers:
                     add(w, p, share)
@@ -221,7 +223,7 @@ def _expand_traffic(job: JobSpec, where: str) -> dict[tuple[str, str], float]:
                 )
             n = len(ranks)
             if n >= 2:
-                per_hop = 2.0 * (n - 1) / n * comm.volume
+                per_hop = 2.0 * (n - 1) / n * comm.volume_gbit
                 for i in range(n):
                     add(ranks[i], ranks[(i + 1) % n], per_hop)
     names = {n for n, _ in roles}
@@ -234,7 +236,7 @@ def _expand_traffic(job: JobSpec, where: str) -> dict[tuple[str, str], float]:
                 )
         if t.src == t.dst:
             raise InvalidInstanceError(f"{where}.traffic[{k}].dst", "must differ from src")
-        add(t.src, t.dst, t.volume)
+        add(t.src, t.dst, t.volume_gbit)
     return volume
 
 
@@ -289,17 +291,17 @@ def _check_cluster_magnitudes(cluster: Cluster) -> None:
         where = f"cluster.servers[{h}]"
         for r, value in server.capacity.items():
             at_most(f"{where}.capacity.{r}", value)
-        at_most(f"{where}.nic_load", server.nic_load)
-        at_most(f"{where}.gpu_memory", server.gpu_memory)
-        bandwidth(f"{where}.nic_bandwidth", server.nic_bandwidth)
-        bandwidth(f"{where}.gpu_bandwidth", server.gpu_bandwidth)
+        at_most(f"{where}.nic_load_gbit", server.nic_load_gbit)
+        at_most(f"{where}.gpu_memory_gb", server.gpu_memory_gb)
+        bandwidth(f"{where}.nic_bandwidth_gbps", server.nic_bandwidth_gbps)
+        bandwidth(f"{where}.gpu_bandwidth_gbps", server.gpu_bandwidth_gbps)
         for i, link in enumerate(server.gpu_links):
-            bandwidth(f"{where}.gpu_links[{i}].bandwidth", link.bandwidth)
+            bandwidth(f"{where}.gpu_links[{i}].bandwidth_gbps", link.bandwidth_gbps)
     gpus = sum(int(s.capacity.get("gpu", 0.0)) for s in cluster.servers)
     check_size("cluster.servers", gpus, "max_model_variables", "GPUs")
     for k, rack in enumerate(cluster.racks):
-        at_most(f"cluster.racks[{k}].uplink_load", rack.uplink_load)
-        bandwidth(f"cluster.racks[{k}].uplink_bandwidth", rack.uplink_bandwidth)
+        at_most(f"cluster.racks[{k}].uplink_load_gbit", rack.uplink_load_gbit)
+        bandwidth(f"cluster.racks[{k}].uplink_bandwidth_gbps", rack.uplink_bandwidth_gbps)
 
 
 class PlacementInstance(Frozen):
@@ -784,8 +786,8 @@ def generate_instance(
             "name": f"j{j}",
             "type": str(types[int(rng.integers(len(types)))]),
             "weight": float(rng.integers(1, 4)),
-            "standalone_time": t0,
-            "spread_penalty": float(np.round(0.05 * t0, 4)),
+            "standalone_time_s": t0,
+            "spread_penalty_s": float(np.round(0.05 * t0, 4)),
         }
         if rng.random() < 0.5:
             n_ps = int(rng.integers(1, 3))
@@ -793,10 +795,10 @@ def generate_instance(
                 {"name": "w", "role": "worker", "count": workers, "demand": worker},
                 {"name": "ps", "role": "ps", "count": n_ps, "demand": {"cpu": 8.0, "memory": 16.0}},
             ]
-            job["communication"] = {"pattern": "ps", "volume": volume}
+            job["communication"] = {"pattern": "ps", "volume_gbit": volume}
         else:
             job["tasks"] = [{"name": "r", "role": "rank", "count": workers, "demand": worker}]
-            job["communication"] = {"pattern": "ring", "volume": volume}
+            job["communication"] = {"pattern": "ring", "volume_gbit": volume}
         jobs.append(job)
     if fill is not None:
         workers = sum(
@@ -810,7 +812,12 @@ def generate_instance(
     else:
         per_rack = max(1, math.ceil(n_servers / racks))
         cluster = two_tier_cluster(
-            racks, per_rack, gpus, cpus=cpus, memory=memory, uplink_bandwidth=25.0 * per_rack / 4
+            racks,
+            per_rack,
+            gpus,
+            cpus=cpus,
+            memory=memory,
+            uplink_bandwidth_gbps=25.0 * per_rack / 4,
         )
     data: dict[str, Any] = {
         "kind": "placement-instance",
@@ -825,7 +832,7 @@ def generate_instance(
             for b in range(n_jobs):
                 if a == b:
                     continue
-                k = float(rng.uniform(0.0, 0.3)) * float(jobs[a]["standalone_time"])
+                k = float(rng.uniform(0.0, 0.3)) * float(jobs[a]["standalone_time_s"])
                 if heavy[a] and heavy[b]:
                     k *= 2.0
                 coeffs.append({"a": f"j{a}", "b": f"j{b}", "coefficient": float(np.round(k, 4))})

@@ -165,16 +165,18 @@ def build_interference(instance: PlacementInstance, *, symmetry: str = "solver")
     # Extra servers spanned, e_j = sum_h o_jh - 1 (>= 0: every job is somewhere). Written as a
     # variable rather than as the constant -lambda_j in the objective: with lambda_j * omega_j
     # far above the objective's value, that constant cancels catastrophically in floating point.
-    spread = [j for j, job in enumerate(instance.jobs) if job.weight * job.spread_penalty > 0]
+    spread = [j for j, job in enumerate(instance.jobs) if job.weight * job.spread_penalty_s > 0]
     m.e = pyo.Var(spread, bounds=(0, n_servers))
     m.job_spread = pyo.Constraint(
         spread,
         rule=lambda m, j: m.e[j] == pyo.quicksum(m.o[j, h] for jj, h in presence if jj == j) - 1,
     )
-    constant = float(sum(job.weight * job.standalone_time for job in instance.jobs))
+    constant = float(sum(job.weight * job.standalone_time_s for job in instance.jobs))
     m.objective = pyo.Objective(
         expr=constant
-        + pyo.quicksum(float(weight[j] * instance.jobs[j].spread_penalty) * m.e[j] for j in spread)
+        + pyo.quicksum(
+            float(weight[j] * instance.jobs[j].spread_penalty_s) * m.e[j] for j in spread
+        )
         + pyo.quicksum(
             float(weight[j] * resident[j, h]) * m.o[j, h]
             for j, h in presence

@@ -79,12 +79,14 @@ HOST = -1
 
 def gpu_key(server: Server) -> Hashable:
     """Servers equal in capacity, NIC and GPU configuration are interchangeable in NLWP."""
-    links = tuple(sorted((min(g.a, g.b), max(g.a, g.b), g.bandwidth) for g in server.gpu_links))
+    links = tuple(
+        sorted((min(g.a, g.b), max(g.a, g.b), g.bandwidth_gbps) for g in server.gpu_links)
+    )
     return (
         capacity_key(server),
-        server.nic_bandwidth,
-        server.gpu_memory,
-        server.gpu_bandwidth,
+        server.nic_bandwidth_gbps,
+        server.gpu_memory_gb,
+        server.gpu_bandwidth_gbps,
         links,
     )
 
@@ -94,11 +96,11 @@ def slot_cost(instance: PlacementInstance, s: tuple[int, int], r: tuple[int, int
     (h, i), (k, j) = s, r
     a, b = instance.servers[h], instance.servers[k]
     if h != k:
-        return 1.0 / min(a.nic_bandwidth, b.nic_bandwidth)
+        return 1.0 / min(a.nic_bandwidth_gbps, b.nic_bandwidth_gbps)
     if i == j:
         return 0.0
     if i == HOST or j == HOST:
-        return 1.0 / a.gpu_bandwidth
+        return 1.0 / a.gpu_bandwidth_gbps
     return 1.0 / a.gpu_pair_bandwidth(i, j)
 
 
@@ -113,14 +115,14 @@ def _task_slots(instance: PlacementInstance) -> list[list[tuple[int, int]]]:
             raise ModelError(
                 f"nlwp: task {task.id!r} demands {share:g} GPUs; NLWP puts each task on one GPU"
             )
-        memory = instance.spec(t).gpu_memory
+        memory = instance.spec(t).gpu_memory_gb
         slots = []
         for h in allowed[t]:
             server = instance.servers[h]
             if share <= 0.0:
                 slots.append((h, HOST))
                 continue
-            limit = server.gpu_memory
+            limit = server.gpu_memory_gb
             if limit is not None and memory > limit + FIT_TOL * max(1.0, limit):
                 continue
             slots.extend((h, i) for i in range(server.gpus))
@@ -158,7 +160,7 @@ def build_nlwp(instance: PlacementInstance, *, symmetry: str = "solver") -> Plac
     index_set = set(index)
     gpu = instance.resources.index("gpu") if "gpu" in instance.resources else None
     share = [float(instance.demand[t, gpu]) if gpu is not None else 0.0 for t in range(n_tasks)]
-    memory = [instance.spec(t).gpu_memory for t in range(n_tasks)]
+    memory = [instance.spec(t).gpu_memory_gb for t in range(n_tasks)]
 
     m = pyo.ConcreteModel(name="nlwp")
     m.A = pyo.Set(initialize=index, dimen=3, ordered=True)
@@ -184,7 +186,7 @@ def build_nlwp(instance: PlacementInstance, *, symmetry: str = "solver") -> Plac
     for (h, i), ts in sorted(by_gpu.items()):
         if sum(share[t] for t in ts) > 1.0 + FIT_TOL:
             m.gpu_share.add(pyo.quicksum(share[t] * m.a[t, h, i] for t in ts) <= 1.0)
-        limit = instance.servers[h].gpu_memory
+        limit = instance.servers[h].gpu_memory_gb
         if limit is not None and sum(memory[t] for t in ts) > limit:
             m.gpu_memory.add(pyo.quicksum(memory[t] * m.a[t, h, i] for t in ts) <= limit)
 

@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from optsched.errors import ModelError
+from optsched.errors import HeuristicFailedError, ModelError
 from optsched.placement.formulation import (
     PlacementModel,
     Timer,
@@ -67,7 +67,7 @@ from optsched.placement.formulation import (
     integer_value,
     model_size,
 )
-from optsched.placement.heuristics import HeuristicFailedError, best_fit_decreasing
+from optsched.placement.heuristics import best_fit_decreasing
 from optsched.placement.instance import PlacementInstance
 from optsched.placement.solution import Placement
 from optsched.tolerances import FIT_TOL

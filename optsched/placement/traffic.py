@@ -73,7 +73,7 @@ __all__ = ["build_max_load", "build_traffic", "network_key", "pair_volumes"]
 
 def network_key(server: Server) -> Hashable:
     """Servers equal in capacity, NIC and rack are interchangeable for link loads."""
-    return (capacity_key(server), server.nic_bandwidth, server.nic_load, server.rack)
+    return (capacity_key(server), server.nic_bandwidth_gbps, server.nic_load_gbit, server.rack)
 
 
 def pair_volumes(instance: PlacementInstance) -> dict[tuple[int, int], float]:
@@ -225,16 +225,16 @@ def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> 
     for h, server in enumerate(servers):
         fs = by_server.get(h, [])
         for var in (m.e_out, m.e_in):
-            load = server.nic_load + pyo.quicksum(flows[f][2] * var[f, h] for f in fs)
-            m.link_load.add(m.L >= load / server.nic_bandwidth)
+            load = server.nic_load_gbit + pyo.quicksum(flows[f][2] * var[f, h] for f in fs)
+            m.link_load.add(m.L >= load / server.nic_bandwidth_gbps)
     for rack in instance.cluster.racks:
         for var in (m.g_out, m.g_in):
             # With a single rack no flow crosses the uplink; only its background remains.
             terms = (
                 [flows[f][2] * var[f, rack.name] for f in range(len(flows))] if rack_rows else []
             )
-            load = rack.uplink_load + pyo.quicksum(terms)
-            m.link_load.add(m.L >= load / rack.uplink_bandwidth)
+            load = rack.uplink_load_gbit + pyo.quicksum(terms)
+            m.link_load.add(m.L >= load / rack.uplink_bandwidth_gbps)
     m.objective = pyo.Objective(expr=m.L, sense=pyo.minimize)
     return PlacementModel(
         "max-load",

@@ -39,7 +39,10 @@ def plot_jct_cdf(
     log: bool = True,
     unit: str = "h",
 ) -> Figure:
-    """Empirical CDF of the finished jobs' JCT, one line per run.
+    """Empirical CDF of the JCT as a fraction of all jobs, one line per run.
+
+    Unfinished jobs have no JCT: a run's line ends at ``finished / jobs``, below 1 when jobs
+    did not finish (:func:`optsched.sim.metrics.jct_cdf`).
 
     Parameters
     ----------
@@ -49,22 +52,15 @@ def plot_jct_cdf(
         Logarithmic JCT axis.
     unit : {"s", "min", "h"}
     """
+    from optsched.sim.metrics import jct_cdf
+
     scale = {"s": 1.0, "min": 60.0, "h": 3600.0}[unit]
     items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
     fig, axes = _axes(ax)
     for label, result in items:
-        jct = np.sort(
-            np.array(
-                [
-                    c - j.arrival
-                    for j, c in zip(result.world.jobs, result.completion, strict=True)
-                    if c == c
-                ]
-            )
-        )
+        jct, y = jct_cdf(result)
         if len(jct) == 0:
             continue
-        y = np.arange(1, len(jct) + 1) / len(jct)
         axes.step(jct / scale, y, where="post", label=label)
     if log:
         axes.set_xscale("log")

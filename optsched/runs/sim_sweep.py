@@ -104,7 +104,7 @@ def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         table = Throughputs.uniform(spec.names)
     frame = _job_frame(params["trace"], params["seed"], params["load"])
     world = World.from_frame(
-        frame, spec, table, restore_seconds=config["restore_seconds"], file=params["trace"]
+        frame, spec, table, restore_s=config["restore_s"], file=params["trace"]
     )
     kwargs: dict[str, Any] = {}
     if config.get("round_seconds") is not None:
@@ -185,7 +185,7 @@ def sweep(
     seeds: Sequence[int] = (0,),
     loads: Sequence[float] = (1.0,),
     round_seconds: float | None = None,
-    restore_seconds: float = 0.0,
+    restore_s: float = 0.0,
     throughputs: str | Path | None = None,
     reference: str = "v100",
     backend: str = "joblib",
@@ -208,7 +208,7 @@ def sweep(
         the runs are kept in memory only.
     cluster_scales, seeds, loads : sequences
         See the module notes.
-    round_seconds, restore_seconds, throughputs, reference
+    round_seconds, restore_s, throughputs, reference
         As in ``optsched sim run``; shared by every run (the store's config).
     backend : {"joblib", "loky", "serial", "dask", "ray"}
         See the module notes and :func:`~optsched.runs.driver.run_sweep`.
@@ -245,15 +245,13 @@ def sweep(
         raise InvalidInstanceError(
             "round_seconds", f"must be a finite number > 0, got {round_seconds}"
         )
-    if not (math.isfinite(restore_seconds) and restore_seconds >= 0):
-        raise InvalidInstanceError(
-            "restore_seconds", f"must be a finite number >= 0, got {restore_seconds}"
-        )
+    if not (math.isfinite(restore_s) and restore_s >= 0):
+        raise InvalidInstanceError("restore_s", f"must be a finite number >= 0, got {restore_s}")
     runs = sweep_runs(traces, policies, cluster_scales=cluster_scales, seeds=seeds, loads=loads)
     config: dict[str, Any] = {
         "cluster": cluster,
         "round_seconds": round_seconds,
-        "restore_seconds": restore_seconds,
+        "restore_s": restore_s,
         "throughputs": None if throughputs is None else str(throughputs),
         "reference": reference,
     }

@@ -2,7 +2,7 @@
 
 The family's pieces: the world (:class:`ClusterSpec`, :class:`Throughputs`, :class:`World` built
 from a normalized job table), the one :class:`Policy` interface (:class:`SimState` in,
-:class:`Allocation` of :class:`Grant` out, or a Gavel-style fractional allocation), the engine
+:class:`PolicyDecision` of :class:`Grant` out, or a Gavel-style fractional allocation), the engine
 (:func:`simulate`), the record (:class:`SimResult`), the independent validator (:func:`validate`),
 the replay of a per-round plan (:func:`replay_rounds`) and the metrics; the exact optimum of the
 round-based world (:func:`solve`) and policies side by side with their gaps to it
@@ -24,13 +24,12 @@ from optsched.sim.family import ALGORITHMS, FAMILY
 from optsched.sim.generate import generate_instance, generate_job_table
 from optsched.sim.metrics import deadline_metrics, job_metrics, run_metrics, utilization
 from optsched.sim.policy import (
-    Allocation,
     FractionalAllocation,
     Grant,
+    GrantPlacement,
     JobState,
-    Placement,
     Policy,
-    PolicyError,
+    PolicyDecision,
     SimState,
     carry_out,
 )
@@ -56,17 +55,16 @@ __all__ = [
     "JOB_COLUMNS",
     "JOB_RESULT_COLUMNS",
     "MODEL_FAMILIES",
-    "Allocation",
     "ClusterSpec",
     "Comparison",
     "FixedRounds",
     "FractionalAllocation",
     "GpuType",
     "Grant",
+    "GrantPlacement",
     "JobState",
-    "Placement",
     "Policy",
-    "PolicyError",
+    "PolicyDecision",
     "SimJob",
     "SimResult",
     "SimState",

@@ -5,7 +5,7 @@ validator, and tabulates the run metrics (:func:`~optsched.sim.run_metrics`). Wi
 ``exact=True`` it also solves the exact model of the round-based world
 (:mod:`optsched.sim.exact`) for each objective asked and reports every policy's gap to it:
 
-* ``gap_weighted_jct`` and ``gap_makespan``: relative, :math:`(v - v^*) / v^*`, ``v`` the
+* ``gap_weighted-jct`` and ``gap_makespan``: relative, :math:`(v - v^*) / v^*`, ``v`` the
   policy's total weighted JCT (resp. last completion time) and :math:`v^*` the optimum's;
 * ``gap_deadlines``: in jobs, :math:`v^* - v` (deadlines the policy misses that the optimum meets).
 
@@ -54,6 +54,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "energy_kwh",
     "finished",
     "unfinished",
+    "spread_gang_seconds_with_room",
 )
 
 #: Rounds the automatic round length aims at for the exact model.
@@ -85,7 +86,7 @@ def world_from_trace(
     cluster: ClusterSpec,
     throughputs: Throughputs | None = None,
     *,
-    restore_seconds: float = 0.0,
+    restore_s: float = 0.0,
 ) -> World:
     """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table."""
     frame = getattr(trace, "jobs", trace)
@@ -94,7 +95,7 @@ def world_from_trace(
         frame,
         cluster,
         throughputs,
-        restore_seconds=restore_seconds,
+        restore_s=restore_s,
         file=None if file is None else str(file),
     )
 
@@ -180,6 +181,8 @@ def _row(world: World, record: SimResult, name: str) -> dict[str, Any]:
     row: dict[str, Any] = {"policy": name}
     row.update({c: metrics[c] for c in METRIC_COLUMNS})
     row["valid"] = report.ok
+    row["violation"] = str(report.violations[0]) if report.violations else ""
+    row["status"] = record.status
     row["wakeups"] = int(record.extra.get("wakeups", 0))
     row["shared"] = bool(len(intervals) and intervals["shared_with"].astype(bool).any())
     for objective in OBJECTIVES:
@@ -196,7 +199,7 @@ def compare(
     cluster: ClusterSpec | None = None,
     throughputs: Throughputs | None = None,
     exact: bool = False,
-    objectives: Sequence[str] = ("weighted_jct", "makespan", "deadlines"),
+    objectives: Sequence[str] = ("weighted-jct", "makespan", "deadlines"),
     round_seconds: float | None = None,
     rounds: int | None = None,
     solver: str = "highs",

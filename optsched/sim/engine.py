@@ -8,16 +8,24 @@ next round, and GPUs a job frees mid-round stay idle until it.
 
 **Between decision points** every placed job progresses at its rate (alone or paired, consolidated
 or not; see :meth:`World.rate <optsched.sim.World.rate>`), except during the first
-``restore_seconds`` of a *run* that resumes a job which had run before (a run is a stretch of time
-on one unchanged placement). When a job's work is done it completes at that exact time and
+``restore_s`` of a *run* that resumes a job which had run before (a run is a stretch of time
+on one unchanged placement), and of every job's first run when the world has
+``restore_on_first_start``. When a job's work is done it completes at that exact time and
 frees its GPUs; a job sharing its GPUs continues alone, at its alone rate, in the same run.
+
+**Placement** (see :mod:`optsched.sim.policy`): at every decision point a running gang spread
+over more servers than it needs moves onto the fewest servers as soon as they have room for it
+whole (Gavel's behaviour; a migration, charged the restore cost), and keeps its spread servers
+only otherwise. A grant of a job onto a GPU type where its rate is 0 (or a spread placement
+where the table's unconsolidated rate is 0) is dropped, whichever policy made it, and counted in
+``SimResult.extra["zero_rate_grants"]``: no job holds GPUs it cannot progress on.
 
 **Bounds.** With ``n`` jobs, ``R = floor(horizon / L) + 1`` rounds and ``W`` the policy's declared
 wake-ups, every loop iteration consumes an arrival batch, a completion, a round or a wake-up, so
 the loop runs at most ``2 n + R + W + 1`` times; that bound is checked against
 ``limits.max_events`` before anything runs. The horizon (``max_time``) defaults to the last arrival
 plus twice the sum, over jobs, of the job's time alone on its slowest type (slowed by
-``L / (L - restore)`` in rounds), plus ``restore_seconds`` per possible event, plus ``n + 2``
+``L / (L - restore)`` in rounds), plus ``restore_s`` per possible event, plus ``n + 2``
 rounds (a job finishing mid-round leaves its GPUs idle until the round ends); a run cut short
 there says so (``SimResult.truncated``).
 
@@ -27,32 +35,32 @@ servers, plus the policy's own work.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from dataclasses import dataclass
 from typing import Literal
 
 from optsched import limits
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.policy import (
-    Allocation,
     Grant,
+    GrantPlacement,
     JobState,
-    Placement,
     Policy,
-    PolicyError,
+    PolicyDecision,
     SimState,
 )
 from optsched.sim.record import SimResult, add_interval, empty_intervals
 from optsched.sim.world import World
 from optsched.tolerances import FIT_TOL, TIME_TOL
 
-__all__ = ["default_horizon", "event_bound", "simulate"]
+__all__ = ["default_horizon", "event_bound", "excluded_type_notes", "simulate"]
 
 
 @dataclass(slots=True)
 class _Run:
-    placement: Placement
+    placement: GrantPlacement
     partner: int  # job index, -1 when alone
     seg_start: float  # start of the current record segment
     synced: float  # time ``done`` was last brought up to date
@@ -68,7 +76,7 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
         return 0.0
     slow = 1.0
     if round_seconds is not None:
-        slow = round_seconds / (round_seconds - world.restore_seconds)
+        slow = round_seconds / (round_seconds - world.restore_s)
     total = 0.0
     for j in world.jobs:
         rates = [
@@ -82,10 +90,7 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
     n = len(world.jobs)
     rs = round_seconds or 0.0
     return (
-        world.jobs[-1].arrival
-        + 2.0 * total * slow
-        + world.restore_seconds * (4 * n + 2)
-        + (n + 2) * rs
+        world.jobs[-1].arrival + 2.0 * total * slow + world.restore_s * (4 * n + 2) + (n + 2) * rs
     )
 
 
@@ -93,6 +98,23 @@ def event_bound(world: World, round_seconds: float | None, horizon: float, wakeu
     """Upper bound on loop iterations (see the module notes)."""
     rounds = 0.0 if round_seconds is None else math.floor(horizon / round_seconds) + 1
     return 2.0 * len(world.jobs) + rounds + wakeups + 1
+
+
+def excluded_type_notes(world: World) -> list[str]:
+    """One note per GPU type some jobs cannot run on (rate 0 or missing in the table).
+
+    Such a type is excluded for those jobs: the engine never places them there.
+    """
+    notes: list[str] = []
+    for t in world.cluster.gpu_types:
+        ids = [j.job_id for j in world.jobs if world.rate(j, t.name) <= 0]
+        if ids:
+            shown = ", ".join(ids[:5]) + (f", ... ({len(ids)} jobs)" if len(ids) > 5 else "")
+            notes.append(
+                f"{t.name} excluded for {len(ids)} job(s) whose rate there is 0 or missing in "
+                f"the throughput table: {shown}"
+            )
+    return notes
 
 
 _POLICY_ROUND: Literal["policy"] = "policy"
@@ -104,6 +126,7 @@ def simulate(
     *,
     round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
     max_time: float | None = None,
+    restore_on_first_start: bool | None = None,
 ) -> SimResult:
     """Run ``policy`` on ``world``.
 
@@ -115,6 +138,10 @@ def simulate(
         Round/lease length; ``None`` is event-driven; by default the policy's own.
     max_time : float, optional
         Horizon (default :func:`default_horizon`).
+    restore_on_first_start : bool, optional
+        Override :attr:`World.restore_on_first_start <optsched.sim.World>` for this run: charge
+        the restore cost on every job's first start too (the reference semantics of
+        Gavel-derived simulators). The record's world carries the value used.
 
     Returns
     -------
@@ -123,20 +150,27 @@ def simulate(
     Raises
     ------
     InvalidInstanceError
-        ``round_seconds`` not > ``world.restore_seconds`` or not finite, ``max_time`` not
+        ``round_seconds`` not > ``world.restore_s`` or not finite, ``max_time`` not
         finite, or the event bound over ``limits.max_events``.
     PolicyError
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
         impossible placement or pairing, or more wake-ups than it declared.
     """
+    if restore_on_first_start is not None:
+        if not isinstance(restore_on_first_start, bool):
+            raise InvalidInstanceError(
+                "restore_on_first_start", f"must be a bool, got {restore_on_first_start!r}"
+            )
+        if restore_on_first_start != world.restore_on_first_start:
+            world = dataclasses.replace(world, restore_on_first_start=restore_on_first_start)
     rs = policy.round_seconds if round_seconds == _POLICY_ROUND else round_seconds
     if rs is not None:
         if not (isinstance(rs, int | float) and math.isfinite(rs) and rs > 0):
             raise InvalidInstanceError("round_seconds", f"must be a finite number > 0, got {rs!r}")
-        if rs <= world.restore_seconds:
+        if rs <= world.restore_s:
             raise InvalidInstanceError(
                 "round_seconds",
-                f"must exceed restore_seconds ({world.restore_seconds:g}) or no job could "
+                f"must exceed restore_s ({world.restore_s:g}) or no job could "
                 f"progress in a round, got {rs:g}",
             )
     horizon = default_horizon(world, rs) if max_time is None else max_time
@@ -181,7 +215,12 @@ class _Engine:
             for t in world.cluster.gpu_types
         }
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
-        self.restore = world.restore_seconds
+        self.restore = world.restore_s
+        self.first_restore = world.restore_on_first_start
+        # running gangs placed on more servers than they need: re-placed consolidated at every
+        # decision where a server (or set of servers) has room for them
+        self.spread: set[int] = set()
+        self.zero_rate_grants = 0
         self.decisions = 0
         self.new_arrivals: list[int] = []
         self.finished_ids: list[str] = []
@@ -220,7 +259,7 @@ class _Engine:
             self.ever_ran[i] = True
         run.seg_start = t
 
-    def _rate(self, i: int, placement: Placement, partner: int) -> float:
+    def _rate(self, i: int, placement: GrantPlacement, partner: int) -> float:
         gps = self.types[placement.gpu_type].gpus_per_server
         return self.world.rate(
             self.jobs[i],
@@ -320,7 +359,14 @@ class _Engine:
             truncated=truncated and not all(not math.isnan(c) for c in self.completion),
             events=events,
             decisions=self.decisions,
-            extra={"horizon": self.horizon, "wakeups": self.wakeups},
+            extra={
+                "horizon": self.horizon,
+                "wakeups": self.wakeups,
+                "zero_rate_grants": self.zero_rate_grants,
+                "work_conserving": bool(getattr(self.policy, "work_conserving", False)),
+                **self.policy.run_facts(),
+            },
+            notes=excluded_type_notes(self.world),
         )
 
     def _complete(self, i: int, t: float) -> None:
@@ -335,6 +381,7 @@ class _Engine:
         self.completion[i] = t
         self.finished_ids.append(st.job.job_id)
         del self.running[i]
+        self.spread.discard(i)
         self.active.pop(i, None)
         p = run.partner
         if p >= 0 and p in self.running:
@@ -383,8 +430,8 @@ class _Engine:
         self.finished_ids = []
         self.decisions += 1
         alloc = self.policy.allocate(state)
-        if not isinstance(alloc, Allocation):
-            raise PolicyError(f"{self.policy.name}: allocate must return an Allocation")
+        if not isinstance(alloc, PolicyDecision):
+            raise PolicyError(f"{self.policy.name}: allocate must return a PolicyDecision")
         placed = self._place(alloc)
         # stop or change what no longer runs as before
         changed: list[int] = []
@@ -399,6 +446,7 @@ class _Engine:
                 continue
             self._close(i, t)
             del self.running[i]
+            self.spread.discard(i)
             st = self.states[i]
             st.preemptions += 1
             st.last_stop = t
@@ -412,7 +460,7 @@ class _Engine:
             st.partner = self.jobs[partner].job_id if partner >= 0 else None
             if i in self.running:
                 continue
-            overhead = self.restore if self.ever_ran[i] else 0.0
+            overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
             self.running[i] = _Run(
                 placement=placement,
                 partner=partner,
@@ -423,6 +471,8 @@ class _Engine:
                 version=0,
                 gpus=placement.num_gpus,
             )
+            if not placement.consolidated(self.types[placement.gpu_type].gpus_per_server):
+                self.spread.add(i)
             st.placement = placement
             st.last_start = t
             if math.isnan(self.first_start[i]):
@@ -465,11 +515,11 @@ class _Engine:
     def _need(self, i: int, g: Grant) -> int:
         return self.jobs[i].num_gpus if g.num_gpus is None else g.num_gpus
 
-    def _place(self, alloc: Allocation) -> dict[int, tuple[Placement, int]]:
+    def _place(self, alloc: PolicyDecision) -> dict[int, tuple[GrantPlacement, int]]:
         """Admission by count, then placement (see :mod:`optsched.sim.policy`)."""
         free_count = {name: t.count for name, t in self.types.items()}
         free = {name: list(caps) for name, caps in self.server_caps.items()}
-        placed: dict[int, tuple[Placement, int]] = {}
+        placed: dict[int, tuple[GrantPlacement, int]] = {}
         seen: set[int] = set()
         if alloc.keep_running:
             # every running job keeps its GPUs and partner; the grants only add jobs
@@ -482,10 +532,16 @@ class _Engine:
                 for s, k in run.placement.servers:
                     cap[s] -= k
                 free_count[run.placement.gpu_type] -= run.placement.num_gpus
+            self._reconsolidate_kept(placed, free)
         admitted: list[tuple[int, Grant]] = []
         sharers: list[tuple[int, Grant]] = []
         for g in alloc.grants:
             i = self._check_grant(g, seen)
+            if not self._runs_on(i, g):
+                # never place a job where it cannot progress: the grant is dropped (counted in
+                # the record) and the job waits, whichever policy asked for it
+                self.zero_rate_grants += 1
+                continue
             if g.share_with is not None:
                 sharers.append((i, g))
                 continue
@@ -495,8 +551,62 @@ class _Engine:
                 admitted.append((i, g))
             elif alloc.blocking:
                 break
+        rest = self._place_explicit(admitted, free, placed)
+        others = self._keep_current(rest, free, placed)
+        others.sort(key=lambda ig: -self._need(*ig))
+        for i, g in others:
+            cap = free[g.gpu_type]
+            fit = self._fit(cap, g.gpu_type, self._need(i, g), g.consolidate)
+            if fit is None:
+                continue
+            if self._rate(i, fit, -1) <= 0:
+                # spread where the table's unconsolidated rate is 0: it would not progress
+                for s, k in fit.servers:
+                    cap[s] += k
+                self.zero_rate_grants += 1
+                continue
+            placed[i] = (fit, -1)
+        self._place_sharers(sharers, placed)
+        return placed
+
+    def _runs_on(self, i: int, g: Grant) -> bool:
+        """Whether job ``i`` progresses on a consolidated gang of the grant's type and size."""
+        return self.world.rate(self.jobs[i], g.gpu_type, True, num_gpus=self._need(i, g)) > 0
+
+    def _consolidated_room(self, cap: list[int], gpu_type: str, n: int) -> GrantPlacement | None:
+        """A consolidated placement of ``n`` GPUs in ``cap`` (taken from it), or ``None``."""
+        return self._fit(cap, gpu_type, n, "require")
+
+    def _reconsolidate_kept(
+        self, placed: dict[int, tuple[GrantPlacement, int]], free: dict[str, list[int]]
+    ) -> None:
+        """Move every kept spread gang onto servers with room for it whole (Gavel's rule)."""
+        for i in sorted(self.spread):
+            run = self.running.get(i)
+            if run is None or run.partner >= 0:
+                continue  # a shared pair moves only with its partner's grant
+            p = run.placement
+            cap = free[p.gpu_type]
+            for s, k in p.servers:
+                cap[s] += k
+            fit = self._consolidated_room(cap, p.gpu_type, p.num_gpus)
+            if fit is None or self._rate(i, fit, -1) <= 0:
+                if fit is not None:
+                    for s, k in fit.servers:
+                        cap[s] += k
+                for s, k in p.servers:
+                    cap[s] -= k
+                continue
+            placed[i] = (fit, -1)
+
+    def _place_explicit(
+        self,
+        admitted: list[tuple[int, Grant]],
+        free: dict[str, list[int]],
+        placed: dict[int, tuple[GrantPlacement, int]],
+    ) -> list[tuple[int, Grant]]:
+        """Carry out the explicit placements; the other admitted grants are returned."""
         rest: list[tuple[int, Grant]] = []
-        # explicit placements first
         for i, g in admitted:
             if g.placement is None:
                 rest.append((i, g))
@@ -518,24 +628,55 @@ class _Engine:
             for s, k in p.servers:
                 cap[s] -= k
             placed[i] = (p, -1)
-        # jobs keeping their GPUs
+        return rest
+
+    def _keep_current(
+        self,
+        rest: list[tuple[int, Grant]],
+        free: dict[str, list[int]],
+        placed: dict[int, tuple[GrantPlacement, int]],
+    ) -> list[tuple[int, Grant]]:
+        """Jobs keeping their GPUs: consolidated gangs first, then spread ones.
+
+        A spread gang is re-placed consolidated when servers have room for it whole (a
+        migration, with the restore cost), and keeps its servers only otherwise. The jobs
+        left to place are returned.
+        """
         others: list[tuple[int, Grant]] = []
+        spread: list[tuple[int, Grant, GrantPlacement]] = []
         for i, g in rest:
             cur = self.states[i].placement
-            if cur is not None and cur.gpu_type == g.gpu_type and cur.num_gpus == self._need(i, g):
-                cap = free[g.gpu_type]
-                if all(cap[s] >= k for s, k in cur.servers):
-                    for s, k in cur.servers:
-                        cap[s] -= k
-                    placed[i] = (cur, -1)
-                    continue
-            others.append((i, g))
-        others.sort(key=lambda ig: -self._need(*ig))
-        for i, g in others:
-            fit = self._fit(free[g.gpu_type], g.gpu_type, self._need(i, g), g.consolidate)
+            if cur is None or cur.gpu_type != g.gpu_type or cur.num_gpus != self._need(i, g):
+                others.append((i, g))
+            elif i in self.spread:
+                spread.append((i, g, cur))
+            elif self._take_if_free(free[g.gpu_type], cur):
+                placed[i] = (cur, -1)
+            else:
+                others.append((i, g))
+        for i, g, cur in spread:
+            cap = free[g.gpu_type]
+            fit = self._consolidated_room(cap, g.gpu_type, cur.num_gpus)
             if fit is not None:
                 placed[i] = (fit, -1)
-        # space sharing
+            elif self._take_if_free(cap, cur):
+                placed[i] = (cur, -1)
+            else:
+                others.append((i, g))
+        return others
+
+    @staticmethod
+    def _take_if_free(cap: list[int], placement: GrantPlacement) -> bool:
+        if all(cap[s] >= k for s, k in placement.servers):
+            for s, k in placement.servers:
+                cap[s] -= k
+            return True
+        return False
+
+    def _place_sharers(
+        self, sharers: list[tuple[int, Grant]], placed: dict[int, tuple[GrantPlacement, int]]
+    ) -> None:
+        """Space sharing: each sharer runs on exactly its partner's GPUs."""
         for i, g in sharers:
             j = self.index.get(g.share_with or "", -1)
             if j not in placed:
@@ -557,9 +698,8 @@ class _Engine:
                 )
             placed[j] = (p, i)
             placed[i] = (p, j)
-        return placed
 
-    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> Placement | None:
+    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> GrantPlacement | None:
         gps = self.types[gpu_type].gpus_per_server
         k = -(-n // gps)
         if k == 1:
@@ -569,7 +709,7 @@ class _Engine:
                     best = s
             if best >= 0:
                 cap[best] -= n
-                return Placement(gpu_type, ((best, n),))
+                return GrantPlacement(gpu_type, ((best, n),))
         else:
             order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))[:k]
             if sum(cap[s] for s in order) >= n:
@@ -582,7 +722,7 @@ class _Engine:
         return self._take(cap, gpu_type, order, n)
 
     @staticmethod
-    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> Placement:
+    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> GrantPlacement:
         servers: list[tuple[int, int]] = []
         left = n
         for s in order:
@@ -593,4 +733,4 @@ class _Engine:
                 servers.append((s, k))
                 cap[s] -= k
                 left -= k
-        return Placement(gpu_type, tuple(sorted(servers)))
+        return GrantPlacement(gpu_type, tuple(sorted(servers)))

@@ -31,14 +31,14 @@ with :math:`x_{jkg}` only defined for rounds :math:`k` with :math:`a_j \le kL` (
 engine's :data:`~optsched.tolerances.TIME_TOL`), types with :math:`r_{jg} > 0` and
 :math:`n_j \le C_g`. Every round a job runs but its last is full (``full_round``), so the work done
 before the last round is exactly what the engine accumulates, and the last run lasts
-:math:`u L` seconds: the completion time is :math:`L T_j`. Objectives: ``weighted_jct``
+:math:`u L` seconds: the completion time is :math:`L T_j`. Objectives: ``weighted-jct``
 :math:`\min \sum_j w_j (L T_j - a_j)`; ``makespan`` :math:`\min M,\ M \ge L T_j`
 (the validator's makespan: the last completion time); ``deadlines``
 :math:`\max \sum_j m_j,\ T_j \le d_j / L + K (1 - m_j)` over jobs with a deadline.
 
 Restrictions (refused with a field-named :class:`~optsched.errors.InvalidInstanceError`):
 
-* ``restore_seconds`` must be 0 (a preemption is free, so placements may change every round);
+* ``restore_s`` must be 0 (a preemption is free, so placements may change every round);
 * no space sharing (the model never pairs jobs);
 * placement: on a GPU type where some job's consolidated and spread rates differ, every server
   must hold ``gpus_per_server`` GPUs and the gang sizes must be *divisible*: the sizes below
@@ -73,7 +73,7 @@ from optsched.errors import (
     NotOptimalError,
 )
 from optsched.results import ExactResult, Sense
-from optsched.sim.policy import Placement
+from optsched.sim.policy import GrantPlacement
 from optsched.sim.record import SimResult
 from optsched.sim.replay import replay_rounds
 from optsched.sim.validate import validate
@@ -93,10 +93,10 @@ __all__ = [
     "solve",
 ]
 
-Objective = Literal["weighted_jct", "makespan", "deadlines"]
+Objective = Literal["weighted-jct", "makespan", "deadlines"]
 
 #: The objectives and their sense.
-OBJECTIVES: dict[str, Sense] = {"weighted_jct": "min", "makespan": "min", "deadlines": "max"}
+OBJECTIVES: dict[str, Sense] = {"weighted-jct": "min", "makespan": "min", "deadlines": "max"}
 
 
 def _check_round_seconds(round_seconds: float) -> float:
@@ -171,14 +171,14 @@ def check_world(world: World) -> dict[str, bool]:
     Raises
     ------
     InvalidInstanceError
-        ``restore_seconds`` not 0, no jobs, an elastic job (``min_gpus``), or a GPU type whose
+        ``restore_s`` not 0, no jobs, an elastic job (``min_gpus``), or a GPU type whose
         servers or gang sizes do not allow every count-feasible round to be placed
         consolidated (``cluster``).
     """
-    if world.restore_seconds != 0:
+    if world.restore_s != 0:
         raise InvalidInstanceError(
-            "restore_seconds",
-            f"the exact model needs free preemption (0), got {world.restore_seconds:g}",
+            "restore_s",
+            f"the exact model needs free preemption (0), got {world.restore_s:g}",
         )
     if not world.jobs:
         raise InvalidInstanceError("jobs", "the exact model needs at least one job")
@@ -226,7 +226,7 @@ def check_world(world: World) -> dict[str, bool]:
 
 def pack_round(
     world: World, plan: Mapping[str, str], matters: Mapping[str, bool]
-) -> dict[str, Placement]:
+) -> dict[str, GrantPlacement]:
     """Place one round's gangs (job id -> GPU type) on servers, by first fit, largest first.
 
     On a type where placement matters (divisible sizes, see :func:`check_world`) every gang is
@@ -237,7 +237,7 @@ def pack_round(
     ModelError
         A gang does not fit although the count capacity holds (a broken invariant).
     """
-    out: dict[str, Placement] = {}
+    out: dict[str, GrantPlacement] = {}
     for t in world.cluster.gpu_types:
         free = [t.server_capacity(s) for s in range(t.num_servers)]
         gps = t.gpus_per_server
@@ -270,7 +270,7 @@ def pack_round(
                 raise ModelError(f"{t.name}: gang {j.job_id!r} of {n} GPUs does not fit")
             for s, k in servers:
                 free[s] -= k
-            out[j.job_id] = Placement(t.name, tuple(sorted(servers)))
+            out[j.job_id] = GrantPlacement(t.name, tuple(sorted(servers)))
     return out
 
 
@@ -314,7 +314,7 @@ class ExactModel:
 
         L = self.round_seconds
         done = [L * float(pyo.value(self.model.finish[j.index])) for j in self.world.jobs]
-        if self.objective == "weighted_jct":
+        if self.objective == "weighted-jct":
             return sum(
                 j.weight * (c - j.arrival) for j, c in zip(self.world.jobs, done, strict=True)
             )
@@ -328,7 +328,7 @@ class ExactModel:
             )
         )
 
-    def plan(self) -> list[dict[str, Placement]]:
+    def plan(self) -> list[dict[str, GrantPlacement]]:
         """The per-round placements of the model's current solution."""
         by_round: list[dict[str, str]] = [{} for _ in range(self.rounds)]
         for j, k, g in self.keys:
@@ -341,7 +341,7 @@ class ExactModel:
 def build_model(
     world: World,
     round_seconds: float,
-    objective: str = "weighted_jct",
+    objective: str = "weighted-jct",
     *,
     rounds: int | None = None,
 ) -> ExactModel:
@@ -454,7 +454,7 @@ def build_model(
 
     m.finish = pyo.Expression([j.index for j in jobs], rule=lambda _, j: finish(j))
 
-    if objective == "weighted_jct":
+    if objective == "weighted-jct":
         m.objective = pyo.Objective(
             expr=sum(j.weight * (L * finish(j.index) - j.arrival) for j in jobs),
             sense=pyo.minimize,
@@ -498,7 +498,7 @@ def build_model(
 def objective_value(world: World, record: SimResult, objective: str) -> float:
     """``objective`` recomputed from a simulation record alone (every job must have finished).
 
-    ``weighted_jct`` is the validator's total weighted JCT, ``makespan`` its last completion
+    ``weighted-jct`` is the validator's total weighted JCT, ``makespan`` its last completion
     time, ``deadlines`` the number of jobs whose completion is at most their deadline (within
     :data:`~optsched.tolerances.TIME_TOL` relative).
     """
@@ -515,7 +515,7 @@ def objective_value(world: World, record: SimResult, objective: str) -> float:
             )
         )
     report = validate(world, record)
-    value = report.objective if objective == "weighted_jct" else report.objectives["makespan"]
+    value = report.objective if objective == "weighted-jct" else report.objectives["makespan"]
     if value is None:
         raise ModelError(f"{objective}: no job finished in the record")
     return float(value)
@@ -524,7 +524,7 @@ def objective_value(world: World, record: SimResult, objective: str) -> float:
 def solve(
     world: World,
     round_seconds: float,
-    objective: str = "weighted_jct",
+    objective: str = "weighted-jct",
     *,
     rounds: int | None = None,
     solver: str = "highs",
@@ -541,7 +541,7 @@ def solve(
     world : World
     round_seconds : float
         Round length ``L`` (s).
-    objective : {"weighted_jct", "makespan", "deadlines"}
+    objective : {"weighted-jct", "makespan", "deadlines"}
     rounds : int, optional
         Rounds ``K`` (default :func:`default_rounds`).
     solver, time_limit, mip_gap, threads, options

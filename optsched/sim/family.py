@@ -43,7 +43,7 @@ ALGORITHMS: dict[str, Callable[..., SimResult]] = {name: _policy(name) for name 
 def solve(
     world: World,
     round_seconds: float | None = None,
-    objective: str = "weighted_jct",
+    objective: str = "weighted-jct",
     **options: Any,
 ) -> ExactResult[SimResult]:
     """The exact optimum of ``world`` in rounds (:func:`optsched.sim.exact.solve`).
@@ -80,7 +80,7 @@ FAMILY = Family(
     solve=solve,
     validate=validate,
     algorithms=ALGORITHMS,
-    objectives=tuple(name.replace("_", "-") for name in OBJECTIVES),
+    objectives=tuple(OBJECTIVES),
     small_instance=small_instance,
     summary="trace-driven simulation of a heterogeneous GPU cluster under a scheduling policy",
     describe=_describe,

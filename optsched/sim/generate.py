@@ -98,7 +98,7 @@ def generate_instance(
     throughputs: Throughputs | None = None,
     *,
     seed: int,
-    restore_seconds: float = 0.0,
+    restore_s: float = 0.0,
     **kwargs: float,
 ) -> World:
     """A seeded synthetic :class:`World`: :func:`generate_job_table` on ``cluster``.
@@ -110,4 +110,4 @@ def generate_instance(
     gangs = tuple(g for g in (1, 2, 4, 8) if g <= largest)
     weights = (0.6, 0.2, 0.12, 0.08)[: len(gangs)]
     frame = generate_job_table(n, seed=seed, gangs=gangs, gang_weights=weights, **kwargs)  # type: ignore[arg-type]
-    return World.from_frame(frame, spec, throughputs, restore_seconds=restore_seconds)
+    return World.from_frame(frame, spec, throughputs, restore_s=restore_s)

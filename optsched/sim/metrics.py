@@ -22,6 +22,22 @@ Finish-time fairness
     round, which can scale shares up; the per-job cap keeps each share a feasible allocation.)
     ``rho <= 1`` means the job finished no later than on its fair share.
 
+Finished and unfinished jobs
+    A job's JCT exists only when it finished: ``jct_mean``, the percentiles and the weighted mean
+    are over the **finished** jobs, and ``unfinished`` counts the others (never hidden: a run
+    with unfinished jobs has ``status`` ``"unfinished"`` or ``"truncated"``). The JCT CDF
+    (:func:`jct_cdf`) is a fraction of **all** jobs, so it ends at ``finished / jobs``: below 1
+    when jobs did not finish.
+
+Spread gangs (:func:`spread_gang_seconds`)
+    ``spread_gang_seconds``: the seconds gangs ran *spread* (on more servers than
+    ``ceil(gang / gpus_per_server)``), summed over gangs; ``spread_gang_seconds_with_room``: the
+    part of it run on placements made while a set of that many servers of the type had room for
+    the whole gang (read from the interval table at the start of each run of one unchanged
+    placement, the job's own GPUs counted as free). The simulator's own placement re-places a
+    spread gang consolidated at every decision point where room exists, so the latter is 0 for
+    every policy that lets the engine place its jobs.
+
 Per run (:func:`run_metrics`)
     JCT mean, median, p95, p99 (finished jobs; linear interpolation), weighted mean JCT, makespan
     (last completion minus first arrival), mean queueing delay, worst and mean ``rho``, deadlines
@@ -64,7 +80,15 @@ from optsched.tolerances import FIT_TOL
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["deadline_metrics", "energy_kwh", "job_metrics", "run_metrics", "utilization"]
+__all__ = [
+    "deadline_metrics",
+    "energy_kwh",
+    "jct_cdf",
+    "job_metrics",
+    "run_metrics",
+    "spread_gang_seconds",
+    "utilization",
+]
 
 
 def _contention(result: SimResult) -> np.ndarray:
@@ -221,6 +245,101 @@ def energy_kwh(result: SimResult, power: Mapping[str, float] | None = None) -> f
     return joules / JOULES_PER_KWH
 
 
+def jct_cdf(result: SimResult) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical JCT CDF as a fraction of **all** jobs: ``(sorted jcts, fraction)``.
+
+    ``fraction[k] = (k + 1) / jobs``: it ends at ``finished / jobs``, below 1 when jobs did not
+    finish.
+    """
+    jobs = result.world.jobs
+    jct = np.sort(
+        np.array(
+            [c - j.arrival for j, c in zip(jobs, result.completion, strict=True) if c == c],
+            dtype=float,
+        )
+    )
+    n = max(1, len(jobs))
+    return jct, np.arange(1, len(jct) + 1, dtype=float) / n
+
+
+def _runs(result: SimResult) -> list[tuple[str, str, float, float, tuple[tuple[int, int], ...]]]:
+    """Each job's runs of one unchanged placement: ``(job, gpu_type, start, end, servers)``."""
+    cols = result.intervals
+    segs: dict[tuple[str, float, float], list[tuple[str, int, int]]] = {}
+    for job, gt, server, gpus, start, end in zip(
+        cols["job"],
+        cols["gpu_type"],
+        cols["server"],
+        cols["gpus"],
+        cols["start"],
+        cols["end"],
+        strict=True,
+    ):
+        segs.setdefault((job, start, end), []).append((gt, server, gpus))
+    by_job: dict[str, list[tuple[float, float, str, tuple[tuple[int, int], ...]]]] = {}
+    for (job, start, end), parts in segs.items():
+        placement = tuple(sorted((p[1], p[2]) for p in parts))
+        by_job.setdefault(job, []).append((start, end, parts[0][0], placement))
+    runs: list[tuple[str, str, float, float, tuple[tuple[int, int], ...]]] = []
+    for job, ss in by_job.items():
+        ss.sort()
+        s0, e0, g0, p0 = ss[0]
+        for start, end, gt, placement in ss[1:]:
+            contiguous = abs(start - e0) <= FIT_TOL * max(1.0, abs(start))
+            if contiguous and gt == g0 and placement == p0:
+                e0 = end
+                continue
+            runs.append((job, g0, s0, e0, p0))
+            s0, e0, g0, p0 = start, end, gt, placement
+        runs.append((job, g0, s0, e0, p0))
+    return runs
+
+
+def _occupancy_at(result: SimResult, gpu_type: str, t: float, exclude: str) -> dict[int, int]:
+    """GPUs held per server of ``gpu_type`` at ``t`` by jobs other than ``exclude``."""
+    cols = result.intervals
+    used: dict[int, int] = {}
+    slack = FIT_TOL * max(1.0, abs(t))
+    for job, gt, server, gpus, start, end, shared in zip(
+        cols["job"],
+        cols["gpu_type"],
+        cols["server"],
+        cols["gpus"],
+        cols["start"],
+        cols["end"],
+        cols["shared_with"],
+        strict=True,
+    ):
+        if gt != gpu_type or job == exclude or shared == exclude or (shared and shared < job):
+            continue
+        if start <= t + slack and end > t + slack:
+            used[server] = used.get(server, 0) + gpus
+    return used
+
+
+def spread_gang_seconds(result: SimResult) -> tuple[float, float]:
+    """``(spread_gang_seconds, spread_gang_seconds_with_room)`` (see the module notes).
+
+    Complexity: :math:`O(S R)` for :math:`S` spread runs and :math:`R` interval rows.
+    """
+    types = {t.name: t for t in result.world.cluster.gpu_types}
+    total = with_room = 0.0
+    for job, gt, start, end, servers in _runs(result):
+        t = types[gt]
+        n = sum(g for _, g in servers)
+        k = -(-n // t.gpus_per_server)
+        if len(servers) <= k:
+            continue
+        total += end - start
+        used = _occupancy_at(result, gt, start, job)
+        free = sorted(
+            (t.server_capacity(s) - used.get(s, 0) for s in range(t.num_servers)), reverse=True
+        )
+        if sum(free[:k]) >= n:
+            with_room += end - start
+    return total, with_room
+
+
 def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
 
@@ -269,6 +388,7 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
     met = int(frame["deadline_met"].fillna(False).astype(bool).sum())
     weights = done["weight"].to_numpy(dtype=float)
     rho = done["rho"].to_numpy(dtype=float)
+    spread = spread_gang_seconds(result)
     return {
         "policy": result.policy,
         "jobs": len(frame),
@@ -292,5 +412,8 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
         "energy_kwh": energy,
         "utilization_mean": gpu_seconds / (capacity * span) if span and span > 0 else math.nan,
         "best_effort_jct_mean": deadline_metrics(result, frame)["best_effort_jct_mean"],
+        "spread_gang_seconds": spread[0],
+        "spread_gang_seconds_with_room": spread[1],
+        "status": result.status,
         "truncated": result.truncated,
     }

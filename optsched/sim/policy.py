@@ -2,13 +2,13 @@ r"""The one interface every scheduling policy implements, and what it sees and r
 
 At every *decision point* the simulator calls :meth:`Policy.allocate` with a :class:`SimState`
 (the clock, the world, the active jobs with their progress and attained service, the current
-placements) and receives an :class:`Allocation`: an ordered list of :class:`Grant`\ s, highest
+placements) and receives an :class:`PolicyDecision`: an ordered list of :class:`Grant`\ s, highest
 priority first, each asking that one job run on its whole gang of one GPU type until the next
 decision point. Decision points are
 
 * **round-based** (``round_seconds`` set): every ``round_seconds`` from the first arrival, and only
   then (arrivals wait for the next round; GPUs freed by a completion stay idle until it;
-  Gavel's mechanism), plus any time the policy asks for with :attr:`Allocation.wake_at`;
+  Gavel's mechanism), plus any time the policy asks for with :attr:`PolicyDecision.wake_at`;
 * **event-driven** (``round_seconds=None``): at every arrival and completion, plus the policy's
   ``wake_at`` times (Tiresias's queue demotions and starvation promotions).
 
@@ -16,14 +16,17 @@ A lease of ``L`` seconds (Themis, Chronus) is a round of ``L`` seconds.
 
 The engine carries out an allocation in two passes. **Admission** walks the grants in order and
 admits each whose GPU type still has ``num_gpus`` GPUs free by count (a space-sharing grant needs
-none); with ``Allocation.blocking`` it stops at the first that does not fit (strict FIFO),
+none); with ``PolicyDecision.blocking`` it stops at the first that does not fit (strict FIFO),
 otherwise it skips it (backfilling). **Placement** then puts explicit placements first, then
 jobs keeping their current GPUs (no migration), then the rest, largest gang first, each on the
 fewest servers it can use (best fit: the server with the fewest free GPUs that holds the whole
 gang; for a gang larger than a server, whole servers), and, when fragmentation leaves no
 consolidated room, spread over the servers with the most free GPUs (at the unconsolidated rate)
-unless the grant requires consolidation, in which case it waits. A grant with ``share_with``
-runs on exactly the GPUs of that other job (same type and gang size), at the measured pair rates.
+unless the grant requires consolidation, in which case it waits. A gang kept spread is
+re-placed on the fewest servers whenever they have room for it whole (also under
+``keep_running``): gangs re-consolidate as in Gavel, at the restore cost of a migration. A grant
+with ``share_with`` runs on exactly the GPUs of that other job (same type and gang size), at the
+measured pair rates. A grant onto a type where the job's rate is 0 is dropped (the job waits).
 
 A grant may size an elastic job's gang (``Grant.num_gpus`` within the job's ``min_gpus`` and
 ``max_gpus``, see :meth:`World.elastic <optsched.sim.World.elastic>`); admission and placement
@@ -40,21 +43,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
-
-from optsched.errors import OptschedError
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from optsched.sim.world import SimJob, World
 
 __all__ = [
-    "Allocation",
     "FractionalAllocation",
     "Grant",
+    "GrantPlacement",
     "JobState",
-    "Placement",
     "Policy",
-    "PolicyError",
+    "PolicyDecision",
     "SimState",
     "carry_out",
 ]
@@ -64,12 +64,8 @@ Consolidation = Literal["prefer", "require"]
 FractionalAllocation = Mapping[str, Mapping[str, float]]
 
 
-class PolicyError(OptschedError, RuntimeError):
-    """A policy returned an allocation the world cannot carry out (a bug in the policy)."""
-
-
 @dataclass(frozen=True, slots=True)
-class Placement:
+class GrantPlacement:
     """Where a gang runs: one GPU type, ``(server, gpus)`` per server used (sorted by server).
 
     Servers are numbered per GPU type from 0 (see :class:`~optsched.sim.ClusterSpec`).
@@ -101,7 +97,7 @@ class Grant:
         Job id (an active job).
     gpu_type : str
         GPU type; the whole gang is of this type.
-    placement : Placement or None
+    placement : GrantPlacement or None
         Explicit servers (must be free); ``None`` lets the engine place it.
     share_with : str or None
         Run on exactly the GPUs of this other granted job (space sharing, pair rates).
@@ -115,14 +111,14 @@ class Grant:
 
     job: str
     gpu_type: str
-    placement: Placement | None = None
+    placement: GrantPlacement | None = None
     share_with: str | None = None
     consolidate: Consolidation = "prefer"
     num_gpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Allocation:
+class PolicyDecision:
     """A policy's decision: grants in priority order.
 
     Attributes
@@ -161,7 +157,7 @@ class JobState:
         Wall seconds placed on GPUs.
     rounds_received : dict of str to int
         Decision periods in which it was placed, per GPU type (Gavel's "rounds received").
-    placement : Placement or None
+    placement : GrantPlacement or None
         Where it runs now (None: waiting).
     partner : str or None
         The job sharing its GPUs now.
@@ -181,7 +177,7 @@ class JobState:
     attained_service: float = 0.0
     executed_seconds: float = 0.0
     rounds_received: dict[str, int] = field(default_factory=dict)
-    placement: Placement | None = None
+    placement: GrantPlacement | None = None
     partner: str | None = None
     last_start: float = math.nan
     last_stop: float = math.nan
@@ -272,10 +268,16 @@ class Policy:
     round_seconds : float or None
         The policy's round/lease length (None: event-driven); :func:`optsched.sim.simulate`
         may override it.
+    work_conserving : bool
+        The policy claims that at each of its decision points no GPU stays idle while an
+        active job that could use it waits (by GPU count, on a type where the job's rate is
+        positive). The engine records the claim and the validator checks it (constraint
+        ``work_conserving`` of :mod:`optsched.sim.validate`). Default ``False``.
     """
 
     name: str = "policy"
     round_seconds: float | None = None
+    work_conserving: bool = False
 
     def reset(self, world: World) -> None:
         """Called once before a simulation starts (clear per-run memory here)."""
@@ -289,7 +291,7 @@ class Policy:
         """
         return None
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Decide who runs where until the next decision point."""
         x = self.fractional(state)
         if x is None:
@@ -301,6 +303,10 @@ class Policy:
     def fractional(self, state: SimState) -> FractionalAllocation | None:
         """Gavel-style time fractions ``X[job][gpu_type]`` (``None``: not a fractional policy)."""
         return None
+
+    def run_facts(self) -> dict[str, Any]:
+        """Facts of the last run that its record keeps in ``SimResult.extra`` (default none)."""
+        return {}
 
     def max_wakeups(self, world: World) -> int:
         """Upper bound on the ``wake_at`` requests of one run on ``world`` (default none).
@@ -319,19 +325,27 @@ class Policy:
         return f"{type(self).__name__}({self.name!r}, {rs})"
 
 
-def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
+def carry_out(state: SimState, x: FractionalAllocation) -> PolicyDecision:
     r"""Gavel's round mechanism: grant (job, type) pairs by priority ``X / received share``.
 
     For job ``m`` and type ``j`` with ``X_mj > 0`` the priority is
     ``X_mj / (rounds_received_mj / rounds_active_m)``, where ``rounds_active_m`` counts the
     decision points the job has been active at, this one included — infinite when the job has
-    not yet run on ``j``. Pairs are granted in decreasing priority (ties: larger ``X``, then
-    earlier arrival, then type order), each job on at most one type; the engine admits those
-    that fit (backfilling).
+    not yet run on ``j``. Pairs are taken in decreasing priority (ties: larger ``X``, then
+    earlier arrival, then type order), each job on at most one type, a pair whose type has no
+    longer room for the job's gang being passed over for the job's next pair (as Gavel's
+    scheduler does). **Leftover GPUs** then go to the jobs with no share this round (a zero
+    ``X`` everywhere, or whose pairs found no room), as in Gavel: running jobs first (on their
+    current type when it has room, so that they are not preempted needlessly), then waiting
+    jobs by arrival, each on the first type in the cluster's order with room and a positive
+    rate. No GPU is then left idle while an active job could use it (by count): the policies
+    carried out this way are work-conserving (:attr:`Policy.work_conserving`).
 
-    Complexity: :math:`O(P \log P)` for :math:`P` positive entries of ``X``.
+    Complexity: :math:`O(P \log P + A \log A + A K)` for :math:`P` positive entries of ``X``,
+    :math:`A` active jobs and :math:`K` GPU types.
     """
-    order = {t: k for k, t in enumerate(state.world.cluster.names)}
+    names = state.world.cluster.names
+    order = {t: k for k, t in enumerate(names)}
     by_id = {s.job_id: s for s in state.active}
     keys: list[tuple[float, float, float, int, str, str]] = []
     for jid, row in x.items():
@@ -347,10 +361,24 @@ def carry_out(state: SimState, x: FractionalAllocation) -> Allocation:
             prio = math.inf if share <= 0 else value / share
             keys.append((-prio, -value, s.job.arrival, order[gpu_type], jid, gpu_type))
     keys.sort()
+    free = {t.name: t.count for t in state.world.cluster.gpu_types}
     grants: list[Grant] = []
     taken: set[str] = set()
     for *_, jid, gpu_type in keys:
-        if jid not in taken:
+        n = by_id[jid].job.num_gpus
+        if jid not in taken and free[gpu_type] >= n:
             taken.add(jid)
+            free[gpu_type] -= n
             grants.append(Grant(job=jid, gpu_type=gpu_type))
-    return Allocation(grants=tuple(grants))
+    left = [s for s in state.active if s.job_id not in taken]
+    left.sort(key=lambda s: (s.placement is None, s.job.arrival, s.job.index))
+    for s in left:
+        n = s.job.num_gpus
+        current = s.placement.gpu_type if s.placement is not None else None
+        candidates = ([current] if current is not None else []) + list(names)
+        for gpu_type in candidates:
+            if free[gpu_type] >= n and state.rate(s, gpu_type) > 0:
+                free[gpu_type] -= n
+                grants.append(Grant(job=s.job_id, gpu_type=gpu_type))
+                break
+    return PolicyDecision(grants=tuple(grants))

@@ -78,6 +78,16 @@ class SimResult:
         The horizon (``max_time``) stopped it with jobs unfinished.
     events, decisions : int
         Loop iterations and policy calls.
+    extra : dict
+        Run facts beyond the record proper (horizon, wake-ups, grants dropped because the
+        job's rate on the granted type is 0, whether the policy claims work conservation).
+    notes : list of str
+        What the reader of the metrics must know (e.g. a GPU type excluded for some jobs
+        because the table gives them no rate there).
+
+    A run *finished* when every job completed; :attr:`status` is ``"finished"``,
+    ``"unfinished"`` (the policy left jobs waiting when nothing else happened) or
+    ``"truncated"`` (the horizon stopped it), and :attr:`unfinished` counts the jobs left.
     """
 
     world: World
@@ -91,6 +101,19 @@ class SimResult:
     events: int = 0
     decisions: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def unfinished(self) -> int:
+        """Jobs that did not complete."""
+        return sum(1 for c in self.completion if math.isnan(c))
+
+    @property
+    def status(self) -> str:
+        """``"finished"``, ``"truncated"`` or ``"unfinished"`` (see the class notes)."""
+        if self.unfinished == 0:
+            return "finished"
+        return "truncated" if self.truncated else "unfinished"
 
     @property
     def finished(self) -> list[bool]:
@@ -147,11 +170,15 @@ class SimResult:
             "round_seconds": self.round_seconds,
             "jobs": len(self.completion),
             "finished": sum(self.finished),
+            "unfinished": self.unfinished,
+            "status": self.status,
             "end_time": self.end_time,
             "truncated": self.truncated,
             "events": self.events,
             "decisions": self.decisions,
             "intervals": len(self.intervals.get("job", [])),
+            "zero_rate_grants": int(self.extra.get("zero_rate_grants", 0)),
+            "notes": list(self.notes),
         }
 
     def __repr__(self) -> str:

@@ -12,24 +12,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.engine import simulate
-from optsched.sim.policy import Allocation, Grant, Placement, Policy, PolicyError, SimState
+from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 from optsched.sim.record import SimResult
 from optsched.sim.world import World
 from optsched.tolerances import TIME_TOL
 
 __all__ = ["FixedRounds", "replay_rounds"]
 
-RoundPlan = Mapping[str, "str | Placement"]
+RoundPlan = Mapping[str, "str | GrantPlacement"]
 
 
 class FixedRounds(Policy):
-    """A policy that plays back ``rounds[k]`` (job id -> GPU type or Placement) in round ``k``.
+    """A policy that plays back ``rounds[k]`` (job id -> GPU type or GrantPlacement) in round ``k``.
 
     Jobs not active in a round (not arrived yet, or finished) are left out; a job listed in a
-    round that does not fit (by count or, with a Placement, by server) is an error of the plan
-    (:class:`~optsched.sim.PolicyError`).
+    round that does not fit (by count or, with a GrantPlacement, by server) is an error of the plan
+    (:class:`~optsched.errors.PolicyError`).
     """
 
     name = "replay"
@@ -38,7 +38,7 @@ class FixedRounds(Policy):
         self.rounds = list(rounds)
         self.round_seconds = round_seconds
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """The plan of the current round."""
         assert self.round_seconds is not None
         k = math.floor(state.now / self.round_seconds + TIME_TOL)
@@ -50,18 +50,18 @@ class FixedRounds(Policy):
         for job, where in plan.items():
             if job not in active:
                 continue
-            gpu_type = where.gpu_type if isinstance(where, Placement) else where
+            gpu_type = where.gpu_type if isinstance(where, GrantPlacement) else where
             used[gpu_type] = used.get(gpu_type, 0) + by_id[job].job.num_gpus
             if used[gpu_type] > state.capacity(gpu_type):
                 raise PolicyError(
                     f"round {k}: the plan puts {used[gpu_type]} GPUs on {gpu_type!r}, which has "
                     f"{state.capacity(gpu_type)}"
                 )
-            if isinstance(where, Placement):
+            if isinstance(where, GrantPlacement):
                 grants.append(Grant(job=job, gpu_type=where.gpu_type, placement=where))
             else:
                 grants.append(Grant(job=job, gpu_type=where))
-        return Allocation(grants=tuple(grants), blocking=True)
+        return PolicyDecision(grants=tuple(grants), blocking=True)
 
 
 def replay_rounds(

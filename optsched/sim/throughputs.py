@@ -36,7 +36,14 @@ from pathlib import Path
 from optsched._io import load_data
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["GENERIC", "UNCONSOLIDATED_SUFFIX", "Throughputs", "load_throughputs"]
+__all__ = [
+    "GENERIC",
+    "KNOWN_TYPE_ORDER",
+    "UNCONSOLIDATED_SUFFIX",
+    "Throughputs",
+    "load_throughputs",
+    "type_rank",
+]
 
 #: The job type of jobs whose model is not in the table.
 GENERIC = ""
@@ -88,7 +95,9 @@ class Throughputs:
         gpu_types : mapping of str to float, or tuple of str
             Per-GPU speed of each type (all 1.0 when only names are given).
         reference : str, optional
-            The reference type (default: the first).
+            The reference type (default: the first in the canonical order of
+            :func:`type_rank`, fastest first, so that the order the types are listed in never
+            matters; ``v100`` among equally fast Gavel types).
         """
         speed = dict(gpu_types) if isinstance(gpu_types, Mapping) else dict.fromkeys(gpu_types, 1.0)
         if not speed:
@@ -96,7 +105,7 @@ class Throughputs:
         for name, s in speed.items():
             if not (isinstance(s, int | float) and math.isfinite(s) and s > 0):
                 raise InvalidInstanceError(f"gpu_types.{name}", f"must be a speed > 0, got {s!r}")
-        ref = reference if reference is not None else next(iter(speed))
+        ref = reference if reference is not None else min(speed, key=lambda t: type_rank(t, speed))
         if ref not in speed:
             raise InvalidInstanceError("reference", f"unknown GPU type {ref!r}")
         return cls(alone={}, pairs={}, generic_speed=speed, reference=ref)
@@ -165,6 +174,20 @@ class Throughputs:
         return pair
 
 
+#: Gavel's order of its GPU types (newest first): the tie-break among equally fast types.
+KNOWN_TYPE_ORDER: tuple[str, ...] = ("v100", "p100", "k80")
+
+
+def type_rank(name: str, speed: Mapping[str, float]) -> tuple[float, int, str]:
+    """Sort key of a GPU type in the canonical order.
+
+    Fastest generic speed first, ties by :data:`KNOWN_TYPE_ORDER` (unknown types after), then
+    by name.
+    """
+    known = KNOWN_TYPE_ORDER.index(name) if name in KNOWN_TYPE_ORDER else len(KNOWN_TYPE_ORDER)
+    return (-speed.get(name, 0.0), known, name)
+
+
 def _parse_key(key: str, where: str) -> Key:
     m = _KEY.match(key)
     if m is None:
@@ -197,7 +220,9 @@ def load_throughputs(path: str | Path, *, reference: str = "v100") -> Throughput
     Raises
     ------
     InvalidInstanceError
-        Naming the file and the field path (``v100.('ResNet-18', 1).null``).
+        Naming the file and the field path (``v100.('ResNet-18', 1).null``): a rate that is
+        negative, NaN, infinite or not a number, a malformed key, a job without its alone
+        rate, a GPU type whose every rate is 0, an unknown ``reference``.
     """
     data = load_data(path)
     try:
@@ -237,6 +262,11 @@ def throughputs_from_dict(data: object, *, reference: str = "v100") -> Throughpu
                 )
             if key not in a_tab:
                 raise InvalidInstanceError(where, "has no 'null' (alone) rate")
+    for (gpu, consolidated), a_tab in alone.items():
+        if a_tab and not any(v > 0 for v in a_tab.values()):
+            # a table of zeros would let no job progress on that type: refused, not simulated
+            name = gpu if consolidated else gpu + UNCONSOLIDATED_SUFFIX
+            raise InvalidInstanceError(name, f"every rate of {name!r} is 0 (no job could progress)")
     types = sorted({g for g, _ in alone})
     if reference not in types:
         raise InvalidInstanceError(

@@ -1,222 +1,445 @@
-r"""Independent validator of a simulation record.
+r"""Independent validator of a simulation record, one function per named constraint.
 
-:func:`validate` reads only the world and the record (the interval table, completions and first
-starts); it shares no code with the engine. Constraints (the names of the
-:class:`~optsched.results.Violation`\ s):
+:func:`validate` reads only the world and the record (the interval table, completions, first
+starts, the round length and the policy's stated claims); it shares no code with the engine.
+Each constraint below is one function of this module named as the constraint,
+``name(instance, solution) -> list[Violation]``, listed in :data:`CONSTRAINTS` (name ->
+function) in the order they run; a :class:`~optsched.results.Violation` carries the
+constraint's name. The record is parsed once per :func:`validate` call and shared by the
+constraints; a constraint called alone parses it itself. The table
+of names, rules and functions is also on the formulation page (``docs/formulations/sim_exact.rst``,
+"Validator constraints").
 
 ``interval_shape``
     Every row names a job and GPU type of the world, a server of that type, ``gpus >= 1`` and
-    ``0 <= start < end`` (finite).
+    ``0 <= start < end`` (finite); the columns have equal lengths and completions and first starts
+    are one per job.
 ``gang_whole``
     The rows of one job with the same ``start`` and ``end`` (one gang segment) are of one GPU type,
     on distinct servers, with the same ``shared_with``, and hold exactly ``num_gpus`` GPUs (an
     elastic job: between its ``min_gpus`` and ``max_gpus``).
+``first_start``
+    The recorded first start is the earliest segment start.
 ``job_overlap``
     A job's segments do not overlap in time.
 ``before_arrival`` / ``after_completion``
     No segment starts before the job's arrival or ends after its completion.
+``work_done``
+    Re-integrating each job's rate over its segments (runs of contiguous segments — one ending
+    where the next starts, to :data:`~optsched.tolerances.TIME_TOL` relative — on one
+    placement; a run that resumes a job which ran before, or any run when the world has
+    ``restore_on_first_start``, makes no progress for its first ``restore_s``), a finished
+    job's work is reached at its completion time (within :data:`~optsched.tolerances.TIME_TOL`,
+    relative; a shortfall is converted to time at the last segment's rate), and an unfinished
+    job's work is not reached before the end of the run.
+``no_progress``
+    No job holds GPUs where its rate is 0 (a type or pairing the table gives it no rate on) for
+    a stretch longer than :data:`optsched.limits.MAX_STALLED_ROUNDS` rounds of the run;
+    event-driven runs have no rounds and allow no such stretch at all. (Restore time is no
+    stall: it is the documented cost of a preemption, bounded by ``restore_s`` per run.)
 ``share_pair``
     A row shared with job ``b`` has its mirror row of ``b`` (same type, server, GPUs, start, end),
     and the pair has measured positive pair rates.
-``server_capacity`` / ``type_capacity``
+``server_capacity``
     At every instant the GPUs held on each server (a shared pair counted once) are at most the
-    server's GPUs, and per type at most the type's count.
-``work_done``
-    Re-integrating each job's rate over its segments (runs of contiguous segments — one ending
-    where the next starts, to :data:`~optsched.tolerances.FIT_TOL` relative — on one
-    placement; a run that resumes a job which ran before makes no progress for its first
-    ``restore_seconds``), a finished job's work is reached at its completion time (within
-    :data:`~optsched.tolerances.TIME_TOL`, relative; a shortfall is converted to time at the last
-    segment's rate), and an unfinished job's work is not reached before the end of the run.
-``first_start``
-    The recorded first start is the earliest segment start.
+    server's GPUs. (Per type at most the type's count follows: a type's servers hold exactly its
+    GPUs.)
+``work_conserving``
+    Only for a run whose policy claims it (``SimResult.extra["work_conserving"]``): at every
+    decision point (every arrival and completion of an event-driven run; every round start
+    ``k L`` of a round-based one) no waiting job — arrived, unfinished, holding no GPU — has a
+    GPU type with a positive rate for it and at least its gang's GPUs free.
 
-Complexity: :math:`O(R \log R)` for :math:`R` rows.
+Complexity: :math:`O(R \log R + D (K + W))` for :math:`R` rows, :math:`D` decision points,
+:math:`K` GPU types and :math:`W` jobs waiting at a decision point (``work_conserving`` only).
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.limits import MAX_STALLED_ROUNDS
 from optsched.results import Report, Violation
 from optsched.sim.record import SimResult
 from optsched.sim.world import SimJob, World
 from optsched.tolerances import TIME_TOL, WORK_TOL, within
 
-__all__ = ["validate"]
+__all__ = ["CONSTRAINTS", "validate"]
 
 _MAX_REPORTED = 1000
 
+Row = tuple[str, str, int, int, float, float, str]
+Servers = tuple[tuple[int, int], ...]
+#: ``(start, end, gpu_type, servers, shared_with)`` of one gang segment.
+Segment = tuple[float, float, str, Servers, str]
 
-def validate(world: World, result: SimResult) -> Report:
-    """Check ``result`` against ``world`` (see the module notes).
 
-    Returns
-    -------
-    Report
-        ``objective`` is the total weighted JCT of the finished jobs; ``objectives`` holds
-        ``mean_jct`` and ``makespan`` (NaN-free: ``None`` when no job finished).
-    """
-    out: list[Violation] = []
+@dataclass
+class _Check:
+    """What the constraints read: the world, the record, and the rows parsed once."""
 
-    def bad(constraint: str, message: str, amount: float | None = None, **where: Any) -> None:
-        if len(out) < _MAX_REPORTED:
-            out.append(Violation(constraint, message, where, amount))
+    world: World
+    result: SimResult
+    jobs: dict[str, SimJob]
+    out: list[Violation] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    shape: list[Violation] = field(default_factory=list)  # interval_shape's violations
+    gangs: list[Violation] = field(default_factory=list)  # gang_whole's violations
+    segments: dict[str, list[Segment]] = field(default_factory=dict)
+    seg_total: dict[tuple[str, float, float], int] = field(default_factory=dict)
+    broken: bool = False  # the record's shape is too wrong to read further
 
-    jobs = {j.job_id: j for j in world.jobs}
-    types = {t.name: t for t in world.cluster.gpu_types}
-    cols = result.intervals
+    def bad(self, constraint: str, message: str, amount: float | None = None, **where: Any) -> None:
+        if len(self.out) < _MAX_REPORTED:
+            self.out.append(Violation(constraint, message, where, amount))
+
+    @property
+    def completion(self) -> list[float]:
+        return self.result.completion
+
+
+#: The parse of the record being validated, shared by the constraints while ``validate`` runs.
+_CURRENT: contextvars.ContextVar[_Check | None] = contextvars.ContextVar(
+    "optsched_sim_validate", default=None
+)
+
+
+def _parsed(instance: World, solution: SimResult) -> _Check:
+    """The record's rows and gang segments (parsed once per :func:`validate` call)."""
+    current = _CURRENT.get()
+    if current is not None and current.world is instance and current.result is solution:
+        return current
+    check = _Check(world=instance, result=solution, jobs={j.job_id: j for j in instance.jobs})
+    _parse_rows(check)
+    check.shape, check.out = check.out, []
+    if not check.broken:
+        _group_segments(check)
+    check.gangs, check.out = check.out, []
+    return check
+
+
+def _run(instance: World, solution: SimResult, body: Callable[[_Check], None]) -> list[Violation]:
+    """Run one constraint's ``body`` on the parsed record; its violations."""
+    check = _parsed(instance, solution)
+    if check.broken:
+        return []
+    out, check.out = check.out, []
+    try:
+        body(check)
+        return check.out
+    finally:
+        check.out = out
+
+
+def _slack(t: float) -> float:
+    return TIME_TOL * max(1.0, abs(t))
+
+
+# -- interval_shape ----------------------------------------------------------------------------
+
+
+def _row_problem(check: _Check, r: int) -> str | None:
+    cols = check.result.intervals
+    job, gt, server, gpus = cols["job"][r], cols["gpu_type"][r], cols["server"][r], cols["gpus"][r]
+    start, end, shared = float(cols["start"][r]), float(cols["end"][r]), cols["shared_with"][r]
+    types = {t.name: t for t in check.world.cluster.gpu_types}
+    if job not in check.jobs:
+        return f"unknown job {job!r}"
+    if gt not in types:
+        return f"unknown GPU type {gt!r}"
+    if not (isinstance(server, int) and 0 <= server < types[gt].num_servers):
+        return f"no server {server!r} of {gt}"
+    if not (isinstance(gpus, int) and gpus >= 1):
+        return f"gpus must be >= 1, got {gpus!r}"
+    if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
+        return f"needs 0 <= start < end, got [{start}, {end}]"
+    if shared and shared not in check.jobs:
+        return f"shared with unknown job {shared!r}"
+    return None
+
+
+def _parse_rows(check: _Check) -> None:
+    """Parse the interval table into rows, reporting ``interval_shape`` problems."""
+    cols = check.result.intervals
     n_rows = len(cols.get("job", []))
     for c in ("gpu_type", "server", "gpus", "start", "end", "shared_with"):
         if len(cols.get(c, [])) != n_rows:
-            bad("interval_shape", f"column {c!r} has {len(cols.get(c, []))} rows, not {n_rows}")
-            return Report(violations=out)
-    if len(result.completion) != len(world.jobs) or len(result.first_start) != len(world.jobs):
-        bad("interval_shape", "completion/first_start are not one per job of the world")
-        return Report(violations=out)
-    completion = {j.job_id: result.completion[k] for k, j in enumerate(world.jobs)}
-
-    rows: list[tuple[str, str, int, int, float, float, str]] = []
+            check.bad(
+                "interval_shape", f"column {c!r} has {len(cols.get(c, []))} rows, not {n_rows}"
+            )
+            check.broken = True
+            return
+    n = len(check.world.jobs)
+    if len(check.result.completion) != n or len(check.result.first_start) != n:
+        check.bad("interval_shape", "completion/first_start are not one per job of the world")
+        check.broken = True
+        return
     for r in range(n_rows):
-        job, gt, server, gpus = (
-            cols["job"][r],
-            cols["gpu_type"][r],
-            cols["server"][r],
-            cols["gpus"][r],
+        problem = _row_problem(check, r)
+        if problem is not None:
+            check.bad("interval_shape", f"row {r}: {problem}", row=r, job=str(cols["job"][r]))
+            continue
+        shared = cols["shared_with"][r]
+        check.rows.append(
+            (
+                cols["job"][r],
+                cols["gpu_type"][r],
+                cols["server"][r],
+                cols["gpus"][r],
+                float(cols["start"][r]),
+                float(cols["end"][r]),
+                "" if shared is None else str(shared),
+            )
         )
-        start, end, shared = float(cols["start"][r]), float(cols["end"][r]), cols["shared_with"][r]
-        shared = "" if shared is None else str(shared)
-        if job not in jobs:
-            bad("interval_shape", f"row {r}: unknown job {job!r}", row=r)
-            continue
-        if gt not in types:
-            bad("interval_shape", f"row {r}: unknown GPU type {gt!r}", row=r, job=job)
-            continue
-        if not (isinstance(server, int) and 0 <= server < types[gt].num_servers):
-            bad("interval_shape", f"row {r}: no server {server!r} of {gt}", row=r, job=job)
-            continue
-        if not (isinstance(gpus, int) and gpus >= 1):
-            bad("interval_shape", f"row {r}: gpus must be >= 1, got {gpus!r}", row=r, job=job)
-            continue
-        if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
-            bad("interval_shape", f"row {r}: needs 0 <= start < end, got [{start}, {end}]", row=r)
-            continue
-        if shared and shared not in jobs:
-            bad("interval_shape", f"row {r}: shared with unknown job {shared!r}", row=r, job=job)
-            continue
-        rows.append((job, gt, server, gpus, start, end, shared))
 
-    # -- gangs ----------------------------------------------------------------------------
-    segs: dict[tuple[str, float, float], list[tuple[str, int, int, str]]] = defaultdict(list)
-    for job, gt, server, gpus, start, end, shared in rows:
-        segs[(job, start, end)].append((gt, server, gpus, shared))
-    by_job: dict[str, list[tuple[float, float, str, tuple[tuple[int, int], ...], str]]] = (
-        defaultdict(list)
+
+# -- gang_whole --------------------------------------------------------------------------------
+
+
+Part = tuple[str, int, int, str]  # (gpu_type, server, gpus, shared_with) of one row
+
+
+def _gang_problem(job: SimJob, parts: list[Part]) -> str | None:
+    """Why the rows of one gang segment are not one whole gang (``None``: they are)."""
+    total = sum(p[2] for p in parts)
+    types = sorted({p[0] for p in parts})
+    servers = [p[1] for p in parts]
+    one_partner = len({p[3] for p in parts}) == 1
+    distinct = len(set(servers)) == len(servers)
+    if len(types) == 1 and one_partner and distinct and job.min_gpus <= total <= job.max_gpus:
+        return None
+    lo, hi = job.min_gpus, job.max_gpus
+    need = str(lo) if lo == hi else f"{lo}..{hi}"
+    return (
+        f"holds {total} GPUs of {types} on servers {sorted(servers)} (needs {need} of one type, "
+        "one row per server, one partner)"
     )
-    seg_total: dict[tuple[str, float, float], int] = {}
-    for (job, start, end), parts in segs.items():
-        seg_total[(job, start, end)] = sum(p[2] for p in parts)
-        gts = {p[0] for p in parts}
-        shareds = {p[3] for p in parts}
-        servers = [p[1] for p in parts]
-        total = sum(p[2] for p in parts)
-        lo, hi = jobs[job].min_gpus, jobs[job].max_gpus
-        need = str(lo) if lo == hi else f"{lo}..{hi}"
-        if (
-            len(gts) != 1
-            or len(shareds) != 1
-            or len(set(servers)) != len(servers)
-            or not (lo <= total <= hi)
-        ):
-            bad(
-                "gang_whole",
-                f"job {job} in [{start:g}, {end:g}] holds {total} GPUs of {sorted(gts)} on servers "
-                f"{sorted(servers)} (needs {need} of one type, one row per server, one partner)",
-                job=job,
-                start=start,
+
+
+def _group_segments(check: _Check) -> None:
+    """Group the rows into each job's gang segments, reporting ``gang_whole`` problems."""
+    parts_of: dict[tuple[str, float, float], list[Part]] = defaultdict(list)
+    for job, gt, server, gpus, start, end, shared in check.rows:
+        parts_of[(job, start, end)].append((gt, server, gpus, shared))
+    by_job: dict[str, list[Segment]] = defaultdict(list)
+    for (job, start, end), parts in parts_of.items():
+        check.seg_total[(job, start, end)] = sum(p[2] for p in parts)
+        problem = _gang_problem(check.jobs[job], parts)
+        if problem is not None:
+            check.bad(
+                "gang_whole", f"job {job} in [{start:g}, {end:g}] {problem}", job=job, start=start
             )
             continue
         placement = tuple(sorted((p[1], p[2]) for p in parts))
         by_job[job].append((start, end, parts[0][0], placement, parts[0][3]))
+    check.segments = {job: sorted(ss) for job, ss in by_job.items()}
 
-    # -- per job: overlap, arrival, completion, first start, work -------------------------
-    reached_total = 0
-    for k, j in enumerate(world.jobs):
-        ss = sorted(by_job.get(j.job_id, []))
-        comp = completion[j.job_id]
-        first = result.first_start[k]
-        if ss:
-            if not within(first, ss[0][0], TIME_TOL):
-                bad(
-                    "first_start",
-                    f"job {j.job_id}: first_start {first} but runs from {ss[0][0]}",
-                    job=j.job_id,
-                )
-        elif not math.isnan(first):
-            bad(
+
+# -- per job: first start, overlap, arrival, completion -----------------------------------------
+
+
+def _first_start(check: _Check) -> None:
+    """``first_start``."""
+    for k, j in enumerate(check.world.jobs):
+        ss = check.segments.get(j.job_id, [])
+        first = check.result.first_start[k]
+        if ss and not within(first, ss[0][0], TIME_TOL):
+            check.bad(
+                "first_start",
+                f"job {j.job_id}: first_start {first} but runs from {ss[0][0]}",
+                job=j.job_id,
+            )
+        elif not ss and not math.isnan(first):
+            check.bad(
                 "first_start", f"job {j.job_id}: first_start {first} but it never ran", job=j.job_id
             )
+
+
+def _job_overlap(check: _Check) -> None:
+    """``job_overlap``."""
+    for job, ss in check.segments.items():
         for a, b in itertools.pairwise(ss):
-            if b[0] < a[1] - TIME_TOL * max(1.0, abs(a[1])):
-                bad(
+            if b[0] < a[1] - _slack(a[1]):
+                check.bad(
                     "job_overlap",
-                    f"job {j.job_id}: [{a[0]:g}, {a[1]:g}] overlaps [{b[0]:g}, {b[1]:g}]",
-                    job=j.job_id,
+                    f"job {job}: [{a[0]:g}, {a[1]:g}] overlaps [{b[0]:g}, {b[1]:g}]",
+                    job=job,
                     start=b[0],
                 )
-        if ss and ss[0][0] < j.arrival - TIME_TOL * max(1.0, j.arrival):
-            bad(
+
+
+def _before_arrival(check: _Check) -> None:
+    """``before_arrival``."""
+    for j in check.world.jobs:
+        ss = check.segments.get(j.job_id, [])
+        if ss and ss[0][0] < j.arrival - _slack(j.arrival):
+            check.bad(
                 "before_arrival",
                 f"job {j.job_id} runs at {ss[0][0]:g} before its arrival {j.arrival:g}",
                 j.arrival - ss[0][0],
                 job=j.job_id,
             )
-        if ss and not math.isnan(comp) and ss[-1][1] > comp + TIME_TOL * max(1.0, abs(comp)):
-            bad(
+
+
+def _after_completion(check: _Check) -> None:
+    """``after_completion``."""
+    for j, comp in zip(check.world.jobs, check.completion, strict=True):
+        ss = check.segments.get(j.job_id, [])
+        if ss and not math.isnan(comp) and ss[-1][1] > comp + _slack(comp):
+            check.bad(
                 "after_completion",
                 f"job {j.job_id} holds GPUs until {ss[-1][1]:g} after its completion {comp:g}",
                 ss[-1][1] - comp,
                 job=j.job_id,
             )
-        reached = _work_reached(world, j, ss, jobs)
-        if not math.isnan(comp):
-            if reached is None:
-                bad(
-                    "work_done",
-                    f"job {j.job_id} is marked complete at {comp:g} but its "
-                    "segments do not do its work",
-                    job=j.job_id,
-                )
-            elif not within(reached, comp, TIME_TOL):
-                bad(
-                    "work_done",
-                    f"job {j.job_id}'s work is done at {reached:.9g}, its "
-                    f"completion says {comp:.9g}",
-                    reached - comp,
-                    job=j.job_id,
-                )
-            else:
-                reached_total += 1
-        elif reached is not None and reached < result.end_time - TIME_TOL * max(1.0, reached):
-            bad(
+
+
+# -- work_done and no_progress -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Stretch:
+    """One segment as re-integrated: where progress begins in it, and its rate."""
+
+    start: float
+    end: float
+    begin: float  # progress starts here (after a restore)
+    rate: float
+
+
+def _stretches(
+    world: World, job: SimJob, segments: list[Segment], jobs: dict[str, SimJob]
+) -> Iterator[_Stretch]:
+    """Each segment with the start of its progress (restore rule) and its rate."""
+    restore = world.restore_s
+    first_too = world.restore_on_first_start
+    gps = {t.name: t.gpus_per_server for t in world.cluster.gpu_types}
+    prev: tuple[float, str, Servers] | None = None
+    run_start = -math.inf
+    for start, end, gt, placement, shared in segments:
+        same_run = prev is not None and abs(start - prev[0]) <= _slack(start)
+        if not (same_run and prev is not None and prev[1:] == (gt, placement)):
+            charged = prev is not None or first_too
+            run_start = start + (restore if charged else 0.0)
+        prev = (end, gt, placement)
+        n = sum(g for _, g in placement)
+        consolidated = len(placement) <= -(-n // gps[gt])
+        partner = jobs.get(shared) if shared else None
+        rate = world.rate(job, gt, consolidated, partner, num_gpus=n)
+        yield _Stretch(start, end, max(start, run_start), rate)
+
+
+def _work_reached(
+    world: World, job: SimJob, segments: list[Segment], jobs: dict[str, SimJob]
+) -> float | None:
+    """Time the job's work is reached by re-integration.
+
+    When the segments fall short, the time it would be reached if the last productive segment
+    ran on (so a completion early by rounding is judged by the time tolerance); ``None`` when no
+    segment makes progress.
+    """
+    acc = 0.0
+    last: tuple[float, float] | None = None
+    for s in _stretches(world, job, segments, jobs):
+        if s.end <= s.begin or s.rate <= 0:
+            continue
+        gain = s.rate * (s.end - s.begin)
+        if acc + gain >= job.work * (1 - WORK_TOL):
+            return s.begin + max(0.0, job.work - acc) / s.rate
+        acc += gain
+        last = (s.end, s.rate)
+    if last is None:
+        return None
+    return last[0] + (job.work - acc) / last[1]
+
+
+def _judge_work(check: _Check, j: SimJob, comp: float) -> None:
+    reached = _work_reached(check.world, j, check.segments.get(j.job_id, []), check.jobs)
+    if math.isnan(comp):
+        end = check.result.end_time
+        if reached is not None and reached < end - _slack(reached):
+            check.bad(
                 "work_done",
                 f"job {j.job_id}'s work is done at {reached:.9g} but it is not marked complete",
                 job=j.job_id,
             )
+    elif reached is None:
+        check.bad(
+            "work_done",
+            f"job {j.job_id} is marked complete at {comp:g} but its segments do not do its work",
+            job=j.job_id,
+        )
+    elif not within(reached, comp, TIME_TOL):
+        check.bad(
+            "work_done",
+            f"job {j.job_id}'s work is done at {reached:.9g}, its completion says {comp:.9g}",
+            reached - comp,
+            job=j.job_id,
+        )
 
-    # -- sharing --------------------------------------------------------------------------
-    keys = {
-        (job, gt, server, gpus, start, end, shared)
-        for job, gt, server, gpus, start, end, shared in rows
-    }
-    for job, gt, server, gpus, start, end, shared in rows:
+
+def _work_done(check: _Check) -> None:
+    """``work_done``."""
+    for j, comp in zip(check.world.jobs, check.completion, strict=True):
+        _judge_work(check, j, comp)
+
+
+def stall_allowance(round_seconds: float | None) -> float:
+    """Longest a job may hold GPUs at a rate of 0 (``no_progress``), in seconds."""
+    return 0.0 if round_seconds is None else MAX_STALLED_ROUNDS * round_seconds
+
+
+def _longest_stall(stretches: list[_Stretch]) -> tuple[float, float]:
+    """``(length, start)`` of the longest contiguous stretch held at a rate of 0."""
+    best = (0.0, math.nan)
+    since: float | None = None  # start of the stall in progress
+    prev_end: float | None = None
+    for s in stretches:
+        if prev_end is None or abs(s.start - prev_end) > _slack(s.start) or s.rate > 0:
+            since = None  # a gap (nothing held in between) or progress ends a stall
+        if s.rate <= 0:
+            since = s.start if since is None else since
+            best = max(best, (s.end - since, since))
+        prev_end = s.end
+    return best
+
+
+def _no_progress(check: _Check) -> None:
+    """``no_progress``."""
+    allowed = stall_allowance(check.result.round_seconds)
+    for j in check.world.jobs:
+        ss = check.segments.get(j.job_id, [])
+        if not ss:
+            continue
+        length, since = _longest_stall(list(_stretches(check.world, j, ss, check.jobs)))
+        if length > allowed + _slack(allowed) and length > 0:
+            check.bad(
+                "no_progress",
+                f"job {j.job_id} holds GPUs at a rate of 0 for {length:g} s from {since:g} "
+                f"(at most {allowed:g} s: MAX_STALLED_ROUNDS = {MAX_STALLED_ROUNDS} rounds)",
+                length - allowed,
+                job=j.job_id,
+                start=since,
+            )
+
+
+# -- share_pair --------------------------------------------------------------------------------
+
+
+def _share_pair(check: _Check) -> None:
+    """``share_pair``."""
+    keys = set(check.rows)
+    for job, gt, server, gpus, start, end, shared in check.rows:
         if not shared:
             continue
         if shared == job or (shared, gt, server, gpus, start, end, job) not in keys:
-            bad(
+            check.bad(
                 "share_pair",
                 f"job {job} shares with {shared} on {gt} server {server} in "
                 f"[{start:g}, {end:g}] without the mirror row",
@@ -224,59 +447,34 @@ def validate(world: World, result: SimResult) -> Report:
                 start=start,
             )
         elif job < shared:
-            ja, jb = jobs[job], jobs[shared]
-            n = seg_total[(job, start, end)]
-            if _pair_rate(world, ja, gt, jb, n) <= 0 or _pair_rate(world, jb, gt, ja, n) <= 0:
-                bad(
+            ja, jb = check.jobs[job], check.jobs[shared]
+            n = check.seg_total[(job, start, end)]
+            w = check.world
+            if (
+                w.rate(ja, gt, True, jb, num_gpus=n) <= 0
+                or w.rate(jb, gt, True, ja, num_gpus=n) <= 0
+            ):
+                check.bad(
                     "share_pair",
                     f"jobs {job} and {shared} cannot share {gt} (no measured pair rate)",
                     job=job,
                     start=start,
                 )
 
-    # -- capacity -------------------------------------------------------------------------
+
+# -- capacity ----------------------------------------------------------------------------------
+
+
+def _held_events(check: _Check) -> tuple[dict[tuple[str, int], list], dict[str, list]]:
     per_server: dict[tuple[str, int], list[tuple[float, int]]] = defaultdict(list)
     per_type: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for job, gt, server, gpus, start, end, shared in rows:
+    for job, gt, server, gpus, start, end, shared in check.rows:
         if shared and shared < job:
             continue  # a shared pair holds its GPUs once
         for ev in ((start, gpus), (end, -gpus)):
             per_server[(gt, server)].append(ev)
             per_type[gt].append(ev)
-    for (gt, server), evs in per_server.items():
-        peak, at = _peak(evs)
-        cap = types[gt].server_capacity(server)
-        if peak > cap:
-            bad(
-                "server_capacity",
-                f"{gt} server {server} holds {peak} GPUs at {at:g} (has {cap})",
-                peak - cap,
-                gpu_type=gt,
-                server=server,
-                time=at,
-            )
-    for gt, evs in per_type.items():
-        peak, at = _peak(evs)
-        if peak > types[gt].count:
-            bad(
-                "type_capacity",
-                f"{gt} holds {peak} GPUs at {at:g} (has {types[gt].count})",
-                peak - types[gt].count,
-                gpu_type=gt,
-                time=at,
-            )
-
-    done = [(j, c) for j, c in zip(world.jobs, result.completion, strict=True) if not math.isnan(c)]
-    jcts = [c - j.arrival for j, c in done]
-    return Report(
-        violations=out,
-        objective=sum(j.weight * (c - j.arrival) for j, c in done),
-        objectives={
-            "mean_jct": sum(jcts) / len(jcts) if jcts else None,
-            "makespan": max((c for _, c in done), default=None),
-        },
-        details={"finished": len(done), "jobs": len(world.jobs), "rows": n_rows},
-    )
+    return per_server, per_type
 
 
 def _peak(events: list[tuple[float, int]]) -> tuple[int, float]:
@@ -288,64 +486,237 @@ def _peak(events: list[tuple[float, int]]) -> tuple[int, float]:
     while k < len(events):
         t0 = events[k][0]
         group: list[int] = []
-        while k < len(events) and events[k][0] <= t0 + TIME_TOL * max(1.0, abs(t0)):
+        while k < len(events) and events[k][0] <= t0 + _slack(t0):
             group.append(events[k][1])
             k += 1
-        level += sum(g for g in group if g < 0)
-        level += sum(g for g in group if g > 0)
+        level += sum(group)
         if level > peak:
             peak, at = level, t0
     return peak, at
 
 
-def _pair_rate(world: World, job: SimJob, gpu_type: str, other: SimJob, n: int) -> float:
-    return world.rate(job, gpu_type, True, other, num_gpus=n)
+def _server_capacity(check: _Check) -> None:
+    """``server_capacity``."""
+    types = {t.name: t for t in check.world.cluster.gpu_types}
+    per_server, _ = _held_events(check)
+    for (gt, server), evs in per_server.items():
+        peak, at = _peak(evs)
+        cap = types[gt].server_capacity(server)
+        if peak > cap:
+            check.bad(
+                "server_capacity",
+                f"{gt} server {server} holds {peak} GPUs at {at:g} (has {cap})",
+                peak - cap,
+                gpu_type=gt,
+                server=server,
+                time=at,
+            )
 
 
-def _work_reached(
-    world: World,
-    job: SimJob,
-    segments: list[tuple[float, float, str, tuple[tuple[int, int], ...], str]],
-    jobs: dict[str, SimJob],
-) -> float | None:
-    """Time the job's work is reached by re-integration.
+# -- work_conserving ---------------------------------------------------------------------------
 
-    When the segments fall short, the time it would be reached if the last productive segment
-    ran on (so a completion early by rounding is judged by the time tolerance); ``None`` when no
-    segment makes progress.
-    """
-    restore = world.restore_seconds
-    gps = {t.name: t.gpus_per_server for t in world.cluster.gpu_types}
-    acc = 0.0
-    run_start = -math.inf
-    prev: tuple[float, str, tuple[tuple[int, int], ...]] | None = None
-    ran_before = False
-    last: tuple[float, float] | None = None
-    for start, end, gt, placement, shared in segments:
-        if (
-            prev is not None
-            and abs(start - prev[0]) <= TIME_TOL * max(1.0, abs(start))
-            and (prev[1] == gt and prev[2] == placement)
-        ):
-            pass  # the same run continues
-        else:
-            run_start = start + (restore if ran_before else 0.0)
-        ran_before = True
-        prev = (end, gt, placement)
-        n = sum(g for _, g in placement)
-        consolidated = len(placement) <= -(-n // gps[gt])
-        partner = jobs.get(shared) if shared else None
-        rate = world.rate(job, gt, consolidated, partner, num_gpus=n)
-        begin = max(start, run_start)
-        if end <= begin or rate <= 0:
-            continue
-        gain = rate * (end - begin)
-        if acc + gain >= job.work * (1 - WORK_TOL):
-            return begin + max(0.0, job.work - acc) / rate
-        acc += gain
-        last = (end, rate)
-    if last is None:
+
+def _decision_points(check: _Check) -> list[float]:
+    """Arrivals and completions (event-driven), or every round start ``k L`` up to the end."""
+    world, result = check.world, check.result
+    if not world.jobs:
+        return []
+    if result.round_seconds is None:
+        done = {c for c in result.completion if not math.isnan(c)}
+        return sorted({j.arrival for j in world.jobs} | done)
+    L = result.round_seconds
+    first = math.ceil(min(j.arrival for j in world.jobs) / L - TIME_TOL)
+    last = math.floor(result.end_time / L + TIME_TOL)
+    return [k * L for k in range(first, last + 1)]
+
+
+class _Waiting:
+    """Jobs waiting (arrived, unfinished, holding no GPU), counted by type and gang size."""
+
+    def __init__(self, check: _Check) -> None:
+        self.world = check.world
+        self.held = [0] * len(check.world.jobs)
+        self.state = [False] * len(check.world.jobs)  # arrived and not completed
+        self.gangs: dict[str, dict[int, int]] = {t.name: {} for t in self.world.cluster.gpu_types}
+        self.free = {t.name: t.count for t in self.world.cluster.gpu_types}
+        self.types = [self.world.runnable_types(j) for j in self.world.jobs]
+
+    def _count(self, k: int, delta: int) -> None:
+        n = self.world.jobs[k].num_gpus
+        for g in self.types[k]:
+            self.gangs[g][n] = self.gangs[g].get(n, 0) + delta
+
+    def change(self, k: int, *, active: bool | None = None, held: int = 0) -> None:
+        before = self.state[k] and self.held[k] == 0
+        if active is not None:
+            self.state[k] = active
+        self.held[k] += held
+        after = self.state[k] and self.held[k] == 0
+        if before != after:
+            self._count(k, 1 if after else -1)
+
+    def idle(self) -> tuple[str, int] | None:
+        """A type with a waiting job's gang free: ``(type, gang)``, or ``None``."""
+        for g, sizes in self.gangs.items():
+            fits = [n for n, c in sizes.items() if c > 0 and n <= self.free[g]]
+            if fits:
+                return g, min(fits)
         return None
-    # short of the work: the time it would be reached running on past the last segment, so that
-    # the caller's time tolerance (not a work tolerance) judges a completion a hair early
-    return last[0] + (job.work - acc) / last[1]
+
+
+def _state_events(check: _Check) -> list[tuple[float, int, int, int, str, int]]:
+    """``(time, order, job index, held delta, gpu type, free delta)``; arrivals/ends first."""
+    index = {j.job_id: k for k, j in enumerate(check.world.jobs)}
+    events: list[tuple[float, int, int, int, str, int]] = []
+    for k, j in enumerate(check.world.jobs):
+        events.append((j.arrival, 0, k, 0, "", 0))
+        c = check.completion[k]
+        if not math.isnan(c):
+            events.append((c, 3, k, 0, "", 0))
+    for job, gt, _server, gpus, start, end, shared in check.rows:
+        once = 0 if (shared and shared < job) else gpus
+        events.append((start, 2, index[job], 1, gt, -once))
+        events.append((end, 1, index[job], -1, gt, once))
+    events.sort()
+    return events
+
+
+def _work_conserving(check: _Check) -> None:
+    """``work_conserving`` (only for a run whose policy claims it)."""
+    if not check.result.extra.get("work_conserving", False):
+        return
+    waiting = _Waiting(check)
+    events = _state_events(check)
+    e = 0
+    for t in _decision_points(check):
+        while e < len(events) and events[e][0] <= t + _slack(t):
+            _time, order, k, held, gt, free = events[e]
+            if gt:
+                waiting.free[gt] += free
+            waiting.change(k, active={0: True, 3: False}.get(order), held=held)
+            e += 1
+        found = waiting.idle()
+        if found is not None:
+            g, n = found
+            check.bad(
+                "work_conserving",
+                f"at {t:g} a job of {n} GPUs waits while {waiting.free[g]} GPUs of {g} are idle",
+                gpu_type=g,
+                time=t,
+            )
+            return  # one witness is enough: later points would mostly repeat it
+
+
+# -- the constraints, as the formulation page names them ------------------------------------
+
+
+def interval_shape(instance: World, solution: SimResult) -> list[Violation]:
+    """``interval_shape``: well-formed rows naming the world's jobs, types and servers."""
+    return list(_parsed(instance, solution).shape)
+
+
+def gang_whole(instance: World, solution: SimResult) -> list[Violation]:
+    """``gang_whole``: each gang segment is one type, distinct servers, its whole gang."""
+    check = _parsed(instance, solution)
+    return [] if check.broken else list(check.gangs)
+
+
+def first_start(instance: World, solution: SimResult) -> list[Violation]:
+    """``first_start``: the recorded first start is the earliest segment start."""
+    return _run(instance, solution, _first_start)
+
+
+def job_overlap(instance: World, solution: SimResult) -> list[Violation]:
+    """``job_overlap``: a job's segments do not overlap in time."""
+    return _run(instance, solution, _job_overlap)
+
+
+def before_arrival(instance: World, solution: SimResult) -> list[Violation]:
+    """``before_arrival``: no segment starts before the job's arrival."""
+    return _run(instance, solution, _before_arrival)
+
+
+def after_completion(instance: World, solution: SimResult) -> list[Violation]:
+    """``after_completion``: no segment ends after the job's completion."""
+    return _run(instance, solution, _after_completion)
+
+
+def work_done(instance: World, solution: SimResult) -> list[Violation]:
+    """``work_done``: re-integrated, the work is done exactly at each completion."""
+    return _run(instance, solution, _work_done)
+
+
+def no_progress(instance: World, solution: SimResult) -> list[Violation]:
+    """``no_progress``: no job holds GPUs at a rate of 0 beyond the allowance."""
+    return _run(instance, solution, _no_progress)
+
+
+def share_pair(instance: World, solution: SimResult) -> list[Violation]:
+    """``share_pair``: a shared row has its mirror row and the pair positive measured pair rates."""
+    return _run(instance, solution, _share_pair)
+
+
+def server_capacity(instance: World, solution: SimResult) -> list[Violation]:
+    """``server_capacity``: no server ever holds more GPUs than it has."""
+    return _run(instance, solution, _server_capacity)
+
+
+def work_conserving(instance: World, solution: SimResult) -> list[Violation]:
+    """``work_conserving``: no job waits while GPUs it could use idle."""
+    return _run(instance, solution, _work_conserving)
+
+
+#: Every constraint by name, in the order :func:`validate` checks them.
+CONSTRAINTS: dict[str, Callable[[World, SimResult], list[Violation]]] = {
+    "interval_shape": interval_shape,
+    "gang_whole": gang_whole,
+    "first_start": first_start,
+    "job_overlap": job_overlap,
+    "before_arrival": before_arrival,
+    "after_completion": after_completion,
+    "work_done": work_done,
+    "no_progress": no_progress,
+    "share_pair": share_pair,
+    "server_capacity": server_capacity,
+    "work_conserving": work_conserving,
+}
+
+
+def validate(instance: World, solution: SimResult) -> Report:
+    """Check the record ``solution`` against the world ``instance`` (see the module notes).
+
+    Returns
+    -------
+    Report
+        ``objective`` is the total weighted JCT of the finished jobs; ``objectives`` holds
+        ``mean-jct`` and ``makespan`` (NaN-free: ``None`` when no job finished); ``details``
+        the finished and unfinished counts, the rows and the constraints checked.
+    """
+    check = _parsed(instance, solution)
+    token = _CURRENT.set(check)
+    violations: list[Violation] = []
+    try:
+        for constraint in CONSTRAINTS.values():
+            violations.extend(constraint(instance, solution))
+            if check.broken:
+                return Report(violations=violations)
+    finally:
+        _CURRENT.reset(token)
+    pairs = zip(instance.jobs, solution.completion, strict=True)
+    done = [(j, c) for j, c in pairs if not math.isnan(c)]
+    jcts = [c - j.arrival for j, c in done]
+    return Report(
+        violations=violations,
+        objective=sum(j.weight * (c - j.arrival) for j, c in done),
+        objectives={
+            "mean-jct": sum(jcts) / len(jcts) if jcts else None,
+            "makespan": max((c for _, c in done), default=None),
+        },
+        details={
+            "finished": len(done),
+            "unfinished": len(instance.jobs) - len(done),
+            "jobs": len(instance.jobs),
+            "rows": len(solution.intervals.get("job", [])),
+            "constraints": list(CONSTRAINTS),
+        },
+    )

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.sim.cluster_spec import ClusterSpec
-from optsched.sim.throughputs import GENERIC, Throughputs
+from optsched.sim.throughputs import GENERIC, Throughputs, type_rank
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,6 +74,7 @@ __all__ = [
     "MODEL_FAMILIES",
     "SimJob",
     "World",
+    "canonical_cluster",
     "job_type_for",
     "jobs_from_frame",
     "read_job_csv",
@@ -215,28 +216,80 @@ class World:
     throughputs : Throughputs
     jobs : tuple of SimJob
         In arrival order (ties by input order).
-    restore_seconds : float
+    restore_s : float
         Checkpoint/restore cost of a preemption: a job that resumes after having run before
         (after a pause, or in a different placement: another GPU type, other servers) makes no
-        progress during the first ``restore_seconds`` of that run.
+        progress during the first ``restore_s`` of that run.
+    restore_on_first_start : bool
+        Charge ``restore_s`` on a job's first start too (the reference semantics of
+        Gavel-derived simulators, which count a job's start-up like a restore); by default a
+        job's first run starts progressing at once.
+
+    **Canonical type order.** The cluster's GPU types are put in one canonical order, whatever
+    order they were given in: the throughput table's reference type first, then by decreasing
+    generic speed (:attr:`Throughputs.generic_speed`), ties in Gavel's order ``v100, p100,
+    k80`` (other types after), then by name (:func:`~optsched.sim.throughputs.type_rank`).
+    Every tie a policy breaks by type order, and the heterogeneity-agnostic policies' one speed
+    per job (the rate on the first type), then read the same order, so a permuted
+    ``--cluster`` string gives the same simulation.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``restore_s`` negative or not finite; a cluster type missing from the table; a
+        duplicate job id; a job that can run on no GPU type of the cluster (rate 0 or missing
+        wherever its gang fits; the field ``jobs[k].job_type`` and the types are named).
     """
 
     cluster: ClusterSpec
     throughputs: Throughputs
     jobs: tuple[SimJob, ...]
-    restore_seconds: float = 0.0
+    restore_s: float = 0.0
+    restore_on_first_start: bool = False
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.restore_seconds) and self.restore_seconds >= 0):
+        if not (math.isfinite(self.restore_s) and self.restore_s >= 0):
             raise InvalidInstanceError(
-                "restore_seconds", f"must be a finite number >= 0, got {self.restore_seconds}"
+                "restore_s", f"must be a finite number >= 0, got {self.restore_s}"
+            )
+        if not isinstance(self.restore_on_first_start, bool):
+            raise InvalidInstanceError(
+                "restore_on_first_start", f"must be a bool, got {self.restore_on_first_start!r}"
             )
         _check_types(self.cluster, self.throughputs)
+        canonical = canonical_cluster(self.cluster, self.throughputs)
+        if canonical.names != self.cluster.names:
+            object.__setattr__(self, "cluster", canonical)
         seen: set[str] = set()
-        for j in self.jobs:
+        for k, j in enumerate(self.jobs):
             if j.job_id in seen:
                 raise InvalidInstanceError("job_id", f"duplicate job id {j.job_id!r}")
             seen.add(j.job_id)
+            self._check_runnable(k, j)
+
+    def _check_runnable(self, k: int, job: SimJob) -> None:
+        """Refuse a job no GPU type of the cluster can run (it would wait forever)."""
+        for t in self.cluster.gpu_types:
+            if t.count >= job.num_gpus and self.rate(job, t.name) > 0:
+                return
+        rates = ", ".join(
+            f"{t.name}: {self.rate(job, t.name):g} steps/s on {job.num_gpus} of {t.count} GPUs"
+            for t in self.cluster.gpu_types
+        )
+        raise InvalidInstanceError(
+            f"jobs[{k}].job_type",
+            f"job {job.job_id!r} (job type {job.job_type or 'generic'!r}, {job.num_gpus} GPUs) "
+            f"can run on no GPU type of the cluster ({rates})",
+        )
+
+    def runnable_types(self, job: SimJob, num_gpus: int | None = None) -> tuple[str, ...]:
+        """The GPU types (canonical order) with room for the gang and a positive rate for it."""
+        n = job.num_gpus if num_gpus is None else num_gpus
+        return tuple(
+            t.name
+            for t in self.cluster.gpu_types
+            if t.count >= n and self.rate(job, t.name, num_gpus=n) > 0
+        )
 
     def rate(
         self,
@@ -325,7 +378,8 @@ class World:
         cluster: ClusterSpec,
         throughputs: Throughputs | None = None,
         *,
-        restore_seconds: float = 0.0,
+        restore_s: float = 0.0,
+        restore_on_first_start: bool = False,
         file: str | None = None,
         first_row: int = 1,
     ) -> World:
@@ -340,7 +394,8 @@ class World:
             cluster=cluster,
             throughputs=tp,
             jobs=jobs_from_frame(frame, cluster, tp, file=file, first_row=first_row),
-            restore_seconds=restore_seconds,
+            restore_s=restore_s,
+            restore_on_first_start=restore_on_first_start,
         )
 
     # -- file format (optsched.sim.world_file) ---------------------------------------------
@@ -390,10 +445,7 @@ class World:
         return WorldFile.schema()
 
     def __repr__(self) -> str:
-        return (
-            f"World({len(self.jobs)} jobs, cluster={self.cluster}, "
-            f"restore_seconds={self.restore_seconds:g})"
-        )
+        return f"World({len(self.jobs)} jobs, cluster={self.cluster}, restore_s={self.restore_s:g})"
 
 
 def read_job_csv(path: str | Path) -> pd.DataFrame:
@@ -426,6 +478,14 @@ def read_job_csv(path: str | Path) -> pd.DataFrame:
             )
     limits.check_size("jobs", len(frame), "max_trace_rows", "jobs")
     return frame
+
+
+def canonical_cluster(cluster: ClusterSpec, throughputs: Throughputs) -> ClusterSpec:
+    """``cluster`` with its GPU types in the canonical order (see :class:`World`)."""
+    speed = throughputs.generic_speed
+    ref = throughputs.reference
+    ordered = sorted(cluster.gpu_types, key=lambda t: (t.name != ref, *type_rank(t.name, speed)))
+    return ClusterSpec(gpu_types=tuple(ordered))
 
 
 def _check_types(cluster: ClusterSpec, throughputs: Throughputs) -> None:
@@ -571,7 +631,9 @@ def jobs_from_frame(
         ):
             raise InvalidInstanceError(
                 "model",
-                f"job type {job_type or 'generic'!r} on {gpus} GPUs runs on no GPU type",
+                f"job {jid!r}: job type {job_type or 'generic'!r} on {gpus} GPUs runs on no "
+                f"GPU type of the cluster ({', '.join(cluster.names)}: rate 0, missing, or too "
+                "few GPUs)",
                 file=file,
                 row=row,
             )

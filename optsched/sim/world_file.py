@@ -3,7 +3,8 @@ r"""The file format of a simulated world: one JSON (or TOML) document, schema in
 A :class:`~optsched.sim.World` is saved whole, as the simulator sees it:
 
 * ``cluster``: the :class:`~optsched.sim.ClusterSpec` (GPU types, counts, GPUs per server);
-* ``restore_seconds``: the checkpoint/restore cost of a preemption;
+* ``restore_s``: the checkpoint/restore cost of a preemption;
+* ``restore_on_first_start``: whether a job's first start pays it too (default false);
 * ``throughputs``: the throughput table itself (:class:`ThroughputTable`: the reference GPU
   type, the generic per-GPU speeds, every measured rate alone and in pairs, per GPU type and
   consolidation), **not** a reference to Gavel's ``simulation_throughputs.json``. Embedding it
@@ -111,7 +112,8 @@ class WorldFile(Frozen):
     format: Literal["optsched.sim.world"] = "optsched.sim.world"
     version: Literal[1] = 1
     cluster: ClusterSpec
-    restore_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    restore_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    restore_on_first_start: bool = False
     throughputs: ThroughputTable
     jobs: tuple[JobRecord, ...] = ()
 
@@ -186,7 +188,8 @@ def world_record(world: World) -> WorldFile:
     """The document form of a world."""
     return WorldFile(
         cluster=world.cluster,
-        restore_seconds=world.restore_seconds,
+        restore_s=world.restore_s,
+        restore_on_first_start=world.restore_on_first_start,
         throughputs=table_record(world.throughputs),
         jobs=tuple(
             JobRecord(
@@ -288,7 +291,8 @@ def world_from_record(rec: WorldFile) -> World:
         cluster=cluster,
         throughputs=tp,
         jobs=tuple(jobs),
-        restore_seconds=rec.restore_seconds,
+        restore_s=rec.restore_s,
+        restore_on_first_start=rec.restore_on_first_start,
     )
 
 

@@ -253,21 +253,15 @@ def check(result: SolveResult, accept_feasible: bool) -> SolveResult:
     raise NotOptimalError(result)
 
 
-def _solve_contrib(
+def _contrib_kwargs(
     model: Any,
     solver: str,
     time_limit: float | None,
     mip_gap: float | None,
     threads: int | None,
-    build_seconds: float,
     options: dict[str, Any] | None,
-    warmstart: bool = False,
-) -> SolveResult:
-    from pyomo.contrib.solver.common.factory import SolverFactory
-
-    opt = SolverFactory(_CONTRIB_NAMES[solver])
-    if not opt.available():
-        raise SolverUnavailableError(f"solver {solver!r} is installed but reports unavailable")
+) -> dict[str, Any]:
+    """Keyword arguments of a ``pyomo.contrib.solver`` call (limits, gap, threads, options)."""
     kwargs: dict[str, Any] = {
         "load_solutions": False,
         "raise_exception_on_nonoptimal_result": False,
@@ -284,6 +278,51 @@ def _solve_contrib(
     solver_options.update(options or {})
     if solver_options:
         kwargs["solver_options"] = solver_options
+    return kwargs
+
+
+def _contrib_status(opt: Any, res: Any, solver: str) -> tuple[TerminationCondition, str, str]:
+    """Termination, native status and version, from the solver's own words where possible."""
+    termination = PYOMO_TERMINATION_MAP.get(res.termination_condition.name, TC.UNKNOWN)
+    version = _version_str(res.solver_version)
+    native_model = getattr(opt, "_solver_model", None)
+    if solver == "highs" and native_model is not None:
+        # Read HiGHS's own status: it distinguishes limits Pyomo folds together.
+        code = native_model.getModelStatus().name
+        return HIGHS_STATUS_MAP.get(code, TC.UNKNOWN), code, version
+    if solver == "scip" and native_model is not None:
+        # SCIP's own status: Pyomo reports a node limit as an iteration limit and a memory
+        # or solution limit as "unknown"; and Pyomo's version is pyscipopt's, not SCIP's.
+        native = str(native_model.getStatus())
+        return SCIP_STATUS_MAP.get(native, TC.UNKNOWN), native, scip_version(native_model)
+    return termination, res.termination_condition.name, version
+
+
+def _contrib_solution(res: Any, termination: TerminationCondition) -> SolutionStatus:
+    sol_name = res.solution_status.name
+    if sol_name == "optimal" and termination is TC.OPTIMAL:
+        return SolutionStatus.OPTIMAL
+    if sol_name in ("optimal", "feasible"):
+        return SolutionStatus.FEASIBLE
+    return SolutionStatus.NO_SOLUTION
+
+
+def _solve_contrib(
+    model: Any,
+    solver: str,
+    time_limit: float | None,
+    mip_gap: float | None,
+    threads: int | None,
+    build_seconds: float,
+    options: dict[str, Any] | None,
+    warmstart: bool = False,
+) -> SolveResult:
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    opt = SolverFactory(_CONTRIB_NAMES[solver])
+    if not opt.available():
+        raise SolverUnavailableError(f"solver {solver!r} is installed but reports unavailable")
+    kwargs = _contrib_kwargs(model, solver, time_limit, mip_gap, threads, options)
     message = ""
     if warmstart and solver == "scip":
         if _integers_all_valued(model):
@@ -302,33 +341,8 @@ def _solve_contrib(
             raise InvalidInstanceError("options", f"SCIP has no parameter {exc}") from None
         raise
     elapsed = time.perf_counter() - start
-
-    native = ""
-    termination = PYOMO_TERMINATION_MAP.get(res.termination_condition.name, TC.UNKNOWN)
-    version = _version_str(res.solver_version)
-    native_model = getattr(opt, "_solver_model", None)
-    if solver == "highs" and native_model is not None:
-        # Read HiGHS's own status: it distinguishes limits Pyomo folds together.
-        code = native_model.getModelStatus().name
-        termination = HIGHS_STATUS_MAP.get(code, TC.UNKNOWN)
-        native = code
-    elif solver == "scip" and native_model is not None:
-        # SCIP's own status: Pyomo reports a node limit as an iteration limit and a memory
-        # or solution limit as "unknown"; and Pyomo's version is pyscipopt's, not SCIP's.
-        native = str(native_model.getStatus())
-        termination = SCIP_STATUS_MAP.get(native, TC.UNKNOWN)
-        version = scip_version(native_model)
-    else:
-        native = res.termination_condition.name
-    sol_name = res.solution_status.name
-    if sol_name == "optimal":
-        solution = SolutionStatus.OPTIMAL
-    elif sol_name == "feasible":
-        solution = SolutionStatus.FEASIBLE
-    else:
-        solution = SolutionStatus.NO_SOLUTION
-    if solution is SolutionStatus.OPTIMAL and termination is not TC.OPTIMAL:
-        solution = SolutionStatus.FEASIBLE
+    termination, native, version = _contrib_status(opt, res, solver)
+    solution = _contrib_solution(res, termination)
     objective = None
     if native == "kModelEmpty" or res.termination_condition.name == "emptyModel":
         # No variables: the objective is a constant and the empty point is optimal.

@@ -458,8 +458,8 @@ EXTREME_TOKENS = [
 
 #: Field names that drive sizes, loop counts, time scales or divisors in the shipped formats.
 SIZE_KEYS = re.compile(
-    r"horizon|chunks|epochs|minibatch|count|iterations|workers|arrival|start|slot_seconds|"
-    r"bandwidth|message_bytes|compute_time|_ms$|params|flops|capacity|gpu|cpu|memory|"
+    r"horizon|chunks|epochs|minibatch|count|iterations|workers|arrival|start|slot_s|"
+    r"bandwidth|message_bytes|compute_time_s|_ms$|params|flops|capacity|gpu|cpu|memory|"
     r"dtype_bytes|total_params|weight|load|demand|deadline|period|throughput|batch",
     re.I,
 )

@@ -56,15 +56,15 @@ def rounds(
             thr[best] = 1.0
         fields: dict[str, Any] = {
             "job_id": f"j{i}",
-            "throughput": tuple(thr),
+            "throughput_steps_per_s": tuple(thr),
             "scale_factor": draw(st.integers(1, top)),
         }
         for name, choices in (
             ("weight", weights),
             ("steps_remaining", steps),
-            ("time_since_start", since),
-            ("isolated_time", isolated),
-            ("time_to_deadline", deadlines),
+            ("time_since_start_s", since),
+            ("isolated_time_s", isolated),
+            ("time_to_deadline_s", deadlines),
             ("job_type", job_types),
         ):
             if choices is not None:

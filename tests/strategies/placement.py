@@ -40,24 +40,24 @@ def tiny_instances(
                     "gpu": float(draw(st.integers(1, 2))),
                     "cpu": float(draw(st.integers(3, 8))),
                 },
-                "nic_bandwidth": float(draw(st.sampled_from([10, 25]))),
-                "nic_load": float(draw(st.sampled_from([0, 0, 0.5]))),
-                "gpu_bandwidth": float(draw(st.sampled_from([16, 64]))),
+                "nic_bandwidth_gbps": float(draw(st.sampled_from([10, 25]))),
+                "nic_load_gbit": float(draw(st.sampled_from([0, 0, 0.5]))),
+                "gpu_bandwidth_gbps": float(draw(st.sampled_from([16, 64]))),
                 "residents": draw(st.sampled_from([[], [], ["A"]])),
             }
             if gpu_level and server["capacity"]["gpu"] == 2 and draw(st.booleans()):
-                server["gpu_links"] = [{"a": 0, "b": 1, "bandwidth": 128.0}]
+                server["gpu_links"] = [{"a": 0, "b": 1, "bandwidth_gbps": 128.0}]
         if racks:
             server = {**server, "rack": f"r{h % 2}"}
         servers.append(server)
     cluster: dict = {"servers": servers}
     if racks:
         cluster["racks"] = [
-            {"name": "r0", "uplink_bandwidth": float(draw(st.sampled_from([5, 10])))},
+            {"name": "r0", "uplink_bandwidth_gbps": float(draw(st.sampled_from([5, 10])))},
             {
                 "name": "r1",
-                "uplink_bandwidth": 5.0,
-                "uplink_load": float(draw(st.sampled_from([0, 1]))),
+                "uplink_bandwidth_gbps": 5.0,
+                "uplink_load_gbit": float(draw(st.sampled_from([0, 1]))),
             },
         ]
     jobs = []
@@ -73,8 +73,8 @@ def tiny_instances(
             "name": f"j{j}",
             "type": draw(st.sampled_from(["A", "B"])),
             "weight": float(draw(st.integers(1, 2))),
-            "standalone_time": 1.0,
-            "spread_penalty": float(draw(st.sampled_from([0, 0.2]))),
+            "standalone_time_s": 1.0,
+            "spread_penalty_s": float(draw(st.sampled_from([0, 0.2]))),
             "tasks": [
                 {
                     "name": "w",
@@ -87,9 +87,12 @@ def tiny_instances(
         if pattern == "ps" and budget >= 1:
             budget -= 1
             job["tasks"].append({"name": "ps", "role": "ps", "demand": {"cpu": 1.0}})
-            job["communication"] = {"pattern": "ps", "volume": float(draw(st.integers(1, 4)))}
+            job["communication"] = {"pattern": "ps", "volume_gbit": float(draw(st.integers(1, 4)))}
         elif pattern == "ring" and workers >= 2:
-            job["communication"] = {"pattern": "ring", "volume": float(draw(st.integers(1, 4)))}
+            job["communication"] = {
+                "pattern": "ring",
+                "volume_gbit": float(draw(st.integers(1, 4))),
+            }
         jobs.append(job)
     names = [j["name"] for j in jobs]
     coefficients = []
@@ -162,9 +165,9 @@ def extreme_instances(draw: Any, max_jobs: int = 3) -> PlacementInstance:
         {
             "name": f"s{h}",
             "capacity": {"gpu": gpus, "cpu": cpu},
-            "nic_bandwidth": draw(bandwidth),
-            "nic_load": draw(magnitude),
-            "gpu_bandwidth": draw(bandwidth),
+            "nic_bandwidth_gbps": draw(bandwidth),
+            "nic_load_gbit": draw(magnitude),
+            "gpu_bandwidth_gbps": draw(bandwidth),
         }
         for h in range(n_servers)
     ]
@@ -178,12 +181,12 @@ def extreme_instances(draw: Any, max_jobs: int = 3) -> PlacementInstance:
             "name": f"j{j}",
             "type": draw(st.sampled_from(["A", "B"])),
             "weight": draw(magnitude),
-            "standalone_time": draw(magnitude),
-            "spread_penalty": draw(magnitude),
+            "standalone_time_s": draw(magnitude),
+            "spread_penalty_s": draw(magnitude),
             "tasks": [{"name": "w", "count": count, "demand": demand}],
         }
         if count >= 2:
-            job["communication"] = {"pattern": "ring", "volume": draw(magnitude)}
+            job["communication"] = {"pattern": "ring", "volume_gbit": draw(magnitude)}
         jobs.append(job)
     names = [j["name"] for j in jobs]
     interference = [

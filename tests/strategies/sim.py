@@ -77,7 +77,7 @@ def one_gpu_world(
     arr = list(arrivals) if arrivals is not None else [0.0] * len(durations)
     rows = [{"arrival": a, "duration": d} for a, d in zip(arr, durations, strict=True)]
     cluster = ClusterSpec(gpu_types=(GpuType(name="gpu", count=1, gpus_per_server=1),))
-    return World.from_frame(job_frame(rows), cluster, restore_seconds=restore)
+    return World.from_frame(job_frame(rows), cluster, restore_s=restore)
 
 
 @st.composite
@@ -123,4 +123,4 @@ def worlds(draw: st.DrawFn, *, max_jobs: int = 7) -> World:
     cluster = draw(clusters())
     frame = draw(job_tables(cluster, max_jobs=max_jobs))
     restore = draw(st.sampled_from([0.0, 0.0, 0.5, 2.0]))
-    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_seconds=restore)
+    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)

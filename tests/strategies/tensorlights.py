@@ -18,7 +18,7 @@ TIME_ATOL = 1e-9
 def make(hosts: list[float], jobs: list[dict[str, Any]]) -> TensorLightsInstance:
     """An instance from host bandwidths and job dicts (see :func:`job`)."""
     return TensorLightsInstance.from_dict(
-        {"hosts": [{"bandwidth": b} for b in hosts], "jobs": jobs}
+        {"hosts": [{"bandwidth_bytes_per_s": b} for b in hosts], "jobs": jobs}
     )
 
 
@@ -35,10 +35,10 @@ def job(
     return {
         "workers": n,
         "message_bytes": float(m),
-        "compute_time": float(c),
+        "compute_time_s": float(c),
         "iterations": iters,
         "ps_hosts": list(hosts),
-        "start": float(start),
+        "start_s": float(start),
         "weight": float(w),
     }
 

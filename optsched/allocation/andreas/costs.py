@@ -40,7 +40,7 @@ class DecisionCosts:
     per_node : ndarray of int
         GPUs taken on each node used (``gpus`` on one node, or whole nodes).
     nodes : ndarray of int
-        Nodes used (1, or ``gpus / gpus_per_node``).
+        Nodes used (1, or ``gpus / gpus_per_server``).
     run : ndarray of float
         :math:`\kappa_{jc}`.
     postpone : ndarray of float, shape (jobs,)
@@ -62,7 +62,7 @@ class DecisionCosts:
 def decision_costs(instance: AndreasInstance) -> DecisionCosts:
     """The costs of every decision (see the module notes)."""
     index = {t.name: i for i, t in enumerate(instance.node_types)}
-    size = np.array([t.gpus_per_node for t in instance.node_types], dtype=np.int64)
+    size = np.array([t.gpus_per_server for t in instance.node_types], dtype=np.int64)
     power = np.array([t.power_watts for t in instance.node_types], dtype=np.float64)
     job, kind, gpus, runtime = [], [], [], []
     first = [0]
@@ -71,17 +71,19 @@ def decision_costs(instance: AndreasInstance) -> DecisionCosts:
             job.append(j)
             kind.append(index[c.node_type])
             gpus.append(c.gpus)
-            runtime.append(c.runtime)
+            runtime.append(c.runtime_s)
         first.append(len(job))
     job_a = np.array(job, dtype=np.int64)
     kind_a = np.array(kind, dtype=np.int64)
     gpus_a = np.array(gpus, dtype=np.int64)
     t = np.array(runtime, dtype=np.float64)
-    energy = instance.energy_price * power[kind_a] * gpus_a * t / JOULES_PER_KWH
-    due = np.array([np.inf if jb.due is None else jb.due for jb in instance.jobs], dtype=np.float64)
+    energy = instance.energy_price_per_kwh * power[kind_a] * gpus_a * t / JOULES_PER_KWH
+    due = np.array(
+        [np.inf if jb.due_s is None else jb.due_s for jb in instance.jobs], dtype=np.float64
+    )
     weight = np.array([jb.weight for jb in instance.jobs], dtype=np.float64)
     # weight * max(0, C - d) with d = inf (no due date) is 0, also for weight 0.
-    late = np.maximum(0.0, instance.now + t - due[job_a]) if len(t) else t
+    late = np.maximum(0.0, instance.now_s + t - due[job_a]) if len(t) else t
     run = energy + weight[job_a] * late
     n = instance.n_jobs
     slowest = np.array([jb.slowest for jb in instance.jobs], dtype=np.float64)
@@ -89,7 +91,7 @@ def decision_costs(instance: AndreasInstance) -> DecisionCosts:
         least = np.array([energy[first[j] : first[j + 1]].min() for j in range(n)])
     else:
         least = np.zeros(n)
-    post_late = np.maximum(0.0, instance.now + instance.period + slowest - due)
+    post_late = np.maximum(0.0, instance.now_s + instance.period_s + slowest - due)
     postpone = least + weight * post_late
     per_node = np.minimum(gpus_a, size[kind_a]) if len(gpus_a) else gpus_a
     nodes = np.array(

@@ -130,8 +130,8 @@ class RandomizedGreedy:
         slack = np.array(
             [
                 math.inf
-                if job.due is None
-                else job.due - instance.now - min(c.runtime for c in job.configurations)
+                if job.due_s is None
+                else job.due_s - instance.now_s - min(c.runtime_s for c in job.configurations)
                 for job in instance.jobs
             ]
         )

@@ -51,7 +51,7 @@ class NodeType(Frozen):
     """Unique name (configurations refer to it)."""
     gpu_type: str = Field(min_length=1, max_length=200)
     """GPU model (``v100``, ``p100``, ``k80`` ...)."""
-    gpus_per_node: int = Field(ge=1, le=1024)
+    gpus_per_server: int = Field(ge=1, le=1024)
     """:math:`G_\\tau`."""
     nodes: int = Field(ge=0, le=100_000)
     """:math:`N_\\tau`."""
@@ -68,23 +68,23 @@ class NodeType(Frozen):
                 f"needs one entry per node ({self.nodes}), got {len(self.unavailable)}",
             )
         for n, u in enumerate(self.unavailable):
-            if not 0 <= u <= self.gpus_per_node:
+            if not 0 <= u <= self.gpus_per_server:
                 raise InvalidInstanceError(
-                    f"unavailable[{n}]", f"must be in [0, {self.gpus_per_node}], got {u}"
+                    f"unavailable[{n}]", f"must be in [0, {self.gpus_per_server}], got {u}"
                 )
         return self
 
     def free(self, node: int) -> int:
         """GPUs of ``node`` free at this scheduling point."""
-        return self.gpus_per_node - (self.unavailable[node] if self.unavailable else 0)
+        return self.gpus_per_server - (self.unavailable[node] if self.unavailable else 0)
 
 
 class Configuration(Frozen):
-    """One allowed way to run a job: ``gpus`` GPUs of ``node_type``, taking ``runtime`` s."""
+    """One allowed way to run a job: ``gpus`` GPUs of ``node_type``, taking ``runtime_s`` s."""
 
     node_type: str = Field(min_length=1, max_length=200)
     gpus: int = Field(ge=1, le=1_000_000)
-    runtime: float = Field(gt=0, le=_BIG, allow_inf_nan=False)
+    runtime_s: float = Field(gt=0, le=_BIG, allow_inf_nan=False)
     """:math:`t_{jc}`: predicted seconds to finish the job's remaining work."""
 
 
@@ -92,7 +92,7 @@ class AndreasJob(Frozen):
     """A queued job."""
 
     job_id: str = Field(min_length=1, max_length=200)
-    due: float | None = Field(default=None, ge=0, le=_BIG, allow_inf_nan=False)
+    due_s: float | None = Field(default=None, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`d_j`, absolute seconds (``None``: no due date, never tardy)."""
     weight: float = Field(default=1.0, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`\\omega_j`: cost per second of tardiness (same currency as the energy price)."""
@@ -101,7 +101,7 @@ class AndreasJob(Frozen):
     @property
     def slowest(self) -> float:
         r""":math:`\max_c t_{jc}`."""
-        return max(c.runtime for c in self.configurations)
+        return max(c.runtime_s for c in self.configurations)
 
 
 class AndreasInstance(Frozen):
@@ -121,20 +121,20 @@ class AndreasInstance(Frozen):
     Examples
     --------
     >>> inst = AndreasInstance(
-    ...     node_types=[NodeType(name="v100", gpu_type="v100", gpus_per_node=4, nodes=1,
+    ...     node_types=[NodeType(name="v100", gpu_type="v100", gpus_per_server=4, nodes=1,
     ...                          power_watts=300.0)],
-    ...     jobs=[AndreasJob(job_id="a", due=3600.0, configurations=[
-    ...         Configuration(node_type="v100", gpus=1, runtime=7200.0)])])
+    ...     jobs=[AndreasJob(job_id="a", due_s=3600.0, configurations=[
+    ...         Configuration(node_type="v100", gpus=1, runtime_s=7200.0)])])
     >>> inst.n_jobs, inst.total_gpus
     (1, 4)
     """
 
     kind: str = Field(default="andreas-instance", pattern="^andreas-instance$")
-    now: float = Field(default=0.0, ge=0, le=_BIG, allow_inf_nan=False)
+    now_s: float = Field(default=0.0, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`t_0`, seconds."""
-    period: float = Field(default=600.0, gt=0, le=_BIG, allow_inf_nan=False)
+    period_s: float = Field(default=600.0, gt=0, le=_BIG, allow_inf_nan=False)
     """:math:`H`, seconds to the next scheduling point at the latest."""
-    energy_price: float = Field(default=0.2, ge=0, le=_BIG, allow_inf_nan=False)
+    energy_price_per_kwh: float = Field(default=0.2, ge=0, le=_BIG, allow_inf_nan=False)
     """:math:`\\pi`, currency per kWh."""
     postponed_energy: PostponedEnergy = "min"
     node_types: tuple[NodeType, ...] = Field(min_length=1, max_length=1000)
@@ -168,10 +168,10 @@ class AndreasInstance(Frozen):
                         where, f"({c.node_type}, {c.gpus}) is listed twice for {job.job_id!r}"
                     )
                 keys.add((c.node_type, c.gpus))
-                if c.gpus > t.gpus_per_node and c.gpus % t.gpus_per_node:
+                if c.gpus > t.gpus_per_server and c.gpus % t.gpus_per_server:
                     raise InvalidInstanceError(
                         f"{where}.gpus",
-                        f"{c.gpus} GPUs on nodes of {t.gpus_per_node}: more than one node needs "
+                        f"{c.gpus} GPUs on nodes of {t.gpus_per_server}: more than one node needs "
                         "a multiple of the node size",
                     )
             configs += len(job.configurations)
@@ -186,7 +186,7 @@ class AndreasInstance(Frozen):
     @property
     def total_gpus(self) -> int:
         """GPUs of every node type, available or not."""
-        return sum(t.gpus_per_node * t.nodes for t in self.node_types)
+        return sum(t.gpus_per_server * t.nodes for t in self.node_types)
 
     def node_type(self, name: str) -> NodeType:
         """The node type called ``name``."""
@@ -205,13 +205,14 @@ class AndreasInstance(Frozen):
         }
 
     def __repr__(self) -> str:
-        types = ", ".join(f"{t.name}={t.nodes}x{t.gpus_per_node}" for t in self.node_types)
+        types = ", ".join(f"{t.name}={t.nodes}x{t.gpus_per_server}" for t in self.node_types)
         return (
-            f"AndreasInstance(now={self.now:g}, period={self.period:g}, jobs={self.n_jobs}, "
-            f"nodes=[{types}], price={self.energy_price:g}/kWh)"
+            f"AndreasInstance(now_s={self.now_s:g}, period_s={self.period_s:g}, "
+            f"jobs={self.n_jobs}, "
+            f"nodes=[{types}], price={self.energy_price_per_kwh:g}/kWh)"
         )
 
 
-def nodes_needed(gpus: int, gpus_per_node: int) -> int:
-    """Nodes a configuration of ``gpus`` GPUs takes: 1, or ``gpus / gpus_per_node`` whole ones."""
-    return 1 if gpus <= gpus_per_node else -(-gpus // gpus_per_node)
+def nodes_needed(gpus: int, gpus_per_server: int) -> int:
+    """Nodes a configuration of ``gpus`` GPUs takes: 1, or ``gpus / gpus_per_server`` whole ones."""
+    return 1 if gpus <= gpus_per_server else -(-gpus // gpus_per_server)

@@ -217,7 +217,7 @@ def _wrap(
         result,
         plan,
         sense="min",
-        objective_name="energy_plus_tardiness",
+        objective_name="energy-plus-tardiness",
         recomputed=None if report is None else report.objective,
         extra={} if report is None else dict(report.objectives),
     )

@@ -17,7 +17,7 @@ class Assignment:
     """Run ``job`` now on ``gpus`` GPUs of ``node_type``, on the nodes ``nodes``.
 
     ``nodes`` are indices of the node type's nodes (0-based): one node when ``gpus`` fits on a
-    node, else ``gpus / gpus_per_node`` distinct whole nodes.
+    node, else ``gpus / gpus_per_server`` distinct whole nodes.
     """
 
     job: str

@@ -90,7 +90,7 @@ class LeaseInstance(Frozen):
     capacity: tuple[tuple[int, ...], ...] = Field(min_length=1, max_length=MAX_LEASES)
     """:math:`C_{\\ell k}`: GPUs of each type (inner) in each future lease (outer); the number
     of rows is the horizon :math:`L`."""
-    lease_seconds: float = Field(default=1200.0, gt=0, le=1e9, allow_inf_nan=False)
+    lease_s: float = Field(default=1200.0, gt=0, le=1e9, allow_inf_nan=False)
     """Length of a lease (reported, not used by the models: speeds are per lease)."""
     slo_jobs: tuple[SLOJob, ...] = ()
     """Jobs with deadlines."""

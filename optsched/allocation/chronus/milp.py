@@ -44,7 +44,7 @@ from optsched.solvers.result import SolveResult, Status
 __all__ = ["build_milp", "solve"]
 
 #: Name of the objective in results.
-OBJECTIVE = "admitted+eps*best_effort"
+OBJECTIVE = "admitted-slo-jobs"
 
 
 def _columns(instance: LeaseInstance) -> list[tuple[str, str, int, int]]:

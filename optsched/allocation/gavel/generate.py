@@ -41,7 +41,7 @@ def generate_instance(
     job_types : int
         Number of co-location classes (0: none, the instance has no pair table).
     slo_fraction : float
-        Share of the jobs given a deadline (``time_to_deadline``): their steps left at their
+        Share of the jobs given a deadline (``time_to_deadline_s``): their steps left at their
         best throughput times a slack drawn from [2, 8], so each alone needs at most half of
         the round on its fastest type (drawn from a separate stream: the other fields do not
         change with it).
@@ -64,12 +64,12 @@ def generate_instance(
     jobs = [
         AllocationJob(
             job_id=f"job{i}",
-            throughput=tuple(float(v) for v in np.round(base[i] * speedup[i], 6)),
+            throughput_steps_per_s=tuple(float(v) for v in np.round(base[i] * speedup[i], 6)),
             scale_factor=int(scale[i]),
             weight=1.0,
             steps_remaining=float(rng.integers(1_000, 100_000)),
-            time_since_start=float(rng.uniform(0, 3600)),
-            isolated_time=0.0,
+            time_since_start_s=float(rng.uniform(0, 3600)),
+            isolated_time_s=0.0,
         )
         for i in range(n_jobs)
     ]
@@ -82,7 +82,9 @@ def generate_instance(
         jobs = [
             job.model_copy(
                 update={
-                    "time_to_deadline": float(slack[i] * job.steps_remaining / max(job.throughput))
+                    "time_to_deadline_s": float(
+                        slack[i] * job.steps_remaining / max(job.throughput_steps_per_s)
+                    )
                 }
             )
             if chosen[i]

@@ -50,7 +50,7 @@ class AllocationJob(Frozen):
 
     job_id: str = Field(min_length=1, max_length=200)
     """Unique name."""
-    throughput: tuple[float, ...]
+    throughput_steps_per_s: tuple[float, ...]
     """Steps per second of the job's whole gang on each GPU type (same order as the instance's
     ``gpu_types``); 0 where it cannot run."""
     scale_factor: int = Field(default=1, ge=1, le=1_000_000)
@@ -59,28 +59,28 @@ class AllocationJob(Frozen):
     """Priority weight (larger = more share under the fairness policies)."""
     steps_remaining: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """Steps the job still has to run."""
-    time_since_start: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    time_since_start_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Seconds since the job arrived (finish-time fairness)."""
-    isolated_time: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    isolated_time_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Seconds of progress it would have made so far with its isolated share (finish-time
     fairness's denominator history)."""
     job_type: str | None = Field(default=None, min_length=1, max_length=200)
     """Co-location class for space sharing (e.g. ``"('ResNet-18', 1)"``): the key of
     :attr:`AllocationInstance.pair_throughputs`. ``None``: the job never shares its GPUs."""
-    time_to_deadline: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    time_to_deadline_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Seconds from now to the job's deadline (its SLO), or ``None`` for no deadline. The
     ``min-cost-slo`` policies require its effective throughput to be at least
     ``steps_remaining`` divided by this."""
 
     @model_validator(mode="after")
     def _throughputs_finite(self) -> AllocationJob:
-        for j, value in enumerate(self.throughput):
+        for j, value in enumerate(self.throughput_steps_per_s):
             if not (math.isfinite(value) and value >= 0):
                 raise InvalidInstanceError(
-                    f"throughput[{j}]", f"must be a finite number >= 0, got {value}"
+                    f"throughput_steps_per_s[{j}]", f"must be a finite number >= 0, got {value}"
                 )
-        if not any(v > 0 for v in self.throughput):
-            raise InvalidInstanceError("throughput", "the job can run on no GPU type")
+        if not any(v > 0 for v in self.throughput_steps_per_s):
+            raise InvalidInstanceError("throughput_steps_per_s", "the job can run on no GPU type")
         return self
 
 
@@ -124,8 +124,8 @@ class AllocationInstance(Frozen):
     --------
     >>> inst = AllocationInstance(
     ...     gpu_types=("v100", "k80"), capacity=(1, 1),
-    ...     jobs=[AllocationJob(job_id="a", throughput=(4.0, 1.0)),
-    ...           AllocationJob(job_id="b", throughput=(2.0, 1.0))])
+    ...     jobs=[AllocationJob(job_id="a", throughput_steps_per_s=(4.0, 1.0)),
+    ...           AllocationJob(job_id="b", throughput_steps_per_s=(2.0, 1.0))])
     >>> inst.throughputs.tolist()
     [[4.0, 1.0], [2.0, 1.0]]
     """
@@ -169,16 +169,16 @@ class AllocationInstance(Frozen):
         limits.check_size("jobs", float(len(self.jobs)) * k, "max_model_variables", "variables")
         seen: set[str] = set()
         for i, job in enumerate(self.jobs):
-            if len(job.throughput) != k:
+            if len(job.throughput_steps_per_s) != k:
                 raise InvalidInstanceError(
-                    f"jobs[{i}].throughput", f"needs one entry per GPU type ({k})"
+                    f"jobs[{i}].throughput_steps_per_s", f"needs one entry per GPU type ({k})"
                 )
             if job.job_id in seen:
                 raise InvalidInstanceError(f"jobs[{i}].job_id", f"duplicate {job.job_id!r}")
             seen.add(job.job_id)
             fits = any(
                 t > 0 and job.scale_factor <= c
-                for t, c in zip(job.throughput, self.capacity, strict=True)
+                for t, c in zip(job.throughput_steps_per_s, self.capacity, strict=True)
             )
             if not fits:
                 raise InvalidInstanceError(
@@ -219,7 +219,7 @@ class AllocationInstance(Frozen):
     @cached_property
     def throughputs(self) -> NDArray[np.float64]:
         """:math:`T`, shape (jobs, types)."""
-        flat = chain.from_iterable(map(attrgetter("throughput"), self.jobs))
+        flat = chain.from_iterable(map(attrgetter("throughput_steps_per_s"), self.jobs))
         count = self.n_jobs * self.n_types
         return np.fromiter(flat, dtype=np.float64, count=count).reshape(self.n_jobs, self.n_types)
 
@@ -246,17 +246,19 @@ class AllocationInstance(Frozen):
     @cached_property
     def since_start(self) -> NDArray[np.float64]:
         """Seconds since each job arrived, shape (jobs,)."""
-        return self._column("time_since_start")
+        return self._column("time_since_start_s")
 
     @cached_property
     def isolated_times(self) -> NDArray[np.float64]:
         """Each job's isolated-share history :math:`h_m`, shape (jobs,)."""
-        return self._column("isolated_time")
+        return self._column("isolated_time_s")
 
     @cached_property
     def deadlines(self) -> NDArray[np.float64]:
         """Seconds to each job's deadline, ``inf`` where it has none, shape (jobs,)."""
-        values = (math.inf if j.time_to_deadline is None else j.time_to_deadline for j in self.jobs)
+        values = (
+            math.inf if j.time_to_deadline_s is None else j.time_to_deadline_s for j in self.jobs
+        )
         return np.fromiter(values, dtype=np.float64, count=self.n_jobs)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:

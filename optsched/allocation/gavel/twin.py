@@ -74,8 +74,8 @@ def build_twin(instance: AllocationInstance, policy: str) -> tuple[Any, Any]:
             terms = [sigma[i] * cp.inv_pos(theta[i]) for i in active]
         else:
             q = isolated_throughput(t, sf, instance.capacities)
-            since = np.array([j.time_since_start for j in instance.jobs])
-            hist = np.array([j.isolated_time for j in instance.jobs])
+            since = np.array([j.time_since_start_s for j in instance.jobs])
+            hist = np.array([j.isolated_time_s for j in instance.jobs])
             c = hist + sigma / q
             terms = [(since[i] + sigma[i] * cp.inv_pos(theta[i])) / c[i] for i in active]
         problem = cp.Problem(cp.Minimize(cp.max(cp.hstack(terms))), constraints)
@@ -139,8 +139,8 @@ def build_packed_twin(
             terms = [sigma[i] * cp.inv_pos(theta[i]) for i in active]
         else:
             q = isolated_throughput(t, sf, instance.capacities)
-            since = np.array([j.time_since_start for j in instance.jobs])
-            hist = np.array([j.isolated_time for j in instance.jobs])
+            since = np.array([j.time_since_start_s for j in instance.jobs])
+            hist = np.array([j.isolated_time_s for j in instance.jobs])
             c = hist + sigma / q
             terms = [(since[i] + sigma[i] * cp.inv_pos(theta[i])) / c[i] for i in active]
         problem = cp.Problem(cp.Minimize(cp.max(cp.hstack(terms))), constraints)

@@ -143,7 +143,7 @@ def solve(
             native_status="no jobs",
         )
         return ExactResult.from_solve(
-            done, empty, sense="min", objective_name="total_remaining_time", recomputed=0.0
+            done, empty, sense="min", objective_name="total-remaining-time", recomputed=0.0
         )
     size = sum(float(j.max_ps) * j.max_workers for j in instance.jobs)
     limits.check_size("jobs", size, "max_model_variables", "(job, ps, workers) choices")
@@ -208,7 +208,7 @@ def solve(
         result,
         allocation,
         sense="min",
-        objective_name="total_remaining_time",
+        objective_name="total-remaining-time",
         recomputed=recomputed,
         size={"variables": n, "constraints": instance.n_jobs + r},
         extra={"choices": n},

@@ -30,8 +30,9 @@ from optsched.comm.pace.instance import CommInstance, check_budgets
 from optsched.comm.pace.policies import Pace
 from optsched.comm.pace.schedule import CommSchedule, segments_array
 from optsched.comm.pace.simulate import Trace, check_trace, lower_bound, overlap_fraction
+from optsched.comm.pace.validator import instance as same_instance
 from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
-from optsched.results import ExactResult, Report, Violation
+from optsched.results import ExactResult, Report
 from optsched.solvers.result import SolveResult, Status, TerminationCondition
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
@@ -177,7 +178,7 @@ def solve(
             bound=value,
             gap=0.0,
             sense="min",
-            objective_name="iteration_time",
+            objective_name="iteration-time",
             build_seconds=build,
             solve_seconds=time.perf_counter() - start - build,
             solver="fusion-dp+jackson",
@@ -220,7 +221,7 @@ def _prove_with_lp(
             bound=None,
             gap=None,
             sense="min",
-            objective_name="iteration_time",
+            objective_name="iteration-time",
             solve_seconds=time.perf_counter() - start,
             solver=solver,
             native_status=getattr(stopped, "native_status", ""),
@@ -242,7 +243,7 @@ def _prove_with_lp(
         bound=bound,
         gap=gap,
         sense="min",
-        objective_name="iteration_time",
+        objective_name="iteration-time",
         lp_bound=bound,
         build_seconds=sum(s.build_seconds for s in lp.solves),
         solve_seconds=sum(s.solve_seconds for s in lp.solves),
@@ -276,23 +277,16 @@ def validate(instance: CommInstance, solution: CommSchedule) -> Report:
     Returns
     -------
     Report
-        ``ok`` when every rule holds (see :func:`~optsched.comm.pace.simulate.check_trace` for the
-        constraint names); ``objective`` is the iteration time recomputed as the longest path
-        of the iteration DAG; a schedule of another iteration is one ``instance`` violation.
+        ``ok`` when every rule holds: ``instance`` (the schedule is of this instance's
+        iteration; nothing else is checked when it is not), then every constraint of
+        :data:`optsched.comm.pace.validator.CONSTRAINTS` by
+        :func:`~optsched.comm.pace.validator.check_trace`; ``objective`` is the iteration time
+        recomputed as the longest path of the iteration DAG.
     """
-    dag = instance.dag
-    other = solution.dag
-    if other.tensors != dag.tensors or not np.array_equal(other.tensor_bytes, dag.tensor_bytes):
-        return Report(
-            [
-                Violation(
-                    "instance",
-                    f"the schedule is for {other.name!r} ({other.n_tensors} tensors), not this "
-                    f"instance's {dag.name!r} ({dag.n_tensors} tensors)",
-                )
-            ]
-        )
-    return check_trace(dag, instance.cost, solution.plan, solution.trace)
+    wrong = same_instance(instance.dag, solution.dag)
+    if wrong:
+        return Report(wrong)
+    return check_trace(instance.dag, instance.cost, solution.plan, solution.trace)
 
 
 def validate_files(instance_path: str | Path, schedule_path: str | Path | None) -> dict[str, Any]:

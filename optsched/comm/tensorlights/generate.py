@@ -85,14 +85,16 @@ def generate_instance(
                 "name": f"{prof.name}-{j}",
                 "workers": int(rng.choice(powers)),
                 "message_bytes": float(prof.total_bytes),
-                "compute_time": (prof.forward_ms + prof.backward_ms) / 1000.0,
+                "compute_time_s": (prof.forward_ms + prof.backward_ms) / 1000.0,
                 "iterations": int(rng.integers(iterations[0], iterations[1] + 1)),
                 "ps_hosts": hosts,
             }
         )
     return TensorLightsInstance.from_dict(
         {
-            "hosts": [{"name": f"host{h}", "bandwidth": bandwidth} for h in range(n_hosts)],
+            "hosts": [
+                {"name": f"host{h}", "bandwidth_bytes_per_s": bandwidth} for h in range(n_hosts)
+            ],
             "jobs": jobs,
         }
     )

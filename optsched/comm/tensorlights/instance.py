@@ -56,12 +56,14 @@ class NicHost(Frozen):
     Attributes
     ----------
     name : str
-    bandwidth : float
+    bandwidth_bytes_per_s : float
         Egress capacity :math:`B_h` in bytes per second (> 0).
     """
 
     name: str = ""
-    bandwidth: PositiveFloat = Field(description="NIC egress capacity in bytes per second.")
+    bandwidth_bytes_per_s: PositiveFloat = Field(
+        description="NIC egress capacity in bytes per second."
+    )
 
 
 class PSJob(Frozen):
@@ -75,14 +77,14 @@ class PSJob(Frozen):
     message_bytes : float
         :math:`m_j > 0`: bytes of model update each worker receives per iteration, split evenly
         over the PS shards.
-    compute_time : float
+    compute_time_s : float
         :math:`c_j \ge 0`: seconds of the compute phase of one iteration (forward, backward,
         gradient push and PS update).
     iterations : int
         :math:`I_j \ge 1`.
     ps_hosts : tuple of int
         Indices of the hosts holding the job's PS shards (distinct, non-empty).
-    start : float
+    start_s : float
         :math:`s_j \ge 0`: when the first compute phase starts (seconds).
     weight : float
         :math:`w_j \in [10^{-9}, 10^9]`, for the weighted JCT objective (bounded so that weighted
@@ -94,14 +96,14 @@ class PSJob(Frozen):
     message_bytes: PositiveFloat = Field(
         description="Bytes of model update each worker receives per iteration (all shards)."
     )
-    compute_time: NonNegFloat = Field(description="Compute phase of one iteration (seconds).")
+    compute_time_s: NonNegFloat = Field(description="Compute phase of one iteration (seconds).")
     iterations: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
         description="Number of iterations."
     )
     ps_hosts: Annotated[tuple[Annotated[int, Field(ge=0)], ...], Field(min_length=1)] = Field(
         description="Hosts holding the job's PS shards."
     )
-    start: NonNegFloat = Field(default=0.0, description="Start of the first compute phase (s).")
+    start_s: NonNegFloat = Field(default=0.0, description="Start of the first compute phase (s).")
     weight: Annotated[float, Field(ge=1e-9, le=1e9, allow_inf_nan=False)] = Field(
         default=1.0, description="Weight in the weighted JCT."
     )
@@ -124,8 +126,8 @@ class TensorLightsInstance(Frozen):
     Examples
     --------
     >>> inst = TensorLightsInstance.from_dict({
-    ...     "hosts": [{"bandwidth": 1.25e9}],
-    ...     "jobs": [{"workers": 4, "message_bytes": 1e8, "compute_time": 0.1,
+    ...     "hosts": [{"bandwidth_bytes_per_s": 1.25e9}],
+    ...     "jobs": [{"workers": 4, "message_bytes": 1e8, "compute_time_s": 0.1,
     ...               "iterations": 10, "ps_hosts": [0]}]})
     >>> inst
     TensorLightsInstance(1 jobs on 1 hosts)
@@ -162,28 +164,32 @@ class TensorLightsInstance(Frozen):
                     f"jobs[{k}].message_bytes",
                     f"host {h} would send more bytes than a float can hold",
                 )
-        ends = [job.start + job.iterations * job.compute_time for job in self.jobs]
+        ends = [job.start_s + job.iterations * job.compute_time_s for job in self.jobs]
         late = int(np.argmax(ends))
         if not math.isfinite(ends[late]):
             job = self.jobs[late]
             field = (
-                "compute_time" if not math.isfinite(job.iterations * job.compute_time) else "start"
+                "compute_time_s"
+                if not math.isfinite(job.iterations * job.compute_time_s)
+                else "start_s"
             )
             raise InvalidInstanceError(
                 f"jobs[{late}].{field}", "start + iterations x compute time is not a finite number"
             )
-        per_host = [w / host.bandwidth for w, host in zip(host_bytes, self.hosts, strict=True)]
+        per_host = [
+            w / host.bandwidth_bytes_per_s for w, host in zip(host_bytes, self.hosts, strict=True)
+        ]
         if not all(math.isfinite(t) for t in per_host):
             h = int(np.argmax(per_host))
             raise InvalidInstanceError(
-                f"hosts[{h}].bandwidth",
-                f"{self.hosts[h].bandwidth:g} B/s is too small: sending the host's "
+                f"hosts[{h}].bandwidth_bytes_per_s",
+                f"{self.hosts[h].bandwidth_bytes_per_s:g} B/s is too small: sending the host's "
                 f"{host_bytes[h]:g} bytes would take longer than a float can hold",
             )
         horizon = self.horizon_bound()
         if not math.isfinite(horizon):
             raise InvalidInstanceError(
-                f"jobs[{late}].start", "the time to finish every job is not a finite number"
+                f"jobs[{late}].start_s", "the time to finish every job is not a finite number"
             )
         tau = self.alone_comm_time()
         short = int(np.argmin(tau))
@@ -196,9 +202,9 @@ class TensorLightsInstance(Frozen):
         # Name the start (or compute phases) when they, not the traffic, set the horizon.
         busy = horizon - ends[late]
         field = (
-            f"jobs[{late}].start"
-            if ends[late] >= busy and self.jobs[late].start >= ends[late] / 2
-            else f"jobs[{late}].compute_time"
+            f"jobs[{late}].start_s"
+            if ends[late] >= busy and self.jobs[late].start_s >= ends[late] / 2
+            else f"jobs[{late}].compute_time_s"
             if ends[late] >= busy
             else f"jobs[{short}].message_bytes"
         )
@@ -216,11 +222,11 @@ class TensorLightsInstance(Frozen):
                 f"({tau[short]:.6g} s, jobs[{short}]): float64 times cannot resolve it; "
                 "rescale the instance",
             )
-        bandwidth = max(host.bandwidth for host in self.hosts)
+        bandwidth = max(host.bandwidth_bytes_per_s for host in self.hosts)
         if not math.isfinite(bandwidth * horizon * 4.0):
-            h = int(np.argmax([host.bandwidth for host in self.hosts]))
+            h = int(np.argmax([host.bandwidth_bytes_per_s for host in self.hosts]))
             raise InvalidInstanceError(
-                f"hosts[{h}].bandwidth",
+                f"hosts[{h}].bandwidth_bytes_per_s",
                 f"bandwidth x horizon bound ({bandwidth:g} x {horizon:g} s) overflows",
             )
 
@@ -263,7 +269,9 @@ class TensorLightsInstance(Frozen):
         return np.array(
             [
                 max(
-                    job.message_bytes * job.workers / (len(job.ps_hosts) * self.hosts[h].bandwidth)
+                    job.message_bytes
+                    * job.workers
+                    / (len(job.ps_hosts) * self.hosts[h].bandwidth_bytes_per_s)
                     for h in job.ps_hosts
                 )
                 for job in self.jobs
@@ -272,7 +280,7 @@ class TensorLightsInstance(Frozen):
 
     def alone_iteration_time(self) -> np.ndarray:
         r"""Iteration time of each job alone, :math:`c_j + \tau_j` (s)."""
-        return np.array([job.compute_time for job in self.jobs]) + self.alone_comm_time()
+        return np.array([job.compute_time_s for job in self.jobs]) + self.alone_comm_time()
 
     def host_bytes(self) -> list[float]:
         r"""Bytes each NIC sends over the whole run.
@@ -297,9 +305,10 @@ class TensorLightsInstance(Frozen):
         :math:`I_j c_j`. Hence :math:`C_j \le s_j + I_j c_j + \sum_h W_h / B_h \le T`.
         """
         busy = math.fsum(
-            w / host.bandwidth for w, host in zip(self.host_bytes(), self.hosts, strict=True)
+            w / host.bandwidth_bytes_per_s
+            for w, host in zip(self.host_bytes(), self.hosts, strict=True)
         )
-        return max(job.start + job.iterations * job.compute_time for job in self.jobs) + busy
+        return max(job.start_s + job.iterations * job.compute_time_s for job in self.jobs) + busy
 
 
 def instance_schema() -> dict[str, Any]:

@@ -83,11 +83,11 @@ def smith_rule_is_optimal(instance: TensorLightsInstance, objective: Objective) 
     if objective not in ("mean-jct", "weighted-jct"):
         return False
     jobs = instance.jobs
-    if any(len(j.ps_hosts) != 1 for j in jobs) or len({j.start for j in jobs}) != 1:
+    if any(len(j.ps_hosts) != 1 for j in jobs) or len({j.start_s for j in jobs}) != 1:
         return False
-    if all(j.compute_time == 0 for j in jobs):
+    if all(j.compute_time_s == 0 for j in jobs):
         return True
-    return all(j.iterations == 1 for j in jobs) and len({j.compute_time for j in jobs}) == 1
+    return all(j.iterations == 1 for j in jobs) and len({j.compute_time_s for j in jobs}) == 1
 
 
 def lower_bound(instance: TensorLightsInstance, objective: Objective) -> float:
@@ -106,12 +106,12 @@ def lower_bound(instance: TensorLightsInstance, objective: Objective) -> float:
     if objective == "weighted-jct":
         w = np.array([j.weight for j in instance.jobs])
         return float(w @ alone / w.sum())
-    starts = np.array([j.start for j in instance.jobs])
+    starts = np.array([j.start_s for j in instance.jobs])
     best = float((starts + alone).max())
     for h, (total, host) in enumerate(zip(instance.host_bytes(), instance.hosts, strict=True)):
-        users = [j.start + j.compute_time for j in instance.jobs if h in j.ps_hosts]
+        users = [j.start_s + j.compute_time_s for j in instance.jobs if h in j.ps_hosts]
         if users:
-            best = max(best, min(users) + total / host.bandwidth)
+            best = max(best, min(users) + total / host.bandwidth_bytes_per_s)
     return best
 
 

@@ -95,9 +95,9 @@ def layout(instance: TensorLightsInstance) -> Layout:
         flow_host=np.array(hosts, dtype=np.int64),
         flow_bytes=np.array(sizes, dtype=np.float64),
         flow_worker=np.array(worker, dtype=np.int64),
-        bandwidth=np.array([h.bandwidth for h in instance.hosts], dtype=np.float64),
-        compute=np.array([j.compute_time for j in instance.jobs], dtype=np.float64),
-        start=np.array([j.start for j in instance.jobs], dtype=np.float64),
+        bandwidth=np.array([h.bandwidth_bytes_per_s for h in instance.hosts], dtype=np.float64),
+        compute=np.array([j.compute_time_s for j in instance.jobs], dtype=np.float64),
+        start=np.array([j.start_s for j in instance.jobs], dtype=np.float64),
         iterations=np.array([j.iterations for j in instance.jobs], dtype=np.int64),
     )
 
@@ -162,7 +162,7 @@ def event_bound(instance: TensorLightsInstance, period: float | None = None) -> 
     bound = 2.0 + n_iter + flow_iter
     if period is not None:
         busy = math.fsum(
-            w / host.bandwidth
+            w / host.bandwidth_bytes_per_s
             for w, host in zip(instance.host_bytes(), instance.hosts, strict=True)
         )
         bound += n_iter + math.ceil(busy / period)
@@ -389,7 +389,7 @@ def _summarise(
     for j, job in enumerate(instance.jobs):
         k = job.iterations
         ends = iter_end[j, :k]
-        durations = np.diff(np.concatenate([[job.start], ends]))
+        durations = np.diff(np.concatenate([[job.start_s], ends]))
         it_std[j] = float(durations.std())
         comm[j] = float(np.mean(ends - comm_start[j, :k]))
         flows = slice(lay.job_flow_start[j], lay.job_flow_start[j + 1])

@@ -54,7 +54,7 @@ from optsched.solvers.result import SolveResult, Status, TerminationCondition
 __all__ = ["OBJECTIVE_NAME", "Packing", "build_model", "pack_exact", "solve"]
 
 #: The family's objective.
-OBJECTIVE_NAME = "weighted_completion"
+OBJECTIVE_NAME = "weighted-completion"
 
 Mode = Literal["completion", "packing"]
 

@@ -64,8 +64,8 @@ import numpy as np
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.online.oasis.engine import (
     OnlineRun,
-    Placement,
     SlotEngine,
+    SlotPlacement,
     check_work_mode,
 )
 from optsched.online.oasis.instance import OasisInstance
@@ -175,7 +175,7 @@ class FIFO:
 # ------------------------------------------------------------------------------------------
 
 
-def drf_allocation(engine: SlotEngine, t: int, jobs: Sequence[int]) -> dict[int, Placement]:
+def drf_allocation(engine: SlotEngine, t: int, jobs: Sequence[int]) -> dict[int, SlotPlacement]:
     """Dominant-resource fair allocation of slot ``t`` by progressive filling.
 
     One worker at a time (and one more PS whenever :math:`m(n)` grows) goes to the job with the
@@ -232,7 +232,7 @@ def drf_allocation(engine: SlotEngine, t: int, jobs: Sequence[int]) -> dict[int,
         if n[i] >= cap[i]:
             growing.discard(i)
     return {
-        i: Placement(tuple(sorted(wplace[i].items())), tuple(sorted(pplace[i].items())))
+        i: SlotPlacement(tuple(sorted(wplace[i].items())), tuple(sorted(pplace[i].items())))
         for i in jobs
         if n[i] > 0
     }
@@ -240,7 +240,7 @@ def drf_allocation(engine: SlotEngine, t: int, jobs: Sequence[int]) -> dict[int,
 
 class _DrfPolicy:
     def __init__(self) -> None:
-        self.plan: dict[int, Placement] = {}
+        self.plan: dict[int, SlotPlacement] = {}
 
     def admit(self, engine: SlotEngine, t: int, i: int) -> bool:
         return True
@@ -280,7 +280,7 @@ class _RrhPolicy:
         self.counts = counts
         self.alpha = alpha
         self.threshold = threshold
-        self.plan: dict[int, Placement] = {}
+        self.plan: dict[int, SlotPlacement] = {}
         self.dropped: set[int] = set()
 
     def _f(self, engine: SlotEngine, i: int, duration: int) -> float:
@@ -398,7 +398,7 @@ class _DormPolicy:
         self.time_limit = time_limit
         self.theta = theta
         self.adjustment = adjustment
-        self.plan: dict[int, Placement] = {}
+        self.plan: dict[int, SlotPlacement] = {}
         self.counts: dict[int, int] = {}
         self.stats: dict[str, float] = {
             "solves": 0,
@@ -423,8 +423,8 @@ class _DormPolicy:
                 engine.assign(i, t, p)
 
     def _solve(
-        self, engine: SlotEngine, t: int, jobs: list[int], drf: dict[int, Placement]
-    ) -> dict[int, Placement]:
+        self, engine: SlotEngine, t: int, jobs: list[int], drf: dict[int, SlotPlacement]
+    ) -> dict[int, SlotPlacement]:
         import pyomo.environ as pyo
 
         from optsched.solvers import solve
@@ -500,7 +500,7 @@ class _DormPolicy:
         # Place largest worker demands first (first-fit decreasing keeps fragmentation low); a
         # count that does not fit server by server shrinks to what does.
         order = sorted(jobs, key=lambda i: (-float(inst.worker_demand[i].sum()), i))
-        plan: dict[int, Placement] = {}
+        plan: dict[int, SlotPlacement] = {}
         for i in order:
             if counts[i] > 0:
                 p = engine.assign(i, t, counts[i])

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from optsched.errors import InvalidInstanceError, OptschedError
+from optsched.errors import CapacityExceededError, InvalidInstanceError
 from optsched.online.oasis.instance import OasisInstance, ceil_work
 from optsched.online.oasis.schedule import Schedule, build_schedule
 from optsched.tolerances import FIT_TOL, WORK_TOL
@@ -58,12 +58,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FIT_TOL",
     "WORK_MODES",
-    "CapacityExceededError",
     "ClusterState",
     "OnlineAlgorithm",
     "OnlineRun",
-    "Placement",
     "SlotEngine",
+    "SlotPlacement",
     "SlotPolicy",
     "WorkMode",
     "WorkUnits",
@@ -79,10 +78,6 @@ WORK_MODES: tuple[str, ...] = ("chunks", "worker-slots")
 # FIT_TOL (imported from optsched.tolerances, re-exported here): relative slack when deciding
 # whether one more worker or PS fits in a residual capacity; far below the validator's
 # CAPACITY_TOL, so whatever fits here also validates.
-
-
-class CapacityExceededError(OptschedError, RuntimeError):
-    """An algorithm tried to commit more than a server's capacity (a bug, never expected)."""
 
 
 def check_work_mode(work: str) -> WorkMode:
@@ -467,7 +462,7 @@ class OnlineAlgorithm(Protocol):
 
 
 @dataclass(frozen=True)
-class Placement:
+class SlotPlacement:
     """Explicit per-server counts for one job in one slot: ``[(server, n), ...]`` each."""
 
     workers: tuple[tuple[int, int], ...]
@@ -537,8 +532,8 @@ class SlotEngine:
         self.active: list[int] = []
         self.rejected: list[int] = []
         self.finished: dict[int, int] = {}
-        self.previous: dict[int, Placement] = {}
-        self.current: dict[int, Placement] = {}
+        self.previous: dict[int, SlotPlacement] = {}
+        self.current: dict[int, SlotPlacement] = {}
         self._workers: dict[int, list[tuple[int, int, int]]] = {}
         self._ps: dict[int, list[tuple[int, int, int]]] = {}
         self._worker_ptr = 0
@@ -572,7 +567,7 @@ class SlotEngine:
             n -= 1
         return n
 
-    def place_count(self, i: int, t: int, n: int, *, exact: bool = False) -> Placement | None:
+    def place_count(self, i: int, t: int, n: int, *, exact: bool = False) -> SlotPlacement | None:
         """Place up to ``n`` workers of job ``i`` round-robin, with the fewest PSs they need.
 
         The count shrinks until workers and PSs both fit (unless ``exact``); ``None`` when not
@@ -594,24 +589,24 @@ class SlotEngine:
             return None
         self._worker_ptr = (self._worker_ptr + n) % len(w_room)
         self._ps_ptr = (self._ps_ptr + int(u.ps_needed[n])) % len(p_room)
-        return Placement(tuple(wp), tuple(pp))
+        return SlotPlacement(tuple(wp), tuple(pp))
 
-    def fits(self, i: int, t: int, p: Placement) -> bool:
+    def fits(self, i: int, t: int, p: SlotPlacement) -> bool:
         """Whether placement ``p`` of job ``i`` fits in slot ``t`` now."""
         w_room = self.state.worker_room(i, t)
         p_room = self.state.ps_room(i, t)
         return all(n <= w_room[h] for h, n in p.workers) and all(m <= p_room[k] for k, m in p.ps)
 
     def assign(
-        self, i: int, t: int, request: Placement | int, *, exact: bool = False
-    ) -> Placement | None:
+        self, i: int, t: int, request: SlotPlacement | int, *, exact: bool = False
+    ) -> SlotPlacement | None:
         """Give job ``i`` resources in slot ``t`` and commit them.
 
         Parameters
         ----------
         i, t : int
             Job and slot.
-        request : Placement or int
+        request : SlotPlacement or int
             An explicit placement (used as given if it fits, else nothing is assigned), or a
             worker count placed round-robin (shrunk to what fits unless ``exact``).
         exact : bool
@@ -619,13 +614,13 @@ class SlotEngine:
 
         Returns
         -------
-        Placement or None
+        SlotPlacement or None
             What was committed (trimmed to the work the job still needs), or ``None``.
         """
         if i not in self.active or i in self.current:
             return None
-        if isinstance(request, Placement):
-            p: Placement | None = request if self.fits(i, t, request) else None
+        if isinstance(request, SlotPlacement):
+            p: SlotPlacement | None = request if self.fits(i, t, request) else None
         else:
             p = self.place_count(i, t, int(request), exact=exact)
         if p is None or p.n_workers == 0:
@@ -639,7 +634,7 @@ class SlotEngine:
         self.done[i] = min(u.demand, self.done[i] + int(u.per_workers[p.n_workers]))
         return p
 
-    def _trim(self, i: int, p: Placement) -> Placement:
+    def _trim(self, i: int, p: SlotPlacement) -> SlotPlacement:
         """Drop workers (and then PSs) a job does not need in its last slot."""
         u = self.units[i]
         need = u.workers_for(self.remaining(i))
@@ -665,7 +660,7 @@ class SlotEngine:
             ps[-1] = (k, c - take)
             if ps[-1][1] == 0:
                 ps.pop()
-        return Placement(tuple(workers), tuple(ps))
+        return SlotPlacement(tuple(workers), tuple(ps))
 
     def run(self, policy: SlotPolicy, name: str) -> OnlineRun:
         """Simulate every slot and return the run (unfinished jobs count as rejected)."""

@@ -69,7 +69,7 @@ def generate_instance(
     arrival_window: float = 0.5,
     priority: tuple[float, float] = (1.0, 100.0),
     mix: tuple[float, float, float] = (0.10, 0.55, 0.35),
-    slot_seconds: float = 3600.0,
+    slot_s: float = 3600.0,
 ) -> OasisInstance:
     r"""Draw a reproducible OASiS instance.
 
@@ -91,7 +91,7 @@ def generate_instance(
         Range of :math:`\gamma_1` (Fig. 5 uses [1,100], [25,100], [50,100], [75,100]).
     mix : (float, float, float)
         Shares of time-insensitive, time-sensitive and time-critical jobs.
-    slot_seconds : float
+    slot_s : float
         Slot length (the paper suggests an hour).
 
     Returns
@@ -169,7 +169,7 @@ def generate_instance(
                 "epochs": _count(rng, 50, 200, scale),
                 "chunks": _count(rng, 5, 100, scale),
                 "minibatches": _count(rng, 10, 100, scale),
-                "minibatch_seconds": float(rng.uniform(0.001, 0.1) * slot_seconds),
+                "minibatch_s": float(rng.uniform(0.001, 0.1) * slot_s),
                 "gradient_mb": float(rng.uniform(30, 575)),
                 "worker_demand": {
                     "gpu": float(rng.integers(0, 5)),
@@ -193,7 +193,7 @@ def generate_instance(
     return OasisInstance.model_validate(
         {
             "horizon": horizon,
-            "slot_seconds": slot_seconds,
+            "slot_s": slot_s,
             "resources": list(RESOURCES),
             "worker_servers": workers,
             "ps_servers": pss,

@@ -12,8 +12,8 @@ Units
 ===================== ======================= ==========================================
 field                 unit                    meaning
 ===================== ======================= ==========================================
-``slot_seconds``      s                       length of one slot
-``minibatch_seconds`` s                       :math:`\tau_i`, gradient computation of one minibatch
+``slot_s``            s                       length of one slot
+``minibatch_s``       s                       :math:`\tau_i`, gradient computation of one minibatch
 ``gradient_mb``       MB (:math:`10^6` bytes) :math:`e_i`, gradients pushed = parameters pulled
 ``bandwidth``         Gbit/s                  the resource named ``bandwidth``: :math:`b_i` per
                                               worker, :math:`B_i` per PS, NIC capacity per server
@@ -102,7 +102,7 @@ class Job(Frozen):
     epochs: PosInt = Field(description="E_i: training epochs.")
     chunks: PosInt = Field(description="N_i: data chunks; also the cap on concurrent workers.")
     minibatches: PosInt = Field(description="M_i: minibatches per chunk.")
-    minibatch_seconds: NonNegFloat = Field(description="tau_i: compute time of one minibatch (s).")
+    minibatch_s: NonNegFloat = Field(description="tau_i: compute time of one minibatch (s).")
     gradient_mb: NonNegFloat = Field(description="e_i: gradient (= parameter) size in MB.")
     worker_demand: dict[str, NonNegFloat] = Field(
         description="Demand of one worker per resource; 'bandwidth' is b_i (Gbit/s)."
@@ -122,14 +122,14 @@ class Job(Frozen):
         """Bandwidth reserved per PS, :math:`B_i` (Gbit/s)."""
         return self.ps_demand.get(BANDWIDTH, 0.0)
 
-    def minibatch_slots(self, slot_seconds: float) -> float:
+    def minibatch_slots(self, slot_s: float) -> float:
         r"""Time of one minibatch in slots: :math:`(\tau_i + 2 e_i / b_i)/\text{slot}`."""
         comm = 2.0 * self.gradient_mb * 8.0 / (1000.0 * self.b)  # MB -> Mbit, Gbit/s -> Mbit/s
-        return (self.minibatch_seconds + comm) / slot_seconds
+        return (self.minibatch_s + comm) / slot_s
 
-    def work_per_chunk(self, slot_seconds: float) -> float:
+    def work_per_chunk(self, slot_s: float) -> float:
         r"""Worker-slots one chunk-epoch needs, :math:`w_i = M_i(\tau_i + 2e_i/b_i)`."""
-        return self.minibatches * self.minibatch_slots(slot_seconds)
+        return self.minibatches * self.minibatch_slots(slot_s)
 
     @property
     def chunk_epochs(self) -> int:
@@ -148,7 +148,7 @@ class OasisInstance(Frozen):
     ----------
     horizon : int
         :math:`T`: slots ``0..T-1``.
-    slot_seconds : float
+    slot_s : float
         Slot length in seconds.
     resources : tuple of str
         Resource names; must include ``"bandwidth"``.
@@ -160,7 +160,7 @@ class OasisInstance(Frozen):
 
     kind: Literal["oasis-instance"] = "oasis-instance"
     horizon: PosInt
-    slot_seconds: Annotated[float, Field(gt=0, le=MAX_VALUE, allow_inf_nan=False)] = 3600.0
+    slot_s: Annotated[float, Field(gt=0, le=MAX_VALUE, allow_inf_nan=False)] = 3600.0
     resources: tuple[str, ...] = Field(min_length=1)
     worker_servers: tuple[Server, ...] = Field(min_length=1)
     ps_servers: tuple[Server, ...] = Field(min_length=1)
@@ -240,7 +240,7 @@ class OasisInstance(Frozen):
         """Every derived figure of a job is finite, and the job fits on some server."""
         where = f"jobs[{i}]"
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            per_minibatch = job.minibatch_slots(self.slot_seconds)
+            per_minibatch = job.minibatch_slots(self.slot_s)
             total = job.chunk_epochs * job.minibatches * per_minibatch
         if not math.isfinite(per_minibatch):
             comm_seconds = 2.0 * job.gradient_mb * 8.0 / (1000.0 * job.b)
@@ -251,13 +251,13 @@ class OasisInstance(Frozen):
                     f"(gradient_mb = {job.gradient_mb})",
                 )
             raise InvalidInstanceError(
-                "slot_seconds",
-                f"{self.slot_seconds} s makes {where}'s minibatch time in slots overflow",
+                "slot_s",
+                f"{self.slot_s} s makes {where}'s minibatch time in slots overflow",
             )
         if not math.isfinite(total):
             raise InvalidInstanceError(
                 f"{where}.epochs",
-                f"the job's work E*N*M*(tau + 2e/b)/slot_seconds overflows "
+                f"the job's work E*N*M*(tau + 2e/b)/slot_s overflows "
                 f"(epochs = {job.epochs}, chunks = {job.chunks}, minibatches = "
                 f"{job.minibatches})",
             )
@@ -334,7 +334,7 @@ class OasisInstance(Frozen):
     @cached_property
     def work_per_chunk(self) -> np.ndarray:
         """Worker-slots per chunk-epoch :math:`w_i`, shape (I,)."""
-        return np.array([j.work_per_chunk(self.slot_seconds) for j in self.jobs], dtype=np.float64)
+        return np.array([j.work_per_chunk(self.slot_s) for j in self.jobs], dtype=np.float64)
 
     @cached_property
     def total_work(self) -> np.ndarray:
@@ -369,7 +369,7 @@ class OasisInstance(Frozen):
         """One row per job, with its derived work.
 
         Columns: ``job``, ``arrival``, ``epochs``, ``chunks``, ``minibatches``,
-        ``minibatch_seconds``, ``gradient_mb``, ``work_per_chunk`` and ``total_work``
+        ``minibatch_s``, ``gradient_mb``, ``work_per_chunk`` and ``total_work``
         (worker-slots), ``utility`` (its kind) and ``max_utility``.
         """
         import pandas as pd
@@ -380,7 +380,7 @@ class OasisInstance(Frozen):
             "epochs",
             "chunks",
             "minibatches",
-            "minibatch_seconds",
+            "minibatch_s",
             "gradient_mb",
             "work_per_chunk",
             "total_work",
@@ -394,7 +394,7 @@ class OasisInstance(Frozen):
                 job.epochs,
                 job.chunks,
                 job.minibatches,
-                job.minibatch_seconds,
+                job.minibatch_s,
                 job.gradient_mb,
                 float(self.work_per_chunk[i]),
                 float(self.total_work[i]),

@@ -78,14 +78,14 @@ CONSTRAINT_NAMES = (
 )
 
 #: The objective's name in :class:`~optsched.results.ExactResult`.
-OBJECTIVE_NAME = "total_utility"
+OBJECTIVE_NAME = "total-utility"
 
 
 def can_complete(instance: OasisInstance, i: int) -> bool:
     r"""Whether job ``i`` can possibly receive its work :math:`W_i` before the horizon.
 
     At most :math:`\min(N_i, \sum_h \text{max\_workers}(i, h))` workers run per slot for
-    :math:`T - a_i` slots; a job needing more worker-slots (e.g. because ``slot_seconds`` is so
+    :math:`T - a_i` slots; a job needing more worker-slots (e.g. because ``slot_s`` is so
     short that one minibatch spans millions of slots) can never be admitted. Fixing its
     :math:`x_i = 0` cuts no feasible point and keeps huge coefficients out of the model.
     """
@@ -396,10 +396,10 @@ def solve(
     -------
     ExactResult of Schedule
         ``objective`` is the schedule's total utility, recomputed by the independent validator
-        (``objective_name`` ``"total_utility"``, ``sense`` ``"max"``); ``bound`` the best
+        (``objective_name`` ``"total-utility"``, ``sense`` ``"max"``); ``bound`` the best
         proven upper bound on the optimum. ``extra["never_completable"]`` names the jobs that
         no schedule can finish within the horizon (see :func:`can_complete`; e.g. every job
-        when ``slot_seconds`` is far shorter than one minibatch), which are rejected.
+        when ``slot_s`` is far shorter than one minibatch), which are rejected.
 
     Raises
     ------

@@ -791,7 +791,7 @@ def best_schedule_reference(
     a, T, N = job.arrival, instance.horizon, job.chunks
     H, K = len(instance.worker_servers), len(instance.ps_servers)
     R = len(instance.resources)
-    w = job.work_per_chunk(instance.slot_seconds)
+    w = job.work_per_chunk(instance.slot_s)
     wd = [job.worker_demand.get(r, 0.0) for r in instance.resources]
     sd = [job.ps_demand.get(r, 0.0) for r in instance.resources]
     if mode == "chunks":

@@ -278,9 +278,9 @@ def _prices(used: np.ndarray, capacity: np.ndarray, upper: np.ndarray, lower: fl
 # ------------------------------------------------------------------------------------------
 
 
-def _job_figures(job: Job, slot_seconds: float, horizon: int) -> tuple[float, float, int, float]:
+def _job_figures(job: Job, slot_s: float, horizon: int) -> tuple[float, float, int, float]:
     """(best utility, utility at the horizon, ceil(W), shortest duration) of one job."""
-    w = job.work_per_chunk(slot_seconds)
+    w = job.work_per_chunk(slot_s)
     shortest = max(1, ceil_work(job.epochs * w))
     W = max(1, ceil_work(job.chunk_epochs * w))
     best = job.utility(float(shortest))
@@ -337,7 +337,7 @@ def estimate_prices(
     eta_w = 1.0
     eta_p = 1.0
     for job in pool:
-        best, latest, W, _ = _job_figures(job, instance.slot_seconds, T)
+        best, latest, W, _ = _job_figures(job, instance.slot_s, T)
         wd = np.array([job.worker_demand.get(r, 0.0) for r in res])
         sd = np.array([job.ps_demand.get(r, 0.0) for r in res])
         pos = wd > 0

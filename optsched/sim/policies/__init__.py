@@ -11,10 +11,12 @@ name                 policy
 ``tiresias-las``     Tiresias discretized 2D-LAS (:class:`Tiresias`)
 ``tiresias-gittins`` Tiresias discretized 2D-Gittins
 ``gandiva``          Gandiva time slicing, packing, migration (:class:`Gandiva`)
+``gandiva-fair``     user fair share: stride, trading (:class:`GandivaFair`)
 ``optimus``          marginal-gain GPU counts (:class:`Optimus`)
 ==================== ===========================================================
 
-Every name but ``gandiva`` also has a heterogeneity-aware ``-perf`` variant (``srtf-perf``).
+Every name but ``gandiva`` and ``gandiva-fair`` also has a heterogeneity-aware ``-perf`` variant
+(``srtf-perf``).
 The allocation LPs of :mod:`optsched.allocation.gavel` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
@@ -38,6 +40,7 @@ from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
+from optsched.sim.policies.gandiva_fair import GandivaFair
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.themis import Themis
@@ -56,6 +59,7 @@ __all__ = [
     "AonlinePolicy",
     "Chronus",
     "Gandiva",
+    "GandivaFair",
     "Optimus",
     "OrderPolicy",
     "PackedAllocationLP",
@@ -80,6 +84,7 @@ POLICIES: tuple[str, ...] = (
     *_BASE,
     *(f"{name}-perf" for name in _BASE),
     "gandiva",
+    "gandiva-fair",
     *LP_POLICIES,
     "optimus",
     "aonline",
@@ -102,6 +107,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name == "gandiva-fair":
+        return GandivaFair()
     if name.endswith("-packed") and name in LP_POLICIES:
         return PackedAllocationLP(name)
     if name in ("aonline", "aonline-strict"):

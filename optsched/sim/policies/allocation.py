@@ -9,9 +9,13 @@ HiGHS, warm-started from the previous round's basis). The time fractions :math:`
 carried out by the simulator's round mechanism (:func:`~optsched.sim.carry_out`: priority
 :math:`X_{mj}` over the share of rounds received on type :math:`j`).
 
-A round whose LP is not proven optimal raises :class:`~optsched.errors.NotOptimalError`: the
-simulation stops rather than run an allocation nobody checked. Every solve's status, objective
-and time is kept in :attr:`AllocationLP.solves`.
+A round whose LP is not proven optimal is carried out only when it stopped within
+:data:`~optsched.tolerances.ROUND_LP_GAP` of the optimum (its gap is recorded in
+:attr:`AllocationLP.solves` and in the run's ``SimResult.extra["round_lp_gaps"]``); further
+from optimal it raises :class:`~optsched.errors.RoundNotOptimalError` (a
+:class:`~optsched.errors.NotOptimalError`): the simulation stops rather than run an allocation
+nobody checked. Every solve's status, objective, gap and time is kept in
+:attr:`AllocationLP.solves`.
 
 The cost policies with deadlines (``min-cost-slo``, ``min-cost-slo-perf``) read each job's
 deadline from the trace (:attr:`SimJob.deadline`, absolute) as the seconds left to it; a job
@@ -34,6 +38,7 @@ previous round).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -44,10 +49,16 @@ from optsched.allocation.gavel import POLICIES as LP_POLICIES
 from optsched.allocation.gavel import AllocationInstance, AllocationJob, PairThroughput, solve
 from optsched.allocation.gavel.prices import GPU_PRICES_PER_HOUR
 from optsched.allocation.gavel.shares import isolated_throughput
-from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.errors import InvalidInstanceError, NotOptimalError, RoundNotOptimalError
 from optsched.results import ExactResult
-from optsched.sim.policy import FractionalAllocation, JobState, Policy, SimState
+from optsched.sim.policy import (
+    FractionalAllocation,
+    JobState,
+    Policy,
+    SimState,
+)
 from optsched.solvers.result import Status
+from optsched.tolerances import ROUND_LP_GAP
 
 if TYPE_CHECKING:
     from optsched.sim.world import World
@@ -134,14 +145,14 @@ def allocation_jobs(
     positive rate there for its whole gang, and as many GPUs of the type as its gang) becomes
     one job with
 
-    * ``throughput``: its rate on each type for its whole gang (steps/s);
+    * ``throughput_steps_per_s``: its rate on each type for its whole gang (steps/s);
     * ``scale_factor``: its gang size; ``weight``: its weight;
     * ``steps_remaining``: :math:`\max(W - \text{done}, 0)`;
-    * ``time_since_start``: seconds since its arrival;
-    * ``isolated_time``: the history :math:`h_m` of ``isolated``, updated with its progress
+    * ``time_since_start_s``: seconds since its arrival;
+    * ``isolated_time_s``: the history :math:`h_m` of ``isolated``, updated with its progress
       (module notes);
     * ``job_type``: ``job_type(state, s)`` when given (the packed LPs' co-location class);
-    * ``time_to_deadline``: with ``deadlines``, the seconds left to its deadline, ``None`` when
+    * ``time_to_deadline_s``: with ``deadlines``, the seconds left to its deadline, ``None`` when
       it has passed (a missed deadline cannot be met whatever the round does).
 
     A job that can run nowhere is left out (the round has nothing to give it) and its history
@@ -164,14 +175,14 @@ def allocation_jobs(
         jobs.append(
             AllocationJob(
                 job_id=job_id,
-                throughput=rates,
+                throughput_steps_per_s=rates,
                 scale_factor=s.job.num_gpus,
                 weight=s.job.weight,
                 steps_remaining=left,
-                time_since_start=max(state.now - s.job.arrival, 0.0),
-                isolated_time=history,
+                time_since_start_s=max(state.now - s.job.arrival, 0.0),
+                isolated_time_s=history,
                 job_type=None if job_type is None else job_type(state, s),
-                time_to_deadline=due if deadlines and due > 0 else None,
+                time_to_deadline_s=due if deadlines and due > 0 else None,
             )
         )
     return RoundJobs(types, capacity, tuple(states), tuple(jobs))
@@ -201,6 +212,32 @@ class RoundSolve:
     lp_solves: int
     policy: str = ""
     """The policy actually solved (the deadline-free fallback after an infeasible SLO round)."""
+    gap: float | None = None
+    """Relative gap of the allocation carried out (0 when proven optimal)."""
+
+
+def accept_round(result: ExactResult[Any]) -> ExactResult[Any]:
+    """``result`` if optimal or feasible within :data:`~optsched.tolerances.ROUND_LP_GAP`.
+
+    Raises
+    ------
+    RoundNotOptimalError
+        Further from optimal (or no allocation): the run stops, with a JSON-safe result.
+    """
+    if result.optimal:
+        return result
+    gap = result.gap
+    if result.solution is not None and gap is not None and gap <= ROUND_LP_GAP:
+        return result
+    shown = "unknown" if gap is None else f"{gap:.3g}"
+    safe = dataclasses.replace(result, extra={k: v for k, v in result.extra.items() if k != "lp"})
+    raise RoundNotOptimalError(
+        safe,
+        f"a round's {result.objective_name} allocation LP stopped with status "
+        f"{result.status.value!r} at gap {shown}, beyond the simulator's tolerance "
+        f"ROUND_LP_GAP = {ROUND_LP_GAP:g} (optsched.tolerances); choose another policy "
+        "(--policy/--policies) or another round length (--round-seconds)",
+    )
 
 
 class AllocationLP(Policy):
@@ -225,6 +262,9 @@ class AllocationLP(Policy):
         ``infeasible``) and re-solves the round without deadlines, recorded too with its
         ``policy``; ``"raise"`` stops the simulation with the infeasible result.
     """
+
+    #: carried out by :func:`~optsched.sim.carry_out`, which gives leftover GPUs to zero shares
+    work_conserving = True
 
     def __init__(
         self,
@@ -254,6 +294,15 @@ class AllocationLP(Policy):
         self.solves: list[RoundSolve] = []
         self._warm: Any = None
         self._isolated = IsolatedTime()
+
+    def run_facts(self) -> dict[str, Any]:
+        """The rounds carried out short of proven optimality, with their gaps (module notes)."""
+        short = [
+            {"now": s.now, "gap": s.gap, "status": s.status}
+            for s in self.solves
+            if s.gap is not None and s.status == "feasible"
+        ]
+        return {"round_lp_gap_tolerance": ROUND_LP_GAP, "round_lp_gaps": short}
 
     def reset(self, world: World) -> None:
         """Forget the previous run (solves, warm start, isolated-share history)."""
@@ -316,7 +365,9 @@ class AllocationLP(Policy):
         start = time.perf_counter()
         policy = self.policy
         try:
-            result = solve(instance, policy, warm_start=self._warm)
+            result = accept_round(
+                solve(instance, policy, warm_start=self._warm, accept_feasible=True)
+            )
         except NotOptimalError as err:
             slo = LP_POLICIES[policy][0] == "min-cost-slo"
             status = err.result.status
@@ -336,7 +387,7 @@ class AllocationLP(Policy):
             )
             start = time.perf_counter()
             policy = policy.replace("min-cost-slo", "min-cost")
-            result = solve(instance, policy)
+            result = accept_round(solve(instance, policy, accept_feasible=True))
         self.solves.append(
             RoundSolve(
                 now=state.now,
@@ -347,6 +398,7 @@ class AllocationLP(Policy):
                 seconds=time.perf_counter() - start,
                 lp_solves=int(result.extra.get("lp_solves", 0)),
                 policy=policy,
+                gap=result.gap,
             )
         )
         self._warm = result.extra.get("lp")

@@ -50,7 +50,7 @@ from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
+from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 
 __all__ = ["AlloX", "allox_sequences"]
@@ -160,7 +160,7 @@ class AlloX(Policy):
         if reason is not None:
             raise InvalidInstanceError(f"jobs[{_first_gang(world)}].num_gpus", reason)
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Match the queue to the GPUs no running job holds; start each GPU's first job."""
         names = state.world.cluster.names
         free = {t: state.capacity(t) for t in names}
@@ -172,11 +172,11 @@ class AlloX(Policy):
         )
         n_free = sum(free.values())
         if not queue or n_free <= 0:
-            return Allocation(keep_running=True)
+            return PolicyDecision(keep_running=True)
         take = min(len(queue), max(math.ceil(self.alpha * len(queue)), n_free))
         candidates = [s for s in queue[:take] if _runs_somewhere(state, s, names, free)]
         if not candidates:
-            return Allocation(keep_running=True)
+            return PolicyDecision(keep_running=True)
         times = np.array([[_seconds(state, s, t) for t in names] for s in candidates])
         sequences, _ = allox_sequences(times, [free[t] for t in names])
         grants = [
@@ -185,7 +185,7 @@ class AlloX(Policy):
             for seq in per_gpu
             if seq
         ]
-        return Allocation(grants=tuple(grants), keep_running=True)
+        return PolicyDecision(grants=tuple(grants), keep_running=True)
 
 
 def _first_gang(world: World) -> int | None:

@@ -6,13 +6,13 @@ that the model sees (queued jobs, free GPUs), so deciding more often would repea
 decision; deciding less often (rounds) leaves freed GPUs idle until the round ends.
 
 **What it decides.** Jobs that hold GPUs keep them (no preemption, no migration:
-:attr:`Allocation.keep_running <optsched.sim.Allocation.keep_running>`); the queued jobs form an
+:attr:`~optsched.sim.PolicyDecision.keep_running`); the queued jobs form an
 :class:`~optsched.allocation.andreas.AndreasInstance` over the GPUs still free, and the randomised
 greedy
 with restarts (:class:`~optsched.allocation.andreas.RandomizedGreedy`, ANDREAS's own mechanism)
 chooses, for
 each, a (GPU type, GPU count) or to wait. Each run is granted on exactly the servers the plan
-chose (an explicit :class:`~optsched.sim.Placement`).
+chose (an explicit :class:`~optsched.sim.GrantPlacement`).
 
 The instance, from the simulation state:
 
@@ -23,7 +23,7 @@ The instance, from the simulation state:
   metric, which must not guess, reports NaN there);
 * per queued job, a configuration per GPU type where it has a positive rate and its gang fits the
   empty cluster (on one server, or on whole servers): the predicted runtime is its remaining
-  steps over the throughput table's rate on that many GPUs, plus ``restore_seconds`` when it
+  steps over the throughput table's rate on that many GPUs, plus ``restore_s`` when it
   has run before; one configuration per GPU count from the job's ``min_gpus`` to its
   ``max_gpus`` (its own gang size alone unless the world is elastic,
   :meth:`World.elastic <optsched.sim.World.elastic>`), granted with ``Grant.num_gpus``;
@@ -58,7 +58,7 @@ from optsched.allocation.andreas import (
 )
 from optsched.errors import InvalidInstanceError
 from optsched.power import gpu_power
-from optsched.sim.policy import Allocation, Grant, Placement, Policy, SimState
+from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 from optsched.tolerances import TIME_TOL
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class Andreas(Policy):
                 NodeType(
                     name=t.name,
                     gpu_type=t.name,
-                    gpus_per_node=t.gpus_per_server,
+                    gpus_per_server=t.gpus_per_server,
                     nodes=t.num_servers,
                     power_watts=self.watts(t.name),
                     unavailable=unavailable if any(unavailable) else (),
@@ -198,7 +198,7 @@ class Andreas(Policy):
             if s.placement is not None:
                 continue
             job = s.job
-            restore = world.restore_seconds if s.executed_seconds > 0 else 0.0
+            restore = world.restore_s if s.executed_seconds > 0 else 0.0
             configs = []
             for t in world.cluster.gpu_types:
                 for g in range(job.min_gpus, job.max_gpus + 1):  # at most the largest type's count
@@ -208,7 +208,7 @@ class Andreas(Policy):
                     if rate > 0:
                         # a job within TIME_TOL of its end still needs a positive runtime
                         runtime = max(restore + s.remaining / rate, TIME_TOL)
-                        configs.append(Configuration(node_type=t.name, gpus=g, runtime=runtime))
+                        configs.append(Configuration(node_type=t.name, gpus=g, runtime_s=runtime))
             if not configs:
                 outside.append(job.job_id)
                 continue
@@ -223,22 +223,22 @@ class Andreas(Policy):
             jobs.append(
                 AndreasJob(
                     job_id=job.job_id,
-                    due=None if due is None else max(due, 0.0),
+                    due_s=None if due is None else max(due, 0.0),
                     weight=job.weight * self.tardiness_cost,
                     configurations=tuple(configs),
                 )
             )
         inst = AndreasInstance(
-            now=state.now,
-            period=self.period,
-            energy_price=self.energy_price,
+            now_s=state.now,
+            period_s=self.period,
+            energy_price_per_kwh=self.energy_price,
             postponed_energy="min",
             node_types=tuple(node_types),
             jobs=tuple(jobs),
         )
         return inst, outside
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Run the greedy on the queued jobs; grant the chosen runs on their servers."""
         start = time.perf_counter()
         inst, outside = self.instance(state)
@@ -250,21 +250,24 @@ class Andreas(Policy):
             report.raise_if_invalid()  # a plan the model rejects is never carried out
             cost = float(report.objective or 0.0)
             for a in run.plan.assignments:
-                size = inst.node_type(a.node_type).gpus_per_node
+                size = inst.node_type(a.node_type).gpus_per_server
                 per = a.gpus if a.gpus <= size else size
                 grants.append(
                     Grant(
                         job=a.job,
                         gpu_type=a.node_type,
-                        placement=Placement(a.node_type, tuple((n, per) for n in sorted(a.nodes))),
+                        placement=GrantPlacement(
+                            a.node_type, tuple((n, per) for n in sorted(a.nodes))
+                        ),
                         num_gpus=a.gpus,
                     )
                 )
         for job_id in outside:
             s = next(x for x in state.active if x.job_id == job_id)
-            rates = {t: state.rate(s, t) for t in state.world.cluster.names}
-            best = max(rates, key=lambda t: rates[t])
-            if rates[best] > 0:
+            # only types that hold the whole gang and run it (ties: the canonical type order)
+            rates = {t: state.rate(s, t) for t in state.world.runnable_types(s.job)}
+            if rates:
+                best = max(rates, key=lambda t: rates[t])
                 grants.append(Grant(job=job_id, gpu_type=best))
         self.decisions.append(
             AndreasDecision(
@@ -275,7 +278,7 @@ class Andreas(Policy):
                 seconds=time.perf_counter() - start,
             )
         )
-        return Allocation(grants=tuple(grants), keep_running=True)
+        return PolicyDecision(grants=tuple(grants), keep_running=True)
 
 
 def _fits_empty(gpus: int, size: int, gpu_type: GpuType) -> bool:

@@ -16,7 +16,7 @@ is :math:`\lceil R / u \rceil` units, its rate on type :math:`g` on one server
 :math:`\lfloor \rho_g L / u \rfloor` and spread :math:`\lfloor \tilde\rho_g L / u \rfloor`
 (:meth:`World.rate <optsched.sim.World.rate>` with ``consolidated`` true or false). Rounding
 down rates and up work makes the plan conservative: a chosen job finishes within its interval
-in the simulator too, unless preemption costs (``restore_seconds``) eat into its rounds; then it
+in the simulator too, unless preemption costs (``restore_s``) eat into its rounds; then it
 is simply pending at the next boundary.
 
 Every packing step is kept in :attr:`AonlinePolicy.packings` (round, interval, pending and
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from optsched.errors import InvalidInstanceError
 from optsched.limits import check_size
 from optsched.online.aonline import AonlineInstance, AonlineJob, GpuPool, pack_primal_dual
-from optsched.sim.policy import Allocation, Grant, Placement, Policy, SimState
+from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 from optsched.tolerances import TIME_TOL, WORK_TOL
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class AonlinePolicy(Policy):
         self.backfill = bool(backfill)
         self.name = "aonline" if self.backfill else "aonline-strict"
         self.packings: list[PackingStep] = []
-        self._plan: dict[int, dict[str, Placement]] = {}
+        self._plan: dict[int, dict[str, GrantPlacement]] = {}
         self._end = 0
 
     def reset(self, world: World) -> None:
@@ -105,7 +105,7 @@ class AonlinePolicy(Policy):
         self._plan = {}
         self._end = 0
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Pack at an interval's first decision point, then carry out the plan's round."""
         if state.round_seconds is None:
             raise InvalidInstanceError(
@@ -126,10 +126,10 @@ class AonlinePolicy(Policy):
         ]
         if self.backfill:
             grants.extend(self._backfill(state, [g for g in grants], planned))
-        return Allocation(grants=tuple(grants))
+        return PolicyDecision(grants=tuple(grants))
 
     def _backfill(
-        self, state: SimState, grants: list[Grant], planned: dict[str, Placement]
+        self, state: SimState, grants: list[Grant], planned: dict[str, GrantPlacement]
     ) -> list[Grant]:
         """Grants for unplanned jobs on the GPUs the plan leaves free (by count)."""
         world = state.world
@@ -156,7 +156,7 @@ class AonlinePolicy(Policy):
 
     def _pack(
         self, state: SimState, k: int, length: int, L: float
-    ) -> dict[int, dict[str, Placement]]:
+    ) -> dict[int, dict[str, GrantPlacement]]:
         world = state.world
         active = list(state.active)
         if not active:
@@ -205,11 +205,13 @@ class AonlinePolicy(Policy):
             return {}
         instance = AonlineInstance(pools=pools, jobs=tuple(jobs))
         result = pack_primal_dual(instance, list(range(len(jobs))), 0, length)
-        plan: dict[int, dict[str, Placement]] = {}
+        plan: dict[int, dict[str, GrantPlacement]] = {}
         if result is not None:
             for r in result.runs:
                 jid = members[r.job]
-                plan.setdefault(k + r.slot, {})[jid] = Placement(r.pool, tuple(sorted(r.servers)))
+                plan.setdefault(k + r.slot, {})[jid] = GrantPlacement(
+                    r.pool, tuple(sorted(r.servers))
+                )
         self.packings.append(
             PackingStep(
                 round=k,

@@ -16,7 +16,9 @@ Each orders the active jobs and grants them GPUs down that order (:func:`greedy_
 
 Ties break by arrival, then job position. **GPU types.** The heterogeneity-*agnostic* variant
 (default) treats GPUs as interchangeable: a job keeps the type it runs on if that still has
-room, else takes the first type in the cluster's order with room. The *aware* variant
+room, else takes the first type in the cluster's canonical order with room (see
+:class:`~optsched.sim.World`). Neither variant counts a type on which the job's rate is 0 or
+missing as room for it. The *aware* variant
 (``aware=True``, names ending in ``-perf``) takes the type on which the job is fastest among
 those with room (its current type on ties). All are event-driven (decide at arrivals and
 completions) unless given ``round_seconds``.
@@ -28,7 +30,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from optsched.sim.policy import Allocation, Consolidation, Grant, JobState, Policy, SimState
+from optsched.sim.policy import Consolidation, Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 
 __all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_allocation"]
@@ -48,7 +50,7 @@ def greedy_allocation(
     aware: bool = False,
     blocking: bool = False,
     wake_at: float | None = None,
-) -> Allocation:
+) -> PolicyDecision:
     """Grant ``order`` its GPUs greedily by count (see the module notes for the type choice).
 
     Complexity: :math:`O(A K)` for :math:`A` jobs and :math:`K` GPU types.
@@ -58,9 +60,8 @@ def greedy_allocation(
     grants: list[Grant] = []
     for s in order:
         n = s.job.num_gpus
-        room = [t for t in names if free[t] >= n]
-        if aware:
-            room = [t for t in room if state.rate(s, t) > 0]
+        # a type where the job's rate is 0 is no room for it (it would hold GPUs forever)
+        room = [t for t in names if free[t] >= n and state.rate(s, t) > 0]
         if not room:
             if blocking:
                 break
@@ -72,7 +73,7 @@ def greedy_allocation(
             best = current if current in room else room[0]
         free[best] -= n
         grants.append(Grant(job=s.job_id, gpu_type=best))
-    return Allocation(grants=tuple(grants), blocking=blocking, wake_at=wake_at)
+    return PolicyDecision(grants=tuple(grants), blocking=blocking, wake_at=wake_at)
 
 
 class WaitQueue:
@@ -132,9 +133,8 @@ def _choose_type(
     state: SimState, s: JobState, free: dict[str, int], names: list[str], aware: bool
 ) -> str | None:
     n = s.job.num_gpus
-    room = [t for t in names if free[t] >= n]
-    if aware:
-        room = [t for t in room if state.rate(s, t) > 0]
+    # a type where the job's rate is 0 is no room for it (it would hold GPUs forever)
+    room = [t for t in names if free[t] >= n and state.rate(s, t) > 0]
     if not room:
         return None
     current = s.placement.gpu_type if s.placement is not None else None
@@ -182,6 +182,9 @@ class OrderPolicy(Policy):
     base_name = "order"
     blocking = False
     preemptive = True
+    # greedy by count down the whole order, skipping what does not fit: nothing that fits waits
+    # (strict FIFO, which blocks, says otherwise)
+    work_conserving = True
 
     def __init__(
         self,
@@ -235,7 +238,7 @@ class OrderPolicy(Policy):
     def _grant(self, s: JobState, gpu_type: str) -> Grant:
         return Grant(job=s.job_id, gpu_type=gpu_type, consolidate=self.consolidation(s))
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Grant in key order: the best job that still fits, until nothing fits."""
         if self.reference:
             return self._allocate_reference(state)
@@ -302,7 +305,7 @@ class OrderPolicy(Policy):
                 break
             n = s.job.num_gpus
             if single is not None:
-                fits = free[single] >= n and (not aware or state.rate(s, single) > 0)
+                fits = free[single] >= n and state.rate(s, single) > 0
                 t = single if fits else None
             else:
                 t = _choose_type(state, s, free, names, aware)
@@ -330,14 +333,14 @@ class OrderPolicy(Policy):
         grants = tuple(self._grant(granted[k], chosen[k]) for k in picks)
         # the engine keeps every running job under keep_running: only the others may fail
         self._pending = [granted[k] for k in picks]
-        return Allocation(
+        return PolicyDecision(
             grants=grants,
             blocking=blocking,
             wake_at=self.wake(state, granted),
             keep_running=keep,
         )
 
-    def _allocate_reference(self, state: SimState) -> Allocation:
+    def _allocate_reference(self, state: SimState) -> PolicyDecision:
         """The specification: a full sort of the candidates at every decision."""
         queue = self.queue
         running_ids = {s.job_id for s in state.running}
@@ -388,7 +391,7 @@ class OrderPolicy(Policy):
             if len(kept) == len(current) and all(g.gpu_type == current[g.job] for g in kept):
                 grants = [g for g in grants if g.job not in current]
                 keep = True
-        return Allocation(
+        return PolicyDecision(
             grants=tuple(grants),
             blocking=self.blocking,
             wake_at=self.wake(state, granted),
@@ -412,6 +415,7 @@ class FIFO(OrderPolicy):
     ) -> None:
         super().__init__(aware=aware, round_seconds=round_seconds, reference=reference)
         self.blocking = not backfill
+        self.work_conserving = backfill
         if backfill:
             self.name = "fifo-backfill" + ("-perf" if aware else "")
 

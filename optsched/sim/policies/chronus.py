@@ -67,7 +67,7 @@ from optsched.allocation.chronus import (
 )
 from optsched.allocation.chronus.instance import MAX_STEPS
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
+from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,7 +128,7 @@ class Chronus(Policy):
 
     Parameters
     ----------
-    lease_seconds : float
+    lease_s : float
         Lease length (the policy's ``round_seconds``).
     mode : {"milp", "greedy"}
         Plan with the exact MILP (falling back to the greedy when it stops short) or with the
@@ -143,17 +143,17 @@ class Chronus(Policy):
 
     def __init__(
         self,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        lease_s: float = DEFAULT_LEASE_SECONDS,
         *,
         mode: Literal["milp", "greedy"] = "milp",
         max_leases: int = DEFAULT_MAX_LEASES,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         model_best_effort: bool = False,
     ) -> None:
-        if not (isinstance(lease_seconds, int | float) and math.isfinite(lease_seconds)):
-            raise InvalidInstanceError("lease_seconds", f"must be finite, got {lease_seconds!r}")
-        if lease_seconds <= 0:
-            raise InvalidInstanceError("lease_seconds", f"must be > 0, got {lease_seconds!r}")
+        if not (isinstance(lease_s, int | float) and math.isfinite(lease_s)):
+            raise InvalidInstanceError("lease_s", f"must be finite, got {lease_s!r}")
+        if lease_s <= 0:
+            raise InvalidInstanceError("lease_s", f"must be > 0, got {lease_s!r}")
         if mode not in ("milp", "greedy"):
             raise InvalidInstanceError("mode", f"must be 'milp' or 'greedy', got {mode!r}")
         if not (isinstance(max_leases, int) and 1 <= max_leases <= 1000):
@@ -161,7 +161,7 @@ class Chronus(Policy):
         if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
             raise InvalidInstanceError("time_limit", f"must be > 0, got {time_limit!r}")
         self.name = "chronus" if mode == "milp" else "chronus-greedy"
-        self.round_seconds = float(lease_seconds)
+        self.round_seconds = float(lease_s)
         self.mode = mode
         self.max_leases = max_leases
         self.time_limit = time_limit
@@ -178,7 +178,7 @@ class Chronus(Policy):
 
     def _speeds(self, state: SimState, s: JobState, lease: float) -> tuple[int, ...]:
         world = state.world
-        usable = max(0.0, lease - world.restore_seconds)
+        usable = max(0.0, lease - world.restore_s)
         out = []
         for t in world.cluster.gpu_types:
             if t.count < s.job.num_gpus:
@@ -216,7 +216,7 @@ class Chronus(Policy):
         instance = LeaseInstance(
             gpu_types=types,
             capacity=(counts,) * horizon,
-            lease_seconds=lease,
+            lease_s=lease,
             slo_jobs=tuple(
                 SLOJob(
                     job_id=s.job_id,
@@ -288,7 +288,7 @@ class Chronus(Policy):
 
     # -- the lease's grants -----------------------------------------------------------------
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Plan the next leases and grant the current one (module notes)."""
         start = time.perf_counter()
         finished = set(state.finished)
@@ -369,7 +369,7 @@ class Chronus(Policy):
                 seconds=time.perf_counter() - start,
             )
         )
-        return Allocation(grants=tuple(grants))
+        return PolicyDecision(grants=tuple(grants))
 
     def log_frame(self) -> pd.DataFrame:
         """The log as a DataFrame, one row per lease boundary."""

@@ -32,7 +32,7 @@ import math
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.basic import greedy_allocation
-from optsched.sim.policy import Allocation, Grant, JobState, Placement, Policy, SimState
+from optsched.sim.policy import Grant, GrantPlacement, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 
 __all__ = ["Gandiva"]
@@ -89,7 +89,7 @@ class Gandiva(Policy):
             return -math.inf
         return pa / ra + pb / rb
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Introspect, time-slice, pack, then place (defragmenting)."""
         by_id = {s.job_id: s for s in state.active}
         # introspection: measure the packings that ran, revert the bad ones
@@ -129,12 +129,12 @@ class Gandiva(Policy):
             Grant(job=g.job, gpu_type=g.gpu_type, placement=placements.get(g.job))
             for g in base.grants
         ]
-        return Allocation(grants=(*grants, *shares))
+        return PolicyDecision(grants=(*grants, *shares))
 
     def _place(
         self, state: SimState, jobs: list[JobState], gpu_type_of: dict[str, str]
-    ) -> dict[str, Placement]:
-        out: dict[str, Placement] = {}
+    ) -> dict[str, GrantPlacement]:
+        out: dict[str, GrantPlacement] = {}
         for t in state.world.cluster.gpu_types:
             mine = [s for s in jobs if gpu_type_of[s.job_id] == t.name]
             if not mine:
@@ -158,8 +158,8 @@ class Gandiva(Policy):
     @staticmethod
     def _pack_type(
         mine: list[JobState], gpu_type: str, gps: int, cap: list[int], *, keep: bool
-    ) -> tuple[dict[str, Placement], bool]:
-        placed: dict[str, Placement] = {}
+    ) -> tuple[dict[str, GrantPlacement], bool]:
+        placed: dict[str, GrantPlacement] = {}
         rest: list[JobState] = []
         if keep:
             for s in mine:
@@ -203,7 +203,7 @@ class Gandiva(Policy):
                 continue
             for k, g in chosen:
                 cap[k] -= g
-            placed[s.job_id] = Placement(gpu_type, tuple(sorted(chosen)))
+            placed[s.job_id] = GrantPlacement(gpu_type, tuple(sorted(chosen)))
         for s in spread:
             left = s.job.num_gpus
             chosen = []
@@ -216,5 +216,5 @@ class Gandiva(Policy):
                     break
             for k, g in chosen:
                 cap[k] -= g
-            placed[s.job_id] = Placement(gpu_type, tuple(sorted(chosen)))
+            placed[s.job_id] = GrantPlacement(gpu_type, tuple(sorted(chosen)))
         return placed, ok

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 from optsched.allocation.optimus.fit import SpeedFit, fit_speed
 from optsched.allocation.optimus.greedy import grow_by_marginal_gain
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
+from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
     from optsched.sim.world import SimJob, World
@@ -171,7 +171,7 @@ class Optimus(Policy):
         self.models[key] = model
         return model
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """The grants of the round (see the module notes)."""
         world = state.world
         free = {t.name: t.count for t in world.cluster.gpu_types}
@@ -222,4 +222,4 @@ class Optimus(Policy):
             Grant(job=s.job_id, gpu_type=m.gpu_type, num_gpus=counts[i])
             for i, (s, m, _) in enumerate(chosen)
         )
-        return Allocation(grants=grants)
+        return PolicyDecision(grants=grants)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from optsched.allocation.gavel import PACKED_POLICIES, AllocationJob, PairThroughput
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import DEFAULT_ROUND_SECONDS, AllocationLP
-from optsched.sim.policy import Allocation, Grant, JobState, SimState
+from optsched.sim.policy import Grant, JobState, PolicyDecision, SimState
 from optsched.sim.throughputs import GENERIC
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ class PackedAllocationLP(AllocationLP):
     round_seconds : float
         Round length (default Gavel's 360 s).
     """
+
+    #: pairs wait for consolidated GPUs and leftover GPUs are not handed out
+    work_conserving = False
 
     def __init__(self, policy: str, round_seconds: float = DEFAULT_ROUND_SECONDS) -> None:
         if policy not in PACKED_POLICIES:
@@ -127,12 +130,12 @@ class PackedAllocationLP(AllocationLP):
                 continue  # the pair is credited once, from its first job
             self._rounds[key] = self._rounds.get(key, 0) + 1
 
-    def allocate(self, state: SimState) -> Allocation:
+    def allocate(self, state: SimState) -> PolicyDecision:
         """Solve the round's packed LP and carry it out by priority (module notes)."""
         self._credit(state)
         solved = self.solve_round(state)
         if solved is None:
-            return Allocation()
+            return PolicyDecision()
         instance, result = solved
         alloc = result.solution
         assert alloc is not None
@@ -178,4 +181,4 @@ class PackedAllocationLP(AllocationLP):
                 grants.append(Grant(job=b, gpu_type=gpu, share_with=a))
             else:
                 grants.append(Grant(job=a, gpu_type=gpu))
-        return Allocation(grants=tuple(grants))
+        return PolicyDecision(grants=tuple(grants))

@@ -62,7 +62,7 @@ class Themis(Policy):
     fairness : float
         The knob :math:`f \in [0, 1)`: each lease offers the GPUs to the :math:`1 - f` worst apps
         by finish-time fairness (default 0.8).
-    lease_seconds : float
+    lease_s : float
         Lease length in seconds (> 0; default 600). It is the policy's round length.
     group_by : {"job", "user"}
         What an app is.
@@ -70,21 +70,21 @@ class Themis(Policy):
     Raises
     ------
     InvalidInstanceError
-        A bad option, naming ``fairness``, ``lease_seconds`` or ``group_by``.
+        A bad option, naming ``fairness``, ``lease_s`` or ``group_by``.
     """
 
     def __init__(
         self,
         fairness: float = DEFAULT_FAIRNESS,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        lease_s: float = DEFAULT_LEASE_SECONDS,
         group_by: GroupBy = "job",
     ) -> None:
-        check_options(fairness, lease_seconds)
+        check_options(fairness, lease_s)
         if group_by not in ("job", "user"):
             raise InvalidInstanceError("group_by", f"must be 'job' or 'user', got {group_by!r}")
         self.name = "themis"
         self.fairness = float(fairness)
-        self.round_seconds = float(lease_seconds)
+        self.round_seconds = float(lease_s)
         self.group_by: GroupBy = group_by
         self.leases: list[ThemisLease] = []
         self._isolated = IsolatedTime()
@@ -109,7 +109,7 @@ class Themis(Policy):
         outcome = themis_round(
             instance,
             fairness=self.fairness,
-            lease_seconds=lease,
+            lease_s=lease,
             apps=users if self.group_by == "user" else None,
         )
         self.leases.append(
@@ -125,6 +125,6 @@ class Themis(Policy):
 
     def __repr__(self) -> str:
         return (
-            f"Themis(fairness={self.fairness:g}, lease_seconds={self.round_seconds:g}, "
+            f"Themis(fairness={self.fairness:g}, lease_s={self.round_seconds:g}, "
             f"group_by={self.group_by!r})"
         )

@@ -118,6 +118,10 @@ class Tiresias(OrderPolicy):
         self._due = {}
         self._due_heap = []
         self._skew = {}
+        # jobs that wait for consolidated GPUs may leave GPUs idle: no claim of work conservation
+        self.work_conserving = not (
+            self.skewed and any(j.model.lower().startswith(self.skewed) for j in world.jobs)
+        )
         ref = world.throughputs.reference
         demand = []
         for j in world.jobs:
