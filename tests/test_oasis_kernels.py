@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oasis_strategies import tiny_instances
 
-from optsched.errors import InvalidInstanceError
-from optsched.online.oasis.engine import CapacityExceededError, ClusterState
+from optsched.errors import CapacityExceededError, InvalidInstanceError
+from optsched.online.oasis.engine import ClusterState
 from optsched.online.oasis.generate import generate_instance
 from optsched.online.oasis.online import OASiS
 from optsched.online.oasis.oracle import best_schedule, oracle_kernel, oracle_kernel_full
