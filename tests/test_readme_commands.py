@@ -108,7 +108,7 @@ def parse_blocks(text: str) -> list[Block]:
         words, comment = _split(raw)
         if not words:
             continue
-        assign = _ASSIGN.match(raw.strip()) if len(words) == 1 else None
+        assign = _ASSIGN.match(words[0]) if len(words) == 1 else None
         if assign:
             env[assign.group(1)] = _expand(assign.group(2), env, where)
             continue
@@ -181,6 +181,34 @@ def test_readme_has_the_tour() -> None:
         assert not re.search(r"\b(FILE|TRACE)\b", c.line), f"placeholder left in {c.line!r}"
 
 
+def test_parser_reads_assignments_comments_and_exit_codes() -> None:
+    text = "\n".join(
+        [
+            "```python",
+            "optsched not-shell",
+            "```",
+            "```sh",
+            "# a comment line",
+            "A=../shared/x  # where the data is",
+            "B=${A}/y",
+            'optsched run $B "two words" --json   # exits 3 when unproven',
+            "make demo",
+            "```",
+        ]
+    )
+    (block,) = parse_blocks(text)
+    assert block.start == 4 and block.make_targets == ["demo"] and block.needs_shared
+    (command,) = block.commands
+    assert command.argv == ["run", "../shared/x/y", "two words", "--json"]
+    assert command.exit_code == 3 and command.comment.startswith("# exits 3")
+    with pytest.raises(AssertionError, match="not a command"):
+        parse_blocks("```sh\nrm -rf build\n```")
+    with pytest.raises(AssertionError, match=r"\$C is not assigned"):
+        parse_blocks("```sh\noptsched x $C\n```")
+    with pytest.raises(AssertionError, match="inside a fenced block"):
+        parse_blocks("```sh\noptsched x\n")
+
+
 def test_make_targets_exist() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     defined = set(re.findall(r"^([A-Za-z][\w-]*)\s*:", makefile, flags=re.MULTILINE))
@@ -206,6 +234,10 @@ def test_readme_block_runs(block: Block, tmp_path: Path) -> None:
         if "--json" in command.argv:
             obj = _one_object(done.stdout, command.line)
             _check_result(command, obj)
+        quoted = re.search(r"(\d+) jobs", command.comment)
+        if command.argv[:2] == ["trace", "convert"] and quoted:
+            table = (work / command.argv[3]).read_text(encoding="utf-8").splitlines()
+            assert len(table) - 1 == int(quoted.group(1)), f"{command.line}: {len(table) - 1} jobs"
 
 
 def _check_result(command: Command, obj: dict[str, Any]) -> None:
