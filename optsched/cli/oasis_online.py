@@ -362,8 +362,11 @@ def ratio_cmd(
     if as_json:
         print_json({"summary": summary, "output": str(output), "records": records})
     else:
+        # The summary is the command's result, so it goes to stdout where it can be piped or
+        # redirected; the progress display above and the note on written files stay on stderr.
+        width = max(len(key) for key in summary)
         for key, value in summary.items():
-            err_console.print(f"{key}: {value}", highlight=False)
+            click.echo(f"{key:<{width}}  {value}")
         err_console.print(f"wrote {output / 'table.md'} and {output / 'ratio.png'}")
     if unproven and not solver_opts.accept_feasible:
         err_console.print(
