@@ -121,7 +121,7 @@ def solve_pyomo(
     accept_feasible: bool = False,
     build_seconds: float = 0.0,
     options: dict[str, Any] | None = None,
-    warmstart: bool = False,
+    warm_start: bool = False,
 ) -> SolveResult:
     """Solve a Pyomo model and load its solution into the model's variables.
 
@@ -144,7 +144,7 @@ def solve_pyomo(
         Model-building time to record in the result.
     options : dict, optional
         Extra solver-specific options.
-    warmstart : bool, default False
+    warm_start : bool, default False
         Pass the variables' current values as a MIP start. For ``"highs"`` this goes through
         Pyomo's appsi HiGHS interface, the one that accepts a start.
 
@@ -162,7 +162,7 @@ def solve_pyomo(
         no feasible point to accept.
     """
     require(solver, "pyomo")
-    if warmstart and solver in ("highs", "appsi_highs"):
+    if warm_start and solver in ("highs", "appsi_highs"):
         import pyomo.contrib.appsi.solvers as appsi
 
         result = _solve_appsi(
@@ -174,7 +174,7 @@ def solve_pyomo(
             threads,
             build_seconds,
             dict(options or {}),
-            warmstart=True,
+            warm_start=True,
         )
     elif solver in _CONTRIB_NAMES:
         result = _solve_contrib(model, solver, time_limit, mip_gap, threads, build_seconds, options)
@@ -360,11 +360,11 @@ def _solve_appsi(
     threads: int | None,
     build_seconds: float,
     opts: dict[str, Any],
-    warmstart: bool = False,
+    warm_start: bool = False,
 ) -> SolveResult:
     """The ``appsi_*`` interfaces (by name, or for HiGHS with a MIP start)."""
     opt.config.load_solution = False
-    opt.config.warmstart = warmstart
+    opt.config.warmstart = warm_start
     if time_limit is not None:
         opt.config.time_limit = float(time_limit)
     if mip_gap is not None:
@@ -399,5 +399,5 @@ def _solve_appsi(
         solver=solver,
         solver_version=_version_str(opt.version()),
         native_status=tc_name,
-        message="warm-started" if warmstart else "",
+        message="warm-started" if warm_start else "",
     )
