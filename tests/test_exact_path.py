@@ -513,3 +513,32 @@ def test_a_closed_form_answer_is_proven_and_still_validated() -> None:
     wrong = dataclasses.replace(formulation, validate=lambda s: Report(objective=3.0))
     with pytest.raises(InconsistentResultError):
         exact_solve(wrong)
+
+
+#: The families whose exact model is a Pyomo MILP, and those built as matrices.
+PYOMO_MILP = ("oasis", "aonline", "placement", "sim")
+MATRIX_MILP = ("optimus", "chronus", "andreas")
+
+
+@pytest.mark.solver("scip")
+@pytest.mark.parametrize("case", [c for c in CASES if c.family in PYOMO_MILP], ids=str)
+def test_a_pyomo_milp_family_solves_with_scip_like_with_highs(case: Case) -> None:
+    highs, scip = case.call(), case.call(solver="scip")
+    assert scip.optimal and scip.solver == "scip"
+    assert highs.objective is not None and scip.objective is not None
+    assert within(scip.objective, highs.objective, OBJECTIVE_AGREEMENT_TOL)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.family in MATRIX_MILP], ids=str)
+def test_a_matrix_milp_family_passes_scip_to_the_matrix_layer(case: Case) -> None:
+    """The matrix layer either solves with SCIP or refuses it with its typed error."""
+    from optsched.errors import SolverUnavailableError
+
+    highs = case.call()
+    try:
+        scip = case.call(solver="scip")
+    except SolverUnavailableError as err:
+        assert "scip" in str(err)
+        return
+    assert scip.optimal and scip.objective is not None and highs.objective is not None
+    assert within(scip.objective, highs.objective, OBJECTIVE_AGREEMENT_TOL)

@@ -199,7 +199,8 @@ class Formulation(Generic[S]):
         ``extract(model, point) -> Solution or None``: the incumbent as the family's Solution.
         ``point`` is the :class:`~optsched.solvers.MatrixSolution` for a matrix model, the
         payload for an :class:`Algorithm`, ``None`` for Pyomo/cvxpy (the values are loaded in
-        the model). ``None`` only for a relaxation, which has no integral solution to check.
+        the model). ``None`` only for a relaxation (``mip=False``), which has no integral
+        solution to check.
     validate : callable
         ``validate(solution) -> Report``: the family's independent validator, bound to the
         instance.
@@ -223,7 +224,8 @@ class Formulation(Generic[S]):
         (handed to the solver as a MIP start). Matrix models take a
         :class:`~optsched.solvers.MatrixSolution` as their warm start directly.
     mip : bool
-        Whether ``mip_gap`` applies (a relaxation or an LP gets the solver's default).
+        Whether ``mip_gap`` applies and a Solution is required (``False`` for a relaxation,
+        which gets the solver's default gap and may return no Solution).
     solvable : callable, optional
         ``solvable(built) -> model`` when ``build`` returns a family record holding the model
         (``extract``, ``lp_bound``, ``extra`` and ``size`` then receive the record).
@@ -456,6 +458,9 @@ def exact_solve(
         result, point = _polish(target, formulation, settings, result, point)
     solution = formulation.extract(model, point)
     what = formulation.objective_name
+    if solution is None and formulation.mip:
+        # Only a relaxation (``mip=False``) may have a point without a Solution to check.
+        raise InconsistentResultError(f"{what}: the solver returned a point but no solution")
     if solution is not None:
         report = formulation.validate(solution)
         if not report.ok:
