@@ -484,11 +484,12 @@ def _as_solve_result(exc: NotOptimalError) -> SolveResult:
     raise exc  # pragma: no cover - the solver layer raises with its own record
 
 
-def _mapping(value: Any, *args: Any) -> dict[str, Any]:
+def _mapping(value: Any, model: Any, *args: Any) -> dict[str, Any]:
+    """A fixed mapping, or a callable's on the built model (nothing before the build)."""
     if value is None:
         return {}
     if callable(value):
-        return dict(value(*args))
+        return {} if model is None else dict(value(model, *args))
     return dict(value)
 
 
@@ -502,8 +503,8 @@ def _wrap(
         sense=formulation.sense,
         objective_name=formulation.objective_name,
         lp_bound=lp,
-        size=_mapping(formulation.size, model) if model is not None else {},
-        extra=_mapping(formulation.extra, model, solution, result) if model is not None else {},
+        size=_mapping(formulation.size, model),
+        extra=_mapping(formulation.extra, model, solution, result),
     )
 
 

@@ -265,7 +265,9 @@ def formulation(instance: LeaseInstance) -> Formulation[LeasePlan]:
         extract=extract,
         validate=lambda plan: validate(instance, plan),
         size=lambda built: {"variables": built[0].n_variables, "constraints": built[0].n_rows},
-        extra=lambda _built, plan, _result: {"admitted": 0 if plan is None else len(plan.admitted)},
+        extra=lambda _built, plan, _result: (
+            {} if plan is None else {"admitted": len(plan.admitted)}
+        ),
         polish=True,
         solvable=lambda built: built[0],
     )
