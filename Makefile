@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check --quiet
 # Two cores: the test suite runs on both.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test bench docs lint typecheck clean fuzz
+.PHONY: demo test wheel-smoke bench docs lint typecheck clean fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,9 +37,16 @@ $(VENV)/.lint: pyproject.toml | $(PY)
 demo: $(VENV)/.core
 	$(BIN)/optsched demo
 
+# The suite runs against the editable install; the wheel smoke then builds the wheel, installs it
+# in a throwaway environment and runs the demo and every family from outside the tree (about a
+# minute), so that what users install is what was tested.
 test: $(VENV)/.test
 	$(PY) -W error -c "import optsched"
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider
+	$(PY) scripts/wheel_smoke.py
+
+wheel-smoke: $(VENV)/.test
+	$(PY) scripts/wheel_smoke.py
 
 # Results go to an ignored directory so that a run leaves the working tree clean; pass
 # BENCH_OUT=benchmarks/results to refresh the committed reference tables.

@@ -1,5 +1,8 @@
 """optsched: exact and online optimization formulations for scheduling deep-learning training.
 
+Every problem family is declared in one registry, :data:`optsched.FAMILIES` (name ->
+:class:`optsched.family.Family`; ``optsched families`` lists them).
+
 Subpackages
 -----------
 solvers
@@ -20,6 +23,8 @@ chronus
     Lease-based deadline scheduling (Chronus): SLO admission and lease grants as a MILP.
 """
 
+from typing import Any
+
 from optsched._version import __version__
 from optsched.errors import (
     InvalidInstanceError,
@@ -31,6 +36,7 @@ from optsched.errors import (
 )
 
 __all__ = [
+    "FAMILIES",
     "InvalidInstanceError",
     "InvalidScheduleError",
     "ModelError",
@@ -39,3 +45,13 @@ __all__ = [
     "SolverUnavailableError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The registry of families (optsched.family.FAMILIES), imported on first use so that
+    # ``import optsched`` stays light.
+    if name == "FAMILIES":
+        from optsched.family import FAMILIES
+
+        return FAMILIES
+    raise AttributeError(f"module 'optsched' has no attribute {name!r}")

@@ -17,6 +17,7 @@ __all__ = [
     "OBJECTIVE_AGREEMENT_TOL",
     "OPTIMALITY_GAP",
     "RATIO_TOL",
+    "SOLVER_AGREEMENT_TOL",
     "TIME_TOL",
     "UTILITY_TOL",
     "WORK_TOL",
@@ -31,6 +32,10 @@ OPTIMALITY_GAP = 1e-6
 #: Relative slack between a solver's objective and the independent validator's recomputation of
 #: the returned solution; a larger difference is an error, never a success.
 OBJECTIVE_AGREEMENT_TOL = 1e-6
+#: Relative slack between the optima two solvers (HiGHS and SCIP) prove for the same model: each
+#: is within :data:`OPTIMALITY_GAP` of the true optimum, so the two are within twice that of
+#: each other.
+SOLVER_AGREEMENT_TOL = 2 * OPTIMALITY_GAP
 #: Slack on work sums (chunks, worker-slots), so that ``ceil(3 * 0.1) == 1``.
 WORK_TOL = 1e-9
 #: Slack on resource capacities when validating (above the solvers' feasibility tolerance 1e-7).

@@ -22,7 +22,6 @@ from optsched.comm.pace import (
     compare,
     generate_instance,
     solve,
-    sweep,
     validate,
 )
 from optsched.comm.pace.exact import exact_schedule
@@ -30,7 +29,7 @@ from optsched.comm.pace.fusion import optimal_fusion
 from optsched.comm.pace.schedule import FRAME_COLUMNS
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
-from optsched.runs.pace_sweep import SWEEP_KIND, sweep_config
+from optsched.runs.pace_sweep import SWEEP_KIND, sweep, sweep_config
 from optsched.runs.store import RunStore
 from optsched.solvers.result import SolutionStatus, SolveResult, Status, TerminationCondition
 

@@ -1,16 +1,18 @@
-"""Every family follows one protocol (the "Anatomy of a family" page): this walks them all.
+"""Every family follows one protocol (the "Anatomy of a family" page): this walks the registry.
 
-Each family package exports an instance type with ``load``/``save``/``schema``, a seeded
-``generate_instance``, an exact ``solve`` returning an :class:`~optsched.results.ExactResult`,
-and ``validate`` returning a :class:`~optsched.results.Report`; the solution has rows
-(``to_frame()``), and the validator's recomputed objective equals the solver's.
+Each registered :class:`~optsched.family.Family` declares an instance type with
+``load``/``save``/``schema`` whose files carry the family's ``kind``, a seeded small instance,
+an exact ``solve`` returning an :class:`~optsched.results.ExactResult` of the family's solution
+type, algorithms with one calling convention returning the same type, and ``validate`` returning
+a :class:`~optsched.results.Report`. The tests below are generated from the registry, and the
+first one makes sure the registry holds every family package on disk.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,82 +20,103 @@ import pandas as pd
 import pytest
 
 import optsched
+from optsched._io import load_data
+from optsched.family import FAMILIES, Family, family_for_kind, kind_of
 from optsched.results import ExactResult, Report
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
+from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, RATIO_TOL, leq, within
 
-#: Family -> a small generated instance (seeded), sized to solve in well under a second.
-SMALL: dict[str, Callable[[Any], Any]] = {
-    "online.oasis": lambda m: m.generate_instance(
-        4, worker_servers=2, ps_servers=2, horizon=6, seed=1
-    ),
-    "comm.pace": lambda m: m.generate_instance(seed=1, layers=4),
-    "placement": lambda m: m.generate_instance(3, n_servers=3, seed=1),
-    "comm.tensorlights": lambda m: m.generate_instance(2, 3, seed=1),
-    "allocation.gavel": lambda m: m.generate_instance(6, seed=1),
-    "allocation.optimus": lambda m: m.generate_instance(4, seed=1),
-    "online.aonline": lambda m: m.generate_instance(4, seed=1),
-    "allocation.andreas": lambda m: m.generate_instance(5, seed=1),
-    "allocation.chronus": lambda m: m.generate_instance(
-        4, 2, leases=4, guaranteed_fraction=0.5, seed=1
-    ),
+#: Top-level subpackages that are not problem families (shared layers, readers, predictors).
+NOT_FAMILIES = {
+    "solvers",
+    "cli",
+    "report",
+    "runs",
+    "models",
+    "traces",
+    "interference",
+    "family",
 }
-
-#: Subpackages that are not problem families (shared layers, readers, predictors).
-NOT_FAMILIES = {"solvers", "cli", "report", "runs", "models", "traces", "interference", "sim"}
 #: Problem packages: their subpackages are the families.
 PROBLEMS = {"online", "comm", "allocation"}
 
+#: Families whose exact model optimises over every solution their algorithms can return, so that
+#: no algorithm may beat the optimum. (The simulator's optimum is over round-based schedules,
+#: which event-driven policies can beat; TensorLights' over static priority orders, which
+#: rotation can beat; PACE's over its fusion groups, which partitioning policies change; Gavel's
+#: Themis and the placement heuristics optimise no single objective of the exact models.)
+BOUNDED = {"oasis", "aonline", "optimus", "chronus", "andreas"}
 
-@pytest.mark.solver("highs")
-def test_the_simulator_family_solves_and_validates_like_the_others(tmp_path: Path) -> None:
-    """The simulator's instance type, the World (built from a trace, saved whole as one
-    document), its exact model and validator follow the protocol."""
-    from optsched import sim
-
-    world = sim.generate_instance(4, "v100=2", seed=1)
-    kind = type(world)
-    assert kind is sim.World
-    assert isinstance(kind.schema(), dict)
-    path = tmp_path / "world.json"
-    world.save(path)
-    assert kind.load(path) == world
-    assert sim.generate_instance(4, "v100=2", seed=1) == world  # seeded: the same world again
-    result = sim.solve(world, round_seconds=600.0)
-    assert isinstance(result, ExactResult) and result.optimal
-    report = sim.validate(world, result.solution)
-    assert isinstance(report, Report) and report.ok, report.violations
-    assert isinstance(result.solution.to_frame(), pd.DataFrame)
-    for name in ("solve", "validate", "generate_instance"):
-        assert name in sim.__all__
+ALL_ALGORITHMS = [(name, algorithm) for name in FAMILIES for algorithm in FAMILIES[name].algorithms]
 
 
-def test_every_family_package_is_walked() -> None:
-    packages = {m.name for m in pkgutil.iter_modules(optsched.__path__) if m.ispkg}
-    found = packages - NOT_FAMILIES - PROBLEMS
+def _packages_on_disk() -> set[str]:
+    found = {
+        f"optsched.{m.name}"
+        for m in pkgutil.iter_modules(optsched.__path__)
+        if m.ispkg and m.name not in NOT_FAMILIES | PROBLEMS
+    }
     for problem in PROBLEMS:
         module = importlib.import_module(f"optsched.{problem}")
-        found |= {f"{problem}.{m.name}" for m in pkgutil.iter_modules(module.__path__) if m.ispkg}
-    assert found == set(SMALL)
+        found |= {
+            f"optsched.{problem}.{m.name}" for m in pkgutil.iter_modules(module.__path__) if m.ispkg
+        }
+    return found
+
+
+@functools.cache
+def _optimum(name: str) -> ExactResult[Any]:
+    """The exact result of the family's small instance (solved once per test process)."""
+    family = FAMILIES[name]
+    return family.solve(family.small_instance())
+
+
+def test_every_family_package_on_disk_is_registered() -> None:
+    assert _packages_on_disk() == {FAMILIES[name].package for name in FAMILIES}
+    assert len(FAMILIES) == len(set(FAMILIES))
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_the_package_exports_its_declaration(name: str) -> None:
+    family = FAMILIES[name]
+    assert isinstance(family, Family) and family.name == name
+    module = importlib.import_module(family.package)
+    assert module.FAMILY is family
+    assert "FAMILY" in module.__all__ and "ALGORITHMS" in module.__all__
+    assert dict(module.ALGORITHMS) == dict(family.algorithms)
+    assert family_for_kind(family.kind) == name
+    assert family.algorithms, f"{name} declares no algorithm"
+    for attr in ("solve", "validate", "generate_instance"):
+        assert getattr(module, attr) is not None and attr in module.__all__
+    assert module.validate is family.validate
+    assert module.generate_instance is family.generate_instance
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_instance_files_carry_the_kind_and_round_trip(name: str, tmp_path: Path) -> None:
+    family = FAMILIES[name]
+    instance = family.small_instance()
+    assert isinstance(instance, family.Instance)
+    assert family.small_instance() == instance  # seeded: the same instance again
+    assert isinstance(family.Instance.schema(), dict)  # type: ignore[attr-defined]
+    for suffix in (".json", ".toml"):
+        path = tmp_path / f"instance{suffix}"
+        instance.save(path)
+        # `optsched validate` finds the family from the file alone.
+        assert kind_of(load_data(path)) == family.kind
+        assert family.Instance.load(path) == instance  # type: ignore[attr-defined]
+    if family.describe is not None:
+        assert isinstance(family.describe(instance), dict)
 
 
 @pytest.mark.solver("highs")
-@pytest.mark.parametrize("family", sorted(SMALL))
-def test_family_follows_the_protocol(family: str, tmp_path: Path) -> None:
-    module = importlib.import_module(f"optsched.{family}")
-    for name in ("solve", "validate", "generate_instance"):
-        assert callable(getattr(module, name, None)), f"optsched.{family} lacks {name}"
-        assert name in module.__all__
-    instance = SMALL[family](module)
-    kind = type(instance)
-    assert isinstance(kind.schema(), dict)
-    path = tmp_path / "instance.json"
-    instance.save(path)
-    assert kind.load(path) == instance
-    assert SMALL[family](module) == instance  # seeded: the same instance again
-    result = module.solve(instance)
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_the_exact_solve_follows_the_protocol(name: str) -> None:
+    family = FAMILIES[name]
+    instance = family.small_instance()
+    result = _optimum(name)
     assert isinstance(result, ExactResult)
-    assert result.optimal and result.solution is not None
-    report = module.validate(instance, result.solution)
+    assert result.optimal and isinstance(result.solution, family.Solution)
+    report = family.validate(instance, result.solution)
     assert isinstance(report, Report)
     assert report.ok, report.violations
     if report.objective is not None:
@@ -101,3 +124,25 @@ def test_family_follows_the_protocol(family: str, tmp_path: Path) -> None:
     assert isinstance(result.solution.to_frame(), pd.DataFrame)
     assert isinstance(result.to_dict(), dict)
     assert len(repr(result)) < 400
+
+
+@pytest.mark.solver("highs")
+@pytest.mark.parametrize(("name", "algorithm"), ALL_ALGORITHMS)
+def test_every_algorithm_returns_a_valid_solution(name: str, algorithm: str) -> None:
+    family = FAMILIES[name]
+    instance = family.small_instance()
+    solution = family.algorithms[algorithm](instance, seed=0)
+    assert isinstance(solution, family.Solution), type(solution)
+    report = family.validate(instance, solution)
+    assert report.ok, report.violations
+    assert isinstance(solution.to_frame(), pd.DataFrame)
+    # Seeded: the same figures again.
+    again = family.validate(instance, family.run(algorithm, instance, seed=0))
+    assert again.objective == report.objective and again.objectives == report.objectives
+    if name in BOUNDED:
+        optimum = _optimum(name)
+        assert report.objective is not None
+        if optimum.sense == "max":
+            assert leq(report.objective, optimum.objective, RATIO_TOL)
+        else:
+            assert leq(optimum.objective, report.objective, RATIO_TOL)

@@ -179,3 +179,72 @@ def test_elastic_runs_validate_and_resize_jobs(seed: int) -> None:
     for g in policy.first.grants:
         job = world.job(g.job)
         assert g.num_gpus is not None and job.min_gpus <= g.num_gpus <= job.max_gpus
+
+
+def _two_type_world(models: list[str]) -> sim.World:
+    """Types g (8 GPUs) and h (4 GPUs, 0.6 times as fast), rates following PLANTED."""
+    from strategies.sim import job_frame
+
+    from optsched.sim.throughputs import throughputs_from_dict
+
+    def table(factor: float) -> dict[str, dict[str, float]]:
+        return {
+            f"('{jt}', {n})": {"null": factor / (t0 / n + t1 + t2 * n)}
+            for jt, (t0, t1, t2) in PLANTED.items()
+            for n in (1, 2, 4, 8)
+        }
+
+    cluster = sim.ClusterSpec(
+        gpu_types=(
+            sim.GpuType(name="g", count=8, gpus_per_server=4),
+            sim.GpuType(name="h", count=4, gpus_per_server=4),
+        )
+    )
+    frame = job_frame(
+        [{"model": m, "total_steps": 4_000.0 * (1 + i)} for i, m in enumerate(models)]
+    )
+    rates = throughputs_from_dict({"g": table(1.0), "h": table(0.6)}, reference="g")
+    return sim.World.from_frame(frame, cluster, rates).elastic(min_gpus=1, max_factor=8.0)
+
+
+@pytest.mark.parametrize(
+    "models",
+    [["A", "B", "C"], ["C", "C", "B", "A"], ["B", "A"], ["A"] * 9, ["C", "B", "A"] * 3, ["A", "C"]],
+)
+def test_the_adapter_allocates_as_the_family_greedy(models: list[str]) -> None:
+    """The policy's grants of a round equal :func:`optsched.allocation.optimus.marginal_gain`
+    on the same state: the GPU types as resources, every admitted job one worker (GPU) of its
+    type, its fitted model, its steps left."""
+    from optsched.allocation.optimus import OptimusInstance, OptimusJob, marginal_gain
+
+    world = _two_type_world(models)
+    policy = _FirstRound()
+    sim.simulate(world, policy)
+    assert policy.first is not None
+    grants = {g.job: g for g in policy.first.grants}
+    types = world.cluster.names
+    jobs = []
+    for job in world.jobs:
+        if job.job_id not in grants:
+            continue  # not admitted (no room): it takes no part in growth
+        gpu = grants[job.job_id].gpu_type
+        model = policy.models[(job.job_id, gpu)]
+        assert model is not None and model.fit is not None and model.low == 1
+        jobs.append(
+            OptimusJob(
+                job_id=job.job_id,
+                remaining_steps=job.work,
+                speed_kind="colocated",
+                theta=model.fit.theta,
+                worker_demand=tuple(1.0 if t == gpu else 0.0 for t in types),
+                ps_demand=(0.0,) * len(types),
+                max_workers=model.high,
+                max_ps=1,
+            )
+        )
+    capacity = tuple(float(world.cluster.count(t)) for t in types)
+    family = marginal_gain(OptimusInstance(resources=types, capacity=capacity, jobs=tuple(jobs)))
+    assert family.ps == (1,) * len(jobs)
+    ours = tuple(grants[j.job_id].num_gpus for j in jobs)
+    assert ours == family.workers
+    assert any(k > 1 for k in ours)  # the round did grow some job

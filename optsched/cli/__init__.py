@@ -86,7 +86,12 @@ def _message(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return (and exit with) its exit code."""
-    from optsched.errors import InvalidInstanceError, NotOptimalError, OptschedError
+    from optsched.errors import (
+        InvalidInstanceError,
+        NotOptimalError,
+        OptschedError,
+        SolverUnavailableError,
+    )
 
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
@@ -115,6 +120,13 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_INVALID
         if as_json:
             print_json(_error_payload(exc))
+    except SolverUnavailableError as exc:
+        # The requested solver is missing or cannot take this model: the --solver value is
+        # invalid input here (DESIGN §2.2), so exit 2 naming the flag.
+        _say("[red]invalid input[/red]", f"--solver: {_message(exc)}")
+        code = EXIT_INVALID
+        if as_json:
+            print_json({**_error_payload(exc), "field": FIELD_FLAGS["solver"]})
     except NotOptimalError as exc:
         _say("[yellow]not optimal[/yellow]", _message(exc))
         code = EXIT_NOT_OPTIMAL

@@ -1,48 +1,35 @@
-"""Family-independent subcommands: ``schema`` and ``validate``.
+"""Family-independent subcommands: ``schema``, ``validate``, ``families``, ``solvers``, ``limits``.
 
-Families register their file formats in :data:`SCHEMAS` (name -> ``"module:function"``
-returning a JSON Schema dict) and their checkers in :data:`VALIDATORS` (instance ``kind`` ->
-``"module:function"`` taking ``(instance_path, schedule_path_or_None)`` and returning a
-JSON-ready report dict with a boolean ``"valid"``).
-Imports are lazy so ``optsched --help`` stays fast.
+``schema``, ``validate`` and ``families`` are generated from the registry of families
+(:data:`optsched.family.FAMILIES`): every family's instance ``kind`` is a schema name and a kind
+``validate`` accepts, and a solution type with its own ``kind`` (``oasis-schedule``,
+``placement``) is a schema name too. File formats that belong to no family's instance or
+solution (price parameters, DNN profiles, trace rows) are listed in :data:`FILE_FORMATS`.
+Imports are lazy so ``optsched --help`` stays fast: a family is imported when a command needs it.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from optsched.cli.common import err_console, json_option, print_json
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["SCHEMAS", "VALIDATORS", "register"]
+if TYPE_CHECKING:
+    from optsched.family import Family
 
-#: Schema name -> "module:function" returning the JSON Schema (a dict).
-SCHEMAS: dict[str, str] = {
-    "oasis-instance": "optsched.online.oasis.instance:instance_schema",
-    "oasis-schedule": "optsched.online.oasis.schedule:schedule_schema",
+__all__ = ["FILE_FORMATS", "register", "schema_names", "validate_files"]
+
+#: File formats outside the families' instances and solutions: schema name ->
+#: "module:function" returning its JSON Schema (a dict).
+FILE_FORMATS: dict[str, str] = {
     "oasis-prices": "optsched.online.oasis.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
-    "comm-instance": "optsched.comm.pace.instance:instance_schema",
-    "tensorlights-instance": "optsched.comm.tensorlights.instance:instance_schema",
-    "placement-instance": "optsched.placement.instance:instance_schema",
-    "placement": "optsched.placement.solution:placement_schema",
     "trace-job": "optsched.traces.schema:row_schema",
-    "optimus-instance": "optsched.allocation.optimus:instance_schema",
-    "andreas-instance": "optsched.allocation.andreas:instance_schema",
-    "chronus-instance": "optsched.allocation.chronus.instance:instance_schema",
-}
-
-#: Instance kind (the file's optional ``"kind"`` key; default ``"oasis-instance"``) ->
-#: "module:function" taking (instance path, schedule path or None) and returning a report dict.
-VALIDATORS: dict[str, str] = {
-    "oasis-instance": "optsched.cli.oasis:validate_files",
-    "tensorlights-instance": "optsched.comm.tensorlights.validator:validate_files",
-    "placement-instance": "optsched.cli.placement:validate_files",
-    "comm-instance": "optsched.comm.pace.solve:validate_files",
 }
 
 
@@ -51,16 +38,102 @@ def _resolve(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def _call(target: str) -> dict[str, Any]:
+    schema: dict[str, Any] = _resolve(target)()
+    return schema
+
+
+def schema_names() -> list[str]:
+    """Every schema name, sorted (imports no family).
+
+    The names are the families' instance kinds, their solutions' kinds where a solution is a
+    file of its own, and :data:`FILE_FORMATS`.
+    """
+    from optsched.family import family_kinds, solution_kinds
+
+    return sorted({*FILE_FORMATS, *family_kinds(), *solution_kinds()})
+
+
+def _schema(name: str) -> dict[str, Any]:
+    """The JSON Schema called ``name``, importing only the family it belongs to."""
+    from optsched.family import FAMILIES, family_kinds, solution_kinds
+
+    if name in FILE_FORMATS:
+        return _call(FILE_FORMATS[name])
+    owner = family_kinds().get(name)
+    if owner is not None:
+        return FAMILIES[owner].Instance.schema()  # type: ignore[attr-defined]
+    owner = solution_kinds().get(name)
+    if owner is not None:
+        return FAMILIES[owner].Solution.schema()  # type: ignore[attr-defined]
+    raise InvalidInstanceError("name", f"unknown schema {name!r}; known: {schema_names()}")
+
+
 @click.command("schema")
-@click.argument("name", type=click.Choice(sorted(SCHEMAS), case_sensitive=False), required=False)
+@click.argument("name", required=False)
 @click.option("--list", "list_only", is_flag=True, help="List the schema names.")
 def schema_cmd(name: str | None, list_only: bool) -> None:
-    """Print the JSON Schema of a file format (instances, schedules, profiles)."""
+    """Print the JSON Schema of a file format (instances, schedules, profiles).
+
+    NAME is a family's instance kind (``optsched families`` lists them), a solution kind
+    (``oasis-schedule``, ``placement``) or another file format; ``--list`` prints them all.
+    """
     if list_only or name is None:
-        for key in sorted(SCHEMAS):
+        for key in schema_names():
             click.echo(key)
         return
-    print_json(_resolve(SCHEMAS[name.lower()])())
+    print_json(_schema(name.lower()))
+
+
+def validate_files(
+    family: Family, instance_path: str | Path, schedule_path: str | Path | None
+) -> dict[str, Any]:
+    """Check an instance file of ``family``, and a solution file against it when given.
+
+    Returns
+    -------
+    dict
+        ``valid``, ``kind``, ``family``, the instance's sizes (``family.describe``) and, with a
+        solution, the :meth:`~optsched.results.Report.to_dict` of the family's validator
+        (``objective`` recomputed, ``violations``); ``lines`` holds the human output.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The instance or the solution file is malformed (the message names the field), or a
+        solution file was given for a family whose solutions are not files.
+    """
+    instance = family.Instance.load(instance_path)  # type: ignore[attr-defined]
+    sizes = dict(family.describe(instance)) if family.describe is not None else {}
+    out: dict[str, Any] = {"valid": True, "kind": family.kind, "family": family.name, **sizes}
+    said = ", ".join(f"{k} {v}" for k, v in sizes.items() if isinstance(v, (int, float, str)))
+    lines = [f"instance ({family.kind}{': ' + said if said else ''}): valid"]
+    if schedule_path is not None:
+        if not family.solution_files:
+            raise InvalidInstanceError(
+                "schedule",
+                f"solutions of the {family.name} family are Python objects, not files: check "
+                f"them with {family.package}.validate, or give the instance alone",
+            )
+        solution = family.Solution.load(schedule_path)  # type: ignore[attr-defined]
+        report = family.validate(instance, solution)
+        out.update(report.to_dict())
+        lines.append(
+            f"solution: {'feasible' if report.ok else 'INFEASIBLE'}"
+            + (
+                f", objective {report.objective:.6g} (recomputed)"
+                if report.objective is not None
+                else ""
+            )
+        )
+        lines.extend(
+            f"  {name}: {value:.6g}"
+            for name, value in report.objectives.items()
+            if value is not None
+        )
+        lines.extend(f"  violation: {v}" for v in report.violations[:50])
+    out["lines"] = lines
+    return out
 
 
 @click.command("validate")
@@ -70,33 +143,55 @@ def schema_cmd(name: str | None, list_only: bool) -> None:
 def validate_cmd(instance: Path, schedule: Path | None, as_json: bool) -> None:
     """Check INSTANCE, and SCHEDULE against it when given.
 
-    Exits 0 when everything is valid, 2 when the instance or the schedule is not (the message
-    names the field or lists every violated constraint).
+    The instance file's ``kind`` names its family (``optsched families`` lists the kinds; a
+    file without one is an ``oasis-instance``, a simulator world says ``format``). Exits 0 when
+    everything is valid, 2 when the instance or the schedule is not (the message names the
+    field or lists every violated constraint).
     """
     from optsched._validation import load_data
+    from optsched.family import family_for_kind, get_family, kind_of
 
-    data = load_data(instance)
-    kind = data.get("kind", "oasis-instance") if isinstance(data, dict) else "oasis-instance"
-    if not isinstance(kind, str) or kind not in VALIDATORS:
-        raise InvalidInstanceError(
-            "kind", f"unknown instance kind {kind!r}; known: {sorted(VALIDATORS)}"
-        )
-    report = _resolve(VALIDATORS[kind])(instance, schedule)
+    family = get_family(family_for_kind(kind_of(load_data(instance))))
+    report = validate_files(family, instance, schedule)
     if as_json:
         print_json(report)
     else:
-        lines = report.get("lines") or []
-        for line in lines:
+        for line in report.get("lines") or []:
             err_console.print(line, highlight=False, markup=False)
         err_console.print("[green]valid[/green]" if report["valid"] else "[red]invalid[/red]")
     if not report["valid"]:
         raise click.exceptions.Exit(2)
 
 
+@click.command("families")
+@json_option
+def families_cmd(as_json: bool) -> None:
+    """List every problem family: instance kind, objectives, algorithms and what it decides."""
+    from rich.markup import escape
+
+    from optsched.family import FAMILIES
+
+    rows = [family.to_dict() for family in FAMILIES.values()]
+    if as_json:
+        print_json({"families": rows})
+        return
+    for row in rows:
+        err_console.print(
+            f"[bold]{row['name']}[/bold]  {escape(row['summary'])}\n"
+            f"  kind        {escape(row['kind'])}  ({row['package']})\n"
+            f"  objectives  {', '.join(row['objectives'])}\n"
+            f"  algorithms  {', '.join(row['algorithms']) or '-'}",
+            highlight=False,
+        )
+
+
 @click.command("solvers")
 @json_option
 def solvers_cmd(as_json: bool) -> None:
-    """List the solvers optsched knows, whether each is installed, and how to install it."""
+    """List the solvers optsched knows, the paths to each, and how to install each.
+
+    The paths are ``pyomo`` and ``cvxpy`` models and ``matrix`` (sparse-matrix models).
+    """
     from optsched.solvers import SOLVERS, available_solvers
 
     present = set(available_solvers())
@@ -117,7 +212,7 @@ def solvers_cmd(as_json: bool) -> None:
         mark = "installed" if row["installed"] else f"missing ({row['install']})"
         kind = "MILP" if row["mip"] else "LP/conic"
         err_console.print(
-            f"{row['name']:<12} {kind:<9} {'/'.join(row['frontends']):<13} {mark}",
+            f"{row['name']:<12} {kind:<9} {'/'.join(row['frontends']):<19} {mark}",
             highlight=False,
             markup=False,
         )
@@ -140,8 +235,9 @@ def limits_cmd(as_json: bool) -> None:
 
 
 def register(group: click.Group) -> None:
-    """Add ``schema``, ``validate``, ``solvers`` and ``limits`` to the root command."""
+    """Add ``schema``, ``validate``, ``families``, ``solvers`` and ``limits`` to the root."""
     group.add_command(schema_cmd)
     group.add_command(validate_cmd)
+    group.add_command(families_cmd)
     group.add_command(solvers_cmd)
     group.add_command(limits_cmd)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -18,7 +17,7 @@ from optsched.cli.common import (
     solver_options,
 )
 
-__all__ = ["GENERATOR_FLAGS", "generator_flags", "oasis", "register", "validate_files"]
+__all__ = ["GENERATOR_FLAGS", "generator_flags", "oasis", "register"]
 
 #: generate_instance's argument names -> the flags of ``oasis generate`` and ``oasis ratio``.
 GENERATOR_FLAGS = {
@@ -43,49 +42,6 @@ def generator_flags() -> Iterator[None]:
         if exc.field in GENERATOR_FLAGS and exc.file is None:
             raise InvalidInstanceError(GENERATOR_FLAGS[exc.field], exc.message) from None
         raise
-
-
-def validate_files(instance_path: str | Path, schedule_path: str | Path | None) -> dict[str, Any]:
-    """Validate an instance file, and a schedule file against it (``optsched validate``).
-
-    Returns
-    -------
-    dict
-        ``{"valid": bool, "kind": "oasis-instance", "jobs": int, ...}``; with a schedule also
-        the :class:`~optsched.results.Report` (``objective`` recomputed, ``violations``,
-        ``job_utility``); ``"lines"`` holds the text printed without ``--json``.
-
-    Raises
-    ------
-    InvalidInstanceError
-        The instance or the schedule file is malformed (the message names the field).
-    """
-    from optsched.online.oasis import OasisInstance, Schedule, validate
-
-    instance = OasisInstance.load(instance_path)
-    out: dict[str, Any] = {
-        "valid": True,
-        "kind": "oasis-instance",
-        "jobs": instance.n_jobs,
-        "horizon": instance.horizon,
-        "worker_servers": len(instance.worker_servers),
-        "ps_servers": len(instance.ps_servers),
-    }
-    lines = [
-        f"instance: {instance.n_jobs} jobs, T = {instance.horizon}, "
-        f"H = {len(instance.worker_servers)}, K = {len(instance.ps_servers)}: valid"
-    ]
-    if schedule_path is not None:
-        schedule = Schedule.load(schedule_path)
-        report = validate(instance, schedule)
-        out.update(report.to_dict())
-        lines.append(
-            f"schedule: {len(schedule.admitted)} admitted, utility {report.objective:.6g} "
-            f"(recomputed): {'feasible' if report.ok else 'INFEASIBLE'}"
-        )
-        lines.extend(f"  {v}" for v in report.violations[:50])
-    out["lines"] = lines
-    return out
 
 
 @click.group("oasis")

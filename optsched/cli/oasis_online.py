@@ -298,6 +298,14 @@ def check_cmd(
     required=True,
     help="Directory for runs.sqlite, table.md and ratio.png (a rerun resumes).",
 )
+@click.option(
+    "-j",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Instances measured at once, each in its own process (at most one per instance left).",
+)
 @json_option
 @solver_options()  # innermost: it wraps the function, the other options attach to the wrapper
 def ratio_cmd(
@@ -312,6 +320,7 @@ def ratio_cmd(
     algorithm: str,
     work: str,
     output: Path,
+    workers: int,
     as_json: bool,
     solver_opts: SolverOptions,
 ) -> None:
@@ -345,6 +354,8 @@ def ratio_cmd(
             solver=solver_opts.solver,
             algorithm=alg,
             progress=status.update,
+            backend="loky" if workers > 1 else "serial",
+            workers=workers,
         )
     summary = sweep_summary(records)
     unproven = [r["seed"] for r in records if r["opt"] is None]

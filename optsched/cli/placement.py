@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from optsched.placement import Placement, PlacementComparison, PlacementInstance
     from optsched.results import ExactResult
 
-__all__ = ["placement", "register", "validate_files"]
+__all__ = ["placement", "register"]
 
 _OBJECTIVES = ("servers", "traffic", "max-load", "interference", "clwp", "nlwp")
 _HEURISTICS = (
@@ -403,37 +403,6 @@ def generate_cmd(
         instance = generate_instance(n_jobs, n_servers=n_servers, gpus=gpus, racks=racks, seed=seed)
     instance.save(output)
     err_console.print(f"wrote {output}: {instance.describe()}", highlight=False)
-
-
-def validate_files(instance_path: str | Path, placement_path: str | Path | None) -> dict[str, Any]:
-    """Back end of ``optsched validate`` for placement instances.
-
-    Returns
-    -------
-    dict
-        ``valid``, ``kind``, ``instance`` (its sizes), ``lines`` (the human output) and, with a
-        placement, the :meth:`~optsched.results.Report.to_dict` of its report (``violations``
-        as records with ``constraint``, ``message``, ``where``, ``amount``).
-    """
-    from optsched.placement import Placement, validate
-
-    instance = _load(Path(instance_path))
-    out: dict[str, Any] = {
-        "valid": True,
-        "kind": "placement-instance",
-        "instance": instance.describe(),
-    }
-    lines = [f"instance: {instance.describe()}"]
-    if placement_path is not None:
-        report = validate(instance, Placement.load(placement_path))
-        out.update(report.to_dict())
-        lines += [f"violation: {v}" for v in report.violations]
-        lines += [
-            f"{name}: {value:.6g}" for name, value in report.objectives.items() if value is not None
-        ]
-    # The human output of `optsched validate` (printed on stderr without --json).
-    out["lines"] = lines
-    return out
 
 
 def register(group: click.Group) -> None:

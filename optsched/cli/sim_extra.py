@@ -104,6 +104,17 @@ def compare_command(
     world = world_from_trace(read_trace(trace), spec, table)
     if elastic is not None:
         world = elastic_world(world, elastic)
+    left_out: dict[str, str] = {}
+    if policies.strip() == "all":
+        # "every policy" means every policy whose model admits this world; the others are
+        # listed with their reason rather than failing the whole comparison
+        from optsched.sim.policies import make_policy
+
+        for name in names:
+            reason = make_policy(name).refuses(world)
+            if reason is not None:
+                left_out[name] = reason
+        names = [n for n in names if n not in left_out]
     try:
         result = compare(
             world,
@@ -129,6 +140,10 @@ def compare_command(
     if output is not None:
         frame.to_csv(output, index=False)
     payload = {"trace": str(trace), "cluster": str(spec), **result.to_dict()}
+    if left_out:
+        payload["left_out"] = left_out
+        for name, reason in left_out.items():
+            click.echo(f"left out {name}: {reason}", err=True)
     if as_json:
         print_json(payload)
     else:
@@ -210,6 +225,7 @@ def sweep_command(
             "seeds": "--seeds",
             "loads": "--loads",
             "backend": "--backend",
+            "n_jobs": "--n-jobs",
             "round_seconds": "--round-seconds",
             "restore_seconds": "--restore-seconds",
         }.get(exc.field)
@@ -314,14 +330,18 @@ def register(group: click.Group) -> None:
         output_option((".csv",), help="Write the sweep table"),
         click.option("--address", default=None, help="Dask scheduler or Ray cluster address."),
         click.option(
-            "-j", "--n-jobs", type=int, default=None, help="joblib workers (default: all cores)."
+            "-j",
+            "--n-jobs",
+            type=int,
+            default=None,
+            help="joblib workers (default: one per core, at most one per run left).",
         ),
         click.option(
             "--backend",
             default="joblib",
             show_default=True,
-            help="Where runs execute: joblib, dask or ray (dask/ray need the optsched[dask] / "
-            "optsched[ray] extras).",
+            help="Where runs execute: joblib (local processes, also called loky), serial (this "
+            "process), dask or ray (dask/ray need the optsched[dask] / optsched[ray] extras).",
         ),
         click.option(
             "--store",

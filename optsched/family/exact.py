@@ -10,7 +10,7 @@ library stands behind:
    :class:`~optsched.solvers.BuildClock`: model building counts against ``time_limit``;
 3. **solve** -- the model goes to its backend: a Pyomo model or a cvxpy problem to
    :func:`optsched.solvers.solve`, a :class:`~optsched.solvers.LinearProgram` to
-   :func:`optsched.solvers.solve_matrix`, an :class:`Algorithm` (closed-form or combinatorial
+   :func:`optsched.solvers.solve_matrix`, an :class:`AlgorithmBackend` (closed-form or combinatorial
    families, multi-stage procedures) to its own ``run``; the incumbent is always taken, so a
    solve that stops short keeps it;
 4. **incumbent** -- the family's ``extract`` reads it back as the family's Solution;
@@ -56,7 +56,7 @@ from optsched.solvers.result import SolveResult, relative_gap
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
 __all__ = [
-    "Algorithm",
+    "AlgorithmBackend",
     "Formulation",
     "SolveSettings",
     "check_agreement",
@@ -72,7 +72,7 @@ S = TypeVar("S")
 
 @dataclass(frozen=True)
 class SolveSettings:
-    """The checked options of one exact solve, as handed to an :class:`Algorithm`.
+    """The checked options of one exact solve, as handed to an :class:`AlgorithmBackend`.
 
     Attributes
     ----------
@@ -97,7 +97,7 @@ class SolveSettings:
 
 
 @dataclass(frozen=True)
-class Algorithm:
+class AlgorithmBackend:
     """A backend that is not a solver: a closed-form or combinatorial algorithm, or a procedure.
 
     ``run(settings)`` returns ``(result, payload)``: a
@@ -120,8 +120,8 @@ class Algorithm:
 
 def closed_form(
     objective: float, payload: Any = None, *, name: str, message: str = ""
-) -> Algorithm:
-    """An :class:`Algorithm` whose answer is known in closed form and optimal (e.g. no jobs).
+) -> AlgorithmBackend:
+    """An :class:`AlgorithmBackend` whose answer is known in closed form and optimal (e.g. no jobs).
 
     Its result is ``optimal`` with ``bound == objective``; the payload still goes through the
     family's ``extract``, validator and the trust rule like any other solve.
@@ -149,7 +149,7 @@ def closed_form(
         )
         return result, payload
 
-    return Algorithm(run, name)
+    return AlgorithmBackend(run, name)
 
 
 def refuse_unused(backend: str, **options: Any) -> None:
@@ -193,12 +193,12 @@ class Formulation(Generic[S]):
     objective_name : str
     build : callable
         ``build(clock) -> model``: a Pyomo model, a cvxpy problem, a
-        :class:`~optsched.solvers.LinearProgram` or an :class:`Algorithm`. It calls
+        :class:`~optsched.solvers.LinearProgram` or an :class:`AlgorithmBackend`. It calls
         ``clock.check(stage)`` between stages so that a time limit stops a long build.
     extract : callable
         ``extract(model, point) -> Solution or None``: the incumbent as the family's Solution.
         ``point`` is the :class:`~optsched.solvers.MatrixSolution` for a matrix model, the
-        payload for an :class:`Algorithm`, ``None`` for Pyomo/cvxpy (the values are loaded in
+        payload for an :class:`AlgorithmBackend`, ``None`` for Pyomo/cvxpy (the values are loaded in
         the model). ``None`` only for a relaxation (``mip=False``), which has no integral
         solution to check.
     validate : callable
@@ -406,7 +406,7 @@ def exact_solve(
     warm_start : optional
         A start: a Solution for Pyomo families (written by ``formulation.set_start``), a
         :class:`~optsched.solvers.MatrixSolution` for matrix families, whatever an
-        :class:`Algorithm` accepts.
+        :class:`AlgorithmBackend` accepts.
     accept_feasible : bool, default False
         Return a validated incumbent whose optimality is not proven instead of raising.
 
@@ -519,7 +519,7 @@ def _run(
     """Hand ``model`` to its backend, always taking the incumbent; return (result, point)."""
     from optsched.solvers import LinearProgram
 
-    if isinstance(model, Algorithm):
+    if isinstance(model, AlgorithmBackend):
         started = time.perf_counter()
         result, payload = model.run(settings)
         # An algorithm that does not time itself is timed here; the build is the path's.
@@ -582,19 +582,8 @@ def _solve_matrix(
     use_gap: bool = True,
 ) -> Any:
     """:func:`~optsched.solvers.solve_matrix` with the path's settings, ``solver`` passed on."""
-    import inspect
-
-    from optsched.errors import SolverUnavailableError
     from optsched.solvers import MatrixSolution, solve_matrix
 
-    kwargs: dict[str, Any] = {}
-    if "solver" in inspect.signature(solve_matrix).parameters:
-        kwargs["solver"] = settings.solver
-    elif settings.solver != "highs":
-        raise SolverUnavailableError(
-            f"solver {settings.solver!r} cannot solve matrix models here; the matrix path "
-            "solves with 'highs'"
-        )
     return solve_matrix(
         lp,
         time_limit=time_limit,
@@ -604,7 +593,7 @@ def _solve_matrix(
         build_seconds=build_seconds,
         options=dict(settings.solver_options) or None,
         warm_start=warm_start if isinstance(warm_start, MatrixSolution) else None,
-        **kwargs,
+        solver=settings.solver,
     )
 
 
@@ -621,7 +610,7 @@ def _polish(
     if isinstance(model, LinearProgram):
         polished_point = _polish_matrix(model, settings, point)
         polished = polished_point.result
-    elif isinstance(model, Algorithm) or not type(model).__module__.startswith("pyomo"):
+    elif isinstance(model, AlgorithmBackend) or not type(model).__module__.startswith("pyomo"):
         return result, point  # only Pyomo and matrix models have variables to fix
     else:
         polished_point = point

@@ -31,6 +31,7 @@ from __future__ import annotations
 from optsched.placement.brute import brute_force, brute_force_all
 from optsched.placement.compare import GapCell, PlacementComparison, compare
 from optsched.placement.exact import OBJECTIVES, build_model, solve
+from optsched.placement.family import ALGORITHMS, FAMILY
 from optsched.placement.heuristics import HEURISTICS, HeuristicFailedError, run_heuristic
 from optsched.placement.instance import (
     Coefficient,
@@ -46,6 +47,8 @@ from optsched.placement.solution import Placement
 from optsched.placement.validator import OBJECTIVE_NAMES, check, validate
 
 __all__: list[str] = [
+    "ALGORITHMS",
+    "FAMILY",
     "HEURISTICS",
     "OBJECTIVES",
     "OBJECTIVE_NAMES",

@@ -51,7 +51,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from optsched._validation import Frozen
 from optsched.cluster import Cluster, Server, two_tier_cluster, uniform_cluster
@@ -321,6 +321,9 @@ class PlacementInstance(Frozen):
     comm_weight : float
         Weight of communication seconds against interference in node-level assignment (NLWP).
     """
+
+    # The title of the published JSON Schema (``optsched schema placement-instance``).
+    model_config = ConfigDict(title="optsched placement instance")
 
     kind: Literal["placement-instance"] = "placement-instance"
     name: str = ""

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from optsched._validation import Frozen, parse
 from optsched.errors import InvalidInstanceError
@@ -54,6 +54,9 @@ class Placement(Frozen):
     >>> p.to_frame()[["job", "task", "server"]].to_dict("records")[0]
     {'job': 'a', 'task': 'w0', 'server': 's0'}
     """
+
+    # The title of the published JSON Schema (``optsched schema placement``).
+    model_config = ConfigDict(title="optsched placement")
 
     kind: Literal["placement"] = "placement"
     assignment: dict[str, str] = Field(description="Task id -> server name.")

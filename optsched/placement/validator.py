@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from optsched.errors import InvalidInstanceError
-from optsched.placement.instance import PlacementInstance
+from optsched.placement.instance import PlacementInstance, Task
 from optsched.placement.solution import Placement
 from optsched.results import Report, Violation
 from optsched.tolerances import CAPACITY_TOL, leq
@@ -50,14 +50,6 @@ __all__ = [
     "validate",
 ]
 
-#: The constraint names a :class:`~optsched.results.Violation` of a placement carries.
-CONSTRAINTS: tuple[str, ...] = (
-    "task_assignment",
-    "server_capacity",
-    "gpu_assignment",
-    "gpu_share",
-    "gpu_memory",
-)
 #: Every objective the validator recomputes, in report order.
 OBJECTIVE_NAMES: tuple[str, ...] = (
     "servers",
@@ -81,23 +73,221 @@ def _coefficient_tables(
     return jobs, types
 
 
-def validate(
-    instance: PlacementInstance, placement: Placement, objective: str | None = None
-) -> Report:
-    r"""Check ``placement`` against ``instance`` and recompute every objective.
+def _placed(instance: PlacementInstance, solution: Placement) -> dict[str, str]:
+    """Task id to server of every assignment of a known task to a known server."""
+    servers = {s.name for s in instance.cluster.servers}
+    known = {t.id for t in instance.tasks}
+    return {
+        task: server
+        for task, server in solution.assignment.items()
+        if task in known and server in servers
+    }
 
-    Checks: every task is assigned exactly once to a known server, no unknown task is
-    assigned, every server's summed demand fits its capacity per resource, and, when GPUs are
-    given, every GPU task has a GPU index on its server, GPU shares per GPU sum to at most 1 and
-    GPU memory per GPU fits ``gpu_memory``.
+
+def task_assignment(instance: PlacementInstance, solution: Placement) -> list[Violation]:
+    """``task_assignment``: every task sits on exactly one known server, and only tasks do."""
+    servers = {s.name for s in instance.cluster.servers}
+    known = {t.id for t in instance.tasks}
+    out: list[Violation] = []
+    for task_id, server in solution.assignment.items():
+        if task_id not in known:
+            out.append(
+                Violation(
+                    "task_assignment", f"unknown task {task_id!r} is assigned", {"task": task_id}
+                )
+            )
+        elif server not in servers:
+            out.append(
+                Violation(
+                    "task_assignment",
+                    f"task {task_id!r} is assigned to unknown server {server!r}",
+                    {"task": task_id, "server": server},
+                )
+            )
+    out += [
+        Violation("task_assignment", f"task {t.id!r} is not assigned", {"task": t.id})
+        for t in instance.tasks
+        if t.id not in solution.assignment
+    ]
+    return out
+
+
+def _server_load(instance: PlacementInstance, solution: Placement) -> dict[str, dict[str, float]]:
+    """Summed demand per used server and resource (a server appears once it hosts a task)."""
+    where = _placed(instance, solution)
+    load: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for t in instance.tasks:
+        if t.id in where:
+            used = load[where[t.id]]  # created even for a task with no demand
+            for r, v in instance.jobs[t.job].tasks[t.spec].demand.items():
+                used[r] += v
+    return load
+
+
+def server_capacity(instance: PlacementInstance, solution: Placement) -> list[Violation]:
+    r"""``server_capacity``: :math:`\sum_{t \text{ on } h} d_t^r \le C_h^r`."""
+    servers = {s.name: s for s in instance.cluster.servers}
+    return [
+        Violation(
+            "server_capacity",
+            f"server {name!r}: {r} demand {v:g} exceeds capacity "
+            f"{servers[name].capacity.get(r, 0.0):g}",
+            {"server": name, "resource": r},
+            v - servers[name].capacity.get(r, 0.0),
+        )
+        for name, used in _server_load(instance, solution).items()
+        for r, v in used.items()
+        if not _within(v, servers[name].capacity.get(r, 0.0))
+    ]
+
+
+def _task_gpu(
+    instance: PlacementInstance, solution: Placement, task: Task, where: Mapping[str, str]
+) -> tuple[str, dict[str, Any]]:
+    """What is wrong with a task's GPU (``""`` if nothing is), and where."""
+    need = instance.jobs[task.job].tasks[task.spec].demand.get("gpu", 0.0)
+    g = (solution.gpus or {}).get(task.id)
+    at: dict[str, Any] = {"task": task.id}
+    if need <= 0.0:
+        return ("" if g is None else f"task {task.id!r} demands no GPU but is given GPU {g}"), at
+    if not leq(need, 1.0, CAPACITY_TOL):
+        return f"task {task.id!r} demands {need:g} GPUs; one GPU per task at most", at
+    if g is None:
+        return f"task {task.id!r} demands a GPU but has none", at
+    server = next((s for s in instance.cluster.servers if s.name == where.get(task.id)), None)
+    if server is None or 0 <= g < server.gpus:
+        return "", at  # an unassigned task is task_assignment's to report
+    at["server"] = server.name
+    return f"task {task.id!r} is given GPU {g} but server {server.name!r} has {server.gpus}", at
+
+
+def gpu_assignment(instance: PlacementInstance, solution: Placement) -> list[Violation]:
+    """``gpu_assignment``: when GPUs are given, exactly the GPU tasks have one, on their server.
+
+    A task demands at most one GPU.
+    """
+    if solution.gpus is None:
+        return []
+    known = {t.id for t in instance.tasks}
+    out = [
+        Violation("gpu_assignment", f"gpu: unknown task {task_id!r} has a GPU", {"task": task_id})
+        for task_id in solution.gpus
+        if task_id not in known
+    ]
+    where = _placed(instance, solution)
+    for t in instance.tasks:
+        message, at = _task_gpu(instance, solution, t, where)
+        if message:
+            out.append(Violation("gpu_assignment", f"gpu: {message}", at))
+    return out
+
+
+def _gpu_of(instance: PlacementInstance, solution: Placement) -> dict[str, int]:
+    """The GPU of every placed GPU task whose GPU is valid."""
+    where = _placed(instance, solution)
+    gpus = solution.gpus or {}
+    return {
+        t.id: gpus[t.id]
+        for t in instance.tasks
+        if t.id in where
+        and t.id in gpus
+        and instance.jobs[t.job].tasks[t.spec].demand.get("gpu", 0.0) > 0.0
+        and not _task_gpu(instance, solution, t, where)[0]
+    }
+
+
+def _gpu_sums(
+    instance: PlacementInstance, solution: Placement, field: str
+) -> dict[tuple[str, int], float]:
+    """Per (server, GPU): the summed GPU share (``field="share"``) or GPU memory of its tasks."""
+    where = _placed(instance, solution)
+    gpu_of = _gpu_of(instance, solution)
+    out: dict[tuple[str, int], float] = defaultdict(float)
+    for t in instance.tasks:
+        if t.id in gpu_of:
+            spec = instance.jobs[t.job].tasks[t.spec]
+            value = spec.demand["gpu"] if field == "share" else spec.gpu_memory
+            out[(where[t.id], gpu_of[t.id])] += value
+    return out
+
+
+def gpu_share(instance: PlacementInstance, solution: Placement) -> list[Violation]:
+    """``gpu_share``: the GPU shares of the tasks on one GPU sum to at most 1."""
+    return [
+        Violation(
+            "gpu_share",
+            f"gpu: GPU {g} of server {name!r} is shared {s:g} > 1 times",
+            {"server": name, "gpu": g},
+            s - 1.0,
+        )
+        for (name, g), s in _gpu_sums(instance, solution, "share").items()
+        if not _within(s, 1.0)
+    ]
+
+
+def gpu_memory(instance: PlacementInstance, solution: Placement) -> list[Violation]:
+    """``gpu_memory``: the GPU memory of the tasks on one GPU fits the server's ``gpu_memory``."""
+    limits = {s.name: s.gpu_memory for s in instance.cluster.servers}
+    return [
+        Violation(
+            "gpu_memory",
+            f"gpu: GPU {g} of server {name!r} needs {m:g} GB > {limits[name]:g} GB",
+            {"server": name, "gpu": g},
+            m - limits[name],  # type: ignore[operator]
+        )
+        for (name, g), m in _gpu_sums(instance, solution, "memory").items()
+        if limits[name] is not None and not _within(m, limits[name])  # type: ignore[arg-type]
+    ]
+
+
+#: Every constraint the validator checks, by its name on the formulation page, in check order
+#: (the ``gpu_*`` ones only when the placement assigns GPUs).
+CONSTRAINTS: dict[str, Callable[[PlacementInstance, Placement], list[Violation]]] = {
+    "task_assignment": task_assignment,
+    "server_capacity": server_capacity,
+    "gpu_assignment": gpu_assignment,
+    "gpu_share": gpu_share,
+    "gpu_memory": gpu_memory,
+}
+_GPU_CONSTRAINTS = ("gpu_assignment", "gpu_share", "gpu_memory")
+
+
+def _objectives(
+    instance: PlacementInstance, solution: Placement, gpu_ok: bool
+) -> tuple[dict[str, float | None], dict[str, float]]:
+    """Every objective of :data:`OBJECTIVE_NAMES` and the link loads.
+
+    An objective is ``None`` where it does not apply.
+    """
+    objectives: dict[str, float | None] = dict.fromkeys(OBJECTIVE_NAMES)
+    where = _placed(instance, solution)
+    if not all(t.id in where for t in instance.tasks):
+        return objectives, {}
+    objectives["servers"] = float(len({where[t.id] for t in instance.tasks}))
+    objectives["traffic"], objectives["max-load"], link_load = _network(instance, where)
+    objectives["interference"], objectives["clwp"] = _interference(instance, where)
+    if solution.gpus is not None and gpu_ok:
+        objectives["nlwp"] = _node_level(instance, where, _gpu_of(instance, solution))
+    return objectives, link_load
+
+
+def validate(
+    instance: PlacementInstance, solution: Placement, objective: str | None = None
+) -> Report:
+    r"""Check ``solution`` against ``instance`` and recompute every objective.
+
+    Checks every constraint of :data:`CONSTRAINTS`: every task is assigned exactly once to a
+    known server, no unknown task is assigned, every server's summed demand fits its capacity
+    per resource, and, when GPUs are given, every GPU task has a GPU index on its server, GPU
+    shares per GPU sum to at most 1 and GPU memory per GPU fits ``gpu_memory``.
 
     Parameters
     ----------
     instance : PlacementInstance
-    placement : Placement
+    solution : Placement
     objective : str, optional
         The objective whose value becomes :attr:`Report.objective` (one of
-        :data:`OBJECTIVE_NAMES`); by default the one named by ``placement.method``
+        :data:`OBJECTIVE_NAMES`); by default the one named by ``solution.method``
         (``"ilp:traffic"`` -> ``traffic``), else none.
 
     Returns
@@ -126,150 +316,22 @@ def validate(
             "objective", f"unknown objective {objective!r}; known: {list(OBJECTIVE_NAMES)}"
         )
     violations: list[Violation] = []
-    servers = {s.name: s for s in instance.cluster.servers}
-    tasks = instance.tasks
-    known = {t.id for t in tasks}
-    where: dict[str, str] = {}
-    for task_id, server in placement.assignment.items():
-        if task_id not in known:
-            violations.append(
-                Violation(
-                    "task_assignment", f"unknown task {task_id!r} is assigned", {"task": task_id}
-                )
-            )
-        elif server not in servers:
-            violations.append(
-                Violation(
-                    "task_assignment",
-                    f"task {task_id!r} is assigned to unknown server {server!r}",
-                    {"task": task_id, "server": server},
-                )
-            )
-        else:
-            where[task_id] = server
-    for t in tasks:
-        if t.id not in placement.assignment:
-            violations.append(
-                Violation("task_assignment", f"task {t.id!r} is not assigned", {"task": t.id})
-            )
-
-    # Capacity: summed demand per server and resource.
-    load: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for t in tasks:
-        if t.id in where:
-            spec = instance.jobs[t.job].tasks[t.spec]
-            used = load[where[t.id]]  # created even for a task with no demand
-            for r, v in spec.demand.items():
-                used[r] += v
-    for name, used in load.items():
-        cap = servers[name].capacity
-        for r, v in used.items():
-            if not _within(v, cap.get(r, 0.0)):
-                violations.append(
-                    Violation(
-                        "server_capacity",
-                        f"server {name!r}: {r} demand {v:g} exceeds capacity {cap.get(r, 0.0):g}",
-                        {"server": name, "resource": r},
-                        v - cap.get(r, 0.0),
-                    )
-                )
-
-    gpu_of: dict[str, int] = {}
-    gpu_ok = True
-    if placement.gpus is not None:
-        before = len(violations)
-        gpu_of = _check_gpus(instance, placement.gpus, where, known, violations)
-        gpu_ok = len(violations) == before
-
-    objectives: dict[str, float | None] = dict.fromkeys(OBJECTIVE_NAMES)
-    link_load: dict[str, float] = {}
-    if len(where) == len(tasks) and all(t.id in where for t in tasks):
-        objectives["servers"] = float(len({where[t.id] for t in tasks}))
-        objectives["traffic"], objectives["max-load"], link_load = _network(instance, where)
-        objectives["interference"], objectives["clwp"] = _interference(instance, where)
-        if placement.gpus is not None and gpu_ok:
-            objectives["nlwp"] = _node_level(instance, where, gpu_of)
-    if objective is None and placement.method.startswith("ilp:"):
-        named = placement.method.split(":")[1]
+    for check in CONSTRAINTS.values():
+        violations += check(instance, solution)
+    gpu_ok = not any(v.constraint in _GPU_CONSTRAINTS for v in violations)
+    objectives, link_load = _objectives(instance, solution, gpu_ok)
+    if objective is None and solution.method.startswith("ilp:"):
+        named = solution.method.split(":")[1]
         objective = named if named in OBJECTIVE_NAMES else None
     return Report(
         violations=violations,
         objective=None if objective is None else objectives[objective],
         objectives=objectives,
         details={
-            "server_load": {k: dict(v) for k, v in load.items()},
+            "server_load": {k: dict(v) for k, v in _server_load(instance, solution).items()},
             "link_load": link_load,
         },
     )
-
-
-def _check_gpus(
-    instance: PlacementInstance,
-    gpus: Mapping[str, int],
-    where: Mapping[str, str],
-    known: set[str],
-    violations: list[Violation],
-) -> dict[str, int]:
-    servers = {s.name: s for s in instance.cluster.servers}
-    out: dict[str, int] = {}
-    share: dict[tuple[str, int], float] = defaultdict(float)
-    memory: dict[tuple[str, int], float] = defaultdict(float)
-
-    def bad(message: str, **at: Any) -> None:
-        violations.append(Violation("gpu_assignment", f"gpu: {message}", at))
-
-    for task_id in gpus:
-        if task_id not in known:
-            bad(f"unknown task {task_id!r} has a GPU", task=task_id)
-    for t in instance.tasks:
-        spec = instance.jobs[t.job].tasks[t.spec]
-        need = spec.demand.get("gpu", 0.0)
-        g = gpus.get(t.id)
-        if need <= 0.0:
-            if g is not None:
-                bad(f"task {t.id!r} demands no GPU but is given GPU {g}", task=t.id)
-            continue
-        if not leq(need, 1.0, CAPACITY_TOL):
-            bad(f"task {t.id!r} demands {need:g} GPUs; one GPU per task at most", task=t.id)
-            continue
-        if g is None:
-            bad(f"task {t.id!r} demands a GPU but has none", task=t.id)
-            continue
-        if t.id not in where:
-            continue
-        server = servers[where[t.id]]
-        if not 0 <= g < server.gpus:
-            bad(
-                f"task {t.id!r} is given GPU {g} but server {server.name!r} has {server.gpus}",
-                task=t.id,
-                server=server.name,
-            )
-            continue
-        out[t.id] = g
-        share[(server.name, g)] += need
-        memory[(server.name, g)] += spec.gpu_memory
-    for (name, g), s in share.items():
-        if not _within(s, 1.0):
-            violations.append(
-                Violation(
-                    "gpu_share",
-                    f"gpu: GPU {g} of server {name!r} is shared {s:g} > 1 times",
-                    {"server": name, "gpu": g},
-                    s - 1.0,
-                )
-            )
-        limit = servers[name].gpu_memory
-        if limit is not None and not _within(memory[(name, g)], limit):
-            violations.append(
-                Violation(
-                    "gpu_memory",
-                    f"gpu: GPU {g} of server {name!r} needs {memory[(name, g)]:g} GB "
-                    f"> {limit:g} GB",
-                    {"server": name, "gpu": g},
-                    memory[(name, g)] - limit,
-                )
-            )
-    return out
 
 
 def _network(
@@ -346,43 +408,61 @@ def _interference(
     return harmony, (shared if atomic else None)
 
 
-def _node_level(
+def _corunner_cost(
     instance: PlacementInstance, where: Mapping[str, str], gpu_of: Mapping[str, int]
 ) -> float:
-    """NLWP cost: co-runner interference per GPU plus weighted communication time."""
+    r"""The co-runner cost of NLWP.
+
+    .. math:: \sum_g \sum_{t \ne u \text{ on } g,\, j(t) \ne j(u)} \omega_{j(t)} c_{j(t) j(u)}
+    """
     jobs_kappa, types_kappa = _coefficient_tables(instance)
-    servers = {s.name: s for s in instance.cluster.servers}
     tasks = instance.tasks
     by_gpu: dict[tuple[str, int], list[int]] = defaultdict(list)
     for i, t in enumerate(tasks):
         if t.id in gpu_of:
-            by_gpu[(where[t.id], gpu_of[t.id])].append(i)
+            by_gpu[(where[t.id], gpu_of[t.id])].append(tasks[i].job)
     cost = 0.0
     for members in by_gpu.values():
-        for i in members:
-            for k in members:
-                ja, jb = instance.jobs[tasks[i].job], instance.jobs[tasks[k].job]
-                if tasks[i].job == tasks[k].job:
-                    continue
-                c = jobs_kappa.get((ja.name, jb.name), 0.0)
-                if ja.type is not None and jb.type is not None:
-                    c += types_kappa.get((ja.type, jb.type), 0.0)
-                cost += ja.weight * c
+        for a, b in itertools.product(members, members):
+            if a == b:
+                continue
+            ja, jb = instance.jobs[a], instance.jobs[b]
+            c = jobs_kappa.get((ja.name, jb.name), 0.0)
+            if ja.type is not None and jb.type is not None:
+                c += types_kappa.get((ja.type, jb.type), 0.0)
+            cost += ja.weight * c
+    return cost
+
+
+def _flow_time(
+    instance: PlacementInstance,
+    where: Mapping[str, str],
+    gpu_of: Mapping[str, int],
+    flow: tuple[int, int, float],
+) -> float:
+    r"""One flow's :math:`v_{tu}\,\tau(t, u)`."""
+    servers = {s.name: s for s in instance.cluster.servers}
+    src, dst, volume = flow
+    a, b = instance.tasks[src].id, instance.tasks[dst].id
+    ha, hb = servers[where[a]], servers[where[b]]
+    if ha.name != hb.name:
+        return volume / min(ha.nic_bandwidth, hb.nic_bandwidth)
+    ga, gb = gpu_of.get(a), gpu_of.get(b)
+    if ga is None and gb is None:
+        return 0.0
+    if ga is None or gb is None:
+        return volume / ha.gpu_bandwidth
+    return 0.0 if ga == gb else volume / ha.gpu_pair_bandwidth(ga, gb)
+
+
+def _node_level(
+    instance: PlacementInstance, where: Mapping[str, str], gpu_of: Mapping[str, int]
+) -> float:
+    """NLWP cost: co-runner interference per GPU plus weighted communication time."""
     comm = 0.0
-    for src, dst, volume in instance.flows:
-        a, b = tasks[src].id, tasks[dst].id
-        ha, hb = servers[where[a]], servers[where[b]]
-        if ha.name != hb.name:
-            comm += volume / min(ha.nic_bandwidth, hb.nic_bandwidth)
-            continue
-        ga, gb = gpu_of.get(a), gpu_of.get(b)
-        if ga is None and gb is None:
-            continue
-        if ga is None or gb is None:
-            comm += volume / ha.gpu_bandwidth
-        elif ga != gb:
-            comm += volume / ha.gpu_pair_bandwidth(ga, gb)
-    return cost + instance.comm_weight * comm
+    for flow in instance.flows:
+        comm += _flow_time(instance, where, gpu_of, flow)
+    return _corunner_cost(instance, where, gpu_of) + instance.comm_weight * comm
 
 
 def check(instance: PlacementInstance, placement: Placement) -> Report:

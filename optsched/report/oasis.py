@@ -5,8 +5,8 @@ r"""Reporting for the jobs (OASiS) family: tables, plots and the resumable ratio
 * :func:`plot_schedule`: a Gantt-style chart of one :class:`~optsched.online.oasis.Schedule`, one
   row
   per job, one bar per slot with workers, labelled with the worker count;
-* :func:`ratio_sweep`: OPT/ALG over seeded instances, resumable through
-  :class:`~optsched.runs.store.RunStore`, with :func:`sweep_summary`, :func:`sweep_table`
+* :func:`ratio_sweep`: OPT/ALG over seeded instances (the resumable sweep
+  :func:`optsched.runs.oasis_ratio.sweep`), with :func:`sweep_summary`, :func:`sweep_table`
   (Markdown) and :func:`plot_sweep`.
 
 Plots take ``ax=`` (a Matplotlib Axes; a new Figure is made when omitted), return the Figure
@@ -20,13 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optsched.errors import InvalidInstanceError
-from optsched.online.oasis.competitive import PAPER_BAND, Comparison, sweep_record
+from optsched.online.oasis.competitive import PAPER_BAND, Comparison
 from optsched.online.oasis.engine import OnlineAlgorithm
-from optsched.online.oasis.generate import generate_instance
 from optsched.online.oasis.instance import OasisInstance
 from optsched.online.oasis.schedule import Schedule
-from optsched.runs.store import RunStore, run_key
+from optsched.runs.oasis_ratio import SWEEP_KIND
+from optsched.runs.oasis_ratio import sweep as ratio_runs
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -43,9 +42,6 @@ __all__ = [
     "sweep_summary",
     "sweep_table",
 ]
-
-#: The :class:`~optsched.runs.store.RunStore` kind of ``oasis ratio`` sweeps.
-SWEEP_KIND = "oasis-ratio"
 
 Progress = Callable[[str], None]
 
@@ -220,21 +216,28 @@ def ratio_sweep(
     algorithm: OnlineAlgorithm | None = None,
     config: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
+    backend: str = "serial",
+    workers: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure OPT/ALG on ``n_instances`` seeded instances, resumably.
+    """Measure OPT/ALG on ``n_instances`` seeded instances, resumably, with a table and plot.
 
-    Instance ``k`` is :func:`~optsched.online.oasis.generate_instance` with seed ``seed + k``. Each
-    finished instance is stored at once, whole, in ``out_dir/runs.sqlite`` (a
-    :class:`~optsched.runs.store.RunStore` of kind :data:`SWEEP_KIND`); a rerun skips the
-    seeds already stored, and one with different parameters is refused naming the parameter.
-    At the end ``out_dir/table.md`` (:func:`sweep_table`) and ``out_dir/ratio.png``
-    (:func:`plot_sweep`) are written from the stored records.
+    The sweep is :func:`optsched.runs.oasis_ratio.sweep` (instance ``k`` is
+    :func:`~optsched.online.oasis.generate_instance` with seed ``seed + k``; each finished
+    instance is stored at once, whole, in ``out_dir/runs.sqlite``, a
+    :class:`~optsched.runs.store.RunStore` of kind :data:`SWEEP_KIND`; a rerun skips the seeds
+    already stored, and one with different parameters is refused naming the parameter). At the
+    end ``out_dir/table.md`` (:func:`sweep_table`) and ``out_dir/ratio.png`` (:func:`plot_sweep`)
+    are written from the records.
 
     Parameters
     ----------
     config : mapping, optional
         Further parameters that affect the results but are not arguments here (e.g. the
         algorithm's options such as its work accounting); recorded and compared on resume.
+    progress : callable, optional
+        Called with a line of text after each finished instance.
+    backend, workers
+        As in :func:`optsched.runs.oasis_ratio.sweep` (default: in this process, in turn).
 
     Returns
     -------
@@ -247,56 +250,30 @@ def ratio_sweep(
         ``out_dir`` holds a sweep with different parameters, a corrupt record, or a parameter
         is out of range.
     """
-    if n_instances < 1:
-        raise InvalidInstanceError("instances", f"must be >= 1, got {n_instances}")
-    out = Path(out_dir)
-    name = algorithm.name if algorithm is not None else "oasis"
-    settings: dict[str, Any] = {
-        "algorithm": name,
-        # The algorithm's own result-affecting options (OASiS and the baselines expose them).
-        "work": getattr(algorithm, "work", "chunks"),
-        "algorithm_seed": getattr(algorithm, "seed", None),
-        "n_jobs": n_jobs,
-        "worker_servers": worker_servers,
-        "ps_servers": ps_servers,
-        "horizon": horizon,
-        "scale": scale,
-        "priority": list(priority),
-        "time_limit": time_limit,
-        "mip_gap": mip_gap,
-        "solver": solver,
-        **dict(config or {}),
-    }
-    # Check the generator's parameters before the store records them as the sweep's config.
-    generate_instance(
-        n_jobs, worker_servers, ps_servers, horizon, seed=seed, scale=scale, priority=priority
-    )
     say = progress or (lambda _msg: None)
-    with RunStore(out, kind=SWEEP_KIND, config=settings) as store:
-        done = {int(rec["seed"]): rec for _, rec in store.items()}
-        for k in range(n_instances):
-            s = seed + k
-            if s in done:
-                continue
-            say(f"instance {k + 1}/{n_instances} (seed {s})")
-            record = sweep_record(
-                s,
-                n_jobs=n_jobs,
-                worker_servers=worker_servers,
-                ps_servers=ps_servers,
-                horizon=horizon,
-                scale=scale,
-                priority=priority,
-                algorithm=algorithm,
-                solver=solver,
-                time_limit=time_limit,
-                mip_gap=mip_gap,
-                threads=threads,
-            )
-            store.put(run_key(seed=s), record)
-            done[s] = record
-    records = [done[seed + k] for k in range(n_instances)]
-    (out / "table.md").write_text(sweep_table(records, settings), encoding="utf-8")
+    result = ratio_runs(
+        n_instances,
+        out_dir,
+        seed=seed,
+        n_jobs=n_jobs,
+        worker_servers=worker_servers,
+        ps_servers=ps_servers,
+        horizon=horizon,
+        scale=scale,
+        priority=priority,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        threads=threads,
+        solver=solver,
+        algorithm=algorithm,
+        config=config,
+        progress=lambda done, total: say(f"{done}/{total} instances measured"),
+        backend=backend,
+        workers=workers,
+    )
+    out = Path(out_dir)
+    records = result.records
+    (out / "table.md").write_text(sweep_table(records, result.config), encoding="utf-8")
     plot_sweep(records).savefig(out / "ratio.png", dpi=120)
     return records
 

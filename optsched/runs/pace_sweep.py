@@ -1,10 +1,11 @@
 """PACE's speed-up over the baselines across bandwidths and worker counts, resumably.
 
 :func:`sweep` runs :func:`~optsched.comm.pace.compare.compare` on every (model, workers, bandwidth)
-of a grid. With a :class:`~optsched.runs.store.RunStore` every run's row is written whole as
-soon as it is computed, keyed by the run's parameters (and the profile's SHA-256, so an edited
-profile file is a different run); a rerun computes only the missing keys and yields the same
-table as an uninterrupted run. Every parameter shared by the runs (latency, overhead,
+of a grid, through the one sweep driver (:func:`~optsched.runs.driver.run_sweep`). With a
+:class:`~optsched.runs.store.RunStore` every run's row is written whole as soon as it is
+computed, keyed by the run's parameters (and the profile's SHA-256, so an edited profile file is
+a different run); a rerun computes only the missing keys and yields the same table as an
+uninterrupted run. Every parameter shared by the runs (latency, overhead,
 partition, fusion buffer, cycle, order, update rate, the byte convention) is the store's config:
 resuming with another value is an error naming it.
 """
@@ -15,11 +16,13 @@ import html
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from optsched.comm.pace.compare import compare
 from optsched.comm.pace.instance import CommInstance
 from optsched.errors import InvalidInstanceError
+from optsched.runs.driver import Task, run_sweep
 from optsched.runs.store import RunStore, run_key
 
 if TYPE_CHECKING:
@@ -123,6 +126,12 @@ def _row(model: str, n: int, bw: float, config: dict[str, Any]) -> dict[str, Any
     }
 
 
+def _run(params: tuple[str, int, float], config: dict[str, Any]) -> dict[str, Any]:
+    """One run of the grid (module level, so that process backends can ship it)."""
+    model, n, bw = params
+    return _row(model, n, bw, config)
+
+
 def _ordered(row: dict[str, Any]) -> dict[str, Any]:
     first = ["model", "workers", "bandwidth_gbps", "lower_bound", *BASELINES, "pace"]
     last = ["speedup_vs_best_baseline", "speedup_vs_horovod", "best_baseline"]
@@ -146,6 +155,8 @@ def sweep(
     update_ms_per_mb: float = 0.0,
     store: RunStore | None = None,
     progress: Callable[[int, int], None] | None = None,
+    backend: str = "serial",
+    n_jobs: int | None = None,
 ) -> PaceSweep:
     """Compare every policy on each (model, workers, bandwidth) of the grid.
 
@@ -164,7 +175,10 @@ def sweep(
         Its config must equal :func:`sweep_config` of these parameters (open it with
         ``RunStore(path, kind=SWEEP_KIND, config=sweep_config(...))``).
     progress : callable, optional
-        Called as ``progress(done, total)`` after each run.
+        Called as ``progress(done, total)`` before the first run and after each one.
+    backend, n_jobs
+        Where the runs execute, as in :func:`~optsched.runs.driver.run_sweep` (default: one
+        after the other in this process).
 
     Returns
     -------
@@ -196,31 +210,27 @@ def sweep(
         raise InvalidInstanceError(
             "store", "was opened with another config than this sweep's parameters"
         )
-    # Every stored record is read (and checked against its checksum) once, up front: a corrupt
-    # or foreign record is an error naming its key before any work is done.
-    existing = dict(store.items()) if store is not None else {}
-    # Validate every model and grid value before the first run.
+    # Validate every model before the first run; its digest is part of each run's key.
     digests: dict[str, str] = {}
     for model in dict.fromkeys(models):
         digests[model] = CommInstance(profile=model).profile_digest()[:16]
-    total = len(models) * len(workers) * len(bandwidths)
-    rows: list[dict[str, Any]] = []
-    computed = 0
-    done = 0
-    for model in models:
-        for n in workers:
-            for bw in bandwidths:
-                key = run_key(model=model, profile=digests[model], workers=int(n), bandwidth=bw)
-                row = existing.get(key)
-                if row is None:
-                    # Through JSON, as a stored row is read back: fresh and resumed rows are
-                    # then identical to the last bit.
-                    row = json.loads(json.dumps(_row(model, int(n), float(bw), config)))
-                    computed += 1
-                    if store is not None:
-                        store.put(key, row)
-                rows.append(_ordered(row))
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+    tasks = [
+        Task(
+            key=run_key(model=model, profile=digests[model], workers=int(n), bandwidth=bw),
+            params=(model, int(n), float(bw)),
+        )
+        for model in models
+        for n in workers
+        for bw in bandwidths
+    ]
+    outcome = run_sweep(
+        tasks,
+        partial(_run, config=config),
+        store=store,
+        backend=backend,
+        n_jobs=n_jobs,
+        progress=progress,
+    )
+    rows = [_ordered(row) for row in outcome.records]
+    computed = outcome.computed
     return PaceSweep(rows, config, computed)

@@ -1,12 +1,14 @@
 r"""Sweeps of the simulator: policies x traces x cluster sizes x seeds x load, resumable, parallel.
 
 Every combination is one *run*: read the trace, build the world, simulate the policy, check the
-record with the independent validator, keep the run metrics. Runs go through joblib, on local
-processes by default (``backend="joblib"``), on a Dask cluster (``"dask"``: joblib's Dask
-backend, through a ``distributed.Client`` given or started locally) or on Ray (``"ray"``: one
-Ray task per run, collected as each finishes; the Ray running in the process, else one started
-at ``address`` or locally and shut down at the end); the extras ``optsched[dask]`` and
-``optsched[ray]`` install them.
+record with the independent validator, keep the run metrics. Runs go through the one sweep
+driver (:func:`~optsched.runs.driver.run_sweep`): on local processes by default
+(``backend="joblib"``, joblib's loky pool, at most one process per core and per run left), in
+this process (``"serial"``), on a Dask cluster (``"dask"``: joblib's Dask backend, through a
+``distributed.Client`` given or started locally) or on Ray (``"ray"``: one Ray task per run,
+collected as each finishes; the Ray running in the process, else one started at ``address`` or
+locally and shut down at the end); the extras ``optsched[dask]`` and ``optsched[ray]`` install
+them.
 
 Each finished run is written whole to a :class:`~optsched.runs.store.RunStore` (SQLite) under
 its key (trace, cluster scale, seed, load, policy) as soon as it comes back, so a sweep killed
@@ -31,23 +33,23 @@ Complexity: one simulation per run; the store holds one row per run.
 from __future__ import annotations
 
 import itertools
-import json
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
+from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optsched._json import dumps
 from optsched.errors import InvalidInstanceError
+from optsched.runs.driver import Task, progress_bar, run_sweep
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["BACKENDS", "KIND", "run_one", "sweep", "sweep_runs"]
 
-#: Execution backends.
-BACKENDS: tuple[str, ...] = ("joblib", "dask", "ray")
+#: Execution backends (``"joblib"``: joblib's loky process pool, as the driver's ``"loky"``).
+BACKENDS: tuple[str, ...] = ("joblib", "loky", "serial", "dask", "ray")
 
 #: The RunStore kind of simulator sweeps.
 KIND = "sim-sweep"
@@ -85,7 +87,7 @@ def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
 def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """One run of the sweep: its record (the key fields, the run metrics, the validity).
 
-    A top-level function of picklable arguments, so that every backend can ship it.
+    A module-level function of picklable arguments, so that every backend can ship it.
     """
     from optsched.sim.cluster_spec import parse_cluster
     from optsched.sim.engine import simulate
@@ -118,28 +120,6 @@ def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         "violations": len(report.violations),
         "events": record.events,
     }
-
-
-def _guarded_run(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """:func:`run_one`, with a refused input returned as data (it then crosses any backend).
-
-    Exceptions with keyword-only constructor arguments do not survive every backend's
-    pickling; the main process raises the error again from these fields.
-    """
-    try:
-        return run_one(params, config)
-    except InvalidInstanceError as exc:
-        return {
-            _ERROR: {
-                "field": exc.field,
-                "message": exc.message,
-                "file": exc.file,
-                "row": exc.row,
-            }
-        }
-
-
-_ERROR = "__invalid__"
 
 
 def sweep_runs(
@@ -195,83 +175,6 @@ def sweep_runs(
     ]
 
 
-def _ray_runs(
-    todo: Sequence[dict[str, Any]], config: dict[str, Any], address: str | None
-) -> Iterator[dict[str, Any]]:
-    """Every run as a Ray task, yielded as each finishes (the order in which they end).
-
-    Ray's joblib backend cannot return results as they finish, which the store needs so that
-    an interrupted sweep loses only the runs in flight; plain tasks and :func:`ray.wait` can.
-    A Ray started here (none was running: a local one, or ``address``) is shut down at the
-    end; one already running is left as it was.
-    """
-    try:
-        import ray
-    except ImportError:
-        raise InvalidInstanceError(
-            "backend", "ray needs the extra: pip install 'optsched[ray]'"
-        ) from None
-
-    def runs() -> Iterator[dict[str, Any]]:
-        started = not ray.is_initialized()
-        if started:
-            ray.init(address=address, include_dashboard=False)
-        try:
-            task = ray.remote(_guarded_run)
-            pending = [task.remote(r, config) for r in todo]
-            # each pass takes one finished run out of ``pending``: len(todo) passes at most
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    yield ray.get(ref)
-        finally:
-            if started:
-                ray.shutdown()
-
-    return runs()
-
-
-def _backend_context(backend: str, client: Any, address: str | None) -> AbstractContextManager[Any]:
-    import joblib
-
-    if backend == "joblib":
-        return nullcontext()
-    if backend == "dask":
-        try:
-            import distributed
-        except ImportError:
-            raise InvalidInstanceError(
-                "backend", "dask needs the extra: pip install 'optsched[dask]'"
-            ) from None
-        if client is None:
-            # joblib's dask backend finds the current client; start one if none was given
-            client = (
-                distributed.Client(address)
-                if address
-                else distributed.Client(processes=False, dashboard_address=None)
-            )
-            owned = client
-        else:
-            owned = None
-        return _Owned(joblib.parallel_config(backend="dask"), owned)
-    raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
-
-
-class _Owned(AbstractContextManager[Any]):
-    """A joblib backend context that closes the client it started."""
-
-    def __init__(self, inner: AbstractContextManager[Any], owned: Any) -> None:
-        self.inner, self.owned = inner, owned
-
-    def __enter__(self) -> Any:
-        return self.inner.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.inner.__exit__(*exc)
-        if self.owned is not None:
-            self.owned.close()
-
-
 def sweep(
     traces: Sequence[str | Path],
     cluster: str,
@@ -307,9 +210,11 @@ def sweep(
         See the module notes.
     round_seconds, restore_seconds, throughputs, reference
         As in ``optsched sim run``; shared by every run (the store's config).
-    backend : {"joblib", "dask", "ray"}
+    backend : {"joblib", "loky", "serial", "dask", "ray"}
+        See the module notes and :func:`~optsched.runs.driver.run_sweep`.
     n_jobs : int, optional
-        joblib workers (default: the machine's cores; ``-1`` likewise).
+        Processes for ``"joblib"`` (default: one per core, at most one per run left; ``-1``
+        likewise); see :func:`~optsched.runs.driver.worker_count`.
     client : distributed.Client, optional
         For ``"dask"``: the cluster to use (default: ``address``, else a local in-process one).
     address : str, optional
@@ -328,7 +233,6 @@ def sweep(
         A bad list or option (field named), a store of another sweep or config, a corrupt
         record (its key named), a trace that fails to read.
     """
-    import joblib
     import pandas as pd
 
     from optsched.runs.store import RunStore, run_key
@@ -353,85 +257,25 @@ def sweep(
         "throughputs": None if throughputs is None else str(throughputs),
         "reference": reference,
     }
-    opened = RunStore(store, kind=KIND, config=config) if store is not None else None
-    memory: dict[str, dict[str, Any]] = {}
-    failed: dict[str, Any] = {}
-    try:
-        done = opened.keys() if opened is not None else set()
-        todo = [r for r in runs if run_key(**r) not in done]
-        bar = _progress(progress, len(runs), len(runs) - len(todo))
-        context = _backend_context(backend, client, address) if backend != "ray" else nullcontext()
-        with bar as (advance), context:
-            if todo:
-                out: Iterator[dict[str, Any]]
-                if backend == "ray":
-                    out = _ray_runs(todo, config, address)
-                else:
-                    parallel = joblib.Parallel(
-                        n_jobs=n_jobs if n_jobs is not None else -1,
-                        return_as="generator_unordered",
-                    )
-                    out = parallel(joblib.delayed(_guarded_run)(r, config) for r in todo)
-                for record in out:
-                    if _ERROR in record:
-                        # drain the generator (the other runs are kept) and raise afterwards
-                        failed = failed or record[_ERROR]
-                        continue
-                    key = run_key(**{k: record[k] for k in KEY_FIELDS})
-                    if opened is not None:
-                        opened.put(key, record)
-                    else:
-                        # the same JSON round trip as the store's, so both tables are equal
-                        memory[key] = json.loads(dumps(record))
-                    advance()
-        if failed:
-            raise InvalidInstanceError(
-                failed["field"], failed["message"], file=failed["file"], row=failed["row"]
-            )
-        wanted = {run_key(**r) for r in runs}
-        if opened is not None:
-            rows = [rec for key, rec in opened.items() if key in wanted]
-        else:
-            rows = list(memory.values())
-    finally:
-        if opened is not None:
-            opened.close()
+    tasks = [Task(key=run_key(**r), params=r) for r in runs]
+    with ExitStack() as stack:
+        opened = None
+        if store is not None:
+            opened = stack.enter_context(RunStore(store, kind=KIND, config=config))
+        bar = stack.enter_context(progress_bar("sim sweep", show=progress))
+        rows = run_sweep(
+            tasks,
+            partial(run_one, config=config),
+            store=opened,
+            backend=backend,
+            n_jobs=n_jobs,
+            progress=bar,
+            client=client,
+            address=address,
+        ).records
     frame = pd.DataFrame(rows)
     if len(frame):
         rest = sorted(c for c in frame.columns if c not in KEY_FIELDS)
         frame = frame[[*KEY_FIELDS, *rest]]
         frame = frame.sort_values(list(KEY_FIELDS), kind="stable").reset_index(drop=True)
     return frame
-
-
-class _Bar(AbstractContextManager[Any]):
-    """A rich progress bar on stderr (or nothing), yielding an ``advance()`` callable."""
-
-    def __init__(self, show: bool, total: int, completed: int) -> None:
-        self.show, self.total, self.completed = show, total, completed
-        self.progress: Any = None
-        self.task: Any = None
-
-    def __enter__(self) -> Any:
-        if self.show:
-            from rich.console import Console
-            from rich.progress import Progress
-
-            self.progress = Progress(console=Console(stderr=True), transient=False)
-            self.progress.__enter__()
-            self.task = self.progress.add_task(
-                "sim sweep", total=self.total, completed=self.completed
-            )
-        return self.advance
-
-    def advance(self) -> None:
-        if self.progress is not None:
-            self.progress.advance(self.task)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.progress is not None:
-            self.progress.__exit__(*exc)
-
-
-def _progress(show: bool, total: int, completed: int) -> _Bar:
-    return _Bar(show, total, completed)

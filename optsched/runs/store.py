@@ -35,7 +35,7 @@ from optsched.errors import InvalidInstanceError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["FORMAT_VERSION", "RunStore", "run_key"]
+__all__ = ["FORMAT_VERSION", "RunStore", "as_stored", "run_key"]
 
 #: Version of the store's layout, recorded in the file.
 FORMAT_VERSION = 1
@@ -52,6 +52,20 @@ def run_key(**params: Any) -> str:
     '{"policy":"fifo","seed":3}'
     """
     return _canonical(params)
+
+
+def as_stored(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record as the store gives it back: its canonical JSON text, parsed.
+
+    Keys sorted, NumPy values as Python ones, NaN as ``None``, infinities as ``"inf"`` /
+    ``"-inf"``. A sweep passes its fresh records through this too, so that a table built from
+    them equals one built from the store.
+
+    >>> as_stored({"b": float("inf"), "a": (1, 2)})
+    {'a': [1, 2], 'b': 'inf'}
+    """
+    out: dict[str, Any] = json.loads(_canonical(dict(record)))
+    return out
 
 
 def _checksum(kind: str, key: str, text: str) -> str:

@@ -5,11 +5,12 @@ from a normalized job table), the one :class:`Policy` interface (:class:`SimStat
 :class:`Allocation` of :class:`Grant` out, or a Gavel-style fractional allocation), the engine
 (:func:`simulate`), the record (:class:`SimResult`), the independent validator (:func:`validate`),
 the replay of a per-round plan (:func:`replay_rounds`) and the metrics; the exact optimum of the
-round-based world (:func:`solve`), policies side by side with their gaps to it
-(:func:`compare`) and resumable parallel sweeps (:func:`sweep`).
+round-based world (:func:`solve`) and policies side by side with their gaps to it
+(:func:`compare`). Resumable parallel sweeps of the simulator are
+:func:`optsched.runs.sim_sweep.sweep` (``optsched sim sweep``): a model package imports no
+run store.
 """
 
-from optsched.runs.sim_sweep import sweep
 from optsched.sim.cluster_spec import (
     ClusterSpec,
     GpuType,
@@ -19,6 +20,7 @@ from optsched.sim.cluster_spec import (
 from optsched.sim.compare import Comparison, compare
 from optsched.sim.engine import default_horizon, event_bound, simulate
 from optsched.sim.exact import solve
+from optsched.sim.family import ALGORITHMS, FAMILY
 from optsched.sim.generate import generate_instance, generate_job_table
 from optsched.sim.metrics import deadline_metrics, job_metrics, run_metrics, utilization
 from optsched.sim.policy import (
@@ -47,6 +49,8 @@ from optsched.sim.world import (
 )
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "GENERIC",
     "INTERVAL_COLUMNS",
     "JOB_COLUMNS",
@@ -86,7 +90,6 @@ __all__ = [
     "run_metrics",
     "simulate",
     "solve",
-    "sweep",
     "utilization",
     "validate",
 ]

@@ -280,6 +280,15 @@ class Policy:
     def reset(self, world: World) -> None:
         """Called once before a simulation starts (clear per-run memory here)."""
 
+    def refuses(self, world: World) -> str | None:
+        """Why this policy cannot run ``world`` (``None``: it can).
+
+        A policy whose model excludes some worlds (AlloX schedules single-GPU jobs only) says
+        so here, so that "every policy" comparisons leave it out with the reason instead of
+        failing; its :meth:`reset` refuses such a world with a typed error.
+        """
+        return None
+
     def allocate(self, state: SimState) -> Allocation:
         """Decide who runs where until the next decision point."""
         x = self.fractional(state)

@@ -1,21 +1,24 @@
 """The solver layer: the only package in optsched that imports a solver interface.
 
-Formulations build Pyomo models or cvxpy problems; :func:`solve` hands either to a backend and
-returns a :class:`SolveResult` whose status is mapped onto one set of enums. A result that is not
-optimal raises :class:`~optsched.errors.NotOptimalError` unless the caller opts in to a feasible
-incumbent with ``accept_feasible=True``.
+Formulations build Pyomo models or cvxpy problems, which :func:`solve` hands to a backend, or
+sparse matrices (:class:`LinearProgram`), which :func:`solve_matrix` hands to HiGHS or SCIP.
+Either returns a :class:`SolveResult` whose status is mapped onto one set of enums. A result that
+is not optimal raises :class:`~optsched.errors.NotOptimalError` unless the caller opts in to a
+feasible incumbent with ``accept_feasible=True``. :data:`SOLVERS` says which solver each path
+(``"pyomo"``, ``"cvxpy"``, ``"matrix"``) can reach.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.matrix import MATRIX_SOLVERS, LinearProgram, MatrixSolution, solve_matrix
 from optsched.solvers.registry import SOLVERS, SolverInfo, available_solvers
 from optsched.solvers.result import SolutionStatus, SolveResult, Status, TerminationCondition
 
 __all__ = [
     "DEFAULT_MIP_GAP",
+    "MATRIX_SOLVERS",
     "SOLVERS",
     "BuildClock",
     "LinearProgram",
@@ -132,7 +135,8 @@ def solve(
         The model. Pyomo models get their solution loaded into their variables; cvxpy problems
         get ``variable.value`` set.
     solver : str, default "highs"
-        A name from :func:`available_solvers` (or, for Pyomo, any ``SolverFactory`` name).
+        A name from :func:`available_solvers` (or, for Pyomo, any ``SolverFactory`` name);
+        ``"scip"`` reaches SCIP through Pyomo's ``scip_direct`` or cvxpy's ``SCIP``.
     time_limit : float, optional
         Wall-clock limit in seconds.
     mip_gap : float, optional
@@ -149,8 +153,9 @@ def solve(
     options : dict, optional
         Extra solver-specific options passed through.
     warm_start : bool, default False
-        Hand the Pyomo variables' current values to the solver as a MIP start (HiGHS; the
-        values must form a feasible point to help). Ignored by backends without MIP starts.
+        Hand the Pyomo variables' current values to the solver as a MIP start (HiGHS and SCIP;
+        the values must form a feasible point to help). Ignored by backends without MIP
+        starts.
 
     Returns
     -------

@@ -1,8 +1,10 @@
 """Solve Pyomo models: HiGHS through ``pyomo.contrib.solver`` by default, any Pyomo solver by name.
 
-Together with :mod:`optsched.solvers.cvxpy` and :mod:`optsched.solvers.highs` (matrices straight
-into HiGHS), this is where optsched calls a solver. Formulation modules build a Pyomo model and
-hand it here.
+Together with :mod:`optsched.solvers.cvxpy` and :mod:`optsched.solvers.matrix` (matrices straight
+into HiGHS or SCIP), this is where optsched calls a solver. Formulation modules build a Pyomo
+model and hand it here. HiGHS and SCIP are reached through ``pyomo.contrib.solver`` (SCIP as its
+``scip_direct`` interface to ``pyscipopt``), and for both optsched reads the solver's own status
+rather than Pyomo's summary of it.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from optsched.errors import NotOptimalError, SolverUnavailableError
-from optsched.solvers.highs import HIGHS_MIP_SAFE_OPTIONS, HIGHS_STATUS_MAP
+from optsched.errors import InvalidInstanceError, NotOptimalError, SolverUnavailableError
+from optsched.solvers.highs import HIGHS_MIP_SAFE_OPTIONS, HIGHS_STATUS_MAP, reset_thread_pool
 from optsched.solvers.registry import require
 from optsched.solvers.result import (
     SolutionStatus,
@@ -20,8 +22,9 @@ from optsched.solvers.result import (
     TerminationCondition,
     assemble,
 )
+from optsched.solvers.scip import SCIP_STATUS_MAP, scip_version
 
-__all__ = ["HIGHS_STATUS_MAP", "PYOMO_TERMINATION_MAP", "solve_pyomo"]
+__all__ = ["HIGHS_STATUS_MAP", "PYOMO_TERMINATION_MAP", "SCIP_STATUS_MAP", "solve_pyomo"]
 
 TC = TerminationCondition
 
@@ -80,6 +83,54 @@ def _has_integers(model: Any) -> bool:
     return any(
         v.is_integer() or v.is_binary() for v in model.component_data_objects(pyo.Var, active=True)
     )
+
+
+def _integers_all_valued(model: Any) -> bool:
+    """Whether every active integer variable has a value (what a SCIP MIP start needs)."""
+    import pyomo.environ as pyo
+
+    return all(
+        v.value is not None
+        for v in model.component_data_objects(pyo.Var, active=True)
+        if v.is_integer() or v.is_binary()
+    )
+
+
+def _complete_scip_start(opt: Any) -> None:
+    """Make ``scip_direct``'s MIP start a complete SCIP solution, not a partial one.
+
+    Pyomo hands SCIP only the integer variables' values, as a *partial* solution that SCIP
+    completes later by a sub-MIP heuristic, so a limit can stop SCIP before the start is ever
+    an incumbent. With every variable's value (continuous ones included, and the auxiliary
+    variable ``scip_direct`` models the objective with), the start is checked at once and, if
+    feasible, is the first incumbent. Falls back to Pyomo's own start where ``scip_direct``'s
+    internals differ from those this relies on.
+    """
+    import types
+
+    needed = ("_mipstart", "_solver_model", "_pyomo_var_to_solver_var_map", "_obj_var")
+    if not all(hasattr(opt, name) for name in needed):
+        return
+    partial = opt._mipstart
+
+    def complete(self: Any) -> None:
+        import pyomo.environ as pyo
+
+        scip, var_map = self._solver_model, self._pyomo_var_to_solver_var_map
+        objective = getattr(self, "_objective", None)
+        # (Pyomo variables are not hashable: the map is a ComponentMap, read as pairs.)
+        values = [(scip_var, pyomo_var.value) for pyomo_var, scip_var in var_map.items()]
+        if any(value is None for _, value in values) or self._obj_var is None:
+            partial()
+            return
+        sol = scip.createSol()
+        for scip_var, value in values:
+            scip.setSolVal(sol, scip_var, float(value))
+        if objective is not None:
+            scip.setSolVal(sol, self._obj_var, float(pyo.value(objective.expr)))
+        scip.addSol(sol, free=True)
+
+    opt._mipstart = types.MethodType(complete, opt)
 
 
 def _version_str(version: Any) -> str:
@@ -146,7 +197,9 @@ def solve_pyomo(
         Extra solver-specific options.
     warm_start : bool, default False
         Pass the variables' current values as a MIP start. For ``"highs"`` this goes through
-        Pyomo's appsi HiGHS interface, the one that accepts a start.
+        Pyomo's appsi HiGHS interface, the one that accepts a start; for ``"scip"`` the integer
+        variables' values become a partial SCIP solution (skipped, and said so in
+        ``result.message``, when an integer variable has no value).
 
     Returns
     -------
@@ -177,7 +230,9 @@ def solve_pyomo(
             warm_start=True,
         )
     elif solver in _CONTRIB_NAMES:
-        result = _solve_contrib(model, solver, time_limit, mip_gap, threads, build_seconds, options)
+        result = _solve_contrib(
+            model, solver, time_limit, mip_gap, threads, build_seconds, options, warm_start
+        )
     else:
         result = _solve_legacy(model, solver, time_limit, mip_gap, threads, build_seconds, options)
     return check(result, accept_feasible)
@@ -198,20 +253,15 @@ def check(result: SolveResult, accept_feasible: bool) -> SolveResult:
     raise NotOptimalError(result)
 
 
-def _solve_contrib(
+def _contrib_kwargs(
     model: Any,
     solver: str,
     time_limit: float | None,
     mip_gap: float | None,
     threads: int | None,
-    build_seconds: float,
     options: dict[str, Any] | None,
-) -> SolveResult:
-    from pyomo.contrib.solver.common.factory import SolverFactory
-
-    opt = SolverFactory(_CONTRIB_NAMES[solver])
-    if not opt.available():
-        raise SolverUnavailableError(f"solver {solver!r} is installed but reports unavailable")
+) -> dict[str, Any]:
+    """Keyword arguments of a ``pyomo.contrib.solver`` call (limits, gap, threads, options)."""
     kwargs: dict[str, Any] = {
         "load_solutions": False,
         "raise_exception_on_nonoptimal_result": False,
@@ -228,29 +278,71 @@ def _solve_contrib(
     solver_options.update(options or {})
     if solver_options:
         kwargs["solver_options"] = solver_options
-    start = time.perf_counter()
-    res = opt.solve(model, **kwargs)
-    elapsed = time.perf_counter() - start
+    return kwargs
 
-    native = ""
+
+def _contrib_status(opt: Any, res: Any, solver: str) -> tuple[TerminationCondition, str, str]:
+    """Termination, native status and version, from the solver's own words where possible."""
     termination = PYOMO_TERMINATION_MAP.get(res.termination_condition.name, TC.UNKNOWN)
-    highs = getattr(opt, "_solver_model", None)
-    if solver == "highs" and highs is not None:
+    version = _version_str(res.solver_version)
+    native_model = getattr(opt, "_solver_model", None)
+    if solver == "highs" and native_model is not None:
         # Read HiGHS's own status: it distinguishes limits Pyomo folds together.
-        code = highs.getModelStatus().name
-        termination = HIGHS_STATUS_MAP.get(code, TC.UNKNOWN)
-        native = code
-    else:
-        native = res.termination_condition.name
+        code = native_model.getModelStatus().name
+        return HIGHS_STATUS_MAP.get(code, TC.UNKNOWN), code, version
+    if solver == "scip" and native_model is not None:
+        # SCIP's own status: Pyomo reports a node limit as an iteration limit and a memory
+        # or solution limit as "unknown"; and Pyomo's version is pyscipopt's, not SCIP's.
+        native = str(native_model.getStatus())
+        return SCIP_STATUS_MAP.get(native, TC.UNKNOWN), native, scip_version(native_model)
+    return termination, res.termination_condition.name, version
+
+
+def _contrib_solution(res: Any, termination: TerminationCondition) -> SolutionStatus:
     sol_name = res.solution_status.name
-    if sol_name == "optimal":
-        solution = SolutionStatus.OPTIMAL
-    elif sol_name == "feasible":
-        solution = SolutionStatus.FEASIBLE
-    else:
-        solution = SolutionStatus.NO_SOLUTION
-    if solution is SolutionStatus.OPTIMAL and termination is not TC.OPTIMAL:
-        solution = SolutionStatus.FEASIBLE
+    if sol_name == "optimal" and termination is TC.OPTIMAL:
+        return SolutionStatus.OPTIMAL
+    if sol_name in ("optimal", "feasible"):
+        return SolutionStatus.FEASIBLE
+    return SolutionStatus.NO_SOLUTION
+
+
+def _solve_contrib(
+    model: Any,
+    solver: str,
+    time_limit: float | None,
+    mip_gap: float | None,
+    threads: int | None,
+    build_seconds: float,
+    options: dict[str, Any] | None,
+    warm_start: bool = False,
+) -> SolveResult:
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    opt = SolverFactory(_CONTRIB_NAMES[solver])
+    if not opt.available():
+        raise SolverUnavailableError(f"solver {solver!r} is installed but reports unavailable")
+    kwargs = _contrib_kwargs(model, solver, time_limit, mip_gap, threads, options)
+    message = ""
+    if warm_start and solver == "scip":
+        if _integers_all_valued(model):
+            kwargs["warmstart_discrete_vars"] = True
+            _complete_scip_start(opt)
+            message = "warm-started"
+        else:
+            message = "warm start skipped: an integer variable has no value"
+    if threads is not None and solver == "highs":
+        reset_thread_pool()
+    start = time.perf_counter()
+    try:
+        res = opt.solve(model, **kwargs)
+    except KeyError as exc:
+        if solver == "scip":  # pyscipopt's answer to an unknown parameter name
+            raise InvalidInstanceError("options", f"SCIP has no parameter {exc}") from None
+        raise
+    elapsed = time.perf_counter() - start
+    termination, native, version = _contrib_status(opt, res, solver)
+    solution = _contrib_solution(res, termination)
     objective = None
     if native == "kModelEmpty" or res.termination_condition.name == "emptyModel":
         # No variables: the objective is a constant and the empty point is optimal.
@@ -267,8 +359,9 @@ def _solve_contrib(
         build_seconds=build_seconds,
         solve_seconds=elapsed,
         solver=solver,
-        solver_version=_version_str(res.solver_version),
+        solver_version=version,
         native_status=native,
+        message=message,
     )
 
 
@@ -378,6 +471,8 @@ def _solve_appsi(
             merged["threads"] = int(threads)
         for key, value in merged.items():
             opt.highs_options[key] = value
+        if threads is not None:
+            reset_thread_pool()
     start = time.perf_counter()
     results = opt.solve(model)
     elapsed = time.perf_counter() - start

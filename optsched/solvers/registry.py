@@ -23,7 +23,10 @@ class SolverInfo:
     name : str
         The name users pass as ``solver=``.
     frontends : tuple of str
-        Model families it can solve: ``"pyomo"``, ``"cvxpy"``.
+        The paths that reach it: ``"pyomo"`` (Pyomo models, :func:`optsched.solvers.solve`),
+        ``"cvxpy"`` (cvxpy problems, the same function) and ``"matrix"``
+        (:class:`~optsched.solvers.LinearProgram` through
+        :func:`~optsched.solvers.solve_matrix`).
     mip : bool
         Whether it handles integer variables.
     module : str or None
@@ -45,10 +48,17 @@ class SolverInfo:
 SOLVERS: dict[str, SolverInfo] = {
     info.name: info
     for info in (
-        SolverInfo("highs", ("pyomo", "cvxpy"), True, "highspy", None, "pip install highspy"),
+        SolverInfo(
+            "highs", ("pyomo", "cvxpy", "matrix"), True, "highspy", None, "pip install highspy"
+        ),
         SolverInfo("appsi_highs", ("pyomo",), True, "highspy", None, "pip install highspy"),
         SolverInfo(
-            "scip", ("pyomo", "cvxpy"), True, "pyscipopt", None, "pip install 'optsched[scip]'"
+            "scip",
+            ("pyomo", "cvxpy", "matrix"),
+            True,
+            "pyscipopt",
+            None,
+            "pip install 'optsched[scip]'",
         ),
         SolverInfo("cbc", ("pyomo",), True, None, "cbc", "apt-get install coinor-cbc"),
         SolverInfo("glpk", ("pyomo",), True, None, "glpsol", "apt-get install glpk-utils"),
@@ -71,8 +81,8 @@ def available_solvers(frontend: str | None = None, mip: bool | None = None) -> l
 
     Parameters
     ----------
-    frontend : {"pyomo", "cvxpy"}, optional
-        Keep only solvers usable from this modelling layer.
+    frontend : {"pyomo", "cvxpy", "matrix"}, optional
+        Keep only solvers usable from this path.
     mip : bool, optional
         Keep only solvers that do (``True``) or need not (``None``) handle integers.
 
@@ -99,7 +109,8 @@ def require(name: str, frontend: str) -> SolverInfo | None:
     """Check a solver can be used from ``frontend``; raise if it is known but missing.
 
     Returns the :class:`SolverInfo` for a known solver and ``None`` for a name optsched does not
-    know (the frontend may still know it, e.g. any Pyomo ``SolverFactory`` name).
+    know (the frontend may still know it, e.g. any Pyomo ``SolverFactory`` name); the
+    ``"matrix"`` path knows only its own backends, so there an unknown name raises.
 
     Raises
     ------
@@ -110,6 +121,11 @@ def require(name: str, frontend: str) -> SolverInfo | None:
 
     info = SOLVERS.get(name)
     if info is None:
+        if frontend == "matrix":
+            raise SolverUnavailableError(
+                f"solver {name!r} cannot solve matrix models; use one of "
+                f"{[n for n, i in SOLVERS.items() if frontend in i.frontends]}"
+            )
         return None
     if frontend not in info.frontends:
         raise SolverUnavailableError(

@@ -6,7 +6,7 @@ Detection looks at the first non-blank line only (read through the guarded bound
 format         recognised by
 =============  ===============================================================================
 optsched       header starting ``job_id,arrival,num_gpus`` (the normalized CSV)
-gavel          a tab-separated line of 7 or 10 fields, or the extension ``.trace``
+gavel          a tab-separated line of 7, 10 or 12 fields, or the extension ``.trace``
 elasticflow    header with ``job_id`` and ``submission_time``
 tiresias       header with ``job_id``, ``num_gpu`` and ``submit_time``
 helios         header with ``gpu_num`` and ``submit_time`` (``philly`` is the same schema: name
@@ -85,7 +85,7 @@ def detect_format(path: str | Path) -> str:
         )
     if "\t" in first:
         count = len(first.split("\t"))
-        if count in (7, 10):
+        if count in (7, 10, 12):
             return "gavel"
     if Path(path).suffix.lower() == ".trace":
         # Gavel's extension: its reader names what is wrong with the first line

@@ -1,7 +1,8 @@
-"""Reader of Gavel ``.trace`` files (tab-separated, no header), in both published layouts.
+"""Reader of Gavel ``.trace`` files (tab-separated, no header), in the three published layouts.
 
 Gavel (Narayanan et al., OSDI 2020; github.com/stanford-futuredata/gavel, ``scheduler/traces``)
-ships two layouts, told apart by the field count of each line:
+ships two layouts and Shockwave (Zheng et al., NSDI 2023; github.com/uw-mad-dash/shockwave,
+``scheduler/traces``) a third, told apart by the field count of each line:
 
 * **10 fields** (``physical_cluster/*.trace``, the layout of ``scheduler/utils.py`` at HEAD):
   ``job_type, command, working_directory, num_steps_arg, needs_data_dir, total_steps,
@@ -10,6 +11,12 @@ ships two layouts, told apart by the field count of each line:
   2020): ``job_type, command, num_steps_arg, needs_data_dir, total_steps, arrival_time,
   scale_factor``. That parser skips rows whose ``scale_factor`` is 0; so does this one (counted
   in ``meta["skipped"]``).
+* **12 fields** (Shockwave's "dynamic" traces, the layout of Shockwave's ``scheduler/utils.py``):
+  the 10 fields with ``mode`` after ``scale_factor`` and ``duration`` before ``arrival_time``:
+  ``job_type, command, working_directory, num_steps_arg, needs_data_dir, total_steps,
+  scale_factor, mode, priority_weight, SLO, duration, arrival_time``. ``mode`` is the job's
+  batch-size adaptation (``static``, ``accordion`` or ``gns``), ``duration`` its run time in
+  seconds on the trace's reference GPU type.
 
 Mapping
 -------
@@ -23,11 +30,12 @@ job_type             model        ``"ResNet-18 (batch size 64)"`` -> ``"ResNet-1
                                   types (``"A3C"``, ``"CycleGAN"``) are kept whole
 job_type             batch_size   the ``(batch size N)`` suffix; NaN without one
 total_steps          total_steps  whole number >= 1
-(none)               duration     NaN: Gavel derives it from measured throughputs
-priority_weight      weight       10-field only, > 0; 1.0 in the 7-field layout
+duration             duration     12-field only: seconds, > 0; NaN in the other layouts
+priority_weight      weight       10/12-field, > 0; 1.0 in the 7-field layout
 SLO                  slo_factor   extra column: ``-1`` -> NaN (none); else > 0, the job must
                                   finish within ``SLO x duration`` of its arrival (Gavel's rule);
                                   ``deadline`` stays NaN because the duration is unknown here
+mode                 batch_mode   extra column, 12-field only: ``static``, ``accordion`` or ``gns``
 (none)               user         ``""``
 ===================  ===========  ==================================================================
 
@@ -44,7 +52,7 @@ from pathlib import Path
 from optsched.traces._rows import Rows, Table
 from optsched.traces.schema import BOUNDS, Trace
 
-__all__ = ["FIELDS_7", "FIELDS_10", "read_gavel", "split_job_type"]
+__all__ = ["BATCH_MODES", "FIELDS_7", "FIELDS_10", "FIELDS_12", "read_gavel", "split_job_type"]
 
 FIELDS_10 = [
     "job_type",
@@ -58,6 +66,22 @@ FIELDS_10 = [
     "SLO",
     "arrival_time",
 ]
+FIELDS_12 = [
+    "job_type",
+    "command",
+    "working_directory",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "mode",
+    "priority_weight",
+    "SLO",
+    "duration",
+    "arrival_time",
+]
+#: Batch-size adaptation modes of Shockwave's 12-field layout.
+BATCH_MODES = ("static", "accordion", "gns")
 FIELDS_7 = [
     "job_type",
     "command",
@@ -86,7 +110,7 @@ def split_job_type(job_type: str) -> tuple[str, float]:
 
 
 def read_gavel(path: str | Path) -> Trace:
-    r"""Read a Gavel ``.trace`` file (7- or 10-field layout; every line must use the same one).
+    r"""Read a Gavel ``.trace`` file (7-, 10- or 12-field layout; every line uses the same one).
 
     Parameters
     ----------
@@ -95,7 +119,7 @@ def read_gavel(path: str | Path) -> Trace:
     Returns
     -------
     Trace
-        ``format="gavel"``; ``meta["fields"]`` is 7 or 10, ``meta["skipped"]`` counts rows left
+        ``format="gavel"``; ``meta["fields"]`` is 7, 10 or 12, ``meta["skipped"]`` counts rows left
         out (``scale_factor`` 0 in the 7-field layout).
 
     Raises
@@ -109,16 +133,19 @@ def read_gavel(path: str | Path) -> Trace:
     ``max_trace_rows``.
     """
     rows = Rows(path)
-    table = Table(rows, extras=("slo_factor",))
+    table = Table(rows, extras=("slo_factor", "batch_mode"))
     layout: list[str] | None = None
     skipped = 0
     for _, parts in rows.lines(sep="\t"):
         if layout is None:
-            if len(parts) not in (7, 10):
+            layouts = {7: FIELDS_7, 10: FIELDS_10, 12: FIELDS_12}
+            if len(parts) not in layouts:
                 raise rows.error(
-                    "<row>", f"has {len(parts)} tab-separated fields; Gavel traces have 7 or 10"
+                    "<row>",
+                    f"has {len(parts)} tab-separated fields; Gavel traces have 7 or 10 "
+                    "(Shockwave's 12)",
                 )
-            layout = FIELDS_10 if len(parts) == 10 else FIELDS_7
+            layout = layouts[len(parts)]
         rows.fields(parts, layout)
         f = dict(zip(layout, parts, strict=True))
         job_type = rows.text(f["job_type"], "job_type", required=True)
@@ -128,8 +155,15 @@ def read_gavel(path: str | Path) -> Trace:
         scale = rows.count(f["scale_factor"], "scale_factor", low=low)
         steps = rows.count(f["total_steps"], "total_steps", bound=BOUNDS["total_steps"])
         arrival = rows.number(f["arrival_time"], "arrival_time", bound=BOUNDS["arrival"])
-        weight, slo = 1.0, math.nan
-        if layout is FIELDS_10:
+        weight, slo, duration, mode = 1.0, math.nan, math.nan, ""
+        if layout is FIELDS_12:
+            mode = f["mode"].strip()
+            if mode not in BATCH_MODES:
+                raise rows.error("mode", f"must be one of {list(BATCH_MODES)}, got {mode[:40]!r}")
+            duration = rows.number(
+                f["duration"], "duration", bound=BOUNDS["duration"], positive=True
+            )
+        if layout is not FIELDS_7:
             weight = rows.number(
                 f["priority_weight"], "priority_weight", bound=BOUNDS["weight"], positive=True
             )
@@ -154,10 +188,14 @@ def read_gavel(path: str | Path) -> Trace:
             total_steps=float(steps),
             batch_size=batch,
             weight=weight,
+            duration=duration,
             slo_factor=slo,
+            batch_mode=mode,
         )
-    if layout is not FIELDS_10:
+    if layout is FIELDS_7 or layout is None:
         table.extras.pop("slo_factor")  # the 7-field layout has no SLO field
+    if layout is not FIELDS_12:
+        table.extras.pop("batch_mode")  # only Shockwave's layout names a mode
     meta = {
         "fields": 0 if layout is None else len(layout),
         "time_origin": 0.0,

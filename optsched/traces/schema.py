@@ -70,6 +70,11 @@ EXTRA_COLUMNS: dict[str, tuple[str, str]] = {
         "Gavel SLO: the job must finish within slo_factor x its isolated duration of its "
         "arrival; NaN when the trace gives -1 (none)",
     ),
+    "batch_mode": (
+        "str",
+        "batch-size adaptation of a Shockwave job: static, accordion (Accordion's critical "
+        "regimes) or gns (gradient noise scale); Shockwave's 12-field Gavel layout",
+    ),
     "status": ("str", "final state the trace records (PAI status, Helios/Philly state)"),
     "vc": ("str", "virtual cluster (Helios, Philly-derived)"),
     "gpu_type": ("str", "GPU type the trace records for the job (PAI gpu_type)"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from optsched.allocation.andreas.costs import DecisionCosts, decision_costs
+from optsched.allocation.andreas.family import ALGORITHMS, FAMILY
 from optsched.allocation.andreas.generate import generate_instance
 from optsched.allocation.andreas.greedy import MAX_RESTARTS, GreedyRun, RandomizedGreedy
 from optsched.allocation.andreas.instance import (
@@ -28,6 +29,8 @@ from optsched.allocation.andreas.plan import AndreasPlan, Assignment
 from optsched.allocation.andreas.validate import decision_cost, validate
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "MAX_RESTARTS",
     "AndreasInstance",
     "AndreasJob",

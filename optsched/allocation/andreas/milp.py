@@ -39,7 +39,7 @@ from optsched.allocation.andreas.costs import decision_costs
 from optsched.allocation.andreas.instance import AndreasInstance
 from optsched.allocation.andreas.plan import AndreasPlan, Assignment
 from optsched.allocation.andreas.validate import validate
-from optsched.family.exact import Algorithm, Formulation
+from optsched.family.exact import AlgorithmBackend, Formulation
 from optsched.results import ExactResult, Report
 from optsched.solvers import BuildClock, LinearProgram, MatrixSolution
 
@@ -112,7 +112,7 @@ def solve(
 class _Built:
     """The matrix model and what maps its columns back to assignments."""
 
-    lp: LinearProgram | Algorithm
+    lp: LinearProgram | AlgorithmBackend
     costs: Any
     y_cfg: np.ndarray
     y_node: np.ndarray

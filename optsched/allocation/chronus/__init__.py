@@ -12,6 +12,7 @@ returning the same :class:`LeasePlan`, and :func:`validate` returning a
 
 from __future__ import annotations
 
+from optsched.allocation.chronus.family import ALGORITHMS, FAMILY
 from optsched.allocation.chronus.generate import generate_instance
 from optsched.allocation.chronus.heuristics import (
     HEURISTICS,
@@ -33,6 +34,8 @@ from optsched.allocation.chronus.plan import LeasePlan
 from optsched.allocation.chronus.validate import validate
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "HEURISTICS",
     "BestEffortJob",
     "ChronusGreedy",

@@ -39,6 +39,8 @@ from optsched.results import ExactResult
 from optsched.solvers.result import SolveResult
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "PACKED_POLICIES",
     "POLICIES",
     "Allocation",
@@ -148,12 +150,12 @@ def solve(
 def formulation(instance: AllocationInstance, policy: str) -> Formulation[Allocation]:
     """What :func:`~optsched.family.exact.exact_solve` needs to solve one policy's round.
 
-    The backend is an :class:`~optsched.family.exact.Algorithm`: the policy's procedure (one
+    The backend is an :class:`~optsched.family.exact.AlgorithmBackend`: the policy's procedure (one
     LP, or the finish-time-fairness sequence of LPs) reports the objective of its allocation
     and its proven bound.
     """
     from optsched.errors import InvalidInstanceError, SolverUnavailableError
-    from optsched.family.exact import Algorithm, SolveSettings
+    from optsched.family.exact import AlgorithmBackend, SolveSettings
 
     if policy in PACKED_POLICIES:
         objective = PACKED_POLICIES[policy]
@@ -192,7 +194,7 @@ def formulation(instance: AllocationInstance, policy: str) -> Formulation[Alloca
     return Formulation(
         sense=_SENSE[objective],  # type: ignore[arg-type]
         objective_name=objective,
-        build=lambda clock: Algorithm(run, "highs"),
+        build=lambda clock: AlgorithmBackend(run, "highs"),
         extract=lambda _algorithm, allocation: allocation,
         validate=lambda allocation: validate(instance, allocation, policy),
         extra=lambda _a, _s, result: {
@@ -200,3 +202,7 @@ def formulation(instance: AllocationInstance, policy: str) -> Formulation[Alloca
             "lp": lp_of.get("lp"),
         },
     )
+
+
+# Last: the declaration refers to solve, defined above.
+from optsched.allocation.gavel.family import ALGORITHMS, FAMILY  # noqa: E402

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optsched.allocation.optimus.family import ALGORITHMS, FAMILY
 from optsched.allocation.optimus.fit import ConvergenceFit, SpeedFit, fit_convergence, fit_speed
 from optsched.allocation.optimus.generate import generate_instance
 from optsched.allocation.optimus.greedy import MarginalGain, marginal_gain
@@ -25,6 +26,8 @@ from optsched.allocation.optimus.total_time import solve
 from optsched.allocation.optimus.validate import validate
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "ConvergenceFit",
     "ConvergenceSpec",
     "MarginalGain",

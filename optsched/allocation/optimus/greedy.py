@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 import numpy as np
@@ -51,7 +52,7 @@ from optsched.allocation.optimus.solution import OptimusAllocation
 from optsched.errors import InvalidInstanceError
 from optsched.tolerances import FIT_TOL
 
-__all__ = ["MarginalGain", "marginal_gain"]
+__all__ = ["MarginalGain", "grow_by_marginal_gain", "marginal_gain"]
 
 Per = Literal["demand", "share"]
 
@@ -71,6 +72,58 @@ def _gain(job: OptimusJob, p: int, w: int, dp: int, dw: int, unit: float) -> flo
     if unit <= 0:
         return math.inf if drop > 0 else drop
     return drop / unit
+
+
+def grow_by_marginal_gain(
+    n: int,
+    moves: Callable[[int], Iterable[tuple[int, float]]],
+    make: Callable[[int, int], bool],
+) -> None:
+    r"""The marginal-gain loop of Optimus (step 3 of the module notes), over any kind of unit.
+
+    :func:`marginal_gain` runs it on PSs and workers; the simulator's Optimus policy
+    (:class:`optsched.sim.policies.Optimus`) on the GPUs of each type.
+
+    Parameters
+    ----------
+    n : int
+        Jobs ``0 .. n - 1``.
+    moves : callable
+        ``moves(i)``: job ``i``'s moves open now, as ``(role, gain)`` pairs (``role`` a small
+        integer naming the move, e.g. 0 for one more PS and 1 for one more worker).
+    make : callable
+        ``make(i, role)``: make the move and return ``True``, or return ``False`` when it no
+        longer fits (it is dropped; the job's other moves stay keyed).
+
+    Notes
+    -----
+    Every open move is keyed in a max-heap by its gain (ties: the lower job, then the lower
+    role). The best is popped; at a gain :math:`\le 0` the loop stops (no move helps); a made
+    move re-keys its job's moves from ``moves(i)`` (its older entries are stale and skipped).
+    Termination: a dropped move is not pushed again until its job moves, and each made move
+    must consume a bounded resource (``make`` decides), so with :math:`S` made moves there are
+    at most :math:`2n + 2S` pushes, :math:`O((n + S) \log n)` time for two roles.
+    """
+    version = [0] * n
+    # Heap entries: (-gain, job, role, version); a job's entries of an older version are stale.
+    heap: list[tuple[float, int, int, int]] = []
+
+    def push(i: int) -> None:
+        for role, gain in moves(i):
+            heapq.heappush(heap, (-gain, i, role, version[i]))
+
+    for i in range(n):
+        push(i)
+    while heap:
+        neg, i, role, ver = heapq.heappop(heap)
+        if ver != version[i]:
+            continue
+        if -neg <= 0:
+            break
+        if not make(i, role):
+            continue
+        version[i] += 1
+        push(i)
 
 
 def marginal_gain(instance: OptimusInstance, per: Per = "demand") -> OptimusAllocation:
@@ -107,39 +160,29 @@ def marginal_gain(instance: OptimusInstance, per: Per = "demand") -> OptimusAllo
     s_dem = [np.asarray(j.ps_demand, dtype=np.float64) for j in instance.jobs]
     d_dem = [np.asarray(j.worker_demand, dtype=np.float64) for j in instance.jobs]
     units = [(_unit(s_dem[i], cap, per), _unit(d_dem[i], cap, per)) for i in range(n)]
-    # Heap entries: (-gain, job, role, version); a job's entries of an older version are stale.
-    version = [0] * n
-    heap: list[tuple[float, int, int, int]] = []
 
-    def push(i: int) -> None:
+    def moves(i: int) -> list[tuple[int, float]]:
         job = instance.jobs[i]
+        out = []
         if ps[i] < job.max_ps:
-            heapq.heappush(
-                heap, (-_gain(job, ps[i], workers[i], 1, 0, units[i][0]), i, 0, version[i])
-            )
+            out.append((0, _gain(job, ps[i], workers[i], 1, 0, units[i][0])))
         if workers[i] < job.max_workers:
-            heapq.heappush(
-                heap, (-_gain(job, ps[i], workers[i], 0, 1, units[i][1]), i, 1, version[i])
-            )
+            out.append((1, _gain(job, ps[i], workers[i], 0, 1, units[i][1])))
+        return out
 
-    for i in range(n):
-        push(i)
-    while heap:
-        neg, i, role, ver = heapq.heappop(heap)
-        if ver != version[i]:
-            continue
-        if -neg <= 0:
-            break
+    def make(i: int, role: int) -> bool:
+        nonlocal left
         demand = s_dem[i] if role == 0 else d_dem[i]
         if np.any(demand > left + FIT_TOL * np.maximum(1.0, cap)):
-            continue  # this move no longer fits; the job's other move may
+            return False  # this move no longer fits; the job's other move may
         left = left - demand
         if role == 0:
             ps[i] += 1
         else:
             workers[i] += 1
-        version[i] += 1
-        push(i)
+        return True
+
+    grow_by_marginal_gain(n, moves, make)
     return OptimusAllocation(
         job_ids=tuple(j.job_id for j in instance.jobs),
         ps=tuple(ps),

@@ -34,7 +34,7 @@ from optsched import limits
 from optsched.allocation.optimus.instance import OptimusInstance
 from optsched.allocation.optimus.models import speed
 from optsched.allocation.optimus.solution import OptimusAllocation
-from optsched.family.exact import Algorithm, Formulation
+from optsched.family.exact import AlgorithmBackend, Formulation
 from optsched.results import ExactResult
 from optsched.solvers import BuildClock, LinearProgram, MatrixSolution
 from optsched.tolerances import FIT_TOL
@@ -152,7 +152,7 @@ def solve(
 class _Built:
     """The matrix model and what maps its columns back to (job, ps, workers)."""
 
-    lp: LinearProgram | Algorithm
+    lp: LinearProgram | AlgorithmBackend
     owner: NDArray[np.int64]
     ps: NDArray[np.int64]
     workers: NDArray[np.int64]
@@ -211,7 +211,7 @@ def formulation(instance: OptimusInstance) -> Formulation[OptimusAllocation]:
         )
 
     def size(built: _Built) -> dict[str, int]:
-        if isinstance(built.lp, Algorithm):
+        if isinstance(built.lp, AlgorithmBackend):
             return {"variables": 0, "constraints": 0}
         return {"variables": built.lp.n_variables, "constraints": built.lp.n_rows}
 

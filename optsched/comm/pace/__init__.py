@@ -31,6 +31,7 @@ from optsched.comm.pace.compare import PolicyComparison, compare
 from optsched.comm.pace.cost import MB, CostModel, MiB
 from optsched.comm.pace.dag import IterationDAG, build_dag, execution_order
 from optsched.comm.pace.exact import ExactSchedule, exact_schedule
+from optsched.comm.pace.family import ALGORITHMS, FAMILY
 from optsched.comm.pace.formulation import LPResult, solve_lp
 from optsched.comm.pace.fusion import (
     Fusion,
@@ -58,6 +59,8 @@ from optsched.comm.pace.simulate import ChannelPlan, Trace, check_trace, lower_b
 from optsched.comm.pace.solve import solve, validate
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "FIFO",
     "MB",
     "P3",

@@ -9,15 +9,16 @@ Numba kernel :func:`~optsched.comm.pace.kernels.channel_kernel` (or its Python r
 
 Backward compute never waits for communication, so the simulation runs in three stages:
 releases from the backward pass, the channel, then the forward pass given the tensors'
-completion times. :func:`check_trace` re-checks a trace from the raw arrays and re-derives
-the iteration time from the networkx DAG, sharing no code with the simulator.
+completion times. :func:`~optsched.comm.pace.validator.check_trace` (re-exported here) re-checks
+a trace from the raw arrays and re-derives the iteration time from the networkx DAG, sharing no
+code with the simulator.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,15 +27,16 @@ from optsched.comm.pace.cost import CostModel
 from optsched.comm.pace.dag import IterationDAG
 from optsched.comm.pace.exact import horn_value
 from optsched.comm.pace.kernels import channel_kernel, channel_reference
+
+# The independent validator lives in its own module; re-exported here, where it always was.
+from optsched.comm.pace.validator import check_trace as check_trace
 from optsched.errors import InvalidInstanceError
-from optsched.results import Report, Violation
-from optsched.tolerances import TIME_TOL, WORK_TOL, within
+from optsched.tolerances import WORK_TOL
 
 __all__ = [
     "BYTES_RTOL",
     "ChannelPlan",
     "Trace",
-    "check_trace",
     "lower_bound",
     "overlap_fraction",
     "simulate",
@@ -327,194 +329,3 @@ def simulate(
         iteration_time=iteration,
         overlap=overlap_fraction(dag, segments, stream),
     )
-
-
-def check_trace(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) -> Report:
-    r"""Check a trace against the model's rules, independently of the simulator.
-
-    Constraints (the ``constraint`` names of the violations): ``finite`` (every time is a
-    finite number), ``tensor_bytes`` (every tensor's bytes are carried exactly), ``unsent``
-    (every piece is sent), ``release`` (no call runs before every gradient it carries exists),
-    ``channel_capacity`` (one call at a time), ``segment`` (no negative segment), ``call_time``
-    (each call gets exactly ``a + beta * bytes`` of channel time), ``atomic_call`` (atomic calls
-    are never interrupted), ``fusion`` (no fused call without fusion), ``completion`` (each
-    tensor completes when its last piece does), ``stream_capacity`` and ``op_duration`` (the
-    compute stream runs one op at a time for its duration), ``update_after_allreduce`` and
-    ``forward_after_allreduce`` (no op reads a parameter before its all-reduce ends) and
-    ``iteration_time`` (the reported time equals the longest path of the networkx DAG given
-    the completions).
-
-    Parameters
-    ----------
-    dag, cost, plan, trace
-        The inputs and output of one :func:`simulate` run (or of the exact schedule).
-
-    Returns
-    -------
-    Report
-        ``objective`` is the iteration time recomputed as the DAG's longest path.
-
-    Notes
-    -----
-    :math:`O(P + S \log S + L + n)` for ``P`` plan members, ``S`` segments, ``L`` layers and
-    ``n`` tensors, plus the networkx longest path.
-    """
-    out: list[Violation] = []
-
-    def bad(constraint: str, message: str, amount: float | None = None, **where: Any) -> None:
-        out.append(Violation(constraint, message, where, amount))
-
-    arrays = {
-        "segments": trace.segments,
-        "stream": trace.stream,
-        "tensor_completion": trace.tensor_completion,
-        "call_start": trace.call_start,
-        "call_end": trace.call_end,
-    }
-    for name, arr in arrays.items():
-        if arr.size and not np.all(np.isfinite(arr)):
-            bad("finite", f"trace.{name} holds a non-finite value", array=name)
-    if not math.isfinite(trace.iteration_time):
-        bad("finite", f"iteration time {trace.iteration_time} is not finite")
-    if out:
-        return Report(out, objective=None)
-    scale = max(1.0, trace.iteration_time)
-    tol = TIME_TOL * scale
-    n = dag.n_tensors
-    carried = np.zeros(n)
-    np.add.at(carried, plan.member_tensor, plan.member_bytes)
-    for j in range(n):
-        if not within(float(carried[j]), float(dag.tensor_bytes[j]), WORK_TOL):
-            bad(
-                "tensor_bytes",
-                f"tensor {dag.tensors[j]!r}: {carried[j]} of {dag.tensor_bytes[j]} bytes",
-                float(carried[j] - dag.tensor_bytes[j]),
-                tensor=dag.tensors[j],
-            )
-    call_of_piece = trace.piece_call
-    n_calls = trace.n_calls
-    need = np.zeros(n_calls)
-    bytes_of_call = np.zeros(n_calls)
-    if np.any(call_of_piece < 0):
-        bad("unsent", f"{int(np.sum(call_of_piece < 0))} pieces were never sent")
-    for m in range(plan.member_piece.size):
-        c = int(call_of_piece[plan.member_piece[m]])
-        if c < 0:
-            continue
-        t = int(plan.member_tensor[m])
-        need[c] = max(need[c], float(dag.release[t]))
-        bytes_of_call[c] += plan.member_bytes[m]
-    seg = trace.segments
-    order = np.argsort(seg[:, 1], kind="stable") if seg.size else np.zeros(0, dtype=np.int64)
-    prev_end = -math.inf
-    busy = np.zeros(n_calls)
-    pieces_per_call = np.bincount(call_of_piece[call_of_piece >= 0], minlength=n_calls)
-    segs_per_call = np.zeros(n_calls, dtype=np.int64)
-    last_end = np.zeros(n_calls)
-    for k in order:
-        c, s, e = int(seg[k, 0]), float(seg[k, 1]), float(seg[k, 2])
-        if s < prev_end - tol:
-            bad(
-                "channel_capacity",
-                f"call {c} starts at {s} before {prev_end}",
-                prev_end - s,
-                call=c,
-            )
-        if s < need[c] - tol:
-            bad(
-                "release",
-                f"call {c} starts at {s} before its gradients exist at {need[c]}",
-                need[c] - s,
-                call=c,
-            )
-        if e < s - tol:
-            bad("segment", f"call {c} has a negative segment [{s}, {e}]", s - e, call=c)
-        prev_end = max(prev_end, e)
-        busy[c] += e - s
-        segs_per_call[c] += 1
-        last_end[c] = max(last_end[c], e)
-    for c in range(n_calls):
-        want = cost.alpha_ms + cost.beta_ms_per_byte * bytes_of_call[c]
-        if not (abs(busy[c] - want) <= tol or within(float(busy[c]), float(want), WORK_TOL)):
-            bad(
-                "call_time",
-                f"call {c} got {busy[c]} ms of channel time, needs {want}",
-                float(busy[c] - want),
-                call=c,
-            )
-        if not plan.preemptive and segs_per_call[c] > 1:
-            bad("atomic_call", f"atomic call {c} was interrupted", call=c)
-        if pieces_per_call[c] > 1 and plan.fuse_limit <= 0:
-            bad("fusion", f"call {c} fuses pieces without fusion", call=c)
-    tensor_done = np.zeros(n)
-    for m in range(plan.member_piece.size):
-        c = int(call_of_piece[plan.member_piece[m]])
-        t = int(plan.member_tensor[m])
-        if c >= 0:
-            tensor_done[t] = max(tensor_done[t], last_end[c])
-    if n and not np.allclose(tensor_done, trace.tensor_completion, rtol=0, atol=tol):
-        j = int(np.argmax(np.abs(tensor_done - trace.tensor_completion)))
-        bad(
-            "completion",
-            f"tensor {dag.tensors[j]!r} completes at {trace.tensor_completion[j]} but its last "
-            f"piece ends at {tensor_done[j]}",
-            float(trace.tensor_completion[j] - tensor_done[j]),
-            tensor=dag.tensors[j],
-        )
-    ops = dag.stream_ops
-    sched = trace.stream
-    if sched.shape != (len(ops), 2):
-        bad("op_duration", f"the stream has {sched.shape[0]} ops, the DAG {len(ops)}")
-        return Report(out, objective=None)
-    t_prev = dag.backward_total
-    first_forward = {}
-    for k, (kind, i) in enumerate(ops):
-        s, e = float(sched[k, 0]), float(sched[k, 1])
-        name = dag.tensors[i] if kind == "U" else dag.layers[i]
-        if s < t_prev - tol:
-            bad(
-                "stream_capacity",
-                f"op {kind}:{name!r} starts at {s} while the stream is busy",
-                t_prev - s,
-                op=f"{kind}:{name}",
-            )
-        want = dag.tensor_update_ms[i] if kind == "U" else dag.forward_ms[i]
-        if abs((e - s) - want) > tol:
-            bad(
-                "op_duration",
-                f"op {kind}:{name!r} has the wrong duration",
-                (e - s) - want,
-                op=f"{kind}:{name}",
-            )
-        if kind == "U" and s < tensor_done[i] - tol:
-            bad(
-                "update_after_allreduce",
-                f"update of {name!r} starts at {s} before its all-reduce ends",
-                tensor_done[i] - s,
-                tensor=name,
-            )
-        if kind == "F":
-            first_forward[i] = s
-        t_prev = e
-    for j in range(n):
-        p = int(dag.tensor_position[j])
-        if first_forward.get(p, math.inf) < tensor_done[j] - tol:
-            bad(
-                "forward_after_allreduce",
-                f"forward op {dag.layers[p]!r} starts at {first_forward[p]} before parameter "
-                f"{dag.tensors[j]!r} arrives at {tensor_done[j]}",
-                tensor_done[j] - first_forward[p],
-                tensor=dag.tensors[j],
-            )
-    recomputed: float | None = None
-    try:
-        recomputed = dag.graph_makespan(trace.tensor_completion)
-        if abs(recomputed - trace.iteration_time) > tol:
-            bad(
-                "iteration_time",
-                f"iteration time {trace.iteration_time} != DAG longest path {recomputed}",
-                trace.iteration_time - recomputed,
-            )
-    except ValueError as exc:
-        bad("release", str(exc))
-    return Report(out, objective=recomputed, details={"iteration_time": trace.iteration_time})

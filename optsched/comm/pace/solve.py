@@ -30,9 +30,10 @@ from optsched.comm.pace.instance import CommInstance, check_budgets
 from optsched.comm.pace.policies import Pace
 from optsched.comm.pace.schedule import CommSchedule, segments_array
 from optsched.comm.pace.simulate import Trace, check_trace, lower_bound, overlap_fraction
+from optsched.comm.pace.validator import instance as same_instance
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.family.exact import Algorithm, Formulation, SolveSettings
-from optsched.results import ExactResult, Report, Violation
+from optsched.family.exact import AlgorithmBackend, Formulation, SolveSettings
+from optsched.results import ExactResult, Report
 from optsched.solvers.result import SolutionStatus, SolveResult, TerminationCondition, assemble
 
 __all__ = ["Method", "formulation", "solve", "validate", "validate_files"]
@@ -212,7 +213,7 @@ def formulation(instance: CommInstance, *, method: Method = "exact") -> Formulat
     return Formulation(
         sense="min",
         objective_name="iteration_time",
-        build=lambda clock: Algorithm(run, "fusion-dp+jackson"),
+        build=lambda clock: AlgorithmBackend(run, "fusion-dp+jackson"),
         extract=lambda _model, schedule: schedule,
         validate=lambda schedule: validate(instance, schedule),
         lp_bound=lambda _model, _result: found.get("lp_bound"),
@@ -306,23 +307,16 @@ def validate(instance: CommInstance, solution: CommSchedule) -> Report:
     Returns
     -------
     Report
-        ``ok`` when every rule holds (see :func:`~optsched.comm.pace.simulate.check_trace` for the
-        constraint names); ``objective`` is the iteration time recomputed as the longest path
-        of the iteration DAG; a schedule of another iteration is one ``instance`` violation.
+        ``ok`` when every rule holds: ``instance`` (the schedule is of this instance's
+        iteration; nothing else is checked when it is not), then every constraint of
+        :data:`optsched.comm.pace.validator.CONSTRAINTS` by
+        :func:`~optsched.comm.pace.validator.check_trace`; ``objective`` is the iteration time
+        recomputed as the longest path of the iteration DAG.
     """
-    dag = instance.dag
-    other = solution.dag
-    if other.tensors != dag.tensors or not np.array_equal(other.tensor_bytes, dag.tensor_bytes):
-        return Report(
-            [
-                Violation(
-                    "instance",
-                    f"the schedule is for {other.name!r} ({other.n_tensors} tensors), not this "
-                    f"instance's {dag.name!r} ({dag.n_tensors} tensors)",
-                )
-            ]
-        )
-    return check_trace(dag, instance.cost, solution.plan, solution.trace)
+    wrong = same_instance(instance.dag, solution.dag)
+    if wrong:
+        return Report(wrong)
+    return check_trace(instance.dag, instance.cost, solution.plan, solution.trace)
 
 
 def validate_files(instance_path: str | Path, schedule_path: str | Path | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ fluid model of that mechanism, with the family protocol:
   :class:`~optsched.results.Report`.
 """
 
+from optsched.comm.tensorlights.family import FAMILY
 from optsched.comm.tensorlights.generate import DEFAULT_BANDWIDTH, generate_instance
 from optsched.comm.tensorlights.instance import NicHost, PSJob, TensorLightsInstance
 from optsched.comm.tensorlights.order import lower_bound, smith_order, smith_rule_is_optimal, solve
@@ -38,6 +39,7 @@ from optsched.comm.tensorlights.validator import validate
 __all__ = [
     "ALGORITHMS",
     "DEFAULT_BANDWIDTH",
+    "FAMILY",
     "OBJECTIVES",
     "POLICIES",
     "NicHost",

@@ -31,7 +31,7 @@ from optsched.comm.tensorlights.simulator import Engine, event_bound, layout, le
 from optsched.comm.tensorlights.solution import OBJECTIVES, Objective, SimulationResult
 from optsched.comm.tensorlights.validator import validate
 from optsched.errors import InvalidInstanceError
-from optsched.family.exact import Algorithm, Formulation, SolveSettings
+from optsched.family.exact import AlgorithmBackend, Formulation, SolveSettings
 from optsched.results import ExactResult
 from optsched.solvers.result import SolutionStatus, SolveResult, TerminationCondition, assemble
 
@@ -335,7 +335,7 @@ def formulation(
     return Formulation(
         sense="min",
         objective_name=objective,
-        build=lambda clock: Algorithm(search, SOLVER_NAME),
+        build=lambda clock: AlgorithmBackend(search, SOLVER_NAME),
         # The returned run is simulated again with ``engine`` and a trace, then validated.
         extract=lambda _model, order: simulate(instance, "priority", order=order, engine=engine),
         validate=lambda run: validate(instance, run),

@@ -16,6 +16,7 @@ The simulator runs the same algorithm as the policy ``aonline``
 """
 
 from optsched.online.aonline.exact import OBJECTIVE_NAME, Packing, pack_exact, solve
+from optsched.online.aonline.family import ALGORITHMS, FAMILY
 from optsched.online.aonline.generate import generate_instance
 from optsched.online.aonline.instance import AonlineInstance, AonlineJob, GpuPool
 from optsched.online.aonline.online import aonline, interval_bounds, max_intervals
@@ -33,6 +34,8 @@ from optsched.online.aonline.schedule import AonlineSchedule, IntervalRecord, Ru
 from optsched.results import ExactResult, Report, Violation
 
 __all__ = [
+    "ALGORITHMS",
+    "FAMILY",
     "OBJECTIVE_NAME",
     "SMALL_DEMAND_FRACTION",
     "AonlineInstance",

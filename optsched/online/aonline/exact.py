@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from optsched.errors import InvalidInstanceError
-from optsched.family.exact import Algorithm, Formulation
+from optsched.family.exact import AlgorithmBackend, Formulation
 from optsched.limits import check_size
 from optsched.online.aonline.instance import AonlineInstance
 from optsched.online.aonline.schedule import AonlineSchedule, Run, validate
@@ -331,23 +331,23 @@ def formulation(instance: AonlineInstance) -> Formulation[AonlineSchedule]:
 
     empty = AonlineSchedule(algorithm="exact")
 
-    def build(clock: BuildClock) -> _Built | Algorithm:
+    def build(clock: BuildClock) -> _Built | AlgorithmBackend:
         if instance.n_jobs == 0:  # nothing to schedule: the empty schedule, proven optimal
             return closed_form(0.0, empty, name="no jobs")
         return build_model(instance, "completion", clock=clock)
 
-    def extract(built: _Built | Algorithm, point: Any) -> AonlineSchedule:
-        if isinstance(built, Algorithm):
+    def extract(built: _Built | AlgorithmBackend, point: Any) -> AonlineSchedule:
+        if isinstance(built, AlgorithmBackend):
             return empty
         runs = _trim(_extract(instance, built, None), _last_slots(built))
         return AonlineSchedule(runs=tuple(runs), algorithm="exact")
 
-    def size(built: _Built | Algorithm) -> dict[str, int]:
-        windows = {} if isinstance(built, Algorithm) else built.windows
+    def size(built: _Built | AlgorithmBackend) -> dict[str, int]:
+        windows = {} if isinstance(built, AlgorithmBackend) else built.windows
         return {"jobs": instance.n_jobs, "slots": max([0, *(w.stop for w in windows.values())])}
 
-    def extra(built: _Built | Algorithm, *_: Any) -> dict[str, Any]:
-        windows = {} if isinstance(built, Algorithm) else built.windows
+    def extra(built: _Built | AlgorithmBackend, *_: Any) -> dict[str, Any]:
+        windows = {} if isinstance(built, AlgorithmBackend) else built.windows
         return {"completion_bounds": [w.stop for w in windows.values()]}
 
     return Formulation(
@@ -358,7 +358,7 @@ def formulation(instance: AonlineInstance) -> Formulation[AonlineSchedule]:
         validate=lambda schedule: validate(instance, schedule),
         size=size,
         extra=extra,
-        solvable=lambda built: built if isinstance(built, Algorithm) else built.model,
+        solvable=lambda built: built if isinstance(built, AlgorithmBackend) else built.model,
     )
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import math
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -114,6 +114,8 @@ class AonlineInstance(Frozen):
 
     Attributes
     ----------
+    kind : "aonline-instance"
+        What the file holds (``optsched validate`` and ``optsched schema`` dispatch on it).
     pools : tuple of GpuPool
         At least one; names unique.
     jobs : tuple of AonlineJob
@@ -128,6 +130,7 @@ class AonlineInstance(Frozen):
         positive rate), or absurd sizes.
     """
 
+    kind: Literal["aonline-instance"] = "aonline-instance"
     pools: tuple[GpuPool, ...] = Field(min_length=1)
     jobs: tuple[AonlineJob, ...] = ()
     spread_penalty: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.5

@@ -2,7 +2,8 @@ r"""The one solution type of the family (:class:`AonlineSchedule`) and its indep
 
 A schedule is a list of :class:`Run`\ s: in slot ``slot`` job ``job`` runs its whole gang on pool
 ``pool``, ``gpus`` GPUs on each listed server. The validator re-derives everything from the
-instance and the runs alone (it shares no code with the models or the online algorithm):
+instance and the runs alone (it shares no code with the models or the online algorithm), one
+function per constraint, named as below (:data:`CONSTRAINTS` maps each name to its function):
 
 =================== ==========================================================================
 constraint          meaning
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 
     from optsched.online.aonline.instance import AonlineInstance
 
-__all__ = ["AonlineSchedule", "IntervalRecord", "Run", "validate"]
+__all__ = ["CONSTRAINTS", "AonlineSchedule", "IntervalRecord", "Run", "validate"]
 
 _Idx = Annotated[int, Field(ge=0)]
 
@@ -161,8 +163,178 @@ class AonlineSchedule(Frozen):
         return f"<p>{html.escape(repr(self))}</p>"
 
 
-def validate(instance: AonlineInstance, schedule: AonlineSchedule) -> Report:
-    r"""Check every constraint of the module table and recompute the objective.
+def _fault(instance: AonlineInstance, run: Run) -> str:
+    """The first of the unknown_* constraints ``run`` breaks, or ``""`` when none."""
+    if run.job >= len(instance.jobs):
+        return "unknown_job"
+    pool = next((p for p in instance.pools if p.name == run.pool), None)
+    if pool is None:
+        return "unknown_pool"
+    servers = [s for s, _ in run.servers]
+    if len(set(servers)) != len(servers):
+        return "unknown_server"
+    if any(not (0 <= s < pool.num_servers) or g <= 0 for s, g in run.servers):
+        return "unknown_server"
+    return ""
+
+
+def _where(k: int, run: Run) -> dict[str, Any]:
+    return {"run": k, "slot": run.slot, "job": run.job}
+
+
+def _runs(instance: AonlineInstance, solution: AonlineSchedule) -> list[tuple[int, Run]]:
+    """``(index, run)`` of every run on a known job, pool and servers."""
+    return [(k, r) for k, r in enumerate(solution.runs) if not _fault(instance, r)]
+
+
+def _faults(
+    instance: AonlineInstance, solution: AonlineSchedule, name: str, message: str
+) -> list[Violation]:
+    return [
+        Violation(name, message.format(k=k, r=r, n=len(instance.jobs)), _where(k, r))
+        for k, r in enumerate(solution.runs)
+        if _fault(instance, r) == name
+    ]
+
+
+def unknown_job(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``unknown_job``: every run is of a job of the instance."""
+    return _faults(instance, solution, "unknown_job", "run {k}: job {r.job} of {n}")
+
+
+def unknown_pool(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``unknown_pool``: every run is on a pool of the instance."""
+    return _faults(instance, solution, "unknown_pool", "run {k}: pool {r.pool!r}")
+
+
+def unknown_server(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``unknown_server``: every run names distinct servers of its pool, each with GPUs."""
+    return _faults(instance, solution, "unknown_server", "run {k}: servers {r.servers}")
+
+
+def arrival(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``arrival``: a job runs from its arrival slot on."""
+    return [
+        Violation(
+            "arrival",
+            f"job {r.job} runs in slot {r.slot} before {instance.jobs[r.job].arrival}",
+            _where(k, r),
+        )
+        for k, r in _runs(instance, solution)
+        if r.slot < instance.jobs[r.job].arrival
+    ]
+
+
+def gang_size(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``gang_size``: a run holds exactly the job's :math:`n_j` GPUs."""
+    out: list[Violation] = []
+    for k, r in _runs(instance, solution):
+        gpus, need = sum(g for _, g in r.servers), instance.jobs[r.job].gpus
+        if gpus != need:
+            out.append(
+                Violation(
+                    "gang_size",
+                    f"job {r.job} runs {gpus} GPUs, its gang is {need}",
+                    _where(k, r),
+                    float(gpus - need),
+                )
+            )
+    return out
+
+
+def one_run(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``one_run``: at most one placement per job and slot."""
+    out: list[Violation] = []
+    seen: set[tuple[int, int]] = set()
+    for k, r in _runs(instance, solution):
+        if (r.job, r.slot) in seen:
+            out.append(
+                Violation("one_run", f"job {r.job} runs twice in slot {r.slot}", _where(k, r))
+            )
+        seen.add((r.job, r.slot))
+    return out
+
+
+def _rate(instance: AonlineInstance, run: Run) -> int:
+    """Work units the run does: the pool's rate alone on one server, else the spread rate."""
+    job = instance.jobs[run.job]
+    rate = job.rates.get(run.pool, 0)
+    if len(run.servers) == 1:
+        return rate
+    if job.spread_rates is not None:
+        return job.spread_rates.get(run.pool, 0)
+    return int(instance.spread_penalty * rate // 1)
+
+
+def no_rate(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``no_rate``: every run makes progress (a positive rate where it runs)."""
+    return [
+        Violation("no_rate", f"job {r.job} makes no progress there", _where(k, r))
+        for k, r in _runs(instance, solution)
+        if _rate(instance, r) <= 0
+    ]
+
+
+def server_capacity(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``server_capacity``: the GPUs held on a server in a slot are at most its GPUs."""
+    pools = {p.name: p for p in instance.pools}
+    used: dict[tuple[int, str, int], int] = defaultdict(int)
+    for _, r in _runs(instance, solution):
+        for s, g in r.servers:
+            used[(r.slot, r.pool, s)] += g
+    out: list[Violation] = []
+    for (t, name, s), g in sorted(used.items()):
+        cap = pools[name].server_capacity(s)
+        if g > cap:
+            out.append(
+                Violation(
+                    "server_capacity",
+                    f"slot {t}: server {s} of {name} holds {g} GPUs, it has {cap}",
+                    {"slot": t, "pool": name, "server": s},
+                    float(g - cap),
+                )
+            )
+    return out
+
+
+def _work_done(instance: AonlineInstance, solution: AonlineSchedule) -> list[int]:
+    done = [0] * len(instance.jobs)
+    for _, r in _runs(instance, solution):
+        done[r.job] += _rate(instance, r)
+    return done
+
+
+def work(instance: AonlineInstance, solution: AonlineSchedule) -> list[Violation]:
+    """``work``: every job gets its work done."""
+    done = _work_done(instance, solution)
+    return [
+        Violation(
+            "work",
+            f"job {j} does {done[j]} of {job.work} units",
+            {"job": j},
+            float(job.work - done[j]),
+        )
+        for j, job in enumerate(instance.jobs)
+        if done[j] < job.work
+    ]
+
+
+#: Every constraint the validator checks, by its name on the formulation page, in check order.
+CONSTRAINTS: dict[str, Callable[[AonlineInstance, AonlineSchedule], list[Violation]]] = {
+    "unknown_job": unknown_job,
+    "unknown_pool": unknown_pool,
+    "unknown_server": unknown_server,
+    "arrival": arrival,
+    "gang_size": gang_size,
+    "one_run": one_run,
+    "no_rate": no_rate,
+    "server_capacity": server_capacity,
+    "work": work,
+}
+
+
+def validate(instance: AonlineInstance, solution: AonlineSchedule) -> Report:
+    r"""Check every constraint of :data:`CONSTRAINTS` and recompute the objective.
 
     Returns
     -------
@@ -172,91 +344,23 @@ def validate(instance: AonlineInstance, schedule: AonlineSchedule) -> Report:
 
     Notes
     -----
-    Time :math:`O(R + n)` for :math:`R` runs and :math:`n` jobs.
+    Time :math:`O(R + n)` for :math:`R` runs and :math:`n` jobs, per constraint.
     """
     v: list[Violation] = []
-    pools = {p.name: p for p in instance.pools}
-    n = len(instance.jobs)
-    done = [0] * n
-    last: list[int | None] = [None] * n
-    seen: set[tuple[int, int]] = set()
-    used: dict[tuple[int, str, int], int] = defaultdict(int)
-    for k, r in enumerate(schedule.runs):
-        where: dict[str, Any] = {"run": k, "slot": r.slot, "job": r.job}
-        if r.job >= n:
-            v.append(Violation("unknown_job", f"run {k}: job {r.job} of {n}", where))
-            continue
-        job = instance.jobs[r.job]
-        pool = pools.get(r.pool)
-        if pool is None:
-            v.append(Violation("unknown_pool", f"run {k}: pool {r.pool!r}", where))
-            continue
-        bad = [s for s, g in r.servers if not (0 <= s < pool.num_servers) or g <= 0]
-        if bad or len({s for s, _ in r.servers}) != len(r.servers):
-            v.append(Violation("unknown_server", f"run {k}: servers {r.servers}", where))
-            continue
-        if r.slot < job.arrival:
-            v.append(
-                Violation(
-                    "arrival", f"job {r.job} runs in slot {r.slot} before {job.arrival}", where
-                )
-            )
-        gpus = sum(g for _, g in r.servers)
-        if gpus != job.gpus:
-            v.append(
-                Violation(
-                    "gang_size",
-                    f"job {r.job} runs {gpus} GPUs, its gang is {job.gpus}",
-                    where,
-                    float(gpus - job.gpus),
-                )
-            )
-        if (r.job, r.slot) in seen:
-            v.append(Violation("one_run", f"job {r.job} runs twice in slot {r.slot}", where))
-        seen.add((r.job, r.slot))
-        single = len(r.servers) == 1
-        rate = job.rates.get(r.pool, 0)
-        if not single:
-            if job.spread_rates is not None:
-                rate = job.spread_rates.get(r.pool, 0)
-            else:
-                rate = int(instance.spread_penalty * rate // 1)
-        if rate <= 0:
-            v.append(Violation("no_rate", f"job {r.job} makes no progress there", where))
-        done[r.job] += rate
-        last[r.job] = r.slot if last[r.job] is None else max(last[r.job] or 0, r.slot)
-        for s, g in r.servers:
-            used[(r.slot, r.pool, s)] += g
-    for (t, name, s), g in sorted(used.items()):
-        cap = pools[name].server_capacity(s)
-        if g > cap:
-            v.append(
-                Violation(
-                    "server_capacity",
-                    f"slot {t}: server {s} of {name} holds {g} GPUs, it has {cap}",
-                    {"slot": t, "pool": name, "server": s},
-                    float(g - cap),
-                )
-            )
-    for j, job in enumerate(instance.jobs):
-        if done[j] < job.work:
-            v.append(
-                Violation(
-                    "work",
-                    f"job {j} does {done[j]} of {job.work} units",
-                    {"job": j},
-                    float(job.work - done[j]),
-                )
-            )
+    for check in CONSTRAINTS.values():
+        v += check(instance, solution)
+    last: list[int | None] = [None] * len(instance.jobs)
+    for _, r in _runs(instance, solution):
+        last[r.job] = max(last[r.job] or 0, r.slot)
     completion = [None if s is None else s + 1 for s in last]
     objective = (
-        sum(job.weight * c for job, c in zip(instance.jobs, completion, strict=True) if c)
+        float(sum(job.weight * c for job, c in zip(instance.jobs, completion, strict=True) if c))
         if all(c is not None for c in completion)
         else None
     )
     return Report(
         violations=v,
-        objective=None if objective is None else float(objective),
-        objectives={"weighted_completion": None if objective is None else float(objective)},
-        details={"completion": completion, "work_done": done},
+        objective=objective,
+        objectives={"weighted_completion": objective},
+        details={"completion": completion, "work_done": _work_done(instance, solution)},
     )

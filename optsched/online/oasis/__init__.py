@@ -12,12 +12,14 @@ The family protocol (see "Anatomy of a family" in the docs):
   :class:`DRF`, :class:`RRH`, :class:`DormLike`;
 * :func:`validate` ``(instance, schedule) -> Report``, the independent validator.
 
-Competitive-ratio measurement lives in :mod:`optsched.online.oasis.competitive`; tables and plots in
+Competitive-ratio measurement lives in :mod:`optsched.online.oasis.competitive`; the resumable
+sweep of ratios in :mod:`optsched.runs.oasis_ratio`; tables and plots in
 :mod:`optsched.report.oasis`.
 """
 
 from optsched.online.oasis.baselines import DRF, FIFO, RRH, DormLike, baseline_algorithms
 from optsched.online.oasis.engine import OnlineAlgorithm, OnlineRun, SlotEngine
+from optsched.online.oasis.family import ALGORITHMS, FAMILY
 from optsched.online.oasis.generate import generate_instance
 from optsched.online.oasis.instance import Job, OasisInstance, Server, load_instance
 from optsched.online.oasis.offline import solve
@@ -34,7 +36,9 @@ from optsched.online.oasis.schedule import (
 from optsched.results import ExactResult, Report, Violation
 
 __all__ = [
+    "ALGORITHMS",
     "DRF",
+    "FAMILY",
     "FIFO",
     "RRH",
     "DormLike",

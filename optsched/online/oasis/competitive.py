@@ -15,7 +15,8 @@ object with ``name`` and ``run(instance) -> OnlineRun``, see
 
 :func:`compare_algorithms` does the same for OASiS and every baseline at once (the ``optsched
 demo`` table), and :func:`sweep_record` measures one seeded instance of a sweep (``optsched oasis
-ratio``; the resumable sweep, its table and plots are :mod:`optsched.report.oasis`).
+ratio``; the resumable sweep is :mod:`optsched.runs.oasis_ratio`, its table and plots
+:mod:`optsched.report.oasis`).
 
 Conventions: a ratio with ALG = 0 is ``inf`` when the numerator is positive and 1 when it is 0
 (both algorithms earn nothing). Comparisons allow the relative slack :data:`RATIO_TOL`, since

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -240,20 +240,296 @@ def schedule_schema() -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-def validate(instance: OasisInstance, schedule: Schedule) -> Report:
+#: One checked deployment of an admitted job: ``(job, role, slot, server, count)``.
+_Deployment = tuple[int, str, int, int, int]
+
+
+def _violation(
+    constraint: str, message: str, job: int | None = None, slot: int | None = None
+) -> Violation:
+    """A violation located by job index and/or slot, where known."""
+    where = {k: v for k, v in (("job", job), ("slot", slot)) if v is not None}
+    return Violation(constraint, message, where)
+
+
+def _entry_fault(instance: OasisInstance, role: str, entry: tuple[int, int, int]) -> bool:
+    """Whether a ``[slot, server, count]`` entry names no slot, no server, or no deployment."""
+    t, s, n = entry
+    servers = instance.worker_servers if role == "worker" else instance.ps_servers
+    return not (0 <= t < instance.horizon) or not (0 <= s < len(servers)) or n < 1
+
+
+def _deployments(instance: OasisInstance, solution: Schedule) -> list[_Deployment]:
+    """Every well-formed entry of every admitted job.
+
+    A duplicate entry counts: it is ``schedule_shape``'s to report, and its workers are used.
+    """
+    return [
+        (i, role, t, s, n)
+        for i, js in enumerate(solution.jobs)
+        if js.admitted
+        for role, entries in (("worker", js.workers), ("ps", js.ps))
+        for t, s, n in entries
+        if not _entry_fault(instance, role, (t, s, n))
+    ]
+
+
+def _per_slot(instance: OasisInstance, solution: Schedule, role: str) -> list[dict[int, int]]:
+    """Per job, the workers (``role="worker"``) or PSs it runs in each slot."""
+    out: list[dict[int, int]] = [defaultdict(int) for _ in solution.jobs]
+    for i, r, t, _, n in _deployments(instance, solution):
+        if r == role:
+            out[i][t] += n
+    return out
+
+
+def _job_values(instance: OasisInstance, solution: Schedule) -> list[float]:
+    r"""Each job's utility :math:`f_i(C_i - a_i)`, 0 for a rejected job or one with no workers."""
+    workers = _per_slot(instance, solution, "worker")
+    return [
+        instance.jobs[i].utility(max(workers[i]) + 1 - instance.jobs[i].arrival)
+        if js.admitted and workers[i]
+        else 0.0
+        for i, js in enumerate(solution.jobs)
+    ]
+
+
+def _job_shape(instance: OasisInstance, i: int, js: JobSchedule) -> list[Violation]:
+    """``schedule_shape`` of one job's entry: its name, and its entries if admitted."""
+    name = instance.job_name(i)
+    out = []
+    if js.job != name:
+        out.append(
+            _violation("schedule_shape", f"entry {i} is for {js.job!r}, expected {name!r}", i)
+        )
+    seen: set[tuple[str, int, int]] = set()
+    for role, entries in (("worker", js.workers), ("ps", js.ps)) if js.admitted else ():
+        for t, s, n in entries:
+            if _entry_fault(instance, role, (t, s, n)):
+                out.append(
+                    _violation("schedule_shape", f"{name}: bad {role} entry {[t, s, n]}", i, t)
+                )
+                continue
+            if (role, t, s) in seen:
+                message = f"{name}: duplicate {role} entry at slot {t}, server {s}"
+                out.append(_violation("schedule_shape", message, i, t))
+            seen.add((role, t, s))
+    return out
+
+
+def schedule_shape(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    """``schedule_shape``: one entry per job, in order, with valid entries.
+
+    Valid: slots and servers of the instance, positive counts, and no two entries for one role,
+    slot and server.
+    """
+    if len(solution.jobs) != instance.n_jobs:
+        message = f"{len(solution.jobs)} job entries for {instance.n_jobs} jobs"
+        return [_violation("schedule_shape", message)]
+    return [v for i, js in enumerate(solution.jobs) for v in _job_shape(instance, i, js)]
+
+
+def rejected_idle(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    """``rejected_idle``: a rejected job (:math:`x_i = 0`) has no deployments."""
+    return [
+        _violation(
+            "rejected_idle", f"{instance.job_name(i)} is not admitted but has deployments", i
+        )
+        for i, js in enumerate(solution.jobs)
+        if not js.admitted and (js.workers or js.ps)
+    ]
+
+
+def before_arrival(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    """``before_arrival`` (9)-(10): no worker or PS before the job's arrival slot."""
+    return [
+        _violation(
+            "before_arrival",
+            f"{instance.job_name(i)}: {role}s in slot {t} < arrival {instance.jobs[i].arrival}",
+            i,
+            t,
+        )
+        for i, role, t, _, _ in _deployments(instance, solution)
+        if t < instance.jobs[i].arrival
+    ]
+
+
+def work_requirement(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    r"""``work_requirement`` (2): an admitted job gets at least :math:`W_i` worker-slots."""
+    workers = _per_slot(instance, solution, "worker")
+    out: list[Violation] = []
+    for i, js in enumerate(solution.jobs):
+        if not js.admitted:
+            continue
+        job, name = instance.jobs[i], instance.job_name(i)
+        done = sum(workers[i].values())
+        need = (
+            job.epochs * job.chunks * job.minibatches * job.minibatch_slots(instance.slot_seconds)
+        )
+        if not leq(need, done, WORK_TOL):
+            out.append(
+                _violation(
+                    "work_requirement", f"{name}: {done} worker-slots < required {need:.6g}", i
+                )
+            )
+        if not workers[i]:
+            out.append(_violation("work_requirement", f"{name}: admitted with no workers", i))
+    return out
+
+
+def worker_cap(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    r"""``worker_cap`` (3): at most :math:`N_i` workers of a job in a slot."""
+    return [
+        _violation(
+            "worker_cap",
+            f"{instance.job_name(i)}: {n} workers in slot {t} > N = {instance.jobs[i].chunks}",
+            i,
+            t,
+        )
+        for i, slots in enumerate(_per_slot(instance, solution, "worker"))
+        for t, n in slots.items()
+        if n > instance.jobs[i].chunks
+    ]
+
+
+def _slot_counts(instance: OasisInstance, solution: Schedule) -> list[tuple[int, int, int, int]]:
+    """``(job, slot, workers, PSs)`` for every slot in which an admitted job deploys anything."""
+    workers = _per_slot(instance, solution, "worker")
+    ps = _per_slot(instance, solution, "ps")
+    return [
+        (i, t, workers[i].get(t, 0), ps[i].get(t, 0))
+        for i in range(len(solution.jobs))
+        for t in set(workers[i]) | set(ps[i])
+    ]
+
+
+def ps_bandwidth(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    r"""``ps_bandwidth`` (6): :math:`b_i \sum_h y_{iht} \le B_i \sum_k z_{ikt}`."""
+    return [
+        _violation(
+            "ps_bandwidth", f"{instance.job_name(i)}: slot {t}: b*{nw} workers > B*{npp} PSs", i, t
+        )
+        for i, t, nw, npp in _slot_counts(instance, solution)
+        if not leq(instance.jobs[i].b * nw, instance.jobs[i].B * npp, WORK_TOL)
+    ]
+
+
+def ps_count(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    r"""``ps_count`` (7): no more PSs than workers of a job in a slot."""
+    return [
+        _violation("ps_count", f"{instance.job_name(i)}: slot {t}: {npp} PSs > {nw} workers", i, t)
+        for i, t, nw, npp in _slot_counts(instance, solution)
+        if npp > nw
+    ]
+
+
+def completion(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    """``completion`` (8): the reported completion is the last slot with workers + 1."""
+    out: list[Violation] = []
+    for i, slots in enumerate(_per_slot(instance, solution, "worker")):
+        reported = solution.jobs[i].completion
+        if slots and reported != max(slots) + 1:
+            message = (
+                f"{instance.job_name(i)}: reported completion {reported}, actual {max(slots) + 1}"
+            )
+            out.append(_violation("completion", message, i))
+    return out
+
+
+def utility(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    r"""``utility`` (1): each reported utility is :math:`f_i(C_i - a_i)`, and the total their sum.
+
+    A rejected job's utility is 0.
+    """
+    values = _job_values(instance, solution)
+    out: list[Violation] = []
+    for i, js in enumerate(solution.jobs):
+        if within(js.utility, values[i], UTILITY_TOL):
+            continue
+        name = instance.job_name(i)
+        message = (
+            f"{name}: reported utility {js.utility}, recomputed {values[i]}"
+            if js.admitted
+            else f"{name} is not admitted but reports utility {js.utility}"
+        )
+        out.append(_violation("utility", message, i))
+    total = sum(values)
+    if not within(solution.total_utility, total, UTILITY_TOL):
+        message = f"reported total utility {solution.total_utility}, recomputed {total}"
+        out.append(_violation("utility", message))
+    return out
+
+
+def _server_capacity(
+    instance: OasisInstance, solution: Schedule, role: str, constraint: str
+) -> list[Violation]:
+    """Capacity of every (slot, server, resource) of one role, summed over admitted jobs."""
+    servers = instance.worker_servers if role == "worker" else instance.ps_servers
+    pool = "worker server" if role == "worker" else "PS server"
+    use: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0] * len(instance.resources))
+    for i, r, t, s, n in _deployments(instance, solution):
+        if r == role:
+            job = instance.jobs[i]
+            demand = job.worker_demand if role == "worker" else job.ps_demand
+            for r_idx, res in enumerate(instance.resources):
+                use[(t, s)][r_idx] += n * demand.get(res, 0.0)
+    return [
+        _violation(
+            constraint,
+            f"slot {t}, {pool} {s}: {res} used {used[r_idx]:.6g} > capacity "
+            f"{servers[s].capacity[res]:.6g}",
+            None,
+            t,
+        )
+        for (t, s), used in use.items()
+        for r_idx, res in enumerate(instance.resources)
+        if not leq(used[r_idx], servers[s].capacity[res], CAPACITY_TOL)
+    ]
+
+
+def worker_capacity(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    r"""``worker_capacity`` (4): :math:`\sum_i w_i^r y_{iht} \le c_h^r`."""
+    return _server_capacity(instance, solution, "worker", "worker_capacity")
+
+
+def ps_capacity(instance: OasisInstance, solution: Schedule) -> list[Violation]:
+    r"""``ps_capacity`` (5): :math:`\sum_i s_i^r z_{ikt} \le c_k^r`."""
+    return _server_capacity(instance, solution, "ps", "ps_capacity")
+
+
+#: Every constraint the validator checks, by its name on the formulation page, in check order.
+#: ``schedule_shape`` comes first: when the schedule has not one entry per job, nothing else is
+#: checked.
+CONSTRAINTS: dict[str, Callable[[OasisInstance, Schedule], list[Violation]]] = {
+    "schedule_shape": schedule_shape,
+    "rejected_idle": rejected_idle,
+    "before_arrival": before_arrival,
+    "work_requirement": work_requirement,
+    "worker_cap": worker_cap,
+    "worker_capacity": worker_capacity,
+    "ps_capacity": ps_capacity,
+    "ps_bandwidth": ps_bandwidth,
+    "ps_count": ps_count,
+    "completion": completion,
+    "utility": utility,
+}
+
+
+def validate(instance: OasisInstance, solution: Schedule) -> Report:
     r"""Check a schedule against an instance and recompute its utility.
 
-    Checks, in the names used by the docs and the ILP: ``schedule_shape`` (one entry per job,
-    valid slots and server indices, no duplicate entries), ``rejected_idle`` (a rejected job
-    gets nothing), ``before_arrival`` (9)-(10), ``work_requirement`` (2), ``worker_cap`` (3),
-    ``worker_capacity`` (4), ``ps_capacity`` (5), ``ps_bandwidth`` (6), ``ps_count`` (7),
-    ``completion`` (8: the reported completion is the last slot with workers + 1) and
-    ``utility`` (the reported utilities match :math:`f_i(\text{completion} - a_i)`).
+    Checks every constraint of :data:`CONSTRAINTS`, in the names used by the docs and the ILP:
+    ``schedule_shape`` (one entry per job, valid slots and server indices, no duplicate
+    entries), ``rejected_idle`` (a rejected job gets nothing), ``before_arrival`` (9)-(10),
+    ``work_requirement`` (2), ``worker_cap`` (3), ``worker_capacity`` (4), ``ps_capacity`` (5),
+    ``ps_bandwidth`` (6), ``ps_count`` (7), ``completion`` (8: the reported completion is the
+    last slot with workers + 1) and ``utility`` (the reported utilities match
+    :math:`f_i(\text{completion} - a_i)`).
 
     Parameters
     ----------
     instance : OasisInstance
-    schedule : Schedule
+    solution : Schedule
 
     Returns
     -------
@@ -264,118 +540,14 @@ def validate(instance: OasisInstance, schedule: Schedule) -> Report:
 
     Notes
     -----
-    Runs in :math:`O(\text{entries} \cdot R)` time. It deliberately re-implements every rule
-    with plain loops instead of reusing the ILP or the oracle.
+    Runs in :math:`O(\text{entries} \cdot R)` time per constraint. It deliberately
+    re-implements every rule with plain loops instead of reusing the ILP or the oracle.
     """
-    rep = Report()
-    job_utility: list[float] = []
-    rep.details["job_utility"] = job_utility
-
-    def bad(constraint: str, message: str, job: int | None = None, slot: int | None = None) -> None:
-        where = {k: v for k, v in (("job", job), ("slot", slot)) if v is not None}
-        rep.violations.append(Violation(constraint, message, where))
-
-    T = instance.horizon
-    H = len(instance.worker_servers)
-    K = len(instance.ps_servers)
-    R = len(instance.resources)
-    if len(schedule.jobs) != instance.n_jobs:
-        bad("schedule_shape", f"{len(schedule.jobs)} job entries for {instance.n_jobs} jobs")
-        return rep
-    worker_use: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0] * R)
-    ps_use: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0] * R)
-    total = 0.0
-    for i, js in enumerate(schedule.jobs):
-        job = instance.jobs[i]
-        name = instance.job_name(i)
-        value = 0.0
-        if js.job != name:
-            bad("schedule_shape", f"entry {i} is for {js.job!r}, expected {name!r}", i)
-        if not js.admitted:
-            if js.workers or js.ps:
-                bad("rejected_idle", f"{name} is not admitted but has deployments", i)
-            if not within(js.utility, 0.0, UTILITY_TOL):
-                bad("utility", f"{name} is not admitted but reports utility {js.utility}", i)
-            job_utility.append(0.0)
-            continue
-        per_slot_w: dict[int, int] = defaultdict(int)
-        per_slot_p: dict[int, int] = defaultdict(int)
-        seen: set[tuple[str, int, int]] = set()
-        for label, entries, n_servers, per_slot in (
-            ("worker", js.workers, H, per_slot_w),
-            ("ps", js.ps, K, per_slot_p),
-        ):
-            for t, s, n in entries:
-                if not (0 <= t < T) or not (0 <= s < n_servers) or n < 1:
-                    bad("schedule_shape", f"{name}: bad {label} entry {[t, s, n]}", i, t)
-                    continue
-                if (label, t, s) in seen:
-                    bad(
-                        "schedule_shape",
-                        f"{name}: duplicate {label} entry at slot {t}, server {s}",
-                        i,
-                        t,
-                    )
-                seen.add((label, t, s))
-                if t < job.arrival:
-                    bad(
-                        "before_arrival",
-                        f"{name}: {label}s in slot {t} < arrival {job.arrival}",
-                        i,
-                        t,
-                    )
-                per_slot[t] += n
-                demand = job.worker_demand if label == "worker" else job.ps_demand
-                use = (worker_use if label == "worker" else ps_use)[(t, s)]
-                for r_idx, r in enumerate(instance.resources):
-                    use[r_idx] += n * demand.get(r, 0.0)
-        work_done = sum(per_slot_w.values())
-        need = (
-            job.epochs * job.chunks * job.minibatches * job.minibatch_slots(instance.slot_seconds)
-        )
-        if not leq(need, work_done, WORK_TOL):
-            bad("work_requirement", f"{name}: {work_done} worker-slots < required {need:.6g}", i)
-        for t, n in per_slot_w.items():
-            if n > job.chunks:
-                bad("worker_cap", f"{name}: {n} workers in slot {t} > N = {job.chunks}", i, t)
-        for t in set(per_slot_w) | set(per_slot_p):
-            nw, npp = per_slot_w.get(t, 0), per_slot_p.get(t, 0)
-            if not leq(job.b * nw, job.B * npp, WORK_TOL):
-                bad("ps_bandwidth", f"{name}: slot {t}: b*{nw} workers > B*{npp} PSs", i, t)
-            if npp > nw:
-                bad("ps_count", f"{name}: slot {t}: {npp} PSs > {nw} workers", i, t)
-        if per_slot_w:
-            completion = max(per_slot_w) + 1
-            if js.completion != completion:
-                bad(
-                    "completion",
-                    f"{name}: reported completion {js.completion}, actual {completion}",
-                    i,
-                )
-            value = job.utility(completion - job.arrival)
-        else:
-            bad("work_requirement", f"{name}: admitted with no workers", i)
-        if not within(js.utility, value, UTILITY_TOL):
-            bad("utility", f"{name}: reported utility {js.utility}, recomputed {value}", i)
-        job_utility.append(value)
-        total += value
-    for label, use_map, caps, pool in (
-        ("worker_capacity", worker_use, instance.worker_servers, "worker server"),
-        ("ps_capacity", ps_use, instance.ps_servers, "PS server"),
-    ):
-        for (t, s), used in use_map.items():
-            if not 0 <= s < len(caps):
-                continue
-            for r_idx, r in enumerate(instance.resources):
-                cap = caps[s].capacity[r]
-                if not leq(used[r_idx], cap, CAPACITY_TOL):
-                    bad(
-                        label,
-                        f"slot {t}, {pool} {s}: {r} used {used[r_idx]:.6g} > capacity {cap:.6g}",
-                        None,
-                        t,
-                    )
-    if not within(schedule.total_utility, total, UTILITY_TOL):
-        bad("utility", f"reported total utility {schedule.total_utility}, recomputed {total}")
-    rep.objective = total
-    return rep
+    out = schedule_shape(instance, solution)
+    if len(solution.jobs) != instance.n_jobs:
+        return Report(out, details={"job_utility": []})
+    for name, check in CONSTRAINTS.items():
+        if name != "schedule_shape":
+            out += check(instance, solution)
+    values = _job_values(instance, solution)
+    return Report(out, objective=sum(values), details={"job_utility": values})

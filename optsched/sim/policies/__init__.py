@@ -21,6 +21,8 @@ policies (:class:`AllocationLP`): an exact LP every round, carried out by priori
 Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
+``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
+(:class:`AlloX`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Callable
 from optsched.allocation.gavel import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
+from optsched.sim.policies.allox import AlloX
 from optsched.sim.policies.andreas import Andreas
 from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
@@ -47,6 +50,7 @@ __all__ = [
     "POLICIES",
     "SJF",
     "SRTF",
+    "AlloX",
     "AllocationLP",
     "Andreas",
     "AonlinePolicy",
@@ -84,6 +88,7 @@ POLICIES: tuple[str, ...] = (
     "andreas",
     "chronus",
     "chronus-greedy",
+    "allox",
 )
 
 
@@ -111,6 +116,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Optimus()
     if name == "andreas":
         return Andreas()
+    if name == "allox":
+        return AlloX()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,15 @@ from optsched.solvers.result import Status
 if TYPE_CHECKING:
     from optsched.sim.world import World
 
-__all__ = ["DEFAULT_ROUND_SECONDS", "AllocationLP", "IsolatedTime", "RoundSolve", "as_fractions"]
+__all__ = [
+    "DEFAULT_ROUND_SECONDS",
+    "AllocationLP",
+    "IsolatedTime",
+    "RoundJobs",
+    "RoundSolve",
+    "allocation_jobs",
+    "as_fractions",
+]
 
 #: Gavel's round length (6 minutes).
 DEFAULT_ROUND_SECONDS = 360.0
@@ -87,6 +95,86 @@ class IsolatedTime:
             job.job_id: (job.steps_remaining, float(shares[i]))
             for i, job in enumerate(instance.jobs)
         }
+
+
+@dataclass(frozen=True)
+class RoundJobs:
+    """The jobs of one round as an allocation instance sees them (:func:`allocation_jobs`).
+
+    Attributes
+    ----------
+    gpu_types : tuple of str
+        The cluster's GPU types, in its order.
+    capacity : tuple of int
+        GPUs of each type.
+    states : tuple of JobState
+        The active jobs that can run somewhere, in the state's order.
+    jobs : tuple of AllocationJob
+        Each of them as an :class:`~optsched.allocation.gavel.AllocationJob` (same order).
+    """
+
+    gpu_types: tuple[str, ...]
+    capacity: tuple[int, ...]
+    states: tuple[JobState, ...]
+    jobs: tuple[AllocationJob, ...]
+
+
+def allocation_jobs(
+    state: SimState,
+    isolated: IsolatedTime,
+    *,
+    job_type: Callable[[SimState, JobState], str | None] | None = None,
+    deadlines: bool = False,
+) -> RoundJobs:
+    r"""The round's :class:`~optsched.allocation.gavel.AllocationJob` list from a state.
+
+    The one translation of the simulator's state into the allocation family's jobs, used by
+    every round policy that builds an :class:`~optsched.allocation.gavel.AllocationInstance`
+    (the LPs, the packed LPs, Themis). Each active job that can run on some GPU type (a
+    positive rate there for its whole gang, and as many GPUs of the type as its gang) becomes
+    one job with
+
+    * ``throughput``: its rate on each type for its whole gang (steps/s);
+    * ``scale_factor``: its gang size; ``weight``: its weight;
+    * ``steps_remaining``: :math:`\max(W - \text{done}, 0)`;
+    * ``time_since_start``: seconds since its arrival;
+    * ``isolated_time``: the history :math:`h_m` of ``isolated``, updated with its progress
+      (module notes);
+    * ``job_type``: ``job_type(state, s)`` when given (the packed LPs' co-location class);
+    * ``time_to_deadline``: with ``deadlines``, the seconds left to its deadline, ``None`` when
+      it has passed (a missed deadline cannot be met whatever the round does).
+
+    A job that can run nowhere is left out (the round has nothing to give it) and its history
+    is not updated.
+    """
+    world = state.world
+    types = world.cluster.names
+    capacity = tuple(world.cluster.type(name).count for name in types)
+    states: list[JobState] = []
+    jobs: list[AllocationJob] = []
+    for s in state.active:
+        rates = tuple(state.rate(s, name) for name in types)
+        if not any(r > 0 and s.job.num_gpus <= c for r, c in zip(rates, capacity, strict=True)):
+            continue  # it can run nowhere: the round has nothing to give it
+        left = max(s.job.work - s.done, 0.0)
+        job_id = s.job.job_id
+        history = isolated.update(job_id, left)  # Gavel's bookkeeping (module notes)
+        due = s.job.deadline - state.now
+        states.append(s)
+        jobs.append(
+            AllocationJob(
+                job_id=job_id,
+                throughput=rates,
+                scale_factor=s.job.num_gpus,
+                weight=s.job.weight,
+                steps_remaining=left,
+                time_since_start=max(state.now - s.job.arrival, 0.0),
+                isolated_time=history,
+                job_type=None if job_type is None else job_type(state, s),
+                time_to_deadline=due if deadlines and due > 0 else None,
+            )
+        )
+    return RoundJobs(types, capacity, tuple(states), tuple(jobs))
 
 
 def as_fractions(instance: AllocationInstance, fractions: Any) -> FractionalAllocation:
@@ -212,33 +300,10 @@ class AllocationLP(Policy):
 
         ``None`` when no active job can run anywhere.
         """
-        world = state.world
-        types = world.cluster.names
-        capacity = tuple(world.cluster.type(name).count for name in types)
-        jobs = []
-        for s in state.active:
-            rates = tuple(state.rate(s, name) for name in types)
-            if not any(r > 0 and s.job.num_gpus <= c for r, c in zip(rates, capacity, strict=True)):
-                continue  # it can run nowhere: the LP has nothing to give it
-            left = max(s.job.work - s.done, 0.0)
-            job_id = s.job.job_id
-            history = self._isolated.update(job_id, left)  # Gavel's bookkeeping (module notes)
-            # The SLO policies' deadline: seconds left; a deadline already passed is missed
-            # whatever the allocation, so such a job runs on without one (module notes).
-            due = s.job.deadline - state.now
-            jobs.append(
-                AllocationJob(
-                    job_id=job_id,
-                    throughput=rates,
-                    scale_factor=s.job.num_gpus,
-                    weight=s.job.weight,
-                    steps_remaining=left,
-                    time_since_start=max(state.now - s.job.arrival, 0.0),
-                    isolated_time=history,
-                    job_type=self.job_type(state, s),
-                    time_to_deadline=due if due > 0 else None,
-                )
-            )
+        # The SLO policies' deadline: seconds left; a deadline already passed is missed
+        # whatever the allocation, so such a job runs on without one (module notes).
+        round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
+        types, capacity, jobs = round_jobs.gpu_types, round_jobs.capacity, list(round_jobs.jobs)
         if not jobs:
             return None
         instance = AllocationInstance(

@@ -32,7 +32,11 @@ GPUs):
    Jobs that do not fit wait (later ones may still fit: backfilling).
 2. Growth: while GPUs are left, the admitted job with the largest gain
    :math:`T_{jg}(k) - T_{jg}(k + 1)` (per GPU added) gets one more GPU of its type, up to its
-   ``max_gpus``; it stops at the first gain :math:`\le 0`.
+   ``max_gpus``; it stops at the first gain :math:`\le 0`. This is the family's own loop,
+   :func:`optsched.allocation.optimus.greedy.grow_by_marginal_gain`, with one move per job (one
+   more GPU of its type); with every job admitted at one GPU and a fitted model it is
+   :func:`~optsched.allocation.optimus.marginal_gain` on the instance whose resources are the
+   GPU types (a test checks the two allocations are equal).
 
 The grants carry the chosen counts, highest priority (admission order) first. Growth is optimal
 for the fitted models given the admitted jobs and their types: on each GPU type it is the
@@ -49,12 +53,12 @@ on at most :math:`\log_2 G + 2` points.
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from optsched.allocation.optimus.fit import SpeedFit, fit_speed
+from optsched.allocation.optimus.greedy import grow_by_marginal_gain
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policy import Allocation, Grant, JobState, Policy, SimState
 
@@ -194,30 +198,26 @@ class Optimus(Policy):
             m = best[1]
             free[m.gpu_type] -= m.low
             chosen.append((s, m, m.low))
-        # Growth by marginal gain; each pop adds a GPU or retires a job, so at most
-        # (GPUs + jobs) pops.
+        # Growth by the family's marginal-gain loop, one GPU of the job's type per move; each
+        # made move takes a free GPU, so at most (GPUs + jobs) pops.
         counts = [k for _, _, k in chosen]
-        heap: list[tuple[float, int]] = []
 
-        def push(i: int) -> None:
+        def moves(i: int) -> list[tuple[int, float]]:
             s, m, _ = chosen[i]
             k = counts[i]
-            if k < m.high:
-                gain = m.remaining_time(s.remaining, k) - m.remaining_time(s.remaining, k + 1)
-                heapq.heappush(heap, (-gain, i))
+            if k >= m.high:
+                return []
+            return [(0, m.remaining_time(s.remaining, k) - m.remaining_time(s.remaining, k + 1))]
 
-        for i in range(len(chosen)):
-            push(i)
-        while heap:
-            neg, i = heapq.heappop(heap)
-            if -neg <= 0:
-                break
+        def make(i: int, role: int) -> bool:
             gpu_type = chosen[i][1].gpu_type
             if free[gpu_type] < 1:
-                continue  # its type is full; others may still grow
+                return False  # its type is full; others may still grow
             free[gpu_type] -= 1
             counts[i] += 1
-            push(i)
+            return True
+
+        grow_by_marginal_gain(len(chosen), moves, make)
         grants = tuple(
             Grant(job=s.job_id, gpu_type=m.gpu_type, num_gpus=counts[i])
             for i, (s, m, _) in enumerate(chosen)

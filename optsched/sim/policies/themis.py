@@ -1,10 +1,11 @@
 r"""Themis in the simulator: a partial-allocation auction at every lease.
 
 Every lease of :attr:`Themis.round_seconds` (default ten minutes) the policy builds the round's
-:class:`~optsched.allocation.gavel.AllocationInstance` from the simulation state exactly as the
-exact
-allocation policies do (each active job's rate on each GPU type for its whole gang, its gang size,
-weight, steps left, seconds since arrival and isolated-time history) and runs one lease of the
+:class:`~optsched.allocation.gavel.AllocationInstance` from the simulation state with the same
+translation as the exact allocation policies
+(:func:`~optsched.sim.policies.allocation.allocation_jobs`: each active job's rate on each GPU
+type for its whole gang, its gang size, weight, steps left, seconds since arrival and
+isolated-time history) and runs one lease of the
 mechanism, :func:`optsched.allocation.themis.themis_round`: the :math:`1 - f` worst apps by
 finish-time fairness bid, the Partial Allocation mechanism decides, leftovers go to the others.
 The lease's time fractions are carried out by the simulator's round mechanism
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from optsched.allocation.gavel import AllocationInstance, AllocationJob
+from optsched.allocation.gavel import AllocationInstance
 from optsched.allocation.themis import (
     DEFAULT_FAIRNESS,
     DEFAULT_LEASE_SECONDS,
@@ -32,7 +33,7 @@ from optsched.allocation.themis import (
     themis_round,
 )
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policies.allocation import IsolatedTime, as_fractions
+from optsched.sim.policies.allocation import IsolatedTime, allocation_jobs, as_fractions
 from optsched.sim.policy import FractionalAllocation, Policy, SimState
 
 if TYPE_CHECKING:
@@ -95,34 +96,14 @@ class Themis(Policy):
 
     def fractional(self, state: SimState) -> FractionalAllocation:
         """The lease's allocation (see the module notes)."""
-        world = state.world
-        types = world.cluster.names
-        capacity = tuple(world.cluster.type(name).count for name in types)
-        jobs = []
+        round_jobs = allocation_jobs(state, self._isolated)
+        types, capacity, jobs = round_jobs.gpu_types, round_jobs.capacity, round_jobs.jobs
         users: dict[str, str] = {}
-        for s in state.active:
-            rates = tuple(state.rate(s, name) for name in types)
-            if not any(r > 0 and s.job.num_gpus <= c for r, c in zip(rates, capacity, strict=True)):
-                continue  # it can run nowhere
-            left = max(s.job.work - s.done, 0.0)
-            job_id = s.job.job_id
-            history = self._isolated.update(job_id, left)
-            if self.group_by == "user" and s.job.user:
-                users[job_id] = s.job.user
-            jobs.append(
-                AllocationJob(
-                    job_id=job_id,
-                    throughput=rates,
-                    scale_factor=s.job.num_gpus,
-                    weight=s.job.weight,
-                    steps_remaining=left,
-                    time_since_start=max(state.now - s.job.arrival, 0.0),
-                    isolated_time=history,
-                )
-            )
+        if self.group_by == "user":
+            users = {s.job.job_id: s.job.user for s in round_jobs.states if s.job.user}
         if not jobs:
             return {}
-        instance = AllocationInstance(gpu_types=types, capacity=capacity, jobs=tuple(jobs))
+        instance = AllocationInstance(gpu_types=types, capacity=capacity, jobs=jobs)
         # The lease the mechanism prices is the one the simulator runs (it may override it).
         lease = state.round_seconds or self.round_seconds or DEFAULT_LEASE_SECONDS
         outcome = themis_round(

@@ -1,0 +1,55 @@
+"""The Chronus family as a declared :class:`~optsched.family.Family` (see the registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from optsched.allocation.chronus.generate import generate_instance
+from optsched.allocation.chronus.heuristics import HEURISTICS
+from optsched.allocation.chronus.instance import LeaseInstance
+from optsched.allocation.chronus.milp import solve
+from optsched.allocation.chronus.plan import LeasePlan
+from optsched.allocation.chronus.validate import validate
+from optsched.family.registry import Family
+
+__all__ = ["ALGORITHMS", "FAMILY"]
+
+
+def _heuristic(name: str) -> Callable[..., LeasePlan]:
+    def run(instance: LeaseInstance, *, seed: int = 0) -> LeasePlan:
+        # Both heuristics are deterministic: ``seed`` is accepted for the one convention.
+        return HEURISTICS[name]().run(instance)
+
+    run.__doc__ = f"The {name} heuristic's lease plan."
+    return run
+
+
+#: ``ALGORITHMS[name](instance, *, seed=0) -> LeasePlan``: Chronus's greedy and plain EDF.
+ALGORITHMS: dict[str, Callable[..., LeasePlan]] = {name: _heuristic(name) for name in HEURISTICS}
+
+
+def small_instance() -> LeaseInstance:
+    """Four SLO jobs (one guaranteed) and two best-effort jobs over four leases.
+
+    The seed is one where plain EDF, which has no admission control and may drop a guaranteed
+    job, happens to keep it: every algorithm's plan is then feasible.
+    """
+    return generate_instance(4, 2, leases=4, guaranteed_fraction=0.5, seed=3)
+
+
+FAMILY = Family(
+    name="chronus",
+    package="optsched.allocation.chronus",
+    kind="chronus-instance",
+    Instance=LeaseInstance,
+    Solution=LeasePlan,
+    generate_instance=generate_instance,
+    solve=solve,
+    validate=validate,
+    algorithms=ALGORITHMS,
+    # The MILP admits as many SLO jobs as meet their deadlines, then (weighted by a small
+    # epsilon) serves best-effort work.
+    objectives=("admitted-slo-jobs",),
+    small_instance=small_instance,
+    summary="SLO admission and GPU leases at one lease boundary (deadline scheduling)",
+)

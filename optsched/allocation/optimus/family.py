@@ -1,0 +1,45 @@
+"""The Optimus family as a declared :class:`~optsched.family.Family` (see the registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from optsched.allocation.optimus.generate import generate_instance
+from optsched.allocation.optimus.greedy import marginal_gain
+from optsched.allocation.optimus.instance import OptimusInstance
+from optsched.allocation.optimus.solution import OptimusAllocation
+from optsched.allocation.optimus.total_time import solve
+from optsched.allocation.optimus.validate import validate
+from optsched.family.registry import Family
+
+__all__ = ["ALGORITHMS", "FAMILY"]
+
+
+def _marginal_gain(instance: OptimusInstance, *, seed: int = 0) -> OptimusAllocation:
+    """Optimus's marginal-gain allocation (deterministic: ``seed`` is not used)."""
+    return marginal_gain(instance)
+
+
+#: ``ALGORITHMS[name](instance, *, seed=0) -> OptimusAllocation``.
+ALGORITHMS: dict[str, Callable[..., OptimusAllocation]] = {"marginal-gain": _marginal_gain}
+
+
+def small_instance() -> OptimusInstance:
+    """Four jobs."""
+    return generate_instance(4, seed=1)
+
+
+FAMILY = Family(
+    name="optimus",
+    package="optsched.allocation.optimus",
+    kind="optimus-instance",
+    Instance=OptimusInstance,
+    Solution=OptimusAllocation,
+    generate_instance=generate_instance,
+    solve=solve,
+    validate=validate,
+    algorithms=ALGORITHMS,
+    objectives=("total-remaining-time",),
+    small_instance=small_instance,
+    summary="parameter servers and workers per job from fitted convergence and speed models",
+)

@@ -1,0 +1,87 @@
+"""The simulator as a declared :class:`~optsched.family.Family` (see the registry).
+
+Its instance is a :class:`~optsched.sim.world.World` (a world document: its ``format`` field
+says what it is), its solution a :class:`~optsched.sim.record.SimResult`, and its algorithms
+are the registered policies, each run through the one engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from optsched.family.registry import Family
+from optsched.results import ExactResult
+from optsched.sim.cluster_spec import parse_cluster
+from optsched.sim.compare import auto_round_seconds
+from optsched.sim.engine import simulate
+from optsched.sim.exact import OBJECTIVES
+from optsched.sim.exact import solve as solve_rounds
+from optsched.sim.generate import generate_instance, generate_job_table
+from optsched.sim.policies import POLICIES, make_policy
+from optsched.sim.record import SimResult
+from optsched.sim.validate import validate
+from optsched.sim.world import World
+
+__all__ = ["ALGORITHMS", "FAMILY"]
+
+
+def _policy(name: str) -> Callable[..., SimResult]:
+    def run(world: World, *, seed: int = 0) -> SimResult:
+        # The registered policies are deterministic: ``seed`` is accepted for the one
+        # calling convention.
+        return simulate(world, make_policy(name))
+
+    run.__doc__ = f"Simulate ``world`` under the policy {name!r} with its own round length."
+    return run
+
+
+#: ``ALGORITHMS[name](world, *, seed=0) -> SimResult``: every registered policy.
+ALGORITHMS: dict[str, Callable[..., SimResult]] = {name: _policy(name) for name in POLICIES}
+
+
+def solve(
+    world: World,
+    round_seconds: float | None = None,
+    objective: str = "weighted_jct",
+    **options: Any,
+) -> ExactResult[SimResult]:
+    """The exact optimum of ``world`` in rounds (:func:`optsched.sim.exact.solve`).
+
+    ``round_seconds`` defaults to :func:`~optsched.sim.compare.auto_round_seconds` (the round
+    length ``compare`` uses), so that ``solve(world)`` follows the family protocol; ``options``
+    go to :func:`optsched.sim.exact.solve`.
+    """
+    length = auto_round_seconds(world) if round_seconds is None else round_seconds
+    return solve_rounds(world, length, objective, **options)
+
+
+def small_instance() -> World:
+    """Four single-GPU jobs on two V100s and two K80s.
+
+    Single-GPU jobs, because some policies (AlloX) schedule nothing else and refuse a world
+    with gangs; two GPU types, so that the heterogeneity-aware policies differ from the others.
+    """
+    frame = generate_job_table(4, seed=1, gangs=(1,), gang_weights=(1.0,))
+    return World.from_frame(frame, parse_cluster("v100=2,k80=2"))
+
+
+def _describe(world: World) -> dict[str, Any]:
+    return {"jobs": len(world.jobs), "cluster": str(world.cluster)}
+
+
+FAMILY = Family(
+    name="sim",
+    package="optsched.sim",
+    kind="optsched.sim.world",
+    Instance=World,
+    Solution=SimResult,
+    generate_instance=generate_instance,
+    solve=solve,
+    validate=validate,
+    algorithms=ALGORITHMS,
+    objectives=tuple(name.replace("_", "-") for name in OBJECTIVES),
+    small_instance=small_instance,
+    summary="trace-driven simulation of a heterogeneous GPU cluster under a scheduling policy",
+    describe=_describe,
+)

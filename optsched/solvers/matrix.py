@@ -1,0 +1,334 @@
+r"""Linear programs as sparse matrices, handed to a solver without a modelling layer.
+
+Where building a model in Pyomo or cvxpy would dominate the solve (allocation LPs re-solved every
+round of a simulation over thousands of jobs, MILPs of thousands of binaries built from arrays),
+a formulation builds the matrices itself and hands them to :func:`solve_matrix`:
+
+.. math::
+
+    \min_x\ (\text{or } \max_x)\quad c^\top x + c_0 \quad\text{s.t.}\quad
+    r^{lo} \le A x \le r^{up},\qquad l \le x \le u,\qquad x_j \in \mathbb{Z}\ (j \in I).
+
+:func:`solve_matrix` checks the generic options once, applies the time limit to what model
+building left, dispatches to the backend of the requested solver (:data:`MATRIX_SOLVERS`:
+HiGHS in :mod:`optsched.solvers.highs`, SCIP in :mod:`optsched.solvers.scip`) and applies the
+never-silently-non-optimal policy to what comes back. Every backend maps its native statuses
+onto :class:`~optsched.solvers.result.TerminationCondition` through a total dictionary.
+
+This module imports no solver package.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from optsched import limits
+from optsched.errors import InvalidInstanceError, NotOptimalError, SolverUnavailableError
+from optsched.solvers.result import SolveResult, Status, stopped_while_building
+
+__all__ = ["MATRIX_SOLVERS", "LinearProgram", "MatrixSolution", "solve_matrix"]
+
+#: An absent bound.
+_INF = math.inf
+
+
+def _vector(name: str, value: ArrayLike, n: int, *, allow_inf: bool) -> NDArray[np.float64]:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise InvalidInstanceError(name, f"must have shape ({n},), got {arr.shape}")
+    if np.isnan(arr).any():
+        raise InvalidInstanceError(f"{name}[{int(np.flatnonzero(np.isnan(arr))[0])}]", "is NaN")
+    if not allow_inf and not np.isfinite(arr).all():
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise InvalidInstanceError(f"{name}[{bad}]", "must be finite")
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class LinearProgram:
+    r"""An LP or MILP in matrix form.
+
+    Optimise :math:`c^\top x + c_0` over :math:`r^{lo} \le Ax \le r^{up}`,
+    :math:`l \le x \le u`, with :math:`x_j` integer where ``integrality`` says so.
+
+    Parameters
+    ----------
+    c : array_like, shape (n,)
+        Objective coefficients (finite).
+    a : scipy.sparse matrix or array_like, shape (m, n)
+        Constraint matrix (stored column-wise).
+    row_lower, row_upper : array_like, shape (m,)
+        Row bounds (``-inf``/``inf`` for a free side).
+    col_lower, col_upper : array_like, shape (n,), default 0 and inf
+        Variable bounds.
+    sense : {"min", "max"}
+    integrality : array_like of bool, shape (n,), optional
+        Which variables are integer.
+    offset : float
+        Constant :math:`c_0` added to the objective.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Shapes disagree, a coefficient is NaN or infinite, a lower bound exceeds its upper bound,
+        or the model is larger than the budget ``max_model_variables``.
+    """
+
+    c: NDArray[np.float64]
+    a: Any
+    row_lower: NDArray[np.float64]
+    row_upper: NDArray[np.float64]
+    col_lower: NDArray[np.float64]
+    col_upper: NDArray[np.float64]
+    sense: Literal["min", "max"] = "min"
+    integrality: NDArray[np.bool_] | None = None
+    offset: float = 0.0
+
+    def __init__(
+        self,
+        c: ArrayLike,
+        a: Any,
+        row_lower: ArrayLike,
+        row_upper: ArrayLike,
+        col_lower: ArrayLike = 0.0,
+        col_upper: ArrayLike = _INF,
+        *,
+        sense: Literal["min", "max"] = "min",
+        integrality: ArrayLike | None = None,
+        offset: float = 0.0,
+    ) -> None:
+        import scipy.sparse as sp
+
+        cost = np.asarray(c, dtype=np.float64).ravel()
+        n = cost.size
+        matrix = sp.csc_array(a, dtype=np.float64)
+        m = matrix.shape[0]
+        if matrix.shape[1] != n:
+            raise InvalidInstanceError("a", f"has {matrix.shape[1]} columns, c has {n} entries")
+        limits.check_size("a", float(n) + float(m), "max_model_variables", "variables and rows")
+        if not np.isfinite(matrix.data).all():
+            raise InvalidInstanceError("a", "holds a NaN or infinite coefficient")
+        if sense not in ("min", "max"):
+            raise InvalidInstanceError("sense", f"must be 'min' or 'max', got {sense!r}")
+        if not math.isfinite(offset):
+            raise InvalidInstanceError("offset", "must be finite")
+        vectors = {
+            "c": _vector("c", cost, n, allow_inf=False),
+            "row_lower": _vector("row_lower", row_lower, m, allow_inf=True),
+            "row_upper": _vector("row_upper", row_upper, m, allow_inf=True),
+            "col_lower": _vector("col_lower", col_lower, n, allow_inf=True),
+            "col_upper": _vector("col_upper", col_upper, n, allow_inf=True),
+        }
+        for side in ("row", "col"):
+            lo, up = vectors[f"{side}_lower"], vectors[f"{side}_upper"]
+            bad = np.flatnonzero(lo > up)
+            if bad.size:
+                i = int(bad[0])
+                raise InvalidInstanceError(
+                    f"{side}_lower[{i}]", f"{lo[i]} exceeds {side}_upper[{i}] = {up[i]}"
+                )
+        ints = None
+        if integrality is not None:
+            ints = np.asarray(integrality, dtype=bool).ravel()
+            if ints.shape != (n,):
+                raise InvalidInstanceError("integrality", f"must have shape ({n},)")
+        set_ = object.__setattr__
+        for name, value in vectors.items():
+            set_(self, name, value)
+        set_(self, "a", matrix)
+        set_(self, "sense", sense)
+        set_(self, "integrality", ints)
+        set_(self, "offset", float(offset))
+
+    @property
+    def n_variables(self) -> int:
+        """Number of columns."""
+        return int(self.c.size)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of constraint rows."""
+        return int(self.a.shape[0])
+
+    @property
+    def is_mip(self) -> bool:
+        """Whether any variable is integer."""
+        return self.integrality is not None and bool(self.integrality.any())
+
+    def objective_value(self, x: ArrayLike) -> float:
+        r"""The objective :math:`c^\top x + c_0` of a point (to check the solver's figure)."""
+        return float(self.c @ np.asarray(x, dtype=np.float64)) + self.offset
+
+    def max_violation(self, x: ArrayLike) -> float:
+        """Largest violation of a row or column bound by ``x`` (0 when feasible)."""
+        xv = np.asarray(x, dtype=np.float64)
+        ax = self.a @ xv
+        worst = 0.0
+        for value, lo, up in (
+            (ax, self.row_lower, self.row_upper),
+            (xv, self.col_lower, self.col_upper),
+        ):
+            if value.size:
+                worst = max(worst, float(np.max(lo - value, initial=0.0)))
+                worst = max(worst, float(np.max(value - up, initial=0.0)))
+        return worst
+
+
+@dataclass(frozen=True, eq=False)
+class MatrixSolution:
+    """What :func:`solve_matrix` returns.
+
+    Attributes
+    ----------
+    result : SolveResult
+        Status, objective, bound, gap, timings, as for every backend.
+    x : ndarray or None
+        The primal point (``None`` without one).
+    row_dual, col_dual : ndarray or None
+        Dual values of the rows and reduced costs of the columns (HiGHS LPs with a dual
+        solution; SCIP, whose presolve transforms the LP, returns none).
+    basis : object or None
+        HiGHS's basis, to warm-start a later similar LP (HiGHS LPs only).
+    iterations : int
+        LP iterations (simplex for HiGHS, all LP iterations for SCIP): deterministic, unlike
+        time, so what tests compare.
+    extra : dict
+        Backend-specific figures (e.g. ``"nodes"``).
+    """
+
+    result: SolveResult
+    x: NDArray[np.float64] | None
+    row_dual: NDArray[np.float64] | None = None
+    col_dual: NDArray[np.float64] | None = None
+    basis: Any = None
+    iterations: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+#: A matrix backend: ``(lp, time_limit, mip_gap, threads, build_seconds, options, warm_start)``
+#: to a :class:`MatrixSolution` whatever the outcome (the policy is applied by the caller).
+Backend = Callable[..., MatrixSolution]
+
+
+def _highs_backend() -> Backend:
+    from optsched.solvers.highs import solve_highs
+
+    return solve_highs
+
+
+def _scip_backend() -> Backend:
+    from optsched.solvers.scip import solve_scip
+
+    return solve_scip
+
+
+#: Solvers that take a :class:`LinearProgram`, each with the loader of its backend (loaded on
+#: first use, so that asking which solvers exist imports no solver package).
+MATRIX_SOLVERS: dict[str, Callable[[], Backend]] = {
+    "highs": _highs_backend,
+    "scip": _scip_backend,
+}
+
+
+def solve_matrix(
+    lp: LinearProgram,
+    *,
+    solver: str = "highs",
+    time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    accept_feasible: bool = False,
+    build_seconds: float = 0.0,
+    options: dict[str, Any] | None = None,
+    solver_options: dict[str, Any] | None = None,
+    warm_start: MatrixSolution | None = None,
+) -> MatrixSolution:
+    """Solve a :class:`LinearProgram` with a matrix backend.
+
+    Parameters
+    ----------
+    lp : LinearProgram
+    solver : {"highs", "scip"}, default "highs"
+        The backend (case-insensitive); see :data:`MATRIX_SOLVERS`.
+    time_limit, mip_gap, threads, accept_feasible, build_seconds
+        As for :func:`optsched.solvers.solve` (``mip_gap`` defaults to
+        :data:`~optsched.solvers.DEFAULT_MIP_GAP`; model building counts against the limit).
+    options, solver_options : dict, optional
+        Native solver options (HiGHS option names, SCIP parameter names such as
+        ``"limits/nodes"``), taking precedence over optsched's defaults. The two names are the
+        same argument; give at most one.
+    warm_start : MatrixSolution, optional
+        A previous solution of a model with the same columns, from either backend. For a MILP
+        its point is handed to the solver as a MIP start (both backends); for an LP, HiGHS
+        resumes the simplex from its basis (a HiGHS solution's), SCIP ignores it.
+
+    Returns
+    -------
+    MatrixSolution
+
+    Raises
+    ------
+    NotOptimalError
+        Not proven optimal (within :data:`~optsched.tolerances.OPTIMALITY_GAP`) and no feasible
+        point accepted; ``error.result`` holds the :class:`SolveResult`.
+    SolverUnavailableError
+        ``solver`` has no matrix backend, or its package is not installed (the message names
+        the solver and says how to install it).
+    InvalidInstanceError
+        An option out of range, both ``options`` and ``solver_options`` given, or a native
+        option the solver does not know.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lp = LinearProgram([1.0, 1.0], np.array([[1.0, 2.0]]), [4.0], [np.inf], sense="min")
+    >>> sol = solve_matrix(lp)
+    >>> sol.result.status.value, round(sol.result.objective, 6), sol.x.round(6).tolist()
+    ('optimal', 2.0, [0.0, 2.0])
+    """
+    from optsched.solvers import DEFAULT_MIP_GAP, check_options
+    from optsched.solvers.registry import require
+
+    if not isinstance(solver, str):
+        raise InvalidInstanceError("solver", f"must be a solver name, got {solver!r}")
+    name = solver.lower()
+    if name not in MATRIX_SOLVERS:
+        raise SolverUnavailableError(
+            f"solver {solver!r} cannot solve matrix models; use one of {sorted(MATRIX_SOLVERS)}"
+        )
+    check_options(time_limit, mip_gap, threads)
+    if options is not None and solver_options is not None:
+        raise InvalidInstanceError("solver_options", "give options or solver_options, not both")
+    native = dict(options if options is not None else solver_options or {})
+    require(name, "matrix")
+    if time_limit is not None:
+        # Model building counts against the limit: the solver gets what is left.
+        time_limit -= build_seconds
+        if time_limit <= 0:
+            raise NotOptimalError(
+                stopped_while_building(
+                    name, build_seconds, "building the model used the whole time limit"
+                )
+            )
+    backend = MATRIX_SOLVERS[name]()
+    out = backend(
+        lp,
+        time_limit=time_limit,
+        mip_gap=DEFAULT_MIP_GAP if mip_gap is None else float(mip_gap),
+        threads=threads,
+        build_seconds=build_seconds,
+        options=native,
+        warm_start=warm_start,
+    )
+    status = out.result.status
+    if status is Status.OPTIMAL or (accept_feasible and status is Status.FEASIBLE):
+        return out
+    raise NotOptimalError(out.result)
