@@ -19,9 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from optsched.errors import InconsistentResultError, InvalidScheduleError, NotOptimalError
+from optsched.errors import InvalidScheduleError, NotOptimalError
 from optsched.solvers.result import SolveResult, Status, TerminationCondition
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,8 +100,6 @@ class ExactResult(Generic[S]):
         *,
         sense: Sense,
         objective_name: str = "",
-        objective: float | None = None,
-        recomputed: float | None = None,
         lp_bound: float | None = None,
         size: Mapping[str, int] | None = None,
         extra: Mapping[str, Any] | None = None,
@@ -116,34 +113,19 @@ class ExactResult(Generic[S]):
             The solution extracted from the model.
         sense : {"min", "max"}
         objective_name : str
-        objective : float, optional
-            The objective to report (defaults to the solver's).
-        recomputed : float, optional
-            The family validator's value of ``solution``, recomputed independently. It must
-            agree with the solver's objective within
-            :data:`~optsched.tolerances.OBJECTIVE_AGREEMENT_TOL`.
         lp_bound, size, extra
             See the attributes.
 
-        Raises
-        ------
-        InconsistentResultError
-            The solver's objective and the recomputed value disagree: the result is an error,
-            never a success.
+        Notes
+        -----
+        The record only copies figures: whether ``solution`` is feasible and the solver's
+        objective is its value is decided before, once, by the exact-solve path
+        (:func:`optsched.family.exact.exact_solve`, whose trust rule is
+        :func:`optsched.family.exact.check_agreement`).
         """
-        value = solve.objective if objective is None else objective
-        if (
-            recomputed is not None
-            and value is not None
-            and not within(recomputed, value, OBJECTIVE_AGREEMENT_TOL)
-        ):
-            raise InconsistentResultError(
-                f"the solver reports objective {value!r} but the returned solution's value, "
-                f"recomputed by the validator, is {recomputed!r}"
-            )
         return cls(
             solution=solution,
-            objective=value,
+            objective=solve.objective,
             status=solve.status,
             termination=solve.termination,
             bound=solve.bound,

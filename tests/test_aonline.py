@@ -203,7 +203,7 @@ def test_exact_stopped_short_says_so() -> None:
 
     inst = generate_instance(6, seed=3, max_work=8)
     with pytest.raises(NotOptimalError) as err:
-        solve(inst, options={"mip_max_nodes": 0, "mip_heuristic_effort": 0.0})
+        solve(inst, solver_options={"mip_max_nodes": 0, "mip_heuristic_effort": 0.0})
     assert not err.value.result.optimal
 
 

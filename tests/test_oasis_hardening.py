@@ -338,7 +338,7 @@ def test_price_files_out_of_range_are_refused_by_the_loader() -> None:
         (lambda: solve(generate_instance(2, 1, 1, 3), mip_gap=float("nan")), "mip_gap"),
         (lambda: solve(generate_instance(2, 1, 1, 3), solver="bogus"), "solver"),
         (lambda: solve(generate_instance(2, 1, 1, 3), solver="scs"), "solver"),
-        (lambda: solve(generate_instance(2, 1, 1, 3), initial="x"), "initial"),
+        (lambda: solve(generate_instance(2, 1, 1, 3), warm_start="x"), "warm_start"),
         (lambda: solve({"horizon": 3}), "instance"),
     ],
 )

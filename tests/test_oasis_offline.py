@@ -200,14 +200,14 @@ def test_warm_start_never_trails_the_start() -> None:
     inst = generate_instance(12, 3, 3, 12, seed=2028)
     start = OASiS().run(inst).schedule
     # A node limit, not a time limit, so the outcome does not depend on the machine's speed.
-    res = solve(inst, accept_feasible=True, initial=start, options={"mip_max_nodes": 1})
+    res = solve(inst, accept_feasible=True, warm_start=start, solver_options={"mip_max_nodes": 1})
     assert res.objective >= start.total_utility - OPT_RTOL * max(1.0, start.total_utility)
     assert validate(inst, res.solution).ok
     assert res.message == "warm-started"
     # A start must be feasible.
     broken = start.model_copy(update={"total_utility": start.total_utility + 1})
     with pytest.raises(InvalidScheduleError):
-        solve(inst, initial=broken)
+        solve(inst, warm_start=broken)
 
 
 def test_validator_catches_broken_schedules() -> None:

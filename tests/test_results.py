@@ -8,14 +8,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from optsched._json import dumps
-from optsched.errors import InconsistentResultError, InvalidScheduleError, NotOptimalError
+from optsched.errors import InvalidScheduleError, NotOptimalError
 from optsched.results import ExactResult, Report, Violation
 from optsched.solvers.result import SolutionStatus, SolveResult, Status, TerminationCondition
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL
 
 
 def _solve(
@@ -91,49 +88,6 @@ def test_from_solve_copies_every_figure() -> None:
     assert res.termination is TerminationCondition.OPTIMAL
     assert res.sense == "max" and res.objective_name == "utility"
     assert dict(res.size) == {"variables": 7} and dict(res.extra) == {"admitted": 2}
-
-
-def test_from_solve_reports_the_given_objective() -> None:
-    res = ExactResult.from_solve(_solve(objective=10.0), _Sol(), sense="min", objective=9.5)
-    assert res.objective == 9.5
-
-
-@pytest.mark.parametrize(
-    "recomputed", [10.0, 10.0 * (1 + OBJECTIVE_AGREEMENT_TOL / 2), 10.0 - 5e-6]
-)
-def test_recomputed_value_that_agrees_is_accepted(recomputed: float) -> None:
-    res = ExactResult.from_solve(_solve(), _Sol(), sense="min", recomputed=recomputed)
-    assert res.objective == 10.0
-
-
-@pytest.mark.parametrize(
-    "recomputed", [11.0, 10.0 * (1 + 10 * OBJECTIVE_AGREEMENT_TOL), float("nan"), 0.0]
-)
-def test_recomputed_disagreement_is_an_error(recomputed: float) -> None:
-    with pytest.raises(InconsistentResultError) as info:
-        ExactResult.from_solve(_solve(), _Sol(), sense="min", recomputed=recomputed)
-    assert "10.0" in str(info.value) and repr(recomputed) in str(info.value)
-
-
-def test_recomputed_disagreement_is_checked_against_the_reported_objective() -> None:
-    with pytest.raises(InconsistentResultError):
-        ExactResult.from_solve(_solve(), _Sol(), sense="min", objective=3.0, recomputed=10.0)
-    # A stopped solve's incumbent is checked as well.
-    with pytest.raises(InconsistentResultError):
-        ExactResult.from_solve(STOPPED, _Sol(), sense="min", recomputed=99.0)
-
-
-@given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12))
-def test_recomputed_agreement_is_the_tolerance(x: float) -> None:
-    y = x + 2 * OBJECTIVE_AGREEMENT_TOL * max(1.0, abs(x))
-    ExactResult.from_solve(_solve(objective=x), None, sense="min", recomputed=x)
-    with pytest.raises(InconsistentResultError):
-        ExactResult.from_solve(_solve(objective=x), None, sense="min", recomputed=y)
-
-
-def test_no_recomputation_for_a_result_without_objective() -> None:
-    res = ExactResult.from_solve(NOTHING, None, sense="min", recomputed=4.0)
-    assert res.objective is None and res.status is Status.LIMIT_NO_SOLUTION
 
 
 def test_require_returns_an_optimal_result() -> None:

@@ -7,23 +7,22 @@ solver layer by both solvers, and checked: both prove optimality, the two optima
 own decoding, pass the family's independent validator with the value the solver reported.
 
 The tests work at the model level (build function, solver layer, decoding), not through the
-families' ``solve``. ANDREAS and Optimus build their matrices inside ``solve`` with no separate
-build function; for them the family's ``solve`` runs with its ``solve_matrix`` routed to the
-solver under test, so the family's own decoding and validation see each solver's point.
+families' ``solve``, except for ANDREAS and Optimus, whose matrices are built inside their
+formulation: their ``solve`` runs with ``solver=`` the solver under test, so the family's own
+decoding and validation see each solver's point.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched.solvers import MatrixSolution, Status, solve, solve_matrix
+from optsched.solvers import Status, solve, solve_matrix
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, SOLVER_AGREEMENT_TOL, within
 
 pytestmark = [pytest.mark.solver("highs"), pytest.mark.solver("scip")]
@@ -40,23 +39,6 @@ seeds = st.integers(min_value=0, max_value=2**16)
 def _agree(values: dict[str, float]) -> None:
     """Both solvers' optima agree within the solver agreement tolerance."""
     assert within(values["scip"], values["highs"], SOLVER_AGREEMENT_TOL), values
-
-
-def _routed(monkeypatch: pytest.MonkeyPatch, module: ModuleType, solver: str) -> list[Any]:
-    """Route ``module``'s ``solve_matrix`` to ``solver``; return the list of models it sees."""
-    if not hasattr(module, "solve_matrix"):
-        pytest.fail(
-            f"{module.__name__} no longer calls solve_matrix by name: cross-check its model "
-            "through its build function instead"
-        )
-    seen: list[Any] = []
-
-    def route(lp: Any, **kwargs: Any) -> MatrixSolution:
-        seen.append(lp)
-        return solve_matrix(lp, **{**kwargs, "solver": solver})
-
-    monkeypatch.setattr(module, "solve_matrix", route)
-    return seen
 
 
 # ----- Chronus: one lease boundary (matrix MILP, build_milp) ------------------------------
@@ -99,10 +81,10 @@ def test_chronus(seed: int, n_slo: int, n_be: int) -> None:
     _agree(values)
 
 
-# ----- ANDREAS and Optimus: matrices built inside solve (routed) --------------------------
+# ----- ANDREAS and Optimus: matrices built inside solve, the solver passed by name --------
 
 
-def _routed_family(
+def _matrix_family(
     module_name: str,
     instance: Any,
     validate: Callable[[Any, Any], Any],
@@ -110,13 +92,10 @@ def _routed_family(
     module = importlib.import_module(module_name)
     values: dict[str, float] = {}
     for solver in SOLVERS:
-        # A fresh patch per example (Hypothesis reuses function-scoped fixtures).
-        with pytest.MonkeyPatch.context() as patch:
-            seen = _routed(patch, module, solver)
-            res = module.solve(instance)
+        res = module.solve(instance, solver=solver)
         assert res.status is Status.OPTIMAL and res.objective is not None
         if instance.n_jobs:
-            assert len(seen) == 1 and seen[0].is_mip and res.solver == solver
+            assert res.solver == solver
         report = validate(instance, res.solution)
         assert report.ok, report.violations
         assert within(report.objective, res.objective, OBJECTIVE_AGREEMENT_TOL)
@@ -130,7 +109,7 @@ def test_andreas(seed: int, n_jobs: int) -> None:
     from optsched.allocation.andreas import generate_instance, validate
 
     instance = generate_instance(n_jobs, ("v100", "k80"), nodes=2, seed=seed)
-    _routed_family("optsched.allocation.andreas.milp", instance, validate)
+    _matrix_family("optsched.allocation.andreas.milp", instance, validate)
 
 
 @EXAMPLES
@@ -139,7 +118,7 @@ def test_optimus(seed: int, n_jobs: int, kind: str) -> None:
     from optsched.allocation.optimus import generate_instance, validate
 
     instance = generate_instance(n_jobs, kind=kind, max_tasks=4, seed=seed)  # type: ignore[arg-type]
-    _routed_family("optsched.allocation.optimus.total_time", instance, validate)
+    _matrix_family("optsched.allocation.optimus.total_time", instance, validate)
 
 
 # ----- A-Online: the time-indexed ILP (Pyomo, build_model) --------------------------------

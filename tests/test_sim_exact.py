@@ -187,8 +187,8 @@ def test_a_solver_stopped_short_says_so_and_keeps_its_incumbent(objective: str) 
     world = _medium_world()
     opts = {"mip_max_nodes": 1, "mip_heuristic_effort": 1.0, "presolve": "off"}
     with pytest.raises(NotOptimalError) as err:
-        solve(world, 8.0, objective, options=opts)
-    res = solve(world, 8.0, objective, options=opts, accept_feasible=True)
+        solve(world, 8.0, objective, solver_options=opts)
+    res = solve(world, 8.0, objective, solver_options=opts, accept_feasible=True)
     assert err.value.result.status == res.status
     assert res.status.value == "feasible" and not res.optimal
     # the incumbent is replayed and validated like an optimum, and is no better than it

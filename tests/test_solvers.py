@@ -341,7 +341,7 @@ def test_mip_start_path_keeps_native_options() -> None:
     m.x.value, m.y.value = 0, 0
     # No branching and no presolve: HiGHS must stop at the start, far from the optimum 22.
     with pytest.raises(NotOptimalError) as info:
-        solve(m, "highs", warmstart=True, options={"mip_max_nodes": 0, "presolve": "off"})
+        solve(m, "highs", warm_start=True, options={"mip_max_nodes": 0, "presolve": "off"})
     assert info.value.result.objective == 0
 
 

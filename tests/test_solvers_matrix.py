@@ -303,12 +303,12 @@ def test_pyomo_scip_warm_start() -> None:
     for i in m.x:
         m.x[i].value = 1.0 if i < 3 else 0.0
     start_value = float(_knapsack().c[:3].sum())
-    res = solve(m, "scip", options={"limits/solutions": 1}, warmstart=True, accept_feasible=True)
+    res = solve(m, "scip", options={"limits/solutions": 1}, warm_start=True, accept_feasible=True)
     assert res.message == "warm-started"
     assert res.objective == start_value
     # Without values for the integers there is no start, and the result says so.
     m.x[0].value = None
-    res = solve(m, "scip", options={"limits/solutions": 1}, warmstart=True, accept_feasible=True)
+    res = solve(m, "scip", options={"limits/solutions": 1}, warm_start=True, accept_feasible=True)
     assert "skipped" in res.message
 
 

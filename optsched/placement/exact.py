@@ -1,8 +1,8 @@
 r"""Solve a placement instance exactly for one objective.
 
-:func:`solve` builds the objective's formulation, solves it through
-:func:`optsched.solvers.solve`, decodes the placement, and checks it with the independent
-validator (:func:`optsched.placement.validate`): the placement must be feasible and the
+:func:`solve` builds the objective's formulation, solves it through the exact-solve path
+(:func:`optsched.family.exact.exact_solve`), decodes the placement, and checks it with the
+independent validator (:func:`optsched.placement.validate`): the placement must be feasible and the
 validator's value of the objective must equal the solver's, or the result is an error
 (:class:`~optsched.errors.InconsistentResultError`), never a success. It returns an
 :class:`~optsched.results.ExactResult` of a :class:`~optsched.placement.Placement`; when a limit
@@ -23,24 +23,25 @@ objective        meaning                                         built by (modul
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
+from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.family.exact import Formulation
 from optsched.limits import check_size
 from optsched.placement.formulation import PlacementModel
 from optsched.placement.instance import PlacementInstance
 from optsched.placement.solution import Placement
 from optsched.placement.validator import validate
 from optsched.results import ExactResult
+from optsched.solvers import BuildClock
 from optsched.solvers.result import SolveResult, Status
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
 __all__ = [
     "DEFAULT_MIP_GAP",
     "OBJECTIVES",
     "build_model",
+    "formulation",
     "lp_relaxation_bound",
     "solve",
 ]
@@ -158,26 +159,6 @@ def lp_relaxation_bound(
     return result.objective
 
 
-def _objective_at_integral_point(built: PlacementModel, solver: str) -> float | None:
-    """The model's objective with every integer variable fixed to its rounded solved value.
-
-    What remains is an LP over the continuous (linearisation) variables, whose vertices are
-    exact for integral data.
-    """
-    import pyomo.environ as pyo
-
-    from optsched.solvers import solve as solve_model
-
-    fixed = built.model.clone()
-    for var in fixed.component_data_objects(pyo.Var, active=True):
-        if (var.is_integer() or var.is_binary()) and var.value is not None:
-            var.fix(round(var.value))
-    try:
-        return solve_model(fixed, solver).objective
-    except NotOptimalError:
-        return None
-
-
 def solve(
     instance: PlacementInstance,
     objective: str = "servers",
@@ -186,9 +167,10 @@ def solve(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    solver_options: Mapping[str, Any] | None = None,
+    warm_start: None = None,
     accept_feasible: bool = False,
     lp_bound: bool | None = None,
-    solver_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> ExactResult[Placement]:
     """Solve ``instance`` exactly for ``objective``; return the validated placement.
@@ -199,7 +181,7 @@ def solve(
     objective : str, default "servers"
         A key of :data:`OBJECTIVES` (every objective is minimised).
     solver : str, default "highs"
-        Any MILP solver :func:`optsched.solvers.solve` knows.
+        Any MILP solver :func:`optsched.solvers.solve` knows (e.g. ``"scip"``).
     time_limit : float, optional
         Seconds, model building included.
     mip_gap : float, optional
@@ -208,12 +190,15 @@ def solve(
         as ``feasible`` (termination ``gap_limit``), never as ``optimal``.
     threads : int, optional
         Solver threads.
+    solver_options : mapping, optional
+        Native solver options passed through (e.g. HiGHS's ``{"mip_max_nodes": 0}``).
+    warm_start : None
+        The placement models take no MIP start (accepted for the common vocabulary; anything
+        else is refused).
     accept_feasible : bool, default False
         Return the incumbent when a limit stops the solver instead of raising.
     lp_bound : bool, optional
         Compute the LP relaxation bound; by default only when optimality was not proven.
-    solver_options : mapping, optional
-        Native solver options passed through (e.g. HiGHS's ``{"mip_max_nodes": 0}``).
     **options
         Passed to the objective's builder (e.g. ``symmetry="constraints"``,
         ``formulation="assignment"``). With ``symmetry="none"`` HiGHS's own symmetry detection
@@ -222,8 +207,9 @@ def solve(
     Returns
     -------
     ExactResult of Placement
-        ``objective`` is the number (the validator's value of the placement),
-        ``objective_name`` the objective, ``extra["formulation"]`` the formulation solved.
+        ``objective`` is the solver's value of the placement, checked against the independent
+        validator by the exact-solve path (:mod:`optsched.family.exact`); ``objective_name``
+        the objective, ``extra["formulation"]`` the formulation solved.
 
     Raises
     ------
@@ -236,82 +222,74 @@ def solve(
         differs from the solver's: a formulation defect, never silently ignored.
     InvalidInstanceError
         Unknown objective, an option out of range, or a model over the size budget.
+
+    Notes
+    -----
+    A MIP solver's objective is only as exact as its integrality tolerance times the
+    objective's coefficients: with coefficients far above the objective's value, binaries that
+    sit 1e-9 off 0/1 shift it. Every incumbent is therefore polished (the assignment fixed at
+    its rounded values, the linearisation variables solved again), so the solver's objective
+    is that of the decoded placement.
     """
-    from optsched.solvers import check_options
-    from optsched.solvers import solve as solve_model
+    from optsched.family.exact import exact_solve, native_options
 
     _check_objective(objective)
-    check_options(time_limit, mip_gap, threads)
-    built = build_model(instance, objective, **options)
+    if warm_start is not None:
+        raise InvalidInstanceError("warm_start", "the placement models take no warm start")
     native: dict[str, Any] = {}
     if options.get("symmetry") == "none" and solver == "highs":
         native["mip_detect_symmetry"] = False
-    native.update(solver_options or {})
-    extra: dict[str, Any] = {"formulation": built.formulation}
-    try:
-        # Always take the incumbent from the solver layer: a result that stops short keeps it
-        # (marked feasible) and the acceptance decision is made once, below.
-        result = solve_model(
-            built.model,
-            solver,
-            time_limit=time_limit,
-            mip_gap=DEFAULT_MIP_GAP if mip_gap is None else mip_gap,
-            threads=threads,
-            accept_feasible=True,
-            build_seconds=built.build_seconds,
-            options=native or None,
-        )
-    except NotOptimalError as exc:
-        assert isinstance(exc.result, SolveResult)  # raised by the solver layer
-        bound = None
-        if lp_bound is not False and exc.result.status is not Status.INFEASIBLE:
-            bound = lp_relaxation_bound(built, solver, time_limit)
-        raise NotOptimalError(
-            ExactResult.from_solve(
-                exc.result,
-                None,
-                sense="min",
-                objective_name=objective,
-                lp_bound=bound,
-                size=built.size,
-                extra=extra,
-            )
-        ) from None
-    placement = built.decode()
-    report = validate(instance, placement, objective)
-    if not report.ok:
-        raise InconsistentResultError(
-            f"{objective}/{built.formulation}: the solved placement fails validation: "
-            + "; ".join(str(v) for v in report.violations[:3])
-        )
-    if report.objective is None:
-        raise InconsistentResultError(
-            f"{objective}: the validator cannot evaluate the solved placement"
-        )
-    bound = None
-    if lp_bound or (lp_bound is None and not result.is_optimal):
-        bound = lp_relaxation_bound(built, solver, time_limit)
-    # The solver's objective must agree with the validator's recomputation (else
-    # InconsistentResultError); the validator's value, exact for integral data, is reported.
-    model_value = result.objective
-    if model_value is not None and not within(
-        model_value, report.objective, OBJECTIVE_AGREEMENT_TOL
-    ):
-        # A MIP solver's objective is only as exact as its integrality tolerance times the
-        # objective's coefficients: with coefficients far above the objective's value, an
-        # incumbent whose binaries sit 1e-9 off 0/1 misreports it. Re-evaluate the model at the
-        # decoded (exactly integral) point; a real formulation defect still disagrees there.
-        model_value = _objective_at_integral_point(built, solver)
-        extra["objective_check"] = "model re-evaluated at the integral point"
-    exact = ExactResult.from_solve(
-        result,
-        placement,
+    native.update(native_options(solver_options))
+    return exact_solve(
+        formulation(
+            instance, objective, lp_bound=lp_bound, solver=solver, time_limit=time_limit, **options
+        ),
+        solver=solver,
+        time_limit=time_limit,
+        mip_gap=DEFAULT_MIP_GAP if mip_gap is None else mip_gap,
+        threads=threads,
+        solver_options=native,
+        accept_feasible=accept_feasible,
+    )
+
+
+def formulation(
+    instance: PlacementInstance,
+    objective: str = "servers",
+    *,
+    lp_bound: bool | None = None,
+    solver: str = "highs",
+    time_limit: float | None = None,
+    **options: Any,
+) -> Formulation[Placement]:
+    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``instance``.
+
+    ``lp_bound`` as for :func:`solve`; the LP relaxation is solved with ``solver`` within
+    ``time_limit``.
+    """
+    _check_objective(objective)
+
+    def build(clock: BuildClock) -> PlacementModel:
+        built = build_model(instance, objective, **options)
+        clock.check("model")
+        return built
+
+    def bound(built: PlacementModel, result: SolveResult) -> float | None:
+        if not result.has_solution and (lp_bound is False or result.status is Status.INFEASIBLE):
+            return None
+        if lp_bound or (lp_bound is None and not result.is_optimal):
+            return lp_relaxation_bound(built, solver, time_limit)
+        return None
+
+    return Formulation(
         sense="min",
         objective_name=objective,
-        objective=model_value,
-        recomputed=report.objective,
+        build=build,
+        extract=lambda built, _point: built.decode(),
+        validate=lambda placement: validate(instance, placement, objective),
         lp_bound=bound,
-        size=built.size,
-        extra=extra,
+        size=lambda built: built.size,
+        extra=lambda built, *_: {"formulation": built.formulation},
+        polish=True,
+        solvable=lambda built: built.model,
     )
-    return dataclasses.replace(exact, objective=report.objective).require(accept_feasible)

@@ -67,26 +67,29 @@ from typing import Any, Literal
 
 from optsched import limits
 from optsched.errors import (
-    InconsistentResultError,
     InvalidInstanceError,
     ModelError,
     NotOptimalError,
 )
-from optsched.results import ExactResult, Sense
+from optsched.family.exact import Formulation
+from optsched.results import ExactResult, Report, Sense, Violation
 from optsched.sim.policy import GrantPlacement
 from optsched.sim.record import SimResult
 from optsched.sim.replay import replay_rounds
 from optsched.sim.validate import validate
 from optsched.sim.world import SimJob, World
-from optsched.tolerances import FIT_TOL, OBJECTIVE_AGREEMENT_TOL, TIME_TOL, leq
+from optsched.solvers import BuildClock
+from optsched.tolerances import FIT_TOL, TIME_TOL, leq
 
 __all__ = [
     "OBJECTIVES",
+    "POLISH",
     "ExactModel",
     "build_model",
     "check_world",
     "default_rounds",
     "earliest_round",
+    "formulation",
     "last_run_floor",
     "objective_value",
     "pack_round",
@@ -531,8 +534,9 @@ def solve(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    solver_options: dict[str, Any] | None = None,
+    warm_start: None = None,
     accept_feasible: bool = False,
-    options: dict[str, Any] | None = None,
 ) -> ExactResult[SimResult]:
     """The optimal schedule of ``world`` in rounds of ``round_seconds``, replayed and checked.
 
@@ -544,17 +548,22 @@ def solve(
     objective : {"weighted-jct", "makespan", "deadlines"}
     rounds : int, optional
         Rounds ``K`` (default :func:`default_rounds`).
-    solver, time_limit, mip_gap, threads, options
-        As :func:`optsched.solvers.solve` (``options`` go to the solver as is, e.g.
-        ``{"mip_max_nodes": 1}`` for HiGHS).
+    solver, time_limit, mip_gap, threads, solver_options
+        As :func:`optsched.family.exact.exact_solve` (``solver_options`` go to the solver as
+        is, e.g. ``{"mip_max_nodes": 1}`` for HiGHS; ``solver="scip"`` works too).
+    warm_start : None
+        The model takes no MIP start (accepted for the common vocabulary; anything else is
+        refused).
     accept_feasible : bool, default False
         Return the incumbent when a limit stops the solver instead of raising.
 
     Returns
     -------
     ExactResult of SimResult
-        The solution is the replay's record (``policy == "exact-<objective>"``); ``extra`` holds
-        ``rounds``, ``round_seconds`` and the plan (job ids per round and type).
+        The solution is the replay's record (``policy == "exact-<objective>"``); ``objective``
+        the solver's, checked against the record's recomputed value by the exact-solve path
+        (:mod:`optsched.family.exact`); ``extra`` holds ``rounds``, ``round_seconds`` and the
+        plan (job ids per round and type).
 
     Raises
     ------
@@ -563,81 +572,96 @@ def solve(
     NotOptimalError
         Optimality not proven and ``accept_feasible`` false; ``error.result`` is the
         :class:`ExactResult` with the incumbent's record when there is one.
-    ModelError
-        The replayed record fails the validator or leaves a job unfinished.
     InconsistentResultError
-        The replay's objective differs from the solver's.
-    """
-    from optsched.solvers import solve as solve_model
-    from optsched.solvers.result import SolutionStatus, SolveResult
+        The replayed record fails the validator or leaves a job unfinished, or its objective
+        differs from the solver's.
 
-    built = build_model(world, round_seconds, objective, rounds=rounds)
-    sense = OBJECTIVES[objective]
+    Notes
+    -----
+    An incumbent may leave slack in the makespan variable or a deadline indicator; the
+    exact-solve path polishes every incumbent (the runs ``x`` and final rounds ``e`` fixed,
+    the rest solved again), so the solver's objective is that of the schedule replayed.
+    """
+    from optsched.family.exact import exact_solve
+
+    if warm_start is not None:
+        raise InvalidInstanceError("warm_start", "the exact simulator model takes no warm start")
     try:
-        res = solve_model(
-            built.model,
-            solver,
+        return exact_solve(
+            formulation(world, round_seconds, objective, rounds=rounds),
+            solver=solver,
             time_limit=time_limit,
             mip_gap=mip_gap,
             threads=threads,
-            accept_feasible=True,
-            build_seconds=built.build_seconds,
-            options=options,
+            solver_options=solver_options,
+            accept_feasible=accept_feasible,
         )
     except NotOptimalError as exc:
-        status = getattr(exc.result, "status", None)
-        if status is not None and status.value in ("infeasible", "infeasible_or_unbounded"):
+        if exc.result.status.value in ("infeasible", "infeasible_or_unbounded"):
             raise InvalidInstanceError(
-                "rounds", f"no schedule finishes every job within {built.rounds} rounds"
+                "rounds",
+                f"no schedule finishes every job within {exc.result.extra['rounds']} rounds",
             ) from None
-        inner = exc.result
-        assert isinstance(inner, SolveResult)  # raised by the solver layer
-        empty: ExactResult[SimResult] = ExactResult.from_solve(
-            inner, None, sense=sense, objective_name=objective, size=built.size
+        raise
+
+
+#: The variables fixed when an incumbent is polished: which jobs run when, and their last round.
+POLISH = ("x", "e")
+
+
+def formulation(
+    world: World,
+    round_seconds: float,
+    objective: str = "weighted-jct",
+    *,
+    rounds: int | None = None,
+) -> Formulation[SimResult]:
+    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``world``."""
+    if objective not in OBJECTIVES:
+        raise InvalidInstanceError(
+            "objective", f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}"
         )
-        raise NotOptimalError(empty) from None
-    record: SimResult | None = None
-    recomputed: float | None = None
-    reported: float | None = None
-    plan_ids: list[dict[str, list[str]]] = []
-    if res.solution_status is not SolutionStatus.NO_SOLUTION and res.objective is not None:
+    plans: dict[str, list[dict[str, list[str]]]] = {}
+
+    def build(clock: BuildClock) -> ExactModel:
+        built = build_model(world, round_seconds, objective, rounds=rounds)
+        clock.check("model")
+        return built
+
+    def extract(built: ExactModel, _point: Any) -> SimResult:
         plan = built.plan()
-        record = replay_rounds(world, plan, built.round_seconds, name=f"exact-{objective}")
+        plans["plan"] = [
+            {g: [jid for jid, p in r.items() if p.gpu_type == g] for g in _types_of(r)}
+            for r in plan
+        ]
+        return replay_rounds(world, plan, built.round_seconds, name=f"exact-{objective}")
+
+    def check(record: SimResult) -> Report:
         report = validate(world, record)
-        if not report.ok or not record.all_finished:
-            raise ModelError(
-                f"exact {objective}: the replayed schedule fails validation: "
-                + "; ".join(str(v) for v in report.violations[:3])
-                + ("" if record.all_finished else " (a job is unfinished)")
+        if not record.all_finished:
+            report.violations.append(
+                Violation("finished", f"exact {objective}: a job is unfinished in the replay")
             )
-        recomputed = objective_value(world, record, objective)
-        reported = built.value()
-        # the schedule's own value never falls behind the solver's (slack only makes the
-        # solver's worse) and equals it at an optimum
-        worse = reported - res.objective if sense == "min" else res.objective - reported
-        slack = OBJECTIVE_AGREEMENT_TOL * max(1.0, abs(res.objective))
-        if worse > slack or (res.status.value == "optimal" and abs(worse) > slack):
-            raise InconsistentResultError(
-                f"exact {objective}: the solver reports {res.objective!r} but the schedule's "
-                f"completion times give {reported!r}"
-            )
-        for r in plan:
-            per: dict[str, list[str]] = {}
-            for jid, p in r.items():
-                per.setdefault(p.gpu_type, []).append(jid)
-            plan_ids.append(per)
-    result: ExactResult[SimResult] = ExactResult.from_solve(
-        res,
-        record,
-        sense=sense,
+        return report
+
+    return Formulation(
+        sense=OBJECTIVES[objective],
         objective_name=objective,
-        objective=reported,
-        recomputed=recomputed,
-        size=built.size,
-        extra={
+        build=build,
+        extract=extract,
+        validate=check,
+        objective_of=lambda record, _report: objective_value(world, record, objective),
+        size=lambda built: built.size,
+        extra=lambda built, _record, _result: {
             "rounds": built.rounds,
             "round_seconds": built.round_seconds,
-            "plan": plan_ids,
+            "plan": plans.get("plan", []),
         },
+        polish=POLISH,
+        solvable=lambda built: built.model,
     )
-    return result.require(accept_feasible)
+
+
+def _types_of(placements: Mapping[str, GrantPlacement]) -> list[str]:
+    """The GPU types of one round's placements, in first-seen order."""
+    return list(dict.fromkeys(p.gpu_type for p in placements.values()))

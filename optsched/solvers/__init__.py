@@ -125,7 +125,7 @@ def solve(
     accept_feasible: bool = False,
     build_seconds: float = 0.0,
     options: dict[str, Any] | None = None,
-    warmstart: bool = False,
+    warm_start: bool = False,
 ) -> SolveResult:
     """Solve a Pyomo model or a cvxpy problem.
 
@@ -152,7 +152,7 @@ def solve(
         Time spent building the model, recorded in the result.
     options : dict, optional
         Extra solver-specific options passed through.
-    warmstart : bool, default False
+    warm_start : bool, default False
         Hand the Pyomo variables' current values to the solver as a MIP start (HiGHS and SCIP;
         the values must form a feasible point to help). Ignored by backends without MIP
         starts.
@@ -213,7 +213,7 @@ def solve(
     if module.startswith("pyomo"):
         from optsched.solvers.pyomo import solve_pyomo
 
-        return solve_pyomo(model, solver, warmstart=warmstart, **kwargs)  # type: ignore[arg-type]
+        return solve_pyomo(model, solver, warm_start=warm_start, **kwargs)  # type: ignore[arg-type]
     if module.startswith("cvxpy"):
         from optsched.solvers.cvxpy import solve_cvxpy
 

@@ -172,7 +172,7 @@ def solve_pyomo(
     accept_feasible: bool = False,
     build_seconds: float = 0.0,
     options: dict[str, Any] | None = None,
-    warmstart: bool = False,
+    warm_start: bool = False,
 ) -> SolveResult:
     """Solve a Pyomo model and load its solution into the model's variables.
 
@@ -195,7 +195,7 @@ def solve_pyomo(
         Model-building time to record in the result.
     options : dict, optional
         Extra solver-specific options.
-    warmstart : bool, default False
+    warm_start : bool, default False
         Pass the variables' current values as a MIP start. For ``"highs"`` this goes through
         Pyomo's appsi HiGHS interface, the one that accepts a start; for ``"scip"`` the integer
         variables' values become a partial SCIP solution (skipped, and said so in
@@ -215,7 +215,7 @@ def solve_pyomo(
         no feasible point to accept.
     """
     require(solver, "pyomo")
-    if warmstart and solver in ("highs", "appsi_highs"):
+    if warm_start and solver in ("highs", "appsi_highs"):
         import pyomo.contrib.appsi.solvers as appsi
 
         result = _solve_appsi(
@@ -227,11 +227,11 @@ def solve_pyomo(
             threads,
             build_seconds,
             dict(options or {}),
-            warmstart=True,
+            warm_start=True,
         )
     elif solver in _CONTRIB_NAMES:
         result = _solve_contrib(
-            model, solver, time_limit, mip_gap, threads, build_seconds, options, warmstart
+            model, solver, time_limit, mip_gap, threads, build_seconds, options, warm_start
         )
     else:
         result = _solve_legacy(model, solver, time_limit, mip_gap, threads, build_seconds, options)
@@ -315,7 +315,7 @@ def _solve_contrib(
     threads: int | None,
     build_seconds: float,
     options: dict[str, Any] | None,
-    warmstart: bool = False,
+    warm_start: bool = False,
 ) -> SolveResult:
     from pyomo.contrib.solver.common.factory import SolverFactory
 
@@ -324,7 +324,7 @@ def _solve_contrib(
         raise SolverUnavailableError(f"solver {solver!r} is installed but reports unavailable")
     kwargs = _contrib_kwargs(model, solver, time_limit, mip_gap, threads, options)
     message = ""
-    if warmstart and solver == "scip":
+    if warm_start and solver == "scip":
         if _integers_all_valued(model):
             kwargs["warmstart_discrete_vars"] = True
             _complete_scip_start(opt)
@@ -453,11 +453,11 @@ def _solve_appsi(
     threads: int | None,
     build_seconds: float,
     opts: dict[str, Any],
-    warmstart: bool = False,
+    warm_start: bool = False,
 ) -> SolveResult:
     """The ``appsi_*`` interfaces (by name, or for HiGHS with a MIP start)."""
     opt.config.load_solution = False
-    opt.config.warmstart = warmstart
+    opt.config.warmstart = warm_start
     if time_limit is not None:
         opt.config.time_limit = float(time_limit)
     if mip_gap is not None:
@@ -494,5 +494,5 @@ def _solve_appsi(
         solver=solver,
         solver_version=_version_str(opt.version()),
         native_status=tc_name,
-        message="warm-started" if warmstart else "",
+        message="warm-started" if warm_start else "",
     )

@@ -28,7 +28,7 @@ Size: :math:`(|S| + |B|) L K + |S| + |B|` columns, :math:`LK + (|S| + |B|) L + |
 
 from __future__ import annotations
 
-import time
+from typing import Any
 
 import numpy as np
 
@@ -36,12 +36,11 @@ from optsched import limits
 from optsched.allocation.chronus.instance import LeaseInstance
 from optsched.allocation.chronus.plan import LeasePlan
 from optsched.allocation.chronus.validate import validate
-from optsched.errors import NotOptimalError
+from optsched.family.exact import Formulation
 from optsched.results import ExactResult
-from optsched.solvers.highs import LinearProgram, solve_matrix
-from optsched.solvers.result import SolveResult, Status
+from optsched.solvers import BuildClock, LinearProgram, MatrixSolution
 
-__all__ = ["build_milp", "solve"]
+__all__ = ["build_milp", "formulation", "solve"]
 
 #: Name of the objective in results.
 OBJECTIVE = "admitted-slo-jobs"
@@ -169,6 +168,8 @@ def solve(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    solver_options: dict[str, Any] | None = None,
+    warm_start: MatrixSolution | None = None,
     accept_feasible: bool = False,
     node_limit: int | None = None,
 ) -> ExactResult[LeasePlan]:
@@ -177,18 +178,24 @@ def solve(
     Parameters
     ----------
     instance : LeaseInstance
-    solver : {"highs"}
-        The model is built as matrices straight into HiGHS.
-    time_limit, mip_gap, threads, accept_feasible
-        As for every family (model building counts against ``time_limit``).
+    solver : str, default "highs"
+        The model is built as matrices and handed to the matrix solver layer with this name
+        (``"scip"`` where it is supported).
+    time_limit, mip_gap, threads, solver_options, accept_feasible
+        As for every family (:func:`optsched.family.exact.exact_solve`; model building counts
+        against ``time_limit``).
+    warm_start : MatrixSolution, optional
+        A previous solution of the same model (its point is a MIP start).
     node_limit : int, optional
-        HiGHS's branch-and-bound node limit (deterministic: how tests make it stop short).
+        HiGHS's branch-and-bound node limit (deterministic: how tests make it stop short);
+        short for ``solver_options={"mip_max_nodes": node_limit}``.
 
     Returns
     -------
     ExactResult of LeasePlan
         ``objective`` is the admitted count plus :math:`\varepsilon` times the weighted
-        best-effort progress, recomputed by :func:`~optsched.allocation.chronus.validate`;
+        best-effort progress, the solver's, checked against
+        :func:`~optsched.allocation.chronus.validate` by the exact-solve path;
         ``extra["admitted"]`` is the admitted count.
 
     Raises
@@ -198,7 +205,15 @@ def solve(
         cannot all finish by their deadlines (status ``infeasible``); ``error.result`` is the
         :class:`~optsched.results.ExactResult`.
     InvalidInstanceError
-        ``solver`` is not ``"highs"``, or the model exceeds its budget.
+        An option out of range, or the model exceeds its budget.
+    SolverUnavailableError
+        The matrix solver layer cannot use ``solver``.
+
+    Notes
+    -----
+    An incumbent that is not proven optimal may leave some progress :math:`f_b` below its cap;
+    the exact-solve path polishes every incumbent (integer columns fixed, the progress
+    re-optimised), so the solver's objective is the value of the plan returned.
 
     Examples
     --------
@@ -207,60 +222,52 @@ def solve(
     >>> res.status.value, res.extra["admitted"] <= 4
     ('optimal', True)
     """
-    from optsched.errors import InvalidInstanceError
+    from optsched.family.exact import exact_solve, native_options
 
-    if solver != "highs":
-        raise InvalidInstanceError("solver", f"the chronus MILP is built for HiGHS, got {solver!r}")
-    start = time.perf_counter()
-    lp, cols = build_milp(instance)
-    build = time.perf_counter() - start
-    options = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
-    size = {"variables": lp.n_variables, "constraints": lp.n_rows}
-    try:
-        sol = solve_matrix(
-            lp,
-            time_limit=time_limit,
-            mip_gap=mip_gap,
-            threads=threads,
-            accept_feasible=True,
-            build_seconds=build,
-            options=options,
-        )
-    except NotOptimalError as err:
-        assert isinstance(err.result, SolveResult)
-        raise NotOptimalError(
-            ExactResult.from_solve(
-                err.result, None, sense="max", objective_name=OBJECTIVE, size=size
-            )
-        ) from None
-    assert sol.x is not None
-    n_s, n_b = len(instance.slo_jobs), len(instance.best_effort)
-    admitted = tuple(j.job_id for i, j in enumerate(instance.slo_jobs) if sol.x[i] > 0.5)
-    grants = tuple(
-        (job_id, ell, instance.gpu_types[k])
-        for c, (_kind, job_id, ell, k) in enumerate(cols)
-        if sol.x[n_s + n_b + c] > 0.5
+    limit = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
+    native = native_options(solver_options, **limit)
+    return exact_solve(
+        formulation(instance),
+        solver=solver,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        threads=threads,
+        solver_options=native,
+        warm_start=warm_start,
+        accept_feasible=accept_feasible,
     )
-    plan = LeasePlan(admitted=admitted, grants=grants, algorithm="milp")
-    report = validate(instance, plan)
-    if not report.ok:
-        from optsched.errors import InconsistentResultError
 
-        raise InconsistentResultError(
-            f"the MILP's plan fails the validator: {report.violations[0]}"
+
+def formulation(instance: LeaseInstance) -> Formulation[LeasePlan]:
+    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``instance``."""
+    n_s, n_b = len(instance.slo_jobs), len(instance.best_effort)
+
+    def build(clock: BuildClock) -> tuple[LinearProgram, Any]:
+        built = build_milp(instance)
+        clock.check("model")
+        return built
+
+    def extract(built: tuple[LinearProgram, Any], point: MatrixSolution) -> LeasePlan:
+        assert point.x is not None  # the path extracts only a solve with a point
+        x, cols = point.x, built[1]
+        admitted = tuple(j.job_id for i, j in enumerate(instance.slo_jobs) if x[i] > 0.5)
+        grants = tuple(
+            (job_id, ell, instance.gpu_types[k])
+            for c, (_kind, job_id, ell, k) in enumerate(cols)
+            if x[n_s + n_b + c] > 0.5
         )
-    # An incumbent that is not proven optimal may leave some f_b below its cap; its objective
-    # is then the validator's (never lower than the solver's), and only a proven optimum must
-    # agree with the validator within the tolerance.
-    proven = sol.result.status is Status.OPTIMAL
-    out = ExactResult.from_solve(
-        sol.result,
-        plan,
+        return LeasePlan(admitted=admitted, grants=grants, algorithm="milp")
+
+    return Formulation(
         sense="max",
         objective_name=OBJECTIVE,
-        objective=None if proven else report.objective,
-        recomputed=report.objective if proven else None,
-        size=size,
-        extra={"admitted": len(admitted)},
+        build=build,
+        extract=extract,
+        validate=lambda plan: validate(instance, plan),
+        size=lambda built: {"variables": built[0].n_variables, "constraints": built[0].n_rows},
+        extra=lambda _built, plan, _result: (
+            {} if plan is None else {"admitted": len(plan.admitted)}
+        ),
+        polish=True,
+        solvable=lambda built: built[0],
     )
-    return out.require(accept_feasible)

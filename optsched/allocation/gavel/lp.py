@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -484,6 +485,8 @@ def solve_lp_policy(
     *,
     time_limit: float | None = None,
     warm_start: MatrixSolution | None = None,
+    threads: int | None = None,
+    solver_options: Mapping[str, Any] | None = None,
 ) -> tuple[NDArray[np.float64], SolveResult, MatrixSolution | None]:
     """Solve one policy's LP(s); return the fractions, the result and the last LP solution.
 
@@ -497,6 +500,10 @@ def solve_lp_policy(
     warm_start : MatrixSolution, optional
         The last LP solution of the same policy on an instance of the same shape (the previous
         round), handed to HiGHS as its starting basis.
+    threads : int, optional
+        HiGHS threads for every LP.
+    solver_options : mapping, optional
+        Native HiGHS options for every LP (over the policy's own).
 
     Raises
     ------
@@ -505,6 +512,7 @@ def solve_lp_policy(
     NotOptimalError
         An LP stopped short (``error.result`` holds the :class:`SolveResult`).
     """
+    native = dict(solver_options or {})
     if policy not in POLICIES:
         raise InvalidInstanceError(
             "policy", f"unknown policy {policy!r}; known: {sorted(POLICIES)}"
@@ -582,7 +590,13 @@ def solve_lp_policy(
                 return scale / v if v > 0 else math.inf
 
         build = time.perf_counter() - start
-        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start, options=HIGHS_OPTIONS)
+        sol = solve_matrix(
+            lp,
+            time_limit=left(),
+            warm_start=warm_start,
+            options={**HIGHS_OPTIONS, **native},
+            threads=threads,
+        )
         assert sol.result.objective is not None
         x = _fractions(cl, sol)
         value = objective_value(instance, x, objective, aware)
@@ -643,7 +657,13 @@ def solve_lp_policy(
         # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
         aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
         lp = _program(cl, base, coef_c, aux)
-        step = solve_matrix(lp, time_limit=left(), warm_start=step, options=HIGHS_OPTIONS)
+        step = solve_matrix(
+            lp,
+            time_limit=left(),
+            warm_start=step,
+            options={**HIGHS_OPTIONS, **native},
+            threads=threads,
+        )
         solves += 1
         solve_seconds += step.result.solve_seconds
         assert step.result.objective is not None

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -416,6 +416,8 @@ def solve_packed_policy(
     *,
     time_limit: float | None = None,
     warm_start: MatrixSolution | None = None,
+    threads: int | None = None,
+    solver_options: Mapping[str, Any] | None = None,
 ) -> tuple[Allocation, SolveResult, MatrixSolution | None]:
     """Solve one packed policy's LP(s); return the allocation, the result and the last LP.
 
@@ -430,6 +432,10 @@ def solve_packed_policy(
         Seconds for the whole policy (all its LPs, building included).
     warm_start : MatrixSolution, optional
         The last LP solution of the same policy on an instance of the same shape.
+    threads : int, optional
+        HiGHS threads for every LP.
+    solver_options : mapping, optional
+        Native HiGHS options for every LP.
 
     Raises
     ------
@@ -438,6 +444,7 @@ def solve_packed_policy(
     NotOptimalError
         An LP stopped short (``error.result`` holds the :class:`SolveResult`).
     """
+    native = dict(solver_options or {})
     if policy not in PACKED_POLICIES:
         raise InvalidInstanceError(
             "policy", f"unknown packed policy {policy!r}; known: {sorted(PACKED_POLICIES)}"
@@ -500,7 +507,9 @@ def solve_packed_policy(
                 return scale / v if v > 0 else math.inf
 
         build = time.perf_counter() - start
-        sol = solve_matrix(lp, time_limit=left(), warm_start=warm_start)
+        sol = solve_matrix(
+            lp, time_limit=left(), warm_start=warm_start, options=native or None, threads=threads
+        )
         assert sol.result.objective is not None
         alloc = allocation(*_to_jobs(instance, pk, sol))
         value = packed_objective_value(instance, alloc, objective)
@@ -509,7 +518,7 @@ def solve_packed_policy(
             TerminationCondition.OPTIMAL, value, bound, build, sol.result.solve_seconds, 1
         )
         return alloc, res, sol
-    return _solve_ftf(instance, policy, start, left, warm_start, allocation)
+    return _solve_ftf(instance, policy, start, left, warm_start, allocation, native, threads)
 
 
 def _best_rate(instance: AllocationInstance, pk: _Packed) -> NDArray[np.float64]:
@@ -527,6 +536,8 @@ def _solve_ftf(
     left: Callable[[], float | None],
     warm_start: MatrixSolution | None,
     allocation: Callable[..., Allocation],
+    native: dict[str, Any],
+    threads: int | None,
 ) -> tuple[Allocation, SolveResult, MatrixSolution | None]:
     """Finish-time fairness over the packed polytope.
 
@@ -569,7 +580,9 @@ def _solve_ftf(
         g = np.zeros(m)
         g[active] = sigma[active] / (r * c[active] - since[active])
         lp = _program(pk, ones, g[pk.cl.rep])
-        step = solve_matrix(lp, time_limit=left(), warm_start=step)
+        step = solve_matrix(
+            lp, time_limit=left(), warm_start=step, options=native or None, threads=threads
+        )
         solves += 1
         solve_seconds += step.result.solve_seconds
         assert step.result.objective is not None

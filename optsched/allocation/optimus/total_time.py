@@ -24,7 +24,8 @@ and :math:`J + R` rows, checked against ``max_model_variables`` before anything 
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,13 +34,12 @@ from optsched import limits
 from optsched.allocation.optimus.instance import OptimusInstance
 from optsched.allocation.optimus.models import speed
 from optsched.allocation.optimus.solution import OptimusAllocation
-from optsched.errors import InconsistentResultError, NotOptimalError
+from optsched.family.exact import AlgorithmBackend, Formulation
 from optsched.results import ExactResult
-from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
-from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
+from optsched.solvers import BuildClock, LinearProgram, MatrixSolution
 from optsched.tolerances import FIT_TOL
 
-__all__ = ["choices", "solve"]
+__all__ = ["choices", "formulation", "solve"]
 
 
 def choices(
@@ -88,6 +88,8 @@ def solve(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    solver_options: dict[str, Any] | None = None,
+    warm_start: MatrixSolution | None = None,
     accept_feasible: bool = False,
     node_limit: int | None = None,
 ) -> ExactResult[OptimusAllocation]:
@@ -96,24 +98,31 @@ def solve(
     Parameters
     ----------
     instance : OptimusInstance
-    solver : {"highs"}
-        The MILP is built as sparse matrices for HiGHS (:mod:`optsched.solvers.highs`).
-    time_limit, mip_gap, threads, accept_feasible
-        As for every family's ``solve``.
+    solver : str, default "highs"
+        The MILP is built as sparse matrices (:class:`~optsched.solvers.LinearProgram`) and
+        handed to the matrix solver layer with this name (``"scip"`` where it is supported).
+    time_limit, mip_gap, threads, solver_options, accept_feasible
+        As for every family's ``solve`` (:func:`optsched.family.exact.exact_solve`).
+    warm_start : MatrixSolution, optional
+        A previous solution of the same model (its point is a MIP start).
     node_limit : int, optional
-        Branch-and-bound nodes allowed (deterministic; to make a solve stop short in tests).
+        Branch-and-bound nodes allowed (deterministic; to make a solve stop short in tests);
+        short for ``solver_options={"mip_max_nodes": node_limit}``.
 
     Returns
     -------
     ExactResult of OptimusAllocation
-        ``objective`` the total remaining time (seconds), recomputed by the validator.
+        ``objective`` the total remaining time (seconds), the solver's, checked against the
+        validator by the exact-solve path.
 
     Raises
     ------
     NotOptimalError
         Not proven optimal and not accepted; carries the result with its incumbent.
     InvalidInstanceError
-        The model would exceed ``max_model_variables``; ``solver`` is not ``"highs"``.
+        The model would exceed ``max_model_variables``; an option out of range.
+    SolverUnavailableError
+        The matrix solver layer cannot use ``solver``.
 
     Examples
     --------
@@ -123,94 +132,96 @@ def solve(
     >>> res.optimal, res.objective <= validate(inst, marginal_gain(inst)).objective
     (True, True)
     """
+    from optsched.family.exact import exact_solve, native_options
+
+    limit = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
+    native = native_options(solver_options, **limit)
+    return exact_solve(
+        formulation(instance),
+        solver=solver,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        threads=threads,
+        solver_options=native,
+        warm_start=warm_start,
+        accept_feasible=accept_feasible,
+    )
+
+
+@dataclass(frozen=True)
+class _Built:
+    """The matrix model and what maps its columns back to (job, ps, workers)."""
+
+    lp: LinearProgram | AlgorithmBackend
+    owner: NDArray[np.int64]
+    ps: NDArray[np.int64]
+    workers: NDArray[np.int64]
+
+
+def formulation(instance: OptimusInstance) -> Formulation[OptimusAllocation]:
+    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``instance``."""
     from optsched.allocation.optimus.validate import validate
-    from optsched.errors import InvalidInstanceError
+    from optsched.family.exact import closed_form
 
-    if solver != "highs":
-        raise InvalidInstanceError("solver", f"the Optimus MILP is built for HiGHS, got {solver!r}")
-    start = time.perf_counter()
-    if instance.n_jobs == 0:  # nothing to allocate: the empty allocation, proven optimal
-        empty = OptimusAllocation(job_ids=(), ps=(), workers=(), algorithm="milp")
-        done = assemble(
-            TerminationCondition.OPTIMAL,
-            SolutionStatus.OPTIMAL,
-            0.0,
-            0.0,
-            build_seconds=0.0,
-            solve_seconds=0.0,
-            solver="highs",
-            solver_version="",
-            native_status="no jobs",
-        )
-        return ExactResult.from_solve(
-            done, empty, sense="min", objective_name="total-remaining-time", recomputed=0.0
-        )
-    size = sum(float(j.max_ps) * j.max_workers for j in instance.jobs)
-    limits.check_size("jobs", size, "max_model_variables", "(job, ps, workers) choices")
-    per_job = [choices(instance, j) for j in range(instance.n_jobs)]
-    counts = [c[0].size for c in per_job]
-    n = int(sum(counts))
-    owner = np.repeat(np.arange(instance.n_jobs), counts)
-    cost = np.concatenate([c[2] for c in per_job]) if n else np.zeros(0)
-    use = np.vstack([c[3] for c in per_job]) if n else np.zeros((0, len(instance.resources)))
-    import scipy.sparse as sp
+    job_ids = tuple(j.job_id for j in instance.jobs)
 
-    r = use.shape[1]
-    cols = np.arange(n)
-    rows = np.concatenate([owner, *(instance.n_jobs + np.full(n, k) for k in range(r))])
-    vals = np.concatenate([np.ones(n), *(use[:, k] for k in range(r))])
-    a = sp.csc_array(
-        (vals, (rows, np.concatenate([cols] * (r + 1)))), shape=(instance.n_jobs + r, n)
-    )
-    lower = np.concatenate([np.ones(instance.n_jobs), np.full(r, -np.inf)])
-    upper = np.concatenate([np.ones(instance.n_jobs), instance.capacities])
-    lp = LinearProgram(
-        cost, a, lower, upper, 0.0, 1.0, sense="min", integrality=np.ones(n, dtype=bool)
-    )
-    build = time.perf_counter() - start
-    options = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
-    try:
-        sol: MatrixSolution = solve_matrix(
-            lp,
-            time_limit=time_limit,
-            mip_gap=mip_gap,
-            threads=threads,
-            accept_feasible=True,
-            build_seconds=build,
-            options=options,
+    def build(clock: BuildClock) -> _Built:
+        none = np.zeros(0, dtype=np.int64)
+        if instance.n_jobs == 0:  # nothing to allocate: the empty allocation, proven optimal
+            return _Built(closed_form(0.0, None, name="no jobs"), none, none, none)
+        size = sum(float(j.max_ps) * j.max_workers for j in instance.jobs)
+        limits.check_size("jobs", size, "max_model_variables", "(job, ps, workers) choices")
+        per_job = [choices(instance, j) for j in range(instance.n_jobs)]
+        clock.check("choices")
+        counts = [c[0].size for c in per_job]
+        n = int(sum(counts))
+        owner = np.repeat(np.arange(instance.n_jobs), counts)
+        cost = np.concatenate([c[2] for c in per_job]) if n else np.zeros(0)
+        use = np.vstack([c[3] for c in per_job]) if n else np.zeros((0, len(instance.resources)))
+        import scipy.sparse as sp
+
+        r = use.shape[1]
+        cols = np.arange(n)
+        rows = np.concatenate([owner, *(instance.n_jobs + np.full(n, k) for k in range(r))])
+        vals = np.concatenate([np.ones(n), *(use[:, k] for k in range(r))])
+        a = sp.csc_array(
+            (vals, (rows, np.concatenate([cols] * (r + 1)))), shape=(instance.n_jobs + r, n)
         )
-        result = sol.result
-        x = sol.x
-    except NotOptimalError as err:
-        result = err.result  # type: ignore[assignment]
-        x = None
-    allocation = None
-    recomputed = None
-    if x is not None:
-        chosen = x > 0.5
+        lower = np.concatenate([np.ones(instance.n_jobs), np.full(r, -np.inf)])
+        upper = np.concatenate([np.ones(instance.n_jobs), instance.capacities])
+        lp = LinearProgram(
+            cost, a, lower, upper, 0.0, 1.0, sense="min", integrality=np.ones(n, dtype=bool)
+        )
+        ps = np.concatenate([c[0] for c in per_job])
+        workers = np.concatenate([c[1] for c in per_job])
+        return _Built(lp, owner, ps, workers)
+
+    def extract(built: _Built, point: MatrixSolution | None) -> OptimusAllocation:
         ps = np.zeros(instance.n_jobs, dtype=np.int64)
         workers = np.zeros(instance.n_jobs, dtype=np.int64)
-        ps[owner[chosen]] = np.concatenate([c[0] for c in per_job])[chosen]
-        workers[owner[chosen]] = np.concatenate([c[1] for c in per_job])[chosen]
-        allocation = OptimusAllocation(
-            job_ids=tuple(j.job_id for j in instance.jobs),
+        if point is not None and point.x is not None:
+            chosen = point.x > 0.5
+            ps[built.owner[chosen]] = built.ps[chosen]
+            workers[built.owner[chosen]] = built.workers[chosen]
+        return OptimusAllocation(
+            job_ids=job_ids,
             ps=tuple(int(v) for v in ps),
             workers=tuple(int(v) for v in workers),
             algorithm="milp",
         )
-        report = validate(instance, allocation)
-        if not report.ok:
-            raise InconsistentResultError(
-                f"the MILP's allocation fails the validator: {report.violations[0]}"
-            )
-        recomputed = report.objective
-    out: ExactResult[OptimusAllocation] = ExactResult.from_solve(
-        result,
-        allocation,
+
+    def size(built: _Built) -> dict[str, int]:
+        if isinstance(built.lp, AlgorithmBackend):
+            return {"variables": 0, "constraints": 0}
+        return {"variables": built.lp.n_variables, "constraints": built.lp.n_rows}
+
+    return Formulation(
         sense="min",
         objective_name="total-remaining-time",
-        recomputed=recomputed,
-        size={"variables": n, "constraints": instance.n_jobs + r},
-        extra={"choices": n},
+        build=build,
+        extract=extract,
+        validate=lambda allocation: validate(instance, allocation),
+        size=size,
+        extra=lambda built, *_: {"choices": int(built.owner.size)},
+        solvable=lambda built: built.lp,
     )
-    return out.require(accept_feasible)

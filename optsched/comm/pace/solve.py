@@ -31,12 +31,12 @@ from optsched.comm.pace.policies import Pace
 from optsched.comm.pace.schedule import CommSchedule, segments_array
 from optsched.comm.pace.simulate import Trace, check_trace, lower_bound, overlap_fraction
 from optsched.comm.pace.validator import instance as same_instance
-from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
+from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.family.exact import AlgorithmBackend, Formulation, SolveSettings
 from optsched.results import ExactResult, Report
-from optsched.solvers.result import SolveResult, Status, TerminationCondition
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
+from optsched.solvers.result import SolutionStatus, SolveResult, TerminationCondition, assemble
 
-__all__ = ["Method", "solve", "validate", "validate_files"]
+__all__ = ["Method", "formulation", "solve", "validate", "validate_files"]
 
 Method = Literal["exact", "lp"]
 
@@ -96,6 +96,10 @@ def solve(
     solver: str = "highs",
     time_limit: float | None = None,
     accept_feasible: bool = False,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    solver_options: dict[str, Any] | None = None,
+    warm_start: None = None,
 ) -> ExactResult[CommSchedule]:
     r"""PACE's optimal schedule of one iteration: fusion DP, then Jackson's preemptive rule.
 
@@ -113,11 +117,16 @@ def solve(
     accept_feasible : bool, default False
         Return instead of raising when the LP stopped short (the result then carries no
         proven optimum).
+    mip_gap, threads, solver_options, warm_start
+        The common vocabulary of every family's ``solve``; neither method takes them, so any
+        value but ``None`` is refused (:func:`~optsched.family.exact.refuse_unused`).
 
     Returns
     -------
     ExactResult of CommSchedule
-        ``objective`` is the iteration time (ms); ``solution`` the schedule (policy
+        ``objective`` is the iteration time (ms) of the algorithm, checked against the
+        independent validator by the exact-solve path (:mod:`optsched.family.exact`);
+        ``solution`` the schedule (policy
         ``"pace"``); ``extra`` holds the lower bound and the number of fused groups.
 
     Raises
@@ -141,118 +150,139 @@ def solve(
     >>> result.status.value, result.gap, result.solution.name
     ('optimal', 0.0, 'pace')
     """
+    from optsched.family.exact import exact_solve, refuse_unused
+
+    refuse_unused(
+        f"PACE's {method!r} method",
+        mip_gap=mip_gap,
+        threads=threads,
+        solver_options=solver_options,
+        warm_start=warm_start,
+    )
+    return exact_solve(
+        formulation(instance, method=method),
+        solver=solver,
+        time_limit=time_limit,
+        accept_feasible=accept_feasible,
+    )
+
+
+def formulation(instance: CommInstance, *, method: Method = "exact") -> Formulation[CommSchedule]:
+    """What :func:`~optsched.family.exact.exact_solve` needs: the exact algorithms as backend.
+
+    ``"exact"``: the fusion DP and Jackson's rule, optimal by construction (bound = objective).
+    ``"lp"``: the same schedule, its optimum proven by the transportation LP, whose status
+    decides the result's.
+    """
     if method not in ("exact", "lp"):
         raise InvalidInstanceError("method", f"must be 'exact' or 'lp', got {method!r}")
-    if time_limit is not None and not (
-        isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0
-    ):
-        raise InvalidInstanceError("time_limit", f"must be a finite number > 0, got {time_limit!r}")
-    start = time.perf_counter()
     dag = instance.dag
-    check_budgets(dag.n_tensors, lp=method == "lp")
-    schedule, info = _exact_schedule(instance)
-    build = time.perf_counter() - start
-    report = validate(instance, schedule)
-    if not report.ok or report.objective is None:
-        raise InconsistentResultError(
-            f"the exact schedule fails its own validator: {report.violations[:3]}"
-        )
-    value = schedule.iteration_time
-    if not within(report.objective, value, OBJECTIVE_AGREEMENT_TOL):
-        raise InconsistentResultError(
-            f"the exact schedule's iteration time {value!r} disagrees with the validator's "
-            f"{report.objective!r}"
-        )
-    extra: dict[str, object] = {
-        "lower_bound": schedule.lower_bound,
-        "groups": int(info["groups"]),
-        "method": method,
-    }
-    size = {"tensors": dag.n_tensors, "groups": int(info["groups"]), "layers": len(dag.layers)}
-    if method == "exact":
-        return ExactResult(
-            solution=schedule,
-            objective=value,
-            status=Status.OPTIMAL,
-            termination=TerminationCondition.OPTIMAL,
-            bound=value,
-            gap=0.0,
-            sense="min",
-            objective_name="iteration-time",
-            build_seconds=build,
-            solve_seconds=time.perf_counter() - start - build,
-            solver="fusion-dp+jackson",
-            message="exact combinatorial algorithms (fusion DP, Jackson's preemptive rule)",
-            size=size,
-            extra=extra,
-        )
-    return _prove_with_lp(instance, schedule, solver, time_limit, accept_feasible, start, extra)
+    found: dict[str, Any] = {}
+
+    def run(settings: SolveSettings) -> tuple[SolveResult, CommSchedule]:
+        start = time.perf_counter()
+        check_budgets(dag.n_tensors, lp=method == "lp")
+        schedule, info = _exact_schedule(instance)
+        found["groups"] = int(info["groups"])
+        value = schedule.iteration_time
+        build = time.perf_counter() - start
+        if method == "exact":
+            result = assemble(
+                TerminationCondition.OPTIMAL,
+                SolutionStatus.OPTIMAL,
+                value,
+                value,
+                build_seconds=build,
+                solve_seconds=time.perf_counter() - start - build,
+                solver="fusion-dp+jackson",
+                solver_version="",
+                native_status="exact",
+                message="exact combinatorial algorithms (fusion DP, Jackson's preemptive rule)",
+            )
+            return result, schedule
+        return _prove_with_lp(instance, schedule, settings, start, found), schedule
+
+    def size(_model: Any) -> dict[str, int]:
+        out = {
+            "tensors": dag.n_tensors,
+            "groups": found.get("groups", 0),
+            "layers": len(dag.layers),
+        }
+        return {**out, **found.get("lp_size", {})}
+
+    return Formulation(
+        sense="min",
+        objective_name="iteration-time",
+        build=lambda clock: AlgorithmBackend(run, "fusion-dp+jackson"),
+        extract=lambda _model, schedule: schedule,
+        validate=lambda schedule: validate(instance, schedule),
+        lp_bound=lambda _model, _result: found.get("lp_bound"),
+        size=size,
+        extra=lambda _model, schedule, _result: {
+            "lower_bound": None if schedule is None else schedule.lower_bound,
+            "groups": found.get("groups", 0),
+            "method": method,
+            **({"lp_solves": found["lp_solves"]} if "lp_solves" in found else {}),
+        },
+    )
 
 
 def _prove_with_lp(
     instance: CommInstance,
     schedule: CommSchedule,
-    solver: str,
-    time_limit: float | None,
-    accept_feasible: bool,
+    settings: SolveSettings,
     start: float,
-    extra: dict[str, object],
-) -> ExactResult[CommSchedule]:
+    found: dict[str, Any],
+) -> SolveResult:
+    """The schedule's result with its optimum proven (or not) by the transportation LP."""
     from optsched.comm.pace.exact import group_jobs
     from optsched.comm.pace.formulation import solve_lp
 
     dag, cost = instance.dag, instance.cost
     groups = tuple((int(a), int(b)) for a, b in _groups_of(schedule))
     jobs = group_jobs(dag, cost, groups)
-    remaining = None if time_limit is None else time_limit - (time.perf_counter() - start)
-    if remaining is not None and remaining <= 0:
-        remaining = 1e-3
+    remaining = None
+    if settings.time_limit is not None:
+        # At least a moment for the LP, so a tiny limit reports a stopped LP, not no attempt.
+        remaining = max(settings.time_limit - (time.perf_counter() - start), 1e-3)
+    value = schedule.iteration_time
     try:
-        lp = solve_lp(jobs.release, jobs.work, jobs.tail, solver=solver, time_limit=remaining)
+        lp = solve_lp(
+            jobs.release, jobs.work, jobs.tail, solver=settings.solver, time_limit=remaining
+        )
     except NotOptimalError as exc:
-        stopped: SolveResult | ExactResult[CommSchedule] = exc.result
-        result: ExactResult[CommSchedule] = ExactResult(
-            solution=schedule,
-            objective=schedule.iteration_time,
-            status=Status.FEASIBLE
-            if stopped.status in (Status.FEASIBLE, Status.LIMIT_NO_SOLUTION)
-            else stopped.status,
-            termination=stopped.termination,
-            bound=None,
-            gap=None,
-            sense="min",
-            objective_name="iteration-time",
+        stopped = exc.result
+        # The schedule is a feasible point whatever the LP did; only its proof is missing.
+        return assemble(
+            stopped.termination,
+            SolutionStatus.FEASIBLE,
+            value,
+            None,
+            build_seconds=0.0,
             solve_seconds=time.perf_counter() - start,
-            solver=solver,
+            solver=settings.solver,
+            solver_version="",
             native_status=getattr(stopped, "native_status", ""),
             message="the LP proving the optimum stopped short; the schedule is not proven optimal",
-            extra=extra,
         )
-        if accept_feasible and result.status is Status.FEASIBLE:
-            return result
-        raise NotOptimalError(result) from None
     bound = max(dag.compute_ms, lp.value)
     last = lp.solves[-1]
-    value = schedule.iteration_time
-    gap = abs(value - bound) / max(abs(value), 1e-9)
-    return ExactResult(
-        solution=schedule,
-        objective=value,
-        status=Status.OPTIMAL if gap <= OBJECTIVE_AGREEMENT_TOL else Status.FEASIBLE,
-        termination=last.termination,
-        bound=bound,
-        gap=gap,
-        sense="min",
-        objective_name="iteration-time",
-        lp_bound=bound,
+    found["lp_bound"] = bound
+    found["lp_solves"] = len(lp.solves)
+    found["lp_size"] = {"lp_variables": int(lp.lp.pairs.shape[0]), "lp_slots": lp.lp.n_slots}
+    # An optimum is claimed only when the LP's bound meets the schedule's value within
+    # OPTIMALITY_GAP (assemble reports a wider gap as a feasible point at gap_limit).
+    return assemble(
+        TerminationCondition.OPTIMAL,
+        SolutionStatus.OPTIMAL,
+        value,
+        bound,
         build_seconds=sum(s.build_seconds for s in lp.solves),
         solve_seconds=sum(s.solve_seconds for s in lp.solves),
-        solver=solver,
+        solver=settings.solver,
         solver_version=last.solver_version,
         native_status=last.native_status,
         message=f"transportation LP proof ({len(lp.solves)} LP solves)",
-        size={"lp_variables": int(lp.lp.pairs.shape[0]), "lp_slots": lp.lp.n_slots},
-        extra={**extra, "lp_solves": len(lp.solves)},
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import Any
 
 import numpy as np
 
@@ -29,12 +30,12 @@ from optsched.comm.tensorlights.instance import TensorLightsInstance
 from optsched.comm.tensorlights.simulator import Engine, event_bound, layout, levels, simulate
 from optsched.comm.tensorlights.solution import OBJECTIVES, Objective, SimulationResult
 from optsched.comm.tensorlights.validator import validate
-from optsched.errors import InconsistentResultError, InvalidInstanceError
+from optsched.errors import InvalidInstanceError
+from optsched.family.exact import AlgorithmBackend, Formulation, SolveSettings
 from optsched.results import ExactResult
-from optsched.solvers.result import Status, TerminationCondition
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
+from optsched.solvers.result import SolutionStatus, SolveResult, TerminationCondition, assemble
 
-__all__ = ["lower_bound", "smith_order", "smith_rule_is_optimal", "solve"]
+__all__ = ["formulation", "lower_bound", "smith_order", "smith_rule_is_optimal", "solve"]
 
 #: Relative tolerance when comparing objective values of orders (ties go to the first order).
 OBJECTIVE_RTOL = 1e-9
@@ -139,6 +140,11 @@ def solve(
     time_limit: float | None = None,
     accept_feasible: bool = False,
     engine: Engine = "numba",
+    solver: str | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    solver_options: dict[str, object] | None = None,
+    warm_start: None = None,
 ) -> ExactResult[SimulationResult]:
     r"""The exact best static priority order, by simulating every permutation.
 
@@ -158,6 +164,9 @@ def solve(
         Seconds; past it the search stops short the same way.
     accept_feasible : bool, default False
         Return a stopped-short result instead of raising :class:`~optsched.errors.NotOptimalError`.
+    solver, mip_gap, threads, solver_options, warm_start
+        The common vocabulary of every family's ``solve``; the search uses no solver, so any
+        value but ``None`` is refused (:func:`~optsched.family.exact.refuse_unused`).
     engine : {"numba", "python"}, default "numba"
         Kernel or plain-Python reference for the search (the returned solution is always
         simulated again with ``engine`` and a trace, and validated).
@@ -165,7 +174,9 @@ def solve(
     Returns
     -------
     ExactResult of SimulationResult
-        ``objective`` the best value, ``bound`` equal to it when optimal; ``extra`` holds
+        ``objective`` the best value found by the search, checked against the validated run by
+        the exact-solve path (:mod:`optsched.family.exact`), ``bound`` equal to it when
+        optimal; ``extra`` holds
         ``best_order``, ``worst_value`` (over the orders simulated), ``orders_evaluated``,
         ``orders_total``, ``rule_order``, ``rule_value``, ``rule_proven``, ``rule_gap`` and
         ``fair_value``.
@@ -188,6 +199,32 @@ def solve(
     :func:`smith_rule_is_optimal` holds the answer is also :func:`smith_order`, in
     :math:`O(J \log J)`; tests check the two agree.
     """
+    from optsched.family.exact import exact_solve, refuse_unused
+
+    refuse_unused(
+        "the order search",
+        solver=solver,
+        mip_gap=mip_gap,
+        threads=threads,
+        solver_options=solver_options,
+        warm_start=warm_start,
+    )
+    return exact_solve(
+        formulation(instance, objective, node_limit=node_limit, engine=engine),
+        solver=SOLVER_NAME,
+        time_limit=time_limit,
+        accept_feasible=accept_feasible,
+    )
+
+
+def formulation(
+    instance: TensorLightsInstance,
+    objective: Objective = "mean-jct",
+    *,
+    node_limit: int | None = None,
+    engine: Engine = "numba",
+) -> Formulation[SimulationResult]:
+    """What :func:`~optsched.family.exact.exact_solve` needs: the order search as backend."""
     if objective not in OBJECTIVES:
         raise InvalidInstanceError(
             "objective", f"unknown objective {objective!r}; known: {OBJECTIVES}"
@@ -196,8 +233,6 @@ def solve(
         isinstance(node_limit, (int, np.integer)) and node_limit >= 1
     ):
         raise InvalidInstanceError("node_limit", f"must be an integer >= 1, got {node_limit!r}")
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise InvalidInstanceError("time_limit", f"must be finite and > 0, got {time_limit!r}")
     if engine not in ("numba", "python"):
         raise InvalidInstanceError("engine", f"must be 'numba' or 'python', got {engine!r}")
     n_jobs = instance.n_jobs
@@ -212,93 +247,99 @@ def solve(
         planned, field = total, "jobs"
     per_order = event_bound(instance)
     limits.check_size(field, float(planned) * per_order, "max_events", "simulated events")
-    started = time.perf_counter()
-    lay = layout(instance)
-    weights_w = np.array([j.weight for j in instance.jobs])
-    max_it = int(lay.iterations.max())
-    limits.check_size("jobs", float(max_it) * len(lay.flow_bytes), "max_array_cells")
-    ones = np.ones((max_it, len(lay.flow_bytes)))
+    found: dict[str, Any] = {}
 
-    def evaluate(order: tuple[int, ...]) -> float:
-        lev = levels(instance.n_hosts, order, "priority", True, 0)
-        if engine == "numba":
-            out = _k.simulate_kernel(
-                lay.bandwidth, lay.compute, lay.start, lay.iterations, lay.job_flow_start,
-                lay.flow_host, lay.flow_bytes, ones, lev, _k.MODE_PRIORITY, 1.0, n_jobs, 0,
-                per_order,
-            )  # fmt: skip
-            if not out[10]:
-                raise RuntimeError(f"a simulation exceeded its proven bound of {per_order} events")
-            return _objective_value(objective, out[0], lay.iterations, lay.start, weights_w)
-        run = simulate(instance, "priority", order=order, engine="python", trace=False)
-        return run.objective(objective)
+    def search(settings: SolveSettings) -> tuple[SolveResult, tuple[int, ...]]:
+        time_limit = settings.time_limit
+        started = time.perf_counter()
+        lay = layout(instance)
+        weights_w = np.array([j.weight for j in instance.jobs])
+        max_it = int(lay.iterations.max())
+        limits.check_size("jobs", float(max_it) * len(lay.flow_bytes), "max_array_cells")
+        ones = np.ones((max_it, len(lay.flow_bytes)))
 
-    best_order: tuple[int, ...] = tuple(range(n_jobs))
-    best = math.inf
-    worst = -math.inf
-    count = 0
-    termination = TerminationCondition.OPTIMAL
-    for perm in itertools.islice(itertools.permutations(range(n_jobs)), planned):
-        if time_limit is not None and count > 0 and time.perf_counter() - started > time_limit:
-            termination = TerminationCondition.TIME_LIMIT
-            break
-        value = evaluate(perm)
-        count += 1
-        if count == 1 or value < best - OBJECTIVE_RTOL * max(1.0, abs(best)):
-            best, best_order = value, perm
-        worst = max(worst, value)
-    complete = total is not None and count == total
-    if not complete and termination is TerminationCondition.OPTIMAL:
-        termination = TerminationCondition.OTHER_LIMIT
-    rule = smith_order(instance, objective)
-    rule_value = evaluate(rule)
-    if not complete and rule_value < best - OBJECTIVE_RTOL * max(1.0, abs(best)):
-        best, best_order = rule_value, rule
-    solve_seconds = time.perf_counter() - started
-    solution = simulate(instance, "priority", order=best_order, engine=engine)
-    report = validate(instance, solution)
-    recomputed = report.objectives.get(objective)
-    if not report.ok or recomputed is None or not within(recomputed, best, OBJECTIVE_AGREEMENT_TOL):
-        raise InconsistentResultError(
-            f"the search's best {objective} {best!r} and its validated run disagree "
-            f"(recomputed {recomputed!r}; {report})"
+        def evaluate(order: tuple[int, ...]) -> float:
+            lev = levels(instance.n_hosts, order, "priority", True, 0)
+            if engine == "numba":
+                out = _k.simulate_kernel(
+                    lay.bandwidth, lay.compute, lay.start, lay.iterations, lay.job_flow_start,
+                    lay.flow_host, lay.flow_bytes, ones, lev, _k.MODE_PRIORITY, 1.0, n_jobs, 0,
+                    per_order,
+                )  # fmt: skip
+                if not out[10]:
+                    raise RuntimeError(
+                        f"a simulation exceeded its proven bound of {per_order} events"
+                    )
+                return _objective_value(objective, out[0], lay.iterations, lay.start, weights_w)
+            run = simulate(instance, "priority", order=order, engine="python", trace=False)
+            return run.objective(objective)
+
+        best_order: tuple[int, ...] = tuple(range(n_jobs))
+        best = math.inf
+        worst = -math.inf
+        count = 0
+        termination = TerminationCondition.OPTIMAL
+        for perm in itertools.islice(itertools.permutations(range(n_jobs)), planned):
+            if time_limit is not None and count > 0 and time.perf_counter() - started > time_limit:
+                termination = TerminationCondition.TIME_LIMIT
+                break
+            value = evaluate(perm)
+            count += 1
+            if count == 1 or value < best - OBJECTIVE_RTOL * max(1.0, abs(best)):
+                best, best_order = value, perm
+            worst = max(worst, value)
+        complete = total is not None and count == total
+        if not complete and termination is TerminationCondition.OPTIMAL:
+            termination = TerminationCondition.OTHER_LIMIT
+        rule = smith_order(instance, objective)
+        rule_value = evaluate(rule)
+        if not complete and rule_value < best - OBJECTIVE_RTOL * max(1.0, abs(best)):
+            best, best_order = rule_value, rule
+        bound = best if complete else min(lower_bound(instance, objective), best)
+        found.update(
+            count=count,
+            extra={
+                "best_order": list(best_order),
+                "best_value": best,
+                "worst_value": worst,
+                "orders_evaluated": count,
+                "orders_total": total,
+                "rule_order": list(rule),
+                "rule_value": rule_value,
+                "rule_proven": smith_rule_is_optimal(instance, objective),
+                "rule_gap": rule_value / best - 1.0 if best > 0 else 0.0,
+            },
         )
-    if complete:
-        bound = best
-        status = Status.OPTIMAL
-    else:
-        bound = min(lower_bound(instance, objective), best)
-        status = Status.FEASIBLE
-    gap = (best - bound) / abs(best) if best != 0 else 0.0
-    fair_value = simulate(instance, "fair", engine=engine, trace=False).objective(objective)
-    result: ExactResult[SimulationResult] = ExactResult(
-        solution=solution,
-        objective=best,
-        status=status,
-        termination=termination,
-        bound=bound,
-        gap=gap,
+        result = assemble(
+            termination,
+            SolutionStatus.OPTIMAL if complete else SolutionStatus.FEASIBLE,
+            best,
+            bound,
+            build_seconds=0.0,
+            solve_seconds=time.perf_counter() - started,
+            solver=SOLVER_NAME,
+            solver_version="",
+            native_status=termination.value,
+            message=(
+                f"simulated all {count} static orders"
+                if complete
+                else f"stopped after {count} of {total if total is not None else 'J!'} orders"
+            ),
+        )
+        return result, best_order
+
+    def extra(_model: Any, solution: SimulationResult | None, _r: Any) -> dict[str, Any]:
+        fair = simulate(instance, "fair", engine=engine, trace=False).objective(objective)
+        return {**found.get("extra", {}), "fair_value": fair}
+
+    return Formulation(
         sense="min",
         objective_name=objective,
-        solve_seconds=solve_seconds,
-        solver=SOLVER_NAME,
-        message=(
-            f"simulated all {count} static orders"
-            if complete
-            else f"stopped after {count} of {total if total is not None else 'J!'} orders"
-        ),
-        size={"jobs": n_jobs, "orders_evaluated": count},
-        extra={
-            "best_order": list(best_order),
-            "best_value": best,
-            "worst_value": worst,
-            "orders_evaluated": count,
-            "orders_total": total,
-            "rule_order": list(rule),
-            "rule_value": rule_value,
-            "rule_proven": smith_rule_is_optimal(instance, objective),
-            "rule_gap": rule_value / best - 1.0 if best > 0 else 0.0,
-            "fair_value": fair_value,
-        },
+        build=lambda clock: AlgorithmBackend(search, SOLVER_NAME),
+        # The returned run is simulated again with ``engine`` and a trace, then validated.
+        extract=lambda _model, order: simulate(instance, "priority", order=order, engine=engine),
+        validate=lambda run: validate(instance, run),
+        objective_of=lambda _run, report: report.objectives.get(objective),
+        size=lambda _model: {"jobs": n_jobs, "orders_evaluated": found.get("count", 0)},
+        extra=extra,
     )
-    return result.require(accept_feasible)

@@ -43,15 +43,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
+from optsched.errors import InvalidInstanceError
+from optsched.family.exact import AlgorithmBackend, Formulation
 from optsched.limits import check_size
 from optsched.online.aonline.instance import AonlineInstance
 from optsched.online.aonline.schedule import AonlineSchedule, Run, validate
 from optsched.results import ExactResult
-from optsched.solvers import BuildClock, check_options
-from optsched.solvers.result import SolveResult, Status, TerminationCondition
+from optsched.solvers import BuildClock
 
-__all__ = ["OBJECTIVE_NAME", "Packing", "build_model", "pack_exact", "solve"]
+__all__ = ["OBJECTIVE_NAME", "Packing", "build_model", "formulation", "pack_exact", "solve"]
 
 #: The family's objective.
 OBJECTIVE_NAME = "weighted-completion"
@@ -270,26 +270,29 @@ def solve(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    solver_options: dict[str, Any] | None = None,
+    warm_start: None = None,
     accept_feasible: bool = False,
-    options: dict[str, Any] | None = None,
 ) -> ExactResult[AonlineSchedule]:
     r"""The exact offline minimum of the total weighted completion time.
 
     Parameters
     ----------
     instance : AonlineInstance
-    solver, time_limit, mip_gap, threads, options
-        As :func:`optsched.solvers.solve`.
+    solver, time_limit, mip_gap, threads, solver_options
+        As :func:`optsched.family.exact.exact_solve` (``solver="scip"`` works too).
+    warm_start : None
+        No MIP start is taken by this model (accepted for the common vocabulary; anything
+        else is refused).
     accept_feasible : bool, default False
         Return the incumbent when a limit stops the solver instead of raising.
 
     Returns
     -------
     ExactResult of AonlineSchedule
-        ``objective`` is the schedule's :math:`\sum_j w_j C_j` recomputed by
-        :func:`~optsched.online.aonline.validate` (``sense`` ``"min"``);
-        ``extra["completion_bounds"]``
-        the per-job windows used.
+        ``objective`` is the solver's :math:`\sum_j w_j C_j`, checked against
+        :func:`~optsched.online.aonline.validate` by the exact-solve path (``sense``
+        ``"min"``); ``extra["completion_bounds"]`` the per-job windows used.
 
     Raises
     ------
@@ -307,64 +310,56 @@ def solve(
     >>> res.status.value
     'optimal'
     """
-    from optsched.solvers import solve as solve_model
+    from optsched.family.exact import exact_solve
 
-    check_options(time_limit, mip_gap, threads)
-    built = build_model(instance, "completion", clock=BuildClock(time_limit, solver))
-    size = {"jobs": instance.n_jobs, "slots": max([0, *(w.stop for w in built.windows.values())])}
-    extra = {"completion_bounds": [w.stop for w in built.windows.values()]}
-    if instance.n_jobs == 0:
-        empty = AonlineSchedule(algorithm="exact")
-        return ExactResult(
-            solution=empty,
-            objective=0.0,
-            status=Status.OPTIMAL,
-            termination=TerminationCondition.OPTIMAL,
-            bound=0.0,
-            gap=0.0,
-            objective_name=OBJECTIVE_NAME,
-            size=size,
-        )
-    try:
-        res = solve_model(
-            built.model,
-            solver,
-            time_limit=time_limit,
-            mip_gap=mip_gap,
-            threads=threads,
-            accept_feasible=True,
-            build_seconds=built.build_seconds,
-            options=options,
-        )
-    except NotOptimalError as exc:
-        assert isinstance(exc.result, SolveResult)  # the solver layer's contract
-        raise NotOptimalError(
-            ExactResult.from_solve(
-                exc.result, None, sense="min", objective_name=OBJECTIVE_NAME, size=size
-            )
-        ) from None
-    schedule: AonlineSchedule | None = None
-    recomputed: float | None = None
-    if res.has_solution:
+    if warm_start is not None:
+        raise InvalidInstanceError("warm_start", "this model takes no warm start; pass None")
+    return exact_solve(
+        formulation(instance),
+        solver=solver,
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        threads=threads,
+        solver_options=solver_options,
+        accept_feasible=accept_feasible,
+    )
+
+
+def formulation(instance: AonlineInstance) -> Formulation[AonlineSchedule]:
+    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``instance``."""
+    from optsched.family.exact import closed_form
+
+    empty = AonlineSchedule(algorithm="exact")
+
+    def build(clock: BuildClock) -> _Built | AlgorithmBackend:
+        if instance.n_jobs == 0:  # nothing to schedule: the empty schedule, proven optimal
+            return closed_form(0.0, empty, name="no jobs")
+        return build_model(instance, "completion", clock=clock)
+
+    def extract(built: _Built | AlgorithmBackend, point: Any) -> AonlineSchedule:
+        if isinstance(built, AlgorithmBackend):
+            return empty
         runs = _trim(_extract(instance, built, None), _last_slots(built))
-        schedule = AonlineSchedule(runs=tuple(runs), algorithm="exact")
-        report = validate(instance, schedule)
-        if not report.ok:
-            raise InconsistentResultError(
-                f"the solver's schedule fails the validator: {report.violations[0]}"
-            )
-        recomputed = report.objective
-    result = ExactResult.from_solve(
-        res,
-        schedule,
+        return AonlineSchedule(runs=tuple(runs), algorithm="exact")
+
+    def size(built: _Built | AlgorithmBackend) -> dict[str, int]:
+        windows = {} if isinstance(built, AlgorithmBackend) else built.windows
+        return {"jobs": instance.n_jobs, "slots": max([0, *(w.stop for w in windows.values())])}
+
+    def extra(built: _Built | AlgorithmBackend, *_: Any) -> dict[str, Any]:
+        windows = {} if isinstance(built, AlgorithmBackend) else built.windows
+        return {"completion_bounds": [w.stop for w in windows.values()]}
+
+    return Formulation(
         sense="min",
         objective_name=OBJECTIVE_NAME,
-        objective=recomputed if res.status is not Status.OPTIMAL else None,
-        recomputed=recomputed if res.status is Status.OPTIMAL else None,
+        build=build,
+        extract=extract,
+        validate=lambda schedule: validate(instance, schedule),
         size=size,
         extra=extra,
+        solvable=lambda built: built if isinstance(built, AlgorithmBackend) else built.model,
     )
-    return result.require(accept_feasible)
 
 
 def pack_exact(

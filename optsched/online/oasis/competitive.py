@@ -134,7 +134,7 @@ def solve_reference(
     mip_gap: float | None = None,
     threads: int | None = None,
     lp_bound: bool = True,
-    initial: Schedule | None = None,
+    warm_start: Schedule | None = None,
 ) -> OfflineSummary:
     """Solve the offline ILP, accepting an incumbent at the time limit and adding an LP bound.
 
@@ -153,7 +153,7 @@ def solve_reference(
             mip_gap=mip_gap,
             threads=threads,
             accept_feasible=True,
-            initial=initial,
+            warm_start=warm_start,
         )
         status = res.status.value
         incumbent = res.objective
@@ -545,7 +545,7 @@ def compare_algorithms(
         mip_gap=mip_gap,
         threads=threads,
         lp_bound=lp_bound,
-        initial=best,
+        warm_start=best,
     )
     seconds["offline"] = offline.seconds
     reports = [measure(run, instance, offline) for run in runs]

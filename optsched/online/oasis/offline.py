@@ -41,27 +41,27 @@ any feasible point.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any
 
 import numpy as np
 
-from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
+from optsched.errors import InvalidInstanceError
+from optsched.family.exact import Formulation
 from optsched.limits import check_size
 from optsched.online.oasis.instance import OasisInstance
 from optsched.online.oasis.schedule import Schedule, build_schedule, validate
 from optsched.results import ExactResult
 from optsched.solvers import DEFAULT_MIP_GAP, BuildClock, SolveResult, Status
-from optsched.solvers import solve as solve_model
-from optsched.solvers.result import relative_gap
-from optsched.tolerances import UTILITY_TOL, WORK_TOL, leq
+from optsched.tolerances import WORK_TOL, leq
 
 __all__ = [
     "CONSTRAINT_NAMES",
     "DEFAULT_MIP_GAP",
     "OBJECTIVE_NAME",
+    "POLISH",
     "build_model",
     "can_complete",
+    "formulation",
     "solve",
     "solve_offline",
 ]
@@ -358,10 +358,10 @@ def solve(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    solver_options: dict[str, Any] | None = None,
+    warm_start: Schedule | None = None,
     accept_feasible: bool = False,
     relax: bool = False,
-    initial: Schedule | None = None,
-    options: dict[str, Any] | None = None,
 ) -> ExactResult[Schedule]:
     """Solve the offline OASiS problem exactly (or its LP relaxation).
 
@@ -369,7 +369,7 @@ def solve(
     ----------
     instance : OasisInstance
     solver : str, default "highs"
-        Any MILP solver of :func:`optsched.solvers.available_solvers`.
+        Any MILP solver of :func:`optsched.solvers.available_solvers` (e.g. ``"scip"``).
     time_limit : float, optional
         Seconds, model building included; past it the solver stops with its incumbent and
         bound.
@@ -379,24 +379,25 @@ def solve(
         :data:`~optsched.tolerances.OPTIMALITY_GAP` is ``feasible``, never ``optimal``.
     threads : int, optional
         Solver threads.
+    solver_options : dict, optional
+        Solver-specific options passed through (e.g. ``{"mip_max_nodes": 1}`` for HiGHS, a
+        deterministic way to stop short).
+    warm_start : Schedule, optional
+        A feasible schedule (e.g. from OASiS) handed to the solver as a MIP start, so a
+        time-limited solve never reports less than it. It must pass
+        :func:`~optsched.online.oasis.validate`.
     accept_feasible : bool, default False
         Return a feasible incumbent when a limit stops the solver instead of raising.
     relax : bool, default False
         Solve the LP relaxation instead: ``objective`` (and ``bound``, ``lp_bound``) is its
         value, an upper bound on the optimum, and ``solution`` is ``None``.
-    initial : Schedule, optional
-        A feasible schedule (e.g. from OASiS) handed to the solver as a MIP start, so a
-        time-limited solve never reports less than it. It must pass
-        :func:`~optsched.online.oasis.validate`.
-    options : dict, optional
-        Solver-specific options passed through (e.g. ``{"mip_max_nodes": 1}`` for HiGHS, a
-        deterministic way to stop short).
 
     Returns
     -------
     ExactResult of Schedule
-        ``objective`` is the schedule's total utility, recomputed by the independent validator
-        (``objective_name`` ``"total-utility"``, ``sense`` ``"max"``); ``bound`` the best
+        ``objective`` is the solver's total utility of the schedule, checked against the
+        independent validator by the exact-solve path (:mod:`optsched.family.exact`;
+        ``objective_name`` ``"total-utility"``, ``sense`` ``"max"``); ``bound`` the best
         proven upper bound on the optimum. ``extra["never_completable"]`` names the jobs that
         no schedule can finish within the horizon (see :func:`can_complete`; e.g. every job
         when ``slot_s`` is far shorter than one minibatch), which are rejected.
@@ -417,6 +418,9 @@ def solve(
     -----
     NP-hard in general (it contains multi-dimensional knapsack). Practical to optimality for
     roughly 10-20 jobs, 10-20 slots and a few servers; see the benchmark for measured sizes.
+    An incumbent's completion indicators may sit after a job's last active slot (which
+    undercounts its utility); the path's polishing step re-solves with the admissions and
+    workers fixed (:data:`POLISH`), so the solver's value is that of the schedule returned.
 
     Examples
     --------
@@ -426,53 +430,58 @@ def solve(
     >>> res.status.value, res.objective == res.solution.total_utility
     ('optimal', True)
     """
-    _check_arguments(instance, solver, time_limit, mip_gap, threads, initial)
-    solver = solver.lower()
+    from optsched.family.exact import exact_solve
+
+    _check_arguments(instance, solver, warm_start)
+    exact = exact_solve(
+        formulation(instance, relax=relax),
+        solver=solver.lower(),
+        time_limit=time_limit,
+        mip_gap=mip_gap,
+        threads=threads,
+        solver_options=solver_options,
+        warm_start=None if relax else warm_start,
+        accept_feasible=accept_feasible,
+    )
+    if relax and exact.lp_bound is not None:
+        return dataclasses.replace(exact, bound=exact.lp_bound)
+    return exact
+
+
+#: The variables fixed when an incumbent is polished (the completion indicators stay free).
+POLISH = ("x", "y", "z")
+
+
+def formulation(instance: OasisInstance, *, relax: bool = False) -> Formulation[Schedule]:
+    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``instance``."""
     import pyomo.environ  # noqa: F401 - imported before the clock so build time is model time
 
-    start = time.perf_counter()
-    try:
+    size = {"jobs": instance.n_jobs, "horizon": instance.horizon}
+    # Jobs no schedule can complete (say why they are rejected, instead of rejecting silently).
+    never = [instance.job_name(i) for i in range(instance.n_jobs) if not can_complete(instance, i)]
+
+    def lp_bound(model: Any, result: SolveResult) -> float | None:
+        return result.objective if relax and result.status is Status.OPTIMAL else None
+
+    return Formulation(
+        sense="max",
+        objective_name=OBJECTIVE_NAME,
         # Building counts against the time limit: the clock stops it between stages.
-        model = build_model(instance, relax=relax, clock=BuildClock(time_limit, solver))
-    except NotOptimalError as exc:
-        assert isinstance(exc.result, SolveResult)
-        raise NotOptimalError(_wrap(exc.result, None, instance, relax=relax)) from None
-    build_seconds = time.perf_counter() - start
-    if initial is not None and not relax:
-        set_start(model, instance, initial)
-    try:
-        # Always accept an incumbent here: the ExactResult keeps it, and require() below
-        # decides (so a stopped solve's NotOptimalError carries the schedule).
-        result = solve_model(
-            model,
-            solver,
-            time_limit=time_limit,
-            mip_gap=None if relax else mip_gap,
-            threads=threads,
-            accept_feasible=True,
-            build_seconds=build_seconds,
-            warmstart=initial is not None and not relax,
-            options=options,
-        )
-    except NotOptimalError as exc:
-        if not isinstance(exc.result, SolveResult):  # pragma: no cover - the layer's contract
-            raise
-        raise NotOptimalError(_wrap(exc.result, None, instance, relax=relax)) from None
-    schedule = extract_schedule(model, instance) if result.has_solution and not relax else None
-    exact = _wrap(result, schedule, instance, relax=relax)
-    return exact.require(accept_feasible)
+        build=lambda clock: build_model(instance, relax=relax, clock=clock),
+        extract=lambda model, _point: None if relax else extract_schedule(model, instance),
+        validate=lambda schedule: validate(instance, schedule),
+        lp_bound=lp_bound,
+        size=size,
+        extra={"relaxed": relax, "never_completable": never},
+        polish=() if relax else POLISH,
+        set_start=lambda model, schedule: set_start(model, instance, schedule),
+        mip=not relax,
+    )
 
 
-def _check_arguments(
-    instance: Any,
-    solver: Any,
-    time_limit: float | None,
-    mip_gap: float | None,
-    threads: int | None,
-    initial: Any,
-) -> None:
+def _check_arguments(instance: Any, solver: Any, warm_start: Any) -> None:
     """Refuse bad arguments before the model is built, naming the argument."""
-    from optsched.solvers import SOLVERS, check_options
+    from optsched.solvers import SOLVERS
 
     if not isinstance(instance, OasisInstance):
         raise InvalidInstanceError(
@@ -484,78 +493,10 @@ def _check_arguments(
         raise InvalidInstanceError(
             "solver", f"unknown MILP solver {solver!r}; known: {', '.join(known)}"
         )
-    check_options(time_limit, mip_gap, threads)
-    if initial is not None and not isinstance(initial, Schedule):
+    if warm_start is not None and not isinstance(warm_start, Schedule):
         raise InvalidInstanceError(
-            "initial", f"must be a Schedule or None, got {type(initial).__name__}"
+            "warm_start", f"must be a Schedule or None, got {type(warm_start).__name__}"
         )
-
-
-def _wrap(
-    result: SolveResult, schedule: Schedule | None, instance: OasisInstance, *, relax: bool
-) -> ExactResult[Schedule]:
-    """The ExactResult of one solve, the schedule checked by the independent validator."""
-    size = {"jobs": instance.n_jobs, "horizon": instance.horizon}
-    # Jobs no schedule can complete (say why they are rejected, instead of rejecting silently).
-    never = [instance.job_name(i) for i in range(instance.n_jobs) if not can_complete(instance, i)]
-    if relax:
-        lp = result.objective if result.status is Status.OPTIMAL else None
-        exact: ExactResult[Schedule] = ExactResult.from_solve(
-            result,
-            None,
-            sense="max",
-            objective_name=OBJECTIVE_NAME,
-            lp_bound=lp,
-            size=size,
-            extra={"relaxed": True, "never_completable": never},
-        )
-        return dataclasses.replace(exact, bound=lp) if lp is not None else exact
-    if schedule is None:
-        return ExactResult.from_solve(
-            result,
-            None,
-            sense="max",
-            objective_name=OBJECTIVE_NAME,
-            size=size,
-            extra={"relaxed": False, "never_completable": never},
-        )
-    report = validate(instance, schedule)
-    if not report.ok:
-        raise InconsistentResultError(
-            f"the solver's schedule fails the independent validator: {report.violations[0]}"
-            + (f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else "")
-        )
-    value = float(report.objective or 0.0)
-    solver_value = result.objective
-    if result.status is Status.OPTIMAL or solver_value is None:
-        # At an optimum the completion indicators sit on the last active slots: the solver's
-        # value and the validator's must agree (from_solve raises otherwise).
-        return ExactResult.from_solve(
-            result,
-            schedule,
-            sense="max",
-            objective_name=OBJECTIVE_NAME,
-            recomputed=value,
-            size=size,
-            extra={"relaxed": False, "never_completable": never},
-        )
-    # An incumbent's completion indicator may sit after a job's last active slot, which
-    # undercounts: the validator's value is the point's true value, never lower.
-    if not leq(solver_value, value, UTILITY_TOL):
-        raise InconsistentResultError(
-            f"the solver reports objective {solver_value!r} but its schedule is worth {value!r} "
-            "by the independent validator"
-        )
-    exact = ExactResult.from_solve(
-        result,
-        schedule,
-        sense="max",
-        objective_name=OBJECTIVE_NAME,
-        objective=value,
-        size=size,
-        extra={"relaxed": False, "never_completable": never},
-    )
-    return dataclasses.replace(exact, gap=relative_gap(value, result.bound))
 
 
 def solve_offline(
