@@ -329,3 +329,20 @@ def test_info_of_a_fast_read_is_the_row_readers(tmp_path: Path) -> None:
         trace.jobs["job_id"].iloc[:5], 1
     )
     assert report["known"] == 400 and report["empty"] == 0
+
+
+def test_negative_zero_and_repeats_are_written_bit_for_bit(tmp_path: Path) -> None:
+    path = tmp_path / "z.csv"
+    path.write_text(
+        "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+        "a,-0,1,m,1,2,,1,0,u\nb,0,1,m,1,2,,1,-0.0,u\nc,0.0,1,m,,0.1,64,1,,u\n"
+    )
+    trace = read_normalized(path, engine="rows")
+    out = write_trace(trace, tmp_path / "out.csv")
+    arrival = np.signbit(read_normalized(out, engine="arrow").jobs["arrival"].to_numpy())
+    assert arrival.tolist() == [True, False, False]
+    assert out.read_text().splitlines()[1:] == [
+        "a,-0.0,1,m,1.0,2.0,,1.0,0.0,u",
+        "b,0.0,1,m,1.0,2.0,,1.0,-0.0,u",
+        "c,0.0,1,m,,0.1,64.0,1.0,,u",
+    ]

@@ -13,12 +13,14 @@ import contextlib
 import csv
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from optsched.errors import InvalidInstanceError
 from optsched.traces._arrow import available, read_columns, scan
@@ -39,8 +41,11 @@ __all__ = ["ENGINES", "read_normalized", "write_trace"]
 _POSITIVE = {"total_steps", "duration", "batch_size", "weight", "slo_factor", "gpu_fraction"}
 
 
+#: What makes the csv module quote a field (QUOTE_MINIMAL with "," and "\\n").
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+
 #: Rows formatted and written at a time (bounds the text held in memory while writing).
-WRITE_BLOCK = 65_536
+WRITE_BLOCK = 16_384
 
 
 def write_trace(trace: Trace, path: str | Path) -> Path:
@@ -67,7 +72,12 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
             for start in range(0, len(jobs), WRITE_BLOCK):
                 block = jobs.iloc[start : start + WRITE_BLOCK]
                 cells = [_cells(block[c], k) for c, k in zip(columns, kinds, strict=True)]
-                writer.writerows(zip(*cells, strict=True))
+                texts = [cells[i] for i, k in enumerate(kinds) if k == "str"]
+                if any(_NEEDS_QUOTES.search("".join(t)) for t in texts):
+                    writer.writerows(zip(*cells, strict=True))
+                else:
+                    # no field needs quoting: the csv module would write exactly these bytes
+                    fh.write("".join([",".join(row) + "\n" for row in zip(*cells, strict=True)]))
         os.chmod(tmp, _file_mode(p))
         os.replace(tmp, p)
     except BaseException:
@@ -83,8 +93,13 @@ def _cells(series: Any, kind: str) -> list[str]:
         return [str(v) for v in series.tolist()]
     if kind == "int":
         return list(map(str, series.to_numpy(dtype=np.int64).tolist()))
-    # repr is the shortest text that reads back as the same double; NaN is written empty
-    return ["" if v != v else repr(v) for v in series.to_numpy(dtype=np.float64).tolist()]
+    # repr is the shortest text that reads back as the same double; NaN is written empty.
+    # Each distinct value is formatted once (weights, batch sizes and NaN repeat a lot).
+    # Values are told apart by their bits, so that -0.0 is not written as 0.0.
+    values = np.ascontiguousarray(series.to_numpy(dtype=np.float64))
+    codes, bits = pd.factorize(values.view(np.int64))
+    texts = [repr(v) if v == v else "" for v in np.asarray(bits).view(np.float64).tolist()]
+    return np.array(texts, dtype=object)[codes].tolist()
 
 
 def _file_mode(path: Path) -> int:
