@@ -42,9 +42,21 @@ SHARED = next(
 REPEATS, QUICK_REPEATS = 3, 1
 BIG_ROWS, QUICK_BIG_ROWS = 1_000_000, 100_000
 
+# The process's own high-water mark: VmHWM starts afresh at exec, whereas ru_maxrss keeps the
+# parent's peak across fork and exec.
+_PEAK = """
+def _peak_mb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
 # Run in a fresh interpreter: prints {"seconds": ..., "peak_mb": ...} for one library call.
 _LIBRARY = """
-import json, resource, sys, time
+import json, sys, time
 from optsched.traces import read_trace, write_trace
 from optsched.traces.normalized import read_normalized
 what, engine, path, out = sys.argv[1:5]
@@ -55,23 +67,30 @@ if what == "info":
 else:
     write_trace(trace, out)
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = _peak_mb()
 print(json.dumps({"seconds": seconds, "peak_mb": peak, "jobs": len(trace)}))
 """
 
 # The whole command: interpreter start, imports, reading, printing.
 _CLI = """
-import json, resource, sys, time
+import json, sys, time
 start = time.perf_counter()
 from optsched.cli import main
 code = main(sys.argv[1:])
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = _peak_mb()
 print(json.dumps({"seconds": seconds, "peak_mb": peak, "code": code}), file=sys.stderr)
 """
 
+_GENERATE = """
+import json, sys
+from optsched.traces import generate_trace, write_trace
+write_trace(generate_trace(int(sys.argv[2]), seed=11, deadline_fraction=0.1), sys.argv[1])
+print(json.dumps({}))
+"""
+
 _BUDGET = """
-import json, resource, sys, time
+import json, sys, time
 from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.traces import read_trace
@@ -83,7 +102,7 @@ try:
 except InvalidInstanceError as exc:
     refused = exc.field == "<file>" and "max_trace_rows" in str(exc)
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = _peak_mb()
 print(json.dumps({"seconds": seconds, "peak_mb": peak, "refused": refused}))
 """
 
@@ -106,7 +125,7 @@ def _env() -> dict[str, str]:
 def _child(script: str, *args: str, stderr: bool = False) -> dict[str, Any]:
     """Run ``script`` in a fresh interpreter; its last JSON line (stdout or stderr)."""
     done = subprocess.run(
-        [sys.executable, "-c", script, *args],
+        [sys.executable, "-c", _PEAK + script, *args],
         capture_output=True,
         text=True,
         env=_env(),
@@ -132,15 +151,14 @@ def _measure(script: str, args: list[str], repeats: int, stderr: bool = False) -
 
 def million(quick: bool = False) -> dict[str, Any]:
     """``trace info`` / ``trace convert`` of a generated normalized CSV: time and peak memory."""
-    from optsched.traces import generate_trace
-
     rows_n = QUICK_BIG_ROWS if quick else BIG_ROWS
     repeats = 1 if quick else REPEATS
     rows: list[list[Any]] = []
     summary: dict[str, Any] = {"jobs": rows_n}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.csv"
-        write_trace(generate_trace(rows_n, seed=11, deadline_fraction=0.1), path)
+        # generated in a child, so that this process stays small while it measures others
+        _child(_GENERATE, str(path), str(rows_n))
         out = str(Path(tmp) / "out.csv")
         size_mb = path.stat().st_size / 2**20
         results: dict[tuple[str, str], dict[str, float]] = {}

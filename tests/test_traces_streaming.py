@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
-from optsched.traces import Trace, generate_trace, read_trace, write_trace
+from optsched.traces import COLUMNS, Trace, generate_trace, read_trace, write_trace
 from optsched.traces import normalized as normalized_module
 from optsched.traces._arrow import PLAIN_NUMBER, available, scan
 from optsched.traces.normalized import _read_arrow, read_normalized
@@ -346,3 +346,46 @@ def test_negative_zero_and_repeats_are_written_bit_for_bit(tmp_path: Path) -> No
         "b,0.0,1,m,1.0,2.0,,1.0,-0.0,u",
         "c,0.0,1,m,,0.1,64.0,1.0,,u",
     ]
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"])
+@pytest.mark.parametrize("column", [0, 3, 9])  # job_id, a repeated string column, user
+def test_text_that_is_not_utf8_goes_to_the_row_reader(
+    bad: bytes, column: int, tmp_path: Path
+) -> None:
+    parts = [b"a", b"1", b"1", b"m", b"1", b"1", b"", b"1", b"", b"u"]
+    parts[column] += bad
+    path = tmp_path / "u.csv"
+    path.write_bytes(",".join(COLUMNS).encode() + b"\n" + b",".join(parts) + b"\n")
+    assert _read_arrow(path, list(COLUMNS), rows=10) is None
+    assert _same(path) == ("<file>", 2)
+
+
+@pytest.mark.parametrize("chunk", [16, 61, 1 << 20])
+def test_budget_count_agrees_with_the_row_readers_table(
+    chunk: int, tmp_path: Path, monkeypatch
+) -> None:
+    """Across chunk boundaries and odd blank lines, the up-front refusal names the row at
+    which the row reader's own per-row check (``Table``) stops."""
+    from optsched.traces import _rows
+
+    text = write_trace(generate_trace(12, seed=3), tmp_path / "t.csv").read_text()
+    head, *rows = text.splitlines()
+    odd = ["", " ", "\u00a0", "\x1c\t", "\u2003 \r", "\r"]
+    mixed = ["\ufeff" + head]
+    for k, row in enumerate(rows):
+        mixed += [row, *odd[: k % 4]]
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(mixed), encoding="utf-8")  # no final line feed
+    monkeypatch.setattr(_rows, "_CHUNK", chunk)
+    for budget in (1, 5, 11):
+        with limits.override(max_trace_rows=budget), pytest.raises(InvalidInstanceError) as up:
+            read_normalized(path)
+        with monkeypatch.context() as m:
+            m.setattr(normalized_module, "check_row_budget", lambda *a, **k: None)
+            with limits.override(max_trace_rows=budget), pytest.raises(InvalidInstanceError) as per:
+                read_normalized(path, engine="rows")
+        assert up.value.row == per.value.row
+        assert str(up.value) == str(per.value)
+    with limits.override(max_trace_rows=12):
+        assert len(read_normalized(path)) == 12

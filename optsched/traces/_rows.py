@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from optsched import limits
-from optsched._io import iter_lines
+from optsched._io import MAX_LINE_CHARS, iter_lines
 from optsched.errors import InvalidInstanceError
 from optsched.traces.schema import BOUNDS, CONTROL, build_frame, empty_columns
 
@@ -152,20 +154,31 @@ def budget_error(file: str | Path, budget: int, row: int) -> InvalidInstanceErro
 
 #: What ``str.strip`` removes among ASCII bytes (a line of only these is blank).
 _ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
-_CHUNK = 1 << 23
+_CHUNK = 1 << 20
 
 
-def _kept(lines: list[bytes], first: int) -> list[int]:
-    """The indices of the lines :meth:`Rows.lines` keeps (``line.strip()`` is not empty).
+def _kept(block: bytes, first: int) -> np.ndarray:
+    r"""Indices of the lines of ``block`` that :meth:`Rows.lines` keeps (``line.strip()``).
 
-    ``first`` is the 1-based number of ``lines[0]`` (line 1 may start with a byte-order mark).
+    ``block`` holds whole lines, each ended by ``\n``; ``first`` is the 1-based number of its
+    first line (line 1 may start with a byte-order mark). A line holding a printable ASCII
+    character other than space is kept whatever else it holds; only lines without one (empty,
+    spaces, or non-ASCII text) are decoded and tested as the reader tests them.
     """
-    stripped = [raw.strip(_ASCII_SPACE) for raw in lines]
-    keep = []
-    for k, s in enumerate(stripped):
-        if s and ((s[0] < 0x80 and first + k != 1) or _text_kept(s, first + k == 1)):
-            keep.append(k)
-    return keep
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(data == 0x0A)
+    starts = np.empty_like(ends)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    # positions of the bytes that are not printable ASCII (mostly just the line feeds): a line
+    # made only of such bytes, its line feed included, is the only kind that may be blank
+    other = np.flatnonzero((data <= 0x20) | (data >= 0x7F))
+    count = np.searchsorted(other, ends, side="right") - np.searchsorted(other, starts)
+    keep = (count < ends - starts + 1) & (ends > starts)
+    for k in np.flatnonzero(~keep & (ends > starts)).tolist():
+        s = block[starts[k] : ends[k]].strip(_ASCII_SPACE)
+        keep[k] = bool(s) and _text_kept(s, first + k == 1)
+    return np.flatnonzero(keep)
 
 
 def _text_kept(s: bytes, first: bool) -> bool:
@@ -193,7 +206,7 @@ def check_row_budget(path: str | Path, newlines: int, header_lines: int = 1) -> 
 
     Notes
     -----
-    :math:`O(\text{budget})` and bounded memory: the file is read in 8 MiB chunks and stops
+    :math:`O(\text{budget})` and bounded memory: the file is read in 1 MiB chunks and stops
     once the budget is passed, so a file of any length is refused after reading at most the
     budget's worth of lines.
     """
@@ -207,13 +220,21 @@ def check_row_budget(path: str | Path, newlines: int, header_lines: int = 1) -> 
     with open(path, "rb") as fh:
         while True:
             chunk = fh.read(_CHUNK)
-            lines = (tail + chunk).split(b"\n")
-            tail = lines.pop() if chunk else b""
-            keep = _kept(lines, number + 1)
+            block = tail + chunk
+            if chunk:
+                cut = block.rfind(b"\n") + 1  # whole lines now, the rest with the next chunk
+                block, tail = block[:cut], block[cut:]
+                if len(tail) > MAX_LINE_CHARS + 2:
+                    # a line the reader refuses as too long: it stops there itself, and every
+                    # reader also checks the budget before each row it stores
+                    return
+            elif block:
+                block += b"\n"  # the last line, without its line feed
+            keep = _kept(block, number + 1)
             if kept + len(keep) >= target:
-                raise budget_error(path, budget, number + keep[target - kept - 1] + 1)
+                raise budget_error(path, budget, number + int(keep[target - kept - 1]) + 1)
             kept += len(keep)
-            number += len(lines)
+            number += block.count(b"\n")
             if not chunk:
                 return
 

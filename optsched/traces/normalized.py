@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.traces._arrow import available, read_columns, scan
 from optsched.traces._columnar import collect, counts, floats, texts
@@ -233,7 +234,8 @@ def read_normalized(path: str | Path, *, columnar: bool = True, engine: str = "a
     newlines, plain = scan(path)
     check_row_budget(path, newlines)
     if engine == "arrow" and plain:
-        fast = _read_arrow(path, header, rows=newlines + 1)
+        # never more rows than the budget, whatever the count above could not tell
+        fast = _read_arrow(path, header, rows=min(newlines + 1, limits.current().max_trace_rows))
         if fast is not None:
             return fast
     elif engine == "python":
