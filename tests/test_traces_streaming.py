@@ -389,3 +389,20 @@ def test_budget_count_agrees_with_the_row_readers_table(
         assert str(up.value) == str(per.value)
     with limits.override(max_trace_rows=12):
         assert len(read_normalized(path)) == 12
+
+
+@given(
+    st.lists(st.text(min_size=1, max_size=4), min_size=0, max_size=60),
+    st.integers(1, 7),
+)
+def test_id_check_in_arrow_finds_every_repeat(ids: list[str], chunk: int) -> None:
+    import pandas as pd
+    import pyarrow as pa
+
+    from optsched.traces.schema import ID_DTYPE, _unique_nonempty
+
+    chunks = [
+        pa.array(ids[k : k + chunk], type=pa.large_string()) for k in range(0, len(ids), chunk)
+    ]
+    series = pd.Series(pd.array(pa.chunked_array(chunks, type=pa.large_string()), dtype=ID_DTYPE))
+    assert _unique_nonempty(series) == (len(set(ids)) == len(ids))

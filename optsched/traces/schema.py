@@ -169,13 +169,43 @@ def _unique_nonempty(series: pd.Series) -> bool:
     if pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
         return False
     # Sorted, equal ids are neighbours. A sort holds an index and a copy of the text (about
-    # 25 bytes an id); a hash set of the ids would hold several times that.
-    ordered = pc.take(arr, pc.sort_indices(arr)).combine_chunks()
-    n = len(ordered)
-    repeated = pc.any(pc.equal(ordered.slice(1), ordered.slice(0, n - 1))).as_py()
-    del ordered
+    # 40 bytes an id at its peak), so the ids are sorted in about sixteen parts that equal ids
+    # cannot straddle: the part is chosen by the last two bytes of the id.
+    keys = np.concatenate([_tail_key(chunk) for chunk in arr.chunks])
+    counts = np.bincount(keys, minlength=1 << 16)
+    parts = 16
+    part_of_key = ((np.cumsum(counts) - counts) * parts // max(len(keys), 1)).astype(np.uint8)
+    part = part_of_key[keys]
+    del keys, counts
+    repeated = False
+    for k in range(parts):
+        mask = part == k
+        if not mask.any():
+            continue
+        subset = arr.filter(pa.array(mask))
+        ordered = pc.take(subset, pc.sort_indices(subset)).combine_chunks()
+        n = len(ordered)
+        repeated = n > 1 and pc.any(pc.equal(ordered.slice(1), ordered.slice(0, n - 1))).as_py()
+        del subset, ordered
+        if repeated:
+            break
     pa.default_memory_pool().release_unused()
     return not repeated
+
+
+def _tail_key(chunk: Any) -> np.ndarray:
+    """The last two bytes of each (non-empty) string of an Arrow string array, as one integer."""
+    import pyarrow as pa
+
+    if not len(chunk):
+        return np.empty(0, dtype=np.uint16)
+    wide = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
+    data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+    last = data[offsets[1:] - 1].astype(np.uint16)
+    before = data[np.maximum(offsets[1:] - 2, offsets[:-1])].astype(np.uint16)
+    return (last << 8) | before
 
 
 def _first(mask: np.ndarray) -> int:
