@@ -92,7 +92,7 @@ def read_columns(
     nullable: frozenset[str] | set[str],
     required: frozenset[str] | set[str],
     max_rows: int,
-) -> dict[str, np.ndarray] | None:
+) -> dict[str, Any] | None:
     """The file's columns as NumPy arrays if every value passes the row reader's checks.
 
     Parameters
@@ -148,12 +148,29 @@ def read_columns(
                 quoted_strings_can_be_null=False,
                 check_utf8=True,
             ),
-            # blocks are freed back to malloc, which the Python objects built next reuse
-            # (Arrow's default pool would keep its peak to itself)
             memory_pool=pool,
         )
     except (pa.ArrowException, OSError, ValueError):
         return None
+    try:
+        return _fill(reader, names, kinds, bounds, positive, nullable, required, max_rows, pool)
+    finally:
+        reader.close()
+
+
+def _fill(
+    reader: Any,
+    names: list[str],
+    kinds: Mapping[str, str],
+    bounds: Mapping[str, float],
+    positive: frozenset[str] | set[str],
+    nullable: frozenset[str] | set[str],
+    required: frozenset[str] | set[str],
+    max_rows: int,
+    pool: Any,
+) -> dict[str, Any] | None:
+    import pyarrow as pa
+
     if reader.schema.names != names:
         return None
     # Filled block by block into arrays sized once (rows <= max_rows): no list of blocks to
