@@ -185,20 +185,21 @@ def million(quick: bool = False) -> dict[str, Any]:
                 ref["peak_mb"] / fast["peak_mb"], 2
             )
             summary[f"optsched trace {what}: median s"] = round(got["median_s"], 2)
-            summary[f"optsched trace {what}: peak MB"] = round(got["peak_mb"], 1)
+            summary[f"optsched trace {what}: peak MiB"] = round(got["peak_mb"], 1)
         budget = _child(_BUDGET, str(path), str(rows_n // 10))
         seconds = budget["seconds"]
         rows.append(["refused over max_trace_rows", f"budget {rows_n // 10:,}", seconds,
                      seconds, budget["peak_mb"], float("nan")])  # fmt: skip
         summary["over-budget file refused"] = bool(budget["refused"])
     return {
-        "columns": ["what", "path", "min s", "median s", "peak RSS MB", "rows/s"],
+        "columns": ["what", "path", "min s", "median s", "peak RSS MiB", "rows/s"],
         "rows": rows,
         "summary": summary,
         "notes": [
             f"{rows_n:,} jobs, {size_mb:.0f} MB of CSV; pyarrow pass and command: min and "
             f"median of {repeats} runs, previous path and row reader: 1 run",
-            "peak RSS of the measuring process (a fresh interpreter per run, imports included)",
+            "peak RSS (VmHWM, MiB) of the measuring process: a fresh interpreter per run, "
+            "imports included",
         ],
     }
 
