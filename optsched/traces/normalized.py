@@ -212,25 +212,7 @@ def read_normalized(path: str | Path, *, columnar: bool = True, engine: str = "a
         engine = "rows"
     if engine == "auto":
         engine = "arrow" if available() else "python"
-    rows = Rows(path)
-    lines = rows.lines(",")
-    header: list[str] | None = None
-    for _, parts in lines:
-        header = parts
-        break
-    base = list(COLUMNS)
-    if header is None or header[: len(base)] != base:
-        got = [] if header is None else header[: len(base)]
-        # name the first column that is missing or out of place, so the error points at it
-        field = next((c for k, c in enumerate(base) if k >= len(got) or got[k] != c), "<header>")
-        raise rows.error(field, f"the header must start with {', '.join(base)}; got {got}")
-    extras = tuple(header[len(base) :])
-    for name in extras:
-        if name not in EXTRA_COLUMNS:
-            raise rows.error(name, f"is not a documented column ({', '.join(EXTRA_COLUMNS)})")
-    if len(set(header)) != len(header):
-        raise rows.error("<header>", "a column appears twice")
-    lines.close()  # type: ignore[attr-defined]  # the header came through the guarded boundary; the rest is read below
+    header = _header(path)
     newlines, plain = scan(path)
     check_row_budget(path, newlines)
     if engine == "arrow" and plain:
@@ -242,10 +224,38 @@ def read_normalized(path: str | Path, *, columnar: bool = True, engine: str = "a
         fast = _read_columnar(path, header)
         if fast is not None:
             return fast
+    return _read_rows(path, header)
+
+
+def _header(path: str | Path) -> list[str]:
+    """The header line, checked: the normalized columns in order, then documented extras."""
     rows = Rows(path)
     lines = rows.lines(",")
-    next(lines, None)  # the header, checked above
-    table = Table(rows, extras=extras)
+    header: list[str] | None = None
+    for _, parts in lines:
+        header = parts
+        break
+    lines.close()  # type: ignore[attr-defined]  # the rest of the file is read by a path
+    base = list(COLUMNS)
+    if header is None or header[: len(base)] != base:
+        got = [] if header is None else header[: len(base)]
+        # name the first column that is missing or out of place, so the error points at it
+        field = next((c for k, c in enumerate(base) if k >= len(got) or got[k] != c), "<header>")
+        raise rows.error(field, f"the header must start with {', '.join(base)}; got {got}")
+    for name in header[len(base) :]:
+        if name not in EXTRA_COLUMNS:
+            raise rows.error(name, f"is not a documented column ({', '.join(EXTRA_COLUMNS)})")
+    if len(set(header)) != len(header):
+        raise rows.error("<header>", "a column appears twice")
+    return header
+
+
+def _read_rows(path: str | Path, header: list[str]) -> Trace:
+    """The row reader: every field checked where it stands, errors naming file, row, column."""
+    rows = Rows(path)
+    lines = rows.lines(",")
+    next(lines, None)  # the header, checked by _header
+    table = Table(rows, extras=tuple(header[len(COLUMNS) :]))
     kinds = [_kind(c) for c in header]
     for _, parts in lines:
         rows.fields(parts, header)

@@ -321,25 +321,26 @@ class Trace:
         if (ids == "").any():
             raise self._error("job_id", "must not be empty", _first(ids == ""))
 
+    def _check_strings(self, name: str, series: pd.Series) -> None:
+        if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
+            raise self._error(name, f"must hold strings (dtype object), got {series.dtype}")
+        if isinstance(series.dtype, pd.StringDtype) and _clean_arrow_strings(series):
+            return
+        values = series.to_numpy(dtype=object)
+        # One scan of the joined text when every value is a clean string; locate otherwise
+        # (infer_dtype walks the array in C: "string" means every value is a str).
+        clean = pd.api.types.infer_dtype(values, skipna=False) == "string" if len(values) else True
+        if clean and not CONTROL.search("".join(values)):
+            return
+        for i, value in enumerate(values):
+            problem = _bad_string(value)
+            if problem:
+                raise self._error(name, problem, i)
+
     def _check_column(self, name: str, series: pd.Series) -> None:
         kind = _kind(name)
         if kind == "str":
-            if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
-                raise self._error(name, f"must hold strings (dtype object), got {series.dtype}")
-            if isinstance(series.dtype, pd.StringDtype) and _clean_arrow_strings(series):
-                return
-            values = series.to_numpy(dtype=object)
-            # One scan of the joined text when every value is a clean string; locate otherwise
-            # (infer_dtype walks the array in C: "string" means every value is a str).
-            clean = (
-                pd.api.types.infer_dtype(values, skipna=False) == "string" if len(values) else True
-            )
-            if clean and not CONTROL.search("".join(values)):
-                return
-            for i, value in enumerate(values):
-                problem = _bad_string(value)
-                if problem:
-                    raise self._error(name, problem, i)
+            self._check_strings(name, series)
             return
         if kind == "int":
             if series.dtype != np.int64:
