@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from optsched import limits
-from optsched._io import iter_lines
+from optsched._io import MAX_LINE_CHARS, iter_lines
 from optsched.errors import InvalidInstanceError
 from optsched.traces.schema import BOUNDS, CONTROL, build_frame, empty_columns
 
-__all__ = ["Rows", "Table", "split_csv"]
+__all__ = ["Rows", "Table", "budget_error", "check_row_budget", "split_csv"]
 
 
 def split_csv(line: str, sep: str = ",") -> list[str]:
@@ -139,6 +141,104 @@ class Rows:
         return value
 
 
+def budget_error(file: str | Path, budget: int, row: int) -> InvalidInstanceError:
+    """The refusal of a file with more than ``budget`` rows; ``row`` is the first one over."""
+    return InvalidInstanceError(
+        "<file>",
+        f"{file} has more than max_trace_rows = {budget:,} jobs; raise it "
+        "with optsched.limits.override(max_trace_rows=...) or OPTSCHED_MAX_TRACE_ROWS",
+        file=str(file),
+        row=row,
+    )
+
+
+#: What ``str.strip`` removes among ASCII bytes (a line of only these is blank).
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+_CHUNK = 1 << 20
+
+
+def _kept(block: bytes, first: int) -> np.ndarray:
+    r"""Indices of the lines of ``block`` that :meth:`Rows.lines` keeps (``line.strip()``).
+
+    ``block`` holds whole lines, each ended by ``\n``; ``first`` is the 1-based number of its
+    first line (line 1 may start with a byte-order mark). A line holding a printable ASCII
+    character other than space is kept whatever else it holds; only lines without one (empty,
+    spaces, or non-ASCII text) are decoded and tested as the reader tests them.
+    """
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(data == 0x0A)
+    starts = np.empty_like(ends)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    # positions of the bytes that are not printable ASCII (mostly just the line feeds): a line
+    # made only of such bytes, its line feed included, is the only kind that may be blank
+    other = np.flatnonzero((data <= 0x20) | (data >= 0x7F))
+    count = np.searchsorted(other, ends, side="right") - np.searchsorted(other, starts)
+    keep = (count < ends - starts + 1) & (ends > starts)
+    for k in np.flatnonzero(~keep & (ends > starts)).tolist():
+        s = block[starts[k] : ends[k]].strip(_ASCII_SPACE)
+        keep[k] = bool(s) and _text_kept(s, first + k == 1)
+    return np.flatnonzero(keep)
+
+
+def _text_kept(s: bytes, first: bool) -> bool:
+    # non-ASCII spaces (NBSP, U+2000...) or a byte-order mark: decode as the reader does
+    return bool(s.decode("utf-8-sig" if first else "utf-8", errors="replace").strip())
+
+
+def check_row_budget(path: str | Path, newlines: int, header_lines: int = 1) -> None:
+    r"""Refuse, before anything is stored, a file with more than ``max_trace_rows`` data rows.
+
+    Parameters
+    ----------
+    path : path-like
+        A file every non-blank line of which after ``header_lines`` is one row.
+    newlines : int
+        Its count of ``\n`` bytes: when ``newlines + 1 - header_lines`` is within the budget the
+        file is (no further read); otherwise its lines are counted exactly (blank lines do not
+        count), stopping at the first row over the budget.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``field="<file>"``, naming the file, the budget and the line of the first row over it
+        (the row at which the row reader would stop).
+
+    Notes
+    -----
+    :math:`O(\text{budget})` and bounded memory: the file is read in 1 MiB chunks and stops
+    once the budget is passed, so a file of any length is refused after reading at most the
+    budget's worth of lines.
+    """
+    budget = limits.current().max_trace_rows
+    if newlines + 1 - header_lines <= budget:
+        return
+    target = header_lines + budget + 1  # the non-blank line that is one row too many
+    kept = 0
+    number = 0
+    tail = b""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_CHUNK)
+            block = tail + chunk
+            if chunk:
+                cut = block.rfind(b"\n") + 1  # whole lines now, the rest with the next chunk
+                block, tail = block[:cut], block[cut:]
+                if len(tail) > MAX_LINE_CHARS + 2:
+                    # a line the reader refuses as too long: it stops there itself, and every
+                    # reader also checks the budget before each row it stores
+                    return
+            elif block:
+                block += b"\n"  # the last line, without its line feed
+            keep = _kept(block, number + 1)
+            if kept + len(keep) >= target:
+                raise budget_error(path, budget, number + int(keep[target - kept - 1]) + 1)
+            kept += len(keep)
+            number += block.count(b"\n")
+            if not chunk:
+                return
+
+
 class Table:
     """Accumulates normalized rows with the row budget and duplicate-id checks.
 
@@ -160,13 +260,7 @@ class Table:
     def check_budget(self) -> None:
         """Refuse one more row past ``max_trace_rows``."""
         if len(self) >= self.budget:
-            raise InvalidInstanceError(
-                "<file>",
-                f"{self.rows.file} has more than max_trace_rows = {self.budget:,} jobs; raise it "
-                "with optsched.limits.override(max_trace_rows=...) or OPTSCHED_MAX_TRACE_ROWS",
-                file=self.rows.file,
-                row=self.rows.row,
-            )
+            raise budget_error(self.rows.file, self.budget, self.rows.row)
 
     def remember(self, column: str, job_id: str) -> None:
         """Record the id of a row that is skipped, so that ids stay unique across the file."""

@@ -9,15 +9,24 @@ table, bit for bit: ``read_trace(write_trace(t, p)).equals(t)``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
+import os
+import re
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from optsched import limits
+from optsched.errors import InvalidInstanceError
+from optsched.traces._arrow import available, read_columns, scan
 from optsched.traces._columnar import collect, counts, floats, texts
-from optsched.traces._rows import Rows, Table
+from optsched.traces._rows import Rows, Table, check_row_budget
 from optsched.traces.schema import (
     BOUNDS,
     COLUMNS,
@@ -28,40 +37,80 @@ from optsched.traces.schema import (
     build_frame,
 )
 
-__all__ = ["read_normalized", "write_trace"]
+__all__ = ["ENGINES", "read_normalized", "write_trace"]
 
 _POSITIVE = {"total_steps", "duration", "batch_size", "weight", "slo_factor", "gpu_fraction"}
+
+
+#: What makes the csv module quote a field (QUOTE_MINIMAL with "," and "\\n").
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+
+#: Rows formatted and written at a time (bounds the text held in memory while writing).
+WRITE_BLOCK = 16_384
 
 
 def write_trace(trace: Trace, path: str | Path) -> Path:
     """Write ``trace`` as the normalized CSV (header, one line per job) and return the path.
 
+    The file is written atomically: into a temporary file in the same directory, renamed over
+    ``path`` only once complete, so an interrupted or failed write never leaves a partial CSV
+    (an existing ``path`` is left as it was).
+
     Notes
     -----
-    :math:`O(n)` time; writes row by row (no second copy of the table in memory).
+    :math:`O(n)` time; rows are formatted a block of :data:`WRITE_BLOCK` at a time (the text of
+    one block is held, not the file's), each column of a block converted in one pass.
     """
     p = Path(path)
     jobs = trace.jobs
     columns = [str(c) for c in jobs.columns]
     kinds = [_kind(c) for c in columns]
-    arrays = [jobs[c].to_numpy(dtype=object if k == "str" else None) for c, k in zip(
-        columns, kinds, strict=True)]  # fmt: skip
-    with open(p, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(columns)
-        for i in range(len(jobs)):
-            out: list[str] = []
-            for array, kind in zip(arrays, kinds, strict=True):
-                value = array[i]
-                if kind == "str":
-                    out.append(str(value))
-                elif kind == "int":
-                    out.append(str(int(value)))
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(columns)
+            for start in range(0, len(jobs), WRITE_BLOCK):
+                block = jobs.iloc[start : start + WRITE_BLOCK]
+                cells = [_cells(block[c], k) for c, k in zip(columns, kinds, strict=True)]
+                texts = [cells[i] for i, k in enumerate(kinds) if k == "str"]
+                if any(_NEEDS_QUOTES.search("".join(t)) for t in texts):
+                    writer.writerows(zip(*cells, strict=True))
                 else:
-                    v = float(value)
-                    out.append("" if math.isnan(v) else repr(v))
-            writer.writerow(out)
+                    # no field needs quoting: the csv module would write exactly these bytes
+                    fh.write("".join([",".join(row) + "\n" for row in zip(*cells, strict=True)]))
+        os.chmod(tmp, _file_mode(p))
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return p
+
+
+def _cells(series: Any, kind: str) -> list[str]:
+    """One column of a block as CSV text: ``str`` as is, whole numbers, ``repr`` of floats."""
+    if kind == "str":
+        return [str(v) for v in series.tolist()]
+    if kind == "int":
+        return list(map(str, series.to_numpy(dtype=np.int64).tolist()))
+    # repr is the shortest text that reads back as the same double; NaN is written empty.
+    # Each distinct value is formatted once (weights, batch sizes and NaN repeat a lot).
+    # Values are told apart by their bits, so that -0.0 is not written as 0.0.
+    values = np.ascontiguousarray(series.to_numpy(dtype=np.float64))
+    codes, bits = pd.factorize(values.view(np.int64))
+    texts = [repr(v) if v == v else "" for v in np.asarray(bits).view(np.float64).tolist()]
+    return np.array(texts, dtype=object)[codes].tolist()
+
+
+def _file_mode(path: Path) -> int:
+    """The mode a new file would get (mkstemp makes 0600): kept from ``path`` if it exists."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 def _read_columnar(path: str | Path, header: list[str]) -> Trace | None:
@@ -97,41 +146,116 @@ def _read_columnar(path: str | Path, header: list[str]) -> Trace | None:
     )
 
 
-def read_normalized(path: str | Path, *, columnar: bool = True) -> Trace:
+def _read_arrow(path: str | Path, header: list[str], rows: int) -> Trace | None:
+    """The pyarrow pass (:mod:`optsched.traces._arrow`); None sends the file to the row reader."""
+    values = read_columns(
+        path,
+        header,
+        {name: _kind(name) for name in header},
+        bounds=BOUNDS,
+        positive=_POSITIVE,
+        nullable=NULLABLE,
+        required={"job_id"},
+        max_rows=rows,
+    )
+    if values is None:
+        return None
+    base = {name: values.pop(name) for name in COLUMNS}
+    try:
+        # cross-row rules (unique ids, deadline >= arrival, a step count or a duration) are the
+        # table's: a file that breaks one goes to the row reader, which names its line
+        return Trace(
+            build_frame(base, values), source=str(path), format="optsched", meta={"skipped": {}}
+        )
+    except InvalidInstanceError:
+        return None
+
+
+#: Ways to read a normalized CSV; every one accepts the same files with the same table.
+ENGINES = ("auto", "arrow", "python", "rows")
+
+
+def read_normalized(path: str | Path, *, columnar: bool = True, engine: str = "auto") -> Trace:
     """Read the normalized CSV written by :func:`write_trace`.
 
     The header must be the normalized columns in order followed only by documented extras. A
-    clean file is checked column by column (``columnar=True``); any other is read row by row,
-    which names the offending row and column (both paths accept the same files, tested).
+    clean file is checked column by column; any other is read row by row, which names the
+    offending row and column (every path accepts the same files with the same table, tested).
+
+    Parameters
+    ----------
+    path : path-like
+    columnar : bool
+        False reads row by row (the same as ``engine="rows"``).
+    engine : {"auto", "arrow", "python", "rows"}
+        ``"arrow"``: pyarrow's CSV parser in streamed blocks, checked in C++
+        (:mod:`optsched.traces._arrow`); ``"python"``: the column-at-a-time pass over lines
+        split in Python; ``"rows"``: the row reader alone. ``"auto"`` is ``"arrow"`` when
+        pyarrow imports, else ``"python"``. A columnar pass that has any doubt about a file
+        leaves it to the row reader.
 
     Raises
     ------
     InvalidInstanceError
-        Naming the file, line and column of the first bad value.
+        Naming the file, line and column of the first bad value; ``field="<file>"`` before
+        anything is stored when the file has more than ``max_trace_rows`` rows.
+
+    Notes
+    -----
+    The row budget is checked first, from a count of the file's line feeds (one streamed read
+    at memory speed); only a file with more lines than the budget is counted line by line,
+    and that count stops at the first row over the budget.
     """
+    if engine not in ENGINES:
+        raise InvalidInstanceError("engine", f"must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if not columnar:
+        engine = "rows"
+    if engine == "auto":
+        engine = "arrow" if available() else "python"
+    header = _header(path)
+    newlines, plain = scan(path)
+    check_row_budget(path, newlines)
+    if engine == "arrow" and plain:
+        # never more rows than the budget, whatever the count above could not tell
+        fast = _read_arrow(path, header, rows=min(newlines + 1, limits.current().max_trace_rows))
+        if fast is not None:
+            return fast
+    elif engine == "python":
+        fast = _read_columnar(path, header)
+        if fast is not None:
+            return fast
+    return _read_rows(path, header)
+
+
+def _header(path: str | Path) -> list[str]:
+    """The header line, checked: the normalized columns in order, then documented extras."""
     rows = Rows(path)
     lines = rows.lines(",")
     header: list[str] | None = None
     for _, parts in lines:
         header = parts
         break
+    lines.close()  # type: ignore[attr-defined]  # the rest of the file is read by a path
     base = list(COLUMNS)
     if header is None or header[: len(base)] != base:
         got = [] if header is None else header[: len(base)]
         # name the first column that is missing or out of place, so the error points at it
         field = next((c for k, c in enumerate(base) if k >= len(got) or got[k] != c), "<header>")
         raise rows.error(field, f"the header must start with {', '.join(base)}; got {got}")
-    extras = tuple(header[len(base) :])
-    for name in extras:
+    for name in header[len(base) :]:
         if name not in EXTRA_COLUMNS:
             raise rows.error(name, f"is not a documented column ({', '.join(EXTRA_COLUMNS)})")
     if len(set(header)) != len(header):
         raise rows.error("<header>", "a column appears twice")
-    if columnar:
-        fast = _read_columnar(path, header)
-        if fast is not None:
-            return fast
-    table = Table(rows, extras=extras)
+    return header
+
+
+def _read_rows(path: str | Path, header: list[str]) -> Trace:
+    """The row reader: every field checked where it stands, errors naming file, row, column."""
+    rows = Rows(path)
+    lines = rows.lines(",")
+    next(lines, None)  # the header, checked by _header
+    table = Table(rows, extras=tuple(header[len(COLUMNS) :]))
     kinds = [_kind(c) for c in header]
     for _, parts in lines:
         rows.fields(parts, header)

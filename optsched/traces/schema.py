@@ -43,6 +43,7 @@ __all__ = [
     "COLUMNS",
     "EXTRA_COLUMNS",
     "FLOAT_COLUMNS",
+    "ID_DTYPE",
     "STRING_COLUMNS",
     "Trace",
     "row_schema",
@@ -132,6 +133,81 @@ def _bad_string(value: object) -> str | None:
     return None
 
 
+def _arrow(series: pd.Series) -> Any:
+    """The Arrow array behind a string column, or None (not Arrow-backed, or no pyarrow)."""
+    try:
+        import pyarrow as pa
+
+        return pa.chunked_array(pa.array(series.array))
+    except (ImportError, TypeError, ValueError):
+        return None
+
+
+def _clean_arrow_strings(series: pd.Series) -> bool:
+    """Whether an Arrow-backed string column has no missing value and no control character.
+
+    False means "look closer" (the caller then checks value by value and names the row).
+    """
+    arr = _arrow(series)
+    if arr is None or arr.null_count:
+        return False
+    import pyarrow.compute as pc
+
+    return not len(arr) or not pc.any(pc.match_substring_regex(arr, CONTROL.pattern)).as_py()
+
+
+def _unique_nonempty(series: pd.Series) -> bool:
+    """Whether an Arrow-backed string column holds distinct, non-empty ids (else: look closer)."""
+    arr = _arrow(series)
+    if arr is None or arr.null_count:
+        return False
+    if not len(arr):
+        return True
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
+        return False
+    # Sorted, equal ids are neighbours. A sort holds an index and a copy of the text (about
+    # 40 bytes an id at its peak), so the ids are sorted in about sixteen parts that equal ids
+    # cannot straddle: the part is chosen by the last two bytes of the id.
+    keys = np.concatenate([_tail_key(chunk) for chunk in arr.chunks])
+    counts = np.bincount(keys, minlength=1 << 16)
+    parts = 16
+    part_of_key = ((np.cumsum(counts) - counts) * parts // max(len(keys), 1)).astype(np.uint8)
+    part = part_of_key[keys]
+    del keys, counts
+    repeated = False
+    for k in range(parts):
+        mask = part == k
+        if not mask.any():
+            continue
+        subset = arr.filter(pa.array(mask))
+        ordered = pc.take(subset, pc.sort_indices(subset)).combine_chunks()
+        n = len(ordered)
+        repeated = n > 1 and pc.any(pc.equal(ordered.slice(1), ordered.slice(0, n - 1))).as_py()
+        del subset, ordered
+        if repeated:
+            break
+    pa.default_memory_pool().release_unused()
+    return not repeated
+
+
+def _tail_key(chunk: Any) -> np.ndarray:
+    """The last two bytes of each (non-empty) string of an Arrow string array, as one integer."""
+    import pyarrow as pa
+
+    if not len(chunk):
+        return np.empty(0, dtype=np.uint16)
+    wide = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
+    data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+    last = data[offsets[1:] - 1].astype(np.uint16)
+    before = data[np.maximum(offsets[1:] - 2, offsets[:-1])].astype(np.uint16)
+    return (last << 8) | before
+
+
 def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -209,13 +285,7 @@ class Trace:
             raise self._error("index", "the table must have a default RangeIndex (0..n-1)")
         for name in columns:
             self._check_column(str(name), jobs[name])
-        ids = jobs["job_id"].to_numpy(dtype=object)
-        dup = pd.Series(ids).duplicated().to_numpy()
-        if dup.any():
-            i = _first(dup)
-            raise self._error("job_id", f"duplicate job id {str(ids[i])[:80]!r}", i)
-        if (ids == "").any():
-            raise self._error("job_id", "must not be empty", _first(ids == ""))
+        self._check_ids(jobs["job_id"])
         arrival = jobs["arrival"].to_numpy()
         if len(arrival) > 1:
             down = arrival[1:] < arrival[:-1]
@@ -240,19 +310,37 @@ class Trace:
                 "deadline", f"must be >= arrival ({arrival[i]!r}), got {deadline[i]!r}", i
             )
 
+    def _check_ids(self, series: pd.Series) -> None:
+        if isinstance(series.dtype, pd.StringDtype) and _unique_nonempty(series):
+            return  # counted in Arrow, without a Python object per id
+        ids = series.to_numpy(dtype=object)
+        dup = pd.Series(ids, dtype=object, copy=False).duplicated().to_numpy()
+        if dup.any():
+            i = _first(dup)
+            raise self._error("job_id", f"duplicate job id {str(ids[i])[:80]!r}", i)
+        if (ids == "").any():
+            raise self._error("job_id", "must not be empty", _first(ids == ""))
+
+    def _check_strings(self, name: str, series: pd.Series) -> None:
+        if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
+            raise self._error(name, f"must hold strings (dtype object), got {series.dtype}")
+        if isinstance(series.dtype, pd.StringDtype) and _clean_arrow_strings(series):
+            return
+        values = series.to_numpy(dtype=object)
+        # One scan of the joined text when every value is a clean string; locate otherwise
+        # (infer_dtype walks the array in C: "string" means every value is a str).
+        clean = pd.api.types.infer_dtype(values, skipna=False) == "string" if len(values) else True
+        if clean and not CONTROL.search("".join(values)):
+            return
+        for i, value in enumerate(values):
+            problem = _bad_string(value)
+            if problem:
+                raise self._error(name, problem, i)
+
     def _check_column(self, name: str, series: pd.Series) -> None:
         kind = _kind(name)
         if kind == "str":
-            if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
-                raise self._error(name, f"must hold strings (dtype object), got {series.dtype}")
-            values = series.to_numpy(dtype=object)
-            # One scan of the joined text when every value is a clean string; locate otherwise.
-            if all(type(v) is str for v in values) and not CONTROL.search("".join(values)):
-                return
-            for i, value in enumerate(values):
-                problem = _bad_string(value)
-                if problem:
-                    raise self._error(name, problem, i)
+            self._check_strings(name, series)
             return
         if kind == "int":
             if series.dtype != np.int64:
@@ -355,6 +443,33 @@ class Trace:
         return f"<p>{self.__repr__()}</p>{head}"
 
 
+def _id_dtype() -> Any:
+    try:
+        import pyarrow  # noqa: F401
+
+        return pd.StringDtype("pyarrow", na_value=np.nan)
+    except (ImportError, TypeError, ValueError):  # no pyarrow, or a pandas before 2.3
+        return None
+
+
+#: dtype of ``job_id`` in tables built by the readers: Arrow-backed strings (about 10 bytes an
+#: id, where a Python ``str`` object costs 56 or more), or object when pyarrow is missing. It is
+#: pandas' ``str`` dtype: values are ``str``, comparisons give NumPy booleans.
+ID_DTYPE: Any = _id_dtype()
+
+
+def _ids(values: Any) -> Any:
+    """``job_id`` values as an array of :data:`ID_DTYPE` (kept as they are when already so)."""
+    if isinstance(getattr(values, "dtype", None), pd.StringDtype):
+        return values if values.dtype == ID_DTYPE else pd.array(values, dtype=ID_DTYPE)
+    objects = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
+    if objects.dtype == object and (
+        len(objects) == 0 or pd.api.types.infer_dtype(objects, skipna=False) == "string"
+    ):
+        return pd.array(objects, dtype=ID_DTYPE)
+    return objects  # not all strings: kept as objects, so that validation names the bad one
+
+
 def empty_columns() -> dict[str, list[Any]]:
     """Fresh per-column lists for a reader to fill (normalized columns only)."""
     return {name: [] for name in COLUMNS}
@@ -377,16 +492,24 @@ def build_frame(
     all_columns: dict[str, Sequence[Any] | np.ndarray] = {**columns, **(extras or {})}
     for name, values in all_columns.items():
         kind = _kind(name)
-        if kind == "str":
-            data[name] = np.array(values, dtype=object)
-        elif kind == "int":
-            data[name] = np.array(values, dtype=np.int64)
+        if name == "job_id" and ID_DTYPE is not None:
+            data[name] = _ids(values)
+            continue
+        dtype = object if kind == "str" else np.int64 if kind == "int" else np.float64
+        if isinstance(values, np.ndarray) and values.dtype == dtype:
+            data[name] = values  # an array of the right dtype is used as it is (no copy)
         else:
-            data[name] = np.array(values, dtype=np.float64)
-    n = len(data["job_id"])
-    order = np.argsort(data["arrival"], kind="stable") if n else np.arange(0)
+            data[name] = np.array(values, dtype=dtype)
+    arrival = data["arrival"]
+    # Most traces are already in arrival order: then no column is copied to reorder it.
+    if len(arrival) > 1 and bool(np.any(arrival[1:] < arrival[:-1])):
+        order = np.argsort(arrival, kind="stable")
+        data = {name: values[order] for name, values in data.items()}
+    # One column per array, none copied or consolidated into a 2-D block (that would hold the
+    # numeric columns twice while it is built).
     frame = pd.DataFrame(
-        {name: pd.Series(values[order], dtype=values.dtype) for name, values in data.items()}
+        {name: pd.Series(values, dtype=values.dtype, copy=False) for name, values in data.items()},
+        copy=False,
     )
     frame.index = pd.RangeIndex(len(frame))
     return frame

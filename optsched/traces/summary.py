@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from optsched.traces.schema import _kind
 
@@ -41,15 +42,28 @@ def summarize(trace: Trace) -> dict[str, Any]:
     columns: dict[str, Any] = {}
     for name in jobs.columns:
         series = jobs[name]
-        if _kind(str(name)) == "str":
-            values = series.astype(object)
-            top = values.value_counts().head(5)
-            columns[str(name)] = {
-                "known": int((values != "").sum()),
-                "empty": int((values == "").sum()),
-                "distinct": int(values.nunique()),
-                "top": {str(k): int(v) for k, v in top.items()},
+        if name == "job_id":
+            # A Trace's ids are distinct and non-empty (validated): each counts once, and the
+            # most frequent five are the first five, in order, as value_counts would rank them.
+            columns["job_id"] = {
+                "known": n,
+                "empty": 0,
+                "distinct": n,
+                "top": {str(k): 1 for k in series.iloc[:5]},
             }
+        elif _kind(str(name)) == "str":
+            # Arrow-backed strings are counted in Arrow (no Python object per value); one
+            # count of every value gives the distinct count, the empty count and the top five.
+            values = series if isinstance(series.dtype, pd.StringDtype) else series.astype(object)
+            tally = values.value_counts(dropna=False)
+            empty = int(tally.get("", 0))
+            columns[str(name)] = {
+                "known": n - empty,
+                "empty": empty,
+                "distinct": len(tally),
+                "top": {str(k): int(v) for k, v in tally.head(5).items()},
+            }
+            del tally
         else:
             data = series.to_numpy(dtype=np.float64)
             ok = data[~np.isnan(data)]
