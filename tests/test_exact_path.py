@@ -144,7 +144,7 @@ def _cases() -> list[Case]:
         Case(
             "sim",
             "optsched.sim.exact",
-            lambda **kw: sim_exact.solve(world, 8.0, "weighted_jct", **kw),
+            lambda **kw: sim_exact.solve(world, 8.0, "weighted-jct", **kw),
             lambda s: sim_validate(world, s),
         ),
     ]
@@ -348,7 +348,7 @@ def test_a_time_limited_milp_raises_carrying_an_exact_result() -> None:
     assert isinstance(result, ExactResult)
     assert result.status is Status.LIMIT_NO_SOLUTION and result.solution is None
     assert result.termination is TerminationCondition.TIME_LIMIT
-    assert result.objective_name == "total_utility" and result.sense == "max"
+    assert result.objective_name == "total-utility" and result.sense == "max"
 
 
 def test_optimus_does_not_swallow_a_stopped_solve() -> None:
