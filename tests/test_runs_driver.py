@@ -17,7 +17,7 @@ import pytest
 
 from optsched.errors import InvalidInstanceError
 from optsched.runs import driver
-from optsched.runs.driver import BACKENDS, Task, run_sweep, worker_count
+from optsched.runs.driver import BACKENDS, SweepTask, run_sweep, worker_count
 from optsched.runs.store import RunStore, as_stored, run_key
 
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -40,8 +40,8 @@ def square_in_a_process(k: int) -> dict:
     return out
 
 
-def tasks(ks: list[int]) -> list[Task]:
-    return [Task(key=run_key(k=k), params=k) for k in ks]
+def tasks(ks: list[int]) -> list[SweepTask]:
+    return [SweepTask(key=run_key(k=k), params=k) for k in ks]
 
 
 def test_records_in_task_order_and_in_the_stored_form() -> None:

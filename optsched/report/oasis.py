@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optsched.online.oasis.competitive import PAPER_BAND, Comparison
+from optsched.online.oasis.competitive import PAPER_BAND, OasisComparison
 from optsched.online.oasis.engine import OnlineAlgorithm
 from optsched.online.oasis.instance import OasisInstance
 from optsched.online.oasis.schedule import Schedule
@@ -79,7 +79,7 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
 # ------------------------------------------------------------------------------------------
 
 
-def comparison_table(comparison: Comparison) -> Table:
+def comparison_table(comparison: OasisComparison) -> Table:
     """A :class:`rich.table.Table` of ``comparison.rows()`` (ratios marked ``<=`` when bounds)."""
     from rich.table import Table
 
@@ -112,12 +112,12 @@ def comparison_table(comparison: Comparison) -> Table:
     return table
 
 
-def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Figure:
+def plot_comparison(comparison: OasisComparison, ax: Axes | None = None) -> Figure:
     """Bar chart of each algorithm's utility against OPT (or the best bounds on it).
 
     Parameters
     ----------
-    comparison : Comparison
+    comparison : OasisComparison
     ax : matplotlib.axes.Axes, optional
         Where to draw; a new Figure is made when omitted.
 

@@ -12,7 +12,7 @@ may import the model packages; no model package imports it (nor :mod:`optsched.r
 command line), which ``tests/test_layering.py`` checks on every source file.
 """
 
-from optsched.runs.driver import SweepOutcome, Task, run_sweep
+from optsched.runs.driver import SweepOutcome, SweepTask, run_sweep
 from optsched.runs.store import RunStore, run_key
 
-__all__ = ["RunStore", "SweepOutcome", "Task", "run_key", "run_sweep"]
+__all__ = ["RunStore", "SweepOutcome", "SweepTask", "run_key", "run_sweep"]

@@ -1,7 +1,7 @@
 r"""The one sweep driver: independent keyed runs, resumable, written as each one finishes.
 
 Every sweep of optsched (``oasis ratio``, ``pace sweep``, ``sim sweep``) is a list of
-:class:`Task`\ s, each a run key (:func:`~optsched.runs.store.run_key` of the run's parameters)
+:class:`SweepTask`\ s, each a run key (:func:`~optsched.runs.store.run_key` of the run's parameters)
 and the picklable parameters a function turns into one JSON-ready record. :func:`run_sweep`
 
 1. reads every record already in the :class:`~optsched.runs.store.RunStore` (each checked
@@ -48,7 +48,7 @@ __all__ = [
     "BACKENDS",
     "Progress",
     "SweepOutcome",
-    "Task",
+    "SweepTask",
     "progress_bar",
     "run_sweep",
     "worker_count",
@@ -64,7 +64,7 @@ _ALIASES = {"joblib": "loky"}
 
 
 @dataclass(frozen=True)
-class Task:
+class SweepTask:
     """One run of a sweep: its key in the store and the parameters ``fn`` receives.
 
     Attributes
@@ -143,7 +143,7 @@ def worker_count(n_jobs: int | None, remaining: int) -> int:
 _ERROR = "__invalid__"
 
 
-def _call(fn: Callable[[Any], Mapping[str, Any]], task: Task) -> tuple[str, dict[str, Any]]:
+def _call(fn: Callable[[Any], Mapping[str, Any]], task: SweepTask) -> tuple[str, dict[str, Any]]:
     """``fn(task.params)`` with its key; a refused input comes back as data (module notes)."""
     try:
         return task.key, dict(fn(task.params))
@@ -152,13 +152,13 @@ def _call(fn: Callable[[Any], Mapping[str, Any]], task: Task) -> tuple[str, dict
         return task.key, {_ERROR: {**error, "errors": [list(e) for e in exc.errors]}}
 
 
-def _serial(fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[Task]) -> Iterator[Any]:
+def _serial(fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[SweepTask]) -> Iterator[Any]:
     for task in todo:
         yield _call(fn, task)
 
 
 def _joblib(
-    fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[Task], n_jobs: int
+    fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[SweepTask], n_jobs: int
 ) -> Iterator[Any]:
     import joblib
 
@@ -168,7 +168,7 @@ def _joblib(
 
 def _ray(
     fn: Callable[[Any], Mapping[str, Any]],
-    todo: Sequence[Task],
+    todo: Sequence[SweepTask],
     address: str | None,
     in_flight: int | None,
 ) -> Iterator[Any]:
@@ -222,7 +222,7 @@ def _dask(client: Any, address: str | None) -> Iterator[None]:
 
 
 def run_sweep(
-    tasks: Sequence[Task],
+    tasks: Sequence[SweepTask],
     fn: Callable[[Any], Mapping[str, Any]],
     *,
     store: RunStore | None = None,
@@ -236,7 +236,7 @@ def run_sweep(
 
     Parameters
     ----------
-    tasks : sequence of Task
+    tasks : sequence of SweepTask
         The sweep's runs, in the order the records are returned. A key may repeat (it is
         computed once).
     fn : callable
@@ -270,7 +270,7 @@ def run_sweep(
 
     Examples
     --------
-    >>> tasks = [Task(key=str(k), params=k) for k in (3, 1, 2)]
+    >>> tasks = [SweepTask(key=str(k), params=k) for k in (3, 1, 2)]
     >>> out = run_sweep(tasks, lambda k: {"k": k, "square": k * k})
     >>> [r["square"] for r in out.records], out.computed
     ([9, 1, 4], 3)

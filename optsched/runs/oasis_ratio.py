@@ -24,7 +24,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.online.oasis.competitive import sweep_record
 from optsched.online.oasis.engine import OnlineAlgorithm
 from optsched.online.oasis.generate import generate_instance
-from optsched.runs.driver import Progress, Task, run_sweep
+from optsched.runs.driver import Progress, SweepTask, run_sweep
 from optsched.runs.store import RunStore, run_key
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def sweep(
         mip_gap=mip_gap,
         threads=threads,
     )
-    tasks = [Task(key=run_key(seed=seed + k), params=seed + k) for k in range(n_instances)]
+    tasks = [SweepTask(key=run_key(seed=seed + k), params=seed + k) for k in range(n_instances)]
     with RunStore(Path(out_dir), kind=SWEEP_KIND, config=settings) as store:
         outcome = run_sweep(
             tasks, measure, store=store, backend=backend, n_jobs=workers, progress=progress

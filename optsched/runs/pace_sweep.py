@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from optsched.comm.pace.compare import compare
 from optsched.comm.pace.instance import CommInstance
 from optsched.errors import InvalidInstanceError
-from optsched.runs.driver import Task, run_sweep
+from optsched.runs.driver import SweepTask, run_sweep
 from optsched.runs.store import RunStore, run_key
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ def sweep(
     for model in dict.fromkeys(models):
         digests[model] = CommInstance(profile=model).profile_digest()[:16]
     tasks = [
-        Task(
+        SweepTask(
             key=run_key(model=model, profile=digests[model], workers=int(n), bandwidth=bw),
             params=(model, int(n), float(bw)),
         )

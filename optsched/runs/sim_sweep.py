@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
-from optsched.runs.driver import Task, progress_bar, run_sweep
+from optsched.runs.driver import SweepTask, progress_bar, run_sweep
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -255,7 +255,7 @@ def sweep(
         "throughputs": None if throughputs is None else str(throughputs),
         "reference": reference,
     }
-    tasks = [Task(key=run_key(**r), params=r) for r in runs]
+    tasks = [SweepTask(key=run_key(**r), params=r) for r in runs]
     with ExitStack() as stack:
         opened = None
         if store is not None:

@@ -18,7 +18,7 @@ from optsched.comm.pace import CommInstance, generate_instance
 from optsched.comm.pace.cost import MB, CostModel
 from optsched.comm.pace.dag import IterationDAG, build_dag
 from optsched.comm.pace.generate import random_order, random_profile
-from optsched.comm.pace.policies import Policy, default_policies
+from optsched.comm.pace.policies import CommPolicy, default_policies
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor
 
 Data = dict[str, Any]
@@ -162,7 +162,7 @@ def partition_dags(draw: st.DrawFn) -> tuple[IterationDAG, CostModel]:
 
 
 @st.composite
-def policy_cases(draw: st.DrawFn) -> tuple[IterationDAG, CostModel, list[Policy]]:
+def policy_cases(draw: st.DrawFn) -> tuple[IterationDAG, CostModel, list[CommPolicy]]:
     """A DAG, a cost model and the six policies configured on equal terms."""
     profile = random_profile(
         draw(SEEDS),

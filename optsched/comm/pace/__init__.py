@@ -47,15 +47,21 @@ from optsched.comm.pace.policies import (
     P3,
     POLICIES,
     ByteScheduler,
+    CommPolicy,
     Horovod,
     Pace,
-    Policy,
     TicTac,
     default_policies,
     run_policy,
 )
 from optsched.comm.pace.schedule import CommSchedule
-from optsched.comm.pace.simulate import ChannelPlan, Trace, check_trace, lower_bound, simulate
+from optsched.comm.pace.simulate import (
+    ChannelPlan,
+    IterationTrace,
+    check_trace,
+    lower_bound,
+    simulate,
+)
 from optsched.comm.pace.solve import solve, validate
 
 __all__ = [
@@ -68,19 +74,19 @@ __all__ = [
     "ByteScheduler",
     "ChannelPlan",
     "CommInstance",
+    "CommPolicy",
     "CommSchedule",
     "CostModel",
     "ExactSchedule",
     "Fusion",
     "Horovod",
     "IterationDAG",
+    "IterationTrace",
     "LPResult",
     "MiB",
     "Pace",
-    "Policy",
     "PolicyComparison",
     "TicTac",
-    "Trace",
     "build_dag",
     "check_trace",
     "compare",

@@ -13,7 +13,7 @@ from optsched.comm.pace.dag import IterationDAG
 from optsched.comm.pace.exact import ExactSchedule, exact_schedule
 from optsched.comm.pace.fusion import no_fusion, optimal_fusion, threshold_fusion
 from optsched.comm.pace.instance import CommInstance, check_budgets
-from optsched.comm.pace.policies import Pace, Policy, default_policies
+from optsched.comm.pace.policies import CommPolicy, Pace, default_policies
 from optsched.comm.pace.schedule import CommSchedule
 from optsched.comm.pace.simulate import Engine, lower_bound
 from optsched.errors import InvalidInstanceError
@@ -146,7 +146,7 @@ def compare(
     cycle_ms: float = 5.0,
     order: str | Sequence[str] | None = None,
     update_ms_per_mb: float = 0.0,
-    policies: Sequence[Policy] | None = None,
+    policies: Sequence[CommPolicy] | None = None,
     engine: Engine = "numba",
 ) -> PolicyComparison:
     """Run FIFO, Horovod, P3, TicTac, ByteScheduler and PACE on one iteration.
@@ -177,7 +177,7 @@ def compare(
         Forward execution order (:func:`~optsched.comm.pace.dag.execution_order`).
     update_ms_per_mb : float, default 0
         Optimizer update time per MB of parameters.
-    policies : sequence of Policy, optional
+    policies : sequence of CommPolicy, optional
         Replace the default six.
     engine : {"numba", "python"}, default "numba"
         Simulator channel implementation.

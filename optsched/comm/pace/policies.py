@@ -62,9 +62,9 @@ __all__ = [
     "PIECE_CELLS",
     "POLICIES",
     "ByteScheduler",
+    "CommPolicy",
     "Horovod",
     "Pace",
-    "Policy",
     "TicTac",
     "default_policies",
     "run_policy",
@@ -129,7 +129,7 @@ def _slices(
     return pieces, tensor, index
 
 
-class Policy(ABC):
+class CommPolicy(ABC):
     """A communication-scheduling policy: builds a channel plan for a DAG and cost model."""
 
     name: ClassVar[str]
@@ -170,7 +170,7 @@ class Policy(ABC):
 
 
 @dataclass(frozen=True)
-class FIFO(Policy):
+class FIFO(CommPolicy):
     """Whole tensors in readiness order, one call at a time (framework default, no fusion)."""
 
     name: ClassVar[str] = "fifo"
@@ -180,7 +180,7 @@ class FIFO(Policy):
 
 
 @dataclass(frozen=True)
-class Horovod(Policy):
+class Horovod(CommPolicy):
     """Readiness order with tensor fusion at every cycle.
 
     Parameters
@@ -226,7 +226,7 @@ class Horovod(Policy):
 
 
 @dataclass(frozen=True)
-class P3(Policy):
+class P3(CommPolicy):
     """Priority-based parameter propagation: slices by layer index, one at a time.
 
     Parameters
@@ -252,7 +252,7 @@ class P3(Policy):
 
 
 @dataclass(frozen=True)
-class TicTac(Policy):
+class TicTac(CommPolicy):
     """Whole tensors in consumption order of the forward DAG, one call at a time."""
 
     name: ClassVar[str] = "tictac"
@@ -264,7 +264,7 @@ class TicTac(Policy):
 
 
 @dataclass(frozen=True)
-class ByteScheduler(Policy):
+class ByteScheduler(CommPolicy):
     """Layer-index priority, partitions and a credit window, auto-tuned.
 
     Parameters
@@ -310,7 +310,7 @@ class ByteScheduler(Policy):
         tried: list[dict[str, float]] = []
         for p in parts:
             for c in credits:
-                result = Policy.run(ByteScheduler(p, c), dag, cost, engine=engine)
+                result = CommPolicy.run(ByteScheduler(p, c), dag, cost, engine=engine)
                 tried.append(
                     {"partition_mb": p, "credit": c, "iteration_time": result.iteration_time}
                 )
@@ -331,7 +331,7 @@ class ByteScheduler(Policy):
 
 
 @dataclass(frozen=True)
-class Pace(Policy):
+class Pace(CommPolicy):
     """PACE: fusion DP plus the optimal preemptive schedule.
 
     Parameters
@@ -380,7 +380,7 @@ class Pace(Policy):
         return {"max_group_mb": self.max_group_mb, "max_group_tensors": self.max_group_tensors}
 
 
-POLICIES: dict[str, type[Policy]] = {
+POLICIES: dict[str, type[CommPolicy]] = {
     cls.name: cls for cls in (FIFO, Horovod, P3, TicTac, ByteScheduler, Pace)
 }
 
@@ -390,7 +390,7 @@ def default_policies(
     partition_mb: float | None = None,
     fusion_mb: float = 64.0,
     cycle_ms: float = 5.0,
-) -> list[Policy]:
+) -> list[CommPolicy]:
     """The six policies, configured on equal terms.
 
     Parameters
@@ -414,7 +414,7 @@ def default_policies(
 
 
 def run_policy(
-    policy: Policy | str, instance: CommInstance, *, engine: Engine = "numba"
+    policy: CommPolicy | str, instance: CommInstance, *, engine: Engine = "numba"
 ) -> CommSchedule:
     """Run a policy (an object or a name from :data:`POLICIES` with default settings).
 

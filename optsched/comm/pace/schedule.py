@@ -2,7 +2,7 @@
 
 Every policy (FIFO, Horovod, P3, TicTac, ByteScheduler, PACE) and the exact ``solve`` return a
 :class:`CommSchedule`: what was sent (:class:`~optsched.comm.pace.simulate.ChannelPlan`), when
-(:class:`~optsched.comm.pace.simulate.Trace`), and the resulting iteration time. Its
+(:class:`~optsched.comm.pace.simulate.IterationTrace`), and the resulting iteration time. Its
 :meth:`CommSchedule.to_frame` is the long-format timeline (one row per channel segment and
 tensor carried, and one per compute op) that :func:`optsched.report.pace.plot_iteration` draws.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.comm.pace.dag import IterationDAG
-from optsched.comm.pace.simulate import ChannelPlan, Trace
+from optsched.comm.pace.simulate import ChannelPlan, IterationTrace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +54,7 @@ class CommSchedule:
         Fraction of channel busy time overlapped with compute.
     params : dict
         The policy's settings (after tuning).
-    trace : Trace
+    trace : IterationTrace
         Channel segments, call times, tensor completions and the compute stream.
     plan : ChannelPlan
         The pieces sent and the channel discipline.
@@ -69,7 +69,7 @@ class CommSchedule:
     lower_bound: float
     overlap: float
     params: dict[str, object]
-    trace: Trace
+    trace: IterationTrace
     plan: ChannelPlan
     dag: IterationDAG
     tuning: list[dict[str, float]] = field(default_factory=list)

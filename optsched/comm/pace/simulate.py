@@ -36,7 +36,7 @@ from optsched.tolerances import WORK_TOL
 __all__ = [
     "BYTES_RTOL",
     "ChannelPlan",
-    "Trace",
+    "IterationTrace",
     "lower_bound",
     "overlap_fraction",
     "simulate",
@@ -125,7 +125,7 @@ class ChannelPlan:
 
 
 @dataclass(frozen=True, eq=False)
-class Trace:
+class IterationTrace:
     """Everything one simulated iteration did.
 
     Attributes
@@ -255,7 +255,7 @@ def lower_bound(dag: IterationDAG, cost: CostModel) -> float:
 
 def simulate(
     dag: IterationDAG, cost: CostModel, plan: ChannelPlan, *, engine: Engine = "numba"
-) -> Trace:
+) -> IterationTrace:
     r"""Run one iteration of ``plan`` on ``dag`` with ``cost``.
 
     Parameters
@@ -268,7 +268,7 @@ def simulate(
 
     Returns
     -------
-    Trace
+    IterationTrace
 
     Raises
     ------
@@ -318,7 +318,7 @@ def simulate(
     stream = dag.stream_schedule(completion)
     segments = np.column_stack([seg_call.astype(np.float64), seg_start, seg_end]).reshape(-1, 3)
     iteration = float(stream[-1, 1]) if len(stream) else 0.0
-    return Trace(
+    return IterationTrace(
         piece_call=np.asarray(piece_call),
         call_start=np.asarray(call_start),
         call_end=np.asarray(call_end),

@@ -29,7 +29,7 @@ from optsched.comm.pace.fusion import optimal_fusion
 from optsched.comm.pace.instance import CommInstance, check_budgets
 from optsched.comm.pace.policies import Pace
 from optsched.comm.pace.schedule import CommSchedule, segments_array
-from optsched.comm.pace.simulate import Trace, check_trace, lower_bound, overlap_fraction
+from optsched.comm.pace.simulate import IterationTrace, check_trace, lower_bound, overlap_fraction
 from optsched.comm.pace.validator import instance as same_instance
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.family.exact import AlgorithmBackend, Formulation, SolveSettings
@@ -65,7 +65,7 @@ def _exact_schedule(instance: CommInstance) -> tuple[CommSchedule, dict[str, flo
     everything = sched.segments + [seg for seg in empty if seg[0] not in busy]
     segments = segments_array(sorted(everything, key=lambda seg: (seg[1], seg[2])))
     stream = dag.stream_schedule(sched.tensor_completion)
-    trace = Trace(
+    trace = IterationTrace(
         piece_call=np.arange(g, dtype=np.int64),
         call_start=call_start,
         call_end=sched.completion.copy(),

@@ -1,7 +1,8 @@
 r"""Independent check of one iteration's communication schedule, one function per constraint.
 
 :func:`check_trace` re-checks a simulated (or exact) iteration from the raw arrays of its
-:class:`~optsched.comm.pace.simulate.Trace` and :class:`~optsched.comm.pace.simulate.ChannelPlan`
+:class:`~optsched.comm.pace.simulate.IterationTrace` and
+:class:`~optsched.comm.pace.simulate.ChannelPlan`
 and re-derives the iteration time as the longest path of the networkx DAG; it shares no code
 with the simulator or the exact algorithm. Each constraint of the formulation page is one
 function named as there, and :data:`CONSTRAINTS` maps every name to its function:
@@ -51,19 +52,21 @@ from optsched.tolerances import TIME_TOL, WORK_TOL, within
 if TYPE_CHECKING:
     from optsched.comm.pace.cost import CostModel
     from optsched.comm.pace.dag import IterationDAG
-    from optsched.comm.pace.simulate import ChannelPlan, Trace
+    from optsched.comm.pace.simulate import ChannelPlan, IterationTrace
 
 __all__ = ["CONSTRAINTS", "check_trace", "instance"]
 
 #: One constraint's check: ``(dag, cost, plan, trace) -> violations``.
-TraceCheck = Callable[["IterationDAG", "CostModel", "ChannelPlan", "Trace"], list[Violation]]
+TraceCheck = Callable[
+    ["IterationDAG", "CostModel", "ChannelPlan", "IterationTrace"], list[Violation]
+]
 
 
 def _v(constraint: str, message: str, amount: float | None = None, **where: Any) -> Violation:
     return Violation(constraint, message, where, amount)
 
 
-def _tol(trace: Trace) -> float:
+def _tol(trace: IterationTrace) -> float:
     """Absolute time tolerance: :data:`~optsched.tolerances.TIME_TOL` of the iteration (>= 1)."""
     return TIME_TOL * max(1.0, trace.iteration_time)
 
@@ -83,7 +86,9 @@ def instance(expected: IterationDAG, given: IterationDAG) -> list[Violation]:
     ]
 
 
-def finite(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) -> list[Violation]:
+def finite(
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
+) -> list[Violation]:
     """``finite``: every time of the trace is a finite number."""
     arrays = {
         "segments": trace.segments,
@@ -103,7 +108,7 @@ def finite(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) 
 
 
 def tensor_bytes(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``tensor_bytes``: the plan's pieces carry every tensor's bytes exactly."""
     carried = np.zeros(dag.n_tensors)
@@ -120,14 +125,16 @@ def tensor_bytes(
     ]
 
 
-def unsent(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) -> list[Violation]:
+def unsent(
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
+) -> list[Violation]:
     """``unsent``: every piece is carried by a call."""
     missing = int(np.sum(trace.piece_call < 0))
     return [_v("unsent", f"{missing} pieces were never sent")] if missing else []
 
 
 def _call_needs(
-    dag: IterationDAG, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, plan: ChannelPlan, trace: IterationTrace
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per call: the release of its latest gradient, and the bytes it carries."""
     need = np.zeros(trace.n_calls)
@@ -140,7 +147,7 @@ def _call_needs(
     return need, bytes_of_call
 
 
-def _segments(trace: Trace) -> list[tuple[int, float, float, float]]:
+def _segments(trace: IterationTrace) -> list[tuple[int, float, float, float]]:
     """``(call, start, end, latest end before it)`` of every segment, in order of start."""
     seg = trace.segments
     order = np.argsort(seg[:, 1], kind="stable") if seg.size else np.zeros(0, dtype=np.int64)
@@ -153,12 +160,12 @@ def _segments(trace: Trace) -> list[tuple[int, float, float, float]]:
     return out
 
 
-def _stream_fits(dag: IterationDAG, trace: Trace) -> bool:
+def _stream_fits(dag: IterationDAG, trace: IterationTrace) -> bool:
     """Whether the trace's stream has one (start, end) row per op of the DAG's stream."""
     return bool(trace.stream.shape == (len(dag.stream_ops), 2))
 
 
-def _graph_release(dag: IterationDAG, trace: Trace) -> list[Violation]:
+def _graph_release(dag: IterationDAG, trace: IterationTrace) -> list[Violation]:
     """The DAG's own refusal of the completions: a tensor completing before its gradient."""
     if not _stream_fits(dag, trace):
         return []
@@ -169,7 +176,9 @@ def _graph_release(dag: IterationDAG, trace: Trace) -> list[Violation]:
     return []
 
 
-def release(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) -> list[Violation]:
+def release(
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
+) -> list[Violation]:
     """``release``: no call runs before every gradient it carries exists."""
     need, _ = _call_needs(dag, plan, trace)
     tol = _tol(trace)
@@ -187,7 +196,7 @@ def release(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace)
 
 
 def channel_capacity(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``channel_capacity``: no segment starts before every earlier one has ended."""
     tol = _tol(trace)
@@ -198,7 +207,9 @@ def channel_capacity(
     ]
 
 
-def segment(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) -> list[Violation]:
+def segment(
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
+) -> list[Violation]:
     """``segment``: no segment ends before it starts."""
     tol = _tol(trace)
     return [
@@ -208,7 +219,7 @@ def segment(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace)
     ]
 
 
-def _call_times(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _call_times(trace: IterationTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per call: channel time received, number of segments, and end of its last segment."""
     busy = np.zeros(trace.n_calls)
     count = np.zeros(trace.n_calls, dtype=np.int64)
@@ -221,7 +232,7 @@ def _call_times(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def call_time(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     r"""``call_time``: each call gets exactly :math:`a + \beta \cdot \text{bytes}` of channel."""
     _, bytes_of_call = _call_needs(dag, plan, trace)
@@ -241,7 +252,7 @@ def call_time(
 
 
 def atomic_call(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``atomic_call``: without preemption, every call runs in one segment."""
     if plan.preemptive:
@@ -254,7 +265,9 @@ def atomic_call(
     ]
 
 
-def fusion(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) -> list[Violation]:
+def fusion(
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
+) -> list[Violation]:
     """``fusion``: a call carries several pieces only when the plan fuses."""
     if plan.fuse_limit > 0:
         return []
@@ -266,7 +279,7 @@ def fusion(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) 
     ]
 
 
-def _tensor_done(dag: IterationDAG, plan: ChannelPlan, trace: Trace) -> np.ndarray:
+def _tensor_done(dag: IterationDAG, plan: ChannelPlan, trace: IterationTrace) -> np.ndarray:
     """Each tensor's all-reduce completion: the end of the last call carrying a piece of it."""
     _, _, last_end = _call_times(trace)
     done = np.zeros(dag.n_tensors)
@@ -279,7 +292,7 @@ def _tensor_done(dag: IterationDAG, plan: ChannelPlan, trace: Trace) -> np.ndarr
 
 
 def completion(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``completion``: each tensor's reported completion is the end of its last piece."""
     done = _tensor_done(dag, plan, trace)
@@ -297,7 +310,9 @@ def completion(
     ]
 
 
-def _ops(dag: IterationDAG, trace: Trace) -> list[tuple[str, int, str, float, float, float]]:
+def _ops(
+    dag: IterationDAG, trace: IterationTrace
+) -> list[tuple[str, int, str, float, float, float]]:
     """``(kind, index, name, start, end, end of the op before)`` of every op after backward."""
     out = []
     previous = dag.backward_total
@@ -309,7 +324,7 @@ def _ops(dag: IterationDAG, trace: Trace) -> list[tuple[str, int, str, float, fl
 
 
 def stream_capacity(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``stream_capacity``: an op starts only when the op before it (or backward) has ended."""
     if not _stream_fits(dag, trace):
@@ -328,7 +343,7 @@ def stream_capacity(
 
 
 def op_duration(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``op_duration``: one stream row per op, each op running for exactly its duration."""
     if not _stream_fits(dag, trace):
@@ -345,7 +360,7 @@ def op_duration(
 
 
 def update_after_allreduce(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``update_after_allreduce``: a tensor's update starts after its all-reduce ends."""
     if not _stream_fits(dag, trace):
@@ -365,7 +380,7 @@ def update_after_allreduce(
 
 
 def forward_after_allreduce(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``forward_after_allreduce``: a layer's forward op starts after its parameters arrive."""
     if not _stream_fits(dag, trace):
@@ -390,7 +405,7 @@ def forward_after_allreduce(
     return out
 
 
-def _longest_path(dag: IterationDAG, trace: Trace) -> float | None:
+def _longest_path(dag: IterationDAG, trace: IterationTrace) -> float | None:
     """The iteration time as the DAG's longest path given the completions.
 
     ``None`` where the stream does not fit or the DAG refuses the completions (reported as
@@ -405,7 +420,7 @@ def _longest_path(dag: IterationDAG, trace: Trace) -> float | None:
 
 
 def iteration_time(
-    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
 ) -> list[Violation]:
     """``iteration_time``: the reported time is the longest path of the iteration DAG."""
     recomputed = _longest_path(dag, trace)
@@ -441,7 +456,9 @@ CONSTRAINTS: dict[str, TraceCheck] = {
 }
 
 
-def check_trace(dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: Trace) -> Report:
+def check_trace(
+    dag: IterationDAG, cost: CostModel, plan: ChannelPlan, trace: IterationTrace
+) -> Report:
     r"""Check a trace against the model's rules, independently of the simulator.
 
     Checks every constraint of :data:`CONSTRAINTS` (see the module docstring); when a time is

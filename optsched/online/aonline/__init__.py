@@ -22,7 +22,7 @@ from optsched.online.aonline.instance import AonlineInstance, AonlineJob, GpuPoo
 from optsched.online.aonline.online import aonline, interval_bounds, max_intervals
 from optsched.online.aonline.packing import (
     SMALL_DEMAND_FRACTION,
-    OracleResult,
+    PackingOracleResult,
     PriceState,
     PrimalDualPacking,
     assumptions,
@@ -44,8 +44,8 @@ __all__ = [
     "ExactResult",
     "GpuPool",
     "IntervalRecord",
-    "OracleResult",
     "Packing",
+    "PackingOracleResult",
     "PriceState",
     "PrimalDualPacking",
     "Report",

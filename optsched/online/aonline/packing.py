@@ -60,7 +60,7 @@ from optsched.tolerances import FIT_TOL
 
 __all__ = [
     "SMALL_DEMAND_FRACTION",
-    "OracleResult",
+    "PackingOracleResult",
     "PriceState",
     "PrimalDualPacking",
     "assumptions",
@@ -75,7 +75,7 @@ SMALL_DEMAND_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
-class OracleResult:
+class PackingOracleResult:
     r"""The best schedule of one job in an interval under given prices.
 
     Attributes
@@ -96,7 +96,7 @@ class OracleResult:
         return math.isfinite(self.payoff)
 
 
-_NONE = OracleResult(-math.inf, math.inf, ())
+_NONE = PackingOracleResult(-math.inf, math.inf, ())
 
 
 @dataclass
@@ -181,12 +181,12 @@ def price_parameters(
     return lower, upper, eta
 
 
-def best_schedule(instance: AonlineInstance, j: int, prices: PriceState) -> OracleResult:
+def best_schedule(instance: AonlineInstance, j: int, prices: PriceState) -> PackingOracleResult:
     """The cheapest schedule of job ``j`` finishing in the interval (see the module notes).
 
     Returns
     -------
-    OracleResult
+    PackingOracleResult
         ``payoff = w_j - cost`` of the cheapest schedule (ties: earliest completion, then the
         first option in pool order, consolidated before spread, lowest server), or a result with
         ``payoff = -inf`` when none fits.
@@ -270,7 +270,7 @@ def best_schedule(instance: AonlineInstance, j: int, prices: PriceState) -> Orac
         for r in runs
         for s, g in r.servers
     )
-    return OracleResult(job.weight - total, total, tuple(runs))
+    return PackingOracleResult(job.weight - total, total, tuple(runs))
 
 
 @dataclass(frozen=True)

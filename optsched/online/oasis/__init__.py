@@ -3,7 +3,7 @@
 The family protocol (see "Anatomy of a family" in the docs):
 
 * instance type :class:`OasisInstance` (``load``/``save``/``schema``/``from_dict``), with
-  :class:`Job` and :class:`Server`;
+  :class:`Job` and :class:`OasisServer`;
 * :func:`generate_instance` (seeded);
 * the exact entry point :func:`solve` (the offline ILP) returning
   :class:`~optsched.results.ExactResult` of :class:`Schedule`;
@@ -21,7 +21,7 @@ from optsched.online.oasis.baselines import DRF, FIFO, RRH, DormLike, baseline_a
 from optsched.online.oasis.engine import OnlineAlgorithm, OnlineRun, SlotEngine
 from optsched.online.oasis.family import ALGORITHMS, FAMILY
 from optsched.online.oasis.generate import generate_instance
-from optsched.online.oasis.instance import Job, OasisInstance, Server, load_instance
+from optsched.online.oasis.instance import Job, OasisInstance, OasisServer, load_instance
 from optsched.online.oasis.offline import solve
 from optsched.online.oasis.online import OASiS, OasisResult, dual_bound
 from optsched.online.oasis.oracle import best_schedule
@@ -48,12 +48,12 @@ __all__ = [
     "OASiS",
     "OasisInstance",
     "OasisResult",
+    "OasisServer",
     "OnlineAlgorithm",
     "OnlineRun",
     "PriceParams",
     "Report",
     "Schedule",
-    "Server",
     "SlotEngine",
     "Violation",
     "baseline_algorithms",

@@ -45,7 +45,7 @@ __all__ = [
     "PAPER_BAND",
     "RATIO_TOL",
     "CheckReport",
-    "Comparison",
+    "OasisComparison",
     "OfflineSummary",
     "check_competitive",
     "compare_algorithms",
@@ -402,7 +402,7 @@ def check_competitive(
 
 
 @dataclass
-class Comparison:
+class OasisComparison:
     """OASiS and the baselines against the offline optimum on one instance.
 
     Attributes
@@ -474,7 +474,7 @@ class Comparison:
     def __repr__(self) -> str:
         names = ", ".join(r.run.algorithm for r in self.reports)
         return (
-            f"Comparison({self.instance.n_jobs} jobs, algorithms=[{names}], "
+            f"OasisComparison({self.instance.n_jobs} jobs, algorithms=[{names}], "
             f"offline={self.offline.status!r}, upper={_fmt(self.upper)})"
         )
 
@@ -500,7 +500,7 @@ def compare_algorithms(
     mip_gap: float | None = None,
     threads: int | None = None,
     lp_bound: bool = False,
-) -> Comparison:
+) -> OasisComparison:
     """Run OASiS and every baseline and solve the offline optimum (bounded when not proven).
 
     Parameters
@@ -519,7 +519,7 @@ def compare_algorithms(
 
     Returns
     -------
-    Comparison
+    OasisComparison
     """
     if algorithms is None:
         from optsched.online.oasis.baselines import baseline_algorithms
@@ -554,7 +554,7 @@ def compare_algorithms(
         upper: float | None = offline.optimum
     else:
         upper = min(uppers) if uppers else None
-    return Comparison(instance, reports, offline, upper, seconds)
+    return OasisComparison(instance, reports, offline, upper, seconds)
 
 
 # ------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ __all__ = [
     "WORK_TOL",
     "Job",
     "OasisInstance",
-    "Server",
+    "OasisServer",
     "instance_schema",
     "load_instance",
 ]
@@ -85,7 +85,7 @@ def ceil_work(x: float) -> int:
     return max(0, math.ceil(x - WORK_TOL * max(1.0, abs(x))))
 
 
-class Server(Frozen):
+class OasisServer(Frozen):
     """A physical server with a capacity per resource."""
 
     name: str | None = Field(default=None, description="Optional label.")
@@ -152,7 +152,7 @@ class OasisInstance(Frozen):
         Slot length in seconds.
     resources : tuple of str
         Resource names; must include ``"bandwidth"``.
-    worker_servers, ps_servers : tuple of Server
+    worker_servers, ps_servers : tuple of OasisServer
         The :math:`H` worker servers and :math:`K` PS servers.
     jobs : tuple of Job
         Jobs (in any order; online algorithms process them by arrival, ties by index).
@@ -162,8 +162,8 @@ class OasisInstance(Frozen):
     horizon: PosInt
     slot_s: Annotated[float, Field(gt=0, le=MAX_VALUE, allow_inf_nan=False)] = 3600.0
     resources: tuple[str, ...] = Field(min_length=1)
-    worker_servers: tuple[Server, ...] = Field(min_length=1)
-    ps_servers: tuple[Server, ...] = Field(min_length=1)
+    worker_servers: tuple[OasisServer, ...] = Field(min_length=1)
+    ps_servers: tuple[OasisServer, ...] = Field(min_length=1)
     jobs: tuple[Job, ...] = ()
 
     @model_validator(mode="after")
