@@ -16,7 +16,7 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from hypothesis import given, note, seed, settings
+from hypothesis import example, given, note, settings
 from strategies.placement import extreme_instances
 
 from optsched import limits
@@ -157,19 +157,39 @@ def test_hostile_files_exit_2_naming_the_field(tmp_path, capsys):
             assert json.loads(out)["field"] == path
 
 
-#: The draws this test made before its agreement check became a tolerance (derandomised draws
-#: follow the test's source). Another draw reaches an instance whose ``max-load`` model HiGHS
-#: calls infeasible though it is not: :func:`test_max_load_extreme_coefficients_stay_feasible`.
-_DRAWS = int(
-    "237646273714773785560363519742972545425262476510266813406077"
-    "78191589875779521087505679608623440222469609248399927991"
-)
+#: The instance of a failing non-derandomised draw (link-load coefficients volume / bandwidth
+#: of 1e9 against a background load of 7000 s): HiGHS once called its max-load model
+#: infeasible, though every task fits on one server at load 7000.
+HUGE_LINK_COEFFICIENT = {
+    "kind": "placement-instance",
+    "cluster": {
+        "servers": [
+            {
+                "name": f"s{h}",
+                "capacity": {"gpu": 0.0, "cpu": 1e-09},
+                "nic_bandwidth_gbps": 0.001,
+                "nic_load_gbit": 7.0 if h == 2 else 0.0,
+                "gpu_bandwidth_gbps": 0.001,
+            }
+            for h in range(3)
+        ]
+    },
+    "jobs": [
+        {
+            "name": "j0",
+            "weight": 0.0,
+            "standalone_time_s": 0.0,
+            "tasks": [{"name": "w", "count": 2, "demand": {"cpu": 0.0}}],
+            "communication": {"pattern": "ring", "volume_gbit": 1e6},
+        }
+    ],
+}
 
 
 @pytest.mark.solver("highs")
 @settings(max_examples=20)
-@seed(_DRAWS)
 @given(extreme_instances())
+@example(PlacementInstance.from_dict(HUGE_LINK_COEFFICIENT))
 def test_whatever_validates_solves_to_a_finite_agreed_objective(instance):
     """Numbers at the accepted limits never overflow, NaN or break decoding.
 
@@ -237,14 +257,14 @@ _MAX_LOAD_EXTREME = {
 
 
 @pytest.mark.solver("highs")
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotOptimalError,
-    reason="HiGHS reports this max-load model (link-load coefficients of 1e9) infeasible; "
-    "brute force places every task on one server at load 7000",
-)
-def test_max_load_extreme_coefficients_stay_feasible():
-    instance = PlacementInstance.from_dict(_MAX_LOAD_EXTREME)
+@pytest.mark.parametrize("data", [_MAX_LOAD_EXTREME, HUGE_LINK_COEFFICIENT])
+def test_max_load_extreme_coefficients_stay_feasible(data):
+    """Link-load coefficients of 1e9: the optimum is the background load, 7 / 0.001.
+
+    HiGHS once called these max-load models infeasible; the model now measures the load in
+    units of its largest coefficient (``optsched.placement.traffic``).
+    """
+    instance = PlacementInstance.from_dict(data)
     assert brute_force_all(instance, ("max-load",))["max-load"] is not None
     result = solve(instance, "max-load")
     assert within(result.objective, 7000.0, OBJECTIVE_AGREEMENT_TOL)

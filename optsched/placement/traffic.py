@@ -48,6 +48,7 @@ J. Gu et al., "Tiresias: A GPU cluster manager for distributed deep learning", N
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from typing import Any
 
@@ -162,6 +163,34 @@ def build_traffic(instance: PlacementInstance, *, symmetry: str = "solver") -> P
     )
 
 
+def _load_scale(
+    instance: PlacementInstance,
+    flows: list[tuple[int, int, float]],
+    by_server: dict[int, list[int]],
+    cross_racks: bool,
+) -> float:
+    r"""The power of two :math:`S` by which the ``max-load`` model measures :math:`L`.
+
+    A link_load row :math:`L \ge (b_\ell + \sum v_{tu} e_{tu\ell}) / B_\ell` has flow
+    coefficients :math:`v_{tu} / B_\ell` up to ``MAX_VALUE / MIN_BANDWIDTH`` (1e12) against
+    the coefficient 1 of :math:`L`. HiGHS mishandles such rows: with a coefficient of 1e9 and a
+    background load :math:`b_\ell / B_\ell` of 7000 it declared a trivially feasible model
+    (every task on one server) infeasible. Writing :math:`L = S L'`, with :math:`S` the
+    largest flow coefficient rounded down to a power of two (so that :math:`S L'` is exact),
+    puts :math:`L'`'s coefficient within a factor 2 of the largest in its rows. :math:`S = 1`
+    when no coefficient exceeds 1.
+    """
+    largest = 0.0
+    for h, server in enumerate(instance.servers):
+        for f in by_server.get(h, []):
+            largest = max(largest, flows[f][2] / server.nic_bandwidth_gbps)
+    if cross_racks:
+        for rack in instance.cluster.racks:
+            for _, _, volume in flows:
+                largest = max(largest, volume / rack.uplink_bandwidth_gbps)
+    return 1.0 if largest <= 1.0 else math.ldexp(1.0, math.frexp(largest)[1] - 1)
+
+
 def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
     """Build the ``max-load`` model (least maximum link load, seconds per iteration).
 
@@ -217,16 +246,19 @@ def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> 
         rack_rows,
         rule=lambda m, f, r: m.g_in[f, r] >= rack_x(flows[f][1], r) - rack_x(flows[f][0], r),
     )
-    m.L = pyo.Var(bounds=(0, None))
     by_server: dict[int, list[int]] = {}
     for f, h in nic_rows:
         by_server.setdefault(h, []).append(f)
+    scale = _load_scale(instance, flows, by_server, bool(rack_rows))
+    # L = scale * m.L: each link_load row reads scale * m.L >= (b + sum v e) / B, so the
+    # coefficient of m.L is as large as the rows' largest, instead of 1 against up to 1e12.
+    m.L = pyo.Var(bounds=(0, None))
     m.link_load = pyo.ConstraintList()
     for h, server in enumerate(servers):
         fs = by_server.get(h, [])
         for var in (m.e_out, m.e_in):
             load = server.nic_load_gbit + pyo.quicksum(flows[f][2] * var[f, h] for f in fs)
-            m.link_load.add(m.L >= load / server.nic_bandwidth_gbps)
+            m.link_load.add(scale * m.L >= load / server.nic_bandwidth_gbps)
     for rack in instance.cluster.racks:
         for var in (m.g_out, m.g_in):
             # With a single rack no flow crosses the uplink; only its background remains.
@@ -234,8 +266,8 @@ def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> 
                 [flows[f][2] * var[f, rack.name] for f in range(len(flows))] if rack_rows else []
             )
             load = rack.uplink_load_gbit + pyo.quicksum(terms)
-            m.link_load.add(m.L >= load / rack.uplink_bandwidth_gbps)
-    m.objective = pyo.Objective(expr=m.L, sense=pyo.minimize)
+            m.link_load.add(scale * m.L >= load / rack.uplink_bandwidth_gbps)
+    m.objective = pyo.Objective(expr=scale * m.L, sense=pyo.minimize)
     return PlacementModel(
         "max-load",
         "assignment",
