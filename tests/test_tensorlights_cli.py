@@ -178,6 +178,26 @@ def test_bad_options_exit_2_naming_the_flag(capsys, tmp_path, args, flag):
     assert flag in data.get("field", "") or flag in data["message"]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        # Traffic so slow the horizon passes 1e12 s: refused on jobs[1].message_bytes.
+        ["simulate", "--generate", "--bandwidth", "1e-300"],
+        ["generate", "--generate", "--bandwidth", "1e-300", "-o", "gen.json"],
+        # Traffic so fast a broadcast takes under the simulator's resolution.
+        ["simulate", "--generate", "--bandwidth", "1e300"],
+    ],
+)
+def test_generated_instance_refusals_name_the_option(capsys, tmp_path, monkeypatch, args):
+    """A generated instance refused on its own fields names the flag the user gave."""
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "tensorlights", *args, "--json")
+    assert code == 2
+    data = json.loads(out)
+    assert data["field"] == "--bandwidth", data
+    assert data["message"].startswith("--bandwidth: the generated instance is refused (jobs[")
+
+
 def test_stopped_search_exits_3_with_its_incumbent(capsys):
     args = ["tensorlights", "best-order", "--generate", "--jobs", "5", "--node-limit", "3"]
     code, out, _ = run(capsys, *args, "--json")

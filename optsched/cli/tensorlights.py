@@ -63,6 +63,27 @@ def _flag_names() -> Iterator[None]:
         raise
 
 
+#: Field of a generated instance -> the generator flag that sets it. A generated instance is
+#: refused on its own fields (``jobs[1].message_bytes`` when the horizon is too long), which
+#: the user never wrote: the refusal names the option instead. Message sizes and compute
+#: times come from the shipped profiles, so traffic times answer to ``--bandwidth`` and
+#: compute phases and starts to ``--iterations``.
+_GENERATED_FIELDS = {
+    "bandwidth": "--bandwidth",
+    "message_bytes": "--bandwidth",
+    "compute_time": "--iterations",
+    "start": "--iterations",
+    "iterations": "--iterations",
+    "workers": "--workers",
+    "ps_hosts": "--max-shards",
+}
+
+
+def _generated_flag(field: str) -> str:
+    """The generator flag behind ``field`` of a generated instance (``--generate`` if none)."""
+    return _GENERATED_FIELDS.get(field.rsplit(".", 1)[-1], "--generate")
+
+
 @click.group("tensorlights")
 def tensorlights() -> None:
     """Host-NIC contention among co-located parameter servers (TensorLights)."""
@@ -154,15 +175,23 @@ def _load(
     if instance is not None:
         return TensorLightsInstance.load(instance)
     with _flag_names():
-        return generate_instance(
-            n_hosts,
-            n_jobs,
-            iterations=iterations,
-            workers=workers,
-            max_shards=max_shards,
-            bandwidth=bandwidth * BYTES_PER_GBIT,
-            seed=seed,
-        )
+        try:
+            return generate_instance(
+                n_hosts,
+                n_jobs,
+                iterations=iterations,
+                workers=workers,
+                max_shards=max_shards,
+                bandwidth=bandwidth * BYTES_PER_GBIT,
+                seed=seed,
+            )
+        except InvalidInstanceError as exc:
+            if exc.field in _FLAGS or exc.file is not None:
+                raise
+            raise InvalidInstanceError(
+                _generated_flag(exc.field),
+                f"the generated instance is refused ({exc.field}: {exc.message})",
+            ) from None
 
 
 def _job_table(title: str, res: SimulationResult) -> None:
