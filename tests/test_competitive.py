@@ -101,16 +101,49 @@ def test_check_competitive_on_a_generated_instance():
     assert fifo.holds["alg_le_opt"] and fifo.holds["ratio_within_proven_bound"] is None
 
 
+def _stopped_at_the_root(monkeypatch: pytest.MonkeyPatch, options: dict[str, object]) -> None:
+    """Make the reference ILP stop on a HiGHS node limit (a work budget, not a clock)."""
+    import optsched.online.oasis.offline as offline
+
+    whole = offline.solve
+
+    def stopped(instance, **kwargs):
+        if not kwargs.get("relax"):
+            kwargs["options"] = {**(kwargs.get("options") or {}), **options}
+        return whole(instance, **kwargs)
+
+    monkeypatch.setattr(offline, "solve", stopped)
+
+
 @pytest.mark.solver("highs")
-def test_time_limited_check_brackets_the_optimum():
+def test_stopped_check_brackets_the_optimum(monkeypatch):
     inst = generate_instance(20, 3, 3, 20, seed=1, scale=0.2)
-    rep = check_competitive(inst, time_limit=0.5)
+    opt = solve(inst).objective
+    # One node without presolve: HiGHS has an incumbent and a bound, and no proof.
+    _stopped_at_the_root(monkeypatch, {"mip_max_nodes": 1, "presolve": "off"})
+    rep = check_competitive(inst)
     off = rep.offline
-    if off.optimum is None:
-        assert off.bound is not None and rep.upper is not None
-        assert rep.upper <= off.bound + 1e-9
-        assert rep.ratio is None and rep.ratio_upper is not None
-        assert rep.ratio_upper >= (off.incumbent or 0.0) / max(rep.alg, 1e-12) - 1e-9
+    assert off.optimum is None and off.status == "feasible"
+    assert off.incumbent is not None and off.bound is not None and rep.upper is not None
+    assert off.incumbent <= opt + 1e-6 and opt <= off.bound + 1e-6
+    assert rep.upper <= off.bound + 1e-9
+    assert rep.ratio is None and rep.ratio_upper is not None
+    assert rep.ratio_upper >= off.incumbent / max(rep.alg, 1e-12) - 1e-9
+    assert rep.holds["alg_le_opt"] is True
+
+
+@pytest.mark.solver("highs")
+def test_check_without_an_incumbent_falls_back_to_the_lp_bound(monkeypatch):
+    inst = generate_instance(20, 3, 3, 20, seed=1, scale=0.2)
+    opt = solve(inst).objective
+    # No node at all: no incumbent, no MIP bound; the LP relaxation still bounds OPT.
+    _stopped_at_the_root(monkeypatch, {"mip_max_nodes": 0})
+    rep = check_competitive(inst)
+    off = rep.offline
+    assert off.optimum is None and off.incumbent is None
+    assert off.lp_bound is not None and off.bound == off.lp_bound
+    assert opt <= off.bound + 1e-6
+    assert rep.ratio is None and rep.ratio_upper is not None
     assert rep.holds["alg_le_opt"] is True
 
 

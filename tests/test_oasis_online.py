@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import event, given, note, settings
@@ -215,6 +213,12 @@ def _opt(inst: OasisInstance) -> float:
     return float(res.objective)
 
 
+def assert_bracketed(run, opt: float) -> None:
+    """ALG <= OPT <= the run's certificate, which a certifying run always has."""
+    assert run.dual_bound is not None, "a certifying run must report its dual bound"
+    assert le(run.utility, opt) and le(opt, run.dual_bound)
+
+
 @pytest.mark.solver("highs")
 @settings(max_examples=25)
 @given(small, works)
@@ -248,7 +252,7 @@ def test_theorem_holds_where_it_applies(inst):
     note(str(check.to_dict()))
     assert check.assumptions["small_demands"]["holds"]
     assert check.assumptions["short_chunks"]["holds"]
-    assert le(run.utility, opt) and le(opt, run.dual_bound or math.inf)
+    assert_bracketed(run, opt)
     if opt > 0:
         # Hindsight prices, nothing clipped, OPT > 0, and eta gives D0 <= OPT/2: it applies.
         assert check.applies, check.reasons
@@ -282,7 +286,7 @@ def test_theorem_check_table_on_generated_instances():
         opt = _opt(inst)
         check = run.theorem_check(opt)
         rows.append((seed, check.applies, check.reasons))
-        assert le(run.utility, opt) and le(opt, run.dual_bound or math.inf)
+        assert_bracketed(run, opt)
         if not check.applies:
             assert any(r.startswith("small_demands") for r in check.reasons)
     print(rows)  # the table shows with -s and on failure
@@ -320,7 +324,7 @@ def test_fig5_regression_table():
         opt = _opt(inst)
         assert run.utility == pytest.approx(alg_ref, rel=1e-5)
         assert opt == pytest.approx(opt_ref, rel=1e-5)
-        assert le(run.utility, opt) and le(opt, run.dual_bound or math.inf)
+        assert_bracketed(run, opt)
         ratio = opt / run.utility
         ratios.append(ratio)
         band = (

@@ -123,8 +123,9 @@ def test_compare_exits_3_when_an_exact_solve_stops_short(capsys, tmp_path):
     ]
     code, out, err = _run(capsys, [*args, "--json"])
     data = json.loads(out)
-    if data["reference"]["servers"] == "optimum":
-        pytest.skip("the first incumbent was already proven optimal")  # pragma: no cover
+    # HiGHS counts improving solutions, not seconds: with heuristics off, its first incumbent
+    # of this instance is never proven optimal, on any machine.
+    assert data["reference"]["servers"] == "bound", data["reference"]
     assert code == 3 and data["optimal"] is False and "stopped short" in err
     assert data["reference"]["servers"] == "bound"
     code, out, _ = _run(capsys, [*args, "--accept-feasible", "--json"])
