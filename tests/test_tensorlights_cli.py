@@ -186,6 +186,9 @@ def test_bad_options_exit_2_naming_the_flag(capsys, tmp_path, args, flag):
         ["generate", "--generate", "--bandwidth", "1e-300", "-o", "gen.json"],
         # Traffic so fast a broadcast takes under the simulator's resolution.
         ["simulate", "--generate", "--bandwidth", "1e300"],
+        # Broadcasts so short the horizon, set by the compute phases (jobs[2].compute_time,
+        # whose flag is --iterations), spans too many of them: the flag typed is named.
+        ["simulate", "--generate", "--bandwidth", "1e9"],
     ],
 )
 def test_generated_instance_refusals_name_the_option(capsys, tmp_path, monkeypatch, args):
@@ -196,6 +199,7 @@ def test_generated_instance_refusals_name_the_option(capsys, tmp_path, monkeypat
     data = json.loads(out)
     assert data["field"] == "--bandwidth", data
     assert data["message"].startswith("--bandwidth: the generated instance is refused (jobs[")
+    assert data["message"].endswith("; adjust --bandwidth or --iterations")
 
 
 def test_stopped_search_exits_3_with_its_incumbent(capsys):

@@ -63,25 +63,45 @@ def _flag_names() -> Iterator[None]:
         raise
 
 
-#: Field of a generated instance -> the generator flag that sets it. A generated instance is
+#: Field of a generated instance -> the generator flags that set it. A generated instance is
 #: refused on its own fields (``jobs[1].message_bytes`` when the horizon is too long), which
-#: the user never wrote: the refusal names the option instead. Message sizes and compute
-#: times come from the shipped profiles, so traffic times answer to ``--bandwidth`` and
-#: compute phases and starts to ``--iterations``.
-_GENERATED_FIELDS = {
-    "bandwidth": "--bandwidth",
-    "message_bytes": "--bandwidth",
-    "compute_time": "--iterations",
-    "start": "--iterations",
-    "iterations": "--iterations",
-    "workers": "--workers",
-    "ps_hosts": "--max-shards",
+#: the user never wrote: the refusal names an option instead. Message sizes and compute times
+#: come from the shipped profiles, so a broadcast's time answers to ``--bandwidth`` and the
+#: horizon (every iteration's compute phase and broadcast) to ``--iterations`` as well.
+_GENERATED_FIELDS: dict[str, tuple[str, ...]] = {
+    "bandwidth": ("--bandwidth",),
+    "message_bytes": ("--bandwidth", "--iterations"),
+    "compute_time": ("--iterations", "--bandwidth"),
+    "start": ("--iterations", "--bandwidth"),
+    "iterations": ("--iterations",),
+    "workers": ("--workers",),
+    "ps_hosts": ("--max-shards", "--hosts"),
 }
+#: Generator flag -> the command's parameter name (to ask click where its value came from).
+_FLAG_PARAMS = {flag: name for name, flag in _FLAGS.items()}
 
 
-def _generated_flag(field: str) -> str:
-    """The generator flag behind ``field`` of a generated instance (``--generate`` if none)."""
-    return _GENERATED_FIELDS.get(field.rsplit(".", 1)[-1], "--generate")
+def _generated_flags(field: str) -> tuple[str, ...]:
+    """The generator flags behind ``field`` of a generated instance, the user's own first.
+
+    Of the candidates, a flag given on the command line comes before the defaults, so the
+    refusal names what the user typed (``--bandwidth 1e9`` is named even when the horizon is
+    set by the compute phases).
+    """
+    flags = _GENERATED_FIELDS.get(field.rsplit(".", 1)[-1], ("--generate",))
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return flags
+
+    def given(flag: str) -> bool:
+        name = _FLAG_PARAMS.get(flag)
+        source = ctx.get_parameter_source(name) if name is not None else None
+        return source in (
+            click.core.ParameterSource.COMMANDLINE,
+            click.core.ParameterSource.ENVIRONMENT,
+        )
+
+    return tuple(sorted(flags, key=lambda flag: not given(flag)))
 
 
 @click.group("tensorlights")
@@ -188,9 +208,11 @@ def _load(
         except InvalidInstanceError as exc:
             if exc.field in _FLAGS or exc.file is not None:
                 raise
+            flags = _generated_flags(exc.field)
             raise InvalidInstanceError(
-                _generated_flag(exc.field),
-                f"the generated instance is refused ({exc.field}: {exc.message})",
+                flags[0],
+                f"the generated instance is refused ({exc.field}: {exc.message}); "
+                f"adjust {' or '.join(flags)}",
             ) from None
 
 
