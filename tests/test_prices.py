@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from oasis_strategies import tiny_instances
 
 from optsched.errors import InvalidInstanceError
@@ -210,13 +210,15 @@ def test_idle_price_leaves_half_the_utility(inst):
     worker-slots and as many PSs, so its cost is at most f_i(T - a_i)(1/(4 eta1) + 1/(4 eta2)).
     """
     p = estimate_prices(inst)
-    if p.clipped:
-        return
+    assume(not p.clipped)  # the bound is proved for unclipped prices only
     T = inst.horizon
     wp = p.worker_prices(np.zeros((T, *inst.worker_capacity.shape)), inst.worker_capacity)
     pp = p.ps_prices(np.zeros((T, *inst.ps_capacity.shape)), inst.ps_capacity)
     for i, job in enumerate(inst.jobs):
         res = best_schedule(inst, i, wp, pp, work="worker-slots")
-        if res.feasible:
+        free = best_schedule(inst, i, 0 * wp, 0 * pp, work="worker-slots")
+        # Prices never make a job unschedulable: only the capacities and the horizon do.
+        assert res.feasible == free.feasible
+        if free.feasible:
             latest = job.utility(float(T - job.arrival))
             assert res.payoff >= latest / 2 - 1e-9 * max(1.0, latest)

@@ -82,7 +82,6 @@ def test_deadlines_met() -> None:
 
 
 def test_plots_return_figures() -> None:
-    pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
 
     from optsched.report.sim import plot_jct_cdf, plot_utilization
@@ -98,7 +97,6 @@ def test_plots_return_figures() -> None:
 
 
 def test_rho_cdf_and_policy_bars_draw_what_they_are_given() -> None:
-    pytest.importorskip("matplotlib")
     import numpy as np
     import pandas as pd
     from matplotlib.figure import Figure
