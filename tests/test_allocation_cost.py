@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.allocation import rounds
+from strategies.allocation import rounds_with_deadlines
 
 from optsched.allocation.gavel import (
     AllocationInstance,
@@ -27,16 +27,6 @@ pytestmark = pytest.mark.solver("highs")
 
 COST_POLICIES = ["min-cost", "min-cost-perf", "min-cost-slo", "min-cost-slo-perf"]
 TWIN_TOL = 1e-4  # the conic twin's accuracy (see tests/test_allocation.py)
-
-
-def rounds_with_deadlines() -> st.SearchStrategy[AllocationInstance]:
-    """Valid rounds by construction, some jobs with deadlines (feasible or not)."""
-    return rounds(
-        capacity=(1, 3),
-        steps=(0.0, 100.0, 1000.0),
-        deadlines=(None, None, 200.0, 1000.0, 5000.0),
-        names=("v100", "p100", "k80"),
-    )
 
 
 def _twin_infeasible(inst: AllocationInstance, policy: str) -> bool:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from strategies.allocation import rounds as allocation_rounds
+from strategies.allocation import waited_rounds
 
 from optsched.allocation.gavel import AllocationInstance, AllocationJob, solve, validate
 from optsched.allocation.gavel.lp import _base, _classes, _ftf_alpha_beta, _program, _unique_rows
@@ -46,16 +46,7 @@ def test_unique_rows_matches_numpy(rows: list[list[float]]) -> None:
     assert np.array_equal(table[first][inverse], table)
 
 
-def rounds(waited: bool) -> st.SearchStrategy[AllocationInstance]:
-    """Valid rounds by construction; ``waited=False`` gives every job t_m = 0."""
-    return allocation_rounds(
-        max_jobs=7,
-        since=(0.0, 5.0, 50.0) if waited else None,
-        isolated=(0.0, 3.0, 40.0),
-    )
-
-
-@given(inst=rounds(waited=True))
+@given(inst=waited_rounds(waited=True))
 @settings(max_examples=15)
 def test_direct_csc_layout_equals_sorted_triplets(inst: AllocationInstance) -> None:
     cl = _classes(inst, inst.throughputs)
@@ -69,12 +60,11 @@ def test_direct_csc_layout_equals_sorted_triplets(inst: AllocationInstance) -> N
         assert np.array_equal(fast.row_upper, slow.row_upper)
 
 
-@given(inst=rounds(waited=False))
+@given(inst=waited_rounds(waited=False))
 @settings(max_examples=12)
 def test_ftf_with_no_waiting_is_certified_by_one_lp(inst: AllocationInstance) -> None:
     """t_m = 0 for all: lambda(r) scales with r, so the first LP closes the bracket."""
-    if not (inst.steps > 0).any():
-        return
+    assume((inst.steps > 0).any())
     res = solve(inst, "ftf-perf")
     assert res.optimal and res.extra["lp_solves"] <= 1  # 0 when the first bracket is closed
     assert validate(inst, res.solution, "ftf-perf").ok
@@ -83,12 +73,11 @@ def test_ftf_with_no_waiting_is_certified_by_one_lp(inst: AllocationInstance) ->
     assert leq(res.objective, twin, OPTIMALITY_GAP)
 
 
-@given(inst=rounds(waited=True), policy=st.sampled_from(["ftf-perf", "ftf"]))
+@given(inst=waited_rounds(waited=True), policy=st.sampled_from(["ftf-perf", "ftf"]))
 @settings(max_examples=12)
 def test_ftf_lower_bound_never_exceeds_the_optimum(inst: AllocationInstance, policy: str) -> None:
     """The Dinkelbach bound r / lambda(r) is proven: it never passes the twin's optimum."""
-    if not (inst.steps > 0).any():
-        return
+    assume((inst.steps > 0).any())
     res = solve(inst, policy)
     twin, _ = solve_twin(inst, policy)
     assert res.bound is not None
@@ -113,12 +102,11 @@ def test_ftf_bottleneck_at_the_lower_end_is_certified_in_two_lps() -> None:
     assert leq(res.objective, twin, OPTIMALITY_GAP)
 
 
-@given(inst=rounds(waited=True))
+@given(inst=waited_rounds(waited=True))
 @settings(max_examples=10)
 def test_ftf_level_search_stays_short(inst: AllocationInstance) -> None:
     """The safeguarded secant halves the bracket at least every three LPs: far below the cap."""
-    if not (inst.steps > 0).any():
-        return
+    assume((inst.steps > 0).any())
     res = solve(inst, "ftf-perf")
     assert res.optimal and res.extra["lp_solves"] <= 40
 

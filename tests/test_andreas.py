@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from strategies.andreas import tiny_instances
 
 from optsched.allocation.andreas import (
     AndreasInstance,
@@ -27,7 +28,6 @@ from optsched.allocation.andreas import (
 from optsched.errors import InvalidInstanceError
 from optsched.power import JOULES_PER_KWH, gpu_power
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, leq, within
-from tests.strategies.andreas import tiny_instances
 
 pytestmark = pytest.mark.solver("highs")
 

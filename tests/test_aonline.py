@@ -8,15 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aonline_brute import (
+from brute.aonline import (
     brute_min_wct,
     brute_oracle_cost,
     brute_packing,
     placements,
-    tiny_instances,
 )
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from strategies.aonline import tiny_instances
 
 from optsched.errors import InvalidInstanceError
 from optsched.online.aonline import (

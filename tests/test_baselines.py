@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oasis_strategies import tiny_instances
+from strategies.oasis import tiny_instances, works
 
 from optsched.errors import CapacityExceededError
 from optsched.online.oasis import solve
@@ -32,7 +32,6 @@ from optsched.online.oasis.schedule import validate
 OPT_RTOL = 1e-6
 
 small = tiny_instances(max_jobs=4, max_servers=2, max_horizon=6, max_chunks=3)
-works = st.sampled_from(["chunks", "worker-slots"])
 
 
 # ------------------------------------------------------------------------------------------

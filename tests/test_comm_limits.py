@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies.comm import extreme_instances
 
 from optsched import limits
 from optsched._validation import parse
@@ -176,47 +176,6 @@ def test_an_absurd_horizon_names_the_field():
     with pytest.raises(InvalidInstanceError) as err:
         CommInstance(profile="vgg16", bandwidth_gbps=math.nan)
     assert err.value.field == "bandwidth_gbps"
-
-
-EXTREME_MS = st.sampled_from([0.0, 1e-300, 1e-6, 1.0, 1e6, MAX_LAYER_MS])
-
-
-@st.composite
-def extreme_instances(draw: st.DrawFn) -> dict[str, Any]:
-    """Instances at the edges of every accepted range (some over the derived limits)."""
-    n = draw(st.integers(1, 4))
-    layers = []
-    total = 0
-    for i in range(n):
-        k = draw(st.integers(1 if i == 0 else 0, 2))
-        params = [draw(st.sampled_from([1, 10**6, 10**13])) for _ in range(k)]
-        total += sum(params)
-        layers.append(
-            {
-                "name": f"l{i}",
-                "forward_ms": draw(EXTREME_MS),
-                "backward_ms": draw(EXTREME_MS),
-                "tensors": [{"name": f"l{i}.t{j}", "params": p} for j, p in enumerate(params)],
-            }
-        )
-    profile = {
-        "name": "edge",
-        "display_name": "Edge",
-        "source": "test",
-        "total_params": total,
-        "dtype_bytes": draw(st.sampled_from([1, 16])),
-        "compute": {"provenance": "estimated", "device": "test", "batch_size": 1},
-        "layers": layers,
-    }
-    return {
-        "profile": profile,
-        "workers": draw(st.sampled_from([1, 2, 10**6])),
-        "bandwidth_gbps": draw(st.sampled_from([1e-6, 1.0, 1e6])),
-        "latency_us": draw(st.sampled_from([0.0, 5.0, 1e9])),
-        "overhead_us": draw(st.sampled_from([0.0, 1e9])),
-        "update_ms_per_mb": draw(st.sampled_from([0.0, 1e6])),
-        "max_group_mb": draw(st.sampled_from([None, 1e-300, 64.0, 1e12])),
-    }
 
 
 @settings(max_examples=60)

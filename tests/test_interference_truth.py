@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies.interference import truths
+from strategies.interference import partners, truths
 
 from optsched.errors import InvalidInstanceError
 from optsched.interference import (
@@ -20,10 +20,6 @@ from optsched.interference import (
 ATOL = 1e-12
 
 R = len(RESOURCES)
-
-
-def partners(truth: InterferenceTruth, max_size: int = 4):
-    return st.lists(st.integers(0, truth.n_types - 1), max_size=max_size)
 
 
 def test_slowdown_by_hand():

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
-from oasis_strategies import tiny_instances
+from strategies.oasis import extreme, tiny_instances
 
 import optsched.online.oasis as jobs
 from optsched import limits
@@ -34,7 +33,6 @@ from optsched.online.oasis import (
     solve,
     validate,
 )
-from optsched.online.oasis.prices import MAX_PRICE, MIN_PRICE
 from optsched.results import ExactResult, Report
 from optsched.solvers import Status
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, UTILITY_TOL, within
@@ -281,8 +279,6 @@ def test_tiny_slots_exact_solve_names_the_jobs() -> None:
 # ------------------------------------------------------------------------------------------
 # Prices: what the loader accepts, the oracle accepts
 # ------------------------------------------------------------------------------------------
-
-extreme = st.sampled_from([MIN_PRICE, 1.0, MAX_PRICE])
 
 
 @settings(max_examples=25)

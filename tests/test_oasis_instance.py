@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from oasis_strategies import utilities
+from strategies.oasis import utilities
 
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError

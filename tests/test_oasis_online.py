@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from brute.oasis import exhaustive_optimum
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
-from oasis_exhaustive import exhaustive_optimum
-from oasis_strategies import tiny_instances
+from strategies.oasis import roomy_instances, tiny_instances, works
 
 from optsched.online.oasis import solve
 from optsched.online.oasis.competitive import PAPER_BAND, RATIO_TOL
@@ -28,59 +28,6 @@ def le(a: float, b: float) -> bool:
 
 
 small = tiny_instances(max_jobs=4, max_servers=2, max_horizon=5, max_chunks=3)
-works = st.sampled_from(["chunks", "worker-slots"])
-
-
-@st.composite
-def roomy_instances(draw: st.DrawFn) -> OasisInstance:
-    """Instances built to satisfy Theorem 4's assumptions: every demand is at most a tenth of
-    every capacity, utilities stay positive up to the horizon (L is not clipped), and several
-    jobs compete for one worker server."""
-    horizon = draw(st.integers(2, 5))
-    jobs = []
-    for _ in range(draw(st.integers(1, 5))):
-        b = draw(st.floats(1.0, 5.0))
-        kind = draw(st.sampled_from(["constant", "linear", "sigmoid"]))
-        value = draw(st.floats(1.0, 100.0))
-        if kind == "constant":
-            util = {"kind": kind, "value": value}
-        elif kind == "linear":
-            util = {
-                "kind": kind,
-                "value": value,
-                "slope": draw(st.floats(0, value / (2 * horizon))),
-            }
-        else:
-            util = {
-                "kind": kind,
-                "priority": value,
-                "steepness": draw(st.floats(0, 0.5)),
-                "target": draw(st.floats(1, horizon)),
-            }
-        jobs.append(
-            {
-                "arrival": draw(st.integers(0, horizon - 1)),
-                "epochs": draw(st.integers(1, 3)),
-                "chunks": draw(st.integers(1, 6)),
-                "minibatches": 1,
-                "minibatch_s": draw(st.floats(0.3, 1.5)),
-                "gradient_mb": 0.0,
-                "worker_demand": {"gpu": float(draw(st.integers(1, 4))), "bandwidth": b},
-                "ps_demand": {"bandwidth": draw(st.floats(b, 3 * b))},
-                "utility": util,
-            }
-        )
-    cap = draw(st.sampled_from([40.0, 60.0]))
-    return OasisInstance.from_dict(
-        {
-            "horizon": horizon,
-            "slot_s": 1.0,
-            "resources": ["gpu", "bandwidth"],
-            "worker_servers": [{"capacity": {"gpu": cap, "bandwidth": 150.0}}],
-            "ps_servers": [{"capacity": {"gpu": 0.0, "bandwidth": 450.0}}],
-            "jobs": jobs,
-        }
-    )
 
 
 # ------------------------------------------------------------------------------------------

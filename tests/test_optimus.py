@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from optimus_strategies import KINDS, thetas, tiny_instances
+from strategies.optimus import KINDS, betas, thetas, tiny_instances
 
 from optsched.allocation.optimus import (
     ConvergenceSpec,
@@ -129,18 +129,6 @@ def test_speed_fit_refuses_unknown_kind_and_batch() -> None:
 
 
 # -- convergence fit -----------------------------------------------------------------------
-
-
-@st.composite
-def betas(draw: st.DrawFn) -> tuple[tuple[float, float, float], float]:
-    """Planted (beta, last step): the curve falls by a factor 2-50 of its 1/(.) term over the
-    observed steps, so that all three coefficients show in the data."""
-    b1 = draw(st.floats(0.2, 5.0))
-    horizon = draw(st.sampled_from([100.0, 1_000.0, 50_000.0]))
-    fall = draw(st.floats(2.0, 50.0))
-    b0 = fall * b1 / horizon
-    b2 = draw(st.one_of(st.just(0.0), st.floats(0.01, 2.0)))
-    return (b0, b1, b2), horizon
 
 
 @settings(max_examples=30)

@@ -7,9 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from oasis_strategies import tiny_instances
+from hypothesis import assume, given, settings
+from strategies.oasis import priced
 
 from optsched.errors import InvalidInstanceError
 from optsched.online.oasis.engine import FIT_TOL, work_units
@@ -24,36 +23,6 @@ from optsched.online.oasis.schedule import build_schedule, validate
 
 #: Payoffs agree to this absolute tolerance (float sums in different orders).
 PAYOFF_TOL = 1e-9
-
-
-@st.composite
-def priced(draw: st.DrawFn, max_servers: int = 3, max_horizon: int = 5, max_chunks: int = 4):
-    """A one-job instance with random prices and random committed usage."""
-    inst = draw(
-        tiny_instances(
-            max_jobs=1, max_servers=max_servers, max_horizon=max_horizon, max_chunks=max_chunks
-        )
-    )
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    T = inst.horizon
-    wshape = (T, *inst.worker_capacity.shape)
-    pshape = (T, *inst.ps_capacity.shape)
-    # Prices: sometimes all equal (ties everywhere), sometimes spread over magnitudes.
-    kind = draw(st.sampled_from(["flat", "uniform", "lognormal", "zero"]))
-    if kind == "flat":
-        wp, pp = np.full(wshape, 0.7), np.full(pshape, 0.3)
-    elif kind == "uniform":
-        wp, pp = rng.uniform(0, 3, wshape), rng.uniform(0, 3, pshape)
-    elif kind == "lognormal":
-        wp, pp = rng.lognormal(0, 2, wshape), rng.lognormal(0, 2, pshape)
-    else:
-        wp, pp = np.zeros(wshape), np.zeros(pshape)
-    busy = draw(st.booleans())
-    wu = rng.uniform(0, 1, wshape) * inst.worker_capacity if busy else None
-    pu = rng.uniform(0, 1, pshape) * inst.ps_capacity if busy else None
-    work = draw(st.sampled_from(["chunks", "worker-slots"]))
-    return inst, wp, pp, wu, pu, work
 
 
 def assert_same_result(a: OracleResult, b: OracleResult) -> None:
@@ -170,8 +139,7 @@ def test_schedule_is_feasible_and_costed(case):
     costs what the oracle says, recomputed from scratch."""
     inst, wp, pp, wu, pu, work = case
     res = best_schedule(inst, 0, wp, pp, wu, pu, work=work)
-    if not res.feasible:
-        return
+    assume(res.feasible)
     sched = build_schedule(inst, [(res.workers, res.ps)])
     rep = validate(inst, sched)
     assert rep.ok, rep.violations

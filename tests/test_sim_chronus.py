@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from strategies.sim import LEASE, boundary_worlds
 
 from optsched import sim
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
-from optsched.sim import World, parse_cluster, simulate, validate
+from optsched.sim import World, simulate, validate
 from optsched.sim.metrics import deadline_metrics
 from optsched.sim.policies import POLICIES, make_policy
 from optsched.sim.policies.chronus import Chronus
 from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
 
 pytestmark = pytest.mark.solver("highs")
-
-LEASE = 100.0
 
 
 def _met_by_hand(world: World, record: sim.SimResult) -> tuple[int, int]:
@@ -32,31 +30,6 @@ def _met_by_hand(world: World, record: sim.SimResult) -> tuple[int, int]:
             total += 1
             met += int(not math.isnan(done) and done <= job.deadline)
     return met, total
-
-
-@st.composite
-def boundary_worlds(draw: st.DrawFn) -> World:
-    """Every job arrives at 0 with a deadline on a lease boundary and an integral duration,
-    one GPU type, uniform rates, no restore cost."""
-    gpus = draw(st.integers(1, 4))
-    n = draw(st.integers(2, 6))
-    rows = []
-    for i in range(n):
-        rows.append(
-            {
-                "job_id": f"j{i}",
-                "arrival": 0.0,
-                "num_gpus": draw(st.integers(1, min(2, gpus))),
-                "model": "",
-                "total_steps": math.nan,
-                "duration": float(draw(st.integers(1, 3 * int(LEASE)))),
-                "batch_size": math.nan,
-                "weight": 1.0,
-                "deadline": LEASE * draw(st.integers(1, 4)),
-                "user": "",
-            }
-        )
-    return World.from_frame(pd.DataFrame(rows), parse_cluster(f"v100={gpus}"))
 
 
 @settings(max_examples=15)

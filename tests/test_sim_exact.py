@@ -5,15 +5,14 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Any
 
 import pytest
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
-from strategies.sim import job_frame, synthetic_throughputs
+from strategies.sim import small_worlds, typed_world
 
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.sim import ClusterSpec, GpuType, SimResult, World, replay_rounds, simulate, validate
+from optsched.sim import SimResult, World, replay_rounds, simulate, validate
 from optsched.sim.exact import (
     OBJECTIVES,
     build_model,
@@ -29,13 +28,6 @@ from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 pytestmark = pytest.mark.solver("highs")
 
 
-def _world(rows: list[dict[str, Any]], types: dict[str, tuple[int, int]]) -> World:
-    cluster = ClusterSpec(
-        gpu_types=tuple(GpuType(name=n, count=c, gpus_per_server=p) for n, (c, p) in types.items())
-    )
-    return World.from_frame(job_frame(rows), cluster, synthetic_throughputs())
-
-
 @functools.cache
 def _brute(case: int) -> dict[str, float]:
     """Best value of every objective over every per-round assignment (job -> type or idle).
@@ -44,7 +36,7 @@ def _brute(case: int) -> dict[str, float]:
     checked by the validator.
     """
     rows, types_, L, K = TINY[case]
-    world = _world(rows, types_)
+    world = typed_world(rows, types_)
     types = world.cluster.names
     jobs = world.jobs
     slots = [(k, j) for k in range(K) for j in jobs if k >= earliest_round(j.arrival, L)]
@@ -111,7 +103,7 @@ TINY = [
 @pytest.mark.parametrize("objective", sorted(OBJECTIVES))
 def test_exact_matches_brute_force(case: int, objective: str) -> None:
     rows, types, L, K = TINY[case]
-    world = _world(rows, types)
+    world = typed_world(rows, types)
     brute = _brute(case)[objective]
     assert math.isfinite(brute)
     res = solve(world, L, objective, rounds=K)
@@ -125,7 +117,7 @@ def test_exact_matches_brute_force(case: int, objective: str) -> None:
 
 
 def test_one_job_alone_completes_at_its_duration_on_the_fastest_type() -> None:
-    world = _world(
+    world = typed_world(
         [{"arrival": 0.0, "model": "A", "total_steps": 30.0}], {"fast": (4, 4), "slow": (4, 4)}
     )
     res = solve(world, 4.0)
@@ -135,7 +127,7 @@ def test_one_job_alone_completes_at_its_duration_on_the_fastest_type() -> None:
 
 
 def test_arrival_waits_for_the_next_round() -> None:
-    world = _world([{"arrival": 1.0, "duration": 2.0}], {"fast": (1, 1)})
+    world = typed_world([{"arrival": 1.0, "duration": 2.0}], {"fast": (1, 1)})
     res = solve(world, 5.0)
     # a duration on the reference type (fast); arrives at 1 s, the first round after it
     # starts at 5 s, done at 7 s: JCT 6 s
@@ -145,7 +137,7 @@ def test_arrival_waits_for_the_next_round() -> None:
 
 
 def test_a_gang_is_placed_consolidated_where_it_matters() -> None:
-    world = _world(
+    world = typed_world(
         [
             {"job_id": "a", "model": "A", "num_gpus": 2, "duration": 5.0},
             {"job_id": "b", "model": "A", "num_gpus": 1, "duration": 5.0},
@@ -179,7 +171,7 @@ def _medium_world() -> World:
             (4, "A", 14.0, 1.0),
         ]
     ]
-    return _world(rows, {"fast": (1, 1), "slow": (2, 2)})
+    return typed_world(rows, {"fast": (1, 1), "slow": (2, 2)})
 
 
 @pytest.mark.parametrize("objective", sorted(OBJECTIVES))
@@ -206,7 +198,7 @@ def test_a_solver_stopped_short_says_so_and_keeps_its_incumbent(objective: str) 
 
 
 def test_refusals_name_the_field() -> None:
-    world = _world([{"arrival": 0.0, "duration": 2.0}], {"slow": (1, 1)})
+    world = typed_world([{"arrival": 0.0, "duration": 2.0}], {"slow": (1, 1)})
     restore = World(world.cluster, world.throughputs, world.jobs, restore_s=1.0)
     with pytest.raises(InvalidInstanceError) as err:
         build_model(restore, 5.0)
@@ -222,7 +214,7 @@ def test_refusals_name_the_field() -> None:
         build_model(world, 5.0, rounds=0)
     assert err.value.field == "rounds"
     # gangs of 2 and 3 on servers of 6 where placement changes the rate: not divisible
-    odd = _world(
+    odd = typed_world(
         [
             {"arrival": 0.0, "model": "A", "num_gpus": 2, "duration": 2.0},
             {"arrival": 0.0, "model": "A", "num_gpus": 3, "duration": 2.0},
@@ -233,7 +225,7 @@ def test_refusals_name_the_field() -> None:
         build_model(odd, 5.0)
     assert err.value.field == "cluster"
     with pytest.raises(InvalidInstanceError) as err:
-        solve(_world([{"arrival": 0.0, "duration": 20.0}], {"slow": (1, 1)}), 5.0, rounds=2)
+        solve(typed_world([{"arrival": 0.0, "duration": 20.0}], {"slow": (1, 1)}), 5.0, rounds=2)
     assert err.value.field == "rounds"
 
 
@@ -247,34 +239,6 @@ def test_the_model_size_is_budgeted_before_building() -> None:
 
 
 # -- no policy beats the proven optimum ------------------------------------------------------
-
-
-@st.composite
-def small_worlds(draw: st.DrawFn) -> World:
-    types: dict[str, tuple[int, int]] = {}
-    for name in draw(
-        st.lists(st.sampled_from(["fast", "slow"]), min_size=1, max_size=2, unique=True)
-    ):
-        per = draw(st.sampled_from([1, 2, 4]))
-        types[name] = (per * draw(st.integers(1, 2)), per)
-    largest = max(c for c, _ in types.values())
-    n = draw(st.integers(2, 5))
-    t = 0.0
-    rows = []
-    for _ in range(n):
-        t += draw(st.sampled_from([0.0, 0.0, 1.0, 2.5, 7.0]))
-        d = draw(st.sampled_from([1.0, 3.0, 5.0, 12.5]))
-        rows.append(
-            {
-                "arrival": t,
-                "num_gpus": draw(st.sampled_from([g for g in (1, 2, 4) if g <= largest])),
-                "model": draw(st.sampled_from(["A", "B", ""])),
-                "duration": d,
-                "weight": draw(st.sampled_from([1.0, 2.0])),
-                "deadline": t + d * draw(st.sampled_from([1.0, 2.0, 4.0])),
-            }
-        )
-    return _world(rows, types)
 
 
 def _policy_value(world: World, record: SimResult, objective: str) -> float:

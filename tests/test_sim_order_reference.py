@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.sim import clusters, job_tables, synthetic_throughputs
+from strategies.sim import busy_worlds
 
 from optsched.sim import ClusterSpec, GpuType, SimResult, Throughputs, World, simulate, validate
 from optsched.sim.policies import POLICIES, OrderPolicy, Tiresias, make_policy
@@ -70,19 +70,6 @@ def test_every_order_policy_is_covered() -> None:
     assert {"fifo", "fifo-backfill", "sjf", "srtf", "edf", "tiresias-las"} <= set(ORDER_POLICIES)
     assert {"tiresias-gittins-perf", "srtf-perf", "edf-perf"} <= set(ORDER_POLICIES)
     assert len(ORDER_POLICIES) == 14
-
-
-@st.composite
-def busy_worlds(draw: st.DrawFn) -> World:
-    """Small worlds with queueing, skewed (``vgg``) models and restore costs."""
-    cluster = draw(clusters())
-    frame = draw(job_tables(cluster, max_jobs=12))
-    skewed = draw(st.lists(st.booleans(), min_size=len(frame), max_size=len(frame)))
-    frame["model"] = [
-        "vgg16" if s else m for s, m in zip(skewed, frame["model"].tolist(), strict=True)
-    ]
-    restore = draw(st.sampled_from([0.0, 0.5, 2.0]))
-    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
 
 
 @settings(max_examples=25)

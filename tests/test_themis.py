@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.allocation import bid_tables, lease_rounds
 
 from optsched import limits, sim
 from optsched.allocation.gavel import (
@@ -36,55 +37,6 @@ ARTIFACT = SHARED / "data/gavel/traces/physical_cluster/artifact_evaluation.trac
 
 # ---------------------------------------------------------------------------------------------
 # Strategies: valid inputs by construction
-
-
-@st.composite
-def bid_tables(draw: st.DrawFn) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
-    """Bid tables of a tiny offer: 1-2 types of 0-3 GPUs, 1-4 apps of 1-4 bundles each
-    (bundle 0 empty, value 1; the others use at least one GPU, value >= 1)."""
-    k = draw(st.integers(1, 2))
-    cap = draw(st.lists(st.integers(0, 3), min_size=k, max_size=k))
-    usages, values = [], []
-    for _ in range(draw(st.integers(1, 4))):
-        rows = [[0] * k]
-        vals = [1.0]
-        for _ in range(draw(st.integers(0, 3))):
-            use = draw(st.lists(st.integers(0, 3), min_size=k, max_size=k))
-            if sum(use) == 0:
-                use[0] = 1
-            rows.append(use)
-            vals.append(draw(st.sampled_from([1.0, 1.25, 1.5, 2.0, 3.0, 7.5])))
-        usages.append(np.array(rows, dtype=np.int64))
-        values.append(np.array(vals))
-    return usages, values, cap
-
-
-@st.composite
-def lease_rounds(draw: st.DrawFn, max_jobs: int = 5, ample: bool = False) -> AllocationInstance:
-    """Rounds whose every job can run somewhere; ``ample``: every type holds every gang."""
-    k = draw(st.integers(1, 3))
-    jobs = []
-    n = draw(st.integers(1, max_jobs))
-    sfs = [draw(st.sampled_from([1, 1, 2])) for _ in range(n)]
-    if ample:
-        cap = [sum(sfs)] * k
-    else:
-        cap = draw(st.lists(st.integers(2, 4), min_size=k, max_size=k))
-    for i in range(n):
-        thr = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0]), min_size=k, max_size=k))
-        if not any(thr):
-            thr[draw(st.integers(0, k - 1))] = 1.0
-        jobs.append(
-            AllocationJob(
-                job_id=f"j{i}",
-                throughput_steps_per_s=tuple(thr),
-                scale_factor=sfs[i],
-                steps_remaining=draw(st.sampled_from([0.0, 100.0, 2000.0, 50000.0])),
-                time_since_start_s=draw(st.sampled_from([0.0, 60.0, 3000.0])),
-                isolated_time_s=draw(st.sampled_from([0.0, 30.0])),
-            )
-        )
-    return AllocationInstance(gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs)
 
 
 # ---------------------------------------------------------------------------------------------

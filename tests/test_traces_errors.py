@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies.traces import GARBAGE_TEXT
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
@@ -305,9 +306,6 @@ def test_trace_rejects_structure() -> None:
 # Arbitrary garbage: never anything but InvalidInstanceError
 # --------------------------------------------------------------------------------------------
 
-_GARBAGE = st.text(
-    alphabet=st.sampled_from(list('0123456789.,-+eE\t "abcnaifINF:x\r')), max_size=60
-)
 _ALL_FIXTURES = sorted(p for p in DATA.glob("*/*") if p.suffix in {".csv", ".trace"})
 
 
@@ -317,7 +315,7 @@ def test_garbage_line_never_crashes(path: Path, data: st.DataObject, tmp_path_fa
     lines = _lines(path)
     index = data.draw(st.integers(0, len(lines)), label="where")
     replace = data.draw(st.booleans(), label="replace")
-    garbage = data.draw(_GARBAGE, label="line")
+    garbage = data.draw(GARBAGE_TEXT, label="line")
     if replace and index < len(lines):
         lines[index] = garbage
     else:

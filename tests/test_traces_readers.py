@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies.traces import READER_CELLS
 
 from optsched.errors import InvalidInstanceError
 from optsched.traces import COLUMNS, FORMATS, Trace, detect_format, read_trace
@@ -421,12 +422,6 @@ def test_format_override_and_unknown(tmp_path: Path) -> None:
 # ElasticFlow's columnar pass accepts exactly what the row-checking reader accepts
 # --------------------------------------------------------------------------------------------
 
-_CELL = st.one_of(
-    st.sampled_from(["", " 5", "5 ", "0", "-0", "1e3", "1E3", "2.5", "1e999", "1_000", "nan", "x"]),
-    st.integers(-5, 10**7).map(str),
-    st.floats(0, 1e13, allow_nan=False).map(repr),
-)
-
 
 def _outcome(path: Path, columnar: bool) -> Trace | tuple[str, int | None]:
     try:
@@ -442,7 +437,7 @@ def test_columnar_pass_matches_row_reader(data: st.DataObject, tmp_path_factory)
         i = data.draw(st.integers(1, len(lines) - 1), label="line")
         parts = lines[i].split(",")
         j = data.draw(st.integers(0, len(parts) - 1), label="field")
-        parts[j] = data.draw(_CELL, label="value")
+        parts[j] = data.draw(READER_CELLS, label="value")
         lines[i] = ",".join(parts)
     path = tmp_path_factory.mktemp("ef") / "c.csv"
     path.write_text("\n".join(lines) + "\n")

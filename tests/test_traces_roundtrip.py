@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies.traces import CSV_CELLS, traces
 
 from optsched.errors import InvalidInstanceError
-from optsched.traces import COLUMNS, EXTRA_COLUMNS, Trace, generate_trace, read_trace, write_trace
+from optsched.traces import COLUMNS, Trace, generate_trace, read_trace, write_trace
 from optsched.traces.normalized import read_normalized
-from optsched.traces.schema import BOUNDS, build_frame
+from optsched.traces.schema import build_frame
 
 DATA = Path(__file__).resolve().parent / "data" / "traces"
 FIXTURES = sorted(p for p in DATA.glob("*/*") if p.suffix in {".csv", ".trace"})
@@ -45,47 +46,6 @@ def test_equals_sees_one_bit() -> None:
     frame = trace.to_frame()
     frame.at[2, "duration"] = np.nextafter(frame.at[2, "duration"], math.inf)
     assert not Trace(frame).equals(trace)
-
-
-_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=0, max_size=12)
-
-
-def _float(bound: float, positive: bool) -> st.SearchStrategy[float]:
-    low = 5e-324 if positive else 0.0
-    return st.floats(low, bound, allow_nan=False, allow_infinity=False)
-
-
-@st.composite
-def traces(draw: st.DrawFn) -> Trace:
-    n = draw(st.integers(0, 12))
-    ids = draw(st.lists(_TEXT.filter(bool), min_size=n, max_size=n, unique=True))
-    arrival = sorted(draw(st.lists(_float(BOUNDS["arrival"] / 2, False), min_size=n, max_size=n)))
-    columns: dict[str, list[object]] = {"job_id": ids, "arrival": arrival}
-    columns["num_gpus"] = draw(st.lists(st.integers(1, 10**6), min_size=n, max_size=n))
-    columns["model"] = draw(st.lists(_TEXT, min_size=n, max_size=n))
-    for name in ("total_steps", "duration", "batch_size"):
-        columns[name] = [
-            draw(st.one_of(st.just(math.nan), _float(BOUNDS[name], True))) for _ in range(n)
-        ]
-    for i in range(n):  # every job needs one measure of its work
-        if math.isnan(columns["total_steps"][i]) and math.isnan(columns["duration"][i]):  # type: ignore[arg-type]
-            columns["duration"][i] = draw(_float(BOUNDS["duration"], True))
-    columns["weight"] = draw(st.lists(_float(BOUNDS["weight"], True), min_size=n, max_size=n))
-    columns["deadline"] = [
-        draw(st.one_of(st.just(math.nan), st.floats(a, BOUNDS["deadline"]))) for a in arrival
-    ]
-    columns["user"] = draw(st.lists(_TEXT, min_size=n, max_size=n))
-    extras = draw(st.lists(st.sampled_from(sorted(EXTRA_COLUMNS)), unique=True, max_size=3))
-    extra: dict[str, list[object]] = {}
-    for name in extras:
-        if EXTRA_COLUMNS[name][0] == "str":
-            extra[name] = draw(st.lists(_TEXT, min_size=n, max_size=n))
-        else:
-            positive = name in {"slo_factor", "gpu_fraction"}
-            extra[name] = [
-                draw(st.one_of(st.just(math.nan), _float(BOUNDS[name], positive))) for _ in range(n)
-            ]
-    return Trace(build_frame(columns, extra), source="generated")
 
 
 @given(trace=traces())
@@ -131,15 +91,6 @@ def test_rows_satisfy_the_published_json_schema(path: Path, tmp_path: Path) -> N
     assert Trace.load(trace.save(tmp_path / "s.csv")).equals(trace)
 
 
-_CELL = st.one_of(
-    st.sampled_from(
-        ["", " ", "0", "-0", "1e3", "+2", "2.5", "1e999", "nan", "x", "a,b", '"q"', '"open']
-    ),
-    st.integers(-5, 10**7).map(str),
-    st.floats(0, 1e13, allow_nan=False).map(repr),
-)
-
-
 def _outcome(path: Path, columnar: bool) -> Trace | tuple[str, int | None]:
     try:
         return read_normalized(path, columnar=columnar)
@@ -158,7 +109,7 @@ def test_columnar_pass_matches_row_reader(
             i = data.draw(st.integers(1, len(lines) - 1), label="line")
             parts = lines[i].split(",")
             j = data.draw(st.integers(0, len(parts) - 1), label="field")
-            parts[j] = data.draw(_CELL, label="value")
+            parts[j] = data.draw(CSV_CELLS, label="value")
             lines[i] = ",".join(parts)
     path.write_text("\n".join(lines) + "\n")
     fast, slow = _outcome(path, True), _outcome(path, False)

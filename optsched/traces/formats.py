@@ -137,10 +137,15 @@ def read_trace(path: str | Path, format: str | None = None, **options: Any) -> T
 
     Examples
     --------
-    >>> from optsched.traces import read_trace
-    >>> trace = read_trace("cluster10.csv")  # doctest: +SKIP
-    >>> len(trace), trace.format  # doctest: +SKIP
-    (260, 'elasticflow')
+    A trace written in the normalized format is read back with its format detected:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from optsched.traces import generate_trace, read_trace, write_trace
+    >>> path = write_trace(generate_trace(5, seed=0), Path(tempfile.mkdtemp()) / "jobs.csv")
+    >>> trace = read_trace(path)
+    >>> len(trace), trace.format
+    (5, 'optsched')
     """
     name = detect_format(path) if format is None else format.lower()
     reader = FORMATS.get(name)

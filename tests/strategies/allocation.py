@@ -14,7 +14,11 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from optsched.allocation.gavel import AllocationInstance, AllocationJob, PairThroughput
+from optsched.allocation.gavel import (
+    AllocationInstance,
+    AllocationJob,
+    PairThroughput,
+)
 
 __all__ = ["PAIR_FACTORS", "packed_rounds", "rounds"]
 
@@ -108,4 +112,83 @@ def packed_rounds(draw: st.DrawFn, max_jobs: int = 6) -> AllocationInstance:
             pairs.append(PairThroughput(job_types=(a, b), normalized=tuple(f)))
     return AllocationInstance(
         gpu_types=base.gpu_types, capacity=base.capacity, jobs=base.jobs, pair_throughputs=pairs
+    )
+
+
+@st.composite
+def bid_tables(draw: st.DrawFn) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
+    """Bid tables of a tiny offer: 1-2 types of 0-3 GPUs, 1-4 apps of 1-4 bundles each
+    (bundle 0 empty, value 1; the others use at least one GPU, value >= 1)."""
+    k = draw(st.integers(1, 2))
+    cap = draw(st.lists(st.integers(0, 3), min_size=k, max_size=k))
+    usages, values = [], []
+    for _ in range(draw(st.integers(1, 4))):
+        rows = [[0] * k]
+        vals = [1.0]
+        for _ in range(draw(st.integers(0, 3))):
+            use = draw(st.lists(st.integers(0, 3), min_size=k, max_size=k))
+            if sum(use) == 0:
+                use[0] = 1
+            rows.append(use)
+            vals.append(draw(st.sampled_from([1.0, 1.25, 1.5, 2.0, 3.0, 7.5])))
+        usages.append(np.array(rows, dtype=np.int64))
+        values.append(np.array(vals))
+    return usages, values, cap
+
+
+@st.composite
+def lease_rounds(draw: st.DrawFn, max_jobs: int = 5, ample: bool = False) -> AllocationInstance:
+    """Rounds whose every job can run somewhere; ``ample``: every type holds every gang."""
+    k = draw(st.integers(1, 3))
+    jobs = []
+    n = draw(st.integers(1, max_jobs))
+    sfs = [draw(st.sampled_from([1, 1, 2])) for _ in range(n)]
+    if ample:
+        cap = [sum(sfs)] * k
+    else:
+        cap = draw(st.lists(st.integers(2, 4), min_size=k, max_size=k))
+    for i in range(n):
+        thr = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0]), min_size=k, max_size=k))
+        if not any(thr):
+            thr[draw(st.integers(0, k - 1))] = 1.0
+        jobs.append(
+            AllocationJob(
+                job_id=f"j{i}",
+                throughput_steps_per_s=tuple(thr),
+                scale_factor=sfs[i],
+                steps_remaining=draw(st.sampled_from([0.0, 100.0, 2000.0, 50000.0])),
+                time_since_start_s=draw(st.sampled_from([0.0, 60.0, 3000.0])),
+                isolated_time_s=draw(st.sampled_from([0.0, 30.0])),
+            )
+        )
+    return AllocationInstance(gpu_types=tuple(f"g{j}" for j in range(k)), capacity=cap, jobs=jobs)
+
+
+def lp_rounds(max_jobs: int = 6) -> st.SearchStrategy[AllocationInstance]:
+    """Valid rounds by construction: every job has a type it can run on and fits."""
+    return rounds(
+        max_jobs=max_jobs,
+        weights=(0.5, 1.0, 2.0),
+        since=(0.0, 5.0, 50.0),
+        isolated=(0.0, 3.0),
+        prices=(0.45, 1.46, 2.48),
+    )
+
+
+def rounds_with_deadlines() -> st.SearchStrategy[AllocationInstance]:
+    """Valid rounds by construction, some jobs with deadlines (feasible or not)."""
+    return rounds(
+        capacity=(1, 3),
+        steps=(0.0, 100.0, 1000.0),
+        deadlines=(None, None, 200.0, 1000.0, 5000.0),
+        names=("v100", "p100", "k80"),
+    )
+
+
+def waited_rounds(waited: bool) -> st.SearchStrategy[AllocationInstance]:
+    """Valid rounds by construction; ``waited=False`` gives every job t_m = 0."""
+    return rounds(
+        max_jobs=7,
+        since=(0.0, 5.0, 50.0) if waited else None,
+        isolated=(0.0, 3.0, 40.0),
     )

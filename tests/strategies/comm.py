@@ -19,7 +19,7 @@ from optsched.comm.pace.cost import MB, CostModel
 from optsched.comm.pace.dag import IterationDAG, build_dag
 from optsched.comm.pace.generate import random_order, random_profile
 from optsched.comm.pace.policies import CommPolicy, default_policies
-from optsched.profiles import ComputeInfo, Layer, Profile, Tensor
+from optsched.profiles import MAX_LAYER_MS, ComputeInfo, Layer, Profile, Tensor
 
 Data = dict[str, Any]
 
@@ -224,4 +224,45 @@ def profile_dicts(draw: st.DrawFn) -> Data:
         "dtype_bytes": draw(st.sampled_from([2, 4])),
         "compute": {"provenance": "measured", "device": "test", "batch_size": 8},
         "layers": layers,
+    }
+
+
+EXTREME_MS = st.sampled_from([0.0, 1e-300, 1e-6, 1.0, 1e6, MAX_LAYER_MS])
+
+
+@st.composite
+def extreme_instances(draw: st.DrawFn) -> dict[str, Any]:
+    """Instances at the edges of every accepted range (some over the derived limits)."""
+    n = draw(st.integers(1, 4))
+    layers = []
+    total = 0
+    for i in range(n):
+        k = draw(st.integers(1 if i == 0 else 0, 2))
+        params = [draw(st.sampled_from([1, 10**6, 10**13])) for _ in range(k)]
+        total += sum(params)
+        layers.append(
+            {
+                "name": f"l{i}",
+                "forward_ms": draw(EXTREME_MS),
+                "backward_ms": draw(EXTREME_MS),
+                "tensors": [{"name": f"l{i}.t{j}", "params": p} for j, p in enumerate(params)],
+            }
+        )
+    profile = {
+        "name": "edge",
+        "display_name": "Edge",
+        "source": "test",
+        "total_params": total,
+        "dtype_bytes": draw(st.sampled_from([1, 16])),
+        "compute": {"provenance": "estimated", "device": "test", "batch_size": 1},
+        "layers": layers,
+    }
+    return {
+        "profile": profile,
+        "workers": draw(st.sampled_from([1, 2, 10**6])),
+        "bandwidth_gbps": draw(st.sampled_from([1e-6, 1.0, 1e6])),
+        "latency_us": draw(st.sampled_from([0.0, 5.0, 1e9])),
+        "overhead_us": draw(st.sampled_from([0.0, 1e9])),
+        "update_ms_per_mb": draw(st.sampled_from([0.0, 1e6])),
+        "max_group_mb": draw(st.sampled_from([None, 1e-300, 64.0, 1e12])),
     }

@@ -7,7 +7,10 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from optsched.interference import RESOURCES, InterferenceTruth
+from optsched.interference import (
+    RESOURCES,
+    InterferenceTruth,
+)
 
 __all__ = ["truths"]
 
@@ -27,3 +30,8 @@ def truths(draw: Any, max_types: int = 6) -> InterferenceTruth:
         weights=np.array(weights),
         overflow=draw(st.floats(0.0, 2.0)),
     )
+
+
+def partners(truth: InterferenceTruth, max_size: int = 4) -> st.SearchStrategy[list[int]]:
+    """Lists of up to ``max_size`` type indices of ``truth`` (co-located partners)."""
+    return st.lists(st.integers(0, truth.n_types - 1), max_size=max_size)

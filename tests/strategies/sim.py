@@ -13,7 +13,14 @@ from typing import Any
 import pandas as pd
 from hypothesis import strategies as st
 
-from optsched.sim import JOB_COLUMNS, ClusterSpec, GpuType, Throughputs, World
+from optsched.sim import (
+    JOB_COLUMNS,
+    ClusterSpec,
+    GpuType,
+    Throughputs,
+    World,
+    parse_cluster,
+)
 from optsched.sim.throughputs import throughputs_from_dict
 
 #: A small synthetic table in Gavel's format: job types A (packs well) and B (packs badly), on
@@ -124,3 +131,81 @@ def worlds(draw: st.DrawFn, *, max_jobs: int = 7) -> World:
     frame = draw(job_tables(cluster, max_jobs=max_jobs))
     restore = draw(st.sampled_from([0.0, 0.0, 0.5, 2.0]))
     return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
+
+
+@st.composite
+def boundary_worlds(draw: st.DrawFn) -> World:
+    """Every job arrives at 0 with a deadline on a lease boundary and an integral duration,
+    one GPU type, uniform rates, no restore cost."""
+    gpus = draw(st.integers(1, 4))
+    n = draw(st.integers(2, 6))
+    rows = []
+    for i in range(n):
+        rows.append(
+            {
+                "job_id": f"j{i}",
+                "arrival": 0.0,
+                "num_gpus": draw(st.integers(1, min(2, gpus))),
+                "model": "",
+                "total_steps": math.nan,
+                "duration": float(draw(st.integers(1, 3 * int(LEASE)))),
+                "batch_size": math.nan,
+                "weight": 1.0,
+                "deadline": LEASE * draw(st.integers(1, 4)),
+                "user": "",
+            }
+        )
+    return World.from_frame(pd.DataFrame(rows), parse_cluster(f"v100={gpus}"))
+
+
+@st.composite
+def small_worlds(draw: st.DrawFn) -> World:
+    types: dict[str, tuple[int, int]] = {}
+    for name in draw(
+        st.lists(st.sampled_from(["fast", "slow"]), min_size=1, max_size=2, unique=True)
+    ):
+        per = draw(st.sampled_from([1, 2, 4]))
+        types[name] = (per * draw(st.integers(1, 2)), per)
+    largest = max(c for c, _ in types.values())
+    n = draw(st.integers(2, 5))
+    t = 0.0
+    rows = []
+    for _ in range(n):
+        t += draw(st.sampled_from([0.0, 0.0, 1.0, 2.5, 7.0]))
+        d = draw(st.sampled_from([1.0, 3.0, 5.0, 12.5]))
+        rows.append(
+            {
+                "arrival": t,
+                "num_gpus": draw(st.sampled_from([g for g in (1, 2, 4) if g <= largest])),
+                "model": draw(st.sampled_from(["A", "B", ""])),
+                "duration": d,
+                "weight": draw(st.sampled_from([1.0, 2.0])),
+                "deadline": t + d * draw(st.sampled_from([1.0, 2.0, 4.0])),
+            }
+        )
+    return typed_world(rows, types)
+
+
+@st.composite
+def busy_worlds(draw: st.DrawFn) -> World:
+    """Small worlds with queueing, skewed (``vgg``) models and restore costs."""
+    cluster = draw(clusters())
+    frame = draw(job_tables(cluster, max_jobs=12))
+    skewed = draw(st.lists(st.booleans(), min_size=len(frame), max_size=len(frame)))
+    frame["model"] = [
+        "vgg16" if s else m for s, m in zip(skewed, frame["model"].tolist(), strict=True)
+    ]
+    restore = draw(st.sampled_from([0.0, 0.5, 2.0]))
+    return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
+
+
+#: Chronus's lease length in seconds (the round of its simulations).
+LEASE = 100.0
+
+
+def typed_world(rows: list[dict[str, Any]], types: dict[str, tuple[int, int]]) -> World:
+    """A world of ``rows`` on a cluster of ``types``: name -> (servers, GPUs per server)."""
+    cluster = ClusterSpec(
+        gpu_types=tuple(GpuType(name=n, count=c, gpus_per_server=p) for n, (c, p) in types.items())
+    )
+    return World.from_frame(job_frame(rows), cluster, synthetic_throughputs())

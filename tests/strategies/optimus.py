@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from optsched.allocation.optimus import OptimusInstance, OptimusJob
+from optsched.allocation.optimus import (
+    OptimusInstance,
+    OptimusJob,
+)
 from optsched.allocation.optimus.models import N_THETA
 
 KINDS = ("async", "sync", "colocated")
@@ -70,3 +73,15 @@ def tiny_instances(
     return OptimusInstance(
         resources=tuple(f"r{k}" for k in range(r)), capacity=capacity, jobs=tuple(jobs)
     )
+
+
+@st.composite
+def betas(draw: st.DrawFn) -> tuple[tuple[float, float, float], float]:
+    """Planted (beta, last step): the curve falls by a factor 2-50 of its 1/(.) term over the
+    observed steps, so that all three coefficients show in the data."""
+    b1 = draw(st.floats(0.2, 5.0))
+    horizon = draw(st.sampled_from([100.0, 1_000.0, 50_000.0]))
+    fall = draw(st.floats(2.0, 50.0))
+    b0 = fall * b1 / horizon
+    b2 = draw(st.one_of(st.just(0.0), st.floats(0.01, 2.0)))
+    return (b0, b1, b2), horizon

@@ -7,9 +7,11 @@ this are refused by validation), while other servers may be too small for it.
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import strategies as st
 
 from optsched.online.oasis.instance import OasisInstance
+from optsched.online.oasis.prices import MAX_PRICE, MIN_PRICE
 
 RES = ("gpu", "cpu", "bandwidth")
 
@@ -106,3 +108,91 @@ def tiny_instances(
             "jobs": jobs,
         }
     )
+
+
+works = st.sampled_from(["chunks", "worker-slots"])
+
+
+@st.composite
+def roomy_instances(draw: st.DrawFn) -> OasisInstance:
+    """Instances built to satisfy Theorem 4's assumptions: every demand is at most a tenth of
+    every capacity, utilities stay positive up to the horizon (L is not clipped), and several
+    jobs compete for one worker server."""
+    horizon = draw(st.integers(2, 5))
+    jobs = []
+    for _ in range(draw(st.integers(1, 5))):
+        b = draw(st.floats(1.0, 5.0))
+        kind = draw(st.sampled_from(["constant", "linear", "sigmoid"]))
+        value = draw(st.floats(1.0, 100.0))
+        if kind == "constant":
+            util = {"kind": kind, "value": value}
+        elif kind == "linear":
+            util = {
+                "kind": kind,
+                "value": value,
+                "slope": draw(st.floats(0, value / (2 * horizon))),
+            }
+        else:
+            util = {
+                "kind": kind,
+                "priority": value,
+                "steepness": draw(st.floats(0, 0.5)),
+                "target": draw(st.floats(1, horizon)),
+            }
+        jobs.append(
+            {
+                "arrival": draw(st.integers(0, horizon - 1)),
+                "epochs": draw(st.integers(1, 3)),
+                "chunks": draw(st.integers(1, 6)),
+                "minibatches": 1,
+                "minibatch_s": draw(st.floats(0.3, 1.5)),
+                "gradient_mb": 0.0,
+                "worker_demand": {"gpu": float(draw(st.integers(1, 4))), "bandwidth": b},
+                "ps_demand": {"bandwidth": draw(st.floats(b, 3 * b))},
+                "utility": util,
+            }
+        )
+    cap = draw(st.sampled_from([40.0, 60.0]))
+    return OasisInstance.from_dict(
+        {
+            "horizon": horizon,
+            "slot_s": 1.0,
+            "resources": ["gpu", "bandwidth"],
+            "worker_servers": [{"capacity": {"gpu": cap, "bandwidth": 150.0}}],
+            "ps_servers": [{"capacity": {"gpu": 0.0, "bandwidth": 450.0}}],
+            "jobs": jobs,
+        }
+    )
+
+
+extreme = st.sampled_from([MIN_PRICE, 1.0, MAX_PRICE])
+
+
+@st.composite
+def priced(draw: st.DrawFn, max_servers: int = 3, max_horizon: int = 5, max_chunks: int = 4):
+    """A one-job instance with random prices and random committed usage."""
+    inst = draw(
+        tiny_instances(
+            max_jobs=1, max_servers=max_servers, max_horizon=max_horizon, max_chunks=max_chunks
+        )
+    )
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    T = inst.horizon
+    wshape = (T, *inst.worker_capacity.shape)
+    pshape = (T, *inst.ps_capacity.shape)
+    # Prices: sometimes all equal (ties everywhere), sometimes spread over magnitudes.
+    kind = draw(st.sampled_from(["flat", "uniform", "lognormal", "zero"]))
+    if kind == "flat":
+        wp, pp = np.full(wshape, 0.7), np.full(pshape, 0.3)
+    elif kind == "uniform":
+        wp, pp = rng.uniform(0, 3, wshape), rng.uniform(0, 3, pshape)
+    elif kind == "lognormal":
+        wp, pp = rng.lognormal(0, 2, wshape), rng.lognormal(0, 2, pshape)
+    else:
+        wp, pp = np.zeros(wshape), np.zeros(pshape)
+    busy = draw(st.booleans())
+    wu = rng.uniform(0, 1, wshape) * inst.worker_capacity if busy else None
+    pu = rng.uniform(0, 1, pshape) * inst.ps_capacity if busy else None
+    work = draw(st.sampled_from(["chunks", "worker-slots"]))
+    return inst, wp, pp, wu, pu, work

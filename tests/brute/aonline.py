@@ -12,9 +12,7 @@ import math
 from collections.abc import Iterator, Sequence
 from functools import cache
 
-from hypothesis import strategies as st
-
-from optsched.online.aonline import AonlineInstance, AonlineJob, GpuPool, PriceState
+from optsched.online.aonline import AonlineInstance, PriceState
 
 Placement = tuple[int, tuple[tuple[int, int], ...], int]  # (pool, servers, progress)
 
@@ -152,36 +150,3 @@ def brute_oracle_cost(instance: AonlineInstance, j: int, prices: PriceState) -> 
                     new[nd] = min(new[nd], cost[d] + c)
         cost = new
     return cost[job.work]
-
-
-@st.composite
-def tiny_instances(
-    draw: st.DrawFn,
-    max_jobs: int = 3,
-    max_arrival: int = 2,
-    max_work: int = 4,
-    unit_gangs: bool | None = None,
-) -> AonlineInstance:
-    """Valid tiny instances by construction: the first pool holds a server every gang fits on."""
-    big = draw(st.sampled_from([2, 4]))
-    pools = [GpuPool(name="a", count=big, gpus_per_server=big)]
-    if draw(st.booleans()):
-        pools.append(GpuPool(name="b", count=draw(st.sampled_from([2, 3, 4])), gpus_per_server=2))
-    n = draw(st.integers(1, max_jobs))
-    jobs = []
-    for _ in range(n):
-        gpus = 1 if unit_gangs else draw(st.integers(1, 2))
-        rates = {"a": draw(st.integers(1, 3))}
-        if len(pools) > 1:
-            rates["b"] = draw(st.integers(0, 3))
-        jobs.append(
-            AonlineJob(
-                arrival=draw(st.integers(0, max_arrival)),
-                weight=float(draw(st.integers(1, 5))),
-                work=draw(st.integers(1, max_work)),
-                gpus=gpus,
-                rates=rates,
-            )
-        )
-    sigma = draw(st.sampled_from([0.5, 1.0]))
-    return AonlineInstance(pools=tuple(pools), jobs=tuple(jobs), spread_penalty=sigma)
