@@ -346,11 +346,16 @@ _SLOW_COMMAND = textwrap.dedent(
 
 
 def _interrupt_when_running(proc: subprocess.Popen[str], ready: Any) -> tuple[str, str]:
-    """Send SIGINT once ``ready()`` says the command runs; return its (stdout, stderr)."""
-    deadline = time.monotonic() + 60
+    """Send SIGINT once ``ready()`` says the command runs; return its (stdout, stderr).
+
+    Never sends it before: on a loaded machine the wait is longer, not the signal earlier
+    (the 600 s only guards against a hang, and fails rather than interrupting start-up).
+    """
+    deadline = time.monotonic() + 600
     while not ready() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert proc.poll() is None, "the command ended before it could be interrupted"
+    assert ready(), "the command did not reach its running state within 600 s"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return out, err
