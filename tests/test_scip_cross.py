@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.solvers import seeds
 
 from optsched.solvers import Status, solve, solve_matrix
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, SOLVER_AGREEMENT_TOL, within
@@ -32,8 +33,6 @@ SOLVERS = ("highs", "scip")
 #: Few examples per family: each draws a seed for the family's own generator, and each example
 #: solves a MILP twice.
 EXAMPLES = settings(max_examples=4)
-
-seeds = st.integers(min_value=0, max_value=2**16)
 
 
 def _agree(values: dict[str, float]) -> None:

@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
-from strategies.sim import job_frame, synthetic_throughputs
+from strategies.sim import job_frame, matching_cases, synthetic_throughputs
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
@@ -29,24 +28,6 @@ def _brute_force(times: np.ndarray, gpus: list[int]) -> float:
             total += sum(itertools.accumulate(own))
         best = min(best, total)
     return best
-
-
-@st.composite
-def matching_cases(draw: st.DrawFn) -> tuple[np.ndarray, list[int]]:
-    n_types = draw(st.integers(1, 3))
-    gpus = draw(st.lists(st.integers(0, 2), min_size=n_types, max_size=n_types))
-    if sum(gpus) == 0:
-        gpus[0] = 1
-    m = draw(st.integers(0, 5 if sum(gpus) <= 2 else 4))
-    cell = st.one_of(st.integers(1, 9).map(float), st.just(math.inf))
-    rows = []
-    for _ in range(m):
-        row = draw(st.lists(cell, min_size=n_types, max_size=n_types))
-        usable = [g for g in range(n_types) if gpus[g] > 0]
-        if all(math.isinf(row[g]) for g in usable):
-            row[usable[0]] = float(draw(st.integers(1, 9)))
-        rows.append(row)
-    return np.array(rows, dtype=float).reshape(m, n_types), gpus
 
 
 @given(matching_cases())

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies.solvers import small_milps
 
 from optsched.errors import InvalidInstanceError, NotOptimalError, SolverUnavailableError
 from optsched.solvers import (
@@ -34,37 +34,6 @@ from optsched.solvers import (
 from optsched.tolerances import CAPACITY_TOL, OPTIMALITY_GAP, within
 
 MATRIX = available_solvers("matrix")
-
-
-@st.composite
-def small_milps(draw: st.DrawFn) -> LinearProgram:
-    """MILPs over a few variables with small integer boxes (so brute force is exact)."""
-    n = draw(st.integers(1, 4))
-    m = draw(st.integers(0, 4))
-    coef = st.integers(-4, 4).map(float)
-    c = np.array(draw(st.lists(coef, min_size=n, max_size=n)))
-    a = np.array(draw(st.lists(coef, min_size=n * m, max_size=n * m))).reshape(m, n)
-    lower = np.array(draw(st.lists(st.integers(-2, 0), min_size=n, max_size=n)), dtype=float)
-    upper = lower + np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
-    kinds = draw(st.lists(st.sampled_from(["le", "ge", "eq", "free"]), min_size=m, max_size=m))
-    rhs = np.array(draw(st.lists(st.integers(-3, 6), min_size=m, max_size=m)), dtype=float)
-    row_lower = np.array(
-        [r if k in ("ge", "eq") else -np.inf for k, r in zip(kinds, rhs, strict=True)]
-    )
-    row_upper = np.array(
-        [r if k in ("le", "eq") else np.inf for k, r in zip(kinds, rhs, strict=True)]
-    )
-    return LinearProgram(
-        c,
-        a,
-        row_lower,
-        row_upper,
-        lower,
-        upper,
-        sense=draw(st.sampled_from(["min", "max"])),
-        integrality=np.ones(n, bool),
-        offset=float(draw(st.integers(-5, 5))),
-    )
 
 
 def _brute_force(lp: LinearProgram) -> float | None:

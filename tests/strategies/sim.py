@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
 
@@ -209,3 +210,21 @@ def typed_world(rows: list[dict[str, Any]], types: dict[str, tuple[int, int]]) -
         gpu_types=tuple(GpuType(name=n, count=c, gpus_per_server=p) for n, (c, p) in types.items())
     )
     return World.from_frame(job_frame(rows), cluster, synthetic_throughputs())
+
+
+@st.composite
+def matching_cases(draw: st.DrawFn) -> tuple[np.ndarray, list[int]]:
+    n_types = draw(st.integers(1, 3))
+    gpus = draw(st.lists(st.integers(0, 2), min_size=n_types, max_size=n_types))
+    if sum(gpus) == 0:
+        gpus[0] = 1
+    m = draw(st.integers(0, 5 if sum(gpus) <= 2 else 4))
+    cell = st.one_of(st.integers(1, 9).map(float), st.just(math.inf))
+    rows = []
+    for _ in range(m):
+        row = draw(st.lists(cell, min_size=n_types, max_size=n_types))
+        usable = [g for g in range(n_types) if gpus[g] > 0]
+        if all(math.isinf(row[g]) for g in usable):
+            row[usable[0]] = float(draw(st.integers(1, 9)))
+        rows.append(row)
+    return np.array(rows, dtype=float).reshape(m, n_types), gpus
