@@ -163,3 +163,18 @@ def test_unfused_pace_dominates_sliced_policies_tensor_by_tensor():
         res = POLICIES[name]().run(dag, cost)
         assert unfused.iteration_time <= res.iteration_time * (1 + REL)
     assert np.all(np.isfinite(unfused.tensor_completion))
+
+
+@pytest.mark.parametrize("partition_mb", [1e308, 1e300])
+def test_a_partition_past_every_tensor_leaves_them_whole(partition_mb):
+    """A partition larger than any tensor, even past float range in bytes, slices nothing.
+
+    ``1e308`` MB is ``inf`` bytes: the last (only) piece was once ``size - inf * 0 = NaN``
+    bytes, and the run refused on ``plan.tensors[0]`` instead of running.
+    """
+    huge = compare("alexnet", 8, 10, 5, partition_mb=partition_mb)
+    whole = compare("alexnet", 8, 10, 5, partition_mb=max(huge.dag.tensor_bytes) / MB)
+    assert math.isfinite(huge.iteration_times["p3"])
+    assert huge.iteration_times["p3"] == whole.iteration_times["p3"]
+    # ByteScheduler's window (credit x partition) then holds every byte: it sends as FIFO does.
+    assert huge.iteration_times["bytescheduler"] == huge.iteration_times["fifo"]

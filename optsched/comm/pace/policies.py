@@ -122,7 +122,9 @@ def _slices(
         size = float(dag.tensor_bytes[j])
         m = max(1, math.ceil(size / slice_bytes))
         for k in range(m):
-            part = slice_bytes if k < m - 1 else size - slice_bytes * (m - 1)
+            # The last piece takes the rest; a tensor in one piece is whole (with a slice size
+            # past float range, slice_bytes * 0 would be NaN).
+            part = slice_bytes if k < m - 1 else size - slice_bytes * (m - 1) if m > 1 else size
             pieces.append([(j, part)])
             tensor.append(j)
             index.append(k)
