@@ -1,4 +1,5 @@
-"""Hypothesis strategies of the aonline family."""
+"""Hypothesis strategies of the A-online family: tiny instances the brute force of
+``brute.aonline`` can enumerate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hypothesis strategies of the chronus family."""
+"""Hypothesis strategies of the Chronus (lease admission) family: tiny lease instances the
+brute force of ``brute.chronus`` can enumerate, and unit single-machine cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hypothesis strategies of the solvers family."""
+"""Hypothesis strategies of the solver layer: bounded LPs, small-box MILPs brute force can
+enumerate, and the seeds of the HiGHS/SCIP cross-checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hypothesis strategies of the traces family."""
+"""Hypothesis strategies of the traces family: normalized traces within the schema's bounds,
+and the cell texts and garbage the readers must parse or refuse."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from optsched.traces import (
 )
 from optsched.traces.schema import BOUNDS, build_frame
 
+#: Printable text (no surrogates or control characters), possibly empty.
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=0, max_size=12)
 
 
 def bounded_floats(bound: float, positive: bool) -> st.SearchStrategy[float]:
+    """Finite floats in ``[0, bound]`` (``(0, bound]`` when ``positive``)."""
     low = 5e-324 if positive else 0.0
     return st.floats(low, bound, allow_nan=False, allow_infinity=False)
 
