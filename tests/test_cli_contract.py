@@ -290,6 +290,22 @@ def test_output_with_a_wrong_extension_exits_2(
     assert not (tmp_path / name).exists()
 
 
+@pytest.mark.parametrize(
+    ("parent", "why"), [("/dev/null", "is not a directory"), ("missing", "does not exist")]
+)
+def test_output_in_no_folder_exits_2_before_the_run(
+    probe: click.Group, capsys: pytest.CaptureFixture[str], tmp_path: Path, parent: str, why: str
+) -> None:
+    # The writers create no folders: such a path once failed with an OSError, exit 1, after
+    # the whole run (``-o /dev/full/x.json``).
+    target = Path(parent) / "x.json" if parent.startswith("/") else tmp_path / parent / "x.json"
+    code, out, _ = _run(capsys, "probe", "write", "--json", "-o", str(target))
+    assert code == 2
+    message = _one_object(out)["message"]
+    assert "--output" in message and why in message
+    assert not target.parent.is_dir()
+
+
 @pytest.mark.parametrize("name", ["x.json", "x.toml", "X.JSON"])
 def test_output_with_a_right_extension_is_taken(
     probe: click.Group, capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str

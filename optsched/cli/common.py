@@ -254,6 +254,11 @@ def output_option(
                 ctx=ctx,
                 param=param,
             )
+        if value is not None and not value.parent.is_dir():
+            # Refused before the run: the writers create no folders, so ``-o /dev/full/x.json``
+            # or ``-o missing/x.json`` once failed with an OSError (exit 1) after the whole run.
+            what = "is not a directory" if value.parent.exists() else "does not exist"
+            raise click.BadParameter(f"{value}: {value.parent} {what}", ctx=ctx, param=param)
         return value
 
     return click.option(
