@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.sim import clusters, job_frame, job_tables, synthetic_throughputs
+from strategies.sim import job_frame, synthetic_throughputs, user_worlds
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, SimState, World, simulate, validate
@@ -252,17 +252,6 @@ def test_water_filling_redistributes_unused_share() -> None:
 
 # ------------------------------------------------------------------------------------------------
 # properties
-
-
-@st.composite
-def user_worlds(draw: st.DrawFn) -> tuple[World, dict[str, float]]:
-    cluster = draw(clusters())
-    frame = draw(job_tables(cluster, max_jobs=7))
-    frame["user"] = [draw(st.sampled_from(["a", "b", "c", ""])) for _ in range(len(frame))]
-    restore = draw(st.sampled_from([0.0, 0.0, 0.5, 2.0]))
-    world = World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
-    tickets = {u: float(draw(st.integers(1, 4))) for u in ("a", "b", "c")}
-    return world, tickets
 
 
 @given(user_worlds(), st.booleans(), st.booleans())

@@ -69,10 +69,10 @@ def _flag_names() -> Iterator[None]:
 #: come from the shipped profiles, so a broadcast's time answers to ``--bandwidth`` and the
 #: horizon (every iteration's compute phase and broadcast) to ``--iterations`` as well.
 _GENERATED_FIELDS: dict[str, tuple[str, ...]] = {
-    "bandwidth": ("--bandwidth",),
+    "bandwidth_bytes_per_s": ("--bandwidth",),
     "message_bytes": ("--bandwidth", "--iterations"),
-    "compute_time": ("--iterations", "--bandwidth"),
-    "start": ("--iterations", "--bandwidth"),
+    "compute_time_s": ("--iterations", "--bandwidth"),
+    "start_s": ("--iterations", "--bandwidth"),
     "iterations": ("--iterations",),
     "workers": ("--workers",),
     "ps_hosts": ("--max-shards", "--hosts"),

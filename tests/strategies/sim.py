@@ -228,3 +228,14 @@ def matching_cases(draw: st.DrawFn) -> tuple[np.ndarray, list[int]]:
             row[usable[0]] = float(draw(st.integers(1, 9)))
         rows.append(row)
     return np.array(rows, dtype=float).reshape(m, n_types), gpus
+
+
+@st.composite
+def user_worlds(draw: st.DrawFn) -> tuple[World, dict[str, float]]:
+    cluster = draw(clusters())
+    frame = draw(job_tables(cluster, max_jobs=7))
+    frame["user"] = [draw(st.sampled_from(["a", "b", "c", ""])) for _ in range(len(frame))]
+    restore = draw(st.sampled_from([0.0, 0.0, 0.5, 2.0]))
+    world = World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
+    tickets = {u: float(draw(st.integers(1, 4))) for u in ("a", "b", "c")}
+    return world, tickets
