@@ -17,51 +17,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oasis_strategies import tiny_instances
+from strategies.oasis import deployments, kernel_inputs, tiny_instances
 
 from optsched.errors import CapacityExceededError, InvalidInstanceError
 from optsched.online.oasis.engine import ClusterState
 from optsched.online.oasis.generate import generate_instance
 from optsched.online.oasis.online import OASiS
 from optsched.online.oasis.oracle import best_schedule, oracle_kernel, oracle_kernel_full
-
-
-@st.composite
-def kernel_inputs(draw: st.DrawFn) -> tuple:
-    """Raw kernel arguments: costs with ties or spread, rooms, work and utility tables."""
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    S = draw(st.integers(1, 25))
-    H = draw(st.integers(1, 4))
-    K = draw(st.integers(1, 4))
-    N = draw(st.integers(1, 6))
-    kind = draw(st.sampled_from(["integer", "uniform", "lognormal", "flat", "zero"]))
-    if kind == "integer":
-        uc_w = rng.integers(0, 4, (S, H)).astype(float)
-        uc_p = rng.integers(0, 4, (S, K)).astype(float)
-    elif kind == "uniform":
-        uc_w, uc_p = rng.uniform(0, 3, (S, H)), rng.uniform(0, 3, (S, K))
-    elif kind == "lognormal":
-        uc_w, uc_p = rng.lognormal(0, 2, (S, H)), rng.lognormal(0, 2, (S, K))
-    elif kind == "flat":
-        uc_w, uc_p = np.full((S, H), 0.5), np.full((S, K), 0.25)
-    else:
-        uc_w, uc_p = np.zeros((S, H)), np.zeros((S, K))
-    room_w = rng.integers(0, N + 1, (S, H))
-    room_p = rng.integers(0, 3, (S, K))
-    demand = draw(st.integers(1, 30))
-    steps = rng.integers(0, 4, N)
-    q = np.minimum(np.concatenate([[0], np.cumsum(steps)]), demand).astype(np.int64)
-    ratio = draw(st.sampled_from([0.0, 0.5, 1.0, 2.0]))
-    mreq = np.ceil(ratio * np.arange(N + 1) - 1e-12).astype(np.int64)
-    utility = draw(st.sampled_from(["integer", "decaying", "constant"]))
-    if utility == "integer":
-        ftab = np.sort(rng.integers(-2, 40, S))[::-1].astype(float)
-    elif utility == "decaying":
-        ftab = 50.0 * np.exp(-rng.uniform(0, 1) * np.arange(S))
-    else:
-        ftab = np.full(S, float(rng.uniform(0, 60)))
-    floor = draw(st.sampled_from([-math.inf, 0.0, 5.0]))
-    return uc_w, room_w, uc_p, room_p, q, mreq, int(demand), ftab, float(floor)
 
 
 def assert_same(fast: tuple, full: tuple, floor: float) -> None:
@@ -107,19 +69,6 @@ def test_best_schedule_kernels_agree_on_instances(inst, data):
         assert fast == full
     else:
         assert fast.payoff <= floor
-
-
-@st.composite
-def deployments(draw: st.DrawFn):
-    """An instance, some committed usage, and a deployment that may or may not fit."""
-    inst = draw(tiny_instances(max_jobs=2, max_servers=3, max_horizon=5, max_chunks=4))
-    T = inst.horizon
-    H, K = inst.worker_capacity.shape[0], inst.ps_capacity.shape[0]
-    cell = st.tuples(st.integers(0, T - 1), st.integers(0, H - 1), st.integers(0, 3))
-    pcell = st.tuples(st.integers(0, T - 1), st.integers(0, K - 1), st.integers(0, 3))
-    before = draw(st.lists(cell, max_size=4)), draw(st.lists(pcell, max_size=4))
-    after = draw(st.lists(cell, max_size=8)), draw(st.lists(pcell, max_size=8))
-    return inst, before, after
 
 
 def _commit(state: ClusterState, method: str, i: int, workers, ps) -> str | None:

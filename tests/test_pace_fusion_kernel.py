@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies.comm import dp_inputs
 
 from optsched.comm.pace.cost import CostModel
 from optsched.comm.pace.dag import build_dag
@@ -31,30 +31,6 @@ from optsched.comm.pace.kernels import (
 )
 from optsched.errors import InvalidInstanceError
 from optsched.tolerances import TIME_TOL
-
-
-@st.composite
-def dp_inputs(draw: st.DrawFn) -> tuple:
-    """Raw kernel arguments; integer draws make ties (equal candidates) frequent."""
-    n = draw(st.integers(1, 40))
-    integer = draw(st.booleans())
-    if integer:
-        h = np.array(draw(st.lists(st.integers(0, 12), min_size=n, max_size=n)), dtype=float)
-        nbytes = np.array(draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)), dtype=float)
-        alpha = float(draw(st.integers(0, 3)))
-        beta = float(draw(st.integers(0, 2)))
-        max_bytes = draw(st.sampled_from([math.inf, 0.0, 3.0, 8.0, 20.0]))
-    else:
-        h = np.array(draw(st.lists(st.floats(0, 100), min_size=n, max_size=n)))
-        if draw(st.booleans()):  # compute-dominated: h decreasing along consumption order
-            h = np.sort(h)[::-1].copy()
-        nbytes = np.array(draw(st.lists(st.floats(0, 50), min_size=n, max_size=n)))
-        alpha = draw(st.sampled_from([0.0, 0.07, 1.0, 7.5]))
-        beta = draw(st.sampled_from([0.0, 0.013, 0.5, 2.0]))
-        max_bytes = draw(st.sampled_from([math.inf, 10.0, 60.0, 200.0]))
-    max_tensors = draw(st.sampled_from([n, 1, 2, 3, 5]))
-    prefix = np.concatenate([[0.0], np.cumsum(nbytes)])
-    return h, prefix, alpha, beta, float(max_bytes), int(max_tensors)
 
 
 @settings(max_examples=400)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies.traces import HOSTILE_CELLS, HOSTILE_LINES, traces
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
@@ -20,7 +21,6 @@ from optsched.traces import COLUMNS, Trace, generate_trace, read_trace, write_tr
 from optsched.traces import normalized as normalized_module
 from optsched.traces._arrow import PLAIN_NUMBER, available, scan
 from optsched.traces.normalized import _read_arrow, read_normalized
-from tests.test_traces_roundtrip import traces
 
 pytestmark = pytest.mark.skipif(not available(), reason="pyarrow is not installed")
 
@@ -77,22 +77,6 @@ def test_generated_trace_reads_the_same_on_every_path(tmp_path: Path) -> None:
 # Hostile files: the pass never accepts what the row reader refuses, nor reads it otherwise
 # --------------------------------------------------------------------------------------------
 
-_HOSTILE_CELL = st.one_of(
-    st.sampled_from(
-        ["", " ", " 1", "1 ", "0", "-0", "+2", "1e3", "1E-3", "1.", ".5", "5.e2", "1e", "e5",
-         "1_000", "0x10", "nan", "NaN", "inf", "-inf", "1e999", "1e-999", "4.9e-324",
-         "9007199254740993", "1" * 33, "0." + "0" * 40 + "1", "x", "a,b", '"q"', '"open',
-         "\t", "a\rb", "\x00", "\x7f", "\u00a0", "\u2003", "\ufeff", "é", "\x1c"]
-    ),
-    st.integers(-5, 10**7).map(str),
-    st.floats(0, 1e13, allow_nan=False).map(repr),
-    st.text(max_size=6),
-)  # fmt: skip
-
-_HOSTILE_LINE = st.sampled_from(
-    ["", " ", "\t", "\u00a0", "\r", ",,,,,,,,,", "a,b", "\ufeff", "\x0c"]
-)
-
 
 @given(trace=traces(), data=st.data())
 def test_hostile_edits_give_the_row_readers_outcome(
@@ -106,11 +90,11 @@ def test_hostile_edits_give_the_row_readers_outcome(
             i = data.draw(st.integers(1, len(lines) - 1), label="line")
             parts = lines[i].split(",")
             j = data.draw(st.integers(0, len(parts) - 1), label="field")
-            parts[j] = data.draw(_HOSTILE_CELL, label="value")
+            parts[j] = data.draw(HOSTILE_CELLS, label="value")
             lines[i] = ",".join(parts)
         elif what == "line":
             i = data.draw(st.integers(0, len(lines)), label="at")
-            lines.insert(i, data.draw(_HOSTILE_LINE, label="inserted"))
+            lines.insert(i, data.draw(HOSTILE_LINES, label="inserted"))
         else:
             i = data.draw(st.integers(0, len(lines) - 1), label="crlf")
             lines[i] += "\r"

@@ -80,3 +80,21 @@ READER_CELLS = st.one_of(
 GARBAGE_TEXT = st.text(
     alphabet=st.sampled_from(list('0123456789.,-+eE\t "abcnaifINF:x\r')), max_size=60
 )
+
+
+HOSTILE_CELLS = st.one_of(
+    st.sampled_from(
+        ["", " ", " 1", "1 ", "0", "-0", "+2", "1e3", "1E-3", "1.", ".5", "5.e2", "1e", "e5",
+         "1_000", "0x10", "nan", "NaN", "inf", "-inf", "1e999", "1e-999", "4.9e-324",
+         "9007199254740993", "1" * 33, "0." + "0" * 40 + "1", "x", "a,b", '"q"', '"open',
+         "\t", "a\rb", "\x00", "\x7f", "\u00a0", "\u2003", "\ufeff", "é", "\x1c"]
+    ),
+    st.integers(-5, 10**7).map(str),
+    st.floats(0, 1e13, allow_nan=False).map(repr),
+    st.text(max_size=6),
+)  # fmt: skip
+
+
+HOSTILE_LINES = st.sampled_from(
+    ["", " ", "\t", "\u00a0", "\r", ",,,,,,,,,", "a,b", "\ufeff", "\x0c"]
+)
