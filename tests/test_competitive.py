@@ -109,7 +109,7 @@ def _stopped_at_the_root(monkeypatch: pytest.MonkeyPatch, options: dict[str, obj
 
     def stopped(instance, **kwargs):
         if not kwargs.get("relax"):
-            kwargs["options"] = {**(kwargs.get("options") or {}), **options}
+            kwargs["solver_options"] = {**(kwargs.get("solver_options") or {}), **options}
         return whole(instance, **kwargs)
 
     monkeypatch.setattr(offline, "solve", stopped)

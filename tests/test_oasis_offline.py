@@ -185,16 +185,16 @@ def test_a_stopped_solve_is_never_used_silently() -> None:
     opt = solve(inst).objective
     one_node = {"mip_max_nodes": 1, "presolve": "off"}  # an incumbent, no proof
     with pytest.raises(NotOptimalError) as info:
-        solve(inst, options=one_node)
+        solve(inst, solver_options=one_node)
     assert info.value.result.status is Status.FEASIBLE
-    res = solve(inst, options=one_node, accept_feasible=True)
+    res = solve(inst, solver_options=one_node, accept_feasible=True)
     assert res.status is Status.FEASIBLE and res.solution is not None and not res.optimal
     assert validate(inst, res.solution).ok
     assert res.bound is not None and res.objective <= opt + 1e-6 <= res.bound + 2e-6
     # No node at all: no incumbent, so there is nothing to accept.
     for accept in (False, True):
         with pytest.raises(NotOptimalError) as info:
-            solve(inst, options={"mip_max_nodes": 0}, accept_feasible=accept)
+            solve(inst, solver_options={"mip_max_nodes": 0}, accept_feasible=accept)
         assert info.value.result.status is Status.LIMIT_NO_SOLUTION
 
 
