@@ -186,7 +186,7 @@ def test_bad_options_exit_2_naming_the_flag(capsys, tmp_path, args, flag):
         ["generate", "--generate", "--bandwidth", "1e-300", "-o", "gen.json"],
         # Traffic so fast a broadcast takes under the simulator's resolution.
         ["simulate", "--generate", "--bandwidth", "1e300"],
-        # Broadcasts so short the horizon, set by the compute phases (jobs[2].compute_time,
+        # Broadcasts so short the horizon, set by the compute phases (jobs[2].compute_time_s,
         # whose flag is --iterations), spans too many of them: the flag typed is named.
         ["simulate", "--generate", "--bandwidth", "1e9"],
     ],
