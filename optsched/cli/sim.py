@@ -2,12 +2,14 @@
 
 Subcommands
 -----------
-``run TRACE --cluster v100=32,p100=16 --policy NAME [--throughputs FILE] [--elastic F] [--json]``
+``run TRACE --cluster v100=32,p100=16 --policy NAME [--throughputs PATH] [--elastic F] [--json]``
     Simulate TRACE (any format of :mod:`optsched.traces`, detected from its first line, or the
     normalized job table), check the record with the
     independent validator and print the run's metrics. ``-o FILE.csv`` writes the per-job
     metrics. ``--restore-on-first-start`` charges the restore cost on every job's first start
-    too (the reference semantics of Gavel-derived simulators).
+    too (the reference semantics of Gavel-derived simulators). ``--throughputs`` takes Gavel's
+    JSON table or a directory of ElasticFlow profile CSVs named ``..._<GPU type>``
+    (``throughputs_A100``: the type ``a100``).
 
 Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
 the record (the violations are printed); 3 the record is valid but jobs did not finish (the
@@ -26,7 +28,7 @@ import click
 from rich.markup import escape
 
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
-from optsched.cli.sim_extra import ELASTIC_OPTION, elastic_world
+from optsched.cli.sim_extra import ELASTIC_OPTION, THROUGHPUTS_HELP, _table, elastic_world
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["EXIT_UNFINISHED", "register", "sim"]
@@ -55,10 +57,9 @@ def _nonneg(flag: str, value: float | None) -> None:
 )
 @click.option(
     "--throughputs",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(exists=True, path_type=Path),
     default=None,
-    help="Throughput table in Gavel's simulation_throughputs.json format "
-    "(default: every job generic, every GPU type equally fast).",
+    help=THROUGHPUTS_HELP,
 )
 @click.option(
     "--reference",
@@ -106,7 +107,7 @@ def run(
     as_json: bool,
 ) -> None:
     """Simulate TRACE and print its metrics."""
-    from optsched.sim import Throughputs, load_throughputs, parse_cluster, simulate, validate
+    from optsched.sim import parse_cluster, simulate, validate
     from optsched.sim.compare import world_from_trace
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.policies import make_policy
@@ -120,15 +121,7 @@ def run(
         raise InvalidInstanceError(
             "--round-seconds", f"must be a finite number > 0, got {round_seconds}"
         )
-    if throughputs is not None:
-        try:
-            table = load_throughputs(throughputs, reference=reference)
-        except InvalidInstanceError as exc:
-            if exc.field == "reference":
-                raise InvalidInstanceError("--reference", exc.message) from None
-            raise
-    else:
-        table = Throughputs.uniform(spec.names)
+    table = _table(spec, throughputs, reference)
     # any trace format read_trace knows (detected, or the normalized job table itself)
     world = world_from_trace(read_trace(trace), spec, table, restore_s=restore_s)
     if elastic is not None:

@@ -51,11 +51,43 @@ def _names(flag: str, text: str) -> list[str]:
     return names
 
 
+#: Help of ``--throughputs`` (``sim run``, ``compare``, ``sweep``).
+THROUGHPUTS_HELP = (
+    "Throughput table: Gavel's simulation_throughputs.json, or a directory of ElasticFlow "
+    "profile CSVs (one per model) whose name ends in _<GPU type>, e.g. throughputs_A100 "
+    "for the type a100 (then the reference type). Default: every job generic, every GPU "
+    "type equally fast."
+)
+
+
+def profile_gpu_type(directory: Path) -> str:
+    """GPU type of an ElasticFlow profile directory: its name after the last ``_``, lower-cased.
+
+    ElasticFlow names its folders ``throughputs_A100`` and ``throughputs_T4`` (types ``a100``
+    and ``t4``).
+    """
+    return directory.resolve().name.rsplit("_", 1)[-1].lower()
+
+
 def _table(spec: Any, throughputs: Path | None, reference: str) -> Any:
     from optsched.sim import Throughputs, load_throughputs
+    from optsched.sim.profiles_elasticflow import load_scaling_profiles
 
     if throughputs is None:
         return Throughputs.uniform(spec.names)
+    if throughputs.is_dir():
+        # ElasticFlow profiles: one GPU type, named by the directory; durations are taken as
+        # measured on it (it is the reference), so --reference does not apply
+        gpu = profile_gpu_type(throughputs)
+        if gpu not in spec.names:
+            raise InvalidInstanceError(
+                "--throughputs",
+                f"the profile directory {throughputs.name!r} is for GPU type {gpu!r} "
+                f"(its name after the last '_'), which the cluster ({', '.join(spec.names)}) "
+                "does not have",
+            )
+        profiles = load_scaling_profiles(throughputs, gpu_type=gpu)
+        return Throughputs.from_scaling_profiles([profiles], reference=gpu)
     try:
         return load_throughputs(throughputs, reference=reference)
     except InvalidInstanceError as exc:
@@ -309,9 +341,9 @@ def register(group: click.Group) -> None:
         ),
         click.option(
             "--throughputs",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=click.Path(exists=True, path_type=Path),
             default=None,
-            help="Throughput table in Gavel's format (default: every GPU type equally fast).",
+            help=THROUGHPUTS_HELP,
         ),
         click.option(
             "--reference",

@@ -13,6 +13,10 @@ and :meth:`Throughputs.pair_rates`):
 * **GPU counts not in the table** (the file has 1, 2, 4 and 8): the rate of the largest measured
   count ``n0 <= n`` scaled linearly by ``n / n0`` (the smallest measured count when ``n`` is below
   all), i.e. perfect weak scaling beyond the measurements.
+* **Scaling profiles** (:meth:`Throughputs.from_scaling_profiles`, ElasticFlow's CSVs): a job
+  type with a profile on the GPU type takes its concave interpolant for *every* count (the rule
+  of :mod:`optsched.sim.profiles_elasticflow`: concave, non-decreasing, flat beyond the largest
+  measured count), instead of the linear scaling above.
 * **Unconsolidated rate missing**: the consolidated rate (no penalty known).
 * **Pairs**: only the measured pairs of the same GPU count may share; a missing pair or a
   measured rate of 0 (the pair does not fit in GPU memory) means "cannot share".
@@ -20,7 +24,9 @@ and :meth:`Throughputs.pair_rates`):
   know): rate ``n * speed[gpu_type]`` steps/s on ``n`` GPUs, where ``speed`` is
   :attr:`Throughputs.generic_speed`: for a Gavel table, the geometric mean over the job types
   measured on both types of the one-GPU speedup ``T(j, 1, g) / T(j, 1, ref)`` relative to the
-  reference type ``ref`` (1.0 on ``ref``); for :meth:`Throughputs.uniform`, the speeds given.
+  reference type ``ref`` (1.0 on ``ref``); for :meth:`Throughputs.uniform`, the speeds given;
+  for :meth:`Throughputs.from_scaling_profiles`, the same geometric mean over the profiled job
+  types.
   A generic job's *work* is then its duration times its reference rate, so its isolated run on
   ``ref`` takes exactly its trace duration.
 """
@@ -29,12 +35,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from optsched._io import load_data
 from optsched.errors import InvalidInstanceError
+from optsched.sim.profiles_elasticflow import ScalingCurve, ScalingProfiles, profile_job_type
 
 __all__ = [
     "GENERIC",
@@ -69,12 +76,16 @@ class Throughputs:
         Per-GPU rate of a generic job on each GPU type (see the module notes).
     reference : str
         The reference GPU type (trace durations are taken as measured on it).
+    curves : dict
+        ``curves[(gpu_type, job_type)]``: a scaling profile's interpolant, used for every GPU
+        count of that job type on that type (empty for Gavel tables).
     """
 
     alone: Mapping[tuple[str, bool], Mapping[Key, float]]
     pairs: Mapping[tuple[str, bool], Mapping[tuple[Key, Key], tuple[float, float]]]
     generic_speed: Mapping[str, float]
     reference: str
+    curves: Mapping[tuple[str, str], ScalingCurve] = field(default_factory=dict)
     _counts: dict[tuple[str, bool, str], tuple[int, ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -110,6 +121,67 @@ class Throughputs:
             raise InvalidInstanceError("reference", f"unknown GPU type {ref!r}")
         return cls(alone={}, pairs={}, generic_speed=speed, reference=ref)
 
+    @classmethod
+    def from_scaling_profiles(
+        cls, profiles: Iterable[ScalingProfiles], *, reference: str | None = None
+    ) -> Throughputs:
+        """A table from ElasticFlow scaling profiles, one :class:`ScalingProfiles` per GPU type.
+
+        The job type of model ``m`` at global batch size ``b`` is ``"m (batch size b)"``
+        (:func:`~optsched.sim.profiles_elasticflow.profile_job_type`), so a trace job of model
+        ``m`` takes the profile of its batch size (the nearest measured one in log scale, by
+        :func:`~optsched.sim.world.job_type_for`). A model without a profile is a generic job
+        (module notes).
+
+        Parameters
+        ----------
+        profiles : iterable of ScalingProfiles
+            At most one per GPU type.
+        reference : str, optional
+            The reference GPU type (default: the first in the canonical order, as
+            :meth:`uniform`).
+
+        Raises
+        ------
+        InvalidInstanceError
+            No profiles, a GPU type given twice, an unknown ``reference``.
+        """
+        by_type: dict[str, ScalingProfiles] = {}
+        for p in profiles:
+            if p.gpu_type in by_type:
+                raise InvalidInstanceError("gpu_type", f"profiles of {p.gpu_type!r} given twice")
+            by_type[p.gpu_type] = p
+        if not by_type:
+            raise InvalidInstanceError(
+                "profiles", "must hold the profiles of one GPU type at least"
+            )
+        alone: dict[tuple[str, bool], dict[Key, float]] = {}
+        curves: dict[tuple[str, str], ScalingCurve] = {}
+        for g, p in by_type.items():
+            tab = alone.setdefault((g, True), {})
+            for (model, batch), curve in p.curves.items():
+                jt = profile_job_type(model, batch)
+                curves[(g, jt)] = curve
+                # the measured counts also enter the table, so that job_types/knows see them
+                for n in curve.counts:
+                    tab[(jt, n)] = curve(n)
+        one = {g: {jt: curves[(g, jt)](1) for (gg, jt) in curves if gg == g} for g in by_type}
+        provisional = dict.fromkeys(by_type, 1.0)
+        ref = (
+            reference
+            if reference is not None
+            else min(by_type, key=lambda t: type_rank(t, provisional))
+        )
+        if ref not in by_type:
+            raise InvalidInstanceError(
+                "reference", f"GPU type {ref!r} has no profiles ({', '.join(sorted(by_type))})"
+            )
+        speed: dict[str, float] = {}
+        for g in by_type:
+            logs = [math.log(r / one[ref][jt]) for jt, r in one[g].items() if jt in one[ref]]
+            speed[g] = math.exp(sum(logs) / len(logs)) if logs else 1.0
+        return cls(alone=alone, pairs={}, generic_speed=speed, reference=ref, curves=curves)
+
     # -- queries --------------------------------------------------------------------------
 
     @property
@@ -124,8 +196,11 @@ class Throughputs:
 
     def knows(self, job_type: str) -> bool:
         """Whether ``job_type`` is measured (the generic type is always known)."""
-        return job_type == GENERIC or any(
-            (job_type, n) in t for t in self.alone.values() for n in (1, 2, 4, 8)
+        return (
+            job_type == GENERIC
+            or any((job_type, n) in t for t in self.alone.values() for n in (1, 2, 4, 8))
+            # a profile may start above 8 GPUs
+            or any(j == job_type for _, j in self.curves)
         )
 
     def _measured_counts(self, gpu_type: str, consolidated: bool, job_type: str) -> tuple[int, ...]:
@@ -145,6 +220,9 @@ class Throughputs:
         """
         if job_type == GENERIC:
             return n * self.generic_speed.get(gpu_type, 0.0)
+        curve = self.curves.get((gpu_type, job_type))
+        if curve is not None:
+            return curve(n)
         if not consolidated and not self._measured_counts(gpu_type, False, job_type):
             consolidated = True
         counts = self._measured_counts(gpu_type, consolidated, job_type)

@@ -29,7 +29,9 @@ is ``s * T(type, n, g)`` with ``T`` the throughput table (:mod:`optsched.sim.thr
 * neither: the row is refused.
 
 **Model names to job types** (:func:`job_type_for`): a model that is itself a job type of the
-table (Gavel traces: ``"ResNet-18 (batch size 64)"``, ``"A3C"``) is used as is; otherwise the
+table (Gavel traces: ``"ResNet-18 (batch size 64)"``, ``"A3C"``) is used as is; a model with
+variants of its own name (``"resnet50 (batch size 64)"``: ElasticFlow's scaling profiles) takes
+the variant of the nearest batch size, as below; otherwise the
 lower-cased name, stripped of ``-`` and ``_``, is looked up in :data:`MODEL_FAMILIES` and the
 family's variant with the batch size nearest (in log scale; ties to the smaller; the median
 variant when the batch size is unknown) is taken; anything else is the generic type. The families
@@ -120,11 +122,18 @@ def job_type_for(model: str, batch_size: float, throughputs: Throughputs) -> str
     """The table's job type for a trace ``model`` (see the module notes); ``""`` is generic."""
     if throughputs.knows(model) and model != GENERIC:
         return model
+    # the model's own variants first (scaling profiles name them "<model> (batch size b)")
+    types = throughputs.job_types
+    own = [
+        (int(m.group(2)), jt)
+        for jt in types
+        if (m := _VARIANT.match(jt)) is not None and m.group(1) == model
+    ]
     family = MODEL_FAMILIES.get(model.lower().replace("-", "").replace("_", ""))
-    if family is None:
+    if family is None and not own:
         return GENERIC
-    variants: list[tuple[int, str]] = []
-    for jt in throughputs.job_types:
+    variants: list[tuple[int, str]] = own
+    for jt in types if not own else ():
         m = _VARIANT.match(jt)
         if m is not None and m.group(1) == family:
             variants.append((int(m.group(2)), jt))

@@ -7,8 +7,9 @@ A :class:`~optsched.sim.World` is saved whole, as the simulator sees it:
 * ``restore_on_first_start``: whether a job's first start pays it too (default false);
 * ``throughputs``: the throughput table itself (:class:`ThroughputTable`: the reference GPU
   type, the generic per-GPU speeds, every measured rate alone and in pairs, per GPU type and
-  consolidation), **not** a reference to Gavel's ``simulation_throughputs.json``. Embedding it
-  makes the file self-contained and exact: a world file alone reproduces a simulation
+  consolidation, and the measured points of every scaling profile, from which its concave
+  interpolant is rebuilt), **not** a reference to Gavel's ``simulation_throughputs.json``.
+  Embedding it makes the file self-contained and exact: a world file alone reproduces a simulation
   bit for bit wherever it is moved, cannot silently change when the referenced file is edited
   or replaced, and covers tables no file holds (:meth:`Throughputs.uniform
   <optsched.sim.Throughputs.uniform>`, whose generic speeds are given rather than derived). The
@@ -47,7 +48,15 @@ if TYPE_CHECKING:
     from optsched.sim.throughputs import Throughputs
     from optsched.sim.world import World
 
-__all__ = ["FORMAT", "JobRecord", "PairTable", "RateTable", "ThroughputTable", "WorldFile"]
+__all__ = [
+    "FORMAT",
+    "CurveRecord",
+    "JobRecord",
+    "PairTable",
+    "RateTable",
+    "ThroughputTable",
+    "WorldFile",
+]
 
 #: The value of the document's ``format`` field.
 FORMAT = "optsched.sim.world"
@@ -79,6 +88,19 @@ class PairTable(Frozen):
     rates: tuple[tuple[str, _Count, str, _Count, _Rate, _Rate], ...] = ()
 
 
+class CurveRecord(Frozen):
+    """A scaling profile's measured points.
+
+    See :class:`~optsched.sim.profiles_elasticflow.ScalingCurve`; the interpolant is rebuilt
+    from ``counts`` and ``rates`` on loading.
+    """
+
+    gpu_type: Annotated[str, Field(min_length=1)]
+    job_type: Annotated[str, Field(min_length=1)]
+    counts: tuple[_Count, ...] = Field(min_length=1)
+    rates: tuple[_Positive, ...] = Field(min_length=1)
+
+
 class ThroughputTable(Frozen):
     """A :class:`~optsched.sim.Throughputs` table, in full (see the module notes)."""
 
@@ -86,6 +108,7 @@ class ThroughputTable(Frozen):
     generic_speed: dict[str, _Positive] = Field(min_length=1)
     alone: tuple[RateTable, ...] = ()
     pairs: tuple[PairTable, ...] = ()
+    curves: tuple[CurveRecord, ...] = ()
 
 
 class JobRecord(Frozen):
@@ -142,6 +165,10 @@ def table_record(tp: Throughputs) -> ThroughputTable:
             )
             for (g, c), rates in tp.pairs.items()
         ),
+        curves=tuple(
+            CurveRecord(gpu_type=g, job_type=j, counts=curve.counts, rates=curve.rates)
+            for (g, j), curve in tp.curves.items()
+        ),
     )
 
 
@@ -176,11 +203,23 @@ def table_from_record(rec: ThroughputTable) -> Throughputs:
                 raise InvalidInstanceError(f"{where}.rates[{r}]", f"repeats ({a!r}, {b!r}, {n})")
             prates[((a, n), (b, m))] = (ra, rb)
         pairs[(ptab.gpu_type, ptab.consolidated)] = prates
+    from optsched.sim.profiles_elasticflow import ScalingCurve
+
+    curves: dict[tuple[str, str], ScalingCurve] = {}
+    for k, crec in enumerate(rec.curves):
+        where = f"throughputs.curves[{k}]"
+        if (crec.gpu_type, crec.job_type) in curves:
+            raise InvalidInstanceError(where, "a second curve for the same GPU type and job type")
+        try:
+            curves[(crec.gpu_type, crec.job_type)] = ScalingCurve(crec.counts, crec.rates)
+        except InvalidInstanceError as exc:
+            raise InvalidInstanceError(f"{where}.{exc.field}", exc.message) from None
     return Throughputs(
         alone=alone,
         pairs=pairs,
         generic_speed=dict(rec.generic_speed),
         reference=rec.reference,
+        curves=curves,
     )
 
 
