@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies.comm import dp_inputs
+from strategies.pace import dp_inputs
 
 from optsched.comm.pace.cost import CostModel
 from optsched.comm.pace.dag import build_dag

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies.comm import policy_cases
+from strategies.pace import policy_cases
 
 from optsched.comm.pace import CommInstance, compare
 from optsched.comm.pace.cost import MB, CostModel

@@ -14,7 +14,7 @@ import pytest
 import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies.comm import profile_dicts
+from strategies.pace import profile_dicts
 
 from optsched._validation import parse
 from optsched.errors import InvalidInstanceError

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.comm import float_jobs, integer_jobs, partition_dags
+from strategies.pace import float_jobs, integer_jobs, partition_dags
 
 from optsched.comm.pace.cost import CostModel
 from optsched.comm.pace.dag import build_dag

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies.comm import channel_inputs, dag_cases
+from strategies.pace import channel_inputs, dag_cases
 
 from optsched.comm.pace.cost import MB, CostModel
 from optsched.comm.pace.dag import build_dag

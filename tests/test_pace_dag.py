@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.comm import profile_dags
+from strategies.pace import profile_dags
 
 from optsched.comm.pace.cost import MB
 from optsched.comm.pace.dag import build_dag, execution_order

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.comm import dag_cases, float_jobs, integer_jobs
+from strategies.pace import dag_cases, float_jobs, integer_jobs
 
 from optsched.comm.pace.cost import CostModel
 from optsched.comm.pace.dag import build_dag

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies.comm import extreme_instances
+from strategies.pace import extreme_instances
 
 from optsched import limits
 from optsched._validation import parse

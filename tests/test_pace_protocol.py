@@ -9,7 +9,7 @@ import matplotlib
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies.comm import instances
+from strategies.pace import instances
 
 import optsched.comm.pace as comm
 from optsched.comm.pace import (

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.comm import fusion_cases
+from strategies.pace import fusion_cases
 
 from optsched.comm.pace.cost import MB, CostModel
 from optsched.comm.pace.dag import build_dag
