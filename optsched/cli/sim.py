@@ -28,7 +28,13 @@ import click
 from rich.markup import escape
 
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
-from optsched.cli.sim_extra import ELASTIC_OPTION, THROUGHPUTS_HELP, _table, elastic_world
+from optsched.cli.sim_extra import (
+    ELASTIC_OPTION,
+    THROUGHPUTS_HELP,
+    _table,
+    elastic_world,
+    read_jobs,
+)
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["EXIT_UNFINISHED", "register", "sim"]
@@ -111,7 +117,6 @@ def run(
     from optsched.sim.compare import world_from_trace
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.policies import make_policy
-    from optsched.traces import read_trace
 
     spec = parse_cluster(cluster, field="--cluster")
     chosen = make_policy(policy, field="--policy")
@@ -122,8 +127,9 @@ def run(
             "--round-seconds", f"must be a finite number > 0, got {round_seconds}"
         )
     table = _table(spec, throughputs, reference)
-    # any trace format read_trace knows (detected, or the normalized job table itself)
-    world = world_from_trace(read_trace(trace), spec, table, restore_s=restore_s)
+    # any trace format read_trace knows (detected, or the normalized job table itself); an
+    # empty one is refused naming the file
+    world = world_from_trace(read_jobs(trace), spec, table, restore_s=restore_s)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}

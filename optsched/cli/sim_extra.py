@@ -134,13 +134,12 @@ def compare_command(
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.sim import parse_cluster
     from optsched.sim.compare import compare, world_from_trace
-    from optsched.traces import read_trace
 
     spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     wanted = _names("--objectives", objectives)
     table = _table(spec, throughputs, reference)
-    world = world_from_trace(read_trace(trace), spec, table)
+    world = world_from_trace(read_jobs(trace), spec, table)
     if elastic is not None:
         world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
@@ -317,6 +316,28 @@ ELASTIC_OPTION = click.option(
     "the largest GPU type); policies that size gangs (optimus, andreas) use it, the others run "
     "the requested size. Default: rigid gangs.",
 )
+
+
+def read_jobs(trace: Path) -> Any:
+    """Read TRACE (any format :func:`optsched.traces.read_trace` knows), refusing an empty one.
+
+    A trace with no job (a header-only file, or one whose every row the reader skips, e.g. a
+    Gavel trace whose scale factors are all 0) has no schedule to simulate and no metric to
+    report (a mean JCT over zero jobs is undefined), so it is refused as bad input naming the
+    file (exit 2) rather than reported as an empty result that would look like a run.
+    """
+    from optsched.traces import read_trace
+
+    read = read_trace(trace)
+    if len(read.jobs) == 0:
+        skipped = read.meta.get("skipped") if isinstance(read.meta, dict) else None
+        why = f" (rows skipped: {skipped})" if skipped else ""
+        raise InvalidInstanceError(
+            "<file>",
+            f"{trace}: the trace has no job to simulate{why}",
+            file=str(trace),
+        )
+    return read
 
 
 def elastic_world(world: Any, factor: float) -> Any:

@@ -1,0 +1,63 @@
+"""Command-line contract on degenerate input: exit codes and a single JSON object on stdout.
+
+Exit 0 success, 2 bad input naming the field/flag/file, 3 stopped short, 130 interrupted, 1 only
+for a defect; under ``--json`` stdout holds exactly one JSON object, errors included.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from optsched.cli import main
+
+HEADER = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+ELASTICFLOW_HEADER = (
+    "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration\n"
+)
+GAVEL_ROW = "A3C\tcmd\t--n\t1\t{steps}\t{arrival}\t0\n"
+
+
+def _json_run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
+    """Run ``optsched ARGS --json``; the exit code and the one JSON object on stdout."""
+    code = main([*args, "--json"])
+    out, _ = capsys.readouterr()
+    # exactly one JSON object: json.loads refuses anything before or after it
+    payload = json.loads(out)
+    assert isinstance(payload, dict)
+    return code, payload
+
+
+# --- 1. a trace with no job -------------------------------------------------------------
+
+
+def _empty_trace(tmp_path: Path, form: str) -> Path:
+    if form == "normalized":
+        path = tmp_path / "empty.csv"
+        path.write_text(HEADER)
+    elif form == "gavel-all-scale-0":
+        path = tmp_path / "zero.trace"
+        path.write_text(
+            GAVEL_ROW.format(steps=10, arrival=0) + GAVEL_ROW.format(steps=20, arrival=5)
+        )
+    else:
+        path = tmp_path / "elasticflow.csv"
+        path.write_text(ELASTICFLOW_HEADER)
+    return path
+
+
+@pytest.mark.parametrize("form", ["normalized", "gavel-all-scale-0", "elasticflow-header"])
+@pytest.mark.parametrize(
+    "command", [["sim", "run", "--policy", "fifo"], ["sim", "compare", "--policies", "fifo"]]
+)
+def test_trace_without_jobs_is_refused_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str, command: list[str]
+) -> None:
+    trace = _empty_trace(tmp_path, form)
+    code, out = _json_run(capsys, *command[:2], str(trace), "--cluster", "v100=4", *command[2:])
+    assert code == 2
+    assert out["error"] == "InvalidInstanceError"
+    assert out["file"] == str(trace)
+    assert "no job" in str(out["message"])
