@@ -61,3 +61,53 @@ def test_trace_without_jobs_is_refused_naming_the_file(
     assert out["error"] == "InvalidInstanceError"
     assert out["file"] == str(trace)
     assert "no job" in str(out["message"])
+
+
+# --- 2. --elastic bounds ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("factor", ["1e308", "5", "inf", "0.5"])
+@pytest.mark.parametrize(
+    "command",
+    [["sim", "run", "--policy", "optimus"], ["sim", "compare", "--policies", "optimus"]],
+)
+def test_elastic_factor_out_of_bounds_names_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], factor: str, command: list[str]
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(HEADER + "a,0,2,,,10,,1,,u\n")
+    code, out = _json_run(
+        capsys, *command[:2], str(trace), "--cluster", "v100=4", *command[2:], "--elastic", factor
+    )
+    assert code == 2
+    assert out["field"] == "--elastic"
+
+
+def test_elastic_factor_at_the_cluster_size_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(HEADER + "a,0,2,,,10,,1,,u\n")
+    code, out = _json_run(
+        capsys,
+        "sim",
+        "run",
+        str(trace),
+        "--cluster",
+        "v100=4",
+        "--policy",
+        "optimus",
+        "--elastic",
+        "4",
+    )
+    assert code == 0 and out["valid"] is True
+
+
+def test_world_elastic_huge_factor_caps_at_the_largest_type() -> None:
+    from optsched import sim
+
+    world = sim.generate_instance(4, "v100=8", seed=0)
+    # gangs of 8 and 4 GPUs: 1e308 times them overflows to inf before any cap
+    assert max(j.num_gpus for j in world.jobs) >= 2
+    grown = world.elastic(max_factor=1e308)
+    assert [j.max_gpus for j in grown.jobs] == [8] * 4

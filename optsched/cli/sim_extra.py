@@ -341,9 +341,18 @@ def read_jobs(trace: Path) -> Any:
 
 
 def elastic_world(world: Any, factor: float) -> Any:
-    """``world.elastic(max_factor=factor)``, its errors naming ``--elastic``."""
-    if not (math.isfinite(factor) and factor >= 1):
-        raise InvalidInstanceError("--elastic", f"must be a finite number >= 1, got {factor}")
+    """``world.elastic(max_factor=factor)``, its errors naming ``--elastic``.
+
+    The factor is bounded by the cluster's GPU count :math:`G`: every job requests at least one
+    GPU and no gang can exceed the cluster, so a factor above :math:`G` cannot mean anything a
+    factor of :math:`G` does not (and a huge one is most likely a typo).
+    """
+    total = sum(t.count for t in world.cluster.gpu_types)
+    if not (math.isfinite(factor) and 1 <= factor <= total):
+        raise InvalidInstanceError(
+            "--elastic",
+            f"must be a finite number in [1, {total}] (the cluster's GPU count), got {factor}",
+        )
     return world.elastic(max_factor=factor)
 
 

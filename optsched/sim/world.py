@@ -355,11 +355,18 @@ class World:
         ):
             raise InvalidInstanceError("max_factor", f"must be >= 1, got {max_factor!r}")
         cap = min(cap, largest)
+
+        def ceiling(num_gpus: int) -> int:
+            # compare before flooring: a huge finite factor overflows to inf in the product
+            # (math.floor(inf) raises OverflowError), and any product >= cap grants cap anyway
+            grown = max_factor * num_gpus
+            return cap if grown >= cap else math.floor(grown)
+
         jobs = tuple(
             dataclasses.replace(
                 j,
                 min_gpus=min(min_gpus, j.num_gpus),
-                max_gpus=max(j.num_gpus, min(cap, math.floor(max_factor * j.num_gpus))),
+                max_gpus=max(j.num_gpus, ceiling(j.num_gpus)),
             )
             for j in self.jobs
         )
