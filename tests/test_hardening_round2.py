@@ -111,3 +111,33 @@ def test_world_elastic_huge_factor_caps_at_the_largest_type() -> None:
     assert max(j.num_gpus for j in world.jobs) >= 2
     grown = world.elastic(max_factor=1e308)
     assert [j.max_gpus for j in grown.jobs] == [8] * 4
+
+
+# --- 3. an OASiS schedule with fewer job entries than the instance -------------------------
+
+
+@pytest.mark.solver("highs")
+def test_validate_short_oasis_schedule_reports_schedule_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optsched.online.oasis import Schedule, generate_instance
+    from optsched.online.oasis.schedule import CONSTRAINTS
+
+    instance = generate_instance(4, 2, 2, 6, seed=0)
+    inst_path, sched_path = tmp_path / "i.json", tmp_path / "s.json"
+    instance.save(inst_path)
+    assert main(["oasis", "offline", str(inst_path), "-o", str(sched_path), "--json"]) == 0
+    capsys.readouterr()
+    data = json.loads(sched_path.read_text())
+    data["jobs"] = data["jobs"][:2]
+    sched_path.write_text(json.dumps(data))
+    code, out = _json_run(capsys, "validate", str(inst_path), str(sched_path))
+    assert code == 2 and out["valid"] is False
+    violations = out["violations"]
+    assert isinstance(violations, list)
+    assert violations[0]["constraint"] == "schedule_shape"
+    assert "2 job entries for 4 jobs" in violations[0]["message"]
+    # every named constraint, called alone, tolerates the short schedule (no TypeError)
+    short = Schedule.from_dict(data)
+    for check in CONSTRAINTS.values():
+        assert isinstance(check(instance, short), list)
