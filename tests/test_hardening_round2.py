@@ -141,3 +141,70 @@ def test_validate_short_oasis_schedule_reports_schedule_shape(
     short = Schedule.from_dict(data)
     for check in CONSTRAINTS.values():
         assert isinstance(check(instance, short), list)
+
+
+# --- 4. a run store damaged in the middle ----------------------------------------------------
+
+
+def _flip_middle_page(path: Path) -> None:
+    """Invert 16 bytes at the start of the middle page (a B-tree page, never the header)."""
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = len(data) // page
+    assert pages >= 3, "the store must span several pages for the test to mean anything"
+    start = max(1, pages // 2) * page
+    for i in range(start, start + 16):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _assert_corrupt_store(code: int, out: dict[str, object], store: Path) -> None:
+    assert code == 2
+    assert out["error"] == "InvalidInstanceError"
+    assert out["file"] == str(store)
+    assert "not a valid run store" in str(out["message"])
+
+
+def test_sim_sweep_on_a_corrupt_store_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(HEADER + "a,0,1,,,10,,1,,u\nb,3,2,,,20,,1,,u\n")
+    argv = ["sim", "sweep", str(trace), "--cluster", "v100=4", "--policies", "fifo,srtf"]
+    argv += ["--seeds", "0,1,2", "--store", str(tmp_path / "st")]
+    code, _ = _json_run(capsys, *argv)
+    assert code == 0
+    store = tmp_path / "st" / "runs.sqlite"
+    _flip_middle_page(store)
+    code, out = _json_run(capsys, *argv)
+    _assert_corrupt_store(code, out, store)
+
+
+def test_pace_sweep_on_a_corrupt_store_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "t.csv"
+    argv = ["pace", "sweep", "resnet50", "--bandwidths", "10", "--workers", "4,8"]
+    argv += ["-o", str(table)]
+    code, _ = _json_run(capsys, *argv)
+    assert code == 0
+    store = tmp_path / "t.sqlite"
+    _flip_middle_page(store)
+    code, out = _json_run(capsys, *argv)
+    _assert_corrupt_store(code, out, store)
+
+
+def test_store_with_a_flipped_page_is_refused_on_open(tmp_path: Path) -> None:
+    from optsched.errors import InvalidInstanceError
+    from optsched.runs.store import RunStore, run_key
+
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path, kind="demo", config={"n": 1})
+    for seed in range(200):
+        store.put(run_key(seed=seed), {"value": "x" * 50, "seed": seed})
+    _flip_middle_page(path)
+    store.close()
+    with pytest.raises(InvalidInstanceError, match="not a valid run store") as info:
+        RunStore(path, kind="demo", config={"n": 1})
+    assert info.value.file == str(path)

@@ -26,6 +26,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,11 +119,16 @@ class RunStore:
         try:
             self._db.execute("PRAGMA synchronous=FULL")
             self._init()
+            # damage in the middle of the file (a flipped page) passes the header and meta
+            # reads above and would surface later as a bare DatabaseError; quick_check reads
+            # every page once (linear in the store, small next to the runs it holds)
+            problems = [row[0] for row in self._db.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                detail = " ".join(" ".join(str(x).split()) for x in problems[:3])
+                raise sqlite3.DatabaseError(detail)
         except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise InvalidInstanceError(
-                "<file>", f"{p} is not a sweep store optsched can read: {exc}", file=str(p)
-            ) from None
+            raise self._corrupt(exc) from None
 
     # -- opening --------------------------------------------------------------------------
 
@@ -151,6 +157,23 @@ class RunStore:
             raise
         if meta:
             self._check_meta(meta)
+
+    def _corrupt(self, exc: sqlite3.DatabaseError) -> InvalidInstanceError:
+        """The error for a file SQLite cannot read as a store (corrupt, truncated, foreign)."""
+        return InvalidInstanceError(
+            "<file>",
+            f"{self.path} is not a valid run store (corrupt or not a sweep store): {exc}; "
+            "remove it or use another output",
+            file=str(self.path),
+        )
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Turn SQLite's errors on a damaged file into the typed refusal naming the file."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from None
 
     def _refuse(self, field: str, message: str) -> InvalidInstanceError:
         self._db.close()
@@ -191,15 +214,18 @@ class RunStore:
         text = _canonical(dict(record))
         digest = _checksum(self.kind, key, text)
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            row = db.execute("SELECT checksum FROM runs WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                db.execute("INSERT INTO runs VALUES (?, ?, ?, ?)", (key, text, digest, time.time()))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._reading():
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT checksum FROM runs WHERE key = ?", (key,)).fetchone()
+                if row is None:
+                    db.execute(
+                        "INSERT INTO runs VALUES (?, ?, ?, ?)", (key, text, digest, time.time())
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
         if row is not None and row[0] != digest:
             raise InvalidInstanceError(
                 "key", f"run {key} is already stored with a different record", file=str(self.path)
@@ -207,13 +233,17 @@ class RunStore:
 
     def keys(self) -> set[str]:
         """The keys stored (finished runs)."""
-        return {k for (k,) in self._db.execute("SELECT key FROM runs")}
+        with self._reading():
+            return {k for (k,) in self._db.execute("SELECT key FROM runs")}
 
     def __contains__(self, key: object) -> bool:
-        return self._db.execute("SELECT 1 FROM runs WHERE key = ?", (key,)).fetchone() is not None
+        with self._reading():
+            row = self._db.execute("SELECT 1 FROM runs WHERE key = ?", (key,)).fetchone()
+        return row is not None
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        with self._reading():
+            return int(self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
     def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every ``(key, record)`` in key order, each checked against its checksum.
@@ -223,9 +253,11 @@ class RunStore:
         InvalidInstanceError
             A record is corrupt or foreign (checksum mismatch, not JSON); its key is named.
         """
-        for key, text, digest in self._db.execute(
-            "SELECT key, record, checksum FROM runs ORDER BY key"
-        ):
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT key, record, checksum FROM runs ORDER BY key"
+            ).fetchall()
+        for key, text, digest in rows:
             if _checksum(self.kind, key, text) != digest:
                 raise InvalidInstanceError(
                     f"runs[{key}]",
@@ -243,7 +275,10 @@ class RunStore:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """One record (checked), or ``None`` if the run is not stored."""
-        row = self._db.execute("SELECT record, checksum FROM runs WHERE key = ?", (key,)).fetchone()
+        with self._reading():
+            row = self._db.execute(
+                "SELECT record, checksum FROM runs WHERE key = ?", (key,)
+            ).fetchone()
         if row is None:
             return None
         text, digest = row
