@@ -208,3 +208,31 @@ def test_store_with_a_flipped_page_is_refused_on_open(tmp_path: Path) -> None:
     with pytest.raises(InvalidInstanceError, match="not a valid run store") as info:
         RunStore(path, kind="demo", config={"n": 1})
     assert info.value.file == str(path)
+
+
+# --- 5. pace solve --method lp --json: nothing but the JSON object on stdout -------------------
+
+
+@pytest.mark.solver("highs")
+def test_pace_lp_solve_json_stdout_is_one_object(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    instance = tmp_path / "i.json"
+    assert main(["pace", "generate", "--seed", "1", "-o", str(instance)]) == 0
+    # a fresh process: HiGHS prints its banner only for the first instance of a process
+    code = "import sys; from optsched.cli import main; sys.exit(main(sys.argv[1:]))"
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, "pace", "solve", str(instance), "--method", "lp", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "HiGHS" not in done.stdout
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "optimal"

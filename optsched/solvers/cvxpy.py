@@ -79,6 +79,19 @@ def solve_cvxpy(
         kwargs["mip_rel_gap"] = float(mip_gap)
     if threads is not None and solver == "highs":
         kwargs["threads"] = int(threads)
+    # solver output goes to file descriptor 1, under the one JSON object of ``--json``
+    kwargs.setdefault("verbose", False)
+    version = ""
+    if solver == "highs":
+        # cvxpy builds its own highspy.Highs, and the first one of a process prints HiGHS's
+        # banner on stdout before any option can silence it: make that first one here, silently
+        from optsched.solvers.highs import _new_highs
+
+        try:
+            h = _new_highs()
+            version = f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
+        except Exception:  # the version is informative only; cvxpy reports a missing highspy
+            version = ""
     start = time.perf_counter()
     message = ""
     try:
@@ -100,15 +113,6 @@ def solve_cvxpy(
             solution, value = SolutionStatus.FEASIBLE, problem.value
     objective = float(value) if value is not None else None
     stats = problem.solver_stats
-    version = ""
-    if solver == "highs":
-        try:
-            import highspy
-
-            h = highspy.Highs()
-            version = f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
-        except Exception:  # the version is informative only
-            version = ""
     return check(
         assemble(
             termination,
