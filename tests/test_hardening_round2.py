@@ -236,3 +236,82 @@ def test_pace_lp_solve_json_stdout_is_one_object(tmp_path: Path) -> None:
     assert "HiGHS" not in done.stdout
     payload = json.loads(done.stdout)
     assert payload["status"] == "optimal"
+
+
+# --- 6. an interrupt during a store's commit ---------------------------------------------------
+
+
+class _InterruptingConnection:
+    """A sqlite3 connection whose next ``COMMIT`` is interrupted once, before or after it runs."""
+
+    def __init__(self, db: object, *, after: bool) -> None:
+        self._db = db
+        self._after = after
+        self.fired = False
+
+    def execute(self, sql: str, *args: object) -> object:
+        if sql == "COMMIT" and not self.fired:
+            self.fired = True
+            if self._after:
+                self._db.execute(sql)  # type: ignore[attr-defined]
+            raise KeyboardInterrupt
+        return self._db.execute(sql, *args)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-commit", "after-commit"])
+def test_interrupt_during_commit_propagates_and_keeps_the_store(
+    tmp_path: Path, after: bool
+) -> None:
+    from optsched.runs.store import RunStore, run_key
+
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path, kind="demo", config={"n": 1})
+    for seed in range(3):
+        store.put(run_key(seed=seed), {"seed": seed})
+    real = store._db
+    wrapper = _InterruptingConnection(real, after=after)
+    store._db = wrapper  # type: ignore[assignment]
+    # the interrupt itself propagates (the command line turns it into exit 130), not a
+    # "cannot rollback - no transaction is active" error from the cleanup
+    with pytest.raises(KeyboardInterrupt):
+        store.put(run_key(seed=3), {"seed": 3})
+    assert wrapper.fired
+    store._db = real
+    store.close()
+    with RunStore(path, kind="demo", config={"n": 1}) as reopened:
+        records = {key: rec for key, rec in reopened.items()}
+    for seed in range(3):
+        assert records[run_key(seed=seed)] == {"seed": seed}
+    # all or nothing: the interrupted record is there whole (committed) or absent (rolled back)
+    assert (run_key(seed=3) in records) is after
+    if after:
+        assert records[run_key(seed=3)] == {"seed": 3}
+
+
+# joblib warns that the tasks still running were cancelled when the interrupt stops the sweep
+@pytest.mark.filterwarnings("ignore:.*tasks .*:UserWarning")
+def test_interrupt_during_a_sweep_commit_exits_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optsched.runs import store as store_module
+
+    real_init = store_module.RunStore.__init__
+
+    def interrupted_init(self: store_module.RunStore, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        self._db = _InterruptingConnection(self._db, after=True)  # type: ignore[assignment]
+
+    monkeypatch.setattr(store_module.RunStore, "__init__", interrupted_init)
+    trace = tmp_path / "t.csv"
+    trace.write_text(HEADER + "a,0,1,,,10,,1,,u\n")
+    argv = ["sim", "sweep", str(trace), "--cluster", "v100=4", "--policies", "fifo,srtf"]
+    argv += ["--store", str(tmp_path / "st"), "--json"]
+    assert main(argv) == 130
+    capsys.readouterr()
+    monkeypatch.undo()
+    # the record committed before the interrupt is kept; a rerun completes the sweep
+    code, out = _json_run(capsys, *argv[:-1])
+    assert code == 0 and out

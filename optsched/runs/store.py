@@ -153,10 +153,26 @@ class RunStore:
                 )
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
         if meta:
             self._check_meta(meta)
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if one is still open, without hiding why it failed.
+
+        An interrupt (``KeyboardInterrupt``) can land after SQLite has already committed or
+        rolled back, e.g. while ``COMMIT`` returns; an unconditional ``ROLLBACK`` would then
+        fail with "no transaction is active" and replace the interrupt (exit 1 instead of
+        130). The transaction is all-or-nothing either way, so the store stays consistent.
+        """
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                # the caller's exception says what went wrong; SQLite rolls the journal back
+                # on the next open if this rollback could not
+                pass
 
     def _corrupt(self, exc: sqlite3.DatabaseError) -> InvalidInstanceError:
         """The error for a file SQLite cannot read as a store (corrupt, truncated, foreign)."""
@@ -224,7 +240,7 @@ class RunStore:
                     )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                self._rollback()
                 raise
         if row is not None and row[0] != digest:
             raise InvalidInstanceError(
