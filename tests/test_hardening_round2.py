@@ -50,7 +50,12 @@ def _empty_trace(tmp_path: Path, form: str) -> Path:
 
 @pytest.mark.parametrize("form", ["normalized", "gavel-all-scale-0", "elasticflow-header"])
 @pytest.mark.parametrize(
-    "command", [["sim", "run", "--policy", "fifo"], ["sim", "compare", "--policies", "fifo"]]
+    "command",
+    [
+        ["sim", "run", "--policy", "fifo"],
+        ["sim", "compare", "--policies", "fifo"],
+        ["sim", "sweep", "--policies", "fifo"],
+    ],
 )
 def test_trace_without_jobs_is_refused_naming_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str, command: list[str]

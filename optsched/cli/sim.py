@@ -13,7 +13,10 @@ Subcommands
 
 Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
 the record (the violations are printed); 3 the record is valid but jobs did not finish (the
-metrics table and the JSON are printed all the same, with ``status`` and ``unfinished``).
+metrics table and the JSON are printed all the same, with ``status`` and ``unfinished``); 2 bad
+input, among it a trace with no job (header only, or every row skipped by its reader, e.g. a
+Gavel trace whose scale factors are all 0), refused naming the file, as in ``compare`` and
+``sweep``: there is nothing to simulate and no metric over zero jobs.
 ``policies [--json]``
     List the policy names.
 """

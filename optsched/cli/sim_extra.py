@@ -253,6 +253,11 @@ def sweep_command(
 
     parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
+    for trace in traces:
+        # an empty trace file is refused before any run (as in ``run`` and ``compare``);
+        # ``synthetic:N`` names a generated table, checked by the sweep itself
+        if not str(trace).startswith("synthetic:"):
+            read_jobs(trace)
     try:
         frame = sweep(
             [str(t) for t in traces],
