@@ -1,0 +1,1 @@
+"""Harmony: learned placement of parameter-server jobs by deep reinforcement learning."""
