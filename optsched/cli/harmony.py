@@ -16,6 +16,7 @@ Subcommands
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def _model(model: Path | None) -> tuple[Any, Any, Any]:
     show_default=True,
     help="Train on the reward network or on the true world.",
 )
-@click.option("--iterations", type=click.IntRange(min=1), default=80, show_default=True)
+@click.option("--iterations", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option(
     "--episodes",
     type=click.IntRange(min=1),
@@ -85,20 +86,28 @@ def train(
     as_json: bool,
 ) -> None:
     """Train the placement policy and write its checkpoint."""
+    from rich.progress import Progress
+
     from optsched.harmony.agent import save_model
     from optsched.harmony.agent import train as run_training
     from optsched.harmony.world import HarmonyWorld
 
     world = HarmonyWorld(n_servers=servers, n_types=n_types, seed=seed)
-    result = run_training(
-        world,
-        reward=reward,
-        iterations=iterations,
-        episodes=episodes,
-        n_jobs=jobs,
-        seed=seed,
-        progress=True,
-    )
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("training", total=iterations)
+
+        def advance(done: int, total: int, point: Mapping[str, float]) -> None:
+            bar.update(task, completed=done, description=f"reward {point['reward']:.3f}")
+
+        result = run_training(
+            world,
+            reward=reward,
+            iterations=iterations,
+            episodes=episodes,
+            n_jobs=jobs,
+            seed=seed,
+            progress=advance,
+        )
     save_model(output, result)
     payload = {
         "model": str(output),

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,7 +116,7 @@ def train(
     world: HarmonyWorld | None = None,
     *,
     reward: str = "learned",
-    iterations: int = 80,
+    iterations: int = 200,
     episodes: int = 8,
     n_jobs: int = 16,
     hidden: int = 64,
@@ -125,7 +125,7 @@ def train(
     value_coef: float = 0.5,
     entropy: float = 0.01,
     seed: int = 0,
-    progress: bool = False,
+    progress: Callable[[int, int, Mapping[str, float]], None] | None = None,
     reward_net: Any = None,
 ) -> TrainResult:
     """Train the placement policy (see the module docstring for the loss).
@@ -142,8 +142,9 @@ def train(
     lr, gamma, value_coef, entropy : float
         Adam step, discount, value-loss weight, initial entropy bonus.
     seed : int, default 0
-    progress : bool, default False
-        A progress bar on stderr.
+    progress : callable, optional
+        Called as ``progress(done, total, point)`` after every update, ``point`` the newest
+        entry of the learning curve (the command line draws its progress bar with it).
     reward_net : RewardNet, optional
 
     Returns
@@ -215,7 +216,6 @@ def train(
     rng = np.random.default_rng(seed)
     seeds = np.random.default_rng(seed + 1).integers(0, 2**31 - 1, (iterations, episodes))
     curve: list[dict[str, float]] = []
-    bar = _progress(progress, iterations)
     for it in range(iterations):
         server = np.zeros((cap, n, fs), np.float32)
         jobf = np.zeros((cap, fj), np.float32)
@@ -258,10 +258,8 @@ def train(
                 "loss": float(loss),
             }
         )
-        if bar is not None:
-            bar[0].update(bar[1], advance=1, description=f"reward {np.mean(returns):.3f}")
-    if bar is not None:
-        bar[0].stop()
+        if progress is not None:
+            progress(it + 1, iterations, curve[-1])
     wall = time.perf_counter() - start
     meta = {
         "format": MODEL_FORMAT,
@@ -284,18 +282,6 @@ def train(
         "curve": curve,
     }
     return TrainResult(params, world, curve, wall, meta)
-
-
-def _progress(enabled: bool, total: int) -> Any:
-    if not enabled:
-        return None
-    from rich.progress import Progress
-
-    from optsched.cli.common import err_console
-
-    bar = Progress(console=err_console, transient=True)
-    bar.start()
-    return bar, bar.add_task("training", total=total)
 
 
 def save_model(path: str | Path, result: TrainResult) -> Path:
