@@ -5,17 +5,17 @@ Every policy places the tasks of the job at the head of the queue, one server pe
 (:meth:`~optsched.harmony.world.ClusterState.mask`), except ``ilp``, which solves the snapshot
 ILP of the whole job at once:
 
-============== ============================================================================
-name           rule for each task
-============== ============================================================================
-``harmony``    the trained policy network's most probable server (greedy inference)
-``first-fit``  the lowest-numbered valid server
+================ ==========================================================================
+name             rule for each task
+================ ==========================================================================
+``harmony``      the trained policy network's most probable server (greedy inference)
+``first-fit``    the lowest-numbered valid server
 ``load-balance`` the valid server with the most free GPUs, then CPUs (spreads load)
-``tetris``     the valid server maximising the alignment
-               :math:`\langle d/C, f_h/C\rangle` of demand and free capacity (Tetris)
-``random``     a uniformly random valid server (seeded)
-``ilp``        the exact ``interference`` ILP of the snapshot (greedy per arrival)
-============== ============================================================================
+``tetris``       the valid server maximising the alignment
+                 :math:`\langle d/C, f_h/C\rangle` of demand and free capacity (Tetris)
+``random``       a uniformly random valid server (seeded)
+``ilp``          the exact ``interference`` ILP of the snapshot (greedy per arrival)
+================ ==========================================================================
 
 :func:`run_policy` runs one policy on one trace in :class:`~optsched.harmony.world.Simulation`,
 validates every decision with the placement validator and records its ILP objective.
