@@ -97,3 +97,19 @@ def test_train_refuses_a_wrong_extension(capsys, tmp_path: Path) -> None:
     code, _, err = _run(capsys, ["harmony", "train", "-o", str(tmp_path / "m.pkl")])
     assert code == 2
     assert ".npz" in err
+
+
+def test_a_tampered_model_is_refused_naming_the_digest(capsys, tmp_path: Path) -> None:
+    import numpy as np
+
+    from optsched.harmony.agent import default_model_path
+
+    with np.load(default_model_path(), allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    arrays["param/b3"] = arrays["param/b3"] + np.float32(1.0)
+    bad = tmp_path / "bad.npz"
+    with open(bad, "wb") as fh:
+        np.savez(fh, **arrays)
+    code, _, err = _run(capsys, ["harmony", "place", "--model", str(bad), "--jobs", "2"])
+    assert code == 2
+    assert "digest" in err and "altered" in err
