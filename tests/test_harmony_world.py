@@ -13,6 +13,7 @@ from optsched.harmony.agent import world_from_meta
 from optsched.harmony.policies import place_job, run_policy
 from optsched.harmony.snapshot import snapshot_instance, solve_decision, validate_decision
 from optsched.harmony.world import HarmonyWorld, Simulation, generate_arrivals
+from optsched.placement import brute_force
 from optsched.tolerances import RATIO_TOL
 
 WORLD = HarmonyWorld(n_servers=4, n_types=4, seed=3)
@@ -74,3 +75,25 @@ def test_exact_ilp_never_worse_than_any_policy_on_a_snapshot(seed: int, busy: in
         placed = place_job(name, sim.state, job, params=params, rng=rng)
         _, value = validate_decision(instance, placed, name)
         assert optimum <= value * (1 + RATIO_TOL), (name, optimum, value)
+
+
+@settings(max_examples=6)
+@given(seed=st.integers(0, 10_000), busy=st.integers(0, 5))
+@pytest.mark.solver("highs")
+def test_snapshot_ilp_matches_brute_force(seed: int, busy: int) -> None:
+    # A tiny snapshot (3 servers, at most 3 tasks): enumeration finds the same optimum.
+    world = HarmonyWorld(n_servers=3, n_types=3, seed=seed % 7, max_workers=2, max_ps=1)
+    arrivals = generate_arrivals(world, busy + 1, seed=seed, mean_interarrival_s=1.0)
+    sim = Simulation(world, arrivals)
+    rng = np.random.default_rng(seed)
+    for _ in range(busy):
+        job = sim.next_job()
+        assert job is not None
+        sim.commit(job, place_job("random", sim.state, job, rng=rng))
+    job = sim.next_job()
+    assert job is not None
+    instance = snapshot_instance(sim.state, job)
+    _, optimum = solve_decision(instance)
+    brute = brute_force(instance, "interference")
+    assert brute is not None
+    assert optimum == pytest.approx(brute[0], rel=RATIO_TOL)
