@@ -609,7 +609,7 @@ def _makespan_aggregated(lim: JobLimits) -> float:
     return float(np.max(arrivals + suffix))
 
 
-def _makespan_lp(lim: JobLimits, deadline_at: float | None, solver: str) -> tuple[float, str]:
+def _makespan_lp(lim: JobLimits, deadline_at: float | None, solver: str) -> tuple[float, bool, str]:
     """Best of ``t + T*(t)`` over arrival-quantile thresholds (each a certified LP bound)."""
     import scipy.sparse as sp
 
