@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 __all__ = [
+    "BOUND_SAFETY",
     "CAPACITY_TOL",
     "FIT_RECOVERY_TOL",
     "FIT_TOL",
@@ -63,6 +64,11 @@ TIME_TOL = 1e-6
 #: every such round with its gap (``SimResult.extra["round_lp_gaps"]``) and this tolerance. A
 #: round further from optimal stops the run.
 ROUND_LP_GAP = 1e-2
+
+#: Relative amount a bound computed from an LP's dual point is moved towards safety (down for a
+#: lower bound, up for an upper bound): the rounding of the weak-duality sum over up to millions
+#: of terms, with room to spare.
+BOUND_SAFETY = 1e-9
 
 
 def within(a: float, b: float, tol: float) -> bool:
