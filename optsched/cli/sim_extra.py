@@ -105,6 +105,7 @@ _COLUMNS = (
     ("makespan", "makespan"),
     ("unfinished", "unfinished"),
     ("rho_max", "worst rho"),
+    ("ftf_rho_max", "worst FTF rho"),
     ("deadlines_met", "deadlines met"),
     ("gpu_hours", "GPU-h"),
 )

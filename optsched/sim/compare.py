@@ -47,6 +47,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "weighted_jct_mean",
     "makespan",
     "rho_max",
+    "ftf_rho_max",
     "deadlines",
     "deadlines_met",
     "best_effort_jct_mean",

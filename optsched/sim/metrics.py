@@ -22,6 +22,39 @@ Finish-time fairness
     round, which can scale shares up; the per-job cap keeps each share a feasible allocation.)
     ``rho <= 1`` means the job finished no later than on its fair share.
 
+Finish-time fairness as Themis, Gavel and Shockwave publish it (``ftf_rho``)
+    The published simulators (Shockwave's ``get_finish_time_fairness``, the "Themis" variant
+    whose contention factor is averaged over time, and the figures of the Gavel and Shockwave
+    papers built on it) use a simpler fair share: the job's *isolated* time scaled by the
+    cluster's contention factor,
+
+    .. math::
+
+        \rho^{\mathrm{ftf}}_j = \frac{\mathrm{JCT}_j}{T^{\mathrm{iso}}_j
+            \cdot \max\!\left(1, \bar N_j / G\right)},
+
+    with
+
+    * :math:`\mathrm{JCT}_j` = completion minus arrival (finished jobs only; NaN otherwise);
+    * :math:`T^{\mathrm{iso}}_j` = ``isolated_jct``: the job's work over its rate alone on
+      its **requested** gang of ``num_gpus`` GPUs, consolidated, on its **best** GPU type
+      among those with at least ``num_gpus`` GPUs (on a one-type cluster, as in Shockwave,
+      simply the type it was profiled on);
+    * :math:`\bar N_j` = ``contention``: the number of active (arrived, unfinished) jobs
+      averaged over :math:`[a_j, C_j]`. Shockwave averages the per-round job count over the
+      rounds from the job's arrival round to its completion round; optsched integrates the
+      same count exactly over time, which equals the round average when arrivals and
+      completions fall on round boundaries;
+    * :math:`G` = the total number of GPUs in the cluster (every type), so that
+      :math:`\bar N_j / G` is the number of jobs per GPU; the factor is clamped at 1 because
+      a job never has more than a whole gang to itself (Shockwave clamps it likewise).
+
+    ``ftf_fair_jct`` is the denominator. Beside ``rho`` it differs in two ways: it ignores
+    the job's gang size (every job is owed :math:`G / \bar N_j` GPUs' worth of time, not a
+    share of each type scaled by its gang) and it measures the share in time on the job's
+    best type rather than in rate over every type. Both are reported; ``ftf_rho`` is the one to
+    set beside published figures.
+
 Finished and unfinished jobs
     A job's JCT exists only when it finished: ``jct_mean``, the percentiles and the weighted mean
     are over the **finished** jobs, and ``unfinished`` counts the others (never hidden: a run
@@ -40,10 +73,10 @@ Spread gangs (:func:`spread_gang_seconds`)
 
 Per run (:func:`run_metrics`)
     JCT mean, median, p95, p99 (finished jobs; linear interpolation), weighted mean JCT, makespan
-    (last completion minus first arrival), mean queueing delay, worst and mean ``rho``, deadlines
-    met (count and fraction of jobs with one: the *deadline satisfaction ratio*), GPU-hours
-    held, mean utilization over ``[first arrival, makespan end]``, GPU energy in kWh, finished
-    and unfinished counts, and the best-effort JCT (:func:`deadline_metrics`).
+    (last completion minus first arrival), mean queueing delay, worst and mean ``rho`` and
+    ``ftf_rho``, deadlines met (count and fraction of jobs with one: the *deadline satisfaction
+    ratio*), GPU-hours held, mean utilization over ``[first arrival, makespan end]``, GPU energy
+    in kWh, finished and unfinished counts, and the best-effort JCT (:func:`deadline_metrics`).
 
 Energy (:func:`energy_kwh`)
     GPU energy in kWh from the interval table alone: every stretch a job holds ``gpus`` GPUs of a
@@ -160,6 +193,9 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
     frame["contention"] = contention
     frame["fair_share_jct"] = fair
     frame["rho"] = frame["jct"] / frame["fair_share_jct"]
+    gpus = max(1, world.cluster.total_gpus)
+    frame["ftf_fair_jct"] = frame["isolated_jct"] * np.maximum(1.0, contention / gpus)
+    frame["ftf_rho"] = frame["jct"] / frame["ftf_fair_jct"]
     has_deadline = frame["deadline"].notna()
     met = frame["finished"] & (frame["completion"] <= frame["deadline"])
     frame["deadline_met"] = pd.array(
@@ -388,6 +424,7 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
     met = int(frame["deadline_met"].fillna(False).astype(bool).sum())
     weights = done["weight"].to_numpy(dtype=float)
     rho = done["rho"].to_numpy(dtype=float)
+    ftf = done["ftf_rho"].to_numpy(dtype=float)
     spread = spread_gang_seconds(result)
     return {
         "policy": result.policy,
@@ -403,6 +440,8 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
         "queueing_delay_mean": float(done["queueing_delay"].mean()) if len(done) else math.nan,
         "rho_max": float(rho.max()) if len(rho) else math.nan,
         "rho_mean": float(rho.mean()) if len(rho) else math.nan,
+        "ftf_rho_max": float(ftf.max()) if len(ftf) else math.nan,
+        "ftf_rho_mean": float(ftf.mean()) if len(ftf) else math.nan,
         "deadlines": int(with_deadline.sum()),
         "deadlines_met": met,
         "deadlines_met_fraction": met / int(with_deadline.sum())
