@@ -194,6 +194,7 @@ def compare_command(
             # a policy acting beyond the round world may show a negative gap: say why
             notes = ["wakes mid-round"] if row.get("wakeups") else []
             notes += ["shares GPUs"] if row.get("shared") else []
+            notes += ["own grid"] if row.get("same_grid") is False else []
             row["note"] = ", ".join(notes) or ""
         out = Table(title=f"{len(world.jobs)} jobs on {spec}")
         for _, title in cols:
