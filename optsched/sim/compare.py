@@ -123,6 +123,8 @@ class Comparison:
         Per objective solved, the exact result (its solution is the optimum's record).
     exact_round_seconds : float or None
         The round length of the exact model's grid (``None`` without ``exact``).
+    window : (int, int or None) or None
+        The steady-state window of arrival indices the metrics count (``None``: every job).
     """
 
     world: World
@@ -131,6 +133,7 @@ class Comparison:
     metrics: dict[str, dict[str, Any]]
     exact: dict[str, ExactResult[SimResult]] = field(default_factory=dict)
     exact_round_seconds: float | None = None
+    window: tuple[int, int | None] | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row per policy (then one per exact optimum): metrics, objectives and gaps."""
@@ -140,7 +143,7 @@ class Comparison:
         for objective, res in self.exact.items():
             if res.solution is None:
                 continue
-            row = _row(self.world, res.solution, f"exact-{objective}")
+            row = _row(self.world, res.solution, f"exact-{objective}", self.window)
             row["exact_status"] = res.status.value
             row["round_seconds"] = self.exact_round_seconds
             rows.append(row)
@@ -163,6 +166,7 @@ class Comparison:
         return {
             "round_seconds": self.round_seconds,
             "exact_round_seconds": self.exact_round_seconds,
+            "window": None if self.window is None else list(self.window),
             "policies": records,
             "exact": {k: v.summary() for k, v in self.exact.items()},
         }
@@ -185,12 +189,14 @@ def _gap(objective: str, value: float, best: float | None) -> float:
     return (value - best) / best if best > 0 else value - best
 
 
-def _row(world: World, record: SimResult, name: str) -> dict[str, Any]:
+def _row(
+    world: World, record: SimResult, name: str, window: tuple[int, int | None] | None = None
+) -> dict[str, Any]:
     from optsched.sim.exact import OBJECTIVES, objective_value
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.validate import validate
 
-    metrics = run_metrics(record, job_metrics(record))
+    metrics = run_metrics(record, job_metrics(record), window=window)
     report = validate(world, record)
     intervals = record.intervals_frame()
     row: dict[str, Any] = {"policy": name}
@@ -223,6 +229,7 @@ def compare(
     mip_gap: float | None = None,
     threads: int | None = None,
     accept_feasible: bool = False,
+    window: tuple[int, int | None] | None = None,
 ) -> Comparison:
     """Run every policy in ``policies`` on ``world`` and, with ``exact``, the exact optima.
 
@@ -239,6 +246,10 @@ def compare(
         own (with or without ``exact``) and the exact model uses :func:`auto_round_seconds`.
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
+    window : (int, int or None), optional
+        The steady-state window: the metrics count only the jobs of arrival index
+        ``start <= k < end`` (:func:`~optsched.sim.metrics.run_metrics`). The objectives and
+        gaps stay over every job (the exact model optimizes the whole trace).
 
     Returns
     -------
@@ -267,6 +278,10 @@ def compare(
     if len(set(names)) != len(names):
         raise InvalidInstanceError("policies", "a policy is named twice")
     made = [make_policy(n, field="policies") for n in names]
+    if window is not None:
+        from optsched.sim.metrics import check_window
+
+        window = check_window(window, len_jobs=len(world.jobs))
     for o in objectives:
         if o not in OBJECTIVES:
             raise InvalidInstanceError(
@@ -298,7 +313,7 @@ def compare(
             kwargs["round_seconds"] = round_seconds
         record = simulate(world, policy, **kwargs)
         runs[policy.name] = record
-        metrics[policy.name] = _row(world, record, policy.name)
+        metrics[policy.name] = _row(world, record, policy.name, window)
     return Comparison(
         world=world,
         round_seconds=round_seconds,
@@ -306,4 +321,5 @@ def compare(
         metrics=metrics,
         exact=results,
         exact_round_seconds=grid,
+        window=window,
     )
