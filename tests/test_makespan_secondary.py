@@ -60,7 +60,7 @@ def test_simulated_short_jobs_no_longer_wait_for_the_longest() -> None:
 
     The long job bounds the makespan (1000 s); the short jobs share the other GPU. Each round
     the secondary objective gives the shortest the most, so the 50 s job is done within a round
-    of running alone (a vertex optimum gives it 0.05 of a GPU and it waited until 260 s).
+    of running alone (with the vertex optimum alone it finished at 260 s).
     """
     cluster = ClusterSpec(gpu_types=(GpuType(name="gpu", count=2, gpus_per_server=2),))
     rows = [{"arrival": 0.0, "duration": d} for d in (1000.0, 50.0, 100.0, 150.0)]

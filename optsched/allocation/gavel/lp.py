@@ -20,7 +20,7 @@ gang larger than the type has GPUs: \texttt{gang\_fits}). With
   bisects on the makespan to 5 %. *Secondary objective.* The optimal makespan fixes only the
   bottleneck jobs; a vertex optimum typically gives every other job just
   :math:`\theta_m = \sigma_m z^*`, exactly enough to finish *at* the makespan, so short jobs
-  wait for the longest (a mean JCT far above Gavel's at the same makespan). A second LP
+  wait for the longest, and the mean JCT suffers at no gain in makespan. A second LP
   therefore chooses, among the allocations within
   :data:`~optsched.tolerances.MAKESPAN_SECONDARY_TOL` of the optimal makespan, one that
   maximizes the total throughput-normalized progress
