@@ -86,9 +86,12 @@ def test_cli_run_compare_and_sweep_take_window(
     out = json.loads(capsys.readouterr().out)
     assert out["metrics"]["window"] == [1, 3] and out["metrics"]["jobs"] == 2
     assert within(out["metrics"]["jct_mean"], 4.5, TIME_TOL)
+    # both fairness measures are printed, distinctly named (one GPU: ftf_rho = JCT / (T_iso N))
+    assert {"rho_max", "ftf_rho_max", "ftf_rho_mean"} <= set(out["metrics"])
     assert main(["sim", "compare", *base, "--policies", "fifo"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["window"] == [1, 3] and out["policies"][0]["finished"] == 2
+    assert isinstance(out["policies"][0]["ftf_rho_max"], float)
     code = main(["sim", "sweep", *base, "--policies", "fifo", "--backend", "serial"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["rows"][0]["jobs"] == 2 and out["rows"][0]["window"] == [1, 3]
