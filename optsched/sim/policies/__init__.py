@@ -16,7 +16,9 @@ name                 policy
 ==================== ===========================================================
 
 Every name but ``gandiva`` and ``gandiva-fair`` also has a heterogeneity-aware ``-perf`` variant
-(``srtf-perf``).
+(``srtf-perf``). The order policies (``fifo`` to ``tiresias-gittins``, and their ``-perf``
+variants) also have an ``-elastic`` variant (``edf-elastic``, ``srtf-perf-elastic``:
+:data:`ELASTIC_POLICIES`) that sizes elastic gangs (:mod:`optsched.sim.policies.elastic`).
 The allocation LPs of :mod:`optsched.allocation.gavel` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
@@ -49,6 +51,7 @@ from optsched.sim.policy import Policy
 
 __all__ = [
     "EDF",
+    "ELASTIC_POLICIES",
     "FIFO",
     "POLICIES",
     "SJF",
@@ -69,14 +72,14 @@ __all__ = [
     "make_policy",
 ]
 
-_BASE: dict[str, Callable[[bool], Policy]] = {
-    "fifo": lambda aware: FIFO(aware=aware),
-    "fifo-backfill": lambda aware: FIFO(aware=aware, backfill=True),
-    "sjf": lambda aware: SJF(aware=aware),
-    "srtf": lambda aware: SRTF(aware=aware),
-    "edf": lambda aware: EDF(aware=aware),
-    "tiresias-las": lambda aware: Tiresias("las", aware=aware),
-    "tiresias-gittins": lambda aware: Tiresias("gittins", aware=aware),
+_BASE: dict[str, Callable[[bool, bool], Policy]] = {
+    "fifo": lambda aware, el: FIFO(aware=aware, elastic=el),
+    "fifo-backfill": lambda aware, el: FIFO(aware=aware, backfill=True, elastic=el),
+    "sjf": lambda aware, el: SJF(aware=aware, elastic=el),
+    "srtf": lambda aware, el: SRTF(aware=aware, elastic=el),
+    "edf": lambda aware, el: EDF(aware=aware, elastic=el),
+    "tiresias-las": lambda aware, el: Tiresias("las", aware=aware, elastic=el),
+    "tiresias-gittins": lambda aware, el: Tiresias("gittins", aware=aware, elastic=el),
 }
 
 #: Every registered policy name.
@@ -94,6 +97,13 @@ POLICIES: tuple[str, ...] = (
     "chronus",
     "chronus-greedy",
     "allox",
+)
+
+#: The order policies sizing elastic gangs (:mod:`optsched.sim.policies.elastic`): every name of
+#: ``_BASE`` and its ``-perf`` variant with ``-elastic`` appended (``edf-elastic``). Kept apart
+#: from :data:`POLICIES` so that "every policy" comparisons keep their rows.
+ELASTIC_POLICIES: tuple[str, ...] = tuple(
+    f"{name}{perf}-elastic" for name in _BASE for perf in ("", "-perf")
 )
 
 
@@ -125,9 +135,12 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Andreas()
     if name == "allox":
         return AlloX()
-    aware = name.endswith("-perf")
-    base = name[: -len("-perf")] if aware else name
+    elastic = name.endswith("-elastic")
+    core = name[: -len("-elastic")] if elastic else name
+    aware = core.endswith("-perf")
+    base = core[: -len("-perf")] if aware else core
     factory = _BASE.get(base)
     if factory is None:
-        raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
-    return factory(aware)
+        known = ", ".join((*POLICIES, *ELASTIC_POLICIES))
+        raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {known}")
+    return factory(aware, elastic)
