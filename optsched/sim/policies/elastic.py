@@ -79,7 +79,7 @@ def elastic_sizes(
     blocking : bool
         Stop at the first job with no room.
     """
-    admitted: list[list[object]] = []
+    admitted: list[tuple[JobState, str, int]] = []
     for s in order:
         t = choose(s, free)
         if t is None:
@@ -88,10 +88,9 @@ def elastic_sizes(
             continue
         n = useful_size(state, s, t, s.job.min_gpus, min(s.job.num_gpus, free[t]))
         free[t] -= n
-        admitted.append([s, t, n])
+        admitted.append((s, t, n))
     out: list[tuple[JobState, str, int]] = []
     for s, t, n in admitted:
-        assert isinstance(s, JobState) and isinstance(t, str) and isinstance(n, int)
         cap = min(s.job.max_gpus, n + free[t])
         m = useful_size(state, s, t, n, cap)
         free[t] -= m - n
