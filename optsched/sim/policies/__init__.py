@@ -26,7 +26,8 @@ Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
-(:class:`AlloX`).
+(:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
+scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from optsched.sim.policies.andreas import Andreas
 from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.chronus import Chronus
+from optsched.sim.policies.elasticflow import ElasticFlow
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.gandiva_fair import GandivaFair
 from optsched.sim.policies.optimus import Optimus
@@ -61,6 +63,7 @@ __all__ = [
     "Andreas",
     "AonlinePolicy",
     "Chronus",
+    "ElasticFlow",
     "Gandiva",
     "GandivaFair",
     "Optimus",
@@ -97,6 +100,7 @@ POLICIES: tuple[str, ...] = (
     "chronus",
     "chronus-greedy",
     "allox",
+    "elasticflow",
 )
 
 #: The order policies sizing elastic gangs (:mod:`optsched.sim.policies.elastic`): every name of
@@ -135,6 +139,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Andreas()
     if name == "allox":
         return AlloX()
+    if name == "elasticflow":
+        return ElasticFlow()
     elastic = name.endswith("-elastic")
     core = name[: -len("-elastic")] if elastic else name
     aware = core.endswith("-perf")
