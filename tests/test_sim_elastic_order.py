@@ -58,6 +58,8 @@ def test_elastic_edf_hand_computed_round() -> None:
     assert _gangs(elastic) == {"j0": 4, "j1": 4}
     assert within(elastic.completion[0], 50.0, TIME_TOL)
     assert within(elastic.completion[1], 80.0, TIME_TOL)
+    # alone after 50 with 8 GPUs free, j1 stays on 4: more add nothing (no extrapolation)
+    assert _gangs(elastic, 60.0) == {"j1": 4}
     assert validate(world, elastic).ok
     rigid = simulate(world, EDF())
     assert _gangs(rigid) == {"j0": 6}
