@@ -13,6 +13,7 @@ from optsched.sim.policies import (
     ELASTIC_POLICIES,
     FIFO,
     SRTF,
+    Gandiva,
     Tiresias,
     make_policy,
 )
@@ -151,10 +152,34 @@ def test_tiresias_wakes_at_the_crossing_of_the_granted_gang() -> None:
     assert result.decisions == 4
 
 
+def test_gandiva_grows_into_idle_gpus_and_shrinks_when_others_come() -> None:
+    """Rounds of 60 s on 8 GPUs. From 0, j0 alone (2 asked) grows to u(2, 8) = 4 (flat beyond
+    4); at 60, j1 and j2 (4 asked each) arrive: in time-slicing order (least executed first)
+    j1 takes 4, j2 takes 4, and j0, last, gets nothing this round (time slicing)."""
+    rows = [
+        {"total_steps": 1e5, "num_gpus": 2},
+        {"arrival": 30.0, "total_steps": 1e5, "num_gpus": 4},
+        {"arrival": 30.0, "total_steps": 1e5, "num_gpus": 4},
+    ]
+    world = _world(rows)
+    result = simulate(world, Gandiva(elastic=True))
+    assert _gangs(result, 0.0) == {"j0": 4}
+    assert _gangs(result, 60.0) == {"j1": 4, "j2": 4}
+    assert validate(world, result).ok
+    rigid = simulate(world, Gandiva())
+    assert _gangs(rigid, 0.0) == {"j0": 2}
+
+
 @given(worlds(max_jobs=5))
 def test_elastic_order_runs_validate_on_elastic_worlds(world: World) -> None:
     wide = world.elastic(max_factor=3.0)
-    for name in ("edf-elastic", "srtf-perf-elastic", "fifo-elastic", "tiresias-gittins-elastic"):
+    for name in (
+        "edf-elastic",
+        "srtf-perf-elastic",
+        "fifo-elastic",
+        "tiresias-gittins-elastic",
+        "gandiva-elastic",
+    ):
         result = simulate(wide, make_policy(name))
         report = validate(wide, result)
         assert report.ok, (name, report.violations[:3])

@@ -17,8 +17,9 @@ name                 policy
 
 Every name but ``gandiva`` and ``gandiva-fair`` also has a heterogeneity-aware ``-perf`` variant
 (``srtf-perf``). The order policies (``fifo`` to ``tiresias-gittins``, and their ``-perf``
-variants) also have an ``-elastic`` variant (``edf-elastic``, ``srtf-perf-elastic``:
-:data:`ELASTIC_POLICIES`) that sizes elastic gangs (:mod:`optsched.sim.policies.elastic`).
+variants) and ``gandiva`` also have an ``-elastic`` variant (``edf-elastic``,
+``srtf-perf-elastic``, ``gandiva-elastic``: :data:`ELASTIC_POLICIES`) that sizes elastic gangs
+(:mod:`optsched.sim.policies.elastic`).
 The allocation LPs of :mod:`optsched.allocation.gavel` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
@@ -103,11 +104,13 @@ POLICIES: tuple[str, ...] = (
     "elasticflow",
 )
 
-#: The order policies sizing elastic gangs (:mod:`optsched.sim.policies.elastic`): every name of
-#: ``_BASE`` and its ``-perf`` variant with ``-elastic`` appended (``edf-elastic``). Kept apart
-#: from :data:`POLICIES` so that "every policy" comparisons keep their rows.
-ELASTIC_POLICIES: tuple[str, ...] = tuple(
-    f"{name}{perf}-elastic" for name in _BASE for perf in ("", "-perf")
+#: The policies sizing elastic gangs by :mod:`optsched.sim.policies.elastic`: every order policy
+#: and its ``-perf`` variant with ``-elastic`` appended (``edf-elastic``), and Gandiva's
+#: grow-shrink (``gandiva-elastic``). Kept apart from :data:`POLICIES` so that "every policy"
+#: comparisons keep their rows.
+ELASTIC_POLICIES: tuple[str, ...] = (
+    *(f"{name}{perf}-elastic" for name in _BASE for perf in ("", "-perf")),
+    "gandiva-elastic",
 )
 
 
@@ -121,6 +124,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name == "gandiva-elastic":
+        return Gandiva(elastic=True)
     if name == "gandiva-fair":
         return GandivaFair()
     if name.endswith("-packed") and name in LP_POLICIES:
