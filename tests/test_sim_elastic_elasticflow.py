@@ -6,6 +6,7 @@ import math
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 from strategies.sim import job_frame, worlds
 
 from optsched.errors import InvalidInstanceError
@@ -155,3 +156,65 @@ def test_runs_validate_and_finish(world: World) -> None:
         facts = policy.run_facts()
         with_deadline = sum(not math.isnan(j.deadline) for j in w.jobs)
         assert facts["admitted"] + facts["declined"] == with_deadline
+
+
+@st.composite
+def _deadline_rows(draw: st.DrawFn) -> list[dict[str, object]]:
+    n = draw(st.integers(1, 7))
+    rows: list[dict[str, object]] = []
+    for k in range(n):
+        arrival = float(draw(st.integers(0, 300)))
+        steps = float(draw(st.integers(50, 5000)))
+        row: dict[str, object] = {
+            "job_id": f"j{k}",
+            "arrival": arrival,
+            "model": draw(st.sampled_from(["m", "k"])),
+            "total_steps": steps,
+            "num_gpus": draw(st.sampled_from([1, 2, 4])),
+        }
+        if draw(st.booleans()):
+            row["deadline"] = arrival + float(draw(st.integers(1, 600)))
+        rows.append(row)
+    return sorted(rows, key=lambda r: float(r["arrival"]))  # type: ignore[arg-type]
+
+
+@given(_deadline_rows(), st.sampled_from([1.0, 8.0]), st.sampled_from([10.0, 60.0]))
+def test_an_admitted_job_never_demoted_meets_its_deadline(
+    rows: list[dict[str, object]], factor: float, slot: float
+) -> None:
+    """The promise: with no restore cost and rates that do not depend on placement (profiles),
+    a job admitted and never demoted (``late``) finishes by its deadline."""
+    world = _world(rows, factor=factor)
+    policy = ElasticFlow(round_seconds=slot)
+    result = simulate(world, policy)
+    assert validate(world, result).ok
+    assert result.all_finished
+    facts = policy.run_facts()
+    refused = set(facts["declined_jobs"]) | set(policy.late)
+    for job, done in zip(world.jobs, result.completion, strict=True):
+        if not math.isnan(job.deadline) and job.job_id not in refused:
+            assert done <= job.deadline + TIME_TOL * max(1.0, job.deadline), job.job_id
+
+
+def test_a_plan_starting_inside_a_slot_holds_its_share_from_the_slot_start() -> None:
+    """4 GPUs, rigid gangs, 60 s slots. X (2 GPUs, 1800 steps at 18/s, deadline 120) is planned
+    as late as possible from 120 - 100 = 20, i.e. from the slot boundary 0, so it holds 2 GPUs
+    now; Y (4 GPUs, best effort, higher marginal gain 20 / (4 x 5) = 1.0 against X's 0.9) does
+    not fit beside it. At 60 X has 720 steps left: planned from 80, i.e. from 60. X completes at
+    100; Y starts at the slot of 120 and runs 2000 / 20 = 100 s. A plan started at its exact
+    as-late-as-possible time would leave X no GPU at 0 (Y would take all 4) and X would be late.
+    """
+    world = _world(
+        [
+            {"job_id": "X", "model": "m", "total_steps": 1800.0, "num_gpus": 2, "deadline": 120.0},
+            {"job_id": "Y", "model": "k", "total_steps": 2000.0, "num_gpus": 4},
+        ],
+        count=4,
+        factor=1.0,
+    )
+    policy = ElasticFlow(round_seconds=60.0)
+    result = simulate(world, policy)
+    assert _gangs(result, 0.0) == {"X": 2}
+    assert within(result.completion[0], 100.0, TIME_TOL)
+    assert within(result.completion[1], 220.0, TIME_TOL)
+    assert policy.late == [] and policy.run_facts()["declined"] == 0
