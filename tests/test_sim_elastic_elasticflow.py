@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies.sim import job_frame, worlds
 
+from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
 from optsched.sim.metrics import deadline_metrics
@@ -218,3 +221,24 @@ def test_a_plan_starting_inside_a_slot_holds_its_share_from_the_slot_start() -> 
     assert within(result.completion[0], 100.0, TIME_TOL)
     assert within(result.completion[1], 220.0, TIME_TOL)
     assert policy.late == [] and policy.run_facts()["declined"] == 0
+
+
+def test_cli_runs_elastic_policies_on_an_elasticflow_slice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = Path(__file__).parent / "data"
+    trace = data / "traces" / "elasticflow" / "cluster10_head40.csv"
+    profiles = data / "profiles" / "synthetic_a100"
+    met = {}
+    for name, extra in (
+        ("edf", []),
+        ("edf-elastic", ["--elastic", "8"]),
+        ("elasticflow", ["--elastic", "8"]),
+    ):
+        args = ["sim", "run", str(trace), "--cluster", "a100=16:8", "--throughputs", str(profiles)]
+        code = main([*args, "--policy", name, *extra, "--json"])
+        out = json.loads(capsys.readouterr().out)
+        assert code == 0 and out["valid"] is True and out["policy"] == name
+        met[name] = out["metrics"]["deadlines_met"]
+    # elastic gangs meet deadlines that the requested gangs cannot
+    assert met["edf"] < met["edf-elastic"] <= met["elasticflow"]
