@@ -57,10 +57,12 @@ largest *marginal normalized throughput*
 (the speed-up a GPU adds, in units of the job's one-GPU rate so that models compare **[R]**;
 the simulator ranks by the GPU time a step saves), while some :math:`\Delta_j > 0`, :math:`n' \le
 h_j` and :math:`n' - n` GPUs are left (ties: deadline, then arrival). With concave :math:`r_j`
-the marginals are non-increasing in :math:`n`, so this greedy maximizes
-:math:`\sum_j r_j(n_j)/r_j(1)` over the jobs' increments (the classic greedy for separable
-concave resource allocation). Admitted and best-effort jobs compete first; **declined** jobs take
-only what they leave **[R]**: ElasticFlow drops a declined job, but the simulator has no job
+the marginals are non-increasing in :math:`n`, so where every step is of one GPU
+(:math:`\ell_j = 1`, or the job already holds GPUs) this greedy maximizes
+:math:`\sum_j r_j(n_j)/r_j(1)` over the GPUs left (the classic greedy for separable concave
+resource allocation); a first step of :math:`\ell_j > 1` GPUs is ranked by its average gain.
+Admitted and best-effort jobs compete first; **declined** jobs take only what they leave
+**[R]**: ElasticFlow drops a declined job, but the simulator has no job
 removal, so it runs as the lowest class on GPUs no other job can use (its deadline counts as met
 only if it does finish by it, which the admission test said it could not be promised).
 
@@ -75,6 +77,14 @@ slot, and a reservation never exceeds the free GPUs it was planned against. The 
 the world's restore cost **[R]** (the simulator adds a measured scaling overhead). Gang sizes
 are any integer in :math:`[\ell_j, h_j]` **[R]** (the simulator uses the measured counts,
 powers of two).
+
+**The promise.** With no restore cost and rates that do not depend on the placement (scaling
+profiles), an admitted job that is never demoted finishes by its deadline: at every decision it
+holds at least its plan's share for the whole slot (plans are constant on slots), so it does at
+least the plan's work until the next decision, where a plan that meets the deadline exists
+again (else it would be demoted); the last plan ends by the aligned deadline. (Tested on random
+worlds; demotions stay possible when earlier-deadline jobs' new plans take GPUs a later one's
+old plan used.)
 
 Complexity per decision: :math:`O(N A \log h)` plans of :math:`O(P)` pieces for :math:`A`
 admitted jobs and :math:`N` arrivals (at least one), plus :math:`O(G \log A)` for the greedy
