@@ -21,7 +21,8 @@ room, else takes the first type in the cluster's canonical order with room (see
 missing as room for it. The *aware* variant
 (``aware=True``, names ending in ``-perf``) takes the type on which the job is fastest among
 those with room (its current type on ties). All are event-driven (decide at arrivals and
-completions) unless given ``round_seconds``.
+completions) unless given ``round_seconds``. With ``elastic=True`` (names ending in
+``-elastic``) they size elastic gangs by :mod:`optsched.sim.policies.elastic`.
 """
 
 from __future__ import annotations
