@@ -339,15 +339,17 @@ def window_arg(window: str | None) -> tuple[int, int | None] | None:
     return None if window is None else parse_window(window, field="--window")
 
 
-#: ``--elastic FACTOR``: elastic gangs for the policies that size them (optimus, andreas).
+#: ``--elastic FACTOR``: elastic gangs for the policies that size them (optimus, andreas,
+#: elasticflow, the ``-elastic`` order policies).
 ELASTIC_OPTION = click.option(
     "--elastic",
     type=float,
     default=None,
     metavar="FACTOR",
     help="Elastic gangs: every job may run on 1 up to FACTOR x its requested GPUs (capped by "
-    "the largest GPU type); policies that size gangs (optimus, andreas) use it, the others run "
-    "the requested size. Default: rigid gangs.",
+    "the largest GPU type); policies that size gangs (optimus, andreas, elasticflow and the "
+    "order policies' -elastic variants, e.g. edf-elastic) use it, the others run the requested "
+    "size. Default: rigid gangs.",
 )
 
 

@@ -16,7 +16,10 @@ name                 policy
 ==================== ===========================================================
 
 Every name but ``gandiva`` and ``gandiva-fair`` also has a heterogeneity-aware ``-perf`` variant
-(``srtf-perf``).
+(``srtf-perf``). The order policies (``fifo`` to ``tiresias-gittins``, and their ``-perf``
+variants) and ``gandiva`` also have an ``-elastic`` variant (``edf-elastic``,
+``srtf-perf-elastic``, ``gandiva-elastic``: :data:`ELASTIC_POLICIES`) that sizes elastic gangs
+(:mod:`optsched.sim.policies.elastic`).
 The allocation LPs of :mod:`optsched.allocation.gavel` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
@@ -24,7 +27,8 @@ Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
-(:class:`AlloX`).
+(:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
+scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from optsched.sim.policies.andreas import Andreas
 from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.chronus import Chronus
+from optsched.sim.policies.elasticflow import ElasticFlow
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.gandiva_fair import GandivaFair
 from optsched.sim.policies.optimus import Optimus
@@ -49,6 +54,7 @@ from optsched.sim.policy import Policy
 
 __all__ = [
     "EDF",
+    "ELASTIC_POLICIES",
     "FIFO",
     "POLICIES",
     "SJF",
@@ -58,6 +64,7 @@ __all__ = [
     "Andreas",
     "AonlinePolicy",
     "Chronus",
+    "ElasticFlow",
     "Gandiva",
     "GandivaFair",
     "Optimus",
@@ -69,14 +76,14 @@ __all__ = [
     "make_policy",
 ]
 
-_BASE: dict[str, Callable[[bool], Policy]] = {
-    "fifo": lambda aware: FIFO(aware=aware),
-    "fifo-backfill": lambda aware: FIFO(aware=aware, backfill=True),
-    "sjf": lambda aware: SJF(aware=aware),
-    "srtf": lambda aware: SRTF(aware=aware),
-    "edf": lambda aware: EDF(aware=aware),
-    "tiresias-las": lambda aware: Tiresias("las", aware=aware),
-    "tiresias-gittins": lambda aware: Tiresias("gittins", aware=aware),
+_BASE: dict[str, Callable[[bool, bool], Policy]] = {
+    "fifo": lambda aware, el: FIFO(aware=aware, elastic=el),
+    "fifo-backfill": lambda aware, el: FIFO(aware=aware, backfill=True, elastic=el),
+    "sjf": lambda aware, el: SJF(aware=aware, elastic=el),
+    "srtf": lambda aware, el: SRTF(aware=aware, elastic=el),
+    "edf": lambda aware, el: EDF(aware=aware, elastic=el),
+    "tiresias-las": lambda aware, el: Tiresias("las", aware=aware, elastic=el),
+    "tiresias-gittins": lambda aware, el: Tiresias("gittins", aware=aware, elastic=el),
 }
 
 #: Every registered policy name.
@@ -94,6 +101,16 @@ POLICIES: tuple[str, ...] = (
     "chronus",
     "chronus-greedy",
     "allox",
+    "elasticflow",
+)
+
+#: The policies sizing elastic gangs by :mod:`optsched.sim.policies.elastic`: every order policy
+#: and its ``-perf`` variant with ``-elastic`` appended (``edf-elastic``), and Gandiva's
+#: grow-shrink (``gandiva-elastic``). Kept apart from :data:`POLICIES` so that "every policy"
+#: comparisons keep their rows.
+ELASTIC_POLICIES: tuple[str, ...] = (
+    *(f"{name}{perf}-elastic" for name in _BASE for perf in ("", "-perf")),
+    "gandiva-elastic",
 )
 
 
@@ -107,6 +124,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     """
     if name == "gandiva":
         return Gandiva()
+    if name == "gandiva-elastic":
+        return Gandiva(elastic=True)
     if name == "gandiva-fair":
         return GandivaFair()
     if name.endswith("-packed") and name in LP_POLICIES:
@@ -125,9 +144,14 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Andreas()
     if name == "allox":
         return AlloX()
-    aware = name.endswith("-perf")
-    base = name[: -len("-perf")] if aware else name
+    if name == "elasticflow":
+        return ElasticFlow()
+    elastic = name.endswith("-elastic")
+    core = name[: -len("-elastic")] if elastic else name
+    aware = core.endswith("-perf")
+    base = core[: -len("-perf")] if aware else core
     factory = _BASE.get(base)
     if factory is None:
-        raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
-    return factory(aware)
+        known = ", ".join((*POLICIES, *ELASTIC_POLICIES))
+        raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {known}")
+    return factory(aware, elastic)
