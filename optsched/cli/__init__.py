@@ -38,6 +38,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.placement",
     "optsched.cli.sim",
     "optsched.cli.sim_extra",
+    "optsched.cli.sim_experiment",
     "optsched.cli.trace",
 ]
 
