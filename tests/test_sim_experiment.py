@@ -253,3 +253,23 @@ def test_a_plain_sweep_store_reads_back(tmp_path: Path) -> None:
     assert len(back.runs) == 4 and not back.jcts and not back.text
     assert set(back.runs["cluster"]) == {"v100=8,p100=8"}
     assert len(back.to_frame()) == 2
+
+
+def test_an_experiment_built_in_code_runs_as_its_toml(tmp_path: Path) -> None:
+    from optsched.runs.experiment import ExperimentFile
+
+    experiment = Experiment(
+        name="in-code", traces=["synthetic:5"], clusters=["v100=8"], policies=["fifo"]
+    )
+    result = run_experiment(experiment, backend="serial")
+    as_file = ExperimentFile.from_experiment(experiment)
+    assert result.text == as_file.text and result.sha256 == as_file.sha256
+    path = write(tmp_path, result.text)
+    assert load_experiment(path).experiment == experiment
+    pd.testing.assert_frame_equal(run_experiment(path, backend="serial").runs, result.runs)
+    with pytest.raises(InvalidInstanceError) as info:
+        run_experiment(
+            Experiment(name="x", traces=["synthetic:5"], clusters=["v100=8"], policies=["no"]),
+            backend="serial",
+        )
+    assert info.value.field == "policies[0].name"

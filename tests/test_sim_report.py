@@ -191,3 +191,37 @@ def test_a_tampered_experiment_text_is_refused(store: Path, tmp_path: Path) -> N
     with pytest.raises(InvalidInstanceError) as info:
         ExperimentResult.from_store(copy)
     assert info.value.field == "experiment.toml"
+
+
+def test_the_public_plots_draw_one_line_per_policy(store: Path) -> None:
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from optsched.report.sweep import plot_jct_vs_load, plot_sweep_bars, plot_sweep_cdf
+
+    result = ExperimentResult.from_store(store)
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert plot_sweep_cdf(result, kind="jct", load=2.0, ax=ax) is fig
+    lines = ax.get_lines()
+    assert [ln.get_label() for ln in lines] == ["fifo", "srtf"]
+    # every job finished: each line climbs to 1 over the pooled jobs of the three seeds
+    runs = result.runs[(result.runs["load"] == 2.0) & (result.runs["policy"] == "fifo")]
+    pooled = sorted(
+        j for key, v in result.jcts.items() if key[4] == 2.0 and key[5] == "fifo" for j in v
+    )
+    x, y = lines[0].get_data()
+    assert len(x) == int(runs["jobs"].sum()) == len(pooled)
+    assert np.allclose(np.asarray(x) * 3600.0, pooled) and y[-1] == pytest.approx(1.0)
+    fig = plot_jct_vs_load(result)
+    (axes,) = fig.axes
+    bars = axes.containers  # one errorbar per policy
+    assert [c.get_label() for c in bars] == ["fifo", "srtf"]
+    summary = result.to_frame()
+    want = summary[summary["policy"] == "srtf"]["jct_mean_mean"].to_numpy() / 3600.0
+    assert np.allclose(bars[1].lines[0].get_ydata(), want)
+    fig = plot_sweep_bars(result, "makespan")
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert np.allclose(sorted(heights), sorted(summary["makespan_mean"]))
+    with pytest.raises(KeyError):
+        plot_sweep_cdf(result, load=7.0)

@@ -37,9 +37,17 @@ from optsched.runs.experiment import GROUP_FIELDS, KEY_FIELDS, ExperimentResult
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["Section", "SweepReport", "sweep_report"]
+__all__ = [
+    "Section",
+    "SweepReport",
+    "plot_jct_vs_load",
+    "plot_sweep_bars",
+    "plot_sweep_cdf",
+    "sweep_report",
+]
 
 #: Columns of the summary table, in order, with their titles.
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -73,10 +81,14 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _new_figure(width: float = 6.4, height: float = 3.6) -> tuple[Figure, Any]:
+def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
+    if ax is not None:
+        fig = ax.get_figure()
+        assert fig is not None
+        return fig, ax  # type: ignore[return-value]
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     return fig, fig.add_subplot()
 
 
@@ -115,9 +127,39 @@ def _table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _bars(summary: pd.DataFrame, metric: str, label: str, policies: list[str]) -> bytes:
+def plot_sweep_bars(
+    result: ExperimentResult, metric: str, *, label: str | None = None, ax: Axes | None = None
+) -> Figure:
+    """Mean of ``metric`` across seeds per policy, one cluster of bars per group, CI bars.
+
+    Parameters
+    ----------
+    result : ExperimentResult
+    metric : str
+        A summarized run metric (:data:`~optsched.runs.experiment.SUMMARY_METRICS`).
+    label : str, optional
+        Axis label (default the metric's name).
+    ax : Axes, optional
+    """
+    return _bars(result.to_frame(), metric, label or metric, _policies(result), ax=ax)
+
+
+def _policies(result: ExperimentResult) -> list[str]:
+    if result.policies:
+        return list(result.policies)
+    return sorted(result.runs["policy"].unique()) if len(result.runs) else []
+
+
+def _bars(
+    summary: pd.DataFrame,
+    metric: str,
+    label: str,
+    policies: list[str],
+    *,
+    ax: Axes | None = None,
+) -> Figure:
     """Grouped bars: one cluster of bars per group, one bar per policy, CI error bars."""
-    fig, ax = _new_figure()
+    fig, ax = _axes(ax)
     groups = _groups(summary)
     width = 0.8 / max(len(policies), 1)
     for i, policy in enumerate(policies):
@@ -143,11 +185,50 @@ def _bars(summary: pd.DataFrame, metric: str, label: str, policies: list[str]) -
     ax.set_ylabel(label)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize="small", ncols=min(len(policies), 4))
-    return _png(fig)
+    return fig
 
 
 def _distinct(groups: list[tuple[Any, ...]], i: int) -> set[Any]:
     return {g[i] for g in groups}
+
+
+def plot_sweep_cdf(
+    result: ExperimentResult,
+    *,
+    kind: str = "jct",
+    load: float | None = None,
+    group: tuple[Any, ...] | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    r"""Empirical CDF of the finished jobs' JCT (``kind="jct"``) or :math:`\rho` (``"rho"``).
+
+    One line per policy, pooling the jobs of every seed of one group (trace, cluster, scale,
+    load): ``group``, else the first group at ``load``, else the first group. A line ends at
+    the finished fraction of the jobs (below 1 when jobs did not finish).
+
+    Raises
+    ------
+    KeyError
+        ``kind`` is neither ``"jct"`` nor ``"rho"``, or no group matches.
+    """
+    samples = {"jct": result.jcts, "rho": result.rhos}[kind]
+    groups = _groups(result.runs)
+    if group is None:
+        hits = [g for g in groups if load is None or g[3] == load]
+        if not hits:
+            raise KeyError(f"no group at load {load}")
+        group = hits[0]
+    xlabel = "JCT (h)" if kind == "jct" else r"finish-time fairness $\rho$"
+    return _cdf_figure(
+        samples,
+        result.runs,
+        group,
+        _policies(result),
+        xlabel,
+        mark_one=kind == "rho",
+        scale=3600.0 if kind == "jct" else 1.0,
+        ax=ax,
+    )
 
 
 def _cdf_figure(
@@ -158,9 +239,11 @@ def _cdf_figure(
     xlabel: str,
     *,
     mark_one: bool = False,
-) -> bytes:
+    scale: float = 1.0,
+    ax: Axes | None = None,
+) -> Figure:
     """Empirical CDF per policy of the values pooled over the group's seeds."""
-    fig, ax = _new_figure()
+    fig, ax = _axes(ax)
     for policy in policies:
         values: list[float] = []
         total = 0
@@ -169,7 +252,7 @@ def _cdf_figure(
             total += int(rest)
         if not values or total == 0:
             continue
-        x = np.sort(np.asarray(values, dtype=float))
+        x = np.sort(np.asarray(values, dtype=float)) / scale
         # unfinished jobs have no JCT: the line ends at the finished fraction, below 1
         ax.step(x, np.arange(1, len(x) + 1) / total, where="post", label=policy)
     if mark_one:
@@ -181,7 +264,7 @@ def _cdf_figure(
     ax.set_title(_group_label(group), fontsize="small")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")
-    return _png(fig)
+    return fig
 
 
 def _runs_of(
@@ -194,9 +277,17 @@ def _runs_of(
         yield tuple(r[k] for k in KEY_FIELDS), r.get("jobs", 0)
 
 
-def _load_figure(summary: pd.DataFrame, policies: list[str]) -> bytes:
+def plot_jct_vs_load(result: ExperimentResult, *, ax: Axes | None = None) -> Figure:
+    """Average JCT (hours) against the load, mean across seeds with its CI as error bars.
+
+    One line per policy (and per trace, cluster and scale when there are several).
+    """
+    return _load_figure(result.to_frame(), _policies(result), ax=ax)
+
+
+def _load_figure(summary: pd.DataFrame, policies: list[str], *, ax: Axes | None = None) -> Figure:
     """Average JCT against the load, one line per policy and (trace, cluster, scale)."""
-    fig, ax = _new_figure()
+    fig, ax = _axes(ax)
     rest = [c for c in GROUP_FIELDS if c != "load"]
     many = len(summary[rest].drop_duplicates()) > 1
     for key, part in summary.groupby(rest, sort=True):
@@ -212,7 +303,7 @@ def _load_figure(summary: pd.DataFrame, policies: list[str]) -> bytes:
     ax.set_ylabel("average JCT (h)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    return _png(fig)
+    return fig
 
 
 @dataclass
@@ -342,7 +433,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
     )
     if len(runs):
         summary_section.figures.append(
-            ("average JCT against the load", _load_figure(summary, policies))
+            ("average JCT against the load", _png(_load_figure(summary, policies)))
         )
     sections.append(summary_section)
 
@@ -355,7 +446,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 figures=[
                     (
                         f"JCT CDF, {_group_label(g)}",
-                        _cdf_figure(result.jcts, runs, g, policies, "JCT (s)"),
+                        _png(_cdf_figure(result.jcts, runs, g, policies, "JCT (s)")),
                     )
                     for g in groups
                 ],
@@ -370,20 +461,20 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
             Section(
                 "Makespan",
                 "Mean makespan per policy with its confidence interval across seeds.",
-                figures=[("makespan", _bars(summary, "makespan", "makespan (s)", policies))],
+                figures=[("makespan", _png(_bars(summary, "makespan", "makespan (s)", policies)))],
             )
         )
         fairness = Section(
             "Fairness",
             "Worst finish-time fairness max rho (JCT over the JCT at a 1/N share; 1 is fair) "
             "per policy, and the CDF of rho over the finished jobs.",
-            figures=[("worst rho", _bars(summary, "rho_max", "max rho", policies))],
+            figures=[("worst rho", _png(_bars(summary, "rho_max", "max rho", policies)))],
         )
         for g in groups if result.rhos else []:
             fairness.figures.append(
                 (
                     f"rho CDF, {_group_label(g)}",
-                    _cdf_figure(result.rhos, runs, g, policies, "rho", mark_one=True),
+                    _png(_cdf_figure(result.rhos, runs, g, policies, "rho", mark_one=True)),
                 )
             )
         sections.append(fairness)
@@ -396,7 +487,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 figures=[
                     (
                         "gap to the isolated bound",
-                        _bars(summary, "gap_jct_bound", "mean JCT / bound - 1", policies),
+                        _png(_bars(summary, "gap_jct_bound", "mean JCT / bound - 1", policies)),
                     )
                 ],
             )

@@ -314,6 +314,18 @@ class ExperimentFile:
         """The directory relative paths in the file are resolved against."""
         return self.path.parent
 
+    @classmethod
+    def from_experiment(cls, experiment: Experiment, base: str | Path = ".") -> ExperimentFile:
+        """An experiment built in code, as the file :meth:`Experiment.save` would write.
+
+        Relative paths resolve against ``base``; the text (and so the SHA-256) is its TOML.
+        """
+        import tomli_w
+
+        text = tomli_w.dumps(experiment.to_dict())
+        path = Path(base) / f"{experiment.name}.toml"
+        return cls(experiment=experiment, path=path, text=text, sha256=_sha256(text))
+
     def resolve(self, name: str) -> str:
         """A path named in the file, resolved against its directory (``synthetic:N`` as is)."""
         if name.startswith(_SYNTHETIC) or Path(name).is_absolute():
@@ -577,7 +589,7 @@ class ExperimentResult:
 
 
 def run_experiment(
-    source: str | Path | ExperimentFile,
+    source: str | Path | ExperimentFile | Experiment,
     *,
     store: str | Path | None = None,
     backend: str = "joblib",
@@ -590,8 +602,9 @@ def run_experiment(
 
     Parameters
     ----------
-    source : str, Path or ExperimentFile
-        The experiment file (TOML) or its loaded form.
+    source : str, Path, ExperimentFile or Experiment
+        The experiment file (TOML), its loaded form, or an experiment built in code (its
+        relative paths resolve against the working directory).
     store : str or Path, optional
         Run store (default: ``outputs.store`` of the file, relative to it; else none).
     backend, n_jobs, client, address, progress
@@ -613,7 +626,14 @@ def run_experiment(
     from optsched.runs.sim_sweep import BACKENDS
     from optsched.runs.store import RunStore, as_stored, run_key
 
-    loaded = source if isinstance(source, ExperimentFile) else load_experiment(source)
+    if isinstance(source, Experiment):
+        for i, spec in enumerate(source.policy_specs):
+            make_experiment_policy(spec, field=f"policies[{i}]")
+        loaded = ExperimentFile.from_experiment(source)
+    elif isinstance(source, ExperimentFile):
+        loaded = source
+    else:
+        loaded = load_experiment(source)
     experiment = loaded.experiment
     if backend not in BACKENDS:
         raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
