@@ -32,6 +32,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.oasis",
     "optsched.cli.oasis_online",
     "optsched.cli.demo",
+    "optsched.cli.harmony",
     "optsched.cli.profile",
     "optsched.cli.tensorlights",
     "optsched.cli.pace",

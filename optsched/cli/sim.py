@@ -9,7 +9,9 @@ Subcommands
     metrics. ``--restore-on-first-start`` charges the restore cost on every job's first start
     too (the reference semantics of Gavel-derived simulators). ``--throughputs`` takes Gavel's
     JSON table or a directory of ElasticFlow profile CSVs named ``..._<GPU type>``
-    (``throughputs_A100``: the type ``a100``).
+    (``throughputs_A100``: the type ``a100``). ``--window START:END`` computes the metrics over
+    the jobs of arrival index ``START <= k < END`` only (a steady-state window, as Gavel's
+    ``-s/-e``); ``compare`` and ``sweep`` take it too.
 
 Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
 the record (the violations are printed); 3 the record is valid but jobs did not finish (the
@@ -34,9 +36,11 @@ from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_opt
 from optsched.cli.sim_extra import (
     ELASTIC_OPTION,
     THROUGHPUTS_HELP,
+    WINDOW_OPTION,
     _table,
     elastic_world,
     read_jobs,
+    window_arg,
 )
 from optsched.errors import InvalidInstanceError
 
@@ -99,6 +103,7 @@ def _nonneg(flag: str, value: float | None) -> None:
 )
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
 @ELASTIC_OPTION
+@WINDOW_OPTION
 @output_option((".csv",), help="Write the per-job metrics")
 @json_option
 def run(
@@ -112,6 +117,7 @@ def run(
     restore_on_first_start: bool,
     max_time: float | None,
     elastic: float | None,
+    window: str | None,
     output: Path | None,
     as_json: bool,
 ) -> None:
@@ -129,6 +135,7 @@ def run(
         raise InvalidInstanceError(
             "--round-seconds", f"must be a finite number > 0, got {round_seconds}"
         )
+    steady = window_arg(window)
     table = _table(spec, throughputs, reference)
     # any trace format read_trace knows (detected, or the normalized job table itself); an
     # empty one is refused naming the file
@@ -152,7 +159,12 @@ def run(
         raise
     report = validate(result.world, result)
     jobs = job_metrics(result)
-    metrics = run_metrics(result, jobs)
+    try:
+        metrics = run_metrics(result, jobs, window=steady)
+    except InvalidInstanceError as exc:
+        if exc.field == "window":
+            raise InvalidInstanceError("--window", exc.message) from None
+        raise
     if output is not None:
         jobs.to_csv(output, index=False)
     payload = {

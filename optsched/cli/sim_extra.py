@@ -105,6 +105,7 @@ _COLUMNS = (
     ("makespan", "makespan"),
     ("unfinished", "unfinished"),
     ("rho_max", "worst rho"),
+    ("ftf_rho_max", "worst FTF rho"),
     ("deadlines_met", "deadlines met"),
     ("gpu_hours", "GPU-h"),
 )
@@ -130,6 +131,7 @@ def compare_command(
     output: Path | None,
     as_json: bool,
     solver_opts: SolverOptions,
+    window: str | None = None,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.sim import parse_cluster
@@ -138,6 +140,7 @@ def compare_command(
     spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     wanted = _names("--objectives", objectives)
+    steady = window_arg(window)
     table = _table(spec, throughputs, reference)
     world = world_from_trace(read_jobs(trace), spec, table)
     if elastic is not None:
@@ -161,6 +164,7 @@ def compare_command(
             objectives=wanted,
             round_seconds=round_seconds,
             rounds=rounds,
+            window=steady,
             **solver_opts.kwargs(),
         )
     except InvalidInstanceError as exc:
@@ -170,6 +174,7 @@ def compare_command(
             "round_seconds": "--round-seconds",
             "rounds": "--rounds",
             "min_gpus": "--elastic",
+            "window": "--window",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -193,6 +198,7 @@ def compare_command(
             # a policy acting beyond the round world may show a negative gap: say why
             notes = ["wakes mid-round"] if row.get("wakeups") else []
             notes += ["shares GPUs"] if row.get("shared") else []
+            notes += ["own grid"] if row.get("same_grid") is False else []
             row["note"] = ", ".join(notes) or ""
         out = Table(title=f"{len(world.jobs)} jobs on {spec}")
         for _, title in cols:
@@ -246,6 +252,7 @@ def sweep_command(
     address: str | None,
     output: Path | None,
     as_json: bool,
+    window: str | None = None,
 ) -> None:
     """Sweep policies x TRACES x cluster scales x seeds x loads (resumable with --store)."""
     from optsched.runs.sim_sweep import sweep
@@ -253,6 +260,7 @@ def sweep_command(
 
     parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
+    steady = window_arg(window)
     for trace in traces:
         # an empty trace file is refused before any run (as in ``run`` and ``compare``);
         # ``synthetic:N`` names a generated table, checked by the sweep itself
@@ -275,6 +283,7 @@ def sweep_command(
             n_jobs=n_jobs,
             address=address,
             progress=not as_json,
+            window=steady,
         )
     except InvalidInstanceError as exc:
         flag = {
@@ -287,6 +296,7 @@ def sweep_command(
             "n_jobs": "--n-jobs",
             "round_seconds": "--round-seconds",
             "restore_s": "--restore-seconds",
+            "window": "--window",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -309,6 +319,24 @@ def sweep_command(
 
 
 _trace_arg = click.Path(dir_okay=False, path_type=Path)
+
+
+#: ``--window START:END``: the steady-state window of arrival indices (Gavel's ``-s/-e``).
+WINDOW_OPTION = click.option(
+    "--window",
+    default=None,
+    metavar="START:END",
+    help="Steady-state window: the metrics count only the jobs of arrival index START <= k < "
+    "END (0-based; either side may be empty), as Gavel's -s/-e job-id window. Every job is "
+    "still simulated.",
+)
+
+
+def window_arg(window: str | None) -> tuple[int, int | None] | None:
+    """``--window`` parsed (errors naming ``--window``), or None."""
+    from optsched.sim.metrics import parse_window
+
+    return None if window is None else parse_window(window, field="--window")
 
 
 #: ``--elastic FACTOR``: elastic gangs for the policies that size them (optimus, andreas).
@@ -390,9 +418,10 @@ def register(group: click.Group) -> None:
             "--round-seconds",
             type=click.FloatRange(min=0, min_open=True),
             default=None,
-            help="Round length for every policy (default: each policy's own; with --exact a "
-            "length giving about 24 rounds).",
+            help="Round length for every policy and the exact model (default: each policy's "
+            "own; the exact model then uses a length giving about 24 rounds).",
         ),
+        WINDOW_OPTION,
     ]
 
     cmp: Any = compare_command

@@ -111,7 +111,10 @@ def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         kwargs["round_seconds"] = config["round_seconds"]
     record = simulate(world, make_policy(params["policy"], field="policies"), **kwargs)
     report = validate(world, record)
-    metrics = run_metrics(record, job_metrics(record))
+    window = config.get("window")
+    metrics = run_metrics(
+        record, job_metrics(record), window=None if window is None else tuple(window)
+    )
     metrics.pop("policy", None)
     return {
         **{k: params[k] for k in KEY_FIELDS},
@@ -193,6 +196,7 @@ def sweep(
     client: Any = None,
     address: str | None = None,
     progress: bool = False,
+    window: tuple[int, int | None] | None = None,
 ) -> pd.DataFrame:
     """Run every combination (see the module notes) and return one row per run.
 
@@ -221,6 +225,9 @@ def sweep(
         Scheduler address for ``"dask"`` or ``"ray"``.
     progress : bool, default False
         Show a progress bar on stderr.
+    window : (int, int or None), optional
+        The steady-state window of arrival indices ``[start, end)`` the metrics count (see
+        :func:`~optsched.sim.metrics.run_metrics`); shared by every run (the store's config).
 
     Returns
     -------
@@ -255,6 +262,11 @@ def sweep(
         "throughputs": None if throughputs is None else str(throughputs),
         "reference": reference,
     }
+    if window is not None:
+        from optsched.sim.metrics import check_window
+
+        # only set when given, so that a store written without a window resumes unchanged
+        config["window"] = list(check_window(window, len_jobs=None))
     tasks = [SweepTask(key=run_key(**r), params=r) for r in runs]
     with ExitStack() as stack:
         opened = None
