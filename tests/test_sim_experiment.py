@@ -76,7 +76,8 @@ def test_every_example_validates_and_round_trips(path: Path, tmp_path: Path) -> 
         (("loads = [1.0]", "loads = [0.0]"), "loads[0]"),
         (('label = "fifo-bf", ', ""), "policies"),
         (('"v100=8,p100=8"', '"v100=x"'), "clusters"),
-        (("[outputs]", "[steady_state]\nfirst_job = 1\nlast_job = 4\n\n[outputs]"), "steady_state"),
+        (("[outputs]", "[steady_state]\nstart = 4\nend = 2\n\n[outputs]"), "steady_state.end"),
+        (("[outputs]", "[steady_state]\nfirst = 1\n\n[outputs]"), "steady_state.first"),
         (('traces = ["synthetic:6"]\n', ""), "traces"),
     ],
 )
@@ -273,3 +274,26 @@ def test_an_experiment_built_in_code_runs_as_its_toml(tmp_path: Path) -> None:
             backend="serial",
         )
     assert info.value.field == "policies[0].name"
+
+
+def test_a_steady_state_window_counts_only_its_jobs(tmp_path: Path) -> None:
+    text = SMALL.replace("[outputs]", "[steady_state]\nstart = 1\nend = 4\n\n[outputs]")
+    windowed = run_experiment(write(tmp_path, text, "w.toml"), store=tmp_path / "w")
+    whole = run_experiment(write(tmp_path, SMALL), store=tmp_path / "a")
+    assert (windowed.runs["jobs"] == 3).all() and (whole.runs["jobs"] == 6).all()
+    for key, jcts in windowed.jcts.items():
+        assert len(jcts) == 3
+        assert set(jcts) <= set(whole.jcts[key])
+        row = windowed.runs[
+            (windowed.runs["seed"] == key[3]) & (windowed.runs["policy"] == key[5])
+        ].iloc[0]
+        assert sum(jcts) / 3 == pytest.approx(row["jct_mean"])
+    # the same simulation: utilization is a whole-run figure
+    assert windowed.runs["utilization_mean"].tolist() == pytest.approx(
+        whole.runs["utilization_mean"].tolist()
+    )
+    # a window past the trace is refused naming the key
+    late = SMALL.replace("[outputs]", "[steady_state]\nstart = 9\n\n[outputs]")
+    with pytest.raises(InvalidInstanceError) as info:
+        run_experiment(write(tmp_path, late, "late.toml"), backend="serial")
+    assert info.value.field == "steady_state.window"

@@ -139,10 +139,29 @@ class Outputs(Frozen):
 
 
 class SteadyState(Frozen):
-    """Reserved: metrics over a window of jobs (Gavel's steady-state measurement)."""
+    """A steady-state window: metrics over the jobs of arrival index ``[start, end)``.
 
-    first_job: int = Field(ge=0)
-    last_job: int = Field(ge=0)
+    As Gavel's ``-s/-e`` and ``optsched sim sweep --window``: every job runs and contends, the
+    job-level metrics (and the CDFs and the bound of a report) count the window's jobs only
+    (:func:`optsched.sim.metrics.run_metrics`).
+    """
+
+    start: int = Field(default=0, ge=0, description="First arrival index counted.")
+    end: int | None = Field(
+        default=None, ge=1, description="Arrival index past the last counted (default: all)."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SteadyState:
+        from optsched.sim.metrics import check_window
+
+        check_window((self.start, self.end), len_jobs=None, field="end")
+        return self
+
+    @property
+    def window(self) -> tuple[int, int | None]:
+        """``(start, end)`` as :func:`~optsched.sim.metrics.run_metrics` takes it."""
+        return self.start, self.end
 
 
 _Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -183,7 +202,7 @@ class Experiment(Frozen):
     )
     steady_state: SteadyState | None = Field(
         default=None,
-        description="Reserved: metrics over a window of jobs; not supported by this version.",
+        description="Metrics over the jobs of arrival index [start, end) only (default: all).",
     )
     outputs: Outputs = Field(default_factory=Outputs)
 
@@ -205,16 +224,6 @@ class Experiment(Frozen):
             except InvalidInstanceError as exc:
                 raise ValueError(f"[{i}] {exc.message}") from None
         return values
-
-    @field_validator("steady_state")
-    @classmethod
-    def _reserved(cls, value: SteadyState | None) -> SteadyState | None:
-        if value is not None:
-            raise ValueError(
-                "a steady-state window is not supported by this version of the simulator; "
-                "remove the table (every job is measured)"
-            )
-        return value
 
     @model_validator(mode="after")
     def _policies(self) -> Experiment:
@@ -401,8 +410,15 @@ def run_one(params: dict[str, Any], config: dict[str, Any], base: str) -> dict[s
     record = simulate(world, make_experiment_policy(chosen), **kwargs)
     report = validate(world, record)
     jobs = job_metrics(record)
-    metrics = run_metrics(record, jobs)
+    window = None if experiment.steady_state is None else experiment.steady_state.window
+    try:
+        metrics = run_metrics(record, jobs, window=window)
+    except InvalidInstanceError as exc:
+        raise InvalidInstanceError(f"steady_state.{exc.field}", exc.message) from None
     metrics.pop("policy", None)
+    if window is not None:
+        # the world's job list is in arrival order: the window is a slice of it
+        jobs = jobs.iloc[window[0] : window[1]]
     done = jobs[jobs["finished"].astype(bool)]
     rho = done["rho"].to_numpy(dtype=float)
     bound = float(jobs["isolated_jct"].to_numpy(dtype=float).mean())
