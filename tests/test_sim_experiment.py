@@ -297,3 +297,35 @@ def test_a_steady_state_window_counts_only_its_jobs(tmp_path: Path) -> None:
     with pytest.raises(InvalidInstanceError) as info:
         run_experiment(write(tmp_path, late, "late.toml"), backend="serial")
     assert info.value.field == "steady_state.window"
+
+
+def test_certified_bounds_lie_below_every_policy(tmp_path: Path) -> None:
+    from optsched.sim.bounds import bound
+
+    text = SMALL.replace("[outputs]", "bounds = true\n\n[outputs]")
+    text = text.replace('"fifo", {', '"fifo", "srtf", {')
+    result = run_experiment(write(tmp_path, text), backend="serial")
+    runs = result.runs
+    assert (runs["gap_weighted_jct"] >= -1e-9).all() and (runs["gap_makespan"] >= -1e-9).all()
+    # the bound is the world's: the same for every policy of a seed, and bound()'s own value
+    for _, part in runs.groupby("seed"):
+        assert part["bound_weighted_jct"].nunique() == 1
+    from optsched.runs.sim_sweep import _job_frame
+    from optsched.sim import Throughputs, World, parse_cluster
+
+    spec = parse_cluster("v100=8,p100=8")
+    world = World.from_frame(
+        _job_frame("synthetic:6", 1, 1.0), spec, Throughputs.uniform(spec.names)
+    )
+    want = bound(world, "makespan", methods=("isolated", "aggregated")).value
+    got = runs[runs["seed"] == 1]["bound_makespan"].iloc[0]
+    assert got == pytest.approx(want)
+    # total weighted JCT / bound - 1, from the run's own weighted mean (unit weights here)
+    row = runs[(runs["seed"] == 1) & (runs["policy"] == "srtf")].iloc[0]
+    total = row["weighted_jct_mean"] * row["jobs"]
+    assert row["gap_weighted_jct"] == pytest.approx(total / row["bound_weighted_jct"] - 1)
+    # bounds are on the whole trace: not with a window
+    both = text.replace("[outputs]", "[steady_state]\nstart = 1\n\n[outputs]")
+    with pytest.raises(InvalidInstanceError) as info:
+        load_experiment(write(tmp_path, both, "both.toml"))
+    assert info.value.field == "bounds"
