@@ -39,6 +39,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.placement",
     "optsched.cli.sim",
     "optsched.cli.sim_extra",
+    "optsched.cli.sim_experiment",
     "optsched.cli.trace",
 ]
 
