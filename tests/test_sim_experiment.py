@@ -309,7 +309,7 @@ def test_certified_bounds_lie_below_every_policy(tmp_path: Path) -> None:
     assert (runs["gap_weighted-jct"] >= -1e-9).all() and (runs["gap_makespan"] >= -1e-9).all()
     # the bound is the world's: the same for every policy of a seed, and bound()'s own value
     for _, part in runs.groupby("seed"):
-        assert part["bound_weighted_jct"].nunique() == 1
+        assert part["bound_weighted-jct"].nunique() == 1
     from optsched.runs.sim_sweep import _job_frame
     from optsched.sim import Throughputs, World, parse_cluster
 
@@ -323,7 +323,7 @@ def test_certified_bounds_lie_below_every_policy(tmp_path: Path) -> None:
     # total weighted JCT / bound - 1, from the run's own weighted mean (unit weights here)
     row = runs[(runs["seed"] == 1) & (runs["policy"] == "srtf")].iloc[0]
     total = row["weighted_jct_mean"] * row["jobs"]
-    assert row["gap_weighted-jct"] == pytest.approx(total / row["bound_weighted_jct"] - 1)
+    assert row["gap_weighted-jct"] == pytest.approx(total / row["bound_weighted-jct"] - 1)
     # bounds are on the whole trace: not with a window
     both = text.replace("[outputs]", "[steady_state]\nstart = 1\n\n[outputs]")
     with pytest.raises(InvalidInstanceError) as info:

@@ -58,7 +58,7 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("utilization_mean", "utilization"),
     ("unfinished", "unfinished"),
     ("gap_jct_bound", "gap to bound"),
-    ("gap_weighted_jct", "gap weighted JCT"),
+    ("gap_weighted-jct", "gap weighted JCT"),
     ("gap_makespan", "gap makespan"),
 )
 
@@ -484,7 +484,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
         (m, title)
         for m, title in (
             ("gap_jct_bound", "mean JCT / isolated bound - 1"),
-            ("gap_weighted_jct", "total weighted JCT / certified bound - 1"),
+            ("gap_weighted-jct", "total weighted JCT / certified bound - 1"),
             ("gap_makespan", "last completion / certified bound - 1"),
         )
         if f"{m}_mean" in summary.columns and summary[f"{m}_mean"].notna().any()

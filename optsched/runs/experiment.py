@@ -98,7 +98,7 @@ SUMMARY_METRICS: tuple[str, ...] = (
     "unfinished",
     "jct_bound",
     "gap_jct_bound",
-    "gap_weighted_jct",
+    "gap_weighted-jct",
     "gap_makespan",
 )
 
@@ -469,7 +469,7 @@ BOUND_METHODS: dict[str, tuple[str, ...]] = {
 def _certified_gaps(world: Any, done: pd.DataFrame, finished: bool) -> dict[str, float]:
     r"""The certified bounds and the run's gaps to them (NaN gaps when jobs did not finish).
 
-    ``gap_weighted_jct`` is :math:`\sum_j w_j (C_j - a_j) / \underline{B} - 1` and
+    ``gap_weighted-jct`` is :math:`\sum_j w_j (C_j - a_j) / \underline{B} - 1` and
     ``gap_makespan`` is :math:`\max_j C_j / \underline{M} - 1` (the bound is on the last
     completion time), both :math:`\ge 0` for any schedule the simulator carries out.
     """
@@ -482,9 +482,9 @@ def _certified_gaps(world: Any, done: pd.DataFrame, finished: bool) -> dict[str,
     last = float(done["completion"].max()) if len(done) else math.nan
     ok = finished and len(done) > 0
     return {
-        "bound_weighted_jct": b_jct.value,
+        "bound_weighted-jct": b_jct.value,
         "bound_makespan": b_span.value,
-        "gap_weighted_jct": total / b_jct.value - 1.0 if ok and b_jct.value > 0 else math.nan,
+        "gap_weighted-jct": total / b_jct.value - 1.0 if ok and b_jct.value > 0 else math.nan,
         "gap_makespan": last / b_span.value - 1.0 if ok and b_span.value > 0 else math.nan,
     }
 
