@@ -207,6 +207,7 @@ def compare(
     mip_gap: float | None = None,
     threads: int | None = None,
     accept_feasible: bool = False,
+    mechanism: Any = "optsched",
 ) -> Comparison:
     """Run every policy in ``policies`` on ``world`` and, with ``exact``, the exact optima.
 
@@ -223,6 +224,8 @@ def compare(
         :func:`auto_round_seconds`, without it each policy keeps its own.
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
+    mechanism : {"optsched", "gavel"} or GavelMechanism, default "optsched"
+        How every policy's rounds are carried out (:func:`optsched.sim.simulate`).
 
     Returns
     -------
@@ -279,7 +282,10 @@ def compare(
         kwargs: dict[str, Any] = {}
         if round_seconds is not None:
             kwargs["round_seconds"] = round_seconds
-        record = simulate(world, policy, **kwargs)
+        seed = getattr(mechanism, "seed", None)
+        if seed is not None and hasattr(policy, "seed"):
+            policy.seed = seed  # a seeded Gavel policy draws with Gavel's --seed
+        record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
         metrics[policy.name] = _row(world, record, policy.name)
     return Comparison(

@@ -23,6 +23,8 @@ policies (:class:`AllocationLP`): an exact LP every round, carried out by priori
 Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
+``gavel-fifo`` is Gavel's own ``fifo`` allocation (:class:`GavelFIFO`), meant for Gavel's
+mechanism (``simulate(..., mechanism="gavel")``, :mod:`optsched.sim.mechanism_gavel`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`).
 """
@@ -41,6 +43,7 @@ from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greed
 from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.gandiva_fair import GandivaFair
+from optsched.sim.policies.gavel_fifo import GavelFIFO
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.themis import Themis
@@ -60,6 +63,7 @@ __all__ = [
     "Chronus",
     "Gandiva",
     "GandivaFair",
+    "GavelFIFO",
     "Optimus",
     "OrderPolicy",
     "PackedAllocationLP",
@@ -94,6 +98,7 @@ POLICIES: tuple[str, ...] = (
     "chronus",
     "chronus-greedy",
     "allox",
+    "gavel-fifo",
 )
 
 
@@ -125,6 +130,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return Andreas()
     if name == "allox":
         return AlloX()
+    if name == "gavel-fifo":
+        return GavelFIFO()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)

@@ -1,0 +1,215 @@
+"""Gavel's round mechanism (``simulate(..., mechanism="gavel")``) on hand-computed cases."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched.errors import InvalidInstanceError, PolicyError
+from optsched.sim import ClusterSpec, GpuType, Policy, SimState, World, simulate, validate
+from optsched.sim.mechanism_gavel import GavelMechanism, is_agnostic
+from optsched.sim.policies import GavelFIFO, make_policy
+from optsched.sim.throughputs import throughputs_from_dict
+from tests.strategies.sim import job_frame, worlds
+
+#: Job type A: 2 steps/s on a v100, 1 on a p100 (one GPU; n GPUs: n times that).
+TABLE: dict[str, Any] = {
+    gpu: {f"('A', {n})": {"null": speed * n} for n in (1, 2, 4)}
+    for gpu, speed in (("v100", 2.0), ("p100", 1.0), ("k80", 0.5))
+}
+
+
+def world(rows: list[dict[str, Any]], **counts: int) -> World:
+    """Jobs of type A (``duration``: seconds alone on a v100) on 1-GPU servers."""
+    cluster = ClusterSpec(
+        gpu_types=tuple(GpuType(name=n, count=c, gpus_per_server=1) for n, c in counts.items())
+    )
+    table = throughputs_from_dict(TABLE, reference="v100")
+    return World.from_frame(job_frame([{"model": "A", **r} for r in rows]), cluster, table)
+
+
+class Fixed(Policy):
+    """A fixed allocation: ``X[job]`` from a table (jobs not in it: an empty row)."""
+
+    def __init__(self, x: Mapping[str, Mapping[str, float]], name: str = "fixed-perf") -> None:
+        self.name = name
+        self.round_seconds = 10.0
+        self.x = x
+        self.calls: list[float] = []
+
+    def fractional(self, state: SimState) -> dict[str, dict[str, float]]:
+        self.calls.append(state.now)
+        return {s.job_id: dict(self.x.get(s.job_id, {})) for s in state.active}
+
+
+def segments(result: Any, job: str) -> list[tuple[str, float, float]]:
+    iv = result.intervals
+    return sorted(
+        (iv["gpu_type"][k], iv["start"][k], iv["end"][k])
+        for k in range(len(iv["job"]))
+        if iv["job"][k] == job
+    )
+
+
+def run(w: World, policy: Policy, **opts: Any) -> Any:
+    round_seconds = opts.pop("round_seconds", 10.0)
+    result = simulate(w, policy, mechanism=GavelMechanism(**opts), round_seconds=round_seconds)
+    report = validate(result.world, result)
+    assert report.ok, report.violations[:3]
+    return result
+
+
+def test_arrival_between_resets_waits_for_the_next_reset() -> None:
+    # reset at 5 (first arrival); j1 arrives at 20, is added at the round start 25, but the
+    # next reset is only at 105 (>= 100 s after 5): rounds 25..95 count its GPU and leave it idle
+    w = world([{"arrival": 5.0, "duration": 1000.0}, {"arrival": 20.0, "duration": 30.0}], v100=2)
+    everyone = {"j0": {"v100": 1.0}, "j1": {"v100": 1.0}}
+    result = run(w, Fixed(everyone), reset_interval=100.0)
+    assert result.extra["reset_times"][:2] == [5.0, 105.0]
+    assert result.first_start[1] == 105.0
+    assert result.completion[1] == pytest.approx(135.0)
+    assert result.completion[0] == pytest.approx(1005.0)
+    assert result.extra["reserved_idle_gpu_rounds"] == 8  # rounds at 25, 35, ..., 95
+
+
+def test_minimum_interval_between_resets_is_honoured() -> None:
+    rows = [{"arrival": a, "duration": 10_000.0} for a in (5.0, 20.0, 50.0, 130.0)]
+    w = world(rows, v100=4)
+    x = {f"j{k}": {"v100": 1.0} for k in range(4)}
+    policy = Fixed(x)
+    result = run(w, policy, reset_interval=100.0)
+    # 5: first; 105: arrivals at 20 and 50; 205: arrival at 130 (added at 135 < 205)
+    assert result.extra["reset_times"][:3] == [5.0, 105.0, 205.0]
+    assert policy.calls[:3] == [5.0, 105.0, 205.0]
+    times = result.extra["reset_times"]
+    assert all(b - a >= 100.0 for a, b in itertools.pairwise(times))
+
+
+def test_zero_share_job_takes_leftover_gpus() -> None:
+    w = world([{"duration": 100.0}, {"duration": 100.0}], v100=2)
+    result = run(w, Fixed({"j0": {"v100": 1.0}}))  # j1: zero share everywhere
+    # no GPU idle while a runnable job waits: both run from 0 to the end
+    assert segments(result, "j0") == [("v100", 0.0, 100.0)]
+    assert segments(result, "j1") == [("v100", 0.0, 100.0)]
+
+
+def test_per_type_walk_in_gavel_order_places_zero_priorities_first_on_v100() -> None:
+    # j0's share is on the p100, but the v100 queue is walked first: there both jobs have
+    # priority 0, ties by arrival, so j0 is counted on the v100 and j1 takes the p100; when j0
+    # is done (20 s), j1 is first in the v100 queue and moves there (20 of its 40 steps left
+    # at 2 steps/s: done at 30)
+    w = world([{"duration": 20.0}, {"duration": 20.0}], p100=1, v100=1)
+    result = run(w, Fixed({"j0": {"p100": 1.0}}), round_seconds=10.0)
+    assert segments(result, "j0") == [("v100", 0.0, 20.0)]
+    assert segments(result, "j1") == [("p100", 0.0, 20.0), ("v100", 20.0, 30.0)]
+
+
+def test_priorities_with_the_prior_of_half_a_round() -> None:
+    # one v100, X = 0.75 / 0.25, rounds of 360 s, priors of 180 s (T = 360 at the reset):
+    # round 1: p0 = 0.75 / (180/360) = 1.5 > p1 = 0.5          -> j0
+    # round 2: p0 = 0.75 / (540/720) = 1.0 = p1 = 0.25/(180/720) -> tie, deficits 0, X: j0
+    # round 3: p0 = 0.75 / (900/1080) = 0.9 < p1 = 0.25/(180/1080) = 1.5 -> j1
+    # (without the prior j1's priority would be infinite and it would run in round 2)
+    w = world([{"duration": 5000.0}, {"duration": 5000.0}], v100=1)
+    x = {"j0": {"v100": 0.75}, "j1": {"v100": 0.25}}
+    result = run(w, Fixed(x), round_seconds=360.0, reset_interval=1e9)
+    j0, j1 = segments(result, "j0"), segments(result, "j1")
+    assert j0[0] == ("v100", 0.0, 720.0)
+    assert j1[0] == ("v100", 720.0, 1080.0)
+
+
+def test_equal_shares_alternate_round_by_round() -> None:
+    w = world([{"duration": 5000.0}, {"duration": 5000.0}], v100=1)
+    x = {"j0": {"v100": 0.5}, "j1": {"v100": 0.5}}
+    result = run(w, Fixed(x), round_seconds=360.0, reset_interval=1e9)
+    assert segments(result, "j0")[:2] == [("v100", 0.0, 360.0), ("v100", 720.0, 1080.0)]
+    assert segments(result, "j1")[:2] == [("v100", 360.0, 720.0), ("v100", 1080.0, 1440.0)]
+
+
+def test_gavel_fifo_single_type_is_strict_fifo() -> None:
+    # X one-hot for the head only; zero priorities are skipped for FIFO, so j1 and j2 wait
+    # for the resets at the completions (interval 0)
+    w = world([{"duration": 25.0}, {"duration": 15.0}, {"duration": 10.0}], v100=1)
+    result = run(w, GavelFIFO(), reset_interval=0.0)
+    assert result.completion == pytest.approx([25.0, 40.0, 50.0])
+    assert result.extra["reset_times"] == [0.0, 25.0, 40.0]
+
+
+def test_gavel_fifo_with_the_default_interval_waits_for_idle_reset() -> None:
+    # reset at 0 and (last reset at 0) at 25; at 40 the interval has not passed, j2 has
+    # priority 0 and nothing runs: the cluster is idle with every job arrived, so Gavel
+    # forces a reset at once
+    w = world([{"duration": 25.0}, {"duration": 15.0}, {"duration": 10.0}], v100=1)
+    result = run(w, GavelFIFO(), round_seconds=360.0)
+    assert result.completion == pytest.approx([25.0, 40.0, 50.0])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_gavel_fifo_puts_every_job_on_the_v100s(seed: int) -> None:
+    w = world([{"duration": 30.0}] * 4, p100=2, v100=1, k80=2)
+    result = run(w, GavelFIFO(seed=seed), seed=seed)
+    assert set(result.intervals["gpu_type"]) == {"v100"}
+    assert result.all_finished
+    # one v100 shared by all four (time slicing by received time): the last ends at 120
+    assert max(result.completion) == pytest.approx(120.0)
+
+
+def test_gavel_fifo_allocation_by_hand() -> None:
+    # two types: j0 is admitted on the v100 (alphabetically last) whatever was drawn
+    w = world([{"duration": 30.0}] * 3, p100=1, v100=1)
+    policy = GavelFIFO(seed=0)
+    policy.reset(w)
+    from optsched.sim.policy import JobState
+
+    active = tuple(JobState(job=j) for j in w.jobs)
+    state = SimState(now=0.0, world=w, active=active, round_index=0, round_seconds=10.0)
+    x = policy.fractional(state)
+    assert x["j0"] == {"v100": 1.0}
+    assert all(row in ({}, {"v100": 1.0}) for row in x.values())
+
+
+def test_agnostic_policies_shuffle_types() -> None:
+    assert is_agnostic(make_policy("max-min"))
+    assert not is_agnostic(make_policy("max-min-perf"))
+    assert is_agnostic(make_policy("gavel-fifo"))
+
+
+def test_bad_options_are_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidInstanceError) as err:
+        GavelMechanism(reset_interval=-1.0)
+    assert err.value.field == "reset_interval"
+    w = world([{"duration": 10.0}], v100=1)
+    with pytest.raises(InvalidInstanceError) as err:
+        simulate(w, make_policy("max-min-perf"), mechanism="nope")
+    assert err.value.field == "mechanism"
+    with pytest.raises(InvalidInstanceError) as err:
+        simulate(w, make_policy("max-min-perf"), mechanism="gavel", round_seconds=None)
+    assert err.value.field == "round_seconds"
+    with pytest.raises(PolicyError):
+        simulate(w, make_policy("fifo"), mechanism="gavel")
+
+
+def test_default_mechanism_is_unchanged() -> None:
+    w = world([{"duration": 100.0}, {"arrival": 50.0, "duration": 100.0}], v100=1, p100=1)
+    a = simulate(w, make_policy("max-min-perf"))
+    b = simulate(w, make_policy("max-min-perf"), mechanism="optsched")
+    assert a.completion == b.completion
+    assert "mechanism" not in a.extra
+
+
+@settings(deadline=None, max_examples=30)
+@given(worlds(max_jobs=6), st.sampled_from(["max-min-perf", "max-min", "gavel-fifo"]))
+def test_validator_passes_on_random_worlds(w: World, name: str) -> None:
+    result = simulate(w, make_policy(name), mechanism="gavel", round_seconds=10.0)
+    report = validate(result.world, result)
+    assert report.ok, report.violations[:3]
+    assert result.extra["mechanism"] == "gavel"
+    assert all(
+        math.isnan(c) or c >= j.arrival for c, j in zip(result.completion, w.jobs, strict=True)
+    )
