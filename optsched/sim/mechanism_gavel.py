@@ -48,6 +48,15 @@ on the type it held in the previous round keeps its GPUs when they are all still
 take the first free GPUs in server order. The rate of a gang is the world's rate for its
 placement (consolidated or not).
 
+**Pairs** (packing policies, ``gavel-gandiva``: :attr:`gavel_packing`). Every two active jobs
+of the same gang size form a *combination* besides the two single jobs (Gavel's
+``_populate_job_combination_metadata``); combinations have their own ``X``, priorities, deficits
+and received time (starting at 0 rather than the prior, so that a pair's first reset books it a
+deficit of ``L / 2``). A pair is counted when neither job was, runs on one gang at the table's
+pair rates, and when one of the two is done mid-round the other goes on alone at its alone rate
+for the rest of the round (Gavel's partner keeps its pair rate, and Gavel dates the finished
+job's completion at the pair's end).
+
 **Progress** is continuous (Gavel counts whole steps per round, ``int(rate L)``, a difference of
 less than one step per round). A run that resumes a job which ran before (or any run, with
 ``restore_on_first_start``) makes no progress for its first ``restore_s``, as in the engine;
@@ -66,6 +75,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -155,17 +165,20 @@ def _type_order(world: World) -> list[str]:
     return known + [t for t in names if t not in GAVEL_TYPE_ORDER]
 
 
+#: A job combination: ``(i,)`` one job, ``(i, j)`` (``i < j``) two jobs sharing a gang.
+Key = tuple[int, ...]
+
+
 @dataclass(slots=True)
-class _Run:
+class _Open:
+    """A job's open record segment (one placement, one partner)."""
+
+    seg_start: float
     gpu_type: str
     slots: tuple[int, ...]  # indices into the type's GPU slots (Gavel's worker ids)
     placement: GrantPlacement
-    rate: float
-    seg_start: float  # start of the current record segment (a run of unchanged placement)
-    start: float  # start of this round
-    end: float  # end of its progress in this round
-    overhead: float  # restore seconds at the start of this round
-    finishes: bool  # its work is done at ``end``
+    partner: int  # -1: alone
+    last_end: float  # end of its progress in the last round it ran
 
 
 class _GavelSim:
@@ -180,6 +193,8 @@ class _GavelSim:
         self.types = {t.name: t for t in world.cluster.gpu_types}
         self.order = _type_order(world)
         self.shuffle = is_agnostic(policy) if opts.shuffle is None else opts.shuffle
+        self.packing = bool(getattr(policy, "gavel_packing", False))
+        self.fifo = bool(getattr(policy, "skips_zero_priority", False))
         self.rng = random.Random(opts.seed + 5)
         # every GPU of a type as (server, slot), in server order: Gavel's worker ids
         self.slots = {
@@ -190,14 +205,17 @@ class _GavelSim:
         self.completion = [math.nan] * len(world.jobs)
         self.first_start = [math.nan] * len(world.jobs)
         self.ever_ran = [False] * len(world.jobs)
-        self.active: dict[int, None] = {}  # insertion (arrival) order, as Gavel's dicts
-        self.alloc: dict[int, dict[str, float]] = {}
-        self.job_time: dict[int, dict[str, float]] = {}
+        self.active: dict[int, None] = {}  # arrival order
+        # job combinations in Gavel's insertion order: a job, then its pairs with earlier jobs
+        self.keys: dict[Key, None] = {}
+        self.alloc: dict[Key, dict[str, float]] = {}
+        self.job_time: dict[Key, dict[str, float]] = {}
         self.worker_time = {name: 0.0 for name in self.types}
-        self.deficit: dict[str, dict[int, float]] = {name: {} for name in self.types}
+        self.deficit: dict[str, dict[Key, float]] = {name: {} for name in self.types}
         self.last_reset = 0.0
         self.need_update = False
-        self.prev: dict[int, _Run] = {}  # the previous round's runs
+        self.prev: dict[Key, tuple[str, tuple[int, ...]]] = {}  # the previous round's gangs
+        self.open: dict[int, _Open] = {}
         self.resets = 0
         self.reset_times: list[float] = []
         self.rounds = 0
@@ -209,17 +227,28 @@ class _GavelSim:
 
     def _add(self, i: int) -> None:
         self.active[i] = None
-        self.job_time[i] = {name: self.prior for name in self.types}
-        for name in self.types:
-            self.deficit[name][i] = 0.0
+        new: list[Key] = [(i,)]
+        if self.packing:
+            n = self.jobs[i].num_gpus
+            new += [(k, i) for k in self.active if k != i and self.jobs[k].num_gpus == n]
+        for key in new:
+            self.keys[key] = None
+            # a pair's time starts at 0, a job's at the prior (Gavel's add_job and
+            # _populate_job_combination_metadata)
+            start = self.prior if len(key) == 1 else 0.0
+            self.job_time[key] = {name: start for name in self.types}
+            for name in self.types:
+                self.deficit[name][key] = 0.0
         self.need_update = True
         self.arrived.append(i)
 
     def _remove(self, i: int) -> None:
         del self.active[i]
-        del self.job_time[i]
-        for name in self.types:
-            self.deficit[name].pop(i, None)
+        for key in [k for k in self.keys if i in k]:
+            del self.keys[key]
+            del self.job_time[key]
+            for name in self.types:
+                self.deficit[name].pop(key, None)
         self.need_update = True
         self.finished.append(self.jobs[i].job_id)
 
@@ -228,11 +257,11 @@ class _GavelSim:
         elapsed = t - self.last_reset
         for name in self.types:
             self.worker_time[name] = 0.0
-            for i, times in self.job_time.items():
+            for key, times in self.job_time.items():
                 received = times[name] - self.prior
-                row = self.alloc.get(i)
+                row = self.alloc.get(key)
                 should = 0.0 if row is None else row.get(name, 0.0) * elapsed
-                self.deficit[name][i] = self.deficit[name].get(i, 0.0) + should - received
+                self.deficit[name][key] = self.deficit[name].get(key, 0.0) + should - received
                 times[name] = self.prior
                 self.worker_time[name] += self.prior
         self.last_reset = t
@@ -241,7 +270,7 @@ class _GavelSim:
         self.resets += 1
         self.reset_times.append(t)
 
-    def _allocate(self, t: float) -> dict[int, dict[str, float]]:
+    def _allocate(self, t: float) -> dict[Key, dict[str, float]]:
         active = tuple(self.states[i] for i in self.active)
         state = SimState(
             now=t,
@@ -249,7 +278,7 @@ class _GavelSim:
             active=active,
             round_index=self.resets,
             round_seconds=self.L,
-            running=tuple(self.states[i] for i in self.prev if i in self.active),
+            running=tuple(self.states[i] for i in self.open if i in self.active),
             arrived=tuple(self.states[i] for i in self.arrived),
             finished=tuple(self.finished),
         )
@@ -257,97 +286,109 @@ class _GavelSim:
             self.states[i].first_decision = self.resets
         self.arrived = []
         self.finished = []
-        x = self.policy.fractional(state)
-        if x is None:
-            raise PolicyError(
-                f"{self.policy.name}: Gavel's mechanism needs a fractional allocation "
-                "(Policy.fractional); this policy decides grants itself"
-            )
-        index = {self.jobs[i].job_id: i for i in self.active}
-        alloc: dict[int, dict[str, float]] = {}
-        for jid, row in x.items():
-            k = index.get(jid)
-            if k is None:
-                raise PolicyError(f"{self.policy.name}: allocation names inactive job {jid!r}")
+        ids = {self.jobs[i].job_id: i for i in self.active}
+        raw: Mapping[tuple[str, ...], Mapping[str, float]]
+        if self.packing:
+            pairs = [tuple(self.jobs[k].job_id for k in key) for key in self.keys if len(key) == 2]
+            raw = self.policy.gavel_allocation(state, pairs)  # type: ignore[attr-defined]
+        else:
+            x = self.policy.fractional(state)
+            assert x is not None  # gavel_refuses
+            raw = {(jid,): row for jid, row in x.items()}
+        # every combination known now is in the allocation (a zero row unless given one)
+        alloc: dict[Key, dict[str, float]] = {key: {} for key in self.keys}
+        for names, row in raw.items():
+            members = [ids.get(jid, -1) for jid in names]
+            key = tuple(sorted(members))
+            if key not in alloc:
+                raise PolicyError(
+                    f"{self.policy.name}: allocation names {names!r}, not an active job or pair"
+                )
             clean: dict[str, float] = {}
             for name, v in row.items():
                 if name not in self.types:
                     raise PolicyError(f"{self.policy.name}: unknown GPU type {name!r}")
                 clean[name] = float(v)
-            alloc[k] = clean
+            alloc[key] = clean
         return alloc
 
-    def _rate(self, i: int, name: str) -> float:
-        return self.world.rate(self.jobs[i], name)
+    def _rates(self, key: Key, name: str, consolidated: bool = True) -> tuple[float, ...]:
+        """Each member's rate on a gang of ``name`` (pair rates for a pair)."""
+        if len(key) == 1:
+            return (self.world.rate(self.jobs[key[0]], name, consolidated),)
+        a, b = self.jobs[key[0]], self.jobs[key[1]]
+        return (
+            self.world.rate(a, name, consolidated, b),
+            self.world.rate(b, name, consolidated, a),
+        )
 
-    def priorities(self) -> dict[str, dict[int, float]]:
-        """Gavel's ``_update_priorities`` (module notes), for every active job and type."""
-        out: dict[str, dict[int, float]] = {}
+    def _runs(self, key: Key, name: str) -> bool:
+        return all(r > 0.0 for r in self._rates(key, name))
+
+    def priorities(self) -> dict[str, dict[Key, float]]:
+        """Gavel's ``_update_priorities`` (module notes), for every combination and type."""
+        out: dict[str, dict[Key, float]] = {}
         for name in self.types:
             total = self.worker_time[name]
-            row: dict[int, float] = {}
-            for i in self.active:
-                a = self.alloc.get(i)
-                if a is None:
-                    row[i] = 0.0
+            row: dict[Key, float] = {}
+            for key in self.keys:
+                a = self.alloc.get(key)
+                x = 0.0 if a is None else a.get(name, 0.0)
+                if x == 0.0 or not self._runs(key, name):
+                    row[key] = 0.0
                     continue
-                x = a.get(name, 0.0)
-                if x == 0.0 or self._rate(i, name) == 0.0:
-                    row[i] = 0.0
-                    continue
-                fraction = 0.0 if total == 0.0 else self.job_time[i][name] / total
-                row[i] = x / fraction if fraction > 0.0 else x * 1e9
+                fraction = 0.0 if total == 0.0 else self.job_time[key][name] / total
+                row[key] = x / fraction if fraction > 0.0 else x * 1e9
             out[name] = row
         return out
 
-    def walk(self, order: list[str]) -> dict[str, list[int]]:
-        """The jobs counted on each type this round (module notes, "The walk")."""
+    def walk(self, order: list[str]) -> dict[str, list[Key]]:
+        """The combinations counted on each type this round (module notes, "The walk")."""
         prio = self.priorities()
         left = {name: self.types[name].count for name in order}
-        counted: dict[str, list[int]] = {name: [] for name in order}
-        fifo = getattr(self.policy, "skips_zero_priority", False)
-        queue: list[tuple[int, str, float]] = []
+        counted: dict[str, list[Key]] = {name: [] for name in order}
+        queue: list[tuple[Key, str, float]] = []
         for name in order:
             entries = [
-                (i, prio[name][i], self.deficit[name].get(i, 0.0), self.alloc.get(i, {}))
-                for i in self.active
+                (key, prio[name][key], self.deficit[name].get(key, 0.0), self.alloc.get(key, {}))
+                for key in self.keys
             ]
-            # stable sort, decreasing: ties keep arrival order, as Gavel's sorted(reverse=True)
+            # stable sort, decreasing: ties keep insertion order, as Gavel's sorted(reverse=True)
             entries.sort(key=lambda e: (e[1], e[2], e[3].get(name, 0.0)), reverse=True)
-            queue.extend((i, name, p) for i, p, _, _ in entries)
+            queue.extend((key, name, p) for key, p, _, _ in entries)
         done: set[int] = set()
-        for i, name, p in queue:
-            if left[name] == 0 or i in done or self._rate(i, name) <= 0:
+        for key, name, p in queue:
+            if left[name] == 0 or any(i in done for i in key) or not self._runs(key, name):
                 continue
-            if fifo and p <= 0.0:
+            if self.fifo and p <= 0.0:
                 continue
-            need = self.jobs[i].num_gpus
+            need = self.jobs[key[0]].num_gpus
             if need > left[name]:
                 continue
             left[name] -= need
-            done.add(i)
-            counted[name].append(i)
+            done.update(key)
+            counted[name].append(key)
         return counted
 
-    def place(self, counted: dict[str, list[int]]) -> dict[int, tuple[str, tuple[int, ...]]]:
+    def place(self, counted: dict[str, list[Key]]) -> dict[Key, tuple[str, tuple[int, ...]]]:
         """Gavel's worker assignment: keep previous GPUs when free, else first free in order."""
-        placed: dict[int, tuple[str, tuple[int, ...]]] = {}
-        for name, ids in counted.items():
+        placed: dict[Key, tuple[str, tuple[int, ...]]] = {}
+        for name, keys in counted.items():
             taken: set[int] = set()
             ptr = 0
             slots = self.slots[name]
-            ids = sorted(ids, key=lambda i: -self.jobs[i].num_gpus)  # stable: walk order
-            for size in sorted({self.jobs[i].num_gpus for i in ids}, reverse=True):
-                group = [i for i in ids if self.jobs[i].num_gpus == size]
-                for i in group:
-                    run = self.prev.get(i)
-                    if run is not None and run.gpu_type == name:
-                        if not any(s in taken for s in run.slots):
-                            placed[i] = (name, run.slots)
-                            taken.update(run.slots)
-                for i in group:
-                    if i in placed or i not in self.alloc:
-                        continue  # kept, or arrived after the last reset: its GPUs stay idle
+            size_of = {key: self.jobs[key[0]].num_gpus for key in keys}
+            for size in sorted(set(size_of.values()), reverse=True):
+                group = [key for key in keys if size_of[key] == size]
+                for key in group:
+                    prev = self.prev.get(key)
+                    if prev is not None and prev[0] == name:
+                        if not any(s in taken for s in prev[1]):
+                            placed[key] = prev
+                            taken.update(prev[1])
+                for key in group:
+                    if key in placed or key not in self.alloc:
+                        continue  # kept, or new since the last reset: its GPUs stay idle
                     got: list[int] = []
                     while len(got) < size and ptr < len(slots):
                         if ptr not in taken:
@@ -356,7 +397,7 @@ class _GavelSim:
                         ptr += 1
                     if len(got) != size:  # pragma: no cover - the walk counted the GPUs
                         raise RuntimeError("could not place a counted gang")
-                    placed[i] = (name, tuple(got))
+                    placed[key] = (name, tuple(got))
         return placed
 
     def _placement(self, name: str, slots: tuple[int, ...]) -> GrantPlacement:
@@ -375,7 +416,7 @@ class _GavelSim:
         round_start = 0.0
         round_end: float | None = None
         remaining = n
-        running: dict[int, _Run] = {}
+        running: dict[Key, tuple[str, float]] = {}  # the round's gangs: type, end
         truncated = False
         stalled = 0
         events = 0
@@ -387,7 +428,7 @@ class _GavelSim:
             if next_arrival is None and not running:
                 self.last_reset = 0.0  # Gavel forces a reset when the cluster ran idle
             if running:
-                end = max(r.end for r in running.values())
+                end = max(e for _, e in running.values())
                 if round_end is not None:
                     round_start = round_end
                 round_end = end
@@ -403,7 +444,6 @@ class _GavelSim:
             if t > horizon:
                 truncated = True
                 break
-            # the new round
             if self.need_update and (
                 t - self.last_reset >= self.opts.reset_interval or self.last_reset == 0.0
             ):
@@ -415,18 +455,21 @@ class _GavelSim:
             placed = self.place(counted)
             self.rounds += 1
             self.idle_gpu_rounds += sum(
-                self.jobs[i].num_gpus for ids in counted.values() for i in ids if i not in placed
+                self.jobs[key[0]].num_gpus
+                for keys in counted.values()
+                for key in keys
+                if key not in placed
             )
-            new_running = self._start(t, placed, running)
-            if not new_running and not running and ptr >= n:
+            had = bool(running)
+            running = self._start(t, placed)
+            if not running and not had and ptr >= n:
                 stalled += 1
                 if stalled > 2:
                     break  # nothing can ever run again: the jobs left stay unfinished
             else:
                 stalled = 0
-            running = new_running
-        self._flush(running)
-        end_time = t
+        for i in list(self.open):
+            self._close(i, self.open[i].last_end)
         done_all = all(not math.isnan(c) for c in self.completion)
         return SimResult(
             world=self.world,
@@ -435,7 +478,7 @@ class _GavelSim:
             intervals=self.table,
             completion=self.completion,
             first_start=self.first_start,
-            end_time=end_time,
+            end_time=t,
             truncated=truncated and not done_all,
             events=events,
             decisions=self.rounds,
@@ -454,102 +497,159 @@ class _GavelSim:
             },
         )
 
-    def _end_round(self, running: dict[int, _Run], round_start: float) -> int:
-        """The round's runs end: progress, time received, completions (their number)."""
+    def _end_round(self, running: dict[Key, tuple[str, float]], round_start: float) -> int:
+        """The round's gangs end: time received (Gavel's bookkeeping), completions."""
         completed = 0
-        for i, run in running.items():
-            st = self.states[i]
-            dur = run.end - run.start
-            if run.finishes:
-                st.done = st.job.work
-            else:
-                st.done = min(st.job.work, st.done + run.rate * max(0.0, dur - run.overhead))
-            st.executed_seconds += dur
-            st.attained_service += run.placement.num_gpus * dur
+        for key, (name, end) in running.items():
             # counted from the previous round's end, as Gavel's current_round_start_time
-            executed = run.end - round_start
-            self.job_time[i][run.gpu_type] += executed
-            self.worker_time[run.gpu_type] += executed
-            if run.finishes:
-                self.completion[i] = run.end
-                completed += 1
-        for i in running:
-            if not math.isnan(self.completion[i]):
-                self._remove(i)
+            executed = end - round_start
+            if key in self.job_time:
+                self.job_time[key][name] += executed
+                self.worker_time[name] += executed
+        for key in running:
+            for i in key:
+                if not math.isnan(self.completion[i]) and i in self.active:
+                    self._remove(i)
+                    completed += 1
         return completed
 
-    def _start(
-        self, t: float, placed: dict[int, tuple[str, tuple[int, ...]]], old: dict[int, _Run]
-    ) -> dict[int, _Run]:
-        """Start the round's runs; close the record segments of the runs that stop."""
-        out: dict[int, _Run] = {}
-        for i, (name, slots) in placed.items():
-            st = self.states[i]
-            prev = old.get(i)
-            if (
-                prev is not None
-                and prev.gpu_type == name
-                and prev.slots == slots
-                and abs(prev.end - t) <= TIME_TOL * max(1.0, abs(t))
-            ):
-                # the same GPUs from the end of its previous round on: the run goes on
-                seg_start, overhead, placement, rate = (
-                    prev.seg_start,
-                    0.0,
-                    prev.placement,
-                    prev.rate,
-                )
-            else:
-                placement = self._placement(name, slots)
-                gps = self.types[name].gpus_per_server
-                rate = self.world.rate(
-                    st.job, name, placement.consolidated(gps), num_gpus=placement.num_gpus
-                )
-                if rate <= 0:
-                    continue  # a spread gang the table gives no rate: it waits
-                if prev is not None:
-                    self._close(i, prev)
-                    st.preemptions += 1
-                    del old[i]
-                seg_start = t
-                charged = self.ever_ran[i] or self.world.restore_on_first_start
-                overhead = self.world.restore_s if charged else 0.0
-                st.last_start = t
-                if math.isnan(self.first_start[i]):
-                    self.first_start[i] = t
-            need = overhead + (st.job.work - st.done) / rate
-            finishes = need <= self.L
-            end = t + need if finishes else t + self.L
-            out[i] = _Run(name, slots, placement, rate, seg_start, t, end, overhead, finishes)
-            st.placement = placement
-            st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
-            self.ever_ran[i] = True
-        for i, prev in old.items():
-            if i in out:
-                continue
-            self._close(i, prev)
-            st = self.states[i]
-            st.placement = None
-            st.last_stop = prev.end
-            if math.isnan(self.completion[i]):
-                st.preemptions += 1
-        return out
-
-    def _close(self, i: int, run: _Run) -> None:
-        if run.end > run.seg_start:
+    def _close(self, i: int, end: float) -> None:
+        o = self.open.pop(i)
+        if end > o.seg_start:
             add_interval(
                 self.table,
                 self.jobs[i].job_id,
-                run.gpu_type,
-                run.placement.servers,
-                run.seg_start,
-                run.end,
-                "",
+                o.gpu_type,
+                o.placement.servers,
+                o.seg_start,
+                end,
+                self.jobs[o.partner].job_id if o.partner >= 0 else "",
             )
 
-    def _flush(self, running: dict[int, _Run]) -> None:
-        for i, run in running.items():
-            self._close(i, run)
+    def _open(self, i: int, t: float, name: str, slots: tuple[int, ...], partner: int) -> float:
+        """Open or continue job ``i``'s record segment at ``t``; its restore seconds now."""
+        o = self.open.get(i)
+        if (
+            o is not None
+            and o.gpu_type == name
+            and o.slots == slots
+            and (abs(o.last_end - t) <= TIME_TOL * max(1.0, abs(t)))
+        ):
+            if o.partner != partner:  # same run, another partner: a new record segment
+                self._close(i, t)
+                self.open[i] = _Open(t, name, slots, o.placement, partner, t)
+            return 0.0
+        if o is not None:
+            self._close(i, o.last_end)
+            self.states[i].preemptions += 1
+        st = self.states[i]
+        self.open[i] = _Open(t, name, slots, self._placement(name, slots), partner, t)
+        st.last_start = t
+        if math.isnan(self.first_start[i]):
+            self.first_start[i] = t
+        charged = self.ever_ran[i] or self.world.restore_on_first_start
+        self.ever_ran[i] = True
+        return self.world.restore_s if charged else 0.0
+
+    def _start(
+        self, t: float, placed: dict[Key, tuple[str, tuple[int, ...]]]
+    ) -> dict[Key, tuple[str, float]]:
+        """Run the round's gangs: progress, record segments, completions (module notes)."""
+        out: dict[Key, tuple[str, float]] = {}
+        members = {i for key in placed for i in key}
+        for i in [i for i in self.open if i not in members]:
+            o = self.open[i]
+            self._close(i, o.last_end)
+            self.states[i].placement = None
+            self.states[i].last_stop = o.last_end
+            if math.isnan(self.completion[i]):
+                self.states[i].preemptions += 1
+        for key, (name, slots) in placed.items():
+            placement = self._placement(name, slots)
+            gps = self.types[name].gpus_per_server
+            rates = self._rates(key, name, placement.consolidated(gps))
+            if not all(r > 0.0 for r in rates):
+                # a spread gang the table gives no rate: it waits
+                for i in key:
+                    if i in self.open:
+                        o = self.open[i]
+                        self._close(i, o.last_end)
+                continue
+            partner = {key[0]: key[-1], key[-1]: key[0]} if len(key) == 2 else {key[0]: -1}
+            overhead = {i: self._open(i, t, name, slots, partner[i]) for i in key}
+            ends = self._progress(key, t, rates, overhead, name, slots)
+            for i in key:
+                st = self.states[i]
+                st.placement = placement
+                st.partner = self.jobs[partner[i]].job_id if partner[i] >= 0 else None
+                st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
+                st.executed_seconds += ends[i] - t
+                st.attained_service += placement.num_gpus * (ends[i] - t)
+                self.open[i].last_end = ends[i]
+            out[key] = (name, max(ends.values()))
+            self.prev[key] = (name, slots)
+        for key in [k for k in self.prev if k not in placed]:
+            del self.prev[key]
+        return out
+
+    def _progress(
+        self,
+        key: Key,
+        t: float,
+        rates: tuple[float, ...],
+        overhead: dict[int, float],
+        name: str,
+        slots: tuple[int, ...],
+    ) -> dict[int, float]:
+        """Each member's progress this round and the end of it (completions booked).
+
+        A pair runs at its pair rates until one of them is done; the other then goes on
+        alone, at its alone rate, for the rest of the round.
+        """
+        limit = t + self.L
+        need = {
+            i: t + overhead[i] + (self.jobs[i].work - self.states[i].done) / r
+            for i, r in zip(key, rates, strict=True)
+        }
+        first = min(need.values())
+        ends: dict[int, float] = {}
+        if len(key) == 1 or first >= limit:
+            for i, r in zip(key, rates, strict=True):
+                ends[i] = self._advance(i, t, min(need[i], limit), r, overhead[i], need[i])
+            return ends
+        a = min(key, key=lambda i: (need[i], i))
+        b = key[0] if a == key[1] else key[1]
+        ra = rates[key.index(a)]
+        rb = rates[key.index(b)]
+        ends[a] = self._advance(a, t, first, ra, overhead[a], need[a])
+        if need[b] <= first + TIME_TOL * max(1.0, abs(first)):
+            ends[b] = self._advance(b, t, first, rb, overhead[b], first)
+            return ends
+        self._advance(b, t, first, rb, overhead[b], need[b])
+        # b alone from a's completion on: the same run, a new record segment
+        self._close(b, first)
+        o_b = max(0.0, overhead[b] - (first - t))
+        self.open[b] = _Open(first, name, slots, self._placement(name, slots), -1, first)
+        alone = self.world.rate(
+            self.jobs[b],
+            name,
+            self._placement(name, slots).consolidated(self.types[name].gpus_per_server),
+        )
+        tail = first + o_b + (self.jobs[b].work - self.states[b].done) / alone
+        ends[b] = self._advance(b, first, min(tail, limit), alone, o_b, tail)
+        return ends
+
+    def _advance(
+        self, i: int, start: float, end: float, rate: float, overhead: float, finish: float
+    ) -> float:
+        """Job ``i`` progresses from ``start`` to ``end``; done when ``end`` is ``finish``."""
+        st = self.states[i]
+        if end >= finish:
+            st.done = st.job.work
+            self.completion[i] = finish
+            return finish
+        st.done = min(st.job.work, st.done + rate * max(0.0, end - start - overhead))
+        return end
 
 
 def event_bound(world: World, round_seconds: float, horizon: float) -> float:

@@ -23,8 +23,9 @@ policies (:class:`AllocationLP`): an exact LP every round, carried out by priori
 Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
-``gavel-fifo`` is Gavel's own ``fifo`` allocation (:class:`GavelFIFO`), meant for Gavel's
-mechanism (``simulate(..., mechanism="gavel")``, :mod:`optsched.sim.mechanism_gavel`).
+``gavel-fifo`` and ``gavel-gandiva`` are Gavel's own ``fifo`` and ``gandiva`` allocations
+(:class:`GavelFIFO`, :class:`GavelGandiva`), meant for Gavel's mechanism
+(``simulate(..., mechanism="gavel")``, :mod:`optsched.sim.mechanism_gavel`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`).
 """
@@ -44,6 +45,7 @@ from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.gandiva_fair import GandivaFair
 from optsched.sim.policies.gavel_fifo import GavelFIFO
+from optsched.sim.policies.gavel_gandiva import GavelGandiva
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.themis import Themis
@@ -64,6 +66,7 @@ __all__ = [
     "Gandiva",
     "GandivaFair",
     "GavelFIFO",
+    "GavelGandiva",
     "Optimus",
     "OrderPolicy",
     "PackedAllocationLP",
@@ -99,6 +102,7 @@ POLICIES: tuple[str, ...] = (
     "chronus-greedy",
     "allox",
     "gavel-fifo",
+    "gavel-gandiva",
 )
 
 
@@ -132,6 +136,8 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return AlloX()
     if name == "gavel-fifo":
         return GavelFIFO()
+    if name == "gavel-gandiva":
+        return GavelGandiva()
     aware = name.endswith("-perf")
     base = name[: -len("-perf")] if aware else name
     factory = _BASE.get(base)
