@@ -117,9 +117,9 @@ class GavelGandiva(Policy):
             gone = k not in active or (other is not None and other not in active)
             if gone or self._normalized(state, combo) < 1.0:
                 forget.extend((k, other))
-        for gone in forget:
-            if gone is not None:
-                self._assigned.pop(gone, None)
+        for dropped in forget:
+            if dropped is not None:
+                self._assigned.pop(dropped, None)
         requested = sum(world.jobs[i].num_gpus for i in singles)
         if requested <= sum(t.count for t in world.cluster.gpu_types):
             combos: list[Combo] = [(i,) for i in singles]
