@@ -14,19 +14,20 @@ by priority. This class reproduces its algorithm, described here from reading th
 * The types with GPUs available (by count) are then listed in name order, and while unadmitted
   jobs and listed types remain, the head of the queue is taken: if no listed type has its gang
   available the call stops; otherwise a listed type with room is drawn at random (seeded
-  generator), but the job is admitted on the **alphabetically last type name of the cluster**
-  (``v100`` in Gavel's clusters) whatever was drawn, when its rate there is positive — in
-  Gavel the drawn index is never turned back into a type, and the variable holding the type
-  still holds the last key of its loop over the cluster. That type's count is decreased and,
-  when it reaches exactly zero, the *drawn* type is removed from the list. Once the last type's
-  count is below zero it never reaches zero again, so with two or more types every job is
-  eventually admitted on it.
+  generator), but the job is admitted on the **last listed type** (``v100`` while it is
+  listed) whatever was drawn, when its rate there is positive — in Gavel the drawn index is
+  never turned back into a type, and the variable holding the type still holds the last
+  element of the loop that listed the candidates. That type's count is decreased and, when it
+  reaches exactly zero, the *drawn* type is removed from the list. When the drawn type was the
+  last one, the next jobs go to the type before it; otherwise the last type's count goes below
+  zero, never reaches zero again, and every later job is admitted on it. Which of the two
+  happens depends on the seed.
 * ``X[m][type] = 1`` for the admitted jobs, an empty row for the others.
 
 Under Gavel's mechanism jobs of zero priority are skipped for this policy only
-(:attr:`skips_zero_priority`), so with ``X`` one-hot every job runs on the last type only and the
-jobs admitted there share it round by round by the time each received (Gavel's priorities),
-while a type other than the last is never used. With a single GPU type the draw has one
+(:attr:`skips_zero_priority`), so with ``X`` one-hot every job runs only on the type it was
+admitted on, and the jobs admitted on a type share it round by round by the time each
+received (Gavel's priorities). With a single GPU type the draw has one
 candidate and the policy is strict FIFO with head-of-line blocking.
 """
 
@@ -92,9 +93,9 @@ class GavelFIFO(Policy):
                     available[gpu_type] -= head.job.num_gpus
             del self._assigned[k]
         listed = [t for t in names if available[t] > 0]
-        target = names[-1]
         while queue and listed:
             head = by_index[queue.pop(0)]
+            target = listed[-1]
             need = head.job.num_gpus
             room = [k for k, t in enumerate(listed) if available[t] >= need]
             if not room:
