@@ -57,8 +57,10 @@ pair rates, and when one of the two is done mid-round the other goes on alone at
 for the rest of the round (Gavel's partner keeps its pair rate, and Gavel dates the finished
 job's completion at the pair's end).
 
-**Progress** is continuous (Gavel counts whole steps per round, ``int(rate L)``, a difference of
-less than one step per round). A run that resumes a job which ran before (or any run, with
+**Progress** counts whole steps per round as Gavel does (``int(rate L)`` steps for a job not
+done, which so ends its round a fraction of a step early, and the round ends at the last
+gang's end); with ``restore_s > 0`` progress is continuous instead
+(:attr:`GavelMechanism.whole_steps`). A run that resumes a job which ran before (or any run, with
 ``restore_on_first_start``) makes no progress for its first ``restore_s``, as in the engine;
 Gavel's simulator charges no restore time, so a world with ``restore_s = 0`` reproduces it.
 
@@ -121,11 +123,18 @@ class GavelMechanism:
     shuffle : bool or None
         Shuffle the type order every round; ``None`` (default): for heterogeneity-agnostic
         policies only (:func:`is_agnostic`), as Gavel does.
+    whole_steps : bool or None
+        Count whole steps per round, as Gavel (``int(rate L)`` steps, so a job not done ends
+        its round a fraction of a step early); ``None`` (default): when the world's
+        ``restore_s`` is 0 (Gavel's simulator charges no restore), continuous progress
+        otherwise. Refused with ``restore_s > 0``: the gap it leaves before every round's end
+        would count as a new run, with its restore, every round.
     """
 
     reset_interval: float = DEFAULT_RESET_INTERVAL
     seed: int = 0
     shuffle: bool | None = None
+    whole_steps: bool | None = None
 
     def __post_init__(self) -> None:
         r = self.reset_interval
@@ -135,6 +144,10 @@ class GavelMechanism:
             raise InvalidInstanceError("seed", f"must be an integer, got {self.seed!r}")
         if self.shuffle is not None and not isinstance(self.shuffle, bool):
             raise InvalidInstanceError("shuffle", f"must be a bool or None, got {self.shuffle!r}")
+        if self.whole_steps is not None and not isinstance(self.whole_steps, bool):
+            raise InvalidInstanceError(
+                "whole_steps", f"must be a bool or None, got {self.whole_steps!r}"
+            )
 
 
 def is_agnostic(policy: Policy) -> bool:
@@ -195,6 +208,7 @@ class _GavelSim:
         self.shuffle = is_agnostic(policy) if opts.shuffle is None else opts.shuffle
         self.packing = bool(getattr(policy, "gavel_packing", False))
         self.fifo = bool(getattr(policy, "skips_zero_priority", False))
+        self.whole = world.restore_s == 0 if opts.whole_steps is None else opts.whole_steps
         self.rng = random.Random(opts.seed + 5)
         # every GPU of a type as (server, slot), in server order: Gavel's worker ids
         self.slots = {
@@ -529,14 +543,13 @@ class _GavelSim:
     def _open(self, i: int, t: float, name: str, slots: tuple[int, ...], partner: int) -> float:
         """Open or continue job ``i``'s record segment at ``t``; its restore seconds now."""
         o = self.open.get(i)
-        if (
-            o is not None
-            and o.gpu_type == name
-            and o.slots == slots
-            and (abs(o.last_end - t) <= TIME_TOL * max(1.0, abs(t)))
-        ):
-            if o.partner != partner:  # same run, another partner: a new record segment
-                self._close(i, t)
+        if o is not None and o.gpu_type == name and o.slots == slots:
+            # it ran on these GPUs in the previous round: the run goes on (no restore); a new
+            # record segment when the partner changes or whole steps left a gap before the
+            # round's end (whole steps only with restore_s = 0: no restore is hidden there)
+            gap = t - o.last_end > TIME_TOL * max(1.0, abs(t))
+            if gap or o.partner != partner:
+                self._close(i, o.last_end)
                 self.open[i] = _Open(t, name, slots, o.placement, partner, t)
             return 0.0
         if o is not None:
@@ -592,6 +605,11 @@ class _GavelSim:
             del self.prev[key]
         return out
 
+    def _steps(self, rate: float, overhead: float) -> float:
+        """Steps a gang makes in a whole round: Gavel's ``int(rate * L)`` with whole steps."""
+        span = self.L - overhead
+        return float(math.floor(rate * span)) if self.whole else rate * span
+
     def _progress(
         self,
         key: Key,
@@ -603,53 +621,57 @@ class _GavelSim:
     ) -> dict[int, float]:
         """Each member's progress this round and the end of it (completions booked).
 
-        A pair runs at its pair rates until one of them is done; the other then goes on
-        alone, at its alone rate, for the rest of the round.
+        A job not done this round makes :meth:`_steps` steps; one done finishes at its own
+        time. A pair runs at its pair rates until one of them is done; the other then goes
+        on alone, at its alone rate, for the rest of the round.
         """
         limit = t + self.L
-        need = {
-            i: t + overhead[i] + (self.jobs[i].work - self.states[i].done) / r
-            for i, r in zip(key, rates, strict=True)
-        }
-        first = min(need.values())
+        finish: dict[int, float] = {}
+        for i, r in zip(key, rates, strict=True):
+            left = self.jobs[i].work - self.states[i].done
+            if left <= self._steps(r, overhead[i]):
+                finish[i] = t + overhead[i] + left / r
         ends: dict[int, float] = {}
-        if len(key) == 1 or first >= limit:
+        if not finish:
             for i, r in zip(key, rates, strict=True):
-                ends[i] = self._advance(i, t, min(need[i], limit), r, overhead[i], need[i])
+                steps = self._steps(r, overhead[i])
+                st = self.states[i]
+                st.done = min(st.job.work, st.done + steps)
+                ends[i] = t + overhead[i] + steps / r if self.whole else limit
             return ends
-        a = min(key, key=lambda i: (need[i], i))
+        first = min(finish.values())
+        a = min(finish, key=lambda i: (finish[i], i))
+        self._complete(a, first)
+        ends[a] = first
+        if len(key) == 1:
+            return ends
         b = key[0] if a == key[1] else key[1]
-        ra = rates[key.index(a)]
-        rb = rates[key.index(b)]
-        ends[a] = self._advance(a, t, first, ra, overhead[a], need[a])
-        if need[b] <= first + TIME_TOL * max(1.0, abs(first)):
-            ends[b] = self._advance(b, t, first, rb, overhead[b], first)
+        if b in finish and finish[b] <= first + TIME_TOL * max(1.0, abs(first)):
+            self._complete(b, first)
+            ends[b] = first
             return ends
-        self._advance(b, t, first, rb, overhead[b], need[b])
-        # b alone from a's completion on: the same run, a new record segment
+        # b at the pair rate until a is done, then alone: the same run, a new record segment
+        st = self.states[b]
+        rb = rates[key.index(b)]
+        st.done = min(st.job.work, st.done + rb * max(0.0, first - t - overhead[b]))
         self._close(b, first)
+        placement = self._placement(name, slots)
+        self.open[b] = _Open(first, name, slots, placement, -1, first)
+        gps = self.types[name].gpus_per_server
+        alone = self.world.rate(self.jobs[b], name, placement.consolidated(gps))
         o_b = max(0.0, overhead[b] - (first - t))
-        self.open[b] = _Open(first, name, slots, self._placement(name, slots), -1, first)
-        alone = self.world.rate(
-            self.jobs[b],
-            name,
-            self._placement(name, slots).consolidated(self.types[name].gpus_per_server),
-        )
-        tail = first + o_b + (self.jobs[b].work - self.states[b].done) / alone
-        ends[b] = self._advance(b, first, min(tail, limit), alone, o_b, tail)
+        tail = first + o_b + (st.job.work - st.done) / alone
+        if tail <= limit:
+            self._complete(b, tail)
+            ends[b] = tail
+        else:
+            st.done = min(st.job.work, st.done + alone * max(0.0, limit - first - o_b))
+            ends[b] = limit
         return ends
 
-    def _advance(
-        self, i: int, start: float, end: float, rate: float, overhead: float, finish: float
-    ) -> float:
-        """Job ``i`` progresses from ``start`` to ``end``; done when ``end`` is ``finish``."""
-        st = self.states[i]
-        if end >= finish:
-            st.done = st.job.work
-            self.completion[i] = finish
-            return finish
-        st.done = min(st.job.work, st.done + rate * max(0.0, end - start - overhead))
-        return end
+    def _complete(self, i: int, when: float) -> None:
+        self.states[i].done = self.jobs[i].work
+        self.completion[i] = when
 
 
 def event_bound(world: World, round_seconds: float, horizon: float) -> float:
@@ -703,6 +725,12 @@ def simulate_gavel(
             "round_seconds",
             f"must exceed restore_s ({world.restore_s:g}) or no job could progress in a "
             f"round, got {L:g}",
+        )
+    if opts.whole_steps and world.restore_s > 0:
+        raise InvalidInstanceError(
+            "whole_steps",
+            "whole steps per round need restore_s = 0 (the gap before a round's end would "
+            f"count as a new run, with its restore, every round); restore_s is {world.restore_s:g}",
         )
     horizon = default_horizon(world, float(L)) if max_time is None else max_time
     if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon >= 0):
