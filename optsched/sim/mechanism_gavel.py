@@ -48,6 +48,11 @@ on the type it held in the previous round keeps its GPUs when they are all still
 take the first free GPUs in server order. The rate of a gang is the world's rate for its
 placement (consolidated or not).
 
+**The allocation** of an allocation LP is, by default, the optimum an interior-point solver
+returns (:meth:`~optsched.sim.policies.AllocationLP.interior_fractional`), as Gavel's cvxpy
+solve: where the optimum is not unique (often, e.g. every job not at the max-min bottleneck),
+the simplex vertex of :meth:`~optsched.sim.Policy.fractional` splits time differently.
+
 **Pairs** (packing policies, ``gavel-gandiva``: :attr:`gavel_packing`). Every two active jobs
 of the same gang size form a *combination* besides the two single jobs (Gavel's
 ``_populate_job_combination_metadata``); combinations have their own ``X``, priorities, deficits
@@ -129,12 +134,17 @@ class GavelMechanism:
         ``restore_s`` is 0 (Gavel's simulator charges no restore), continuous progress
         otherwise. Refused with ``restore_s > 0``: the gap it leaves before every round's end
         would count as a new run, with its restore, every round.
+    interior : bool
+        Allocation LPs (:class:`~optsched.sim.policies.AllocationLP`): take the
+        interior-point optimum (:meth:`~optsched.sim.policies.AllocationLP.interior_fractional`)
+        as Gavel's cvxpy solve does, rather than the simplex vertex. Default ``True``.
     """
 
     reset_interval: float = DEFAULT_RESET_INTERVAL
     seed: int = 0
     shuffle: bool | None = None
     whole_steps: bool | None = None
+    interior: bool = True
 
     def __post_init__(self) -> None:
         r = self.reset_interval
@@ -144,6 +154,8 @@ class GavelMechanism:
             raise InvalidInstanceError("seed", f"must be an integer, got {self.seed!r}")
         if self.shuffle is not None and not isinstance(self.shuffle, bool):
             raise InvalidInstanceError("shuffle", f"must be a bool or None, got {self.shuffle!r}")
+        if not isinstance(self.interior, bool):
+            raise InvalidInstanceError("interior", f"must be a bool, got {self.interior!r}")
         if self.whole_steps is not None and not isinstance(self.whole_steps, bool):
             raise InvalidInstanceError(
                 "whole_steps", f"must be a bool or None, got {self.whole_steps!r}"
@@ -306,7 +318,11 @@ class _GavelSim:
             pairs = [tuple(self.jobs[k].job_id for k in key) for key in self.keys if len(key) == 2]
             raw = self.policy.gavel_allocation(state, pairs)  # type: ignore[attr-defined]
         else:
-            x = self.policy.fractional(state)
+            interior = getattr(self.policy, "interior_fractional", None)
+            if self.opts.interior and interior is not None:
+                x = interior(state)  # Gavel's interior-point optimum (module notes)
+            else:
+                x = self.policy.fractional(state)
             assert x is not None  # gavel_refuses
             raw = {(jid,): row for jid, row in x.items()}
         # every combination known now is in the allocation (a zero row unless given one)

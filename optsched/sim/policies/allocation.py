@@ -334,6 +334,35 @@ class AllocationLP(Policy):
         assert result.solution is not None
         return as_fractions(instance, result.solution.fractions)
 
+    def interior_fractional(self, state: SimState) -> FractionalAllocation:
+        """The round's allocation as an interior-point solver returns it (Gavel's solve).
+
+        Gavel solves its LPs with cvxpy and an interior-point solver (ECOS), which returns a
+        point of the *relative interior* of the optimal face when the optimum is not unique;
+        :meth:`fractional` returns a vertex (HiGHS). The two have the same objective value but
+        can split the jobs' time differently. This solves the declarative twin of the policy
+        (:func:`optsched.allocation.gavel.twin.solve_twin`, Clarabel) on the same instance;
+        Gavel's mechanism (:mod:`optsched.sim.mechanism_gavel`) uses it. The round is not
+        recorded in :attr:`solves`.
+        """
+        from optsched.allocation.gavel.twin import solve_twin
+
+        round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
+        jobs = list(round_jobs.jobs)
+        if not jobs:
+            return {}
+        types = round_jobs.gpu_types
+        instance = AllocationInstance(
+            gpu_types=types,
+            capacity=round_jobs.capacity,
+            jobs=tuple(jobs),
+            pair_throughputs=self.pair_throughputs(state, jobs),
+            prices=self._prices(types),
+        )
+        _, x = solve_twin(instance, self.policy)
+        self._isolated.record(instance)
+        return as_fractions(instance, x)
+
     def job_type(self, state: SimState, s: JobState) -> str | None:
         """The job's co-location class in the round's instance (``None``: never shares)."""
         return None
