@@ -292,3 +292,23 @@ def test_interior_allocation_is_feasible_and_as_good_as_the_vertex() -> None:
     for flag in (True, False):
         result = run(w, make_policy("max-min-perf"), interior=flag, round_seconds=360.0)
         assert result.all_finished
+
+
+def test_whole_steps_leave_a_gap_before_each_round_end() -> None:
+    # 9 s rounds: j1 (2 steps/s) makes 18 steps in 9 s and sets the round's end; j0 (scaled to
+    # 0.5 step/s) makes int(4.5) = 4 steps in 8 s and then holds its GPU idle for 1 s. Late in
+    # time (t ~ 2e6, where 1 s is within the relative time tolerance) the gaps must stay gaps
+    t0 = 2_000_000.0
+    rows = [
+        {"arrival": t0, "duration": 30.0, "total_steps": 15.0},
+        {"arrival": t0, "duration": 10_000.0},
+    ]
+    w = world(rows, v100=2)
+    assert w.rate(w.jobs[0], "v100") == pytest.approx(0.5)
+    x = {"j0": {"v100": 1.0}, "j1": {"v100": 1.0}}
+    result = run(w, Fixed(x), round_seconds=9.0)
+    # 4 + 4 + 4 steps, then the last 3 in 6 s
+    expected = [(0.0, 8.0), (9.0, 17.0), (18.0, 26.0), (27.0, 33.0)]
+    got = [(round(s - t0, 6), round(e - t0, 6)) for _, s, e in segments(result, "j0")]
+    assert got == expected
+    assert result.completion[0] == pytest.approx(t0 + 33.0)

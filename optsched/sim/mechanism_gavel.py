@@ -563,7 +563,8 @@ class _GavelSim:
             # it ran on these GPUs in the previous round: the run goes on (no restore); a new
             # record segment when the partner changes or whole steps left a gap before the
             # round's end (whole steps only with restore_s = 0: no restore is hidden there)
-            gap = t - o.last_end > TIME_TOL * max(1.0, abs(t))
+            # (any gap, however small: it is no progress, and it adds up over the rounds)
+            gap = o.last_end < t
             if gap or o.partner != partner:
                 self._close(i, o.last_end)
                 self.open[i] = _Open(t, name, slots, o.placement, partner, t)
