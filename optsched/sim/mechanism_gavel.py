@@ -64,7 +64,8 @@ job's completion at the pair's end).
 
 **Progress** counts whole steps per round as Gavel does (``int(rate L)`` steps for a job not
 done, which so ends its round a fraction of a step early, and the round ends at the last
-gang's end); with ``restore_s > 0`` progress is continuous instead
+gang's end); pairs, whose two record rows must end together, and runs with ``restore_s > 0``
+progress continuously instead
 (:attr:`GavelMechanism.whole_steps`). A run that resumes a job which ran before (or any run, with
 ``restore_on_first_start``) makes no progress for its first ``restore_s``, as in the engine;
 Gavel's simulator charges no restore time, so a world with ``restore_s = 0`` reproduces it.
@@ -622,10 +623,10 @@ class _GavelSim:
             del self.prev[key]
         return out
 
-    def _steps(self, rate: float, overhead: float) -> float:
+    def _steps(self, rate: float, overhead: float, whole: bool) -> float:
         """Steps a gang makes in a whole round: Gavel's ``int(rate * L)`` with whole steps."""
         span = self.L - overhead
-        return float(math.floor(rate * span)) if self.whole else rate * span
+        return float(math.floor(rate * span)) if whole else rate * span
 
     def _progress(
         self,
@@ -643,18 +644,20 @@ class _GavelSim:
         on alone, at its alone rate, for the rest of the round.
         """
         limit = t + self.L
+        # a pair's two rows must have one end: pairs progress continuously (module notes)
+        whole = self.whole and len(key) == 1
         finish: dict[int, float] = {}
         for i, r in zip(key, rates, strict=True):
             left = self.jobs[i].work - self.states[i].done
-            if left <= self._steps(r, overhead[i]):
+            if left <= self._steps(r, overhead[i], whole):
                 finish[i] = t + overhead[i] + left / r
         ends: dict[int, float] = {}
         if not finish:
             for i, r in zip(key, rates, strict=True):
-                steps = self._steps(r, overhead[i])
+                steps = self._steps(r, overhead[i], whole)
                 st = self.states[i]
                 st.done = min(st.job.work, st.done + steps)
-                ends[i] = t + overhead[i] + steps / r if self.whole else limit
+                ends[i] = t + overhead[i] + steps / r if whole else limit
             return ends
         first = min(finish.values())
         a = min(finish, key=lambda i: (finish[i], i))
