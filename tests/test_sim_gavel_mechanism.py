@@ -312,3 +312,30 @@ def test_whole_steps_leave_a_gap_before_each_round_end() -> None:
     got = [(round(s - t0, 6), round(e - t0, 6)) for _, s, e in segments(result, "j0")]
     assert got == expected
     assert result.completion[0] == pytest.approx(t0 + 33.0)
+
+
+def test_gavel_makespan_search_is_within_five_percent() -> None:
+    # one job of 1000 steps at 2 steps/s on a v100, 1 step/s on a p100, one GPU of each: a
+    # job's time fractions sum to at most 1, so the best makespan is 500 s (the v100 alone);
+    # the search stops with a T at most 5% above, and its allocation finishes within that T
+    from optsched.allocation.gavel import AllocationInstance, AllocationJob
+    from optsched.sim.policies.gavel_makespan import gavel_makespan_allocation
+
+    job = AllocationJob(
+        job_id="j0",
+        throughput_steps_per_s=(2.0, 1.0),
+        scale_factor=1,
+        weight=1.0,
+        steps_remaining=1000.0,
+        time_since_start_s=0.0,
+    )
+    instance = AllocationInstance(gpu_types=("v100", "p100"), capacity=(1, 1), jobs=(job,))
+    x = gavel_makespan_allocation(instance, aware=True)
+    assert x is not None
+    assert x.sum() <= 1.0 + 1e-6
+    speed = 2.0 * x[0, 0] + 1.0 * x[0, 1]
+    assert 1000.0 / speed <= 500.0 * 1.05 + 1e-3
+    # agnostic: every type at the first type's rate (2 steps/s)
+    xa = gavel_makespan_allocation(instance, aware=False)
+    assert xa is not None
+    assert 1000.0 / (2.0 * xa[0].sum()) <= 500.0 * 1.05 + 1e-3

@@ -351,7 +351,8 @@ class AllocationLP(Policy):
         run's facts). This solves the declarative twin of the policy
         (:func:`optsched.allocation.gavel.twin.solve_twin`, Clarabel) on the same instance;
         Gavel's mechanism (:mod:`optsched.sim.mechanism_gavel`) uses it. The round is not
-        recorded in :attr:`solves`.
+        recorded in :attr:`solves`. The makespan policies take Gavel's bisection over
+        feasibility problems instead (:mod:`optsched.sim.policies.gavel_makespan`).
         """
         from optsched.allocation.gavel.twin import solve_twin
 
@@ -367,9 +368,19 @@ class AllocationLP(Policy):
             pair_throughputs=self.pair_throughputs(state, jobs),
             prices=self._prices(types),
         )
+        objective, aware = LP_POLICIES[self.policy]
+        x: Any = None
         try:
-            _, x = solve_twin(instance, self.policy)
+            if objective == "makespan":
+                # Gavel searches the makespan by bisection over feasibility problems
+                from optsched.sim.policies.gavel_makespan import gavel_makespan_allocation
+
+                x = gavel_makespan_allocation(instance, aware)
+            else:
+                _, x = solve_twin(instance, self.policy)
         except NotOptimalError:
+            x = None
+        if x is None:
             # the conic solve stopped short (Gavel warns and goes on with what it got): the
             # round takes the exact LP's optimum instead, and the run counts it
             self.interior_fallbacks += 1
