@@ -339,3 +339,16 @@ def test_gavel_makespan_search_is_within_five_percent() -> None:
     xa = gavel_makespan_allocation(instance, aware=False)
     assert xa is not None
     assert 1000.0 / (2.0 * xa[0].sum()) <= 500.0 * 1.05 + 1e-3
+
+
+def test_pair_member_done_mid_round_is_dated_by_gavel_at_the_pair_end() -> None:
+    # j1 and j2 share the v100 first (seed 0 pairs them; their deficit wins the tie): j1's 200
+    # steps at the pair rate 1.6 take 125 s; j2 goes on alone for the rest of the round.
+    # Gavel reports j1 done when the pair's round ends: j2's int(1.6 * 360) = 576 steps, 360 s
+    rows = [{"duration": 10_000.0}, {"duration": 100.0}, {"duration": 10_000.0}]
+    w = world(rows, v100=1)
+    result = run(w, GavelGandiva(seed=0), round_seconds=360.0, reset_interval=1e9)
+    assert result.completion[1] == pytest.approx(125.0)
+    assert result.extra["gavel_completion"][1] == pytest.approx(360.0)
+    assert result.extra["gavel_completion"][0] == result.completion[0]
+    assert segments(result, "j2")[:2] == [("v100", 0.0, 125.0), ("v100", 125.0, 360.0)]

@@ -59,8 +59,11 @@ of the same gang size form a *combination* besides the two single jobs (Gavel's
 and received time (starting at 0 rather than the prior, so that a pair's first reset books it a
 deficit of ``L / 2``). A pair is counted when neither job was, runs on one gang at the table's
 pair rates, and when one of the two is done mid-round the other goes on alone at its alone rate
-for the rest of the round (Gavel's partner keeps its pair rate, and Gavel dates the finished
-job's completion at the pair's end).
+for the rest of the round (Gavel's partner keeps its pair rate). Gavel dates the finished
+job's completion at the end of the pair's round, which optsched's record cannot (the validator
+checks that a job's work is done at its completion): the completion times as Gavel reports
+them are in ``SimResult.extra["gavel_completion"]`` (equal to the record's except for such
+pair members).
 
 **Progress** counts whole steps per round as Gavel does (``int(rate L)`` steps for a job not
 done, which so ends its round a fraction of a step early, and the round ends at the last
@@ -243,6 +246,8 @@ class _GavelSim:
         self.need_update = False
         self.prev: dict[Key, tuple[str, tuple[int, ...]]] = {}  # the previous round's gangs
         self.open: dict[int, _Open] = {}
+        # completions Gavel reports later than the work is done (pair members; module notes)
+        self.reported: dict[int, float] = {}
         self.resets = 0
         self.reset_times: list[float] = []
         self.rounds = 0
@@ -523,6 +528,9 @@ class _GavelSim:
                 "reset_times": list(self.reset_times),
                 "rounds": self.rounds,
                 "reserved_idle_gpu_rounds": self.idle_gpu_rounds,
+                "gavel_completion": [
+                    self.reported.get(i, c) for i, c in enumerate(self.completion)
+                ],
                 "work_conserving": False,
                 **self.policy.run_facts(),
             },
@@ -665,8 +673,19 @@ class _GavelSim:
         ends[a] = first
         if len(key) == 1:
             return ends
+        # Gavel dates a pair member's completion at the end of the pair's round: the later of
+        # the two members' whole steps at the pair rates (Scheduler.simulate, max_finish_time)
+        gavel_end = max(
+            t
+            + overhead[i]
+            + min(self.jobs[i].work - self.states[i].done, math.floor(r * self.L)) / r
+            for i, r in zip(key, rates, strict=True)
+            if i != a
+        )
+        self.reported[a] = max(first, gavel_end)
         b = key[0] if a == key[1] else key[1]
         if b in finish and finish[b] <= first + TIME_TOL * max(1.0, abs(first)):
+            self.reported[b] = self.reported[a]
             self._complete(b, first)
             ends[b] = first
             return ends
