@@ -352,3 +352,34 @@ def test_pair_member_done_mid_round_is_dated_by_gavel_at_the_pair_end() -> None:
     assert result.extra["gavel_completion"][1] == pytest.approx(360.0)
     assert result.extra["gavel_completion"][0] == result.completion[0]
     assert segments(result, "j2")[:2] == [("v100", 0.0, 125.0), ("v100", 125.0, 360.0)]
+
+
+CLI_HEADER = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+
+
+def test_cli_run_and_compare_take_the_mechanism(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from optsched.cli import main
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text(CLI_HEADER + "a,0,1,,,100,,1,,u\nb,5,1,,,50,,1,,u\nc,700,1,,,10,,1,,u\n")
+    code = main(["sim", "run", str(trace), "--cluster", "v100=1", "--policy", "gavel-fifo",
+                 "--mechanism", "gavel", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["valid"] is True and out["mechanism"] == "gavel"
+    # single type, strict FIFO: a [0, 100]; b waits for the reset at 100 (the last reset was
+    # at time 0) and runs [100, 150]; c arrives at 700 < 100 + 1920, waits one idle iteration,
+    # and with every job arrived and nothing running the reset is forced: [700, 710]
+    assert out["metrics"]["makespan"] == pytest.approx(710.0)
+    code = main(["sim", "run", str(trace), "--cluster", "v100=1", "--reset-interval", "10",
+                 "--json"])  # fmt: skip
+    assert code == 2
+    assert "--reset-interval" in capsys.readouterr().out
+    code = main(["sim", "compare", str(trace), "--cluster", "v100=1", "--policies",
+                 "max-min-perf,gavel-fifo", "--mechanism", "gavel", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert {r["policy"] for r in out["policies"]} == {"max-min-perf", "gavel-fifo"}

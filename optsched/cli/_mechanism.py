@@ -8,7 +8,7 @@ import click
 
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["mechanism_from", "mechanism_options"]
+__all__ = ["mechanism_from", "mechanism_options", "seed_policy"]
 
 
 def mechanism_options() -> list[Any]:

@@ -77,13 +77,13 @@ Gavel's simulator charges no restore time, so a world with ``restore_s = 0`` rep
 *previous* round's end (Gavel's ``current_round_start_time``), which after an idle stretch (or
 before the first round, from time 0) over-counts them; only the priorities read them.
 
-Complexity: :math:`O(R (A \log A + K A + G))` for :math:`R` rounds, :math:`A` active jobs,
-:math:`K` GPU types and :math:`G` GPUs, plus the policy's work at each reset.
+Complexity: :math:`O(R (P \log P + K P + G))` for :math:`R` rounds, :math:`P` job combinations
+(the :math:`A` active jobs, plus up to :math:`A^2/2` pairs for a packing policy), :math:`K` GPU
+types and :math:`G` GPUs, plus the policy's work at each reset.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 from collections.abc import Mapping
@@ -784,10 +784,3 @@ def simulate_gavel(
     limits.check_size("jobs", bound, "max_events", "events")
     sim = _GavelSim(world, policy, float(L), opts)
     return sim.run(horizon, bound)
-
-
-def with_restore(world: World, restore_on_first_start: bool | None) -> World:
-    """``world`` with ``restore_on_first_start`` overridden (``None``: unchanged)."""
-    if restore_on_first_start is None or restore_on_first_start == world.restore_on_first_start:
-        return world
-    return dataclasses.replace(world, restore_on_first_start=restore_on_first_start)
