@@ -32,6 +32,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from optsched.cli._mechanism import mechanism_from, mechanism_options, seed_policy
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
 from optsched.cli.sim_extra import (
     ELASTIC_OPTION,
@@ -53,6 +54,11 @@ EXIT_UNFINISHED = 3
 @click.group("sim")
 def sim() -> None:
     """Simulate a GPU cluster over a job trace under a scheduling policy."""
+
+
+def _mechanism_option(k: int) -> Any:
+    """The ``k``-th ``--mechanism`` option (:mod:`optsched.cli._mechanism`)."""
+    return mechanism_options()[k]
 
 
 def _nonneg(flag: str, value: float | None) -> None:
@@ -104,6 +110,9 @@ def _nonneg(flag: str, value: float | None) -> None:
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
 @ELASTIC_OPTION
 @WINDOW_OPTION
+@_mechanism_option(0)
+@_mechanism_option(1)
+@_mechanism_option(2)
 @output_option((".csv",), help="Write the per-job metrics")
 @json_option
 def run(
@@ -118,6 +127,9 @@ def run(
     max_time: float | None,
     elastic: float | None,
     window: str | None,
+    mechanism: str,
+    reset_interval: float | None,
+    mechanism_seed: int | None,
     output: Path | None,
     as_json: bool,
 ) -> None:
@@ -129,6 +141,8 @@ def run(
 
     spec = parse_cluster(cluster, field="--cluster")
     chosen = make_policy(policy, field="--policy")
+    how = mechanism_from(mechanism, reset_interval, mechanism_seed)
+    seed_policy(chosen, how)
     _nonneg("--restore-seconds", restore_s)
     _nonneg("--max-time", max_time)
     if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
@@ -151,6 +165,7 @@ def run(
             chosen,
             max_time=max_time,
             restore_on_first_start=restore_on_first_start,
+            mechanism=how,
             **kwargs,
         )
     except InvalidInstanceError as exc:
@@ -174,6 +189,7 @@ def run(
         "round_seconds": result.round_seconds,
         "restore_s": restore_s,
         "restore_on_first_start": restore_on_first_start,
+        "mechanism": mechanism,
         "status": result.status,
         "unfinished": result.unfinished,
         "notes": list(result.notes),

@@ -132,8 +132,12 @@ def compare_command(
     as_json: bool,
     solver_opts: SolverOptions,
     window: str | None = None,
+    mechanism: str = "optsched",
+    reset_interval: float | None = None,
+    mechanism_seed: int | None = None,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
+    from optsched.cli._mechanism import mechanism_from
     from optsched.sim import parse_cluster
     from optsched.sim.compare import compare, world_from_trace
 
@@ -141,6 +145,7 @@ def compare_command(
     names = _policies(policies)
     wanted = _names("--objectives", objectives)
     steady = window_arg(window)
+    how = mechanism_from(mechanism, reset_interval, mechanism_seed)
     table = _table(spec, throughputs, reference)
     world = world_from_trace(read_jobs(trace), spec, table)
     if elastic is not None:
@@ -149,10 +154,14 @@ def compare_command(
     if policies.strip() == "all":
         # "every policy" means every policy whose model admits this world; the others are
         # listed with their reason rather than failing the whole comparison
+        from optsched.sim.mechanism_gavel import gavel_refuses
         from optsched.sim.policies import make_policy
 
         for name in names:
-            reason = make_policy(name).refuses(world)
+            made = make_policy(name)
+            reason = made.refuses(world)
+            if reason is None and how != "optsched":
+                reason = gavel_refuses(made)
             if reason is not None:
                 left_out[name] = reason
         names = [n for n in names if n not in left_out]
@@ -165,6 +174,7 @@ def compare_command(
             round_seconds=round_seconds,
             rounds=rounds,
             window=steady,
+            mechanism=how,
             **solver_opts.kwargs(),
         )
     except InvalidInstanceError as exc:
@@ -391,6 +401,12 @@ def elastic_world(world: Any, factor: float) -> Any:
     return world.elastic(max_factor=factor)
 
 
+def _mechanism_options() -> list[Any]:
+    from optsched.cli._mechanism import mechanism_options
+
+    return mechanism_options()
+
+
 def register(group: click.Group) -> None:
     """Add ``compare`` and ``sweep`` to the ``sim`` group."""
     sim = group.commands["sim"]
@@ -444,6 +460,7 @@ def register(group: click.Group) -> None:
             help="Exact objectives to solve.",
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        *_mechanism_options(),
         ELASTIC_OPTION,
         *reversed(common),
         click.argument("trace", type=_trace_arg),

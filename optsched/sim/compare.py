@@ -230,6 +230,7 @@ def compare(
     threads: int | None = None,
     accept_feasible: bool = False,
     window: tuple[int, int | None] | None = None,
+    mechanism: Any = "optsched",
 ) -> Comparison:
     """Run every policy in ``policies`` on ``world`` and, with ``exact``, the exact optima.
 
@@ -250,6 +251,8 @@ def compare(
         The steady-state window: the metrics count only the jobs of arrival index
         ``start <= k < end`` (:func:`~optsched.sim.metrics.run_metrics`). The objectives and
         gaps stay over every job (the exact model optimizes the whole trace).
+    mechanism : {"optsched", "gavel"} or GavelMechanism, default "optsched"
+        How every policy's rounds are carried out (:func:`optsched.sim.simulate`).
 
     Returns
     -------
@@ -311,7 +314,10 @@ def compare(
         kwargs: dict[str, Any] = {}
         if round_seconds is not None:
             kwargs["round_seconds"] = round_seconds
-        record = simulate(world, policy, **kwargs)
+        seed = getattr(mechanism, "seed", None)
+        if seed is not None and hasattr(policy, "seed"):
+            policy.seed = seed  # a seeded Gavel policy draws with Gavel's --seed
+        record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
         metrics[policy.name] = _row(world, record, policy.name, window)
     return Comparison(

@@ -26,6 +26,9 @@ policies (:class:`AllocationLP`): an exact LP every round, carried out by priori
 Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
+``gavel-fifo`` and ``gavel-gandiva`` are Gavel's own ``fifo`` and ``gandiva`` allocations
+(:class:`GavelFIFO`, :class:`GavelGandiva`), meant for Gavel's mechanism
+(``simulate(..., mechanism="gavel")``, :mod:`optsched.sim.mechanism_gavel`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
 scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
@@ -46,6 +49,8 @@ from optsched.sim.policies.chronus import Chronus
 from optsched.sim.policies.elasticflow import ElasticFlow
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.gandiva_fair import GandivaFair
+from optsched.sim.policies.gavel_fifo import GavelFIFO
+from optsched.sim.policies.gavel_gandiva import GavelGandiva
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.themis import Themis
@@ -67,6 +72,8 @@ __all__ = [
     "ElasticFlow",
     "Gandiva",
     "GandivaFair",
+    "GavelFIFO",
+    "GavelGandiva",
     "Optimus",
     "OrderPolicy",
     "PackedAllocationLP",
@@ -102,6 +109,8 @@ POLICIES: tuple[str, ...] = (
     "chronus-greedy",
     "allox",
     "elasticflow",
+    "gavel-fifo",
+    "gavel-gandiva",
 )
 
 #: The policies sizing elastic gangs by :mod:`optsched.sim.policies.elastic`: every order policy
@@ -146,6 +155,10 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         return AlloX()
     if name == "elasticflow":
         return ElasticFlow()
+    if name == "gavel-fifo":
+        return GavelFIFO()
+    if name == "gavel-gandiva":
+        return GavelGandiva()
     elastic = name.endswith("-elastic")
     core = name[: -len("-elastic")] if elastic else name
     aware = core.endswith("-perf")
