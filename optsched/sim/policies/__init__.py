@@ -123,6 +123,26 @@ ELASTIC_POLICIES: tuple[str, ...] = (
 )
 
 
+#: The policies built by name alone (the order policies and the LPs are built from their name's
+#: parts in :func:`make_policy`).
+_NAMED: dict[str, Callable[[], Policy]] = {
+    "gandiva": Gandiva,
+    "gandiva-elastic": lambda: Gandiva(elastic=True),
+    "gandiva-fair": GandivaFair,
+    "aonline": lambda: AonlinePolicy(backfill=True),
+    "aonline-strict": lambda: AonlinePolicy(backfill=False),
+    "themis": Themis,
+    "chronus": lambda: Chronus(mode="milp"),
+    "chronus-greedy": lambda: Chronus(mode="greedy"),
+    "optimus": Optimus,
+    "andreas": Andreas,
+    "allox": AlloX,
+    "elasticflow": ElasticFlow,
+    "gavel-fifo": GavelFIFO,
+    "gavel-gandiva": GavelGandiva,
+}
+
+
 def make_policy(name: str, *, field: str = "policy") -> Policy:
     """A fresh policy by registry name.
 
@@ -131,34 +151,13 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
     InvalidInstanceError
         Unknown name (naming ``field`` and listing the known ones).
     """
-    if name == "gandiva":
-        return Gandiva()
-    if name == "gandiva-elastic":
-        return Gandiva(elastic=True)
-    if name == "gandiva-fair":
-        return GandivaFair()
+    named = _NAMED.get(name)
+    if named is not None:
+        return named()
     if name.endswith("-packed") and name in LP_POLICIES:
         return PackedAllocationLP(name)
-    if name in ("aonline", "aonline-strict"):
-        return AonlinePolicy(backfill=name == "aonline")
-    if name == "themis":
-        return Themis()
-    if name in ("chronus", "chronus-greedy"):
-        return Chronus(mode="milp" if name == "chronus" else "greedy")
     if name in LP_POLICIES:
         return AllocationLP(name)
-    if name == "optimus":
-        return Optimus()
-    if name == "andreas":
-        return Andreas()
-    if name == "allox":
-        return AlloX()
-    if name == "elasticflow":
-        return ElasticFlow()
-    if name == "gavel-fifo":
-        return GavelFIFO()
-    if name == "gavel-gandiva":
-        return GavelGandiva()
     elastic = name.endswith("-elastic")
     core = name[: -len("-elastic")] if elastic else name
     aware = core.endswith("-perf")
