@@ -116,3 +116,37 @@ def test_unknown_kernels_are_refused():
     with pytest.raises(InvalidInstanceError) as err:
         best_schedule(inst, 0, wp, pp, kernel="fast")  # type: ignore[arg-type]
     assert err.value.field == "kernel"
+
+
+# Unit costs drawn from a few values so that ties (broken by server index) are common.
+_costs = st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 7.0]), min_size=1, max_size=8)
+
+
+@settings(max_examples=200)
+@given(st.data())
+def test_picking_servers_equals_sorting_them(data):
+    from optsched.online.oasis.oracle import (
+        _fill,
+        _fill_select,
+        _slot_costs,
+        _slot_costs_select,
+    )
+
+    uc_w = np.array(data.draw(_costs))
+    uc_p = np.array(data.draw(_costs))
+    room = st.integers(0, 4)
+    room_w = np.array([data.draw(room) for _ in uc_w], dtype=np.int64)
+    room_p = np.array([data.draw(room) for _ in uc_p], dtype=np.int64)
+    n = data.draw(st.integers(1, 10))
+    # m(n): fewest PSs for n workers, non-decreasing from m(0) = 0.
+    steps = data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    mreq = np.concatenate([[0], np.cumsum(steps)]).astype(np.int64)
+    sorted_out, picked_out = np.full(n + 1, np.nan), np.full(n + 1, np.nan)
+    top = _slot_costs(uc_w, room_w, uc_p, room_p, mreq, sorted_out)
+    assert _slot_costs_select(uc_w, room_w, uc_p, room_p, mreq, picked_out) == top
+    assert np.array_equal(sorted_out[: top + 1], picked_out[: top + 1])
+    count = data.draw(st.integers(0, 12))
+    a, b = np.zeros(len(uc_w), dtype=np.int64), np.zeros(len(uc_w), dtype=np.int64)
+    total = _fill(uc_w, room_w, np.argsort(uc_w, kind="mergesort"), count, a)
+    assert _fill_select(uc_w, room_w, count, b) == total
+    assert np.array_equal(a, b)

@@ -155,7 +155,9 @@ def test_clwp_equals_job_atomic_harmony_with_unit_weights():
 def test_hundred_task_bin_packing_is_proven_optimal():
     instance = bin_packing_instance(100, seed=0)
     solution = solve(instance, "servers")
-    assert solution.optimal and solution.extra["formulation"] == "arcflow"
+    assert solution.optimal and solution.extra["formulation"] == "certificate"
+    arcflow = solve(instance, "servers", formulation="arcflow")
+    assert arcflow.optimal and arcflow.objective == solution.objective
     # Certificate independent of the solver: the trivial bound ceil(sum / capacity).
     trivial = math.ceil(instance.demand.sum() / instance.capacity[0, 0])
     assert servers_lower_bound(instance) == trivial

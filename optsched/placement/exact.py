@@ -202,7 +202,9 @@ def solve(
     **options
         Passed to the objective's builder (e.g. ``symmetry="constraints"``,
         ``formulation="assignment"``). With ``symmetry="none"`` HiGHS's own symmetry detection
-        is switched off too.
+        is switched off too. For ``servers``, ``formulation="auto"`` first tries a bin-packing
+        certificate (:mod:`optsched.placement.servers`), unless ``solver_options`` are given
+        or ``certificate=False``.
 
     Returns
     -------
@@ -240,6 +242,10 @@ def solve(
     if options.get("symmetry") == "none" and solver == "highs":
         native["mip_detect_symmetry"] = False
     native.update(native_options(solver_options))
+    if objective == "servers" and solver_options:
+        # Native options configure a model's solve: the certificate, which solves none, would
+        # silently ignore them, so the model is built instead.
+        options.setdefault("certificate", False)
     return exact_solve(
         formulation(
             instance, objective, lp_bound=lp_bound, solver=solver, time_limit=time_limit, **options
@@ -277,6 +283,9 @@ def formulation(
     def bound(built: PlacementModel, result: SolveResult) -> float | None:
         if not result.has_solution and (lp_bound is False or result.status is Status.INFEASIBLE):
             return None
+        if not hasattr(built.model, "clone"):
+            # A certificate, not a model: its relaxation bound (if any) was computed with it.
+            return built.lp_bound if lp_bound else None
         if lp_bound or (lp_bound is None and not result.is_optimal):
             return lp_relaxation_bound(built, solver, time_limit)
         return None

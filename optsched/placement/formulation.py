@@ -117,6 +117,9 @@ class PlacementModel:
         Time spent building the model.
     size : dict
         Variables and constraints, for reports.
+    lp_bound : float, optional
+        A relaxation bound already known, for a model that is not a Pyomo model and so has no
+        relaxation to solve (the ``servers`` certificate's arc-flow LP value).
     """
 
     objective: str
@@ -125,6 +128,7 @@ class PlacementModel:
     decode: Callable[[], Placement]
     build_seconds: float = 0.0
     size: dict[str, int] = field(default_factory=dict)
+    lp_bound: float | None = None
 
 
 class Timer:

@@ -44,6 +44,15 @@ Assignment (``formulation="assignment"``)
 Bounds: :math:`L = \max_r` (fewest servers whose largest capacities cover the total demand of
 resource :math:`r`), at least 1; :math:`U` is the number of servers best-fit decreasing uses.
 
+Certificate (``formulation="auto"`` on one-dimensional instances)
+    With identical servers, one resource and integer demands (bin packing proper), ``auto``
+    first tries :func:`optsched.placement.binpacking.certify`: Martello and Toth's lower bound
+    :math:`L_2` (raised to the rounded-up arc-flow LP bound when that LP is solved) and a packing
+    by minimum bin slack or an arc-flow LP dive. When the packing uses as many servers as the
+    bound, it is optimal and no model is solved (``formulation`` ``"certificate"``, bound equal
+    to the objective). Otherwise the arc-flow model is solved with the certificate's bounds as
+    :math:`L` and :math:`U`.
+
 References
 ----------
 J. M. Valério de Carvalho, "Exact solution of bin-packing problems using column generation and
@@ -74,15 +83,20 @@ from optsched.tolerances import FIT_TOL
 
 __all__ = [
     "ARCFLOW_MAX_ARCS",
+    "CERTIFICATE_MAX_WORK",
     "ArcFlowGraph",
     "arcflow_graph",
     "build_servers",
+    "one_dimensional",
     "servers_lower_bound",
 ]
 
 #: Arc-flow graphs larger than this (arcs over all server classes) are not built; the
 #: ``auto`` choice then falls back to the assignment formulation.
 ARCFLOW_MAX_ARCS = 300_000
+#: The certificate is tried only when tasks times capacity stays under this: its subset-sum
+#: tables grow with the capacity (in units of the integer sizes).
+CERTIFICATE_MAX_WORK = 2_000_000
 #: Load vectors are merged when equal after rounding to this many decimals.
 STATE_DECIMALS = 9
 
@@ -182,6 +196,66 @@ def arcflow_graph(
     return nodes, sorted(arcs)
 
 
+def one_dimensional(instance: PlacementInstance) -> tuple[list[int], int, int] | None:
+    """The instance as bin packing proper, if it is one: ``(sizes, capacity, resource)``.
+
+    That is: every server has the same capacity vector, exactly one resource has a positive
+    demand, and every demand of it is an integer (the capacity is rounded down, which changes
+    no fit for integer sizes). ``sizes`` has one entry per task, 0 for tasks needing nothing.
+    """
+    if len(instance.tasks) == 0 or not np.all(instance.capacity == instance.capacity[0]):
+        return None
+    used = np.flatnonzero(np.any(instance.demand > 0, axis=0))
+    if len(used) != 1:
+        return None
+    r = int(used[0])
+    column = instance.demand[:, r]
+    if not np.all(column == np.round(column)):
+        return None
+    raw = float(instance.capacity[0, r])
+    capacity = int(np.floor(raw + FIT_TOL * max(1.0, abs(raw))))
+    if capacity < 1 or np.any(column > capacity) or len(column) * capacity > CERTIFICATE_MAX_WORK:
+        return None
+    return [int(v) for v in column], capacity, r
+
+
+def _certificate(instance: PlacementInstance) -> tuple[Any, int, int] | None:
+    """Run :func:`~optsched.placement.binpacking.certify`; ``(certificate, L, U)`` or ``None``.
+
+    ``None`` when the instance is not bin packing proper or its packing needs more servers
+    than there are.
+    """
+    from optsched.placement.binpacking import certify
+
+    shape = one_dimensional(instance)
+    if shape is None:
+        return None
+    sizes, capacity, _ = shape
+    positive = [t for t, v in enumerate(sizes) if v > 0]
+    if not positive:
+        return None
+    cert = certify([sizes[t] for t in positive], capacity)
+    if len(cert.bins) > len(instance.servers):
+        return None
+    bins = [[positive[i] for i in content] for content in cert.bins]
+    return (bins, cert), cert.lower, len(cert.bins)
+
+
+def _certificate_model(instance: PlacementInstance, bins: list[list[int]], cert: Any) -> Any:
+    """An :class:`~optsched.family.exact.AlgorithmBackend` returning the certified packing."""
+    from optsched.family.exact import closed_form
+
+    server_of = np.full(len(instance.tasks), 0, dtype=np.int64)  # zero-size tasks: server 0
+    for h, content in enumerate(bins):
+        server_of[content] = h
+    placement = Placement.from_indices(instance, server_of.tolist(), method="certificate:servers")
+    which = "arc-flow LP" if cert.lower > cert.l2 else "Martello-Toth L2"
+    message = f"{cert.method} uses {len(bins)} servers, the lower bound ({which}) is {cert.lower}"
+
+    backend = closed_form(float(len(bins)), None, name="bin-packing certificate", message=message)
+    return backend, lambda: placement
+
+
 def _upper_bound(instance: PlacementInstance) -> tuple[int, Placement | None]:
     try:
         placement = best_fit_decreasing(instance)
@@ -196,6 +270,7 @@ def build_servers(
     formulation: Literal["auto", "arcflow", "assignment"] = "auto",
     symmetry: str = "solver",
     bounds: bool = True,
+    certificate: bool = True,
 ) -> PlacementModel:
     """Build the ``servers`` (fewest servers used) model.
 
@@ -209,6 +284,8 @@ def build_servers(
         formulation (see :mod:`optsched.placement.formulation`; arc-flow has none).
     bounds : bool, default True
         Add the lower bound :math:`L` and the heuristic upper bound :math:`U`.
+    certificate : bool, default True
+        With ``formulation="auto"``, try the bin-packing certificate first (module notes).
 
     Returns
     -------
@@ -221,12 +298,29 @@ def build_servers(
     """
     timer = Timer()
     constraints = check_symmetry(symmetry)
+    known: tuple[int, int] | None = None
+    if formulation == "auto" and certificate:
+        found = _certificate(instance)
+        if found is not None:
+            (bins, cert), lower, upper = found
+            if upper <= lower:
+                backend, decode = _certificate_model(instance, bins, cert)
+                return PlacementModel(
+                    "servers",
+                    "certificate",
+                    backend,
+                    decode,
+                    timer.seconds(),
+                    {"variables": 0, "integer_variables": 0, "constraints": 0},
+                    lp_bound=cert.root_lp,
+                )
+            known = (lower, upper)
     types, members = _types(instance)
     counts = [len(m) for m in members]
     if formulation in ("auto", "arcflow"):
         graphs = _arcflow_graphs(instance, types, counts)
         if graphs is not None:
-            model, decode = _arcflow_model(instance, types, members, graphs, bounds)
+            model, decode = _arcflow_model(instance, types, members, graphs, bounds, known)
             return PlacementModel(
                 "servers", "arcflow", model, decode, timer.seconds(), model_size(model)
             )
@@ -264,6 +358,7 @@ def _arcflow_model(
     members: list[list[int]],
     graphs: list[ArcFlowGraph],
     bounds: bool,
+    known: tuple[int, int] | None = None,
 ) -> tuple[Any, Any]:
     import pyomo.environ as pyo
 
@@ -311,9 +406,11 @@ def _arcflow_model(
         positive, rule=lambda m, k: pyo.quicksum(by_type[k]) >= len(members[k])
     )
     lower = servers_lower_bound(instance) if bounds else 1
+    if bounds and known is not None:
+        lower = max(lower, known[0])
     m.servers_lower_bound = pyo.Constraint(expr=pyo.quicksum(m.z.values()) >= lower)
     if bounds:
-        upper, _ = _upper_bound(instance)
+        upper = known[1] if known is not None else _upper_bound(instance)[0]
         m.servers_upper_bound = pyo.Constraint(expr=pyo.quicksum(m.z.values()) <= upper)
     m.objective = pyo.Objective(expr=pyo.quicksum(m.z.values()), sense=pyo.minimize)
 

@@ -197,6 +197,114 @@ def _slot_costs(
     return nmax
 
 
+@numba.njit(cache=True)
+def _next_cheapest(uc: np.ndarray, room: np.ndarray, last_v: float, last_h: int) -> int:
+    """The server after ``(last_v, last_h)`` in (unit cost, index) order among those with room.
+
+    ``-1`` when none is left. Successive calls from ``(-inf, -1)`` list the servers with room in
+    the order of a stable argsort of ``uc`` (cheapest first, ties by index), without sorting:
+    the callers stop after the few servers a slot needs.
+    """
+    best = -1
+    best_v = 0.0
+    for h in range(uc.shape[0]):
+        if room[h] <= 0:
+            continue
+        v = uc[h]
+        if v < last_v or (v == last_v and h <= last_h):
+            continue
+        if best < 0 or v < best_v:
+            best = h
+            best_v = v
+    return best
+
+
+@numba.njit(cache=True)
+def _fill_select(unit_cost: np.ndarray, room: np.ndarray, count: int, out: np.ndarray) -> float:
+    """:func:`_fill` in the same order, servers picked by :func:`_next_cheapest`."""
+    out[:] = 0
+    left = count
+    total = 0.0
+    last_v = -np.inf
+    last_h = -1
+    while left > 0:
+        s = _next_cheapest(unit_cost, room, last_v, last_h)
+        if s < 0:
+            break
+        last_v = unit_cost[s]
+        last_h = s
+        take = room[s] if room[s] < left else left
+        out[s] = take
+        total += take * unit_cost[s]
+        left -= take
+    return total
+
+
+@numba.njit(cache=True)
+def _slot_costs_select(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    mreq: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    r""":func:`_slot_costs` with servers picked by :func:`_next_cheapest` instead of sorted.
+
+    The same servers in the same order, so the same sums term by term: identical results.
+    A slot needs few servers (at most :math:`N_i` workers), so picking them costs
+    :math:`O(H)` each instead of two :math:`O(H \log H)` sorts per slot.
+    """
+    N = mreq.shape[0] - 1
+    total_w = 0
+    for h in range(room_w.shape[0]):
+        total_w += room_w[h]
+    total_p = 0
+    for k in range(room_p.shape[0]):
+        total_p += room_p[k]
+    nmax = N if N < total_w else total_w
+    while nmax > 0 and mreq[nmax] > total_p:
+        nmax -= 1
+    if nmax <= 0:
+        out[0] = 0.0
+        return 0
+    mmax = mreq[nmax]
+    pcost = np.empty(mmax + 1)
+    pcost[0] = 0.0
+    m = 0
+    last_v = -np.inf
+    last_h = -1
+    while m < mmax:
+        k = _next_cheapest(uc_p, room_p, last_v, last_h)
+        if k < 0:
+            break
+        last_v = uc_p[k]
+        last_h = k
+        for _ in range(room_p[k]):
+            if m >= mmax:
+                break
+            pcost[m + 1] = pcost[m] + uc_p[k]
+            m += 1
+    out[0] = 0.0
+    n = 0
+    acc = 0.0
+    last_v = -np.inf
+    last_h = -1
+    while n < nmax:
+        h = _next_cheapest(uc_w, room_w, last_v, last_h)
+        if h < 0:
+            break
+        last_v = uc_w[h]
+        last_h = h
+        for _ in range(room_w[h]):
+            if n >= nmax:
+                break
+            acc += uc_w[h]
+            n += 1
+            out[n] = acc + pcost[mreq[n]]
+    return nmax
+
+
 #: Relative slack on the cost lower bound of :func:`oracle_kernel`: the bound is computed in
 #: floating point from per-slot rates, and the DP's costs are float sums of at most ``S`` terms
 #: per path (relative error below ``S * 2**-53``, far under this), so a deadline is skipped only
@@ -369,7 +477,7 @@ def oracle_kernel(
                 alive = True
         if not alive:
             break
-        nmax = _slot_costs(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
+        nmax = _slot_costs_select(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
         cur[:] = prev
         new_reach = reach + q[nmax] if nmax > 0 else reach
         if new_reach > demand:
@@ -424,10 +532,8 @@ def oracle_kernel(
             d = capfrom[j]
         else:
             d = d - q[n]
-        order_w = np.argsort(uc_w[j], kind="mergesort")
-        order_p = np.argsort(uc_p[j], kind="mergesort")
-        _fill(uc_w[j], room_w[j], order_w, n, buf_w)
-        _fill(uc_p[j], room_p[j], order_p, mreq[n], buf_p)
+        _fill_select(uc_w[j], room_w[j], n, buf_w)
+        _fill_select(uc_p[j], room_p[j], mreq[n], buf_p)
         y[j, :] = buf_w
         z[j, :] = buf_p
     return best, best_cost, best_j, y, z
