@@ -182,3 +182,25 @@ def test_bad_arguments_name_their_field(kwargs, field) -> None:  # type: ignore[
     with pytest.raises(InvalidInstanceError) as err:
         bound(one_gpu_world([1.0]), **kwargs)
     assert err.value.field == field
+
+
+def test_offered_load_scales_the_arrivals() -> None:
+    from optsched.sim.load import at_offered_load, offered_load
+
+    # two 1-GPU jobs of 10 s each arriving 10 s apart on one GPU: demand 20 over 10 s
+    world = one_gpu_world([10.0, 10.0], [0.0, 10.0])
+    assert offered_load(world) == pytest.approx(2.0)
+    loaded = at_offered_load(world, 0.5)
+    assert [j.arrival for j in loaded.jobs] == pytest.approx([0.0, 40.0])
+    assert offered_load(loaded) == pytest.approx(0.5)
+
+
+def test_offered_load_refuses_what_it_cannot_scale() -> None:
+    from optsched.sim.load import at_offered_load
+
+    with pytest.raises(InvalidInstanceError) as err:
+        at_offered_load(one_gpu_world([1.0, 1.0]), 0.8)
+    assert err.value.field == "load"
+    with pytest.raises(InvalidInstanceError) as err:
+        at_offered_load(one_gpu_world([1.0, 1.0], [0.0, 1.0]), -1)
+    assert err.value.field == "load"

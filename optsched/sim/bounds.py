@@ -37,7 +37,7 @@ fit on :math:`C_g` GPUs, both placements, and every measured partner):
 3. *interval LP* (after Hall, Schulz, Shmoys and Wein, 1997): time cut into intervals
    :math:`I_i = [\tau_{i-1}, \tau_i)` up to a horizon :math:`H`, :math:`z_{jgi}` the fraction
    of job :math:`j` done on type :math:`g` in :math:`I_i`, :math:`t_j` the fraction after
-   :math:`H`:
+   :math:`H_j \le H`, the end of the job's last interval (each job gets a budget of them):
 
    .. math::
 
@@ -45,7 +45,7 @@ fit on :math:`C_g` GPUs, both placements, and every measured partner):
        \textstyle\sum_{g,i} z_{jgi} + t_j = 1 & \text{(work)} \\
        \textstyle\sum_j A_{jg} z_{jgi} \le \kappa_g C_g |I_i| & \text{(capacity)} \\
        \textstyle\sum_g (W_j/\rho_{jg}) z_{jgi} \le |I_i \cap [a_j, \infty)| & \text{(own\_rate)} \\
-       C_j \ge \textstyle\sum_{g,i} \max(\tau_{i-1}, a_j) z_{jgi} + H t_j + P_j / 2
+       C_j \ge \textstyle\sum_{g,i} \max(\tau_{i-1}, a_j) z_{jgi} + H_j t_j + P_j / 2
            & \text{(mean\_busy)} \\
        C_j \ge a_j + P_j,\ z, t \ge 0 & \text{(isolated)}
 
@@ -125,6 +125,8 @@ LP_MAX_INTERVALS = 256
 LP_MAX_LEVELS = 14
 #: Blocks of each level per job in the interval LP: its resolution, relative to a job's wait.
 LP_MIN_PER_LEVEL, LP_MAX_PER_LEVEL = 2, 8
+#: Fewest blocks a job gets in the interval LP before its tail (whatever the budget).
+LP_MIN_BLOCKS = 12
 #: Arrival-time thresholds of the makespan LP.
 MAKESPAN_THRESHOLDS = 12
 
@@ -470,9 +472,19 @@ def _interval_lp(
     bj: list[int] = []
     bl: list[int] = []
     bi: list[int] = []
+    # each job's blocks stop after a budget; the rest of its work falls in its tail, which
+    # starts where its last block ends (a later tail is as valid, only weaker)
+    types = max(1.0, float(runnable.sum()) / max(n, 1))
+    budget = max(LP_MIN_BLOCKS, int(LP_TARGET_COLUMNS // max(1.0, n * types)))
+    tail = np.full(n, h)
     for j in range(n):
         first = min(int((lim.arrival[j] - t_start) // fine), total)
-        for level, index in _blocks(first, levels, per_level):
+        mine = _blocks(first, levels, per_level)
+        if len(mine) > budget:
+            mine = mine[:budget]
+            level, index = mine[-1]
+            tail[j] = t_start + ((index + 1) << level) * fine
+        for level, index in mine:
             bj.append(j)
             bl.append(level)
             bi.append(index)
@@ -535,7 +547,7 @@ def _interval_lp(
     mb = r
     rows_r += [mb + jz, mb + np.arange(n), mb + np.arange(n)]
     rows_c += [np.arange(nz), t0 + np.arange(n), c0 + np.arange(n)]
-    rows_v += [-start, np.full(n, -h), np.ones(n)]
+    rows_v += [-start, -tail, np.ones(n)]
     lo.append(lim.own_seconds / 2.0)
     up.append(np.full(n, np.inf))
     r += n
@@ -551,7 +563,11 @@ def _interval_lp(
     col_up[c0:] = np.inf
     row_lo, row_up = np.concatenate(lo), np.concatenate(up)
     offset = -float(lim.weight @ lim.arrival)
-    lp = LinearProgram(cost, a, row_lo, row_up, col_lo, col_up, offset=offset)
+    try:
+        lp = LinearProgram(cost, a, row_lo, row_up, col_lo, col_up, offset=offset)
+    except InvalidInstanceError as err:
+        # over the model-size budget: the closed forms stand
+        return -math.inf, f"interval LP: skipped, {err}"
     try:
         sol = solve_matrix(lp, solver=solver, time_limit=time_limit, accept_feasible=True)
     except NotOptimalError as err:
