@@ -39,9 +39,32 @@ __all__ = ["register"]
 
 
 def _policies(text: str) -> list[str]:
-    from optsched.sim.policies import POLICIES
+    from optsched.sim.policies import policy_names
 
-    return list(POLICIES) if text.strip() == "all" else _names("--policies", text)
+    return list(policy_names()) if text.strip() == "all" else _names("--policies", text)
+
+
+def _import_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple:
+    from optsched.sim.policies import import_plugin
+
+    for module in value:
+        import_plugin(module, field="--plugin")
+    return value
+
+
+#: ``--plugin MODULE`` (repeatable): import MODULE first, so the policies it registers are known.
+PLUGIN_OPTION = click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE",
+    is_eager=True,
+    expose_value=False,
+    callback=_import_plugins,
+    help="Import MODULE before anything else (repeatable): the policies it registers with "
+    "optsched.sim.policies.register_policy become known by name. Installed distributions "
+    "register theirs through the entry-point group optsched.policies without this.",
+)
 
 
 def _names(flag: str, text: str) -> list[str]:
@@ -53,10 +76,11 @@ def _names(flag: str, text: str) -> list[str]:
 
 #: Help of ``--throughputs`` (``sim run``, ``compare``, ``sweep``).
 THROUGHPUTS_HELP = (
-    "Throughput table: Gavel's simulation_throughputs.json, or a directory of ElasticFlow "
-    "profile CSVs (one per model) whose name ends in _<GPU type>, e.g. throughputs_A100 "
-    "for the type a100 (then the reference type). Default: every job generic, every GPU "
-    "type equally fast."
+    "Throughput table: 'gavel' (Gavel's measured table, shipped), 'uniform' (every job "
+    "generic, every GPU type equally fast), Gavel's simulation_throughputs.json format, or a "
+    "directory of ElasticFlow profile CSVs (one per model) whose name ends in _<GPU type>, "
+    "e.g. throughputs_A100 for the type a100 (then the reference type). Default: 'gavel' for "
+    "a Gavel-format trace, 'uniform' for the others; the table used is printed."
 )
 
 
@@ -69,31 +93,14 @@ def profile_gpu_type(directory: Path) -> str:
     return directory.resolve().name.rsplit("_", 1)[-1].lower()
 
 
-def _table(spec: Any, throughputs: Path | None, reference: str) -> Any:
-    from optsched.sim import Throughputs, load_throughputs
-    from optsched.sim.profiles_elasticflow import load_scaling_profiles
+def _table(spec: Any, throughputs: Any, reference: str, trace_format: str | None = None) -> Any:
+    """The table ``--throughputs`` names (``None``: the trace's default), errors naming flags."""
+    from optsched.sim.throughput_source import resolve_throughputs
 
-    if throughputs is None:
-        return Throughputs.uniform(spec.names)
-    if throughputs.is_dir():
-        # ElasticFlow profiles: one GPU type, named by the directory; durations are taken as
-        # measured on it (it is the reference), so --reference does not apply
-        gpu = profile_gpu_type(throughputs)
-        if gpu not in spec.names:
-            raise InvalidInstanceError(
-                "--throughputs",
-                f"the profile directory {throughputs.name!r} is for GPU type {gpu!r} "
-                f"(its name after the last '_'), which the cluster ({', '.join(spec.names)}) "
-                "does not have",
-            )
-        profiles = load_scaling_profiles(throughputs, gpu_type=gpu)
-        return Throughputs.from_scaling_profiles([profiles], reference=gpu)
-    try:
-        return load_throughputs(throughputs, reference=reference)
-    except InvalidInstanceError as exc:
-        if exc.field == "reference":
-            raise InvalidInstanceError("--reference", exc.message) from None
-        raise
+    value = throughputs if throughputs in (None, "gavel", "uniform") else Path(throughputs)
+    return resolve_throughputs(
+        value, spec, trace_format=trace_format, reference=reference, field="--throughputs"
+    )
 
 
 _COLUMNS = (
@@ -138,8 +145,9 @@ def compare_command(
     spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     wanted = _names("--objectives", objectives)
-    table = _table(spec, throughputs, reference)
-    world = world_from_trace(read_jobs(trace), spec, table)
+    read = read_jobs(trace)
+    table = _table(spec, throughputs, reference, read.format)
+    world = world_from_trace(read, spec, table)
     if elastic is not None:
         world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
@@ -194,7 +202,7 @@ def compare_command(
             notes = ["wakes mid-round"] if row.get("wakeups") else []
             notes += ["shares GPUs"] if row.get("shared") else []
             row["note"] = ", ".join(notes) or ""
-        out = Table(title=f"{len(world.jobs)} jobs on {spec}")
+        out = Table(title=f"{len(world.jobs)} jobs on {spec}, throughputs: {result.throughputs}")
         for _, title in cols:
             out.add_column(title, justify="left" if title == "policy" else "right")
         for row in rows:
@@ -296,7 +304,17 @@ def sweep_command(
     if as_json:
         print_json({"runs": len(frame), "rows": frame.to_dict(orient="records")})
     else:
-        cols = ["trace", "cluster_scale", "seed", "load", "policy", "jct_mean", "makespan", "valid"]
+        cols = [
+            "trace",
+            "cluster_scale",
+            "seed",
+            "load",
+            "policy",
+            "throughputs",
+            "jct_mean",
+            "makespan",
+            "valid",
+        ]
         err_console.print(frame[cols].to_string(index=False) if len(frame) else "no runs")
     if len(frame) and not bool(frame["valid"].all()):
         bad = frame[~frame["valid"].astype(bool)]
@@ -374,17 +392,12 @@ def register(group: click.Group) -> None:
             show_default=True,
             help="Comma-separated policy names (see `sim policies`), or all of them.",
         ),
-        click.option(
-            "--throughputs",
-            type=click.Path(exists=True, path_type=Path),
-            default=None,
-            help=THROUGHPUTS_HELP,
-        ),
+        click.option("--throughputs", default=None, help=THROUGHPUTS_HELP),
         click.option(
             "--reference",
             default="v100",
             show_default=True,
-            help="GPU type on which trace durations were measured (with --throughputs).",
+            help="GPU type on which trace durations were measured (Gavel tables).",
         ),
         click.option(
             "--round-seconds",
@@ -414,6 +427,7 @@ def register(group: click.Group) -> None:
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
         ELASTIC_OPTION,
+        PLUGIN_OPTION,
         *reversed(common),
         click.argument("trace", type=_trace_arg),
     ):
@@ -471,6 +485,7 @@ def register(group: click.Group) -> None:
             show_default=True,
             help="Cluster size factors.",
         ),
+        PLUGIN_OPTION,
         *reversed(common),
         click.argument("traces", nargs=-1, required=True, type=_trace_arg),
     ):

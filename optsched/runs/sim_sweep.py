@@ -15,7 +15,9 @@ its key (trace, cluster scale, seed, load, policy) as soon as it comes back, so 
 at any instant loses only the runs in flight; rerunning it with the same parameters redoes
 exactly the missing keys, and the table it returns equals an uninterrupted sweep's (records
 carry no wall-clock figures for that reason). Resuming with other shared parameters (cluster,
-round length, throughputs) is refused naming the parameter.
+round length, throughputs) is refused naming the parameter. Every row names the throughput
+table it ran on (``throughputs``: ``gavel`` by default for a Gavel-format trace, ``uniform``
+for other formats and synthetic tables).
 
 What varies per run
     * ``trace``: a file in any format :func:`optsched.traces.read_trace` reads, or
@@ -58,9 +60,13 @@ KIND = "sim-sweep"
 KEY_FIELDS: tuple[str, ...] = ("trace", "cluster_scale", "seed", "load", "policy")
 
 _SYNTHETIC = "synthetic:"
+#: The store's ``throughputs`` when none is named: each trace's default table (Gavel's for a
+#: Gavel-format trace, uniform otherwise), kept apart from ``"uniform"`` asked for by name.
+_DEFAULT = "default"
 
 
-def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
+def _job_frame(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | None]:
+    """The run's job table and its trace format (``None`` for a synthetic table)."""
     import numpy as np
 
     from optsched.sim.generate import generate_job_table
@@ -70,10 +76,12 @@ def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
         if not text.isdigit() or int(text) < 1:
             raise InvalidInstanceError("traces", f"{trace!r}: expected synthetic:N with N >= 1")
         frame = generate_job_table(int(text), seed=seed)
+        fmt = None
     else:
         from optsched.traces import read_trace
 
-        frame = read_trace(trace).jobs.copy()
+        read = read_trace(trace)
+        frame, fmt = read.jobs.copy(), read.format
         if seed > 0 and len(frame) > 1:
             arrivals = frame["arrival"].to_numpy(dtype=float)
             gaps = np.diff(arrivals)
@@ -81,41 +89,53 @@ def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
             frame["arrival"] = np.concatenate([[arrivals[0]], arrivals[0] + np.cumsum(gaps)])
     if load != 1.0:
         frame["arrival"] = frame["arrival"].astype(float) / load
-    return frame
+    return frame, fmt
 
 
-def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def run_one(
+    params: dict[str, Any], config: dict[str, Any], policies: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One run of the sweep: its record (the key fields, the run metrics, the validity).
 
     A module-level function of picklable arguments, so that every backend can ship it.
+    ``policies`` maps a policy name to the object to run (a copy of it, so that runs in one
+    process never share state); a name not in it is made from the registry.
     """
+    import copy
+
     from optsched.sim.cluster_spec import parse_cluster
     from optsched.sim.engine import simulate
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.policies import make_policy
-    from optsched.sim.throughputs import Throughputs, load_throughputs
+    from optsched.sim.throughput_source import resolve_throughputs
     from optsched.sim.validate import validate
     from optsched.sim.world import World
 
     spec = parse_cluster(config["cluster"]).scaled(params["cluster_scale"])
-    if config.get("throughputs"):
-        table = load_throughputs(config["throughputs"], reference=config["reference"])
-    else:
-        table = Throughputs.uniform(spec.names)
-    frame = _job_frame(params["trace"], params["seed"], params["load"])
+    frame, fmt = _job_frame(params["trace"], params["seed"], params["load"])
+    chosen = config.get("throughputs")
+    table = resolve_throughputs(
+        None if chosen in (None, _DEFAULT) else chosen,
+        spec,
+        trace_format=fmt,
+        reference=config["reference"],
+    )
     world = World.from_frame(
         frame, spec, table, restore_s=config["restore_s"], file=params["trace"]
     )
     kwargs: dict[str, Any] = {}
     if config.get("round_seconds") is not None:
         kwargs["round_seconds"] = config["round_seconds"]
-    record = simulate(world, make_policy(params["policy"], field="policies"), **kwargs)
+    given = (policies or {}).get(params["policy"])
+    policy = copy.deepcopy(given) if given is not None else make_policy(params["policy"])
+    record = simulate(world, policy, **kwargs)
     report = validate(world, record)
     metrics = run_metrics(record, job_metrics(record))
     metrics.pop("policy", None)
     return {
         **{k: params[k] for k in KEY_FIELDS},
         **metrics,
+        "throughputs": table.source,
         "valid": report.ok,
         "violations": len(report.violations),
         "events": record.events,
@@ -124,7 +144,7 @@ def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
 
 def sweep_runs(
     traces: Sequence[str | Path],
-    policies: Sequence[str],
+    policies: str | Sequence[Any],
     *,
     cluster_scales: Sequence[float] = (1.0,),
     seeds: Sequence[int] = (0,),
@@ -138,8 +158,11 @@ def sweep_runs(
         An empty list, an unknown policy, a scale or load not finite and > 0, a seed not an
         integer >= 0, or duplicates (the field is named).
     """
-    from optsched.sim.policies import make_policy
+    from optsched.sim.policies import as_policies
 
+    # names, Policy objects or a comma string alike; each run is keyed by the policy's name
+    names = [p.name for p in as_policies(policies, field="policies")]
+    policies = names
     lists: dict[str, Sequence[Any]] = {
         "traces": traces,
         "policies": policies,
@@ -152,8 +175,6 @@ def sweep_runs(
             raise InvalidInstanceError(name, "must name at least one value")
         if len(set(map(str, values))) != len(values):
             raise InvalidInstanceError(name, "a value is repeated")
-    for p in policies:
-        make_policy(p, field="policies")
     for name in ("cluster_scales", "loads"):
         for v in lists[name]:
             if isinstance(v, bool) or not (
@@ -178,7 +199,7 @@ def sweep_runs(
 def sweep(
     traces: Sequence[str | Path],
     cluster: str,
-    policies: Sequence[str],
+    policies: str | Sequence[Any],
     *,
     store: str | Path | None = None,
     cluster_scales: Sequence[float] = (1.0,),
@@ -202,14 +223,19 @@ def sweep(
         Trace files (any supported format) or ``synthetic:N``.
     cluster : str
         The base cluster, ``v100=8,p100=16[:GPUS/SERVER]``.
-    policies : sequence of str
+    policies : sequence of str or Policy, or str
+        Registered names (plug-ins included) and/or Policy objects, or a comma-separated
+        string (``"fifo,srtf"``, ``"all"``). Objects must pickle for the process backends.
     store : str or Path, optional
         The resumable store (a SQLite file, or a directory holding ``runs.sqlite``); without one
         the runs are kept in memory only.
     cluster_scales, seeds, loads : sequences
         See the module notes.
     round_seconds, restore_s, throughputs, reference
-        As in ``optsched sim run``; shared by every run (the store's config).
+        As in ``optsched sim run``; shared by every run (the store's config). ``throughputs``:
+        ``"gavel"``, ``"uniform"``, a path, or ``None`` for each trace's default (Gavel's
+        table for a Gavel-format trace, uniform otherwise); each row's ``throughputs`` column
+        names the table it ran on.
     backend : {"joblib", "loky", "serial", "dask", "ray"}
         See the module notes and :func:`~optsched.runs.driver.run_sweep`.
     n_jobs : int, optional
@@ -247,12 +273,22 @@ def sweep(
         )
     if not (math.isfinite(restore_s) and restore_s >= 0):
         raise InvalidInstanceError("restore_s", f"must be a finite number >= 0, got {restore_s}")
-    runs = sweep_runs(traces, policies, cluster_scales=cluster_scales, seeds=seeds, loads=loads)
+    from optsched.sim.policies import as_policies
+
+    objects = {p.name: p for p in as_policies(policies, field="policies")}
+    runs = sweep_runs(
+        traces, list(objects), cluster_scales=cluster_scales, seeds=seeds, loads=loads
+    )
+    if throughputs is not None:
+        from optsched.sim.throughput_source import resolve_throughputs
+
+        # a misspelt table name or missing file is refused before any run
+        resolve_throughputs(throughputs, parse_cluster(cluster), reference=reference)
     config: dict[str, Any] = {
         "cluster": cluster,
         "round_seconds": round_seconds,
         "restore_s": restore_s,
-        "throughputs": None if throughputs is None else str(throughputs),
+        "throughputs": _DEFAULT if throughputs is None else str(throughputs),
         "reference": reference,
     }
     tasks = [SweepTask(key=run_key(**r), params=r) for r in runs]
@@ -263,7 +299,7 @@ def sweep(
         bar = stack.enter_context(progress_bar("sim sweep", show=progress))
         rows = run_sweep(
             tasks,
-            partial(run_one, config=config),
+            partial(run_one, config=config, policies=objects),
             store=opened,
             backend=backend,
             n_jobs=n_jobs,

@@ -23,6 +23,7 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from optsched.sim.cluster_spec import ClusterSpec
+    from optsched.sim.policy import Policy
     from optsched.sim.throughputs import Throughputs
 
 __all__ = ["METRIC_COLUMNS", "Comparison", "auto_round_seconds", "compare", "world_from_trace"]
@@ -83,18 +85,49 @@ def auto_round_seconds(world: World, target_rounds: int = AUTO_ROUNDS) -> float:
 
 def world_from_trace(
     trace: Any,
-    cluster: ClusterSpec,
-    throughputs: Throughputs | None = None,
+    cluster: ClusterSpec | str,
+    throughputs: Throughputs | str | Path | None = None,
     *,
     restore_s: float = 0.0,
+    reference: str = "v100",
+    cluster_field: str = "cluster",
+    throughputs_field: str = "throughputs",
 ) -> World:
-    """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table."""
+    """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table), a job table or a path.
+
+    ``cluster`` is a :class:`~optsched.sim.ClusterSpec` or its text (``"v100=4,k80=4"``);
+    ``throughputs`` anything :func:`~optsched.sim.throughput_source.resolve_throughputs` takes.
+    By default a trace in Gavel's format runs on Gavel's measured table, any other on uniform
+    speeds (the table's ``source`` says which).
+    """
+    from optsched.sim.cluster_spec import ClusterSpec as _Spec
+    from optsched.sim.cluster_spec import parse_cluster
+    from optsched.sim.throughput_source import resolve_throughputs
+
+    if isinstance(trace, str | Path):
+        from optsched.traces import read_trace
+
+        trace = read_trace(trace)
+    if isinstance(cluster, str):
+        cluster = parse_cluster(cluster, field=cluster_field)
+    elif not isinstance(cluster, _Spec):
+        raise InvalidInstanceError(
+            cluster_field,
+            f"must be a ClusterSpec or its text ('v100=4,k80=4'), got {type(cluster).__name__}",
+        )
     frame = getattr(trace, "jobs", trace)
     file = getattr(trace, "path", None)
+    table = resolve_throughputs(
+        throughputs,
+        cluster,
+        trace_format=getattr(trace, "format", None),
+        reference=reference,
+        field=throughputs_field,
+    )
     return World.from_frame(
         frame,
         cluster,
-        throughputs,
+        table,
         restore_s=restore_s,
         file=None if file is None else str(file),
     )
@@ -148,14 +181,20 @@ class Comparison:
         ]
         return {
             "round_seconds": self.round_seconds,
+            "throughputs": self.throughputs,
             "policies": records,
             "exact": {k: v.summary() for k, v in self.exact.items()},
         }
 
+    @property
+    def throughputs(self) -> str:
+        """The source of the throughput table every policy ran on (``"gavel"``, a path, ...)."""
+        return self.world.throughputs.source or "custom"
+
     def __repr__(self) -> str:
         return (
             f"Comparison({len(self.runs)} policies on {len(self.world.jobs)} jobs, "
-            f"exact={sorted(self.exact)})"
+            f"throughputs={self.throughputs}, exact={sorted(self.exact)})"
         )
 
     def _repr_html_(self) -> str:
@@ -194,10 +233,10 @@ def _row(world: World, record: SimResult, name: str) -> dict[str, Any]:
 
 def compare(
     world: Any,
-    policies: Sequence[str],
+    policies: str | Policy | Sequence[str | Policy],
     *,
-    cluster: ClusterSpec | None = None,
-    throughputs: Throughputs | None = None,
+    cluster: ClusterSpec | str | None = None,
+    throughputs: Throughputs | str | Path | None = None,
     exact: bool = False,
     objectives: Sequence[str] = ("weighted-jct", "makespan", "deadlines"),
     round_seconds: float | None = None,
@@ -212,10 +251,15 @@ def compare(
 
     Parameters
     ----------
-    world : World, Trace or DataFrame
-        A trace or job table needs ``cluster`` (and optionally ``throughputs``).
-    policies : sequence of str
-        Registry names (:data:`optsched.sim.policies.POLICIES`).
+    world : World, Trace, DataFrame or path
+        A trace, job table or trace file needs ``cluster`` (text or
+        :class:`~optsched.sim.ClusterSpec`) and optionally ``throughputs`` (``"gavel"``,
+        ``"uniform"``, a path or a table; default: Gavel's for a Gavel-format trace, else
+        uniform; see :mod:`optsched.sim.throughput_source`). A World holds its own, so giving
+        either with one is refused.
+    policies : sequence of str or Policy, str, or Policy
+        Registered names (:func:`optsched.sim.policies.policy_names`, plug-ins included)
+        and/or Policy objects, or one comma-separated string (``"fifo,srtf"``, ``"all"``).
     exact : bool, default False
         Also solve :func:`optsched.sim.exact.solve` for each of ``objectives``.
     round_seconds : float, optional
@@ -239,18 +283,20 @@ def compare(
     from optsched.sim.engine import simulate
     from optsched.sim.exact import OBJECTIVES
     from optsched.sim.exact import solve as solve_exact
-    from optsched.sim.policies import make_policy
+    from optsched.sim.policies import as_policies
 
     if not isinstance(world, World):
         if cluster is None:
             raise InvalidInstanceError("cluster", "a trace needs a cluster to simulate on")
         world = world_from_trace(world, cluster, throughputs)
-    names = list(policies)
-    if not names:
-        raise InvalidInstanceError("policies", "name at least one policy")
-    if len(set(names)) != len(names):
-        raise InvalidInstanceError("policies", "a policy is named twice")
-    made = [make_policy(n, field="policies") for n in names]
+    elif throughputs is not None or cluster is not None:
+        # a World carries its own cluster and table: a second one would be silently ignored
+        raise InvalidInstanceError(
+            "throughputs" if throughputs is not None else "cluster",
+            "a World already holds its cluster and throughput table; pass a trace (or job "
+            "table, or path) to build the world with these, or build the World with them",
+        )
+    made = as_policies(policies, field="policies")
     for o in objectives:
         if o not in OBJECTIVES:
             raise InvalidInstanceError(

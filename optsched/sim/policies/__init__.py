@@ -25,6 +25,9 @@ Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`).
+
+Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`), where
+:func:`register_policy` and the entry-point group ``optsched.policies`` add plug-in policies.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from optsched.allocation.gavel import POLICIES as LP_POLICIES
-from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.allox import AlloX
 from optsched.sim.policies.andreas import Andreas
@@ -43,12 +45,23 @@ from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.gandiva_fair import GandivaFair
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
+from optsched.sim.policies.registry import (
+    ENTRY_POINT_GROUP,
+    _builtin,
+    as_policies,
+    import_plugin,
+    make_policy,
+    policy_names,
+    register_policy,
+    unregister_policy,
+)
 from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
 
 __all__ = [
     "EDF",
+    "ENTRY_POINT_GROUP",
     "FIFO",
     "POLICIES",
     "SJF",
@@ -65,8 +78,13 @@ __all__ = [
     "PackedAllocationLP",
     "Themis",
     "Tiresias",
+    "as_policies",
     "greedy_allocation",
+    "import_plugin",
     "make_policy",
+    "policy_names",
+    "register_policy",
+    "unregister_policy",
 ]
 
 _BASE: dict[str, Callable[[bool], Policy]] = {
@@ -79,7 +97,8 @@ _BASE: dict[str, Callable[[bool], Policy]] = {
     "tiresias-gittins": lambda aware: Tiresias("gittins", aware=aware),
 }
 
-#: Every registered policy name.
+#: Every built-in policy name (:func:`policy_names` adds the plug-ins registered with
+#: :func:`register_policy` or the ``optsched.policies`` entry points).
 POLICIES: tuple[str, ...] = (
     *_BASE,
     *(f"{name}-perf" for name in _BASE),
@@ -97,37 +116,33 @@ POLICIES: tuple[str, ...] = (
 )
 
 
-def make_policy(name: str, *, field: str = "policy") -> Policy:
-    """A fresh policy by registry name.
+def _register_builtins() -> None:
+    """Every built-in name with its factory, in the order of :data:`POLICIES`."""
+    from functools import partial
 
-    Raises
-    ------
-    InvalidInstanceError
-        Unknown name (naming ``field`` and listing the known ones).
-    """
-    if name == "gandiva":
-        return Gandiva()
-    if name == "gandiva-fair":
-        return GandivaFair()
-    if name.endswith("-packed") and name in LP_POLICIES:
-        return PackedAllocationLP(name)
-    if name in ("aonline", "aonline-strict"):
-        return AonlinePolicy(backfill=name == "aonline")
-    if name == "themis":
-        return Themis()
-    if name in ("chronus", "chronus-greedy"):
-        return Chronus(mode="milp" if name == "chronus" else "greedy")
-    if name in LP_POLICIES:
-        return AllocationLP(name)
-    if name == "optimus":
-        return Optimus()
-    if name == "andreas":
-        return Andreas()
-    if name == "allox":
-        return AlloX()
-    aware = name.endswith("-perf")
-    base = name[: -len("-perf")] if aware else name
-    factory = _BASE.get(base)
-    if factory is None:
-        raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
-    return factory(aware)
+    special: dict[str, Callable[[], Policy]] = {
+        "gandiva": Gandiva,
+        "gandiva-fair": GandivaFair,
+        "optimus": Optimus,
+        "aonline": partial(AonlinePolicy, backfill=True),
+        "aonline-strict": partial(AonlinePolicy, backfill=False),
+        "themis": Themis,
+        "andreas": Andreas,
+        "chronus": partial(Chronus, mode="milp"),
+        "chronus-greedy": partial(Chronus, mode="greedy"),
+        "allox": AlloX,
+    }
+    for name in POLICIES:
+        factory: Callable[[], Policy]
+        if name in special:
+            factory = special[name]
+        elif name in LP_POLICIES:
+            cls = PackedAllocationLP if name.endswith("-packed") else AllocationLP
+            factory = partial(cls, name)
+        else:
+            aware = name.endswith("-perf")
+            factory = partial(_BASE[name[: -len("-perf")] if aware else name], aware)
+        _builtin(name, factory)
+
+
+_register_builtins()
