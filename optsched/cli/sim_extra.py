@@ -103,20 +103,6 @@ def _table(spec: Any, throughputs: Any, reference: str, trace_format: str | None
     )
 
 
-_COLUMNS = (
-    ("policy", "policy"),
-    ("jct_mean", "JCT mean"),
-    ("jct_median", "median"),
-    ("jct_p95", "p95"),
-    ("jct_p99", "p99"),
-    ("makespan", "makespan"),
-    ("unfinished", "unfinished"),
-    ("rho_max", "worst rho"),
-    ("deadlines_met", "deadlines met"),
-    ("gpu_hours", "GPU-h"),
-)
-
-
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return "-" if math.isnan(value) else f"{value:.5g}"
@@ -131,7 +117,8 @@ def compare_command(
     objectives: str,
     round_seconds: float | None,
     rounds: int | None,
-    throughputs: Path | None,
+    restore_s: float,
+    throughputs: str | None,
     reference: str,
     elastic: float | None,
     output: Path | None,
@@ -147,7 +134,7 @@ def compare_command(
     wanted = _names("--objectives", objectives)
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read.format)
-    world = world_from_trace(read, spec, table)
+    world = world_from_trace(read, spec, table, restore_s=restore_s)
     if elastic is not None:
         world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
@@ -193,24 +180,14 @@ def compare_command(
     if as_json:
         print_json(payload)
     else:
-        from rich.table import Table
+        from optsched.cli.sim_table import has_deadlines, print_comparison
 
-        gaps = [(f"gap_{o}", f"gap {o}") for o in result.exact]
-        cols = [*_COLUMNS, *gaps, *([("note", "note")] if gaps else [])]
-        for row in (rows := frame.to_dict(orient="records")):
-            # a policy acting beyond the round world may show a negative gap: say why
-            notes = ["wakes mid-round"] if row.get("wakeups") else []
-            notes += ["shares GPUs"] if row.get("shared") else []
-            row["note"] = ", ".join(notes) or ""
-        out = Table(title=f"{len(world.jobs)} jobs on {spec}, throughputs: {result.throughputs}")
-        for _, title in cols:
-            out.add_column(title, justify="left" if title == "policy" else "right")
-        for row in rows:
-            out.add_row(*(_fmt(row.get(k)) for k, _ in cols))
-        from rich.console import Console
-
-        # wide enough for every column when stderr is not a terminal (rich's default is 80)
-        Console(stderr=True, width=max(err_console.width, 160)).print(out)
+        print_comparison(
+            frame.to_dict(orient="records"),
+            list(result.exact),
+            title=f"{len(world.jobs)} jobs on {spec}, throughputs: {result.throughputs}",
+            deadlines=has_deadlines(world),
+        )
         for o, res in result.exact.items():
             err_console.print(
                 f"exact {o}: {res.status.value}, objective {_fmt(res.objective)}, bound "
@@ -247,7 +224,7 @@ def sweep_command(
     store: Path | None,
     round_seconds: float | None,
     restore_s: float,
-    throughputs: Path | None,
+    throughputs: str | None,
     reference: str,
     backend: str,
     n_jobs: int | None,
@@ -341,6 +318,17 @@ ELASTIC_OPTION = click.option(
 )
 
 
+#: ``--restore-seconds`` (``sim run``, ``compare``, ``sweep``).
+RESTORE_OPTION = click.option(
+    "--restore-seconds",
+    "restore_s",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Checkpoint/restore cost of each preemption or migration (s).",
+)
+
+
 def read_jobs(trace: Path) -> Any:
     """Read TRACE (any format :func:`optsched.traces.read_trace` knows), refusing an empty one.
 
@@ -426,6 +414,7 @@ def register(group: click.Group) -> None:
             help="Exact objectives to solve.",
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        RESTORE_OPTION,
         ELASTIC_OPTION,
         PLUGIN_OPTION,
         *reversed(common),
@@ -460,14 +449,7 @@ def register(group: click.Group) -> None:
             help="Resumable run store (SQLite file or directory); a rerun redoes only what is "
             "missing.",
         ),
-        click.option(
-            "--restore-seconds",
-            "restore_s",
-            type=click.FloatRange(min=0),
-            default=0.0,
-            show_default=True,
-            help="Checkpoint/restore cost of each preemption (s).",
-        ),
+        RESTORE_OPTION,
         click.option(
             "--loads",
             type=NumberList(float, min=0),

@@ -93,13 +93,17 @@ def _job_frame(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | 
 
 
 def run_one(
-    params: dict[str, Any], config: dict[str, Any], policies: dict[str, Any] | None = None
+    params: dict[str, Any],
+    config: dict[str, Any],
+    policies: dict[str, Any] | None = None,
+    table: Any = None,
 ) -> dict[str, Any]:
     """One run of the sweep: its record (the key fields, the run metrics, the validity).
 
     A module-level function of picklable arguments, so that every backend can ship it.
     ``policies`` maps a policy name to the object to run (a copy of it, so that runs in one
-    process never share state); a name not in it is made from the registry.
+    process never share state); a name not in it is made from the registry. ``table``: a
+    throughput table given as an object (else ``config["throughputs"]`` names one).
     """
     import copy
 
@@ -115,7 +119,7 @@ def run_one(
     frame, fmt = _job_frame(params["trace"], params["seed"], params["load"])
     chosen = config.get("throughputs")
     table = resolve_throughputs(
-        None if chosen in (None, _DEFAULT) else chosen,
+        table if table is not None else None if chosen in (None, _DEFAULT) else chosen,
         spec,
         trace_format=fmt,
         reference=config["reference"],
@@ -198,16 +202,16 @@ def sweep_runs(
 
 def sweep(
     traces: Sequence[str | Path],
-    cluster: str,
+    cluster: Any,
     policies: str | Sequence[Any],
     *,
     store: str | Path | None = None,
     cluster_scales: Sequence[float] = (1.0,),
     seeds: Sequence[int] = (0,),
     loads: Sequence[float] = (1.0,),
-    round_seconds: float | None = None,
+    round_seconds: float | str | None = None,
     restore_s: float = 0.0,
-    throughputs: str | Path | None = None,
+    throughputs: Any = None,
     reference: str = "v100",
     backend: str = "joblib",
     n_jobs: int | None = None,
@@ -221,7 +225,7 @@ def sweep(
     ----------
     traces : sequence of str or Path
         Trace files (any supported format) or ``synthetic:N``.
-    cluster : str
+    cluster : str or ClusterSpec
         The base cluster, ``v100=8,p100=16[:GPUS/SERVER]``.
     policies : sequence of str or Policy, or str
         Registered names (plug-ins included) and/or Policy objects, or a comma-separated
@@ -232,8 +236,10 @@ def sweep(
     cluster_scales, seeds, loads : sequences
         See the module notes.
     round_seconds, restore_s, throughputs, reference
-        As in ``optsched sim run``; shared by every run (the store's config). ``throughputs``:
-        ``"gavel"``, ``"uniform"``, a path, or ``None`` for each trace's default (Gavel's
+        As in ``optsched sim run``; shared by every run (the store's config). ``round_seconds``:
+        ``None`` or ``"policy"`` for each policy's own. ``throughputs``:
+        ``"gavel"``, ``"uniform"``, a path, a Throughputs object, or ``None`` for each trace's
+        default (Gavel's
         table for a Gavel-format trace, uniform otherwise); each row's ``throughputs`` column
         names the table it ran on.
     backend : {"joblib", "loky", "serial", "dask", "ray"}
@@ -262,11 +268,25 @@ def sweep(
     import pandas as pd
 
     from optsched.runs.store import RunStore, run_key
-    from optsched.sim.cluster_spec import parse_cluster
+    from optsched.sim.cluster_spec import ClusterSpec, parse_cluster
+    from optsched.sim.throughputs import Throughputs
 
     if backend not in BACKENDS:
         raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
+    if isinstance(cluster, ClusterSpec):
+        cluster = str(cluster)  # its text round-trips (the store's config is text)
+    elif not isinstance(cluster, str):
+        raise InvalidInstanceError(
+            "cluster",
+            f"must be a ClusterSpec or its text ('v100=4,k80=4'), got {type(cluster).__name__}",
+        )
     parse_cluster(cluster)
+    if isinstance(round_seconds, str):
+        if round_seconds != "policy":
+            raise InvalidInstanceError(
+                "round_seconds", f"must be a number of seconds or 'policy', got {round_seconds!r}"
+            )
+        round_seconds = None
     if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
         raise InvalidInstanceError(
             "round_seconds", f"must be a finite number > 0, got {round_seconds}"
@@ -279,11 +299,15 @@ def sweep(
     runs = sweep_runs(
         traces, list(objects), cluster_scales=cluster_scales, seeds=seeds, loads=loads
     )
+    table_object: Throughputs | None = None
     if throughputs is not None:
         from optsched.sim.throughput_source import resolve_throughputs
 
         # a misspelt table name or missing file is refused before any run
-        resolve_throughputs(throughputs, parse_cluster(cluster), reference=reference)
+        checked = resolve_throughputs(throughputs, parse_cluster(cluster), reference=reference)
+        if isinstance(throughputs, Throughputs):
+            # a table object travels with the runs; the store records its source
+            table_object, throughputs = checked, f"object:{checked.source}"
     config: dict[str, Any] = {
         "cluster": cluster,
         "round_seconds": round_seconds,
@@ -299,7 +323,7 @@ def sweep(
         bar = stack.enter_context(progress_bar("sim sweep", show=progress))
         rows = run_sweep(
             tasks,
-            partial(run_one, config=config, policies=objects),
+            partial(run_one, config=config, policies=objects, table=table_object),
             store=opened,
             backend=backend,
             n_jobs=n_jobs,

@@ -239,7 +239,8 @@ def compare(
     throughputs: Throughputs | str | Path | None = None,
     exact: bool = False,
     objectives: Sequence[str] = ("weighted-jct", "makespan", "deadlines"),
-    round_seconds: float | None = None,
+    round_seconds: float | str | None = None,
+    restore_s: float | None = None,
     rounds: int | None = None,
     solver: str = "highs",
     time_limit: float | None = None,
@@ -262,9 +263,13 @@ def compare(
         and/or Policy objects, or one comma-separated string (``"fifo,srtf"``, ``"all"``).
     exact : bool, default False
         Also solve :func:`optsched.sim.exact.solve` for each of ``objectives``.
-    round_seconds : float, optional
+    round_seconds : float or "policy", optional
         Round length for every policy; with ``exact`` it defaults to
-        :func:`auto_round_seconds`, without it each policy keeps its own.
+        :func:`auto_round_seconds`, without it (``None`` or ``"policy"``) each policy keeps
+        its own.
+    restore_s : float, optional
+        Checkpoint/restore cost of each preemption or migration (s); default the world's own
+        (0 for a trace).
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
 
@@ -285,10 +290,24 @@ def compare(
     from optsched.sim.exact import solve as solve_exact
     from optsched.sim.policies import as_policies
 
+    if isinstance(round_seconds, str):
+        if round_seconds != "policy":
+            raise InvalidInstanceError(
+                "round_seconds", f"must be a number of seconds or 'policy', got {round_seconds!r}"
+            )
+        round_seconds = None
     if not isinstance(world, World):
         if cluster is None:
             raise InvalidInstanceError("cluster", "a trace needs a cluster to simulate on")
-        world = world_from_trace(world, cluster, throughputs)
+        world = world_from_trace(world, cluster, throughputs, restore_s=restore_s or 0.0)
+    elif restore_s is not None:
+        import dataclasses
+
+        if not (isinstance(restore_s, int | float) and math.isfinite(restore_s) and restore_s >= 0):
+            raise InvalidInstanceError(
+                "restore_s", f"must be a finite number >= 0, got {restore_s}"
+            )
+        world = dataclasses.replace(world, restore_s=float(restore_s))
     elif throughputs is not None or cluster is not None:
         # a World carries its own cluster and table: a second one would be silently ignored
         raise InvalidInstanceError(
