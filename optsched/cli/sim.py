@@ -186,15 +186,42 @@ def run(
     _exit_status(report, result)
 
 
+#: Run metrics in seconds (shown in a human unit: s, min or h).
+_SECONDS = frozenset(
+    {
+        "jct_mean",
+        "jct_median",
+        "jct_p95",
+        "jct_p99",
+        "weighted_jct_mean",
+        "makespan",
+        "best_effort_jct_mean",
+        "spread_gang_seconds_with_room",
+        "spread_gang_seconds",
+        "queueing_delay_mean",
+    }
+)
+
+
 def _print_table(title: str, metrics: dict[str, Any], valid: bool, notes: list[str]) -> None:
     """The run's metrics as a table on stderr, then its validity and notes."""
     from rich.table import Table
+
+    from optsched.cli.sim_table import time_unit
 
     table_out = Table(title=title)
     table_out.add_column("metric")
     table_out.add_column("value", justify="right")
     for key, value in metrics.items():
-        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        if key.startswith("deadlines") and not metrics.get("deadlines"):
+            continue  # the trace has no deadline: nothing to count
+        if isinstance(value, float) and key in _SECONDS:
+            scale, unit = time_unit([value])
+            shown = f"{value / scale:.4g} {unit}"
+        elif isinstance(value, float):
+            shown = f"{value:.6g}" + (" h" if key == "gpu_hours" else "")
+        else:
+            shown = str(value)
         table_out.add_row(key, shown)
     err_console.print(table_out)
     err_console.print(f"record valid: {valid}")

@@ -281,18 +281,18 @@ def sweep_command(
     if as_json:
         print_json({"runs": len(frame), "rows": frame.to_dict(orient="records")})
     else:
-        cols = [
-            "trace",
-            "cluster_scale",
-            "seed",
-            "load",
-            "policy",
-            "throughputs",
-            "jct_mean",
-            "makespan",
-            "valid",
-        ]
-        err_console.print(frame[cols].to_string(index=False) if len(frame) else "no runs")
+        from optsched.cli.sim_table import time_unit
+
+        cols = ["trace", "cluster_scale", "seed", "load", "policy", "throughputs"]
+        shown = frame[cols].copy() if len(frame) else frame
+        for key, title in (("jct_mean", "JCT mean"), ("makespan", "makespan")):
+            if len(frame):
+                scale, unit = time_unit(frame[key].tolist())
+                shown[f"{title} ({unit})"] = (frame[key] / scale).map(lambda v: f"{v:.4g}")
+        if len(frame):
+            shown["unfinished"] = frame["unfinished"]
+            shown["valid"] = frame["valid"]
+        err_console.print(shown.to_string(index=False) if len(frame) else "no runs")
     if len(frame) and not bool(frame["valid"].all()):
         bad = frame[~frame["valid"].astype(bool)]
         listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())

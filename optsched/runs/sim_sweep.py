@@ -36,19 +36,19 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
-from optsched.runs.driver import SweepTask, progress_bar, run_sweep
+from optsched.runs.driver import SweepTask, run_sweep
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BACKENDS", "KIND", "run_one", "sweep", "sweep_runs"]
+__all__ = ["BACKENDS", "KIND", "run_one", "sweep", "sweep_progress", "sweep_runs"]
 
 #: Execution backends (``"joblib"``: joblib's loky process pool, as the driver's ``"loky"``).
 BACKENDS: tuple[str, ...] = ("joblib", "loky", "serial", "dask", "ray")
@@ -144,6 +144,80 @@ def run_one(
         "violations": len(report.violations),
         "events": record.events,
     }
+
+
+def _clock(seconds: float) -> str:
+    s = max(0, round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+@contextmanager
+def sweep_progress(
+    label: str, show: bool = True, *, stream: Any = None, terminal: bool | None = None
+) -> Iterator[Any]:
+    """Progress of a sweep on stderr as ``update(done, total)``: ``n/N`` runs with an ETA.
+
+    On a terminal, a live bar (runs done ``n/N``, elapsed, time remaining). Elsewhere (a log
+    file, CI), one line per finished run, ``label: n/N runs done, elapsed 0:00:12, ETA
+    0:00:30``, the ETA the mean time per run finished in this process times the runs left
+    (runs taken from the store count as done without time); ``None`` when not shown.
+    """
+    import sys
+    import time
+
+    if not show:
+        yield None
+        return
+    out = stream if stream is not None else sys.stderr
+    tty = terminal if terminal is not None else bool(getattr(out, "isatty", lambda: False)())
+    if tty:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("runs, elapsed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=Console(file=out)) as bar:
+            task = bar.add_task(label, total=None)
+
+            def update_bar(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            yield update_bar
+        return
+    start = time.monotonic()
+    first: list[int] = []
+
+    def update_lines(done: int, total: int) -> None:
+        if not first:
+            first.append(done)  # stored before: done, but no time of this process
+            if done:
+                print(f"{label}: {done}/{total} runs already stored", file=out, flush=True)
+            return
+        elapsed = time.monotonic() - start
+        here = done - first[0]
+        eta = elapsed / here * (total - done) if here > 0 else float("nan")
+        shown = _clock(eta) if eta == eta else "?"
+        print(
+            f"{label}: {done}/{total} runs done, elapsed {_clock(elapsed)}, ETA {shown}",
+            file=out,
+            flush=True,
+        )
+
+    yield update_lines
 
 
 def sweep_runs(
@@ -252,7 +326,8 @@ def sweep(
     address : str, optional
         Scheduler address for ``"dask"`` or ``"ray"``.
     progress : bool, default False
-        Show a progress bar on stderr.
+        Show progress on stderr: a bar with ``n/N`` runs and an ETA on a terminal, one line
+        per finished run elsewhere (:func:`sweep_progress`).
 
     Returns
     -------
@@ -320,7 +395,7 @@ def sweep(
         opened = None
         if store is not None:
             opened = stack.enter_context(RunStore(store, kind=KIND, config=config))
-        bar = stack.enter_context(progress_bar("sim sweep", show=progress))
+        bar = stack.enter_context(sweep_progress("sim sweep", show=progress))
         rows = run_sweep(
             tasks,
             partial(run_one, config=config, policies=objects, table=table_object),
