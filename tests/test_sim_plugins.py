@@ -105,6 +105,17 @@ def test_cli_imports_a_plugin_module(
     _forget()
     assert main(["sim", "policies", "--plugin", "no_such_module_here", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["field"] == "--plugin"
+    # a .py file works without its directory on sys.path
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(EXAMPLES)])
+    _forget()
+    try:
+        plugin = str(EXAMPLES / "my_policy.py")
+        assert main(["sim", "policies", "--plugin", plugin, "--json"]) == 0
+        assert "fewest-gpus" in json.loads(capsys.readouterr().out)["policies"]
+    finally:
+        _forget()
+    assert main(["sim", "policies", "--plugin", str(tmp_path / "none.py"), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["field"] == "--plugin"
 
 
 def test_an_installed_entry_point_registers_a_policy(

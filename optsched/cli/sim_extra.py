@@ -57,11 +57,12 @@ PLUGIN_OPTION = click.option(
     "--plugin",
     "plugins",
     multiple=True,
-    metavar="MODULE",
+    metavar="MODULE|FILE.py",
     is_eager=True,
     expose_value=False,
     callback=_import_plugins,
-    help="Import MODULE before anything else (repeatable): the policies it registers with "
+    help="Import MODULE (a module name, or a .py file) before anything else (repeatable): "
+    "the policies it registers with "
     "optsched.sim.policies.register_policy become known by name. Installed distributions "
     "register theirs through the entry-point group optsched.policies without this.",
 )

@@ -11,8 +11,9 @@ A policy is added in one of three ways:
 * by an installed distribution, through the entry-point group ``optsched.policies``
   (``[project.entry-points."optsched.policies"] my-fifo = "my_pkg:MyFifo"``); the entry
   points are read once, on the first lookup or listing (:mod:`importlib.metadata`);
-* on the command line, ``--plugin MODULE`` imports ``MODULE`` first (it registers its policies
-  when imported), and ``--policy module:attr`` names a factory directly.
+* on the command line, ``--plugin MODULE`` (a module name or a ``.py`` file) imports it first
+  (it registers its policies when imported), and ``--policy module:attr`` names a factory
+  directly.
 
 A *factory* is any callable taking no argument and returning a fresh
 :class:`~optsched.sim.policy.Policy` (a ``Policy`` subclass itself is one).
@@ -21,6 +22,7 @@ A *factory* is any callable taking no argument and returning a fresh
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable
 from importlib import metadata
 
@@ -122,7 +124,33 @@ def policy_names() -> tuple[str, ...]:
 
 
 def import_plugin(module: str, *, field: str = "plugin") -> None:
-    """Import ``module`` so that it registers its policies (``--plugin MODULE``)."""
+    """Import ``module`` so that it registers its policies (``--plugin MODULE``).
+
+    ``module`` is a module name on ``sys.path`` or the path of a ``.py`` file, loaded as the
+    module named by its stem (``examples/my_policy.py``: ``my_policy``). A file's policies
+    run in this process (``--backend serial``) unless its directory is on the workers'
+    ``PYTHONPATH``.
+    """
+    if module.endswith(".py"):
+        from importlib import util
+        from pathlib import Path
+
+        path = Path(module)
+        if not path.is_file():
+            raise InvalidInstanceError(field, f"no such file {module!r}")
+        spec = util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise InvalidInstanceError(field, f"cannot load {module!r} as a Python module")
+        loaded = util.module_from_spec(spec)
+        sys.modules[path.stem] = loaded  # its classes pickle by this name
+        try:
+            spec.loader.exec_module(loaded)
+        except Exception as exc:
+            del sys.modules[path.stem]
+            raise InvalidInstanceError(
+                field, f"{module!r} failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
+        return
     try:
         importlib.import_module(module)
     except ImportError as exc:
