@@ -60,3 +60,42 @@ def test_compare_takes_restore_seconds(capsys: pytest.CaptureFixture[str]) -> No
     paid = compare(world, "srtf", restore_s=600.0)
     assert paid.world.restore_s == 600.0
     assert paid.metrics["srtf"]["jct_mean"] == pytest.approx(costly["jct_mean"])
+
+
+def test_plots_take_unit_words_and_name_a_wrong_unit() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from optsched.report.sim import plot_jct_cdf, time_scale
+
+    assert time_scale("hours") == (3600.0, "h") and time_scale("min") == (60.0, "min")
+    runs = {"fifo": compare(TRACE, "fifo", cluster="v100=2,k80=2").runs["fifo"]}
+    fig, ax = plt.subplots()
+    plot_jct_cdf(runs, unit="hours", ax=ax)
+    assert ax.get_xlabel() == "JCT (h)"
+    with pytest.raises(InvalidInstanceError) as err:
+        plot_jct_cdf(runs, unit="days", ax=ax)
+    assert err.value.field == "unit"
+    plt.close(fig)
+
+
+def test_a_frame_where_a_world_belongs_is_named_not_printed() -> None:
+    world = world_from_trace(TRACE, "v100=2,k80=2")
+    from optsched.sim import simulate
+
+    frame = world_from_trace(TRACE, "v100=2,k80=2")  # a World: fine
+    assert simulate(frame, "fifo").all_finished
+    from optsched.traces import read_trace
+
+    jobs = read_trace(TRACE).jobs
+    with pytest.raises(InvalidInstanceError) as err:
+        simulate(jobs, "fifo")  # type: ignore[arg-type]
+    assert err.value.field == "world" and "DataFrame" in err.value.message
+    assert "job_id" not in err.value.message  # the type is named, not the table printed
+    assert world.throughputs.source == "gavel"
+    html = compare(world, "fifo")._repr_html_()
+    assert "throughputs=gavel" in html and "<table" in html
+    record = simulate(world, "fifo")._repr_html_()
+    assert "<th>throughputs</th><td>gavel</td>" in record

@@ -198,7 +198,9 @@ class Comparison:
         )
 
     def _repr_html_(self) -> str:
-        return str(self.to_frame().to_html(escape=True, caption=html.escape(repr(self))))
+        # the summary line (policies, jobs, throughput table) above the table of every row
+        table = self.to_frame().to_html(escape=True, index=False)
+        return f"<p>{html.escape(repr(self))}</p>\n{table}"
 
 
 def _gap(objective: str, value: float, best: float | None) -> float:
