@@ -115,3 +115,8 @@ def test_cli_states_the_table(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert json.loads(capsys.readouterr().out)["field"] == "--throughputs"
     assert main(["sim", "run", *base]) == 0
     assert "throughputs: gavel" in capsys.readouterr().err
+    # refused before any run, naming the flag, on a cluster Gavel did not measure
+    other = [str(GAVEL_TRACE), "--cluster", "a100=4", "--policies", "fifo", "--json"]
+    for command in ("compare", "sweep"):
+        assert main(["sim", command, *other]) == 2
+        assert json.loads(capsys.readouterr().out)["field"] == "--throughputs"

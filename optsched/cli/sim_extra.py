@@ -237,13 +237,14 @@ def sweep_command(
     from optsched.runs.sim_sweep import sweep
     from optsched.sim import parse_cluster
 
-    parse_cluster(cluster, field="--cluster")
+    spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     for trace in traces:
         # an empty trace file is refused before any run (as in ``run`` and ``compare``);
-        # ``synthetic:N`` names a generated table, checked by the sweep itself
+        # ``synthetic:N`` names a generated table, checked by the sweep itself; so is a
+        # throughput table that cannot serve this trace on this cluster
         if not str(trace).startswith("synthetic:"):
-            read_jobs(trace)
+            _table(spec, throughputs, reference, read_jobs(trace).format)
     try:
         frame = sweep(
             [str(t) for t in traces],
@@ -273,6 +274,8 @@ def sweep_command(
             "n_jobs": "--n-jobs",
             "round_seconds": "--round-seconds",
             "restore_s": "--restore-seconds",
+            "throughputs": "--throughputs",
+            "reference": "--reference",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
