@@ -18,8 +18,9 @@ $(VENV)/.core: pyproject.toml | $(PY)
 	$(PIP) install -e .
 	@touch $@
 
+# The rl extra too: the Harmony tests train small JAX models in a Gymnasium environment.
 $(VENV)/.test: pyproject.toml | $(PY)
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test,rl]'
 	@touch $@
 
 $(VENV)/.docs: pyproject.toml | $(PY)

@@ -39,7 +39,12 @@ napoleon_numpy_docstring = True
 napoleon_use_rtype = False
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_default_options = {
+    "members": True,
+    "show-inheritance": True,
+    # pydantic's machinery on every file-format model (Frozen subclasses) is not their API
+    "exclude-members": "model_config, model_fields, model_computed_fields, model_post_init",
+}
 nitpicky = False
 # No inventories are fetched: the build reads nothing from the network.
 intersphinx_mapping: dict[str, tuple[str, None]] = {}
@@ -144,10 +149,91 @@ def _drop_inherited_type_docstrings(
         lines.clear()
 
 
+def _is_model(obj: Any) -> bool:
+    from pydantic import BaseModel
+
+    return inspect.isclass(obj) and issubclass(obj, BaseModel) and obj is not BaseModel
+
+
+def _model_signature(
+    app: Any, what: str, name: str, obj: Any, options: Any, signature: Any, annotation: Any
+) -> tuple[str, Any] | None:
+    """A file-format model's constructor shows as ``(**fields)``, its fields listed once below.
+
+    pydantic gives each model a signature of every field with its full ``Annotated`` metadata;
+    with ``autodoc_typehints = "description"`` they would show twice (in the signature and as
+    a parameter list of constraint objects). The recorded annotations are dropped too, and
+    :func:`_model_fields` lists the fields with their type, default and description.
+    """
+    if what != "class" or not _is_model(obj):
+        return None
+    app.env.temp_data.get("annotations", {}).pop(name, None)
+    return "(**fields)", annotation
+
+
+def _type_name(tp: Any) -> str:
+    """A type as written in code, without ``Annotated`` constraint metadata."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin is typing.Literal:
+        return "Literal[" + ", ".join(repr(a) for a in args) + "]"
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in args)
+    if origin is not None:
+        name = getattr(origin, "__name__", str(origin))
+        return f"{name}[{', '.join(_type_name(a) for a in args)}]" if args else name
+    if tp is type(None):
+        return "None"
+    if tp is Ellipsis:
+        return "..."
+    return str(getattr(tp, "__name__", tp))
+
+
+def _model_fields(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """Append a "Fields" list (name, type, default, description) to a model's docstring."""
+    if what != "class" or not _is_model(obj) or not obj.model_fields:
+        return
+    # a docstring that documents its fields itself (napoleon has turned its Parameters and
+    # Attributes sections into these) keeps its own list: no second one
+    if any(ln.lstrip().startswith((":param", ".. attribute::", ":ivar")) for ln in lines):
+        return
+    # ... and so does a model whose fields carry ``#:`` comments (autodoc lists them as members)
+    from sphinx.errors import PycodeError
+    from sphinx.pycode import ModuleAnalyzer
+
+    try:
+        documented = ModuleAnalyzer.for_module(obj.__module__).find_attr_docs()
+    except PycodeError:  # no source to analyse: list the fields
+        documented = {}
+    if any((obj.__qualname__, f) in documented for f in obj.model_fields):
+        return
+    from pydantic_core import PydanticUndefined
+
+    lines += ["", ".. rubric:: Fields", ""]
+    for field_name, info in obj.model_fields.items():
+        shown = _type_name(info.annotation)
+        if info.default is not PydanticUndefined:
+            default = f", default ``{info.default!r}``"
+        elif info.default_factory is not None:
+            default = ", optional"
+        else:
+            default = ", required"
+        text = info.description or ""
+        lines.append(f"* ``{field_name}`` (``{shown}``{default}){': ' + text if text else ''}")
+    lines.append("")
+
+
 def setup(app: Any) -> dict[str, Any]:
     # MathJax on every page, not only on pages with formulas: the sidebar's table of contents
     # shows titles holding math (e.g. "Feeding \kappa into placement") on every page.
     app.set_html_assets_policy("always")
     app.connect("doctree-read", _drop_local_contents)
     app.connect("autodoc-process-docstring", _drop_inherited_type_docstrings)
+    app.connect("autodoc-process-docstring", _model_fields)
+    # after sphinx.ext.autodoc.typehints records the annotations (priority 500)
+    app.connect("autodoc-process-signature", _model_signature, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -34,7 +34,15 @@ from typing import IO, Any
 from optsched import limits
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["MAX_LINE_CHARS", "check_tree", "iter_lines", "load_data", "open_text", "read_text"]
+__all__ = [
+    "MAX_LINE_CHARS",
+    "check_tree",
+    "iter_lines",
+    "load_data",
+    "open_text",
+    "read_bytes",
+    "read_text",
+]
 
 #: Longest line :func:`iter_lines` accepts (a "line" of a gigabyte is not a trace row).
 MAX_LINE_CHARS = 1 << 20
@@ -93,6 +101,30 @@ def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:
         raise _refuse(
             p, f"{p} is not UTF-8 text (byte {exc.start}, line {line}: {exc.reason})", row=line
         ) from None
+
+
+def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
+    """Read a whole binary file (e.g. an ``.npz`` of weights) through the file guards.
+
+    The caller parses the bytes (never with pickle); this only guarantees a regular file within
+    the budget ``max_file_bytes`` (checked before and while reading).
+
+    Raises
+    ------
+    InvalidInstanceError
+        Not a regular file, too large or unreadable (field ``"<file>"``).
+    """
+    p = Path(path)
+    cap = limits.current().max_file_bytes if max_bytes is None else max_bytes
+    _check_regular(p, cap, "max_file_bytes")
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(cap + 1)
+    except OSError as exc:
+        raise _refuse(p, f"cannot read {p}: {exc.strerror or exc}") from None
+    if len(data) > cap:
+        raise _refuse(p, f"{p} grew past the budget max_file_bytes = {cap:,} while being read")
+    return data
 
 
 # ------------------------------------------------------------------------------------------

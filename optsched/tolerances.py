@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 
 __all__ = [
+    "BOUND_SAFETY",
     "CAPACITY_TOL",
     "FIT_RECOVERY_TOL",
     "FIT_TOL",
     "INTEGRALITY_TOL",
+    "MAKESPAN_SECONDARY_TOL",
     "OBJECTIVE_AGREEMENT_TOL",
     "OPTIMALITY_GAP",
     "RATIO_TOL",
@@ -57,12 +59,21 @@ RATIO_TOL = 1e-6
 INTEGRALITY_TOL = 1e-6
 #: Slack on simulated times in seconds (event times, completions, intervals).
 TIME_TOL = 1e-6
+#: Relative slack on the optimal makespan kept by the makespan LP's second stage (the secondary
+#: objective among makespan-optimal allocations, :mod:`optsched.allocation.gavel.lp`): a tenth
+#: of :data:`OPTIMALITY_GAP`, so the allocation it returns is still proven optimal.
+MAKESPAN_SECONDARY_TOL = OPTIMALITY_GAP / 10
 #: Relative gap within which the simulator carries out a round's allocation LP that stopped
 #: short of proven optimality (a bisection ending a hair from the optimum: ``ftf-packed`` ends
 #: some rounds 0.1-0.5% away). The allocation is re-solved every round anyway; the run records
 #: every such round with its gap (``SimResult.extra["round_lp_gaps"]``) and this tolerance. A
 #: round further from optimal stops the run.
 ROUND_LP_GAP = 1e-2
+
+#: Relative amount a bound computed from an LP's dual point is moved towards safety (down for a
+#: lower bound, up for an upper bound): the rounding of the weak-duality sum over up to millions
+#: of terms, with room to spare.
+BOUND_SAFETY = 1e-9
 
 
 def within(a: float, b: float, tol: float) -> bool:

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from strategies.sim import job_frame, synthetic_throughputs
 
@@ -176,7 +177,10 @@ def test_cli_shows_every_policys_gap_on_a_six_job_trace(
     assert isinstance(rows, list) and len(rows) == 3 + 2
     for r in rows[:3]:
         assert isinstance(r["gap_weighted-jct"], float) and isinstance(r["gap_makespan"], float)
-        if not r["wakeups"] and not r["shared"]:
+        # without --round-seconds the policies keep their own round length (the optimum is on
+        # its own grid, reported): only a policy on the model's grid is bounded by it
+        assert out["exact_round_seconds"] is not None and out["round_seconds"] is None
+        if r["same_grid"] and not r["wakeups"] and not r["shared"]:
             assert r["gap_weighted-jct"] >= -OBJECTIVE_AGREEMENT_TOL
     # a limit no model can be built within: the solve stops short, exit 3
     code, out = _cli(capsys, *args, "--time-limit", "1e-9")
@@ -194,3 +198,23 @@ def test_cli_names_the_bad_option(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 2 and out["field"] == "--policies"
     code, out = _cli(capsys, str(trace), "--cluster", "v100=2", "--policies", "fifo,,srtf")
     assert code == 2 and out["field"] == "--policies"
+
+
+@pytest.mark.solver("highs")
+def test_policy_rows_identical_with_and_without_exact() -> None:
+    """Adding the optimum solves it on its own grid and leaves every policy's run alone."""
+    world = _world()
+    names = ["fifo", "srtf", "max-min"]
+    plain = compare(world, names).to_frame()
+    with_opt = compare(world, names, exact=True, objectives=["makespan"])
+    frame = with_opt.to_frame()
+    grid = auto_round_seconds(world)
+    assert with_opt.round_seconds is None and with_opt.exact_round_seconds == grid
+    assert with_opt.to_dict()["exact_round_seconds"] == grid
+    assert with_opt.exact["makespan"].extra["round_seconds"] == grid
+    # each policy ran with its own round length: event-driven or max-min's 360 s
+    assert list(frame["round_seconds"][:2].isna()) == [True, True]
+    assert frame["round_seconds"][2] == 360.0 != grid
+    assert not frame["same_grid"][: len(names)].any() and bool(frame["same_grid"].iloc[-1])
+    policy_rows = frame.iloc[: len(names)][list(plain.columns)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(policy_rows, plain)

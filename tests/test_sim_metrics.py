@@ -118,3 +118,53 @@ def test_rho_cdf_and_policy_bars_draw_what_they_are_given() -> None:
     assert heights == [2.0, 1.0]
     with pytest.raises(KeyError, match="rho_max"):
         plot_policy_metric(table, "rho_max")
+
+
+def _two_gpu_world(durations: list[float]) -> World:
+    from strategies.sim import job_frame as frame
+
+    cluster = ClusterSpec(gpu_types=(GpuType(name="gpu", count=2, gpus_per_server=2),))
+    return World.from_frame(frame([{"arrival": 0.0, "duration": d} for d in durations]), cluster)
+
+
+def test_ftf_rho_hand_computed() -> None:
+    """Three 1-GPU jobs (4, 2, 2 s) at time 0 on 2 GPUs under FIFO.
+
+    A and B start at 0, C at 2 when B ends. Active jobs: 3 on [0, 2), 2 on [2, 4).
+    A: JCT 4, N = (3*2 + 2*2)/4 = 2.5, N/G = 1.25, fair = 4 * 1.25 = 5, rho = 0.8.
+    B: JCT 2, N = 3, N/G = 1.5, fair = 2 * 1.5 = 3, rho = 2/3.
+    C: JCT 4, N = 2.5, fair = 2 * 1.25 = 2.5, rho = 1.6.
+    """
+    result = simulate(_two_gpu_world([4.0, 2.0, 2.0]), FIFO())
+    jobs = job_metrics(result)
+    for k, (fair, rho) in enumerate([(5.0, 0.8), (3.0, 2.0 / 3.0), (2.5, 1.6)]):
+        assert within(jobs["ftf_fair_jct"][k], fair, TIME_TOL), k
+        assert within(jobs["ftf_rho"][k], rho, TIME_TOL), k
+    m = run_metrics(result, jobs)
+    assert within(m["ftf_rho_max"], 1.6, TIME_TOL)
+    assert within(m["ftf_rho_mean"], (0.8 + 2.0 / 3.0 + 1.6) / 3, TIME_TOL)
+
+
+def test_ftf_rho_ignores_the_gang_size_rho_does_not() -> None:
+    """A 2-GPU job and a 1-GPU job, 2 s each, at 0 on 2 GPUs: FIFO runs the gang first.
+
+    Gang: JCT 2 = T_iso, N = 2 = G, so ftf_rho = 1; its Gavel-style share is
+    x = G / (N n) = 1/2 of its gang, fair-share JCT 4 and rho = 1/2.
+    """
+    from strategies.sim import job_frame as frame
+
+    cluster = ClusterSpec(gpu_types=(GpuType(name="gpu", count=2, gpus_per_server=2),))
+    rows = [
+        {"arrival": 0.0, "duration": 2.0, "num_gpus": 2},
+        {"arrival": 0.0, "duration": 2.0, "num_gpus": 1},
+    ]
+    jobs = job_metrics(simulate(World.from_frame(frame(rows), cluster), FIFO()))
+    assert within(jobs["jct"][0], 2.0, TIME_TOL)
+    assert within(jobs["ftf_rho"][0], 1.0, TIME_TOL)
+    assert within(jobs["rho"][0], 0.5, TIME_TOL)
+
+
+def test_ftf_rho_factor_clamped_at_one() -> None:
+    """Fewer jobs than GPUs: the contention factor is 1, so a job that never waits has rho 1."""
+    jobs = job_metrics(simulate(_two_gpu_world([3.0, 5.0]), FIFO()))
+    assert np.allclose(jobs["ftf_rho"].to_numpy(dtype=float), 1.0)

@@ -32,12 +32,14 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.oasis",
     "optsched.cli.oasis_online",
     "optsched.cli.demo",
+    "optsched.cli.harmony",
     "optsched.cli.profile",
     "optsched.cli.tensorlights",
     "optsched.cli.pace",
     "optsched.cli.placement",
     "optsched.cli.sim",
     "optsched.cli.sim_extra",
+    "optsched.cli.sim_experiment",
     "optsched.cli.trace",
 ]
 

@@ -30,6 +30,7 @@ FILE_FORMATS: dict[str, str] = {
     "oasis-prices": "optsched.online.oasis.prices:price_schema",
     "dnn-profile": "optsched.profiles:profile_schema",
     "trace-job": "optsched.traces.schema:row_schema",
+    "sim-experiment": "optsched.runs.experiment:experiment_schema",
 }
 
 

@@ -65,14 +65,17 @@ def sim_section(out_dir: Path, time_limit: float) -> dict[str, Any]:
 
     from optsched.cli.sim_table import has_deadlines, print_comparison
     from optsched.sim import compare
+    from optsched.sim.compare import auto_round_seconds, world_from_trace
     from optsched.sim.metrics import job_metrics
 
     with resources.as_file(resources.files("optsched.sim").joinpath("data", SIM_TRACE)) as trace:
         with err_console.status("simulating the schedulers and solving the exact optimum ..."):
+            world = world_from_trace(trace, SIM_CLUSTER)
+            # every policy in the exact model's own round world, so that a gap is a gap
             result = compare(
-                trace,
+                world,
                 list(SIM_POLICIES),
-                cluster=SIM_CLUSTER,
+                round_seconds=auto_round_seconds(world),
                 exact=True,
                 objectives=SIM_OBJECTIVES,
                 time_limit=time_limit,

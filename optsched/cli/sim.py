@@ -12,6 +12,9 @@ Subcommands
     ``uniform`` (the default for other formats), Gavel's JSON format or a directory of
     ElasticFlow profile CSVs named ``..._<GPU type>`` (``throughputs_A100``: the type ``a100``).
     The table used is printed with the metrics and written as ``throughputs`` in the JSON.
+    ``--window START:END`` computes the metrics over the jobs of arrival index
+    ``START <= k < END`` only (a steady-state window, as Gavel's ``-s/-e``); ``compare`` and
+    ``sweep`` take it too.
 
 Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
 the record (the violations are printed); 3 the record is valid but jobs did not finish (the
@@ -32,14 +35,17 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from optsched.cli._mechanism import mechanism_from, mechanism_options, seed_policy
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
 from optsched.cli.sim_extra import (
     ELASTIC_OPTION,
     PLUGIN_OPTION,
     THROUGHPUTS_HELP,
+    WINDOW_OPTION,
     _table,
     elastic_world,
     read_jobs,
+    window_arg,
 )
 from optsched.errors import InvalidInstanceError
 
@@ -52,6 +58,11 @@ EXIT_UNFINISHED = 3
 @click.group("sim")
 def sim() -> None:
     """Simulate a GPU cluster over a job trace under a scheduling policy."""
+
+
+def _mechanism_option(k: int) -> Any:
+    """The ``k``-th ``--mechanism`` option (:mod:`optsched.cli._mechanism`)."""
+    return mechanism_options()[k]
 
 
 def _nonneg(flag: str, value: float | None) -> None:
@@ -101,6 +112,10 @@ def _nonneg(flag: str, value: float | None) -> None:
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
 @ELASTIC_OPTION
 @PLUGIN_OPTION
+@WINDOW_OPTION
+@_mechanism_option(0)
+@_mechanism_option(1)
+@_mechanism_option(2)
 @output_option((".csv",), help="Write the per-job metrics")
 @json_option
 def run(
@@ -114,6 +129,10 @@ def run(
     restore_on_first_start: bool,
     max_time: float | None,
     elastic: float | None,
+    window: str | None,
+    mechanism: str,
+    reset_interval: float | None,
+    mechanism_seed: int | None,
     output: Path | None,
     as_json: bool,
 ) -> None:
@@ -125,12 +144,15 @@ def run(
 
     spec = parse_cluster(cluster, field="--cluster")
     chosen = make_policy(policy, field="--policy")
+    how = mechanism_from(mechanism, reset_interval, mechanism_seed)
+    seed_policy(chosen, how)
     _nonneg("--restore-seconds", restore_s)
     _nonneg("--max-time", max_time)
     if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
         raise InvalidInstanceError(
             "--round-seconds", f"must be a finite number > 0, got {round_seconds}"
         )
+    steady = window_arg(window)
     # any trace format read_trace knows (detected, or the normalized job table itself); an
     # empty one is refused naming the file
     read = read_jobs(trace)
@@ -147,6 +169,7 @@ def run(
             chosen,
             max_time=max_time,
             restore_on_first_start=restore_on_first_start,
+            mechanism=how,
             **kwargs,
         )
     except InvalidInstanceError as exc:
@@ -155,7 +178,12 @@ def run(
         raise
     report = validate(result.world, result)
     jobs = job_metrics(result)
-    metrics = run_metrics(result, jobs)
+    try:
+        metrics = run_metrics(result, jobs, window=steady)
+    except InvalidInstanceError as exc:
+        if exc.field == "window":
+            raise InvalidInstanceError("--window", exc.message) from None
+        raise
     if output is not None:
         jobs.to_csv(output, index=False)
     payload = {
@@ -166,6 +194,7 @@ def run(
         "throughputs": table.source,
         "restore_s": restore_s,
         "restore_on_first_start": restore_on_first_start,
+        "mechanism": mechanism,
         "status": result.status,
         "unfinished": result.unfinished,
         "notes": list(result.notes),

@@ -39,9 +39,9 @@ __all__ = ["register"]
 
 
 def _policies(text: str) -> list[str]:
-    from optsched.sim.policies import policy_names
+    from optsched.sim.policies import all_policy_names
 
-    return list(policy_names()) if text.strip() == "all" else _names("--policies", text)
+    return list(all_policy_names()) if text.strip() == "all" else _names("--policies", text)
 
 
 def _import_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple:
@@ -125,14 +125,21 @@ def compare_command(
     output: Path | None,
     as_json: bool,
     solver_opts: SolverOptions,
+    window: str | None = None,
+    mechanism: str = "optsched",
+    reset_interval: float | None = None,
+    mechanism_seed: int | None = None,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
+    from optsched.cli._mechanism import mechanism_from
     from optsched.sim import parse_cluster
     from optsched.sim.compare import compare, world_from_trace
 
     spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     wanted = _names("--objectives", objectives)
+    steady = window_arg(window)
+    how = mechanism_from(mechanism, reset_interval, mechanism_seed)
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read.format)
     world = world_from_trace(read, spec, table, restore_s=restore_s)
@@ -142,10 +149,14 @@ def compare_command(
     if policies.strip() == "all":
         # "every policy" means every policy whose model admits this world; the others are
         # listed with their reason rather than failing the whole comparison
+        from optsched.sim.mechanism_gavel import gavel_refuses
         from optsched.sim.policies import make_policy
 
         for name in names:
-            reason = make_policy(name).refuses(world)
+            made = make_policy(name)
+            reason = made.refuses(world)
+            if reason is None and how != "optsched":
+                reason = gavel_refuses(made)
             if reason is not None:
                 left_out[name] = reason
         names = [n for n in names if n not in left_out]
@@ -157,6 +168,8 @@ def compare_command(
             objectives=wanted,
             round_seconds=round_seconds,
             rounds=rounds,
+            window=steady,
+            mechanism=how,
             **solver_opts.kwargs(),
         )
     except InvalidInstanceError as exc:
@@ -166,6 +179,7 @@ def compare_command(
             "round_seconds": "--round-seconds",
             "rounds": "--rounds",
             "min_gpus": "--elastic",
+            "window": "--window",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -232,6 +246,7 @@ def sweep_command(
     address: str | None,
     output: Path | None,
     as_json: bool,
+    window: str | None = None,
 ) -> None:
     """Sweep policies x TRACES x cluster scales x seeds x loads (resumable with --store)."""
     from optsched.runs.sim_sweep import sweep
@@ -239,6 +254,7 @@ def sweep_command(
 
     spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
+    steady = window_arg(window)
     for trace in traces:
         # an empty trace file is refused before any run (as in ``run`` and ``compare``);
         # ``synthetic:N`` names a generated table, checked by the sweep itself; so is a
@@ -262,6 +278,7 @@ def sweep_command(
             n_jobs=n_jobs,
             address=address,
             progress=not as_json,
+            window=steady,
         )
     except InvalidInstanceError as exc:
         flag = {
@@ -276,6 +293,7 @@ def sweep_command(
             "restore_s": "--restore-seconds",
             "throughputs": "--throughputs",
             "reference": "--reference",
+            "window": "--window",
         }.get(exc.field)
         if flag is not None:
             raise InvalidInstanceError(flag, exc.message) from None
@@ -310,15 +328,35 @@ def sweep_command(
 _trace_arg = click.Path(dir_okay=False, path_type=Path)
 
 
-#: ``--elastic FACTOR``: elastic gangs for the policies that size them (optimus, andreas).
+#: ``--window START:END``: the steady-state window of arrival indices (Gavel's ``-s/-e``).
+WINDOW_OPTION = click.option(
+    "--window",
+    default=None,
+    metavar="START:END",
+    help="Steady-state window: the metrics count only the jobs of arrival index START <= k < "
+    "END (0-based; either side may be empty), as Gavel's -s/-e job-id window. Every job is "
+    "still simulated.",
+)
+
+
+def window_arg(window: str | None) -> tuple[int, int | None] | None:
+    """``--window`` parsed (errors naming ``--window``), or None."""
+    from optsched.sim.metrics import parse_window
+
+    return None if window is None else parse_window(window, field="--window")
+
+
+#: ``--elastic FACTOR``: elastic gangs for the policies that size them (optimus, andreas,
+#: elasticflow, the ``-elastic`` order policies).
 ELASTIC_OPTION = click.option(
     "--elastic",
     type=float,
     default=None,
     metavar="FACTOR",
     help="Elastic gangs: every job may run on 1 up to FACTOR x its requested GPUs (capped by "
-    "the largest GPU type); policies that size gangs (optimus, andreas) use it, the others run "
-    "the requested size. Default: rigid gangs.",
+    "the largest GPU type); policies that size gangs (optimus, andreas, elasticflow and the "
+    "order policies' -elastic variants, e.g. edf-elastic) use it, the others run the requested "
+    "size. Default: rigid gangs.",
 )
 
 
@@ -371,6 +409,12 @@ def elastic_world(world: Any, factor: float) -> Any:
     return world.elastic(max_factor=factor)
 
 
+def _mechanism_options() -> list[Any]:
+    from optsched.cli._mechanism import mechanism_options
+
+    return mechanism_options()
+
+
 def register(group: click.Group) -> None:
     """Add ``compare`` and ``sweep`` to the ``sim`` group."""
     sim = group.commands["sim"]
@@ -395,9 +439,10 @@ def register(group: click.Group) -> None:
             "--round-seconds",
             type=click.FloatRange(min=0, min_open=True),
             default=None,
-            help="Round length for every policy (default: each policy's own; with --exact a "
-            "length giving about 24 rounds).",
+            help="Round length for every policy and the exact model (default: each policy's "
+            "own; the exact model then uses a length giving about 24 rounds).",
         ),
+        WINDOW_OPTION,
     ]
 
     cmp: Any = compare_command
@@ -419,6 +464,7 @@ def register(group: click.Group) -> None:
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
         RESTORE_OPTION,
+        *_mechanism_options(),
         ELASTIC_OPTION,
         PLUGIN_OPTION,
         *reversed(common),

@@ -78,6 +78,9 @@ def comparison_rows(
         columns.append([_num(v / scale if isinstance(v, int | float) else v) for v in values])
     headers.append("worst slowdown (x)")
     columns.append([_num(r.get("rho_max")) for r in rows])
+    if any("ftf_rho_max" in r for r in rows):
+        headers.append("worst FTF slowdown (x)")
+        columns.append([_num(r.get("ftf_rho_max")) for r in rows])
     headers.append("GPU-hours")
     columns.append([_num(r.get("gpu_hours")) for r in rows])
     if deadlines:
@@ -107,6 +110,7 @@ def comparison_rows(
         # a policy acting beyond the round world may show a negative gap: say why
         said = ["wakes mid-round"] if r.get("wakeups") else []
         said += ["shares GPUs"] if r.get("shared") else []
+        said += ["own grid"] if r.get("same_grid") is False else []
         notes.append(", ".join(said))
     if objectives and any(notes):
         headers.append("note")

@@ -65,7 +65,12 @@ _SYNTHETIC = "synthetic:"
 _DEFAULT = "default"
 
 
-def _job_frame(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | None]:
+def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
+    """The run's job table (see :func:`_job_frame_and_format`)."""
+    return _job_frame_and_format(trace, seed, load)[0]
+
+
+def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | None]:
     """The run's job table and its trace format (``None`` for a synthetic table)."""
     import numpy as np
 
@@ -116,7 +121,7 @@ def run_one(
     from optsched.sim.world import World
 
     spec = parse_cluster(config["cluster"]).scaled(params["cluster_scale"])
-    frame, fmt = _job_frame(params["trace"], params["seed"], params["load"])
+    frame, fmt = _job_frame_and_format(params["trace"], params["seed"], params["load"])
     chosen = config.get("throughputs")
     table = resolve_throughputs(
         table if table is not None else None if chosen in (None, _DEFAULT) else chosen,
@@ -134,7 +139,10 @@ def run_one(
     policy = copy.deepcopy(given) if given is not None else make_policy(params["policy"])
     record = simulate(world, policy, **kwargs)
     report = validate(world, record)
-    metrics = run_metrics(record, job_metrics(record))
+    window = config.get("window")
+    metrics = run_metrics(
+        record, job_metrics(record), window=None if window is None else tuple(window)
+    )
     metrics.pop("policy", None)
     return {
         **{k: params[k] for k in KEY_FIELDS},
@@ -292,6 +300,7 @@ def sweep(
     client: Any = None,
     address: str | None = None,
     progress: bool = False,
+    window: tuple[int, int | None] | None = None,
 ) -> pd.DataFrame:
     """Run every combination (see the module notes) and return one row per run.
 
@@ -328,6 +337,9 @@ def sweep(
     progress : bool, default False
         Show progress on stderr: a bar with ``n/N`` runs and an ETA on a terminal, one line
         per finished run elsewhere (:func:`sweep_progress`).
+    window : (int, int or None), optional
+        The steady-state window of arrival indices ``[start, end)`` the metrics count (see
+        :func:`~optsched.sim.metrics.run_metrics`); shared by every run (the store's config).
 
     Returns
     -------
@@ -390,6 +402,11 @@ def sweep(
         "throughputs": _DEFAULT if throughputs is None else str(throughputs),
         "reference": reference,
     }
+    if window is not None:
+        from optsched.sim.metrics import check_window
+
+        # only set when given, so that a store written without a window resumes unchanged
+        config["window"] = list(check_window(window, len_jobs=None))
     tasks = [SweepTask(key=run_key(**r), params=r) for r in runs]
     with ExitStack() as stack:
         opened = None

@@ -217,6 +217,71 @@ class RunStore:
                 "another output",
             )
 
+    @classmethod
+    def open_existing(cls, path: str | Path, *, kind: str | None = None) -> RunStore:
+        """Open a store that exists, adopting its stored kind and config (to read it back).
+
+        Parameters
+        ----------
+        path : str or Path
+            The SQLite file, or a directory holding ``runs.sqlite``.
+        kind : str, optional
+            Refuse a store of another kind (default: accept any kind).
+
+        Raises
+        ------
+        InvalidInstanceError
+            No store there, or not a valid store, or of another kind.
+        """
+        p = Path(path)
+        if p.is_dir():
+            p = p / "runs.sqlite"
+        if not p.is_file():
+            raise InvalidInstanceError("<file>", f"{p}: no run store there", file=str(p))
+        try:
+            with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as db:
+                meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise InvalidInstanceError(
+                "<file>", f"{p} is not a valid run store: {exc}", file=str(p)
+            ) from None
+        stored_kind = meta.get("kind", "")
+        if kind is not None and stored_kind != kind:
+            raise InvalidInstanceError(
+                "kind", f"{p} holds a {stored_kind!r} sweep, not {kind!r}", file=str(p)
+            )
+        try:
+            config = json.loads(meta.get("config", ""))
+        except json.JSONDecodeError:
+            raise InvalidInstanceError(
+                "config", "the stored config is not valid JSON", file=str(p)
+            ) from None
+        return cls(p, kind=stored_kind, config=config)
+
+    # -- metadata beside the records --------------------------------------------------------
+
+    def set_meta(self, name: str, value: str) -> None:
+        """Store a named text beside the records (e.g. the experiment file that made them).
+
+        The names ``format``, ``kind`` and ``config`` are the store's own and are refused.
+        """
+        if name in ("format", "kind", "config"):
+            raise InvalidInstanceError("name", f"{name!r} is reserved by the store")
+        with self._reading():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def get_meta(self, name: str) -> str | None:
+        """A named text stored with :meth:`set_meta` (``None`` if absent)."""
+        with self._reading():
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
     # -- records --------------------------------------------------------------------------
 
     def put(self, key: str, record: Mapping[str, Any]) -> None:

@@ -9,12 +9,17 @@ validator, and tabulates the run metrics (:func:`~optsched.sim.run_metrics`). Wi
   policy's total weighted JCT (resp. last completion time) and :math:`v^*` the optimum's;
 * ``gap_deadlines``: in jobs, :math:`v^* - v` (deadlines the policy misses that the optimum meets).
 
-With ``exact=True`` every policy runs in the *same* round-based world as the model (rounds of
-``round_seconds``; default :func:`auto_round_seconds`), so that a gap is a gap and never a
-difference of worlds. Two policy features reach beyond that world and are flagged in the table
-rather than hidden: extra decision points inside a round (``wakeups > 0``, e.g. Tiresias' queue
-thresholds) and space sharing (``shared``, Gandiva's packing); such a policy may show a
-negative gap.
+Asking for the optimum never changes the policies' runs: every policy runs with the round length
+it would have without ``exact`` (``round_seconds`` when given, else its own), so its row is the
+same with and without the optimum. The exact model is solved on its own grid,
+``exact_round_seconds`` (``round_seconds`` when given, else :func:`auto_round_seconds`), reported
+in :attr:`Comparison.exact_round_seconds`, in the JSON and in each row's ``round_seconds``.
+``same_grid`` says whether a policy ran in the very round world of the model: only then is a gap
+a gap and never a difference of worlds (pass ``round_seconds`` to put every policy there). A
+policy on another grid (event-driven, or its own round length), one with extra decision points
+inside a round (``wakeups > 0``, e.g. Tiresias' queue thresholds) and one that shares GPUs
+(``shared``, Gandiva's packing) reach beyond the model's world, are flagged in the table rather
+than hidden, and may show a negative gap.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "weighted_jct_mean",
     "makespan",
     "rho_max",
+    "ftf_rho_max",
     "deadlines",
     "deadlines_met",
     "best_effort_jct_mean",
@@ -148,6 +154,10 @@ class Comparison:
         Per policy, its run metrics plus ``valid``, ``wakeups``, ``shared`` and the objectives.
     exact : dict of str to ExactResult
         Per objective solved, the exact result (its solution is the optimum's record).
+    exact_round_seconds : float or None
+        The round length of the exact model's grid (``None`` without ``exact``).
+    window : (int, int or None) or None
+        The steady-state window of arrival indices the metrics count (``None``: every job).
     """
 
     world: World
@@ -155,6 +165,8 @@ class Comparison:
     runs: dict[str, SimResult]
     metrics: dict[str, dict[str, Any]]
     exact: dict[str, ExactResult[SimResult]] = field(default_factory=dict)
+    exact_round_seconds: float | None = None
+    window: tuple[int, int | None] | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row per policy (then one per exact optimum): metrics, objectives and gaps."""
@@ -164,10 +176,15 @@ class Comparison:
         for objective, res in self.exact.items():
             if res.solution is None:
                 continue
-            row = _row(self.world, res.solution, f"exact-{objective}")
+            row = _row(self.world, res.solution, f"exact-{objective}", self.window)
             row["exact_status"] = res.status.value
+            row["round_seconds"] = self.exact_round_seconds
             rows.append(row)
         for row in rows:
+            if self.exact:
+                grid = self.exact_round_seconds
+                rs = row.get("round_seconds")
+                row["same_grid"] = bool(rs is not None and grid is not None and rs == grid)
             for objective, res in self.exact.items():
                 row[f"gap_{objective}"] = _gap(objective, row[f"obj_{objective}"], res.objective)
         return pd.DataFrame(rows)
@@ -182,6 +199,8 @@ class Comparison:
         return {
             "round_seconds": self.round_seconds,
             "throughputs": self.throughputs,
+            "exact_round_seconds": self.exact_round_seconds,
+            "window": None if self.window is None else list(self.window),
             "policies": records,
             "exact": {k: v.summary() for k, v in self.exact.items()},
         }
@@ -211,12 +230,14 @@ def _gap(objective: str, value: float, best: float | None) -> float:
     return (value - best) / best if best > 0 else value - best
 
 
-def _row(world: World, record: SimResult, name: str) -> dict[str, Any]:
+def _row(
+    world: World, record: SimResult, name: str, window: tuple[int, int | None] | None = None
+) -> dict[str, Any]:
     from optsched.sim.exact import OBJECTIVES, objective_value
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.validate import validate
 
-    metrics = run_metrics(record, job_metrics(record))
+    metrics = run_metrics(record, job_metrics(record), window=window)
     report = validate(world, record)
     intervals = record.intervals_frame()
     row: dict[str, Any] = {"policy": name}
@@ -225,12 +246,40 @@ def _row(world: World, record: SimResult, name: str) -> dict[str, Any]:
     row["violation"] = str(report.violations[0]) if report.violations else ""
     row["status"] = record.status
     row["wakeups"] = int(record.extra.get("wakeups", 0))
+    row["round_seconds"] = record.round_seconds
     row["shared"] = bool(len(intervals) and intervals["shared_with"].astype(bool).any())
     for objective in OBJECTIVES:
         row[f"obj_{objective}"] = (
             objective_value(world, record, objective) if record.all_finished else math.nan
         )
     return row
+
+
+def _world_for(world: Any, cluster: Any, throughputs: Any, restore_s: float | None) -> World:
+    """The World ``compare`` runs on: built from a trace, or the World given.
+
+    A ``cluster`` or ``throughputs`` given beside a World is refused rather than ignored.
+    """
+    if not isinstance(world, World):
+        if cluster is None:
+            raise InvalidInstanceError("cluster", "a trace needs a cluster to simulate on")
+        world = world_from_trace(world, cluster, throughputs, restore_s=restore_s or 0.0)
+    elif throughputs is not None or cluster is not None:
+        # a World carries its own cluster and table: a second one would be silently ignored
+        raise InvalidInstanceError(
+            "throughputs" if throughputs is not None else "cluster",
+            "a World already holds its cluster and throughput table; pass a trace (or job "
+            "table, or path) to build the world with these, or build the World with them",
+        )
+    elif restore_s is not None:
+        import dataclasses
+
+        if not (isinstance(restore_s, int | float) and math.isfinite(restore_s) and restore_s >= 0):
+            raise InvalidInstanceError(
+                "restore_s", f"must be a finite number >= 0, got {restore_s}"
+            )
+        world = dataclasses.replace(world, restore_s=float(restore_s))
+    return world
 
 
 def compare(
@@ -249,6 +298,8 @@ def compare(
     mip_gap: float | None = None,
     threads: int | None = None,
     accept_feasible: bool = False,
+    window: tuple[int, int | None] | None = None,
+    mechanism: Any = "optsched",
 ) -> Comparison:
     """Run every policy in ``policies`` on ``world`` and, with ``exact``, the exact optima.
 
@@ -266,14 +317,20 @@ def compare(
     exact : bool, default False
         Also solve :func:`optsched.sim.exact.solve` for each of ``objectives``.
     round_seconds : float or "policy", optional
-        Round length for every policy; with ``exact`` it defaults to
-        :func:`auto_round_seconds`, without it (``None`` or ``"policy"``) each policy keeps
-        its own.
+        Round length for every policy and for the exact model. Without it (``None`` or
+        ``"policy"``) each policy keeps its own (with or without ``exact``) and the exact model
+        uses :func:`auto_round_seconds`.
     restore_s : float, optional
         Checkpoint/restore cost of each preemption or migration (s); default the world's own
         (0 for a trace).
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
+    window : (int, int or None), optional
+        The steady-state window: the metrics count only the jobs of arrival index
+        ``start <= k < end`` (:func:`~optsched.sim.metrics.run_metrics`). The objectives and
+        gaps stay over every job (the exact model optimizes the whole trace).
+    mechanism : {"optsched", "gavel"} or GavelMechanism, default "optsched"
+        How every policy's rounds are carried out (:func:`optsched.sim.simulate`).
 
     Returns
     -------
@@ -298,40 +355,27 @@ def compare(
                 "round_seconds", f"must be a number of seconds or 'policy', got {round_seconds!r}"
             )
         round_seconds = None
-    if not isinstance(world, World):
-        if cluster is None:
-            raise InvalidInstanceError("cluster", "a trace needs a cluster to simulate on")
-        world = world_from_trace(world, cluster, throughputs, restore_s=restore_s or 0.0)
-    elif restore_s is not None:
-        import dataclasses
-
-        if not (isinstance(restore_s, int | float) and math.isfinite(restore_s) and restore_s >= 0):
-            raise InvalidInstanceError(
-                "restore_s", f"must be a finite number >= 0, got {restore_s}"
-            )
-        world = dataclasses.replace(world, restore_s=float(restore_s))
-    elif throughputs is not None or cluster is not None:
-        # a World carries its own cluster and table: a second one would be silently ignored
-        raise InvalidInstanceError(
-            "throughputs" if throughputs is not None else "cluster",
-            "a World already holds its cluster and throughput table; pass a trace (or job "
-            "table, or path) to build the world with these, or build the World with them",
-        )
+    world = _world_for(world, cluster, throughputs, restore_s)
     made = as_policies(policies, field="policies")
+    if window is not None:
+        from optsched.sim.metrics import check_window
+
+        window = check_window(window, len_jobs=len(world.jobs))
     for o in objectives:
         if o not in OBJECTIVES:
             raise InvalidInstanceError(
                 "objectives", f"unknown objective {o!r}; known: {', '.join(OBJECTIVES)}"
             )
-    if exact and round_seconds is None:
-        round_seconds = auto_round_seconds(world)
-    results: dict[str, ExactResult[SimResult]] = {}
+    # the optimum gets its own grid; the policies' round length never depends on ``exact``
+    grid = None
     if exact:
-        assert round_seconds is not None
+        grid = round_seconds if round_seconds is not None else auto_round_seconds(world)
+    results: dict[str, ExactResult[SimResult]] = {}
+    if grid is not None:
         for o in objectives:
             results[o] = solve_exact(
                 world,
-                round_seconds,
+                grid,
                 o,
                 rounds=rounds,
                 solver=solver,
@@ -346,9 +390,18 @@ def compare(
         kwargs: dict[str, Any] = {}
         if round_seconds is not None:
             kwargs["round_seconds"] = round_seconds
-        record = simulate(world, policy, **kwargs)
+        seed = getattr(mechanism, "seed", None)
+        if seed is not None and hasattr(policy, "seed"):
+            policy.seed = seed  # a seeded Gavel policy draws with Gavel's --seed
+        record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
-        metrics[policy.name] = _row(world, record, policy.name)
+        metrics[policy.name] = _row(world, record, policy.name, window)
     return Comparison(
-        world=world, round_seconds=round_seconds, runs=runs, metrics=metrics, exact=results
+        world=world,
+        round_seconds=round_seconds,
+        runs=runs,
+        metrics=metrics,
+        exact=results,
+        exact_round_seconds=grid,
+        window=window,
     )

@@ -43,6 +43,8 @@ from typing import Literal
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
+from optsched.sim.mechanism_gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECONDS
+from optsched.sim.mechanism_gavel import GavelMechanism, simulate_gavel
 from optsched.sim.policy import (
     Grant,
     GrantPlacement,
@@ -127,6 +129,7 @@ def simulate(
     round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
     max_time: float | None = None,
     restore_on_first_start: bool | None = None,
+    mechanism: str | GavelMechanism = "optsched",
 ) -> SimResult:
     """Run ``policy`` on ``world``.
 
@@ -143,6 +146,14 @@ def simulate(
         Override :attr:`World.restore_on_first_start <optsched.sim.World>` for this run: charge
         the restore cost on every job's first start too (the reference semantics of
         Gavel-derived simulators). The record's world carries the value used.
+    mechanism : {"optsched", "gavel"} or GavelMechanism, optional
+        How a round is carried out. ``"optsched"`` (default): this engine, re-solving every
+        round and carrying a fractional allocation out by :func:`~optsched.sim.carry_out`
+        (kept as the default: it decides every round from the current state, and existing
+        runs keep their results). ``"gavel"`` or a
+        :class:`~optsched.sim.mechanism_gavel.GavelMechanism` (its options): Gavel's own
+        mechanism (:mod:`optsched.sim.mechanism_gavel`: resets on arrival/completion at most
+        every 1920 s, per-type queues, Gavel's priorities), round length by default 360 s.
 
     Returns
     -------
@@ -168,6 +179,7 @@ def simulate(
             "world_from_trace(trace, cluster, throughputs) or World.from_frame",
         )
     policy = make_policy(policy, field="policy")
+    gavel = _gavel_options(mechanism)
     if restore_on_first_start is not None:
         if not isinstance(restore_on_first_start, bool):
             raise InvalidInstanceError(
@@ -176,6 +188,18 @@ def simulate(
         if restore_on_first_start != world.restore_on_first_start:
             world = dataclasses.replace(world, restore_on_first_start=restore_on_first_start)
     rs = policy.round_seconds if round_seconds == _POLICY_ROUND else round_seconds
+    if gavel is not None:
+        if round_seconds is None:
+            raise InvalidInstanceError(
+                "round_seconds", "Gavel's mechanism runs in rounds; None (event-driven) is refused"
+            )
+        return simulate_gavel(
+            world,
+            policy,
+            round_seconds=rs if rs is not None else GAVEL_ROUND_SECONDS,
+            max_time=max_time,
+            options=gavel,
+        )
     if rs is not None:
         if not (isinstance(rs, int | float) and math.isfinite(rs) and rs > 0):
             raise InvalidInstanceError("round_seconds", f"must be a finite number > 0, got {rs!r}")
@@ -193,6 +217,19 @@ def simulate(
     bound = event_bound(world, rs, horizon, wake_budget)
     limits.check_size("jobs", bound, "max_events", "events")
     return _Engine(world, policy, rs, float(horizon), wake_budget, bound).run()
+
+
+def _gavel_options(mechanism: object) -> GavelMechanism | None:
+    """``None`` for the engine's own mechanism, else the Gavel mechanism's options."""
+    if isinstance(mechanism, GavelMechanism):
+        return mechanism
+    if mechanism == "gavel":
+        return GavelMechanism()
+    if mechanism == "optsched":
+        return None
+    raise InvalidInstanceError(
+        "mechanism", f"must be 'optsched', 'gavel' or a GavelMechanism, got {mechanism!r}"
+    )
 
 
 class _Engine:

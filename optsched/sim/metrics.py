@@ -22,6 +22,39 @@ Finish-time fairness
     round, which can scale shares up; the per-job cap keeps each share a feasible allocation.)
     ``rho <= 1`` means the job finished no later than on its fair share.
 
+Finish-time fairness as Themis, Gavel and Shockwave publish it (``ftf_rho``)
+    The published simulators (Shockwave's ``get_finish_time_fairness``, the "Themis" variant
+    whose contention factor is averaged over time, and the figures of the Gavel and Shockwave
+    papers built on it) use a simpler fair share: the job's *isolated* time scaled by the
+    cluster's contention factor,
+
+    .. math::
+
+        \rho^{\mathrm{ftf}}_j = \frac{\mathrm{JCT}_j}{T^{\mathrm{iso}}_j
+            \cdot \max\!\left(1, \bar N_j / G\right)},
+
+    with
+
+    * :math:`\mathrm{JCT}_j` = completion minus arrival (finished jobs only; NaN otherwise);
+    * :math:`T^{\mathrm{iso}}_j` = ``isolated_jct``: the job's work over its rate alone on
+      its **requested** gang of ``num_gpus`` GPUs, consolidated, on its **best** GPU type
+      among those with at least ``num_gpus`` GPUs (on a one-type cluster, as in Shockwave,
+      simply the type it was profiled on);
+    * :math:`\bar N_j` = ``contention``: the number of active (arrived, unfinished) jobs
+      averaged over :math:`[a_j, C_j]`. Shockwave averages the per-round job count over the
+      rounds from the job's arrival round to its completion round; optsched integrates the
+      same count exactly over time, which equals the round average when arrivals and
+      completions fall on round boundaries;
+    * :math:`G` = the total number of GPUs in the cluster (every type), so that
+      :math:`\bar N_j / G` is the number of jobs per GPU; the factor is clamped at 1 because
+      a job never has more than a whole gang to itself (Shockwave clamps it likewise).
+
+    ``ftf_fair_jct`` is the denominator. Beside ``rho`` it differs in two ways: it ignores
+    the job's gang size (every job is owed :math:`G / \bar N_j` GPUs' worth of time, not a
+    share of each type scaled by its gang) and it measures the share in time on the job's
+    best type rather than in rate over every type. Both are reported; ``ftf_rho`` is the one to
+    set beside published figures.
+
 Finished and unfinished jobs
     A job's JCT exists only when it finished: ``jct_mean``, the percentiles and the weighted mean
     are over the **finished** jobs, and ``unfinished`` counts the others (never hidden: a run
@@ -40,10 +73,28 @@ Spread gangs (:func:`spread_gang_seconds`)
 
 Per run (:func:`run_metrics`)
     JCT mean, median, p95, p99 (finished jobs; linear interpolation), weighted mean JCT, makespan
-    (last completion minus first arrival), mean queueing delay, worst and mean ``rho``, deadlines
-    met (count and fraction of jobs with one: the *deadline satisfaction ratio*), GPU-hours
-    held, mean utilization over ``[first arrival, makespan end]``, GPU energy in kWh, finished
-    and unfinished counts, and the best-effort JCT (:func:`deadline_metrics`).
+    (last completion minus first arrival), mean queueing delay, worst and mean ``rho`` and
+    ``ftf_rho``, deadlines met (count and fraction of jobs with one: the *deadline satisfaction
+    ratio*), GPU-hours held, mean utilization over ``[first arrival, makespan end]``, GPU energy
+    in kWh, finished and unfinished counts, and the best-effort JCT (:func:`deadline_metrics`).
+
+Steady-state window (``window=(start, end)``)
+    Gavel's experiments measure a steady state: its ``-s/--window-start`` and
+    ``-e/--window-end`` keep only the jobs whose ids lie in ``[start, end)``, ids being given in
+    arrival order, so that the warm-up (an empty cluster filling) and the drain (the last jobs
+    finishing alone) do not enter the averages. :func:`run_metrics` takes the same window:
+    ``window=(start, end)`` keeps the jobs at positions ``start <= k < end`` of the world's job
+    list, which is in arrival order (ties by input order), so ``k`` is the job's arrival index;
+    ``end=None`` runs to the last job. Every job-level figure is then over those jobs only:
+    ``jobs``, ``finished``, ``unfinished``, the JCT statistics, the weighted mean, ``makespan``
+    (the window's last completion minus its first arrival), queueing delay, ``rho`` and
+    ``ftf_rho``, deadlines, ``gpu_hours`` (the GPU-hours those jobs held) and the best-effort
+    JCT. The simulation itself is unchanged (every job runs and contends; ``contention`` still
+    counts every active job), and the cluster-level figures stay whole-run:
+    ``utilization_mean`` (all GPU-seconds over the whole span), ``energy_kwh`` and the
+    spread-gang seconds. The metrics then carry ``window = [start, end]``.
+    :func:`parse_window` reads ``START:END`` (either side may be empty) as the command line
+    gives it.
 
 Energy (:func:`energy_kwh`)
     GPU energy in kWh from the interval table alone: every stretch a job holds ``gpus`` GPUs of a
@@ -81,10 +132,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "check_window",
     "deadline_metrics",
     "energy_kwh",
     "jct_cdf",
     "job_metrics",
+    "parse_window",
     "run_metrics",
     "spread_gang_seconds",
     "utilization",
@@ -160,6 +213,9 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
     frame["contention"] = contention
     frame["fair_share_jct"] = fair
     frame["rho"] = frame["jct"] / frame["fair_share_jct"]
+    gpus = max(1, world.cluster.total_gpus)
+    frame["ftf_fair_jct"] = frame["isolated_jct"] * np.maximum(1.0, contention / gpus)
+    frame["ftf_rho"] = frame["jct"] / frame["ftf_fair_jct"]
     has_deadline = frame["deadline"].notna()
     met = frame["finished"] & (frame["completion"] <= frame["deadline"])
     frame["deadline_met"] = pd.array(
@@ -369,16 +425,99 @@ def deadline_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dic
     }
 
 
-def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Per-run metrics (see the module notes), as a JSON-ready mapping."""
-    frame = job_metrics(result) if jobs is None else jobs
+#: A steady-state window of arrival indices ``[start, end)``; ``end=None``: to the last job.
+Window = tuple[int, int | None]
+
+
+def parse_window(text: str, *, field: str = "window") -> Window:
+    """``"START:END"`` as a window ``(start, end)``.
+
+    ``"100:"`` is ``(100, None)``, ``":50"`` is ``(0, 50)``.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Not two integers around one colon, a negative bound, or ``end <= start`` (naming
+        ``field``).
+    """
+    parts = text.strip().split(":")
+    if len(parts) != 2:
+        raise InvalidInstanceError(field, f"expected START:END, got {text!r}")
+    try:
+        start = int(parts[0]) if parts[0].strip() else 0
+        end = int(parts[1]) if parts[1].strip() else None
+    except ValueError:
+        raise InvalidInstanceError(field, f"bounds must be integers, got {text!r}") from None
+    return check_window((start, end), len_jobs=None, field=field)
+
+
+def check_window(window: Any, *, len_jobs: int | None, field: str = "window") -> Window:
+    """The window, checked: ``0 <= start < end``, and selecting a job when ``len_jobs`` given.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``field``.
+    """
+    try:
+        start, end = window
+    except (TypeError, ValueError):
+        raise InvalidInstanceError(field, f"expected (start, end), got {window!r}") from None
+    for bound in (start, end):
+        if bound is not None and (
+            isinstance(bound, bool) or not isinstance(bound, int | np.integer)
+        ):
+            raise InvalidInstanceError(field, f"bounds must be integers, got {window!r}")
+    if start is None:
+        start = 0
+    if start < 0 or (end is not None and end <= start):
+        raise InvalidInstanceError(field, f"needs 0 <= start < end, got start={start}, end={end}")
+    if len_jobs is not None and start >= len_jobs:
+        raise InvalidInstanceError(
+            field, f"start {start} selects no job: the trace has {len_jobs} jobs"
+        )
+    return int(start), None if end is None else int(end)
+
+
+def run_metrics(
+    result: SimResult, jobs: pd.DataFrame | None = None, *, window: Window | None = None
+) -> dict[str, Any]:
+    """Per-run metrics (see the module notes), as a JSON-ready mapping.
+
+    Parameters
+    ----------
+    result : SimResult
+    jobs : DataFrame, optional
+        :func:`job_metrics` of ``result``, when already computed.
+    window : (int, int or None), optional
+        Only the jobs of arrival index ``start <= k < end`` enter the job-level figures (the
+        steady-state window of the module notes).
+
+    Raises
+    ------
+    InvalidInstanceError
+        A malformed window, or one selecting no job (field ``window``).
+    """
+    whole = job_metrics(result) if jobs is None else jobs
+    frame = whole
+    if window is not None:
+        window = check_window(window, len_jobs=len(whole))
+        frame = whole.iloc[window[0] : window[1]]
     done = frame[frame["finished"]]
     jct = done["jct"].to_numpy(dtype=float)
     world = result.world
-    first = min((j.arrival for j in world.jobs), default=0.0)
+    first = float(frame["arrival"].min()) if len(frame) else 0.0
     end = float(done["completion"].max()) if len(done) else math.nan
     gpu_seconds = float(frame["gpu_seconds"].sum())
     span = (end - first) if len(done) else math.nan
+    # utilization is a cluster figure: every job's GPU-seconds over the whole run's span
+    whole_done = whole[whole["finished"]]
+    whole_span = (
+        float(whole_done["completion"].max()) - float(whole["arrival"].min())
+        if len(whole_done)
+        else math.nan
+    )
+    whole_seconds = float(whole["gpu_seconds"].sum())
     capacity = world.cluster.total_gpus
     with_deadline = frame["deadline"].notna()
     try:
@@ -388,8 +527,9 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
     met = int(frame["deadline_met"].fillna(False).astype(bool).sum())
     weights = done["weight"].to_numpy(dtype=float)
     rho = done["rho"].to_numpy(dtype=float)
+    ftf = done["ftf_rho"].to_numpy(dtype=float)
     spread = spread_gang_seconds(result)
-    return {
+    out: dict[str, Any] = {
         "policy": result.policy,
         "jobs": len(frame),
         "finished": len(done),
@@ -403,6 +543,8 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
         "queueing_delay_mean": float(done["queueing_delay"].mean()) if len(done) else math.nan,
         "rho_max": float(rho.max()) if len(rho) else math.nan,
         "rho_mean": float(rho.mean()) if len(rho) else math.nan,
+        "ftf_rho_max": float(ftf.max()) if len(ftf) else math.nan,
+        "ftf_rho_mean": float(ftf.mean()) if len(ftf) else math.nan,
         "deadlines": int(with_deadline.sum()),
         "deadlines_met": met,
         "deadlines_met_fraction": met / int(with_deadline.sum())
@@ -410,10 +552,15 @@ def run_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dict[str
         else math.nan,
         "gpu_hours": gpu_seconds / 3600.0,
         "energy_kwh": energy,
-        "utilization_mean": gpu_seconds / (capacity * span) if span and span > 0 else math.nan,
+        "utilization_mean": whole_seconds / (capacity * whole_span)
+        if whole_span and whole_span > 0
+        else math.nan,
         "best_effort_jct_mean": deadline_metrics(result, frame)["best_effort_jct_mean"],
         "spread_gang_seconds": spread[0],
         "spread_gang_seconds_with_room": spread[1],
         "status": result.status,
         "truncated": result.truncated,
     }
+    if window is not None:
+        out["window"] = [window[0], window[1]]
+    return out

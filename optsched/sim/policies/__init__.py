@@ -16,15 +16,22 @@ name                 policy
 ==================== ===========================================================
 
 Every name but ``gandiva`` and ``gandiva-fair`` also has a heterogeneity-aware ``-perf`` variant
-(``srtf-perf``).
+(``srtf-perf``). The order policies (``fifo`` to ``tiresias-gittins``, and their ``-perf``
+variants) and ``gandiva`` also have an ``-elastic`` variant (``edf-elastic``,
+``srtf-perf-elastic``, ``gandiva-elastic``: :data:`ELASTIC_POLICIES`) that sizes elastic gangs
+(:mod:`optsched.sim.policies.elastic`).
 The allocation LPs of :mod:`optsched.allocation.gavel` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
 Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed``,
 ``max-sum-throughput-packed``) run as :class:`PackedAllocationLP` (pairs share a gang).
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
+``gavel-fifo`` and ``gavel-gandiva`` are Gavel's own ``fifo`` and ``gandiva`` allocations
+(:class:`GavelFIFO`, :class:`GavelGandiva`), meant for Gavel's mechanism
+(``simulate(..., mechanism="gavel")``, :mod:`optsched.sim.mechanism_gavel`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
-(:class:`AlloX`).
+(:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
+scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
 
 Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`), where
 :func:`register_policy` and the entry-point group ``optsched.policies`` add plug-in policies.
@@ -35,19 +42,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from optsched.allocation.gavel import POLICIES as LP_POLICIES
+from optsched.errors import InvalidInstanceError
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.allox import AlloX
 from optsched.sim.policies.andreas import Andreas
 from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.chronus import Chronus
+from optsched.sim.policies.elasticflow import ElasticFlow
 from optsched.sim.policies.gandiva import Gandiva
 from optsched.sim.policies.gandiva_fair import GandivaFair
+from optsched.sim.policies.gavel_fifo import GavelFIFO
+from optsched.sim.policies.gavel_gandiva import GavelGandiva
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.registry import (
     ENTRY_POINT_GROUP,
     _builtin,
+    all_policy_names,
     as_policies,
     import_plugin,
     make_policy,
@@ -61,6 +73,7 @@ from optsched.sim.policy import Policy
 
 __all__ = [
     "EDF",
+    "ELASTIC_POLICIES",
     "ENTRY_POINT_GROUP",
     "FIFO",
     "POLICIES",
@@ -71,13 +84,17 @@ __all__ = [
     "Andreas",
     "AonlinePolicy",
     "Chronus",
+    "ElasticFlow",
     "Gandiva",
     "GandivaFair",
+    "GavelFIFO",
+    "GavelGandiva",
     "Optimus",
     "OrderPolicy",
     "PackedAllocationLP",
     "Themis",
     "Tiresias",
+    "all_policy_names",
     "as_policies",
     "greedy_allocation",
     "import_plugin",
@@ -87,14 +104,14 @@ __all__ = [
     "unregister_policy",
 ]
 
-_BASE: dict[str, Callable[[bool], Policy]] = {
-    "fifo": lambda aware: FIFO(aware=aware),
-    "fifo-backfill": lambda aware: FIFO(aware=aware, backfill=True),
-    "sjf": lambda aware: SJF(aware=aware),
-    "srtf": lambda aware: SRTF(aware=aware),
-    "edf": lambda aware: EDF(aware=aware),
-    "tiresias-las": lambda aware: Tiresias("las", aware=aware),
-    "tiresias-gittins": lambda aware: Tiresias("gittins", aware=aware),
+_BASE: dict[str, Callable[[bool, bool], Policy]] = {
+    "fifo": lambda aware, el: FIFO(aware=aware, elastic=el),
+    "fifo-backfill": lambda aware, el: FIFO(aware=aware, backfill=True, elastic=el),
+    "sjf": lambda aware, el: SJF(aware=aware, elastic=el),
+    "srtf": lambda aware, el: SRTF(aware=aware, elastic=el),
+    "edf": lambda aware, el: EDF(aware=aware, elastic=el),
+    "tiresias-las": lambda aware, el: Tiresias("las", aware=aware, elastic=el),
+    "tiresias-gittins": lambda aware, el: Tiresias("gittins", aware=aware, elastic=el),
 }
 
 #: Every built-in policy name (:func:`policy_names` adds the plug-ins registered with
@@ -113,36 +130,70 @@ POLICIES: tuple[str, ...] = (
     "chronus",
     "chronus-greedy",
     "allox",
+    "elasticflow",
+    "gavel-fifo",
+    "gavel-gandiva",
+)
+
+#: The policies sizing elastic gangs by :mod:`optsched.sim.policies.elastic`: every order policy
+#: and its ``-perf`` variant with ``-elastic`` appended (``edf-elastic``), and Gandiva's
+#: grow-shrink (``gandiva-elastic``). Kept apart from :data:`POLICIES` so that "every policy"
+#: comparisons keep their rows.
+ELASTIC_POLICIES: tuple[str, ...] = (
+    *(f"{name}{perf}-elastic" for name in _BASE for perf in ("", "-perf")),
+    "gandiva-elastic",
 )
 
 
-def _register_builtins() -> None:
-    """Every built-in name with its factory, in the order of :data:`POLICIES`."""
+def _builtin_policy(name: str, *, field: str = "policy") -> Policy:
+    """A fresh built-in policy by name (the registry's factory of every built-in name).
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown name (naming ``field`` and listing the known ones).
+    """
     from functools import partial
 
-    special: dict[str, Callable[[], Policy]] = {
+    simple: dict[str, Callable[[], Policy]] = {
         "gandiva": Gandiva,
+        "gandiva-elastic": partial(Gandiva, elastic=True),
         "gandiva-fair": GandivaFair,
-        "optimus": Optimus,
         "aonline": partial(AonlinePolicy, backfill=True),
         "aonline-strict": partial(AonlinePolicy, backfill=False),
         "themis": Themis,
-        "andreas": Andreas,
         "chronus": partial(Chronus, mode="milp"),
         "chronus-greedy": partial(Chronus, mode="greedy"),
+        "optimus": Optimus,
+        "andreas": Andreas,
         "allox": AlloX,
+        "elasticflow": ElasticFlow,
+        "gavel-fifo": GavelFIFO,
+        "gavel-gandiva": GavelGandiva,
     }
+    if name in simple:
+        return simple[name]()
+    if name in LP_POLICIES:
+        return PackedAllocationLP(name) if name.endswith("-packed") else AllocationLP(name)
+    elastic = name.endswith("-elastic")
+    core = name[: -len("-elastic")] if elastic else name
+    aware = core.endswith("-perf")
+    base = core[: -len("-perf")] if aware else core
+    factory = _BASE.get(base)
+    if factory is None:
+        known = ", ".join((*POLICIES, *ELASTIC_POLICIES))
+        raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {known}")
+    return factory(aware, elastic)
+
+
+def _register_builtins() -> None:
+    """Every built-in name, rigid then elastic, with its factory."""
+    from functools import partial
+
     for name in POLICIES:
-        factory: Callable[[], Policy]
-        if name in special:
-            factory = special[name]
-        elif name in LP_POLICIES:
-            cls = PackedAllocationLP if name.endswith("-packed") else AllocationLP
-            factory = partial(cls, name)
-        else:
-            aware = name.endswith("-perf")
-            factory = partial(_BASE[name[: -len("-perf")] if aware else name], aware)
-        _builtin(name, factory)
+        _builtin(name, partial(_builtin_policy, name))
+    for name in ELASTIC_POLICIES:
+        _builtin(name, partial(_builtin_policy, name), in_all=False)
 
 
 _register_builtins()

@@ -294,6 +294,8 @@ class AllocationLP(Policy):
         self.solves: list[RoundSolve] = []
         self._warm: Any = None
         self._isolated = IsolatedTime()
+        #: Rounds of the last run whose interior-point solve fell back to the vertex.
+        self.interior_fallbacks = 0
 
     def run_facts(self) -> dict[str, Any]:
         """The rounds carried out short of proven optimality, with their gaps (module notes)."""
@@ -302,7 +304,10 @@ class AllocationLP(Policy):
             for s in self.solves
             if s.gap is not None and s.status == "feasible"
         ]
-        return {"round_lp_gap_tolerance": ROUND_LP_GAP, "round_lp_gaps": short}
+        facts: dict[str, Any] = {"round_lp_gap_tolerance": ROUND_LP_GAP, "round_lp_gaps": short}
+        if self.interior_fallbacks:
+            facts["interior_fallbacks"] = self.interior_fallbacks
+        return facts
 
     def reset(self, world: World) -> None:
         """Forget the previous run (solves, warm start, isolated-share history)."""
@@ -310,6 +315,7 @@ class AllocationLP(Policy):
         self._warm = None
         self._isolated = IsolatedTime()
         self.uniform_prices = False
+        self.interior_fallbacks = 0
 
     def _prices(self, types: tuple[str, ...]) -> tuple[float, ...] | None:
         """The instance's prices: given, the table's (``None``), or uniform (module notes)."""
@@ -333,6 +339,56 @@ class AllocationLP(Policy):
         instance, result = solved
         assert result.solution is not None
         return as_fractions(instance, result.solution.fractions)
+
+    def interior_fractional(self, state: SimState) -> FractionalAllocation:
+        """The round's allocation as an interior-point solver returns it (Gavel's solve).
+
+        Gavel solves its LPs with cvxpy and an interior-point solver (ECOS), which returns a
+        point of the *relative interior* of the optimal face when the optimum is not unique;
+        :meth:`fractional` returns a vertex (HiGHS). The two have the same objective value but
+        can split the jobs' time differently. When the conic solve stops short of optimal, the
+        round takes the exact LP's optimum (counted in :attr:`interior_fallbacks` and in the
+        run's facts). This solves the declarative twin of the policy
+        (:func:`optsched.allocation.gavel.twin.solve_twin`, Clarabel) on the same instance;
+        Gavel's mechanism (:mod:`optsched.sim.mechanism_gavel`) uses it. The round is not
+        recorded in :attr:`solves`. The makespan policies take Gavel's bisection over
+        feasibility problems instead (:mod:`optsched.sim.policies.gavel_makespan`).
+        """
+        from optsched.allocation.gavel.twin import solve_twin
+
+        round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
+        jobs = list(round_jobs.jobs)
+        if not jobs:
+            return {}
+        types = round_jobs.gpu_types
+        instance = AllocationInstance(
+            gpu_types=types,
+            capacity=round_jobs.capacity,
+            jobs=tuple(jobs),
+            pair_throughputs=self.pair_throughputs(state, jobs),
+            prices=self._prices(types),
+        )
+        objective, aware = LP_POLICIES[self.policy]
+        x: Any = None
+        try:
+            if objective == "makespan":
+                # Gavel searches the makespan by bisection over feasibility problems
+                from optsched.sim.policies.gavel_makespan import gavel_makespan_allocation
+
+                x = gavel_makespan_allocation(instance, aware)
+            else:
+                _, x = solve_twin(instance, self.policy)
+        except NotOptimalError:
+            x = None
+        if x is None:
+            # the conic solve stopped short (Gavel warns and goes on with what it got): the
+            # round takes the exact LP's optimum instead, and the run counts it
+            self.interior_fallbacks += 1
+            result = accept_round(solve(instance, self.policy, accept_feasible=True))
+            assert result.solution is not None
+            x = result.solution.fractions
+        self._isolated.record(instance)
+        return as_fractions(instance, x)
 
     def job_type(self, state: SimState, s: JobState) -> str | None:
         """The job's co-location class in the round's instance (``None``: never shares)."""

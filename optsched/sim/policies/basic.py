@@ -21,7 +21,8 @@ room, else takes the first type in the cluster's canonical order with room (see
 missing as room for it. The *aware* variant
 (``aware=True``, names ending in ``-perf``) takes the type on which the job is fastest among
 those with room (its current type on ties). All are event-driven (decide at arrivals and
-completions) unless given ``round_seconds``.
+completions) unless given ``round_seconds``. With ``elastic=True`` (names ending in
+``-elastic``) they size elastic gangs by :mod:`optsched.sim.policies.elastic`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
+from optsched.sim.policies.elastic import elastic_sizes
 from optsched.sim.policy import Consolidation, Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 
@@ -143,6 +145,27 @@ def _choose_type(
     return current if current in room else room[0]
 
 
+def _choose_elastic_type(
+    state: SimState, s: JobState, free: dict[str, int], names: list[str], aware: bool
+) -> str | None:
+    # room for an elastic job: at least its smallest gang, with a positive rate on what it gets
+    lo, req = s.job.min_gpus, s.job.num_gpus
+    room = [t for t in names if free[t] >= lo and state.rate(s, t, num_gpus=min(req, free[t])) > 0]
+    if not room:
+        return None
+    current = s.placement.gpu_type if s.placement is not None else None
+    if aware:
+        return max(
+            room,
+            key=lambda t: (
+                state.rate(s, t, num_gpus=min(req, free[t])),
+                t == current,
+                -names.index(t),
+            ),
+        )
+    return current if current in room else room[0]
+
+
 class OrderPolicy(Policy):
     r"""A policy that grants jobs in the order of a key, greedily.
 
@@ -177,6 +200,10 @@ class OrderPolicy(Policy):
     reference : bool
         Decide by the plain full sort of every candidate at every decision (slow; the
         specification the tests hold the default to).
+    elastic : bool
+        Size elastic jobs' gangs (:mod:`optsched.sim.policies.elastic`): shrink a job to the
+        GPUs left rather than skip it, then grow the jobs in order to their useful size. The
+        name gains ``-elastic``. In a world of rigid jobs the grants are the rigid policy's.
     """
 
     base_name = "order"
@@ -192,20 +219,30 @@ class OrderPolicy(Policy):
         aware: bool = False,
         round_seconds: float | None = None,
         reference: bool = False,
+        elastic: bool = False,
     ) -> None:
         self.aware = aware
         self.round_seconds = round_seconds
         self.reference = reference
+        self.elastic = elastic
         self.name = self.base_name + ("-perf" if aware else "")
+        if elastic:
+            self.name += "-elastic"
         self.queue = WaitQueue()
         self._pending: list[JobState] = []
         self._best: dict[int, float] = {}
+        self._sizes: dict[str, int] = {}
 
     def reset(self, world: World) -> None:
         """Empty the queue."""
         self.queue = WaitQueue()
         self._pending = []
         self._best = {}
+        self._sizes = {}
+
+    def gang(self, s: JobState) -> int:
+        """The gang granted to ``s`` at the current decision (its request unless resized)."""
+        return self._sizes.get(s.job_id, s.job.num_gpus)
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Sort key (smaller first); must not change while the job waits."""
@@ -235,11 +272,18 @@ class OrderPolicy(Policy):
         """The next extra decision point wanted (default none)."""
         return None
 
-    def _grant(self, s: JobState, gpu_type: str) -> Grant:
-        return Grant(job=s.job_id, gpu_type=gpu_type, consolidate=self.consolidation(s))
+    def _grant(self, s: JobState, gpu_type: str, num_gpus: int | None = None) -> Grant:
+        return Grant(
+            job=s.job_id,
+            gpu_type=gpu_type,
+            consolidate=self.consolidation(s),
+            num_gpus=num_gpus,
+        )
 
     def allocate(self, state: SimState) -> PolicyDecision:
         """Grant in key order: the best job that still fits, until nothing fits."""
+        if self.elastic:
+            return self._allocate_elastic(state)
         if self.reference:
             return self._allocate_reference(state)
         queue = self.queue
@@ -340,6 +384,65 @@ class OrderPolicy(Policy):
             keep_running=keep,
         )
 
+    def _allocate_elastic(self, state: SimState) -> PolicyDecision:
+        """The reference walk with elastic sizes (:mod:`optsched.sim.policies.elastic`)."""
+        queue = self.queue
+        running_ids = {s.job_id for s in state.running}
+        for job_id in state.finished:
+            queue.discard(job_id)
+        for s in state.active:
+            if s.job_id not in running_ids and s.job_id not in queue:
+                queue.push(s, self._full_key(state, s))
+        self.before(state)
+        names = list(state.world.cluster.names)
+        free = {t.name: t.count for t in state.world.cluster.gpu_types}
+        if self.preemptive:
+            candidates = list(state.active)
+        else:
+            # non-preemptive: running jobs keep their gangs (a resize would be a restart)
+            for s in state.running:
+                if s.placement is not None and not (s.partner is not None and s.partner < s.job_id):
+                    free[s.placement.gpu_type] -= s.placement.num_gpus
+            candidates = [s for s in state.active if s.job_id not in running_ids]
+        candidates.sort(key=lambda s: self._full_key(state, s))
+        aware = self.aware
+        sized = elastic_sizes(
+            state,
+            candidates,
+            free,
+            lambda s, f: _choose_elastic_type(state, s, f, names, aware),
+            blocking=self.blocking,
+        )
+        self._sizes = {s.job_id: n for s, _, n in sized}
+        granted = [s for s, _, _ in sized]
+        grants = [self._grant(s, t, n) for s, t, n in sized]
+        granted_ids = set(self._sizes)
+        preempted = (
+            [s for s in state.running if s.job_id not in granted_ids] if self.preemptive else []
+        )
+        for s in granted:
+            queue.discard(s.job_id)
+        for s in preempted:
+            queue.push(s, self._full_key(state, s))
+            self.on_wait(state, s)
+        keep = not self.preemptive
+        if self.preemptive:
+            # nothing running moved or resized: the incremental form, listing only new jobs
+            current = {s.job_id: s.placement for s in state.running if s.placement is not None}
+            kept = [g for g in grants if g.job in current]
+            if len(kept) == len(current) and all(
+                g.gpu_type == current[g.job].gpu_type and g.num_gpus == current[g.job].num_gpus
+                for g in kept
+            ):
+                grants = [g for g in grants if g.job not in current]
+                keep = True
+        return PolicyDecision(
+            grants=tuple(grants),
+            blocking=self.blocking,
+            wake_at=self.wake(state, granted),
+            keep_running=keep,
+        )
+
     def _allocate_reference(self, state: SimState) -> PolicyDecision:
         """The specification: a full sort of the candidates at every decision."""
         queue = self.queue
@@ -412,12 +515,17 @@ class FIFO(OrderPolicy):
         backfill: bool = False,
         round_seconds: float | None = None,
         reference: bool = False,
+        elastic: bool = False,
     ) -> None:
-        super().__init__(aware=aware, round_seconds=round_seconds, reference=reference)
+        super().__init__(
+            aware=aware, round_seconds=round_seconds, reference=reference, elastic=elastic
+        )
         self.blocking = not backfill
         self.work_conserving = backfill
         if backfill:
             self.name = "fifo-backfill" + ("-perf" if aware else "")
+            if elastic:
+                self.name += "-elastic"
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Arrival."""

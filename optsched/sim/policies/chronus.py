@@ -33,6 +33,22 @@ short
 a MILP plan, since EDF packing is not exact), the guarantees it breaks are dropped and logged,
 and the greedy runs again (at most once per guaranteed job).
 
+**Re-planning only when the SLO jobs change** (``replan="change"``, the default). The MILP is
+solved at a boundary only when the instance's SLO jobs differ from those of the last solve (an
+SLO job arrived, finished, or left the instance because its deadline came within a lease) or
+their guarantees differ. Otherwise the last plan, shifted by one lease (its lease 0 was just
+carried out), is reused, provided the independent validator accepts it on the new instance
+(every guarantee still finishes by its deadline in the new instance's speeds and capacities);
+else the MILP is solved. A reused plan keeps every admission but is not re-proven optimal:
+between changes, only the progress of the jobs not admitted (they run on GPUs left over) and
+the horizon's sliding end could let the MILP admit one more, and such a job is weighed again
+at the next change (like Chronus itself, which decides admission when jobs arrive). With short
+leases a trace has thousands of boundaries and few changes, and re-solving an unchanged model
+at each was the whole cost: the 260-job ElasticFlow ``cluster10`` on 64 GPUs with 60 s leases
+has 19,000 boundaries with SLO jobs, 422 of them with a change
+(``benchmarks/bench_sim_chronus.py``). ``replan="lease"`` solves at every boundary as before.
+The log says method ``milp (reused)``, status ``reused``, for a reused plan.
+
 Every job runs at its requested gang size (``num_gpus``; elastic resizing is no part of
 Chronus). The lease's GPUs are then granted: the admitted SLO jobs their lease-0 grants of the
 plan, in plan order; then every other active job fills the GPUs left, each on the fastest type with
@@ -139,6 +155,9 @@ class Chronus(Policy):
         Seconds per MILP (model building included).
     model_best_effort : bool
         Put best-effort jobs into the instance (module notes).
+    replan : {"change", "lease"}
+        Solve the MILP only when the instance's SLO jobs change (reusing the shifted plan
+        otherwise), or at every lease boundary (module notes). The greedy mode plans every lease.
     """
 
     def __init__(
@@ -149,6 +168,7 @@ class Chronus(Policy):
         max_leases: int = DEFAULT_MAX_LEASES,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         model_best_effort: bool = False,
+        replan: Literal["change", "lease"] = "change",
     ) -> None:
         if not (isinstance(lease_s, int | float) and math.isfinite(lease_s)):
             raise InvalidInstanceError("lease_s", f"must be finite, got {lease_s!r}")
@@ -160,6 +180,9 @@ class Chronus(Policy):
             raise InvalidInstanceError("max_leases", f"must be in [1, 1000], got {max_leases!r}")
         if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
             raise InvalidInstanceError("time_limit", f"must be > 0, got {time_limit!r}")
+        if replan not in ("change", "lease"):
+            raise InvalidInstanceError("replan", f"must be 'change' or 'lease', got {replan!r}")
+        self.replan = replan
         self.name = "chronus" if mode == "milp" else "chronus-greedy"
         self.round_seconds = float(lease_s)
         self.mode = mode
@@ -168,11 +191,14 @@ class Chronus(Policy):
         self.model_best_effort = model_best_effort
         self.log: list[LeaseDecision] = []
         self._guaranteed: set[str] = set()
+        # the last MILP plan and the SLO jobs (with their guarantees) it was solved for
+        self._last: tuple[frozenset[tuple[str, bool]], LeasePlan] | None = None
 
     def reset(self, world: World) -> None:
-        """Forget the previous run (guarantees and log)."""
+        """Forget the previous run (guarantees, log and last plan)."""
         self.log = []
         self._guaranteed = set()
+        self._last = None
 
     # -- the instance -----------------------------------------------------------------------
 
@@ -272,11 +298,39 @@ class Chronus(Policy):
             )
         raise AssertionError("unreachable: every pass drops a guarantee")
 
+    @staticmethod
+    def _key(instance: LeaseInstance) -> frozenset[tuple[str, bool]]:
+        return frozenset((j.job_id, j.guaranteed) for j in instance.slo_jobs)
+
+    def _reused(self, instance: LeaseInstance) -> LeasePlan | None:
+        """The last MILP plan shifted by one lease, or None.
+
+        Only if the SLO jobs (and their guarantees) did not change since the last solve and the
+        validator accepts the shifted plan on ``instance`` (module notes).
+        """
+        if self.replan != "change" or self._last is None:
+            return None
+        key, last = self._last
+        if key != self._key(instance):
+            return None
+        shifted = LeasePlan(
+            admitted=last.admitted,
+            grants=tuple((j, ell - 1, g) for j, ell, g in last.grants if ell >= 1),
+            algorithm=last.algorithm,
+        )
+        return shifted if validate(instance, shifted).ok else None
+
     def plan(self, instance: LeaseInstance) -> tuple[LeasePlan, str, str, tuple[str, ...]]:
         """The plan of this boundary: ``(plan, method, MILP status, dropped guarantees)``."""
         if self.mode == "greedy":
             plan, dropped = self._greedy(instance)
             return plan, "greedy", "", dropped
+        reused = self._reused(instance)
+        if reused is not None:
+            # the admitted jobs are now all guaranteed: the key of the next boundary
+            self._last = (self._key_after(instance, reused), reused)
+            return reused, "milp (reused)", "reused", ()
+        self._last = None
         try:
             result = solve(instance, time_limit=self.time_limit)
         except NotOptimalError as err:
@@ -284,7 +338,14 @@ class Chronus(Policy):
             plan, dropped = self._greedy(instance)
             return plan, f"greedy (fallback: MILP {status})", status, dropped
         assert result.solution is not None
+        self._last = (self._key_after(instance, result.solution), result.solution)
         return result.solution, "milp", result.status.value, ()
+
+    @staticmethod
+    def _key_after(instance: LeaseInstance, plan: LeasePlan) -> frozenset[tuple[str, bool]]:
+        """The key the next boundary has if its SLO jobs are these: the admitted guaranteed."""
+        admitted = set(plan.admitted)
+        return frozenset((j.job_id, j.job_id in admitted) for j in instance.slo_jobs)
 
     # -- the lease's grants -----------------------------------------------------------------
 

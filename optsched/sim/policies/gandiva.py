@@ -24,6 +24,14 @@ it (first-fit decreasing); jobs that move pay the restore cost (a migration). A 
 fits nowhere consolidated is spread.
 
 GPU types are chosen heterogeneity-agnostically (:func:`~optsched.sim.policies.greedy_allocation`).
+
+**Grow-shrink** (``elastic=True``, name ``gandiva-elastic``; the paper's mechanism for jobs that
+can change their GPU count). The time-slicing order is sized by the shared elastic step of the
+order policies (:mod:`optsched.sim.policies.elastic`): a job shrinks to the GPUs left rather
+than wait, and when GPUs stay idle the jobs grow into them, in the time-slicing order, up to
+the size beyond which they gain no throughput. Packing then pairs only jobs granted their
+requested gang (pair rates are measured at equal gangs), and placement counts the granted
+sizes; a job whose size changed is placed afresh.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from __future__ import annotations
 import math
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policies.basic import greedy_allocation
+from optsched.sim.policies.basic import _choose_elastic_type, greedy_allocation
+from optsched.sim.policies.elastic import elastic_sizes
 from optsched.sim.policy import Grant, GrantPlacement, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 
@@ -51,6 +60,8 @@ class Gandiva(Policy):
         Normalized pair throughput below which a packing is reverted and blacklisted.
     migration : bool
         Re-place a GPU type's jobs to defragment it.
+    elastic : bool
+        Grow-shrink elastic gangs (module notes); the name becomes ``gandiva-elastic``.
     """
 
     name = "gandiva"
@@ -62,6 +73,7 @@ class Gandiva(Policy):
         packing: bool = True,
         pack_threshold: float = 1.0,
         migration: bool = True,
+        elastic: bool = False,
     ) -> None:
         if not (math.isfinite(round_seconds) and round_seconds > 0):
             raise InvalidInstanceError("round_seconds", f"must be > 0, got {round_seconds}")
@@ -71,6 +83,9 @@ class Gandiva(Policy):
         self.packing = packing
         self.pack_threshold = pack_threshold
         self.migration = migration
+        self.elastic = elastic
+        if elastic:
+            self.name = "gandiva-elastic"
         self.blacklist: set[frozenset[str]] = set()
         self.reverted = 0
         self.migrations = 0
@@ -102,11 +117,28 @@ class Gandiva(Policy):
                     self.blacklist.add(frozenset((s.job.job_type, other.job.job_type)))
                     self.reverted += 1
         order = sorted(state.active, key=lambda s: (s.executed_seconds, s.job.arrival, s.job.index))
-        base = greedy_allocation(state, order)
+        sizes: dict[str, int] = {}
+        if self.elastic:
+            names = list(state.world.cluster.names)
+            free = {t.name: t.count for t in state.world.cluster.gpu_types}
+            sized = elastic_sizes(
+                state, order, free, lambda s, f: _choose_elastic_type(state, s, f, names, False)
+            )
+            base = PolicyDecision(
+                grants=tuple(Grant(job=s.job_id, gpu_type=t) for s, t, _ in sized)
+            )
+            sizes = {s.job_id: n for s, _, n in sized}
+        else:
+            base = greedy_allocation(state, order)
         granted = {g.job: g.gpu_type for g in base.grants}
         shares: list[Grant] = []
         if self.packing:
-            hosts = [by_id[g.job] for g in base.grants]
+            # pair rates are measured at equal, requested gangs: only such hosts can share
+            hosts = [
+                by_id[g.job]
+                for g in base.grants
+                if sizes.get(g.job, by_id[g.job].job.num_gpus) == by_id[g.job].job.num_gpus
+            ]
             packed: set[str] = set()
             for s in order:
                 if s.job_id in granted:
@@ -124,15 +156,24 @@ class Gandiva(Policy):
                 if best is not None:
                     packed.update((best[1], s.job_id))
                     shares.append(Grant(job=s.job_id, gpu_type=best[2], share_with=best[1]))
-        placements = self._place(state, [by_id[g.job] for g in base.grants], granted)
+        placements = self._place(state, [by_id[g.job] for g in base.grants], granted, sizes)
         grants = [
-            Grant(job=g.job, gpu_type=g.gpu_type, placement=placements.get(g.job))
+            Grant(
+                job=g.job,
+                gpu_type=g.gpu_type,
+                placement=placements.get(g.job),
+                num_gpus=sizes.get(g.job),
+            )
             for g in base.grants
         ]
         return PolicyDecision(grants=(*grants, *shares))
 
     def _place(
-        self, state: SimState, jobs: list[JobState], gpu_type_of: dict[str, str]
+        self,
+        state: SimState,
+        jobs: list[JobState],
+        gpu_type_of: dict[str, str],
+        sizes: dict[str, int] | None = None,
     ) -> dict[str, GrantPlacement]:
         out: dict[str, GrantPlacement] = {}
         for t in state.world.cluster.gpu_types:
@@ -140,10 +181,14 @@ class Gandiva(Policy):
             if not mine:
                 continue
             cap = [t.server_capacity(k) for k in range(t.num_servers)]
-            placed, ok = self._pack_type(mine, t.name, t.gpus_per_server, cap, keep=True)
+            placed, ok = self._pack_type(
+                mine, t.name, t.gpus_per_server, cap, keep=True, sizes=sizes
+            )
             if not ok and self.migration:
                 cap2 = [t.server_capacity(k) for k in range(t.num_servers)]
-                placed2, ok2 = self._pack_type(mine, t.name, t.gpus_per_server, cap2, keep=False)
+                placed2, ok2 = self._pack_type(
+                    mine, t.name, t.gpus_per_server, cap2, keep=False, sizes=sizes
+                )
                 moved = sum(
                     1
                     for s in mine
@@ -157,8 +202,19 @@ class Gandiva(Policy):
 
     @staticmethod
     def _pack_type(
-        mine: list[JobState], gpu_type: str, gps: int, cap: list[int], *, keep: bool
+        mine: list[JobState],
+        gpu_type: str,
+        gps: int,
+        cap: list[int],
+        *,
+        keep: bool,
+        sizes: dict[str, int] | None = None,
     ) -> tuple[dict[str, GrantPlacement], bool]:
+        size = sizes or {}
+
+        def gang(s: JobState) -> int:
+            return size.get(s.job_id, s.job.num_gpus)
+
         placed: dict[str, GrantPlacement] = {}
         rest: list[JobState] = []
         if keep:
@@ -167,6 +223,7 @@ class Gandiva(Policy):
                 if (
                     p is not None
                     and p.gpu_type == gpu_type
+                    and p.num_gpus == gang(s)  # a resized job is placed afresh
                     and all(cap[k] >= g for k, g in p.servers)
                 ):
                     for k, g in p.servers:
@@ -176,11 +233,11 @@ class Gandiva(Policy):
                     rest.append(s)
         else:
             rest = list(mine)
-        rest.sort(key=lambda s: (-s.job.num_gpus, s.job.arrival, s.job.index))
+        rest.sort(key=lambda s: (-gang(s), s.job.arrival, s.job.index))
         ok = True
         spread: list[JobState] = []
         for s in rest:
-            n = s.job.num_gpus
+            n = gang(s)
             need = -(-n // gps)
             chosen: list[tuple[int, int]] = []
             if need == 1:
@@ -205,7 +262,7 @@ class Gandiva(Policy):
                 cap[k] -= g
             placed[s.job_id] = GrantPlacement(gpu_type, tuple(sorted(chosen)))
         for s in spread:
-            left = s.job.num_gpus
+            left = gang(s)
             chosen = []
             for k in sorted(range(len(cap)), key=lambda k: (-cap[k], k)):
                 g = min(cap[k], left)

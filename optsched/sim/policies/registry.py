@@ -31,6 +31,7 @@ from optsched.sim.policy import Policy
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "all_policy_names",
     "as_policies",
     "import_plugin",
     "make_policy",
@@ -46,6 +47,8 @@ Factory = Callable[[], Policy]
 
 _FACTORIES: dict[str, Factory] = {}
 _BUILTIN: set[str] = set()
+#: Built-in names that ``"all"`` leaves out (variants of another name, e.g. elastic gangs).
+_NOT_IN_ALL: set[str] = set()
 _entry_points_loaded = False
 
 
@@ -86,9 +89,16 @@ def unregister_policy(name: str) -> None:
     del _FACTORIES[name]
 
 
-def _builtin(name: str, factory: Factory) -> None:
+def _builtin(name: str, factory: Factory, *, in_all: bool = True) -> None:
     register_policy(name, factory)
     _BUILTIN.add(name)
+    if not in_all:
+        _NOT_IN_ALL.add(name)
+
+
+def all_policy_names() -> tuple[str, ...]:
+    """What ``"all"`` names: every registered policy but the built-in variants (``-elastic``)."""
+    return tuple(n for n in policy_names() if n not in _NOT_IN_ALL)
 
 
 def _load_entry_points() -> None:
@@ -227,7 +237,7 @@ def as_policies(
     elif isinstance(policies, str):
         text = policies.strip()
         if text == "all":
-            items = list(policy_names())
+            items = list(all_policy_names())
         else:
             items = [t.strip() for t in policies.split(",")]
             if not text or any(not t for t in items):

@@ -72,6 +72,8 @@ class Tiresias(OrderPolicy):
         Promotions per job at most.
     reference : bool
         Decide by the plain full sort (see :class:`~optsched.sim.policies.OrderPolicy`).
+    elastic : bool
+        Size elastic gangs (see :mod:`optsched.sim.policies.elastic`).
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class Tiresias(OrderPolicy):
         aware: bool = False,
         max_promotions: int = 64,
         reference: bool = False,
+        elastic: bool = False,
     ) -> None:
         if mode not in ("las", "gittins"):
             raise InvalidInstanceError("mode", f"must be 'las' or 'gittins', got {mode!r}")
@@ -96,13 +99,15 @@ class Tiresias(OrderPolicy):
             raise InvalidInstanceError("promote_knob", f"must be > 0, got {promote_knob}")
         if max_promotions < 0:
             raise InvalidInstanceError("max_promotions", f"must be >= 0, got {max_promotions}")
-        super().__init__(aware=aware, reference=reference)
+        super().__init__(aware=aware, reference=reference, elastic=elastic)
         self.mode = mode
         self.thresholds = th
         self.promote_knob = promote_knob
         self.skewed = tuple(p.lower() for p in skewed_prefixes)
         self.max_promotions = max_promotions
-        self.name = f"tiresias-{mode}" + ("-perf" if aware else "")
+        self.name = (
+            f"tiresias-{mode}" + ("-perf" if aware else "") + ("-elastic" if elastic else "")
+        )
         self._base: dict[str, float] = {}
         self._promotions: dict[str, int] = {}
         self._due: dict[str, float] = {}
@@ -217,7 +222,8 @@ class Tiresias(OrderPolicy):
             a = s.attained_service - base.get(s.job.job_id, 0.0)
             q = bisect.bisect_right(th, a + TIME_TOL)
             if q < k:
-                wake = min(wake, now + (th[q] - a) / s.job.num_gpus)
+                # service grows at the granted gang (an elastic job's may differ from its request)
+                wake = min(wake, now + (th[q] - a) / self.gang(s))
         if math.isfinite(wake) and wake > now + TIME_TOL * max(1.0, now):
             return wake
         return None

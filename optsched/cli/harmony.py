@@ -1,0 +1,245 @@
+"""``optsched harmony``: learned placement by deep reinforcement learning.
+
+Subcommands
+-----------
+``train [--reward learned|true] [--iterations N] [--episodes E] [--jobs N] [--seed S] -o FILE``
+    Fit the reward network (unless ``--reward true``), train the policy, write an ``.npz``
+    checkpoint; a progress bar on stderr. Needs the ``rl`` extra.
+``place [TRACE] [--jobs N --seed S] [--model FILE] [--json]``
+    Place every job of TRACE (any trace format; or N generated arrivals) with the trained
+    policy (the shipped one by default) and report where each went and the JCTs.
+``compare [TRACE] [--jobs N --seed S] [--policies A,B] [--model FILE] [--gaps] [--json]``
+    Every policy on the same arrivals, every decision validated; ``--gaps`` adds the learned
+    policy's per-decision ratio to the exact interference ILP. The placement-over-time world
+    is not the ``sim`` engine's (which has no per-server co-location), hence its own command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from optsched.cli.common import err_console, json_option, output_option, print_json
+
+__all__ = ["harmony", "register"]
+
+_DEFAULT_POLICIES = "harmony,first-fit,load-balance,tetris,random,ilp"
+
+
+@click.group()
+def harmony() -> None:
+    """Learned placement of PS jobs (Harmony), judged against the exact ILP over time."""
+
+
+def _arrivals(world: Any, trace: Path | None, jobs: int, seed: int) -> Any:
+    from optsched.harmony.compare import arrivals_from_trace
+    from optsched.harmony.world import generate_arrivals
+
+    if trace is not None:
+        return arrivals_from_trace(world, trace)
+    return generate_arrivals(world, jobs, seed=seed)
+
+
+def _model(model: Path | None) -> tuple[Any, Any, Any]:
+    from optsched.harmony.agent import load_model, world_from_meta
+
+    params, meta = load_model(model)
+    return params, meta, world_from_meta(meta)
+
+
+@harmony.command()
+@click.option(
+    "--reward",
+    type=click.Choice(["learned", "true"]),
+    default="learned",
+    show_default=True,
+    help="Train on the reward network or on the true world.",
+)
+@click.option("--iterations", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option(
+    "--episodes",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Episodes per policy update.",
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=16, show_default=True, help="Jobs per episode."
+)
+@click.option("--servers", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option("--types", "n_types", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@output_option((".npz",), required=True, help="Write the checkpoint")
+@json_option
+def train(
+    reward: str,
+    iterations: int,
+    episodes: int,
+    jobs: int,
+    servers: int,
+    n_types: int,
+    seed: int,
+    output: Path,
+    as_json: bool,
+) -> None:
+    """Train the placement policy and write its checkpoint."""
+    from rich.progress import Progress
+
+    from optsched.harmony.agent import save_model
+    from optsched.harmony.agent import train as run_training
+    from optsched.harmony.world import HarmonyWorld
+
+    world = HarmonyWorld(n_servers=servers, n_types=n_types, seed=seed)
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("training", total=iterations)
+
+        def advance(done: int, total: int, point: Mapping[str, float]) -> None:
+            bar.update(task, completed=done, description=f"reward {point['reward']:.3f}")
+
+        result = run_training(
+            world,
+            reward=reward,
+            iterations=iterations,
+            episodes=episodes,
+            n_jobs=jobs,
+            seed=seed,
+            progress=advance,
+        )
+    save_model(output, result)
+    payload = {
+        "model": str(output),
+        "wall_s": result.wall_s,
+        "reward_model": result.meta["reward_model"],
+        "curve": result.curve,
+    }
+    if as_json:
+        print_json(payload)
+    else:
+        first, last = result.curve[0], result.curve[-1]
+        err_console.print(
+            f"trained in {result.wall_s:.1f} s: episode reward {first['reward']:.3f} -> "
+            f"{last['reward']:.3f}; wrote {output}"
+        )
+
+
+@harmony.command()
+@click.argument("trace", type=click.Path(path_type=Path), required=False)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Generated arrivals when no TRACE is given.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--model",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Checkpoint (default: the shipped model).",
+)
+@json_option
+def place(trace: Path | None, jobs: int, seed: int, model: Path | None, as_json: bool) -> None:
+    """Place the jobs of TRACE with the trained policy (every decision validated)."""
+    from optsched.harmony.policies import run_policy
+
+    params, _, world = _model(model)
+    arrivals = _arrivals(world, trace, jobs, seed)
+    run = run_policy(world, arrivals, "harmony", params=params)
+    payload = {
+        "summary": run.summary(),
+        "jobs": [
+            {
+                "job": a.id,
+                "type": a.job_type,
+                "workers": a.n_workers,
+                "ps": a.n_ps,
+                "servers": run.placements[a.id],
+                "jct_s": float(run.jct[i]),
+            }
+            for i, a in enumerate(arrivals)
+        ],
+    }
+    if as_json:
+        print_json(payload)
+        return
+    s = run.summary()
+    click.echo(
+        f"{s['jobs']} jobs placed; average JCT {s['avg_jct_s']:.1f} s, makespan "
+        f"{s['makespan_s']:.1f} s, {s['mean_decision_ms']:.2f} ms per decision"
+    )
+
+
+@harmony.command()
+@click.argument("trace", type=click.Path(path_type=Path), required=False)
+@click.option("--jobs", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--policies", default=_DEFAULT_POLICIES, show_default=True, help="Comma-separated policies."
+)
+@click.option("--model", type=click.Path(path_type=Path), default=None)
+@click.option("--gaps", is_flag=True, help="Also solve the exact ILP at every decision.")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds per ILP solve.",
+)
+@json_option
+def compare(
+    trace: Path | None,
+    jobs: int,
+    seed: int,
+    policies: str,
+    model: Path | None,
+    gaps: bool,
+    time_limit: float | None,
+    as_json: bool,
+) -> None:
+    """Every policy on the same arrivals: average JCT, makespan, ratio to harmony."""
+    from optsched.errors import InvalidInstanceError
+    from optsched.harmony.compare import compare_policies, decision_gaps
+
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise InvalidInstanceError("--policies", "name at least one policy")
+    params, _, world = _model(model)
+    arrivals = _arrivals(world, trace, jobs, seed)
+    try:
+        out = compare_policies(
+            world, arrivals, names, params=params, seed=seed, time_limit=time_limit
+        )
+    except InvalidInstanceError as exc:
+        if exc.field == "policies":
+            raise InvalidInstanceError("--policies", exc.message) from None
+        raise
+    out.pop("runs")
+    out["trace"] = None if trace is None else str(trace)
+    out["exact"] = (
+        {"interference": decision_gaps(world, arrivals, params, time_limit=time_limit)}
+        if gaps
+        else {}
+    )
+    if as_json:
+        print_json(out)
+        return
+    for rec in out["policies"]:
+        ratio = "" if rec["jct_ratio"] is None else f"  x{rec['jct_ratio']:.2f}"
+        click.echo(
+            f"{rec['policy']:>13}: avg JCT {rec['avg_jct_s']:10.1f} s  makespan "
+            f"{rec['makespan_s']:10.1f} s{ratio}"
+        )
+    if gaps:
+        g = out["exact"]["interference"]
+        click.echo(
+            f"harmony vs ILP per decision: median ratio {g['median_ratio']:.3f}, "
+            f"{100 * g['fraction_optimal']:.0f}% optimal"
+        )
+
+
+def register(group: click.Group) -> None:
+    """Add ``harmony`` to the root command."""
+    group.add_command(harmony)

@@ -1,0 +1,208 @@
+"""Experiment files on the command line: ``sim run/compare/sweep EXPERIMENT.toml``, ``sim report``.
+
+``optsched sim run|compare|sweep EXPERIMENT.toml [--store PATH] [--backend B] [-j N] [--json]``
+    Run the experiment file (:mod:`optsched.runs.experiment`): every trace x cluster x scale x
+    seed x load x policy it names, resumable through its store, then write its outputs (run
+    store, CSV, report) and print the per-policy summary. The three commands behave alike on an
+    experiment file (the file names what is compared and swept); given a trace instead, each
+    keeps its own behaviour. ``--json`` prints the summary, every run, and the file's text and
+    SHA-256. Exit 1 when the validator rejects a run's record.
+``optsched sim report STORE [-o DIR] [--json]``
+    Write ``report.html`` (self-contained: figures embedded, nothing loaded from the network),
+    ``report.md`` and its figures for an experiment or ``sim sweep`` store
+    (:mod:`optsched.report.sweep`); ``DIR`` defaults to ``<store>-report`` beside the store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from optsched.cli.common import err_console, json_option, print_json
+
+__all__ = ["ExperimentOr", "experiment_command", "register", "report_command"]
+
+
+def _is_experiment(arg: str) -> bool:
+    return arg.lower().endswith(".toml") and not arg.startswith("-")
+
+
+class ExperimentOr(click.Command):
+    """A ``sim`` command that runs an experiment file when its first argument is one."""
+
+    def __init__(self, plain: click.Command, experiment: click.Command) -> None:
+        help_text = (plain.help or "") + (
+            "\n\nGiven EXPERIMENT.toml instead, run that experiment file (see `optsched sim "
+            "sweep EXPERIMENT.toml --help`)."
+        )
+        super().__init__(
+            plain.name,
+            context_settings=plain.context_settings,
+            callback=plain.callback,
+            params=plain.params,
+            help=help_text,
+            epilog=plain.epilog,
+            short_help=plain.short_help,
+            options_metavar=plain.options_metavar,
+            add_help_option=plain.add_help_option,
+            no_args_is_help=plain.no_args_is_help,
+            hidden=plain.hidden,
+            deprecated=plain.deprecated,
+        )
+        self.experiment = experiment
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse as the experiment command when the first argument is a ``.toml`` file."""
+        if args and _is_experiment(args[0]):
+            return self.experiment.make_context(info_name, args, parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command("experiment")
+@click.argument("experiment", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--store",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run store (default: the file's outputs.store).",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write report.html and report.md here (default: the file's outputs.report).",
+)
+@click.option(
+    "--backend",
+    default="joblib",
+    show_default=True,
+    help="Where runs execute: joblib, serial, dask or ray (as `sim sweep`).",
+)
+@click.option("-j", "--n-jobs", type=int, default=None, help="joblib workers.")
+@click.option("--address", default=None, help="Dask scheduler or Ray cluster address.")
+@json_option
+def experiment_command(
+    experiment: Path,
+    store: Path | None,
+    report_dir: Path | None,
+    backend: str,
+    n_jobs: int | None,
+    address: str | None,
+    as_json: bool,
+) -> None:
+    """Run EXPERIMENT.toml (an experiment file) and print its per-policy summary."""
+    from optsched.errors import InvalidInstanceError
+    from optsched.runs.experiment import load_experiment, run_experiment
+
+    loaded = load_experiment(experiment)
+    outputs = loaded.experiment.outputs
+    try:
+        result = run_experiment(
+            loaded,
+            store=store,
+            backend=backend,
+            n_jobs=n_jobs,
+            address=address,
+            progress=not as_json,
+        )
+    except InvalidInstanceError as exc:
+        if exc.field in ("backend", "n_jobs"):
+            raise InvalidInstanceError(f"--{exc.field.replace('_', '-')}", exc.message) from None
+        raise
+    if outputs.csv is not None:
+        result.runs.to_csv(loaded.resolve(outputs.csv), index=False)
+    written: dict[str, str] = {}
+    target = report_dir or (
+        None if outputs.report is None else Path(loaded.resolve(outputs.report))
+    )
+    if target is not None:
+        from optsched.report.sweep import sweep_report
+
+        written = {k: str(v) for k, v in sweep_report(result).write(target).items()}
+    summary = result.to_frame()
+    if as_json:
+        print_json(
+            {
+                "experiment": result.name,
+                "file": str(experiment),
+                "sha256": result.sha256,
+                "experiment_toml": result.text,
+                "store": result.store,
+                "report": written,
+                "runs": len(result.runs),
+                "summary": summary.to_dict(orient="records"),
+                "rows": result.runs.to_dict(orient="records"),
+            }
+        )
+    else:
+        cols = [c for c in summary.columns if not c.endswith("_ci")]
+        cols = [c for c in cols if c not in ("jct_bound_mean", "valid")]
+        err_console.print(summary[cols].to_string(index=False) if len(summary) else "no runs")
+        for kind, path in written.items():
+            err_console.print(f"{kind} report: {path}", highlight=False)
+    _refuse_invalid(result.runs)
+
+
+def _refuse_invalid(runs: Any) -> None:
+    if len(runs) and not bool(runs["valid"].astype(bool).all()):
+        bad = runs[~runs["valid"].astype(bool)]
+        listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())
+        err_console.print(
+            f"[red]{len(bad)} run(s) rejected by the validator: {escape(listed)}[/red]",
+            highlight=False,
+        )
+        raise click.exceptions.Exit(1)
+
+
+@click.command("report")
+@click.argument("store", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for report.html, report.md and figures/ (default: <store>-report).",
+)
+@json_option
+def report_command(store: Path, output: Path | None, as_json: bool) -> None:
+    """Write the HTML and Markdown report of a sweep STORE (experiment or `sim sweep`)."""
+    from optsched.report.sweep import sweep_report
+
+    report = sweep_report(store)
+    if output is None:
+        base = store if store.is_dir() else store.with_suffix("")
+        output = base.parent / f"{base.name}-report"
+    paths = report.write(output)
+    if as_json:
+        print_json(
+            {
+                "html": str(paths["html"]),
+                "markdown": str(paths["markdown"]),
+                "sections": [s.title for s in report.sections],
+                "summary": report.to_frame().to_dict(orient="records"),
+            }
+        )
+    else:
+        for kind, path in paths.items():
+            err_console.print(f"{kind} report: {path}", highlight=False)
+
+
+def register(group: click.Group) -> None:
+    """Let ``sim run/compare/sweep`` take an experiment file; add ``sim report``."""
+    sim = group.commands["sim"]
+    assert isinstance(sim, click.Group)
+    for name in ("run", "compare", "sweep"):
+        plain = sim.commands.get(name)
+        if plain is not None and not isinstance(plain, ExperimentOr):
+            sim.add_command(ExperimentOr(plain, experiment_command), name)
+    sim.add_command(report_command)

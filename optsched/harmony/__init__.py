@@ -1,0 +1,55 @@
+r"""Harmony: learned placement of parameter-server jobs by deep reinforcement learning.
+
+Harmony [H1]_ places the workers and parameter servers of arriving training jobs so that
+co-located jobs interfere little. A policy network chooses a server for every task; it is
+trained offline, by policy gradient, on rewards from an auxiliary network that has learned to
+simulate the cluster's interference; decisions are online inference. optsched judges it against
+the exact interference ILP of every decision and against heuristics on whole traces.
+
+===================================== ===========================================================
+module                                one idea
+===================================== ===========================================================
+:mod:`~optsched.harmony.world`        jobs arrive, are placed, slow each other per the
+                                      interference truth, finish (:class:`Simulation`)
+:mod:`~optsched.harmony.snapshot`     one decision as a placement instance: the exact ILP and
+                                      the validator score every policy
+:mod:`~optsched.harmony.policies`     ``harmony``, ``first-fit``, ``load-balance``, ``tetris``,
+                                      ``random``, ``ilp``; :func:`run_policy`
+:mod:`~optsched.harmony.network`      features and the NumPy forward pass of the policy
+:mod:`~optsched.harmony.env`          the Gymnasium environment (``rl`` extra)
+:mod:`~optsched.harmony.reward`       the auxiliary reward network (JAX, ``rl`` extra)
+:mod:`~optsched.harmony.agent`        actor-critic training (JAX + optax), checkpoints
+:mod:`~optsched.harmony.compare`      every policy on the same arrivals; per-decision ILP gaps
+===================================== ===========================================================
+
+Placing with the shipped model (:func:`load_model`) needs only NumPy; training, the environment
+and the reward network need ``pip install 'optsched[rl]'`` (JAX, optax, gymnasium), imported
+only when used.
+
+References
+----------
+.. [H1] Y. Bao, Y. Peng, C. Wu. "Deep learning-based job placement in distributed machine
+   learning clusters." IEEE INFOCOM 2019. doi:10.1109/INFOCOM.2019.8737460
+"""
+
+from __future__ import annotations
+
+from optsched.harmony.agent import load_model, save_model, train
+from optsched.harmony.checkpoint import CheckpointError
+from optsched.harmony.policies import POLICIES, PolicyRun, place_job, run_policy
+from optsched.harmony.world import HarmonyWorld, JobArrival, Simulation, generate_arrivals
+
+__all__ = [
+    "POLICIES",
+    "CheckpointError",
+    "HarmonyWorld",
+    "JobArrival",
+    "PolicyRun",
+    "Simulation",
+    "generate_arrivals",
+    "load_model",
+    "place_job",
+    "run_policy",
+    "save_model",
+    "train",
+]

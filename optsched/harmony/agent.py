@@ -1,0 +1,322 @@
+r"""The Harmony agent: an actor-critic policy trained offline, placing online by inference.
+
+Training (:func:`train`) runs batches of episodes of :class:`~optsched.harmony.env.PlacementEnv`
+whose reward comes from the learned reward network (``reward="learned"``, Harmony's offline
+training on a learned model of the cluster) or from the true world (``reward="true"``). Each
+iteration samples :math:`E` episodes with the current policy :math:`\pi_\theta` (NumPy
+inference, actions drawn from the masked softmax), then takes one Adam step on
+
+.. math::
+
+    \mathcal L(\theta) = -\frac{1}{N}\sum_{i} \hat A_i \log \pi_\theta(a_i \mid s_i)
+        + \frac{c_v}{N}\sum_i \big(G_i - V_\theta(s_i)\big)^2
+        - \frac{\beta}{N}\sum_i \mathcal H\big(\pi_\theta(\cdot \mid s_i)\big),
+
+with discounted returns :math:`G_i = \sum_{k \ge 0} \gamma^k r_{i+k}` (within the episode),
+advantages :math:`A_i = G_i - V_\theta(s_i)` standardised over the batch to :math:`\hat A_i`
+(REINFORCE with a learned baseline, i.e. a one-step actor-critic), and the entropy bonus
+:math:`\beta` decaying linearly to 0. Gradients are computed by JAX on CPU over a batch padded to
+a fixed size (one compilation); with the same seed the run is bit-for-bit repeatable.
+
+Online, :func:`optsched.harmony.policies.place_job` takes the most probable valid server for
+every task (greedy inference, NumPy only).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from optsched.errors import InvalidInstanceError
+from optsched.harmony.checkpoint import load_checkpoint, save_checkpoint
+from optsched.harmony.network import PARAM_NAMES, feature_sizes, forward, init_params
+from optsched.harmony.world import HarmonyWorld
+
+__all__ = [
+    "MODEL_FORMAT",
+    "TrainResult",
+    "default_model_path",
+    "load_model",
+    "save_model",
+    "train",
+    "world_from_meta",
+]
+
+#: The ``meta.format`` of a policy checkpoint.
+MODEL_FORMAT = "optsched-harmony-policy-v1"
+
+_WORLD_FIELDS = ("n_servers", "gpus", "cpus", "n_types", "spread_penalty", "seed",
+                 "max_workers", "max_ps")  # fmt: skip
+
+
+@dataclass
+class TrainResult:
+    """A trained policy and its learning curve.
+
+    Attributes
+    ----------
+    params : dict of str to numpy.ndarray
+    world : HarmonyWorld
+    curve : list of dict
+        Per iteration: ``iteration``, ``reward`` (mean episode return of the training reward),
+        ``avg_jct_s`` (mean over the batch, true world) and ``loss``.
+    wall_s : float
+        Training wall time, reward-network fitting included.
+    meta : dict
+        Settings, reward model errors, the curve: what :func:`save_model` writes.
+    """
+
+    params: dict[str, np.ndarray]
+    world: HarmonyWorld
+    curve: list[dict[str, float]] = field(default_factory=list)
+    wall_s: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _world_meta(world: HarmonyWorld) -> dict[str, Any]:
+    return {name: getattr(world, name) for name in _WORLD_FIELDS}
+
+
+def world_from_meta(meta: Mapping[str, Any]) -> HarmonyWorld:
+    """Rebuild the world a checkpoint was trained on (the truth is regenerated from its seed)."""
+    w = meta.get("world")
+    if not isinstance(w, Mapping) or set(w) != set(_WORLD_FIELDS):
+        raise InvalidInstanceError("meta.world", f"must hold exactly {list(_WORLD_FIELDS)}")
+    return HarmonyWorld(**{k: w[k] for k in _WORLD_FIELDS})
+
+
+def _episode(
+    env: Any, params: Mapping[str, np.ndarray], rng: np.random.Generator, seed: int
+) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], list[float], float]:
+    fs, _ = feature_sizes(env.world)
+    n = env.world.n_servers
+    obs, info = env.reset(seed=seed)
+    steps = []
+    rewards = []
+    while True:
+        server = obs[: n * fs].reshape(n, fs)
+        jobf = obs[n * fs :]
+        mask = info["action_mask"].astype(bool)
+        p, _ = forward(params, server, jobf, mask)
+        a = int(rng.choice(n, p=p))
+        steps.append((server, jobf, mask, a))
+        obs, r, terminated, _, info = env.step(a)
+        rewards.append(r)
+        if terminated:
+            return steps, rewards, float(info["avg_jct_s"])
+
+
+def train(
+    world: HarmonyWorld | None = None,
+    *,
+    reward: str = "learned",
+    iterations: int = 200,
+    episodes: int = 8,
+    n_jobs: int = 16,
+    hidden: int = 64,
+    lr: float = 3e-3,
+    gamma: float = 0.9,
+    value_coef: float = 0.5,
+    entropy: float = 0.01,
+    seed: int = 0,
+    progress: Callable[[int, int, Mapping[str, float]], None] | None = None,
+    reward_net: Any = None,
+) -> TrainResult:
+    """Train the placement policy (see the module docstring for the loss).
+
+    Parameters
+    ----------
+    world : HarmonyWorld, optional
+    reward : {"learned", "true"}, default "learned"
+        Rewards from the auxiliary network (fitted first unless ``reward_net`` is given) or
+        from the true world.
+    iterations, episodes, n_jobs : int
+        Policy updates, episodes per update, jobs per episode.
+    hidden : int, default 64
+    lr, gamma, value_coef, entropy : float
+        Adam step, discount, value-loss weight, initial entropy bonus.
+    seed : int, default 0
+    progress : callable, optional
+        Called as ``progress(done, total, point)`` after every update, ``point`` the newest
+        entry of the learning curve (the command line draws its progress bar with it).
+    reward_net : RewardNet, optional
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    InvalidInstanceError
+        An option out of range (named).
+    MissingExtraError
+        JAX, optax or gymnasium is not installed.
+    """
+    from optsched.harmony.env import PlacementEnv
+    from optsched.harmony.reward import _jax, fit_reward_net
+
+    if reward not in ("learned", "true"):
+        raise InvalidInstanceError("reward", f"must be 'learned' or 'true', got {reward!r}")
+    for name, value in (("iterations", iterations), ("episodes", episodes), ("n_jobs", n_jobs)):
+        if value < 1:
+            raise InvalidInstanceError(name, f"must be >= 1, got {value}")
+    if not 0 <= gamma <= 1:
+        raise InvalidInstanceError("gamma", f"must be in [0, 1], got {gamma}")
+    jax, jnp, optax = _jax()
+    world = HarmonyWorld() if world is None else world
+    start = time.perf_counter()
+    reward_meta: dict[str, Any] = {"source": reward}
+    model = None
+    if reward == "learned":
+        model = fit_reward_net(world, seed=seed) if reward_net is None else reward_net
+        reward_meta.update(model.meta)
+    env = PlacementEnv(world, n_jobs=n_jobs, reward_model=None if model is None else model.slowdown)
+    params = init_params(world, hidden, seed)
+    tree = {k: jnp.asarray(v) for k, v in params.items()}
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(lr))
+    opt_state = opt.init(tree)
+    n = world.n_servers
+    fs, fj = feature_sizes(world)
+    cap = episodes * n_jobs * (world.max_workers + world.max_ps)
+
+    def loss_fn(p: Any, batch: Mapping[str, Any], beta: Any) -> Any:
+        x = jnp.concatenate(
+            [batch["server"], jnp.broadcast_to(batch["job"][:, None, :], (cap, n, fj))], axis=2
+        )
+        z = jnp.tanh(jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"])
+        logits = (z @ p["w3"])[..., 0] + p["b3"][0]
+        logits = jnp.where(batch["mask"], logits, -1e9)
+        logp = jax.nn.log_softmax(logits, axis=1)
+        value = z.mean(axis=1) @ p["wv"][:, 0] + p["bv"][0]
+        chosen = jnp.take_along_axis(logp, batch["action"][:, None], axis=1)[:, 0]
+        adv = batch["ret"] - jax.lax.stop_gradient(value)
+        w = batch["valid"]
+        count = w.sum()
+        mean = (adv * w).sum() / count
+        std = jnp.sqrt((((adv - mean) ** 2) * w).sum() / count) + 1e-8
+        adv = (adv - mean) / std
+        probs = jnp.exp(logp)
+        ent = -jnp.sum(jnp.where(batch["mask"], probs * logp, 0.0), axis=1)
+        pg = -(adv * chosen * w).sum() / count
+        vl = (((batch["ret"] - value) ** 2) * w).sum() / count
+        return pg + value_coef * vl - beta * (ent * w).sum() / count
+
+    @jax.jit
+    def update(p: Any, s: Any, batch: Mapping[str, Any], beta: Any) -> Any:
+        value, grads = jax.value_and_grad(loss_fn)(p, batch, beta)
+        updates, s = opt.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, value
+
+    rng = np.random.default_rng(seed)
+    seeds = np.random.default_rng(seed + 1).integers(0, 2**31 - 1, (iterations, episodes))
+    curve: list[dict[str, float]] = []
+    for it in range(iterations):
+        server = np.zeros((cap, n, fs), np.float32)
+        jobf = np.zeros((cap, fj), np.float32)
+        mask = np.zeros((cap, n), bool)
+        mask[:, 0] = True  # padding rows: any valid mask, weight 0
+        action = np.zeros(cap, np.int32)
+        ret = np.zeros(cap, np.float32)
+        valid = np.zeros(cap, np.float32)
+        row = 0
+        returns, jcts = [], []
+        for e in range(episodes):
+            steps, rewards, jct = _episode(env, params, rng, int(seeds[it, e]))
+            g = 0.0
+            gs = np.zeros(len(rewards))
+            for i in range(len(rewards) - 1, -1, -1):
+                g = rewards[i] + gamma * g
+                gs[i] = g
+            for (sv, jf, mk, a), gi in zip(steps, gs, strict=True):
+                server[row], jobf[row], mask[row], action[row] = sv, jf, mk, a
+                ret[row], valid[row] = gi, 1.0
+                row += 1
+            returns.append(sum(rewards))
+            jcts.append(jct)
+        beta = entropy * (1.0 - it / iterations)
+        batch = {
+            "server": jnp.asarray(server),
+            "job": jnp.asarray(jobf),
+            "mask": jnp.asarray(mask),
+            "action": jnp.asarray(action),
+            "ret": jnp.asarray(ret),
+            "valid": jnp.asarray(valid),
+        }
+        tree, opt_state, loss = update(tree, opt_state, batch, jnp.float32(beta))
+        params = {k: np.asarray(v) for k, v in tree.items()}
+        curve.append(
+            {
+                "iteration": it,
+                "reward": float(np.mean(returns)),
+                "avg_jct_s": float(np.mean(jcts)),
+                "loss": float(loss),
+            }
+        )
+        if progress is not None:
+            progress(it + 1, iterations, curve[-1])
+    wall = time.perf_counter() - start
+    meta = {
+        "format": MODEL_FORMAT,
+        "world": _world_meta(world),
+        "hidden": hidden,
+        "training": {
+            "reward": reward,
+            "iterations": iterations,
+            "episodes": episodes,
+            "n_jobs": n_jobs,
+            "lr": lr,
+            "gamma": gamma,
+            "value_coef": value_coef,
+            "entropy": entropy,
+            "seed": seed,
+            "wall_s": wall,
+            "machine": platform.machine(),
+        },
+        "reward_model": reward_meta,
+        "curve": curve,
+    }
+    return TrainResult(params, world, curve, wall, meta)
+
+
+def save_model(path: str | Path, result: TrainResult) -> Path:
+    """Write the trained policy as an ``.npz`` checkpoint (no pickle)."""
+    return save_checkpoint(path, result.params, result.meta)
+
+
+def default_model_path() -> Path:
+    """The small trained policy shipped with optsched."""
+    return Path(__file__).with_name("data") / "harmony_small.npz"
+
+
+def load_model(path: str | Path | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Load a policy checkpoint (default: the shipped one) through the guarded loader.
+
+    Raises
+    ------
+    CheckpointError
+        Malformed, of another kind, with shapes that do not match its world, or altered.
+    """
+    from optsched.harmony.checkpoint import CheckpointError
+
+    p = default_model_path() if path is None else Path(path)
+    params, meta = load_checkpoint(p, kind=MODEL_FORMAT, names=PARAM_NAMES)
+    try:
+        world = world_from_meta(meta)
+        hidden = int(meta["hidden"])
+    except (InvalidInstanceError, KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            "meta.world", f"does not describe a world: {exc}", file=str(p)
+        ) from None
+    want = init_params(world, hidden)
+    for name, arr in want.items():
+        if params[name].shape != arr.shape:
+            raise CheckpointError(
+                f"param/{name}", f"shape {params[name].shape} != {arr.shape}", file=str(p)
+            )
+    return params, meta

@@ -1,0 +1,461 @@
+r"""The interference-aware world over time: PS jobs arrive, are placed, slow each other, finish.
+
+This is a compact event loop specific to placement over time. The general simulator
+(:mod:`optsched.sim`) allocates GPUs to jobs round by round with rates that depend on the GPU
+type and on packing pairs; it has no notion of *which* servers a job's workers and parameter
+servers sit on, so it cannot express a speed that depends on the co-runners of every server a
+job spans. This loop does only that, and reuses the rest: the slowdown is
+:meth:`optsched.interference.InterferenceTruth.slowdown`, and every decision can be checked by
+the placement validator (:func:`optsched.harmony.snapshot.validate_decision`).
+
+Model [R]
+---------
+A job :math:`j` of type :math:`\tau_j` has :math:`W_j` workers (1 GPU, 2 CPUs each) and
+:math:`P_j` parameter servers (4 CPUs each) and :math:`I_j` iterations to run. Server
+:math:`h` has :math:`G` GPUs and :math:`C` CPUs. With :math:`S_j` the servers job :math:`j`
+spans and :math:`B_{jh}` the multiset of the types of the *other* jobs present on :math:`h`,
+its iteration time is
+
+.. math::
+
+    t_j = t^0_{\tau_j} \Big(1 + \sum_{h \in S_j} S_{\tau_j}(B_{jh})
+          + \lambda\, (|S_j| - 1)\Big),
+
+the Harmony placement ILP's structure (:mod:`optsched.placement.interference`) with the true,
+superadditive group slowdown :math:`S_a(B)` of the ground truth in place of its pairwise sum,
+and :math:`\lambda` the cost of each extra server the job's PS traffic crosses. Its normalised
+speed is :math:`v_j = 1 / (1 + \text{slowdown}_j) \in (0, 1]`, and the cluster's training speed
+is the mean of :math:`v_j` over running jobs.
+
+Jobs wait in arrival order (FIFO) until the first fits; a job is admitted when the
+first-fit-decreasing packing of its tasks succeeds on the free capacity, so every admitted job
+has at least one complete placement and the per-task action mask (:meth:`ClusterState.mask`)
+never leaves a policy without a valid server.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optsched.errors import InvalidInstanceError
+from optsched.interference import InterferenceTruth, generate_interference_truth
+from optsched.tolerances import TIME_TOL, WORK_TOL
+
+__all__ = [
+    "PS_DEMAND",
+    "WORKER_DEMAND",
+    "ClusterState",
+    "HarmonyWorld",
+    "JobArrival",
+    "Simulation",
+    "generate_arrivals",
+]
+
+#: Demand of a worker: (GPUs, CPUs).
+WORKER_DEMAND = np.array([1.0, 2.0])
+#: Demand of a parameter server: (GPUs, CPUs).
+PS_DEMAND = np.array([0.0, 4.0])
+
+#: ``slowdown_fn(job_type, partner_counts) -> S``: the slowdown a job of ``job_type`` suffers
+#: beside co-runners counted per type (``partner_counts[b]`` jobs of type ``b``).
+SlowdownFn = Callable[[int, np.ndarray], float]
+
+
+@dataclass(frozen=True)
+class JobArrival:
+    """One arriving PS-architecture training job.
+
+    Attributes
+    ----------
+    id : int
+        Index in its trace (arrival order).
+    arrival_s : float
+        Arrival time (s).
+    job_type : int
+        Interference type (a row of the truth's profiles).
+    n_workers, n_ps : int
+        Workers (1 GPU, 2 CPUs) and parameter servers (4 CPUs).
+    iterations : float
+        Iterations to run.
+    """
+
+    id: int
+    arrival_s: float
+    job_type: int
+    n_workers: int
+    n_ps: int
+    iterations: float
+
+    @property
+    def n_tasks(self) -> int:
+        """Workers plus parameter servers."""
+        return self.n_workers + self.n_ps
+
+    def demands(self) -> np.ndarray:
+        """Demand per task, shape (tasks, 2), workers first (largest first, as FFD orders)."""
+        return np.array([WORKER_DEMAND] * self.n_workers + [PS_DEMAND] * self.n_ps)
+
+
+@dataclass(frozen=True, eq=False)
+class HarmonyWorld:
+    r"""The static part of the world: servers, job types and the interference truth.
+
+    Parameters
+    ----------
+    n_servers : int, default 6
+    gpus, cpus : int, default 4 and 16
+        Capacity of every server.
+    truth : InterferenceTruth, optional
+        Default: :func:`~optsched.interference.generate_interference_truth` with ``n_types``
+        types and ``seed``.
+    n_types : int, default 6
+    spread_penalty : float, default 0.1
+        :math:`\lambda`, relative slowdown per extra server spanned.
+    seed : int, default 0
+        Seed of the default truth.
+    max_workers, max_ps : int, default 3 and 2
+        Largest job the trace generator draws.
+
+    Raises
+    ------
+    InvalidInstanceError
+        A size out of range (the field is named), or a job that would fit on no empty cluster.
+    """
+
+    n_servers: int = 6
+    gpus: int = 4
+    cpus: int = 16
+    truth: InterferenceTruth | None = None
+    n_types: int = 6
+    spread_penalty: float = 0.1
+    seed: int = 0
+    max_workers: int = 3
+    max_ps: int = 2
+    capacity: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("n_servers", "gpus", "cpus", "n_types", "max_workers"):
+            if int(getattr(self, name)) < 1:
+                raise InvalidInstanceError(name, f"must be >= 1, got {getattr(self, name)}")
+        if self.max_ps < 0:
+            raise InvalidInstanceError("max_ps", f"must be >= 0, got {self.max_ps}")
+        if not math.isfinite(self.spread_penalty) or self.spread_penalty < 0:
+            raise InvalidInstanceError(
+                "spread_penalty", f"must be finite and >= 0, got {self.spread_penalty}"
+            )
+        truth = self.truth
+        if truth is None:
+            truth = generate_interference_truth(self.n_types, n_families=4, seed=self.seed)
+        object.__setattr__(self, "truth", truth)
+        object.__setattr__(self, "n_types", truth.n_types)
+        largest = self.max_workers * WORKER_DEMAND + self.max_ps * PS_DEMAND
+        if np.any(largest > self.n_servers * np.array([self.gpus, self.cpus])):
+            raise InvalidInstanceError(
+                "max_workers", "the largest job does not fit on the empty cluster"
+            )
+        cap = np.tile(np.array([float(self.gpus), float(self.cpus)]), (self.n_servers, 1))
+        cap.setflags(write=False)
+        object.__setattr__(self, "capacity", cap)
+
+    @property
+    def the_truth(self) -> InterferenceTruth:
+        """The interference truth (never ``None`` after construction)."""
+        assert self.truth is not None
+        return self.truth
+
+    def true_slowdown(self, job_type: int, partner_counts: np.ndarray) -> float:
+        r"""Ground-truth :math:`S_a(B)` for co-runners counted per type (vectorised truth)."""
+        truth = self.the_truth
+        load = partner_counts @ truth.profiles
+        own = truth.profiles[job_type]
+        over = np.maximum(own + load - 1.0, 0.0)
+        return float((own * load) @ truth.weights + truth.overflow * np.sum(own * over**2))
+
+
+def generate_arrivals(
+    world: HarmonyWorld,
+    n_jobs: int,
+    *,
+    seed: int = 0,
+    mean_interarrival_s: float = 60.0,
+    mean_iterations: float = 600.0,
+) -> tuple[JobArrival, ...]:
+    """A seeded Poisson arrival trace of PS jobs.
+
+    Types are uniform; workers uniform in ``1..max_workers``, PSs in ``1..max_ps`` (0 when
+    ``max_ps`` is 0); iterations log-uniform in ``[mean/3, 3 mean]``.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``n_jobs < 1`` or a non-positive mean.
+    """
+    if n_jobs < 1:
+        raise InvalidInstanceError("n_jobs", f"must be >= 1, got {n_jobs}")
+    for name, value in (
+        ("mean_interarrival_s", mean_interarrival_s),
+        ("mean_iterations", mean_iterations),
+    ):
+        if not math.isfinite(value) or value <= 0:
+            raise InvalidInstanceError(name, f"must be finite and > 0, got {value}")
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.exponential(mean_interarrival_s, n_jobs))
+    types = rng.integers(0, world.n_types, n_jobs)
+    workers = rng.integers(1, world.max_workers + 1, n_jobs)
+    ps = rng.integers(1, world.max_ps + 1, n_jobs) if world.max_ps > 0 else np.zeros(n_jobs, int)
+    iters = np.exp(rng.uniform(np.log(mean_iterations / 3), np.log(mean_iterations * 3), n_jobs))
+    return tuple(
+        JobArrival(i, float(times[i]), int(types[i]), int(workers[i]), int(ps[i]), float(iters[i]))
+        for i in range(n_jobs)
+    )
+
+
+def _ffd_fits(demands: np.ndarray, free: np.ndarray) -> bool:
+    """Whether first-fit (in the given, decreasing order) packs ``demands`` into ``free``."""
+    left = free.copy()
+    for d in demands:
+        ok = np.all(d <= left + WORK_TOL, axis=1)
+        if not ok.any():
+            return False
+        left[int(np.argmax(ok))] -= d
+    return True
+
+
+class ClusterState:
+    """Who runs where: free capacity and the jobs present on every server.
+
+    Parameters
+    ----------
+    world : HarmonyWorld
+    """
+
+    def __init__(self, world: HarmonyWorld) -> None:
+        self.world = world
+        self.free = world.capacity.copy()
+        #: ``members[h][job_id]`` = tasks of the job on server ``h``.
+        self.members: list[dict[int, int]] = [{} for _ in range(world.n_servers)]
+        self.types: dict[int, int] = {}
+
+    def copy(self) -> ClusterState:
+        """An independent copy."""
+        out = ClusterState.__new__(ClusterState)
+        out.world = self.world
+        out.free = self.free.copy()
+        out.members = [dict(m) for m in self.members]
+        out.types = dict(self.types)
+        return out
+
+    def type_counts(self, exclude: int | None = None) -> np.ndarray:
+        """Jobs of each type present per server, shape (servers, types)."""
+        counts = np.zeros((self.world.n_servers, self.world.n_types))
+        for h, m in enumerate(self.members):
+            for j in m:
+                if j != exclude:
+                    counts[h, self.types[j]] += 1
+        return counts
+
+    def mask(self, demands: np.ndarray, k: int) -> np.ndarray:
+        """Valid servers for task ``k`` of a job whose tasks ``demands[:k]`` are placed.
+
+        A server is valid when the task fits and first-fit can still pack the job's remaining
+        tasks afterwards, so a policy following the mask never strands a half-placed job.
+        """
+        out = np.zeros(self.world.n_servers, dtype=bool)
+        d = demands[k]
+        for h in range(self.world.n_servers):
+            if np.all(d <= self.free[h] + WORK_TOL):
+                left = self.free.copy()
+                left[h] -= d
+                out[h] = _ffd_fits(demands[k + 1 :], left)
+        return out
+
+    def place_task(self, job: JobArrival, demand: np.ndarray, h: int) -> None:
+        """Put one task of ``job`` on server ``h``."""
+        self.free[h] -= demand
+        self.members[h][job.id] = self.members[h].get(job.id, 0) + 1
+        self.types[job.id] = job.job_type
+
+    def remove(self, job_id: int, demands: np.ndarray, servers: Sequence[int]) -> None:
+        """Release every task of a finished job."""
+        for d, h in zip(demands, servers, strict=True):
+            self.free[h] += d
+            self.members[h].pop(job_id, None)
+        self.types.pop(job_id, None)
+
+    def slowdowns(self, slowdown_fn: SlowdownFn | None = None) -> dict[int, float]:
+        r"""Total relative slowdown of every present job (see the module's :math:`t_j`)."""
+        fn = self.world.true_slowdown if slowdown_fn is None else slowdown_fn
+        counts = self.type_counts()
+        out: dict[int, float] = {}
+        for h, m in enumerate(self.members):
+            for j in m:
+                partners = counts[h].copy()
+                partners[self.types[j]] -= 1
+                s = fn(self.types[j], partners) if partners.any() else 0.0
+                out[j] = out.get(j, 0.0) + s + self.world.spread_penalty
+        # Each job was charged lambda once per server; it pays for all but the first.
+        return {j: s - self.world.spread_penalty for j, s in out.items()}
+
+    def cluster_speed(self, slowdown_fn: SlowdownFn | None = None) -> float:
+        r"""Mean normalised speed :math:`1/(1+\text{slowdown})` of the present jobs (1 if none)."""
+        s = self.slowdowns(slowdown_fn)
+        if not s:
+            return 1.0
+        return float(np.mean([1.0 / (1.0 + v) for v in s.values()]))
+
+
+@dataclass
+class _Running:
+    job: JobArrival
+    servers: list[int]
+    remaining: float
+    iter_time: float = 0.0
+
+
+class Simulation:
+    """The event loop: arrivals queue, admitted jobs are placed, run, and finish.
+
+    Use :meth:`next_job` to advance to the next placement decision, :meth:`commit` to carry it
+    out, and :meth:`finish` to run the last jobs to completion.
+
+    Parameters
+    ----------
+    world : HarmonyWorld
+    arrivals : sequence of JobArrival
+        In arrival order, each fitting on the empty cluster.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Arrivals out of order, or a job that fits on no empty cluster.
+    """
+
+    def __init__(self, world: HarmonyWorld, arrivals: Sequence[JobArrival]) -> None:
+        self.world = world
+        self.arrivals = tuple(arrivals)
+        empty = world.capacity.copy()
+        last = -math.inf
+        for i, job in enumerate(self.arrivals):
+            if job.arrival_s < last:
+                raise InvalidInstanceError(f"arrivals[{i}].arrival_s", "must not decrease")
+            last = job.arrival_s
+            if not 0 <= job.job_type < world.n_types:
+                raise InvalidInstanceError(
+                    f"arrivals[{i}].job_type", f"must be in [0, {world.n_types})"
+                )
+            if job.n_workers < 0 or job.n_ps < 0 or job.n_tasks < 1 or job.iterations <= 0:
+                raise InvalidInstanceError(f"arrivals[{i}]", "needs >= 1 task and iterations > 0")
+            if not _ffd_fits(job.demands(), empty):
+                raise InvalidInstanceError(f"arrivals[{i}]", "fits on no empty cluster")
+        self.state = ClusterState(world)
+        self.now = 0.0
+        self.queue: deque[JobArrival] = deque()
+        self.next_arrival = 0
+        self.running: dict[int, _Running] = {}
+        self.start: dict[int, float] = {}
+        self.finish_time: dict[int, float] = {}
+        self.placements: dict[int, list[int]] = {}
+
+    # ----- time ----------------------------------------------------------------------------
+
+    def _rates(self) -> None:
+        s = self.state.slowdowns()
+        t0 = self.world.the_truth.standalone_times
+        for j, run in self.running.items():
+            run.iter_time = float(t0[run.job.job_type]) * (1.0 + s.get(j, 0.0))
+
+    def _advance(self, until: float) -> None:
+        """Run jobs until ``until`` or the first completion, whichever is first."""
+        while self.running:
+            self._rates()
+            j, run = min(self.running.items(), key=lambda kv: kv[1].remaining * kv[1].iter_time)
+            t_done = self.now + run.remaining * run.iter_time
+            if t_done > until + TIME_TOL:
+                dt = until - self.now
+                for r in self.running.values():
+                    r.remaining -= dt / r.iter_time
+                self.now = until
+                return
+            dt = t_done - self.now
+            for r in self.running.values():
+                r.remaining -= dt / r.iter_time
+            self.now = t_done
+            del self.running[j]
+            self.state.remove(j, run.job.demands(), run.servers)
+            self.finish_time[j] = t_done
+            if self.queue and self._fits(self.queue[0]):
+                return
+        if math.isfinite(until):
+            self.now = max(self.now, until)
+
+    def _fits(self, job: JobArrival) -> bool:
+        return _ffd_fits(job.demands(), self.state.free)
+
+    def next_job(self) -> JobArrival | None:
+        """Advance time to the next decision; the job to place, or ``None`` when all are placed."""
+        while True:
+            if self.queue and self._fits(self.queue[0]):
+                return self.queue[0]
+            if self.next_arrival < len(self.arrivals):
+                job = self.arrivals[self.next_arrival]
+                self._advance(job.arrival_s)
+                if self.now + TIME_TOL >= job.arrival_s:
+                    self.queue.append(job)
+                    self.next_arrival += 1
+                continue
+            if not self.queue:
+                return None
+            if not self.running:  # pragma: no cover - admission guarantees progress
+                raise InvalidInstanceError("arrivals", "a queued job can never be admitted")
+            self._advance(math.inf)
+
+    def commit(self, job: JobArrival, servers: Sequence[int]) -> None:
+        """Place the head job on ``servers`` (one per task, in :meth:`JobArrival.demands` order).
+
+        Raises
+        ------
+        InvalidInstanceError
+            Not the head job, wrong length, or a task that does not fit.
+        """
+        if not self.queue or self.queue[0].id != job.id:
+            raise InvalidInstanceError("job", f"job {job.id} is not the one to place")
+        demands = job.demands()
+        if len(servers) != len(demands):
+            raise InvalidInstanceError("servers", f"need {len(demands)} servers")
+        for k, (d, h) in enumerate(zip(demands, servers, strict=True)):
+            if not 0 <= int(h) < self.world.n_servers:
+                raise InvalidInstanceError(f"servers[{k}]", f"no server {h}")
+            if not np.all(d <= self.state.free[int(h)] + WORK_TOL):
+                raise InvalidInstanceError(f"servers[{k}]", f"task does not fit on server {h}")
+            self.state.place_task(job, d, int(h))
+        self.queue.popleft()
+        self.running[job.id] = _Running(job, [int(h) for h in servers], job.iterations)
+        self.start[job.id] = self.now
+        self.placements[job.id] = [int(h) for h in servers]
+
+    def finish(self) -> None:
+        """Run every placed job to completion (call after :meth:`next_job` returned ``None``)."""
+        self._advance(math.inf)
+
+    # ----- metrics -------------------------------------------------------------------------
+
+    def jcts(self) -> np.ndarray:
+        """Completion minus arrival time of every finished job, in arrival order."""
+        return np.array(
+            [
+                self.finish_time[j.id] - j.arrival_s
+                for j in self.arrivals
+                if j.id in self.finish_time
+            ]
+        )
+
+    def makespan(self) -> float:
+        """Last completion minus first arrival."""
+        if not self.finish_time:
+            return 0.0
+        return max(self.finish_time.values()) - self.arrivals[0].arrival_s

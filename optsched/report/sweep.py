@@ -1,0 +1,512 @@
+r"""Reports of simulator sweeps and experiments: one self-contained HTML page and Markdown.
+
+:func:`sweep_report` turns an :class:`~optsched.runs.experiment.ExperimentResult` (an experiment
+run, or any ``sim-experiment`` / ``sim-sweep`` store read back) into a :class:`SweepReport`:
+
+* **Summary**: per policy and group (trace, cluster, scale, load), every metric's mean and
+  Student-t confidence interval across seeds (the table of
+  :meth:`ExperimentResult.to_frame <optsched.runs.experiment.ExperimentResult.to_frame>`), and
+  the average JCT against the load;
+* **JCT CDFs**: per group, the empirical CDF of the finished jobs' JCT pooled over seeds, one
+  line per policy;
+* **Makespan** and **Fairness**: bars of the mean makespan and worst finish-time fairness
+  :math:`\max_j \rho_j`, with their confidence intervals as error bars, and the CDF of
+  :math:`\rho`;
+* **Gap to the bound**: :math:`\bar J / \underline{J} - 1` against the isolated bound of the
+  mean JCT (:mod:`optsched.runs.experiment`), when the runs carry it;
+* **Experiment**: the experiment file's text and SHA-256.
+
+The HTML embeds every figure as a base64 PNG and loads nothing from the network; the Markdown
+refers to the same PNGs written next to it. ``optsched sim report STORE`` writes both.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from optsched.runs.experiment import GROUP_FIELDS, KEY_FIELDS, ExperimentResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "Section",
+    "SweepReport",
+    "plot_jct_vs_load",
+    "plot_sweep_bars",
+    "plot_sweep_cdf",
+    "sweep_report",
+]
+
+#: Columns of the summary table, in order, with their titles.
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("jct_mean", "mean JCT (s)"),
+    ("jct_p95", "p95 JCT (s)"),
+    ("makespan", "makespan (s)"),
+    ("rho_max", "worst rho"),
+    ("utilization_mean", "utilization"),
+    ("unfinished", "unfinished"),
+    ("gap_jct_bound", "gap to bound"),
+    ("gap_weighted-jct", "gap weighted JCT"),
+    ("gap_makespan", "gap makespan"),
+)
+
+#: At most this many groups get their own CDF figure (the first ones, in table order).
+MAX_GROUP_FIGURES = 12
+
+
+@dataclass
+class Section:
+    """One section of a report: a title, text (Markdown-safe), tables and figures."""
+
+    title: str
+    text: str = ""
+    tables: list[pd.DataFrame] = field(default_factory=list)
+    figures: list[tuple[str, bytes]] = field(default_factory=list)
+    code: str | None = None
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
+    if ax is not None:
+        fig = ax.get_figure()
+        assert fig is not None
+        return fig, ax  # type: ignore[return-value]
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _group_label(key: tuple[Any, ...]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in zip(GROUP_FIELDS, key, strict=True))
+
+
+def _groups(runs: pd.DataFrame) -> list[tuple[Any, ...]]:
+    if not len(runs):
+        return []
+    keys = runs[list(GROUP_FIELDS)].drop_duplicates()
+    return [tuple(r) for r in keys.itertuples(index=False)]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float | np.floating):
+        return "-" if not math.isfinite(value) else f"{value:.4g}"
+    return str(value)
+
+
+def _table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary as shown: ``mean ± ci`` strings per metric (same numbers as to_frame)."""
+    import pandas as pd
+
+    rows = []
+    for _, r in summary.iterrows():
+        row: dict[str, Any] = {k: r[k] for k in (*GROUP_FIELDS, "policy", "seeds")}
+        for metric, title in TABLE_COLUMNS:
+            mean, ci = r.get(f"{metric}_mean"), r.get(f"{metric}_ci")
+            if mean is None:
+                continue
+            row[title] = _fmt(mean) + (
+                "" if ci is None or not math.isfinite(ci) else f" ± {_fmt(ci)}"
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_sweep_bars(
+    result: ExperimentResult, metric: str, *, label: str | None = None, ax: Axes | None = None
+) -> Figure:
+    """Mean of ``metric`` across seeds per policy, one cluster of bars per group, CI bars.
+
+    Parameters
+    ----------
+    result : ExperimentResult
+    metric : str
+        A summarized run metric (:data:`~optsched.runs.experiment.SUMMARY_METRICS`).
+    label : str, optional
+        Axis label (default the metric's name).
+    ax : Axes, optional
+    """
+    return _bars(result.to_frame(), metric, label or metric, _policies(result), ax=ax)
+
+
+def _policies(result: ExperimentResult) -> list[str]:
+    if result.policies:
+        return list(result.policies)
+    return sorted(result.runs["policy"].unique()) if len(result.runs) else []
+
+
+def _bars(
+    summary: pd.DataFrame,
+    metric: str,
+    label: str,
+    policies: list[str],
+    *,
+    ax: Axes | None = None,
+) -> Figure:
+    """Grouped bars: one cluster of bars per group, one bar per policy, CI error bars."""
+    fig, ax = _axes(ax)
+    groups = _groups(summary)
+    width = 0.8 / max(len(policies), 1)
+    for i, policy in enumerate(policies):
+        part = summary[summary["policy"] == policy]
+        means, cis = [], []
+        for g in groups:
+            hit = part[[tuple(r) == g for r in part[list(GROUP_FIELDS)].itertuples(index=False)]]
+            means.append(float(hit[f"{metric}_mean"].iloc[0]) if len(hit) else math.nan)
+            ci = float(hit[f"{metric}_ci"].iloc[0]) if len(hit) else math.nan
+            cis.append(ci if math.isfinite(ci) else 0.0)
+        x = np.arange(len(groups)) + (i - (len(policies) - 1) / 2) * width
+        ax.bar(x, means, width, yerr=cis, capsize=3, label=policy)
+    ax.set_xticks(
+        range(len(groups)),
+        [
+            f"load {g[3]:g}" if len(_distinct(groups, 3)) == len(groups) else _group_label(g)
+            for g in groups
+        ],
+        rotation=20 if len(groups) > 3 else 0,
+        ha="right" if len(groups) > 3 else "center",
+        fontsize="small",
+    )
+    ax.set_ylabel(label)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small", ncols=min(len(policies), 4))
+    return fig
+
+
+def _distinct(groups: list[tuple[Any, ...]], i: int) -> set[Any]:
+    return {g[i] for g in groups}
+
+
+def plot_sweep_cdf(
+    result: ExperimentResult,
+    *,
+    kind: str = "jct",
+    load: float | None = None,
+    group: tuple[Any, ...] | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    r"""Empirical CDF of the finished jobs' JCT (``kind="jct"``) or :math:`\rho` (``"rho"``).
+
+    One line per policy, pooling the jobs of every seed of one group (trace, cluster, scale,
+    load): ``group``, else the first group at ``load``, else the first group. A line ends at
+    the finished fraction of the jobs (below 1 when jobs did not finish).
+
+    Raises
+    ------
+    KeyError
+        ``kind`` is neither ``"jct"`` nor ``"rho"``, or no group matches.
+    """
+    samples = {"jct": result.jcts, "rho": result.rhos}[kind]
+    groups = _groups(result.runs)
+    if group is None:
+        hits = [g for g in groups if load is None or g[3] == load]
+        if not hits:
+            raise KeyError(f"no group at load {load}")
+        group = hits[0]
+    xlabel = "JCT (h)" if kind == "jct" else r"finish-time fairness $\rho$"
+    return _cdf_figure(
+        samples,
+        result.runs,
+        group,
+        _policies(result),
+        xlabel,
+        mark_one=kind == "rho",
+        scale=3600.0 if kind == "jct" else 1.0,
+        ax=ax,
+    )
+
+
+def _cdf_figure(
+    samples: dict[tuple[Any, ...], list[float]],
+    runs: pd.DataFrame,
+    group: tuple[Any, ...],
+    policies: list[str],
+    xlabel: str,
+    *,
+    mark_one: bool = False,
+    scale: float = 1.0,
+    ax: Axes | None = None,
+) -> Figure:
+    """Empirical CDF per policy of the values pooled over the group's seeds."""
+    fig, ax = _axes(ax)
+    for policy in policies:
+        values: list[float] = []
+        total = 0
+        for key, rest in _runs_of(runs, group, policy):
+            values += samples.get(key, [])
+            total += int(rest)
+        if not values or total == 0:
+            continue
+        x = np.sort(np.asarray(values, dtype=float)) / scale
+        # unfinished jobs have no JCT: the line ends at the finished fraction, below 1
+        ax.step(x, np.arange(1, len(x) + 1) / total, where="post", label=policy)
+    if mark_one:
+        ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of jobs")
+    ax.set_ylim(0, 1.01)
+    ax.set_title(_group_label(group), fontsize="small")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def _runs_of(
+    runs: pd.DataFrame, group: tuple[Any, ...], policy: str
+) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    mask = runs["policy"] == policy
+    for col, value in zip(GROUP_FIELDS, group, strict=True):
+        mask &= runs[col] == value
+    for _, r in runs[mask].iterrows():
+        yield tuple(r[k] for k in KEY_FIELDS), r.get("jobs", 0)
+
+
+def plot_jct_vs_load(result: ExperimentResult, *, ax: Axes | None = None) -> Figure:
+    """Average JCT (hours) against the load, mean across seeds with its CI as error bars.
+
+    One line per policy (and per trace, cluster and scale when there are several).
+    """
+    return _load_figure(result.to_frame(), _policies(result), ax=ax)
+
+
+def _load_figure(summary: pd.DataFrame, policies: list[str], *, ax: Axes | None = None) -> Figure:
+    """Average JCT against the load, one line per policy and (trace, cluster, scale)."""
+    fig, ax = _axes(ax)
+    rest = [c for c in GROUP_FIELDS if c != "load"]
+    many = len(summary[rest].drop_duplicates()) > 1
+    for key, part in summary.groupby(rest, sort=True):
+        for policy in policies:
+            line = part[part["policy"] == policy].sort_values("load")
+            if not len(line):
+                continue
+            y = line["jct_mean_mean"].to_numpy(dtype=float) / 3600.0
+            ci = np.nan_to_num(line["jct_mean_ci"].to_numpy(dtype=float) / 3600.0)
+            label = policy + (f" ({', '.join(map(str, key))})" if many else "")
+            ax.errorbar(line["load"], y, yerr=ci, marker="o", capsize=3, label=label)
+    ax.set_xlabel("load (arrival-rate factor)")
+    ax.set_ylabel("average JCT (h)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+@dataclass
+class SweepReport:
+    """A report of a simulator sweep: its sections, and its HTML and Markdown renderings.
+
+    Attributes
+    ----------
+    result : ExperimentResult
+        The runs reported.
+    sections : list of Section
+    """
+
+    result: ExperimentResult
+    sections: list[Section]
+
+    @property
+    def title(self) -> str:
+        """The report's title (the experiment's name)."""
+        return f"Simulator sweep: {self.result.name or 'runs'}"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The summary table's numbers (:meth:`ExperimentResult.to_frame`)."""
+        return self.result.to_frame()
+
+    def to_html(self) -> str:
+        """One self-contained HTML page (figures as base64 PNG, no external resource)."""
+        parts = [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{html.escape(self.title)}</title>",
+            "<style>body{font-family:sans-serif;max-width:70em;margin:auto;padding:1em}"
+            "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;"
+            "padding:2px 6px;text-align:right}img{max-width:100%}pre{background:#f6f6f6;"
+            "padding:0.5em;overflow:auto}</style>",
+            "</head><body>",
+            f"<h1>{html.escape(self.title)}</h1>",
+            self._body_html(),
+            "</body></html>",
+        ]
+        return "\n".join(parts)
+
+    def _body_html(self) -> str:
+        out = []
+        for section in self.sections:
+            out.append(f"<section><h2>{html.escape(section.title)}</h2>")
+            if section.text:
+                out.append(f"<p>{html.escape(section.text)}</p>")
+            for table in section.tables:
+                out.append(table.to_html(index=False, escape=True, na_rep="-"))
+            for caption, png in section.figures:
+                data = base64.b64encode(png).decode("ascii")
+                out.append(
+                    f'<figure><img alt="{html.escape(caption)}" '
+                    f'src="data:image/png;base64,{data}"><figcaption>'
+                    f"{html.escape(caption)}</figcaption></figure>"
+                )
+            if section.code is not None:
+                out.append(f"<pre>{html.escape(section.code)}</pre>")
+            out.append("</section>")
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        return f"<h3>{html.escape(self.title)}</h3>" + self._body_html()
+
+    def figure_names(self) -> Iterator[tuple[Section, int, str]]:
+        """``(section, index, file name)`` of every figure, as :meth:`write` names the PNGs."""
+        for s_index, section in enumerate(self.sections):
+            for f_index, _ in enumerate(section.figures):
+                yield section, f_index, f"figure-{s_index}-{f_index}.png"
+
+    def to_markdown(self, figure_dir: str = "figures") -> str:
+        """Markdown text; figures are referred to as ``figure_dir/figure-S-F.png``."""
+        names = {(id(s), i): n for s, i, n in self.figure_names()}
+        out = [f"# {self.title}", ""]
+        for section in self.sections:
+            out += [f"## {section.title}", ""]
+            if section.text:
+                out += [section.text, ""]
+            for table in section.tables:
+                cols = [str(c) for c in table.columns]
+                out.append("| " + " | ".join(cols) + " |")
+                out.append("|" + "|".join("---" for _ in cols) + "|")
+                for row in table.itertuples(index=False):
+                    out.append("| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |")
+                out.append("")
+            for i, (caption, _) in enumerate(section.figures):
+                out += [f"![{caption}]({figure_dir}/{names[(id(section), i)]})", ""]
+            if section.code is not None:
+                out += ["```toml", section.code.rstrip("\n"), "```", ""]
+        return "\n".join(out)
+
+    def write(self, directory: str | Path) -> dict[str, Path]:
+        """Write ``report.html``, ``report.md`` and ``figures/*.png`` under ``directory``."""
+        d = Path(directory)
+        (d / "figures").mkdir(parents=True, exist_ok=True)
+        for section, i, name in self.figure_names():
+            (d / "figures" / name).write_bytes(section.figures[i][1])
+        paths = {"html": d / "report.html", "markdown": d / "report.md"}
+        paths["html"].write_text(self.to_html(), encoding="utf-8")
+        paths["markdown"].write_text(self.to_markdown(), encoding="utf-8")
+        return paths
+
+
+def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
+    """Build the report of an experiment result, or of a store given by its path.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The store cannot be read (see :meth:`ExperimentResult.from_store`).
+    """
+    if not isinstance(result, ExperimentResult):
+        result = ExperimentResult.from_store(result)
+    runs = result.runs
+    summary = result.to_frame()
+    policies = result.policies or sorted(runs["policy"].unique()) if len(runs) else []
+    groups = _groups(runs)[:MAX_GROUP_FIGURES]
+    sections: list[Section] = []
+
+    shown = f"{len(runs)} runs, {len(policies)} policies, {len(_groups(runs))} groups"
+    summary_section = Section(
+        "Summary",
+        f"{shown}. Each cell is the mean over seeds ± the half-width of its 95% Student-t "
+        "confidence interval (no interval with one seed).",
+        tables=[_table(summary)],
+    )
+    if len(runs):
+        summary_section.figures.append(
+            ("average JCT against the load", _png(_load_figure(summary, policies)))
+        )
+    sections.append(summary_section)
+
+    if result.jcts:
+        sections.append(
+            Section(
+                "JCT CDFs",
+                "Empirical CDF of the finished jobs' JCT, pooled over seeds; a line ending "
+                "below 1 means jobs did not finish.",
+                figures=[
+                    (
+                        f"JCT CDF, {_group_label(g)}",
+                        _png(_cdf_figure(result.jcts, runs, g, policies, "JCT (s)")),
+                    )
+                    for g in groups
+                ],
+            )
+        )
+    else:
+        sections.append(
+            Section("JCT CDFs", "The runs carry no per-job JCTs (a `sim sweep` store).")
+        )
+    if len(runs):
+        sections.append(
+            Section(
+                "Makespan",
+                "Mean makespan per policy with its confidence interval across seeds.",
+                figures=[("makespan", _png(_bars(summary, "makespan", "makespan (s)", policies)))],
+            )
+        )
+        fairness = Section(
+            "Fairness",
+            "Worst finish-time fairness max rho (JCT over the JCT at a 1/N share; 1 is fair) "
+            "per policy, and the CDF of rho over the finished jobs.",
+            figures=[("worst rho", _png(_bars(summary, "rho_max", "max rho", policies)))],
+        )
+        for g in groups if result.rhos else []:
+            fairness.figures.append(
+                (
+                    f"rho CDF, {_group_label(g)}",
+                    _png(_cdf_figure(result.rhos, runs, g, policies, "rho", mark_one=True)),
+                )
+            )
+        sections.append(fairness)
+    gaps = [
+        (m, title)
+        for m, title in (
+            ("gap_jct_bound", "mean JCT / isolated bound - 1"),
+            ("gap_weighted-jct", "total weighted JCT / certified bound - 1"),
+            ("gap_makespan", "last completion / certified bound - 1"),
+        )
+        if f"{m}_mean" in summary.columns and summary[f"{m}_mean"].notna().any()
+    ]
+    if gaps:
+        sections.append(
+            Section(
+                "Gap to the bound",
+                "Each policy's value over a lower bound on any schedule's, minus 1 (0 is the "
+                "bound itself; runs with unfinished jobs have no gap). The isolated bound is "
+                "every job alone at its best rate; the certified bounds (experiment key "
+                "`bounds`) are those of optsched.sim.bounds on the whole trace.",
+                figures=[(title, _png(_bars(summary, m, title, policies))) for m, title in gaps],
+            )
+        )
+    if result.text:
+        sections.append(
+            Section(
+                "Experiment",
+                f"The experiment file (SHA-256 {result.sha256}); rerun it with "
+                "`optsched sim sweep FILE.toml`.",
+                code=result.text,
+            )
+        )
+    return SweepReport(result=result, sections=sections)

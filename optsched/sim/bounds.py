@@ -1,0 +1,960 @@
+r"""Certified bounds on the optimum of the simulated world, at trace scale.
+
+The exact model (:mod:`optsched.sim.exact`) proves optima for a few dozen jobs. For real traces
+this module bounds what *any* schedule the simulator can carry out could achieve: a lower bound
+on the total weighted JCT and on the makespan, an upper bound on the number of deadlines met.
+Every policy's value on the same world is on the far side of the bound, so
+``(value - bound) / bound`` is a certified gap: the policy is at most that far from optimal.
+
+What a schedule may do (and so what the bounds allow). A job :math:`j` arrives at
+:math:`a_j`, has work :math:`W_j` (steps), weight :math:`w_j`, and at any instant runs on at
+most one gang of one GPU type (any size between its elastic bounds, consolidated or spread,
+alone or sharing its GPUs with one partner) or not at all; restore costs only slow it down.
+From the world's throughput table, for every job and GPU type :math:`g` (sizes :math:`n` that
+fit on :math:`C_g` GPUs, both placements, and every measured partner):
+
+* :math:`\rho_{jg}` — its fastest rate on :math:`g` (steps/s), and
+  :math:`P_j = W_j / \max_g \rho_{jg}` — its shortest possible running time;
+* :math:`e_{jg} = \max_n r_{jg}(n)/n` — its best work per GPU-second alone, and
+  :math:`A_{jg} = W_j / e_{jg}` — the fewest GPU-seconds of type :math:`g` it needs;
+* :math:`\kappa_g \ge 1` — the sharing factor of type :math:`g`: the most type-:math:`g`
+  GPU-seconds of work (in :math:`A` units) one GPU-second can hold when two jobs share it,
+  :math:`\max (r^{pair}_a / e_{ag} + r^{pair}_b / e_{bg}) / n` (1 without packing data);
+* :math:`\sigma_g` — the same in the units of each job's best type
+  (:math:`A^*_j = \min_g A_{jg}`): :math:`\max(\max_j e_{jg}/e^*_j,\ \text{pairs})`.
+
+**Total weighted JCT** :math:`\sum_j w_j (C_j - a_j)`, the best of
+
+1. *isolated*: :math:`\sum_j w_j P_j`, since :math:`C_j \ge a_j + P_j`;
+2. *mean busy time* (Goemans, 1997): the cluster, measured in best-type GPU-seconds, is one
+   machine of speed :math:`\Sigma = \sum_g \sigma_g C_g`; any schedule's work-fraction curves
+   are a preemptive schedule of that machine with processing times :math:`p_j = A^*_j / \Sigma`
+   and release dates :math:`a_j`, in which the weighted mean busy time
+   :math:`\sum_j w_j M_j` is at least that of the preemptive WSPT schedule (the optimum of
+   Goemans's relaxation). A job whose fraction grows at most at rate
+   :math:`1/\max(P_j, p_j)` has :math:`M_j \le C_j - \max(P_j, p_j)/2`, so
+   :math:`\sum_j w_j (C_j - a_j) \ge \sum_j w_j (M^{WSPT}_j + \max(P_j,p_j)/2 - a_j)`;
+3. *interval LP* (after Hall, Schulz, Shmoys and Wein, 1997): time cut into intervals
+   :math:`I_i = [\tau_{i-1}, \tau_i)` up to a horizon :math:`H`, :math:`z_{jgi}` the fraction
+   of job :math:`j` done on type :math:`g` in :math:`I_i`, :math:`t_j` the fraction after
+   :math:`H`:
+
+   .. math::
+
+       \min \textstyle\sum_j w_j C_j - \sum_j w_j a_j \quad\text{s.t.}\quad
+       \textstyle\sum_{g,i} z_{jgi} + t_j = 1 & \text{(work)} \\
+       \textstyle\sum_j A_{jg} z_{jgi} \le \kappa_g C_g |I_i| & \text{(capacity)} \\
+       \textstyle\sum_g (W_j/\rho_{jg}) z_{jgi} \le |I_i \cap [a_j, \infty)| & \text{(own\_rate)} \\
+       C_j \ge \textstyle\sum_{g,i} \max(\tau_{i-1}, a_j) z_{jgi} + H t_j + P_j / 2
+           & \text{(mean\_busy)} \\
+       C_j \ge a_j + P_j,\ z, t \ge 0 & \text{(isolated)}
+
+   Any schedule gives a feasible point with the same or a smaller objective, so the LP's
+   optimum is a lower bound. The value used is not the solver's figure but the bound of the
+   dual point it returns (weak duality, each row's multiplier clipped to its feasible sign, so
+   that any dual point, optimal or not, gives a valid bound — Neumaier and Shcherbina, 2004).
+
+**Makespan** (the last completion time), the best of :math:`\max_j (a_j + P_j)`, the
+aggregated machine's :math:`\max_k\ a_{(k)} + \sum_{j: a_j \ge a_{(k)}} A^*_j / \Sigma`, and,
+per threshold :math:`t` among arrival quantiles, :math:`t + T^*(t)` where :math:`T^*(t)` is the
+LP optimum of fitting the work of the jobs arriving at or after :math:`t` on the types
+(:math:`\sum_j A_{jg} z_{jg} \le \kappa_g C_g T`, :math:`\sum_g z_{jg} = 1`,
+:math:`T \ge P_j`).
+
+**Deadlines met** (an upper bound): jobs with :math:`a_j + P_j \le d_j` can at most all meet
+theirs; the LP :math:`\max \sum_j m_j` over those, with :math:`z_{jgi}` only in intervals
+before :math:`d_j` and :math:`\sum_{g,i} z_{jgi} \ge m_j \le 1` under the capacity and own-rate
+rows, rounded down after its dual bound.
+
+The bounds assume nothing about round length, so they hold for event-driven and round-based
+policies alike (a round-based policy's value is often noticeably above them).
+
+Complexity: isolated and mean-busy-time bounds :math:`O(n \log n)` after the per-job rates
+(:math:`O(n G)` table look-ups, one per job group); the interval LP has
+:math:`O(n I G)` columns with :math:`I` intervals chosen to keep it near a fixed size.
+
+References
+----------
+M. X. Goemans, "Improved approximation algorithms for scheduling with release dates", SODA 1997.
+L. A. Hall, A. S. Schulz, D. B. Shmoys, J. Wein, "Scheduling to minimize average completion
+time: off-line and on-line approximation algorithms", Math. Oper. Res. 22(3), 1997.
+A. Neumaier, O. Shcherbina, "Safe bounds in linear and mixed-integer linear programming",
+Math. Program. 99, 2004.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.sim.world import SimJob, World
+from optsched.tolerances import BOUND_SAFETY, TIME_TOL
+
+__all__ = [
+    "BOUND_OBJECTIVES",
+    "Bound",
+    "JobLimits",
+    "bound",
+    "bounds",
+    "certified_gap",
+    "job_limits",
+]
+
+Objective = Literal["weighted-jct", "makespan", "deadlines"]
+
+#: The objectives bounded, and the side of the bound: ``"lower"`` for the minimized ones.
+BOUND_OBJECTIVES: dict[str, Literal["lower", "upper"]] = {
+    "weighted-jct": "lower",
+    "makespan": "lower",
+    "deadlines": "upper",
+}
+
+#: Columns the interval LP aims at (intervals are chosen to keep it near this size).
+LP_TARGET_COLUMNS = 150_000
+#: Most intervals of the deadline LP.
+LP_MAX_INTERVALS = 256
+#: Most levels of the interval LP's dyadic grid (``2**levels`` fine intervals).
+LP_MAX_LEVELS = 14
+#: Blocks of each level per job in the interval LP: its resolution, relative to a job's wait.
+LP_MIN_PER_LEVEL, LP_MAX_PER_LEVEL = 2, 8
+#: Arrival-time thresholds of the makespan LP.
+MAKESPAN_THRESHOLDS = 12
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    r"""What the throughput table allows each job at best (arrays indexed by job, then type).
+
+    Attributes
+    ----------
+    types : tuple of str
+        The cluster's GPU types (canonical order).
+    capacity : ndarray, shape (G,)
+        GPUs per type.
+    arrival, weight, deadline, work : ndarray, shape (n,)
+    own_seconds : ndarray, shape (n,)
+        :math:`P_j`, the shortest possible running time.
+    type_seconds : ndarray, shape (n, G)
+        :math:`W_j / \rho_{jg}` (``inf`` where the job cannot run).
+    area : ndarray, shape (n, G)
+        :math:`A_{jg}`, fewest GPU-seconds of the type (``inf`` where it cannot run).
+    best_area : ndarray, shape (n,)
+        :math:`A^*_j`.
+    share_factor : ndarray, shape (G,)
+        :math:`\kappa_g`.
+    best_units : ndarray, shape (G,)
+        :math:`\sigma_g`.
+    """
+
+    types: tuple[str, ...]
+    capacity: NDArray[np.float64]
+    arrival: NDArray[np.float64]
+    weight: NDArray[np.float64]
+    deadline: NDArray[np.float64]
+    work: NDArray[np.float64]
+    own_seconds: NDArray[np.float64]
+    type_seconds: NDArray[np.float64]
+    area: NDArray[np.float64]
+    best_area: NDArray[np.float64]
+    share_factor: NDArray[np.float64]
+    best_units: NDArray[np.float64]
+
+    @property
+    def speed(self) -> float:
+        r""":math:`\Sigma`, the aggregated machine's speed (best-type GPU-seconds per second)."""
+        return float((self.best_units * self.capacity).sum())
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A certified bound on one objective of a world's optimum.
+
+    Attributes
+    ----------
+    objective : str
+    side : {"lower", "upper"}
+        A lower bound for the minimized objectives, an upper bound for ``deadlines``.
+    value : float
+        The best of the relaxations computed.
+    method : str
+        The relaxation that gave ``value``.
+    candidates : dict
+        Every relaxation computed and its value.
+    complete : bool
+        False when a relaxation was skipped or stopped by the time limit (``value`` is then
+        the best found so far, still valid).
+    seconds : float
+        Wall time.
+    notes : list of str
+        What was skipped and why.
+    """
+
+    objective: str
+    side: Literal["lower", "upper"]
+    value: float
+    method: str
+    candidates: dict[str, float]
+    complete: bool
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data."""
+        return {
+            "objective": self.objective,
+            "side": self.side,
+            "value": self.value,
+            "method": self.method,
+            "candidates": dict(self.candidates),
+            "complete": self.complete,
+            "seconds": self.seconds,
+            "notes": list(self.notes),
+        }
+
+
+# -- per-job limits -----------------------------------------------------------------------
+
+
+def _sizes(job: SimJob, count: int) -> range:
+    return range(job.min_gpus, min(job.max_gpus, count) + 1)
+
+
+def _group_key(job: SimJob) -> tuple[str, int, int]:
+    return (job.job_type, job.min_gpus, job.max_gpus)
+
+
+def job_limits(world: World) -> JobLimits:
+    """The per-job limits every bound rests on (see the module notes).
+
+    Rates are read through :meth:`World.rate`, the engine's own look-up, for every gang size a
+    job may be given (its elastic bounds) on both placements; the per-group maxima are computed
+    once for each (job type, size bounds) and scaled by the job's ``scale``.
+
+    Complexity: :math:`O(K S G)` look-ups for :math:`K` job groups of at most :math:`S` sizes,
+    plus :math:`O(K^2 S G)` for the sharing factors when the table has pair rates.
+    """
+    types = world.cluster.names
+    counts = {t.name: t.count for t in world.cluster.gpu_types}
+    n, big_g = len(world.jobs), len(types)
+    # per group: best rate and best rate per GPU on each type, at scale 1
+    reps: dict[tuple[str, int, int], SimJob] = {}
+    for job in world.jobs:
+        reps.setdefault(_group_key(job), job)
+    best_rate: dict[tuple[str, int, int], NDArray[np.float64]] = {}
+    best_eff: dict[tuple[str, int, int], NDArray[np.float64]] = {}
+    tp = world.throughputs
+    for key, job in reps.items():
+        rate = np.zeros(big_g)
+        eff = np.zeros(big_g)
+        for g, name in enumerate(types):
+            for size in _sizes(job, counts[name]):
+                for consolidated in (True, False):
+                    r = tp.rate(job.job_type, size, name, consolidated)
+                    if r > 0 and math.isfinite(r):
+                        rate[g] = max(rate[g], r)
+                        eff[g] = max(eff[g], r / size)
+        best_rate[key], best_eff[key] = rate, eff
+    share = np.ones(big_g)
+    best_units = np.zeros(big_g)
+    for eff in best_eff.values():
+        top = eff.max()
+        if top > 0:
+            best_units = np.maximum(best_units, eff / top)
+    _pair_factors(world, reps, best_rate, best_eff, counts, share, best_units)
+    arrival = np.array([j.arrival for j in world.jobs], dtype=np.float64)
+    weight = np.array([j.weight for j in world.jobs], dtype=np.float64)
+    deadline = np.array([j.deadline for j in world.jobs], dtype=np.float64)
+    work = np.array([j.work for j in world.jobs], dtype=np.float64)
+    rates = np.array([best_rate[_group_key(j)] * j.scale for j in world.jobs]).reshape(n, big_g)
+    effs = np.array([best_eff[_group_key(j)] * j.scale for j in world.jobs]).reshape(n, big_g)
+    with np.errstate(divide="ignore"):
+        type_seconds = np.where(rates > 0, work[:, None] / np.where(rates > 0, rates, 1.0), np.inf)
+        area = np.where(effs > 0, work[:, None] / np.where(effs > 0, effs, 1.0), np.inf)
+    own = type_seconds.min(axis=1) if big_g else np.full(n, np.inf)
+    return JobLimits(
+        types=types,
+        capacity=np.array([counts[t] for t in types], dtype=np.float64),
+        arrival=arrival,
+        weight=weight,
+        deadline=deadline,
+        work=work,
+        own_seconds=own,
+        type_seconds=type_seconds,
+        area=area,
+        best_area=area.min(axis=1) if big_g else np.full(n, np.inf),
+        share_factor=share,
+        best_units=best_units,
+    )
+
+
+def _pair_factors(
+    world: World,
+    reps: dict[tuple[str, int, int], SimJob],
+    best_rate: dict[tuple[str, int, int], NDArray[np.float64]],
+    best_eff: dict[tuple[str, int, int], NDArray[np.float64]],
+    counts: dict[str, int],
+    share: NDArray[np.float64],
+    best_units: NDArray[np.float64],
+) -> None:
+    """Raise the sharing factors (in place) by every measured pair, and the jobs' best rates.
+
+    A pair's rates at scale 1 are the table's; scales cancel in the ratios (the pair rate and
+    the per-GPU efficiency both carry the job's scale).
+    """
+    tp = world.throughputs
+    if not getattr(tp, "pairs", None):
+        return
+    keys = list(reps)
+    for g, name in enumerate(world.cluster.names):
+        for ka in keys:
+            a = reps[ka]
+            for kb in keys:
+                b = reps[kb]
+                lo = max(a.min_gpus, b.min_gpus)
+                hi = min(a.max_gpus, b.max_gpus, counts[name])
+                for size in range(lo, hi + 1):
+                    for consolidated in (True, False):
+                        pair = tp.pair_rates(a.job_type, b.job_type, size, name, consolidated)
+                        if pair is None:
+                            continue
+                        ra, rb = pair
+                        best_rate[ka][g] = max(best_rate[ka][g], ra)
+                        ea, eb = best_eff[ka][g], best_eff[kb][g]
+                        if ea <= 0 or eb <= 0:
+                            # a job that shares where it cannot run alone: no finite factor
+                            raise InvalidInstanceError(
+                                "throughputs",
+                                f"job types {a.job_type!r} and {b.job_type!r} share {name} "
+                                "where one cannot run alone: no capacity bound holds",
+                            )
+                        share[g] = max(share[g], (ra / ea + rb / eb) / size)
+                        ta, tb = best_eff[ka].max(), best_eff[kb].max()
+                        best_units[g] = max(best_units[g], (ra / ta + rb / tb) / size)
+
+
+# -- weighted JCT ---------------------------------------------------------------------------
+
+
+def _isolated(lim: JobLimits) -> float:
+    return float((lim.weight * lim.own_seconds).sum())
+
+
+def _mean_busy_time(lim: JobLimits) -> float:
+    r"""Goemans's bound: preemptive WSPT on the aggregated machine, plus half-lengths.
+
+    The event loop runs the available job of largest :math:`w_j / p_j` until it finishes or
+    the next job arrives, accumulating :math:`\int t\,dF_j`.
+    """
+    speed = lim.speed
+    p = lim.best_area / speed
+    order = np.argsort(lim.arrival, kind="stable")
+    mean_busy = np.zeros(len(p))
+    remaining = p.copy()
+    heap: list[tuple[float, int]] = []
+    t = float(lim.arrival[order[0]]) if len(order) else 0.0
+    k = 0
+    n = len(order)
+    while k < n or heap:
+        if not heap:
+            t = max(t, float(lim.arrival[order[k]]))
+        while k < n and lim.arrival[order[k]] <= t:
+            j = int(order[k])
+            # a zero-length job finishes at once (ratio inf would be a nan key)
+            heapq.heappush(heap, (-(lim.weight[j] / p[j]) if p[j] > 0 else -math.inf, j))
+            k += 1
+        _, j = heap[0]
+        horizon = float(lim.arrival[order[k]]) if k < n else math.inf
+        run = min(remaining[j], horizon - t)
+        if p[j] > 0:
+            mean_busy[j] += (run / p[j]) * (t + run / 2.0)
+        # run == remaining exactly when the job finishes first, so the difference is 0.0
+        remaining[j] -= run
+        t += run
+        if remaining[j] <= 0.0:
+            heapq.heappop(heap)
+            if p[j] <= 0:
+                mean_busy[j] = t
+    half = np.maximum(lim.own_seconds, p) / 2.0
+    return float((lim.weight * (mean_busy + half - lim.arrival)).sum())
+
+
+def _blocks(first: int, levels: int, per_level: int) -> list[tuple[int, int]]:
+    """A job's blocks ``(level, index)`` from fine interval ``first`` to the horizon.
+
+    ``per_level`` blocks of each level, then one more if needed to align on the next level's
+    boundary, then the next level: block lengths grow geometrically with the distance from the
+    job's arrival, so the loss of the mean-busy row (a block's start for its whole work) is a
+    fraction of about ``1 / per_level`` of the job's wait.
+    """
+    out: list[tuple[int, int]] = []
+    total = 1 << levels
+    pos, level = first, 0
+    while pos < total:
+        size = 1 << level
+        for _ in range(per_level):
+            if pos >= total:
+                break
+            out.append((level, pos >> level))
+            pos += size
+        if level == levels:
+            continue
+        if pos < total and (pos >> level) & 1:
+            out.append((level, pos >> level))
+            pos += size
+        level += 1
+    return out
+
+
+def _dyadic_layout(lim: JobLimits, horizon: float) -> tuple[int, int, float, float]:
+    """``(levels, per_level, start, fine_width)`` of the interval LP, sized to its budget."""
+    n = lim.area.shape[0]
+    start = float(lim.arrival.min())
+    span = max(horizon - start, float(lim.own_seconds.max()), 1e-9)
+    # fine intervals about a quarter of the median job's shortest running time
+    fine = max(float(np.median(lim.own_seconds)) / 4.0, span / (1 << LP_MAX_LEVELS))
+    levels = max(1, min(LP_MAX_LEVELS, math.ceil(math.log2(span / fine))))
+    types = max(1.0, float(np.isfinite(lim.area).sum()) / max(n, 1))
+    per_level = int(LP_TARGET_COLUMNS // max(1.0, n * types * (levels + 1)))
+    per_level = max(LP_MIN_PER_LEVEL, min(LP_MAX_PER_LEVEL, per_level))
+    return levels, per_level, start, span / (1 << levels)
+
+
+def _rescaled(lim: JobLimits, origin: float, unit: float) -> JobLimits:
+    """``lim`` with times measured in ``unit`` seconds from ``origin``."""
+    import dataclasses
+
+    return dataclasses.replace(
+        lim,
+        arrival=(lim.arrival - origin) / unit,
+        deadline=(lim.deadline - origin) / unit,
+        own_seconds=lim.own_seconds / unit,
+        type_seconds=lim.type_seconds / unit,
+        area=lim.area / unit,
+        best_area=lim.best_area / unit,
+    )
+
+
+def _interval_lp(
+    lim: JobLimits, horizon: float, time_limit: float | None, solver: str
+) -> tuple[float, str]:
+    """The interval LP's certified bound (see the module notes) and a note.
+
+    The intervals are dyadic blocks of a fine grid over ``[min arrival, horizon)``; each job
+    has its own blocks (:func:`_blocks`), and the capacity row of every dyadic interval holds
+    the blocks inside it — valid for every schedule, since the work done inside a dyadic
+    interval fits its capacity.
+    """
+    import scipy.sparse as sp
+
+    from optsched.solvers.matrix import LinearProgram, solve_matrix
+
+    n, big_g = lim.type_seconds.shape
+    # time in units of the median job's shortest running time, relative to the first
+    # arrival: keeps the LP's coefficients near 1 (HiGHS's tolerances are absolute)
+    unit = max(float(np.median(lim.own_seconds)), 1e-9)
+    origin = float(lim.arrival.min())
+    lim = _rescaled(lim, origin, unit)
+    horizon = (horizon - origin) / unit
+    levels, per_level, t_start, fine = _dyadic_layout(lim, horizon)
+    total = 1 << levels
+    h = t_start + total * fine
+    runnable = np.isfinite(lim.area)
+    bj: list[int] = []
+    bl: list[int] = []
+    bi: list[int] = []
+    for j in range(n):
+        first = min(int((lim.arrival[j] - t_start) // fine), total)
+        for level, index in _blocks(first, levels, per_level):
+            bj.append(j)
+            bl.append(level)
+            bi.append(index)
+    blk_job = np.asarray(bj, dtype=np.int64)
+    blk_level = np.asarray(bl, dtype=np.int64)
+    blk_index = np.asarray(bi, dtype=np.int64)
+    nb = len(blk_job)
+    blk_lo = t_start + (blk_index << blk_level) * fine
+    blk_hi = t_start + ((blk_index + 1) << blk_level) * fine
+    blk_start = np.maximum(blk_lo, lim.arrival[blk_job])
+    blk_own = np.maximum(blk_hi - blk_start, 0.0)
+    # one column per (block, runnable type)
+    pick = runnable[blk_job]
+    kb, gz = np.nonzero(pick)
+    jz = blk_job[kb]
+    nz = len(jz)
+    t0, c0 = nz, nz + n
+    ncols = nz + 2 * n
+    start = blk_start[kb]
+    # dyadic node numbering: level l's nodes after all finer levels' nodes
+    level_offset = np.concatenate([[0], np.cumsum([total >> lv for lv in range(levels + 1)])])
+    nodes = int(level_offset[-1])
+    rows_r: list[NDArray[np.int64]] = []
+    rows_c: list[NDArray[np.int64]] = []
+    rows_v: list[NDArray[np.float64]] = []
+    lo: list[NDArray[np.float64]] = []
+    up: list[NDArray[np.float64]] = []
+    r = 0
+    # work: sum z + t = 1
+    rows_r += [jz + r, np.arange(n) + r]
+    rows_c += [np.arange(nz), t0 + np.arange(n)]
+    rows_v += [np.ones(nz), np.ones(n)]
+    lo.append(np.ones(n))
+    up.append(np.ones(n))
+    r += n
+    # capacity of every dyadic node and type: a block counts in its node and all ancestors
+    area = lim.area[jz, gz]
+    cap_base = r
+    for up_level in range(levels + 1):
+        inside = blk_level[kb] <= up_level
+        idx = np.flatnonzero(inside)
+        node = blk_index[kb][idx] >> (up_level - blk_level[kb][idx])
+        rows_r.append(cap_base + gz[idx] * nodes + level_offset[up_level] + node)
+        rows_c.append(idx)
+        rows_v.append(area[idx])
+    widths = np.concatenate(
+        [np.full(total >> lv, float(1 << lv) * fine) for lv in range(levels + 1)]
+    )
+    lo.append(np.full(big_g * nodes, -np.inf))
+    up.append((lim.share_factor[:, None] * lim.capacity[:, None] * widths[None, :]).ravel())
+    r += big_g * nodes
+    # own rate per block: one gang at a time
+    rows_r.append(r + kb)
+    rows_c.append(np.arange(nz))
+    rows_v.append(lim.type_seconds[jz, gz])
+    lo.append(np.full(nb, -np.inf))
+    up.append(blk_own)
+    r += nb
+    # mean busy: C_j - sum start z - H t >= P_j / 2
+    mb = r
+    rows_r += [mb + jz, mb + np.arange(n), mb + np.arange(n)]
+    rows_c += [np.arange(nz), t0 + np.arange(n), c0 + np.arange(n)]
+    rows_v += [-start, np.full(n, -h), np.ones(n)]
+    lo.append(lim.own_seconds / 2.0)
+    up.append(np.full(n, np.inf))
+    r += n
+    a = sp.csc_array(
+        (np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
+        shape=(r, ncols),
+    )
+    cost = np.zeros(ncols)
+    cost[c0:] = lim.weight
+    col_lo = np.zeros(ncols)
+    col_up = np.ones(ncols)
+    col_lo[c0:] = lim.arrival + lim.own_seconds
+    col_up[c0:] = np.inf
+    row_lo, row_up = np.concatenate(lo), np.concatenate(up)
+    offset = -float(lim.weight @ lim.arrival)
+    lp = LinearProgram(cost, a, row_lo, row_up, col_lo, col_up, offset=offset)
+    try:
+        sol = solve_matrix(lp, solver=solver, time_limit=time_limit, accept_feasible=True)
+    except NotOptimalError as err:
+        return -math.inf, f"interval LP: {err}"
+    if sol.row_dual is None:
+        return -math.inf, "interval LP: the solver returned no dual point"
+    y = sol.row_dual.copy()
+    # the mean-busy row is the only one holding C_j: keep its multiplier in [0, w_j], so that
+    # C_j's reduced cost is >= 0 and its infinite upper bound costs nothing
+    y[mb : mb + n] = np.clip(y[mb : mb + n], 0.0, lim.weight)
+    # back to seconds: sum w (C - a) scales with the unit; the origin cancels in C - a
+    value = _dual_bound(lp, y) * unit
+    note = (
+        f"interval LP: {total} fine intervals of {fine * unit:.6g} s to "
+        f"{origin + h * unit:.6g} s, "
+        f"{per_level} blocks per level, {ncols} columns"
+    )
+    return value, note
+
+
+def _dual_bound(lp: Any, y: NDArray[np.float64]) -> float:
+    r"""Weak-duality bound of a minimization LP from any row multipliers ``y``.
+
+    Each multiplier is clipped to the sign its finite row sides allow (a free row gets 0); the
+    bound is then :math:`\sum_i y_i b_i + \sum_j \min_{x_j \in [l_j, u_j]} d_j x_j + c_0`
+    with :math:`d = c - A^\top y` and :math:`b_i` the row side :math:`y_i` presses on, which is
+    at most the LP's optimum whatever ``y`` is (``-inf`` when a reduced cost presses on an
+    infinite column bound). The result is shaved by :data:`~optsched.tolerances.BOUND_SAFETY`
+    (relative) against the rounding of this sum.
+    """
+    lower_ok = np.isfinite(lp.row_lower)
+    upper_ok = np.isfinite(lp.row_upper)
+    y = np.where(lower_ok, y, np.minimum(y, 0.0))
+    y = np.where(upper_ok, y, np.maximum(y, 0.0))
+    y = np.where(lower_ok | upper_ok, y, 0.0)
+    rows = np.where(y > 0, y * np.where(lower_ok, lp.row_lower, 0.0), 0.0)
+    rows = rows + np.where(y < 0, y * np.where(upper_ok, lp.row_upper, 0.0), 0.0)
+    d = lp.c - lp.a.T @ y
+    pos, neg = d > 0, d < 0
+    if np.any(pos & ~np.isfinite(lp.col_lower)) or np.any(neg & ~np.isfinite(lp.col_upper)):
+        return -math.inf
+    cols = np.where(pos, d * np.where(pos, lp.col_lower, 0.0), 0.0)
+    cols = cols + np.where(neg, d * np.where(neg, lp.col_upper, 0.0), 0.0)
+    value = float(rows.sum() + cols.sum() + lp.offset)
+    return value - BOUND_SAFETY * max(1.0, abs(value))
+
+
+# -- makespan -------------------------------------------------------------------------------
+
+
+def _makespan_aggregated(lim: JobLimits) -> float:
+    order = np.argsort(lim.arrival, kind="stable")
+    arrivals = lim.arrival[order]
+    suffix = np.cumsum((lim.best_area[order] / lim.speed)[::-1])[::-1]
+    return float(np.max(arrivals + suffix))
+
+
+def _makespan_lp(lim: JobLimits, deadline_at: float | None, solver: str) -> tuple[float, bool, str]:
+    """Best of ``t + T*(t)`` over arrival-quantile thresholds (each a certified LP bound)."""
+    import scipy.sparse as sp
+
+    from optsched.solvers.matrix import LinearProgram, solve_matrix
+
+    big_g = lim.area.shape[1]
+    thresholds = np.unique(
+        np.quantile(lim.arrival, np.linspace(0.0, 1.0, MAKESPAN_THRESHOLDS), method="lower")
+    )
+    best = -math.inf
+    done = 0
+    for t in thresholds:
+        left = None if deadline_at is None else deadline_at - time.perf_counter()
+        if left is not None and left <= 0:
+            break
+        jobs = np.flatnonzero(lim.arrival >= t)
+        runnable = np.isfinite(lim.area[jobs])
+        jj, gg = np.nonzero(runnable)
+        nz = len(jj)
+        m = len(jobs)
+        # columns: z (nz), T; rows: work (m), capacity (G)
+        rows = np.concatenate([jj, m + gg, m + np.arange(big_g)])
+        cols = np.concatenate([np.arange(nz), np.arange(nz), np.full(big_g, nz)])
+        vals = np.concatenate(
+            [np.ones(nz), lim.area[jobs[jj], gg], -lim.share_factor * lim.capacity]
+        )
+        a = sp.csc_array((vals, (rows, cols)), shape=(m + big_g, nz + 1))
+        cost = np.zeros(nz + 1)
+        cost[-1] = 1.0
+        col_lo = np.zeros(nz + 1)
+        col_lo[-1] = float(lim.own_seconds[jobs].max())
+        col_up = np.ones(nz + 1)
+        col_up[-1] = np.inf
+        lp = LinearProgram(
+            cost,
+            a,
+            np.concatenate([np.ones(m), np.full(big_g, -np.inf)]),
+            np.concatenate([np.ones(m), np.zeros(big_g)]),
+            col_lo,
+            col_up,
+            offset=float(t),
+        )
+        try:
+            sol = solve_matrix(lp, solver=solver, time_limit=left, accept_feasible=True)
+        except NotOptimalError:
+            break
+        if sol.row_dual is None:
+            break
+        y = sol.row_dual.copy()
+        # the capacity rows hold T: keep their multipliers' total within T's cost, so that
+        # T's reduced cost stays >= 0 against its infinite upper bound
+        caps = y[m:]
+        caps = np.minimum(caps, 0.0)
+        weight = float((-caps * lim.share_factor * lim.capacity).sum())
+        if weight > 1.0:
+            caps = caps / weight
+        y[m:] = caps
+        best = max(best, _dual_bound(lp, y))
+        done += 1
+    note = f"makespan LP: {done} of {len(thresholds)} arrival thresholds"
+    return best, done == len(thresholds), note
+
+
+# -- deadlines ------------------------------------------------------------------------------
+
+
+def _deadline_candidates(lim: JobLimits) -> NDArray[np.int64]:
+    has = ~np.isnan(lim.deadline)
+    reach = lim.arrival + lim.own_seconds
+    # the objective's own tolerance: met when completion <= deadline within TIME_TOL relative
+    slack = TIME_TOL * np.maximum(1.0, np.abs(np.where(has, lim.deadline, 0.0)))
+    ok = has & (reach <= np.where(has, lim.deadline, 0.0) + slack)
+    return np.flatnonzero(ok)
+
+
+def _deadline_lp(
+    lim: JobLimits, jobs: NDArray[np.int64], time_limit: float | None, solver: str
+) -> tuple[float, str]:
+    """Upper bound on deadlines met: the LP over the candidates (its dual bound, floored)."""
+    import scipy.sparse as sp
+
+    from optsched.solvers.matrix import LinearProgram, solve_matrix
+
+    if len(jobs) == 0:
+        return 0.0, "deadline LP: no candidate"
+    big_g = lim.area.shape[1]
+    arrival = lim.arrival[jobs]
+    due = lim.deadline[jobs] + TIME_TOL * np.maximum(1.0, np.abs(lim.deadline[jobs]))
+    points = np.unique(np.concatenate([arrival, due]))
+    if len(points) > LP_MAX_INTERVALS + 1:
+        points = np.unique(np.quantile(points, np.linspace(0, 1, LP_MAX_INTERVALS + 1)))
+        points[0], points[-1] = min(points[0], arrival.min()), max(points[-1], due.max())
+    intervals = len(points) - 1
+    cj, cg, ci = [], [], []
+    for k, j in enumerate(jobs):
+        first = max(int(np.searchsorted(points, arrival[k], side="right")) - 1, 0)
+        last = int(np.searchsorted(points, due[k], side="left"))
+        for i in range(first, min(last, intervals)):
+            for g in range(big_g):
+                if np.isfinite(lim.area[j, g]):
+                    cj.append(k)
+                    cg.append(g)
+                    ci.append(i)
+    jz, gz, iz = (np.asarray(v, dtype=np.int64) for v in (cj, cg, ci))
+    nz, m = len(jz), len(jobs)
+    # columns: z (nz), m_j (m); rows: sum z - m >= 0 (m), capacity (G*I), own (pairs)
+    start = np.maximum(points[iz], arrival[jz])
+    stop = np.minimum(points[iz + 1], due[jz])
+    own_len = np.maximum(stop - start, 0.0)
+    pair_index = jz * intervals + iz
+    uniq, inverse = np.unique(pair_index, return_inverse=True)
+    own_up = np.zeros(len(uniq))
+    own_up[inverse] = own_len
+    g_rows = m + gz * intervals + iz
+    o_rows = m + big_g * intervals + inverse
+    rows = np.concatenate([jz, np.arange(m), g_rows, o_rows])
+    cols = np.concatenate([np.arange(nz), nz + np.arange(m), np.arange(nz), np.arange(nz)])
+    vals = np.concatenate(
+        [np.ones(nz), -np.ones(m), lim.area[jobs[jz], gz], lim.type_seconds[jobs[jz], gz]]
+    )
+    nrows = m + big_g * intervals + len(uniq)
+    a = sp.csc_array((vals, (rows, cols)), shape=(nrows, nz + m))
+    width = np.diff(points)
+    row_lo = np.concatenate([np.zeros(m), np.full(nrows - m, -np.inf)])
+    row_up = np.concatenate(
+        [
+            np.full(m, np.inf),
+            (lim.share_factor[:, None] * lim.capacity[:, None] * width[None, :]).ravel(),
+            own_up,
+        ]
+    )
+    # maximize sum m as minimize -sum m; the bound is then -(lower bound of the min)
+    cost = np.concatenate([np.zeros(nz), -np.ones(m)])
+    lp = LinearProgram(cost, a, row_lo, row_up, 0.0, 1.0)
+    try:
+        sol = solve_matrix(lp, solver=solver, time_limit=time_limit, accept_feasible=True)
+    except NotOptimalError as err:
+        return math.inf, f"deadline LP: {err}"
+    if sol.row_dual is None:
+        return math.inf, "deadline LP: the solver returned no dual point"
+    value = -_dual_bound(lp, sol.row_dual)
+    return float(math.floor(value)), f"deadline LP: {intervals} intervals, {nz + m} columns"
+
+
+# -- the public functions -------------------------------------------------------------------
+
+
+def _horizon(lim: JobLimits) -> float:
+    """Where the interval LP's grid ends: past the aggregated makespan bound by half its span."""
+    first = float(lim.arrival.min())
+    makespan = max(float((lim.arrival + lim.own_seconds).max()), _makespan_aggregated(lim))
+    return makespan + 0.5 * (makespan - first)
+
+
+def bound(
+    world: World,
+    objective: str = "weighted-jct",
+    *,
+    time_limit: float | None = None,
+    methods: Sequence[str] | None = None,
+    solver: str = "highs",
+    limits: JobLimits | None = None,
+) -> Bound:
+    """A certified bound on ``objective`` for ``world`` (see the module notes).
+
+    Parameters
+    ----------
+    world : World
+    objective : {"weighted-jct", "makespan", "deadlines"}
+        Total weighted JCT and makespan get a lower bound, deadlines met an upper bound.
+    time_limit : float, optional
+        Seconds for the whole computation. The closed-form relaxations always run; the LPs
+        get what is left, and one that does not finish is skipped (``complete`` is then False,
+        the value still valid).
+    methods : sequence of str, optional
+        Restrict to these relaxations (``"isolated"``, ``"mean-busy-time"``, ``"interval-lp"``;
+        ``"isolated"``, ``"aggregated"``, ``"makespan-lp"``; ``"feasible"``, ``"deadline-lp"``).
+    solver : str, default "highs"
+        The LP backend (:func:`optsched.solvers.matrix.solve_matrix`).
+    limits : JobLimits, optional
+        Precomputed :func:`job_limits` (to share between objectives).
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown objective or method, no job, a non-positive time limit.
+    """
+    if objective not in BOUND_OBJECTIVES:
+        raise InvalidInstanceError(
+            "objective", f"unknown objective {objective!r}; known: {', '.join(BOUND_OBJECTIVES)}"
+        )
+    known = _METHODS[objective]
+    chosen = tuple(known) if methods is None else tuple(methods)
+    for m in chosen:
+        if m not in known:
+            raise InvalidInstanceError(
+                "methods", f"unknown method {m!r} for {objective}; known: {', '.join(known)}"
+            )
+    if time_limit is not None and not (
+        isinstance(time_limit, int | float) and math.isfinite(time_limit) and time_limit > 0
+    ):
+        raise InvalidInstanceError("time_limit", f"must be a number > 0, got {time_limit!r}")
+    if not world.jobs:
+        raise InvalidInstanceError("jobs", "a world with no job has nothing to bound")
+    started = time.perf_counter()
+    run = _Run(
+        lim=job_limits(world) if limits is None else limits,
+        chosen=chosen,
+        solver=solver,
+        deadline_at=None if time_limit is None else started + float(time_limit),
+    )
+    _RELAXATIONS[objective](run)
+    candidates, notes = run.candidates, run.notes
+    if not candidates:
+        raise InvalidInstanceError("methods", "no relaxation was computed")
+    side = BOUND_OBJECTIVES[objective]
+    pick = max if side == "lower" else min
+    method = pick(candidates, key=lambda k: candidates[k])
+    return Bound(
+        objective=objective,
+        side=side,
+        value=candidates[method],
+        method=method,
+        candidates=candidates,
+        complete=run.complete,
+        seconds=time.perf_counter() - started,
+        notes=notes,
+    )
+
+
+@dataclass
+class _Run:
+    """One bound computation: the inputs, the clock, what was found."""
+
+    lim: JobLimits
+    chosen: tuple[str, ...]
+    solver: str
+    deadline_at: float | None
+    candidates: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    complete: bool = True
+
+    def left(self) -> float | None:
+        return None if self.deadline_at is None else self.deadline_at - time.perf_counter()
+
+    def wants_lp(self, name: str) -> bool:
+        """Whether LP relaxation ``name`` is chosen and time is left for it."""
+        if name not in self.chosen:
+            return False
+        rest = self.left()
+        if rest is not None and rest <= 0:
+            self.notes.append(f"{name}: skipped, no time left")
+            self.complete = False
+            return False
+        return True
+
+    def take(self, name: str, value: float, note: str, finished: bool = True) -> None:
+        self.notes.append(note)
+        if math.isfinite(value):
+            self.candidates[name] = value
+        self.complete = self.complete and finished and math.isfinite(value)
+
+
+def _weighted_jct(run: _Run) -> None:
+    lim = run.lim
+    if "isolated" in run.chosen:
+        run.candidates["isolated"] = _isolated(lim)
+    if "mean-busy-time" in run.chosen:
+        run.candidates["mean-busy-time"] = _mean_busy_time(lim)
+    if run.wants_lp("interval-lp"):
+        value, note = _interval_lp(lim, _horizon(lim), run.left(), run.solver)
+        run.take("interval-lp", value, note)
+
+
+def _makespan(run: _Run) -> None:
+    lim = run.lim
+    if "isolated" in run.chosen:
+        run.candidates["isolated"] = float((lim.arrival + lim.own_seconds).max())
+    if "aggregated" in run.chosen:
+        run.candidates["aggregated"] = _makespan_aggregated(lim)
+    if run.wants_lp("makespan-lp"):
+        value, finished, note = _makespan_lp(lim, run.deadline_at, run.solver)
+        run.take("makespan-lp", value, note, finished)
+
+
+def _deadlines(run: _Run) -> None:
+    jobs = _deadline_candidates(run.lim)
+    if "feasible" in run.chosen:
+        run.candidates["feasible"] = float(len(jobs))
+    if run.wants_lp("deadline-lp"):
+        value, note = _deadline_lp(run.lim, jobs, run.left(), run.solver)
+        run.take("deadline-lp", value, note)
+
+
+_RELAXATIONS = {"weighted-jct": _weighted_jct, "makespan": _makespan, "deadlines": _deadlines}
+
+_METHODS: dict[str, tuple[str, ...]] = {
+    "weighted-jct": ("isolated", "mean-busy-time", "interval-lp"),
+    "makespan": ("isolated", "aggregated", "makespan-lp"),
+    "deadlines": ("feasible", "deadline-lp"),
+}
+
+
+def bounds(
+    world: World,
+    objectives: Sequence[str] = ("weighted-jct", "makespan", "deadlines"),
+    *,
+    time_limit: float | None = None,
+    solver: str = "highs",
+) -> dict[str, Bound]:
+    """:func:`bound` for each objective, sharing the per-job limits and the time limit.
+
+    The closed-form makespan and deadline bounds and their small LPs run first; the interval
+    LP of the weighted JCT, the costly one, gets whatever time is left.
+    """
+    started = time.perf_counter()
+    if not world.jobs:
+        raise InvalidInstanceError("jobs", "a world with no job has nothing to bound")
+    lim = job_limits(world)
+    order = sorted(objectives, key=lambda o: o == "weighted-jct")
+    out: dict[str, Bound] = {}
+    for k, objective in enumerate(order):
+        rest = None
+        if time_limit is not None:
+            # an equal share of what is left for all but the last, which gets the rest
+            rest = (time_limit - (time.perf_counter() - started)) / (len(order) - k)
+            rest = max(rest, 1e-9)
+        out[objective] = bound(world, objective, time_limit=rest, solver=solver, limits=lim)
+    return {o: out[o] for o in objectives}
+
+
+def certified_gap(objective: str, value: float, best_bound: float) -> float:
+    """How far ``value`` is at most from the optimum, given a bound on it.
+
+    Relative for the minimized objectives (:math:`(v - b)/b`), in jobs for ``deadlines``
+    (:math:`b - v`); NaN when either is NaN or the lower bound is not positive.
+    """
+    if objective not in BOUND_OBJECTIVES:
+        raise InvalidInstanceError("objective", f"unknown objective {objective!r}")
+    if math.isnan(value) or math.isnan(best_bound):
+        return math.nan
+    if objective == "deadlines":
+        return best_bound - value
+    return (value - best_bound) / best_bound if best_bound > 0 else math.nan

@@ -1,0 +1,121 @@
+"""Policy checkpoints: .npz round trip, the shipped model, and refusal of altered files."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optsched.errors import InvalidInstanceError
+from optsched.harmony import CheckpointError, load_model
+from optsched.harmony.agent import MODEL_FORMAT, TrainResult, default_model_path, save_model
+from optsched.harmony.network import init_params
+from optsched.harmony.policies import run_policy
+from optsched.harmony.world import HarmonyWorld, generate_arrivals
+
+WORLD = HarmonyWorld(n_servers=4, n_types=4, seed=3)
+
+
+def _saved(tmp_path: Path) -> tuple[Path, dict[str, np.ndarray]]:
+    params = init_params(WORLD, 16, seed=1)
+    meta = {
+        "format": MODEL_FORMAT,
+        "hidden": 16,
+        "world": {
+            k: getattr(WORLD, k)
+            for k in (
+                "n_servers",
+                "gpus",
+                "cpus",
+                "n_types",
+                "spread_penalty",
+                "seed",
+                "max_workers",
+                "max_ps",
+            )
+        },
+    }
+    path = save_model(tmp_path / "m.npz", TrainResult(params, WORLD, meta=meta))
+    return path, params
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    path, params = _saved(tmp_path)
+    loaded, meta = load_model(path)
+    assert meta["hidden"] == 16
+    for k, v in params.items():
+        np.testing.assert_array_equal(loaded[k], v)
+
+
+def _rewrite(path: Path, change) -> None:
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    change(arrays)
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def test_a_changed_weight_is_refused(tmp_path: Path) -> None:
+    path, _ = _saved(tmp_path)
+
+    def nudge(arrays):
+        arrays["param/w1"] = arrays["param/w1"].copy()
+        arrays["param/w1"][0, 0] += 1e-3
+
+    _rewrite(path, nudge)
+    with pytest.raises(CheckpointError, match="altered") as info:
+        load_model(path)
+    assert info.value.field == "digest"
+
+
+def test_changed_metadata_is_refused(tmp_path: Path) -> None:
+    path, _ = _saved(tmp_path)
+
+    def edit(arrays):
+        meta = json.loads(arrays["meta"].tobytes())
+        meta["world"]["spread_penalty"] = 0.0
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+
+    _rewrite(path, edit)
+    with pytest.raises(CheckpointError, match="altered"):
+        load_model(path)
+
+
+def test_object_arrays_and_garbage_are_refused_without_unpickling(tmp_path: Path) -> None:
+    path = tmp_path / "evil.npz"
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("meta.npy", buf.getvalue())
+    with pytest.raises(CheckpointError, match="plain arrays"):
+        load_model(path)
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(CheckpointError):
+        load_model(junk)
+    with pytest.raises(InvalidInstanceError, match="directory"):
+        load_model(tmp_path)
+
+
+def test_another_kind_is_refused(tmp_path: Path) -> None:
+    path, _ = _saved(tmp_path)
+
+    def edit(arrays):
+        arrays["meta"] = np.frombuffer(json.dumps({"format": "x"}).encode(), dtype=np.uint8)
+
+    _rewrite(path, edit)
+    with pytest.raises(CheckpointError, match=r"meta\.format"):
+        load_model(path)
+
+
+def test_the_shipped_model_loads_and_places_feasibly() -> None:
+    assert default_model_path().is_file()
+    params, meta = load_model()
+    world = HarmonyWorld(**meta["world"])
+    arrivals = generate_arrivals(world, 10, seed=4)
+    run = run_policy(world, arrivals, "harmony", params=params)
+    assert len(run.objectives) == 10, "every decision validated"

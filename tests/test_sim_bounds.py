@@ -1,0 +1,184 @@
+"""Certified bounds on the simulated world's optimum (optsched.sim.bounds).
+
+Every bound is checked against values computed another way: closed forms, the exact optimum
+of small worlds, every policy's run on random worlds (rigid, elastic, with packing), and weak
+duality on random LPs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies.sim import busy_worlds, one_gpu_world, small_worlds
+
+from optsched.errors import InvalidInstanceError
+from optsched.sim import simulate
+from optsched.sim.bounds import (
+    BOUND_OBJECTIVES,
+    _blocks,
+    _dual_bound,
+    bound,
+    bounds,
+    certified_gap,
+    job_limits,
+)
+from optsched.sim.exact import objective_value
+from optsched.sim.exact import solve as solve_exact
+from optsched.sim.policies import make_policy
+from optsched.solvers.matrix import LinearProgram, solve_matrix
+from optsched.tolerances import BOUND_SAFETY, TIME_TOL
+
+#: Policies of every kind: order, size-based, LP allocation, packing, time-slicing, elastic.
+POLICIES = ("fifo", "srtf", "tiresias-las", "max-min-perf", "max-min-packed", "gandiva", "edf")
+ELASTIC = ("optimus", "andreas")
+
+
+def _below(objective: str, value: float, b: float) -> bool:
+    """Whether ``b`` is on the right side of ``value`` (the bound's side)."""
+    if BOUND_OBJECTIVES[objective] == "lower":
+        return b <= value + TIME_TOL * max(1.0, abs(value))
+    return value <= b
+
+
+def test_two_jobs_on_one_gpu_are_bounded_by_their_optimum() -> None:
+    # SPT on one GPU: 1 then 3, total JCT 1 + 4 = 5; makespan 4 either way
+    world = one_gpu_world([3.0, 1.0], [0.0, 0.0])
+    got = bounds(world)
+    assert got["weighted-jct"].value == pytest.approx(5.0, rel=1e-6)
+    assert got["makespan"].value == pytest.approx(4.0, rel=1e-6)
+    assert got["deadlines"].value == 0.0
+
+
+def test_a_lone_job_is_bounded_by_its_isolated_time() -> None:
+    world = one_gpu_world([7.0], [3.0])
+    got = bounds(world)
+    assert got["weighted-jct"].value == pytest.approx(7.0, rel=1e-6)
+    assert got["makespan"].value == pytest.approx(10.0, rel=1e-6)
+
+
+def test_queueing_is_counted_by_the_capacity_relaxations() -> None:
+    # four unit jobs at 0 on one GPU: optimum 1 + 2 + 3 + 4 = 10, isolated only 4
+    world = one_gpu_world([1.0] * 4)
+    got = bound(world, "weighted-jct")
+    assert got.candidates["isolated"] == pytest.approx(4.0)
+    assert got.value == pytest.approx(10.0, rel=1e-6)
+    assert got.method in ("mean-busy-time", "interval-lp")
+
+
+def test_deadlines_out_of_reach_are_not_counted() -> None:
+    import dataclasses
+
+    world = one_gpu_world([5.0, 1.0])
+    jobs = (
+        dataclasses.replace(world.jobs[0], deadline=4.0),  # 5 s of work: never by 4
+        dataclasses.replace(world.jobs[1], deadline=1.0),  # alone by 1: reachable
+    )
+    world = dataclasses.replace(world, jobs=jobs)
+    got = bound(world, "deadlines")
+    assert got.candidates["feasible"] == 1.0
+    assert got.value == 1.0
+
+
+def test_packing_raises_the_sharing_factor() -> None:
+    from strategies.sim import ClusterSpec, GpuType, World, job_frame, synthetic_throughputs
+
+    cluster = ClusterSpec(gpu_types=(GpuType(name="fast", count=2, gpus_per_server=2),))
+    world = World.from_frame(
+        job_frame([{"model": "A", "duration": 4.0}, {"model": "A", "duration": 4.0}]),
+        cluster,
+        synthetic_throughputs(),
+    )
+    lim = job_limits(world)
+    # two A jobs sharing a GPU each keep 80% of their rate: 1.6 GPUs' worth of work
+    assert lim.share_factor[0] == pytest.approx(1.6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(busy_worlds(), st.booleans())
+def test_no_policy_beats_the_bounds(world, elastic) -> None:  # type: ignore[no-untyped-def]
+    if elastic:
+        world = world.elastic(max_factor=2.0)
+    got = bounds(world)
+    names = POLICIES + (ELASTIC if elastic else ())
+    for name in names:
+        record = simulate(world, make_policy(name))
+        if not record.all_finished:
+            continue
+        for objective, b in got.items():
+            value = objective_value(world, record, objective)
+            assert _below(objective, value, b.value), (name, objective, value, b)
+
+
+@settings(max_examples=15, deadline=None)
+@given(small_worlds())
+def test_the_exact_optimum_is_never_beyond_the_bounds(world) -> None:  # type: ignore[no-untyped-def]
+    got = bounds(world)
+    for objective in ("weighted-jct", "deadlines"):
+        optimum = solve_exact(world, 1.0, objective, time_limit=60).objective
+        assert optimum is not None
+        assert _below(objective, optimum, got[objective].value), (objective, optimum, got)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000))
+def test_any_dual_point_gives_a_bound_below_the_lp_optimum(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+    a = rng.uniform(-1, 2, size=(m, n))
+    x0 = rng.uniform(0, 1, size=n)  # a feasible point by construction
+    ax = a @ x0
+    lo = np.where(rng.random(m) < 0.5, ax - rng.uniform(0, 1, m), -np.inf)
+    up = np.where(rng.random(m) < 0.5, ax + rng.uniform(0, 1, m), np.inf)
+    lp = LinearProgram(rng.uniform(-1, 1, n), a, lo, up, 0.0, rng.uniform(1, 2, n))
+    optimum = solve_matrix(lp).result.objective
+    assert optimum is not None
+    for _ in range(5):
+        y = rng.normal(size=m)
+        assert _dual_bound(lp, y) <= optimum + 1e-9
+    exact = solve_matrix(lp)
+    assert exact.row_dual is not None
+    # the optimal dual point certifies the optimum itself
+    assert _dual_bound(lp, exact.row_dual) == pytest.approx(optimum, abs=1e-6)
+    assert _dual_bound(lp, exact.row_dual) <= optimum + BOUND_SAFETY * max(1.0, abs(optimum))
+
+
+@given(st.integers(0, 40), st.integers(1, 6), st.integers(1, 4))
+def test_blocks_tile_the_rest_of_the_horizon(first: int, levels: int, per_level: int) -> None:
+    total = 1 << levels
+    first = min(first, total)
+    covered = []
+    for level, index in _blocks(first, levels, per_level):
+        covered.extend(range(index << level, (index + 1) << level))
+    assert covered == list(range(first, total))
+
+
+def test_a_time_limit_still_returns_a_valid_bound() -> None:
+    world = one_gpu_world([1.0] * 4)
+    got = bound(world, "weighted-jct", time_limit=1e-9)
+    assert not got.complete
+    assert "interval-lp" not in got.candidates
+    assert got.value <= 10.0
+
+
+def test_certified_gap() -> None:
+    assert certified_gap("weighted-jct", 12.0, 10.0) == pytest.approx(0.2)
+    assert certified_gap("deadlines", 3.0, 5.0) == 2.0
+    assert math.isnan(certified_gap("makespan", math.nan, 1.0))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"objective": "jct"}, "objective"),
+        ({"methods": ["lagrange"]}, "methods"),
+        ({"time_limit": 0}, "time_limit"),
+    ],
+)
+def test_bad_arguments_name_their_field(kwargs, field) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInstanceError) as err:
+        bound(one_gpu_world([1.0]), **kwargs)
+    assert err.value.field == field
