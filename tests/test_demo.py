@@ -19,6 +19,24 @@ def test_demo_quick(tmp_path, capsys) -> None:
     assert main(["demo", "--quick", "--json", "-o", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)  # exactly one JSON object on stdout
+    # Section 0, shown first: the survey's schedulers on the shipped Gavel trace slice, with
+    # Gavel's throughputs, beside the proven optimum of the same round world.
+    sim = out["sim"]
+    assert sim["throughputs"] == "gavel" and sim["cluster"] == "v100=1:1,p100=1:1,k80=2:2"
+    assert {k: v["status"] for k, v in sim["exact"].items()} == {
+        "weighted-jct": "optimal",
+        "makespan": "optimal",
+    }
+    rows = sim["policies"]
+    assert len([r for r in rows if not r["policy"].startswith("exact-")]) == 9
+    for row in rows:
+        assert row["valid"] and row["unfinished"] == 0, row["policy"]
+        if not (row["shared"] or row["wakeups"]):
+            # in the model's own world nobody beats the proven optimum
+            assert row["gap_weighted-jct"] >= -RTOL and row["gap_makespan"] >= -RTOL
+    assert (tmp_path / "sim_jct_cdf.png").stat().st_size > 0
+    assert captured.err.index("public trace") < captured.err.index("OASiS")
+    assert "gap to the proven optimum (%)" in captured.err
     # Section 1: the exact optimum, re-validated from the files the demo wrote.
     off = out["offline"]
     assert off["status"] == "optimal"

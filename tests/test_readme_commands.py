@@ -246,10 +246,14 @@ def _check_result(command: Command, obj: dict[str, Any]) -> None:
         rows = {row["policy"]: row for row in obj["policies"]}
         if {"max-min", "max-min-perf"} <= rows.keys():
             # Side by side, the heterogeneity-aware LP must schedule differently from the
-            # agnostic one; identical rows mean every GPU type ran equally fast (no
-            # --throughputs), which makes the comparison say nothing.
+            # agnostic one; identical rows mean every GPU type ran equally fast (uniform
+            # throughputs), which makes the comparison say nothing.
             keys = ("jct_mean", "makespan", "rho_max")
             assert [rows["max-min"][k] for k in keys] != [rows["max-min-perf"][k] for k in keys]
+    # The throughput table a comment names is the one the run states it used.
+    quoted = re.search(r"throughputs: (\w+)", command.comment)
+    if command.argv[:1] == ["sim"] and quoted:
+        assert obj["throughputs"] == quoted.group(1), command.line
     # Counts the README's comments quote are the ones the command reports.
     quoted = re.search(r"([\d,]+) parameters", command.comment)
     if command.argv[:1] == ["profile"] and quoted:

@@ -172,6 +172,9 @@ def test_cli_compare_on_a_six_job_trace(tmp_path: Path, capsys: pytest.CaptureFi
             str(trace),
             "--cluster",
             "v100=2,k80=2",
+            # AOnline's model has no per-job-type speeds: uniform, asked for by name
+            "--throughputs",
+            "uniform",
             "--policies",
             "aonline,aonline-strict",
             "--exact",

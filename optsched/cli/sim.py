@@ -2,16 +2,19 @@
 
 Subcommands
 -----------
-``run TRACE --cluster v100=32,p100=16 --policy NAME [--throughputs PATH] [--elastic F] [--json]``
+``run TRACE --cluster v100=32,p100=16 --policy NAME [--throughputs TABLE] [--elastic F] [--json]``
     Simulate TRACE (any format of :mod:`optsched.traces`, detected from its first line, or the
     normalized job table), check the record with the
     independent validator and print the run's metrics. ``-o FILE.csv`` writes the per-job
     metrics. ``--restore-on-first-start`` charges the restore cost on every job's first start
-    too (the reference semantics of Gavel-derived simulators). ``--throughputs`` takes Gavel's
-    JSON table or a directory of ElasticFlow profile CSVs named ``..._<GPU type>``
-    (``throughputs_A100``: the type ``a100``). ``--window START:END`` computes the metrics over
-    the jobs of arrival index ``START <= k < END`` only (a steady-state window, as Gavel's
-    ``-s/-e``); ``compare`` and ``sweep`` take it too.
+    too (the reference semantics of Gavel-derived simulators). ``--throughputs`` takes
+    ``gavel`` (Gavel's measured table, shipped; the default for a Gavel-format trace),
+    ``uniform`` (the default for other formats), Gavel's JSON format or a directory of
+    ElasticFlow profile CSVs named ``..._<GPU type>`` (``throughputs_A100``: the type ``a100``).
+    The table used is printed with the metrics and written as ``throughputs`` in the JSON.
+    ``--window START:END`` computes the metrics over the jobs of arrival index
+    ``START <= k < END`` only (a steady-state window, as Gavel's ``-s/-e``); ``compare`` and
+    ``sweep`` take it too.
 
 Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
 the record (the violations are printed); 3 the record is valid but jobs did not finish (the
@@ -36,6 +39,7 @@ from optsched.cli._mechanism import mechanism_from, mechanism_options, seed_poli
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
 from optsched.cli.sim_extra import (
     ELASTIC_OPTION,
+    PLUGIN_OPTION,
     THROUGHPUTS_HELP,
     WINDOW_OPTION,
     _table,
@@ -72,19 +76,17 @@ def _nonneg(flag: str, value: float | None) -> None:
     "--cluster", required=True, help="GPU types and counts: v100=32,p100=16[:GPUS/SERVER]."
 )
 @click.option(
-    "--policy", default="fifo", show_default=True, help="Policy name (see `sim policies`)."
+    "--policy",
+    default="fifo",
+    show_default=True,
+    help="Policy name (see `sim policies`; plug-ins with --plugin), or module:attr of a factory.",
 )
-@click.option(
-    "--throughputs",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help=THROUGHPUTS_HELP,
-)
+@click.option("--throughputs", default=None, help=THROUGHPUTS_HELP)
 @click.option(
     "--reference",
     default="v100",
     show_default=True,
-    help="GPU type on which trace durations were measured (with --throughputs).",
+    help="GPU type on which trace durations were measured (Gavel tables).",
 )
 @click.option(
     "--round-seconds",
@@ -109,6 +111,7 @@ def _nonneg(flag: str, value: float | None) -> None:
 )
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
 @ELASTIC_OPTION
+@PLUGIN_OPTION
 @WINDOW_OPTION
 @_mechanism_option(0)
 @_mechanism_option(1)
@@ -119,7 +122,7 @@ def run(
     trace: Path,
     cluster: str,
     policy: str,
-    throughputs: Path | None,
+    throughputs: str | None,
     reference: str,
     round_seconds: float | None,
     restore_s: float,
@@ -150,10 +153,11 @@ def run(
             "--round-seconds", f"must be a finite number > 0, got {round_seconds}"
         )
     steady = window_arg(window)
-    table = _table(spec, throughputs, reference)
     # any trace format read_trace knows (detected, or the normalized job table itself); an
     # empty one is refused naming the file
-    world = world_from_trace(read_jobs(trace), spec, table, restore_s=restore_s)
+    read = read_jobs(trace)
+    table = _table(spec, throughputs, reference, read.format)
+    world = world_from_trace(read, spec, table, restore_s=restore_s)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}
@@ -187,6 +191,7 @@ def run(
         "cluster": str(spec),
         "policy": chosen.name,
         "round_seconds": result.round_seconds,
+        "throughputs": table.source,
         "restore_s": restore_s,
         "restore_on_first_start": restore_on_first_start,
         "mechanism": mechanism,
@@ -201,19 +206,51 @@ def run(
     if as_json:
         print_json(payload)
     else:
-        _print_table(f"{chosen.name} on {spec}", metrics, report.ok, result.notes)
+        _print_table(
+            f"{chosen.name} on {spec}, throughputs: {table.source}",
+            metrics,
+            report.ok,
+            result.notes,
+        )
     _exit_status(report, result)
+
+
+#: Run metrics in seconds (shown in a human unit: s, min or h).
+_SECONDS = frozenset(
+    {
+        "jct_mean",
+        "jct_median",
+        "jct_p95",
+        "jct_p99",
+        "weighted_jct_mean",
+        "makespan",
+        "best_effort_jct_mean",
+        "spread_gang_seconds_with_room",
+        "spread_gang_seconds",
+        "queueing_delay_mean",
+    }
+)
 
 
 def _print_table(title: str, metrics: dict[str, Any], valid: bool, notes: list[str]) -> None:
     """The run's metrics as a table on stderr, then its validity and notes."""
     from rich.table import Table
 
+    from optsched.cli.sim_table import time_unit
+
     table_out = Table(title=title)
     table_out.add_column("metric")
     table_out.add_column("value", justify="right")
     for key, value in metrics.items():
-        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        if key.startswith("deadlines") and not metrics.get("deadlines"):
+            continue  # the trace has no deadline: nothing to count
+        if isinstance(value, float) and key in _SECONDS:
+            scale, unit = time_unit([value])
+            shown = f"{value / scale:.4g} {unit}"
+        elif isinstance(value, float):
+            shown = f"{value:.6g}" + (" h" if key == "gpu_hours" else "")
+        else:
+            shown = str(value)
         table_out.add_row(key, shown)
     err_console.print(table_out)
     err_console.print(f"record valid: {valid}")
@@ -238,15 +275,17 @@ def _exit_status(report: Any, result: Any) -> None:
 
 
 @sim.command("policies")
+@PLUGIN_OPTION
 @json_option
 def policies(as_json: bool) -> None:
-    """List the policy names."""
-    from optsched.sim.policies import POLICIES
+    """List the policy names (built-in, then plug-ins)."""
+    from optsched.sim.policies import policy_names
 
+    names = policy_names()
     if as_json:
-        print_json({"policies": list(POLICIES)})
+        print_json({"policies": list(names)})
         return
-    for name in POLICIES:
+    for name in names:
         click.echo(name)
 
 

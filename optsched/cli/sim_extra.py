@@ -39,9 +39,33 @@ __all__ = ["register"]
 
 
 def _policies(text: str) -> list[str]:
-    from optsched.sim.policies import POLICIES
+    from optsched.sim.policies import all_policy_names
 
-    return list(POLICIES) if text.strip() == "all" else _names("--policies", text)
+    return list(all_policy_names()) if text.strip() == "all" else _names("--policies", text)
+
+
+def _import_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple:
+    from optsched.sim.policies import import_plugin
+
+    for module in value:
+        import_plugin(module, field="--plugin")
+    return value
+
+
+#: ``--plugin MODULE`` (repeatable): import MODULE first, so the policies it registers are known.
+PLUGIN_OPTION = click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE|FILE.py",
+    is_eager=True,
+    expose_value=False,
+    callback=_import_plugins,
+    help="Import MODULE (a module name, or a .py file) before anything else (repeatable): "
+    "the policies it registers with "
+    "optsched.sim.policies.register_policy become known by name. Installed distributions "
+    "register theirs through the entry-point group optsched.policies without this.",
+)
 
 
 def _names(flag: str, text: str) -> list[str]:
@@ -53,10 +77,11 @@ def _names(flag: str, text: str) -> list[str]:
 
 #: Help of ``--throughputs`` (``sim run``, ``compare``, ``sweep``).
 THROUGHPUTS_HELP = (
-    "Throughput table: Gavel's simulation_throughputs.json, or a directory of ElasticFlow "
-    "profile CSVs (one per model) whose name ends in _<GPU type>, e.g. throughputs_A100 "
-    "for the type a100 (then the reference type). Default: every job generic, every GPU "
-    "type equally fast."
+    "Throughput table: 'gavel' (Gavel's measured table, shipped), 'uniform' (every job "
+    "generic, every GPU type equally fast), Gavel's simulation_throughputs.json format, or a "
+    "directory of ElasticFlow profile CSVs (one per model) whose name ends in _<GPU type>, "
+    "e.g. throughputs_A100 for the type a100 (then the reference type). Default: 'gavel' for "
+    "a Gavel-format trace, 'uniform' for the others; the table used is printed."
 )
 
 
@@ -69,46 +94,14 @@ def profile_gpu_type(directory: Path) -> str:
     return directory.resolve().name.rsplit("_", 1)[-1].lower()
 
 
-def _table(spec: Any, throughputs: Path | None, reference: str) -> Any:
-    from optsched.sim import Throughputs, load_throughputs
-    from optsched.sim.profiles_elasticflow import load_scaling_profiles
+def _table(spec: Any, throughputs: Any, reference: str, trace_format: str | None = None) -> Any:
+    """The table ``--throughputs`` names (``None``: the trace's default), errors naming flags."""
+    from optsched.sim.throughput_source import resolve_throughputs
 
-    if throughputs is None:
-        return Throughputs.uniform(spec.names)
-    if throughputs.is_dir():
-        # ElasticFlow profiles: one GPU type, named by the directory; durations are taken as
-        # measured on it (it is the reference), so --reference does not apply
-        gpu = profile_gpu_type(throughputs)
-        if gpu not in spec.names:
-            raise InvalidInstanceError(
-                "--throughputs",
-                f"the profile directory {throughputs.name!r} is for GPU type {gpu!r} "
-                f"(its name after the last '_'), which the cluster ({', '.join(spec.names)}) "
-                "does not have",
-            )
-        profiles = load_scaling_profiles(throughputs, gpu_type=gpu)
-        return Throughputs.from_scaling_profiles([profiles], reference=gpu)
-    try:
-        return load_throughputs(throughputs, reference=reference)
-    except InvalidInstanceError as exc:
-        if exc.field == "reference":
-            raise InvalidInstanceError("--reference", exc.message) from None
-        raise
-
-
-_COLUMNS = (
-    ("policy", "policy"),
-    ("jct_mean", "JCT mean"),
-    ("jct_median", "median"),
-    ("jct_p95", "p95"),
-    ("jct_p99", "p99"),
-    ("makespan", "makespan"),
-    ("unfinished", "unfinished"),
-    ("rho_max", "worst rho"),
-    ("ftf_rho_max", "worst FTF rho"),
-    ("deadlines_met", "deadlines met"),
-    ("gpu_hours", "GPU-h"),
-)
+    value = throughputs if throughputs in (None, "gavel", "uniform") else Path(throughputs)
+    return resolve_throughputs(
+        value, spec, trace_format=trace_format, reference=reference, field="--throughputs"
+    )
 
 
 def _fmt(value: Any) -> str:
@@ -125,7 +118,8 @@ def compare_command(
     objectives: str,
     round_seconds: float | None,
     rounds: int | None,
-    throughputs: Path | None,
+    restore_s: float,
+    throughputs: str | None,
     reference: str,
     elastic: float | None,
     output: Path | None,
@@ -146,8 +140,9 @@ def compare_command(
     wanted = _names("--objectives", objectives)
     steady = window_arg(window)
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
-    table = _table(spec, throughputs, reference)
-    world = world_from_trace(read_jobs(trace), spec, table)
+    read = read_jobs(trace)
+    table = _table(spec, throughputs, reference, read.format)
+    world = world_from_trace(read, spec, table, restore_s=restore_s)
     if elastic is not None:
         world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
@@ -200,25 +195,14 @@ def compare_command(
     if as_json:
         print_json(payload)
     else:
-        from rich.table import Table
+        from optsched.cli.sim_table import has_deadlines, print_comparison
 
-        gaps = [(f"gap_{o}", f"gap {o}") for o in result.exact]
-        cols = [*_COLUMNS, *gaps, *([("note", "note")] if gaps else [])]
-        for row in (rows := frame.to_dict(orient="records")):
-            # a policy acting beyond the round world may show a negative gap: say why
-            notes = ["wakes mid-round"] if row.get("wakeups") else []
-            notes += ["shares GPUs"] if row.get("shared") else []
-            notes += ["own grid"] if row.get("same_grid") is False else []
-            row["note"] = ", ".join(notes) or ""
-        out = Table(title=f"{len(world.jobs)} jobs on {spec}")
-        for _, title in cols:
-            out.add_column(title, justify="left" if title == "policy" else "right")
-        for row in rows:
-            out.add_row(*(_fmt(row.get(k)) for k, _ in cols))
-        from rich.console import Console
-
-        # wide enough for every column when stderr is not a terminal (rich's default is 80)
-        Console(stderr=True, width=max(err_console.width, 160)).print(out)
+        print_comparison(
+            frame.to_dict(orient="records"),
+            list(result.exact),
+            title=f"{len(world.jobs)} jobs on {spec}, throughputs: {result.throughputs}",
+            deadlines=has_deadlines(world),
+        )
         for o, res in result.exact.items():
             err_console.print(
                 f"exact {o}: {res.status.value}, objective {_fmt(res.objective)}, bound "
@@ -255,7 +239,7 @@ def sweep_command(
     store: Path | None,
     round_seconds: float | None,
     restore_s: float,
-    throughputs: Path | None,
+    throughputs: str | None,
     reference: str,
     backend: str,
     n_jobs: int | None,
@@ -268,14 +252,15 @@ def sweep_command(
     from optsched.runs.sim_sweep import sweep
     from optsched.sim import parse_cluster
 
-    parse_cluster(cluster, field="--cluster")
+    spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     steady = window_arg(window)
     for trace in traces:
         # an empty trace file is refused before any run (as in ``run`` and ``compare``);
-        # ``synthetic:N`` names a generated table, checked by the sweep itself
+        # ``synthetic:N`` names a generated table, checked by the sweep itself; so is a
+        # throughput table that cannot serve this trace on this cluster
         if not str(trace).startswith("synthetic:"):
-            read_jobs(trace)
+            _table(spec, throughputs, reference, read_jobs(trace).format)
     try:
         frame = sweep(
             [str(t) for t in traces],
@@ -306,6 +291,8 @@ def sweep_command(
             "n_jobs": "--n-jobs",
             "round_seconds": "--round-seconds",
             "restore_s": "--restore-seconds",
+            "throughputs": "--throughputs",
+            "reference": "--reference",
             "window": "--window",
         }.get(exc.field)
         if flag is not None:
@@ -316,8 +303,18 @@ def sweep_command(
     if as_json:
         print_json({"runs": len(frame), "rows": frame.to_dict(orient="records")})
     else:
-        cols = ["trace", "cluster_scale", "seed", "load", "policy", "jct_mean", "makespan", "valid"]
-        err_console.print(frame[cols].to_string(index=False) if len(frame) else "no runs")
+        from optsched.cli.sim_table import time_unit
+
+        cols = ["trace", "cluster_scale", "seed", "load", "policy", "throughputs"]
+        shown = frame[cols].copy() if len(frame) else frame
+        for key, title in (("jct_mean", "JCT mean"), ("makespan", "makespan")):
+            if len(frame):
+                scale, unit = time_unit(frame[key].tolist())
+                shown[f"{title} ({unit})"] = (frame[key] / scale).map(lambda v: f"{v:.4g}")
+        if len(frame):
+            shown["unfinished"] = frame["unfinished"]
+            shown["valid"] = frame["valid"]
+        err_console.print(shown.to_string(index=False) if len(frame) else "no runs")
     if len(frame) and not bool(frame["valid"].all()):
         bad = frame[~frame["valid"].astype(bool)]
         listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())
@@ -360,6 +357,17 @@ ELASTIC_OPTION = click.option(
     "the largest GPU type); policies that size gangs (optimus, andreas, elasticflow and the "
     "order policies' -elastic variants, e.g. edf-elastic) use it, the others run the requested "
     "size. Default: rigid gangs.",
+)
+
+
+#: ``--restore-seconds`` (``sim run``, ``compare``, ``sweep``).
+RESTORE_OPTION = click.option(
+    "--restore-seconds",
+    "restore_s",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Checkpoint/restore cost of each preemption or migration (s).",
 )
 
 
@@ -420,17 +428,12 @@ def register(group: click.Group) -> None:
             show_default=True,
             help="Comma-separated policy names (see `sim policies`), or all of them.",
         ),
-        click.option(
-            "--throughputs",
-            type=click.Path(exists=True, path_type=Path),
-            default=None,
-            help=THROUGHPUTS_HELP,
-        ),
+        click.option("--throughputs", default=None, help=THROUGHPUTS_HELP),
         click.option(
             "--reference",
             default="v100",
             show_default=True,
-            help="GPU type on which trace durations were measured (with --throughputs).",
+            help="GPU type on which trace durations were measured (Gavel tables).",
         ),
         click.option(
             "--round-seconds",
@@ -460,8 +463,10 @@ def register(group: click.Group) -> None:
             help="Exact objectives to solve.",
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        RESTORE_OPTION,
         *_mechanism_options(),
         ELASTIC_OPTION,
+        PLUGIN_OPTION,
         *reversed(common),
         click.argument("trace", type=_trace_arg),
     ):
@@ -494,14 +499,7 @@ def register(group: click.Group) -> None:
             help="Resumable run store (SQLite file or directory); a rerun redoes only what is "
             "missing.",
         ),
-        click.option(
-            "--restore-seconds",
-            "restore_s",
-            type=click.FloatRange(min=0),
-            default=0.0,
-            show_default=True,
-            help="Checkpoint/restore cost of each preemption (s).",
-        ),
+        RESTORE_OPTION,
         click.option(
             "--loads",
             type=NumberList(float, min=0),
@@ -519,6 +517,7 @@ def register(group: click.Group) -> None:
             show_default=True,
             help="Cluster size factors.",
         ),
+        PLUGIN_OPTION,
         *reversed(common),
         click.argument("traces", nargs=-1, required=True, type=_trace_arg),
     ):

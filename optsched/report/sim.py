@@ -18,7 +18,32 @@ if TYPE_CHECKING:
 
     from optsched.sim.record import SimResult
 
-__all__ = ["plot_jct_cdf", "plot_policy_metric", "plot_rho_cdf", "plot_utilization"]
+__all__ = ["plot_jct_cdf", "plot_policy_metric", "plot_rho_cdf", "plot_utilization", "time_scale"]
+
+
+#: Seconds per time unit, under every spelling the plots accept.
+_UNIT_SECONDS: dict[str, tuple[float, str]] = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), (1.0, "s")),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), (60.0, "min")),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), (3600.0, "h")),
+}
+
+
+def time_scale(unit: str) -> tuple[float, str]:
+    """Seconds per ``unit`` and its short name (``"hours"`` -> ``(3600.0, "h")``).
+
+    Raises
+    ------
+    InvalidInstanceError
+        An unknown unit, naming ``unit`` and the accepted ones.
+    """
+    from optsched.errors import InvalidInstanceError
+
+    if not isinstance(unit, str) or unit.strip().lower() not in _UNIT_SECONDS:
+        raise InvalidInstanceError(
+            "unit", f"must be one of s, min, h (or their words), got {unit!r}"
+        )
+    return _UNIT_SECONDS[unit.strip().lower()]
 
 
 def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
@@ -54,7 +79,7 @@ def plot_jct_cdf(
     """
     from optsched.sim.metrics import jct_cdf
 
-    scale = {"s": 1.0, "min": 60.0, "h": 3600.0}[unit]
+    scale, unit = time_scale(unit)
     items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
     fig, axes = _axes(ax)
     for label, result in items:
@@ -78,7 +103,7 @@ def plot_utilization(
     """Busy GPUs over time per GPU type (a step plot), with the total capacity as a line."""
     from optsched.sim.metrics import utilization
 
-    scale = {"s": 1.0, "min": 60.0, "h": 3600.0}[unit]
+    scale, unit = time_scale(unit)
     frame = utilization(result)
     fig, axes = _axes(ax)
     times = np.unique(frame["time"].to_numpy())

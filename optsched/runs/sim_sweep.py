@@ -15,7 +15,9 @@ its key (trace, cluster scale, seed, load, policy) as soon as it comes back, so 
 at any instant loses only the runs in flight; rerunning it with the same parameters redoes
 exactly the missing keys, and the table it returns equals an uninterrupted sweep's (records
 carry no wall-clock figures for that reason). Resuming with other shared parameters (cluster,
-round length, throughputs) is refused naming the parameter.
+round length, throughputs) is refused naming the parameter. Every row names the throughput
+table it ran on (``throughputs``: ``gavel`` by default for a Gavel-format trace, ``uniform``
+for other formats and synthetic tables).
 
 What varies per run
     * ``trace``: a file in any format :func:`optsched.traces.read_trace` reads, or
@@ -34,19 +36,19 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
-from optsched.runs.driver import SweepTask, progress_bar, run_sweep
+from optsched.runs.driver import SweepTask, run_sweep
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BACKENDS", "KIND", "run_one", "sweep", "sweep_runs"]
+__all__ = ["BACKENDS", "KIND", "run_one", "sweep", "sweep_progress", "sweep_runs"]
 
 #: Execution backends (``"joblib"``: joblib's loky process pool, as the driver's ``"loky"``).
 BACKENDS: tuple[str, ...] = ("joblib", "loky", "serial", "dask", "ray")
@@ -58,9 +60,18 @@ KIND = "sim-sweep"
 KEY_FIELDS: tuple[str, ...] = ("trace", "cluster_scale", "seed", "load", "policy")
 
 _SYNTHETIC = "synthetic:"
+#: The store's ``throughputs`` when none is named: each trace's default table (Gavel's for a
+#: Gavel-format trace, uniform otherwise), kept apart from ``"uniform"`` asked for by name.
+_DEFAULT = "default"
 
 
 def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
+    """The run's job table (see :func:`_job_frame_and_format`)."""
+    return _job_frame_and_format(trace, seed, load)[0]
+
+
+def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | None]:
+    """The run's job table and its trace format (``None`` for a synthetic table)."""
     import numpy as np
 
     from optsched.sim.generate import generate_job_table
@@ -70,10 +81,12 @@ def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
         if not text.isdigit() or int(text) < 1:
             raise InvalidInstanceError("traces", f"{trace!r}: expected synthetic:N with N >= 1")
         frame = generate_job_table(int(text), seed=seed)
+        fmt = None
     else:
         from optsched.traces import read_trace
 
-        frame = read_trace(trace).jobs.copy()
+        read = read_trace(trace)
+        frame, fmt = read.jobs.copy(), read.format
         if seed > 0 and len(frame) > 1:
             arrivals = frame["arrival"].to_numpy(dtype=float)
             gaps = np.diff(arrivals)
@@ -81,35 +94,50 @@ def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
             frame["arrival"] = np.concatenate([[arrivals[0]], arrivals[0] + np.cumsum(gaps)])
     if load != 1.0:
         frame["arrival"] = frame["arrival"].astype(float) / load
-    return frame
+    return frame, fmt
 
 
-def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def run_one(
+    params: dict[str, Any],
+    config: dict[str, Any],
+    policies: dict[str, Any] | None = None,
+    table: Any = None,
+) -> dict[str, Any]:
     """One run of the sweep: its record (the key fields, the run metrics, the validity).
 
     A module-level function of picklable arguments, so that every backend can ship it.
+    ``policies`` maps a policy name to the object to run (a copy of it, so that runs in one
+    process never share state); a name not in it is made from the registry. ``table``: a
+    throughput table given as an object (else ``config["throughputs"]`` names one).
     """
+    import copy
+
     from optsched.sim.cluster_spec import parse_cluster
     from optsched.sim.engine import simulate
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.policies import make_policy
-    from optsched.sim.throughputs import Throughputs, load_throughputs
+    from optsched.sim.throughput_source import resolve_throughputs
     from optsched.sim.validate import validate
     from optsched.sim.world import World
 
     spec = parse_cluster(config["cluster"]).scaled(params["cluster_scale"])
-    if config.get("throughputs"):
-        table = load_throughputs(config["throughputs"], reference=config["reference"])
-    else:
-        table = Throughputs.uniform(spec.names)
-    frame = _job_frame(params["trace"], params["seed"], params["load"])
+    frame, fmt = _job_frame_and_format(params["trace"], params["seed"], params["load"])
+    chosen = config.get("throughputs")
+    table = resolve_throughputs(
+        table if table is not None else None if chosen in (None, _DEFAULT) else chosen,
+        spec,
+        trace_format=fmt,
+        reference=config["reference"],
+    )
     world = World.from_frame(
         frame, spec, table, restore_s=config["restore_s"], file=params["trace"]
     )
     kwargs: dict[str, Any] = {}
     if config.get("round_seconds") is not None:
         kwargs["round_seconds"] = config["round_seconds"]
-    record = simulate(world, make_policy(params["policy"], field="policies"), **kwargs)
+    given = (policies or {}).get(params["policy"])
+    policy = copy.deepcopy(given) if given is not None else make_policy(params["policy"])
+    record = simulate(world, policy, **kwargs)
     report = validate(world, record)
     window = config.get("window")
     metrics = run_metrics(
@@ -119,15 +147,90 @@ def run_one(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     return {
         **{k: params[k] for k in KEY_FIELDS},
         **metrics,
+        "throughputs": table.source,
         "valid": report.ok,
         "violations": len(report.violations),
         "events": record.events,
     }
 
 
+def _clock(seconds: float) -> str:
+    s = max(0, round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+@contextmanager
+def sweep_progress(
+    label: str, show: bool = True, *, stream: Any = None, terminal: bool | None = None
+) -> Iterator[Any]:
+    """Progress of a sweep on stderr as ``update(done, total)``: ``n/N`` runs with an ETA.
+
+    On a terminal, a live bar (runs done ``n/N``, elapsed, time remaining). Elsewhere (a log
+    file, CI), one line per finished run, ``label: n/N runs done, elapsed 0:00:12, ETA
+    0:00:30``, the ETA the mean time per run finished in this process times the runs left
+    (runs taken from the store count as done without time); ``None`` when not shown.
+    """
+    import sys
+    import time
+
+    if not show:
+        yield None
+        return
+    out = stream if stream is not None else sys.stderr
+    tty = terminal if terminal is not None else bool(getattr(out, "isatty", lambda: False)())
+    if tty:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("runs, elapsed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=Console(file=out)) as bar:
+            task = bar.add_task(label, total=None)
+
+            def update_bar(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            yield update_bar
+        return
+    start = time.monotonic()
+    first: list[int] = []
+
+    def update_lines(done: int, total: int) -> None:
+        if not first:
+            first.append(done)  # stored before: done, but no time of this process
+            if done:
+                print(f"{label}: {done}/{total} runs already stored", file=out, flush=True)
+            return
+        elapsed = time.monotonic() - start
+        here = done - first[0]
+        eta = elapsed / here * (total - done) if here > 0 else float("nan")
+        shown = _clock(eta) if eta == eta else "?"
+        print(
+            f"{label}: {done}/{total} runs done, elapsed {_clock(elapsed)}, ETA {shown}",
+            file=out,
+            flush=True,
+        )
+
+    yield update_lines
+
+
 def sweep_runs(
     traces: Sequence[str | Path],
-    policies: Sequence[str],
+    policies: str | Sequence[Any],
     *,
     cluster_scales: Sequence[float] = (1.0,),
     seeds: Sequence[int] = (0,),
@@ -141,8 +244,11 @@ def sweep_runs(
         An empty list, an unknown policy, a scale or load not finite and > 0, a seed not an
         integer >= 0, or duplicates (the field is named).
     """
-    from optsched.sim.policies import make_policy
+    from optsched.sim.policies import as_policies
 
+    # names, Policy objects or a comma string alike; each run is keyed by the policy's name
+    names = [p.name for p in as_policies(policies, field="policies")]
+    policies = names
     lists: dict[str, Sequence[Any]] = {
         "traces": traces,
         "policies": policies,
@@ -155,8 +261,6 @@ def sweep_runs(
             raise InvalidInstanceError(name, "must name at least one value")
         if len(set(map(str, values))) != len(values):
             raise InvalidInstanceError(name, "a value is repeated")
-    for p in policies:
-        make_policy(p, field="policies")
     for name in ("cluster_scales", "loads"):
         for v in lists[name]:
             if isinstance(v, bool) or not (
@@ -180,16 +284,16 @@ def sweep_runs(
 
 def sweep(
     traces: Sequence[str | Path],
-    cluster: str,
-    policies: Sequence[str],
+    cluster: Any,
+    policies: str | Sequence[Any],
     *,
     store: str | Path | None = None,
     cluster_scales: Sequence[float] = (1.0,),
     seeds: Sequence[int] = (0,),
     loads: Sequence[float] = (1.0,),
-    round_seconds: float | None = None,
+    round_seconds: float | str | None = None,
     restore_s: float = 0.0,
-    throughputs: str | Path | None = None,
+    throughputs: Any = None,
     reference: str = "v100",
     backend: str = "joblib",
     n_jobs: int | None = None,
@@ -204,16 +308,23 @@ def sweep(
     ----------
     traces : sequence of str or Path
         Trace files (any supported format) or ``synthetic:N``.
-    cluster : str
+    cluster : str or ClusterSpec
         The base cluster, ``v100=8,p100=16[:GPUS/SERVER]``.
-    policies : sequence of str
+    policies : sequence of str or Policy, or str
+        Registered names (plug-ins included) and/or Policy objects, or a comma-separated
+        string (``"fifo,srtf"``, ``"all"``). Objects must pickle for the process backends.
     store : str or Path, optional
         The resumable store (a SQLite file, or a directory holding ``runs.sqlite``); without one
         the runs are kept in memory only.
     cluster_scales, seeds, loads : sequences
         See the module notes.
     round_seconds, restore_s, throughputs, reference
-        As in ``optsched sim run``; shared by every run (the store's config).
+        As in ``optsched sim run``; shared by every run (the store's config). ``round_seconds``:
+        ``None`` or ``"policy"`` for each policy's own. ``throughputs``:
+        ``"gavel"``, ``"uniform"``, a path, a Throughputs object, or ``None`` for each trace's
+        default (Gavel's
+        table for a Gavel-format trace, uniform otherwise); each row's ``throughputs`` column
+        names the table it ran on.
     backend : {"joblib", "loky", "serial", "dask", "ray"}
         See the module notes and :func:`~optsched.runs.driver.run_sweep`.
     n_jobs : int, optional
@@ -224,7 +335,8 @@ def sweep(
     address : str, optional
         Scheduler address for ``"dask"`` or ``"ray"``.
     progress : bool, default False
-        Show a progress bar on stderr.
+        Show progress on stderr: a bar with ``n/N`` runs and an ETA on a terminal, one line
+        per finished run elsewhere (:func:`sweep_progress`).
     window : (int, int or None), optional
         The steady-state window of arrival indices ``[start, end)`` the metrics count (see
         :func:`~optsched.sim.metrics.run_metrics`); shared by every run (the store's config).
@@ -243,23 +355,51 @@ def sweep(
     import pandas as pd
 
     from optsched.runs.store import RunStore, run_key
-    from optsched.sim.cluster_spec import parse_cluster
+    from optsched.sim.cluster_spec import ClusterSpec, parse_cluster
+    from optsched.sim.throughputs import Throughputs
 
     if backend not in BACKENDS:
         raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
+    if isinstance(cluster, ClusterSpec):
+        cluster = str(cluster)  # its text round-trips (the store's config is text)
+    elif not isinstance(cluster, str):
+        raise InvalidInstanceError(
+            "cluster",
+            f"must be a ClusterSpec or its text ('v100=4,k80=4'), got {type(cluster).__name__}",
+        )
     parse_cluster(cluster)
+    if isinstance(round_seconds, str):
+        if round_seconds != "policy":
+            raise InvalidInstanceError(
+                "round_seconds", f"must be a number of seconds or 'policy', got {round_seconds!r}"
+            )
+        round_seconds = None
     if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
         raise InvalidInstanceError(
             "round_seconds", f"must be a finite number > 0, got {round_seconds}"
         )
     if not (math.isfinite(restore_s) and restore_s >= 0):
         raise InvalidInstanceError("restore_s", f"must be a finite number >= 0, got {restore_s}")
-    runs = sweep_runs(traces, policies, cluster_scales=cluster_scales, seeds=seeds, loads=loads)
+    from optsched.sim.policies import as_policies
+
+    objects = {p.name: p for p in as_policies(policies, field="policies")}
+    runs = sweep_runs(
+        traces, list(objects), cluster_scales=cluster_scales, seeds=seeds, loads=loads
+    )
+    table_object: Throughputs | None = None
+    if throughputs is not None:
+        from optsched.sim.throughput_source import resolve_throughputs
+
+        # a misspelt table name or missing file is refused before any run
+        checked = resolve_throughputs(throughputs, parse_cluster(cluster), reference=reference)
+        if isinstance(throughputs, Throughputs):
+            # a table object travels with the runs; the store records its source
+            table_object, throughputs = checked, f"object:{checked.source}"
     config: dict[str, Any] = {
         "cluster": cluster,
         "round_seconds": round_seconds,
         "restore_s": restore_s,
-        "throughputs": None if throughputs is None else str(throughputs),
+        "throughputs": _DEFAULT if throughputs is None else str(throughputs),
         "reference": reference,
     }
     if window is not None:
@@ -272,10 +412,10 @@ def sweep(
         opened = None
         if store is not None:
             opened = stack.enter_context(RunStore(store, kind=KIND, config=config))
-        bar = stack.enter_context(progress_bar("sim sweep", show=progress))
+        bar = stack.enter_context(sweep_progress("sim sweep", show=progress))
         rows = run_sweep(
             tasks,
-            partial(run_one, config=config),
+            partial(run_one, config=config, policies=objects, table=table_object),
             store=opened,
             backend=backend,
             n_jobs=n_jobs,

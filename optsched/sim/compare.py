@@ -28,6 +28,7 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from optsched.sim.cluster_spec import ClusterSpec
+    from optsched.sim.policy import Policy
     from optsched.sim.throughputs import Throughputs
 
 __all__ = ["METRIC_COLUMNS", "Comparison", "auto_round_seconds", "compare", "world_from_trace"]
@@ -89,18 +91,49 @@ def auto_round_seconds(world: World, target_rounds: int = AUTO_ROUNDS) -> float:
 
 def world_from_trace(
     trace: Any,
-    cluster: ClusterSpec,
-    throughputs: Throughputs | None = None,
+    cluster: ClusterSpec | str,
+    throughputs: Throughputs | str | Path | None = None,
     *,
     restore_s: float = 0.0,
+    reference: str = "v100",
+    cluster_field: str = "cluster",
+    throughputs_field: str = "throughputs",
 ) -> World:
-    """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table."""
+    """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table), a job table or a path.
+
+    ``cluster`` is a :class:`~optsched.sim.ClusterSpec` or its text (``"v100=4,k80=4"``);
+    ``throughputs`` anything :func:`~optsched.sim.throughput_source.resolve_throughputs` takes.
+    By default a trace in Gavel's format runs on Gavel's measured table, any other on uniform
+    speeds (the table's ``source`` says which).
+    """
+    from optsched.sim.cluster_spec import ClusterSpec as _Spec
+    from optsched.sim.cluster_spec import parse_cluster
+    from optsched.sim.throughput_source import resolve_throughputs
+
+    if isinstance(trace, str | Path):
+        from optsched.traces import read_trace
+
+        trace = read_trace(trace)
+    if isinstance(cluster, str):
+        cluster = parse_cluster(cluster, field=cluster_field)
+    elif not isinstance(cluster, _Spec):
+        raise InvalidInstanceError(
+            cluster_field,
+            f"must be a ClusterSpec or its text ('v100=4,k80=4'), got {type(cluster).__name__}",
+        )
     frame = getattr(trace, "jobs", trace)
     file = getattr(trace, "path", None)
+    table = resolve_throughputs(
+        throughputs,
+        cluster,
+        trace_format=getattr(trace, "format", None),
+        reference=reference,
+        field=throughputs_field,
+    )
     return World.from_frame(
         frame,
         cluster,
-        throughputs,
+        table,
         restore_s=restore_s,
         file=None if file is None else str(file),
     )
@@ -165,20 +198,28 @@ class Comparison:
         ]
         return {
             "round_seconds": self.round_seconds,
+            "throughputs": self.throughputs,
             "exact_round_seconds": self.exact_round_seconds,
             "window": None if self.window is None else list(self.window),
             "policies": records,
             "exact": {k: v.summary() for k, v in self.exact.items()},
         }
 
+    @property
+    def throughputs(self) -> str:
+        """The source of the throughput table every policy ran on (``"gavel"``, a path, ...)."""
+        return self.world.throughputs.source or "custom"
+
     def __repr__(self) -> str:
         return (
             f"Comparison({len(self.runs)} policies on {len(self.world.jobs)} jobs, "
-            f"exact={sorted(self.exact)})"
+            f"throughputs={self.throughputs}, exact={sorted(self.exact)})"
         )
 
     def _repr_html_(self) -> str:
-        return str(self.to_frame().to_html(escape=True, caption=html.escape(repr(self))))
+        # the summary line (policies, jobs, throughput table) above the table of every row
+        table = self.to_frame().to_html(escape=True, index=False)
+        return f"<p>{html.escape(repr(self))}</p>\n{table}"
 
 
 def _gap(objective: str, value: float, best: float | None) -> float:
@@ -214,15 +255,43 @@ def _row(
     return row
 
 
+def _world_for(world: Any, cluster: Any, throughputs: Any, restore_s: float | None) -> World:
+    """The World ``compare`` runs on: built from a trace, or the World given.
+
+    A ``cluster`` or ``throughputs`` given beside a World is refused rather than ignored.
+    """
+    if not isinstance(world, World):
+        if cluster is None:
+            raise InvalidInstanceError("cluster", "a trace needs a cluster to simulate on")
+        world = world_from_trace(world, cluster, throughputs, restore_s=restore_s or 0.0)
+    elif throughputs is not None or cluster is not None:
+        # a World carries its own cluster and table: a second one would be silently ignored
+        raise InvalidInstanceError(
+            "throughputs" if throughputs is not None else "cluster",
+            "a World already holds its cluster and throughput table; pass a trace (or job "
+            "table, or path) to build the world with these, or build the World with them",
+        )
+    elif restore_s is not None:
+        import dataclasses
+
+        if not (isinstance(restore_s, int | float) and math.isfinite(restore_s) and restore_s >= 0):
+            raise InvalidInstanceError(
+                "restore_s", f"must be a finite number >= 0, got {restore_s}"
+            )
+        world = dataclasses.replace(world, restore_s=float(restore_s))
+    return world
+
+
 def compare(
     world: Any,
-    policies: Sequence[str],
+    policies: str | Policy | Sequence[str | Policy],
     *,
-    cluster: ClusterSpec | None = None,
-    throughputs: Throughputs | None = None,
+    cluster: ClusterSpec | str | None = None,
+    throughputs: Throughputs | str | Path | None = None,
     exact: bool = False,
     objectives: Sequence[str] = ("weighted-jct", "makespan", "deadlines"),
-    round_seconds: float | None = None,
+    round_seconds: float | str | None = None,
+    restore_s: float | None = None,
     rounds: int | None = None,
     solver: str = "highs",
     time_limit: float | None = None,
@@ -236,15 +305,24 @@ def compare(
 
     Parameters
     ----------
-    world : World, Trace or DataFrame
-        A trace or job table needs ``cluster`` (and optionally ``throughputs``).
-    policies : sequence of str
-        Registry names (:data:`optsched.sim.policies.POLICIES`).
+    world : World, Trace, DataFrame or path
+        A trace, job table or trace file needs ``cluster`` (text or
+        :class:`~optsched.sim.ClusterSpec`) and optionally ``throughputs`` (``"gavel"``,
+        ``"uniform"``, a path or a table; default: Gavel's for a Gavel-format trace, else
+        uniform; see :mod:`optsched.sim.throughput_source`). A World holds its own, so giving
+        either with one is refused.
+    policies : sequence of str or Policy, str, or Policy
+        Registered names (:func:`optsched.sim.policies.policy_names`, plug-ins included)
+        and/or Policy objects, or one comma-separated string (``"fifo,srtf"``, ``"all"``).
     exact : bool, default False
         Also solve :func:`optsched.sim.exact.solve` for each of ``objectives``.
-    round_seconds : float, optional
-        Round length for every policy and for the exact model. Without it each policy keeps its
-        own (with or without ``exact``) and the exact model uses :func:`auto_round_seconds`.
+    round_seconds : float or "policy", optional
+        Round length for every policy and for the exact model. Without it (``None`` or
+        ``"policy"``) each policy keeps its own (with or without ``exact``) and the exact model
+        uses :func:`auto_round_seconds`.
+    restore_s : float, optional
+        Checkpoint/restore cost of each preemption or migration (s); default the world's own
+        (0 for a trace).
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
     window : (int, int or None), optional
@@ -269,18 +347,16 @@ def compare(
     from optsched.sim.engine import simulate
     from optsched.sim.exact import OBJECTIVES
     from optsched.sim.exact import solve as solve_exact
-    from optsched.sim.policies import make_policy
+    from optsched.sim.policies import as_policies
 
-    if not isinstance(world, World):
-        if cluster is None:
-            raise InvalidInstanceError("cluster", "a trace needs a cluster to simulate on")
-        world = world_from_trace(world, cluster, throughputs)
-    names = list(policies)
-    if not names:
-        raise InvalidInstanceError("policies", "name at least one policy")
-    if len(set(names)) != len(names):
-        raise InvalidInstanceError("policies", "a policy is named twice")
-    made = [make_policy(n, field="policies") for n in names]
+    if isinstance(round_seconds, str):
+        if round_seconds != "policy":
+            raise InvalidInstanceError(
+                "round_seconds", f"must be a number of seconds or 'policy', got {round_seconds!r}"
+            )
+        round_seconds = None
+    world = _world_for(world, cluster, throughputs, restore_s)
+    made = as_policies(policies, field="policies")
     if window is not None:
         from optsched.sim.metrics import check_window
 

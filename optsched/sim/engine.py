@@ -124,7 +124,7 @@ _POLICY_ROUND: Literal["policy"] = "policy"
 
 def simulate(
     world: World,
-    policy: Policy,
+    policy: Policy | str,
     *,
     round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
     max_time: float | None = None,
@@ -136,7 +136,8 @@ def simulate(
     Parameters
     ----------
     world : World
-    policy : Policy
+    policy : Policy or str
+        A policy object, or a registered name (:func:`optsched.sim.policies.policy_names`).
     round_seconds : float or None, optional
         Round/lease length; ``None`` is event-driven; by default the policy's own.
     max_time : float, optional
@@ -162,11 +163,22 @@ def simulate(
     ------
     InvalidInstanceError
         ``round_seconds`` not > ``world.restore_s`` or not finite, ``max_time`` not
-        finite, or the event bound over ``limits.max_events``.
+        finite, or the event bound over ``limits.max_events``; ``world`` not a World (a trace
+        goes through :func:`~optsched.sim.compare.world_from_trace`), ``policy`` neither a
+        Policy nor a registered name.
     PolicyError
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
         impossible placement or pairing, or more wake-ups than it declared.
     """
+    from optsched.sim.policies import make_policy
+
+    if not isinstance(world, World):
+        raise InvalidInstanceError(
+            "world",
+            f"must be a World, got {type(world).__name__}; build one from a trace with "
+            "world_from_trace(trace, cluster, throughputs) or World.from_frame",
+        )
+    policy = make_policy(policy, field="policy")
     gavel = _gavel_options(mechanism)
     if restore_on_first_start is not None:
         if not isinstance(restore_on_first_start, bool):

@@ -168,6 +168,8 @@ class SimResult:
         return {
             "policy": self.policy,
             "round_seconds": self.round_seconds,
+            # the throughput table's source, so that no record hides which speeds it used
+            "throughputs": self.world.throughputs.source or "custom",
             "jobs": len(self.completion),
             "finished": sum(self.finished),
             "unfinished": self.unfinished,

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from optsched._io import load_data
@@ -79,6 +79,11 @@ class Throughputs:
     curves : dict
         ``curves[(gpu_type, job_type)]``: a scaling profile's interpolant, used for every GPU
         count of that job type on that type (empty for Gavel tables).
+    source : str
+        Where the rates come from, stated in every table, record and comparison made with
+        them: ``"uniform"`` (:meth:`uniform`), ``"gavel"`` (Gavel's measured table shipped
+        with optsched), a file path, ``"profiles:<types>"``; ``""`` when built by hand.
+        Not part of equality (two tables of the same rates are the same table).
     """
 
     alone: Mapping[tuple[str, bool], Mapping[Key, float]]
@@ -86,6 +91,7 @@ class Throughputs:
     generic_speed: Mapping[str, float]
     reference: str
     curves: Mapping[tuple[str, str], ScalingCurve] = field(default_factory=dict)
+    source: str = field(default="", compare=False)
     _counts: dict[tuple[str, bool, str], tuple[int, ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -119,7 +125,7 @@ class Throughputs:
         ref = reference if reference is not None else min(speed, key=lambda t: type_rank(t, speed))
         if ref not in speed:
             raise InvalidInstanceError("reference", f"unknown GPU type {ref!r}")
-        return cls(alone={}, pairs={}, generic_speed=speed, reference=ref)
+        return cls(alone={}, pairs={}, generic_speed=speed, reference=ref, source="uniform")
 
     @classmethod
     def from_scaling_profiles(
@@ -180,7 +186,14 @@ class Throughputs:
         for g in by_type:
             logs = [math.log(r / one[ref][jt]) for jt, r in one[g].items() if jt in one[ref]]
             speed[g] = math.exp(sum(logs) / len(logs)) if logs else 1.0
-        return cls(alone=alone, pairs={}, generic_speed=speed, reference=ref, curves=curves)
+        return cls(
+            alone=alone,
+            pairs={},
+            generic_speed=speed,
+            reference=ref,
+            curves=curves,
+            source="profiles:" + ",".join(sorted(by_type)),
+        )
 
     # -- queries --------------------------------------------------------------------------
 
@@ -304,9 +317,10 @@ def load_throughputs(path: str | Path, *, reference: str = "v100") -> Throughput
     """
     data = load_data(path)
     try:
-        return throughputs_from_dict(data, reference=reference)
+        table = throughputs_from_dict(data, reference=reference)
     except InvalidInstanceError as exc:
         raise InvalidInstanceError(exc.field, exc.message, file=str(path)) from None
+    return replace(table, source=str(path))
 
 
 def throughputs_from_dict(data: object, *, reference: str = "v100") -> Throughputs:

@@ -32,6 +32,9 @@ Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
 scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
+
+Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`), where
+:func:`register_policy` and the entry-point group ``optsched.policies`` add plug-in policies.
 """
 
 from __future__ import annotations
@@ -53,6 +56,17 @@ from optsched.sim.policies.gavel_fifo import GavelFIFO
 from optsched.sim.policies.gavel_gandiva import GavelGandiva
 from optsched.sim.policies.optimus import Optimus
 from optsched.sim.policies.packed import PackedAllocationLP
+from optsched.sim.policies.registry import (
+    ENTRY_POINT_GROUP,
+    _builtin,
+    all_policy_names,
+    as_policies,
+    import_plugin,
+    make_policy,
+    policy_names,
+    register_policy,
+    unregister_policy,
+)
 from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
@@ -60,6 +74,7 @@ from optsched.sim.policy import Policy
 __all__ = [
     "EDF",
     "ELASTIC_POLICIES",
+    "ENTRY_POINT_GROUP",
     "FIFO",
     "POLICIES",
     "SJF",
@@ -79,8 +94,14 @@ __all__ = [
     "PackedAllocationLP",
     "Themis",
     "Tiresias",
+    "all_policy_names",
+    "as_policies",
     "greedy_allocation",
+    "import_plugin",
     "make_policy",
+    "policy_names",
+    "register_policy",
+    "unregister_policy",
 ]
 
 _BASE: dict[str, Callable[[bool, bool], Policy]] = {
@@ -93,7 +114,8 @@ _BASE: dict[str, Callable[[bool, bool], Policy]] = {
     "tiresias-gittins": lambda aware, el: Tiresias("gittins", aware=aware, elastic=el),
 }
 
-#: Every registered policy name.
+#: Every built-in policy name (:func:`policy_names` adds the plug-ins registered with
+#: :func:`register_policy` or the ``optsched.policies`` entry points).
 POLICIES: tuple[str, ...] = (
     *_BASE,
     *(f"{name}-perf" for name in _BASE),
@@ -123,41 +145,36 @@ ELASTIC_POLICIES: tuple[str, ...] = (
 )
 
 
-#: The policies built by name alone (the order policies and the LPs are built from their name's
-#: parts in :func:`make_policy`).
-_NAMED: dict[str, Callable[[], Policy]] = {
-    "gandiva": Gandiva,
-    "gandiva-elastic": lambda: Gandiva(elastic=True),
-    "gandiva-fair": GandivaFair,
-    "aonline": lambda: AonlinePolicy(backfill=True),
-    "aonline-strict": lambda: AonlinePolicy(backfill=False),
-    "themis": Themis,
-    "chronus": lambda: Chronus(mode="milp"),
-    "chronus-greedy": lambda: Chronus(mode="greedy"),
-    "optimus": Optimus,
-    "andreas": Andreas,
-    "allox": AlloX,
-    "elasticflow": ElasticFlow,
-    "gavel-fifo": GavelFIFO,
-    "gavel-gandiva": GavelGandiva,
-}
-
-
-def make_policy(name: str, *, field: str = "policy") -> Policy:
-    """A fresh policy by registry name.
+def _builtin_policy(name: str, *, field: str = "policy") -> Policy:
+    """A fresh built-in policy by name (the registry's factory of every built-in name).
 
     Raises
     ------
     InvalidInstanceError
         Unknown name (naming ``field`` and listing the known ones).
     """
-    named = _NAMED.get(name)
-    if named is not None:
-        return named()
-    if name.endswith("-packed") and name in LP_POLICIES:
-        return PackedAllocationLP(name)
+    from functools import partial
+
+    simple: dict[str, Callable[[], Policy]] = {
+        "gandiva": Gandiva,
+        "gandiva-elastic": partial(Gandiva, elastic=True),
+        "gandiva-fair": GandivaFair,
+        "aonline": partial(AonlinePolicy, backfill=True),
+        "aonline-strict": partial(AonlinePolicy, backfill=False),
+        "themis": Themis,
+        "chronus": partial(Chronus, mode="milp"),
+        "chronus-greedy": partial(Chronus, mode="greedy"),
+        "optimus": Optimus,
+        "andreas": Andreas,
+        "allox": AlloX,
+        "elasticflow": ElasticFlow,
+        "gavel-fifo": GavelFIFO,
+        "gavel-gandiva": GavelGandiva,
+    }
+    if name in simple:
+        return simple[name]()
     if name in LP_POLICIES:
-        return AllocationLP(name)
+        return PackedAllocationLP(name) if name.endswith("-packed") else AllocationLP(name)
     elastic = name.endswith("-elastic")
     core = name[: -len("-elastic")] if elastic else name
     aware = core.endswith("-perf")
@@ -167,3 +184,16 @@ def make_policy(name: str, *, field: str = "policy") -> Policy:
         known = ", ".join((*POLICIES, *ELASTIC_POLICIES))
         raise InvalidInstanceError(field, f"unknown policy {name!r}; known: {known}")
     return factory(aware, elastic)
+
+
+def _register_builtins() -> None:
+    """Every built-in name, rigid then elastic, with its factory."""
+    from functools import partial
+
+    for name in POLICIES:
+        _builtin(name, partial(_builtin_policy, name))
+    for name in ELASTIC_POLICIES:
+        _builtin(name, partial(_builtin_policy, name), in_all=False)
+
+
+_register_builtins()

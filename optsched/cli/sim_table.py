@@ -1,0 +1,155 @@
+"""Readable comparison tables of the simulator: units in headers, whole names, gaps in percent.
+
+One printer for ``optsched sim compare`` and ``optsched demo``:
+
+* every time column is shown in one human unit chosen for that column (``s`` below two
+  minutes, ``min`` below two hours, else ``h``, by the column's largest finite value), named in
+  its header (``JCT mean (min)``);
+* policy names are never cut (the table is as wide as it needs to be when stderr is not a
+  terminal);
+* ``valid`` and ``unfinished`` are always shown; the deadline column only when the trace has
+  deadlines;
+* gaps to the optimum are in percent (``(v - v*) / v*``), the deadline gap in jobs;
+* the title names the throughput table the runs used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["comparison_rows", "has_deadlines", "print_comparison", "time_unit"]
+
+#: (seconds per unit, unit name), from the largest.
+_UNITS: tuple[tuple[float, str], ...] = ((3600.0, "h"), (60.0, "min"), (1.0, "s"))
+
+#: Time columns of a comparison row: key, header.
+_TIME_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("jct_mean", "JCT mean"),
+    ("jct_median", "JCT median"),
+    ("jct_p95", "JCT p95"),
+    ("jct_p99", "JCT p99"),
+    ("makespan", "makespan"),
+)
+
+
+def time_unit(values: Sequence[float]) -> tuple[float, str]:
+    """The unit for a column of seconds: ``s`` below 120 s, ``min`` below 2 h, else ``h``."""
+    finite = [abs(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+    top = max(finite, default=0.0)
+    if top >= 2 * 3600.0:
+        return _UNITS[0]
+    if top >= 120.0:
+        return _UNITS[1]
+    return _UNITS[2]
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def comparison_rows(
+    rows: Sequence[dict[str, Any]], objectives: Sequence[str], *, deadlines: bool
+) -> tuple[list[str], list[list[str]]]:
+    """Headers and formatted cells of a comparison (rows as :meth:`Comparison.to_frame` gives).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        One per policy (and exact optimum).
+    objectives : sequence of str
+        The objectives with an exact optimum (their gap columns are shown).
+    deadlines : bool
+        Show the deadlines-met column (the trace has deadlines).
+    """
+    headers = ["policy"]
+    columns: list[list[str]] = [[str(r.get("policy", "")) for r in rows]]
+    for key, title in _TIME_COLUMNS:
+        values = [r.get(key, math.nan) for r in rows]
+        scale, unit = time_unit(values)
+        headers.append(f"{title} ({unit})")
+        columns.append([_num(v / scale if isinstance(v, int | float) else v) for v in values])
+    headers.append("worst slowdown (x)")
+    columns.append([_num(r.get("rho_max")) for r in rows])
+    if any("ftf_rho_max" in r for r in rows):
+        headers.append("worst FTF slowdown (x)")
+        columns.append([_num(r.get("ftf_rho_max")) for r in rows])
+    headers.append("GPU-hours")
+    columns.append([_num(r.get("gpu_hours")) for r in rows])
+    if deadlines:
+        headers.append("deadlines met")
+        columns.append([f"{_num(r.get('deadlines_met'))}/{_num(r.get('deadlines'))}" for r in rows])
+    headers.append("unfinished")
+    columns.append([_num(r.get("unfinished")) for r in rows])
+    headers.append("valid")
+    columns.append([_num(r.get("valid")) if "valid" in r else "-" for r in rows])
+    for o in objectives:
+        key = f"gap_{o}"
+        if o == "deadlines":
+            headers.append("gap deadlines (jobs)")
+            columns.append([_num(r.get(key)) for r in rows])
+        else:
+            headers.append(f"gap {o} (%)")
+            columns.append(
+                [
+                    "-"
+                    if not isinstance(r.get(key), int | float) or math.isnan(r[key])
+                    else f"{100 * r[key]:+.1f}"
+                    for r in rows
+                ]
+            )
+    notes = []
+    for r in rows:
+        # a policy acting beyond the round world may show a negative gap: say why
+        said = ["wakes mid-round"] if r.get("wakeups") else []
+        said += ["shares GPUs"] if r.get("shared") else []
+        said += ["own grid"] if r.get("same_grid") is False else []
+        notes.append(", ".join(said))
+    if objectives and any(notes):
+        headers.append("note")
+        columns.append(notes)
+    cells = [list(row) for row in zip(*columns, strict=True)] if rows else []
+    return headers, cells
+
+
+def has_deadlines(world: Any) -> bool:
+    """Whether any job of the world has a deadline (the deadline columns are shown then)."""
+    return any(j.deadline is not None and math.isfinite(j.deadline) for j in world.jobs)
+
+
+def print_comparison(
+    rows: Sequence[dict[str, Any]],
+    objectives: Sequence[str],
+    *,
+    title: str,
+    deadlines: bool,
+) -> None:
+    """Print the comparison on stderr, never cutting a column (see the module notes)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from optsched.cli.common import err_console
+
+    headers, cells = comparison_rows(rows, objectives, deadlines=deadlines)
+    table = Table(title=title)
+    for h in headers:
+        # the policy's name folds on a narrow terminal rather than being cut
+        table.add_column(
+            h,
+            justify="left" if h in ("policy", "note") else "right",
+            no_wrap=h != "policy",
+            overflow="fold" if h == "policy" else "ellipsis",
+        )
+    for row in cells:
+        table.add_row(*row)
+    # as wide as the table needs when stderr is not a terminal; a terminal keeps its width
+    need = sum(max([len(h), *(len(c[k]) for c in cells)]) + 3 for k, h in enumerate(headers)) + 1
+    width = err_console.width if err_console.is_terminal else max(err_console.width, need)
+    Console(stderr=True, width=width, highlight=False).print(table)

@@ -1,0 +1,210 @@
+r"""Which throughput table a run uses: by name, by path, as an object, or by the trace's default.
+
+Every entry point of the simulator (:func:`~optsched.sim.simulate` through a trace,
+:func:`~optsched.sim.compare`, :func:`~optsched.runs.sim_sweep.sweep`, ``optsched sim run |
+compare | sweep``) takes its ``throughputs`` argument through :func:`resolve_throughputs`, so
+that one spelling means one table everywhere:
+
+* ``"gavel"``: Gavel's measured throughputs (Narayanan et al., OSDI 2020), shipped with
+  optsched as package data (``optsched/sim/data/gavel_throughputs.json``, MIT license of its
+  authors in ``LICENSE-gavel`` beside it; ``SOURCE.md`` there gives the commit): 26 job types x
+  1/2/4/8 GPUs on ``v100``, ``p100`` and ``k80``, alone and co-located;
+* ``"uniform"``: every job generic, every GPU type equally fast
+  (:meth:`Throughputs.uniform <optsched.sim.throughputs.Throughputs.uniform>`);
+* a path: Gavel's JSON format (:func:`~optsched.sim.throughputs.load_throughputs`), or a
+  directory of ElasticFlow profile CSVs named ``..._<GPU type>``;
+* a :class:`~optsched.sim.throughputs.Throughputs` object, used as is;
+* ``None`` (the default): **the trace's own table** -- Gavel's for a trace in Gavel's format
+  (its job types are the table's), uniform speeds for every other format, which names no
+  measured job type. The table chosen is never silent: its
+  :attr:`~optsched.sim.throughputs.Throughputs.source` is written into every run record,
+  comparison and sweep row (a ``throughputs`` field), and printed by every command.
+
+A Gavel trace on a cluster with a GPU type Gavel did not measure is refused naming
+``throughputs`` rather than quietly simulated at uniform speeds: uniform speeds are used on
+request only (``throughputs="uniform"``, ``--throughputs uniform``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from optsched.errors import InvalidInstanceError
+from optsched.sim.throughputs import Throughputs, load_throughputs, throughputs_from_dict
+
+if TYPE_CHECKING:
+    from optsched.sim.cluster_spec import ClusterSpec
+
+__all__ = [
+    "GAVEL",
+    "GAVEL_FORMATS",
+    "TABLE_NAMES",
+    "UNIFORM",
+    "default_table_name",
+    "gavel_throughputs",
+    "resolve_throughputs",
+    "throughputs_source",
+]
+
+#: Name of Gavel's measured table (shipped as package data).
+GAVEL = "gavel"
+#: Name of the uniform table (every GPU type equally fast, every job generic).
+UNIFORM = "uniform"
+#: The names :func:`resolve_throughputs` takes besides paths.
+TABLE_NAMES: tuple[str, ...] = (GAVEL, UNIFORM)
+#: Trace formats whose job types are those of Gavel's table (its default table).
+GAVEL_FORMATS: frozenset[str] = frozenset({"gavel"})
+
+_DATA_FILE = "gavel_throughputs.json"
+
+
+@lru_cache(maxsize=4)
+def gavel_throughputs(reference: str = "v100") -> Throughputs:
+    """Gavel's measured throughput table, shipped with optsched (``source="gavel"``).
+
+    Read once per ``reference`` and kept (the table is immutable; 1.2 MB of JSON).
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``reference`` is not one of Gavel's GPU types (``k80``, ``p100``, ``v100``).
+    """
+    import json
+
+    text = resources.files("optsched.sim").joinpath("data", _DATA_FILE).read_text(encoding="utf-8")
+    table = throughputs_from_dict(json.loads(text), reference=reference)
+    return replace(table, source=GAVEL)
+
+
+def default_table_name(trace_format: str | None) -> str:
+    """The table a trace of this format uses by default: ``"gavel"`` or ``"uniform"``."""
+    return GAVEL if trace_format in GAVEL_FORMATS else UNIFORM
+
+
+def throughputs_source(table: Throughputs) -> str:
+    """The source of ``table`` as stated in tables and records (``"custom"`` when unnamed)."""
+    return table.source or "custom"
+
+
+def resolve_throughputs(
+    throughputs: Any,
+    cluster: ClusterSpec,
+    *,
+    trace_format: str | None = None,
+    reference: str = "v100",
+    field: str = "throughputs",
+) -> Throughputs:
+    """The table ``throughputs`` names for a run on ``cluster`` (see the module notes).
+
+    Parameters
+    ----------
+    throughputs : None, str, Path or Throughputs
+        ``None`` (the trace's default), ``"gavel"``, ``"uniform"``, a file or profile
+        directory, or a table.
+    cluster : ClusterSpec
+        The cluster the run simulates (its GPU types must be in the table).
+    trace_format : str, optional
+        The trace's format (:attr:`optsched.traces.Trace.format`), for the default.
+    reference : str, default "v100"
+        GPU type on which trace durations were measured (Gavel tables and files).
+    field : str
+        The argument name errors give (``"--throughputs"`` from the command line).
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``field``: a value of another type, a path that does not exist, a name that
+        is neither a table name nor a path, a profile directory for a GPU type the cluster
+        lacks, the Gavel table (named or by default) on a cluster with a GPU type it does not
+        measure; naming ``reference`` for a reference not in the table.
+    """
+    if isinstance(throughputs, Throughputs):
+        return throughputs if throughputs.source else replace(throughputs, source="custom")
+    if throughputs is None:
+        name = default_table_name(trace_format)
+        table = _named(name, cluster, reference, field)
+        if name == GAVEL:
+            _check_covered(table, cluster, field, by_default=True)
+        return table
+    if not isinstance(throughputs, str | Path):
+        raise InvalidInstanceError(
+            field,
+            "must be 'gavel', 'uniform', a path to a table, or a Throughputs object, got "
+            f"{type(throughputs).__name__}",
+        )
+    text = str(throughputs)
+    if isinstance(throughputs, str) and text in TABLE_NAMES:
+        table = _named(text, cluster, reference, field)
+        _check_covered(table, cluster, field, by_default=False)
+        return table
+    path = Path(text)
+    if not path.exists():
+        raise InvalidInstanceError(
+            field,
+            f"{text!r} is neither a table name ({', '.join(TABLE_NAMES)}) nor an existing "
+            "file or profile directory",
+        )
+    if path.is_dir():
+        return _profiles(path, cluster, field)
+    try:
+        return load_throughputs(path, reference=reference)
+    except InvalidInstanceError as exc:
+        if exc.field == "reference":
+            raise InvalidInstanceError(
+                "--reference" if field.startswith("--") else "reference", exc.message
+            ) from None
+        raise
+
+
+def _named(name: str, cluster: ClusterSpec, reference: str, field: str) -> Throughputs:
+    if name == UNIFORM:
+        return Throughputs.uniform(cluster.names)
+    try:
+        return gavel_throughputs(reference)
+    except InvalidInstanceError as exc:
+        if exc.field == "reference":
+            raise InvalidInstanceError(
+                "--reference" if field.startswith("--") else "reference", exc.message
+            ) from None
+        raise
+
+
+def _check_covered(
+    table: Throughputs, cluster: ClusterSpec, field: str, *, by_default: bool
+) -> None:
+    missing = [t for t in cluster.names if t not in table.gpu_types]
+    if not missing:
+        return
+    why = (
+        "the trace is in Gavel's format, so Gavel's measured throughputs apply by default, "
+        "but they do not cover"
+        if by_default
+        else "Gavel's measured throughputs do not cover"
+    )
+    raise InvalidInstanceError(
+        field,
+        f"{why} the cluster's GPU type(s) {', '.join(missing)} (the table has "
+        f"{', '.join(table.gpu_types)}); use a cluster of those types, a table covering "
+        f"{', '.join(missing)}, or ask for uniform speeds explicitly "
+        "(throughputs='uniform', --throughputs uniform)",
+    )
+
+
+def _profiles(directory: Path, cluster: ClusterSpec, field: str) -> Throughputs:
+    """ElasticFlow profiles: one GPU type, named by the directory (the reference type)."""
+    from optsched.sim.profiles_elasticflow import load_scaling_profiles
+
+    gpu = directory.resolve().name.rsplit("_", 1)[-1].lower()
+    if gpu not in cluster.names:
+        raise InvalidInstanceError(
+            field,
+            f"the profile directory {directory.name!r} is for GPU type {gpu!r} "
+            f"(its name after the last '_'), which the cluster ({', '.join(cluster.names)}) "
+            "does not have",
+        )
+    profiles = load_scaling_profiles(directory, gpu_type=gpu)
+    return Throughputs.from_scaling_profiles([profiles], reference=gpu)

@@ -1,0 +1,101 @@
+"""One simulator API: the same argument names and types across simulate, compare, sweep, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from optsched.cli import main
+from optsched.errors import InvalidInstanceError
+from optsched.runs.sim_sweep import sweep
+from optsched.sim import compare, parse_cluster
+from optsched.sim.compare import world_from_trace
+from optsched.sim.throughput_source import gavel_throughputs
+
+TRACE = (
+    Path(__file__).resolve().parent
+    / "data"
+    / "traces"
+    / "gavel"
+    / "physical_cluster_small_test.trace"
+)
+
+
+def test_cluster_and_throughputs_as_text_or_objects_give_the_same_runs() -> None:
+    text = sweep([str(TRACE)], "v100=2,k80=2", "fifo", throughputs="gavel", backend="serial")
+    objs = sweep(
+        [str(TRACE)],
+        parse_cluster("v100=2,k80=2"),
+        ["fifo"],
+        throughputs=gavel_throughputs(),
+        backend="serial",
+    )
+    assert text["jct_mean"].tolist() == objs["jct_mean"].tolist()
+    assert objs["throughputs"].tolist() == ["gavel"]
+    by_compare = compare(TRACE, "fifo", cluster=parse_cluster("v100=2,k80=2"))
+    assert by_compare.metrics["fifo"]["jct_mean"] == text["jct_mean"].iloc[0]
+    with pytest.raises(InvalidInstanceError) as err:
+        sweep([str(TRACE)], 8, ["fifo"], backend="serial")
+    assert err.value.field == "cluster"
+
+
+def test_round_seconds_policy_means_each_policys_own() -> None:
+    world = world_from_trace(TRACE, "v100=2,k80=2")
+    a = compare(world, ["fifo", "max-min"], round_seconds="policy")
+    b = compare(world, ["fifo", "max-min"])
+    assert a.to_dict()["policies"] == b.to_dict()["policies"]
+
+
+def test_compare_takes_restore_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["sim", "compare", str(TRACE), "--cluster", "v100=2,k80=2", "--policies", "srtf"]
+    assert main([*base, "--json"]) == 0
+    free = json.loads(capsys.readouterr().out)["policies"][0]
+    assert main([*base, "--restore-seconds", "600", "--json"]) == 0
+    costly = json.loads(capsys.readouterr().out)["policies"][0]
+    # a preempting policy pays the restore cost: never earlier, here strictly later
+    assert costly["jct_mean"] >= free["jct_mean"]
+    world = world_from_trace(TRACE, "v100=2,k80=2")
+    paid = compare(world, "srtf", restore_s=600.0)
+    assert paid.world.restore_s == 600.0
+    assert paid.metrics["srtf"]["jct_mean"] == pytest.approx(costly["jct_mean"])
+
+
+def test_plots_take_unit_words_and_name_a_wrong_unit() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from optsched.report.sim import plot_jct_cdf, time_scale
+
+    assert time_scale("hours") == (3600.0, "h") and time_scale("min") == (60.0, "min")
+    runs = {"fifo": compare(TRACE, "fifo", cluster="v100=2,k80=2").runs["fifo"]}
+    fig, ax = plt.subplots()
+    plot_jct_cdf(runs, unit="hours", ax=ax)
+    assert ax.get_xlabel() == "JCT (h)"
+    with pytest.raises(InvalidInstanceError) as err:
+        plot_jct_cdf(runs, unit="days", ax=ax)
+    assert err.value.field == "unit"
+    plt.close(fig)
+
+
+def test_a_frame_where_a_world_belongs_is_named_not_printed() -> None:
+    world = world_from_trace(TRACE, "v100=2,k80=2")
+    from optsched.sim import simulate
+
+    frame = world_from_trace(TRACE, "v100=2,k80=2")  # a World: fine
+    assert simulate(frame, "fifo").all_finished
+    from optsched.traces import read_trace
+
+    jobs = read_trace(TRACE).jobs
+    with pytest.raises(InvalidInstanceError) as err:
+        simulate(jobs, "fifo")  # type: ignore[arg-type]
+    assert err.value.field == "world" and "DataFrame" in err.value.message
+    assert "job_id" not in err.value.message  # the type is named, not the table printed
+    assert world.throughputs.source == "gavel"
+    html = compare(world, "fifo")._repr_html_()
+    assert "throughputs=gavel" in html and "<table" in html
+    record = simulate(world, "fifo")._repr_html_()
+    assert "<th>throughputs</th><td>gavel</td>" in record
