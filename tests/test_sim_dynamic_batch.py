@@ -313,3 +313,60 @@ def test_a_real_shockwave_trace_runs_and_validates(tmp_path: Path, which: str) -
     assert not result.truncated and all(not math.isnan(c) for c in result.completion)
     report = validate(world, result)
     assert report.ok, report.violations[:3]
+    # the static reading of the same trace: accordion and gns jobs speed up here
+    static = World.from_frame(trace.jobs, parse_cluster("v100=32"), table, batch_modes=False)
+    slower = simulate(static, make_policy("tiresias-las"), round_seconds=360.0)
+    sped = [j.index for j in dynamic]
+    assert sum(result.completion[k] - slower.completion[k] for k in sped) < 0
+
+
+_ROOT = Path(__file__).resolve().parents[1]
+# ``../shared`` from a clone's root; one level further up from a worktree nested beside clones
+_SHARED = next(
+    (p / "shared" for p in (_ROOT.parent, _ROOT.parent.parent) if (p / "shared").is_dir()),
+    _ROOT.parent / "shared",
+)
+GAVEL = _SHARED / "data" / "gavel"
+
+
+@pytest.mark.skipif(
+    not (GAVEL / "simulation_throughputs.json").is_file(),
+    reason="Gavel's full table (with pair rates) is absent",
+)
+@pytest.mark.parametrize("policy", ["gandiva", "max-min-packed", "srtf-perf"])
+def test_shared_heterogeneous_runs_of_the_slice_validate(policy: str) -> None:
+    # three GPU types, a restore cost, and (gandiva, packed) pairs sharing GPUs
+    table = load_throughputs(GAVEL / "simulation_throughputs.json")
+    world = World.from_frame(
+        read_trace(SLICE).jobs, parse_cluster("v100=4,p100=4,k80=4"), table, restore_s=10.0
+    )
+    result = simulate(world, make_policy(policy), round_seconds=360.0)
+    report = validate(world, result)
+    assert report.ok, report.violations[:3]
+    assert report.details["unfinished"] == 0
+
+
+# -- the bounds and the exact model -----------------------------------------------------------
+
+
+def test_bounds_stay_below_what_the_simulator_achieves_with_phases(tmp_path: Path) -> None:
+    from optsched.sim.bounds import bounds
+
+    world = _world(_two_jobs(tmp_path))
+    # the best schedule of one GPU: both jobs alone in turn, the shorter first
+    alone = [world.isolated_seconds(j) for j in world.jobs]
+    best_wjct = min(alone) * 2 + max(alone)
+    got = bounds(world, ("weighted-jct", "makespan"))
+    assert got["weighted-jct"].value <= best_wjct * (1 + 1e-9)
+    assert got["makespan"].value <= sum(alone) * (1 + 1e-9)
+    # and the shrunk work is what makes them valid: the static reading's bound is above
+    static = bounds(_world(_two_jobs(tmp_path), batch_modes=False), ("makespan",))
+    assert static["makespan"].value > sum(alone)
+
+
+def test_the_exact_model_refuses_phases(tmp_path: Path) -> None:
+    from optsched.sim.exact import solve
+
+    with pytest.raises(InvalidInstanceError) as info:
+        solve(_world(_two_jobs(tmp_path)), 360.0)
+    assert info.value.field == "batch_schedule"
