@@ -370,3 +370,27 @@ def test_the_exact_model_refuses_phases(tmp_path: Path) -> None:
     with pytest.raises(InvalidInstanceError) as info:
         solve(_world(_two_jobs(tmp_path)), 360.0)
     assert info.value.field == "batch_schedule"
+
+
+def test_unmeasured_batch_sizes_keep_samples_per_second() -> None:
+    # LM measured at 20 and 80 on v100, only at 20 on k80; GNS from 20 goes 20 -> 40 -> 80
+    lm20, lm80 = "('LM (batch size 20)', 1)", "('LM (batch size 80)', 1)"
+    data = {
+        "v100": {lm20: {"null": 20.0}, lm80: {"null": 10.0}},
+        "k80": {lm20: {"null": 4.0}},
+    }
+    tp = throughputs_from_dict(data)
+    work = 70 * 2984.0  # 70 epochs at 20: 20 at 20, 20 at 40, 30 at 80
+    schedule = derive_schedule("gns", "LM (batch size 20)", 20.0, work, tp)
+    assert schedule is not None
+    assert [(p.batch_size, p.epochs, p.variant_batch) for p in schedule.phases] == [
+        (20, 20, 20),
+        (40, 20, 20),  # 40 is unmeasured: nearest variants 20 and 80 tie, the smaller wins
+        (80, 30, 80),
+    ]
+    s20, s40, s80 = 2984, math.ceil(59675 / 40), 746
+    # 40 runs at 20's samples/s: 400 samples/s = 10 steps/s of 40, epochs of s40 steps
+    assert phase_factor(tp, schedule, 1, "v100", 1) == pytest.approx((10.0 * s20 / s40) / 20.0)
+    assert phase_factor(tp, schedule, 2, "v100", 1) == pytest.approx((10.0 * s20 / s80) / 20.0)
+    # no 80 on k80: it keeps the base variant's 80 samples/s, i.e. 1 step/s of 80
+    assert phase_factor(tp, schedule, 2, "k80", 1) == pytest.approx((1.0 * s20 / s80) / 4.0)
