@@ -394,3 +394,13 @@ def test_unmeasured_batch_sizes_keep_samples_per_second() -> None:
     assert phase_factor(tp, schedule, 2, "v100", 1) == pytest.approx((10.0 * s20 / s80) / 20.0)
     # no 80 on k80: it keeps the base variant's 80 samples/s, i.e. 1 step/s of 80
     assert phase_factor(tp, schedule, 2, "k80", 1) == pytest.approx((1.0 * s20 / s80) / 4.0)
+
+
+def test_gavels_mechanism_refuses_phases(tmp_path: Path) -> None:
+    world = _world(_two_jobs(tmp_path))
+    with pytest.raises(InvalidInstanceError) as info:
+        simulate(world, make_policy("max-min"), round_seconds=360.0, mechanism="gavel")
+    assert info.value.field == "batch_schedule"
+    static = _world(_two_jobs(tmp_path), batch_modes=False)
+    result = simulate(static, make_policy("max-min"), round_seconds=360.0, mechanism="gavel")
+    assert validate(static, result).ok
