@@ -404,3 +404,29 @@ def test_gavels_mechanism_refuses_phases(tmp_path: Path) -> None:
     static = _world(_two_jobs(tmp_path), batch_modes=False)
     result = simulate(static, make_policy("max-min"), round_seconds=360.0, mechanism="gavel")
     assert validate(static, result).ok
+
+
+def test_sim_run_simulates_the_phases_unless_told_static(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from optsched.cli import main
+
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"v100": {f"('{jt}', 1)": {"null": r} for jt, r in RATES.items()}}))
+    args = ["sim", "run", str(_two_jobs(tmp_path)), "--cluster", "v100=1", "--policy", "fifo"]
+    args += ["--throughputs", str(table), "--round-seconds", "360", "--json"]
+    capsys.readouterr()
+    assert main(args) == 0
+    dynamic = json.loads(capsys.readouterr().out)
+    assert main([*args, "--static-batches"]) == 0
+    static = json.loads(capsys.readouterr().out)
+    c0 = LM_END0 / LM_R0 + (LM_STEPS - LM_END0) / LM_R1
+    c1 = 7 * 360.0 + RN_END[0] / RN_R[0] + (RN_END[1] - RN_END[0]) / RN_R[1]
+    c1 += (RN_STEPS - RN_END[1]) / RN_R[2]
+    assert dynamic["valid"] and static["valid"]
+    assert dynamic["metrics"]["jct_mean"] == pytest.approx((c0 + c1) / 2)
+    s0 = LM_STEPS / LM_R0  # 2884.8, then job 1 from the round at 2880 + 360 = 3240
+    s1 = 9 * 360.0 + RN_STEPS / RN_R[0]
+    assert static["metrics"]["jct_mean"] == pytest.approx((s0 + s1) / 2)

@@ -93,8 +93,13 @@ def world_from_trace(
     throughputs: Throughputs | None = None,
     *,
     restore_s: float = 0.0,
+    batch_modes: bool = True,
 ) -> World:
-    """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table."""
+    """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table) or a job table.
+
+    ``batch_modes``: see :func:`~optsched.sim.jobs_from_frame` (batch-size schedules of the
+    ``accordion``/``gns`` jobs of Shockwave's traces; false: every job static).
+    """
     frame = getattr(trace, "jobs", trace)
     file = getattr(trace, "path", None)
     return World.from_frame(
@@ -103,6 +108,7 @@ def world_from_trace(
         throughputs,
         restore_s=restore_s,
         file=None if file is None else str(file),
+        batch_modes=batch_modes,
     )
 
 
