@@ -15,6 +15,9 @@ Subcommands
     ``--window START:END`` computes the metrics over the jobs of arrival index
     ``START <= k < END`` only (a steady-state window, as Gavel's ``-s/-e``); ``compare`` and
     ``sweep`` take it too.
+    The ``accordion``/``gns`` jobs of Shockwave's traces change batch size by epoch
+    (``optsched.sim.batch_schedule``); ``--static-batches`` runs every job at its trace batch
+    size.
 
 Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
 the record (the violations are printed); 3 the record is valid but jobs did not finish (the
@@ -110,6 +113,13 @@ def _nonneg(flag: str, value: float | None) -> None:
     "of Gavel-derived simulators); by default only resumed and moved jobs pay it.",
 )
 @click.option("--max-time", type=float, default=None, help="Stop the simulation at this time (s).")
+@click.option(
+    "--static-batches",
+    is_flag=True,
+    default=False,
+    help="Run every job at its trace batch size: no batch-size schedules for the "
+    "accordion/gns jobs of Shockwave's traces (by default their batch size changes by epoch).",
+)
 @ELASTIC_OPTION
 @PLUGIN_OPTION
 @WINDOW_OPTION
@@ -128,6 +138,7 @@ def run(
     restore_s: float,
     restore_on_first_start: bool,
     max_time: float | None,
+    static_batches: bool,
     elastic: float | None,
     window: str | None,
     mechanism: str,
@@ -157,7 +168,7 @@ def run(
     # empty one is refused naming the file
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read.format)
-    world = world_from_trace(read, spec, table, restore_s=restore_s)
+    world = world_from_trace(read, spec, table, restore_s=restore_s, batch_modes=not static_batches)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}

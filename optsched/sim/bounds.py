@@ -23,6 +23,12 @@ fit on :math:`C_g` GPUs, both placements, and every measured partner):
 * :math:`\sigma_g` — the same in the units of each job's best type
   (:math:`A^*_j = \min_g A_{jg}`): :math:`\max(\max_j e_{jg}/e^*_j,\ \text{pairs})`.
 
+A job with batch-size phases (:mod:`optsched.sim.batch_schedule`) enters every bound below
+with its work divided by its largest phase factor over every placement it could get: its rate
+in any phase is at most its base rate times that factor, so the shrunk work at base rates
+takes no longer, and no more GPU-seconds, than its real work (the bounds stay valid, if
+looser).
+
 **Total weighted JCT** :math:`\sum_j w_j (C_j - a_j)`, the best of
 
 1. *isolated*: :math:`\sum_j w_j P_j`, since :math:`C_j \ge a_j + P_j`;
@@ -95,6 +101,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.sim.batch_schedule import phase_factor
 from optsched.sim.world import SimJob, World
 from optsched.tolerances import BOUND_SAFETY, TIME_TOL
 
@@ -233,6 +240,26 @@ def _group_key(job: SimJob) -> tuple[str, int, int]:
     return (job.job_type, job.min_gpus, job.max_gpus)
 
 
+def _phase_boost(world: World, job: SimJob) -> float:
+    """The largest rate factor of a job's batch-size phases (1 without a schedule).
+
+    Dividing the job's work by it keeps every bound valid: in any phase, on any placement,
+    alone or paired, its rate is its base rate times a factor at most this one, so the shrunk
+    work at base rates takes no longer (and no more GPU-seconds) than the real work.
+    """
+    schedule = job.batch_schedule
+    if schedule is None:
+        return 1.0
+    best = 1.0
+    for t in world.cluster.gpu_types:
+        for size in _sizes(job, t.count):
+            for consolidated in (True, False):
+                for k in range(len(schedule.phases)):
+                    f = phase_factor(world.throughputs, schedule, k, t.name, size, consolidated)
+                    best = max(best, f)
+    return best
+
+
 def job_limits(world: World) -> JobLimits:
     """The per-job limits every bound rests on (see the module notes).
 
@@ -274,7 +301,7 @@ def job_limits(world: World) -> JobLimits:
     arrival = np.array([j.arrival for j in world.jobs], dtype=np.float64)
     weight = np.array([j.weight for j in world.jobs], dtype=np.float64)
     deadline = np.array([j.deadline for j in world.jobs], dtype=np.float64)
-    work = np.array([j.work for j in world.jobs], dtype=np.float64)
+    work = np.array([j.work / _phase_boost(world, j) for j in world.jobs], dtype=np.float64)
     rates = np.array([best_rate[_group_key(j)] * j.scale for j in world.jobs]).reshape(n, big_g)
     effs = np.array([best_eff[_group_key(j)] * j.scale for j in world.jobs]).reshape(n, big_g)
     with np.errstate(divide="ignore"):

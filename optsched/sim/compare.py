@@ -98,13 +98,16 @@ def world_from_trace(
     reference: str = "v100",
     cluster_field: str = "cluster",
     throughputs_field: str = "throughputs",
+    batch_modes: bool = True,
 ) -> World:
     """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table), a job table or a path.
 
     ``cluster`` is a :class:`~optsched.sim.ClusterSpec` or its text (``"v100=4,k80=4"``);
     ``throughputs`` anything :func:`~optsched.sim.throughput_source.resolve_throughputs` takes.
     By default a trace in Gavel's format runs on Gavel's measured table, any other on uniform
-    speeds (the table's ``source`` says which).
+    speeds (the table's ``source`` says which). ``batch_modes``: see
+    :func:`~optsched.sim.jobs_from_frame` (batch-size schedules of the ``accordion``/``gns`` jobs
+    of Shockwave's traces; false: every job static).
     """
     from optsched.sim.cluster_spec import ClusterSpec as _Spec
     from optsched.sim.cluster_spec import parse_cluster
@@ -136,6 +139,7 @@ def world_from_trace(
         table,
         restore_s=restore_s,
         file=None if file is None else str(file),
+        batch_modes=batch_modes,
     )
 
 

@@ -13,6 +13,12 @@ on one unchanged placement), and of every job's first run when the world has
 ``restore_on_first_start``. When a job's work is done it completes at that exact time and
 frees its GPUs; a job sharing its GPUs continues alone, at its alone rate, in the same run.
 
+**Batch-size phases.** A job with a ``batch_schedule`` (Shockwave's dynamic jobs,
+:mod:`optsched.sim.batch_schedule`) runs at the rate of the phase its progress is in
+(:meth:`World.rate <optsched.sim.World.rate>` with ``phase``); the end of its current phase is an
+event like a completion, at which its rate changes inside the run (and the round): no decision
+point, no new record segment, no restore. A job without a schedule takes none of these steps.
+
 **Placement** (see :mod:`optsched.sim.policy`): at every decision point a running gang spread
 over more servers than it needs moves onto the fewest servers as soon as they have room for it
 whole (Gavel's behaviour; a migration, charged the restore cost), and keeps its spread servers
@@ -22,7 +28,8 @@ where the table's unconsolidated rate is 0) is dropped, whichever policy made it
 
 **Bounds.** With ``n`` jobs, ``R = floor(horizon / L) + 1`` rounds and ``W`` the policy's declared
 wake-ups, every loop iteration consumes an arrival batch, a completion, a round or a wake-up, so
-the loop runs at most ``2 n + R + W + 1`` times; that bound is checked against
+the loop runs at most ``2 n + R + W + 1 + P`` times (``P``: the batch-phase boundaries of
+the dynamic jobs, each crossed once); that bound is checked against
 ``limits.max_events`` before anything runs. The horizon (``max_time``) defaults to the last arrival
 plus twice the sum, over jobs, of the job's time alone on its slowest type (slowed by
 ``L / (L - restore)`` in rounds), plus ``restore_s`` per possible event, plus ``n + 2``
@@ -54,7 +61,7 @@ from optsched.sim.policy import (
     SimState,
 )
 from optsched.sim.record import SimResult, add_interval, empty_intervals
-from optsched.sim.world import World
+from optsched.sim.world import SimJob, World
 from optsched.tolerances import FIT_TOL, TIME_TOL
 
 __all__ = ["default_horizon", "event_bound", "excluded_type_notes", "simulate"]
@@ -70,6 +77,7 @@ class _Run:
     rate: float
     version: int
     gpus: int  # GPUs of ``placement`` (read at every progress update)
+    phase: int = -1  # batch phase the pending event ends (-1: no schedule, the event completes)
 
 
 def default_horizon(world: World, round_seconds: float | None) -> float:
@@ -81,6 +89,9 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
         slow = round_seconds / (round_seconds - world.restore_s)
     total = 0.0
     for j in world.jobs:
+        if j.batch_schedule is not None:
+            total += _slowest_seconds(world, j)
+            continue
         rates = [
             world.rate(j, t.name, c)
             for t in world.cluster.gpu_types
@@ -96,10 +107,26 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
     )
 
 
+def _slowest_seconds(world: World, job: SimJob) -> float:
+    """A dynamic job's time alone on its slowest placement (phases included; 0 if none runs)."""
+    times = [
+        world.work_seconds(job, t.name, c)
+        for t in world.cluster.gpu_types
+        if t.count >= job.num_gpus
+        for c in (True, False)
+    ]
+    finite = [x for x in times if math.isfinite(x)]
+    return max(finite) if finite else 0.0
+
+
 def event_bound(world: World, round_seconds: float | None, horizon: float, wakeups: int) -> float:
     """Upper bound on loop iterations (see the module notes)."""
     rounds = 0.0 if round_seconds is None else math.floor(horizon / round_seconds) + 1
-    return 2.0 * len(world.jobs) + rounds + wakeups + 1
+    # a batch-size phase boundary is crossed once, in one iteration of its own
+    boundaries = sum(
+        len(j.batch_schedule.phases) - 1 for j in world.jobs if j.batch_schedule is not None
+    )
+    return 2.0 * len(world.jobs) + rounds + wakeups + 1 + boundaries
 
 
 def excluded_type_notes(world: World) -> list[str]:
@@ -310,12 +337,16 @@ class _Engine:
 
     def _rate(self, i: int, placement: GrantPlacement, partner: int) -> float:
         gps = self.types[placement.gpu_type].gpus_per_server
+        job = self.jobs[i]
+        schedule = job.batch_schedule
         return self.world.rate(
-            self.jobs[i],
+            job,
             placement.gpu_type,
             placement.consolidated(gps),
             self.jobs[partner] if partner >= 0 else None,
             num_gpus=placement.num_gpus,
+            # a dynamic job runs at the rate of the batch phase its progress is in
+            phase=None if schedule is None else schedule.phase_at(self.states[i].done),
         )
 
     def _schedule_completion(self, i: int) -> None:
@@ -325,8 +356,34 @@ class _Engine:
         if run.rate <= 0:
             return
         st = self.states[i]
-        t_c = run.synced + run.overhead + (st.job.work - st.done) / run.rate
+        target = st.job.work
+        schedule = st.job.batch_schedule
+        if schedule is not None:
+            # the next event is the end of the current batch phase (the last one ends the work)
+            k = schedule.phase_at(st.done)
+            run.phase = k if k < len(schedule.phases) - 1 else -1
+            if run.phase >= 0:
+                target = schedule.phases[k].end
+        t_c = run.synced + run.overhead + max(0.0, target - st.done) / run.rate
         heapq.heappush(self.heap, (t_c, run.version, i))
+
+    def _phase_boundary(self, i: int, t: float) -> bool:
+        """Cross job ``i``'s batch-phase boundary due at ``t``; ``False`` if the event completes.
+
+        The job's progress is set to the boundary (absorbing rounding), its rate becomes the
+        next phase's and its next event is scheduled. No decision point: the grant stands.
+        """
+        run = self.running[i]
+        if run.phase < 0:
+            return False
+        schedule = self.jobs[i].batch_schedule
+        assert schedule is not None
+        self._sync(i, t)
+        st = self.states[i]
+        st.done = min(st.job.work, max(st.done, schedule.phases[run.phase].end))
+        run.rate = self._rate(i, run.placement, run.partner)
+        self._schedule_completion(i)
+        return True
 
     def _peek_completion(self) -> tuple[float, int]:
         while self.heap:
@@ -369,6 +426,8 @@ class _Engine:
                 break
             t = t_next
             if t_comp <= t_dec:
+                if self._phase_boundary(i_comp, t_comp):
+                    continue  # a rate change inside the run: no decision point
                 self._complete(i_comp, t_comp)
                 if L is not None:
                     continue  # rounds: completions are no decision points
@@ -386,7 +445,8 @@ class _Engine:
                 t_c, i_c = self._peek_completion()
                 if t_c > t + slack:
                     break
-                self._complete(i_c, min(t_c, t))
+                if not self._phase_boundary(i_c, min(t_c, t)):
+                    self._complete(i_c, min(t_c, t))
             while ptr < n and self.jobs[ptr].arrival <= t + TIME_TOL:
                 self.active[ptr] = self.states[ptr]
                 self.new_arrivals.append(ptr)

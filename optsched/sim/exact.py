@@ -568,7 +568,8 @@ def solve(
     Raises
     ------
     InvalidInstanceError
-        See :func:`build_model`; ``rounds`` too few for every job to finish.
+        See :func:`build_model`; ``rounds`` too few for every job to finish; a job with a
+        ``batch_schedule`` (field ``batch_schedule``).
     NotOptimalError
         Optimality not proven and ``accept_feasible`` false; ``error.result`` is the
         :class:`ExactResult` with the incumbent's record when there is one.
@@ -586,6 +587,14 @@ def solve(
 
     if warm_start is not None:
         raise InvalidInstanceError("warm_start", "the exact simulator model takes no warm start")
+    dynamic = [j.job_id for j in world.jobs if j.batch_schedule is not None]
+    if dynamic:
+        # the model gives a job one rate per GPU type; batch-size phases change it with progress
+        raise InvalidInstanceError(
+            "batch_schedule",
+            f"the exact model has no batch-size phases (jobs {', '.join(dynamic[:5])}); build "
+            "the world with batch_modes=False",
+        )
     try:
         return exact_solve(
             formulation(world, round_seconds, objective, rounds=rounds),

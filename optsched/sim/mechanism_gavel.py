@@ -749,7 +749,8 @@ def simulate_gavel(
     ------
     InvalidInstanceError
         ``round_seconds`` not finite or not > ``world.restore_s``; ``max_time`` not finite;
-        the event bound over ``limits.max_events``.
+        the event bound over ``limits.max_events``; a job with a ``batch_schedule`` (field
+        ``batch_schedule``).
     PolicyError
         The policy has no fractional allocation, or names an inactive job or unknown type.
     """
@@ -770,6 +771,15 @@ def simulate_gavel(
             "whole_steps",
             "whole steps per round need restore_s = 0 (the gap before a round's end would "
             f"count as a new run, with its restore, every round); restore_s is {world.restore_s:g}",
+        )
+    dynamic = [j.job_id for j in world.jobs if j.batch_schedule is not None]
+    if dynamic:
+        # this mechanism books a round's progress at one rate per job; batch-size phases
+        # change the rate inside a round (only the engine's own mechanism carries them)
+        raise InvalidInstanceError(
+            "batch_schedule",
+            f"Gavel's mechanism has no batch-size phases (jobs {', '.join(dynamic[:5])}); use "
+            "the default mechanism, or build the world with batch_modes=False",
         )
     horizon = default_horizon(world, float(L)) if max_time is None else max_time
     if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon >= 0):

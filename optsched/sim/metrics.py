@@ -6,7 +6,10 @@ Per job (:func:`job_metrics`)
     an empty cluster, without queueing); ``contention``: the time-averaged number ``N_j`` of
     active jobs (arrived, unfinished) over ``[arrival, completion]``; ``fair_share_jct`` and
     ``rho`` (finish-time fairness, below); ``deadline_met`` (NA without a deadline);
-    ``gpu_seconds`` held; ``runs`` (preemptions + 1).
+    ``gpu_seconds`` held; ``runs`` (preemptions + 1). For a job with batch-size phases
+    (:mod:`optsched.sim.batch_schedule`) every "work over rate" is the sum over its phases of
+    the phase's work over the phase's rate (``isolated_jct`` on the type that makes it least;
+    ``fair_share_jct`` at the same shares in every phase).
 
 Finish-time fairness
     Themis (Mahajan et al., NSDI 2020) defines :math:`\rho = T_{sh} / T_{id}`: the finish time
@@ -118,18 +121,21 @@ Utilization over time (:func:`utilization`)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.power import JOULES_PER_KWH, gpu_power
+from optsched.sim.batch_schedule import phase_seconds
 from optsched.sim.record import SimResult
 from optsched.tolerances import FIT_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from optsched.sim.world import SimJob, World
 
 __all__ = [
     "check_window",
@@ -207,6 +213,11 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
         scale = max(1.0, sum(x.values()))
         rate = sum(x[g] / scale * rates[g] for g in x)
         fair.append(j.work / rate if rate > 0 else math.inf)
+        if j.batch_schedule is not None:
+            # batch-size phases: the same shares, at each phase's rate
+            fits = [t.name for t in world.cluster.gpu_types if t.count >= j.num_gpus]
+            iso[-1] = min((world.work_seconds(j, g) for g in fits), default=math.inf)
+            fair[-1] = phase_seconds(j.batch_schedule, _shared_rate(world, j, x, scale))
     frame["jct"] = frame["completion"] - frame["arrival"]
     frame["queueing_delay"] = frame["first_start"] - frame["arrival"]
     frame["isolated_jct"] = iso
@@ -225,6 +236,17 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
     frame["gpu_seconds"] = [held.get(j.job_id, 0.0) for j in world.jobs]
     frame["runs"] = [runs.get(j.job_id, 0) for j in world.jobs]
     return frame
+
+
+def _shared_rate(
+    world: World, job: SimJob, x: Mapping[str, float], scale: float
+) -> Callable[[int], float]:
+    """The rate of ``job`` in batch phase ``p`` on the time shares ``x / scale``."""
+
+    def rate(p: int) -> float:
+        return sum(x[g] / scale * world.rate(job, g, phase=p) for g in x)
+
+    return rate
 
 
 def utilization(result: SimResult) -> pd.DataFrame:

@@ -25,7 +25,9 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
 ``before_arrival`` / ``after_completion``
     No segment starts before the job's arrival or ends after its completion.
 ``work_done``
-    Re-integrating each job's rate over its segments (runs of contiguous segments — one ending
+    Re-integrating each job's rate over its segments (a job with batch-size phases at the rate
+    of the phase its re-integrated work is in, changing rate where that work crosses a phase's
+    end, inside a segment) (runs of contiguous segments — one ending
     where the next starts, to :data:`~optsched.tolerances.TIME_TOL` relative — on one
     placement; a run that resumes a job which ran before, or any run when the world has
     ``restore_on_first_start``, makes no progress for its first ``restore_s``), a finished
@@ -344,6 +346,8 @@ def _work_reached(
     ran on (so a completion early by rounding is judged by the time tolerance); ``None`` when no
     segment makes progress.
     """
+    if job.batch_schedule is not None:
+        return _phased_work_reached(world, job, segments, jobs)
     acc = 0.0
     last: tuple[float, float] | None = None
     for s in _stretches(world, job, segments, jobs):
@@ -357,6 +361,54 @@ def _work_reached(
     if last is None:
         return None
     return last[0] + (job.work - acc) / last[1]
+
+
+def _phased_work_reached(
+    world: World, job: SimJob, segments: list[Segment], jobs: dict[str, SimJob]
+) -> float | None:
+    """:func:`_work_reached` for a job with batch-size phases.
+
+    Walks each productive stretch from its progress start: in the phase the accumulated work is
+    in, at that phase's rate on the stretch's placement, up to the phase's end or the stretch's
+    end, whichever comes first; the work is reached inside the phase that holds it.
+    """
+    schedule = job.batch_schedule
+    assert schedule is not None
+    ends = [p.end for p in schedule.phases]
+    gps = {t.name: t.gpus_per_server for t in world.cluster.gpu_types}
+    last_phase = len(ends) - 1
+    acc = 0.0
+    last: tuple[float, float] | None = None  # (end, rate) of the last productive piece
+    k = 0  # the phase of ``acc``: the first whose end exceeds it
+    for st, (_s, _e, gt, placement, shared) in zip(
+        _stretches(world, job, segments, jobs), segments, strict=True
+    ):
+        if st.end <= st.begin or st.rate <= 0:
+            continue
+        n = sum(g for _, g in placement)
+        consolidated = len(placement) <= -(-n // gps[gt])
+        partner = jobs.get(shared) if shared else None
+        now = st.begin
+        while now < st.end:
+            while k < last_phase and acc >= ends[k] * (1 - WORK_TOL):
+                k += 1
+            rate = world.rate(job, gt, consolidated, partner, num_gpus=n, phase=k)
+            if rate <= 0:
+                break
+            goal = job.work if k == last_phase else ends[k]
+            need = max(0.0, goal - acc) / rate
+            if k == last_phase and now + need <= st.end:
+                return now + need
+            if now + need <= st.end:
+                acc, now = goal, now + need  # the phase ends inside the stretch
+            else:
+                acc += rate * (st.end - now)
+                now = st.end
+            last = (now, rate)
+    if last is None:
+        return None
+    # short: when it would be reached if the last piece ran on (as for a static job)
+    return last[0] + max(0.0, job.work - acc) / last[1]
 
 
 def _judge_work(check: _Check, j: SimJob, comp: float) -> None:

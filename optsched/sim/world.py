@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
+from optsched.sim.batch_schedule import BatchSchedule, derive_schedule, phase_factor, phase_seconds
 from optsched.sim.cluster_spec import ClusterSpec
 from optsched.sim.throughputs import GENERIC, Throughputs, type_rank
 
@@ -176,6 +177,10 @@ class SimJob:
         (a rigid gang). :meth:`World.elastic` widens them for elastic policies (Optimus,
         ANDREAS). On ``n`` GPUs the job's rate is ``scale * T(type, n, g)`` and its work is
         unchanged.
+    batch_schedule : BatchSchedule or None
+        The batch-size phases of a dynamic job (Shockwave's ``accordion``/``gns`` modes, see
+        :mod:`optsched.sim.batch_schedule`): its rate changes at each phase boundary of its
+        progress. ``None`` (the default): one batch size throughout.
     """
 
     index: int
@@ -191,6 +196,7 @@ class SimJob:
     user: str
     min_gpus: int = -1
     max_gpus: int = -1
+    batch_schedule: BatchSchedule | None = None
 
     def __post_init__(self) -> None:
         # one NaN object for "no deadline": containers compare identical elements as equal, so
@@ -307,23 +313,48 @@ class World:
         consolidated: bool = True,
         partner: SimJob | None = None,
         num_gpus: int | None = None,
+        phase: int | None = None,
     ) -> float:
         """Steps/s of ``job`` on a gang of ``num_gpus`` GPUs of ``gpu_type`` (default its own).
 
         With ``partner`` (sharing the same GPUs) the measured pair rate, 0.0 when the pair
-        cannot share.
+        cannot share. With ``phase`` (a job with a ``batch_schedule``) the rate in that phase,
+        in base steps/s: the base rate times
+        :func:`~optsched.sim.batch_schedule.phase_factor`; without it, or for a job without a
+        schedule, the base rate (the initial batch size).
         """
         n = job.num_gpus if num_gpus is None else num_gpus
         if partner is None:
-            return job.scale * self.throughputs.rate(job.job_type, n, gpu_type, consolidated)
-        pair = self.throughputs.pair_rates(
-            job.job_type, partner.job_type, n, gpu_type, consolidated
+            base = job.scale * self.throughputs.rate(job.job_type, n, gpu_type, consolidated)
+        else:
+            pair = self.throughputs.pair_rates(
+                job.job_type, partner.job_type, n, gpu_type, consolidated
+            )
+            base = 0.0 if pair is None else job.scale * pair[0]
+        if phase is None or job.batch_schedule is None or base <= 0:
+            return base
+        return base * phase_factor(
+            self.throughputs, job.batch_schedule, phase, gpu_type, n, consolidated
         )
-        return 0.0 if pair is None else job.scale * pair[0]
+
+    def work_seconds(self, job: SimJob, gpu_type: str, consolidated: bool = True) -> float:
+        """Seconds to do ``job``'s whole work alone at its ``num_gpus`` on ``gpu_type``.
+
+        ``work / rate`` for a job without a schedule; the sum over its phases of the phase's
+        work over the phase's rate otherwise (``inf`` when a rate is 0).
+        """
+        if job.batch_schedule is None:
+            r = self.rate(job, gpu_type, consolidated)
+            return math.inf if r <= 0 else job.work / r
+        return phase_seconds(
+            job.batch_schedule, lambda k: self.rate(job, gpu_type, consolidated, phase=k)
+        )
 
     def isolated_seconds(self, job: SimJob, gpu_type: str | None = None) -> float:
         """Seconds to finish alone, consolidated, on ``gpu_type`` (default: the fastest type)."""
         types = self.cluster.names if gpu_type is None else (gpu_type,)
+        if job.batch_schedule is not None:
+            return min(self.work_seconds(job, t) for t in types)
         best = max(self.rate(job, t) for t in types)
         return math.inf if best <= 0 else job.work / best
 
@@ -398,18 +429,22 @@ class World:
         restore_on_first_start: bool = False,
         file: str | None = None,
         first_row: int = 1,
+        batch_modes: bool = True,
     ) -> World:
         """Build the world from a normalized job table (see the module notes).
 
         Without ``throughputs`` every job is generic on a uniform table
-        (:meth:`Throughputs.uniform`: every GPU type equally fast).
+        (:meth:`Throughputs.uniform`: every GPU type equally fast). ``batch_modes``: see
+        :func:`jobs_from_frame` (a ``batch_mode`` column gives dynamic jobs their schedules).
         """
         tp = throughputs if throughputs is not None else Throughputs.uniform(cluster.names)
         _check_types(cluster, tp)
         return cls(
             cluster=cluster,
             throughputs=tp,
-            jobs=jobs_from_frame(frame, cluster, tp, file=file, first_row=first_row),
+            jobs=jobs_from_frame(
+                frame, cluster, tp, file=file, first_row=first_row, batch_modes=batch_modes
+            ),
             restore_s=restore_s,
             restore_on_first_start=restore_on_first_start,
         )
@@ -556,11 +591,15 @@ def jobs_from_frame(
     *,
     file: str | None = None,
     first_row: int = 1,
+    batch_modes: bool = True,
 ) -> tuple[SimJob, ...]:
     """Validate a normalized job table and turn it into :class:`SimJob` records.
 
     Rows are numbered from ``first_row`` in errors (2 for a CSV file with a header line, so
-    that the row is the file's line number).
+    that the row is the file's line number). A table with the extra column ``batch_mode``
+    (Shockwave's 12-field traces) gives its ``accordion``/``gns`` jobs a ``batch_schedule``
+    (:func:`~optsched.sim.batch_schedule.derive_schedule`, from the mode, the job type, the
+    initial batch size and the work), unless ``batch_modes`` is false (every job static).
 
     Raises
     ------
@@ -572,6 +611,9 @@ def jobs_from_frame(
     n = len(frame)
     limits.check_size("jobs", n, "max_trace_rows", "jobs")
     cols = {c: _column(frame, c, file) for c in JOB_COLUMNS}
+    modes: Sequence[object] | None = None
+    if batch_modes and "batch_mode" in frame.columns:
+        modes = frame["batch_mode"].tolist()
     largest = max(t.count for t in cluster.gpu_types)
     ref = throughputs.reference
     jobs: list[SimJob] = []
@@ -653,6 +695,13 @@ def jobs_from_frame(
                 file=file,
                 row=row,
             )
+        schedule = None
+        if modes is not None:
+            mode = _text(modes[i]).strip()
+            try:
+                schedule = derive_schedule(mode, job_type, batch, work, throughputs)
+            except InvalidInstanceError as exc:
+                raise InvalidInstanceError("batch_mode", exc.message, file=file, row=row) from None
         jobs.append(
             SimJob(
                 index=i,
@@ -666,6 +715,7 @@ def jobs_from_frame(
                 deadline=deadline,
                 model=model,
                 user=_text(cols["user"][i]),
+                batch_schedule=schedule,
             )
         )
     return tuple(jobs)

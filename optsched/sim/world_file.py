@@ -18,7 +18,10 @@ A :class:`~optsched.sim.World` is saved whole, as the simulator sees it:
   ``work``, ``scale``: the result of the model-name mapping and the duration/steps rule of
   :mod:`optsched.sim.world`, so that loading does not depend on those rules staying the same);
   ``deadline`` is omitted (``null``) when the job has none; ``min_gpus``/``max_gpus``, the gang
-  sizes an elastic policy may grant, default to ``num_gpus`` (a rigid gang) when absent.
+  sizes an elastic policy may grant, default to ``num_gpus`` (a rigid gang) when absent;
+  ``batch_schedule``, the batch-size phases of a dynamic job
+  (:class:`~optsched.sim.batch_schedule.BatchSchedule`, field for field), is absent for a
+  static job.
 
 Loading goes through the guarded loader (:func:`optsched._io.load_data`: size cap, nesting,
 duplicate keys, NaN refused), refuses more jobs than the budget ``max_trace_rows`` before
@@ -45,6 +48,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.sim.cluster_spec import ClusterSpec
 
 if TYPE_CHECKING:
+    from optsched.sim.batch_schedule import BatchSchedule
     from optsched.sim.throughputs import Throughputs
     from optsched.sim.world import World
 
@@ -53,7 +57,9 @@ __all__ = [
     "CurveRecord",
     "JobRecord",
     "PairTable",
+    "PhaseRecord",
     "RateTable",
+    "ScheduleRecord",
     "ThroughputTable",
     "WorldFile",
 ]
@@ -111,6 +117,25 @@ class ThroughputTable(Frozen):
     curves: tuple[CurveRecord, ...] = ()
 
 
+class PhaseRecord(Frozen):
+    """One :class:`~optsched.sim.batch_schedule.BatchPhase`, field for field."""
+
+    batch_size: _Count
+    epochs: _Count
+    end: _Positive
+    job_type: Annotated[str, Field(min_length=1)]
+    variant_batch: _Count
+    steps_per_epoch: _Count
+
+
+class ScheduleRecord(Frozen):
+    """A :class:`~optsched.sim.batch_schedule.BatchSchedule`: its mode and phases."""
+
+    mode: Literal["accordion", "gns"]
+    epoch_samples: _Count
+    phases: tuple[PhaseRecord, ...] = Field(min_length=2)
+
+
 class JobRecord(Frozen):
     """One :class:`~optsched.sim.SimJob`, field for field (``deadline`` null when none)."""
 
@@ -127,6 +152,7 @@ class JobRecord(Frozen):
     user: str = ""
     min_gpus: _Count | None = None
     max_gpus: _Count | None = None
+    batch_schedule: ScheduleRecord | None = None
 
 
 class WorldFile(Frozen):
@@ -245,6 +271,7 @@ def world_record(world: World) -> WorldFile:
                 user=j.user,
                 min_gpus=j.min_gpus,
                 max_gpus=j.max_gpus,
+                batch_schedule=_schedule_record(j.batch_schedule),
             )
             for j in world.jobs
         ),
@@ -324,6 +351,7 @@ def world_from_record(rec: WorldFile) -> World:
                 user=j.user,
                 min_gpus=lo,
                 max_gpus=hi,
+                batch_schedule=_schedule_from_record(j, where, tp),
             )
         )
     return World(
@@ -332,6 +360,70 @@ def world_from_record(rec: WorldFile) -> World:
         jobs=tuple(jobs),
         restore_s=rec.restore_s,
         restore_on_first_start=rec.restore_on_first_start,
+    )
+
+
+def _schedule_record(schedule: BatchSchedule | None) -> ScheduleRecord | None:
+    if schedule is None:
+        return None
+    return ScheduleRecord(
+        mode=schedule.mode,  # type: ignore[arg-type]
+        epoch_samples=schedule.epoch_samples,
+        phases=tuple(
+            PhaseRecord(
+                batch_size=p.batch_size,
+                epochs=p.epochs,
+                end=p.end,
+                job_type=p.job_type,
+                variant_batch=p.variant_batch,
+                steps_per_epoch=p.steps_per_epoch,
+            )
+            for p in schedule.phases
+        ),
+    )
+
+
+def _schedule_from_record(job: JobRecord, where: str, tp: Throughputs) -> BatchSchedule | None:
+    """The job's schedule, checked: phase ends increase to the work, job types are known."""
+    from optsched.sim.batch_schedule import BatchPhase, BatchSchedule
+
+    rec = job.batch_schedule
+    if rec is None:
+        return None
+    prev = 0.0
+    for k, p in enumerate(rec.phases):
+        field = f"{where}.batch_schedule.phases[{k}]"
+        if not p.end > prev:
+            raise InvalidInstanceError(f"{field}.end", f"must exceed {prev}, got {p.end}")
+        prev = p.end
+        if not tp.knows(p.job_type):
+            raise InvalidInstanceError(
+                f"{field}.job_type", f"{p.job_type!r} is not in the throughput table"
+            )
+    if rec.phases[-1].end != job.work:
+        raise InvalidInstanceError(
+            f"{where}.batch_schedule.phases[{len(rec.phases) - 1}].end",
+            f"must equal the job's work {job.work}, got {rec.phases[-1].end}",
+        )
+    if rec.phases[0].job_type != job.job_type:
+        raise InvalidInstanceError(
+            f"{where}.batch_schedule.phases[0].job_type",
+            f"must be the job's job type {job.job_type!r}, got {rec.phases[0].job_type!r}",
+        )
+    return BatchSchedule(
+        mode=rec.mode,
+        epoch_samples=rec.epoch_samples,
+        phases=tuple(
+            BatchPhase(
+                batch_size=p.batch_size,
+                epochs=p.epochs,
+                end=p.end,
+                job_type=p.job_type,
+                variant_batch=p.variant_batch,
+                steps_per_epoch=p.steps_per_epoch,
+            )
+            for p in rec.phases
+        ),
     )
 
 
