@@ -55,9 +55,31 @@ FIELD_FLAGS: dict[str, str] = {
     "solver": "--solver",
     "seed": "--seed",
     "accept_feasible": "--accept-feasible",
+    "address": "--address",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: :func:`time.monotonic` when :func:`optsched.cli.main` was entered (None outside it).
+_STARTED: float | None = None
+
+#: Seconds a command may run past its ``--time-limit``: starting the interpreter and importing
+#: optsched before the clock starts, and reading back, checking and writing the result after
+#: the last solve stops. Stated in the docs (guide/limits) and held by the tests.
+TIME_LIMIT_MARGIN = 5.0
+
+
+def command_started() -> float:
+    """When the running command started (now, when not run through :func:`optsched.cli.main`)."""
+    import time
+
+    return time.monotonic() if _STARTED is None else _STARTED
+
+
+def mark_started(when: float | None) -> None:
+    """Record (or, with ``None``, forget) the start of the command being run."""
+    global _STARTED
+    _STARTED = when
 
 
 class NumberList(click.ParamType):
@@ -218,9 +240,14 @@ def solver_options(default: str = "highs") -> Callable[[F], F]:
         ]
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from optsched.solvers.deadline import deadline
+
             got = click.get_current_context().meta.get("optsched_solver", {})
-            kwargs["solver_opts"] = SolverOptions(**got)
-            return func(*args, **kwargs)
+            kwargs["solver_opts"] = opts = SolverOptions(**got)
+            # --time-limit bounds the whole command, from its start: every solve inside it
+            # gets only what reading the input and the earlier solves left.
+            with deadline(opts.time_limit, started=command_started()):
+                return func(*args, **kwargs)
 
         # functools.wraps also carries ``__click_params__``: options declared below this
         # decorator (applied before it) stay on the command.

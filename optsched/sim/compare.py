@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim.record import SimResult
 from optsched.sim.world import World
@@ -264,7 +264,9 @@ def compare(
         No policy, an unknown policy or objective, a trace without ``cluster``, a world
         outside the exact model.
     NotOptimalError
-        An exact solve stopped short and ``accept_feasible`` is false.
+        An exact solve stopped short and ``accept_feasible`` is false; ``error.comparison``
+        is the :class:`Comparison` computed until then (every policy's row, the exact
+        results finished before).
     """
     from optsched.sim.engine import simulate
     from optsched.sim.exact import OBJECTIVES
@@ -294,20 +296,7 @@ def compare(
     grid = None
     if exact:
         grid = round_seconds if round_seconds is not None else auto_round_seconds(world)
-    results: dict[str, ExactResult[SimResult]] = {}
-    if grid is not None:
-        for o in objectives:
-            results[o] = solve_exact(
-                world,
-                grid,
-                o,
-                rounds=rounds,
-                solver=solver,
-                time_limit=time_limit,
-                mip_gap=mip_gap,
-                threads=threads,
-                accept_feasible=accept_feasible,
-            )
+    # the policies run first: cheap, and kept when an exact solve stops short
     runs: dict[str, SimResult] = {}
     metrics: dict[str, dict[str, Any]] = {}
     for policy in made:
@@ -320,6 +309,33 @@ def compare(
         record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
         metrics[policy.name] = _row(world, record, policy.name, window)
+    results: dict[str, ExactResult[SimResult]] = {}
+    if grid is not None:
+        for o in objectives:
+            try:
+                results[o] = solve_exact(
+                    world,
+                    grid,
+                    o,
+                    rounds=rounds,
+                    solver=solver,
+                    time_limit=time_limit,
+                    mip_gap=mip_gap,
+                    threads=threads,
+                    accept_feasible=accept_feasible,
+                )
+            except NotOptimalError as exc:
+                # a solve stopped short never takes the policies' table with it
+                exc.comparison = Comparison(  # type: ignore[attr-defined]
+                    world=world,
+                    round_seconds=round_seconds,
+                    runs=runs,
+                    metrics=metrics,
+                    exact=results,
+                    exact_round_seconds=grid,
+                    window=window,
+                )
+                raise
     return Comparison(
         world=world,
         round_seconds=round_seconds,
