@@ -166,6 +166,46 @@ def _joblib(
     yield from parallel(joblib.delayed(_call)(fn, task) for task in todo)
 
 
+#: Seconds to wait for a remote scheduler or cluster (``address``) to answer before the sweep
+#: is refused (exit 2 naming ``--address``), instead of waiting as long as the backend would.
+CONNECT_TIMEOUT = 10.0
+
+
+def reachable(address: str | None, backend: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Refuse a remote ``address`` that does not accept a TCP connection within ``timeout``.
+
+    ``None``, ``"auto"`` and ``"local"`` (Ray's own names for "find or start one here") are
+    not probed.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Field ``address``: not ``host:port``, or no answer within ``timeout`` seconds.
+
+    Examples
+    --------
+    >>> reachable(None, "ray")
+    """
+    import socket
+
+    if address is None or address in ("auto", "local"):
+        return
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise InvalidInstanceError(
+            "address", f"{backend} address must be host:port, got {address!r}"
+        )
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise InvalidInstanceError(
+            "address",
+            f"cannot reach the {backend} cluster at {address!r} within {timeout:g} s: {exc}",
+        ) from None
+
+
 def _ray(
     fn: Callable[[Any], Mapping[str, Any]],
     todo: Sequence[SweepTask],
@@ -180,6 +220,7 @@ def _ray(
         ) from None
     started = not ray.is_initialized()
     if started:
+        reachable(address, "ray")
         ray.init(address=address, include_dashboard=False)
     try:
         remote = ray.remote(_call)
@@ -211,11 +252,15 @@ def _dask(client: Any, address: str | None) -> Iterator[None]:
     with ExitStack() as stack:
         if client is None:
             # joblib's Dask backend finds the current client; start one if none was given
-            client = (
-                distributed.Client(address)
-                if address
-                else distributed.Client(processes=False, dashboard_address=None)
-            )
+            if address:
+                try:
+                    client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+                except OSError as exc:
+                    raise InvalidInstanceError(
+                        "address", f"cannot reach the Dask scheduler at {address!r}: {exc}"
+                    ) from None
+            else:
+                client = distributed.Client(processes=False, dashboard_address=None)
             stack.callback(client.close)
         stack.enter_context(joblib.parallel_config(backend="dask"))
         yield
