@@ -378,6 +378,7 @@ def cases() -> list[Case]:
                 ]
             ),
             check=lambda run, w: _no_partial(run, w / "out.csv"),
+            needs=(str(elasticflow / "cluster02.csv"),),
         ),
         Case(
             "store-full-disk",
@@ -447,6 +448,7 @@ def cases() -> list[Case]:
             ],
             seconds=240,
             check=_compare_keeps_rows,
+            needs=(str(elasticflow / "cluster10.csv"),),
         ),
         Case("pool-size", "resources", lambda w: [], drive=_drive_pool_size),
         Case("kill9-orphans", "resources", lambda w: [], drive=_drive_kill9),

@@ -138,3 +138,21 @@ def test_sweep_on_an_unreachable_dask_scheduler_exits_2(
     payload = json.loads(capsys.readouterr().out)
     assert code == 2
     assert payload["field"] == "--address"
+
+
+def test_store_in_a_folder_no_file_may_be_created_in_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    # what sqlite answers in a read-only or forbidden folder (root ignores file modes)
+    monkeypatch.setattr(sqlite3, "connect", refuse)
+    store = tmp_path / "s.sqlite"
+    argv = ["sim", "sweep", str(_trace(tmp_path)), "--cluster", "v100=4", "--policies", "fifo"]
+    code = main([*argv, "--store", str(store), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 2
+    assert payload["field"] == "store" and payload["file"] == str(store)
