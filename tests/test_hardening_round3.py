@@ -156,3 +156,65 @@ def test_store_in_a_folder_no_file_may_be_created_in_exits_2(
     payload = json.loads(capsys.readouterr().out)
     assert code == 2
     assert payload["field"] == "store" and payload["file"] == str(store)
+
+
+# --- no worker outlives its sweep --------------------------------------------------------
+
+_SWEEP = """
+import os, sys, time
+from pathlib import Path
+from optsched.runs.driver import SweepTask, run_sweep
+
+def slow(k):
+    Path(sys.argv[1], f"started-{os.getpid()}").touch()
+    time.sleep(600)
+    return {"k": k}
+
+if __name__ == "__main__":
+    run_sweep([SweepTask(key=str(k), params=k) for k in range(4)], slow, backend="loky", n_jobs=2)
+"""
+
+
+def _session(sid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_pool_workers_end_when_the_sweep_is_killed(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    script = tmp_path / "sweep_script.py"
+    script.write_text(_SWEEP)
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path)], env=env, start_new_session=True
+    )
+    try:
+        # both workers run a task: their parent watch (the pool's initializer) is in place
+        deadline = time.monotonic() + 300
+        while len(list(tmp_path.glob("started-*"))) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        workers = [int(p.name.split("-")[1]) for p in tmp_path.glob("started-*")]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        # each worker notices within PARENT_POLL; a minute is far beyond it on any machine
+        deadline = time.monotonic() + 60
+        while any(Path(f"/proc/{w}").exists() and w in _session(proc.pid) for w in workers):
+            assert time.monotonic() < deadline, "a worker outlived its killed sweep"
+            time.sleep(0.2)
+    finally:
+        for pid in _session(proc.pid):
+            os.kill(pid, signal.SIGKILL)

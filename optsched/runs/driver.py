@@ -152,17 +152,61 @@ def _call(fn: Callable[[Any], Mapping[str, Any]], task: SweepTask) -> tuple[str,
         return task.key, {_ERROR: {**error, "errors": [list(e) for e in exc.errors]}}
 
 
+#: Seconds between two looks of a pool worker at its parent (see :func:`_watch_parent`).
+PARENT_POLL = 0.5
+
+_watched_by: int | None = None
+
+
+def _watch_parent(parent: int) -> None:
+    """In a pool worker: exit as soon as the process that started the pool is gone.
+
+    A sweep killed with SIGKILL cannot stop its workers; they were re-parented and lived on
+    (with the sweep's stdout and stderr open) until their pool timed out. The pool's
+    initializer: each worker starts, before its first run, one daemon thread that looks at its
+    parent every :data:`PARENT_POLL` seconds and ends the process when the parent changed
+    (re-parented: the sweep died).
+
+    ``parent`` is the sweep's process id, passed from it: a worker orphaned before it got here
+    sees a different parent already and ends at once.
+    """
+    import threading
+    import time
+
+    global _watched_by
+    me = os.getpid()
+    if _watched_by == me:
+        return
+    _watched_by = me
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)  # no cleanup to wait for: the run's result has nobody to go to
+
+    threading.Thread(target=watch, name="optsched-parent-watch", daemon=True).start()
+
+
 def _serial(fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[SweepTask]) -> Iterator[Any]:
     for task in todo:
         yield _call(fn, task)
 
 
 def _joblib(
-    fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[SweepTask], n_jobs: int
+    fn: Callable[[Any], Mapping[str, Any]],
+    todo: Sequence[SweepTask],
+    n_jobs: int,
+    local: bool = False,
 ) -> Iterator[Any]:
     import joblib
 
-    parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    if local:
+        # the local pool's workers end with the sweep, even one killed by SIGKILL
+        watch = {"initializer": _watch_parent, "initargs": (os.getpid(),)}
+        with joblib.parallel_config(backend="loky", **watch):
+            parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    else:
+        parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
     yield from parallel(joblib.delayed(_call)(fn, task) for task in todo)
 
 
@@ -356,7 +400,7 @@ def run_sweep(
     elif name == "loky":
         workers = worker_count(n_jobs, len(todo))
         # one worker: this process, without a pool to start or arguments to pickle
-        results = _joblib(fn, todo, workers) if workers > 1 else _serial(fn, todo)
+        results = _joblib(fn, todo, workers, local=True) if workers > 1 else _serial(fn, todo)
     else:
         results = _serial(fn, todo)
     with context, _closing(results):
