@@ -218,3 +218,25 @@ def test_pool_workers_end_when_the_sweep_is_killed(tmp_path: Path) -> None:
     finally:
         for pid in _session(proc.pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_output_in_a_folder_no_file_may_be_created_in_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        if not Path("/sys").is_dir():
+            pytest.skip("root ignores file modes and there is no /sys")
+        folder = Path("/sys")  # sysfs: no file may be created there, even by root
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+    argv = ["sim", "sweep", str(_trace(tmp_path)), "--cluster", "v100=4", "--policies", "fifo"]
+    store = tmp_path / "s.sqlite"
+    code = main([*argv, "--store", str(store), "-o", str(folder / "t.csv"), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 2
+    assert "--output" in payload["message"]
+    assert not store.exists()  # refused before any run

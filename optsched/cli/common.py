@@ -260,6 +260,23 @@ def solver_options(default: str = "highs") -> Callable[[F], F]:
     return decorate
 
 
+def _check_writable(path: Path, ctx: click.Context, param: click.Parameter) -> None:
+    """Refuse, before the run, a folder in which no file can be created (read-only, forbidden).
+
+    Permission bits are not enough (root ignores them; a read-only mount does not show in
+    them): a temporary file is created beside ``path`` and removed.
+    """
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(
+            f"{path}: cannot write in {path.parent}: {exc.strerror or exc}", ctx=ctx, param=param
+        ) from None
+
+
 def output_option(
     formats: Sequence[str] = (".json",),
     *,
@@ -286,6 +303,8 @@ def output_option(
             # or ``-o missing/x.json`` once failed with an OSError (exit 1) after the whole run.
             what = "is not a directory" if value.parent.exists() else "does not exist"
             raise click.BadParameter(f"{value}: {value.parent} {what}", ctx=ctx, param=param)
+        if value is not None:
+            _check_writable(value, ctx, param)
         return value
 
     return click.option(
