@@ -176,7 +176,9 @@ def _drive_kill9(work: Path) -> tuple[fe.Run, str]:
         except OSError:
             pass
     run = fe.Run([], 0, "", "", time.monotonic() - started, False)
-    return run, (f"{len(left)} processes outlived the killed sweep by 15 s: {names}" if left else "")
+    return run, (
+        f"{len(left)} processes outlived the killed sweep by 15 s: {names}" if left else ""
+    )
 
 
 def _drive_sigint(work: Path) -> tuple[fe.Run, str]:
