@@ -177,3 +177,14 @@ def test_sim_compare_exact_stopped_short_exits_3_with_the_rows(
     assert payload["error"] == "NotOptimalError"
     assert [row["policy"] for row in payload["policies"]] == ["fifo", "srtf"]
     assert payload["stopped"]["termination"] == "time_limit"
+
+
+def test_oasis_ratio_time_limit_stays_per_instance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a command start an hour back spends a whole-command budget; ratio's is per instance
+    monkeypatch.setattr(common, "command_started", _passed)
+    argv = ["oasis", "ratio", "--instances", "2", "--jobs", "3", "--horizon", "4"]
+    code = main([*argv, "--time-limit", "60", "-o", str(tmp_path / "r"), "--json"])
+    capsys.readouterr()
+    assert code == 0

@@ -181,11 +181,13 @@ class _SolverName(click.ParamType):
         return name
 
 
-def solver_options(default: str = "highs") -> Callable[[F], F]:
+def solver_options(default: str = "highs", *, whole_command: bool = True) -> Callable[[F], F]:
     """Add ``--solver``, ``--time-limit``, ``--mip-gap``, ``--threads``, ``--accept-feasible``.
 
     The command receives one ``solver_opts`` argument (a :class:`SolverOptions`). Every value is
     checked here (finite, in range, a known solver), so a bad one exits 2 naming the flag.
+    With ``whole_command`` (the default) ``--time-limit`` bounds the whole command from its
+    start (:mod:`optsched.solvers.deadline`); a sweep whose limit is per run passes ``False``.
     """
 
     def decorate(func: F) -> F:
@@ -246,7 +248,8 @@ def solver_options(default: str = "highs") -> Callable[[F], F]:
             kwargs["solver_opts"] = opts = SolverOptions(**got)
             # --time-limit bounds the whole command, from its start: every solve inside it
             # gets only what reading the input and the earlier solves left.
-            with deadline(opts.time_limit, started=command_started()):
+            budget = opts.time_limit if whole_command else None
+            with deadline(budget, started=command_started()):
                 return func(*args, **kwargs)
 
         # functools.wraps also carries ``__click_params__``: options declared below this
