@@ -188,3 +188,22 @@ def test_oasis_ratio_time_limit_stays_per_instance(
     code = main([*argv, "--time-limit", "60", "-o", str(tmp_path / "r"), "--json"])
     capsys.readouterr()
     assert code == 0
+
+
+@pytest.mark.solver("highs")
+def test_sim_compare_time_limit_never_cuts_a_policy_short(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+        "a,0,1,ResNet-18,100,60,32,1,,u\nb,30,1,ResNet-18,100,120,32,1,,u\n"
+    )
+    # the budget is spent before the first policy: its round LPs still run to the end
+    monkeypatch.setattr(common, "command_started", _passed)
+    argv = ["sim", "compare", str(trace), "--cluster", "v100=2", "--policies", "fifo,max-min"]
+    code = main([*argv, "--time-limit", "1e-300", "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0, payload
+    assert [row["policy"] for row in payload["policies"]] == ["fifo", "max-min"]
+    assert all(row["valid"] for row in payload["policies"])

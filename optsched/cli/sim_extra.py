@@ -180,8 +180,11 @@ def compare_command(
             **solver_opts.kwargs(),
         )
     except NotOptimalError as exc:
+        kept = getattr(exc, "comparison", None)
+        if kept is None:
+            raise  # stopped before any row was computed: exit 3 with the solve's figures
         # an exact solve stopped short: the policies' table is still shown, then exit 3
-        stopped, result = exc, exc.comparison  # type: ignore[attr-defined]
+        stopped, result = exc, kept
     except InvalidInstanceError as exc:
         flag = {
             "policies": "--policies",

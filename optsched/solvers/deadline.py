@@ -22,7 +22,7 @@ import contextvars
 import time
 from collections.abc import Iterator
 
-__all__ = ["clip", "deadline", "remaining"]
+__all__ = ["clip", "deadline", "remaining", "suspended"]
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "optsched_deadline", default=None
@@ -83,3 +83,23 @@ def clip(time_limit: float | None) -> float | None:
     if left is None:
         return time_limit
     return left if time_limit is None else min(float(time_limit), left)
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Lift the deadline inside the block (work that must finish whatever the budget).
+
+    ``sim compare`` runs its policies under it: a policy's round LPs are part of the policy,
+    not of the exact solve the time limit is for, and cutting them short would lose rows.
+
+    Examples
+    --------
+    >>> with deadline(1.0), suspended():
+    ...     remaining() is None
+    True
+    """
+    token = _deadline.set(None)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
