@@ -1,7 +1,9 @@
 """A longer fuzz campaign against the ``optsched`` command (``make fuzz``).
 
-For every file format the command reads, ``--mutants`` mutants are made from a valid seed file
-(written by the command's own generators) by the mutation engine of the test suite
+For every file format the command reads (instances, schedules, profiles, price files, traces of
+every format, simulator world files, throughput tables, run stores), ``--mutants`` mutants are
+made from a valid seed file (written by the command's own generators, or cut from the shipped
+trace samples) by the mutation engine of the test suite
 (``tests/fuzz/fuzz_engine.py``), and each is fed to every command that reads that format, in a
 subprocess under a timeout and an address-space limit. With ``--options`` every hostile option
 value of the engine's table is tried as well. Each run is checked against the command-line
@@ -72,20 +74,21 @@ def _case_list(args: argparse.Namespace) -> list[dict[str, Any]]:
     import random
 
     cases: list[dict[str, Any]] = []
+    targets = {**fe.TARGETS, **fe.SIM_TARGETS}
     if not args.no_files:
-        formats = _pick(args.formats, list(fe.TARGETS), "formats")
+        formats = _pick(args.formats, list(targets), "formats")
         mutators = _pick(args.mutators, sorted(fe.MUTATORS), "mutators")
         rng = random.Random(args.seed)
         for fmt in formats:
             for k in range(args.mutants):
                 mutator = mutators[k % len(mutators)]
                 seed = rng.randrange(2**32)
-                for template in fe.TARGETS[fmt]:
+                for template in targets[fmt]:
                     cases.append(
                         {"group": fmt, "template": template, "mutator": mutator, "seed": seed}
                     )
     if args.options:
-        for template, what in fe.option_cases():
+        for template, what in [*fe.option_cases(), *fe.sim_option_cases()]:
             cases.append({"group": "options", "template": template, "what": what})
     return cases
 
@@ -97,7 +100,7 @@ def _run_case(case: dict[str, Any], seeds: dict[str, Path], timeout: float) -> d
         data = b""
         if "mutator" in case:
             source = seeds[case["group"]]
-            data, what = fe.mutate(source, case["mutator"], case["seed"])
+            data, what = fe.mutate_any(source, case["mutator"], case["seed"])
             mutant = work / source.name
             mutant.write_bytes(data)
             case = {**case, "what": f"{case['mutator']} seed {case['seed']}: {what}"}
@@ -186,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     (out / "failures").mkdir(parents=True, exist_ok=True)
     seed_dir = out / "seeds"
     shutil.rmtree(seed_dir, ignore_errors=True)
-    seeds = {**fe.make_seeds(seed_dir), **fe.prepare_special_files(seed_dir)}
+    seeds = {
+        **fe.make_seeds(seed_dir),
+        **fe.make_sim_seeds(seed_dir),
+        **fe.prepare_special_files(seed_dir),
+    }
     cases = _case_list(args)
     print(f"{len(cases)} runs, {args.jobs} at a time, {args.timeout:g} s timeout", file=sys.stderr)
     results: list[dict[str, Any]] = []
@@ -207,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             case_dir.mkdir()
             argv = list(r["argv"])
             if r["mutant"]:
-                saved = case_dir / fe.SEED_FILES[r["group"]]
+                saved = case_dir / {**fe.SEED_FILES, **fe.SIM_SEED_FILES}[r["group"]]
                 saved.write_bytes(r["mutant"])
                 argv = [str(saved) if a == r["mutant_path"] else a for a in argv]
             (case_dir / "cmd.txt").write_text(

@@ -7,6 +7,7 @@ errors onto the exit codes of DESIGN §2.2.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from typing import Any
@@ -86,8 +87,18 @@ def _message(exc: BaseException) -> str:
     return text
 
 
+#: ``OSError`` numbers that describe the place written (full, too large, read-only,
+#: forbidden), reported as invalid environment (exit 2), never as a defect.
+_ENVIRONMENT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return (and exit with) its exit code."""
+    import time
+
+    from optsched.cli import common
     from optsched.errors import (
         InvalidInstanceError,
         NotOptimalError,
@@ -98,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     code = 0
+    common.mark_started(time.monotonic())
     try:
         rv = cli.main(args=args, prog_name="optsched", standalone_mode=False)
         # Without standalone mode click returns the code of a ``click.exceptions.Exit``.
@@ -134,7 +146,28 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_NOT_OPTIMAL
         if as_json:
             print_json(_error_payload(exc))
-    except (OptschedError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno not in _ENVIRONMENT_ERRNOS:
+            _say("[red]error[/red]", _message(exc))
+            code = EXIT_OTHER
+            if as_json:
+                print_json(_error_payload(exc))
+        else:
+            # a full disk, a file-size limit, a read-only or forbidden place: the environment
+            # the user gave, not a defect (exit 2, naming the file written)
+            where = exc.filename or "<output>"
+            _say("[red]cannot write[/red]", f"{where}: {exc.strerror or exc}")
+            code = EXIT_INVALID
+            if as_json:
+                print_json(
+                    {
+                        "error": "OutputError",
+                        "message": f"{where}: {exc.strerror or exc}",
+                        "field": str(where),
+                        "errno": exc.errno,
+                    }
+                )
+    except OptschedError as exc:
         _say("[red]error[/red]", _message(exc))
         code = EXIT_OTHER
         if as_json:
@@ -160,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                     "hint": "a defect in optsched; please report it with the command line",
                 }
             )
+    common.mark_started(None)
     if argv is None:
         sys.exit(code)
     return code

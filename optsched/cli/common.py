@@ -55,9 +55,31 @@ FIELD_FLAGS: dict[str, str] = {
     "solver": "--solver",
     "seed": "--seed",
     "accept_feasible": "--accept-feasible",
+    "address": "--address",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: :func:`time.monotonic` when :func:`optsched.cli.main` was entered (None outside it).
+_STARTED: float | None = None
+
+#: Seconds a command may run past its ``--time-limit``: starting the interpreter and importing
+#: optsched before the clock starts, and reading back, checking and writing the result after
+#: the last solve stops. Stated in the docs (guide/limits) and held by the tests.
+TIME_LIMIT_MARGIN = 5.0
+
+
+def command_started() -> float:
+    """When the running command started (now, when not run through :func:`optsched.cli.main`)."""
+    import time
+
+    return time.monotonic() if _STARTED is None else _STARTED
+
+
+def mark_started(when: float | None) -> None:
+    """Record (or, with ``None``, forget) the start of the command being run."""
+    global _STARTED
+    _STARTED = when
 
 
 class NumberList(click.ParamType):
@@ -159,11 +181,13 @@ class _SolverName(click.ParamType):
         return name
 
 
-def solver_options(default: str = "highs") -> Callable[[F], F]:
+def solver_options(default: str = "highs", *, whole_command: bool = True) -> Callable[[F], F]:
     """Add ``--solver``, ``--time-limit``, ``--mip-gap``, ``--threads``, ``--accept-feasible``.
 
     The command receives one ``solver_opts`` argument (a :class:`SolverOptions`). Every value is
     checked here (finite, in range, a known solver), so a bad one exits 2 naming the flag.
+    With ``whole_command`` (the default) ``--time-limit`` bounds the whole command from its
+    start (:mod:`optsched.solvers.deadline`); a sweep whose limit is per run passes ``False``.
     """
 
     def decorate(func: F) -> F:
@@ -218,9 +242,15 @@ def solver_options(default: str = "highs") -> Callable[[F], F]:
         ]
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from optsched.solvers.deadline import deadline
+
             got = click.get_current_context().meta.get("optsched_solver", {})
-            kwargs["solver_opts"] = SolverOptions(**got)
-            return func(*args, **kwargs)
+            kwargs["solver_opts"] = opts = SolverOptions(**got)
+            # --time-limit bounds the whole command, from its start: every solve inside it
+            # gets only what reading the input and the earlier solves left.
+            budget = opts.time_limit if whole_command else None
+            with deadline(budget, started=command_started()):
+                return func(*args, **kwargs)
 
         # functools.wraps also carries ``__click_params__``: options declared below this
         # decorator (applied before it) stay on the command.
@@ -231,6 +261,23 @@ def solver_options(default: str = "highs") -> Callable[[F], F]:
         return out
 
     return decorate
+
+
+def _check_writable(path: Path, ctx: click.Context, param: click.Parameter) -> None:
+    """Refuse, before the run, a folder in which no file can be created (read-only, forbidden).
+
+    Permission bits are not enough (root ignores them; a read-only mount does not show in
+    them): a temporary file is created beside ``path`` and removed.
+    """
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(
+            f"{path}: cannot write in {path.parent}: {exc.strerror or exc}", ctx=ctx, param=param
+        ) from None
 
 
 def output_option(
@@ -259,6 +306,8 @@ def output_option(
             # or ``-o missing/x.json`` once failed with an OSError (exit 1) after the whole run.
             what = "is not a directory" if value.parent.exists() else "does not exist"
             raise click.BadParameter(f"{value}: {value.parent} {what}", ctx=ctx, param=param)
+        if value is not None:
+            _check_writable(value, ctx, param)
         return value
 
     return click.option(

@@ -307,7 +307,7 @@ def check_cmd(
     help="Instances measured at once, each in its own process (at most one per instance left).",
 )
 @json_option
-@solver_options()  # innermost: it wraps the function, the other options attach to the wrapper
+@solver_options(whole_command=False)  # per instance; innermost: it wraps the function
 def ratio_cmd(
     n_instances: int,
     n_jobs: int,

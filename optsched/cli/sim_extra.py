@@ -22,6 +22,7 @@ import click
 from rich.markup import escape
 
 from optsched.cli.common import (
+    EXIT_NOT_OPTIMAL,
     NumberList,
     SolverOptions,
     err_console,
@@ -30,7 +31,7 @@ from optsched.cli.common import (
     print_json,
     solver_options,
 )
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, NotOptimalError
 
 #: Exit code when a policy left jobs unfinished (valid records; as ``sim run``).
 EXIT_UNFINISHED = 3
@@ -160,6 +161,7 @@ def compare_command(
             if reason is not None:
                 left_out[name] = reason
         names = [n for n in names if n not in left_out]
+    stopped: NotOptimalError | None = None
     try:
         result = compare(
             world,
@@ -172,6 +174,12 @@ def compare_command(
             mechanism=how,
             **solver_opts.kwargs(),
         )
+    except NotOptimalError as exc:
+        kept = getattr(exc, "comparison", None)
+        if kept is None:
+            raise  # stopped before any row was computed: exit 3 with the solve's figures
+        # an exact solve stopped short: the policies' table is still shown, then exit 3
+        stopped, result = exc, kept
     except InvalidInstanceError as exc:
         flag = {
             "policies": "--policies",
@@ -188,6 +196,11 @@ def compare_command(
     if output is not None:
         frame.to_csv(output, index=False)
     payload = {"trace": str(trace), "cluster": str(spec), **result.to_dict()}
+    if stopped is not None:
+        # the contract's error fields, beside the rows that were computed
+        payload["error"], payload["message"] = "NotOptimalError", str(stopped)
+        summary = getattr(stopped.result, "summary", None)
+        payload["stopped"] = summary() if callable(summary) else None
     if left_out:
         payload["left_out"] = left_out
         for name, reason in left_out.items():
@@ -209,6 +222,9 @@ def compare_command(
                 f"{_fmt(res.bound)}, {res.extra.get('rounds')} rounds of "
                 f"{_fmt(res.extra.get('round_seconds'))} s"
             )
+    if stopped is not None:
+        err_console.print(f"[yellow]not optimal[/yellow] {escape(str(stopped))}", highlight=False)
+        raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
     invalid = {p: m for p, m in result.metrics.items() if not m["valid"]}
     if invalid:
         # never exit 1 without saying why: each rejected record with its first violation

@@ -120,7 +120,12 @@ def convert_cmd(
             param_hint="OUTPUT",
         )
     trace = _read(source, fmt, tasks)
-    write_trace(trace, output)
+    try:
+        write_trace(trace, output)
+    except OSError as exc:
+        # full disk, file-size limit, read-only place: name the OUTPUT the user gave (exit 2)
+        exc.filename = str(output)
+        raise
     report = {
         "source": str(source),
         "format": trace.format,

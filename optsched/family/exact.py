@@ -52,7 +52,8 @@ from typing import Any, Generic, TypeVar
 from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult, Report, Sense
 from optsched.solvers import BuildClock, check_options
-from optsched.solvers.result import SolveResult, relative_gap
+from optsched.solvers.deadline import clip
+from optsched.solvers.result import SolveResult, TerminationCondition, relative_gap
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
 __all__ = [
@@ -433,6 +434,13 @@ def exact_solve(
         solver_options=solver_options,
         accept_feasible=accept_feasible,
     )
+    # A command's deadline (reading the input, earlier solves) leaves this solve what is left.
+    time_limit = clip(time_limit)
+    if time_limit is not None and time_limit <= 0:
+        from optsched.solvers.result import stopped_while_building
+
+        spent = stopped_while_building(solver, 0.0, "the command's time limit was spent before")
+        raise NotOptimalError(_no_point(formulation, None, spent))
     clock = BuildClock(time_limit, solver)
     try:
         model = formulation.build(clock)
@@ -455,7 +463,11 @@ def exact_solve(
     if not result.has_solution:
         raise NotOptimalError(_no_point(formulation, model, result))
     if formulation.polish:
-        result, point = _polish(target, formulation, settings, result, point)
+        try:
+            result, point = _polish(target, formulation, settings, result, point)
+        except NotOptimalError as exc:
+            # the deadline ran out while polishing: stopped short, the incumbent unchecked
+            raise NotOptimalError(_no_point(formulation, model, _as_solve_result(exc))) from None
     solution = formulation.extract(model, point)
     what = formulation.objective_name
     if solution is None and formulation.mip:
@@ -653,8 +665,11 @@ def _polish_pyomo(model: Any, formulation: Formulation[S], settings: SolveSettin
     try:
         # No native options: a limit meant for the search (a node limit) must not stop the
         # polishing solve, which has little or nothing left to branch on.
-        return solve_model(model, settings.solver, threads=settings.threads)
+        # A command's deadline bounds this solve too (it re-translates the whole model).
+        return solve_model(model, settings.solver, threads=settings.threads, time_limit=clip(None))
     except NotOptimalError as exc:
+        if exc.result.termination is TerminationCondition.TIME_LIMIT:
+            raise  # stopped short by the time limit, not an infeasible incumbent
         raise InconsistentResultError(
             f"{formulation.objective_name}: the incumbent's decision variables, rounded and "
             f"fixed, are not a feasible point of the model ({exc})"

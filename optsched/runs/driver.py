@@ -152,18 +152,102 @@ def _call(fn: Callable[[Any], Mapping[str, Any]], task: SweepTask) -> tuple[str,
         return task.key, {_ERROR: {**error, "errors": [list(e) for e in exc.errors]}}
 
 
+#: Seconds between two looks of a pool worker at its parent (see :func:`_watch_parent`).
+PARENT_POLL = 0.5
+
+_watched_by: int | None = None
+
+
+def _watch_parent(parent: int) -> None:
+    """In a pool worker: exit as soon as the process that started the pool is gone.
+
+    A sweep killed with SIGKILL cannot stop its workers; they were re-parented and lived on
+    (with the sweep's stdout and stderr open) until their pool timed out. The pool's
+    initializer: each worker starts, before its first run, one daemon thread that looks at its
+    parent every :data:`PARENT_POLL` seconds and ends the process when the parent changed
+    (re-parented: the sweep died).
+
+    ``parent`` is the sweep's process id, passed from it: a worker orphaned before it got here
+    sees a different parent already and ends at once.
+    """
+    import threading
+    import time
+
+    global _watched_by
+    me = os.getpid()
+    if _watched_by == me:
+        return
+    _watched_by = me
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)  # no cleanup to wait for: the run's result has nobody to go to
+
+    threading.Thread(target=watch, name="optsched-parent-watch", daemon=True).start()
+
+
 def _serial(fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[SweepTask]) -> Iterator[Any]:
     for task in todo:
         yield _call(fn, task)
 
 
 def _joblib(
-    fn: Callable[[Any], Mapping[str, Any]], todo: Sequence[SweepTask], n_jobs: int
+    fn: Callable[[Any], Mapping[str, Any]],
+    todo: Sequence[SweepTask],
+    n_jobs: int,
+    local: bool = False,
 ) -> Iterator[Any]:
     import joblib
 
-    parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    if local:
+        # the local pool's workers end with the sweep, even one killed by SIGKILL
+        watch = {"initializer": _watch_parent, "initargs": (os.getpid(),)}
+        with joblib.parallel_config(backend="loky", **watch):
+            parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    else:
+        parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
     yield from parallel(joblib.delayed(_call)(fn, task) for task in todo)
+
+
+#: Seconds to wait for a remote scheduler or cluster (``address``) to answer before the sweep
+#: is refused (exit 2 naming ``--address``), instead of waiting as long as the backend would.
+CONNECT_TIMEOUT = 10.0
+
+
+def reachable(address: str | None, backend: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Refuse a remote ``address`` that does not accept a TCP connection within ``timeout``.
+
+    ``None``, ``"auto"`` and ``"local"`` (Ray's own names for "find or start one here") are
+    not probed.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Field ``address``: not ``host:port``, or no answer within ``timeout`` seconds.
+
+    Examples
+    --------
+    >>> reachable(None, "ray")
+    """
+    import socket
+
+    if address is None or address in ("auto", "local"):
+        return
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise InvalidInstanceError(
+            "address", f"{backend} address must be host:port, got {address!r}"
+        )
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise InvalidInstanceError(
+            "address",
+            f"cannot reach the {backend} cluster at {address!r} within {timeout:g} s: {exc}",
+        ) from None
 
 
 def _ray(
@@ -180,6 +264,7 @@ def _ray(
         ) from None
     started = not ray.is_initialized()
     if started:
+        reachable(address, "ray")
         ray.init(address=address, include_dashboard=False)
     try:
         remote = ray.remote(_call)
@@ -211,11 +296,15 @@ def _dask(client: Any, address: str | None) -> Iterator[None]:
     with ExitStack() as stack:
         if client is None:
             # joblib's Dask backend finds the current client; start one if none was given
-            client = (
-                distributed.Client(address)
-                if address
-                else distributed.Client(processes=False, dashboard_address=None)
-            )
+            if address:
+                try:
+                    client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+                except OSError as exc:
+                    raise InvalidInstanceError(
+                        "address", f"cannot reach the Dask scheduler at {address!r}: {exc}"
+                    ) from None
+            else:
+                client = distributed.Client(processes=False, dashboard_address=None)
             stack.callback(client.close)
         stack.enter_context(joblib.parallel_config(backend="dask"))
         yield
@@ -311,7 +400,7 @@ def run_sweep(
     elif name == "loky":
         workers = worker_count(n_jobs, len(todo))
         # one worker: this process, without a pool to start or arguments to pickle
-        results = _joblib(fn, todo, workers) if workers > 1 else _serial(fn, todo)
+        results = _joblib(fn, todo, workers, local=True) if workers > 1 else _serial(fn, todo)
     else:
         results = _serial(fn, todo)
     with context, _closing(results):

@@ -115,7 +115,11 @@ class RunStore:
         self.path = p
         self.kind = kind
         self.config = json.loads(_canonical(dict(config)))
-        self._db = sqlite3.connect(p, isolation_level=None)
+        try:
+            self._db = sqlite3.connect(p, isolation_level=None)
+        except sqlite3.OperationalError as exc:
+            # a folder no file may be created in (read-only, forbidden): the place given
+            raise InvalidInstanceError("store", f"cannot open {p}: {exc}", file=str(p)) from None
         try:
             self._db.execute("PRAGMA synchronous=FULL")
             self._init()

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim.record import SimResult
 from optsched.sim.world import World
@@ -346,12 +346,15 @@ def compare(
         No policy, an unknown policy or objective, a trace without ``cluster``, a world
         outside the exact model.
     NotOptimalError
-        An exact solve stopped short and ``accept_feasible`` is false.
+        An exact solve stopped short and ``accept_feasible`` is false; ``error.comparison``
+        is the :class:`Comparison` computed until then (every policy's row, the exact
+        results finished before).
     """
     from optsched.sim.engine import simulate
     from optsched.sim.exact import OBJECTIVES
     from optsched.sim.exact import solve as solve_exact
     from optsched.sim.policies import as_policies
+    from optsched.solvers.deadline import suspended
 
     if isinstance(round_seconds, str):
         if round_seconds != "policy":
@@ -374,20 +377,7 @@ def compare(
     grid = None
     if exact:
         grid = round_seconds if round_seconds is not None else auto_round_seconds(world)
-    results: dict[str, ExactResult[SimResult]] = {}
-    if grid is not None:
-        for o in objectives:
-            results[o] = solve_exact(
-                world,
-                grid,
-                o,
-                rounds=rounds,
-                solver=solver,
-                time_limit=time_limit,
-                mip_gap=mip_gap,
-                threads=threads,
-                accept_feasible=accept_feasible,
-            )
+    # the policies run first: cheap, and kept when an exact solve stops short
     runs: dict[str, SimResult] = {}
     metrics: dict[str, dict[str, Any]] = {}
     for policy in made:
@@ -397,9 +387,38 @@ def compare(
         seed = getattr(mechanism, "seed", None)
         if seed is not None and hasattr(policy, "seed"):
             policy.seed = seed  # a seeded Gavel policy draws with Gavel's --seed
-        record = simulate(world, policy, mechanism=mechanism, **kwargs)
+        # a policy's own LPs are not the exact solve the time limit bounds
+        with suspended():
+            record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
         metrics[policy.name] = _row(world, record, policy.name, window)
+    results: dict[str, ExactResult[SimResult]] = {}
+    if grid is not None:
+        for o in objectives:
+            try:
+                results[o] = solve_exact(
+                    world,
+                    grid,
+                    o,
+                    rounds=rounds,
+                    solver=solver,
+                    time_limit=time_limit,
+                    mip_gap=mip_gap,
+                    threads=threads,
+                    accept_feasible=accept_feasible,
+                )
+            except NotOptimalError as exc:
+                # a solve stopped short never takes the policies' table with it
+                exc.comparison = Comparison(  # type: ignore[attr-defined]
+                    world=world,
+                    round_seconds=round_seconds,
+                    runs=runs,
+                    metrics=metrics,
+                    exact=results,
+                    exact_round_seconds=grid,
+                    window=window,
+                )
+                raise
     return Comparison(
         world=world,
         round_seconds=round_seconds,

@@ -347,8 +347,12 @@ def build_model(
     objective: str = "weighted-jct",
     *,
     rounds: int | None = None,
+    clock: BuildClock | None = None,
 ) -> ExactModel:
     """Build the time-indexed model (see the module notes).
+
+    ``clock`` (optional) is checked while each constraint family is built, so a time limit
+    stops a large model's build within a hundred rows.
 
     Raises
     ------
@@ -396,6 +400,9 @@ def build_model(
     for ji, k, g in keys:
         by_kg.setdefault((k, g), []).append(ji)
 
+    def tick(stage: str, rule: Any) -> Any:
+        return rule if clock is None else clock.rule(rule, stage)
+
     m = pyo.ConcreteModel(name=f"sim_exact_{objective}")
     m.x = pyo.Var(keys, domain=pyo.Binary)
     m.u = pyo.Var(keys, bounds=(0.0, 1.0))
@@ -403,27 +410,40 @@ def build_model(
     count = {t.name: t.count for t in world.cluster.gpu_types}
     m.capacity = pyo.Constraint(
         list(by_kg),
-        rule=lambda _, k, g: sum(jobs[j].num_gpus * m.x[j, k, g] for j in by_kg[k, g]) <= count[g],
+        rule=tick(
+            "capacity",
+            lambda _, k, g: sum(jobs[j].num_gpus * m.x[j, k, g] for j in by_kg[k, g]) <= count[g],
+        ),
     )
     m.no_run_after_final = pyo.Constraint(
         ek,
-        rule=lambda _, j, k: (
-            sum(m.x[j, k, g] for g in by_jk.get((j, k), [])) <= sum(m.e[j, q] for q in range(k, K))
+        rule=tick(
+            "no_run_after_final",
+            lambda _, j, k: (
+                sum(m.x[j, k, g] for g in by_jk.get((j, k), []))
+                <= sum(m.e[j, q] for q in range(k, K))
+            ),
         ),
     )
     m.one_final = pyo.Constraint(
         [j.index for j in jobs],
-        rule=lambda _, j: sum(m.e[j, k] for k in range(first[j], K)) == 1,
+        rule=tick("one_final", lambda _, j: sum(m.e[j, k] for k in range(first[j], K)) == 1),
     )
     m.final_round_runs = pyo.Constraint(
-        ek, rule=lambda _, j, k: sum(m.x[j, k, g] for g in by_jk.get((j, k), [])) >= m.e[j, k]
+        ek,
+        rule=tick(
+            "final_round_runs",
+            lambda _, j, k: sum(m.x[j, k, g] for g in by_jk.get((j, k), [])) >= m.e[j, k],
+        ),
     )
-    m.run_upper = pyo.Constraint(keys, rule=lambda _, j, k, g: m.u[j, k, g] <= m.x[j, k, g])
+    m.run_upper = pyo.Constraint(
+        keys, rule=tick("run_upper", lambda _, j, k, g: m.u[j, k, g] <= m.x[j, k, g])
+    )
     m.full_round = pyo.Constraint(
-        keys, rule=lambda _, j, k, g: m.u[j, k, g] >= m.x[j, k, g] - m.e[j, k]
+        keys, rule=tick("full_round", lambda _, j, k, g: m.u[j, k, g] >= m.x[j, k, g] - m.e[j, k])
     )
     m.last_run_positive = pyo.Constraint(
-        keys, rule=lambda _, j, k, g: m.u[j, k, g] >= eps * m.x[j, k, g]
+        keys, rule=tick("last_run_positive", lambda _, j, k, g: m.u[j, k, g] >= eps * m.x[j, k, g])
     )
     # valid cuts: a job finishes no earlier than its fastest full rounds allow (fixing e), and
     # a job that is done by round k has had all its work by then (finished_by)
@@ -434,9 +454,12 @@ def build_model(
             m.e[j.index, k].fix(0)
     m.finished_by = pyo.Constraint(
         ek,
-        rule=lambda _, j, k: (
-            sum(share[j, g] * m.x[j, q, g] for q in range(first[j], k + 1) for g in by_jk[j, q])
-            >= sum(m.e[j, q] for q in range(first[j], k + 1))
+        rule=tick(
+            "finished_by",
+            lambda _, j, k: (
+                sum(share[j, g] * m.x[j, q, g] for q in range(first[j], k + 1) for g in by_jk[j, q])
+                >= sum(m.e[j, q] for q in range(first[j], k + 1))
+            ),
         ),
     )
     own: dict[int, list[tuple[int, int, str]]] = {j.index: [] for j in jobs}
@@ -444,7 +467,9 @@ def build_model(
         own[key[0]].append(key)
     m.work = pyo.Constraint(
         [j.index for j in jobs],
-        rule=lambda _, j: sum(share[j, g] * m.u[j, k, g] for (_j, k, g) in own[j]) == 1,
+        rule=tick(
+            "work", lambda _, j: sum(share[j, g] * m.u[j, k, g] for (_j, k, g) in own[j]) == 1
+        ),
     )
 
     def finish(j: int) -> Any:
@@ -465,7 +490,7 @@ def build_model(
     elif objective == "makespan":
         m.span = pyo.Var(bounds=(0.0, K * L))
         m.span_def = pyo.Constraint(
-            [j.index for j in jobs], rule=lambda _, j: m.span >= L * finish(j)
+            [j.index for j in jobs], rule=tick("span_def", lambda _, j: m.span >= L * finish(j))
         )
         m.objective = pyo.Objective(expr=m.span, sense=pyo.minimize)
     else:
@@ -473,7 +498,9 @@ def build_model(
         m.met = pyo.Var([j.index for j in due], domain=pyo.Binary)
         m.deadline = pyo.Constraint(
             [j.index for j in due],
-            rule=lambda _, j: finish(j) <= jobs[j].deadline / L + K * (1 - m.met[j]),
+            rule=tick(
+                "deadline", lambda _, j: finish(j) <= jobs[j].deadline / L + K * (1 - m.met[j])
+            ),
         )
         m.objective = pyo.Objective(
             expr=sum(m.met[j.index] for j in due) if due else 0.0, sense=pyo.maximize
@@ -633,7 +660,7 @@ def formulation(
     plans: dict[str, list[dict[str, list[str]]]] = {}
 
     def build(clock: BuildClock) -> ExactModel:
-        built = build_model(world, round_seconds, objective, rounds=rounds)
+        built = build_model(world, round_seconds, objective, rounds=rounds, clock=clock)
         clock.check("model")
         return built
 

@@ -289,12 +289,29 @@ def _parse_key(key: str, where: str) -> Key:
     return m.group(1), n
 
 
+#: Slowest rate a throughput table may give, in steps per second: one step in about 11.6 days
+#: (a slower job would outlast any simulated horizon; 0 says "cannot run" instead).
+MIN_RATE = 1e-6
+#: Fastest rate, in steps per second (far above any measured training rate; larger ones only
+#: overflow the allocation LPs, whose coefficients are products of rates).
+MAX_RATE = 1e9
+
+
 def _rate(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInstanceError(where, f"must be a number, got {value!r}")
     v = float(value)
     if not math.isfinite(v) or v < 0:
         raise InvalidInstanceError(where, f"must be a finite rate >= 0, got {value!r}")
+    if v != 0 and not (MIN_RATE <= v <= MAX_RATE):
+        # a denormal rate made a job last past every horizon (refused as "max_time", an option
+        # never given) and a huge one overflowed the round LPs (refused as "c[3]"): both are
+        # refused here, naming the table's own field
+        raise InvalidInstanceError(
+            where,
+            f"a rate must be 0 (cannot run) or within [{MIN_RATE:g}, {MAX_RATE:g}] steps/s, "
+            f"got {value!r}",
+        )
     return v
 
 

@@ -89,6 +89,8 @@ class BuildClock:
         check_options(time_limit, None, None)
         self.time_limit = time_limit
         self.solver = solver
+        #: set once a :meth:`rule` found the limit spent (the rows after it were skipped)
+        self.spent = False
         self._start = time.perf_counter()
 
     @property
@@ -98,9 +100,40 @@ class BuildClock:
 
         return time.perf_counter() - self._start
 
+    def rule(self, fn: Any, stage: str, every: int = 100) -> Any:
+        """``fn`` (a Pyomo constraint rule) watching the clock once every ``every`` rows.
+
+        One constraint family of a large model can take longer to build than the whole time
+        limit. Once the limit is spent the rule skips its remaining rows
+        (``Constraint.Skip``, nothing built) and the builder's next :meth:`check` stops the
+        build; raising inside the rule instead would make Pyomo log the failure on stdout.
+
+        Examples
+        --------
+        >>> clock = BuildClock(None)
+        >>> clock.rule(lambda m, i: i + 1, "rows")(None, 1)
+        2
+        """
+        calls = 0
+
+        def checked(*args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if self.spent or (calls % every == 0 and self._out_of_time()):
+                from pyomo.environ import Constraint
+
+                self.spent = True
+                return Constraint.Skip
+            return fn(*args)
+
+        return checked
+
+    def _out_of_time(self) -> bool:
+        return self.time_limit is not None and self.elapsed >= self.time_limit
+
     def check(self, stage: str) -> None:
         """Stop the build if the time limit is spent (naming the stage reached)."""
-        if self.time_limit is None or self.elapsed < self.time_limit:
+        if not self.spent and not self._out_of_time():
             return
         from optsched.errors import NotOptimalError
         from optsched.solvers.result import stopped_while_building
@@ -201,6 +234,20 @@ def solve(
                 )
             )
         time_limit = remaining
+    # A command's deadline (optsched.solvers.deadline) leaves this solve only what is left.
+    from optsched.solvers.deadline import clip
+
+    if clip(time_limit) is not None and clip(time_limit) != time_limit:
+        time_limit = clip(time_limit)
+        if time_limit is not None and time_limit <= 0:
+            from optsched.errors import NotOptimalError
+            from optsched.solvers.result import stopped_while_building
+
+            raise NotOptimalError(
+                stopped_while_building(
+                    solver, build_seconds, "the command's time limit was spent before the solve"
+                )
+            )
     kwargs = dict(
         time_limit=time_limit,
         mip_gap=mip_gap,

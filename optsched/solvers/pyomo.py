@@ -333,7 +333,13 @@ def _solve_contrib(
             message = "warm start skipped: an integer variable has no value"
     if threads is not None and solver == "highs":
         reset_thread_pool()
-    start = time.perf_counter()
+    translated = 0.0
+    if solver == "highs" and time_limit is not None:
+        # Handing a large model to HiGHS takes as long as building it; HiGHS's own clock
+        # starts after, so the hand-over is timed here and checked against the limit.
+        translated = _translate_highs(opt, model, time_limit, solver, build_seconds)
+        kwargs["time_limit"] = time_limit - translated
+    start = time.perf_counter() - translated
     try:
         res = opt.solve(model, **kwargs)
     except KeyError as exc:
@@ -363,6 +369,58 @@ def _solve_contrib(
         native_status=native,
         message=message,
     )
+
+
+#: Rows handed to HiGHS between two checks of the time limit (a few hundredths of a second).
+TRANSLATE_CHUNK = 2000
+
+
+def _translate_highs(
+    opt: Any, model: Any, time_limit: float, solver: str, build_seconds: float
+) -> float:
+    """Load ``model`` into the persistent HiGHS ``opt``, within ``time_limit``; its seconds.
+
+    The rows go in chunks of :data:`TRANSLATE_CHUNK`, the limit checked before each, so a model
+    too large to hand over in the time left stops like a solve stopped before its first point
+    (:func:`~optsched.solvers.result.stopped_while_building`). The solve that follows finds
+    the model loaded and only checks it for changes.
+
+    Raises
+    ------
+    NotOptimalError
+        The limit ran out before every row was loaded, or right after.
+    """
+    from optsched.solvers.result import stopped_while_building
+
+    start = time.perf_counter()
+
+    def spent(stage: str) -> NotOptimalError:
+        return NotOptimalError(
+            stopped_while_building(
+                solver,
+                build_seconds + time.perf_counter() - start,
+                f"handing the model to HiGHS used the {time_limit:.3g} s left ({stage})",
+            )
+        )
+
+    whole = opt._add_constraints
+
+    def chunked(cons: list[Any]) -> None:
+        for k in range(0, len(cons), TRANSLATE_CHUNK):
+            if time.perf_counter() - start >= time_limit:
+                raise spent(f"{k} of {len(cons)} rows loaded")
+            whole(cons[k : k + TRANSLATE_CHUNK])
+
+    # an instance attribute shadows the method for this load only (set_instance calls it)
+    opt._add_constraints = chunked
+    try:
+        opt.set_instance(model)
+    finally:
+        del opt._add_constraints
+    used = time.perf_counter() - start
+    if used >= time_limit:
+        raise spent("every row loaded")
+    return used
 
 
 def _solve_legacy(

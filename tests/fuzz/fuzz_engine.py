@@ -878,3 +878,253 @@ def prepare_special_files(out: Path) -> dict[str, Path]:
     if not fifo.exists():
         os.mkfifo(fifo)
     return {"fifo": fifo}
+
+
+# ------------------------------------------------------------------------------------------
+# The simulator's surface: traces of every format, world files, throughput tables, run stores
+# and cluster strings (the campaign of ``make fuzz``; the in-suite tests keep to TARGETS)
+# ------------------------------------------------------------------------------------------
+
+_TRACE_DATA = REPO / "tests" / "data"
+
+#: Format name -> (seed file name, the shipped sample it is cut from: header and 12 rows).
+TRACE_SEEDS: dict[str, tuple[str, Path]] = {
+    "trace-elasticflow": (
+        "elasticflow.csv",
+        _TRACE_DATA / "traces" / "elasticflow" / "cluster10_head40.csv",
+    ),
+    "trace-gavel": (
+        "gavel.trace",
+        _TRACE_DATA / "traces" / "gavel" / "physical_cluster_small_test.trace",
+    ),
+    "trace-tiresias": ("tiresias.csv", _TRACE_DATA / "traces" / "schema" / "tiresias_jobs.csv"),
+    "trace-helios": ("helios.csv", _TRACE_DATA / "traces" / "schema" / "helios_cluster_log.csv"),
+    "trace-philly": ("philly.csv", _TRACE_DATA / "traces" / "schema" / "philly_trace.csv"),
+    "trace-pai-job": ("pai_job.csv", _TRACE_DATA / "traces" / "schema" / "pai_job_table.csv"),
+    "trace-pai-task": ("pai_task.csv", _TRACE_DATA / "traces" / "schema" / "pai_task_table.csv"),
+}
+
+#: Formats whose seeds :func:`make_sim_seeds` writes, -> seed file name.
+SIM_SEED_FILES = {
+    **{name: file for name, (file, _) in TRACE_SEEDS.items()},
+    "trace-normalized": "normalized.csv",
+    "sim-world": "world.json",
+    "throughputs": "throughputs.json",
+    "run-store": "runs.sqlite",
+}
+
+_SIM_CLUSTER = "v100=16,p100=16,k80=16"
+
+#: ``{f}`` is the mutant; ``{trace-normalized}`` etc. a valid seed; ``{out}`` a fresh folder.
+SIM_TARGETS: dict[str, list[list[str]]] = {
+    **{
+        name: [
+            ["trace", "info", "{f}", "--json"],
+            ["trace", "convert", "{f}", "{out}/c.csv", "--json"],
+            ["sim", "run", "{f}", "--cluster", _SIM_CLUSTER, "--policy", "fifo", "--json"],
+        ]
+        for name in (*TRACE_SEEDS, "trace-normalized")
+        if not name.startswith("trace-pai")
+    },
+    # a PAI job table has its GPU demand in the task table beside it
+    "trace-pai-job": [
+        ["trace", "info", "{f}", "--tasks", "{trace-pai-task}", "--json"],
+        ["trace", "convert", "{f}", "{out}/c.csv", "--tasks", "{trace-pai-task}", "--json"],
+    ],
+    "trace-pai-task": [
+        ["trace", "info", "{trace-pai-job}", "--tasks", "{f}", "--json"],
+        ["trace", "convert", "{trace-pai-job}", "{out}/c.csv", "--tasks", "{f}", "--json"],
+    ],
+    "sim-world": [["validate", "{f}", "--json"]],
+    "throughputs": [
+        [
+            "sim",
+            "run",
+            "{trace-normalized}",
+            "--cluster",
+            "v100=16,p100=16",
+            "--throughputs",
+            "{f}",
+            "--policy",
+            "max-min",
+            "--json",
+        ]
+    ],
+    "run-store": [
+        [
+            "sim",
+            "sweep",
+            "{trace-normalized}",
+            "--cluster",
+            "v100=16",
+            "--policies",
+            "fifo,srtf",
+            "-j",
+            "1",
+            "--store",
+            "{f}",
+            "--json",
+        ]
+    ],
+}
+
+#: Hostile cluster strings (``--cluster``), tried on ``sim run`` by the option campaign.
+CLUSTER_VALUES = [
+    "",
+    "v100",
+    "=4",
+    "v100=",
+    "v100=0",
+    "v100=-1",
+    "v100=nan",
+    "v100=1e999",
+    "v100=99999999999999999999",
+    "v100=4:0",
+    "v100=4:1e308",
+    "v100=4:-2",
+    "v100=4,v100=4",
+    "v100=4,,p100=4",
+    "V100=4",
+    "v 100=4",
+    "x" * 10_000 + "=1",
+    "v100=4;p100=4",
+    "v100=1000000000",
+]
+
+SIM_OPTION_CASES: list[tuple[list[str], str, list[str]]] = [
+    (
+        ["sim", "run", "{trace-normalized}", "--policy", "fifo", "--json"],
+        "--cluster",
+        CLUSTER_VALUES,
+    ),
+    (
+        ["sim", "sweep", "{trace-normalized}", "--policies", "fifo", "--json"],
+        "--cluster",
+        ["v100=0", "v100=1e999", "=4"],
+    ),
+    (
+        ["sim", "sweep", "{trace-normalized}", "--cluster", "v100=16", "--json"],
+        "-j",
+        ["0", "-1000", "1000", "abc"],
+    ),
+    (
+        ["sim", "compare", "{trace-normalized}", "--cluster", "v100=16", "--json"],
+        "--time-limit",
+        ["nan", "inf", "-1", "0", "1e-300"],
+    ),
+]
+
+
+def sim_option_cases() -> list[tuple[list[str], str]]:
+    """Every (command template, description) of :data:`SIM_OPTION_CASES`, flattened."""
+    out = []
+    for template, option, values in SIM_OPTION_CASES:
+        for value in values:
+            out.append(([*template, option, value], f"{option} {value[:40]!r}"))
+    return out
+
+
+def make_sim_seeds(directory: Path) -> dict[str, Path]:
+    """Write a small valid file of every simulator format into ``directory``."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    p = {name: d / file for name, file in SIM_SEED_FILES.items()}
+    for name, (_, sample) in TRACE_SEEDS.items():
+        lines = sample.read_bytes().splitlines(keepends=True)
+        p[name].write_bytes(b"".join(lines[:13]))
+    _must(
+        run_optsched(["trace", "convert", str(p["trace-elasticflow"]), str(p["trace-normalized"])])
+    )
+    shutil.copyfile(_TRACE_DATA / "gavel" / "simulation_throughputs_alone.json", p["throughputs"])
+    code = (
+        "import sys\n"
+        "from optsched.traces import read_trace\n"
+        "from optsched.sim import parse_cluster\n"
+        "from optsched.sim.compare import world_from_trace\n"
+        "world = world_from_trace(read_trace(sys.argv[1]), parse_cluster('v100=16'), None)\n"
+        "world.save(sys.argv[2])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(p["trace-normalized"]), str(p["sim-world"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"world seed failed:\n{done.stderr}")
+    store_argv = [
+        word.replace("{trace-normalized}", str(p["trace-normalized"])).replace(
+            "{f}", str(p["run-store"])
+        )
+        for word in SIM_TARGETS["run-store"][0]
+    ]
+    _must(run_optsched(store_argv))
+    return p
+
+
+#: Suffixes of row-per-line files: the structured mutators edit their cells.
+TABULAR = (".csv", ".trace")
+
+
+def mutate_any(seed_path: Path, mutator: str, seed: int) -> Mutation:
+    """:func:`mutate`, with the structured mutators made cell-wise for CSV and Gavel traces,
+    and byte-wise for binary files (a SQLite store)."""
+    suffix = seed_path.suffix.lower()
+    if suffix in (".json", ".toml") or mutator in _BYTE_MUTATORS:
+        return mutate(seed_path, mutator, seed)
+    rng = random.Random(f"{seed_path.name}:{mutator}:{seed}")
+    raw = seed_path.read_bytes()
+    if suffix not in TABULAR:
+        # a binary store: what a damaged disk does (flips, truncation, NUL runs)
+        return _byte_flip(rng, raw, suffix)
+    return _tabular(rng, raw, mutator)
+
+
+_BYTE_MUTATORS = {"byte-flip", "truncate", "invalid-utf8", "bom-nul-crlf"}
+
+
+def _tabular(rng: random.Random, raw: bytes, mutator: str) -> Mutation:
+    text = raw.decode("utf-8", "replace")
+    lines = text.splitlines()
+    sep = "\t" if "\t" in lines[0] else ","
+    rows = [line.split(sep) for line in lines]
+    # Gavel's traces have no header; every other format's first line is one
+    first = 0 if sep == "\t" else 1
+    body = rows[first:] or rows
+    width = max(len(r) for r in rows)
+    col = rng.randrange(width)
+    if mutator in ("number", "extreme-size", "wrong-type", "deep-nesting"):
+        row = rng.choice(body)
+        col = rng.randrange(len(row))
+        pool = {
+            "number": NUMBER_TOKENS,
+            "extreme-size": EXTREME_TOKENS,
+            "wrong-type": ["", "x", "[]", "{}", "true", "None", '"', "1,5", "0x10"],
+            "deep-nesting": ["[" * 1000, "9" * 100_000, sep * 500],
+        }[mutator]
+        token = rng.choice(pool)
+        row[col] = token
+        what = f"cell {col} of a row set to {token[:40]!r}"
+    elif mutator == "missing-key":
+        for r in rows:
+            if col < len(r):
+                del r[col]
+        what = f"column {col} removed"
+    elif mutator == "extra-key":
+        for r in rows:
+            r.append("bogus")
+        what = "an extra column"
+    elif mutator == "duplicate-key":
+        rows.append(list(rng.choice(body)))
+        if first:
+            rows[0].append(rows[0][col])
+        what = "a duplicated row (and header column)"
+    elif mutator == "list-blowup":
+        copies = max(1, MAX_MUTANT_BYTES // max(1, len(raw)))
+        rows = rows[:first] + body * copies
+        what = f"rows repeated {copies} times"
+    else:  # "empty"
+        rows = rows[:first]
+        what = "every row removed"
+    out = "\n".join(sep.join(r) for r in rows) + "\n"
+    return out.encode("utf-8")[:MAX_MUTANT_BYTES], what

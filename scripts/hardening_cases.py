@@ -1,0 +1,700 @@
+"""Replay every breach of the second hardening campaign and say which still breaks the contract.
+
+Each case is one command line of the report (a degenerate trace, a hostile option, a damaged or
+unreachable store, a signal at a bad moment, a throughput table with absurd rates...) run as a
+user runs it, in a subprocess with a wall-clock limit. A case *holds* when the command keeps
+the command-line contract for it: exit 0, 2 naming a field, 3 with what was computed, or 130 on
+an interrupt; exactly one JSON object on stdout with ``--json``; no traceback; within its time
+bound; no process left behind.
+
+The table printed at the end (and written to ``OUT/cases.md``) counts breaches by category, the
+"after" column of the campaign table; ``--only NAME`` replays one case.
+
+Examples
+--------
+::
+
+    python scripts/hardening_cases.py --out fuzz-out
+    python scripts/hardening_cases.py --only ray-unreachable
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
+
+import fuzz_engine as fe
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("OPTSCHED_DATA", "/work/shared/data"))
+TRACE_HEADER = (
+    "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+)
+
+
+@dataclass
+class Case:
+    """One command line of the report and the bound it must keep."""
+
+    name: str
+    category: str
+    argv: Callable[[Path], list[str]]
+    seconds: float = 60.0
+    #: an extra check on the finished run: a breach description, or "" when it holds
+    check: Callable[[fe.Run, Path], str] | None = None
+    #: the run is driven by a custom function instead (signals, process counting)
+    drive: Callable[[Path], tuple[fe.Run, str]] | None = None
+    needs: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _trace(work: Path, rows: int = 6, gpus: int = 1) -> Path:
+    path = work / "trace.csv"
+    lines = [TRACE_HEADER]
+    for i in range(rows):
+        lines.append(f"j{i},{i * 30},{gpus},ResNet-18,{200 + 50 * i},{100 + 20 * i},32,1,,u\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def _table(work: Path, rate: float) -> Path:
+    """A Gavel-format throughput table where every rate is ``rate``."""
+    doc = {g: {"('ResNet-18', 1)": {"null": rate}} for g in ("v100", "p100")}
+    path = work / "throughputs.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _exit_is(*codes: int) -> Callable[[fe.Run, Path], str]:
+    def check(run: fe.Run, _: Path) -> str:
+        return "" if run.returncode in codes else f"exit {run.returncode}, wanted {codes}"
+
+    return check
+
+
+def _names(text: str, code: int = 2) -> Callable[[fe.Run, Path], str]:
+    def check(run: fe.Run, _: Path) -> str:
+        if run.returncode != code:
+            return f"exit {run.returncode}, wanted {code}"
+        return "" if text in run.stdout + run.stderr else f"the error does not name {text!r}"
+
+    return check
+
+
+def _children(session: int) -> list[int]:
+    """Processes still in the session ``session`` (a killed sweep's leftovers)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        # fields[0] is the state; field 6 of stat (1-based) is the session id
+        if int(fields[3]) == session and fields[0] != "Z":
+            out.append(int(entry.name))
+    return out
+
+
+def _start(argv: list[str], work: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    return subprocess.Popen(
+        [*fe.optsched_command(), *argv],
+        cwd=work,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _sweep_argv(work: Path, jobs: str = "2") -> list[str]:
+    trace = _trace(work, rows=40)
+    return [
+        "sim",
+        "sweep",
+        str(trace),
+        "--cluster",
+        "v100=4",
+        "--policies",
+        "fifo,srtf,sjf,edf",
+        "--seeds",
+        ",".join(str(s) for s in range(12)),
+        "--loads",
+        "1,2",
+        "-j",
+        jobs,
+        "--store",
+        str(work / "runs.sqlite"),
+        "--json",
+    ]
+
+
+def _wait_for_workers(proc: subprocess.Popen[bytes], at_least: int, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and proc.poll() is None:
+        if len(_children(proc.pid)) > at_least:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _drive_kill9(work: Path) -> tuple[fe.Run, str]:
+    proc = _start(_sweep_argv(work), work)
+    started = time.monotonic()
+    if not _wait_for_workers(proc, 1, 60):
+        proc.kill()
+        out, err = proc.communicate()
+        return fe.Run([], proc.returncode, out.decode(), err.decode(), 0, False), ""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    end = time.monotonic() + 15
+    left = _children(proc.pid)
+    while left and time.monotonic() < end:
+        time.sleep(0.2)
+        left = _children(proc.pid)
+    names = []
+    for pid in left:
+        try:
+            names.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[-60:])
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    run = fe.Run([], 0, "", "", time.monotonic() - started, False)
+    return run, (
+        f"{len(left)} processes outlived the killed sweep by 15 s: {names}" if left else ""
+    )
+
+
+def _drive_sigint(work: Path) -> tuple[fe.Run, str]:
+    proc = _start(_sweep_argv(work), work)
+    started = time.monotonic()
+    if not _wait_for_workers(proc, 1, 60):
+        proc.kill()
+        out, err = proc.communicate()
+        return fe.Run([], proc.returncode, out.decode(), err.decode(), 0, False), ""
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return fe.Run([], None, out.decode(), err.decode(), 30, True), "no exit 30 s after SIGINT"
+    for pid in _children(proc.pid):
+        os.kill(pid, signal.SIGKILL)
+    run = fe.Run(["--json"], proc.returncode, out.decode(), err.decode(), 0, False)
+    run.seconds = time.monotonic() - started
+    problem = ""
+    if proc.returncode != 130:
+        problem = f"exit {proc.returncode} after SIGINT, wanted 130"
+    elif "Traceback" in run.stderr:
+        problem = "a traceback on stderr after SIGINT"
+    return run, problem
+
+
+def _drive_pool_size(work: Path) -> tuple[fe.Run, str]:
+    argv = _sweep_argv(work, jobs="1000")
+    # two runs only
+    argv[argv.index("--seeds") + 1] = "0"
+    argv[argv.index("--loads") + 1] = "1"
+    argv[argv.index("--policies") + 1] = "fifo,srtf"
+    proc = _start(argv, work)
+    most = 0
+    while proc.poll() is None:
+        most = max(most, len(_children(proc.pid)) - 1)
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    run = fe.Run(["--json"], proc.returncode, out.decode(), err.decode(), 0, False)
+    # two workers, plus loky's and multiprocessing's resource trackers, is what two runs need
+    return run, (f"{most} child processes for two runs" if most > 4 else "")
+
+
+def _full_disk_prefix(argv: list[str]) -> list[str]:
+    """Run under RLIMIT_FSIZE of a few kB: writes past it fail with EFBIG, like a full disk."""
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "from optsched.cli import main\n"
+        "sys.argv = ['optsched'] + sys.argv[1:]\n"
+        "main()\n"
+    )
+    return ["__python__", code, *argv]
+
+
+def _oasis_instance(work: Path, jobs: int) -> Path:
+    path = work / f"oasis{jobs}.json"
+    run = fe.run_optsched(
+        ["oasis", "generate", "--jobs", str(jobs), "--seed", "1", "-o", str(path)], timeout=120
+    )
+    if run.returncode != 0:
+        raise RuntimeError(run.stderr)
+    return path
+
+
+def _within(seconds: float, code: tuple[int, ...] = (0, 3)) -> Callable[[fe.Run, Path], str]:
+    def check(run: fe.Run, _: Path) -> str:
+        if run.seconds > seconds:
+            return f"returned after {run.seconds:.0f} s, bound {seconds:g} s"
+        return "" if run.returncode in code else f"exit {run.returncode}, wanted {code}"
+
+    return check
+
+
+def _compare_keeps_rows(run: fe.Run, _: Path) -> str:
+    if run.seconds > 20 + 15:
+        return f"returned after {run.seconds:.0f} s for --time-limit 20"
+    if run.returncode not in (0, 3):
+        return f"exit {run.returncode}, wanted 0 or 3"
+    try:
+        payload = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return "stdout is not one JSON object"
+    rows = payload.get("policies") or []
+    return "" if rows else "the policies' table was lost with the exact solve"
+
+
+def _seconds_of(case: Case) -> float:
+    return case.seconds
+
+
+def cases() -> list[Case]:
+    """Every case of the report, in its order."""
+    elasticflow = DATA / "elasticflow"
+    gavel = DATA / "gavel" / "simulation_throughputs.json"
+    return [
+        Case(
+            "ftf-packed-json",
+            "traceback",
+            lambda w: [
+                "sim",
+                "run",
+                str(elasticflow / "195job.csv"),
+                "--cluster",
+                "v100=16,p100=16,k80=16",
+                "--throughputs",
+                str(gavel),
+                "--policy",
+                "ftf-packed",
+                "--json",
+            ],
+            seconds=300,
+            check=_exit_is(0, 3),
+            needs=(str(gavel),),
+        ),
+        *[
+            Case(
+                f"zero-job-{cmd}",
+                "traceback",
+                (
+                    lambda w, cmd=cmd: [
+                        "sim",
+                        cmd,
+                        str(_write(w / "empty.csv", TRACE_HEADER)),
+                        "--cluster",
+                        "v100=4",
+                        "--policy" if cmd == "run" else "--policies",
+                        "fifo",
+                        "--json",
+                    ]
+                ),
+                check=_names("no job"),
+            )
+            for cmd in ("run", "compare")
+        ],
+        Case(
+            "elastic-1e308",
+            "traceback",
+            lambda w: [
+                "sim",
+                "run",
+                str(_trace(w)),
+                "--cluster",
+                "v100=4",
+                "--policy",
+                "optimus",
+                "--elastic",
+                "1e308",
+                "--json",
+            ],
+            check=_names("--elastic"),
+        ),
+        Case(
+            "sweep-j0",
+            "traceback",
+            lambda w: [*_sweep_argv(w, jobs="0")],
+            check=_names("n-jobs") if False else _exit_is(2),
+        ),
+        Case(
+            "validate-short-schedule",
+            "traceback",
+            lambda w: ["validate", str(_oasis_instance(w, 4)), str(_short_schedule(w)), "--json"],
+            check=_exit_is(0, 2),
+        ),
+        Case(
+            "corrupt-store",
+            "traceback",
+            lambda w: [*_sweep_argv(w)[:-3], "--store", str(_corrupt_store(w)), "--json"],
+            check=_names("runs.sqlite"),
+        ),
+        Case(
+            "store-unwritable-dir",
+            "traceback",
+            lambda w: [
+                *_sweep_argv(w)[:-3],
+                "--store",
+                str(_readonly_dir(w) / "s.sqlite"),
+                "--json",
+            ],
+            seconds=20,
+            check=_exit_is(2),
+        ),
+        Case(
+            "output-unwritable-dir",
+            "traceback",
+            lambda w: [*_sweep_argv(w)[:-3], "-o", str(_readonly_dir(w) / "t.csv"), "--json"],
+            seconds=20,
+            check=_exit_is(2),
+        ),
+        Case(
+            "output-full-disk",
+            "traceback",
+            lambda w: _full_disk_prefix(
+                [
+                    "trace",
+                    "convert",
+                    str(elasticflow / "cluster02.csv"),
+                    str(w / "out.csv"),
+                    "--json",
+                ]
+            ),
+            check=lambda run, w: _no_partial(run, w / "out.csv"),
+            needs=(str(elasticflow / "cluster02.csv"),),
+        ),
+        Case(
+            "store-full-disk",
+            "traceback",
+            lambda w: _full_disk_prefix(_sweep_argv(w)),
+            check=_exit_is(2),
+        ),
+        Case(
+            "missing-solver",
+            "traceback",
+            lambda w: ["oasis", "offline", str(_oasis_instance(w, 3)), "--solver", "cbc", "--json"],
+            check=_exit_is(0, 2),
+        ),
+        Case("sigint-sweep", "interrupt", lambda w: [], drive=_drive_sigint),
+        Case(
+            "ray-unreachable",
+            "hang",
+            lambda w: [*_sweep_argv(w)[:-3], "--backend", "ray", "--address", "bogus:1", "--json"],
+            seconds=60,
+            check=_within(45, (2,)),
+            needs=("ray",),
+        ),
+        Case(
+            "dask-unreachable",
+            "hang",
+            lambda w: [
+                *_sweep_argv(w)[:-3],
+                "--backend",
+                "dask",
+                "--address",
+                "tcp://127.0.0.1:1",
+                "--json",
+            ],
+            seconds=60,
+            check=_within(45, (2,)),
+            needs=("distributed",),
+        ),
+        Case(
+            "oasis-offline-2000-jobs",
+            "hang",
+            lambda w: [
+                "oasis",
+                "offline",
+                str(_oasis_instance(w, 2000)),
+                "--time-limit",
+                "5",
+                "--json",
+            ],
+            seconds=60,
+            check=_within(5 + 3),
+        ),
+        Case(
+            "compare-exact-260-jobs",
+            "hang",
+            lambda w: [
+                "sim",
+                "compare",
+                str(elasticflow / "cluster10.csv"),
+                "--cluster",
+                "v100=16",
+                "--policies",
+                "fifo,srtf",
+                "--exact",
+                "--time-limit",
+                "20",
+                "--json",
+            ],
+            seconds=240,
+            check=_compare_keeps_rows,
+            needs=(str(elasticflow / "cluster10.csv"),),
+        ),
+        Case("pool-size", "resources", lambda w: [], drive=_drive_pool_size),
+        Case("kill9-orphans", "resources", lambda w: [], drive=_drive_kill9),
+        *[
+            Case(
+                f"rates-{label}",
+                "words",
+                (
+                    lambda w, rate=rate: [
+                        "sim",
+                        "run",
+                        str(_trace(w)),
+                        "--cluster",
+                        "v100=4,p100=4",
+                        "--throughputs",
+                        str(_table(w, rate)),
+                        "--policy",
+                        "max-min",
+                        "--json",
+                    ]
+                ),
+                check=_names("throughputs.json"),
+            )
+            for label, rate in (("denormal", 5e-324), ("huge", 1e308), ("zero", 0.0))
+        ],
+        Case(
+            "rates-missing-type",
+            "words",
+            lambda w: [
+                "sim",
+                "run",
+                str(_trace(w)),
+                "--cluster",
+                "v100=4,k80=4",
+                "--throughputs",
+                str(_table(w, 2.0)),
+                "--policy",
+                "max-min",
+                "--json",
+            ],
+            check=_exit_is(0, 2),
+        ),
+        Case(
+            "pace-lp-banner",
+            "words",
+            lambda w: [
+                "pace",
+                "solve",
+                str(_pace_instance(w)),
+                "--method",
+                "lp",
+                "--json",
+            ],
+            check=_exit_is(0, 3),
+        ),
+        Case(
+            "trace-info-10M",
+            "streaming",
+            lambda w: ["trace", "info", str(_big_trace(w, 10_000_000)), "--json"],
+            seconds=120,
+            check=_within(110, (0, 2)),
+        ),
+        Case(
+            "trace-convert-1M",
+            "streaming",
+            lambda w: ["trace", "convert", str(_big_trace(w, 1_000_000)), str(w / "o.csv")],
+            seconds=120,
+            check=_within(60, (0,)),
+        ),
+    ]
+
+
+def _pace_instance(work: Path) -> Path:
+    path = work / "pace.json"
+    fe.run_optsched(["pace", "generate", "--seed", "1", "-o", str(path)], timeout=120)
+    return path
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _short_schedule(work: Path) -> Path:
+    inst = _oasis_instance(work, 4)
+    sched = work / "s.json"
+    fe.run_optsched(["oasis", "online", str(inst), "-o", str(sched)], timeout=120)
+    doc = json.loads(sched.read_text())
+    for key, value in doc.items():
+        if isinstance(value, list) and len(value) > 1:
+            doc[key] = value[:1]
+    sched.write_text(json.dumps(doc))
+    return sched
+
+
+def _corrupt_store(work: Path) -> Path:
+    store = work / "runs.sqlite"
+    argv = _sweep_argv(work)
+    argv[argv.index("--seeds") + 1] = "0,1"
+    fe.run_optsched(argv, cwd=work, timeout=120)
+    raw = bytearray(store.read_bytes())
+    # the last 64 bytes of every page after the first: where SQLite keeps the cells (the
+    # middle of a page is often the unused gap, which no reader ever looks at)
+    for end in range(2 * 4096, len(raw) + 1, 4096):
+        for k in range(end - 64, end):
+            raw[k] ^= 0xFF
+    store.write_bytes(bytes(raw))
+    return store
+
+
+def _readonly_dir(work: Path) -> Path:
+    """A folder no one may create files in (sysfs when running as root, who ignores modes)."""
+    if os.geteuid() == 0:
+        return Path("/sys")
+    d = work / "ro"
+    d.mkdir(exist_ok=True)
+    d.chmod(0o555)
+    return d
+
+
+def _no_partial(run: fe.Run, out: Path) -> str:
+    if run.returncode != 2:
+        return f"exit {run.returncode}, wanted 2"
+    return f"a partial {out.name} was left" if out.exists() else ""
+
+
+def _big_trace(work: Path, rows: int) -> Path:
+    path = work / f"big{rows}.csv"
+    line = "j{},{},1,ResNet-18,1000,100,32,1,,u\n"
+    with open(path, "w") as fh:
+        fh.write(TRACE_HEADER)
+        chunk = 100_000
+        for start in range(0, rows, chunk):
+            fh.write("".join(line.format(i, i) for i in range(start, min(rows, start + chunk))))
+    return path
+
+
+def run_case(case: Case) -> dict[str, Any]:
+    """Run one case in a fresh directory; the outcome and the breach found (if any)."""
+    with tempfile.TemporaryDirectory() as d:
+        work = Path(d)
+        for need in case.needs:
+            if "/" in need and not Path(need).exists():
+                return {"name": case.name, "category": case.category, "skipped": need}
+            if "/" not in need:
+                import importlib.util
+
+                if importlib.util.find_spec(need) is None:
+                    return {"name": case.name, "category": case.category, "skipped": need}
+        try:
+            if case.drive is not None:
+                run, problem = case.drive(work)
+            else:
+                argv = case.argv(work)
+                if argv and argv[0] == "__python__":
+                    run = _run_python(argv[1], argv[2:], work, case.seconds)
+                else:
+                    run = fe.run_optsched(argv, cwd=work, timeout=case.seconds)
+                outcome = fe.check_contract(run)
+                problem = "" if outcome.ok or run.returncode == 3 else outcome.detail
+                if not problem and case.check is not None:
+                    problem = case.check(run, work)
+        finally:
+            ro = work / "ro"
+            if ro.exists():
+                ro.chmod(0o755)
+    return {
+        "name": case.name,
+        "category": case.category,
+        "exit": run.returncode,
+        "seconds": round(run.seconds, 1),
+        "breach": problem,
+        "stderr": run.stderr[-400:],
+    }
+
+
+def _run_python(code: str, argv: list[str], work: Path, seconds: float) -> fe.Run:
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            timeout=seconds,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"").decode("utf-8", "replace")
+        return fe.Run(argv, None, out, "", seconds, True)
+    return fe.Run(
+        argv,
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+        time.monotonic() - started,
+        False,
+    )
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """Breaches by category, Markdown."""
+    by: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for r in results:
+        c = by[r["category"]]
+        c["cases"] += 1
+        c["breaches"] += bool(r.get("breach"))
+        c["skipped"] += "skipped" in r
+    lines = ["| category | cases | breaches | skipped |", "|---|---|---|---|"]
+    for cat, c in by.items():
+        lines.append(f"| {cat} | {c['cases']} | {c['breaches']} | {c['skipped']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Replay the cases; return 1 if any still breaks the contract."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="Comma-separated case names.")
+    ap.add_argument("--out", type=Path, default=Path("fuzz-out"))
+    args = ap.parse_args(argv)
+    chosen = [c for c in cases() if not args.only or c.name in args.only.split(",")]
+    results = []
+    for case in chosen:
+        r = run_case(case)
+        results.append(r)
+        mark = "skip" if "skipped" in r else ("BREACH" if r["breach"] else "holds")
+        print(
+            f"{case.name:28} {mark:6} exit {r.get('exit')} {r.get('seconds', 0)} s "
+            f"{r.get('breach', '')}",
+            file=sys.stderr,
+            flush=True,
+        )
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = table(results)
+    (args.out / "cases.md").write_text(text + "\n")
+    (args.out / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    print(text)
+    return 1 if any(r.get("breach") for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
