@@ -8,6 +8,7 @@ duality on random LPs.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,3 +205,45 @@ def test_offered_load_refuses_what_it_cannot_scale() -> None:
     with pytest.raises(InvalidInstanceError) as err:
         at_offered_load(one_gpu_world([1.0, 1.0], [0.0, 1.0]), -1)
     assert err.value.field == "load"
+
+
+def test_compare_reports_every_rows_certified_gap() -> None:
+    from optsched.sim.compare import compare
+
+    world = one_gpu_world([3.0, 1.0, 2.0], [0.0, 0.0, 1.0])
+    comp = compare(world, ["fifo", "srtf"], bound=True)
+    frame = comp.to_frame()
+    for objective, b in comp.bounds.items():
+        for _, row in frame.iterrows():
+            gap = row[f"bound_gap_{objective}"]
+            assert gap == certified_gap(objective, row[f"obj_{objective}"], b.value)
+            if objective != "deadlines":
+                assert gap >= -TIME_TOL
+    assert set(comp.to_dict()["bounds"]) == set(BOUND_OBJECTIVES)
+    # SRTF is optimal here (one GPU, preemptive shortest remaining first): a tight bound
+    srtf = frame.set_index("policy").loc["srtf", "bound_gap_weighted-jct"]
+    assert srtf == pytest.approx(0.0, abs=1e-6)
+
+
+def test_cli_compare_and_sweep_print_certified_gaps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from optsched.cli import main
+
+    header = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+    trace = tmp_path / "t.csv"
+    rows = [(0, 3.0), (0, 1.0), (1, 2.0), (5, 4.0)]
+    trace.write_text(header + "".join(f"j{k},{a},1,,,{d},,1,,u\n" for k, (a, d) in enumerate(rows)))
+    base = [str(trace), "--cluster", "g=1", "--json", "--policies", "fifo,srtf"]
+    assert main(["sim", "compare", *base, "--bound", "--offered-load", "0.9"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bounds"]["weighted-jct"]["side"] == "lower"
+    for row in out["policies"]:
+        assert row["bound_gap_weighted-jct"] >= -TIME_TOL
+    assert main(["sim", "sweep", *base, "--bound", "--backend", "serial"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(r["bound_gap_makespan"] >= -TIME_TOL for r in out["rows"])
+    assert main(["sim", "compare", *base, "--offered-load", "-1"]) == 2
+    assert json.loads(capsys.readouterr().out)["field"] == "--offered-load"

@@ -130,6 +130,8 @@ def compare_command(
     mechanism: str = "optsched",
     reset_interval: float | None = None,
     mechanism_seed: int | None = None,
+    bound: bool = False,
+    offered_load: float | None = None,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli._mechanism import mechanism_from
@@ -144,6 +146,13 @@ def compare_command(
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read.format)
     world = world_from_trace(read, spec, table, restore_s=restore_s)
+    if offered_load is not None:
+        from optsched.sim.load import at_offered_load
+
+        try:
+            world = at_offered_load(world, offered_load)
+        except InvalidInstanceError as exc:
+            raise InvalidInstanceError("--offered-load", exc.message) from None
     if elastic is not None:
         world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
@@ -172,6 +181,7 @@ def compare_command(
             rounds=rounds,
             window=steady,
             mechanism=how,
+            bound=bound,
             **solver_opts.kwargs(),
         )
     except NotOptimalError as exc:
@@ -215,7 +225,15 @@ def compare_command(
             list(result.exact),
             title=f"{len(world.jobs)} jobs on {spec}, throughputs: {result.throughputs}",
             deadlines=has_deadlines(world),
+            bounded=list(result.bounds),
         )
+        for o, b in result.bounds.items():
+            side = ">=" if b.side == "lower" else "<="
+            err_console.print(
+                f"certified bound {o}: optimum {side} {_fmt(b.value)} ({b.method}, "
+                f"{b.seconds:.1f} s{'' if b.complete else ', time limit: not every relaxation'})",
+                highlight=False,
+            )
         for o, res in result.exact.items():
             err_console.print(
                 f"exact {o}: {res.status.value}, objective {_fmt(res.objective)}, bound "
@@ -263,6 +281,7 @@ def sweep_command(
     output: Path | None,
     as_json: bool,
     window: str | None = None,
+    bound: bool = False,
 ) -> None:
     """Sweep policies x TRACES x cluster scales x seeds x loads (resumable with --store)."""
     from optsched.runs.sim_sweep import sweep
@@ -295,6 +314,7 @@ def sweep_command(
             address=address,
             progress=not as_json,
             window=steady,
+            bound=bound,
         )
     except InvalidInstanceError as exc:
         flag = {
@@ -328,6 +348,10 @@ def sweep_command(
                 scale, unit = time_unit(frame[key].tolist())
                 shown[f"{title} ({unit})"] = (frame[key] / scale).map(lambda v: f"{v:.4g}")
         if len(frame):
+            for key in ("bound_gap_weighted-jct", "bound_gap_makespan"):
+                if key in frame:
+                    title = "certified gap " + key.removeprefix("bound_gap_") + " (%)"
+                    shown[title] = (100 * frame[key]).map(lambda v: f"{v:.1f}")
             shown["unfinished"] = frame["unfinished"]
             shown["valid"] = frame["valid"]
         err_console.print(shown.to_string(index=False) if len(frame) else "no runs")
@@ -479,6 +503,20 @@ def register(group: click.Group) -> None:
             help="Exact objectives to solve.",
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        click.option(
+            "--bound",
+            is_flag=True,
+            help="Also compute certified bounds on the optimum (any trace size) and show every "
+            "policy's certified gap: at most how far it is from optimal. Honours --time-limit.",
+        ),
+        click.option(
+            "--offered-load",
+            type=float,
+            default=None,
+            metavar="LOAD",
+            help="Scale the inter-arrival times so that the offered load (GPU-time asked on the "
+            "fastest type over GPU-time offered while jobs arrive) is LOAD, e.g. 0.8.",
+        ),
         RESTORE_OPTION,
         *_mechanism_options(),
         ELASTIC_OPTION,
@@ -491,6 +529,12 @@ def register(group: click.Group) -> None:
 
     swp: Any = sweep_command
     for deco in (
+        click.option(
+            "--bound",
+            is_flag=True,
+            help="Also compute certified bounds on each world's optimum and every run's "
+            "certified gap (bound_gap_* columns).",
+        ),
         json_option,
         output_option((".csv",), help="Write the sweep table"),
         click.option("--address", default=None, help="Dask scheduler or Ray cluster address."),

@@ -56,7 +56,11 @@ def _num(value: Any, digits: int = 4) -> str:
 
 
 def comparison_rows(
-    rows: Sequence[dict[str, Any]], objectives: Sequence[str], *, deadlines: bool
+    rows: Sequence[dict[str, Any]],
+    objectives: Sequence[str],
+    *,
+    deadlines: bool,
+    bounded: Sequence[str] = (),
 ) -> tuple[list[str], list[list[str]]]:
     """Headers and formatted cells of a comparison (rows as :meth:`Comparison.to_frame` gives).
 
@@ -68,6 +72,8 @@ def comparison_rows(
         The objectives with an exact optimum (their gap columns are shown).
     deadlines : bool
         Show the deadlines-met column (the trace has deadlines).
+    bounded : sequence of str
+        The objectives with a certified bound (their ``bound_gap_`` columns are shown).
     """
     headers = ["policy"]
     columns: list[list[str]] = [[str(r.get("policy", "")) for r in rows]]
@@ -105,6 +111,21 @@ def comparison_rows(
                     for r in rows
                 ]
             )
+    for o in bounded:
+        key = f"bound_gap_{o}"
+        if o == "deadlines":
+            headers.append("certified gap deadlines (jobs)")
+            columns.append([_num(r.get(key)) for r in rows])
+        else:
+            headers.append(f"certified gap {o} (%)")
+            columns.append(
+                [
+                    "-"
+                    if not isinstance(r.get(key), int | float) or math.isnan(r[key])
+                    else f"{100 * r[key]:.1f}"
+                    for r in rows
+                ]
+            )
     notes = []
     for r in rows:
         # a policy acting beyond the round world may show a negative gap: say why
@@ -130,6 +151,7 @@ def print_comparison(
     *,
     title: str,
     deadlines: bool,
+    bounded: Sequence[str] = (),
 ) -> None:
     """Print the comparison on stderr, never cutting a column (see the module notes)."""
     from rich.console import Console
@@ -137,7 +159,7 @@ def print_comparison(
 
     from optsched.cli.common import err_console
 
-    headers, cells = comparison_rows(rows, objectives, deadlines=deadlines)
+    headers, cells = comparison_rows(rows, objectives, deadlines=deadlines, bounded=bounded)
     table = Table(title=title)
     for h in headers:
         # the policy's name folds on a narrow terminal rather than being cut

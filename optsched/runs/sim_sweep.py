@@ -144,7 +144,7 @@ def run_one(
         record, job_metrics(record), window=None if window is None else tuple(window)
     )
     metrics.pop("policy", None)
-    return {
+    row = {
         **{k: params[k] for k in KEY_FIELDS},
         **metrics,
         "throughputs": table.source,
@@ -152,6 +152,40 @@ def run_one(
         "violations": len(report.violations),
         "events": record.events,
     }
+    if config.get("bound"):
+        row.update(_bound_columns(world, record, params, config))
+    return row
+
+
+#: Bounds already computed in this process, by world (the key fields but the policy, and the
+#: config): every policy of one world shares them.
+_BOUND_CACHE: dict[str, Any] = {}
+
+
+def _bound_columns(
+    world: Any, record: Any, params: dict[str, Any], config: dict[str, Any]
+) -> dict[str, float]:
+    """``bound_<objective>`` and ``bound_gap_<objective>`` of one run (NaN gaps if unfinished)."""
+    import json
+    import math
+
+    from optsched.sim.bounds import bounds, certified_gap
+    from optsched.sim.exact import objective_value
+
+    key = json.dumps(
+        [{k: params[k] for k in KEY_FIELDS if k != "policy"}, config], sort_keys=True, default=str
+    )
+    found = _BOUND_CACHE.get(key)
+    if found is None:
+        found = bounds(world, time_limit=config.get("bound_time_limit"))
+        _BOUND_CACHE.clear()  # one world at a time is enough: runs come grouped by world
+        _BOUND_CACHE[key] = found
+    out: dict[str, float] = {}
+    for objective, b in found.items():
+        value = objective_value(world, record, objective) if record.all_finished else math.nan
+        out[f"bound_{objective}"] = b.value
+        out[f"bound_gap_{objective}"] = certified_gap(objective, value, b.value)
+    return out
 
 
 def _clock(seconds: float) -> str:
@@ -301,6 +335,8 @@ def sweep(
     address: str | None = None,
     progress: bool = False,
     window: tuple[int, int | None] | None = None,
+    bound: bool = False,
+    bound_time_limit: float | None = None,
 ) -> pd.DataFrame:
     """Run every combination (see the module notes) and return one row per run.
 
@@ -340,6 +376,13 @@ def sweep(
     window : (int, int or None), optional
         The steady-state window of arrival indices ``[start, end)`` the metrics count (see
         :func:`~optsched.sim.metrics.run_metrics`); shared by every run (the store's config).
+    bound : bool, default False
+        Also compute the certified bounds on each world's optimum
+        (:func:`optsched.sim.bounds.bounds`, once per world in each worker) and give every row
+        ``bound_<objective>`` and ``bound_gap_<objective>`` (see
+        :func:`~optsched.sim.bounds.certified_gap`).
+    bound_time_limit : float, optional
+        Seconds for each world's bounds (the closed forms always come back).
 
     Returns
     -------
@@ -407,6 +450,10 @@ def sweep(
 
         # only set when given, so that a store written without a window resumes unchanged
         config["window"] = list(check_window(window, len_jobs=None))
+    if bound:
+        # only set when asked, so that a store written without bounds resumes unchanged
+        config["bound"] = True
+        config["bound_time_limit"] = bound_time_limit
     tasks = [SweepTask(key=run_key(**r), params=r) for r in runs]
     with ExitStack() as stack:
         opened = None

@@ -20,6 +20,11 @@ policy on another grid (event-driven, or its own round length), one with extra d
 inside a round (``wakeups > 0``, e.g. Tiresias' queue thresholds) and one that shares GPUs
 (``shared``, Gandiva's packing) reach beyond the model's world, are flagged in the table rather
 than hidden, and may show a negative gap.
+
+With ``bound=True`` (any trace size) every row also gets ``bound_gap_<objective>``, its gap to
+the certified bound of :mod:`optsched.sim.bounds`: at most how far the policy is from the
+optimum of *every* schedule the simulator can carry out, event-driven or not, so never
+negative.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
+from optsched.sim.bounds import Bound, certified_gap
 from optsched.sim.record import SimResult
 from optsched.sim.world import World
 
@@ -162,6 +168,11 @@ class Comparison:
         The round length of the exact model's grid (``None`` without ``exact``).
     window : (int, int or None) or None
         The steady-state window of arrival indices the metrics count (``None``: every job).
+    bounds : dict of str to Bound
+        Per objective, the certified bound on the world's optimum
+        (:func:`optsched.sim.bounds.bounds`; empty unless asked for). Every row then has
+        ``bound_gap_<objective>``: at most how far it is from optimal, whatever the policy's
+        rounds (relative; in jobs for ``deadlines``).
     """
 
     world: World
@@ -171,6 +182,7 @@ class Comparison:
     exact: dict[str, ExactResult[SimResult]] = field(default_factory=dict)
     exact_round_seconds: float | None = None
     window: tuple[int, int | None] | None = None
+    bounds: dict[str, Bound] = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per policy (then one per exact optimum): metrics, objectives and gaps."""
@@ -191,6 +203,10 @@ class Comparison:
                 row["same_grid"] = bool(rs is not None and grid is not None and rs == grid)
             for objective, res in self.exact.items():
                 row[f"gap_{objective}"] = _gap(objective, row[f"obj_{objective}"], res.objective)
+            for objective, b in self.bounds.items():
+                row[f"bound_gap_{objective}"] = certified_gap(
+                    objective, row[f"obj_{objective}"], b.value
+                )
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict[str, Any]:
@@ -207,6 +223,7 @@ class Comparison:
             "window": None if self.window is None else list(self.window),
             "policies": records,
             "exact": {k: v.summary() for k, v in self.exact.items()},
+            "bounds": {k: b.to_dict() for k, b in self.bounds.items()},
         }
 
     @property
@@ -304,6 +321,8 @@ def compare(
     accept_feasible: bool = False,
     window: tuple[int, int | None] | None = None,
     mechanism: Any = "optsched",
+    bound: bool = False,
+    bound_time_limit: float | None = None,
 ) -> Comparison:
     """Run every policy in ``policies`` on ``world`` and, with ``exact``, the exact optima.
 
@@ -329,6 +348,15 @@ def compare(
         (0 for a trace).
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
+    bound : bool, default False
+        Also compute the certified bounds on the optimum (:func:`optsched.sim.bounds.bounds`)
+        for each of ``objectives`` and every row's gap to them (``bound_gap_<objective>``);
+        computed after the policies and before the exact solves, so a solve stopped short
+        keeps them.
+    bound_time_limit : float, optional
+        Seconds for the bounds (default ``time_limit``); under a command's deadline, what is
+        left of it. The closed-form bounds always come back; the LPs that do not finish in
+        time are left out (``Bound.complete`` is then false).
     window : (int, int or None), optional
         The steady-state window: the metrics count only the jobs of arrival index
         ``start <= k < end`` (:func:`~optsched.sim.metrics.run_metrics`). The objectives and
@@ -392,6 +420,9 @@ def compare(
             record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
         metrics[policy.name] = _row(world, record, policy.name, window)
+    found: dict[str, Bound] = {}
+    if bound:
+        found = _bounds(world, objectives, bound_time_limit, time_limit, solver)
     results: dict[str, ExactResult[SimResult]] = {}
     if grid is not None:
         for o in objectives:
@@ -417,6 +448,7 @@ def compare(
                     exact=results,
                     exact_round_seconds=grid,
                     window=window,
+                    bounds=found,
                 )
                 raise
     return Comparison(
@@ -427,4 +459,22 @@ def compare(
         exact=results,
         exact_round_seconds=grid,
         window=window,
+        bounds=found,
     )
+
+
+def _bounds(
+    world: World,
+    objectives: Sequence[str],
+    bound_time_limit: float | None,
+    time_limit: float | None,
+    solver: str,
+) -> dict[str, Bound]:
+    from optsched.sim.bounds import bounds
+    from optsched.solvers.deadline import clip
+
+    limit = clip(bound_time_limit if bound_time_limit is not None else time_limit)
+    if limit is not None:
+        # nothing left: the closed forms still come back, the LPs are skipped
+        limit = max(limit, 1e-9)
+    return bounds(world, objectives, time_limit=limit, solver=solver)
