@@ -35,6 +35,9 @@ NOT_FAMILIES = {
     "traces",
     "interference",
     "family",
+    # a learned system of the placement problem: its decisions are the placement family's
+    # snapshots (PlacementInstance), each judged against that family's exact ILP
+    "harmony",
 }
 #: Problem packages: their subpackages are the families.
 PROBLEMS = {"online", "comm", "allocation"}
