@@ -132,7 +132,7 @@ def test_elastic_worlds_get_other_gang_sizes_and_pass_the_validator() -> None:
     report = sim.validate(world, record)
     assert report.ok, report.violations
     assert record.all_finished
-    sizes = record.intervals_frame().groupby(["job", "start"])["gpus"].sum()
+    sizes = record.intervals_frame().groupby(["job_id", "start"])["gpus"].sum()
     own = {j.job_id: j.num_gpus for j in world.jobs}
     assert any(n != own[job] for (job, _), n in sizes.items())  # some gang was resized
     for inst, cost in policy.seen[:4]:

@@ -68,7 +68,7 @@ def test_runs_validate_and_chosen_jobs_finish_in_their_interval(name: str) -> No
     assert sim.validate(world, result).ok
     assert result.all_finished
     assert policy.packings and policy.packings[0].round == 0
-    done = dict(zip(result.to_frame()["job"], result.to_frame()["completion"], strict=True))
+    done = dict(zip(result.to_frame()["job_id"], result.to_frame()["completion"], strict=True))
     for step in policy.packings:
         assert set(step.chosen) <= set(step.pending)
         for jid in step.chosen:

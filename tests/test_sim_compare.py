@@ -179,7 +179,7 @@ def test_cli_shows_every_policys_gap_on_a_six_job_trace(
         assert isinstance(r["gap_weighted-jct"], float) and isinstance(r["gap_makespan"], float)
         # without --round-seconds the policies keep their own round length (the optimum is on
         # its own grid, reported): only a policy on the model's grid is bounded by it
-        assert out["exact_round_seconds"] is not None and out["round_seconds"] is None
+        assert out["exact_round_seconds"] is not None and out["round_seconds"] == "policy"
         if r["same_grid"] and not r["wakeups"] and not r["shared"]:
             assert r["gap_weighted-jct"] >= -OBJECTIVE_AGREEMENT_TOL
     # a limit no model can be built within: the solve stops short, exit 3
@@ -209,7 +209,7 @@ def test_policy_rows_identical_with_and_without_exact() -> None:
     with_opt = compare(world, names, exact=True, objectives=["makespan"])
     frame = with_opt.to_frame()
     grid = auto_round_seconds(world)
-    assert with_opt.round_seconds is None and with_opt.exact_round_seconds == grid
+    assert with_opt.round_seconds == "policy" and with_opt.exact_round_seconds == grid
     assert with_opt.to_dict()["exact_round_seconds"] == grid
     assert with_opt.exact["makespan"].extra["round_seconds"] == grid
     # each policy ran with its own round length: event-driven or max-min's 360 s

@@ -234,7 +234,7 @@ def test_a_preempted_dynamic_job_resumes_in_its_later_phase(tmp_path: Path) -> N
     # then runs whole, job 0 resumes at the next round in phase 1 after the restore
     world = _world(_two_jobs(tmp_path), restore_s=20.0)
     result = simulate(world, make_policy("tiresias-las"), round_seconds=300.0)
-    rows = list(zip(result.intervals["job"], result.intervals["start"], strict=True))
+    rows = list(zip(result.intervals["job_id"], result.intervals["start"], strict=True))
     assert [(j, s) for j, s in rows] == [("0", 0.0), ("1", 1800.0), ("0", 3300.0)]
     done0 = LM_END0 + (1800.0 - LM_END0 / LM_R0) * LM_R1  # 42160 base steps at the preemption
     c1 = 1800.0 + RN_END[0] / RN_R[0] + (RN_END[1] - RN_END[0]) / RN_R[1]

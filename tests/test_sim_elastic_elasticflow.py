@@ -38,7 +38,7 @@ def _world(rows: list[dict[str, object]], count: int = 8, factor: float = 8.0) -
 def _gangs(result: object, at: float = 0.0) -> dict[str, int]:
     frame = result.intervals_frame()  # type: ignore[attr-defined]
     rows = frame[(frame["start"] <= at + TIME_TOL) & (frame["end"] > at + TIME_TOL)]
-    return {str(j): int(g) for j, g in rows.groupby("job")["gpus"].sum().items()}
+    return {str(j): int(g) for j, g in rows.groupby("job_id")["gpus"].sum().items()}
 
 
 def _round_world() -> World:

@@ -39,7 +39,7 @@ def _gangs(result: object, at: float = 0.0) -> dict[str, int]:
     frame = result.intervals_frame()  # type: ignore[attr-defined]
     rows = frame[frame["start"] <= at + TIME_TOL]
     rows = rows[rows["end"] > at + TIME_TOL]
-    return {str(j): int(g) for j, g in rows.groupby("job")["gpus"].sum().items()}
+    return {str(j): int(g) for j, g in rows.groupby("job_id")["gpus"].sum().items()}
 
 
 def test_elastic_edf_hand_computed_round() -> None:
@@ -128,7 +128,7 @@ def test_non_preemptive_policies_never_resize_a_running_job() -> None:
     assert _gangs(result, 0.0) == {"j0": 4}
     assert _gangs(result, 10.0) == {"j0": 4, "j1": 4}
     # one run each: j0 was not resized when j1 came
-    assert list(result.intervals_frame()["job"]).count("j0") == 1
+    assert list(result.intervals_frame()["job_id"]).count("j0") == 1
 
 
 def test_registry_names_and_errors() -> None:

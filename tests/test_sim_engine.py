@@ -269,7 +269,7 @@ def test_fractional_policy_alternates_by_gavel_priority() -> None:
 
     result = simulate(world, Half())
     assert validate(world, result).ok
-    starts = sorted(zip(result.intervals["start"], result.intervals["job"], strict=True))
+    starts = sorted(zip(result.intervals["start"], result.intervals["job_id"], strict=True))
     assert [j for _, j in starts] == ["j0", "j1"] * 3
     assert result.completion == [5.0, 6.0]
 
@@ -346,12 +346,12 @@ def test_gandiva_migrates_to_defragment() -> None:
     assert validate(world, result).ok
     assert gandiva.migrations >= 1
     frame = result.intervals_frame()
-    gang = frame[frame["job"] == "j4"]
+    gang = frame[frame["job_id"] == "j4"]
     assert gang.groupby("start")["server"].nunique().max() == 1  # consolidated after migrating
     assert within(result.completion[4], 15.0, TIME_TOL)
     plain = Gandiva(round_seconds=1.0, packing=False, migration=False)
     spread = simulate(world, plain).intervals_frame()
-    assert spread[spread["job"] == "j4"].groupby("start")["server"].nunique().max() == 2
+    assert spread[spread["job_id"] == "j4"].groupby("start")["server"].nunique().max() == 2
 
 
 def test_keep_running_adds_jobs_and_refuses_regrants() -> None:

@@ -40,7 +40,7 @@ def _gangs(result: Any, job: str) -> list[tuple[float, float, tuple[tuple[int, i
     cols = result.intervals
     segs: dict[tuple[float, float], list[tuple[int, int]]] = {}
     for j, server, gpus, start, end in zip(
-        cols["job"], cols["server"], cols["gpus"], cols["start"], cols["end"], strict=True
+        cols["job_id"], cols["server"], cols["gpus"], cols["start"], cols["end"], strict=True
     ):
         if j == job:
             segs.setdefault((start, end), []).append((server, gpus))
@@ -180,7 +180,7 @@ def test_no_job_is_placed_where_its_rate_is_zero(policy: str) -> None:
     assert validate(world, result).ok
     assert result.status == "finished" and result.unfinished == 0
     frame = result.intervals_frame()
-    assert not ((frame["job"] == "b") & (frame["gpu_type"] == "slow")).any()
+    assert not ((frame["job_id"] == "b") & (frame["gpu_type"] == "slow")).any()
     assert any("slow excluded for 1 job(s)" in n for n in result.notes)
 
 
@@ -208,7 +208,7 @@ def test_the_engine_drops_a_zero_rate_grant_and_says_the_run_did_not_finish() ->
     result = simulate(world, ZeroRateGrants())
     assert result.extra["zero_rate_grants"] >= 1
     frame = result.intervals_frame()
-    assert not (frame["job"] == "b").any()
+    assert not (frame["job_id"] == "b").any()
     assert result.status == "unfinished" and result.unfinished == 1
     assert result.summary()["unfinished"] == 1
     metrics = run_metrics(result)
@@ -291,7 +291,7 @@ def test_gavel_resnet50_batch128_never_lands_on_k80(policy: str, cluster: str) -
     assert validate(world, result).ok
     assert result.status == "finished"
     frame = result.intervals_frame()
-    assert not ((frame["job"] == "r50") & (frame["gpu_type"] == "k80")).any()
+    assert not ((frame["job_id"] == "r50") & (frame["gpu_type"] == "k80")).any()
     assert not math.isnan(result.completion[2])
 
 

@@ -35,7 +35,7 @@ def _gpu_seconds(world: World, result: SimResult, window: float) -> dict[str, fl
     """GPU-seconds each user received in ``[0, window]``, from the interval table."""
     out: dict[str, float] = defaultdict(float)
     iv = result.intervals
-    for job, gpus, start, end in zip(iv["job"], iv["gpus"], iv["start"], iv["end"], strict=True):
+    for job, gpus, start, end in zip(iv["job_id"], iv["gpus"], iv["start"], iv["end"], strict=True):
         out[world.job(job).user] += gpus * max(0.0, min(end, window) - start)
     return dict(out)
 
@@ -45,7 +45,7 @@ def _steps(world: World, result: SimResult, window: float) -> dict[str, float]:
     out: dict[str, float] = defaultdict(float)
     iv = result.intervals
     for job, gpu_type, start, end in zip(
-        iv["job"], iv["gpu_type"], iv["start"], iv["end"], strict=True
+        iv["job_id"], iv["gpu_type"], iv["start"], iv["end"], strict=True
     ):
         j = world.job(job)
         out[j.user] += world.rate(j, gpu_type) * max(0.0, min(end, window) - start)
@@ -75,12 +75,12 @@ def test_a_round_computed_by_hand() -> None:
         assert within(got["b"], 3 * k * ROUND, TIME_TOL)
     # round 1 by hand: a's first two jobs and b's first job
     first = _run(world, GandivaFair(round_seconds=ROUND), 0.0)
-    assert sorted(first.intervals["job"]) == ["j0", "j1", "j4"]
+    assert sorted(first.intervals["job_id"]) == ["j0", "j1", "j4"]
     # over 8 rounds a's 12 GPU-rounds are spread evenly over its four jobs
     result = _run(world, GandivaFair(round_seconds=ROUND), 8 * ROUND)
     per_job: dict[str, float] = defaultdict(float)
     iv = result.intervals
-    for job, start, end in zip(iv["job"], iv["start"], iv["end"], strict=True):
+    for job, start, end in zip(iv["job_id"], iv["start"], iv["end"], strict=True):
         per_job[job] += max(0.0, min(end, 8 * ROUND) - start)
     assert all(within(per_job[f"j{k}"], 3 * ROUND, TIME_TOL) for k in range(4))
 
@@ -241,7 +241,7 @@ def test_a_lone_job_stays_on_the_idle_fast_gpu() -> None:
     world = World(world.cluster, world.throughputs, world.jobs[:1])
     result = _run(world, GandivaFair(round_seconds=ROUND), 6 * ROUND)
     assert set(result.intervals["gpu_type"]) == {"fast"}
-    assert len(result.intervals["job"]) == 1  # one uninterrupted interval
+    assert len(result.intervals["job_id"]) == 1  # one uninterrupted interval
 
 
 def test_water_filling_redistributes_unused_share() -> None:

@@ -58,8 +58,8 @@ def segments(result: Any, job: str) -> list[tuple[str, float, float]]:
     iv = result.intervals
     return sorted(
         (iv["gpu_type"][k], iv["start"][k], iv["end"][k])
-        for k in range(len(iv["job"]))
-        if iv["job"][k] == job
+        for k in range(len(iv["job_id"]))
+        if iv["job_id"][k] == job
     )
 
 
@@ -163,7 +163,10 @@ def test_gavel_fifo_jobs_stay_on_their_admitted_type(seed: int) -> None:
     assert result.all_finished
     iv = result.intervals
     for job in ("j0", "j1", "j2", "j3"):
-        assert len({iv["gpu_type"][k] for k in range(len(iv["job"])) if iv["job"][k] == job}) == 1
+        assert (
+            len({iv["gpu_type"][k] for k in range(len(iv["job_id"])) if iv["job_id"][k] == job})
+            == 1
+        )
     # j0 is admitted on the last listed type, the v100, whatever the draw
     assert segments(result, "j0")[0][0] == "v100"
 
@@ -218,8 +221,8 @@ def test_gavel_gandiva_packs_when_oversubscribed() -> None:
     assert segments(result, "j1")[:2] == [("v100", 0.0, 360.0), ("v100", 720.0, 1080.0)]
     assert segments(result, "j2")[:2] == [("v100", 0.0, 360.0), ("v100", 720.0, 1080.0)]
     shared = {
-        (result.intervals["job"][k], result.intervals["shared_with"][k])
-        for k in range(len(result.intervals["job"]))
+        (result.intervals["job_id"][k], result.intervals["shared_with"][k])
+        for k in range(len(result.intervals["job_id"]))
         if result.intervals["start"][k] == 0.0
     }
     assert shared == {("j1", "j2"), ("j2", "j1")}

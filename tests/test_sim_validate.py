@@ -36,7 +36,7 @@ def _mutated(result: SimResult, change: Callable[[SimResult], None]) -> SimResul
 
 
 def _row(result: SimResult, job: str) -> int:
-    return result.intervals["job"].index(job)
+    return result.intervals["job_id"].index(job)
 
 
 def _dup(r: SimResult, k: int, **changes: object) -> None:
@@ -79,7 +79,7 @@ def test_job_overlap_is_named() -> None:
     good = simulate(world, FIFO())
 
     def change(r: SimResult) -> None:
-        rows = [k for k, j in enumerate(r.intervals["job"]) if j == "j0"]
+        rows = [k for k, j in enumerate(r.intervals["job_id"]) if j == "j0"]
         for k in rows:
             _dup(r, k, start=r.intervals["start"][k] + 0.5, end=r.intervals["end"][k] + 0.5)
 
@@ -107,7 +107,7 @@ def test_over_allocation_is_named() -> None:
     good = simulate(world, FIFO())
 
     def change(r: SimResult) -> None:
-        rows = [k for k, j in enumerate(r.intervals["job"]) if j == "j0"]
+        rows = [k for k, j in enumerate(r.intervals["job_id"]) if j == "j0"]
         for k in rows:  # a second copy of the 4-GPU gang, as another job of 4 GPUs
             _dup(r, k, job="j1")
 

@@ -60,6 +60,10 @@ KIND = "sim-sweep"
 KEY_FIELDS: tuple[str, ...] = ("trace", "cluster_scale", "seed", "load", "policy")
 
 _SYNTHETIC = "synthetic:"
+
+#: How a store spells ``round_seconds=None`` (event-driven runs): never a null, which stores
+#: written before used for each policy's own length.
+_EVENT_DRIVEN = "event-driven"
 #: The store's ``throughputs`` when none is named: each trace's default table (Gavel's for a
 #: Gavel-format trace, uniform otherwise), kept apart from ``"uniform"`` asked for by name.
 _DEFAULT = "default"
@@ -133,8 +137,12 @@ def run_one(
         frame, spec, table, restore_s=config["restore_s"], file=params["trace"]
     )
     kwargs: dict[str, Any] = {}
-    if config.get("round_seconds") is not None:
-        kwargs["round_seconds"] = config["round_seconds"]
+    # the store's spelling: a number, "policy" (each policy's own) or "event-driven" (None in
+    # the API, as in simulate); a null from stores written before meant the policy's own
+    stored = config.get("round_seconds")
+    kwargs["round_seconds"] = (
+        "policy" if stored is None else None if stored == _EVENT_DRIVEN else stored
+    )
     given = (policies or {}).get(params["policy"])
     policy = copy.deepcopy(given) if given is not None else make_policy(params["policy"])
     record = simulate(world, policy, **kwargs)
@@ -325,7 +333,7 @@ def sweep(
     cluster_scales: Sequence[float] = (1.0,),
     seeds: Sequence[int] = (0,),
     loads: Sequence[float] = (1.0,),
-    round_seconds: float | str | None = None,
+    round_seconds: float | str | None = "policy",
     restore_s: float = 0.0,
     throughputs: Any = None,
     reference: str = "v100",
@@ -355,8 +363,9 @@ def sweep(
     cluster_scales, seeds, loads : sequences
         See the module notes.
     round_seconds, restore_s, throughputs, reference
-        As in ``optsched sim run``; shared by every run (the store's config). ``round_seconds``:
-        ``None`` or ``"policy"`` for each policy's own. ``throughputs``:
+        As in ``optsched sim run``; shared by every run (the store's config). ``round_seconds``
+        as in :func:`~optsched.sim.simulate`: a number, ``"policy"`` (default) for each
+        policy's own, ``None`` for event-driven runs. ``throughputs``:
         ``"gavel"``, ``"uniform"``, a path, a Throughputs object, or ``None`` for each trace's
         default (Gavel's
         table for a Gavel-format trace, uniform otherwise); each row's ``throughputs`` column
@@ -411,13 +420,13 @@ def sweep(
             f"must be a ClusterSpec or its text ('v100=4,k80=4'), got {type(cluster).__name__}",
         )
     parse_cluster(cluster)
-    if isinstance(round_seconds, str):
-        if round_seconds != "policy":
-            raise InvalidInstanceError(
-                "round_seconds", f"must be a number of seconds or 'policy', got {round_seconds!r}"
-            )
-        round_seconds = None
-    if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
+    if isinstance(round_seconds, str) and round_seconds != "policy":
+        raise InvalidInstanceError(
+            "round_seconds", f"must be a number of seconds, 'policy' or None, got {round_seconds!r}"
+        )
+    if isinstance(round_seconds, int | float) and not (
+        math.isfinite(round_seconds) and round_seconds > 0
+    ):
         raise InvalidInstanceError(
             "round_seconds", f"must be a finite number > 0, got {round_seconds}"
         )
@@ -440,7 +449,7 @@ def sweep(
             table_object, throughputs = checked, f"object:{checked.source}"
     config: dict[str, Any] = {
         "cluster": cluster,
-        "round_seconds": round_seconds,
+        "round_seconds": _EVENT_DRIVEN if round_seconds is None else round_seconds,
         "restore_s": restore_s,
         "throughputs": _DEFAULT if throughputs is None else str(throughputs),
         "reference": reference,

@@ -156,8 +156,9 @@ class Comparison:
     Attributes
     ----------
     world : World
-    round_seconds : float or None
-        The round length every policy ran with (``None``: each policy's own).
+    round_seconds : float, "policy" or None
+        The round length every policy ran with (``"policy"``: each policy's own; ``None``:
+        event-driven).
     runs : dict of str to SimResult
         Per policy, its validated record.
     metrics : dict of str to dict
@@ -176,7 +177,7 @@ class Comparison:
     """
 
     world: World
-    round_seconds: float | None
+    round_seconds: float | str | None
     runs: dict[str, SimResult]
     metrics: dict[str, dict[str, Any]]
     exact: dict[str, ExactResult[SimResult]] = field(default_factory=dict)
@@ -311,7 +312,7 @@ def compare(
     throughputs: Throughputs | str | Path | None = None,
     exact: bool = False,
     objectives: Sequence[str] = ("weighted-jct", "makespan", "deadlines"),
-    round_seconds: float | str | None = None,
+    round_seconds: float | str | None = "policy",
     restore_s: float | None = None,
     rounds: int | None = None,
     solver: str = "highs",
@@ -339,10 +340,11 @@ def compare(
         and/or Policy objects, or one comma-separated string (``"fifo,srtf"``, ``"all"``).
     exact : bool, default False
         Also solve :func:`optsched.sim.exact.solve` for each of ``objectives``.
-    round_seconds : float or "policy", optional
-        Round length for every policy and for the exact model. Without it (``None`` or
-        ``"policy"``) each policy keeps its own (with or without ``exact``) and the exact model
-        uses :func:`auto_round_seconds`.
+    round_seconds : float, "policy" or None, default "policy"
+        As in :func:`~optsched.sim.simulate`: a round length for every policy (and for the
+        exact model), ``"policy"`` for each policy's own, ``None`` for event-driven runs. The
+        exact model runs on ``round_seconds`` when it is a number, else on
+        :func:`auto_round_seconds`; the policies' runs never depend on ``exact``.
     restore_s : float, optional
         Checkpoint/restore cost of each preemption or migration (s); default the world's own
         (0 for a trace).
@@ -384,12 +386,11 @@ def compare(
     from optsched.sim.policies import as_policies
     from optsched.solvers.deadline import suspended
 
-    if isinstance(round_seconds, str):
-        if round_seconds != "policy":
-            raise InvalidInstanceError(
-                "round_seconds", f"must be a number of seconds or 'policy', got {round_seconds!r}"
-            )
-        round_seconds = None
+    if isinstance(round_seconds, str) and round_seconds != "policy":
+        raise InvalidInstanceError(
+            "round_seconds",
+            f"must be a number of seconds, 'policy' or None, got {round_seconds!r}",
+        )
     world = _world_for(world, cluster, throughputs, restore_s)
     made = as_policies(policies, field="policies")
     if window is not None:
@@ -404,14 +405,13 @@ def compare(
     # the optimum gets its own grid; the policies' round length never depends on ``exact``
     grid = None
     if exact:
-        grid = round_seconds if round_seconds is not None else auto_round_seconds(world)
+        given = isinstance(round_seconds, int | float) and not isinstance(round_seconds, bool)
+        grid = float(round_seconds) if given else auto_round_seconds(world)  # type: ignore[arg-type]
     # the policies run first: cheap, and kept when an exact solve stops short
     runs: dict[str, SimResult] = {}
     metrics: dict[str, dict[str, Any]] = {}
     for policy in made:
-        kwargs: dict[str, Any] = {}
-        if round_seconds is not None:
-            kwargs["round_seconds"] = round_seconds
+        kwargs: dict[str, Any] = {"round_seconds": round_seconds}
         seed = getattr(mechanism, "seed", None)
         if seed is not None and hasattr(policy, "seed"):
             policy.seed = seed  # a seeded Gavel policy draws with Gavel's --seed

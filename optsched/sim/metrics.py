@@ -192,7 +192,7 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
     last: dict[str, float] = {}
     seen_seg: set[tuple[str, float]] = set()
     for job, gpus, start, end, shared in zip(
-        cols["job"], cols["gpus"], cols["start"], cols["end"], cols["shared_with"], strict=True
+        cols["job_id"], cols["gpus"], cols["start"], cols["end"], cols["shared_with"], strict=True
     ):
         held[job] = held.get(job, 0.0) + gpus * (end - start) * (0.5 if shared else 1.0)
         if (job, start) in seen_seg:
@@ -259,7 +259,7 @@ def utilization(result: SimResult) -> pd.DataFrame:
     cols = result.intervals
     events: dict[str, list[tuple[float, int]]] = {}
     for job, gt, gpus, start, end, shared in zip(
-        cols["job"],
+        cols["job_id"],
         cols["gpu_type"],
         cols["gpus"],
         cols["start"],
@@ -307,7 +307,7 @@ def energy_kwh(result: SimResult, power: Mapping[str, float] | None = None) -> f
     joules = 0.0
     watts: dict[str, float] = {}
     for job, gt, gpus, start, end, shared in zip(
-        cols["job"],
+        cols["job_id"],
         cols["gpu_type"],
         cols["gpus"],
         cols["start"],
@@ -345,7 +345,7 @@ def _runs(result: SimResult) -> list[tuple[str, str, float, float, tuple[tuple[i
     cols = result.intervals
     segs: dict[tuple[str, float, float], list[tuple[str, int, int]]] = {}
     for job, gt, server, gpus, start, end in zip(
-        cols["job"],
+        cols["job_id"],
         cols["gpu_type"],
         cols["server"],
         cols["gpus"],
@@ -379,7 +379,7 @@ def _occupancy_at(result: SimResult, gpu_type: str, t: float, exclude: str) -> d
     used: dict[int, int] = {}
     slack = FIT_TOL * max(1.0, abs(t))
     for job, gt, server, gpus, start, end, shared in zip(
-        cols["job"],
+        cols["job_id"],
         cols["gpu_type"],
         cols["server"],
         cols["gpus"],

@@ -34,7 +34,7 @@ __all__ = ["INTERVAL_COLUMNS", "JOB_RESULT_COLUMNS", "SimResult"]
 
 #: Columns of the interval table, in order.
 INTERVAL_COLUMNS: tuple[str, ...] = (
-    "job",
+    "job_id",
     "gpu_type",
     "server",
     "gpus",
@@ -44,7 +44,7 @@ INTERVAL_COLUMNS: tuple[str, ...] = (
 )
 #: Columns of the per-job table, in order.
 JOB_RESULT_COLUMNS: tuple[str, ...] = (
-    "job",
+    "job_id",
     "arrival",
     "num_gpus",
     "job_type",
@@ -132,7 +132,7 @@ class SimResult:
         frame = pd.DataFrame({c: self.intervals.get(c, []) for c in INTERVAL_COLUMNS})
         return frame.astype(
             {
-                "job": str,
+                "job_id": str,
                 "gpu_type": str,
                 "server": "int64",
                 "gpus": "int64",
@@ -149,7 +149,7 @@ class SimResult:
         jobs = self.world.jobs
         return pd.DataFrame(
             {
-                "job": [j.job_id for j in jobs],
+                "job_id": [j.job_id for j in jobs],
                 "arrival": [j.arrival for j in jobs],
                 "num_gpus": [j.num_gpus for j in jobs],
                 "job_type": [j.job_type for j in jobs],
@@ -178,7 +178,7 @@ class SimResult:
             "truncated": self.truncated,
             "events": self.events,
             "decisions": self.decisions,
-            "intervals": len(self.intervals.get("job", [])),
+            "intervals": len(self.intervals.get("job_id", [])),
             "zero_rate_grants": int(self.extra.get("zero_rate_grants", 0)),
             "notes": list(self.notes),
         }
@@ -215,7 +215,7 @@ def add_interval(
 ) -> None:
     """Append one gang's rows (one per server) to ``table``."""
     for server, gpus in servers:
-        table["job"].append(job)
+        table["job_id"].append(job)
         table["gpu_type"].append(gpu_type)
         table["server"].append(server)
         table["gpus"].append(gpus)

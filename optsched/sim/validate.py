@@ -148,7 +148,12 @@ def _slack(t: float) -> float:
 
 def _row_problem(check: _Check, r: int) -> str | None:
     cols = check.result.intervals
-    job, gt, server, gpus = cols["job"][r], cols["gpu_type"][r], cols["server"][r], cols["gpus"][r]
+    job, gt, server, gpus = (
+        cols["job_id"][r],
+        cols["gpu_type"][r],
+        cols["server"][r],
+        cols["gpus"][r],
+    )
     start, end, shared = float(cols["start"][r]), float(cols["end"][r]), cols["shared_with"][r]
     types = {t.name: t for t in check.world.cluster.gpu_types}
     if job not in check.jobs:
@@ -169,7 +174,7 @@ def _row_problem(check: _Check, r: int) -> str | None:
 def _parse_rows(check: _Check) -> None:
     """Parse the interval table into rows, reporting ``interval_shape`` problems."""
     cols = check.result.intervals
-    n_rows = len(cols.get("job", []))
+    n_rows = len(cols.get("job_id", []))
     for c in ("gpu_type", "server", "gpus", "start", "end", "shared_with"):
         if len(cols.get(c, [])) != n_rows:
             check.bad(
@@ -185,12 +190,12 @@ def _parse_rows(check: _Check) -> None:
     for r in range(n_rows):
         problem = _row_problem(check, r)
         if problem is not None:
-            check.bad("interval_shape", f"row {r}: {problem}", row=r, job=str(cols["job"][r]))
+            check.bad("interval_shape", f"row {r}: {problem}", row=r, job=str(cols["job_id"][r]))
             continue
         shared = cols["shared_with"][r]
         check.rows.append(
             (
-                cols["job"][r],
+                cols["job_id"][r],
                 cols["gpu_type"][r],
                 cols["server"][r],
                 cols["gpus"][r],
@@ -768,7 +773,7 @@ def validate(instance: World, solution: SimResult) -> Report:
             "finished": len(done),
             "unfinished": len(instance.jobs) - len(done),
             "jobs": len(instance.jobs),
-            "rows": len(solution.intervals.get("job", [])),
+            "rows": len(solution.intervals.get("job_id", [])),
             "constraints": list(CONSTRAINTS),
         },
     )

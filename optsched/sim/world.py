@@ -407,7 +407,7 @@ class World:
         """The job with id ``job_id``."""
         index = self._index.get(job_id)
         if index is None:
-            raise InvalidInstanceError("job", f"unknown job id {job_id!r}")
+            raise InvalidInstanceError("job_id", f"unknown job id {job_id!r}")
         return self.jobs[index]
 
     @property
