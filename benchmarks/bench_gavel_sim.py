@@ -179,12 +179,17 @@ def _gavel_scheduler(workdir: Path) -> tuple[Path | None, str]:
             # the stubs are generated into a copy, never into the given tree
             shutil.copytree(sched, workdir / "scheduler")
             sched = workdir / "scheduler"
-        return sched, f"OPTSCHED_GAVEL_SRC ({given})"
+        return sched, "OPTSCHED_GAVEL_SRC"
     for parent in HERE.parents:
         git_dir = parent / MIRROR
         if git_dir.is_dir():
             _export_mirror(git_dir, workdir)
-            return workdir / "scheduler", f"exported from {git_dir}"
+            head = subprocess.run(
+                ["git", f"--git-dir={git_dir}", "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            return workdir / "scheduler", f"exported from the mirror's HEAD ({head})"
     return None, "Gavel's source not found (set OPTSCHED_GAVEL_SRC, or fetch the mirror)"
 
 
@@ -202,13 +207,13 @@ def _gavel_python() -> tuple[str | None, str]:
     given = os.environ.get("OPTSCHED_GAVEL_PYTHON")
     if given:
         if _works(given):
-            return given, f"OPTSCHED_GAVEL_PYTHON ({given})"
+            return given, "OPTSCHED_GAVEL_PYTHON"
         return None, f"OPTSCHED_GAVEL_PYTHON={given} cannot import Gavel's dependencies"
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     venv = cache / "optsched" / "gavel-venv"
     python = venv / "bin" / "python"
     if python.exists() and _works(str(python)):
-        return str(python), f"cached environment {venv}"
+        return str(python), "the cached environment ~/.cache/optsched/gavel-venv"
     _say(f"building a Python environment for Gavel's simulator in {venv} (once; a few minutes)")
     try:
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
@@ -221,7 +226,7 @@ def _gavel_python() -> tuple[str | None, str]:
         return None, f"could not build Gavel's environment in {venv}: {exc}"
     if not _works(str(python)):
         return None, f"the environment built in {venv} cannot import Gavel's dependencies"
-    return str(python), f"built environment {venv}"
+    return str(python), "the environment just built in ~/.cache/optsched/gavel-venv"
 
 
 def _stubs(python: str, sched: Path) -> None:
