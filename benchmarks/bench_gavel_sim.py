@@ -33,7 +33,9 @@ generated as its Makefile does. Gavel's Python: ``OPTSCHED_GAVEL_PYTHON``, else 
 environment built once under ``~/.cache/optsched/gavel-venv`` (cvxpy, ecos, numpy, scipy,
 psutil, grpcio, grpcio-tools, protobuf, matrix-completion, scikit-learn). Without either the
 benchmark is skipped with the reason. ``optsched sim run --mechanism gavel`` is used when the
-option exists, else the default mechanism; the table says which.
+option exists, else the default mechanism; the table says which. With ``--mechanism-seed`` (Gavel's
+``--seed``) optsched runs the seeded policies with the same seeds 0, 1, 2, and a ``gavel-fifo``
+policy, where listed, gets a row of its own against Gavel's ``fifo``.
 
 Wall times: Gavel's covers parsing, its policy and the simulation (its DEBUG logging on, sent to
 a null device), optsched's the whole ``sim run`` command in this process (reading, simulation,
@@ -118,6 +120,7 @@ COLUMNS = [
     "job JCT ratio median",
     "job JCT ratio p90",
     "Gavel avg JCT, seeds 0-2 (min..max)",
+    "optsched avg JCT, seeds 0-2 (min..max)",
     "Gavel wall (s)",
     "optsched wall (s)",
     "wall ratio",
@@ -310,8 +313,9 @@ def _run_gavel(
     return result
 
 
-def _mechanism() -> tuple[list[str], str]:
-    """``--mechanism gavel`` when ``sim run`` has it, else nothing (the default mechanism)."""
+def _mechanism() -> tuple[list[str], str, bool]:
+    """``--mechanism gavel`` when ``sim run`` has it, else nothing (the default mechanism); and
+    whether it takes ``--mechanism-seed`` (Gavel's ``--seed``)."""
     from optsched.cli import main
 
     text = io.StringIO()
@@ -319,8 +323,8 @@ def _mechanism() -> tuple[list[str], str]:
         main(["sim", "run", "--help"])
     help_text = text.getvalue()
     if "--mechanism" in help_text and "gavel" in help_text.split("--mechanism", 1)[1]:
-        return ["--mechanism", "gavel"], "gavel"
-    return [], "default"
+        return ["--mechanism", "gavel"], "gavel", "--mechanism-seed" in help_text
+    return [], "default", False
 
 
 def _policy_names() -> set[str]:
@@ -377,9 +381,9 @@ def _row(
     theirs: str,
     mechanism: str,
     gavel: dict[int, dict[str, Any]],
-    mine: dict[str, Any],
+    ours_by_seed: dict[int, dict[str, Any]],
 ) -> list[Any]:
-    ref = gavel[0]
+    ref, mine = gavel[0], ours_by_seed[0]
     g_jct, o_jct = ref.get("jct", {}), mine.get("jct", {})
     common = [j for j in g_jct if g_jct[j] is not None and j in o_jct and g_jct[j] > 0]
     ratios = np.array([o_jct[j] / g_jct[j] for j in common], dtype=float)
@@ -387,8 +391,11 @@ def _row(
         (float(x) for x in np.percentile(ratios, [10, 50, 90])) if len(ratios) else (None,) * 3
     )
     g_avg, o_avg = _mean(g_jct), _mean(o_jct)
-    seeds = [s for s in (_mean(run.get("jct", {})) for run in gavel.values()) if s is not None]
-    spread = f"{min(seeds):.0f}..{max(seeds):.0f}" if len(gavel) > 1 and seeds else ""
+
+    def spread(runs: dict[int, dict[str, Any]]) -> str:
+        means = [m for m in (_mean(run.get("jct", {})) for run in runs.values()) if m is not None]
+        return f"{min(means):.0f}..{max(means):.0f}" if len(runs) > 1 and means else ""
+
     problems = [f"Gavel: {ref['error']}" for ref in [ref] if ref.get("error")]
     if mine.get("error"):
         problems.append(f"optsched: {mine['error']}")
@@ -410,7 +417,8 @@ def _row(
         p10,
         med,
         p90,
-        spread,
+        spread(gavel),
+        spread(ours_by_seed),
         ref.get("wall_seconds"),
         mine.get("wall_seconds"),
         _ratio(mine.get("wall_seconds"), ref.get("wall_seconds")),
@@ -445,8 +453,12 @@ def run(quick: bool = False) -> dict[str, Any]:
             _stubs(python, sched)
         except subprocess.CalledProcessError as exc:
             return _skipped(f"generating Gavel's gRPC stubs failed: {exc.stderr!r}")
-        extra, mechanism = _mechanism()
+        extra, mechanism, seed_option = _mechanism()
         known = _policy_names()
+        policies = list(POLICIES)
+        if mechanism == "gavel" and "gavel-fifo" in known:
+            # Gavel's FIFO as Gavel runs it (every job on V100s), beside optsched's own FIFO
+            policies.insert(1, ("gavel-fifo", "fifo", True))
         _say(f"Gavel: {src_from}; Python: {python_from}; optsched mechanism: {mechanism}")
         inputs = [("artifact", ARTIFACT, (2, 0, 4))]
         if not quick:
@@ -455,7 +467,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         _run_optsched(ARTIFACT, "max-min-perf", "v100=2,k80=4", extra, work / "warm.csv")
         rows = []
         for label, trace, cluster in inputs:
-            for name, theirs, seeded in POLICIES:
+            for name, theirs, seeded in policies:
                 ours = name if name in known else ALIASES.get(name, name)
                 seeds = SEEDS if seeded and not quick else (0,)
                 gavel = {
@@ -470,14 +482,32 @@ def run(quick: bool = False) -> dict[str, Any]:
                     )
                     for seed in seeds
                 }
-                mine = _run_optsched(
-                    trace, ours, _cluster_arg(cluster), extra, work / f"{label}-{ours}.csv"
-                )
-                row = _row(label, ours, theirs, mechanism, gavel, mine)
+                # optsched's Gavel mechanism takes Gavel's seed: then seed for seed
+                mine = {
+                    seed: _run_optsched(
+                        trace,
+                        ours,
+                        _cluster_arg(cluster),
+                        [*extra, "--mechanism-seed", str(seed)] if seed_option else extra,
+                        work / f"{label}-{ours}-{seed}.csv",
+                    )
+                    for seed in (seeds if seed_option else (0,))
+                }
+                used = mechanism
+                if extra and mine[0].get("jct") is None:
+                    # a policy Gavel's mechanism cannot carry out (no fractional allocation,
+                    # e.g. fifo, gandiva) runs under the default mechanism, and the row says so
+                    used = f"default (gavel: {mine[0].get('error', '')[:60]})"
+                    mine = {
+                        0: _run_optsched(
+                            trace, ours, _cluster_arg(cluster), [], work / f"{label}-{ours}.csv"
+                        )
+                    }
+                row = _row(label, ours, theirs, used, gavel, mine)
                 rows.append(row)
                 _say(
                     f"{label} {ours}: avg JCT Gavel {row[5]} optsched {row[6]} "
-                    f"(ratio {row[7]}), makespan ratio {row[10]}, {row[18]}"
+                    f"(ratio {row[7]}), makespan ratio {row[10]}, {row[-1]}"
                 )
 
     def _median(col: int) -> float | None:
@@ -488,7 +518,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "median avg-JCT ratio optsched/Gavel": _median(7),
         "median makespan ratio optsched/Gavel": _median(10),
         "median per-job JCT ratio (median of the medians)": _median(12),
-        "median wall-time ratio optsched/Gavel": _median(17),
+        "median wall-time ratio optsched/Gavel": _median(COLUMNS.index("wall ratio")),
         "optsched mechanism": mechanism,
     }
     return {
@@ -500,7 +530,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "summary": summary,
         "notes": [
             "Ratios are optsched / Gavel; per-job ratios over the jobs both finished, against "
-            "Gavel's seed-0 run.",
+            "Gavel's seed-0 run (and optsched's seed-0 run where its mechanism takes a seed).",
             f"Round length {ROUND_SECONDS} s on both; Gavel with ECOS, one GPU per server "
             "(its simulator uses consolidated throughputs); optsched with 8-GPU servers.",
             "Gavel's agnostic fifo puts every job on V100s (it draws a GPU type but never uses "
