@@ -35,7 +35,8 @@ psutil, grpcio, grpcio-tools, protobuf, matrix-completion, scikit-learn). Withou
 benchmark is skipped with the reason. ``optsched sim run --mechanism gavel`` is used when the
 option exists, else the default mechanism; the table says which. With ``--mechanism-seed`` (Gavel's
 ``--seed``) optsched runs the seeded policies with the same seeds 0, 1, 2, and a ``gavel-fifo``
-policy, where listed, gets a row of its own against Gavel's ``fifo``.
+policy and a ``gavel-gandiva`` policy, where listed, get rows of their own against Gavel's
+``fifo`` and ``gandiva``.
 
 Wall times: Gavel's covers parsing, its policy and the simulation (its DEBUG logging on, sent to
 a null device), optsched's the whole ``sim run`` command in this process (reading, simulation,
@@ -457,8 +458,12 @@ def run(quick: bool = False) -> dict[str, Any]:
         known = _policy_names()
         policies = list(POLICIES)
         if mechanism == "gavel" and "gavel-fifo" in known:
-            # Gavel's FIFO as Gavel runs it (every job on V100s), beside optsched's own FIFO
+            # Gavel's FIFO as Gavel runs it, beside optsched's own FIFO
             policies.insert(1, ("gavel-fifo", "fifo", True))
+        if mechanism == "gavel" and "gavel-gandiva" in known:
+            # Gavel's Gandiva (its split and pairs), beside optsched's own Gandiva
+            at = next(k for k, p in enumerate(policies) if p[0] == "gandiva")
+            policies.insert(at + 1, ("gavel-gandiva", "gandiva", True))
         _say(f"Gavel: {src_from}; Python: {python_from}; optsched mechanism: {mechanism}")
         inputs = [("artifact", ARTIFACT, (2, 0, 4))]
         if not quick:
