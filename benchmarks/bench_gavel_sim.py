@@ -538,8 +538,9 @@ def run(quick: bool = False) -> dict[str, Any]:
             "Gavel's seed-0 run (and optsched's seed-0 run where its mechanism takes a seed).",
             f"Round length {ROUND_SECONDS} s on both; Gavel with ECOS, one GPU per server "
             "(its simulator uses consolidated throughputs); optsched with 8-GPU servers.",
-            "Gavel's agnostic fifo puts every job on V100s (it draws a GPU type but never uses "
-            "it), so on the artifact cluster its K80s stay idle.",
+            "Gavel's agnostic fifo draws a GPU type but admits each job on the last listed type "
+            "(v100 while it is listed): with seed 0 on the artifact cluster its K80s stay idle; "
+            "gavel-fifo reproduces it (docs/guide/gavel_mechanism.rst).",
             f"Gavel: {src_from}; its Python: {python_from}.",
         ],
     }
