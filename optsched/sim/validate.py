@@ -59,6 +59,7 @@ Complexity: :math:`O(R \log R + D (K + W))` for :math:`R` rows, :math:`D` decisi
 from __future__ import annotations
 
 import contextvars
+import functools
 import itertools
 import math
 from collections import defaultdict
@@ -368,6 +369,42 @@ def _work_reached(
     return last[0] + (job.work - acc) / last[1]
 
 
+def _phase_walk(
+    work: float,
+    ends: list[float],
+    acc: float,
+    k: int,
+    now: float,
+    end: float,
+    rate_of: Any,
+) -> tuple[float, int, float | None, tuple[float, float] | None]:
+    """One productive stretch ``[now, end)`` walked through the phases.
+
+    Returns the work accumulated, the phase it is in, the time the whole work is reached in
+    this stretch (``None`` if not), and the ``(end, rate)`` of the stretch's last productive
+    piece (``None`` if none).
+    """
+    last_phase = len(ends) - 1
+    piece: tuple[float, float] | None = None
+    while now < end:
+        while k < last_phase and acc >= ends[k] * (1 - WORK_TOL):
+            k += 1
+        rate = rate_of(phase=k)
+        if rate <= 0:
+            break
+        goal = work if k == last_phase else ends[k]
+        need = max(0.0, goal - acc) / rate
+        if k == last_phase and now + need <= end:
+            return acc, k, now + need, (now + need, rate)
+        if now + need <= end:
+            acc, now = goal, now + need  # the phase ends inside the stretch
+        else:
+            acc += rate * (end - now)
+            now = end
+        piece = (now, rate)
+    return acc, k, None, piece
+
+
 def _phased_work_reached(
     world: World, job: SimJob, segments: list[Segment], jobs: dict[str, SimJob]
 ) -> float | None:
@@ -381,7 +418,6 @@ def _phased_work_reached(
     assert schedule is not None
     ends = [p.end for p in schedule.phases]
     gps = {t.name: t.gpus_per_server for t in world.cluster.gpu_types}
-    last_phase = len(ends) - 1
     acc = 0.0
     last: tuple[float, float] | None = None  # (end, rate) of the last productive piece
     k = 0  # the phase of ``acc``: the first whose end exceeds it
@@ -393,23 +429,13 @@ def _phased_work_reached(
         n = sum(g for _, g in placement)
         consolidated = len(placement) <= -(-n // gps[gt])
         partner = jobs.get(shared) if shared else None
-        now = st.begin
-        while now < st.end:
-            while k < last_phase and acc >= ends[k] * (1 - WORK_TOL):
-                k += 1
-            rate = world.rate(job, gt, consolidated, partner, num_gpus=n, phase=k)
-            if rate <= 0:
-                break
-            goal = job.work if k == last_phase else ends[k]
-            need = max(0.0, goal - acc) / rate
-            if k == last_phase and now + need <= st.end:
-                return now + need
-            if now + need <= st.end:
-                acc, now = goal, now + need  # the phase ends inside the stretch
-            else:
-                acc += rate * (st.end - now)
-                now = st.end
-            last = (now, rate)
+
+        rate_of = functools.partial(world.rate, job, gt, consolidated, partner, num_gpus=n)
+        acc, k, reached, piece = _phase_walk(job.work, ends, acc, k, st.begin, st.end, rate_of)
+        if reached is not None:
+            return reached
+        if piece is not None:
+            last = piece
     if last is None:
         return None
     # short: when it would be reached if the last piece ran on (as for a static job)
