@@ -140,3 +140,29 @@ def test_a_sweep_store_spells_round_seconds_unambiguously(monkeypatch) -> None: 
         seen.clear()
         run_one({**params, "policy": "fifo"}, {**config, "round_seconds": stored})
         assert seen == [expected], stored
+
+
+def test_one_load_on_run_and_compare_is_the_sweeps(
+    tmp_path,
+    capsys,  # type: ignore[no-untyped-def]
+) -> None:
+    import json
+
+    from optsched.cli import main
+
+    header = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+    trace = tmp_path / "t.csv"
+    rows = [(0, 3.0), (2, 1.0), (4, 2.0), (9, 4.0)]
+    trace.write_text(header + "".join(f"j{k},{a},1,,,{d},,1,,u\n" for k, (a, d) in enumerate(rows)))
+    base = [str(trace), "--cluster", "g=1", "--json"]
+    assert main(["sim", "run", *base, "--policy", "fifo", "--load", "2"]) == 0
+    run = json.loads(capsys.readouterr().out)["metrics"]
+    assert main(["sim", "compare", *base, "--policies", "fifo", "--load", "2"]) == 0
+    cmp = json.loads(capsys.readouterr().out)["policies"][0]
+    args = ["sim", "sweep", *base, "--policies", "fifo", "--loads", "2", "--backend", "serial"]
+    assert main(args) == 0
+    swp = json.loads(capsys.readouterr().out)["rows"][0]
+    assert run["jct_mean"] == cmp["jct_mean"] == swp["jct_mean"]
+    # the load changes the answer here (queueing), so the three agreeing means something
+    assert main(["sim", "run", *base, "--policy", "fifo"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["jct_mean"] != run["jct_mean"]

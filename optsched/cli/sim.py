@@ -42,12 +42,15 @@ from optsched.cli._mechanism import mechanism_from, mechanism_options, seed_poli
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
 from optsched.cli.sim_extra import (
     ELASTIC_OPTION,
+    LOAD_OPTION,
+    OFFERED_LOAD_OPTION,
     PLUGIN_OPTION,
     THROUGHPUTS_HELP,
     WINDOW_OPTION,
     _table,
     elastic_world,
     read_jobs,
+    scaled_arrivals,
     window_arg,
 )
 from optsched.errors import InvalidInstanceError
@@ -123,6 +126,8 @@ def _nonneg(flag: str, value: float | None) -> None:
 @ELASTIC_OPTION
 @PLUGIN_OPTION
 @WINDOW_OPTION
+@LOAD_OPTION
+@OFFERED_LOAD_OPTION
 @_mechanism_option(0)
 @_mechanism_option(1)
 @_mechanism_option(2)
@@ -141,6 +146,8 @@ def run(
     static_batches: bool,
     elastic: float | None,
     window: str | None,
+    load: float,
+    offered_load: float | None,
     mechanism: str,
     reset_interval: float | None,
     mechanism_seed: int | None,
@@ -169,6 +176,7 @@ def run(
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read.format)
     world = world_from_trace(read, spec, table, restore_s=restore_s, batch_modes=not static_batches)
+    world = scaled_arrivals(world, load, offered_load)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}

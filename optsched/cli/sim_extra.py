@@ -132,6 +132,7 @@ def compare_command(
     mechanism_seed: int | None = None,
     bound: bool = False,
     offered_load: float | None = None,
+    load: float = 1.0,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli._mechanism import mechanism_from
@@ -146,13 +147,7 @@ def compare_command(
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read.format)
     world = world_from_trace(read, spec, table, restore_s=restore_s)
-    if offered_load is not None:
-        from optsched.sim.load import at_offered_load
-
-        try:
-            world = at_offered_load(world, offered_load)
-        except InvalidInstanceError as exc:
-            raise InvalidInstanceError("--offered-load", exc.message) from None
+    world = scaled_arrivals(world, load, offered_load)
     if elastic is not None:
         world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
@@ -368,6 +363,45 @@ def sweep_command(
 _trace_arg = click.Path(dir_okay=False, path_type=Path)
 
 
+#: ``--load F``: one arrival-rate factor (``sweep`` takes several, ``--loads``).
+LOAD_OPTION = click.option(
+    "--load",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="F",
+    help="Arrival-rate factor: every arrival time divided by F (deadlines keep their slack), "
+    "as one value of `sim sweep --loads`.",
+)
+
+#: ``--offered-load LOAD``: arrivals scaled to a target offered load.
+OFFERED_LOAD_OPTION = click.option(
+    "--offered-load",
+    type=float,
+    default=None,
+    metavar="LOAD",
+    help="Scale the inter-arrival times so that the offered load (GPU-time asked on the "
+    "fastest type over GPU-time offered while jobs arrive) is LOAD, e.g. 0.8.",
+)
+
+
+def scaled_arrivals(world: Any, load: float, offered_load: float | None) -> Any:
+    """``--load`` then ``--offered-load`` applied to the world (errors naming the flag)."""
+    from optsched.sim.load import at_arrival_rate, at_offered_load
+
+    try:
+        if load != 1.0:
+            world = at_arrival_rate(world, load)
+    except InvalidInstanceError as exc:
+        raise InvalidInstanceError("--load", exc.message) from None
+    try:
+        if offered_load is not None:
+            world = at_offered_load(world, offered_load)
+    except InvalidInstanceError as exc:
+        raise InvalidInstanceError("--offered-load", exc.message) from None
+    return world
+
+
 #: ``--window START:END``: the steady-state window of arrival indices (Gavel's ``-s/-e``).
 WINDOW_OPTION = click.option(
     "--window",
@@ -509,14 +543,8 @@ def register(group: click.Group) -> None:
             help="Also compute certified bounds on the optimum (any trace size) and show every "
             "policy's certified gap: at most how far it is from optimal. Honours --time-limit.",
         ),
-        click.option(
-            "--offered-load",
-            type=float,
-            default=None,
-            metavar="LOAD",
-            help="Scale the inter-arrival times so that the offered load (GPU-time asked on the "
-            "fastest type over GPU-time offered while jobs arrive) is LOAD, e.g. 0.8.",
-        ),
+        OFFERED_LOAD_OPTION,
+        LOAD_OPTION,
         RESTORE_OPTION,
         *_mechanism_options(),
         ELASTIC_OPTION,

@@ -97,7 +97,11 @@ def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFr
             np.random.default_rng(seed).shuffle(gaps)
             frame["arrival"] = np.concatenate([[arrivals[0]], arrivals[0] + np.cumsum(gaps)])
     if load != 1.0:
-        frame["arrival"] = frame["arrival"].astype(float) / load
+        # deadlines keep their slack (as optsched.sim.load.at_arrival_rate)
+        before = frame["arrival"].astype(float)
+        frame["arrival"] = before / load
+        if "deadline" in frame:
+            frame["deadline"] = frame["deadline"].astype(float) - before + frame["arrival"]
     return frame, fmt
 
 

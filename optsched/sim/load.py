@@ -23,7 +23,7 @@ import math
 from optsched.errors import InvalidInstanceError
 from optsched.sim.world import World
 
-__all__ = ["at_offered_load", "offered_load"]
+__all__ = ["at_arrival_rate", "at_offered_load", "offered_load"]
 
 
 def offered_load(world: World) -> float:
@@ -62,6 +62,31 @@ def at_offered_load(world: World, load: float) -> World:
     jobs = []
     for j in world.jobs:
         arrival = first + (j.arrival - first) * factor
+        deadline = j.deadline if math.isnan(j.deadline) else j.deadline - j.arrival + arrival
+        jobs.append(dataclasses.replace(j, arrival=arrival, deadline=deadline))
+    return dataclasses.replace(world, jobs=tuple(jobs))
+
+
+def at_arrival_rate(world: World, factor: float) -> World:
+    """``world`` with every arrival divided by ``factor`` (arrivals ``factor`` times as dense).
+
+    The arrival-rate factor of ``optsched sim sweep --loads``: 2 halves every arrival time
+    (about twice the load), 0.5 doubles it. Deadlines keep their slack.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``factor`` not a finite number > 0 (field ``load``).
+    """
+    if (
+        isinstance(factor, bool)
+        or not isinstance(factor, int | float)
+        or not (math.isfinite(factor) and factor > 0)
+    ):
+        raise InvalidInstanceError("load", f"must be a finite number > 0, got {factor!r}")
+    jobs = []
+    for j in world.jobs:
+        arrival = j.arrival / float(factor)
         deadline = j.deadline if math.isnan(j.deadline) else j.deadline - j.arrival + arrival
         jobs.append(dataclasses.replace(j, arrival=arrival, deadline=deadline))
     return dataclasses.replace(world, jobs=tuple(jobs))
