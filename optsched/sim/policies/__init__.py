@@ -17,9 +17,9 @@ name                 policy
 
 Every name but ``gandiva`` and ``gandiva-fair`` also has a heterogeneity-aware ``-perf`` variant
 (``srtf-perf``). The order policies (``fifo`` to ``tiresias-gittins``, and their ``-perf``
-variants) and ``gandiva`` also have an ``-elastic`` variant (``edf-elastic``,
-``srtf-perf-elastic``, ``gandiva-elastic``: :data:`ELASTIC_POLICIES`) that sizes elastic gangs
-(:mod:`optsched.sim.policies.elastic`).
+variants), ``gandiva``, ``chronus`` and ``chronus-greedy`` also have an ``-elastic`` variant
+(``edf-elastic``, ``srtf-perf-elastic``, ``gandiva-elastic``, ``chronus-elastic``:
+:data:`ELASTIC_POLICIES`) that sizes elastic gangs (:mod:`optsched.sim.policies.elastic`).
 The allocation LPs of :mod:`optsched.allocation.gavel` (``max-min``, ``max-min-perf``, ``ftf``,
 ``ftf-perf``, ``makespan``, ``makespan-perf``, ``max-sum-throughput-perf``) run as round-based
 policies (:class:`AllocationLP`): an exact LP every round, carried out by priority.
@@ -136,12 +136,15 @@ POLICIES: tuple[str, ...] = (
 )
 
 #: The policies sizing elastic gangs by :mod:`optsched.sim.policies.elastic`: every order policy
-#: and its ``-perf`` variant with ``-elastic`` appended (``edf-elastic``), and Gandiva's
-#: grow-shrink (``gandiva-elastic``). Kept apart from :data:`POLICIES` so that "every policy"
+#: and its ``-perf`` variant with ``-elastic`` appended (``edf-elastic``), Gandiva's
+#: grow-shrink (``gandiva-elastic``), and Chronus growing into idle GPUs (``chronus-elastic``,
+#: ``chronus-greedy-elastic``). Kept apart from :data:`POLICIES` so that "every policy"
 #: comparisons keep their rows.
 ELASTIC_POLICIES: tuple[str, ...] = (
     *(f"{name}{perf}-elastic" for name in _BASE for perf in ("", "-perf")),
     "gandiva-elastic",
+    "chronus-elastic",
+    "chronus-greedy-elastic",
 )
 
 
@@ -164,6 +167,8 @@ def _builtin_policy(name: str, *, field: str = "policy") -> Policy:
         "themis": Themis,
         "chronus": partial(Chronus, mode="milp"),
         "chronus-greedy": partial(Chronus, mode="greedy"),
+        "chronus-elastic": partial(Chronus, mode="milp", elastic=True),
+        "chronus-greedy-elastic": partial(Chronus, mode="greedy", elastic=True),
         "optimus": Optimus,
         "andreas": Andreas,
         "allox": AlloX,

@@ -49,14 +49,37 @@ has 19,000 boundaries with SLO jobs, 422 of them with a change
 (``benchmarks/bench_sim_chronus.py``). ``replan="lease"`` solves at every boundary as before.
 The log says method ``milp (reused)``, status ``reused``, for a reused plan.
 
-Every job runs at its requested gang size (``num_gpus``; elastic resizing is no part of
-Chronus). The lease's GPUs are then granted: the admitted SLO jobs their lease-0 grants of the
+Every job is planned at its requested gang size (``num_gpus``; elastic resizing is no part of
+Chronus: the elastic variant below only adds GPUs after the plan). The lease's GPUs are then
+granted: the admitted SLO jobs their lease-0 grants of the
 plan, in plan order; then every other active job fills the GPUs left, each on the fastest type with
 room: first the SLO jobs not admitted that could still meet their deadline running alone from
 now (earliest deadline first: no promise, but a chance, as the ChronusArtifact runs
 unaccepted SLO jobs that fit before their deadline), then the rest (best-effort jobs and
 hopeless SLO jobs) by **smallest remaining GPU-time first** (remaining time on the fastest
 type times the gang: the artifact's "emergence" of best-effort jobs).
+
+**Elastic variant** (``elastic=True``; names ``chronus-elastic``, ``chronus-greedy-elastic``;
+an addition of this implementation, not of the paper). Admission, the lease plan and the grants
+above are unchanged, all at requested gang sizes; then the growth pass of the elastic order
+policies (:mod:`optsched.sim.policies.elastic`) gives the GPUs still idle to the granted elastic
+jobs, in Chronus's priority order: the admitted SLO jobs by deadline, then the other grants in
+the order they were made (the hopeful SLO jobs by deadline, then the rest by remaining
+GPU-time). Job :math:`j`, granted :math:`n_j` GPUs of type :math:`t` with :math:`F_t` still
+idle, grows to the useful size :math:`u_j(n_j, \min(n^{max}_j, n_j + F_t))` (the smallest gang
+with the rate of the largest), and keeps :math:`n_j` unless its slower placement rate on the
+larger gang is at least the one the plan's speeds were taken from,
+
+.. math:: \min(r^{c}_{jt}(m), r^{s}_{jt}(m)) \ge \min(r^{c}_{jt}(n_j), r^{s}_{jt}(n_j)),
+
+(:math:`c`, :math:`s`: consolidated, spread): a grown job then does at least the steps the lease
+promised, and Chronus's promises hold. A resize is a restart, paid at a lease boundary like any
+resume: the restore time :math:`\rho` the speeds already deduct. Nothing is ever shrunk: the
+plan and the fill grant requested gangs into GPUs that are free by construction, so there is
+never a plan that does not fit, and a job whose requested gang finds no room waits as in the
+rigid policy. A grown job finishes sooner, so the work left at later boundaries (and thus
+later admissions) can only gain. On a world of rigid jobs (:math:`n^{min} = n^{max}`) no job
+grows and the grants are the rigid policy's.
 
 Why the default lease is 20 minutes: the ChronusArtifact's lease term
 (``lease_term_interval``) defaults to 60 units of its simulator clock, which counts minutes (its
@@ -83,6 +106,7 @@ from optsched.allocation.chronus import (
 )
 from optsched.allocation.chronus.instance import MAX_STEPS
 from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.sim.policies.elastic import useful_size
 from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
@@ -158,6 +182,9 @@ class Chronus(Policy):
     replan : {"change", "lease"}
         Solve the MILP only when the instance's SLO jobs change (reusing the shifted plan
         otherwise), or at every lease boundary (module notes). The greedy mode plans every lease.
+    elastic : bool
+        Grow elastic jobs into the GPUs the lease leaves idle (module notes); the name gains
+        ``-elastic``.
     """
 
     def __init__(
@@ -169,6 +196,7 @@ class Chronus(Policy):
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         model_best_effort: bool = False,
         replan: Literal["change", "lease"] = "change",
+        elastic: bool = False,
     ) -> None:
         if not (isinstance(lease_s, int | float) and math.isfinite(lease_s)):
             raise InvalidInstanceError("lease_s", f"must be finite, got {lease_s!r}")
@@ -184,6 +212,9 @@ class Chronus(Policy):
             raise InvalidInstanceError("replan", f"must be 'change' or 'lease', got {replan!r}")
         self.replan = replan
         self.name = "chronus" if mode == "milp" else "chronus-greedy"
+        self.elastic = bool(elastic)
+        if self.elastic:
+            self.name += "-elastic"
         self.round_seconds = float(lease_s)
         self.mode = mode
         self.max_leases = max_leases
@@ -415,6 +446,19 @@ class Chronus(Policy):
             )
             free[best] -= s.job.num_gpus
             grants.append(Grant(job=s.job_id, gpu_type=best))
+        if self.elastic:
+            admitted = set(plan.admitted)
+            # Chronus's priority: admitted SLO jobs by deadline, then the fill order
+            first = sorted(
+                (g for g in grants if g.job in admitted),
+                key=lambda g: (
+                    by_id[g.job].job.deadline,
+                    by_id[g.job].job.arrival,
+                    by_id[g.job].job.index,
+                ),
+            )
+            rest = [g for g in grants if g.job not in admitted]
+            grants = self._grow(state, [*first, *rest], free)
         self.log.append(
             LeaseDecision(
                 now=state.now,
@@ -431,6 +475,35 @@ class Chronus(Policy):
             )
         )
         return PolicyDecision(grants=tuple(grants))
+
+    @staticmethod
+    def _grow(state: SimState, grants: list[Grant], free: dict[str, int]) -> list[Grant]:
+        r"""The growth pass of the elastic variant (module notes), in the order of ``grants``.
+
+        ``free`` holds the GPUs the rigid grants left per type (updated in place). Complexity:
+        :math:`O(\sum_j n^{max}_j)` rate look-ups.
+        """
+        by_id = {s.job_id: s for s in state.active}
+        out: list[Grant] = []
+        for g in grants:
+            s = by_id[g.job]
+            job = s.job
+            n = job.num_gpus
+            if not job.elastic or free[g.gpu_type] <= 0 or job.max_gpus <= n:
+                out.append(g)
+                continue
+            t = g.gpu_type
+            m = useful_size(state, s, t, n, min(job.max_gpus, n + free[t]))
+
+            def floor_rate(k: int, s: JobState = s, t: str = t) -> float:
+                return min(state.rate(s, t, True, num_gpus=k), state.rate(s, t, False, num_gpus=k))
+
+            if m == n or floor_rate(m) < floor_rate(n):
+                out.append(g)  # no gain, or a spread gang could break the lease's promise
+                continue
+            free[t] -= m - n
+            out.append(Grant(job=g.job, gpu_type=t, num_gpus=m))
+        return out
 
     def log_frame(self) -> pd.DataFrame:
         """The log as a DataFrame, one row per lease boundary."""
