@@ -355,10 +355,10 @@ def _run_optsched(
     if not csv.exists():
         message = str(payload.get("message", f"exit {code}"))
         return {"error": message[:160], "wall_seconds": wall}
-    jobs = pd.read_csv(csv, dtype={"job": str})
+    jobs = pd.read_csv(csv, dtype={"job_id": str})
     done = jobs[jobs["finished"].astype(bool)]
     return {
-        "jct": dict(zip(done["job"], done["jct"].astype(float), strict=True)),
+        "jct": dict(zip(done["job_id"], done["jct"].astype(float), strict=True)),
         "makespan": float(payload["metrics"]["makespan"]),
         "status": payload.get("status"),
         "valid": payload.get("valid"),
