@@ -29,7 +29,15 @@ from typing import Any
 
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["MAX_STALLED_ROUNDS", "Budget", "check_size", "current", "override", "set_budget"]
+__all__ = [
+    "MAX_STALLED_ROUNDS",
+    "MAX_WORKERS_PER_CORE",
+    "Budget",
+    "check_size",
+    "current",
+    "override",
+    "set_budget",
+]
 
 #: Longest a simulated job may hold GPUs where its rate is 0, in rounds of the run, before the
 #: simulator's validator rejects the record (constraint ``no_progress`` of
@@ -37,6 +45,14 @@ __all__ = ["MAX_STALLED_ROUNDS", "Budget", "check_size", "current", "override", 
 #: places a job where it cannot progress, so any such stretch is a defect; one round is the
 #: slack a round-based replay of an external schedule gets before it is called starvation.
 MAX_STALLED_ROUNDS = 1
+
+#: Most local worker processes a sweep starts per core, however many it is asked for
+#: (``sim sweep -j``, ``pace sweep -j``, ``n_jobs`` of :func:`optsched.runs.driver.run_sweep`
+#: on the process backend). Runs are CPU-bound solves and simulations, so beyond a few workers a
+#: core they only add memory and start-up time (each worker imports the library and its
+#: solvers) and lengthen every run; a larger ``-j`` is refused as an absurd pool size before any
+#: work. The remote backends (Dask, Ray) size their own pools and are not bounded here.
+MAX_WORKERS_PER_CORE = 4
 
 
 @dataclass(frozen=True)

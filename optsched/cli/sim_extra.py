@@ -571,7 +571,9 @@ def register(group: click.Group) -> None:
             "--n-jobs",
             type=int,
             default=None,
-            help="joblib workers (default: one per core, at most one per run left).",
+            help="joblib workers (default: one per core). Never more than the runs left; "
+            "above 4 a core (optsched.limits.MAX_WORKERS_PER_CORE) refused before any run "
+            "(exit 2).",
         ),
         click.option(
             "--backend",

@@ -49,6 +49,7 @@ __all__ = [
     "Progress",
     "SweepOutcome",
     "SweepTask",
+    "check_n_jobs",
     "progress_bar",
     "run_sweep",
     "worker_count",
@@ -112,32 +113,66 @@ def worker_count(n_jobs: int | None, remaining: int) -> int:
     ----------
     n_jobs : int or None
         ``None`` or ``-1``: one per core; ``-k`` (``k >= 2``): the cores less ``k - 1``
-        (joblib's convention); ``k >= 1``: ``k``, even above the cores (asked for).
+        (joblib's convention); ``k >= 1``: ``k``, even above the cores (asked for), but never
+        more than :data:`~optsched.limits.MAX_WORKERS_PER_CORE` a core.
     remaining : int
         Runs left to do.
+
+    Returns
+    -------
+    int
+        ``max(1, min(wanted, remaining))``: an explicit ``n_jobs`` above the runs left starts
+        one worker a run.
 
     Raises
     ------
     InvalidInstanceError
-        ``n_jobs`` is 0 or not an integer (field ``n_jobs``).
+        ``n_jobs`` is 0, not an integer, or above ``MAX_WORKERS_PER_CORE`` x the cores (an
+        absurd pool size; field ``n_jobs``): see :func:`check_n_jobs`.
 
     Examples
     --------
-    >>> worker_count(8, 3)
+    >>> worker_count(4, 3)
     3
     >>> worker_count(1, 10)
     1
     """
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)):
-        raise InvalidInstanceError("n_jobs", f"must be an integer, got {n_jobs!r}")
-    if n_jobs == 0:
-        raise InvalidInstanceError("n_jobs", "must be >= 1, or negative as in joblib; got 0")
+    check_n_jobs(n_jobs)
     if n_jobs is None or n_jobs < 0:
         cores = _cores()
         wanted = cores if n_jobs is None else max(1, cores + 1 + n_jobs)
     else:
         wanted = n_jobs
     return max(1, min(wanted, remaining))
+
+
+def check_n_jobs(n_jobs: int | None) -> None:
+    """Refuse a local pool size that is not an integer, is 0, or is absurd for this machine.
+
+    An explicit ``n_jobs`` above :data:`~optsched.limits.MAX_WORKERS_PER_CORE` times the cores
+    this process may use is refused before any run (a pool that size only thrashes: runs are
+    CPU-bound), naming ``n_jobs`` and the largest accepted value.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Field ``n_jobs``.
+    """
+    from optsched.limits import MAX_WORKERS_PER_CORE
+
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)):
+        raise InvalidInstanceError("n_jobs", f"must be an integer, got {n_jobs!r}")
+    if n_jobs == 0:
+        raise InvalidInstanceError("n_jobs", "must be >= 1, or negative as in joblib; got 0")
+    if n_jobs is not None and n_jobs > 0:
+        cores = _cores()
+        most = MAX_WORKERS_PER_CORE * cores
+        if n_jobs > most:
+            raise InvalidInstanceError(
+                "n_jobs",
+                f"{n_jobs} workers is an absurd pool size for {cores} cores: at most {most} "
+                f"({MAX_WORKERS_PER_CORE} a core); runs beyond the workers wait their turn",
+            )
 
 
 _ERROR = "__invalid__"
@@ -369,6 +404,8 @@ def run_sweep(
         raise InvalidInstanceError(
             "backend", f"unknown backend {backend!r}; known: {(*BACKENDS, *_ALIASES)}"
         )
+    if name == "loky":
+        check_n_jobs(n_jobs)  # an absurd pool size is refused before the store is read
     # Every stored record is read, and checked against its checksum, before any work.
     done: dict[str, dict[str, Any]] = dict(store.items()) if store is not None else {}
     todo = list({t.key: t for t in tasks if t.key not in done}.values())

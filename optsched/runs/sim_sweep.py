@@ -378,7 +378,9 @@ def sweep(
         See the module notes and :func:`~optsched.runs.driver.run_sweep`.
     n_jobs : int, optional
         Processes for ``"joblib"`` (default: one per core, at most one per run left; ``-1``
-        likewise); see :func:`~optsched.runs.driver.worker_count`.
+        likewise; above the runs: one per run; above
+        :data:`~optsched.limits.MAX_WORKERS_PER_CORE` x the cores: refused before any run);
+        see :func:`~optsched.runs.driver.worker_count`.
     client : distributed.Client, optional
         For ``"dask"``: the cluster to use (default: ``address``, else a local in-process one).
     address : str, optional
@@ -424,6 +426,10 @@ def sweep(
             f"must be a ClusterSpec or its text ('v100=4,k80=4'), got {type(cluster).__name__}",
         )
     parse_cluster(cluster)
+    if backend in ("joblib", "loky"):
+        from optsched.runs.driver import check_n_jobs
+
+        check_n_jobs(n_jobs)  # before the store is opened or any trace read
     if isinstance(round_seconds, str) and round_seconds != "policy":
         raise InvalidInstanceError(
             "round_seconds", f"must be a number of seconds, 'policy' or None, got {round_seconds!r}"

@@ -13,7 +13,12 @@ SQLite file, so that
 * every record carries a SHA-256 checksum of its JSON text and the sweep's kind: a corrupt,
   edited or foreign record is reported as an error naming its key, never skipped or trusted;
 * rerunning a sweep redoes only the keys it lacks, and the table it yields equals an
-  uninterrupted run's.
+  uninterrupted run's;
+* one writer at a time: a store open for writing holds an exclusive advisory lock
+  (``flock``) on its file until it is closed or its process dies (``SIGKILL`` included: the
+  kernel drops the lock), and a second sweep opening the same store is refused at once with an
+  error naming the file, instead of computing the same runs twice. Readers
+  (:meth:`RunStore.open_existing`) take the lock only when they first write.
 
 SQLite ships with Python (no dependency) and is safe against power loss and kills, which a
 hand-written JSON-lines file is not without the same care.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
@@ -86,12 +92,16 @@ class RunStore:
     config : mapping
         Every parameter that affects the results and is shared by all runs (JSON-ready). On
         reopen it must equal the stored one.
+    exclusive : bool, default True
+        Take the store's writer lock now (module notes); ``False`` defers it to the first
+        write.
 
     Raises
     ------
     InvalidInstanceError
         The file is not a store, is of another kind or format version, or was made with a
-        different config (the differing parameter is named).
+        different config (the differing parameter is named); or another process (or another
+        open store in this one) is writing to it (field ``store``).
 
     Examples
     --------
@@ -107,7 +117,9 @@ class RunStore:
     optsched.errors.InvalidInstanceError: ...config.jobs: differs from the stored sweep...
     """
 
-    def __init__(self, path: str | Path, *, kind: str, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self, path: str | Path, *, kind: str, config: Mapping[str, Any], exclusive: bool = True
+    ) -> None:
         p = Path(path)
         if p.is_dir() or (not p.exists() and p.suffix == ""):
             p = p / "runs.sqlite"
@@ -115,11 +127,18 @@ class RunStore:
         self.path = p
         self.kind = kind
         self.config = json.loads(_canonical(dict(config)))
+        self._lock: int | None = None
         try:
             self._db = sqlite3.connect(p, isolation_level=None)
         except sqlite3.OperationalError as exc:
             # a folder no file may be created in (read-only, forbidden): the place given
             raise InvalidInstanceError("store", f"cannot open {p}: {exc}", file=str(p)) from None
+        if exclusive:
+            try:
+                self._claim()
+            except BaseException:
+                self._db.close()
+                raise
         try:
             self._db.execute("PRAGMA synchronous=FULL")
             self._init()
@@ -131,8 +150,11 @@ class RunStore:
                 detail = " ".join(" ".join(str(x).split()) for x in problems[:3])
                 raise sqlite3.DatabaseError(detail)
         except sqlite3.DatabaseError as exc:
-            self._db.close()
+            self.close()
             raise self._corrupt(exc) from None
+        except BaseException:
+            self.close()
+            raise
 
     # -- opening --------------------------------------------------------------------------
 
@@ -162,6 +184,38 @@ class RunStore:
         if meta:
             self._check_meta(meta)
 
+    def _claim(self) -> None:
+        """Take the writer lock (an exclusive ``flock`` on the file), or refuse at once.
+
+        ``flock`` locks are separate from the POSIX record locks SQLite takes on the same file,
+        so the two never interfere; the descriptor is kept open until :meth:`close`, after the
+        connection (closing a descriptor of the file while SQLite holds its locks would drop
+        them). Without ``fcntl`` (Windows) there is no writer lock.
+        """
+        if self._lock is not None:
+            return
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise InvalidInstanceError(
+                "store", f"cannot open {self.path}: {exc.strerror}", file=str(self.path)
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise InvalidInstanceError(
+                "store",
+                f"{self.path} is in use by another sweep writing to it; wait until that sweep "
+                "ends, or use another store",
+                file=str(self.path),
+            ) from None
+        self._lock = fd
+
     def _rollback(self) -> None:
         """Undo the open transaction, if one is still open, without hiding why it failed.
 
@@ -180,6 +234,13 @@ class RunStore:
 
     def _corrupt(self, exc: sqlite3.DatabaseError) -> InvalidInstanceError:
         """The error for a file SQLite cannot read as a store (corrupt, truncated, foreign)."""
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            # a reader of another process held the file past SQLite's busy timeout: not damage
+            return InvalidInstanceError(
+                "store",
+                f"{self.path} is locked by another process ({exc}); try again when it is done",
+                file=str(self.path),
+            )
         return InvalidInstanceError(
             "<file>",
             f"{self.path} is not a valid run store (corrupt or not a sweep store): {exc}; "
@@ -196,7 +257,7 @@ class RunStore:
             raise self._corrupt(exc) from None
 
     def _refuse(self, field: str, message: str) -> InvalidInstanceError:
-        self._db.close()
+        self.close()
         return InvalidInstanceError(field, message, file=str(self.path))
 
     def _check_meta(self, meta: dict[str, str]) -> None:
@@ -260,7 +321,7 @@ class RunStore:
             raise InvalidInstanceError(
                 "config", "the stored config is not valid JSON", file=str(p)
             ) from None
-        return cls(p, kind=stored_kind, config=config)
+        return cls(p, kind=stored_kind, config=config, exclusive=False)
 
     # -- metadata beside the records --------------------------------------------------------
 
@@ -271,6 +332,7 @@ class RunStore:
         """
         if name in ("format", "kind", "config"):
             raise InvalidInstanceError("name", f"{name!r} is reserved by the store")
+        self._claim()
         with self._reading():
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -298,6 +360,7 @@ class RunStore:
         """
         text = _canonical(dict(record))
         digest = _checksum(self.kind, key, text)
+        self._claim()
         db = self._db
         with self._reading():
             db.execute("BEGIN IMMEDIATE")
@@ -390,8 +453,12 @@ class RunStore:
     # -- lifetime -------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the file (every record is already on disk)."""
+        """Close the file (every record is already on disk) and release the writer lock."""
         self._db.close()
+        if self._lock is not None:
+            # after the connection: see _claim
+            os.close(self._lock)
+            self._lock = None
 
     def __enter__(self) -> RunStore:
         return self
