@@ -1,8 +1,10 @@
 """The allocation LPs' fast round path gives the very run of the plain path.
 
 The fast path (:data:`optsched.sim.policies.allocation.FAST_ROUNDS`: rates looked up once per
-run, round jobs built without pydantic's pass)
-must change nothing a run records: every
+run, round jobs built without pydantic's pass; :data:`optsched.solvers.matrix.TRUSTED_BUILDS`:
+the LPs built by the allocation family stored without conversion;
+:data:`optsched.solvers.highs.REUSE_HIGHS`: one cleared HiGHS object for every LP) must change
+nothing a run records: every
 completion time, every interval and every round's LP objective are compared exactly, on seeded
 traces with several GPU types, gang sizes and a backlog.
 """
@@ -17,6 +19,8 @@ import pytest
 from optsched import sim
 from optsched.sim.policies import AllocationLP
 from optsched.sim.policies import allocation as round_module
+from optsched.solvers import highs as highs_module
+from optsched.solvers import matrix as matrix_module
 
 pytestmark = pytest.mark.solver("highs")
 
@@ -44,6 +48,8 @@ def test_fast_rounds_record_the_same_run(
     world = sim.generate_instance(30, "v100=4,p100=4,k80=4", seed=seed)
     fast, fast_solves = _run(world, policy)
     monkeypatch.setattr(round_module, "FAST_ROUNDS", False)
+    monkeypatch.setattr(matrix_module, "TRUSTED_BUILDS", False)
+    monkeypatch.setattr(highs_module, "REUSE_HIGHS", False)
     plain, plain_solves = _run(world, policy)
     assert len(fast_solves) > 3  # several rounds, so later rounds depend on earlier ones
     assert _same(fast.completion, plain.completion)

@@ -17,6 +17,7 @@ Complexity: building is :math:`O(\mathrm{nnz}(A))` array copies; the solve is Hi
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -97,6 +98,34 @@ def _new_highs() -> Any:
             os.dup2(saved, 1)
             os.close(saved)
         _banner_done = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+#: Whether LPs solved without a ``threads`` option reuse one cleared ``Highs`` object per
+#: thread instead of making a new one each (a round-based simulation solves thousands of small
+#: LPs, and making the object costs about as much as converting the model). ``False`` makes a
+#: new one every time, which the tests compare the reuse against.
+REUSE_HIGHS = True
+
+_reusable = threading.local()
+
+
+def _highs_for(lp: LinearProgram, threads: int | None) -> Any:
+    """A silent ``Highs`` with default options and no model, for ``lp``.
+
+    LPs without a ``threads`` option get this thread's reusable instance, cleared
+    (``Highs.clear``: model, solution, basis and every option back to its default), so that it
+    behaves as a new one; MILPs and runs that size the thread pool get a new instance.
+    """
+    if not REUSE_HIGHS or threads is not None or lp.is_mip:
+        return _new_highs()
+    h = getattr(_reusable, "highs", None)
+    if h is None:
+        h = _new_highs()
+        _reusable.highs = h
+        return h
+    h.clear()
     h.setOptionValue("output_flag", False)
     return h
 
@@ -185,7 +214,7 @@ def solve_highs(
     """
     import highspy
 
-    h = _new_highs()
+    h = _highs_for(lp, threads)
     h.setOptionValue("random_seed", 0)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
