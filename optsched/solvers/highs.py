@@ -171,6 +171,39 @@ def _highs_lp(lp: LinearProgram) -> Any:
     return model
 
 
+def _pass_model(h: Any, lp: LinearProgram) -> None:
+    """Hand ``lp`` to ``h``: an LP as arrays in one call, a MILP through a ``HighsLp``.
+
+    Filling a ``highspy.HighsLp`` field by field costs several times the one-call form, which
+    matters when thousands of small LPs are solved. The one-call form takes an integrality
+    array, here all continuous: HiGHS solves the model as the same LP. Should HiGHS refuse the
+    arrays, the ``HighsLp`` form is used, which reports what it refuses.
+    """
+    import highspy
+
+    if REUSE_HIGHS and not lp.is_mip:
+        status = h.passModel(
+            lp.n_variables,
+            lp.n_rows,
+            int(lp.a.nnz),
+            int(highspy.MatrixFormat.kColwise),
+            int(highspy.ObjSense.kMaximize if lp.sense == "max" else highspy.ObjSense.kMinimize),
+            lp.offset,
+            lp.c,
+            lp.col_lower,
+            lp.col_upper,
+            lp.row_lower,
+            lp.row_upper,
+            lp.a.indptr.astype(np.int32),
+            lp.a.indices.astype(np.int32),
+            lp.a.data,
+            np.zeros(lp.n_variables, dtype=np.int32),  # every column continuous
+        )
+        if status != highspy.HighsStatus.kError:
+            return
+    h.passModel(_highs_lp(lp))
+
+
 def solve_highs(
     lp: LinearProgram,
     *,
@@ -229,7 +262,7 @@ def solve_highs(
     for key, value in merged.items():
         _set_option(h, key, value)
     start = time.perf_counter()
-    h.passModel(_highs_lp(lp))
+    _pass_model(h, lp)
     if warm_start is not None:
         if lp.is_mip and warm_start.x is not None and warm_start.x.size == lp.n_variables:
             sol = highspy.HighsSolution()
