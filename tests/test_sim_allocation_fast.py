@@ -56,3 +56,33 @@ def test_fast_rounds_record_the_same_run(
     assert _same(fast.first_start, plain.first_start)
     assert fast.intervals == plain.intervals
     assert fast_solves == plain_solves
+
+
+def test_fast_round_jobs_equal_validated_ones_and_bad_fields_still_raise() -> None:
+    from optsched.allocation.gavel import AllocationInstance, AllocationJob
+    from optsched.errors import InvalidInstanceError
+
+    fields: dict[str, Any] = {
+        "job_id": "a",
+        "throughput_steps_per_s": (2.0, 0.0),
+        "scale_factor": 2,
+        "weight": 1,
+        "steps_remaining": 3.0,
+        "time_since_start_s": 0.0,
+        "isolated_time_s": 0.5,
+        "job_type": None,
+        "time_to_deadline_s": None,
+    }
+    fast = round_module._round_job(**fields)
+    assert fast == AllocationJob(**fields)
+    assert type(fast.weight) is float  # coerced as validation coerces it
+    instance = round_module._round_instance(("v100", "k80"), (2, 2), (fast,), (), None)
+    assert instance == AllocationInstance(
+        gpu_types=("v100", "k80"), capacity=(2, 2), jobs=(fast,), pair_throughputs=(), prices=None
+    )
+    with pytest.raises(InvalidInstanceError, match="steps_remaining"):
+        round_module._round_job(**{**fields, "steps_remaining": math.nan})
+    with pytest.raises(InvalidInstanceError, match=r"throughput_steps_per_s\[1\]"):
+        round_module._round_job(**{**fields, "throughput_steps_per_s": (2.0, math.inf)})
+    with pytest.raises(InvalidInstanceError, match="capacity"):
+        round_module._round_instance(("v100", "k80"), (2,), (fast,), (), None)

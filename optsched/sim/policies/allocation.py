@@ -115,7 +115,8 @@ class IsolatedTime:
         index = s.job.index
         rates = self._rates.get(index)
         if rates is None:
-            rates = tuple(state.rate(s, name) for name in types)
+            # as floats (what validation would make of them) once, not every round
+            rates = tuple(float(state.rate(s, name)) for name in types)
             self._rates[index] = rates
         return rates
 
@@ -243,12 +244,12 @@ def _round_job(
     values are coerced as pydantic would coerce them (``float``/``int``), so the job is the
     one the validating constructor would build.
     """
-    rates = tuple(map(float, throughput_steps_per_s))
+    rates = throughput_steps_per_s
     ok = (
         FAST_ROUNDS
         and type(job_id) is str
         and 1 <= len(job_id) <= 200
-        and all(_finite_at_least(r, 0.0) for r in rates)
+        and all(type(r) is float and 0.0 <= r < math.inf for r in rates)  # False at NaN
         and any(r > 0 for r in rates)
         and isinstance(scale_factor, int)
         and 1 <= scale_factor <= 1_000_000
@@ -278,7 +279,66 @@ def _round_job(
         fields[name] = float(fields[name])
     if time_to_deadline_s is not None:
         fields["time_to_deadline_s"] = float(time_to_deadline_s)
-    return AllocationJob.model_construct(**fields)
+    return _construct(AllocationJob, fields)
+
+
+def _round_instance(
+    types: tuple[str, ...],
+    capacity: tuple[int, ...],
+    jobs: tuple[AllocationJob, ...],
+    pairs: tuple[PairThroughput, ...],
+    prices: tuple[float, ...] | None,
+) -> AllocationInstance:
+    """The round's :class:`AllocationInstance`, its jobs not validated a second time.
+
+    Validating the instance runs every job's own validator again (pydantic re-checks a model
+    field's after-validators); the jobs of :func:`allocation_jobs` are already checked, so on
+    the fast path the instance is constructed and only its own consistency check runs (the
+    same typed errors). ``FAST_ROUNDS = False`` validates it as a whole.
+    """
+    fields: dict[str, Any] = {
+        "gpu_types": types,
+        "capacity": capacity,
+        "jobs": jobs,
+        "pair_throughputs": pairs,
+        "prices": prices,
+    }
+    plain = (
+        FAST_ROUNDS
+        and 1 <= len(types) <= 64
+        and all(type(t) is str for t in types)
+        and all(type(c) is int for c in capacity)
+        and all(type(j) is AllocationJob for j in jobs)
+        and all(type(p) is PairThroughput for p in pairs)
+        and (prices is None or all(type(p) is float for p in prices))
+    )
+    if not plain:
+        return AllocationInstance(**fields)
+    instance = AllocationInstance.model_construct(**fields)
+    # the instance's own checks, raising the usual typed errors (a plain method at run time)
+    instance._consistent()  # type: ignore[operator]
+    return instance
+
+
+def _construct(cls: type[AllocationJob], fields: dict[str, Any]) -> AllocationJob:
+    """``cls.model_construct(**fields)`` for checked fields, all given, in declaration order.
+
+    What pydantic's ``model_construct`` does for a model without extra fields, private
+    attributes or post-init hook, without its per-field loop over defaults and aliases (which
+    costs more than the rest of building a round's job).
+    """
+    if cls.__pydantic_post_init__ or cls.__private_attributes__ or fields.keys() != _JOB_FIELDS:
+        return cls.model_construct(**fields)
+    job = cls.__new__(cls)
+    set_ = object.__setattr__
+    set_(job, "__dict__", fields)
+    set_(job, "__pydantic_fields_set__", set(fields))
+    set_(job, "__pydantic_extra__", None)
+    set_(job, "__pydantic_private__", None)
+    return job
+
+
+_JOB_FIELDS = AllocationJob.model_fields.keys()
 
 
 def as_fractions(instance: AllocationInstance, fractions: Any) -> FractionalAllocation:
@@ -504,12 +564,8 @@ class AllocationLP(Policy):
         types, capacity, jobs = round_jobs.gpu_types, round_jobs.capacity, list(round_jobs.jobs)
         if not jobs:
             return None
-        instance = AllocationInstance(
-            gpu_types=types,
-            capacity=capacity,
-            jobs=tuple(jobs),
-            pair_throughputs=self.pair_throughputs(state, jobs),
-            prices=self._prices(types),
+        instance = _round_instance(
+            types, capacity, tuple(jobs), self.pair_throughputs(state, jobs), self._prices(types)
         )
         start = time.perf_counter()
         policy = self.policy
