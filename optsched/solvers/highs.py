@@ -104,8 +104,9 @@ def _new_highs() -> Any:
 
 #: Whether LPs solved without a ``threads`` option reuse one cleared ``Highs`` object per
 #: thread instead of making a new one each (a round-based simulation solves thousands of small
-#: LPs, and making the object costs about as much as converting the model). ``False`` makes a
-#: new one every time, which the tests compare the reuse against.
+#: LPs, and making the object costs about as much as converting the model), and are handed to
+#: it as arrays in one call (:func:`_pass_model`). ``False`` makes a new one every time and fills
+#: a ``HighsLp``, which the tests compare the fast path against.
 REUSE_HIGHS = True
 
 _reusable = threading.local()
