@@ -24,6 +24,12 @@ finished (the last rounds drain the backlog, with fewer jobs each); ``--quick`` 
 ``python benchmarks/bench_sim_allocation.py --full`` the whole trace. (Cutting the simulation
 at a horizon instead leaves jobs whose work ends within the last round unmarked, which the
 simulator's validator reports.)
+
+``--fast-ratio`` adds, within the same run, ``ftf-perf`` with the fast round path switched off
+(:data:`optsched.sim.policies.allocation.FAST_ROUNDS`,
+:data:`optsched.solvers.matrix.TRUSTED_BUILDS`, :data:`optsched.solvers.highs.REUSE_HIGHS`)
+and on: both simulation times, their ratio, and whether the two runs recorded the same
+completion times and intervals.
 """
 
 from __future__ import annotations
@@ -99,7 +105,42 @@ def _skipped(reason: str) -> dict[str, Any]:
     }
 
 
-def run(quick: bool = False, full: bool = False) -> dict[str, Any]:
+def _fast_paths(on: bool) -> None:
+    from optsched.sim.policies import allocation
+    from optsched.solvers import highs, matrix
+
+    allocation.FAST_ROUNDS = matrix.TRUSTED_BUILDS = highs.REUSE_HIGHS = on
+
+
+def _fast_ratio(world: Any, name: str = "ftf-perf") -> dict[str, Any]:
+    """``name`` with the fast round path off, then on: times, ratio, same records."""
+    from optsched.sim import simulate
+    from optsched.sim.policies import AllocationLP
+
+    seconds: dict[bool, float] = {}
+    records: dict[bool, Any] = {}
+    try:
+        for on in (False, True):
+            _fast_paths(on)
+            start = time.perf_counter()
+            result = simulate(world, AllocationLP(name))
+            seconds[on] = time.perf_counter() - start
+            records[on] = (result.completion, result.intervals)
+    finally:
+        _fast_paths(True)
+    same = records[False][1] == records[True][1] and all(
+        (math.isnan(a) and math.isnan(b)) or a == b
+        for a, b in zip(records[False][0], records[True][0], strict=True)
+    )
+    return {
+        f"{name}: simulation (s), plain round path": round(seconds[False], 1),
+        f"{name}: simulation (s), fast round path": round(seconds[True], 1),
+        f"{name}: plain / fast": round(seconds[False] / seconds[True], 2),
+        f"{name}: fast path records identical": same,
+    }
+
+
+def run(quick: bool = False, full: bool = False, fast_ratio: bool = False) -> dict[str, Any]:
     from optsched.allocation.gavel import generate_instance, solve
     from optsched.sim import World, load_throughputs, parse_cluster, simulate, validate
     from optsched.sim.policies import AllocationLP
@@ -157,6 +198,8 @@ def run(quick: bool = False, full: bool = False) -> dict[str, Any]:
             ]
         )
         summary[f"{name}: LP share of the simulation time"] = round(sum(lp) / 1e3 / total, 3)
+    if fast_ratio:
+        summary.update(_fast_ratio(world))
     span = "whole trace" if days is None else f"jobs arriving in the first {days:g} day(s)"
     return {
         "name": "bench_sim_allocation",
@@ -178,6 +221,12 @@ if __name__ == "__main__":
 
     print(
         json.dumps(
-            run(quick="--quick" in sys.argv, full="--full" in sys.argv), indent=1, default=str
+            run(
+                quick="--quick" in sys.argv,
+                full="--full" in sys.argv,
+                fast_ratio="--fast-ratio" in sys.argv,
+            ),
+            indent=1,
+            default=str,
         )
     )

@@ -17,6 +17,7 @@ Complexity: building is :math:`O(\mathrm{nnz}(A))` array copies; the solve is Hi
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -101,6 +102,35 @@ def _new_highs() -> Any:
     return h
 
 
+#: Whether LPs solved without a ``threads`` option reuse one cleared ``Highs`` object per
+#: thread instead of making a new one each (a round-based simulation solves thousands of small
+#: LPs, and making the object costs about as much as converting the model), and are handed to
+#: it as arrays in one call (:func:`_pass_model`). ``False`` makes a new one every time and fills
+#: a ``HighsLp``, which the tests compare the fast path against.
+REUSE_HIGHS = True
+
+_reusable = threading.local()
+
+
+def _highs_for(lp: LinearProgram, threads: int | None) -> Any:
+    """A silent ``Highs`` with default options and no model, for ``lp``.
+
+    LPs without a ``threads`` option get this thread's reusable instance, cleared
+    (``Highs.clear``: model, solution, basis and every option back to its default), so that it
+    behaves as a new one; MILPs and runs that size the thread pool get a new instance.
+    """
+    if not REUSE_HIGHS or threads is not None or lp.is_mip:
+        return _new_highs()
+    h = getattr(_reusable, "highs", None)
+    if h is None:
+        h = _new_highs()
+        _reusable.highs = h
+        return h
+    h.clear()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 def reset_thread_pool() -> None:
     """Let the next HiGHS run start its thread pool with its own ``threads`` option.
 
@@ -140,6 +170,39 @@ def _highs_lp(lp: LinearProgram) -> Any:
         ]
         model.integrality_ = kinds
     return model
+
+
+def _pass_model(h: Any, lp: LinearProgram) -> None:
+    """Hand ``lp`` to ``h``: an LP as arrays in one call, a MILP through a ``HighsLp``.
+
+    Filling a ``highspy.HighsLp`` field by field costs several times the one-call form, which
+    matters when thousands of small LPs are solved. The one-call form takes an integrality
+    array, here all continuous: HiGHS solves the model as the same LP. Should HiGHS refuse the
+    arrays, the ``HighsLp`` form is used, which reports what it refuses.
+    """
+    import highspy
+
+    if REUSE_HIGHS and not lp.is_mip:
+        status = h.passModel(
+            lp.n_variables,
+            lp.n_rows,
+            int(lp.a.nnz),
+            int(highspy.MatrixFormat.kColwise),
+            int(highspy.ObjSense.kMaximize if lp.sense == "max" else highspy.ObjSense.kMinimize),
+            lp.offset,
+            lp.c,
+            lp.col_lower,
+            lp.col_upper,
+            lp.row_lower,
+            lp.row_upper,
+            lp.a.indptr.astype(np.int32),
+            lp.a.indices.astype(np.int32),
+            lp.a.data,
+            np.zeros(lp.n_variables, dtype=np.int32),  # every column continuous
+        )
+        if status != highspy.HighsStatus.kError:
+            return
+    h.passModel(_highs_lp(lp))
 
 
 def solve_highs(
@@ -185,7 +248,7 @@ def solve_highs(
     """
     import highspy
 
-    h = _new_highs()
+    h = _highs_for(lp, threads)
     h.setOptionValue("random_seed", 0)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
@@ -200,7 +263,7 @@ def solve_highs(
     for key, value in merged.items():
         _set_option(h, key, value)
     start = time.perf_counter()
-    h.passModel(_highs_lp(lp))
+    _pass_model(h, lp)
     if warm_start is not None:
         if lp.is_mip and warm_start.x is not None and warm_start.x.size == lp.n_variables:
             sol = highspy.HighsSolution()

@@ -37,6 +37,11 @@ __all__ = ["MATRIX_SOLVERS", "LinearProgram", "MatrixSolution", "solve_matrix"]
 #: An absent bound.
 _INF = math.inf
 
+#: Whether :class:`LinearProgram` takes its ``trusted`` fast path (the checks of a model whose
+#: builder guarantees them skipped). ``False`` checks every model, which the tests compare the
+#: fast path against.
+TRUSTED_BUILDS = True
+
 
 def _vector(name: str, value: ArrayLike, n: int, *, allow_inf: bool) -> NDArray[np.float64]:
     arr = np.asarray(value, dtype=np.float64)
@@ -74,6 +79,13 @@ class LinearProgram:
         Which variables are integer.
     offset : float
         Constant :math:`c_0` added to the objective.
+    trusted : bool, default False
+        For builders inside optsched that hand over a float ``scipy.sparse.csc_array`` and
+        float vectors: they are stored as they are (no conversion), with the same conditions
+        checked in one vectorised pass each (the per-vector checks cost as much as building
+        the model when an allocation LP is re-solved every round of a long simulation). A
+        model that fails them goes through the full checks, which raise the error naming the
+        entry; the result is the same model either way.
 
     Raises
     ------
@@ -104,9 +116,17 @@ class LinearProgram:
         sense: Literal["min", "max"] = "min",
         integrality: ArrayLike | None = None,
         offset: float = 0.0,
+        trusted: bool = False,
     ) -> None:
         import scipy.sparse as sp
 
+        if (
+            trusted
+            and TRUSTED_BUILDS
+            and integrality is None
+            and self._trusted(c, a, row_lower, row_upper, col_lower, col_upper, sense, offset)
+        ):
+            return
         cost = np.asarray(c, dtype=np.float64).ravel()
         n = cost.size
         matrix = sp.csc_array(a, dtype=np.float64)
@@ -147,6 +167,65 @@ class LinearProgram:
         set_(self, "sense", sense)
         set_(self, "integrality", ints)
         set_(self, "offset", float(offset))
+
+    def _trusted(
+        self,
+        c: ArrayLike,
+        a: Any,
+        row_lower: ArrayLike,
+        row_upper: ArrayLike,
+        col_lower: ArrayLike,
+        col_upper: ArrayLike,
+        sense: str,
+        offset: float,
+    ) -> bool:
+        """Store a trusted builder's model after one-pass checks; ``False`` to check it fully.
+
+        Only a float CSC matrix and float vectors of the right shapes, all finite (bounds
+        may be infinite, never NaN, lower at most upper), are taken as they are; anything else
+        goes through the full checks of the constructor.
+        """
+        import scipy.sparse as sp
+
+        if not (isinstance(a, sp.csc_array) and a.dtype == np.float64 and sense in ("min", "max")):
+            return False
+        m, n = a.shape
+        cost = np.asarray(c, dtype=np.float64)
+        if cost.shape != (n,):
+            return False
+        vectors = {"c": cost}
+        for name, value, size in (
+            ("row_lower", row_lower, m),
+            ("row_upper", row_upper, m),
+            ("col_lower", col_lower, n),
+            ("col_upper", col_upper, n),
+        ):
+            arr = np.asarray(value, dtype=np.float64)
+            if arr.ndim == 0:
+                arr = np.full(size, float(arr))
+            if arr.shape != (size,):
+                return False
+            vectors[name] = arr
+        # One vectorised pass each instead of the per-vector checks: any doubt and the full
+        # checks run (and name the offending entry).
+        lo = np.concatenate([vectors["row_lower"], vectors["col_lower"]])
+        up = np.concatenate([vectors["row_upper"], vectors["col_upper"]])
+        if not (
+            np.isfinite(a.data).all()
+            and np.isfinite(cost).all()
+            and (lo <= up).all()  # False at a NaN too
+            and math.isfinite(offset)
+        ):
+            return False
+        limits.check_size("a", float(n) + float(m), "max_model_variables", "variables and rows")
+        set_ = object.__setattr__
+        for name, arr in vectors.items():
+            set_(self, name, arr)
+        set_(self, "a", a)
+        set_(self, "sense", sense)
+        set_(self, "integrality", None)
+        set_(self, "offset", float(offset))
+        return True
 
     @property
     def n_variables(self) -> int:

@@ -354,8 +354,16 @@ def _program(
     else:
         c[: m * k] = (objective * cl.counts[:, None]).ravel()
     col_upper = np.concatenate([base.upper, [np.inf if objective is None else 0.0]])
+    # Built here from finite arrays with lower <= upper on every row and column: trusted.
     return LinearProgram(
-        c, a, np.concatenate(lower), np.concatenate(upper), 0.0, col_upper, sense="max"
+        c,
+        a,
+        np.concatenate(lower),
+        np.concatenate(upper),
+        0.0,
+        col_upper,
+        sense="max",
+        trusted=True,
     )
 
 

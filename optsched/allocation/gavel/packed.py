@@ -338,8 +338,16 @@ def _program(
     else:
         c[:n] = objective
     col_upper = np.concatenate([pk.upper, [np.inf if objective is None else 0.0]])
+    # Built here as a float CSC matrix: the one-pass checks of a trusted model apply.
     return LinearProgram(
-        c, a, np.concatenate(lower), np.concatenate(upper), 0.0, col_upper, sense="max"
+        c,
+        a,
+        np.concatenate(lower),
+        np.concatenate(upper),
+        0.0,
+        col_upper,
+        sense="max",
+        trusted=True,
     )
 
 

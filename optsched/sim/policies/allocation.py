@@ -73,6 +73,11 @@ __all__ = [
     "as_fractions",
 ]
 
+#: Whether the rounds take the fast path: each job's rates looked up once per run and the
+#: round's jobs built without pydantic's validation pass (:func:`allocation_jobs`). Both give the
+#: same jobs as the plain path (``False``), which the tests compare them against.
+FAST_ROUNDS = True
+
 #: Gavel's round length (6 minutes).
 DEFAULT_ROUND_SECONDS = 360.0
 
@@ -88,6 +93,32 @@ class IsolatedTime:
     def __init__(self) -> None:
         self._history: dict[str, float] = {}
         self._previous: dict[str, tuple[float, float]] = {}
+        # Each job's rates on the cluster's types, looked up once per run: a job's rate alone
+        # on its own gang is a pure function of the (immutable) world, job and type, and the
+        # rounds of a long trace would otherwise ask the throughput table the same question
+        # hundreds of thousands of times.
+        self._rates: dict[int, tuple[float, ...]] = {}
+        self._rates_of: tuple[object, tuple[str, ...]] | None = None
+
+    def rates(self, state: SimState, s: JobState, types: tuple[str, ...]) -> tuple[float, ...]:
+        """``state.rate(s, t)`` for each type ``t``, cached per job for the world and types."""
+        key = (state.world, types)
+        if (
+            self._rates_of is None
+            or self._rates_of[0] is not state.world
+            or (self._rates_of[1] != types)
+        ):
+            self._rates = {}
+            self._rates_of = key
+        if not FAST_ROUNDS:
+            return tuple(state.rate(s, name) for name in types)
+        index = s.job.index
+        rates = self._rates.get(index)
+        if rates is None:
+            # as floats (what validation would make of them) once, not every round
+            rates = tuple(float(state.rate(s, name)) for name in types)
+            self._rates[index] = rates
+        return rates
 
     def update(self, job_id: str, steps_left: float) -> float:
         """Account for the progress since the previous round; the job's history ``h_m``."""
@@ -164,7 +195,7 @@ def allocation_jobs(
     states: list[JobState] = []
     jobs: list[AllocationJob] = []
     for s in state.active:
-        rates = tuple(state.rate(s, name) for name in types)
+        rates = isolated.rates(state, s, types)
         if not any(r > 0 and s.job.num_gpus <= c for r, c in zip(rates, capacity, strict=True)):
             continue  # it can run nowhere: the round has nothing to give it
         left = max(s.job.work - s.done, 0.0)
@@ -173,7 +204,7 @@ def allocation_jobs(
         due = s.job.deadline - state.now
         states.append(s)
         jobs.append(
-            AllocationJob(
+            _round_job(
                 job_id=job_id,
                 throughput_steps_per_s=rates,
                 scale_factor=s.job.num_gpus,
@@ -186,6 +217,128 @@ def allocation_jobs(
             )
         )
     return RoundJobs(types, capacity, tuple(states), tuple(jobs))
+
+
+def _finite_at_least(value: float, low: float) -> bool:
+    return math.isfinite(value) and value >= low
+
+
+def _round_job(
+    *,
+    job_id: str,
+    throughput_steps_per_s: tuple[float, ...],
+    scale_factor: int,
+    weight: float,
+    steps_remaining: float,
+    time_since_start_s: float,
+    isolated_time_s: float,
+    job_type: str | None,
+    time_to_deadline_s: float | None,
+) -> AllocationJob:
+    """An :class:`AllocationJob` built from the simulation state, without pydantic's pass.
+
+    Validating every job of every round costs as much as solving the round's LPs on a long
+    trace. The fields come from a validated world, so the few constraints they could still
+    break are checked here directly (the same bounds as the model's fields); when one fails,
+    the validating constructor runs and raises its usual typed error naming the field. The
+    values are coerced as pydantic would coerce them (``float``/``int``), so the job is the
+    one the validating constructor would build.
+    """
+    rates = throughput_steps_per_s
+    ok = (
+        FAST_ROUNDS
+        and type(job_id) is str
+        and 1 <= len(job_id) <= 200
+        and all(type(r) is float and 0.0 <= r < math.inf for r in rates)  # False at NaN
+        and any(r > 0 for r in rates)
+        and isinstance(scale_factor, int)
+        and 1 <= scale_factor <= 1_000_000
+        and math.isfinite(weight)
+        and weight > 0
+        and _finite_at_least(steps_remaining, 0.0)
+        and _finite_at_least(time_since_start_s, 0.0)
+        and _finite_at_least(isolated_time_s, 0.0)
+        and (job_type is None or (type(job_type) is str and 1 <= len(job_type) <= 200))
+        and (time_to_deadline_s is None or _finite_at_least(time_to_deadline_s, 0.0))
+    )
+    fields: dict[str, Any] = {
+        "job_id": job_id,
+        "throughput_steps_per_s": rates,
+        "scale_factor": scale_factor,
+        "weight": weight,
+        "steps_remaining": steps_remaining,
+        "time_since_start_s": time_since_start_s,
+        "isolated_time_s": isolated_time_s,
+        "job_type": job_type,
+        "time_to_deadline_s": time_to_deadline_s,
+    }
+    if not ok:
+        return AllocationJob(**fields)  # raises the typed error naming the field
+    fields["scale_factor"] = int(scale_factor)
+    for name in ("weight", "steps_remaining", "time_since_start_s", "isolated_time_s"):
+        fields[name] = float(fields[name])
+    if time_to_deadline_s is not None:
+        fields["time_to_deadline_s"] = float(time_to_deadline_s)
+    return _construct(AllocationJob, fields)
+
+
+def _round_instance(
+    types: tuple[str, ...],
+    capacity: tuple[int, ...],
+    jobs: tuple[AllocationJob, ...],
+    pairs: tuple[PairThroughput, ...],
+    prices: tuple[float, ...] | None,
+) -> AllocationInstance:
+    """The round's :class:`AllocationInstance`, its jobs not validated a second time.
+
+    Validating the instance runs every job's own validator again (pydantic re-checks a model
+    field's after-validators); the jobs of :func:`allocation_jobs` are already checked, so on
+    the fast path the instance is constructed and only its own consistency check runs (the
+    same typed errors). ``FAST_ROUNDS = False`` validates it as a whole.
+    """
+    fields: dict[str, Any] = {
+        "gpu_types": types,
+        "capacity": capacity,
+        "jobs": jobs,
+        "pair_throughputs": pairs,
+        "prices": prices,
+    }
+    plain = (
+        FAST_ROUNDS
+        and 1 <= len(types) <= 64
+        and all(type(t) is str for t in types)
+        and all(type(c) is int for c in capacity)
+        and all(type(j) is AllocationJob for j in jobs)
+        and all(type(p) is PairThroughput for p in pairs)
+        and (prices is None or all(type(p) is float for p in prices))
+    )
+    if not plain:
+        return AllocationInstance(**fields)
+    instance = AllocationInstance.model_construct(**fields)
+    # the instance's own checks, raising the usual typed errors (a plain method at run time)
+    instance._consistent()  # type: ignore[operator]
+    return instance
+
+
+def _construct(cls: type[AllocationJob], fields: dict[str, Any]) -> AllocationJob:
+    """``cls.model_construct(**fields)`` for checked fields, all given, in declaration order.
+
+    What pydantic's ``model_construct`` does for a model without extra fields, private
+    attributes or post-init hook, without its per-field loop over defaults and aliases (which
+    costs more than the rest of building a round's job).
+    """
+    if cls.__pydantic_post_init__ or cls.__private_attributes__ or fields.keys() != _JOB_FIELDS:
+        return cls.model_construct(**fields)
+    job = cls.__new__(cls)
+    set_ = object.__setattr__
+    set_(job, "__dict__", fields)
+    set_(job, "__pydantic_fields_set__", set(fields))
+    set_(job, "__pydantic_extra__", None)
+    set_(job, "__pydantic_private__", None)
+    return job
+
+
+_JOB_FIELDS = AllocationJob.model_fields.keys()
 
 
 def as_fractions(instance: AllocationInstance, fractions: Any) -> FractionalAllocation:
@@ -411,12 +564,8 @@ class AllocationLP(Policy):
         types, capacity, jobs = round_jobs.gpu_types, round_jobs.capacity, list(round_jobs.jobs)
         if not jobs:
             return None
-        instance = AllocationInstance(
-            gpu_types=types,
-            capacity=capacity,
-            jobs=tuple(jobs),
-            pair_throughputs=self.pair_throughputs(state, jobs),
-            prices=self._prices(types),
+        instance = _round_instance(
+            types, capacity, tuple(jobs), self.pair_throughputs(state, jobs), self._prices(types)
         )
         start = time.perf_counter()
         policy = self.policy
