@@ -143,3 +143,13 @@ def test_a_file_read_whole_over_the_convert_budget_is_refused_up_front(
         assert main(env_args) == 2
     payload = json.loads(capsys.readouterr().out)
     assert str(src) in json.dumps(payload) and "max_convert_rows" in payload["message"]
+
+
+def test_a_missing_source_with_its_format_named_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "absent.csv"
+    argv = ["trace", "convert", str(src), str(tmp_path / "o.csv"), "--format", "optsched"]
+    assert main([*argv, "--json"]) == 2
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["file"] == str(src) and payload["field"] == "<file>"

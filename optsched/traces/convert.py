@@ -81,7 +81,13 @@ def convert_trace(
 
     src, out = Path(source), Path(output)
     name = detect_format(src) if format is None else format.lower()
-    newlines, plain = _arrow.scan(src)
+    try:
+        newlines, plain = _arrow.scan(src)
+    except OSError as exc:
+        # missing, a folder, unreadable: named as the guarded loader names it (exit 2)
+        raise InvalidInstanceError(
+            "<file>", f"cannot read {src}: {exc.strerror or exc}", file=str(src)
+        ) from None
     if stream and name == "optsched" and tasks is None and plain and _arrow.available():
         header = _header(src)
         check_row_budget(src, newlines)
