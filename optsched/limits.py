@@ -67,6 +67,10 @@ class Budget:
         Largest trace file read (traces are streamed row by row).
     max_trace_rows : int
         Most rows (jobs or tasks) taken from one trace.
+    max_convert_rows : int
+        Most rows ``trace convert`` reads into memory whole (about 265 bytes a row); a larger
+        file is refused up front unless it is a clean normalized CSV in arrival order, which is
+        converted in a stream in bounded memory (:mod:`optsched.traces.convert`).
     max_json_depth : int
         Deepest nesting of arrays/objects in a JSON or TOML document.
     max_int_digits : int
@@ -85,6 +89,7 @@ class Budget:
     max_file_bytes: int = 64 * 2**20
     max_trace_bytes: int = 4 * 2**30
     max_trace_rows: int = 20_000_000
+    max_convert_rows: int = 1_000_000
     max_json_depth: int = 64
     max_int_digits: int = 40
     max_model_variables: int = 1_000_000

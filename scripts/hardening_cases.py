@@ -225,6 +225,108 @@ def _drive_pool_size(work: Path) -> tuple[fe.Run, str]:
     return run, (f"{most} child processes for two runs" if most > 4 else "")
 
 
+def _drive_pool_30_runs(work: Path) -> tuple[fe.Run, str]:
+    """``-j 1000`` on 30 runs: refused up front (exit 2) or at most one worker a run."""
+    argv = _sweep_argv(work, jobs="1000")
+    argv[argv.index("--seeds") + 1] = ",".join(str(s) for s in range(15))
+    argv[argv.index("--loads") + 1] = "1"
+    argv[argv.index("--policies") + 1] = "fifo,srtf"
+    proc = _start(argv, work)
+    started = time.monotonic()
+    most = 0
+    while proc.poll() is None and time.monotonic() - started < 120:
+        most = max(most, len(_children(proc.pid)) - 1)
+        time.sleep(0.05)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return fe.Run([], None, out.decode(), err.decode(), 120, True), "no exit in 120 s"
+    out, err = proc.communicate()
+    run = fe.Run(["--json"], proc.returncode, out.decode(), err.decode(), 0, False)
+    limit = 4 * (os.cpu_count() or 1) + 2  # the pool's bound plus loky's resource trackers
+    if most > limit:
+        return run, f"{most} child processes for 30 runs on {os.cpu_count()} cores"
+    if proc.returncode == 2 and "--n-jobs" not in out.decode():
+        return run, "exit 2 without naming --n-jobs"
+    return run, ""
+
+
+def _store_rows(store: Path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=0.1) as db:
+            return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _serial_argv(work: Path) -> list[str]:
+    argv = _sweep_argv(work, jobs="1")
+    argv[argv.index("-j") : argv.index("-j") + 2] = ["--backend", "serial"]
+    return argv
+
+
+def _wait_rows(proc: subprocess.Popen[bytes], store: Path, n: int) -> bool:
+    end = time.monotonic() + 120
+    while _store_rows(store) < n:
+        if proc.poll() is not None or time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _drive_kill_after_commits(work: Path) -> tuple[fe.Run, str]:
+    """SIGKILL after N stored records (N = 1, 4, 9): a whole store, and a rerun completes."""
+    import sqlite3
+
+    store = work / "runs.sqlite"
+    started = time.monotonic()
+    for n in (1, 4, 9):
+        proc = _start(_serial_argv(work), work)
+        if not _wait_rows(proc, store, _store_rows(store) + n):
+            proc.kill()
+            out, err = proc.communicate()
+            if proc.returncode == 0:
+                break  # the sweep finished before the kill point: nothing left to kill
+            return fe.Run([], proc.returncode, out.decode(), err.decode(), 0, False), ""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        try:
+            with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+                check = [r[0] for r in db.execute("PRAGMA integrity_check")]
+        except sqlite3.Error as exc:
+            check = [str(exc)]
+        if check != ["ok"]:
+            run = fe.Run([], 0, "", "", time.monotonic() - started, False)
+            return run, f"store not whole after SIGKILL at {n} commits: {check[:2]}"
+    run = fe.run_optsched(_serial_argv(work), cwd=work, timeout=300)
+    if run.returncode != 0:
+        return run, f"rerun after the kills exited {run.returncode}"
+    return run, ""
+
+
+def _drive_concurrent_writers(work: Path) -> tuple[fe.Run, str]:
+    """A second sweep on a store in use: refused naming the store, or safely serialized."""
+    store = work / "runs.sqlite"
+    proc = _start(_serial_argv(work), work)
+    try:
+        if not _wait_rows(proc, store, 1):
+            out, err = proc.communicate()
+            return fe.Run([], proc.returncode, out.decode(), err.decode(), 0, False), ""
+        second = fe.run_optsched(_serial_argv(work), cwd=work, timeout=300)
+        running = proc.poll() is None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    if not running:
+        return second, ""  # the first ended before the second opened: nothing was concurrent
+    if second.returncode != 2 or str(store) not in second.stdout:
+        return second, f"second writer exited {second.returncode} without naming the store"
+    return second, ""
+
+
 def _full_disk_prefix(argv: list[str]) -> list[str]:
     """Run under RLIMIT_FSIZE of a few kB: writes past it fail with EFBIG, like a full disk."""
     code = (
@@ -459,6 +561,9 @@ def cases() -> list[Case]:
         ),
         Case("pool-size", "resources", lambda w: [], drive=_drive_pool_size),
         Case("kill9-orphans", "resources", lambda w: [], drive=_drive_kill9),
+        Case("pool-size-30-runs", "resources", lambda w: [], drive=_drive_pool_30_runs),
+        Case("kill9-after-commits", "faults", lambda w: [], drive=_drive_kill_after_commits),
+        Case("concurrent-writers", "faults", lambda w: [], drive=_drive_concurrent_writers),
         *[
             Case(
                 f"rates-{label}",

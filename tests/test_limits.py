@@ -18,6 +18,7 @@ DEFAULTS = {
     "max_file_bytes": 64 * 2**20,
     "max_trace_bytes": 4 * 2**30,
     "max_trace_rows": 20_000_000,
+    "max_convert_rows": 1_000_000,
     "max_json_depth": 64,
     "max_int_digits": 40,
     "max_model_variables": 1_000_000,

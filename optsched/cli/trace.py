@@ -110,35 +110,31 @@ def convert_cmd(
 ) -> None:
     """Convert SOURCE (any supported format) to the normalized CSV OUTPUT (.csv).
 
-    OUTPUT reads back as the same table (``optsched trace info OUTPUT``).
+    OUTPUT reads back as the same table (``optsched trace info OUTPUT``). A clean normalized
+    CSV in arrival order is converted in a stream (bounded memory, any length up to
+    max_trace_rows); any other file is read whole, and one with more rows than the budget
+    max_convert_rows (1,000,000; env OPTSCHED_MAX_CONVERT_ROWS) is refused up front naming
+    it (exit 2). OUTPUT is written to a temporary file and renamed: never left partial.
     """
-    from optsched.traces import write_trace
+    from optsched.traces.convert import convert_trace
 
     if output.suffix.lower() != ".csv":
         raise click.BadParameter(
             f"{output.name}: the file written is .csv, got extension {output.suffix or '(none)'!r}",
             param_hint="OUTPUT",
         )
-    trace = _read(source, fmt, tasks)
     try:
-        write_trace(trace, output)
+        report = convert_trace(source, output, format=fmt, tasks=tasks)
     except OSError as exc:
-        # full disk, file-size limit, read-only place: name the OUTPUT the user gave (exit 2)
-        exc.filename = str(output)
+        if exc.filename is None or Path(str(exc.filename)).resolve() != source.resolve():
+            # full disk, file-size limit, read-only place: name the OUTPUT the user gave (exit 2)
+            exc.filename = str(output)
         raise
-    report = {
-        "source": str(source),
-        "format": trace.format,
-        "output": str(output),
-        "jobs": len(trace),
-        "columns": [str(c) for c in trace.jobs.columns],
-        "skipped": dict(trace.meta.get("skipped") or {}),
-    }
     if as_json:
         print_json(report)
     else:
         err_console.print(
-            f"wrote {len(trace):,} jobs ({trace.format}) to {output}", highlight=False
+            f"wrote {report['jobs']:,} jobs ({report['format']}) to {output}", highlight=False
         )
 
 

@@ -71,14 +71,7 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(columns)
             for start in range(0, len(jobs), WRITE_BLOCK):
-                block = jobs.iloc[start : start + WRITE_BLOCK]
-                cells = [_cells(block[c], k) for c, k in zip(columns, kinds, strict=True)]
-                texts = [cells[i] for i, k in enumerate(kinds) if k == "str"]
-                if any(_NEEDS_QUOTES.search("".join(t)) for t in texts):
-                    writer.writerows(zip(*cells, strict=True))
-                else:
-                    # no field needs quoting: the csv module would write exactly these bytes
-                    fh.write("".join([",".join(row) + "\n" for row in zip(*cells, strict=True)]))
+                write_block(fh, writer, jobs.iloc[start : start + WRITE_BLOCK], columns, kinds)
         os.chmod(tmp, _file_mode(p))
         os.replace(tmp, p)
     except BaseException:
@@ -86,6 +79,24 @@ def write_trace(trace: Trace, path: str | Path) -> Path:
             os.unlink(tmp)
         raise
     return p
+
+
+def write_block(
+    fh: Any, writer: Any, block: pd.DataFrame, columns: list[str], kinds: list[str]
+) -> None:
+    r"""Write the rows of ``block`` (a slice of a normalized table) as CSV lines to ``fh``.
+
+    ``writer`` is a ``csv.writer`` on ``fh`` with ``lineterminator="\n"``; ``kinds`` are the
+    columns' kinds (:func:`~optsched.traces.schema._kind`). The bytes are those of
+    :func:`write_trace` for the same rows.
+    """
+    cells = [_cells(block[c], k) for c, k in zip(columns, kinds, strict=True)]
+    texts = [cells[i] for i, k in enumerate(kinds) if k == "str"]
+    if any(_NEEDS_QUOTES.search("".join(t)) for t in texts):
+        writer.writerows(zip(*cells, strict=True))
+    else:
+        # no field needs quoting: the csv module would write exactly these bytes
+        fh.write("".join([",".join(row) + "\n" for row in zip(*cells, strict=True)]))
 
 
 def _cells(series: Any, kind: str) -> list[str]:
