@@ -105,6 +105,9 @@ def _run_case(case: dict[str, Any], seeds: dict[str, Path], timeout: float) -> d
             mutant.write_bytes(data)
             case = {**case, "what": f"{case['mutator']} seed {case['seed']}: {what}"}
         argv = fe.fill(case["template"], seeds, mutant, work)
+        if case.get("mutator") == "list-blowup" and case["template"][:1] == ["sim"]:
+            # tens of thousands of jobs to simulate: the simulator's limit, not the readers'
+            timeout = max(timeout, fe.SIM_BLOWUP_TIMEOUT_SECONDS)
         run = fe.run_optsched(argv, cwd=work, timeout=timeout)
     outcome = fe.check_contract(run)
     return {
