@@ -37,7 +37,7 @@ import numpy as np
 
 from optsched._io import MAX_LINE_CHARS
 
-__all__ = ["available", "read_columns", "scan"]
+__all__ = ["available", "plain_parse_options", "read_columns", "scan"]
 
 #: The plain-decimal grammar on which Python's float and Arrow's agree (see the module notes).
 PLAIN_NUMBER = r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
@@ -46,6 +46,23 @@ MAX_NUMBER_CHARS = 32
 #: Bytes parsed per block: the text of one block is held at a time, not the file's.
 BLOCK_BYTES = 1 << 20
 _CHUNK = 1 << 23
+
+
+def plain_parse_options() -> Any:
+    """The dialect both streaming readers accept: commas, no quoting, one row per line.
+
+    A file outside it (quotes, embedded newlines) fails the stream and is read whole.
+    """
+    import pyarrow.csv as pacsv
+
+    return pacsv.ParseOptions(
+        delimiter=",",
+        quote_char=False,
+        double_quote=False,
+        escape_char=False,
+        newlines_in_values=False,
+        ignore_empty_lines=True,
+    )
 
 
 def available() -> bool:
@@ -133,14 +150,7 @@ def read_columns(
         reader = pacsv.open_csv(
             str(path),
             read_options=pacsv.ReadOptions(block_size=BLOCK_BYTES, use_threads=True),
-            parse_options=pacsv.ParseOptions(
-                delimiter=",",
-                quote_char=False,
-                double_quote=False,
-                escape_char=False,
-                newlines_in_values=False,
-                ignore_empty_lines=True,
-            ),
+            parse_options=plain_parse_options(),
             convert_options=pacsv.ConvertOptions(
                 column_types=types,
                 null_values=[],

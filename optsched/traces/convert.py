@@ -151,7 +151,7 @@ def _copy(source: Path, fh: Any, header: list[str]) -> int | None:
     import pyarrow.csv as pacsv
 
     from optsched._io import MAX_LINE_CHARS
-    from optsched.traces._arrow import BLOCK_BYTES, _numbers, _strings
+    from optsched.traces._arrow import BLOCK_BYTES, _numbers, _strings, plain_parse_options
     from optsched.traces.normalized import _POSITIVE, write_block
     from optsched.traces.schema import BOUNDS, COLUMNS, NULLABLE, Trace, _kind, build_frame
 
@@ -161,14 +161,7 @@ def _copy(source: Path, fh: Any, header: list[str]) -> int | None:
         reader = pacsv.open_csv(
             str(source),
             read_options=pacsv.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
-            parse_options=pacsv.ParseOptions(
-                delimiter=",",
-                quote_char=False,
-                double_quote=False,
-                escape_char=False,
-                newlines_in_values=False,
-                ignore_empty_lines=True,
-            ),
+            parse_options=plain_parse_options(),
             convert_options=pacsv.ConvertOptions(
                 column_types={n: pa.string() for n in header},
                 null_values=[],
