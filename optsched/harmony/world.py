@@ -53,6 +53,7 @@ __all__ = [
     "HarmonyWorld",
     "JobArrival",
     "Simulation",
+    "ffd_fits",
     "generate_arrivals",
 ]
 
@@ -215,7 +216,7 @@ def generate_arrivals(
     )
 
 
-def _ffd_fits(demands: np.ndarray, free: np.ndarray) -> bool:
+def ffd_fits(demands: np.ndarray, free: np.ndarray) -> bool:
     """Whether first-fit (in the given, decreasing order) packs ``demands`` into ``free``."""
     left = free.copy()
     for d in demands:
@@ -271,7 +272,7 @@ class ClusterState:
             if np.all(d <= self.free[h] + WORK_TOL):
                 left = self.free.copy()
                 left[h] -= d
-                out[h] = _ffd_fits(demands[k + 1 :], left)
+                out[h] = ffd_fits(demands[k + 1 :], left)
         return out
 
     def place_task(self, job: JobArrival, demand: np.ndarray, h: int) -> None:
@@ -350,7 +351,7 @@ class Simulation:
                 )
             if job.n_workers < 0 or job.n_ps < 0 or job.n_tasks < 1 or job.iterations <= 0:
                 raise InvalidInstanceError(f"arrivals[{i}]", "needs >= 1 task and iterations > 0")
-            if not _ffd_fits(job.demands(), empty):
+            if not ffd_fits(job.demands(), empty):
                 raise InvalidInstanceError(f"arrivals[{i}]", "fits on no empty cluster")
         self.state = ClusterState(world)
         self.now = 0.0
@@ -394,7 +395,7 @@ class Simulation:
             self.now = max(self.now, until)
 
     def _fits(self, job: JobArrival) -> bool:
-        return _ffd_fits(job.demands(), self.state.free)
+        return ffd_fits(job.demands(), self.state.free)
 
     def next_job(self) -> JobArrival | None:
         """Advance time to the next decision; the job to place, or ``None`` when all are placed."""
