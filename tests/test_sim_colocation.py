@@ -194,8 +194,9 @@ def test_colocation_world_has_no_world_document(tmp_path: Path) -> None:
     assert err.value.field == "colocation"
 
 
-def test_first_fit_matches_harmonys_reference_loop() -> None:
-    """The engine's colocation mode and Harmony's own loop give the same JCTs."""
+def test_sim_policies_agree_with_harmonys_run_policy() -> None:
+    """A placement policy run by ``simulate`` and the same rule placed job by job by Harmony's
+    driver (both on the engine) give the same JCTs."""
     from optsched.harmony import HarmonyWorld, run_policy
     from optsched.harmony.compare import arrivals_from_trace
 
