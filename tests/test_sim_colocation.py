@@ -279,3 +279,40 @@ def test_sim_compare_cli_refuses_what_colocation_cannot_do(
     code = main(["sim", "compare", str(TRACE), "--policies", "fifo", "--json"])
     _, err = capsys.readouterr()
     assert code == 2 and "--cluster" in err
+
+
+def test_env_episode_is_the_engines_run() -> None:
+    """An episode placing every task on the first valid server is the engine's first-fit run
+    on the same arrivals: the same JCTs, and a record the validator accepts."""
+    pytest.importorskip("gymnasium", reason="the Harmony environment needs the rl extra")
+    from gymnasium.utils.env_checker import check_env
+
+    from optsched.harmony.env import PlacementEnv
+    from optsched.harmony.world import HarmonyWorld
+
+    world = HarmonyWorld(n_servers=3, n_types=4, seed=2)
+    check_env(PlacementEnv(world, n_jobs=3), skip_render_check=True)
+    env = PlacementEnv(world, n_jobs=8, mean_interarrival_s=20.0)
+    _, info = env.reset(seed=11)
+    while True:
+        _, _, terminated, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        if terminated:
+            break
+    driver = env._sim
+    assert driver is not None and driver.result is not None
+    assert validate(driver.sim_world, driver.result).ok
+    record = simulate(driver.sim_world, "first-fit", round_seconds=None)
+    jct = [c - j.arrival for j, c in zip(driver.sim_world.jobs, record.completion, strict=True)]
+    assert info["avg_jct_s"] == pytest.approx(float(np.mean(jct)), rel=1e-12)
+
+
+def test_models_without_neighbours_refuse_a_colocation_world() -> None:
+    from optsched.sim.compare import compare
+
+    world = colocation_world_from_trace(TRACE)
+    with pytest.raises(InvalidInstanceError) as err:
+        simulate(world, "fifo", mechanism="gavel")
+    assert err.value.field == "mechanism"
+    with pytest.raises(InvalidInstanceError) as err:
+        compare(world, ["first-fit"], exact=True, round_seconds=None)
+    assert err.value.field == "exact"

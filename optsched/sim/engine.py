@@ -203,7 +203,7 @@ def simulate(
         ``round_seconds`` not > ``world.restore_s`` or not finite, ``max_time`` not
         finite, or the event bound over ``limits.max_events``; ``world`` not a World (a trace
         goes through :func:`~optsched.sim.compare.world_from_trace`), ``policy`` neither a
-        Policy nor a registered name.
+        Policy nor a registered name; Gavel's mechanism on a world in the colocation mode.
     PolicyError
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
         impossible placement or pairing, or more wake-ups than it declared.
@@ -226,6 +226,10 @@ def simulate(
         if restore_on_first_start != world.restore_on_first_start:
             world = dataclasses.replace(world, restore_on_first_start=restore_on_first_start)
     rs = policy.round_seconds if round_seconds == _POLICY_ROUND else round_seconds
+    if gavel is not None and world.colocation is not None:
+        raise InvalidInstanceError(
+            "mechanism", "Gavel's mechanism has no colocation mode; run the world with 'optsched'"
+        )
     if gavel is not None:
         if round_seconds is None:
             raise InvalidInstanceError(

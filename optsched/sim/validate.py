@@ -33,7 +33,11 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     ``restore_on_first_start``, makes no progress for its first ``restore_s``), a finished
     job's work is reached at its completion time (within :data:`~optsched.tolerances.TIME_TOL`,
     relative; a shortfall is converted to time at the last segment's rate), and an unfinished
-    job's work is not reached before the end of the run.
+    job's work is not reached before the end of the run. In the colocation mode the rate is
+    re-derived from the record: each segment is cut at every start and end of another job's
+    segment on a server it shares (workers' or parameter servers'), and in each piece the rate
+    is the consolidated rate times the speed factor of the jobs present
+    (:meth:`Colocation.speed_factor <optsched.sim.colocation.Colocation.speed_factor>`).
 ``no_progress``
     No job holds GPUs where its rate is 0 (a type or pairing the table gives it no rate on) for
     a stretch longer than :data:`optsched.limits.MAX_STALLED_ROUNDS` rounds of the run;
@@ -45,7 +49,9 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
 ``server_capacity``
     At every instant the GPUs held on each server (a shared pair counted once) are at most the
     server's GPUs. (Per type at most the type's count follows: a type's servers hold exactly its
-    GPUs.)
+    GPUs.) In the colocation mode (:mod:`optsched.sim.colocation`) also: the CPUs of the
+    workers and parameter servers on each server are at most its CPUs, and each segment lists
+    its job's number of parameter servers, on servers of the world.
 ``work_conserving``
     Only for a run whose policy claims it (``SimResult.extra["work_conserving"]``): at every
     decision point (every arrival and completion of an event-driven run; every round start
