@@ -709,12 +709,9 @@ def _coloc_work_reached(check: _Check, job: SimJob) -> float | None:
         points = sorted(cuts)
         for p, q in itertools.pairwise(points):
             mid = 0.5 * (p + q)
+            # only the segments overlapping this one can be present in the piece
             neighbours = [
-                [
-                    types[k]
-                    for a, b, k in read.by_server.get(h, [])
-                    if k != job.job_id and a <= mid < b
-                ]
+                [types[k] for g, a, b, k in others if g == h and a <= mid < b]
                 for h in sorted(servers)
             ]
             rate = base * coloc.speed_factor(own, neighbours)
