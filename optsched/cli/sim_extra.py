@@ -113,7 +113,7 @@ def _fmt(value: Any) -> str:
 
 def compare_command(
     trace: Path,
-    cluster: str,
+    cluster: str | None,
     policies: str,
     exact: bool,
     objectives: str,
@@ -133,23 +133,52 @@ def compare_command(
     bound: bool = False,
     offered_load: float | None = None,
     load: float = 1.0,
+    harmony_model: Path | None = None,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli._mechanism import mechanism_from
+    from optsched.cli.sim_colocation import colocation_setup, needs_colocation
     from optsched.sim import parse_cluster
     from optsched.sim.compare import compare, world_from_trace
 
-    spec = parse_cluster(cluster, field="--cluster")
-    names = _policies(policies)
+    names: list[Any] = _policies(policies)
     wanted = _names("--objectives", objectives)
     steady = window_arg(window)
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
-    read = read_jobs(trace)
-    table = _table(spec, throughputs, reference, read.format)
-    world = world_from_trace(read, spec, table, restore_s=restore_s)
-    world = scaled_arrivals(world, load, offered_load)
-    if elastic is not None:
-        world = elastic_world(world, elastic)
+    coloc_info: dict[str, Any] | None = None
+    if needs_colocation(names):
+        # placement policies: the trace as a colocation world, every policy event-driven
+        world, names, coloc_info = colocation_setup(
+            read_jobs(trace),
+            cluster,
+            names,
+            harmony_model,
+            refused={
+                "--exact": exact,
+                "--bound": bound,
+                "--round-seconds": round_seconds is not None,
+                "--elastic": elastic is not None,
+                "--mechanism": how != "optsched",
+                "--throughputs": throughputs is not None,
+                "--restore-seconds": restore_s != 0,
+            },
+        )
+        world = scaled_arrivals(world, load, offered_load)
+        spec = world.cluster
+    else:
+        if cluster is None:
+            raise InvalidInstanceError(
+                "--cluster",
+                "a cluster to simulate on is required (unless --policies names "
+                "only placement policies and others that run on a colocation world)",
+            )
+        spec = parse_cluster(cluster, field="--cluster")
+        read = read_jobs(trace)
+        table = _table(spec, throughputs, reference, read.format)
+        world = world_from_trace(read, spec, table, restore_s=restore_s)
+        world = scaled_arrivals(world, load, offered_load)
+        if elastic is not None:
+            world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
     if policies.strip() == "all":
         # "every policy" means every policy whose model admits this world; the others are
@@ -172,7 +201,13 @@ def compare_command(
             names,
             exact=exact,
             objectives=wanted,
-            round_seconds="policy" if round_seconds is None else round_seconds,
+            round_seconds=(
+                None
+                if coloc_info is not None
+                else "policy"
+                if round_seconds is None
+                else round_seconds
+            ),
             rounds=rounds,
             window=steady,
             mechanism=how,
@@ -201,6 +236,8 @@ def compare_command(
     if output is not None:
         frame.to_csv(output, index=False)
     payload = {"trace": str(trace), "cluster": str(spec), **result.to_dict()}
+    if coloc_info is not None:
+        payload["colocation"] = coloc_info
     if stopped is not None:
         # the contract's error fields, beside the rows that were computed
         payload["error"], payload["message"] = "NotOptimalError", str(stopped)
@@ -519,9 +556,22 @@ def register(group: click.Group) -> None:
         WINDOW_OPTION,
     ]
 
+    from optsched.cli.sim_colocation import HARMONY_MODEL_OPTION
+
     cmp: Any = compare_command
+    compare_common = [
+        click.option(
+            "--cluster",
+            default=None,
+            help="GPU types: v100=8,p100=16[:GPUS/SERVER]. Required, except with placement "
+            "policies (harmony, first-fit, ...: a colocation world, by default Harmony's 6 "
+            "servers of 4 GPUs; one type, e.g. gpu=24:4, sets its servers).",
+        ),
+        *common[1:],
+    ]
     for deco in (
         solver_options(),  # first: its wrapper would drop options attached before it
+        HARMONY_MODEL_OPTION,
         json_option,
         output_option((".csv",), help="Write the comparison table"),
         click.option(
@@ -549,7 +599,7 @@ def register(group: click.Group) -> None:
         *_mechanism_options(),
         ELASTIC_OPTION,
         PLUGIN_OPTION,
-        *reversed(common),
+        *reversed(compare_common),
         click.argument("trace", type=_trace_arg),
     ):
         cmp = deco(cmp)

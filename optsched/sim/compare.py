@@ -392,6 +392,11 @@ def compare(
             f"must be a number of seconds, 'policy' or None, got {round_seconds!r}",
         )
     world = _world_for(world, cluster, throughputs, restore_s)
+    if world.colocation is not None and (exact or bound):
+        # the exact model and the bounds know GPU types and pairs, not neighbours on a server
+        raise InvalidInstanceError(
+            "exact" if exact else "bound", "not available for a world in the colocation mode"
+        )
     made = as_policies(policies, field="policies")
     if window is not None:
         from optsched.sim.metrics import check_window
