@@ -62,9 +62,9 @@ def key(name: str) -> Callable[[Summary], float | None]:
     return get
 
 
-def matching(pattern: str, reduce: Callable[[list[float]], float] = max) -> Callable[
-    [Summary], float | None
-]:
+def matching(
+    pattern: str, reduce: Callable[[list[float]], float] = max
+) -> Callable[[Summary], float | None]:
     """``reduce`` over every numeric summary figure whose key matches ``pattern`` (a regex)."""
     rx = re.compile(pattern)
 
