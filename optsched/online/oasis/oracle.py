@@ -52,8 +52,11 @@ __all__ = [
     "OracleResult",
     "best_schedule",
     "best_schedule_reference",
+    "decide_kernel",
+    "dp_fits",
     "oracle_kernel",
     "oracle_kernel_full",
+    "oracle_kernel_pull",
 ]
 
 #: Largest DP table (slots x (units + 1)) the kernel allocates; a bigger job is refused with a
@@ -672,6 +675,344 @@ def oracle_kernel_full(
 
 
 # ------------------------------------------------------------------------------------------
+# One online decision in one kernel call
+# ------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _relax(src: np.ndarray, dst: np.ndarray, arg: np.ndarray, step: float, n: int) -> None:
+    """``dst[k] = src[k] + step`` (and ``arg[k] = n``) wherever that is strictly smaller.
+
+    One count of :func:`oracle_kernel_pull`'s relaxation on aligned slices: each ``k`` on its
+    own, so the loop vectorises.
+    """
+    for k in range(src.shape[0]):
+        v = src[k] + step
+        if v < dst[k]:
+            dst[k] = v
+            arg[k] = n
+
+
+@numba.njit(cache=True)
+def oracle_kernel_pull(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    ftab: np.ndarray,
+    floor: float,
+) -> tuple[float, float, int, np.ndarray, np.ndarray]:
+    r""":func:`oracle_kernel` with the relaxation loops turned inside out; the same results.
+
+    Same parameters and returns as :func:`oracle_kernel`, and the same floats: every
+    candidate cost is the same sum ``cost(j - 1, d) + C_j(n)``, and each cell keeps the same
+    minimiser.
+
+    Notes
+    -----
+    :func:`oracle_kernel` pushes every live state :math:`d` (ascending) through every worker
+    count :math:`n` (ascending) and keeps the first strict improvement of each cell. A cell
+    :math:`d' <` ``demand`` is reached from :math:`d = d' - q(n)`, one state per count, and
+    since :math:`q` is strictly increasing over the counts tried, ascending :math:`d` is
+    descending :math:`n`: looping over the counts from the largest down, and over the cells
+    inside, visits each cell's candidates in the same order, so strict ``<`` keeps the same
+    minimiser. The inner loop is a straight pass over two arrays (no ``min`` with
+    ``demand``, no skipped states), which the compiler can vectorise. The capped cell
+    ``demand`` collects several states per count; it keeps :func:`oracle_kernel`'s order
+    (states ascending, counts ascending) in a loop of its own, over the states that can
+    reach it. States below the lowest live one are skipped.
+    """
+    S = uc_w.shape[0]
+    H = uc_w.shape[1]
+    K = uc_p.shape[1]
+    N = q.shape[0] - 1
+    inf = np.inf
+    ncand = 0
+    cand = np.empty(N, dtype=np.int64)
+    for n in range(1, N + 1):
+        if q[n] > q[n - 1]:
+            cand[ncand] = n
+            ncand += 1
+    rate = _unit_rates(uc_w, room_w, uc_p, room_p, q, mreq)
+    prev = np.full(demand + 1, inf)
+    prev[0] = 0.0
+    # Entries above the reach stay inf in both buffers: only [0, reach] is ever written.
+    cur = np.full(demand + 1, inf)
+    choice = np.empty((S, demand + 1), dtype=np.int32)
+    capfrom = np.full(S, -1, dtype=np.int64)
+    C = np.empty(N + 1)
+    qc = np.empty(N, dtype=np.int64)
+    cc = np.empty(N)
+    nc = np.empty(N, dtype=np.int32)
+    reach = 0
+    best = -inf
+    best_cost = inf
+    best_j = -1
+    for j in range(S):
+        limit = floor if floor > best else best
+        if ftab[j] <= limit:
+            break  # f is non-increasing and costs are >= 0: no later deadline can do better
+        r = rate[j]
+        lo = -1
+        for d in range(reach + 1):
+            if prev[d] == inf:
+                continue
+            if d == demand:
+                v = prev[d]
+            elif r < inf:
+                v = prev[d] + (demand - d) * r
+            else:
+                v = inf
+            if ftab[j] - v * (1.0 - BOUND_SLACK) <= limit:
+                prev[d] = inf
+            elif lo < 0:
+                lo = d
+        if lo < 0:
+            break
+        nmax = _slot_costs_select(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
+        new_reach = reach + q[nmax] if nmax > 0 else reach
+        if new_reach > demand:
+            new_reach = demand
+        ch = choice[j]
+        for d in range(new_reach + 1):
+            cur[d] = prev[d]
+            ch[d] = 0
+        if nmax > 0:
+            kc = 0
+            for ci in range(ncand):
+                n = cand[ci]
+                if n > nmax:
+                    break
+                qc[kc] = q[n]
+                cc[kc] = C[n]
+                nc[kc] = n
+                kc += 1
+            # Cells below demand, counts descending (= source states ascending).
+            for ci in range(kc - 1, -1, -1):
+                qv = qc[ci]
+                cv = cc[ci]
+                nv = nc[ci]
+                top = demand - 1 - qv
+                if top > reach:
+                    top = reach
+                if top >= lo:
+                    _relax(prev[lo : top + 1], cur[lo + qv : top + qv + 1], ch[lo + qv :], cv, nv)
+            # The capped cell: states ascending, counts ascending, as in oracle_kernel.
+            first = demand - qc[kc - 1]
+            if first < lo:
+                first = lo
+            for d in range(first, reach + 1):
+                base = prev[d]
+                if base == inf:
+                    continue
+                for ci in range(kc):
+                    if d + qc[ci] < demand:
+                        continue
+                    v = base + cc[ci]
+                    if v < cur[demand]:
+                        cur[demand] = v
+                        ch[demand] = nc[ci]
+                        capfrom[j] = d
+        reach = new_reach
+        if cur[demand] < inf:
+            pay = ftab[j] - cur[demand]
+            if pay > best:
+                best = pay
+                best_cost = cur[demand]
+                best_j = j
+        tmp = prev
+        prev = cur
+        cur = tmp
+    y = np.zeros((S, H), dtype=np.int64)
+    z = np.zeros((S, K), dtype=np.int64)
+    if best_j < 0:
+        return best, best_cost, best_j, y, z
+    d = demand
+    buf_w = np.zeros(H, dtype=np.int64)
+    buf_p = np.zeros(K, dtype=np.int64)
+    for j in range(best_j, -1, -1):
+        n = choice[j, d]
+        if n == 0:
+            continue
+        if d == demand:
+            d = capfrom[j]
+        else:
+            d = d - q[n]
+        _fill_select(uc_w[j], room_w[j], n, buf_w)
+        _fill_select(uc_p[j], room_p[j], mreq[n], buf_p)
+        y[j, :] = buf_w
+        z[j, :] = buf_p
+    return best, best_cost, best_j, y, z
+
+
+@numba.njit(cache=True)
+def _room_touched(
+    capacity: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    start: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+) -> np.ndarray:
+    """:func:`_room` on ``used[start:]``, reusing the idle room where nothing was committed.
+
+    ``touched[t, s]`` is false only where ``used[t, s]`` is still the initial 0.0 on every
+    resource; there :math:`c - 0 = c` exactly, so the room is the idle server's, computed once
+    per server by the same formula: the output equals :func:`_room` entry for entry.
+    """
+    T, X, R = used.shape
+    S = T - start
+    idle = np.empty(X, dtype=np.int64)
+    for s in range(X):
+        best = cap
+        for r in range(R):
+            if demand[r] > 0:
+                ratio = (capacity[s, r] - 0.0) / demand[r]
+                slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                fit = int(np.floor(ratio + tol * slack))
+                if fit < best:
+                    best = fit
+        idle[s] = best if best > 0 else 0
+    out = np.empty((S, X), dtype=np.int64)
+    for t in range(S):
+        for s in range(X):
+            if not touched[start + t, s]:
+                out[t, s] = idle[s]
+                continue
+            best = cap
+            for r in range(R):
+                if demand[r] > 0:
+                    ratio = (capacity[s, r] - used[start + t, s, r]) / demand[r]
+                    slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                    fit = int(np.floor(ratio + tol * slack))
+                    if fit < best:
+                        best = fit
+            out[t, s] = best if best > 0 else 0
+    return out
+
+
+@numba.njit(cache=True)
+def _nonzero_rows(
+    counts: np.ndarray, unit_cost: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row-major ``(slot + start, server, count)`` of the non-zero ``counts``, and the costs.
+
+    The order is :func:`numpy.nonzero`'s; the cost array is ``unit_cost * counts`` entry by
+    entry (one rounded multiplication each, as numpy computes it).
+    """
+    S, X = counts.shape
+    m = 0
+    for t in range(S):
+        for s in range(X):
+            if counts[t, s] != 0:
+                m += 1
+    ts = np.empty(m, dtype=np.int64)
+    ss = np.empty(m, dtype=np.int64)
+    ns = np.empty(m, dtype=np.int64)
+    prod = np.empty((S, X))
+    k = 0
+    for t in range(S):
+        for s in range(X):
+            n = counts[t, s]
+            prod[t, s] = unit_cost[t, s] * n
+            if n != 0:
+                ts[k] = t + start
+                ss[k] = s
+                ns[k] = n
+                k += 1
+    return ts, ss, ns, prod
+
+
+@numba.njit(cache=True)
+def decide_kernel(
+    uc_w: np.ndarray,
+    uc_p: np.ndarray,
+    worker_capacity: np.ndarray,
+    ps_capacity: np.ndarray,
+    worker_used: np.ndarray,
+    ps_used: np.ndarray,
+    worker_touched: np.ndarray,
+    ps_touched: np.ndarray,
+    arrival: int,
+    worker_demand: np.ndarray,
+    ps_demand: np.ndarray,
+    cap: int,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    ftab: np.ndarray,
+    floor: float,
+    tol: float,
+) -> tuple[
+    int,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+]:
+    r"""One online decision: residual room, :func:`oracle_kernel` and the deployment, in one call.
+
+    Parameters
+    ----------
+    uc_w, uc_p : float64 (S, H), (S, K)
+        Unit costs from the job's arrival on (``prices[a:] @ demand``, computed by the caller
+        so that they are the very floats of :func:`best_schedule`).
+    worker_capacity, ps_capacity : float64 (H, R), (K, R)
+    worker_used, ps_used : float64 (T, H, R), (T, K, R)
+        Committed usage.
+    worker_touched, ps_touched : bool (T, H), (T, K)
+        False where nothing was ever committed (usage exactly 0.0).
+    arrival : int
+        :math:`a_i`; slots of the outputs of the DP are relative to it.
+    worker_demand, ps_demand : float64 (R,)
+    cap : int
+        :math:`N_i`.
+    q, mreq, demand, ftab, floor
+        As in :func:`oracle_kernel` (``ftab`` from the arrival on).
+    tol : float
+        :data:`~optsched.online.oasis.engine.FIT_TOL`.
+
+    Returns
+    -------
+    (last, cost_w, cost_p, wt, wh, wn, pt, pk, pn)
+        ``last`` as in :func:`oracle_kernel` (-1: nothing beat ``floor``, and every array is
+        empty). ``cost_w[t, h]`` is :math:`uc_w \cdot y` of :func:`oracle_kernel`'s ``y``
+        (shape (S, H), likewise ``cost_p``): summed by the caller with :func:`numpy.sum`
+        they give :func:`best_schedule`'s cost to the last bit. ``(wt, wh, wn)`` and
+        ``(pt, pk, pn)`` list the deployment (absolute slot, server, count) in
+        :func:`numpy.nonzero` order.
+
+    Notes
+    -----
+    The same floats as :func:`best_schedule` (``kernel="bounded"``) on the same arguments:
+    the room is :func:`_room`'s (:func:`_room_touched`), the search is
+    :func:`oracle_kernel_pull` (:func:`oracle_kernel` with its loops inverted). What it saves
+    besides is the Python between them: one dispatch instead of four, no ``(S, H)`` int
+    arrays handed back to be searched by :func:`numpy.nonzero`.
+    """
+    room_w = _room_touched(
+        worker_capacity, worker_used, worker_touched, arrival, worker_demand, cap, tol
+    )
+    room_p = _room_touched(ps_capacity, ps_used, ps_touched, arrival, ps_demand, cap, tol)
+    _, _, last, y, z = oracle_kernel_pull(uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor)
+    if last < 0:
+        none = np.empty(0, dtype=np.int64)
+        flat = np.empty((0, 0))
+        return last, flat, flat, none, none, none, none, none, none
+    wt, wh, wn, cost_w = _nonzero_rows(y, uc_w, arrival)
+    pt, pk, pn, cost_p = _nonzero_rows(z, uc_p, arrival)
+    return last, cost_w, cost_p, wt, wh, wn, pt, pk, pn
+
+
+# ------------------------------------------------------------------------------------------
 # Wrapper
 # ------------------------------------------------------------------------------------------
 
@@ -807,6 +1148,29 @@ def best_schedule(
     )
 
 
+def dp_fits(instance: OasisInstance, i: int, S: int, u: WorkUnits) -> bool:
+    """Whether job ``i`` can finish in its ``S`` slots at all (else no schedule exists).
+
+    Raises
+    ------
+    InvalidInstanceError
+        The DP table (``S`` x (units + 1)) would exceed :data:`MAX_DP_CELLS` (field
+        ``jobs[i]``).
+    """
+    if int(u.per_workers[-1]) * S < u.demand:
+        # Even N_i workers in every slot up to the horizon cannot finish the job (e.g. a slot
+        # far shorter than one minibatch): no schedule exists, whatever the prices.
+        return False
+    if S * (u.demand + 1) > MAX_DP_CELLS:
+        raise InvalidInstanceError(
+            f"jobs[{i}]",
+            f"the oracle's DP table would have {S * (u.demand + 1):,} cells (> {MAX_DP_CELLS:,}): "
+            f"{u.demand} {u.mode} units over {S} slots; use fewer, larger chunks"
+            + (" or work='worker-slots'" if u.mode == "chunks" else ""),
+        )
+    return True
+
+
 def _best_schedule(
     instance: OasisInstance,
     i: int,
@@ -825,17 +1189,8 @@ def _best_schedule(
     """
     a = instance.jobs[i].arrival
     S = instance.horizon - a
-    if int(u.per_workers[-1]) * S < u.demand:
-        # Even N_i workers in every slot up to the horizon cannot finish the job (e.g. a slot
-        # far shorter than one minibatch): no schedule exists, whatever the prices.
+    if not dp_fits(instance, i, S, u):
         return _NONE
-    if S * (u.demand + 1) > MAX_DP_CELLS:
-        raise InvalidInstanceError(
-            f"jobs[{i}]",
-            f"the oracle's DP table would have {S * (u.demand + 1):,} cells (> {MAX_DP_CELLS:,}): "
-            f"{u.demand} {u.mode} units over {S} slots; use fewer, larger chunks"
-            + (" or work='worker-slots'" if u.mode == "chunks" else ""),
-        )
     wd = instance.worker_demand[i]
     sd = instance.ps_demand[i]
     N = instance.jobs[i].chunks
