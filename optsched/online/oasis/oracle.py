@@ -680,6 +680,61 @@ def oracle_kernel_full(
 
 
 @numba.njit(cache=True)
+def _unit_rates_memo(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+) -> np.ndarray:
+    r""":func:`_unit_rates`, recomputing :math:`\rho_t` only when :math:`(a_t, b_t)` changes.
+
+    :math:`\rho_t` is a function of the slot's cheapest unit costs :math:`(a_t, b_t)` alone
+    (the job's :math:`q` and :math:`m` fixed), so a slot with the same pair as the slot after
+    it reuses that slot's value: the same floats, without the :math:`O(N)` loop of divisions
+    over the long idle stretches of the horizon.
+    """
+    S = uc_w.shape[0]
+    H = uc_w.shape[1]
+    K = uc_p.shape[1]
+    N = q.shape[0] - 1
+    out = np.full(S + 1, np.inf)
+    last_a = np.nan
+    last_b = np.nan
+    last_rate = np.inf
+    for t in range(S - 1, -1, -1):
+        a = np.inf
+        for h in range(H):
+            if room_w[t, h] > 0 and uc_w[t, h] < a:
+                a = uc_w[t, h]
+        b = np.inf
+        for k in range(K):
+            if room_p[t, k] > 0 and uc_p[t, k] < b:
+                b = uc_p[t, k]
+        if a == last_a and b == last_b:
+            rate = last_rate
+        else:
+            rate = np.inf
+            if a < np.inf:
+                for n in range(1, N + 1):
+                    if q[n] <= q[n - 1]:
+                        continue
+                    m = mreq[n]
+                    if m > 0 and b == np.inf:
+                        continue
+                    c = n * a + (m * b if m > 0 else 0.0)
+                    r = c / q[n]
+                    if r < rate:
+                        rate = r
+            last_a = a
+            last_b = b
+            last_rate = rate
+        out[t] = rate if rate < out[t + 1] else out[t + 1]
+    return out
+
+
+@numba.njit(cache=True)
 def _relax(src: np.ndarray, dst: np.ndarray, arg: np.ndarray, step: float, n: int) -> None:
     """``dst[k] = src[k] + step`` (and ``arg[k] = n``) wherever that is strictly smaller.
 
@@ -694,7 +749,7 @@ def _relax(src: np.ndarray, dst: np.ndarray, arg: np.ndarray, step: float, n: in
 
 
 @numba.njit(cache=True)
-def oracle_kernel_pull(
+def _scan_pull(
     uc_w: np.ndarray,
     room_w: np.ndarray,
     uc_p: np.ndarray,
@@ -705,29 +760,12 @@ def oracle_kernel_pull(
     ftab: np.ndarray,
     floor: float,
 ) -> tuple[float, float, int, np.ndarray, np.ndarray]:
-    r""":func:`oracle_kernel` with the relaxation loops turned inside out; the same results.
+    """The deadline scan of :func:`oracle_kernel_pull`: ``(best, cost, last, choice, capfrom)``.
 
-    Same parameters and returns as :func:`oracle_kernel`, and the same floats: every
-    candidate cost is the same sum ``cost(j - 1, d) + C_j(n)``, and each cell keeps the same
-    minimiser.
-
-    Notes
-    -----
-    :func:`oracle_kernel` pushes every live state :math:`d` (ascending) through every worker
-    count :math:`n` (ascending) and keeps the first strict improvement of each cell. A cell
-    :math:`d' <` ``demand`` is reached from :math:`d = d' - q(n)`, one state per count, and
-    since :math:`q` is strictly increasing over the counts tried, ascending :math:`d` is
-    descending :math:`n`: looping over the counts from the largest down, and over the cells
-    inside, visits each cell's candidates in the same order, so strict ``<`` keeps the same
-    minimiser. The inner loop is a straight pass over two arrays (no ``min`` with
-    ``demand``, no skipped states), which the compiler can vectorise. The capped cell
-    ``demand`` collects several states per count; it keeps :func:`oracle_kernel`'s order
-    (states ascending, counts ascending) in a loop of its own, over the states that can
-    reach it. States below the lowest live one are skipped.
+    ``choice[j, d]`` is the worker count that reached state ``d`` in slot ``j`` (0: none),
+    ``capfrom[j]`` the state the capped cell ``demand`` came from.
     """
     S = uc_w.shape[0]
-    H = uc_w.shape[1]
-    K = uc_p.shape[1]
     N = q.shape[0] - 1
     inf = np.inf
     ncand = 0
@@ -736,7 +774,7 @@ def oracle_kernel_pull(
         if q[n] > q[n - 1]:
             cand[ncand] = n
             ncand += 1
-    rate = _unit_rates(uc_w, room_w, uc_p, room_p, q, mreq)
+    rate = _unit_rates_memo(uc_w, room_w, uc_p, room_p, q, mreq)
     prev = np.full(demand + 1, inf)
     prev[0] = 0.0
     # Entries above the reach stay inf in both buffers: only [0, reach] is ever written.
@@ -780,8 +818,8 @@ def oracle_kernel_pull(
         for d in range(new_reach + 1):
             cur[d] = prev[d]
             ch[d] = 0
+        kc = 0
         if nmax > 0:
-            kc = 0
             for ci in range(ncand):
                 n = cand[ci]
                 if n > nmax:
@@ -790,6 +828,7 @@ def oracle_kernel_pull(
                 cc[kc] = C[n]
                 nc[kc] = n
                 kc += 1
+        if kc > 0:
             # Cells below demand, counts descending (= source states ascending).
             for ci in range(kc - 1, -1, -1):
                 qv = qc[ci]
@@ -804,13 +843,14 @@ def oracle_kernel_pull(
             first = demand - qc[kc - 1]
             if first < lo:
                 first = lo
+            c0 = kc - 1  # the smallest count reaching demand from d (it falls as d grows)
             for d in range(first, reach + 1):
+                while c0 > 0 and d + qc[c0 - 1] >= demand:
+                    c0 -= 1
                 base = prev[d]
                 if base == inf:
                     continue
-                for ci in range(kc):
-                    if d + qc[ci] < demand:
-                        continue
+                for ci in range(c0, kc):
                     v = base + cc[ci]
                     if v < cur[demand]:
                         cur[demand] = v
@@ -826,14 +866,34 @@ def oracle_kernel_pull(
         tmp = prev
         prev = cur
         cur = tmp
-    y = np.zeros((S, H), dtype=np.int64)
-    z = np.zeros((S, K), dtype=np.int64)
-    if best_j < 0:
-        return best, best_cost, best_j, y, z
+    return best, best_cost, best_j, choice, capfrom
+
+
+@numba.njit(cache=True)
+def _backtrack(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    choice: np.ndarray,
+    capfrom: np.ndarray,
+    last: int,
+    y: np.ndarray,
+    z: np.ndarray,
+) -> None:
+    """Write the schedule ending in slot ``last`` into ``y`` and ``z`` (rows up to ``last``).
+
+    :func:`oracle_kernel`'s backtracking: the counts from ``choice``, placed cheapest first.
+    """
+    H = y.shape[1]
+    K = z.shape[1]
     d = demand
     buf_w = np.zeros(H, dtype=np.int64)
     buf_p = np.zeros(K, dtype=np.int64)
-    for j in range(best_j, -1, -1):
+    for j in range(last, -1, -1):
         n = choice[j, d]
         if n == 0:
             continue
@@ -845,6 +905,47 @@ def oracle_kernel_pull(
         _fill_select(uc_p[j], room_p[j], mreq[n], buf_p)
         y[j, :] = buf_w
         z[j, :] = buf_p
+
+
+@numba.njit(cache=True)
+def oracle_kernel_pull(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    ftab: np.ndarray,
+    floor: float,
+) -> tuple[float, float, int, np.ndarray, np.ndarray]:
+    r""":func:`oracle_kernel` with the relaxation loops turned inside out; the same results.
+
+    Same parameters and returns as :func:`oracle_kernel`, and the same floats: every
+    candidate cost is the same sum ``cost(j - 1, d) + C_j(n)``, and each cell keeps the same
+    minimiser.
+
+    Notes
+    -----
+    :func:`oracle_kernel` pushes every live state :math:`d` (ascending) through every worker
+    count :math:`n` (ascending) and keeps the first strict improvement of each cell. A cell
+    :math:`d' <` ``demand`` is reached from :math:`d = d' - q(n)`, one state per count, and
+    since :math:`q` is strictly increasing over the counts tried, ascending :math:`d` is
+    descending :math:`n`: looping over the counts from the largest down, and over the cells
+    inside, visits each cell's candidates in the same order, so strict ``<`` keeps the same
+    minimiser. The inner loop is a straight pass over two arrays (no ``min`` with
+    ``demand``, no skipped states), which the compiler can vectorise. The capped cell
+    ``demand`` collects several states per count; it keeps :func:`oracle_kernel`'s order
+    (states ascending, counts ascending) in a loop of its own, over the states that can
+    reach it. States below the lowest live one are skipped.
+    """
+    best, best_cost, best_j, choice, capfrom = _scan_pull(
+        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor
+    )
+    y = np.zeros((uc_w.shape[0], uc_w.shape[1]), dtype=np.int64)
+    z = np.zeros((uc_p.shape[0], uc_p.shape[1]), dtype=np.int64)
+    if best_j >= 0:
+        _backtrack(uc_w, room_w, uc_p, room_p, q, mreq, demand, choice, capfrom, best_j, y, z)
     return best, best_cost, best_j, y, z
 
 
@@ -901,8 +1002,10 @@ def _nonzero_rows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Row-major ``(slot + start, server, count)`` of the non-zero ``counts``, and the costs.
 
-    The order is :func:`numpy.nonzero`'s; the cost array is ``unit_cost * counts`` entry by
-    entry (one rounded multiplication each, as numpy computes it).
+    ``counts`` holds the first rows of a schedule whose other rows are 0. The order is
+    :func:`numpy.nonzero`'s; the cost array, of ``unit_cost``'s shape, is
+    ``unit_cost * counts`` entry by entry (one rounded multiplication each, as numpy computes
+    it, the missing rows counted as 0).
     """
     S, X = counts.shape
     m = 0
@@ -913,7 +1016,10 @@ def _nonzero_rows(
     ts = np.empty(m, dtype=np.int64)
     ss = np.empty(m, dtype=np.int64)
     ns = np.empty(m, dtype=np.int64)
-    prod = np.empty((S, X))
+    prod = np.empty(unit_cost.shape)
+    for t in range(S, unit_cost.shape[0]):
+        for s in range(X):
+            prod[t, s] = unit_cost[t, s] * 0
     k = 0
     for t in range(S):
         for s in range(X):
@@ -1002,11 +1108,17 @@ def decide_kernel(
         worker_capacity, worker_used, worker_touched, arrival, worker_demand, cap, tol
     )
     room_p = _room_touched(ps_capacity, ps_used, ps_touched, arrival, ps_demand, cap, tol)
-    _, _, last, y, z = oracle_kernel_pull(uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor)
+    _, _, last, choice, capfrom = _scan_pull(
+        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor
+    )
     if last < 0:
         none = np.empty(0, dtype=np.int64)
         flat = np.empty((0, 0))
         return last, flat, flat, none, none, none, none, none, none
+    # Only rows up to the last slot can hold workers or PSs.
+    y = np.zeros((last + 1, uc_w.shape[1]), dtype=np.int64)
+    z = np.zeros((last + 1, uc_p.shape[1]), dtype=np.int64)
+    _backtrack(uc_w, room_w, uc_p, room_p, q, mreq, demand, choice, capfrom, last, y, z)
     wt, wh, wn, cost_w = _nonzero_rows(y, uc_w, arrival)
     pt, pk, pn, cost_p = _nonzero_rows(z, uc_p, arrival)
     return last, cost_w, cost_p, wt, wh, wn, pt, pk, pn
