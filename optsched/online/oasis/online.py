@@ -61,7 +61,12 @@ from optsched.online.oasis.oracle import (
     decide_kernel,
     dp_fits,
 )
-from optsched.online.oasis.prices import PriceParams, estimate_prices
+from optsched.online.oasis.prices import (
+    PriceParams,
+    apply_prices,
+    estimate_prices,
+    price_exponents,
+)
 from optsched.online.oasis.schedule import build_schedule
 
 __all__ = [
@@ -653,6 +658,9 @@ class OASiS:
         units = [work_units(inst, i, self.work) for i in range(inst.n_jobs)]
         # Fill the instance's cached tables here, not inside the first job's decision time.
         _ = (inst.utility_tables, inst.worker_demand, inst.ps_demand)
+        # ln(U/L) per resource of the parameters in force (they change during a warm-up).
+        priced_by: PriceParams | None = None
+        log_w = log_p = np.zeros(0)
         for i in order:
             start = time.perf_counter()
             if self.prices == "warmup" and len(seen) < self.warmup:
@@ -665,19 +673,30 @@ class OASiS:
                 if got is not None and got[0] > 0:
                     payoff, w_arr, p_arr = got
                     w_old, p_old = state.commit_arrays(i, w_arr, p_arr)
+                    if params is not priced_by:
+                        priced_by = params
+                        log_w, log_p = params.log_ratio_worker, params.log_ratio_ps
                     kappa = max(
                         kappa,
-                        _update_pairs(
+                        _reprice(
                             wp,
                             state.worker_used,
                             wcap,
-                            w_arr[0],
-                            w_arr[1],
+                            w_arr,
                             w_old,
-                            params.worker_prices,
+                            params.lower_worker,
+                            params.upper_worker,
+                            log_w,
                         ),
-                        _update_pairs(
-                            pp, state.ps_used, pcap, p_arr[0], p_arr[1], p_old, params.ps_prices
+                        _reprice(
+                            pp,
+                            state.ps_used,
+                            pcap,
+                            p_arr,
+                            p_old,
+                            params.lower_ps,
+                            params.upper_ps,
+                            log_p,
                         ),
                     )
                     deployments[i] = (_triples(w_arr), _triples(p_arr))
@@ -819,6 +838,28 @@ def _decide(
 def _triples(arrays: _Arrays) -> tuple[tuple[int, int, int], ...]:
     """``(slot, server, count)`` tuples of Python ints, as an OracleResult lists them."""
     return tuple(zip(*(x.tolist() for x in arrays), strict=True))
+
+
+def _reprice(
+    prices: np.ndarray,
+    used: np.ndarray,
+    capacity: np.ndarray,
+    arrays: _Arrays,
+    g_old: np.ndarray,
+    lower: float,
+    upper: np.ndarray,
+    log_ratio: np.ndarray,
+) -> float:
+    """:func:`_update_pairs` in two Numba loops around one :func:`numpy.exp`: the same prices.
+
+    The exponents and the kappa ratios are :func:`_update_pairs`'s elementwise arithmetic;
+    the exponential stays numpy's, so the prices agree to the last bit.
+    """
+    ts, ss = arrays[0], arrays[1]
+    if len(ts) == 0:
+        return 0.0
+    growth = np.exp(price_exponents(used, capacity, ts, ss, log_ratio))
+    return apply_prices(prices, used, capacity, ts, ss, g_old, growth, lower, upper)
 
 
 def _update(
