@@ -30,6 +30,7 @@ from optsched.online.oasis.engine import FIT_TOL, ClusterState, work_units
 from optsched.online.oasis.generate import generate_instance
 from optsched.online.oasis.online import KERNELS, OASiS
 from optsched.online.oasis.oracle import (
+    _has_room,
     _room,
     _room_touched,
     best_schedule,
@@ -217,6 +218,28 @@ def test_idle_room_equals_the_computed_room(case, data):
     expected = _room(inst.worker_capacity, wu[start:], wd, cap, FIT_TOL)
     got = _room_touched(inst.worker_capacity, wu, touched, start, wd, cap, FIT_TOL)
     assert np.array_equal(got, expected)
+
+
+# Free capacity as a multiple of the demand, at and around the comparisons' thresholds.
+_multiples = st.sampled_from([-1.5, -0.5, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 1e6])
+_nudges = st.sampled_from([0.0, 1e-16, -1e-16, 1e-10, -1e-10, 1e-8, -1e-8])
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_room_test_by_comparisons_equals_the_room(data):
+    R = data.draw(st.integers(1, 3))
+    demand = np.array(
+        [data.draw(st.sampled_from([0.0, 1e-9, 0.3, 1.0, 7.0, 1e6])) for _ in range(R)]
+    )
+    capacity = np.array([[data.draw(st.sampled_from([0.0, 1.0, 16.0, 1e9])) for _ in range(R)]])
+    used = np.empty((1, 1, R))
+    for r in range(R):
+        free = (data.draw(_multiples) + data.draw(_nudges)) * demand[r]
+        used[0, 0, r] = capacity[0, r] - free
+    cap = data.draw(st.integers(0, 4))
+    room = _room(capacity, used, demand, cap, FIT_TOL)[0, 0]
+    assert _has_room(capacity, used, 0, 0, demand, cap, FIT_TOL) == (room > 0)
 
 
 def _unique(items) -> list[tuple[int, int, int]]:

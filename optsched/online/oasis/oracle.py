@@ -680,6 +680,48 @@ def oracle_kernel_full(
 
 
 @numba.njit(cache=True)
+def _rates_from_cheapest(
+    a: np.ndarray, b: np.ndarray, q: np.ndarray, mreq: np.ndarray
+) -> np.ndarray:
+    r""":func:`_unit_rates` from the cheapest unit costs with room, :math:`a_t` and :math:`b_t`.
+
+    :math:`\rho_t` is a function of :math:`(a_t, b_t)` alone (the job's :math:`q` and
+    :math:`m` fixed), so a slot with the same pair as the slot after it reuses that slot's
+    value: the same floats, without the :math:`O(N)` loop of divisions over the long idle
+    stretches of the horizon.
+    """
+    S = a.shape[0]
+    N = q.shape[0] - 1
+    out = np.full(S + 1, np.inf)
+    last_a = np.nan
+    last_b = np.nan
+    last_rate = np.inf
+    for t in range(S - 1, -1, -1):
+        at = a[t]
+        bt = b[t]
+        if at == last_a and bt == last_b:
+            rate = last_rate
+        else:
+            rate = np.inf
+            if at < np.inf:
+                for n in range(1, N + 1):
+                    if q[n] <= q[n - 1]:
+                        continue
+                    m = mreq[n]
+                    if m > 0 and bt == np.inf:
+                        continue
+                    c = n * at + (m * bt if m > 0 else 0.0)
+                    r = c / q[n]
+                    if r < rate:
+                        rate = r
+            last_a = at
+            last_b = bt
+            last_rate = rate
+        out[t] = rate if rate < out[t + 1] else out[t + 1]
+    return out
+
+
+@numba.njit(cache=True)
 def _unit_rates_memo(
     uc_w: np.ndarray,
     room_w: np.ndarray,
@@ -688,50 +730,18 @@ def _unit_rates_memo(
     q: np.ndarray,
     mreq: np.ndarray,
 ) -> np.ndarray:
-    r""":func:`_unit_rates`, recomputing :math:`\rho_t` only when :math:`(a_t, b_t)` changes.
-
-    :math:`\rho_t` is a function of the slot's cheapest unit costs :math:`(a_t, b_t)` alone
-    (the job's :math:`q` and :math:`m` fixed), so a slot with the same pair as the slot after
-    it reuses that slot's value: the same floats, without the :math:`O(N)` loop of divisions
-    over the long idle stretches of the horizon.
-    """
+    """:func:`_unit_rates` by :func:`_rates_from_cheapest`: the same floats."""
     S = uc_w.shape[0]
-    H = uc_w.shape[1]
-    K = uc_p.shape[1]
-    N = q.shape[0] - 1
-    out = np.full(S + 1, np.inf)
-    last_a = np.nan
-    last_b = np.nan
-    last_rate = np.inf
-    for t in range(S - 1, -1, -1):
-        a = np.inf
-        for h in range(H):
-            if room_w[t, h] > 0 and uc_w[t, h] < a:
-                a = uc_w[t, h]
-        b = np.inf
-        for k in range(K):
-            if room_p[t, k] > 0 and uc_p[t, k] < b:
-                b = uc_p[t, k]
-        if a == last_a and b == last_b:
-            rate = last_rate
-        else:
-            rate = np.inf
-            if a < np.inf:
-                for n in range(1, N + 1):
-                    if q[n] <= q[n - 1]:
-                        continue
-                    m = mreq[n]
-                    if m > 0 and b == np.inf:
-                        continue
-                    c = n * a + (m * b if m > 0 else 0.0)
-                    r = c / q[n]
-                    if r < rate:
-                        rate = r
-            last_a = a
-            last_b = b
-            last_rate = rate
-        out[t] = rate if rate < out[t + 1] else out[t + 1]
-    return out
+    a = np.full(S, np.inf)
+    b = np.full(S, np.inf)
+    for t in range(S):
+        for h in range(uc_w.shape[1]):
+            if room_w[t, h] > 0 and uc_w[t, h] < a[t]:
+                a[t] = uc_w[t, h]
+        for k in range(uc_p.shape[1]):
+            if room_p[t, k] > 0 and uc_p[t, k] < b[t]:
+                b[t] = uc_p[t, k]
+    return _rates_from_cheapest(a, b, q, mreq)
 
 
 @numba.njit(cache=True)
@@ -759,11 +769,17 @@ def _scan_pull(
     demand: int,
     ftab: np.ndarray,
     floor: float,
+    rate: np.ndarray,
+    lazy: bool,
+    rooms: tuple,
 ) -> tuple[float, float, int, np.ndarray, np.ndarray]:
     """The deadline scan of :func:`oracle_kernel_pull`: ``(best, cost, last, choice, capfrom)``.
 
-    ``choice[j, d]`` is the worker count that reached state ``d`` in slot ``j`` (0: none),
-    ``capfrom[j]`` the state the capped cell ``demand`` came from.
+    ``rate`` is :func:`_unit_rates`'s. ``choice[j, d]`` is the worker count that reached
+    state ``d`` in slot ``j`` (0: none), ``capfrom[j]`` the state the capped cell ``demand``
+    came from. With ``lazy``, row ``j`` of ``room_w`` and ``room_p`` is only written (by
+    :func:`_room_row`, from ``rooms``, the arguments of :func:`decide_kernel`'s room) when the
+    scan reaches slot ``j``: the rows the backtracking reads are all written by then.
     """
     S = uc_w.shape[0]
     N = q.shape[0] - 1
@@ -774,7 +790,6 @@ def _scan_pull(
         if q[n] > q[n - 1]:
             cand[ncand] = n
             ncand += 1
-    rate = _unit_rates_memo(uc_w, room_w, uc_p, room_p, q, mreq)
     prev = np.full(demand + 1, inf)
     prev[0] = 0.0
     # Entries above the reach stay inf in both buffers: only [0, reach] is ever written.
@@ -810,6 +825,12 @@ def _scan_pull(
                 lo = d
         if lo < 0:
             break
+        if lazy:
+            wcap, wused, wtouch, wd, idle_w, pcap, pused, ptouch, sd, idle_p, start, cap, tol = (
+                rooms
+            )
+            _room_row(wcap, wused, wtouch, start + j, wd, cap, tol, idle_w, room_w[j])
+            _room_row(pcap, pused, ptouch, start + j, sd, cap, tol, idle_p, room_p[j])
         nmax = _slot_costs_select(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
         new_reach = reach + q[nmax] if nmax > 0 else reach
         if new_reach > demand:
@@ -908,6 +929,17 @@ def _backtrack(
 
 
 @numba.njit(cache=True)
+def _no_rooms() -> tuple:
+    """The ``rooms`` argument of :func:`_scan_pull` when the rooms are given (never read)."""
+    none2 = np.empty((0, 0))
+    none3 = np.empty((0, 0, 0))
+    flags = np.empty((0, 0), dtype=np.bool_)
+    none1 = np.empty(0)
+    idle = np.empty(0, dtype=np.int64)
+    return (none2, none3, flags, none1, idle, none2, none3, flags, none1, idle, 0, 0, 0.0)
+
+
+@numba.njit(cache=True)
 def oracle_kernel_pull(
     uc_w: np.ndarray,
     room_w: np.ndarray,
@@ -939,14 +971,135 @@ def oracle_kernel_pull(
     (states ascending, counts ascending) in a loop of its own, over the states that can
     reach it. States below the lowest live one are skipped.
     """
+    rate = _unit_rates_memo(uc_w, room_w, uc_p, room_p, q, mreq)
     best, best_cost, best_j, choice, capfrom = _scan_pull(
-        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor
+        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor, rate, False, _no_rooms()
     )
     y = np.zeros((uc_w.shape[0], uc_w.shape[1]), dtype=np.int64)
     z = np.zeros((uc_p.shape[0], uc_p.shape[1]), dtype=np.int64)
     if best_j >= 0:
         _backtrack(uc_w, room_w, uc_p, room_p, q, mreq, demand, choice, capfrom, best_j, y, z)
     return best, best_cost, best_j, y, z
+
+
+@numba.njit(cache=True)
+def _idle_room(capacity: np.ndarray, demand: np.ndarray, cap: int, tol: float) -> np.ndarray:
+    """:func:`_room`'s formula per server on an empty slot (usage 0.0)."""
+    X, R = capacity.shape
+    idle = np.empty(X, dtype=np.int64)
+    for s in range(X):
+        best = cap
+        for r in range(R):
+            if demand[r] > 0:
+                ratio = (capacity[s, r] - 0.0) / demand[r]
+                slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                fit = int(np.floor(ratio + tol * slack))
+                if fit < best:
+                    best = fit
+        idle[s] = best if best > 0 else 0
+    return idle
+
+
+@numba.njit(cache=True)
+def _room_row(
+    capacity: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    t: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+    idle: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Row ``t`` of :func:`_room` into ``out``, the idle room where nothing was committed.
+
+    ``touched[t, s]`` is false only where ``used[t, s]`` is still the initial 0.0 on every
+    resource; there :math:`c - 0 = c` exactly, so the room is :func:`_idle_room`'s.
+    """
+    R = demand.shape[0]
+    for s in range(capacity.shape[0]):
+        if not touched[t, s]:
+            out[s] = idle[s]
+            continue
+        best = cap
+        for r in range(R):
+            if demand[r] > 0:
+                ratio = (capacity[s, r] - used[t, s, r]) / demand[r]
+                slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                fit = int(np.floor(ratio + tol * slack))
+                if fit < best:
+                    best = fit
+        out[s] = best if best > 0 else 0
+
+
+@numba.njit(cache=True)
+def _has_room(
+    capacity: np.ndarray,
+    used: np.ndarray,
+    t: int,
+    s: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+) -> bool:
+    r"""Whether :func:`_room` of ``(t, s)`` is positive, mostly without dividing.
+
+    The room is positive iff ``cap >= 1`` and every resource's fit is at least 1. With
+    :math:`D = c - u` (the same subtraction): :math:`D \ge 2d` makes the rounded ratio at least
+    2, so the fit is at least 2; :math:`D < d/2` makes it at most 1/2, so the fit is at most 0
+    (``tol`` < 1/2). Only in between is the fit computed, by the same formula. (``2d`` and
+    ``d/2`` are exact.)
+    """
+    if cap < 1:
+        return False
+    for r in range(demand.shape[0]):
+        dr = demand[r]
+        if dr > 0:
+            D = capacity[s, r] - used[t, s, r]
+            if D >= 2.0 * dr:
+                continue
+            if D < 0.5 * dr:
+                return False
+            ratio = D / dr
+            slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+            if int(np.floor(ratio + tol * slack)) < 1:
+                return False
+    return True
+
+
+@numba.njit(cache=True)
+def _cheapest_with_room(
+    uc: np.ndarray,
+    capacity: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    start: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+    idle: np.ndarray,
+) -> np.ndarray:
+    """Per slot, the least unit cost over servers with room (``inf``: none): ``a_t`` or ``b_t``.
+
+    The minimum :func:`_unit_rates` takes, the room test asked only of a server that would
+    lower it (the conjunction reordered: the same minimum).
+    """
+    S, X = uc.shape
+    out = np.full(S, np.inf)
+    for t in range(S):
+        best = np.inf
+        for s in range(X):
+            v = uc[t, s]
+            if v < best:
+                if touched[start + t, s]:
+                    ok = _has_room(capacity, used, start + t, s, demand, cap, tol)
+                else:
+                    ok = idle[s] > 0
+                if ok:
+                    best = v
+        out[t] = best
+    return out
 
 
 @numba.njit(cache=True)
@@ -959,40 +1112,12 @@ def _room_touched(
     cap: int,
     tol: float,
 ) -> np.ndarray:
-    """:func:`_room` on ``used[start:]``, reusing the idle room where nothing was committed.
-
-    ``touched[t, s]`` is false only where ``used[t, s]`` is still the initial 0.0 on every
-    resource; there :math:`c - 0 = c` exactly, so the room is the idle server's, computed once
-    per server by the same formula: the output equals :func:`_room` entry for entry.
-    """
-    T, X, R = used.shape
-    S = T - start
-    idle = np.empty(X, dtype=np.int64)
-    for s in range(X):
-        best = cap
-        for r in range(R):
-            if demand[r] > 0:
-                ratio = (capacity[s, r] - 0.0) / demand[r]
-                slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
-                fit = int(np.floor(ratio + tol * slack))
-                if fit < best:
-                    best = fit
-        idle[s] = best if best > 0 else 0
-    out = np.empty((S, X), dtype=np.int64)
+    """:func:`_room` on ``used[start:]`` row by row with :func:`_room_row` (the same entries)."""
+    S = used.shape[0] - start
+    idle = _idle_room(capacity, demand, cap, tol)
+    out = np.empty((S, capacity.shape[0]), dtype=np.int64)
     for t in range(S):
-        for s in range(X):
-            if not touched[start + t, s]:
-                out[t, s] = idle[s]
-                continue
-            best = cap
-            for r in range(R):
-                if demand[r] > 0:
-                    ratio = (capacity[s, r] - used[start + t, s, r]) / demand[r]
-                    slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
-                    fit = int(np.floor(ratio + tol * slack))
-                    if fit < best:
-                        best = fit
-            out[t, s] = best if best > 0 else 0
+        _room_row(capacity, used, touched, start + t, demand, cap, tol, idle, out[t])
     return out
 
 
@@ -1098,18 +1223,44 @@ def decide_kernel(
 
     Notes
     -----
-    The same floats as :func:`best_schedule` (``kernel="bounded"``) on the same arguments:
-    the room is :func:`_room`'s (:func:`_room_touched`), the search is
-    :func:`oracle_kernel_pull` (:func:`oracle_kernel` with its loops inverted). What it saves
-    besides is the Python between them: one dispatch instead of four, no ``(S, H)`` int
-    arrays handed back to be searched by :func:`numpy.nonzero`.
+    The same floats as :func:`best_schedule` (``kernel="bounded"``) on the same arguments,
+    and the same search as :func:`oracle_kernel_pull` (:func:`oracle_kernel` with its loops
+    inverted): the rate bound from the same cheapest unit costs (:func:`_cheapest_with_room`
+    tests a server's room only when it would lower the minimum, by comparisons where they
+    decide it), the room rows by :func:`_room`'s formula (:func:`_room_row`), but only for the
+    slots the scan reaches, and the idle room where nothing was committed. Besides, one
+    dispatch instead of four, and no ``(S, H)`` int arrays handed back to be searched by
+    :func:`numpy.nonzero`.
     """
-    room_w = _room_touched(
-        worker_capacity, worker_used, worker_touched, arrival, worker_demand, cap, tol
+    idle_w = _idle_room(worker_capacity, worker_demand, cap, tol)
+    idle_p = _idle_room(ps_capacity, ps_demand, cap, tol)
+    a = _cheapest_with_room(
+        uc_w, worker_capacity, worker_used, worker_touched, arrival, worker_demand, cap, tol, idle_w
     )
-    room_p = _room_touched(ps_capacity, ps_used, ps_touched, arrival, ps_demand, cap, tol)
+    b = _cheapest_with_room(
+        uc_p, ps_capacity, ps_used, ps_touched, arrival, ps_demand, cap, tol, idle_p
+    )
+    rate = _rates_from_cheapest(a, b, q, mreq)
+    # Rows are filled by the scan as it reaches them (and only those are read).
+    room_w = np.empty(uc_w.shape, dtype=np.int64)
+    room_p = np.empty(uc_p.shape, dtype=np.int64)
+    rooms = (
+        worker_capacity,
+        worker_used,
+        worker_touched,
+        worker_demand,
+        idle_w,
+        ps_capacity,
+        ps_used,
+        ps_touched,
+        ps_demand,
+        idle_p,
+        arrival,
+        cap,
+        tol,
+    )
     _, _, last, choice, capfrom = _scan_pull(
-        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor
+        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor, rate, True, rooms
     )
     if last < 0:
         none = np.empty(0, dtype=np.int64)
