@@ -759,6 +759,17 @@ def _relax(src: np.ndarray, dst: np.ndarray, arg: np.ndarray, step: float, n: in
 
 
 @numba.njit(cache=True)
+def _same_row(
+    uc: np.ndarray, uc_before: np.ndarray, room: np.ndarray, room_before: np.ndarray
+) -> bool:
+    """Whether a slot's unit costs and rooms equal the previous slot's, entry by entry."""
+    for s in range(uc.shape[0]):
+        if uc[s] != uc_before[s] or room[s] != room_before[s]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
 def _scan_pull(
     uc_w: np.ndarray,
     room_w: np.ndarray,
@@ -831,7 +842,13 @@ def _scan_pull(
             )
             _room_row(wcap, wused, wtouch, start + j, wd, cap, tol, idle_w, room_w[j])
             _room_row(pcap, pused, ptouch, start + j, sd, cap, tol, idle_p, room_p[j])
-        nmax = _slot_costs_select(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
+        # A slot priced and filled like the one before has the same C and nmax: reuse them
+        # (long idle stretches of the horizon).
+        if j == 0 or not (
+            _same_row(uc_w[j], uc_w[j - 1], room_w[j], room_w[j - 1])
+            and _same_row(uc_p[j], uc_p[j - 1], room_p[j], room_p[j - 1])
+        ):
+            nmax = _slot_costs_select(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
         new_reach = reach + q[nmax] if nmax > 0 else reach
         if new_reach > demand:
             new_reach = demand
