@@ -246,3 +246,45 @@ def test_interchangeable_jobs_are_grouped_and_a_start_is_reordered() -> None:
     assert res.objective is not None and plain.objective is not None
     assert within(res.objective, plain.objective, OBJECTIVE_AGREEMENT_TOL)
     assert any("reordered" in n for n in res.extra["warm_start"]["notes"])
+
+
+def test_compare_starts_each_solve_from_the_best_policy_and_says_which() -> None:
+    from optsched.cli.sim_extra import _exact_line
+    from optsched.sim.compare import compare
+
+    world, _ = _fifo_world()
+    names = ["fifo", "sjf", "tiresias-las"]
+    warm = compare(world, names, exact=True, objectives=["weighted-jct", "makespan"])
+    cold = compare(
+        world, names, exact=True, objectives=["weighted-jct", "makespan"], warm_start=False
+    )
+    assert cold.exact_starts == {}
+    for o in ("weighted-jct", "makespan"):
+        said = warm.exact_starts[o]
+        used = warm.exact[o].extra["warm_start"]
+        assert said["policy"] == used["policy"] and said["policy"] in names
+        assert cold.exact[o].extra["warm_start"] is None
+        a, b = warm.exact[o].objective, cold.exact[o].objective
+        assert a is not None and b is not None and within(a, b, OBJECTIVE_AGREEMENT_TOL)
+        line = _exact_line(o, warm.exact[o], said)
+        assert line.startswith(f"exact {o}: optimal, [bound ")
+        assert f"MIP start: {said['policy']}" in line and "optimum >= bound" in line
+    assert "exact_starts" in warm.to_dict()
+
+
+def test_a_stopped_solve_prints_bound_incumbent_and_gap() -> None:
+    from optsched.cli.sim_extra import _exact_line
+
+    world, L = _sixteen_jobs()
+    record = simulate(world, make_policy("sjf"), round_seconds=L)
+    opts = {"mip_max_nodes": 1, "presolve": "off"}
+    res = solve(world, L, warm_start=record, solver_options=opts, accept_feasible=True)
+    assert res.gap is not None and res.bound is not None and res.objective is not None
+    line = _exact_line("weighted-jct", res, None)
+    assert line.startswith("exact weighted-jct: feasible, [bound ")
+    assert f"incumbent {res.objective:.5g}]" in line and f"gap {res.gap:.3%}" in line
+    assert "MIP start: sjf" in line
+    cold = solve(world, L, solver_options=opts, accept_feasible=True)
+    assert "no MIP start (fifo: why)" in _exact_line(
+        "weighted-jct", cold, {"policy": None, "refused": {"fifo": "why"}}
+    )
