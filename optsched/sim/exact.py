@@ -36,6 +36,25 @@ before the last round is exactly what the engine accumulates, and the last run l
 (the validator's makespan: the last completion time); ``deadlines``
 :math:`\max \sum_j m_j,\ T_j \le d_j / L + K (1 - m_j)` over jobs with a deadline.
 
+Strengthened model (``strengthen=True``, the default; ``False`` builds the plain one above,
+with the same optimum). With :math:`\bar c_j = \max_g c_{jg}`, :math:`P_j = n_j / \bar c_j`,
+:math:`C = \sum_g C_g`:
+
+.. math::
+
+    T_j \text{ a variable} = \text{the completion expression}      & \text{(completion)} \\
+    \textstyle\sum_g (x_{jkg} - u_{jkg}) \le (1 - \varepsilon)\, e_{jk} & \text{(partial\_last)} \\
+    T_j \ge k_j + 1 / \bar c_j                                      & \text{(completion\_floor)} \\
+    T_i \le T_j \text{ for interchangeable } i < j                  & \text{(interchangeable)} \\
+    \textstyle\sum_{j \in S} P_j T_j \ge P(S)\,(\min_S k_j + P(S) / 2C)
+        + \sum_{j \in S} P_j / (2 \bar c_j)                         & \text{(area\_cut)}
+
+Each holds at every schedule of the model, or (``interchangeable``) at one optimum of every
+set of equal ones; the proofs are in :func:`completion_floor`, :func:`interchangeable_groups`,
+:func:`_strengthen` and the formulation page. Given a MIP start of value :math:`U`
+(:func:`start_from_record`, checked by :func:`set_start`), the rounds in which a job could
+only end in a schedule worse than :math:`U` are not built (:func:`latest_final_rounds`).
+
 Restrictions (refused with a field-named :class:`~optsched.errors.InvalidInstanceError`):
 
 * ``restore_s`` must be 0 (a preemption is free, so placements may change every round);
