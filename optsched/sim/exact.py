@@ -1253,11 +1253,14 @@ def formulation(
             upper_bound=None if start is None else start.value,
         )
         clock.check("model")
-        held["built"] = built
+        if start is not None:
+            # written and checked here, so that the check counts against the time limit
+            held["repairs"] = set_start(built, start)
+            clock.check("start")
         return built
 
-    def write_start(_model: Any, given: MipStart) -> None:
-        held["repairs"] = set_start(held["built"], given)
+    def write_start(_model: Any, _given: MipStart) -> None:
+        """Nothing left to write: ``build`` has loaded the checked start into the model."""
 
     def extract(built: ExactModel, _point: Any) -> SimResult:
         plan = built.plan()
