@@ -113,16 +113,21 @@ def _fmt(value: Any) -> str:
 
 def _exact_line(objective: str, res: Any, start: dict[str, Any] | None) -> str:
     """One exact solve: [bound, incumbent], gap and status, its grid, and its MIP start."""
+
+    def num(value: Any) -> str:
+        return "-" if value is None else _fmt(value)
+
     side = "optimum >=" if res.sense == "min" else "optimum <="
     gap = "-" if res.gap is None else f"{res.gap:.3%}"
     head = (
-        f"exact {objective}: {res.status.value}, [bound {_fmt(res.bound)}, incumbent "
-        f"{_fmt(res.objective)}], gap {gap} (solver bound: {side} bound), "
-        f"{res.extra.get('rounds')} rounds of {_fmt(res.extra.get('round_seconds'))} s"
+        f"exact {objective}: {res.status.value}, [bound {num(res.bound)}, incumbent "
+        f"{num(res.objective)}], gap {gap} (solver bound: {side} bound)"
     )
-    used = res.extra.get("warm_start")
+    if res.extra.get("rounds") is not None:
+        head += f", {res.extra['rounds']} rounds of {num(res.extra.get('round_seconds'))} s"
+    used = res.extra.get("warm_start") or (start if start and start.get("policy") else None)
     if used:
-        head += f"; MIP start: {used['policy']} ({_fmt(used['value'])})"
+        head += f"; MIP start: {used['policy']} ({num(used.get('value'))})"
         if used.get("notes"):
             head += f", {'; '.join(used['notes'])}"
     elif start is not None:
