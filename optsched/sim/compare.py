@@ -49,7 +49,15 @@ if TYPE_CHECKING:
     from optsched.sim.policy import Policy
     from optsched.sim.throughputs import Throughputs
 
-__all__ = ["METRIC_COLUMNS", "Comparison", "auto_round_seconds", "compare", "world_from_trace"]
+__all__ = [
+    "METRIC_COLUMNS",
+    "START_CANDIDATES",
+    "Comparison",
+    "auto_round_seconds",
+    "compare",
+    "exact_starts",
+    "world_from_trace",
+]
 
 #: The run metrics of every row, in order.
 METRIC_COLUMNS: tuple[str, ...] = (
