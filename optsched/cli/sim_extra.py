@@ -111,6 +111,31 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _exact_line(objective: str, res: Any, start: dict[str, Any] | None) -> str:
+    """One exact solve: [bound, incumbent], gap and status, its grid, and its MIP start."""
+
+    def num(value: Any) -> str:
+        return "-" if value is None else _fmt(value)
+
+    side = "optimum >=" if res.sense == "min" else "optimum <="
+    gap = "-" if res.gap is None else f"{res.gap:.3%}"
+    head = (
+        f"exact {objective}: {res.status.value}, [bound {num(res.bound)}, incumbent "
+        f"{num(res.objective)}], gap {gap} (solver bound: {side} bound)"
+    )
+    if res.extra.get("rounds") is not None:
+        head += f", {res.extra['rounds']} rounds of {num(res.extra.get('round_seconds'))} s"
+    used = res.extra.get("warm_start") or (start if start and start.get("policy") else None)
+    if used:
+        head += f"; MIP start: {used['policy']} ({num(used.get('value'))})"
+        if used.get("notes"):
+            head += f", {'; '.join(used['notes'])}"
+    elif start is not None:
+        why = "; ".join(f"{p}: {m}" for p, m in start.get("refused", {}).items()) or "no run"
+        head += f"; no MIP start ({why})"
+    return head
+
+
 def compare_command(
     trace: Path,
     cluster: str | None,
@@ -134,6 +159,7 @@ def compare_command(
     offered_load: float | None = None,
     load: float = 1.0,
     harmony_model: Path | None = None,
+    warm_start: bool = True,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli._mechanism import mechanism_from
@@ -212,6 +238,7 @@ def compare_command(
             window=steady,
             mechanism=how,
             bound=bound,
+            warm_start=warm_start,
             **solver_opts.kwargs(),
         )
     except NotOptimalError as exc:
@@ -267,11 +294,14 @@ def compare_command(
                 highlight=False,
             )
         for o, res in result.exact.items():
-            err_console.print(
-                f"exact {o}: {res.status.value}, objective {_fmt(res.objective)}, bound "
-                f"{_fmt(res.bound)}, {res.extra.get('rounds')} rounds of "
-                f"{_fmt(res.extra.get('round_seconds'))} s"
-            )
+            line = _exact_line(o, res, result.exact_starts.get(o))
+            err_console.print(escape(line), highlight=False)
+        short_of = getattr(stopped, "result", None)
+        if short_of is not None and hasattr(short_of, "objective_name"):
+            # the solve that stopped short: its [bound, incumbent] and gap all the same
+            o = short_of.objective_name
+            line = _exact_line(o, short_of, result.exact_starts.get(o))
+            err_console.print(escape(line), highlight=False)
     if stopped is not None:
         err_console.print(f"[yellow]not optimal[/yellow] {escape(str(stopped))}", highlight=False)
         raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
@@ -587,6 +617,13 @@ def register(group: click.Group) -> None:
             help="Exact objectives to solve.",
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        click.option(
+            "--warm-start/--no-warm-start",
+            default=True,
+            show_default=True,
+            help="With --exact: start each solve from the best policy's run on the exact grid "
+            "(a MIP start); stopped by --time-limit it shows [bound, incumbent, gap].",
+        ),
         click.option(
             "--bound",
             is_flag=True,
