@@ -706,18 +706,18 @@ def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
         value = max(_isolated(sub), _mean_busy_time(sub))
         left = run.left()
         if left is None or left > 0:
-            # the parts left share the time left equally
-            share = None if left is None else left / (len(parts) - k)
-            lp_value, note = _interval_lp(sub, _horizon(sub), share, run.solver)
+            # each part may use all the time left: the LP times of parts vary several-fold, and
+            # an equal share would cut the slow ones while the fast ones leave time unused
+            lp_value, note = _interval_lp(sub, _horizon(sub), left, run.solver)
             if math.isfinite(lp_value):
                 solved += 1
             value = max(value, lp_value)
-            if not notes:
-                notes.append(note)
+            if not notes or not math.isfinite(lp_value):
+                notes.append(note if len(parts) == 1 else f"part {k + 1}: {note}")
         total += value
-    note = notes[0] if notes else "interval LP: no time left"
+    note = "; ".join(notes) if notes else "interval LP: no time left"
     if len(parts) > 1:
-        note = f"{note} (first of {len(parts)} arrival-ordered parts, {solved} solved)"
+        note = f"{len(parts)} arrival-ordered parts, {solved} solved; {note}"
     return (total if solved else -math.inf), solved == len(parts), note
 
 
