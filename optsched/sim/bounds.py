@@ -136,7 +136,7 @@ BOUND_OBJECTIVES: dict[str, Literal["lower", "upper"]] = {
     "deadlines": "upper",
 }
 
-#: Columns the interval LP aims at (intervals are chosen to keep it near this size).
+#: Columns each part's interval LP aims at (intervals are chosen to keep it near this size).
 LP_TARGET_COLUMNS = 150_000
 #: Most intervals of the deadline LP.
 LP_MAX_INTERVALS = 256
