@@ -71,6 +71,7 @@ from optsched.sim.policies.registry import (
     register_policy,
     unregister_policy,
 )
+from optsched.sim.policies.smith import SmithGang
 from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
@@ -203,6 +204,7 @@ def _register_builtins() -> None:
         _builtin(name, partial(_builtin_policy, name))
     for name in ELASTIC_POLICIES:
         _builtin(name, partial(_builtin_policy, name), in_all=False)
+    _builtin("smith-gang", SmithGang, in_all=False)
 
 
 _register_builtins()
