@@ -16,6 +16,7 @@ __all__ = [
     "FIT_TOL",
     "INTEGRALITY_TOL",
     "MAKESPAN_SECONDARY_TOL",
+    "MIP_FEASIBILITY_TOL",
     "OBJECTIVE_AGREEMENT_TOL",
     "OPTIMALITY_GAP",
     "RATIO_TOL",
@@ -57,6 +58,11 @@ FIT_RECOVERY_TOL = 1e-6
 RATIO_TOL = 1e-6
 #: Distance from an integer below which an LP value counts as integral.
 INTEGRALITY_TOL = 1e-6
+#: Integrality and feasibility tolerance a MILP solver is given where a model's own floors sit
+#: near the solvers' default (1e-6): the round model's last-run floor is about 1e-6 of a round,
+#: and a solver allowed 1e-6 may end a job "in" a round with a last run of that size while
+#: running it fully there, an incumbent no rounding turns into a schedule.
+MIP_FEASIBILITY_TOL = 1e-9
 #: Slack on simulated times in seconds (event times, completions, intervals).
 TIME_TOL = 1e-6
 #: Relative slack on the optimal makespan kept by the makespan LP's second stage (the secondary

@@ -282,3 +282,20 @@ def test_no_policy_beats_the_proven_optimum(world: World, L: float, objective: s
         value = _policy_value(world, record, objective)
         slack = OBJECTIVE_AGREEMENT_TOL * max(1.0, abs(res.objective))
         assert better * (value - res.objective) <= slack, (name, value, res.objective)
+
+
+def test_an_incumbent_within_the_solvers_integrality_is_a_schedule() -> None:
+    # job j0 needs exactly 25 full rounds on the slow type; at HiGHS's default integrality
+    # (1e-6) an incumbent could end it "in" round 25 with a floor-sized last run (e = 1 - 1e-6)
+    # while running round 24 fully, which no rounding turns into a schedule
+    rows = [
+        {"arrival": 0.0, "num_gpus": 2, "model": "B", "duration": 12.5, "weight": 2.0},
+        {"arrival": 0.0, "num_gpus": 1, "model": "A", "duration": 1.0, "weight": 1.0},
+        {"arrival": 1.0, "num_gpus": 4, "model": "", "duration": 5.0, "weight": 1.0},
+        {"arrival": 1.0, "num_gpus": 1, "model": "B", "duration": 1.0, "weight": 1.0},
+    ]
+    world = typed_world(rows, {"fast": (1, 1), "slow": (8, 4)})
+    for strengthen in (True, False):
+        got = solve(world, 1.0, "weighted-jct", time_limit=60, strengthen=strengthen)
+        assert got.status.value == "optimal"
+        assert within(got.objective, 62.0, OBJECTIVE_AGREEMENT_TOL)

@@ -98,7 +98,15 @@ from optsched.sim.replay import replay_rounds
 from optsched.sim.validate import validate
 from optsched.sim.world import SimJob, World
 from optsched.solvers import BuildClock
-from optsched.tolerances import CAPACITY_TOL, FIT_TOL, RATIO_TOL, TIME_TOL, WORK_TOL, leq
+from optsched.tolerances import (
+    CAPACITY_TOL,
+    FIT_TOL,
+    MIP_FEASIBILITY_TOL,
+    RATIO_TOL,
+    TIME_TOL,
+    WORK_TOL,
+    leq,
+)
 
 __all__ = [
     "OBJECTIVES",
@@ -1194,6 +1202,12 @@ def solve(
             f"the exact model has no batch-size phases (jobs {', '.join(dynamic[:5])}); build "
             "the world with batch_modes=False",
         )
+    options = dict(solver_options or {})
+    if solver == "highs":
+        # the last-run floor (about 1e-6 of a round) must sit well above the integrality the
+        # solver accepts, or an incumbent may end a job with a floor-sized last run in a round
+        # it runs fully (e = 1e-6, x = 1 - 1e-6): no rounding makes that a schedule
+        options.setdefault("mip_feasibility_tolerance", MIP_FEASIBILITY_TOL)
     try:
         return exact_solve(
             formulation(
@@ -1203,7 +1217,7 @@ def solve(
             time_limit=time_limit,
             mip_gap=mip_gap,
             threads=threads,
-            solver_options=solver_options,
+            solver_options=options,
             warm_start=start,
             accept_feasible=accept_feasible,
         )
