@@ -142,6 +142,10 @@ class GavelMechanism:
         Allocation LPs (:class:`~optsched.sim.policies.AllocationLP`): take the
         interior-point optimum (:meth:`~optsched.sim.policies.AllocationLP.interior_fractional`)
         as Gavel's cvxpy solve does, rather than the simplex vertex. Default ``True``.
+    direct : bool
+        With ``interior``: build the interior-point problems straight into Clarabel
+        (:mod:`optsched.allocation.gavel.interior`, default) rather than through cvxpy (the
+        reference: the same point up to the solver's stopping tolerance).
     """
 
     reset_interval: float = DEFAULT_RESET_INTERVAL
@@ -149,6 +153,7 @@ class GavelMechanism:
     shuffle: bool | None = None
     whole_steps: bool | None = None
     interior: bool = True
+    direct: bool = True
 
     def __post_init__(self) -> None:
         r = self.reset_interval
@@ -160,6 +165,8 @@ class GavelMechanism:
             raise InvalidInstanceError("shuffle", f"must be a bool or None, got {self.shuffle!r}")
         if not isinstance(self.interior, bool):
             raise InvalidInstanceError("interior", f"must be a bool, got {self.interior!r}")
+        if not isinstance(self.direct, bool):
+            raise InvalidInstanceError("direct", f"must be a bool, got {self.direct!r}")
         if self.whole_steps is not None and not isinstance(self.whole_steps, bool):
             raise InvalidInstanceError(
                 "whole_steps", f"must be a bool or None, got {self.whole_steps!r}"
@@ -254,6 +261,10 @@ class _GavelSim:
         self.idle_gpu_rounds = 0
         self.arrived: list[int] = []
         self.finished: list[str] = []
+        # lookups fixed for the run, kept (see _rates, _placement)
+        self._rate_memo: dict[tuple[Key, str, bool], tuple[float, ...]] = {}
+        self._runs_memo: dict[tuple[Key, str], bool] = {}
+        self._placement_memo: dict[tuple[str, tuple[int, ...]], GrantPlacement] = {}
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -326,7 +337,8 @@ class _GavelSim:
         else:
             interior = getattr(self.policy, "interior_fractional", None)
             if self.opts.interior and interior is not None:
-                x = interior(state)  # Gavel's interior-point optimum (module notes)
+                # Gavel's interior-point optimum (module notes)
+                x = interior(state, direct=self.opts.direct)
             else:
                 x = self.policy.fractional(state)
             assert x is not None  # gavel_refuses
@@ -349,17 +361,32 @@ class _GavelSim:
         return alloc
 
     def _rates(self, key: Key, name: str, consolidated: bool = True) -> tuple[float, ...]:
-        """Each member's rate on a gang of ``name`` (pair rates for a pair)."""
+        """Each member's rate on a gang of ``name`` (pair rates for a pair).
+
+        The world's rates are fixed for a run (no batch-size phases here): each is looked up
+        once and kept, as the walk asks for every combination and type every round.
+        """
+        memo = (key, name, consolidated)
+        got = self._rate_memo.get(memo)
+        if got is not None:
+            return got
         if len(key) == 1:
-            return (self.world.rate(self.jobs[key[0]], name, consolidated),)
-        a, b = self.jobs[key[0]], self.jobs[key[1]]
-        return (
-            self.world.rate(a, name, consolidated, b),
-            self.world.rate(b, name, consolidated, a),
-        )
+            got = (self.world.rate(self.jobs[key[0]], name, consolidated),)
+        else:
+            a, b = self.jobs[key[0]], self.jobs[key[1]]
+            got = (
+                self.world.rate(a, name, consolidated, b),
+                self.world.rate(b, name, consolidated, a),
+            )
+        self._rate_memo[memo] = got
+        return got
 
     def _runs(self, key: Key, name: str) -> bool:
-        return all(r > 0.0 for r in self._rates(key, name))
+        memo = (key, name)
+        got = self._runs_memo.get(memo)
+        if got is None:
+            got = self._runs_memo[memo] = all(r > 0.0 for r in self._rates(key, name))
+        return got
 
     def priorities(self) -> dict[str, dict[Key, float]]:
         """Gavel's ``_update_priorities`` (module notes), for every combination and type."""
@@ -437,6 +464,13 @@ class _GavelSim:
         return placed
 
     def _placement(self, name: str, slots: tuple[int, ...]) -> GrantPlacement:
+        memo = (name, slots)
+        got = self._placement_memo.get(memo)
+        if got is None:
+            got = self._placement_memo[memo] = self._new_placement(name, slots)
+        return got
+
+    def _new_placement(self, name: str, slots: tuple[int, ...]) -> GrantPlacement:
         per: dict[int, int] = {}
         for k in slots:
             s = self.slots[name][k][0]
