@@ -90,6 +90,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+from numpy.typing import NDArray
+
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.policy import GrantPlacement, JobState, Policy, SimState
@@ -246,9 +249,17 @@ class _GavelSim:
         # job combinations in Gavel's insertion order: a job, then its pairs with earlier jobs
         self.keys: dict[Key, None] = {}
         self.alloc: dict[Key, dict[str, float]] = {}
-        self.job_time: dict[Key, dict[str, float]] = {}
+        # per combination (rows, in self.keys' order) and type (columns, self.types' order):
+        # seconds received since the last reset (job_time), deficit, X (0 where not in the
+        # allocation) and whether it can run there; vectorised for the walk's priorities
+        self.col = {name: j for j, name in enumerate(self.types)}
+        self.row: dict[Key, int] = {}
+        k = len(self.types)
+        self.job_time = np.zeros((0, k))
+        self.deficit = np.zeros((0, k))
+        self.x = np.zeros((0, k))
+        self.can_run = np.zeros((0, k), dtype=bool)
         self.worker_time = {name: 0.0 for name in self.types}
-        self.deficit: dict[str, dict[Key, float]] = {name: {} for name in self.types}
         self.last_reset = 0.0
         self.need_update = False
         self.prev: dict[Key, tuple[str, tuple[int, ...]]] = {}  # the previous round's gangs
@@ -265,6 +276,7 @@ class _GavelSim:
         self._rate_memo: dict[tuple[Key, str, bool], tuple[float, ...]] = {}
         self._runs_memo: dict[tuple[Key, str], bool] = {}
         self._placement_memo: dict[tuple[str, tuple[int, ...]], GrantPlacement] = {}
+        self._gang_memo: dict[tuple[str, tuple[int, ...]], tuple[GrantPlacement, bool, int]] = {}
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -274,41 +286,53 @@ class _GavelSim:
         if self.packing:
             n = self.jobs[i].num_gpus
             new += [(k, i) for k in self.active if k != i and self.jobs[k].num_gpus == n]
+        k = len(self.types)
         for key in new:
+            self.row[key] = len(self.keys)
             self.keys[key] = None
-            # a pair's time starts at 0, a job's at the prior (Gavel's add_job and
-            # _populate_job_combination_metadata)
-            start = self.prior if len(key) == 1 else 0.0
-            self.job_time[key] = {name: start for name in self.types}
-            for name in self.types:
-                self.deficit[name][key] = 0.0
+        # a pair's time starts at 0, a job's at the prior (Gavel's add_job and
+        # _populate_job_combination_metadata)
+        start = np.array([[self.prior if len(key) == 1 else 0.0] for key in new])
+        self.job_time = np.vstack([self.job_time, np.broadcast_to(start, (len(new), k))])
+        self.deficit = np.vstack([self.deficit, np.zeros((len(new), k))])
+        self.x = np.vstack([self.x, np.zeros((len(new), k))])
+        runs = [[self._runs(key, name) for name in self.types] for key in new]
+        self.can_run = np.vstack([self.can_run, np.array(runs, dtype=bool).reshape(-1, k)])
         self.need_update = True
         self.arrived.append(i)
 
     def _remove(self, i: int) -> None:
         del self.active[i]
-        for key in [k for k in self.keys if i in k]:
+        gone = [k for k in self.keys if i in k]
+        keep = np.ones(len(self.keys), dtype=bool)
+        for key in gone:
+            keep[self.row[key]] = False
             del self.keys[key]
-            del self.job_time[key]
-            for name in self.types:
-                self.deficit[name].pop(key, None)
+        self.row = {key: r for r, key in enumerate(self.keys)}
+        self.job_time = self.job_time[keep]
+        self.deficit = self.deficit[keep]
+        self.x = self.x[keep]
+        self.can_run = self.can_run[keep]
         self.need_update = True
         self.finished.append(self.jobs[i].job_id)
 
     def _reset(self, t: float) -> None:
         """Gavel's ``_reset_time_run_so_far`` followed by a new allocation."""
         elapsed = t - self.last_reset
+        # every combination: deficit += X elapsed - (received - prior); X = 0 for one not in
+        # the allocation (elementwise as Gavel's loop)
+        self.deficit = (self.deficit + self.x * elapsed) - (self.job_time - self.prior)
+        self.job_time[:] = self.prior
         for name in self.types:
-            self.worker_time[name] = 0.0
-            for key, times in self.job_time.items():
-                received = times[name] - self.prior
-                row = self.alloc.get(key)
-                should = 0.0 if row is None else row.get(name, 0.0) * elapsed
-                self.deficit[name][key] = self.deficit[name].get(key, 0.0) + should - received
-                times[name] = self.prior
-                self.worker_time[name] += self.prior
+            total = 0.0
+            for _ in self.keys:  # summed one by one, as Gavel
+                total += self.prior
+            self.worker_time[name] = total
         self.last_reset = t
         self.alloc = self._allocate(t)
+        for key, r in self.row.items():
+            a = self.alloc.get(key)
+            self.x[r] = [0.0 if a is None else a.get(name, 0.0) for name in self.types]
         self.need_update = False
         self.resets += 1
         self.reset_times.append(t)
@@ -388,49 +412,54 @@ class _GavelSim:
             got = self._runs_memo[memo] = all(r > 0.0 for r in self._rates(key, name))
         return got
 
+    def _priority_column(self, name: str) -> NDArray[np.float64]:
+        """Gavel's ``_update_priorities`` on type ``name``, one entry per combination."""
+        j = self.col[name]
+        total = self.worker_time[name]
+        x = self.x[:, j]
+        if total == 0.0:
+            fraction = np.zeros_like(x)
+        else:
+            fraction = self.job_time[:, j] / total
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(fraction > 0.0, x / fraction, x * 1e9)
+        return np.where((x == 0.0) | ~self.can_run[:, j], 0.0, p)
+
     def priorities(self) -> dict[str, dict[Key, float]]:
         """Gavel's ``_update_priorities`` (module notes), for every combination and type."""
         out: dict[str, dict[Key, float]] = {}
         for name in self.types:
-            total = self.worker_time[name]
-            row: dict[Key, float] = {}
-            for key in self.keys:
-                a = self.alloc.get(key)
-                x = 0.0 if a is None else a.get(name, 0.0)
-                if x == 0.0 or not self._runs(key, name):
-                    row[key] = 0.0
-                    continue
-                fraction = 0.0 if total == 0.0 else self.job_time[key][name] / total
-                row[key] = x / fraction if fraction > 0.0 else x * 1e9
-            out[name] = row
+            col = self._priority_column(name)
+            out[name] = {key: float(col[r]) for key, r in self.row.items()}
         return out
 
     def walk(self, order: list[str]) -> dict[str, list[Key]]:
         """The combinations counted on each type this round (module notes, "The walk")."""
-        prio = self.priorities()
         left = {name: self.types[name].count for name in order}
         counted: dict[str, list[Key]] = {name: [] for name in order}
-        queue: list[tuple[Key, str, float]] = []
-        for name in order:
-            entries = [
-                (key, prio[name][key], self.deficit[name].get(key, 0.0), self.alloc.get(key, {}))
-                for key in self.keys
-            ]
-            # stable sort, decreasing: ties keep insertion order, as Gavel's sorted(reverse=True)
-            entries.sort(key=lambda e: (e[1], e[2], e[3].get(name, 0.0)), reverse=True)
-            queue.extend((key, name, p) for key, p, _, _ in entries)
+        keys = list(self.keys)
         done: set[int] = set()
-        for key, name, p in queue:
-            if left[name] == 0 or any(i in done for i in key) or not self._runs(key, name):
-                continue
-            if self.fifo and p <= 0.0:
-                continue
-            need = self.jobs[key[0]].num_gpus
-            if need > left[name]:
-                continue
-            left[name] -= need
-            done.update(key)
-            counted[name].append(key)
+        for name in order:
+            j = self.col[name]
+            p = self._priority_column(name)
+            # decreasing (p, deficit, X), ties in insertion order: Gavel's stable
+            # sorted(reverse=True); lexsort is stable, its last key the primary one
+            ranked = np.lexsort((-self.x[:, j], -self.deficit[:, j], -p))
+            runs = self.can_run[:, j]
+            for r in ranked.tolist():
+                if left[name] == 0:
+                    break  # the type's other entries are all skipped
+                key = keys[r]
+                if not runs[r] or any(i in done for i in key):
+                    continue
+                if self.fifo and p[r] <= 0.0:
+                    continue
+                need = self.jobs[key[0]].num_gpus
+                if need > left[name]:
+                    continue
+                left[name] -= need
+                done.update(key)
+                counted[name].append(key)
         return counted
 
     def place(self, counted: dict[str, list[Key]]) -> dict[Key, tuple[str, tuple[int, ...]]]:
@@ -468,6 +497,17 @@ class _GavelSim:
         got = self._placement_memo.get(memo)
         if got is None:
             got = self._placement_memo[memo] = self._new_placement(name, slots)
+        return got
+
+    def _gang(self, name: str, slots: tuple[int, ...]) -> tuple[GrantPlacement, bool, int]:
+        """The gang's placement, whether it is consolidated and its GPUs (kept per run)."""
+        memo = (name, slots)
+        got = self._gang_memo.get(memo)
+        if got is None:
+            placement = self._placement(name, slots)
+            gps = self.types[name].gpus_per_server
+            got = (placement, placement.consolidated(gps), placement.num_gpus)
+            self._gang_memo[memo] = got
         return got
 
     def _new_placement(self, name: str, slots: tuple[int, ...]) -> GrantPlacement:
@@ -576,8 +616,9 @@ class _GavelSim:
         for key, (name, end) in running.items():
             # counted from the previous round's end, as Gavel's current_round_start_time
             executed = end - round_start
-            if key in self.job_time:
-                self.job_time[key][name] += executed
+            r = self.row.get(key)
+            if r is not None:
+                self.job_time[r, self.col[name]] += executed
                 self.worker_time[name] += executed
         for key in running:
             for i in key:
@@ -638,9 +679,8 @@ class _GavelSim:
             if math.isnan(self.completion[i]):
                 self.states[i].preemptions += 1
         for key, (name, slots) in placed.items():
-            placement = self._placement(name, slots)
-            gps = self.types[name].gpus_per_server
-            rates = self._rates(key, name, placement.consolidated(gps))
+            placement, consolidated, size = self._gang(name, slots)
+            rates = self._rates(key, name, consolidated)
             if not all(r > 0.0 for r in rates):
                 # a spread gang the table gives no rate: it waits
                 for i in key:
@@ -657,7 +697,7 @@ class _GavelSim:
                 st.partner = self.jobs[partner[i]].job_id if partner[i] >= 0 else None
                 st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
                 st.executed_seconds += ends[i] - t
-                st.attained_service += placement.num_gpus * (ends[i] - t)
+                st.attained_service += size * (ends[i] - t)
                 self.open[i].last_end = ends[i]
             out[key] = (name, max(ends.values()))
             self.prev[key] = (name, slots)
