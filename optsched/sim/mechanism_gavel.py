@@ -688,6 +688,9 @@ class _GavelSim:
                         o = self.open[i]
                         self._close(i, o.last_end)
                 continue
+            if len(key) == 1:
+                self._run_alone(key, t, name, slots, placement, size, rates[0], out)
+                continue
             partner = {key[0]: key[-1], key[-1]: key[0]} if len(key) == 2 else {key[0]: -1}
             overhead = {i: self._open(i, t, name, slots, partner[i]) for i in key}
             ends = self._progress(key, t, rates, overhead, name, slots)
@@ -704,6 +707,52 @@ class _GavelSim:
         for key in [k for k in self.prev if k not in placed]:
             del self.prev[key]
         return out
+
+    def _run_alone(
+        self,
+        key: Key,
+        t: float,
+        name: str,
+        slots: tuple[int, ...],
+        placement: GrantPlacement,
+        size: int,
+        rate: float,
+        out: dict[Key, tuple[str, float]],
+    ) -> None:
+        """One job's gang this round (the rounds' common case).
+
+        :meth:`_open` and :meth:`_progress` for a single job, written out.
+        """
+        i = key[0]
+        o = self.open.get(i)
+        if o is not None and o.gpu_type == name and o.slots == slots:
+            # as _open: the run goes on; a new segment after a gap or a partner change
+            over = 0.0
+            if o.last_end < t or o.partner != -1:
+                self._close(i, o.last_end)
+                o = self.open[i] = _Open(t, name, slots, o.placement, -1, t)
+        else:
+            over = self._open(i, t, name, slots, -1)
+            o = self.open[i]
+        st = self.states[i]
+        work = self.jobs[i].work
+        span = self.L - over
+        steps = float(math.floor(rate * span)) if self.whole else rate * span
+        left = work - st.done
+        if left <= steps:
+            end = t + over + left / rate
+            self._complete(i, end)
+        else:
+            st.done = min(work, st.done + steps)
+            end = t + over + steps / rate if self.whole else t + self.L
+        st.placement = placement
+        st.partner = None
+        st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
+        st.executed_seconds += end - t
+        st.attained_service += size * (end - t)
+        o.last_end = end
+        out[key] = (name, end)
+        self.prev[key] = (name, slots)
 
     def _steps(self, rate: float, overhead: float, whole: bool) -> float:
         """Steps a gang makes in a whole round: Gavel's ``int(rate * L)`` with whole steps."""
