@@ -177,7 +177,7 @@ def _stopped(message: str) -> NotOptimalError:
 
 def _solve(
     q: NDArray[np.float64],
-    a: sp.csc_array,
+    a: sp.csc_matrix,
     b: NDArray[np.float64],
     n_nonneg: int,
     n_soc: int,
@@ -191,14 +191,38 @@ def _solve(
     cones += [clarabel.SecondOrderConeT(3) for _ in range(n_soc)]
     settings = clarabel.DefaultSettings()
     settings.verbose = False
-    solver = clarabel.DefaultSolver(p, q, sp.csc_matrix(a), b, cones, settings)
+    solver = clarabel.DefaultSolver(p, q, a, b, cones, settings)
     sol = solver.solve()
     return str(sol.status), np.asarray(sol.x, dtype=np.float64)
 
 
+#: Rows of the constraint matrix as triplets: (row, column, value, number of rows).
+_Block = tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64], int]
+
+
+def _block(matrix: Any) -> _Block:
+    """A scipy sparse block as triplets."""
+    coo = sp.coo_array(matrix)
+    return coo.row, coo.col, coo.data, coo.shape[0]
+
+
+def _stack(blocks: list[_Block], n: int) -> sp.csc_matrix:
+    """The blocks one below the other, as one CSC matrix of ``n`` columns (one conversion)."""
+    rows, cols, vals = [], [], []
+    at = 0
+    for r, c, v, height in blocks:
+        rows.append(np.asarray(r) + at)
+        cols.append(c)
+        vals.append(v)
+        at += height
+    return sp.csc_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(at, n)
+    )
+
+
 def _base_rows(
     mask: NDArray[np.bool_], sf: NDArray[np.float64], cap: NDArray[np.float64], extra_cols: int
-) -> tuple[sp.coo_array, NDArray[np.float64], NDArray[np.intp], NDArray[np.intp]]:
+) -> tuple[_Block, NDArray[np.float64], NDArray[np.intp], NDArray[np.intp]]:
     """``-X <= 0``, ``job_time``, ``type_capacity`` over the feasible entries (module notes)."""
     m, k = mask.shape
     rows_m, cols_k = np.nonzero(mask)
@@ -207,9 +231,8 @@ def _base_rows(
     r = np.concatenate([e, n_x + rows_m, n_x + m + cols_k])
     c = np.concatenate([e, e, e])
     v = np.concatenate([-np.ones(n_x), np.ones(n_x), sf[rows_m]])
-    a = sp.coo_array((v, (r, c)), shape=(n_x + m + k, n_x + extra_cols))
     b = np.concatenate([np.zeros(n_x), np.ones(m), cap])
-    return a, b, rows_m, cols_k
+    return (r, c, v, n_x + m + k), b, rows_m, cols_k
 
 
 def _theta_rows(
@@ -254,23 +277,25 @@ def interior_allocation(instance: AllocationInstance, policy: str) -> NDArray[np
     n_u = co.active.size
     n = n_x + (1 if epi else 0) + n_u
     base, b_base, rows_m, cols_k = _base_rows(co.mask, sf, instance.capacities, n - n_x)
-    blocks: list[Any] = [base]
+    blocks: list[_Block] = [base]
     rhs = [b_base]
     q = np.zeros(n)
     n_soc = 0
     if obj == "max-min":
         if not np.all(np.isfinite(co.linear)):
             raise _stopped("max-min: a job has no proportional share")
-        share = _theta_rows(co.linear, rows_m, cols_k, np.arange(m), n)
-        v_col = sp.csr_array((np.ones(m), (np.arange(m), np.full(m, n_x))), shape=(m, n))
-        blocks.append(v_col - share)  # v - a_m'X_m <= 0
+        # v - a_m'X_m <= 0: -a on each feasible entry of its job's row, 1 in v's column
+        r = np.concatenate([rows_m, np.arange(m)])
+        c = np.concatenate([np.arange(n_x), np.full(m, n_x)])
+        v = np.concatenate([-co.linear[rows_m, cols_k], np.ones(m)])
+        blocks.append((r, c, v, m))
         rhs.append(np.zeros(m))
         q[n_x] = -1.0
     elif obj in ("max-sum-throughput", "min-cost", "min-cost-slo"):
         q[:n_x] = -co.linear[rows_m, cols_k]
         if co.due.size:
             theta = _theta_rows(co.theta, rows_m, cols_k, co.due, n)
-            blocks.append(-theta)  # floor - theta <= 0
+            blocks.append(_block(-theta))  # floor - theta <= 0
             rhs.append(-co.rate_floor)
     else:
         if n_u == 0:
@@ -285,7 +310,7 @@ def interior_allocation(instance: AllocationInstance, policy: str) -> NDArray[np
             ),
             shape=(n_u, n),
         )
-        blocks.append(epi_rows)
+        blocks.append(_block(epi_rows))
         rhs.append(-co.offset)
         q[n_x] = 1.0
         # per job: s = (theta + u, theta - u, 2) in Q^3, i.e. A rows -(theta + u), -(theta - u), 0
@@ -296,10 +321,10 @@ def interior_allocation(instance: AllocationInstance, policy: str) -> NDArray[np
         soc = sp.vstack([first, second, sp.csr_array((n_u, n))]).tocsr()
         # interleave: cone i is rows i, n_u + i, 2 n_u + i
         order = np.stack([a_rows, n_u + a_rows, 2 * n_u + a_rows], axis=1).ravel()
-        blocks.append(soc[order])
+        blocks.append(_block(soc[order]))
         rhs.append(np.tile([0.0, 0.0, 2.0], n_u))
         n_soc = n_u
-    a = sp.vstack(blocks).tocsc()
+    a = _stack(blocks, n)
     b = np.concatenate(rhs)
     status, z = _solve(q, a, b, b.size - 3 * n_soc, n_soc)
     if status != "Solved":
@@ -345,7 +370,7 @@ def _feasibility_point(
     r = np.concatenate([e, n + typ, n + k + job, n + k + m + job])
     c = np.concatenate([e, e, e, e])
     v = np.concatenate([-np.ones(n), sf[job], np.ones(n), -rates.ravel()])
-    a = sp.csc_array(sp.coo_array((v, (r, c)), shape=(n + k + m + m, n)))
+    a = sp.csc_matrix((v, (r, c)), shape=(n + k + m + m, n))
     b = np.concatenate([np.zeros(n), cap, np.ones(m), -left / horizon])
     status, z = _solve(np.zeros(n), a, b, b.size, 0)
     if status != "Solved":
