@@ -412,54 +412,61 @@ class _GavelSim:
             got = self._runs_memo[memo] = all(r > 0.0 for r in self._rates(key, name))
         return got
 
-    def _priority_column(self, name: str) -> NDArray[np.float64]:
-        """Gavel's ``_update_priorities`` on type ``name``, one entry per combination."""
-        j = self.col[name]
-        total = self.worker_time[name]
-        x = self.x[:, j]
-        if total == 0.0:
-            fraction = np.zeros_like(x)
-        else:
-            fraction = self.job_time[:, j] / total
+    def _priority_table(self) -> NDArray[np.float64]:
+        r"""Gavel's ``_update_priorities``: one column per type, one row per combination.
+
+        Elementwise as Gavel: :math:`X / (t / T)` (:math:`X \cdot 10^9` where the fraction is
+        0), 0 where :math:`X = 0` or the combination cannot run on the type.
+        """
+        total = np.array([self.worker_time[name] for name in self.types])
+        x = self.x
         with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(
+                total == 0.0, 0.0, self.job_time / np.where(total == 0.0, 1.0, total)
+            )
             p = np.where(fraction > 0.0, x / fraction, x * 1e9)
-        return np.where((x == 0.0) | ~self.can_run[:, j], 0.0, p)
+        return np.where((x == 0.0) | ~self.can_run, 0.0, p)
 
     def priorities(self) -> dict[str, dict[Key, float]]:
         """Gavel's ``_update_priorities`` (module notes), for every combination and type."""
-        out: dict[str, dict[Key, float]] = {}
-        for name in self.types:
-            col = self._priority_column(name)
-            out[name] = {key: float(col[r]) for key, r in self.row.items()}
-        return out
+        table = self._priority_table()
+        return {
+            name: {key: float(table[r, j]) for key, r in self.row.items()}
+            for j, name in enumerate(self.types)
+        }
 
     def walk(self, order: list[str]) -> dict[str, list[Key]]:
         """The combinations counted on each type this round (module notes, "The walk")."""
-        left = {name: self.types[name].count for name in order}
         counted: dict[str, list[Key]] = {name: [] for name in order}
         keys = list(self.keys)
+        table = self._priority_table()
+        need = [self.jobs[key[0]].num_gpus for key in keys]
         done: set[int] = set()
         for name in order:
             j = self.col[name]
-            p = self._priority_column(name)
+            p = table[:, j]
             # decreasing (p, deficit, X), ties in insertion order: Gavel's stable
             # sorted(reverse=True); lexsort is stable, its last key the primary one
-            ranked = np.lexsort((-self.x[:, j], -self.deficit[:, j], -p))
-            runs = self.can_run[:, j]
-            for r in ranked.tolist():
-                if left[name] == 0:
+            ranked = np.lexsort((-self.x[:, j], -self.deficit[:, j], -p)).tolist()
+            runs = self.can_run[:, j].tolist()
+            positive = (p > 0.0).tolist()
+            left = self.types[name].count
+            here = counted[name]
+            for r in ranked:
+                if left == 0:
                     break  # the type's other entries are all skipped
+                if not runs[r]:
+                    continue
                 key = keys[r]
-                if not runs[r] or any(i in done for i in key):
+                if key[0] in done or (len(key) == 2 and key[1] in done):
                     continue
-                if self.fifo and p[r] <= 0.0:
+                if self.fifo and not positive[r]:
                     continue
-                need = self.jobs[key[0]].num_gpus
-                if need > left[name]:
+                if need[r] > left:
                     continue
-                left[name] -= need
+                left -= need[r]
                 done.update(key)
-                counted[name].append(key)
+                here.append(key)
         return counted
 
     def place(self, counted: dict[str, list[Key]]) -> dict[Key, tuple[str, tuple[int, ...]]]:
@@ -469,18 +476,25 @@ class _GavelSim:
             taken: set[int] = set()
             ptr = 0
             slots = self.slots[name]
-            size_of = {key: self.jobs[key[0]].num_gpus for key in keys}
-            for size in sorted(set(size_of.values()), reverse=True):
-                group = [key for key in keys if size_of[key] == size]
+            sizes = [self.jobs[key[0]].num_gpus for key in keys]
+            distinct = sorted(set(sizes), reverse=True)
+            for size in distinct:
+                group = (
+                    keys
+                    if len(distinct) == 1
+                    else [key for key, z in zip(keys, sizes, strict=True) if z == size]
+                )
+                fresh: list[Key] = []
                 for key in group:
                     prev = self.prev.get(key)
-                    if prev is not None and prev[0] == name:
-                        if not any(s in taken for s in prev[1]):
-                            placed[key] = prev
-                            taken.update(prev[1])
-                for key in group:
-                    if key in placed or key not in self.alloc:
-                        continue  # kept, or new since the last reset: its GPUs stay idle
+                    if prev is not None and prev[0] == name and taken.isdisjoint(prev[1]):
+                        placed[key] = prev
+                        taken.update(prev[1])
+                    else:
+                        fresh.append(key)
+                for key in fresh:
+                    if key not in self.alloc:
+                        continue  # new since the last reset: its GPUs stay idle
                     got: list[int] = []
                     while len(got) < size and ptr < len(slots):
                         if ptr not in taken:
@@ -613,13 +627,21 @@ class _GavelSim:
     def _end_round(self, running: dict[Key, tuple[str, float]], round_start: float) -> int:
         """The round's gangs end: time received (Gavel's bookkeeping), completions."""
         completed = 0
+        rows: list[int] = []
+        cols: list[int] = []
+        got: list[float] = []
         for key, (name, end) in running.items():
             # counted from the previous round's end, as Gavel's current_round_start_time
             executed = end - round_start
             r = self.row.get(key)
             if r is not None:
-                self.job_time[r, self.col[name]] += executed
-                self.worker_time[name] += executed
+                rows.append(r)
+                cols.append(self.col[name])
+                got.append(executed)
+                self.worker_time[name] += executed  # in Gavel's order (a float sum)
+        if rows:
+            # each combination ran on one type: one addition per entry, as one by one
+            self.job_time[rows, cols] += got
         for key in running:
             for i in key:
                 if not math.isnan(self.completion[i]) and i in self.active:

@@ -186,7 +186,8 @@ def _solve(
     import clarabel
 
     n = q.size
-    p = sp.csc_matrix((n, n))
+    empty = np.zeros(0, dtype=np.int64)
+    p = sp.csc_matrix((np.zeros(0), empty, np.zeros(n + 1, dtype=np.int64)), shape=(n, n))
     cones: list[Any] = [clarabel.NonnegativeConeT(n_nonneg)]
     cones += [clarabel.SecondOrderConeT(3) for _ in range(n_soc)]
     settings = clarabel.DefaultSettings()
@@ -207,17 +208,23 @@ def _block(matrix: Any) -> _Block:
 
 
 def _stack(blocks: list[_Block], n: int) -> sp.csc_matrix:
-    """The blocks one below the other, as one CSC matrix of ``n`` columns (one conversion)."""
+    """The blocks one below the other, as one CSC matrix of ``n`` columns.
+
+    The compressed arrays are built directly (no entry repeats a (row, column) of another):
+    entries sorted by column, then row.
+    """
     rows, cols, vals = [], [], []
     at = 0
     for r, c, v, height in blocks:
-        rows.append(np.asarray(r) + at)
-        cols.append(c)
-        vals.append(v)
+        rows.append(np.asarray(r, dtype=np.int64) + at)
+        cols.append(np.asarray(c, dtype=np.int64))
+        vals.append(np.asarray(v, dtype=np.float64))
         at += height
-    return sp.csc_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(at, n)
-    )
+    row, col, val = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+    order = np.lexsort((row, col))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(col, minlength=n), out=indptr[1:])
+    return sp.csc_matrix((val[order], row[order], indptr), shape=(at, n))
 
 
 def _base_rows(
