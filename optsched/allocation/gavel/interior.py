@@ -36,7 +36,7 @@ The coefficients are those of the twin (:func:`twin_coefficients`).
 (:mod:`optsched.sim.policies.gavel_makespan`): bisection over feasibility problems whose
 constant objective makes the solver return the analytic centre of the feasible set. The
 bisection only asks, at each midpoint :math:`T`, whether :math:`T \ge T^*` (the least feasible
-makespan, one exact LP: :func:`optsched.allocation.gavel.lp.solve_lp_policy` ``makespan``), so
+makespan, one exact HiGHS LP over the same constraints: :func:`least_makespan`), so
 its course is computed from :math:`T^*` and only its last feasible problem is solved by Clarabel;
 a midpoint within :data:`~optsched.tolerances.RATIO_TOL` (relative) of :math:`T^*`, where the
 interior-point answer could differ, is decided by solving that feasibility problem itself.
@@ -392,7 +392,7 @@ def least_makespan(instance: AllocationInstance, aware: bool) -> float:
     :math:`X \ge 0`; ``0.0`` when no job has steps left, ``inf`` when some job with steps left
     has no positive rate.
     """
-    from scipy.optimize import linprog
+    from optsched.solvers.matrix import LinearProgram, solve_matrix
 
     rates, left = _makespan_data(instance, aware)
     if not np.any(left > 0):
@@ -405,14 +405,25 @@ def least_makespan(instance: AllocationInstance, aware: bool) -> float:
     r = np.concatenate([typ, k + job, k + m + job, k + m + np.arange(m)])
     c = np.concatenate([e, e, e, np.full(m, n)])
     v = np.concatenate([sf[job], np.ones(n), -rates.ravel(), left])
-    a = sp.csr_array((v, (r, c)), shape=(k + 2 * m, n + 1))
+    a = _stack([(r, c, v, k + 2 * m)], n + 1)
     b = np.concatenate([instance.capacities, np.ones(m), np.zeros(m)])
     cost = np.zeros(n + 1)
-    cost[n] = -1.0
-    res = linprog(cost, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
-    if res.status != 0 or res.x is None:
-        raise _stopped(f"the least-makespan LP stopped: {res.message}")
-    z = float(res.x[n])
+    cost[n] = 1.0
+    lp = LinearProgram(
+        cost,
+        sp.csc_array(a),
+        np.full(b.size, -np.inf),
+        b,
+        np.zeros(n + 1),
+        np.full(n + 1, np.inf),
+        sense="max",
+        trusted=True,
+    )
+    sol = solve_matrix(lp, options={"presolve": "off"})
+    if sol.x is None:
+        raise _stopped(f"the least-makespan LP stopped: {sol.result.status.value}")
+    res_x = sol.x
+    z = float(res_x[n])
     return math.inf if z <= 0.0 else 1.0 / z
 
 
