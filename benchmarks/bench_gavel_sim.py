@@ -50,7 +50,8 @@ not do), after an untimed warm-up run. The speed goal compares the ``sim wall`` 
 distorts less. Both are one run each on a shared machine: a ratio, not an absolute.
 ``OPTSCHED_GAVEL_CACHE`` (a directory) keeps Gavel's results between runs of the benchmark (a
 result there is read instead of running Gavel again; delete it after changing Gavel, its inputs
-or this file).
+or this file). ``OPTSCHED_GAVEL_ONLY`` (trace labels) and ``OPTSCHED_GAVEL_POLICIES`` (optsched
+policy names), comma-separated, run a part of the table.
 """
 
 from __future__ import annotations
@@ -515,6 +516,11 @@ def _row(
     ]
 
 
+def _chosen(variable: str) -> set[str]:
+    """The comma-separated names in an environment variable (empty: every one)."""
+    return {v.strip() for v in os.environ.get(variable, "").split(",") if v.strip()}
+
+
 def _skipped(reason: str) -> dict[str, Any]:
     _say(f"skipped: {reason}")
     return {
@@ -561,8 +567,14 @@ def run(quick: bool = False) -> dict[str, Any]:
         # untimed warm-up: imports, the throughput table and the LP solver's first start
         _run_optsched(ARTIFACT, "max-min-perf", "v100=2,k80=4", extra, work / "warm.csv")
         rows = []
+        only = _chosen("OPTSCHED_GAVEL_ONLY")
+        chosen = _chosen("OPTSCHED_GAVEL_POLICIES")
         for label, trace, cluster in inputs:
+            if only and label not in only:
+                continue
             for name, theirs, seeded in policies:
+                if chosen and name not in chosen:
+                    continue
                 ours = name if name in known else ALIASES.get(name, name)
                 full = label == "msr-ed69ec-951"
                 # the whole trace: seed 0 only (Gavel takes minutes per run)
