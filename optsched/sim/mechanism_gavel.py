@@ -700,10 +700,12 @@ class _GavelSim:
             self.states[i].last_stop = o.last_end
             if math.isnan(self.completion[i]):
                 self.states[i].preemptions += 1
+        gangs, rate_memo = self._gang_memo, self._rate_memo
         for key, (name, slots) in placed.items():
-            placement, consolidated, size = self._gang(name, slots)
-            rates = self._rates(key, name, consolidated)
-            if not all(r > 0.0 for r in rates):
+            # the memos read inline: this loop runs for every gang of every round
+            placement, consolidated, size = gangs.get((name, slots)) or self._gang(name, slots)
+            rates = rate_memo.get((key, name, consolidated)) or self._rates(key, name, consolidated)
+            if not (rates[0] > 0.0 and rates[-1] > 0.0):  # every member's (one or two)
                 # a spread gang the table gives no rate: it waits
                 for i in key:
                     if i in self.open:
