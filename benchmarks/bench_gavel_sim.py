@@ -439,8 +439,12 @@ def _simulation_end() -> Any:
         sim.simulate = inner
 
 
-def _goal(gavel_wall: float | None, sim_wall: float | None) -> str:
-    """The speed goal: ``met (N x)``, or the factor optsched's simulation still has to gain."""
+def _goal(ref: dict[str, Any], field: str, sim_wall: float | None) -> str:
+    """The speed goal: ``met (N x)``, or the factor optsched's simulation still has to gain
+    (none when Gavel's run stopped early: its time is not that of the whole trace)."""
+    if ref.get("error"):
+        return "n/a (Gavel's run stopped)"
+    gavel_wall = ref.get(field)
     if gavel_wall is None or sim_wall is None or sim_wall <= 0:
         return ""
     speedup = gavel_wall / sim_wall
@@ -508,10 +512,10 @@ def _row(
         _ratio(mine.get("wall_seconds"), ref.get("wall_seconds")),
         mine.get("sim_wall_seconds"),
         _ratio(mine.get("sim_wall_seconds"), ref.get("wall_seconds")),
-        _goal(ref.get("wall_seconds"), mine.get("sim_wall_seconds")) if full else "",
+        _goal(ref, "wall_seconds", mine.get("sim_wall_seconds")) if full else "",
         ref.get("cpu_seconds"),
         mine.get("sim_cpu_seconds"),
-        _goal(ref.get("cpu_seconds"), mine.get("sim_cpu_seconds")) if full else "",
+        _goal(ref, "cpu_seconds", mine.get("sim_cpu_seconds")) if full else "",
         status,
     ]
 
