@@ -190,3 +190,20 @@ def test_makespan_search_with_long_jobs_follows_gavels_decisions() -> None:
         worst = float((inst.steps / theta.sum(axis=1)).max())
         assert star <= worst * (1 + SOLVER_AGREEMENT_TOL)
         assert worst <= star * 1.05 * 1.05
+
+
+@pytest.mark.parametrize("policy", ["max-min", "max-min-perf", "max-sum-throughput-perf"])
+def test_linear_policies_are_laid_out_as_cvxpy_does(policy: str) -> None:
+    # the same data in the same order: Clarabel's point to the last digit (ties in Gavel's
+    # walk follow those digits)
+    for inst in instances():
+        _, twin = solve_twin(inst, policy)
+        assert np.array_equal(interior_allocation(inst, policy), twin)
+
+
+def test_makespan_feasibility_is_laid_out_as_cvxpy_does() -> None:
+    for inst in instances():
+        for aware in (True, False):
+            ref = gavel_makespan_allocation(inst, aware)
+            assert ref is not None
+            assert np.array_equal(gavel_makespan_interior(inst, aware), ref)

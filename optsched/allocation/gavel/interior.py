@@ -30,7 +30,11 @@ move the analytic centre), then the epigraph variable and, for ``ftf``/``makespa
   \mathcal{Q}^3`, i.e. :math:`\theta_m u_m \ge 1` (cvxpy's cone for ``inv_pos``);
 * ``min-cost-slo``: :math:`\sigma_m / d_m - \theta_m(X) \le 0` for each job due.
 
-The coefficients are those of the twin (:func:`twin_coefficients`).
+The coefficients are those of the twin (:func:`twin_coefficients`). The linear policies
+(``max-min``, ``max-sum-throughput``, ``min-cost``) and the makespan search's feasibility
+problems go further: their data are laid out exactly as cvxpy lays them out (variables, rows,
+cones in cvxpy's order, zero entries dropped), so that Clarabel returns the twin's point to the
+last digit, which matters where Gavel's walk breaks ties on those digits.
 
 :func:`gavel_makespan_interior` does the same for Gavel's makespan *search*
 (:mod:`optsched.sim.policies.gavel_makespan`): bisection over feasibility problems whose
@@ -180,14 +184,16 @@ def _solve(
     b: NDArray[np.float64],
     n_nonneg: int,
     n_soc: int,
+    n_zero: int = 0,
 ) -> tuple[str, NDArray[np.float64]]:
-    """Clarabel on ``min q'z, Az + s = b``, ``s`` in (nonneg^n_nonneg, Q^3 x n_soc)."""
+    """Clarabel on ``min q'z, Az + s = b``, ``s`` in (0^n_zero, nonneg^n_nonneg, Q^3 x n_soc)."""
     import clarabel
 
     n = q.size
     empty = np.zeros(0, dtype=np.int64)
     p = sp.csc_matrix((np.zeros(0), empty, np.zeros(n + 1, dtype=np.int64)), shape=(n, n))
-    cones: list[Any] = [clarabel.NonnegativeConeT(n_nonneg)]
+    cones: list[Any] = [clarabel.ZeroConeT(n_zero)] if n_zero else []
+    cones += [clarabel.NonnegativeConeT(n_nonneg)]
     cones += [clarabel.SecondOrderConeT(3) for _ in range(n_soc)]
     settings = clarabel.DefaultSettings()
     settings.verbose = False
@@ -275,6 +281,8 @@ def interior_allocation(instance: AllocationInstance, policy: str) -> NDArray[np
         for ``ftf``/``makespan``, a job with no share anywhere for ``max-min``).
     """
     co = twin_coefficients(instance, policy)
+    if co.objective in ("max-min", "max-sum-throughput", "min-cost"):
+        return _linear_as_cvxpy(co, instance, policy)
     m, k = co.mask.shape
     sf = instance.scale_factors
     n_x = int(co.mask.sum())
@@ -340,6 +348,61 @@ def interior_allocation(instance: AllocationInstance, policy: str) -> NDArray[np
     return np.clip(x, 0.0, 1.0)
 
 
+def _linear_as_cvxpy(
+    co: TwinCoefficients, instance: AllocationInstance, policy: str
+) -> NDArray[np.float64]:
+    r"""The linear twins (``max-min``, ``max-sum-throughput``, ``min-cost``) as cvxpy states them.
+
+    The twin's data exactly as cvxpy hands it to Clarabel, so that the point is the same to the
+    last digit (ties in Gavel's walk follow those digits). cvxpy's order: the variables the
+    epigraph's :math:`t = -\min_m a_m^\top X_m` (``max-min`` only) then :math:`X` column by
+    column (type-major); the rows the equality ``gang_fits`` (one per entry, all-zero where the
+    entry is feasible: the zero cone), then :math:`-X \le 0`, the epigraph's
+    :math:`-t - a_m^\top X_m \le 0`, ``job_time``, ``type_capacity``. Entries that are
+    exactly zero are not stored.
+    """
+    m, k = co.mask.shape
+    n_e = m * k
+    e = np.arange(n_e)
+    job, typ = e % m, e // m  # column-major: entry e is X[e % m, e // m]
+    masked = ~co.mask[job, typ]
+    epi = co.objective == "max-min"
+    off = 1 if epi else 0
+    n = off + n_e
+    sf = instance.scale_factors
+    blocks: list[_Block] = []
+    fixed = np.flatnonzero(masked)
+    blocks.append((fixed, off + fixed, np.ones(fixed.size), n_e))  # gang_fits
+    blocks.append((e, off + e, -np.ones(n_e), n_e))  # -X <= 0
+    rhs = [np.zeros(n_e), np.zeros(n_e)]
+    q = np.zeros(n)
+    if epi:
+        if not np.all(np.isfinite(co.linear)):
+            raise _stopped("max-min: a job has no proportional share")
+        coef = co.linear[job, typ]
+        keep = np.flatnonzero(coef != 0.0)
+        r = np.concatenate([np.arange(m), job[keep]])
+        c = np.concatenate([np.zeros(m, dtype=np.intp), off + keep])
+        blocks.append((r, c, np.concatenate([-np.ones(m), -coef[keep]]), m))
+        rhs.append(np.zeros(m))
+        q[0] = 1.0
+    else:
+        q[:] = -co.linear[job, typ]
+    blocks.append((job, off + e, np.ones(n_e), m))  # job_time
+    rhs.append(np.ones(m))
+    weights = sf[job]
+    keep = np.flatnonzero(weights != 0.0)
+    blocks.append((typ[keep], off + keep, weights[keep], k))  # type_capacity
+    rhs.append(np.asarray(instance.capacities, dtype=np.float64))
+    a = _stack(blocks, n)
+    b = np.concatenate(rhs)
+    status, z = _solve(q, a, b, b.size - n_e, 0, n_zero=n_e)
+    if status != "Solved":
+        raise _stopped(f"Clarabel stopped with status {status} on {policy}")
+    x = z[off:].reshape(k, m).T
+    return np.clip(x, 0.0, 1.0)
+
+
 #: Gavel's makespan search: its first interval (seconds), its stopping ratio, and the widenings
 #: tried (as :mod:`optsched.sim.policies.gavel_makespan`).
 SEARCH_T_MIN, SEARCH_T_MAX, SEARCH_RATIO, SEARCH_WIDENINGS = 100.0, 1_000_000.0, 1.05, 12
@@ -376,17 +439,23 @@ def _feasibility_point(
     m, k = rates.shape
     n = m * k
     e = np.arange(n)
-    job = e // k
-    typ = e % k
-    r = np.concatenate([e, n + typ, n + k + job, n + k + m + job])
-    c = np.concatenate([e, e, e, e])
-    v = np.concatenate([-np.ones(n), sf[job], np.ones(n), -rates.ravel()])
-    a = sp.csc_matrix((v, (r, c)), shape=(n + k + m + m, n))
+    # in cvxpy's order (as the linear twins): X column by column, rows as the constraints are
+    # listed, entries that are exactly zero not stored
+    job, typ = e % m, e // m
+    weights, speed = sf[job], rates[job, typ]
+    w_keep, s_keep = np.flatnonzero(weights != 0.0), np.flatnonzero(speed != 0.0)
+    blocks: list[_Block] = [
+        (e, e, -np.ones(n), n),
+        (typ[w_keep], w_keep, weights[w_keep], k),
+        (job, e, np.ones(n), m),
+        (job[s_keep], s_keep, -speed[s_keep], m),
+    ]
+    a = _stack(blocks, n)
     b = np.concatenate([np.zeros(n), cap, np.ones(m), -left / horizon])
     status, z = _solve(np.zeros(n), a, b, b.size, 0)
     if status != "Solved":
         return None
-    return z.reshape(m, k)
+    return z.reshape(k, m).T
 
 
 def least_makespan(instance: AllocationInstance, aware: bool) -> float:
