@@ -7,8 +7,9 @@ optsched. Gavel (github.com/stanford-futuredata/gavel, MIT) is used unmodified: 
 ``scheduler.Scheduler(..., simulate=True)``, ``Scheduler.simulate``), one GPU per server as that
 driver's default. Per-job JCTs are the scheduler's ``_job_completion_times`` (completion minus
 arrival, keyed by the job's position in the trace); the makespan is the simulated clock at the end,
-which Gavel prints as "Total duration". Wall time covers parsing, the policy, the scheduler and the
-simulation, not the imports; Gavel's own logging (DEBUG, on stderr) stays on.
+which Gavel prints as "Total duration". Wall time (and the process's CPU time, ``cpu_seconds``,
+robust to a busy machine) covers parsing, the policy, the scheduler and the simulation, not the
+imports; Gavel's own logging (DEBUG, on stderr) stays on.
 
 Usage: ``python _gavel_driver.py SCHEDULER_DIR TRACE POLICY V:P:K SEED ROUND_S THROUGHPUTS OUT``
 """
@@ -25,6 +26,7 @@ def main() -> None:
     import utils  # Gavel's
 
     start = time.perf_counter()
+    cpu_start = time.process_time()
     jobs, arrivals = utils.parse_trace(trace)
     policy = utils.get_policy(policy_name, solver="ECOS", seed=int(seed))
     sched = scheduler.Scheduler(
@@ -46,6 +48,7 @@ def main() -> None:
     except Exception as exc:  # e.g. ECOS's SolverError on long traces: recorded, not raised
         error = f"{type(exc).__name__}: {exc}"
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     jct = {str(job_id[0]): value for job_id, value in sched._job_completion_times.items()}
     with open(out, "w") as f:
         json.dump(
@@ -54,6 +57,7 @@ def main() -> None:
                 "jct": jct,
                 "makespan": sched.get_current_timestamp(),
                 "wall_seconds": wall,
+                "cpu_seconds": cpu,
                 "error": error,
             },
             f,

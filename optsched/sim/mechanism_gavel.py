@@ -90,6 +90,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+from numpy.typing import NDArray
+
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.policy import GrantPlacement, JobState, Policy, SimState
@@ -142,6 +145,10 @@ class GavelMechanism:
         Allocation LPs (:class:`~optsched.sim.policies.AllocationLP`): take the
         interior-point optimum (:meth:`~optsched.sim.policies.AllocationLP.interior_fractional`)
         as Gavel's cvxpy solve does, rather than the simplex vertex. Default ``True``.
+    direct : bool
+        With ``interior``: build the interior-point problems straight into Clarabel
+        (:mod:`optsched.allocation.gavel.interior`, default) rather than through cvxpy (the
+        reference: the same point up to the solver's stopping tolerance).
     """
 
     reset_interval: float = DEFAULT_RESET_INTERVAL
@@ -149,6 +156,7 @@ class GavelMechanism:
     shuffle: bool | None = None
     whole_steps: bool | None = None
     interior: bool = True
+    direct: bool = True
 
     def __post_init__(self) -> None:
         r = self.reset_interval
@@ -160,6 +168,8 @@ class GavelMechanism:
             raise InvalidInstanceError("shuffle", f"must be a bool or None, got {self.shuffle!r}")
         if not isinstance(self.interior, bool):
             raise InvalidInstanceError("interior", f"must be a bool, got {self.interior!r}")
+        if not isinstance(self.direct, bool):
+            raise InvalidInstanceError("direct", f"must be a bool, got {self.direct!r}")
         if self.whole_steps is not None and not isinstance(self.whole_steps, bool):
             raise InvalidInstanceError(
                 "whole_steps", f"must be a bool or None, got {self.whole_steps!r}"
@@ -239,9 +249,17 @@ class _GavelSim:
         # job combinations in Gavel's insertion order: a job, then its pairs with earlier jobs
         self.keys: dict[Key, None] = {}
         self.alloc: dict[Key, dict[str, float]] = {}
-        self.job_time: dict[Key, dict[str, float]] = {}
+        # per combination (rows, in self.keys' order) and type (columns, self.types' order):
+        # seconds received since the last reset (job_time), deficit, X (0 where not in the
+        # allocation) and whether it can run there; vectorised for the walk's priorities
+        self.col = {name: j for j, name in enumerate(self.types)}
+        self.row: dict[Key, int] = {}
+        k = len(self.types)
+        self.job_time = np.zeros((0, k))
+        self.deficit = np.zeros((0, k))
+        self.x = np.zeros((0, k))
+        self.can_run = np.zeros((0, k), dtype=bool)
         self.worker_time = {name: 0.0 for name in self.types}
-        self.deficit: dict[str, dict[Key, float]] = {name: {} for name in self.types}
         self.last_reset = 0.0
         self.need_update = False
         self.prev: dict[Key, tuple[str, tuple[int, ...]]] = {}  # the previous round's gangs
@@ -254,6 +272,11 @@ class _GavelSim:
         self.idle_gpu_rounds = 0
         self.arrived: list[int] = []
         self.finished: list[str] = []
+        # lookups fixed for the run, kept (see _rates, _placement)
+        self._rate_memo: dict[tuple[Key, str, bool], tuple[float, ...]] = {}
+        self._runs_memo: dict[tuple[Key, str], bool] = {}
+        self._placement_memo: dict[tuple[str, tuple[int, ...]], GrantPlacement] = {}
+        self._gang_memo: dict[tuple[str, tuple[int, ...]], tuple[GrantPlacement, bool, int]] = {}
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -263,41 +286,53 @@ class _GavelSim:
         if self.packing:
             n = self.jobs[i].num_gpus
             new += [(k, i) for k in self.active if k != i and self.jobs[k].num_gpus == n]
+        k = len(self.types)
         for key in new:
+            self.row[key] = len(self.keys)
             self.keys[key] = None
-            # a pair's time starts at 0, a job's at the prior (Gavel's add_job and
-            # _populate_job_combination_metadata)
-            start = self.prior if len(key) == 1 else 0.0
-            self.job_time[key] = {name: start for name in self.types}
-            for name in self.types:
-                self.deficit[name][key] = 0.0
+        # a pair's time starts at 0, a job's at the prior (Gavel's add_job and
+        # _populate_job_combination_metadata)
+        start = np.array([[self.prior if len(key) == 1 else 0.0] for key in new])
+        self.job_time = np.vstack([self.job_time, np.broadcast_to(start, (len(new), k))])
+        self.deficit = np.vstack([self.deficit, np.zeros((len(new), k))])
+        self.x = np.vstack([self.x, np.zeros((len(new), k))])
+        runs = [[self._runs(key, name) for name in self.types] for key in new]
+        self.can_run = np.vstack([self.can_run, np.array(runs, dtype=bool).reshape(-1, k)])
         self.need_update = True
         self.arrived.append(i)
 
     def _remove(self, i: int) -> None:
         del self.active[i]
-        for key in [k for k in self.keys if i in k]:
+        gone = [k for k in self.keys if i in k]
+        keep = np.ones(len(self.keys), dtype=bool)
+        for key in gone:
+            keep[self.row[key]] = False
             del self.keys[key]
-            del self.job_time[key]
-            for name in self.types:
-                self.deficit[name].pop(key, None)
+        self.row = {key: r for r, key in enumerate(self.keys)}
+        self.job_time = self.job_time[keep]
+        self.deficit = self.deficit[keep]
+        self.x = self.x[keep]
+        self.can_run = self.can_run[keep]
         self.need_update = True
         self.finished.append(self.jobs[i].job_id)
 
     def _reset(self, t: float) -> None:
         """Gavel's ``_reset_time_run_so_far`` followed by a new allocation."""
         elapsed = t - self.last_reset
+        # every combination: deficit += X elapsed - (received - prior); X = 0 for one not in
+        # the allocation (elementwise as Gavel's loop)
+        self.deficit = (self.deficit + self.x * elapsed) - (self.job_time - self.prior)
+        self.job_time[:] = self.prior
         for name in self.types:
-            self.worker_time[name] = 0.0
-            for key, times in self.job_time.items():
-                received = times[name] - self.prior
-                row = self.alloc.get(key)
-                should = 0.0 if row is None else row.get(name, 0.0) * elapsed
-                self.deficit[name][key] = self.deficit[name].get(key, 0.0) + should - received
-                times[name] = self.prior
-                self.worker_time[name] += self.prior
+            total = 0.0
+            for _ in self.keys:  # summed one by one, as Gavel
+                total += self.prior
+            self.worker_time[name] = total
         self.last_reset = t
         self.alloc = self._allocate(t)
+        for key, r in self.row.items():
+            a = self.alloc.get(key)
+            self.x[r] = [0.0 if a is None else a.get(name, 0.0) for name in self.types]
         self.need_update = False
         self.resets += 1
         self.reset_times.append(t)
@@ -326,7 +361,8 @@ class _GavelSim:
         else:
             interior = getattr(self.policy, "interior_fractional", None)
             if self.opts.interior and interior is not None:
-                x = interior(state)  # Gavel's interior-point optimum (module notes)
+                # Gavel's interior-point optimum (module notes)
+                x = interior(state, direct=self.opts.direct)
             else:
                 x = self.policy.fractional(state)
             assert x is not None  # gavel_refuses
@@ -349,61 +385,88 @@ class _GavelSim:
         return alloc
 
     def _rates(self, key: Key, name: str, consolidated: bool = True) -> tuple[float, ...]:
-        """Each member's rate on a gang of ``name`` (pair rates for a pair)."""
+        """Each member's rate on a gang of ``name`` (pair rates for a pair).
+
+        The world's rates are fixed for a run (no batch-size phases here): each is looked up
+        once and kept, as the walk asks for every combination and type every round.
+        """
+        memo = (key, name, consolidated)
+        got = self._rate_memo.get(memo)
+        if got is not None:
+            return got
         if len(key) == 1:
-            return (self.world.rate(self.jobs[key[0]], name, consolidated),)
-        a, b = self.jobs[key[0]], self.jobs[key[1]]
-        return (
-            self.world.rate(a, name, consolidated, b),
-            self.world.rate(b, name, consolidated, a),
-        )
+            got = (self.world.rate(self.jobs[key[0]], name, consolidated),)
+        else:
+            a, b = self.jobs[key[0]], self.jobs[key[1]]
+            got = (
+                self.world.rate(a, name, consolidated, b),
+                self.world.rate(b, name, consolidated, a),
+            )
+        self._rate_memo[memo] = got
+        return got
 
     def _runs(self, key: Key, name: str) -> bool:
-        return all(r > 0.0 for r in self._rates(key, name))
+        memo = (key, name)
+        got = self._runs_memo.get(memo)
+        if got is None:
+            got = self._runs_memo[memo] = all(r > 0.0 for r in self._rates(key, name))
+        return got
+
+    def _priority_table(self) -> NDArray[np.float64]:
+        r"""Gavel's ``_update_priorities``: one column per type, one row per combination.
+
+        Elementwise as Gavel: :math:`X / (t / T)` (:math:`X \cdot 10^9` where the fraction is
+        0), 0 where :math:`X = 0` or the combination cannot run on the type.
+        """
+        total = np.array([self.worker_time[name] for name in self.types])
+        x = self.x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(
+                total == 0.0, 0.0, self.job_time / np.where(total == 0.0, 1.0, total)
+            )
+            p = np.where(fraction > 0.0, x / fraction, x * 1e9)
+        return np.where((x == 0.0) | ~self.can_run, 0.0, p)
 
     def priorities(self) -> dict[str, dict[Key, float]]:
         """Gavel's ``_update_priorities`` (module notes), for every combination and type."""
-        out: dict[str, dict[Key, float]] = {}
-        for name in self.types:
-            total = self.worker_time[name]
-            row: dict[Key, float] = {}
-            for key in self.keys:
-                a = self.alloc.get(key)
-                x = 0.0 if a is None else a.get(name, 0.0)
-                if x == 0.0 or not self._runs(key, name):
-                    row[key] = 0.0
-                    continue
-                fraction = 0.0 if total == 0.0 else self.job_time[key][name] / total
-                row[key] = x / fraction if fraction > 0.0 else x * 1e9
-            out[name] = row
-        return out
+        table = self._priority_table()
+        return {
+            name: {key: float(table[r, j]) for key, r in self.row.items()}
+            for j, name in enumerate(self.types)
+        }
 
     def walk(self, order: list[str]) -> dict[str, list[Key]]:
         """The combinations counted on each type this round (module notes, "The walk")."""
-        prio = self.priorities()
-        left = {name: self.types[name].count for name in order}
         counted: dict[str, list[Key]] = {name: [] for name in order}
-        queue: list[tuple[Key, str, float]] = []
-        for name in order:
-            entries = [
-                (key, prio[name][key], self.deficit[name].get(key, 0.0), self.alloc.get(key, {}))
-                for key in self.keys
-            ]
-            # stable sort, decreasing: ties keep insertion order, as Gavel's sorted(reverse=True)
-            entries.sort(key=lambda e: (e[1], e[2], e[3].get(name, 0.0)), reverse=True)
-            queue.extend((key, name, p) for key, p, _, _ in entries)
+        keys = list(self.keys)
+        table = self._priority_table()
+        need = [self.jobs[key[0]].num_gpus for key in keys]
         done: set[int] = set()
-        for key, name, p in queue:
-            if left[name] == 0 or any(i in done for i in key) or not self._runs(key, name):
-                continue
-            if self.fifo and p <= 0.0:
-                continue
-            need = self.jobs[key[0]].num_gpus
-            if need > left[name]:
-                continue
-            left[name] -= need
-            done.update(key)
-            counted[name].append(key)
+        for name in order:
+            j = self.col[name]
+            p = table[:, j]
+            # decreasing (p, deficit, X), ties in insertion order: Gavel's stable
+            # sorted(reverse=True); lexsort is stable, its last key the primary one
+            ranked = np.lexsort((-self.x[:, j], -self.deficit[:, j], -p)).tolist()
+            runs = self.can_run[:, j].tolist()
+            positive = (p > 0.0).tolist()
+            left = self.types[name].count
+            here = counted[name]
+            for r in ranked:
+                if left == 0:
+                    break  # the type's other entries are all skipped
+                if not runs[r]:
+                    continue
+                key = keys[r]
+                if key[0] in done or (len(key) == 2 and key[1] in done):
+                    continue
+                if self.fifo and not positive[r]:
+                    continue
+                if need[r] > left:
+                    continue
+                left -= need[r]
+                done.update(key)
+                here.append(key)
         return counted
 
     def place(self, counted: dict[str, list[Key]]) -> dict[Key, tuple[str, tuple[int, ...]]]:
@@ -413,18 +476,25 @@ class _GavelSim:
             taken: set[int] = set()
             ptr = 0
             slots = self.slots[name]
-            size_of = {key: self.jobs[key[0]].num_gpus for key in keys}
-            for size in sorted(set(size_of.values()), reverse=True):
-                group = [key for key in keys if size_of[key] == size]
+            sizes = [self.jobs[key[0]].num_gpus for key in keys]
+            distinct = sorted(set(sizes), reverse=True)
+            for size in distinct:
+                group = (
+                    keys
+                    if len(distinct) == 1
+                    else [key for key, z in zip(keys, sizes, strict=True) if z == size]
+                )
+                fresh: list[Key] = []
                 for key in group:
                     prev = self.prev.get(key)
-                    if prev is not None and prev[0] == name:
-                        if not any(s in taken for s in prev[1]):
-                            placed[key] = prev
-                            taken.update(prev[1])
-                for key in group:
-                    if key in placed or key not in self.alloc:
-                        continue  # kept, or new since the last reset: its GPUs stay idle
+                    if prev is not None and prev[0] == name and taken.isdisjoint(prev[1]):
+                        placed[key] = prev
+                        taken.update(prev[1])
+                    else:
+                        fresh.append(key)
+                for key in fresh:
+                    if key not in self.alloc:
+                        continue  # new since the last reset: its GPUs stay idle
                     got: list[int] = []
                     while len(got) < size and ptr < len(slots):
                         if ptr not in taken:
@@ -437,6 +507,24 @@ class _GavelSim:
         return placed
 
     def _placement(self, name: str, slots: tuple[int, ...]) -> GrantPlacement:
+        memo = (name, slots)
+        got = self._placement_memo.get(memo)
+        if got is None:
+            got = self._placement_memo[memo] = self._new_placement(name, slots)
+        return got
+
+    def _gang(self, name: str, slots: tuple[int, ...]) -> tuple[GrantPlacement, bool, int]:
+        """The gang's placement, whether it is consolidated and its GPUs (kept per run)."""
+        memo = (name, slots)
+        got = self._gang_memo.get(memo)
+        if got is None:
+            placement = self._placement(name, slots)
+            gps = self.types[name].gpus_per_server
+            got = (placement, placement.consolidated(gps), placement.num_gpus)
+            self._gang_memo[memo] = got
+        return got
+
+    def _new_placement(self, name: str, slots: tuple[int, ...]) -> GrantPlacement:
         per: dict[int, int] = {}
         for k in slots:
             s = self.slots[name][k][0]
@@ -539,12 +627,21 @@ class _GavelSim:
     def _end_round(self, running: dict[Key, tuple[str, float]], round_start: float) -> int:
         """The round's gangs end: time received (Gavel's bookkeeping), completions."""
         completed = 0
+        rows: list[int] = []
+        cols: list[int] = []
+        got: list[float] = []
         for key, (name, end) in running.items():
             # counted from the previous round's end, as Gavel's current_round_start_time
             executed = end - round_start
-            if key in self.job_time:
-                self.job_time[key][name] += executed
-                self.worker_time[name] += executed
+            r = self.row.get(key)
+            if r is not None:
+                rows.append(r)
+                cols.append(self.col[name])
+                got.append(executed)
+                self.worker_time[name] += executed  # in Gavel's order (a float sum)
+        if rows:
+            # each combination ran on one type: one addition per entry, as one by one
+            self.job_time[rows, cols] += got
         for key in running:
             for i in key:
                 if not math.isnan(self.completion[i]) and i in self.active:
@@ -603,16 +700,20 @@ class _GavelSim:
             self.states[i].last_stop = o.last_end
             if math.isnan(self.completion[i]):
                 self.states[i].preemptions += 1
+        gangs, rate_memo = self._gang_memo, self._rate_memo
         for key, (name, slots) in placed.items():
-            placement = self._placement(name, slots)
-            gps = self.types[name].gpus_per_server
-            rates = self._rates(key, name, placement.consolidated(gps))
-            if not all(r > 0.0 for r in rates):
+            # the memos read inline: this loop runs for every gang of every round
+            placement, consolidated, size = gangs.get((name, slots)) or self._gang(name, slots)
+            rates = rate_memo.get((key, name, consolidated)) or self._rates(key, name, consolidated)
+            if not (rates[0] > 0.0 and rates[-1] > 0.0):  # every member's (one or two)
                 # a spread gang the table gives no rate: it waits
                 for i in key:
                     if i in self.open:
                         o = self.open[i]
                         self._close(i, o.last_end)
+                continue
+            if len(key) == 1:
+                self._run_alone(key, t, name, slots, placement, size, rates[0], out)
                 continue
             partner = {key[0]: key[-1], key[-1]: key[0]} if len(key) == 2 else {key[0]: -1}
             overhead = {i: self._open(i, t, name, slots, partner[i]) for i in key}
@@ -623,13 +724,59 @@ class _GavelSim:
                 st.partner = self.jobs[partner[i]].job_id if partner[i] >= 0 else None
                 st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
                 st.executed_seconds += ends[i] - t
-                st.attained_service += placement.num_gpus * (ends[i] - t)
+                st.attained_service += size * (ends[i] - t)
                 self.open[i].last_end = ends[i]
             out[key] = (name, max(ends.values()))
             self.prev[key] = (name, slots)
         for key in [k for k in self.prev if k not in placed]:
             del self.prev[key]
         return out
+
+    def _run_alone(
+        self,
+        key: Key,
+        t: float,
+        name: str,
+        slots: tuple[int, ...],
+        placement: GrantPlacement,
+        size: int,
+        rate: float,
+        out: dict[Key, tuple[str, float]],
+    ) -> None:
+        """One job's gang this round (the rounds' common case).
+
+        :meth:`_open` and :meth:`_progress` for a single job, written out.
+        """
+        i = key[0]
+        o = self.open.get(i)
+        if o is not None and o.gpu_type == name and o.slots == slots:
+            # as _open: the run goes on; a new segment after a gap or a partner change
+            over = 0.0
+            if o.last_end < t or o.partner != -1:
+                self._close(i, o.last_end)
+                o = self.open[i] = _Open(t, name, slots, o.placement, -1, t)
+        else:
+            over = self._open(i, t, name, slots, -1)
+            o = self.open[i]
+        st = self.states[i]
+        work = self.jobs[i].work
+        span = self.L - over
+        steps = float(math.floor(rate * span)) if self.whole else rate * span
+        left = work - st.done
+        if left <= steps:
+            end = t + over + left / rate
+            self._complete(i, end)
+        else:
+            st.done = min(work, st.done + steps)
+            end = t + over + steps / rate if self.whole else t + self.L
+        st.placement = placement
+        st.partner = None
+        st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
+        st.executed_seconds += end - t
+        st.attained_service += size * (end - t)
+        o.last_end = end
+        out[key] = (name, end)
+        self.prev[key] = (name, slots)
 
     def _steps(self, rate: float, overhead: float, whole: bool) -> float:
         """Steps a gang makes in a whole round: Gavel's ``int(rate * L)`` with whole steps."""

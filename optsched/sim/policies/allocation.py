@@ -493,7 +493,7 @@ class AllocationLP(Policy):
         assert result.solution is not None
         return as_fractions(instance, result.solution.fractions)
 
-    def interior_fractional(self, state: SimState) -> FractionalAllocation:
+    def interior_fractional(self, state: SimState, *, direct: bool = True) -> FractionalAllocation:
         """The round's allocation as an interior-point solver returns it (Gavel's solve).
 
         Gavel solves its LPs with cvxpy and an interior-point solver (ECOS), which returns a
@@ -505,8 +505,12 @@ class AllocationLP(Policy):
         (:func:`optsched.allocation.gavel.twin.solve_twin`, Clarabel) on the same instance;
         Gavel's mechanism (:mod:`optsched.sim.mechanism_gavel`) uses it. The round is not
         recorded in :attr:`solves`. The makespan policies take Gavel's bisection over
-        feasibility problems instead (:mod:`optsched.sim.policies.gavel_makespan`).
+        feasibility problems instead (:mod:`optsched.sim.policies.gavel_makespan`). With
+        ``direct`` (default) the same problems are built straight into Clarabel
+        (:mod:`optsched.allocation.gavel.interior`: the same point, without cvxpy's
+        compilation); ``direct=False`` solves them through cvxpy, the reference.
         """
+        from optsched.allocation.gavel.interior import gavel_makespan_interior, interior_allocation
         from optsched.allocation.gavel.twin import solve_twin
 
         round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
@@ -528,7 +532,12 @@ class AllocationLP(Policy):
                 # Gavel searches the makespan by bisection over feasibility problems
                 from optsched.sim.policies.gavel_makespan import gavel_makespan_allocation
 
-                x = gavel_makespan_allocation(instance, aware)
+                if direct:
+                    x = gavel_makespan_interior(instance, aware)
+                else:
+                    x = gavel_makespan_allocation(instance, aware)
+            elif direct and not self.policy.endswith("-packed"):
+                x = interior_allocation(instance, self.policy)
             else:
                 _, x = solve_twin(instance, self.policy)
         except NotOptimalError:
