@@ -273,11 +273,17 @@ class Policy:
         active job that could use it waits (by GPU count, on a type where the job's rate is
         positive). The engine records the claim and the validator checks it (constraint
         ``work_conserving`` of :mod:`optsched.sim.validate`). Default ``False``.
+    lazy_progress : bool
+        The policy reads the progress (``done``, ``attained_service``, ``executed_seconds``)
+        of few jobs at a decision: the engine then brings a job's progress up to date when it
+        is read rather than every running job's at every decision point. The values read are
+        the same either way (a speed hint only). Default ``False``.
     """
 
     name: str = "policy"
     round_seconds: float | None = None
     work_conserving: bool = False
+    lazy_progress: bool = False
 
     def reset(self, world: World) -> None:
         """Called once before a simulation starts (clear per-run memory here)."""

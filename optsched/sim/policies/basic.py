@@ -506,6 +506,7 @@ class FIFO(OrderPolicy):
     """First in, first out (strict unless ``backfill``); non-preemptive."""
 
     base_name = "fifo"
+    lazy_progress = True  # its keys never read a job's progress
     preemptive = False
 
     def __init__(
@@ -536,6 +537,7 @@ class SJF(OrderPolicy):
     """Shortest job first, non-preemptive (known durations)."""
 
     base_name = "sjf"
+    lazy_progress = True  # its keys never read a job's progress
     preemptive = False
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
@@ -559,6 +561,7 @@ class EDF(OrderPolicy):
     """Earliest deadline first, preemptive; no deadline goes last."""
 
     base_name = "edf"
+    lazy_progress = True  # its keys never read a job's progress
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Deadline (infinite when none)."""
