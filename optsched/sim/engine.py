@@ -802,9 +802,13 @@ class _Engine:
         free = self._release_gone()
         keep = alloc.keep_running
         self._changed = changed = []
+        released: list[int] = []
         if keep:
             # every running job keeps its GPUs and partner; the grants only add jobs
             placed = dict(self._holds)
+            if alloc.stop is not None:
+                # ... except those that stop and those granted again (placed as in the full form)
+                released = self._release_listed(alloc, placed, free)
             seen = set(placed)
             free_count = {name: fr.total for name, fr in free.items()}
             self._reconsolidate_kept(placed, free)
@@ -850,17 +854,52 @@ class _Engine:
         self._place_sharers(sharers, placed)
         if keep:
             holds = self._holds
+            for i in released:
+                del holds[i]
             for i in changed:
                 holds[i] = placed[i]
         else:
             self._holds = dict(placed)
         if self.lazy:
             # the jobs whose run changes are brought up to now under their old run
-            for i in changed if keep else list(self.running):
+            for i in (*released, *changed) if keep else list(self.running):
                 run = self.running.get(i)
                 if run is not None:
                     self._catch_up(i, run)
         return placed
+
+    def _release_listed(
+        self,
+        alloc: PolicyDecision,
+        placed: dict[int, tuple[GrantPlacement, int]],
+        free: dict[str, _FreeServers],
+    ) -> list[int]:
+        """Free the GPUs of the running jobs that stop or are granted again (``stop`` form)."""
+        released: list[int] = []
+        stopping = set()
+        for job in alloc.stop or ():
+            i = self.index.get(job, -1)
+            if i not in placed:
+                raise PolicyError(f"{self.policy.name}: stopped job {job!r} is not running")
+            stopping.add(i)
+            released.append(i)
+        for g in alloc.grants:
+            i = self.index.get(g.job, -1) if isinstance(g, Grant) else -1
+            if i in stopping:
+                raise PolicyError(f"{self.policy.name}: job {g.job!r} both stopped and granted")
+            if i in placed and i not in released:
+                released.append(i)
+        for i in released:
+            placement, partner = placed.pop(i)
+            if partner >= 0:
+                raise PolicyError(
+                    f"{self.policy.name}: {self.jobs[i].job_id!r} shares its GPUs: it cannot "
+                    "be stopped or granted again under keep_running"
+                )
+            fr = free[placement.gpu_type]
+            for s, k in placement.servers:
+                fr.give(s, k)
+        return released
 
     def _release_gone(self) -> dict[str, _FreeServers]:
         """Give back the GPUs of the jobs completed since the last placement."""
@@ -896,8 +935,10 @@ class _Engine:
         moved: list[int] = []
         for i in sorted(self.spread):
             run = self.running.get(i)
-            if run is None or run.partner >= 0:
-                continue  # a shared pair moves only with its partner's grant
+            if run is None or run.partner >= 0 or i not in placed:
+                # a shared pair moves only with its partner's grant; a job stopped or granted
+                # again (``stop`` form) is placed with the grants
+                continue
             p = run.placement
             fr = free[p.gpu_type]
             for s, k in p.servers:

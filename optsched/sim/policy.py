@@ -131,13 +131,23 @@ class PolicyDecision:
     keep_running : bool
         Every job running now keeps its GPUs (and partner) and ``grants`` only lists jobs to
         start: the incremental form of "keep everything, add these", in time independent of
-        the number of running jobs. Grants of running jobs are then an error.
+        the number of running jobs. Grants of running jobs are then an error (unless ``stop``
+        is given).
+    stop : tuple of str or None
+        With ``keep_running``: the running jobs that stop now. ``grants`` may then also list
+        running jobs, which are placed as the full form places them (they keep their GPUs
+        when they can, a spread gang moves onto fewer servers when they have room); every
+        other running job keeps its GPUs. The incremental form of a decision that preempts
+        some jobs: the same placement as the full form (every kept job granted, in order)
+        when the running jobs left out of ``grants`` are consolidated gangs. Shared pairs
+        cannot be stopped or granted this way.
     """
 
     grants: tuple[Grant, ...] = ()
     blocking: bool = False
     wake_at: float | None = None
     keep_running: bool = False
+    stop: tuple[str, ...] | None = None
 
 
 @dataclass(slots=True)
