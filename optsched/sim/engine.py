@@ -463,16 +463,27 @@ class _Engine:
         st = self.states[i]
         done, attained, executed = _DONE.__get__(st), _ATTAINED.__get__(st), _EXECUTED.__get__(st)
         work, rate, gpus, prev, overhead = st.job.work, run.rate, run.gpus, run.synced, run.overhead
-        for t in times[bisect.bisect_right(times, prev) :]:
+        pending = times[bisect.bisect_right(times, prev) :]
+        k = 0
+        while overhead > 0 and k < len(pending):
+            t = pending[k]
+            k += 1
             dt = t - prev
             if dt <= 0:
                 continue
-            if overhead > 0:
-                eff = max(0.0, dt - overhead)
-                overhead = max(0.0, overhead - dt)
-            else:
-                eff = dt
+            eff = max(0.0, dt - overhead)
+            overhead = max(0.0, overhead - dt)
             done = min(work, done + rate * eff)
+            attained += gpus * dt
+            executed += dt
+            prev = t
+        for t in pending[k:] if k else pending:
+            # the same step without restore time left (min(work, x) spelled out: it is hot)
+            dt = t - prev
+            if dt <= 0:
+                continue
+            x = done + rate * dt
+            done = x if x < work else work
             attained += gpus * dt
             executed += dt
             prev = t

@@ -411,7 +411,8 @@ class OrderPolicy(Policy):
                 break
             n = s.job.num_gpus
             if single is not None:
-                fits = free[single] >= n and state.rate(s, single) > 0
+                # a running job runs where its rate is positive (the engine places no other)
+                fits = free[single] >= n and (not from_queue or state.rate(s, single) > 0)
                 t = single if fits else None
             else:
                 t = _choose_type(state, s, free, names, aware)
@@ -435,7 +436,21 @@ class OrderPolicy(Policy):
             self.on_wait(state, s)
         # nobody preempted or moved: say so, and list only the jobs to start
         keep = not preempted and not moved
-        picks = new if keep else range(len(granted))
+        picks: Sequence[int] = new if keep else range(len(granted))
+        stop: tuple[str, ...] | None = None
+        if preempted and not moved and single is not None:
+            # the ``stop`` form of the full decision: the preempted jobs stop, the new jobs and
+            # the kept spread gangs are granted in walk order, and the kept consolidated gangs
+            # keep their GPUs, as granting them would
+            gps = state.world.cluster.gpu_types[0].gpus_per_server
+            isnew = set(new)
+            picks = [
+                k
+                for k, s in enumerate(granted)
+                if k in isnew or (s.placement is not None and not s.placement.consolidated(gps))
+            ]
+            stop = tuple(s.job_id for s in preempted)
+            keep = True
         grants = tuple(self._grant(granted[k], chosen[k]) for k in picks)
         # the engine keeps every running job under keep_running: only the others may fail
         self._pending = [granted[k] for k in picks]
@@ -444,6 +459,7 @@ class OrderPolicy(Policy):
             blocking=blocking,
             wake_at=self.wake(state, granted),
             keep_running=keep,
+            stop=stop,
         )
 
     def _allocate_sorted(self, state: SimState) -> PolicyDecision:
@@ -752,6 +768,17 @@ class SRTF(OrderPolicy):
         """Remaining time on the best type."""
         rate = self.best_rate(state, s)
         return (s.remaining / rate if rate > 0 else math.inf,)
+
+    def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        # :meth:`key` with the arrival and position, inlined: it runs for every running job
+        # at every decision
+        job = s.job
+        rate = self._best.get(job.index)
+        if rate is None:
+            rate = self.best_rate(state, s)
+        if rate > 0:
+            return (max(0.0, job.work - s.done) / rate, job.arrival, job.index)
+        return (math.inf, job.arrival, job.index)
 
 
 class EDF(OrderPolicy):
