@@ -40,6 +40,10 @@ from optsched.sim.world import World
 __all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_allocation"]
 
 
+def _first(item: tuple[tuple[float, ...], JobState]) -> tuple[float, ...]:
+    return item[0]
+
+
 def _best_rate(state: SimState, s: JobState) -> float:
     return max(
         (state.rate(s, t.name) for t in state.world.cluster.gpu_types if t.count >= s.job.num_gpus),
@@ -214,6 +218,9 @@ class OrderPolicy(Policy):
     #: a running job's key changes only when :meth:`rekey_candidates` says it may (EDF: never;
     #: Tiresias 2D-LAS: at its next threshold crossing), so the running jobs can stay sorted
     stable_running_keys = False
+    #: the running jobs are re-keyed and re-sorted at every decision by :meth:`refresh_running`
+    #: (SRTF: every running job's remaining time changes), then walked as the sorted ones
+    rekeys_running = False
     # greedy by count down the whole order, skipping what does not fit: nothing that fits waits
     # (strict FIFO, which blocks, says otherwise)
     work_conserving = True
@@ -250,12 +257,12 @@ class OrderPolicy(Policy):
         # GPU type, the agnostic rigid walk
         self._sorted = (
             self.preemptive
-            and self.stable_running_keys
+            and (self.stable_running_keys or self.rekeys_running)
             and not (self.blocking or self.aware or self.elastic or self.reference)
             and len(world.cluster.gpu_types) == 1
         )
         # it reads the progress of the few jobs whose key may change: lazy progress pays
-        self.lazy_progress = self._sorted or type(self).lazy_progress
+        self.lazy_progress = (self._sorted and not self.rekeys_running) or type(self).lazy_progress
         self._index = {j.job_id: j.index for j in world.jobs} if self._sorted else {}
         self._gps = world.cluster.gpu_types[0].gpus_per_server
         self._reset_running()
@@ -289,6 +296,17 @@ class OrderPolicy(Policy):
         del self._rkeys[p], self._rjobs[p], self._rgpus[p]
         self._rspread.pop(i, None)
         self.on_stop(i)
+
+    def refresh_running(self, state: SimState) -> None:
+        """Re-key and re-sort every running job (``rekeys_running`` policies)."""
+        keyed = sorted([(self._full_key(state, s), s) for s in self._rjobs], key=_first)
+        self._set_running(keyed)
+
+    def _set_running(self, keyed: list[tuple[tuple[float, ...], JobState]]) -> None:
+        self._rkeys = [k for k, _ in keyed]
+        self._rjobs = [s for _, s in keyed]
+        self._rgpus = [s.job.num_gpus for s in self._rjobs]
+        self._rkey_of = {s.job.index: k for k, s in keyed}
 
     def rekey_candidates(self, state: SimState) -> Iterable[JobState]:
         """Running jobs whose key may have changed since it was last computed (default none)."""
@@ -505,6 +523,8 @@ class OrderPolicy(Policy):
                 del self._rspread[i]  # moved onto the fewest servers by the engine
         for s in state.arrived:
             queue.push(s, self._full_key(state, s))
+        if self.rekeys_running:
+            self.refresh_running(state)
         for s in list(self.rekey_candidates(state)):
             i = s.job.index
             if i in self._rkey_of:
@@ -763,6 +783,38 @@ class SRTF(OrderPolicy):
     """Shortest remaining time first, preemptive (known durations)."""
 
     base_name = "srtf"
+    rekeys_running = True
+
+    def reset(self, world: World) -> None:
+        """Empty the queue; the best rate of every job, for its keys."""
+        super().reset(world)
+        self._rates = [
+            max(
+                (world.rate(j, t.name) for t in world.cluster.gpu_types if t.count >= j.num_gpus),
+                default=0.0,
+            )
+            for j in world.jobs
+        ]
+
+    def refresh_running(self, state: SimState) -> None:
+        """Every running job's key (:meth:`_full_key`, inlined: the hot loop) and re-sort."""
+        rates = self._rates
+        # a running job's best rate is positive: the engine places no job where it is 0
+        keyed = sorted(
+            [
+                (
+                    (
+                        max(0.0, s.job.work - s.done) / rates[s.job.index],
+                        s.job.arrival,
+                        s.job.index,
+                    ),
+                    s,
+                )
+                for s in self._rjobs
+            ],
+            key=_first,
+        )
+        self._set_running(keyed)
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Remaining time on the best type."""
