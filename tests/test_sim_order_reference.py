@@ -125,7 +125,7 @@ def test_fast_and_reference_agree_on_a_real_trace_slice(name: str) -> None:
 # -- one GPU type: the sorted running jobs and the ``stop`` form ---------------------------
 
 #: The order policies whose running jobs stay sorted on one GPU type.
-SORTED_POLICIES = ("tiresias-las", "edf")
+SORTED_POLICIES = ("tiresias-las", "edf", "srtf")
 
 
 @st.composite
