@@ -302,7 +302,7 @@ class OrderPolicy(Policy):
         keyed = sorted([(self._full_key(state, s), s) for s in self._rjobs], key=_first)
         self._set_running(keyed)
 
-    def _set_running(self, keyed: list[tuple[tuple[float, ...], JobState]]) -> None:
+    def _set_running(self, keyed: Sequence[tuple[tuple[float, ...], JobState]]) -> None:
         self._rkeys = [k for k, _ in keyed]
         self._rjobs = [s for _, s in keyed]
         self._rgpus = [s.job.num_gpus for s in self._rjobs]
