@@ -62,6 +62,8 @@ def load(path: Path):
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     assert spec is not None and spec.loader is not None
+    # registered before it runs, as an import would: dataclasses look their module up there
+    sys.modules[path.stem] = module
     spec.loader.exec_module(module)
     return module
 
@@ -106,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         (out / f"{name}.md").write_text(md)
         sections.append(md)
         print(md, file=sys.stderr, flush=True)
+    # the goal table reads every result file in the output directory (this run's, and for
+    # benchmarks left out with --only, the last ones written there)
+    goals_md = load(HERE / "goals.py").write(out)
+    print(goals_md, file=sys.stderr, flush=True)
     if not args.only:
+        sections.append(goals_md)
         header = (
             "# optsched benchmark results\n\n"
             f"Python {machine['python']} on {machine['platform']}"

@@ -12,7 +12,7 @@ from optsched.harmony import load_model
 from optsched.harmony.agent import world_from_meta
 from optsched.harmony.policies import place_job, run_policy
 from optsched.harmony.snapshot import snapshot_instance, solve_decision, validate_decision
-from optsched.harmony.world import HarmonyWorld, Simulation, generate_arrivals
+from optsched.harmony.world import EngineDriver, HarmonyWorld, generate_arrivals
 from optsched.placement import brute_force
 from optsched.tolerances import RATIO_TOL
 
@@ -44,7 +44,7 @@ def test_interference_slows_jobs_down() -> None:
 
 def test_commit_refuses_a_task_that_does_not_fit() -> None:
     arrivals = generate_arrivals(WORLD, 2, seed=0)
-    sim = Simulation(WORLD, arrivals)
+    sim = EngineDriver(WORLD, arrivals)
     job = sim.next_job()
     assert job is not None
     with pytest.raises(InvalidInstanceError, match="servers"):
@@ -59,7 +59,7 @@ def test_exact_ilp_never_worse_than_any_policy_on_a_snapshot(seed: int, busy: in
     params, meta = load_model()
     world = world_from_meta(meta)
     arrivals = generate_arrivals(world, busy + 1, seed=seed, mean_interarrival_s=1.0)
-    sim = Simulation(world, arrivals)
+    sim = EngineDriver(world, arrivals)
     rng = np.random.default_rng(seed)
     for _ in range(busy):  # fill the cluster with random placements
         job = sim.next_job()
@@ -84,7 +84,7 @@ def test_snapshot_ilp_matches_brute_force(seed: int, busy: int) -> None:
     # A tiny snapshot (3 servers, at most 3 tasks): enumeration finds the same optimum.
     world = HarmonyWorld(n_servers=3, n_types=3, seed=seed % 7, max_workers=2, max_ps=1)
     arrivals = generate_arrivals(world, busy + 1, seed=seed, mean_interarrival_s=1.0)
-    sim = Simulation(world, arrivals)
+    sim = EngineDriver(world, arrivals)
     rng = np.random.default_rng(seed)
     for _ in range(busy):
         job = sim.next_job()

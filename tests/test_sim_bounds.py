@@ -247,3 +247,99 @@ def test_cli_compare_and_sweep_print_certified_gaps(
     assert all(r["bound_gap_makespan"] >= -TIME_TOL for r in out["rows"])
     assert main(["sim", "compare", *base, "--offered-load", "-1"]) == 2
     assert json.loads(capsys.readouterr().out)["field"] == "--offered-load"
+
+
+def test_spread_rows_raise_the_interval_lp_and_stay_below_the_optimum() -> None:
+    from optsched.sim.bounds import _horizon, _interval_lp
+
+    # SPT on one GPU: 1 then 3, total JCT 5; without the spread rows the LP counts each
+    # block's work at the block's start and stays well below
+    lim = job_limits(one_gpu_world([3.0, 1.0], [0.0, 0.0]))
+    plain, _ = _interval_lp(lim, _horizon(lim), None, "highs", ())
+    spread, _ = _interval_lp(lim, _horizon(lim), None, "highs", (1.0,))
+    assert plain < 4.8
+    assert 4.9 < spread <= 5.0 + TIME_TOL
+
+
+def test_parts_cover_every_job_once_in_arrival_order() -> None:
+    import dataclasses
+
+    from optsched.sim.bounds import _parts
+
+    lim = job_limits(one_gpu_world([1.0] * 7))
+    # the limits of a world whose rows are not in arrival order
+    lim = dataclasses.replace(lim, arrival=np.array([6.0, 0.0, 5.0, 1.0, 4.0, 2.0, 3.0]))
+    parts = _parts(lim, 3)
+    assert len(parts) == 2
+    joined = np.concatenate(parts)
+    assert joined.tolist() == [1, 3, 5, 6, 4, 2, 0]
+
+
+@settings(max_examples=15, deadline=None)
+@given(busy_worlds())
+def test_the_bound_in_parts_is_beaten_by_no_policy(world) -> None:  # type: ignore[no-untyped-def]
+    import optsched.sim.bounds as bounds_module
+
+    with pytest.MonkeyPatch.context() as mp:
+        # parts of two jobs: as many boundaries as the world allows
+        mp.setattr(bounds_module, "LP_PART_JOBS", 2)
+        got = bound(world, "weighted-jct", methods=["interval-lp"])
+    if len(world.jobs) >= 4:
+        assert "arrival-ordered parts" in got.notes[0]
+    for name in (*POLICIES, "smith-gang"):
+        record = simulate(world, make_policy(name))
+        if record.all_finished:
+            value = objective_value(world, record, "weighted-jct")
+            assert _below("weighted-jct", value, got.value), (name, value, got)
+
+
+@settings(max_examples=8, deadline=None)
+@given(small_worlds())
+def test_the_bound_in_parts_is_below_the_exact_optimum(world) -> None:  # type: ignore[no-untyped-def]
+    import optsched.sim.bounds as bounds_module
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bounds_module, "LP_PART_JOBS", 2)
+        got = bound(world, "weighted-jct")
+    optimum = solve_exact(world, 1.0, "weighted-jct", time_limit=60).objective
+    assert optimum is not None
+    assert _below("weighted-jct", optimum, got.value), (optimum, got)
+
+
+@settings(max_examples=15, deadline=None)
+@given(busy_worlds(), st.sampled_from([0.0, 0.5, 1.0]))
+def test_smith_gang_passes_the_validator(world, beta) -> None:  # type: ignore[no-untyped-def]
+    from optsched.sim.policies.smith import SmithGang
+    from optsched.sim.validate import validate
+
+    record = simulate(world, SmithGang(gang_exponent=beta))
+    report = validate(world, record)
+    assert report.ok, report.violations
+
+
+@settings(max_examples=15, deadline=None)
+@given(busy_worlds())
+def test_smith_gang_without_the_gang_is_srtf_at_equal_weights(world) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from optsched.sim.policies.smith import SmithGang
+
+    world = dataclasses.replace(
+        world, jobs=tuple(dataclasses.replace(j, weight=2.0) for j in world.jobs)
+    )
+    ours = simulate(world, SmithGang(gang_exponent=0.0))
+    srtf = simulate(world, make_policy("srtf"))
+    assert list(ours.completion) == pytest.approx(list(srtf.completion), nan_ok=True)
+
+
+def test_smith_gang_is_registered_and_checks_its_exponent() -> None:
+    from optsched.sim.policies import all_policy_names, policy_names
+    from optsched.sim.policies.smith import SmithGang
+
+    assert make_policy("smith-gang").name == "smith-gang"
+    assert "smith-gang" in policy_names()
+    assert "smith-gang" not in all_policy_names()  # "all" comparisons keep their rows
+    for bad in (-0.1, 1.5, True, "x"):
+        with pytest.raises(InvalidInstanceError) as err:
+            SmithGang(gang_exponent=bad)  # type: ignore[arg-type]
+        assert err.value.field == "gang_exponent"

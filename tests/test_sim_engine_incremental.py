@@ -101,11 +101,12 @@ def _complement(engine: Any) -> dict[str, list[int]]:
 def _check_free_picture(monkeypatch: Any) -> list[int]:
     """Check the kept free picture against the running jobs before and after every placement."""
     checked = [0]
-    decide = engine_mod._Engine._decide
+    # the decision is carried out by _apply (after the policy's allocate)
+    decide = engine_mod._Engine._apply
     release = engine_mod._Engine._release_gone
 
-    def checking(self: Any, t: float) -> None:
-        decide(self, t)
+    def checking(self: Any, t: float, alloc: Any) -> None:
+        decide(self, t, alloc)
         assert {name: fr.cap for name, fr in self._free.items()} == _complement(self)
         assert {i: (r.placement, r.partner) for i, r in self.running.items()} == self._holds
         checked[0] += 1
@@ -117,7 +118,7 @@ def _check_free_picture(monkeypatch: Any) -> list[int]:
         assert {i: (r.placement, r.partner) for i, r in self.running.items()} == self._holds
         return free
 
-    monkeypatch.setattr(engine_mod._Engine, "_decide", checking)
+    monkeypatch.setattr(engine_mod._Engine, "_apply", checking)
     monkeypatch.setattr(engine_mod._Engine, "_release_gone", releasing)
     return checked
 

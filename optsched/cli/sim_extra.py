@@ -111,9 +111,34 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _exact_line(objective: str, res: Any, start: dict[str, Any] | None) -> str:
+    """One exact solve: [bound, incumbent], gap and status, its grid, and its MIP start."""
+
+    def num(value: Any) -> str:
+        return "-" if value is None else _fmt(value)
+
+    side = "optimum >=" if res.sense == "min" else "optimum <="
+    gap = "-" if res.gap is None else f"{res.gap:.3%}"
+    head = (
+        f"exact {objective}: {res.status.value}, [bound {num(res.bound)}, incumbent "
+        f"{num(res.objective)}], gap {gap} (solver bound: {side} bound)"
+    )
+    if res.extra.get("rounds") is not None:
+        head += f", {res.extra['rounds']} rounds of {num(res.extra.get('round_seconds'))} s"
+    used = res.extra.get("warm_start") or (start if start and start.get("policy") else None)
+    if used:
+        head += f"; MIP start: {used['policy']} ({num(used.get('value'))})"
+        if used.get("notes"):
+            head += f", {'; '.join(used['notes'])}"
+    elif start is not None:
+        why = "; ".join(f"{p}: {m}" for p, m in start.get("refused", {}).items()) or "no run"
+        head += f"; no MIP start ({why})"
+    return head
+
+
 def compare_command(
     trace: Path,
-    cluster: str,
+    cluster: str | None,
     policies: str,
     exact: bool,
     objectives: str,
@@ -133,23 +158,53 @@ def compare_command(
     bound: bool = False,
     offered_load: float | None = None,
     load: float = 1.0,
+    harmony_model: Path | None = None,
+    warm_start: bool = True,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli._mechanism import mechanism_from
+    from optsched.cli.sim_colocation import colocation_setup, needs_colocation
     from optsched.sim import parse_cluster
     from optsched.sim.compare import compare, world_from_trace
 
-    spec = parse_cluster(cluster, field="--cluster")
-    names = _policies(policies)
+    names: list[Any] = _policies(policies)
     wanted = _names("--objectives", objectives)
     steady = window_arg(window)
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
-    read = read_jobs(trace)
-    table = _table(spec, throughputs, reference, read.format)
-    world = world_from_trace(read, spec, table, restore_s=restore_s)
-    world = scaled_arrivals(world, load, offered_load)
-    if elastic is not None:
-        world = elastic_world(world, elastic)
+    coloc_info: dict[str, Any] | None = None
+    if needs_colocation(names):
+        # placement policies: the trace as a colocation world, every policy event-driven
+        world, names, coloc_info = colocation_setup(
+            read_jobs(trace),
+            cluster,
+            names,
+            harmony_model,
+            refused={
+                "--exact": exact,
+                "--bound": bound,
+                "--round-seconds": round_seconds is not None,
+                "--elastic": elastic is not None,
+                "--mechanism": how != "optsched",
+                "--throughputs": throughputs is not None,
+                "--restore-seconds": restore_s != 0,
+            },
+        )
+        world = scaled_arrivals(world, load, offered_load)
+        spec = world.cluster
+    else:
+        if cluster is None:
+            raise InvalidInstanceError(
+                "--cluster",
+                "a cluster to simulate on is required (unless --policies names "
+                "only placement policies and others that run on a colocation world)",
+            )
+        spec = parse_cluster(cluster, field="--cluster")
+        read = read_jobs(trace)
+        table = _table(spec, throughputs, reference, read.format)
+        world = world_from_trace(read, spec, table, restore_s=restore_s)
+        world = scaled_arrivals(world, load, offered_load)
+        if elastic is not None:
+            world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
     if policies.strip() == "all":
         # "every policy" means every policy whose model admits this world; the others are
@@ -172,11 +227,18 @@ def compare_command(
             names,
             exact=exact,
             objectives=wanted,
-            round_seconds="policy" if round_seconds is None else round_seconds,
+            round_seconds=(
+                None
+                if coloc_info is not None
+                else "policy"
+                if round_seconds is None
+                else round_seconds
+            ),
             rounds=rounds,
             window=steady,
             mechanism=how,
             bound=bound,
+            warm_start=warm_start,
             **solver_opts.kwargs(),
         )
     except NotOptimalError as exc:
@@ -201,6 +263,8 @@ def compare_command(
     if output is not None:
         frame.to_csv(output, index=False)
     payload = {"trace": str(trace), "cluster": str(spec), **result.to_dict()}
+    if coloc_info is not None:
+        payload["colocation"] = coloc_info
     if stopped is not None:
         # the contract's error fields, beside the rows that were computed
         payload["error"], payload["message"] = "NotOptimalError", str(stopped)
@@ -230,11 +294,14 @@ def compare_command(
                 highlight=False,
             )
         for o, res in result.exact.items():
-            err_console.print(
-                f"exact {o}: {res.status.value}, objective {_fmt(res.objective)}, bound "
-                f"{_fmt(res.bound)}, {res.extra.get('rounds')} rounds of "
-                f"{_fmt(res.extra.get('round_seconds'))} s"
-            )
+            line = _exact_line(o, res, result.exact_starts.get(o))
+            err_console.print(escape(line), highlight=False)
+        short_of = getattr(stopped, "result", None)
+        if short_of is not None and hasattr(short_of, "objective_name"):
+            # the solve that stopped short: its [bound, incumbent] and gap all the same
+            o = short_of.objective_name
+            line = _exact_line(o, short_of, result.exact_starts.get(o))
+            err_console.print(escape(line), highlight=False)
     if stopped is not None:
         err_console.print(f"[yellow]not optimal[/yellow] {escape(str(stopped))}", highlight=False)
         raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
@@ -519,9 +586,22 @@ def register(group: click.Group) -> None:
         WINDOW_OPTION,
     ]
 
+    from optsched.cli.sim_colocation import HARMONY_MODEL_OPTION
+
     cmp: Any = compare_command
+    compare_common = [
+        click.option(
+            "--cluster",
+            default=None,
+            help="GPU types: v100=8,p100=16[:GPUS/SERVER]. Required, except with placement "
+            "policies (harmony, first-fit, ...: a colocation world, by default Harmony's 6 "
+            "servers of 4 GPUs; one type, e.g. gpu=24:4, sets its servers).",
+        ),
+        *common[1:],
+    ]
     for deco in (
         solver_options(),  # first: its wrapper would drop options attached before it
+        HARMONY_MODEL_OPTION,
         json_option,
         output_option((".csv",), help="Write the comparison table"),
         click.option(
@@ -538,6 +618,13 @@ def register(group: click.Group) -> None:
         ),
         click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
         click.option(
+            "--warm-start/--no-warm-start",
+            default=True,
+            show_default=True,
+            help="With --exact: start each solve from the best policy's run on the exact grid "
+            "(a MIP start); stopped by --time-limit it shows [bound, incumbent, gap].",
+        ),
+        click.option(
             "--bound",
             is_flag=True,
             help="Also compute certified bounds on the optimum (any trace size) and show every "
@@ -549,7 +636,7 @@ def register(group: click.Group) -> None:
         *_mechanism_options(),
         ELASTIC_OPTION,
         PLUGIN_OPTION,
-        *reversed(common),
+        *reversed(compare_common),
         click.argument("trace", type=_trace_arg),
     ):
         cmp = deco(cmp)

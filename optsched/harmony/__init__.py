@@ -10,7 +10,8 @@ the exact interference ILP of every decision and against heuristics on whole tra
 module                                one idea
 ===================================== ===========================================================
 :mod:`~optsched.harmony.world`        jobs arrive, are placed, slow each other per the
-                                      interference truth, finish (:class:`Simulation`)
+                                      interference truth, finish: the simulator's engine in
+                                      its colocation mode (:class:`EngineDriver`)
 :mod:`~optsched.harmony.snapshot`     one decision as a placement instance: the exact ILP and
                                       the validator score every policy
 :mod:`~optsched.harmony.policies`     ``harmony``, ``first-fit``, ``load-balance``, ``tetris``,
@@ -37,15 +38,15 @@ from __future__ import annotations
 from optsched.harmony.agent import load_model, save_model, train
 from optsched.harmony.checkpoint import CheckpointError
 from optsched.harmony.policies import POLICIES, PolicyRun, place_job, run_policy
-from optsched.harmony.world import HarmonyWorld, JobArrival, Simulation, generate_arrivals
+from optsched.harmony.world import EngineDriver, HarmonyWorld, JobArrival, generate_arrivals
 
 __all__ = [
     "POLICIES",
     "CheckpointError",
+    "EngineDriver",
     "HarmonyWorld",
     "JobArrival",
     "PolicyRun",
-    "Simulation",
     "generate_arrivals",
     "load_model",
     "place_job",

@@ -27,7 +27,7 @@ import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.harmony.policies import POLICIES, run_policy
-from optsched.harmony.world import HarmonyWorld, JobArrival, Simulation
+from optsched.harmony.world import EngineDriver, HarmonyWorld, JobArrival
 from optsched.tolerances import RATIO_TOL
 
 __all__ = ["arrivals_from_trace", "compare_policies", "decision_gaps"]
@@ -130,12 +130,14 @@ def decision_gaps(
     -------
     dict
         ``ratios`` (one per decision), ``median_ratio``, ``mean_ratio``, ``max_ratio``,
-        ``fraction_optimal``, ``decisions``.
+        ``fraction_optimal``, ``decisions``, and ``valid``: whether the simulator's validator
+        accepts the run (:func:`optsched.sim.validate`).
     """
     from optsched.harmony.policies import place_job
     from optsched.harmony.snapshot import snapshot_instance, solve_decision, validate_decision
+    from optsched.sim.validate import validate as sim_validate
 
-    sim = Simulation(world, arrivals)
+    sim = EngineDriver(world, arrivals, name=policy)
     ratios = []
     rng = np.random.default_rng(0)
     while (job := sim.next_job()) is not None:
@@ -145,8 +147,10 @@ def decision_gaps(
         _, best = solve_decision(instance, time_limit=time_limit)
         ratios.append(value / best)
         sim.commit(job, servers)
+    record = sim.finish()
     r = np.array(ratios)
     return {
+        "valid": sim_validate(sim.sim_world, record).ok,
         "policy": policy,
         "decisions": len(r),
         "ratios": [float(x) for x in r],

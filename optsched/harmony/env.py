@@ -16,6 +16,13 @@ step places one task of the job at the head of the queue:
   the true world or from a learned reward model (``reward_model``);
 * **termination**: every job of the trace is placed (``info["avg_jct_s"]`` then reports the
   trace's average JCT in the true world).
+
+Time runs on the simulator's engine in its colocation mode
+(:class:`~optsched.harmony.world.EngineDriver` over
+:func:`optsched.sim.engine.simulate_steps`): at each of the engine's decision points the
+episode places the FIFO heads that fit, task by task, and sends the decision when no further
+head fits; the reward is computed on the cluster as that decision leaves it, with the
+colocation physics (:mod:`optsched.sim.colocation`) or the reward model.
 """
 
 from __future__ import annotations
@@ -27,9 +34,9 @@ import numpy as np
 from optsched.errors import InvalidInstanceError, MissingExtraError
 from optsched.harmony.network import feature_sizes, features
 from optsched.harmony.world import (
+    EngineDriver,
     HarmonyWorld,
     JobArrival,
-    Simulation,
     SlowdownFn,
     generate_arrivals,
 )
@@ -93,7 +100,7 @@ class PlacementEnv(_Env):
         )
         self._obs_size = self.world.n_servers * fs + fj
         self.action_space = spaces.Discrete(self.world.n_servers)
-        self._sim: Simulation | None = None
+        self._sim: EngineDriver | None = None
         self._job: JobArrival | None = None
         self._placed: list[int] = []
 
@@ -131,7 +138,7 @@ class PlacementEnv(_Env):
             seed=trace_seed,
             mean_interarrival_s=self.mean_interarrival_s,
         )
-        self._sim = Simulation(self.world, arrivals)
+        self._sim = EngineDriver(self.world, arrivals)
         self._next()
         return self._observe()
 

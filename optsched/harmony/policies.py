@@ -17,8 +17,11 @@ name             rule for each task
 ``ilp``          the exact ``interference`` ILP of the snapshot (greedy per arrival)
 ================ ==========================================================================
 
-:func:`run_policy` runs one policy on one trace in :class:`~optsched.harmony.world.Simulation`,
-validates every decision with the placement validator and records its ILP objective.
+:func:`run_policy` runs one policy on one trace on the simulator's engine in its colocation
+mode (:class:`~optsched.harmony.world.EngineDriver`), validates every decision with the
+placement validator (recording its ILP objective) and the whole run with the simulator's
+validator (:func:`optsched.sim.validate`), and reports the simulator's run metrics.
+The same rules run as simulator policies (:mod:`optsched.sim.policies.placement`).
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InconsistentResultError, InvalidInstanceError
 from optsched.harmony.network import features, forward
-from optsched.harmony.world import ClusterState, HarmonyWorld, JobArrival, Simulation
+from optsched.harmony.world import ClusterState, EngineDriver, HarmonyWorld, JobArrival
 
 __all__ = ["POLICIES", "PolicyRun", "place_job", "run_policy"]
 
@@ -111,6 +114,8 @@ class PolicyRun:
         Wall time of every decision (s).
     placements : dict of int to list of int
         Servers of every job's tasks.
+    metrics : dict
+        The simulator's run metrics of the record (:func:`optsched.sim.run_metrics`).
     """
 
     policy: str
@@ -119,9 +124,17 @@ class PolicyRun:
     objectives: list[float] = field(default_factory=list)
     decision_s: list[float] = field(default_factory=list)
     placements: dict[int, list[int]] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready figures: average JCT, makespan, decisions, mean decision time."""
+        """JSON-ready figures: average JCT, makespan, decisions, mean decision time.
+
+        With the simulator's run metrics of the record (``metrics``), also the median and
+        95th-percentile JCT (``jct_median_s``, ``jct_p95_s``).
+        """
+        extra = {
+            f"{k}_s": float(self.metrics[k]) for k in ("jct_median", "jct_p95") if k in self.metrics
+        }
         return {
             "policy": self.policy,
             "jobs": len(self.jct),
@@ -131,6 +144,7 @@ class PolicyRun:
             "decisions": len(self.decision_s),
             "mean_decision_ms": 1e3 * float(np.mean(self.decision_s)) if self.decision_s else 0.0,
             "validated": len(self.objectives) == len(self.decision_s),
+            **extra,
         }
 
 
@@ -167,15 +181,17 @@ def run_policy(
     InvalidInstanceError
         Unknown policy, or ``harmony`` without weights.
     InconsistentResultError
-        A decision fails the validator.
+        A decision fails the placement validator, or the run the simulator's validator.
     """
     from optsched.harmony.snapshot import snapshot_instance, solve_decision, validate_decision
+    from optsched.sim.metrics import job_metrics, run_metrics
+    from optsched.sim.validate import validate as sim_validate
 
     if policy not in POLICIES:
         raise InvalidInstanceError("policy", f"unknown policy {policy!r}; known: {list(POLICIES)}")
     if policy == "harmony" and params is None:
         raise InvalidInstanceError("params", "the harmony policy needs trained weights")
-    sim = Simulation(world, arrivals)
+    sim = EngineDriver(world, arrivals, name=policy)
     rng = np.random.default_rng(seed)
     run = PolicyRun(policy, np.array([]), 0.0)
     while (job := sim.next_job()) is not None:
@@ -191,8 +207,14 @@ def run_policy(
             _, objective = validate_decision(instance, servers, policy)
             run.objectives.append(objective)
         sim.commit(job, servers)
-    sim.finish()
+    record = sim.finish()
+    report = sim_validate(sim.sim_world, record)
+    if not report.ok:
+        raise InconsistentResultError(
+            f"{policy}: the simulator's validator rejects the run: {report.violations[0]}"
+        )
     run.jct = sim.jcts()
     run.makespan = sim.makespan()
     run.placements = dict(sim.placements)
+    run.metrics = run_metrics(record, job_metrics(record))
     return run

@@ -27,7 +27,7 @@ import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.harmony.policies import place_job
-from optsched.harmony.world import HarmonyWorld, Simulation, generate_arrivals
+from optsched.harmony.world import EngineDriver, HarmonyWorld, generate_arrivals
 
 __all__ = ["RewardNet", "RewardSamples", "collect_samples", "fit_reward_net"]
 
@@ -73,7 +73,7 @@ def collect_samples(
         arrivals = generate_arrivals(
             world, n_jobs, seed=int(rng.integers(2**31 - 1)), mean_interarrival_s=30.0
         )
-        sim = Simulation(world, arrivals)
+        sim = EngineDriver(world, arrivals)
         policy = "random" if i % 2 == 0 else "first-fit"
         while (job := sim.next_job()) is not None:
             sim.commit(job, place_job(policy, sim.state, job, rng=rng))

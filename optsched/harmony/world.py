@@ -1,12 +1,14 @@
 r"""The interference-aware world over time: PS jobs arrive, are placed, slow each other, finish.
 
-This is a compact event loop specific to placement over time. The general simulator
-(:mod:`optsched.sim`) allocates GPUs to jobs round by round with rates that depend on the GPU
-type and on packing pairs; it has no notion of *which* servers a job's workers and parameter
-servers sit on, so it cannot express a speed that depends on the co-runners of every server a
-job spans. This loop does only that, and reuses the rest: the slowdown is
-:meth:`optsched.interference.InterferenceTruth.slowdown`, and every decision can be checked by
-the placement validator (:func:`optsched.harmony.snapshot.validate_decision`).
+Time runs on the general simulator's engine in its placement-aware *colocation* mode
+(:mod:`optsched.sim.colocation`): the arrivals become a world of that mode (:func:`sim_world`),
+:class:`EngineDriver` places its jobs one at a time at the engine's decision points, and the
+engine's record is checked by the simulator's validator (:func:`optsched.sim.validate`), which
+re-derives every rate. This module adds the placement view (:class:`ClusterState`: free
+capacity and who runs where, with the per-task action mask) and the arrival generator; the
+slowdown is the ground truth's (:func:`optsched.sim.colocation.group_slowdown`), and every
+decision can also be checked by the placement validator
+(:func:`optsched.harmony.snapshot.validate_decision`).
 
 Model [R]
 ---------
@@ -36,24 +38,30 @@ never leaves a policy without a valid server.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.interference import InterferenceTruth, generate_interference_truth
-from optsched.tolerances import TIME_TOL, WORK_TOL
+from optsched.tolerances import WORK_TOL
+
+if TYPE_CHECKING:
+    from optsched.sim.record import SimResult
+    from optsched.sim.world import World
 
 __all__ = [
     "PS_DEMAND",
     "WORKER_DEMAND",
     "ClusterState",
+    "EngineDriver",
     "HarmonyWorld",
     "JobArrival",
-    "Simulation",
+    "ffd_fits",
     "generate_arrivals",
+    "sim_world",
 ]
 
 #: Demand of a worker: (GPUs, CPUs).
@@ -170,11 +178,9 @@ class HarmonyWorld:
 
     def true_slowdown(self, job_type: int, partner_counts: np.ndarray) -> float:
         r"""Ground-truth :math:`S_a(B)` for co-runners counted per type (vectorised truth)."""
-        truth = self.the_truth
-        load = partner_counts @ truth.profiles
-        own = truth.profiles[job_type]
-        over = np.maximum(own + load - 1.0, 0.0)
-        return float((own * load) @ truth.weights + truth.overflow * np.sum(own * over**2))
+        from optsched.sim.colocation import group_slowdown
+
+        return group_slowdown(self.the_truth, job_type, partner_counts)
 
 
 def generate_arrivals(
@@ -215,7 +221,7 @@ def generate_arrivals(
     )
 
 
-def _ffd_fits(demands: np.ndarray, free: np.ndarray) -> bool:
+def ffd_fits(demands: np.ndarray, free: np.ndarray) -> bool:
     """Whether first-fit (in the given, decreasing order) packs ``demands`` into ``free``."""
     left = free.copy()
     for d in demands:
@@ -271,7 +277,7 @@ class ClusterState:
             if np.all(d <= self.free[h] + WORK_TOL):
                 left = self.free.copy()
                 left[h] -= d
-                out[h] = _ffd_fits(demands[k + 1 :], left)
+                out[h] = ffd_fits(demands[k + 1 :], left)
         return out
 
     def place_task(self, job: JobArrival, demand: np.ndarray, h: int) -> None:
@@ -309,25 +315,24 @@ class ClusterState:
         return float(np.mean([1.0 / (1.0 + v) for v in s.values()]))
 
 
-@dataclass
-class _Running:
-    job: JobArrival
-    servers: list[int]
-    remaining: float
-    iter_time: float = 0.0
+class EngineDriver:
+    """Place arriving jobs one at a time on the simulator's engine (its colocation mode).
 
-
-class Simulation:
-    """The event loop: arrivals queue, admitted jobs are placed, run, and finish.
-
-    Use :meth:`next_job` to advance to the next placement decision, :meth:`commit` to carry it
-    out, and :meth:`finish` to run the last jobs to completion.
+    The arrivals become a world in the colocation mode (:func:`sim_world`) and time, rates and
+    completions are the engine's (:func:`optsched.sim.engine.simulate_steps`): this class only
+    holds the decision point open while its jobs are placed one by one. Use :meth:`next_job`
+    to advance to the next job to place (strict FIFO: the head of the queue, once
+    first-fit-decreasing packing fits it on the free capacity), :meth:`commit` to place it,
+    and :meth:`finish` to run the last jobs to completion; :attr:`result` is then the
+    engine's record, which :func:`optsched.sim.validate` checks.
 
     Parameters
     ----------
     world : HarmonyWorld
     arrivals : sequence of JobArrival
         In arrival order, each fitting on the empty cluster.
+    name : str, default "harmony"
+        The policy name of the record.
 
     Raises
     ------
@@ -335,7 +340,12 @@ class Simulation:
         Arrivals out of order, or a job that fits on no empty cluster.
     """
 
-    def __init__(self, world: HarmonyWorld, arrivals: Sequence[JobArrival]) -> None:
+    def __init__(
+        self, world: HarmonyWorld, arrivals: Sequence[JobArrival], *, name: str = "harmony"
+    ) -> None:
+        from optsched.sim.engine import simulate_steps
+        from optsched.sim.policy import Policy
+
         self.world = world
         self.arrivals = tuple(arrivals)
         empty = world.capacity.copy()
@@ -348,71 +358,67 @@ class Simulation:
                 raise InvalidInstanceError(
                     f"arrivals[{i}].job_type", f"must be in [0, {world.n_types})"
                 )
-            if job.n_workers < 0 or job.n_ps < 0 or job.n_tasks < 1 or job.iterations <= 0:
-                raise InvalidInstanceError(f"arrivals[{i}]", "needs >= 1 task and iterations > 0")
-            if not _ffd_fits(job.demands(), empty):
+            if job.n_workers < 1 or job.n_ps < 0 or job.iterations <= 0:
+                raise InvalidInstanceError(
+                    f"arrivals[{i}]", "needs >= 1 worker, >= 0 PSs and iterations > 0"
+                )
+            if not ffd_fits(job.demands(), empty):
                 raise InvalidInstanceError(f"arrivals[{i}]", "fits on no empty cluster")
-        self.state = ClusterState(world)
-        self.now = 0.0
-        self.queue: deque[JobArrival] = deque()
-        self.next_arrival = 0
-        self.running: dict[int, _Running] = {}
-        self.start: dict[int, float] = {}
-        self.finish_time: dict[int, float] = {}
+        self.sim_world = sim_world(world, self.arrivals)
+        stub = Policy()
+        stub.name = name
+        self._steps = simulate_steps(self.sim_world, stub)
+        self.result: SimResult | None = None
         self.placements: dict[int, list[int]] = {}
+        self.start: dict[int, float] = {}
+        self._pending: list[Any] = []
+        self._granted: set[int] = set()
+        self._head: JobArrival | None = None
+        self._head_index = -1
+        self._enter(next(self._steps))
 
-    # ----- time ----------------------------------------------------------------------------
+    def _enter(self, sim_state: Any) -> None:
+        from optsched.sim.policies.placement import cluster_view
 
-    def _rates(self) -> None:
-        s = self.state.slowdowns()
-        t0 = self.world.the_truth.standalone_times
-        for j, run in self.running.items():
-            run.iter_time = float(t0[run.job.job_type]) * (1.0 + s.get(j, 0.0))
+        self._sim_state = sim_state
+        self.state = cluster_view(sim_state, self.world, list(self.arrivals))
+        self._pending = []
+        self._granted = set()
 
-    def _advance(self, until: float) -> None:
-        """Run jobs until ``until`` or the first completion, whichever is first."""
-        while self.running:
-            self._rates()
-            j, run = min(self.running.items(), key=lambda kv: kv[1].remaining * kv[1].iter_time)
-            t_done = self.now + run.remaining * run.iter_time
-            if t_done > until + TIME_TOL:
-                dt = until - self.now
-                for r in self.running.values():
-                    r.remaining -= dt / r.iter_time
-                self.now = until
-                return
-            dt = t_done - self.now
-            for r in self.running.values():
-                r.remaining -= dt / r.iter_time
-            self.now = t_done
-            del self.running[j]
-            self.state.remove(j, run.job.demands(), run.servers)
-            self.finish_time[j] = t_done
-            if self.queue and self._fits(self.queue[0]):
-                return
-        if math.isfinite(until):
-            self.now = max(self.now, until)
+    @property
+    def now(self) -> float:
+        """The time of the current decision point (the end of the run once finished)."""
+        if self.result is not None:
+            return self.result.end_time
+        return float(self._sim_state.now)
 
-    def _fits(self, job: JobArrival) -> bool:
-        return _ffd_fits(job.demands(), self.state.free)
+    def _send(self) -> bool:
+        """Send the decision; ``False`` when the run ended."""
+        from optsched.sim.policy import PolicyDecision
+
+        decision = PolicyDecision(grants=tuple(self._pending), keep_running=True)
+        try:
+            self._enter(self._steps.send(decision))
+        except StopIteration as done:
+            self.result = done.value
+            return False
+        return True
 
     def next_job(self) -> JobArrival | None:
-        """Advance time to the next decision; the job to place, or ``None`` when all are placed."""
-        while True:
-            if self.queue and self._fits(self.queue[0]):
-                return self.queue[0]
-            if self.next_arrival < len(self.arrivals):
-                job = self.arrivals[self.next_arrival]
-                self._advance(job.arrival_s)
-                if self.now + TIME_TOL >= job.arrival_s:
-                    self.queue.append(job)
-                    self.next_arrival += 1
-                continue
-            if not self.queue:
-                return None
-            if not self.running:  # pragma: no cover - admission guarantees progress
-                raise InvalidInstanceError("arrivals", "a queued job can never be admitted")
-            self._advance(math.inf)
+        """Advance to the next job to place; ``None`` once every job is placed."""
+        while self.result is None:
+            for s in self._sim_state.active:
+                if s.placement is None and s.job.index not in self._granted:
+                    job = self.arrivals[s.job.index]
+                    if ffd_fits(job.demands(), self.state.free):
+                        self._head, self._head_index = job, s.job.index
+                        return job
+                    break  # strict FIFO: the head waits, and every job behind it
+            else:
+                if not self._pending and len(self.placements) == len(self.arrivals):
+                    return None  # every job is placed: the rest is :meth:`finish`
+            self._send()
+        return None
 
     def commit(self, job: JobArrival, servers: Sequence[int]) -> None:
         """Place the head job on ``servers`` (one per task, in :meth:`JobArrival.demands` order).
@@ -422,40 +428,87 @@ class Simulation:
         InvalidInstanceError
             Not the head job, wrong length, or a task that does not fit.
         """
-        if not self.queue or self.queue[0].id != job.id:
+        from optsched.sim.colocation import COLOCATION_GPU_TYPE
+        from optsched.sim.policy import Grant, GrantPlacement
+
+        if self._head is None or self._head.id != job.id:
             raise InvalidInstanceError("job", f"job {job.id} is not the one to place")
         demands = job.demands()
         if len(servers) != len(demands):
             raise InvalidInstanceError("servers", f"need {len(demands)} servers")
+        work = self.state.copy()
         for k, (d, h) in enumerate(zip(demands, servers, strict=True)):
             if not 0 <= int(h) < self.world.n_servers:
                 raise InvalidInstanceError(f"servers[{k}]", f"no server {h}")
-            if not np.all(d <= self.state.free[int(h)] + WORK_TOL):
+            if not np.all(d <= work.free[int(h)] + WORK_TOL):
                 raise InvalidInstanceError(f"servers[{k}]", f"task does not fit on server {h}")
-            self.state.place_task(job, d, int(h))
-        self.queue.popleft()
-        self.running[job.id] = _Running(job, [int(h) for h in servers], job.iterations)
+            work.place_task(job, d, int(h))
+        self.state = work
+        chosen = [int(h) for h in servers]
+        workers: dict[int, int] = {}
+        for h in chosen[: job.n_workers]:
+            workers[h] = workers.get(h, 0) + 1
+        index = self._head_index
+        self._pending.append(
+            Grant(
+                job=self.sim_world.jobs[index].job_id,
+                gpu_type=COLOCATION_GPU_TYPE,
+                placement=GrantPlacement(COLOCATION_GPU_TYPE, tuple(sorted(workers.items()))),
+                ps_servers=tuple(chosen[job.n_workers :]),
+            )
+        )
+        self._granted.add(index)
+        self._head = None
+        self.placements[job.id] = chosen
         self.start[job.id] = self.now
-        self.placements[job.id] = [int(h) for h in servers]
 
-    def finish(self) -> None:
-        """Run every placed job to completion (call after :meth:`next_job` returned ``None``)."""
-        self._advance(math.inf)
+    def finish(self) -> SimResult:
+        """Run every placed job to completion; the engine's record."""
+        while self.result is None:
+            self._send()
+        return self.result
 
     # ----- metrics -------------------------------------------------------------------------
 
     def jcts(self) -> np.ndarray:
         """Completion minus arrival time of every finished job, in arrival order."""
+        result = self.finish()
         return np.array(
             [
-                self.finish_time[j.id] - j.arrival_s
-                for j in self.arrivals
-                if j.id in self.finish_time
+                c - j.arrival
+                for j, c in zip(self.sim_world.jobs, result.completion, strict=True)
+                if not math.isnan(c)
             ]
         )
 
     def makespan(self) -> float:
         """Last completion minus first arrival."""
-        if not self.finish_time:
+        result = self.finish()
+        done = [c for c in result.completion if not math.isnan(c)]
+        if not done:
             return 0.0
-        return max(self.finish_time.values()) - self.arrivals[0].arrival_s
+        return max(done) - self.arrivals[0].arrival_s
+
+
+def sim_world(world: HarmonyWorld, arrivals: Sequence[JobArrival]) -> World:
+    """The arrivals as a world in the simulator's colocation mode (:mod:`optsched.sim.colocation`).
+
+    Job ``k`` has id ``str(arrivals[k].id)``, its workers as its gang and its iterations as its
+    work, on ``world``'s servers, truth and spread penalty.
+    """
+    from optsched.sim.colocation import ColocationJob, colocation_world
+
+    jobs = [
+        ColocationJob(str(a.id), a.arrival_s, a.job_type, a.n_workers, a.n_ps, a.iterations)
+        for a in arrivals
+    ]
+    return colocation_world(
+        jobs,
+        truth=world.the_truth,
+        n_servers=world.n_servers,
+        gpus=world.gpus,
+        cpus=float(world.cpus),
+        spread_penalty=world.spread_penalty,
+        max_workers=world.max_workers,
+        max_ps=world.max_ps,
+    )

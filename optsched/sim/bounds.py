@@ -51,12 +51,23 @@ looser).
        \textstyle\sum_{g,i} z_{jgi} + t_j = 1 & \text{(work)} \\
        \textstyle\sum_j A_{jg} z_{jgi} \le \kappa_g C_g |I_i| & \text{(capacity)} \\
        \textstyle\sum_g (W_j/\rho_{jg}) z_{jgi} \le |I_i \cap [a_j, \infty)| & \text{(own\_rate)} \\
-       C_j \ge \textstyle\sum_{g,i} \max(\tau_{i-1}, a_j) z_{jgi} + H_j t_j + P_j / 2
-           & \text{(mean\_busy)} \\
+       C_j \ge \textstyle\sum_{g,i} \max(\tau_{i-1}, a_j) z_{jgi} + \sum_i q_{ji}
+           + H_j t_j + P_j / 2 & \text{(mean\_busy)} \\
+       q_{ji} \ge P_j u_{ji} (\textstyle\sum_g z_{jgi} - u_{ji}/2),\ q \ge 0
+           & \text{(spread)} \\
        C_j \ge a_j + P_j,\ z, t \ge 0 & \text{(isolated)}
 
-   Any schedule gives a feasible point with the same or a smaller objective, so the LP's
-   optimum is a lower bound. The value used is not the solver's figure but the bound of the
+   with :math:`u_{ji} = \min(1, |I_i \cap [a_j, \infty)|/P_j)` the most of the job an
+   interval can hold. The *spread* rows: a fraction :math:`Z` done in an interval at rate at
+   most :math:`1/P_j` has its mean busy time at least :math:`Z P_j / 2` past the interval's
+   start (it is earliest when done at once at full rate), and the convex :math:`P_j Z^2/2` is
+   above its tangent at :math:`u_{ji}` and above 0. Any schedule gives a feasible point with
+   the same or a smaller objective, so the LP's optimum is a lower bound. Above
+   :data:`LP_PART_JOBS` jobs, the jobs are cut in arrival order into parts bounded
+   separately and summed: the work curves of a part's jobs in any schedule of all the jobs
+   satisfy the part's own rows (its capacity rows hold a subset of the whole world's work),
+   so the sum of the parts' bounds is below the optimum, and each part's LP is small enough
+   for fine intervals for every job. The value used is not the solver's figure but the bound of the
    dual point it returns (weak duality, each row's multiplier clipped to its feasible sign, so
    that any dual point, optimal or not, gives a valid bound — Neumaier and Shcherbina, 2004).
 
@@ -77,7 +88,8 @@ policies alike (a round-based policy's value is often noticeably above them).
 
 Complexity: isolated and mean-busy-time bounds :math:`O(n \log n)` after the per-job rates
 (:math:`O(n G)` table look-ups, one per job group); the interval LP has
-:math:`O(n I G)` columns with :math:`I` intervals chosen to keep it near a fixed size.
+:math:`O(n I G)` columns with :math:`I` intervals chosen to keep each part's LP near a fixed
+size, so :math:`\lceil n / 1000 \rceil` LPs of bounded size: linear in :math:`n`.
 
 References
 ----------
@@ -124,7 +136,7 @@ BOUND_OBJECTIVES: dict[str, Literal["lower", "upper"]] = {
     "deadlines": "upper",
 }
 
-#: Columns the interval LP aims at (intervals are chosen to keep it near this size).
+#: Columns each part's interval LP aims at (intervals are chosen to keep it near this size).
 LP_TARGET_COLUMNS = 150_000
 #: Most intervals of the deadline LP.
 LP_MAX_INTERVALS = 256
@@ -134,6 +146,12 @@ LP_MAX_LEVELS = 14
 LP_MIN_PER_LEVEL, LP_MAX_PER_LEVEL = 2, 8
 #: Fewest blocks a job gets in the interval LP before its tail (whatever the budget).
 LP_MIN_BLOCKS = 12
+#: Tangent points of the in-block spread rows, as fractions of the most of a job a block holds
+#: (one row per point and block; at 1, a block run through at full rate is counted exactly).
+LP_TANGENTS: tuple[float, ...] = (1.0,)
+#: Jobs per part of the interval LP: a larger world is cut, in arrival order, into parts of
+#: about this many jobs, each bounded on its own (the sum of the parts' bounds is a bound).
+LP_PART_JOBS = 1000
 #: Arrival-time thresholds of the makespan LP.
 MAKESPAN_THRESHOLDS = 12
 
@@ -472,7 +490,11 @@ def _rescaled(lim: JobLimits, origin: float, unit: float) -> JobLimits:
 
 
 def _interval_lp(
-    lim: JobLimits, horizon: float, time_limit: float | None, solver: str
+    lim: JobLimits,
+    horizon: float,
+    time_limit: float | None,
+    solver: str,
+    tangents: tuple[float, ...] = LP_TANGENTS,
 ) -> tuple[float, str]:
     """The interval LP's certified bound (see the module notes) and a note.
 
@@ -528,8 +550,8 @@ def _interval_lp(
     kb, gz = np.nonzero(pick)
     jz = blk_job[kb]
     nz = len(jz)
-    t0, c0 = nz, nz + n
-    ncols = nz + 2 * n
+    t0, c0, q0 = nz, nz + n, nz + 2 * n
+    ncols = nz + 2 * n + (nb if tangents else 0)
     start = blk_start[kb]
     # dyadic node numbering: level l's nodes after all finer levels' nodes
     level_offset = np.concatenate([[0], np.cumsum([total >> lv for lv in range(levels + 1)])])
@@ -570,7 +592,7 @@ def _interval_lp(
     lo.append(np.full(nb, -np.inf))
     up.append(blk_own)
     r += nb
-    # mean busy: C_j - sum start z - H t >= P_j / 2
+    # mean busy: C_j - sum start z - sum q - H t >= P_j / 2
     mb = r
     rows_r += [mb + jz, mb + np.arange(n), mb + np.arange(n)]
     rows_c += [np.arange(nz), t0 + np.arange(n), c0 + np.arange(n)]
@@ -578,15 +600,33 @@ def _interval_lp(
     lo.append(lim.own_seconds / 2.0)
     up.append(np.full(n, np.inf))
     r += n
+    # in-block spread: q_b >= P_j alpha (Z_b - alpha / 2), a tangent of P_j Z_b^2 / 2 (the
+    # least mean-busy excess over the block's start of a fraction Z_b done at rate <= 1/P_j)
+    tan_base = r
+    p_blk = lim.own_seconds[blk_job]
+    # a zero-length job (P_j = 0) gets rows q >= 0: nothing to add
+    u_blk = np.where(p_blk > 0, np.minimum(1.0, blk_own / np.where(p_blk > 0, p_blk, 1.0)), 1.0)
+    if tangents:
+        rows_r.append(mb + blk_job)
+        rows_c.append(q0 + np.arange(nb))
+        rows_v.append(-np.ones(nb))
+        for frac in tangents:
+            alpha = frac * u_blk
+            rows_r += [r + kb, r + np.arange(nb)]
+            rows_c += [np.arange(nz), q0 + np.arange(nb)]
+            rows_v += [-p_blk[kb] * alpha[kb], np.ones(nb)]
+            lo.append(-p_blk * alpha * alpha / 2.0)
+            up.append(np.full(nb, np.inf))
+            r += nb
     a = sp.csc_array(
         (np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
         shape=(r, ncols),
     )
     cost = np.zeros(ncols)
-    cost[c0:] = lim.weight
+    cost[c0:q0] = lim.weight
     col_lo = np.zeros(ncols)
     col_up = np.ones(ncols)
-    col_lo[c0:] = lim.arrival + lim.own_seconds
+    col_lo[c0:q0] = lim.arrival + lim.own_seconds
     col_up[c0:] = np.inf
     row_lo, row_up = np.concatenate(lo), np.concatenate(up)
     offset = -float(lim.weight @ lim.arrival)
@@ -605,6 +645,16 @@ def _interval_lp(
     # the mean-busy row is the only one holding C_j: keep its multiplier in [0, w_j], so that
     # C_j's reduced cost is >= 0 and its infinite upper bound costs nothing
     y[mb : mb + n] = np.clip(y[mb : mb + n], 0.0, lim.weight)
+    if tangents:
+        # q_b's reduced cost y_mb - sum of its tangent multipliers must stay >= 0 (q is
+        # unbounded above): scale the tangent multipliers of each block down to fit
+        k = len(tangents)
+        ty = np.maximum(y[tan_base : tan_base + k * nb].reshape(k, nb), 0.0)
+        held = ty.sum(axis=0)
+        # shaved so that rounding in the sum cannot leave a reduced cost a hair below 0
+        room = y[mb + blk_job] * (1.0 - 1e-12)
+        scale = np.where(held > room, room / np.where(held > 0, held, 1.0), 1.0)
+        y[tan_base : tan_base + k * nb] = (ty * scale[None, :]).ravel()
     # back to seconds: sum w (C - a) scales with the unit; the origin cancels in C - a
     value = _dual_bound(lp, y) * unit
     note = (
@@ -613,6 +663,62 @@ def _interval_lp(
         f"{per_level} blocks per level, {ncols} columns"
     )
     return value, note
+
+
+def _subset(lim: JobLimits, jobs: NDArray[np.int64]) -> JobLimits:
+    """``lim`` restricted to ``jobs`` (the cluster-wide factors kept)."""
+    import dataclasses
+
+    per_job = ("arrival", "weight", "deadline", "work", "own_seconds")
+    per_job_type = ("type_seconds", "area", "best_area")
+    return dataclasses.replace(
+        lim, **{name: getattr(lim, name)[jobs] for name in (*per_job, *per_job_type)}
+    )
+
+
+def _parts(lim: JobLimits, size: int) -> list[NDArray[np.int64]]:
+    """The jobs in arrival order, cut into ``round(n / size)`` (at least 1) near-equal parts."""
+    n = len(lim.arrival)
+    order = np.argsort(lim.arrival, kind="stable").astype(np.int64)
+    return list(np.array_split(order, max(1, round(n / size))))
+
+
+def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
+    r"""The interval LP of each arrival-ordered part of the jobs, summed.
+
+    In any schedule of all the jobs, the work curves of the jobs of a part :math:`S` satisfy
+    every row of :math:`S`'s own relaxations (a capacity row of :math:`S` holds a subset of
+    the work the same row of the whole world holds; the other rows are per job; the limits
+    :math:`\kappa, \sigma` are the whole world's), so the schedule's cost on :math:`S` is at
+    least :math:`\mathrm{LB}(S)`, and summing over a partition,
+    :math:`\mathrm{OPT} = \sum_S \mathrm{cost}_S(\text{opt}) \ge \sum_S \mathrm{LB}(S)`:
+    each part contributes the best of its interval LP, isolated and mean-busy-time bounds.
+    What the parts lose is the queueing across their boundaries; what they gain is a fixed LP
+    size per part (fine blocks for every job, a time linear in the number of jobs). A part
+    whose LP does not finish in time counts its closed forms (the sum is still valid;
+    ``finished`` is then False).
+    """
+    parts = _parts(lim, LP_PART_JOBS)
+    total, solved = 0.0, 0
+    notes: list[str] = []
+    for k, jobs in enumerate(parts):
+        sub = _subset(lim, jobs) if len(parts) > 1 else lim
+        value = max(_isolated(sub), _mean_busy_time(sub))
+        left = run.left()
+        if left is None or left > 0:
+            # each part may use all the time left: the LP times of parts vary several-fold, and
+            # an equal share would cut the slow ones while the fast ones leave time unused
+            lp_value, note = _interval_lp(sub, _horizon(sub), left, run.solver)
+            if math.isfinite(lp_value):
+                solved += 1
+            value = max(value, lp_value)
+            if not notes or not math.isfinite(lp_value):
+                notes.append(note if len(parts) == 1 else f"part {k + 1}: {note}")
+        total += value
+    note = "; ".join(notes) if notes else "interval LP: no time left"
+    if len(parts) > 1:
+        note = f"{len(parts)} arrival-ordered parts, {solved} solved; {note}"
+    return (total if solved else -math.inf), solved == len(parts), note
 
 
 def _dual_bound(lp: Any, y: NDArray[np.float64]) -> float:
@@ -927,8 +1033,8 @@ def _weighted_jct(run: _Run) -> None:
     if "mean-busy-time" in run.chosen:
         run.candidates["mean-busy-time"] = _mean_busy_time(lim)
     if run.wants_lp("interval-lp"):
-        value, note = _interval_lp(lim, _horizon(lim), run.left(), run.solver)
-        run.take("interval-lp", value, note)
+        value, finished, note = _interval_lp_parts(lim, run)
+        run.take("interval-lp", value, note, finished)
 
 
 def _makespan(run: _Run) -> None:

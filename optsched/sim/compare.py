@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +49,15 @@ if TYPE_CHECKING:
     from optsched.sim.policy import Policy
     from optsched.sim.throughputs import Throughputs
 
-__all__ = ["METRIC_COLUMNS", "Comparison", "auto_round_seconds", "compare", "world_from_trace"]
+__all__ = [
+    "METRIC_COLUMNS",
+    "START_CANDIDATES",
+    "Comparison",
+    "auto_round_seconds",
+    "compare",
+    "exact_starts",
+    "world_from_trace",
+]
 
 #: The run metrics of every row, in order.
 METRIC_COLUMNS: tuple[str, ...] = (
@@ -184,6 +192,7 @@ class Comparison:
     exact_round_seconds: float | None = None
     window: tuple[int, int | None] | None = None
     bounds: dict[str, Bound] = field(default_factory=dict)
+    exact_starts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per policy (then one per exact optimum): metrics, objectives and gaps."""
@@ -225,6 +234,7 @@ class Comparison:
             "policies": records,
             "exact": {k: v.summary() for k, v in self.exact.items()},
             "bounds": {k: b.to_dict() for k, b in self.bounds.items()},
+            "exact_starts": self.exact_starts,
         }
 
     @property
@@ -324,6 +334,7 @@ def compare(
     mechanism: Any = "optsched",
     bound: bool = False,
     bound_time_limit: float | None = None,
+    warm_start: bool = True,
 ) -> Comparison:
     """Run every policy in ``policies`` on ``world`` and, with ``exact``, the exact optima.
 
@@ -359,6 +370,9 @@ def compare(
         Seconds for the bounds (default ``time_limit``); under a command's deadline, what is
         left of it. The closed-form bounds always come back; the LPs that do not finish in
         time are left out (``Bound.complete`` is then false).
+    warm_start : bool, default True
+        With ``exact``: hand each solve the best policy's run on the exact grid as its MIP
+        start (:func:`exact_starts`); ``Comparison.exact_starts`` says which run, or why none.
     window : (int, int or None), optional
         The steady-state window: the metrics count only the jobs of arrival index
         ``start <= k < end`` (:func:`~optsched.sim.metrics.run_metrics`). The objectives and
@@ -392,6 +406,11 @@ def compare(
             f"must be a number of seconds, 'policy' or None, got {round_seconds!r}",
         )
     world = _world_for(world, cluster, throughputs, restore_s)
+    if world.colocation is not None and (exact or bound):
+        # the exact model and the bounds know GPU types and pairs, not neighbours on a server
+        raise InvalidInstanceError(
+            "exact" if exact else "bound", "not available for a world in the colocation mode"
+        )
     made = as_policies(policies, field="policies")
     if window is not None:
         from optsched.sim.metrics import check_window
@@ -424,7 +443,12 @@ def compare(
     if bound:
         found = _bounds(world, objectives, bound_time_limit, time_limit, solver)
     results: dict[str, ExactResult[SimResult]] = {}
+    starts: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, Any] = {}
     if grid is not None:
+        if warm_start:
+            with suspended():
+                chosen, starts = exact_starts(world, made, runs, metrics, grid, objectives, rounds)
         for o in objectives:
             try:
                 results[o] = solve_exact(
@@ -437,6 +461,7 @@ def compare(
                     mip_gap=mip_gap,
                     threads=threads,
                     accept_feasible=accept_feasible,
+                    warm_start=chosen.get(o),
                 )
             except NotOptimalError as exc:
                 # a solve stopped short never takes the policies' table with it
@@ -449,6 +474,7 @@ def compare(
                     exact_round_seconds=grid,
                     window=window,
                     bounds=found,
+                    exact_starts=starts,
                 )
                 raise
     return Comparison(
@@ -460,7 +486,71 @@ def compare(
         exact_round_seconds=grid,
         window=window,
         bounds=found,
+        exact_starts=starts,
     )
+
+
+#: How many of the best-ranked policies ``compare`` tries as the exact model's MIP start.
+START_CANDIDATES = 3
+
+
+def exact_starts(
+    world: World,
+    policies: Sequence[Policy],
+    runs: Mapping[str, SimResult],
+    metrics: Mapping[str, Mapping[str, Any]],
+    grid: float,
+    objectives: Sequence[str],
+    rounds: int | None,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Per objective, the best policy's run on the exact grid as a MIP start, or why none.
+
+    The :data:`START_CANDIDATES` policies best on the objective are tried; a run not on the
+    exact grid is run again on it (a policy's runs never change). Each run goes through
+    :func:`optsched.sim.exact.start_from_record`; the best start that maps is taken.
+
+    Returns
+    -------
+    (dict, dict)
+        Per objective the :class:`~optsched.sim.exact.MipStart` (absent when none maps), and
+        per objective ``{"policy": name or None, "value": ..., "refused": {policy: reason}}``.
+    """
+    from optsched.sim.engine import simulate
+    from optsched.sim.exact import OBJECTIVES, MipStart, start_from_record
+
+    by_name = {p.name: p for p in policies}
+    on_grid: dict[str, SimResult] = {}
+    chosen: dict[str, MipStart] = {}
+    said: dict[str, dict[str, Any]] = {}
+    for o in objectives:
+        sign = 1.0 if OBJECTIVES[o] == "min" else -1.0
+        ranked = sorted(
+            (n for n in runs if not math.isnan(metrics[n][f"obj_{o}"])),
+            key=lambda n: sign * metrics[n][f"obj_{o}"],
+        )[:START_CANDIDATES]
+        refused: dict[str, str] = {}
+        best: MipStart | None = None
+        for name in ranked:
+            record = runs[name]
+            if record.round_seconds != grid:
+                if name not in on_grid:
+                    on_grid[name] = simulate(world, by_name[name], round_seconds=grid)
+                record = on_grid[name]
+            try:
+                start = start_from_record(world, record, grid, o, rounds=rounds)
+            except InvalidInstanceError as exc:
+                refused[name] = exc.message
+                continue
+            if best is None or sign * (start.value - best.value) < 0:
+                best = start
+        if best is not None:
+            chosen[o] = best
+        said[o] = {
+            "policy": None if best is None else best.policy,
+            "value": None if best is None else best.value,
+            "refused": refused,
+        }
+    return chosen, said
 
 
 def _bounds(

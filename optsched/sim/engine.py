@@ -50,6 +50,7 @@ import bisect
 import dataclasses
 import heapq
 import math
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,9 +68,15 @@ from optsched.sim.policy import (
 )
 from optsched.sim.record import SimResult, add_interval, empty_intervals
 from optsched.sim.world import SimJob, World
-from optsched.tolerances import FIT_TOL, TIME_TOL
+from optsched.tolerances import CAPACITY_TOL, FIT_TOL, TIME_TOL
 
-__all__ = ["default_horizon", "event_bound", "excluded_type_notes", "simulate"]
+__all__ = [
+    "default_horizon",
+    "event_bound",
+    "excluded_type_notes",
+    "simulate",
+    "simulate_steps",
+]
 
 
 @dataclass(slots=True)
@@ -83,6 +90,7 @@ class _Run:
     version: int
     gpus: int  # GPUs of ``placement`` (read at every progress update)
     phase: int = -1  # batch phase the pending event ends (-1: no schedule, the event completes)
+    ps: tuple[int, ...] = ()  # colocation mode: the server of each parameter server
 
 
 class _FreeServers:
@@ -207,6 +215,9 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
         ]
         positive = [r for r in rates if r > 0]
         total += j.work / min(positive) if positive else 0.0
+    if world.colocation is not None:
+        # neighbours slow a job down by at most this factor (colocation mode)
+        total *= world.colocation.max_slowdown_factor(world)
     n = len(world.jobs)
     rs = round_seconds or 0.0
     return (
@@ -299,7 +310,7 @@ def simulate(
         ``round_seconds`` not > ``world.restore_s`` or not finite, ``max_time`` not
         finite, or the event bound over ``limits.max_events``; ``world`` not a World (a trace
         goes through :func:`~optsched.sim.compare.world_from_trace`), ``policy`` neither a
-        Policy nor a registered name.
+        Policy nor a registered name; Gavel's mechanism on a world in the colocation mode.
     PolicyError
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
         impossible placement or pairing, or more wake-ups than it declared.
@@ -322,6 +333,10 @@ def simulate(
         if restore_on_first_start != world.restore_on_first_start:
             world = dataclasses.replace(world, restore_on_first_start=restore_on_first_start)
     rs = policy.round_seconds if round_seconds == _POLICY_ROUND else round_seconds
+    if gavel is not None and world.colocation is not None:
+        raise InvalidInstanceError(
+            "mechanism", "Gavel's mechanism has no colocation mode; run the world with 'optsched'"
+        )
     if gavel is not None:
         if round_seconds is None:
             raise InvalidInstanceError(
@@ -432,6 +447,13 @@ class _Engine:
         self.wakeups = 0
         self.wake_at = math.inf
         self.version = 0
+        self.coloc = world.colocation
+        if self.coloc is not None:
+            # colocation mode: the running jobs with any task on each server (workers or PSs)
+            self.on_server: list[dict[int, None]] = [
+                {} for _ in range(world.cluster.gpu_types[0].num_servers)
+            ]
+            self.cpu_dropped = 0
 
     # -- progress ---------------------------------------------------------------------------
 
@@ -509,6 +531,7 @@ class _Engine:
                 run.seg_start,
                 t,
                 partner,
+                run.ps,
             )
             self.ever_ran[i] = True
         run.seg_start = t
@@ -575,6 +598,18 @@ class _Engine:
     # -- main loop --------------------------------------------------------------------------
 
     def run(self) -> SimResult:
+        """Run to the end, the policy deciding at every decision point."""
+        steps = self.steps()
+        try:
+            state = next(steps)
+            while True:
+                state = steps.send(self.policy.allocate(state))
+        except StopIteration as done:
+            result: SimResult = done.value
+            return result
+
+    def steps(self) -> Generator[SimState, PolicyDecision, SimResult]:
+        """The main loop: yields the state at each decision point, receives the decision."""
         n = len(self.jobs)
         ptr = 0
         L = self.L
@@ -631,7 +666,8 @@ class _Engine:
                 ptr += 1
             if L is not None:
                 next_round = (math.floor(t / L + TIME_TOL) + 1) * L
-            self._decide(t)
+            state = self._decide(t)
+            self._apply(t, (yield state))
         for i in list(self.running):
             self._sync(i, t)
             self._close(i, t)
@@ -650,6 +686,7 @@ class _Engine:
                 "horizon": self.horizon,
                 "wakeups": self.wakeups,
                 "zero_rate_grants": self.zero_rate_grants,
+                **({"cpu_dropped_grants": self.cpu_dropped} if self.coloc is not None else {}),
                 "work_conserving": bool(getattr(self.policy, "work_conserving", False)),
                 **self.policy.run_facts(),
             },
@@ -664,12 +701,17 @@ class _Engine:
         st.done = st.job.work
         st.placement = None
         st.partner = None
+        st.ps_servers = ()
         st.last_stop = t
         self.completion[i] = t
         self.finished_ids.append(st.job.job_id)
         del self.running[i]
         self.spread.discard(i)
         self.active.pop(i, None)
+        if self.coloc is not None:
+            self._coloc_leave(i, run)
+            for j in self._coloc_refresh(t, [run], []):
+                self._schedule_completion(j)
         p = run.partner
         if p >= 0 and p in self.running:
             self._sync(p, t)
@@ -682,7 +724,7 @@ class _Engine:
 
     # -- decisions --------------------------------------------------------------------------
 
-    def _decide(self, t: float) -> None:
+    def _decide(self, t: float) -> SimState:
         states = self.states
         # the jobs completed since the last decision give their GPUs back at the next placement
         self._gone.extend(map(self.index.__getitem__, self.finished_ids))
@@ -722,10 +764,15 @@ class _Engine:
         self.new_arrivals = []
         self.finished_ids = []
         self.decisions += 1
-        alloc = self.policy.allocate(state)
+        return state
+
+    def _apply(self, t: float, alloc: PolicyDecision) -> None:
+        """Carry out the decision taken at ``t`` on the state :meth:`_decide` gave."""
         if not isinstance(alloc, PolicyDecision):
             raise PolicyError(f"{self.policy.name}: allocate must return a PolicyDecision")
         placed = self._place(alloc)
+        ps_of = self._coloc_place(alloc, placed) if self.coloc is not None else {}
+        stopped: list[_Run] = []
         # stop or change what no longer runs as before
         changed: list[int] = []
         for i, run in list(self.running.items()):
@@ -739,12 +786,16 @@ class _Engine:
                 continue
             self._close(i, t)
             del self.running[i]
+            if self.coloc is not None:
+                stopped.append(run)
+                self._coloc_leave(i, run)
             self.spread.discard(i)
             st = self.states[i]
             st.preemptions += 1
             st.last_stop = t
             st.placement = None
             st.partner = None
+            st.ps_servers = ()
         for i, (placement, partner) in placed.items():
             st = self.states[i]
             st.rounds_received[placement.gpu_type] = (
@@ -763,14 +814,21 @@ class _Engine:
                 rate=self._rate(i, placement, partner),
                 version=0,
                 gpus=placement.num_gpus,
+                ps=ps_of.get(i, ()),
             )
-            if not placement.consolidated(self.types[placement.gpu_type].gpus_per_server):
+            if self.coloc is not None:
+                self._coloc_join(i, self.running[i])
+            elif not placement.consolidated(self.types[placement.gpu_type].gpus_per_server):
+                # (a colocation placement is spread on purpose: never moved by Gavel's rule)
                 self.spread.add(i)
             st.placement = placement
+            st.ps_servers = self.running[i].ps
             st.last_start = t
             if math.isnan(self.first_start[i]):
                 self.first_start[i] = t
             changed.append(i)
+        if self.coloc is not None:
+            changed.extend(self._coloc_refresh(t, stopped, changed))
         for i in changed:
             self._schedule_completion(i)
         self.wake_at = math.inf
@@ -920,6 +978,18 @@ class _Engine:
 
     def _release_gone(self) -> dict[str, _FreeServers]:
         """Give back the GPUs of the jobs completed since the last placement."""
+        if self.coloc is not None:
+            # the colocation mode drops placed jobs whose tasks miss CPUs after the placement:
+            # the picture is rebuilt from the running jobs
+            self._gone = []
+            self._holds = {i: (r.placement, r.partner) for i, r in self.running.items()}
+            self._free = {name: fr.copy() for name, fr in self._empty.items()}
+            for i, (placement, partner) in self._holds.items():
+                if 0 <= partner < i:
+                    continue  # a shared pair holds its GPUs once
+                for s, k in placement.servers:
+                    self._free[placement.gpu_type].take(s, k)
+            return self._free
         holds, free = self._holds, self._free
         for i in self._gone:
             held = holds.pop(i, None)
@@ -1119,6 +1189,149 @@ class _Engine:
                 left -= k
         return GrantPlacement(gpu_type, tuple(sorted(servers)))
 
+    # -- colocation mode (optsched.sim.colocation) ----------------------------------------------
+
+    def _coloc_servers(self, run: _Run) -> set[int]:
+        """The servers holding any task of a run: its workers' and its parameter servers'."""
+        return {s for s, _ in run.placement.servers} | set(run.ps)
+
+    def _coloc_join(self, i: int, run: _Run) -> None:
+        for h in self._coloc_servers(run):
+            self.on_server[h][i] = None
+
+    def _coloc_leave(self, i: int, run: _Run) -> None:
+        for h in self._coloc_servers(run):
+            self.on_server[h].pop(i, None)
+
+    def _coloc_rate(self, i: int, run: _Run) -> float:
+        """The consolidated rate times the speed factor of the jobs on the run's servers."""
+        coloc = self.coloc
+        assert coloc is not None
+        types = coloc.job_types
+        neighbours = [
+            [types[self.jobs[k].job_id] for k in self.on_server[h] if k != i]
+            for h in sorted(self._coloc_servers(run))
+        ]
+        job = self.jobs[i]
+        base = self.world.rate(job, run.placement.gpu_type, True, num_gpus=run.placement.num_gpus)
+        return base * coloc.speed_factor(types[job.job_id], neighbours)
+
+    def _coloc_refresh(self, t: float, stopped: list[_Run], fresh: list[int]) -> list[int]:
+        """New rates of the jobs sharing a server with the ones stopped or started at ``t``.
+
+        Every started job (``fresh``) gets its rate; every other affected job whose rate
+        changes is synced, its record segment closed at ``t`` (each segment keeps one rate),
+        and returned, to have its completion rescheduled.
+        """
+        touched: set[int] = set()
+        for run in stopped:
+            touched |= self._coloc_servers(run)
+        for i in fresh:
+            touched |= self._coloc_servers(self.running[i])
+        affected: set[int] = set()
+        for h in touched:
+            affected.update(self.on_server[h])
+        started = set(fresh)
+        out: list[int] = []
+        for j in sorted(affected):
+            run = self.running[j]
+            rate = self._coloc_rate(j, run)
+            if j in started:
+                run.rate = rate
+            elif rate != run.rate:
+                self._sync(j, t)
+                self._close(j, t)
+                run.rate = rate
+                out.append(j)
+        return out
+
+    def _coloc_place(
+        self, alloc: PolicyDecision, placed: dict[int, tuple[GrantPlacement, int]]
+    ) -> dict[int, tuple[int, ...]]:
+        """Parameter servers and CPUs of every placed job (colocation mode).
+
+        Jobs keeping their placement keep their PSs and are counted first; a grant's
+        ``ps_servers`` are checked, and a job without them gets each PS on the server with
+        the most free CPUs (lowest index first). A job whose tasks do not fit the CPUs waits
+        (dropped from ``placed``, counted) unless the policy placed it explicitly, which is
+        a :class:`PolicyError` naming the job and the server.
+        """
+        coloc = self.coloc
+        assert coloc is not None
+        name = self.policy.name
+        n_servers = len(self.on_server)
+        cap = coloc.cpus_per_server
+        used = [0.0] * n_servers
+        grants: dict[int, Grant] = {}
+        for given in alloc.grants:
+            k = self.index.get(given.job, -1)
+            if k >= 0:
+                grants[k] = given
+
+        def kept(k: int) -> bool:
+            run = self.running.get(k)
+            return run is not None and (
+                placed[k][0] is run.placement or placed[k][0] == run.placement
+            )
+
+        order = [k for k in placed if kept(k)] + [k for k in placed if not kept(k)]
+        out: dict[int, tuple[int, ...]] = {}
+        for i in order:
+            placement, partner = placed[i]
+            jid = self.jobs[i].job_id
+            if partner >= 0:
+                raise PolicyError(
+                    f"{name}: job {jid!r} shares GPUs; the colocation mode models no space sharing"
+                )
+            g = grants.get(i)
+            n_ps = coloc.ps[jid]
+            ps: tuple[int, ...] | None = None
+            if g is not None and g.ps_servers:
+                ps = tuple(g.ps_servers)
+                if len(ps) != n_ps or any(
+                    isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < n_servers
+                    for h in ps
+                ):
+                    raise PolicyError(
+                        f"{name}: ps_servers of {jid!r} must be {n_ps} servers in "
+                        f"0..{n_servers - 1}, got {ps!r}"
+                    )
+                if kept(i) and ps != self.running[i].ps:
+                    raise PolicyError(
+                        f"{name}: job {jid!r} runs with its PSs on {self.running[i].ps}; "
+                        f"a running job's PSs do not move (got {ps!r})"
+                    )
+            elif kept(i):
+                ps = self.running[i].ps
+            if ps is None:
+                workers = coloc.cpu_use(placement.servers, ())
+                free = list(used)
+                for s, c in workers.items():
+                    free[s] += c
+                chosen: list[int] = []
+                for _ in range(n_ps):
+                    h = min(range(n_servers), key=lambda s: (free[s], s))
+                    chosen.append(h)
+                    free[h] += coloc.ps_cpus
+                ps = tuple(chosen)
+            use = coloc.cpu_use(placement.servers, ps)
+            over = [s for s, c in sorted(use.items()) if used[s] + c > cap + CAPACITY_TOL]
+            if over:
+                s = over[0]
+                explicit = g is not None and (g.placement is not None or bool(g.ps_servers))
+                if explicit:
+                    raise PolicyError(
+                        f"{name}: job {jid!r} needs {use[s]:g} CPUs on server {s}, which has "
+                        f"{max(0.0, cap - used[s]):g} free"
+                    )
+                del placed[i]  # the job waits: its tasks do not fit the CPUs
+                self.cpu_dropped += 1
+                continue
+            for s, c in use.items():
+                used[s] += c
+            out[i] = ps
+        return out
+
 
 def _fit_reference(
     cap: list[int], gpus_per_server: int, gpu_type: str, n: int, mode: str
@@ -1163,3 +1376,43 @@ def _take_reference(cap: list[int], gpu_type: str, order: list[int], n: int) -> 
             cap[s] -= k
             left -= k
     return GrantPlacement(gpu_type, tuple(sorted(servers)))
+
+
+def simulate_steps(
+    world: World, policy: Policy, *, max_time: float | None = None
+) -> Generator[SimState, PolicyDecision, SimResult]:
+    """The event-driven engine driven from outside: a generator of decision points.
+
+    Each ``next``/``send`` advances to the next decision point and yields its
+    :class:`~optsched.sim.SimState`; ``send`` the :class:`~optsched.sim.PolicyDecision` taken
+    there (as :meth:`Policy.allocate <optsched.sim.Policy.allocate>` would return it). The
+    generator's return value (``StopIteration.value``) is the :class:`~optsched.sim.SimResult`,
+    the same record :func:`simulate` makes when ``policy.allocate`` takes those decisions.
+
+    Parameters
+    ----------
+    world : World
+    policy : Policy
+        Names the record and declares its wake-ups (:meth:`Policy.max_wakeups`); its
+        :meth:`~optsched.sim.Policy.reset` is called, its ``allocate`` never.
+    max_time : float, optional
+        Horizon (default :func:`default_horizon`).
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``world`` not a World, ``policy`` not a Policy, a bad ``max_time``, or the event bound
+        over ``limits.max_events``.
+    """
+    if not isinstance(world, World):
+        raise InvalidInstanceError("world", f"must be a World, got {type(world).__name__}")
+    if not isinstance(policy, Policy):
+        raise InvalidInstanceError("policy", f"must be a Policy, got {type(policy).__name__}")
+    horizon = default_horizon(world, None) if max_time is None else max_time
+    if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon >= 0):
+        raise InvalidInstanceError("max_time", f"must be a finite number >= 0, got {horizon!r}")
+    policy.reset(world)
+    wake_budget = policy.max_wakeups(world)
+    bound = event_bound(world, None, horizon, wake_budget)
+    limits.check_size("jobs", bound, "max_events", "events")
+    return _Engine(world, policy, None, float(horizon), wake_budget, bound).steps()

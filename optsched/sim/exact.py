@@ -36,6 +36,25 @@ before the last round is exactly what the engine accumulates, and the last run l
 (the validator's makespan: the last completion time); ``deadlines``
 :math:`\max \sum_j m_j,\ T_j \le d_j / L + K (1 - m_j)` over jobs with a deadline.
 
+Strengthened model (``strengthen=True``, the default; ``False`` builds the plain one above,
+with the same optimum). With :math:`\bar c_j = \max_g c_{jg}`, :math:`P_j = n_j / \bar c_j`,
+:math:`C = \sum_g C_g`:
+
+.. math::
+
+    T_j \text{ a variable} = \text{the completion expression}      & \text{(completion)} \\
+    \textstyle\sum_g (x_{jkg} - u_{jkg}) \le (1 - \varepsilon)\, e_{jk} & \text{(partial\_last)} \\
+    T_j \ge k_j + 1 / \bar c_j                                      & \text{(completion\_floor)} \\
+    T_i \le T_j \text{ for interchangeable } i < j                  & \text{(interchangeable)} \\
+    \textstyle\sum_{j \in S} P_j T_j \ge P(S)\,(\min_S k_j + P(S) / 2C)
+        + \sum_{j \in S} P_j / (2 \bar c_j)                         & \text{(area\_cut)}
+
+Each holds at every schedule of the model, or (``interchangeable``) at one optimum of every
+set of equal ones; the proofs are in :func:`completion_floor`, :func:`interchangeable_groups`,
+:func:`_strengthen` and the formulation page. Given a MIP start of value :math:`U`
+(:func:`start_from_record`, checked by :func:`set_start`), the rounds in which a job could
+only end in a schedule worse than :math:`U` are not built (:func:`latest_final_rounds`).
+
 Restrictions (refused with a field-named :class:`~optsched.errors.InvalidInstanceError`):
 
 * ``restore_s`` must be 0 (a preemption is free, so placements may change every round);
@@ -79,21 +98,27 @@ from optsched.sim.replay import replay_rounds
 from optsched.sim.validate import validate
 from optsched.sim.world import SimJob, World
 from optsched.solvers import BuildClock
-from optsched.tolerances import FIT_TOL, TIME_TOL, leq
+from optsched.tolerances import CAPACITY_TOL, FIT_TOL, RATIO_TOL, TIME_TOL, WORK_TOL, leq
 
 __all__ = [
     "OBJECTIVES",
     "POLISH",
     "ExactModel",
+    "MipStart",
     "build_model",
     "check_world",
+    "completion_floor",
     "default_rounds",
     "earliest_round",
     "formulation",
+    "interchangeable_groups",
     "last_run_floor",
+    "latest_final_rounds",
     "objective_value",
     "pack_round",
+    "set_start",
     "solve",
+    "start_from_record",
 ]
 
 Objective = Literal["weighted-jct", "makespan", "deadlines"]
@@ -305,6 +330,9 @@ class ExactModel:
     matters: dict[str, bool]
     build_seconds: float
     size: dict[str, int] = field(default_factory=dict)
+    horizon: int = 0
+    strengthened: bool = False
+    interchangeable: list[list[int]] = field(default_factory=list)
 
     def value(self) -> float:
         """The objective of the current solution, from its completion times ``L T_j`` alone.
@@ -341,6 +369,22 @@ class ExactModel:
         return [pack_round(self.world, r, self.matters) for r in by_round]
 
 
+def _stops(
+    world: World,
+    L: float,
+    objective: str,
+    first: list[int],
+    K: int,
+    eps: float,
+    upper_bound: float | None,
+) -> list[int]:
+    """Per job, one past its last round: ``K``, or less below ``upper_bound``."""
+    if upper_bound is None:
+        return [K] * len(first)
+    latest = latest_final_rounds(world, L, objective, upper_bound, eps)
+    return [min(K, max(f + 1, last + 1)) for f, last in zip(first, latest, strict=True)]
+
+
 def build_model(
     world: World,
     round_seconds: float,
@@ -348,11 +392,20 @@ def build_model(
     *,
     rounds: int | None = None,
     clock: BuildClock | None = None,
+    strengthen: bool = True,
+    upper_bound: float | None = None,
 ) -> ExactModel:
     """Build the time-indexed model (see the module notes).
 
     ``clock`` (optional) is checked while each constraint family is built, so a time limit
     stops a large model's build within a hundred rows.
+
+    ``strengthen`` (default) adds the valid inequalities of :func:`_strengthen` (completion
+    floors, interchangeable-job order, the aggregate-capacity cuts); ``False`` builds the plain
+    model, with the same optimum. ``upper_bound`` is the value of a schedule known to be
+    feasible in this model (a checked MIP start, :class:`MipStart`); with ``strengthen`` it
+    removes every round at which a job could only finish in a schedule worse than it
+    (:func:`latest_final_rounds`), which keeps every optimum.
 
     Raises
     ------
@@ -374,22 +427,31 @@ def build_model(
         rounds = default_rounds(world, L)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise InvalidInstanceError("rounds", f"must be an integer >= 1, got {rounds!r}")
-    K = rounds
+    K = horizon = rounds
     n_types = len(world.cluster.gpu_types)
     limits.check_size(
         "rounds", 2.0 * len(world.jobs) * K * (n_types + 1), "max_model_variables", "variables"
     )
+    # the floor depends on the requested horizon only, so a pruned model keeps the same one
     eps = last_run_floor(world, L, K)
     jobs = world.jobs
     first = [earliest_round(j.arrival, L) for j in jobs]
     types = {j.index: _types_for(world, j) for j in jobs}
-    keys = [(j.index, k, g) for j in jobs for k in range(first[j.index], K) for g in types[j.index]]
-    ek = [(j.index, k) for j in jobs for k in range(first[j.index], K)]
     for j in jobs:
         if first[j.index] >= K:
             raise InvalidInstanceError(
                 "rounds", f"job {j.job_id!r} arrives after the last of the {K} rounds"
             )
+    # one past each job's last admissible round: K, or less below an incumbent's value
+    stop = _stops(world, L, objective, first, K, eps, upper_bound if strengthen else None)
+    K = max(stop)
+    keys = [
+        (j.index, k, g)
+        for j in jobs
+        for k in range(first[j.index], stop[j.index])
+        for g in types[j.index]
+    ]
+    ek = [(j.index, k) for j in jobs for k in range(first[j.index], stop[j.index])]
     share = {
         (j.index, g): world.rate(j, g, True) * L / j.work for j in jobs for g in types[j.index]
     }
@@ -421,13 +483,13 @@ def build_model(
             "no_run_after_final",
             lambda _, j, k: (
                 sum(m.x[j, k, g] for g in by_jk.get((j, k), []))
-                <= sum(m.e[j, q] for q in range(k, K))
+                <= sum(m.e[j, q] for q in range(k, stop[j]))
             ),
         ),
     )
     m.one_final = pyo.Constraint(
         [j.index for j in jobs],
-        rule=tick("one_final", lambda _, j: sum(m.e[j, k] for k in range(first[j], K)) == 1),
+        rule=tick("one_final", lambda _, j: sum(m.e[j, k] for k in range(first[j], stop[j])) == 1),
     )
     m.final_round_runs = pyo.Constraint(
         ek,
@@ -442,6 +504,18 @@ def build_model(
     m.full_round = pyo.Constraint(
         keys, rule=tick("full_round", lambda _, j, k, g: m.u[j, k, g] >= m.x[j, k, g] - m.e[j, k])
     )
+    if strengthen:
+        # only the last round may be partial: the one-type version of full_round, summed
+        m.partial_last = pyo.Constraint(
+            ek,
+            rule=tick(
+                "partial_last",
+                lambda _, j, k: (
+                    sum(m.x[j, k, g] - m.u[j, k, g] for g in by_jk.get((j, k), []))
+                    <= (1.0 - eps) * m.e[j, k]
+                ),
+            ),
+        )
     m.last_run_positive = pyo.Constraint(
         keys, rule=tick("last_run_positive", lambda _, j, k, g: m.u[j, k, g] >= eps * m.x[j, k, g])
     )
@@ -450,7 +524,7 @@ def build_model(
     cmax = {j.index: max(share[j.index, g] for g in types[j.index]) for j in jobs}
     for j in jobs:
         need = max(1, math.ceil((1.0 - 1e-9) / cmax[j.index]))
-        for k in range(first[j.index], min(K, first[j.index] + need - 1)):
+        for k in range(first[j.index], min(stop[j.index], first[j.index] + need - 1)):
             m.e[j.index, k].fix(0)
     m.finished_by = pyo.Constraint(
         ek,
@@ -475,12 +549,515 @@ def build_model(
     def finish(j: int) -> Any:
         """Completion time in rounds (the ``completion`` expression)."""
         return (
-            sum(k * m.e[j, k] for k in range(first[j], K))
+            sum(k * m.e[j, k] for k in range(first[j], stop[j]))
             + sum(m.u[key] - m.x[key] for key in own[j])
             + 1
         )
 
     m.finish = pyo.Expression([j.index for j in jobs], rule=lambda _, j: finish(j))
+    if strengthen:
+        _strengthen(m, world, L, stop, tick)
+    _add_objective(m, world, L, K, objective, tick, finish)
+    size = {
+        "jobs": len(jobs),
+        "rounds": K,
+        "gpu_types": n_types,
+        "variables": 2 * len(keys) + len(ek) + (len(jobs) if strengthen else 0),
+        "binaries": len(keys) + len(ek),
+    }
+    return ExactModel(
+        model=m,
+        world=world,
+        round_seconds=L,
+        rounds=K,
+        objective=objective,
+        keys=keys,
+        matters=matters,
+        build_seconds=time.perf_counter() - t0,
+        size=size,
+        horizon=horizon,
+        strengthened=strengthen,
+        interchangeable=interchangeable_groups(world, L) if strengthen else [],
+    )
+
+
+def _fastest_share(world: World, job: SimJob, round_seconds: float) -> float:
+    r""":math:`\max_g c_{jg}`: the share of ``job``'s work its fastest full round does."""
+    return max(world.rate(job, g, True) for g in _types_for(world, job)) * round_seconds / job.work
+
+
+def completion_floor(world: World, round_seconds: float) -> list[float]:
+    r"""Per job, :math:`\underline T_j = k_j + 1 / \max_g c_{jg}` (rounds).
+
+    Valid: a job does at most :math:`\max_g c_{jg}` of its work per round from its first
+    admissible round :math:`k_j` on, so its last round :math:`k` and last share :math:`u`
+    satisfy :math:`1 \le \max_g c_{jg}\,(k - k_j + u)`, i.e. :math:`T_j = k + u \ge
+    \underline T_j`.
+    """
+    L = _check_round_seconds(round_seconds)
+    return [earliest_round(j.arrival, L) + 1.0 / _fastest_share(world, j, L) for j in world.jobs]
+
+
+def latest_final_rounds(
+    world: World, round_seconds: float, objective: str, upper_bound: float, eps: float
+) -> list[int]:
+    r"""Per job, the last round it may end in within a schedule no worse than ``upper_bound``.
+
+    ``weighted-jct``: every other job :math:`i` costs at least
+    :math:`w_i (L \underline T_i - a_i)` (:func:`completion_floor`), so a schedule of value at
+    most :math:`U` has
+
+    .. math:: T_j \le \underline T_j + \Big(U - \sum_i w_i (L \underline T_i - a_i)\Big)
+              \big/ (w_j L);
+
+    ``makespan``: :math:`T_j \le U / L`. A job ending in round :math:`k` has
+    :math:`T_j = k + u \ge k + \varepsilon`, so :math:`k \le \lfloor T_j^{\max} -
+    \varepsilon \rfloor`. :math:`U` is loosened by :data:`~optsched.tolerances.RATIO_TOL`
+    (relative and absolute) against rounding. ``deadlines`` (maximised) prunes nothing: the
+    result is then one past any horizon, as for a job of weight 0.
+
+    Every schedule of value at most :math:`U` keeps all its rounds, so when :math:`U` is the
+    value of a feasible schedule every optimum survives.
+    """
+    L = _check_round_seconds(round_seconds)
+    floor = completion_floor(world, L)
+    never = 2**31 - 1
+    if objective == "makespan":
+        top = upper_bound * (1 + RATIO_TOL) / L + RATIO_TOL
+        return [math.floor(top - eps) for _ in world.jobs]
+    if objective != "weighted-jct":
+        return [never for _ in world.jobs]
+    least = sum(j.weight * (L * f - j.arrival) for j, f in zip(world.jobs, floor, strict=True))
+    slack = upper_bound * (1 + RATIO_TOL) + RATIO_TOL * max(1.0, abs(upper_bound)) - least
+    return [
+        math.floor(f + slack / (j.weight * L) - eps) if j.weight > 0 else never
+        for j, f in zip(world.jobs, floor, strict=True)
+    ]
+
+
+def interchangeable_groups(world: World, round_seconds: float) -> list[list[int]]:
+    """Groups (two or more, by index) of jobs that are interchangeable in the model.
+
+    Same first round, work, gang size, weight, deadline and rate on every GPU type: swapping
+    two such jobs' runs maps a schedule onto one of the same value (the objectives sum
+    :math:`w_j (L T_j - a_j)`, whose arrival terms do not depend on the schedule).
+    """
+    L = _check_round_seconds(round_seconds)
+    names = [t.name for t in world.cluster.gpu_types]
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for j in world.jobs:
+        key = (
+            earliest_round(j.arrival, L),
+            j.work,
+            j.num_gpus,
+            j.weight,
+            "none" if math.isnan(j.deadline) else j.deadline,
+            tuple(world.rate(j, g, True) if g in _types_for(world, j) else 0.0 for g in names),
+        )
+        groups.setdefault(key, []).append(j.index)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _strengthen(
+    m: Any,
+    world: World,
+    L: float,
+    stop: list[int],
+    tick: Any,
+) -> None:
+    r"""Add the completion variable and the valid inequalities (see the module notes).
+
+    * ``completion[j]``: :math:`T_j` equals the completion expression;
+    * ``completion_floor[j]``: :math:`T_j \ge \underline T_j` (:func:`completion_floor`);
+    * ``interchangeable[j]``: :math:`T_i \le T_j` for consecutive jobs :math:`i < j` of a
+      group of :func:`interchangeable_groups` (sorting their runs by completion maps any
+      schedule onto one that satisfies it, of the same value);
+    * ``area_cut[s]``: for job sets :math:`S` (prefixes of two orders), with
+      :math:`P_j = n_j / \max_g c_{jg}` GPU-rounds, :math:`C = \sum_g C_g` and
+      :math:`R_S = \min_{j \in S} k_j`,
+
+      .. math:: \sum_{j \in S} P_j T_j \ge P(S)\Big(R_S + \frac{P(S)}{2C}\Big)
+                + \sum_{j \in S} \frac{P_j}{2 \max_g c_{jg}}.
+    """
+    import pyomo.environ as pyo
+
+    jobs = world.jobs
+    idx = [j.index for j in jobs]
+    floor = completion_floor(world, L)
+    m.T = pyo.Var(idx, bounds=(0.0, None))
+    m.completion = pyo.Constraint(idx, rule=tick("completion", lambda _, j: m.T[j] == m.finish[j]))
+    m.completion_floor = pyo.Constraint(
+        idx, rule=tick("completion_floor", lambda _, j: m.T[j] >= floor[j])
+    )
+    pairs: list[tuple[int, int]] = []
+    for group in interchangeable_groups(world, L):
+        same = [j for j in group if stop[j] == stop[group[0]]]
+        pairs += list(itertools.pairwise(same))
+    m.interchangeable = pyo.Constraint(
+        range(len(pairs)),
+        rule=tick("interchangeable", lambda _, p: m.T[pairs[p][0]] <= m.T[pairs[p][1]]),
+    )
+    fastest = [_fastest_share(world, j, L) for j in jobs]
+    area = [j.num_gpus / c for j, c in zip(jobs, fastest, strict=True)]
+    first = [earliest_round(j.arrival, L) for j in jobs]
+    cap = float(sum(t.count for t in world.cluster.gpu_types))
+    orders = [
+        sorted(idx, key=lambda j: (first[j], 1.0 / fastest[j], j)),
+        sorted(idx, key=lambda j: (area[j] / max(jobs[j].weight, 1e-300), j)),
+    ]
+    sets: list[list[int]] = []
+    seen: set[frozenset[int]] = set()
+    for order in orders:
+        for size in range(1, len(order) + 1):
+            key = frozenset(order[:size])
+            if key not in seen:
+                seen.add(key)
+                sets.append(order[:size])
+
+    def cut(_: Any, s: int) -> Any:
+        S = sets[s]
+        total = sum(area[j] for j in S)
+        rhs = total * (min(first[j] for j in S) + total / (2.0 * cap)) + sum(
+            area[j] / (2.0 * fastest[j]) for j in S
+        )
+        return sum(area[j] * m.T[j] for j in S) >= rhs
+
+    m.area_cut = pyo.Constraint(range(len(sets)), rule=tick("area_cut", cut))
+
+
+@dataclass(frozen=True)
+class MipStart:
+    """A policy's run translated into the model's variables (a MIP start).
+
+    Attributes
+    ----------
+    policy : str
+        The run's policy.
+    runs : tuple of tuple of (int, str)
+        Per job (by index), its rounds and GPU types in the model's semantics, up to and
+        including its last round.
+    last_share : tuple of float
+        Per job, :math:`u` of its last round (the share of that round it runs).
+    value : float
+        The objective of the start, from its completion times :math:`L T_j`.
+    record_value : float
+        The objective of the run as recorded (differs from ``value`` only when a repair
+        changed a completion; ``notes`` then says which).
+    notes : tuple of str
+        Every repair made (never silent).
+    """
+
+    policy: str
+    runs: tuple[tuple[tuple[int, str], ...], ...]
+    last_share: tuple[float, ...]
+    value: float
+    record_value: float
+    notes: tuple[str, ...] = ()
+
+    def completion_rounds(self) -> list[float]:
+        """Per job, :math:`T_j = k + u` of its last round ``k`` (rounds)."""
+        return [r[-1][0] + u for r, u in zip(self.runs, self.last_share, strict=True)]
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: policy, values and repairs."""
+        return {
+            "policy": self.policy,
+            "value": self.value,
+            "record_value": self.record_value,
+            "notes": list(self.notes),
+        }
+
+
+def _value_of(world: World, done: list[float], objective: str) -> float:
+    """The objective of completion times ``done`` (s), as :meth:`ExactModel.value`."""
+    if objective == "weighted-jct":
+        return sum(j.weight * (c - j.arrival) for j, c in zip(world.jobs, done, strict=True))
+    if objective == "makespan":
+        return max(done)
+    return float(
+        sum(
+            1
+            for j, c in zip(world.jobs, done, strict=True)
+            if not math.isnan(j.deadline) and leq(c, j.deadline, TIME_TOL)
+        )
+    )
+
+
+def _rounds_of(world: World, record: SimResult, L: float, refuse: Any) -> dict[int, dict[int, str]]:
+    """Per job index, its rounds and GPU types read off the record's segments."""
+    frame = record.intervals_frame()
+    if len(frame) and frame["shared_with"].astype(bool).any():
+        raise refuse("it shares GPUs between jobs (the model never does)")
+    index = {j.job_id: j.index for j in world.jobs}
+    plan: dict[int, dict[int, str]] = {j.index: {} for j in world.jobs}
+    for row in frame.drop_duplicates(["job_id", "gpu_type", "start", "end"]).itertuples():
+        ji = index[row.job_id]
+        k0 = round(row.start / L)
+        if abs(row.start - k0 * L) > TIME_TOL * max(1.0, row.start):
+            raise refuse(f"job {row.job_id!r} starts at {row.start:g} s, mid-round")
+        k1 = round(row.end / L)
+        if abs(row.end - k1 * L) > TIME_TOL * max(1.0, row.end):
+            done = record.completion[ji]
+            if abs(row.end - done) > TIME_TOL * max(1.0, done):
+                raise refuse(f"job {row.job_id!r} stops at {row.end:g} s, mid-round, unfinished")
+            k1 = math.floor(row.end / L) + 1
+        for k in range(k0, k1):
+            if plan[ji].get(k, row.gpu_type) != row.gpu_type:
+                raise refuse(f"job {row.job_id!r} changes GPU type within round {k}")
+            plan[ji][k] = row.gpu_type
+    return plan
+
+
+def _model_run(
+    world: World, j: SimJob, plan: Mapping[int, str], L: float, K: int, eps: float, refuse: Any
+) -> tuple[list[tuple[int, str]], float]:
+    """One job's rounds (to its last, in the model's rates) and its last round's share."""
+    first, types = earliest_round(j.arrival, L), _types_for(world, j)
+    done, mine = 0.0, []
+    for k in sorted(plan):
+        g = plan[k]
+        if k < first or g not in types or k >= K:
+            raise refuse(f"job {j.job_id!r} runs in round {k} on {g}, outside the model")
+        c = world.rate(j, g, True) * L / j.work
+        mine.append((k, g))
+        if done + c >= 1.0 - WORK_TOL:
+            last = min(1.0, max(0.0, (1.0 - done) / c))
+            if last < eps:
+                raise refuse(
+                    f"job {j.job_id!r}'s last run is {last:.3g} of a round, below the model's "
+                    f"floor {eps:.3g}"
+                )
+            return mine, last
+        done += c
+    raise refuse(f"job {j.job_id!r} does not finish in the model's rates")
+
+
+def start_from_record(
+    world: World,
+    record: SimResult,
+    round_seconds: float,
+    objective: str = "weighted-jct",
+    *,
+    rounds: int | None = None,
+) -> MipStart:
+    r"""Translate a run of the round-based world into a start of the model, or say why not.
+
+    The run must be on the model's grid (``record.round_seconds == round_seconds``), finish
+    every job, share no GPUs, and decide only at round starts: every segment starts at a round
+    start and ends at a round end or at its job's completion. Each job's rounds and GPU types
+    are then read off its segments and carried out in the model's semantics (consolidated
+    rates, full rounds but the last): the first round at which its shares
+    :math:`\sum c_{jg}` reach 1 is its last, with :math:`u = (1 - \text{done before}) /
+    c_{jg}`. Runs after that round are dropped, which only happens when the record ran a gang
+    spread, slower than the model's consolidated rate; each such repair is listed in
+    ``notes``. Capacity per type and round, admissible rounds and types, the horizon and the
+    floor :math:`u \ge \varepsilon` are checked.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Field ``warm_start``, naming the policy and the first reason the run does not map
+        onto the model (a mid-round decision, sharing, another grid, an unfinished job, a
+        last run shorter than :math:`\varepsilon L`, a run beyond the horizon...).
+    """
+    L = _check_round_seconds(round_seconds)
+    if objective not in OBJECTIVES:
+        raise InvalidInstanceError(
+            "objective", f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}"
+        )
+    check_world(world)
+    name = getattr(record, "policy", "?")
+
+    def refuse(why: str) -> InvalidInstanceError:
+        return InvalidInstanceError(
+            "warm_start", f"the run of {name} is no start of the model: {why}"
+        )
+
+    if not isinstance(record, SimResult):
+        raise InvalidInstanceError(
+            "warm_start", f"must be a SimResult or a MipStart, got {type(record).__name__}"
+        )
+    ours = [(j.job_id, j.work, j.num_gpus) for j in world.jobs]
+    theirs = [(j.job_id, j.work, j.num_gpus) for j in record.world.jobs]
+    if ours != theirs:
+        raise refuse("it is of another world (its jobs differ)")
+    if record.round_seconds is None or not math.isclose(
+        record.round_seconds, L, rel_tol=0.0, abs_tol=TIME_TOL
+    ):
+        raise refuse(f"it ran on rounds of {record.round_seconds} s, the model on {L:g} s")
+    if not record.all_finished:
+        raise refuse(f"{record.unfinished} job(s) unfinished")
+    K = default_rounds(world, L) if rounds is None else rounds
+    eps = last_run_floor(world, L, K)
+    plan = _rounds_of(world, record, L, refuse)
+    runs: list[tuple[tuple[int, str], ...]] = []
+    shares: list[float] = []
+    notes: list[str] = []
+    dropped: list[str] = []
+    used: dict[tuple[int, str], int] = {}
+    count = {t.name: t.count for t in world.cluster.gpu_types}
+    for j in world.jobs:
+        mine, last = _model_run(world, j, plan[j.index], L, K, eps, refuse)
+        for k, g in mine:
+            used[k, g] = used.get((k, g), 0) + j.num_gpus
+        if len(mine) < len(plan[j.index]):
+            dropped.append(j.job_id)
+        runs.append(tuple(mine))
+        shares.append(last)
+    for (k, g), n in used.items():
+        if n > count[g]:
+            raise refuse(f"round {k} holds {n} GPUs of {g}, above its {count[g]}")
+    if dropped:
+        notes.append(
+            f"{len(dropped)} job(s) finish earlier at the model's consolidated rates; their "
+            f"later runs dropped: {', '.join(dropped[:5])}"
+        )
+    done_s = [L * (r[-1][0] + u) for r, u in zip(runs, shares, strict=True)]
+    moved = [
+        j.job_id
+        for j, c in zip(world.jobs, done_s, strict=True)
+        if abs(c - record.completion[j.index]) > TIME_TOL * max(1.0, c)
+    ]
+    if moved and not dropped:
+        notes.append(
+            f"{len(moved)} job(s) complete at other times at the model's consolidated rates: "
+            f"{', '.join(moved[:5])}"
+        )
+    return MipStart(
+        policy=name,
+        runs=tuple(runs),
+        last_share=tuple(shares),
+        value=_value_of(world, done_s, objective),
+        record_value=objective_value(world, record, objective),
+        notes=tuple(notes),
+    )
+
+
+def _ordered(built: ExactModel, start: MipStart) -> tuple[MipStart, list[str]]:
+    """``start`` with interchangeable jobs' schedules sorted by completion (``interchangeable``)."""
+    runs, shares = list(start.runs), list(start.last_share)
+    T = start.completion_rounds()
+    swapped = 0
+    for group in built.interchangeable:
+        order = sorted(group, key=lambda j: (T[j], j))
+        if order != group:
+            swapped += 1
+            taken = [(start.runs[j], start.last_share[j]) for j in order]
+            for j, (r, u) in zip(group, taken, strict=True):
+                runs[j], shares[j] = r, u
+    if not swapped:
+        return start, []
+    note = f"schedules of interchangeable jobs reordered by completion in {swapped} group(s)"
+    import dataclasses
+
+    return dataclasses.replace(start, runs=tuple(runs), last_share=tuple(shares)), [note]
+
+
+def _first_violation(m: Any) -> list[str]:
+    """The first constraint or variable bound the model's current values violate (or none)."""
+    import pyomo.environ as pyo
+
+    bad: list[str] = []
+    for c in m.component_data_objects(pyo.Constraint, active=True):
+        body = float(pyo.value(c.body))
+        lo, up = c.lower, c.upper
+        if lo is not None and not leq(float(pyo.value(lo)), body, CAPACITY_TOL):
+            bad.append(f"{c.name}: {body:.9g} < {float(pyo.value(lo)):.9g}")
+        if up is not None and not leq(body, float(pyo.value(up)), CAPACITY_TOL):
+            bad.append(f"{c.name}: {body:.9g} > {float(pyo.value(up)):.9g}")
+        if bad:
+            break
+    for v in m.component_data_objects(pyo.Var, active=True):
+        if v.value is None:
+            bad.append(f"{v.name}: no value")
+        elif (v.lb is not None and not leq(v.lb, v.value, CAPACITY_TOL)) or (
+            v.ub is not None and not leq(v.value, v.ub, CAPACITY_TOL)
+        ):
+            bad.append(f"{v.name}: {v.value:.9g} outside its bounds")
+        if bad:
+            break
+    return bad
+
+
+def set_start(built: ExactModel, start: MipStart) -> list[str]:
+    """Write ``start`` into the model's variables and check it against every constraint.
+
+    Interchangeable jobs' schedules are first reordered by completion (the ``interchangeable``
+    order, same value). Every variable gets a value (0 where the start does not run); the
+    objective's own variables (``span``, ``met``) get the value of the schedule.
+
+    Returns
+    -------
+    list of str
+        The repairs made (for ``extra``).
+
+    Raises
+    ------
+    ModelError
+        The start violates a constraint, a fixed variable or a bound of the model (named), or
+        runs where the model has no variable (a pruned round).
+    """
+    m = built.model
+    start, notes = _ordered(built, start)
+    for v in m.x.values():
+        v.set_value(0, skip_validation=True)
+    for v in m.u.values():
+        v.set_value(0.0, skip_validation=True)
+    for v in m.e.values():
+        if not v.fixed:
+            v.set_value(0, skip_validation=True)
+    world = built.world
+    for j in world.jobs:
+        runs, u = start.runs[j.index], start.last_share[j.index]
+        for pos, (k, g) in enumerate(runs):
+            if (j.index, k, g) not in m.x:
+                raise ModelError(
+                    f"start of {start.policy}: job {j.job_id!r} has no round {k} on {g}"
+                )
+            last = pos == len(runs) - 1
+            m.x[j.index, k, g].set_value(1, skip_validation=True)
+            m.u[j.index, k, g].set_value(u if last else 1.0, skip_validation=True)
+            if last:
+                if m.e[j.index, k].fixed:
+                    raise ModelError(
+                        f"start of {start.policy}: job {j.job_id!r} ends in round {k}, which "
+                        "the model rules out"
+                    )
+                m.e[j.index, k].set_value(1, skip_validation=True)
+    _objective_start(built, start)
+    bad = _first_violation(m)
+    if bad:
+        raise ModelError(f"start of {start.policy} is infeasible in the model: {bad[0]}")
+    return notes
+
+
+def _objective_start(built: ExactModel, start: MipStart) -> None:
+    """The start's completion variables and the objective's own (``span``, ``met``)."""
+    import pyomo.environ as pyo
+
+    m, world, L = built.model, built.world, built.round_seconds
+    T = start.completion_rounds()
+    if hasattr(m, "T"):
+        for j in world.jobs:
+            m.T[j.index].set_value(float(pyo.value(m.finish[j.index])), skip_validation=True)
+    if hasattr(m, "span"):
+        m.span.set_value(L * max(T), skip_validation=True)
+    if hasattr(m, "met"):
+        for ji in m.met:
+            d = world.jobs[ji].deadline
+            m.met[ji].set_value(1 if leq(L * T[ji], d, TIME_TOL) and T[ji] <= d / L else 0)
+
+
+def _add_objective(
+    m: Any, world: World, L: float, K: int, objective: str, tick: Any, expression: Any
+) -> None:
+    """The objective (and its variables): of ``T`` when strengthened, else of the expression."""
+    import pyomo.environ as pyo
+
+    jobs = world.jobs
+
+    def finish(j: int) -> Any:
+        return m.T[j] if hasattr(m, "T") else expression(j)
 
     if objective == "weighted-jct":
         m.objective = pyo.Objective(
@@ -505,24 +1082,6 @@ def build_model(
         m.objective = pyo.Objective(
             expr=sum(m.met[j.index] for j in due) if due else 0.0, sense=pyo.maximize
         )
-    size = {
-        "jobs": len(jobs),
-        "rounds": K,
-        "gpu_types": n_types,
-        "variables": 2 * len(keys) + len(ek),
-        "binaries": len(keys) + len(ek),
-    }
-    return ExactModel(
-        model=m,
-        world=world,
-        round_seconds=L,
-        rounds=K,
-        objective=objective,
-        keys=keys,
-        matters=matters,
-        build_seconds=time.perf_counter() - t0,
-        size=size,
-    )
 
 
 def objective_value(world: World, record: SimResult, objective: str) -> float:
@@ -562,8 +1121,9 @@ def solve(
     mip_gap: float | None = None,
     threads: int | None = None,
     solver_options: dict[str, Any] | None = None,
-    warm_start: None = None,
+    warm_start: SimResult | MipStart | None = None,
     accept_feasible: bool = False,
+    strengthen: bool = True,
 ) -> ExactResult[SimResult]:
     """The optimal schedule of ``world`` in rounds of ``round_seconds``, replayed and checked.
 
@@ -578,11 +1138,20 @@ def solve(
     solver, time_limit, mip_gap, threads, solver_options
         As :func:`optsched.family.exact.exact_solve` (``solver_options`` go to the solver as
         is, e.g. ``{"mip_max_nodes": 1}`` for HiGHS; ``solver="scip"`` works too).
-    warm_start : None
-        The model takes no MIP start (accepted for the common vocabulary; anything else is
-        refused).
+    warm_start : SimResult or MipStart, optional
+        A MIP start: a run of the round-based world on the same grid
+        (:func:`start_from_record` translates it, or says why it cannot), or a translated
+        :class:`MipStart`. It is checked against every constraint of the built model
+        (:func:`set_start`) and handed to the solver; with ``strengthen`` its value also
+        prunes the rounds no better schedule uses (:func:`latest_final_rounds`).
+        ``extra["warm_start"]`` then holds its policy, value and repairs.
     accept_feasible : bool, default False
-        Return the incumbent when a limit stops the solver instead of raising.
+        Return the incumbent when a limit stops the solver instead of raising: the result's
+        ``status`` is then ``feasible``, ``bound`` the solver's proven bound and ``gap`` the
+        relative gap between them; the incumbent is replayed and validated like an optimum.
+    strengthen : bool, default True
+        Build with the valid inequalities (module notes); ``False`` builds the plain model,
+        which has the same optimum.
 
     Returns
     -------
@@ -612,8 +1181,11 @@ def solve(
     """
     from optsched.family.exact import exact_solve
 
-    if warm_start is not None:
-        raise InvalidInstanceError("warm_start", "the exact simulator model takes no warm start")
+    start: MipStart | None = None
+    if isinstance(warm_start, MipStart):
+        start = warm_start
+    elif warm_start is not None:
+        start = start_from_record(world, warm_start, round_seconds, objective, rounds=rounds)
     dynamic = [j.job_id for j in world.jobs if j.batch_schedule is not None]
     if dynamic:
         # the model gives a job one rate per GPU type; batch-size phases change it with progress
@@ -624,12 +1196,15 @@ def solve(
         )
     try:
         return exact_solve(
-            formulation(world, round_seconds, objective, rounds=rounds),
+            formulation(
+                world, round_seconds, objective, rounds=rounds, start=start, strengthen=strengthen
+            ),
             solver=solver,
             time_limit=time_limit,
             mip_gap=mip_gap,
             threads=threads,
             solver_options=solver_options,
+            warm_start=start,
             accept_feasible=accept_feasible,
         )
     except NotOptimalError as exc:
@@ -651,18 +1226,41 @@ def formulation(
     objective: str = "weighted-jct",
     *,
     rounds: int | None = None,
+    start: MipStart | None = None,
+    strengthen: bool = True,
 ) -> Formulation[SimResult]:
-    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``world``."""
+    """What :func:`~optsched.family.exact.exact_solve` needs to solve ``world``.
+
+    With ``start`` the model is built below its value (``strengthen`` only) and the start is
+    written into it, checked, as the solver's MIP start (:func:`set_start`).
+    """
     if objective not in OBJECTIVES:
         raise InvalidInstanceError(
             "objective", f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}"
         )
     plans: dict[str, list[dict[str, list[str]]]] = {}
 
+    held: dict[str, Any] = {}
+
     def build(clock: BuildClock) -> ExactModel:
-        built = build_model(world, round_seconds, objective, rounds=rounds, clock=clock)
+        built = build_model(
+            world,
+            round_seconds,
+            objective,
+            rounds=rounds,
+            clock=clock,
+            strengthen=strengthen,
+            upper_bound=None if start is None else start.value,
+        )
         clock.check("model")
+        if start is not None:
+            # written and checked here, so that the check counts against the time limit
+            held["repairs"] = set_start(built, start)
+            clock.check("start")
         return built
+
+    def write_start(_model: Any, _given: MipStart) -> None:
+        """Nothing left to write: ``build`` has loaded the checked start into the model."""
 
     def extract(built: ExactModel, _point: Any) -> SimResult:
         plan = built.plan()
@@ -689,11 +1287,17 @@ def formulation(
         objective_of=lambda record, _report: objective_value(world, record, objective),
         size=lambda built: built.size,
         extra=lambda built, _record, _result: {
-            "rounds": built.rounds,
+            "rounds": built.horizon,
+            "model_rounds": built.rounds,
             "round_seconds": built.round_seconds,
+            "strengthened": built.strengthened,
             "plan": plans.get("plan", []),
+            "warm_start": None
+            if start is None
+            else {**start.summary(), "notes": [*start.notes, *held.get("repairs", [])]},
         },
         polish=POLISH,
+        set_start=None if start is None else write_start,
         solvable=lambda built: built.model,
     )
 

@@ -107,6 +107,11 @@ class Grant:
         Gang size of this grant (elastic jobs: within the job's ``min_gpus..max_gpus``);
         ``None`` is the job's requested ``num_gpus``. A running job granted another size is
         stopped and restarted on the new gang (a preemption, with the restore cost).
+    ps_servers : tuple of int
+        The colocation mode (:mod:`optsched.sim.colocation`): the server of each of the job's
+        parameter servers (one entry per PS; servers of the world's one GPU type). Empty: the
+        engine places them (each on the server with the most free CPUs, lowest index first).
+        Ignored outside that mode.
     """
 
     job: str
@@ -115,6 +120,7 @@ class Grant:
     share_with: str | None = None
     consolidate: Consolidation = "prefer"
     num_gpus: int | None = None
+    ps_servers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +186,9 @@ class JobState:
         :meth:`SimState.decisions_seen` counts from it.
     queue : int
         A policy-owned slot (e.g. Tiresias's queue index); the engine never reads it.
+    ps_servers : tuple of int
+        The colocation mode (:mod:`optsched.sim.colocation`): the servers of its parameter
+        servers while it runs (empty otherwise).
     """
 
     job: SimJob
@@ -194,6 +203,7 @@ class JobState:
     preemptions: int = 0
     first_decision: int = -1
     queue: int = 0
+    ps_servers: tuple[int, ...] = ()
 
     @property
     def job_id(self) -> str:

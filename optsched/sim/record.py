@@ -6,7 +6,10 @@ A :class:`SimResult` holds
   stretch of time the job held GPUs without a change of placement or partner:
   ``job, gpu_type, server, gpus, start, end, shared_with`` (``shared_with`` is the id of the job
   sharing those same GPUs, ``""`` when none; a gang on ``k`` servers has ``k`` rows with the same
-  ``start``/``end``);
+  ``start``/``end``), then ``ps_servers``: in the colocation mode
+  (:mod:`optsched.sim.colocation`) the servers of the job's parameter servers, one per PS,
+  comma-separated (``"0,2"``), repeated on each of the segment's rows; ``""`` otherwise (a
+  table built without the column reads as all ``""``);
 * the **per-job table** (:meth:`SimResult.to_frame`): ``job, arrival, num_gpus, job_type, work,
   weight, deadline, first_start, completion, finished`` (``completion`` NaN when unfinished);
 * the run's facts: policy name, round length, the end time, whether the horizon cut it short,
@@ -41,6 +44,7 @@ INTERVAL_COLUMNS: tuple[str, ...] = (
     "start",
     "end",
     "shared_with",
+    "ps_servers",
 )
 #: Columns of the per-job table, in order.
 JOB_RESULT_COLUMNS: tuple[str, ...] = (
@@ -129,7 +133,12 @@ class SimResult:
         """The interval table (long format, one row per job and server)."""
         import pandas as pd
 
-        frame = pd.DataFrame({c: self.intervals.get(c, []) for c in INTERVAL_COLUMNS})
+        n = len(self.intervals.get("job_id", []))
+        cols = {c: self.intervals.get(c, []) for c in INTERVAL_COLUMNS}
+        if len(cols["ps_servers"]) != n:
+            # a table built before the column existed (or by hand): no parameter servers
+            cols["ps_servers"] = [""] * n
+        frame = pd.DataFrame(cols)
         return frame.astype(
             {
                 "job_id": str,
@@ -139,6 +148,7 @@ class SimResult:
                 "start": float,
                 "end": float,
                 "shared_with": str,
+                "ps_servers": str,
             }
         )
 
@@ -212,9 +222,18 @@ def add_interval(
     start: float,
     end: float,
     shared_with: str = "",
+    ps_servers: Sequence[int] = (),
 ) -> None:
-    """Append one gang's rows (one per server) to ``table``."""
+    """Append one gang's rows (one per server) to ``table``.
+
+    ``ps_servers`` (the colocation mode's parameter servers) goes to the ``ps_servers`` column
+    when the table has it.
+    """
+    ps_col = table.get("ps_servers")
+    ps_text = ",".join(str(s) for s in ps_servers)
     for server, gpus in servers:
+        if ps_col is not None:
+            ps_col.append(ps_text)
         table["job_id"].append(job)
         table["gpu_type"].append(gpu_type)
         table["server"].append(server)

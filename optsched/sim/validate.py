@@ -33,7 +33,11 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     ``restore_on_first_start``, makes no progress for its first ``restore_s``), a finished
     job's work is reached at its completion time (within :data:`~optsched.tolerances.TIME_TOL`,
     relative; a shortfall is converted to time at the last segment's rate), and an unfinished
-    job's work is not reached before the end of the run.
+    job's work is not reached before the end of the run. In the colocation mode the rate is
+    re-derived from the record: each segment is cut at every start and end of another job's
+    segment on a server it shares (workers' or parameter servers'), and in each piece the rate
+    is the consolidated rate times the speed factor of the jobs present
+    (:meth:`Colocation.speed_factor <optsched.sim.colocation.Colocation.speed_factor>`).
 ``no_progress``
     No job holds GPUs where its rate is 0 (a type or pairing the table gives it no rate on) for
     a stretch longer than :data:`optsched.limits.MAX_STALLED_ROUNDS` rounds of the run;
@@ -45,7 +49,9 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
 ``server_capacity``
     At every instant the GPUs held on each server (a shared pair counted once) are at most the
     server's GPUs. (Per type at most the type's count follows: a type's servers hold exactly its
-    GPUs.)
+    GPUs.) In the colocation mode (:mod:`optsched.sim.colocation`) also: the CPUs of the
+    workers and parameter servers on each server are at most its CPUs, and each segment lists
+    its job's number of parameter servers, on servers of the world.
 ``work_conserving``
     Only for a run whose policy claims it (``SimResult.extra["work_conserving"]``): at every
     decision point (every arrival and completion of an event-driven run; every round start
@@ -71,7 +77,7 @@ from optsched.limits import MAX_STALLED_ROUNDS
 from optsched.results import Report, Violation
 from optsched.sim.record import SimResult
 from optsched.sim.world import SimJob, World
-from optsched.tolerances import TIME_TOL, WORK_TOL, within
+from optsched.tolerances import CAPACITY_TOL, TIME_TOL, WORK_TOL, within
 
 __all__ = ["CONSTRAINTS", "validate"]
 
@@ -97,6 +103,7 @@ class _Check:
     segments: dict[str, list[Segment]] = field(default_factory=dict)
     seg_total: dict[tuple[str, float, float], int] = field(default_factory=dict)
     broken: bool = False  # the record's shape is too wrong to read further
+    coloc: Any = None  # the colocation mode's reading of the record (parsed once)
 
     def bad(self, constraint: str, message: str, amount: float | None = None, **where: Any) -> None:
         if len(self.out) < _MAX_REPORTED:
@@ -443,7 +450,10 @@ def _phased_work_reached(
 
 
 def _judge_work(check: _Check, j: SimJob, comp: float) -> None:
-    reached = _work_reached(check.world, j, check.segments.get(j.job_id, []), check.jobs)
+    if check.world.colocation is not None:
+        reached = _coloc_work_reached(check, j)
+    else:
+        reached = _work_reached(check.world, j, check.segments.get(j.job_id, []), check.jobs)
     if math.isnan(comp):
         end = check.result.end_time
         if reached is not None and reached < end - _slack(reached):
@@ -580,6 +590,8 @@ def _peak(events: list[tuple[float, int]]) -> tuple[int, float]:
 
 def _server_capacity(check: _Check) -> None:
     """``server_capacity``."""
+    if check.world.colocation is not None:
+        _cpu_capacity(check)
     types = {t.name: t for t in check.world.cluster.gpu_types}
     per_server, _ = _held_events(check)
     for (gt, server), evs in per_server.items():
@@ -592,6 +604,149 @@ def _server_capacity(check: _Check) -> None:
                 peak - cap,
                 gpu_type=gt,
                 server=server,
+                time=at,
+            )
+
+
+# -- colocation mode ---------------------------------------------------------------------------
+
+#: ``(start, end, servers of every task, parameter servers)`` of one gang segment.
+_Held = tuple[float, float, frozenset[int], tuple[int, ...]]
+
+
+@dataclass
+class _Coloc:
+    """The record read in the colocation mode: every segment's servers and PSs, by server."""
+
+    held: dict[str, list[_Held]]  # per job
+    by_server: dict[int, list[tuple[float, float, str]]]  # (start, end, job) of every task
+    bad_ps: list[tuple[str, float, str]]  # (job, start, why) of malformed PS entries
+
+
+def _parse_ps(text: object) -> tuple[int, ...] | None:
+    if text is None or text == "":
+        return ()
+    try:
+        return tuple(int(x) for x in str(text).split(","))
+    except ValueError:
+        return None
+
+
+def _coloc_read(check: _Check) -> _Coloc:
+    """The segments' task servers (workers and PSs) in the colocation mode (parsed once)."""
+    if check.coloc is not None:
+        cached: _Coloc = check.coloc
+        return cached
+    coloc = check.world.colocation
+    assert coloc is not None
+    n_servers = check.world.cluster.gpu_types[0].num_servers
+    cols = check.result.intervals
+    ps_col = cols.get("ps_servers")
+    ps_of: dict[tuple[str, float, float], object] = {}
+    if ps_col is not None and len(ps_col) == len(cols["job_id"]):
+        for r in range(len(ps_col)):
+            key = (cols["job_id"][r], float(cols["start"][r]), float(cols["end"][r]))
+            ps_of.setdefault(key, ps_col[r])
+    held: dict[str, list[_Held]] = {}
+    by_server: dict[int, list[tuple[float, float, str]]] = defaultdict(list)
+    bad: list[tuple[str, float, str]] = []
+    for job, segments in check.segments.items():
+        out: list[_Held] = []
+        want = coloc.ps.get(job, 0)
+        for start, end, _gt, placement, _shared in segments:
+            ps = _parse_ps(ps_of.get((job, start, end), ""))
+            if ps is None or len(ps) != want or any(not 0 <= h < n_servers for h in ps):
+                bad.append(
+                    (job, start, f"lists PSs {ps_of.get((job, start, end))!r}, needs {want}")
+                )
+                ps = () if ps is None else tuple(h for h in ps if 0 <= h < n_servers)
+            servers = frozenset(s for s, _ in placement) | frozenset(ps)
+            out.append((start, end, servers, ps))
+            for h in servers:
+                by_server[h].append((start, end, job))
+        held[job] = out
+    found = _Coloc(held, by_server, bad)
+    check.coloc = found
+    return found
+
+
+def _coloc_work_reached(check: _Check, job: SimJob) -> float | None:
+    r"""Time ``job``'s work is reached, re-derived with the colocation physics.
+
+    Each segment (from its progress start, restore rule included) is cut at every start and
+    end of another job's segment on a server it shares; in each piece the rate is the
+    consolidated rate times :math:`f_j` of the jobs present at the piece's midpoint
+    (:meth:`Colocation.speed_factor <optsched.sim.colocation.Colocation.speed_factor>`).
+    A shortfall is extrapolated at the last piece's rate (as :func:`_work_reached`).
+    """
+    coloc = check.world.colocation
+    assert coloc is not None
+    read = _coloc_read(check)
+    segments = check.segments.get(job.job_id, [])
+    types = coloc.job_types
+    own = types[job.job_id]
+    acc = 0.0
+    last: tuple[float, float] | None = None
+    stretches = _stretches(check.world, job, segments, check.jobs)
+    for st, (_start, end, servers, _ps), seg in zip(
+        stretches, read.held.get(job.job_id, []), segments, strict=True
+    ):
+        if st.end <= st.begin:
+            continue
+        n = sum(g for _, g in seg[3])
+        base = check.world.rate(job, seg[2], True, num_gpus=n)
+        if base <= 0:
+            continue
+        cuts = {st.begin, end}
+        others = [
+            (h, a, b, k)
+            for h in sorted(servers)
+            for a, b, k in read.by_server.get(h, [])
+            if k != job.job_id and a < end and b > st.begin
+        ]
+        for _h, a, b, _k in others:
+            cuts.update(x for x in (a, b) if st.begin < x < end)
+        points = sorted(cuts)
+        for p, q in itertools.pairwise(points):
+            mid = 0.5 * (p + q)
+            # only the segments overlapping this one can be present in the piece
+            neighbours = [
+                [types[k] for g, a, b, k in others if g == h and a <= mid < b]
+                for h in sorted(servers)
+            ]
+            rate = base * coloc.speed_factor(own, neighbours)
+            gain = rate * (q - p)
+            if acc + gain >= job.work * (1 - WORK_TOL):
+                return p + max(0.0, job.work - acc) / rate
+            acc += gain
+            last = (q, rate)
+    if last is None:
+        return None
+    return last[0] + (job.work - acc) / last[1]
+
+
+def _cpu_capacity(check: _Check) -> None:
+    """The colocation part of ``server_capacity``: CPUs per server and the PSs listed."""
+    coloc = check.world.colocation
+    assert coloc is not None
+    read = _coloc_read(check)
+    for job, start, why in read.bad_ps:
+        check.bad("server_capacity", f"job {job} in the segment from {start:g} {why}", job=job)
+    events: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for job, held in read.held.items():
+        for (start, end, _servers, ps), seg in zip(held, check.segments[job], strict=True):
+            for h, cpus in coloc.cpu_use(seg[3], ps).items():
+                events[h].append((start, cpus))
+                events[h].append((end, -cpus))
+    cap = coloc.cpus_per_server
+    for h, evs in sorted(events.items()):
+        peak, at = _peak(evs)  # type: ignore[arg-type]
+        if peak > cap + CAPACITY_TOL:
+            check.bad(
+                "server_capacity",
+                f"server {h} holds {peak:g} CPUs at {at:g} (has {cap:g})",
+                peak - cap,
+                server=h,
                 time=at,
             )
 

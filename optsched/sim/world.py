@@ -72,6 +72,8 @@ from optsched.sim.throughputs import GENERIC, Throughputs, type_rank
 if TYPE_CHECKING:
     import pandas as pd
 
+    from optsched.sim.colocation import Colocation
+
 __all__ = [
     "JOB_COLUMNS",
     "MODEL_FAMILIES",
@@ -239,6 +241,10 @@ class World:
         Charge ``restore_s`` on a job's first start too (the reference semantics of
         Gavel-derived simulators, which count a job's start-up like a restore); by default a
         job's first run starts progressing at once.
+    colocation : Colocation or None
+        The placement-aware mode (:mod:`optsched.sim.colocation`): parameter servers, CPUs
+        and rates that depend on the jobs sharing a server. ``None`` (the default): rates
+        depend on the GPU type and packing pair only.
 
     **Canonical type order.** The cluster's GPU types are put in one canonical order, whatever
     order they were given in: the throughput table's reference type first, then by decreasing
@@ -261,6 +267,7 @@ class World:
     jobs: tuple[SimJob, ...]
     restore_s: float = 0.0
     restore_on_first_start: bool = False
+    colocation: Colocation | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.restore_s) and self.restore_s >= 0):
@@ -281,6 +288,14 @@ class World:
                 raise InvalidInstanceError("job_id", f"duplicate job id {j.job_id!r}")
             seen.add(j.job_id)
             self._check_runnable(k, j)
+        if self.colocation is not None:
+            from optsched.sim.colocation import Colocation
+
+            if not isinstance(self.colocation, Colocation):
+                raise InvalidInstanceError(
+                    "colocation", f"must be a Colocation, got {type(self.colocation).__name__}"
+                )
+            self.colocation.check(self)
 
     def _check_runnable(self, k: int, job: SimJob) -> None:
         """Refuse a job no GPU type of the cluster can run (it would wait forever)."""

@@ -250,7 +250,21 @@ def table_from_record(rec: ThroughputTable) -> Throughputs:
 
 
 def world_record(world: World) -> WorldFile:
-    """The document form of a world."""
+    """The document form of a world.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The world is in the colocation mode (field ``colocation``): its interference truth
+        has no document form.
+    """
+    if world.colocation is not None:
+        raise InvalidInstanceError(
+            "colocation",
+            "a world in the colocation mode has no world document (its interference truth is "
+            "not part of the format); rebuild it from its trace with "
+            "optsched.sim.colocation.colocation_world_from_trace",
+        )
     return WorldFile(
         cluster=world.cluster,
         restore_s=world.restore_s,

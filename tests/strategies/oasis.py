@@ -222,6 +222,16 @@ def kernel_inputs(draw: st.DrawFn) -> tuple:
         uc_w, uc_p = np.zeros((S, H)), np.zeros((S, K))
     room_w = rng.integers(0, N + 1, (S, H))
     room_p = rng.integers(0, 3, (S, K))
+    if draw(st.booleans()):
+        # Runs of identical slots (as over idle stretches of the horizon).
+        for t in range(1, S):
+            if rng.random() < 0.6:
+                uc_w[t], uc_p[t], room_w[t], room_p[t] = (
+                    uc_w[t - 1],
+                    uc_p[t - 1],
+                    room_w[t - 1],
+                    room_p[t - 1],
+                )
     demand = draw(st.integers(1, 30))
     steps = rng.integers(0, 4, N)
     q = np.minimum(np.concatenate([[0], np.cumsum(steps)]), demand).astype(np.int64)

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+import numba
 import numpy as np
 
 from optsched.errors import CapacityExceededError, InvalidInstanceError
@@ -240,6 +241,9 @@ class ClusterState:
         :math:`g_h^r(t)`, resources committed on worker servers.
     ps_used : numpy.ndarray, shape (T, K, R)
         :math:`v_k^r(t)`, resources committed on PS servers.
+    worker_touched, ps_touched : numpy.ndarray of bool, shapes (T, H) and (T, K)
+        Pairs (slot, server) that a commit wrote to; elsewhere the usage is still exactly 0.0
+        (:func:`~optsched.online.oasis.oracle.decide_kernel` reuses the idle room there).
     """
 
     def __init__(self, instance: OasisInstance) -> None:
@@ -249,6 +253,8 @@ class ClusterState:
         self.ps_capacity = instance.ps_capacity
         self.worker_used = np.zeros((T, *self.worker_capacity.shape), dtype=np.float64)
         self.ps_used = np.zeros((T, *self.ps_capacity.shape), dtype=np.float64)
+        self.worker_touched = np.zeros((T, len(self.worker_capacity)), dtype=np.bool_)
+        self.ps_touched = np.zeros((T, len(self.ps_capacity)), dtype=np.bool_)
 
     def worker_room(self, i: int, t: int | slice) -> np.ndarray:
         """Workers of job ``i`` that still fit per worker server in slot(s) ``t``."""
@@ -300,14 +306,56 @@ class ClusterState:
                     f"job {i}: {int(counts[b])} {label}s on server {int(ss[b])} in slot "
                     f"{int(ts[b])}, only {int(avail[b])} fit"
                 )
-        for items, used, demand in (
-            (w_list, self.worker_used, inst.worker_demand[i]),
-            (p_list, self.ps_used, inst.ps_demand[i]),
+        for items, used, touched, demand in (
+            (w_list, self.worker_used, self.worker_touched, inst.worker_demand[i]),
+            (p_list, self.ps_used, self.ps_touched, inst.ps_demand[i]),
         ):
             if items:
                 arr = np.asarray(items, dtype=np.int64)
                 # Unbuffered and in list order: the same additions as one loop over the items.
                 np.add.at(used, (arr[:, 0], arr[:, 1]), arr[:, 2, None] * demand)
+                touched[arr[:, 0], arr[:, 1]] = True
+
+    def commit_arrays(
+        self,
+        i: int,
+        workers: tuple[np.ndarray, np.ndarray, np.ndarray],
+        ps: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`commit` of a deployment given as int64 arrays (slot, server, count).
+
+        Every (slot, server) pair at most once per side and every count positive (as the
+        oracle returns them). The check and the additions are :meth:`commit`'s, in two Numba
+        loops; the touched pairs are also marked in :attr:`worker_touched` and
+        :attr:`ps_touched`.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            The usage rows of the touched worker and PS pairs before the commit, shapes
+            (m, R) and (m', R), in the order given.
+
+        Raises
+        ------
+        CapacityExceededError
+            Some server would exceed a capacity (nothing is committed then).
+        """
+        inst = self.instance
+        cap_n = inst.jobs[i].chunks
+        sides = (
+            ("worker", workers, self.worker_capacity, self.worker_used, inst.worker_demand[i]),
+            ("PS", ps, self.ps_capacity, self.ps_used, inst.ps_demand[i]),
+        )
+        for label, (ts, ss, ns), capacity, used, demand in sides:
+            b, avail = _first_overfull(capacity, used, demand, ts, ss, ns, cap_n, FIT_TOL)
+            if b >= 0:
+                raise CapacityExceededError(
+                    f"job {i}: {int(ns[b])} {label}s on server {int(ss[b])} in slot "
+                    f"{int(ts[b])}, only {avail} fit"
+                )
+        old_w = _add_usage(self.worker_used, self.worker_touched, inst.worker_demand[i], *workers)
+        old_p = _add_usage(self.ps_used, self.ps_touched, inst.ps_demand[i], *ps)
+        return old_w, old_p
 
     def commit_reference(
         self,
@@ -339,8 +387,73 @@ class ClusterState:
         pd = self.instance.ps_demand[i]
         for t, h, n in w_list:
             self.worker_used[t, h] += n * wd
+            self.worker_touched[t, h] = True
         for t, k, n in p_list:
             self.ps_used[t, k] += n * pd
+            self.ps_touched[t, k] = True
+
+
+@numba.njit(cache=True)
+def _first_overfull(
+    capacity: np.ndarray,
+    used: np.ndarray,
+    demand: np.ndarray,
+    ts: np.ndarray,
+    ss: np.ndarray,
+    ns: np.ndarray,
+    cap: int,
+    tol: float,
+) -> tuple[int, int]:
+    """First ``k`` with ``ns[k]`` above the room of ``(ts[k], ss[k])``, and that room.
+
+    ``(-1, 0)`` when everything fits. The room is :func:`room_for`'s formula on
+    ``capacity[s] - used[t, s]``, entry by entry.
+    """
+    R = demand.shape[0]
+    for k in range(ts.shape[0]):
+        t = ts[k]
+        s = ss[k]
+        best = cap
+        for r in range(R):
+            if demand[r] > 0:
+                ratio = (capacity[s, r] - used[t, s, r]) / demand[r]
+                slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                fit = int(np.floor(ratio + tol * slack))
+                if fit < best:
+                    best = fit
+        avail = best if best > 0 else 0
+        if ns[k] > avail:
+            return k, avail
+    return -1, 0
+
+
+@numba.njit(cache=True)
+def _add_usage(
+    used: np.ndarray,
+    touched: np.ndarray,
+    demand: np.ndarray,
+    ts: np.ndarray,
+    ss: np.ndarray,
+    ns: np.ndarray,
+) -> np.ndarray:
+    """Add ``ns[k] * demand`` at ``(ts[k], ss[k])`` in order; return the usage rows before.
+
+    The same additions as :meth:`ClusterState.commit` (``n * demand`` rounded once, added
+    once per item in list order); ``touched`` is set on every pair written.
+    """
+    R = demand.shape[0]
+    old = np.empty((ts.shape[0], R))
+    for k in range(ts.shape[0]):
+        for r in range(R):
+            old[k, r] = used[ts[k], ss[k], r]
+    for k in range(ts.shape[0]):
+        t = ts[k]
+        s = ss[k]
+        n = ns[k]
+        for r in range(R):
+            used[t, s, r] += n * demand[r]
+        touched[t, s] = True
+    return old
 
 
 def round_robin(room: np.ndarray, count: int, start: int = 0) -> list[tuple[int, int]] | None:

@@ -46,6 +46,7 @@ import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.online.oasis.engine import (
+    FIT_TOL,
     ClusterState,
     OnlineRun,
     WorkUnits,
@@ -53,11 +54,23 @@ from optsched.online.oasis.engine import (
     work_units,
 )
 from optsched.online.oasis.instance import Job, OasisInstance
-from optsched.online.oasis.oracle import MAX_DP_CELLS, _best_schedule, best_schedule
-from optsched.online.oasis.prices import PriceParams, estimate_prices
+from optsched.online.oasis.oracle import (
+    MAX_DP_CELLS,
+    _best_schedule,
+    best_schedule,
+    decide_kernel,
+    dp_fits,
+)
+from optsched.online.oasis.prices import (
+    PriceParams,
+    apply_prices,
+    estimate_prices,
+    price_exponents,
+)
 from optsched.online.oasis.schedule import build_schedule
 
 __all__ = [
+    "KERNELS",
     "SMALL_CHUNK",
     "SMALL_DEMAND",
     "Certificate",
@@ -77,6 +90,8 @@ SMALL_DEMAND = 0.1
 SMALL_CHUNK = 0.1
 #: Relative slack on :math:`D_0 \le OPT/2`: the :math:`\eta` condition can make it an equality.
 D0_TOL = 1e-9
+#: Decision paths of :class:`OASiS` (``kernel=``), fastest first; all give the same run.
+KERNELS: tuple[str, ...] = ("fused", "bounded", "full")
 #: Golden-section evaluations of :math:`D(\lambda p)` spent by ``tighten=True``.
 TIGHTEN_EVALS = 16
 #: Projected subgradient steps spent by ``tighten=True`` after the scale search.
@@ -529,14 +544,19 @@ class OASiS:
         Compute the weak-duality certificate :math:`D` (one more oracle call per job).
     tighten : bool, default False
         Also minimise the certificate over a price scale (see :func:`dual_bound`).
-    kernel : {"bounded", "full"}, default "bounded"
-        Decision path. ``"bounded"``: :func:`~optsched.online.oasis.oracle.oracle_kernel`
-        on the run's own prices and the vectorised capacity check of
-        :meth:`~optsched.online.oasis.engine.ClusterState.commit`. ``"full"``: the previous
-        path (argument checks on every oracle call,
+    kernel : {"fused", "bounded", "full"}, default "fused"
+        Decision path; all three give identical decisions, payoffs, prices and schedules.
+        ``"fused"``: one :func:`~optsched.online.oasis.oracle.decide_kernel` call per job
+        (residual room, oracle and deployment lists in one Numba call, the idle room reused
+        where nothing was committed) and, on admission, the capacity check and usage update
+        of :meth:`~optsched.online.oasis.engine.ClusterState.commit_arrays` (Numba) before
+        the price update of the touched pairs. ``"bounded"`` (the previous path, kept so
+        benchmarks can time both): :func:`~optsched.online.oasis.oracle.oracle_kernel` on
+        the run's own prices, an :class:`~optsched.online.oasis.oracle.OracleResult` per job
+        and the vectorised :meth:`~optsched.online.oasis.engine.ClusterState.commit`.
+        ``"full"``: the path before that (argument checks on every oracle call,
         :func:`~optsched.online.oasis.oracle.oracle_kernel_full`,
-        :meth:`~optsched.online.oasis.engine.ClusterState.commit_reference`), kept so
-        benchmarks can time both; the schedules are identical.
+        :meth:`~optsched.online.oasis.engine.ClusterState.commit_reference`).
 
     Examples
     --------
@@ -558,10 +578,10 @@ class OASiS:
         work: str = "chunks",
         certify: bool = True,
         tighten: bool = False,
-        kernel: str = "bounded",
+        kernel: str = "fused",
     ) -> None:
-        if kernel not in ("bounded", "full"):
-            raise InvalidInstanceError("kernel", f"must be 'bounded' or 'full', got {kernel!r}")
+        if kernel not in KERNELS:
+            raise InvalidInstanceError("kernel", f"must be one of {list(KERNELS)}, got {kernel!r}")
         if isinstance(prices, str) and prices not in ("hindsight", "warmup"):
             raise InvalidInstanceError(
                 "prices", f"must be 'hindsight', 'warmup' or parameters, got {prices!r}"
@@ -636,6 +656,11 @@ class OASiS:
         decision: list[float] = []
         kappa = 0.0
         units = [work_units(inst, i, self.work) for i in range(inst.n_jobs)]
+        # Fill the instance's cached tables here, not inside the first job's decision time.
+        _ = (inst.utility_tables, inst.worker_demand, inst.ps_demand)
+        # ln(U/L) per resource of the parameters in force (they change during a warm-up).
+        priced_by: PriceParams | None = None
+        log_w = log_p = np.zeros(0)
         for i in order:
             start = time.perf_counter()
             if self.prices == "warmup" and len(seen) < self.warmup:
@@ -643,6 +668,41 @@ class OASiS:
                 params = self._params(inst, seen)
                 wp = params.worker_prices(state.worker_used, wcap)
                 pp = params.ps_prices(state.ps_used, pcap)
+            if self.kernel == "fused":
+                got = _decide(inst, i, wp, pp, state, units[i])
+                if got is not None and got[0] > 0:
+                    payoff, w_arr, p_arr = got
+                    w_old, p_old = state.commit_arrays(i, w_arr, p_arr)
+                    if params is not priced_by:
+                        priced_by = params
+                        log_w, log_p = params.log_ratio_worker, params.log_ratio_ps
+                    kappa = max(
+                        kappa,
+                        _reprice(
+                            wp,
+                            state.worker_used,
+                            wcap,
+                            w_arr,
+                            w_old,
+                            params.lower_worker,
+                            params.upper_worker,
+                            log_w,
+                        ),
+                        _reprice(
+                            pp,
+                            state.ps_used,
+                            pcap,
+                            p_arr,
+                            p_old,
+                            params.lower_ps,
+                            params.upper_ps,
+                            log_p,
+                        ),
+                    )
+                    deployments[i] = (_triples(w_arr), _triples(p_arr))
+                    payoffs[i] = payoff
+                decision.append(time.perf_counter() - start)
+                continue
             if self.kernel == "bounded":
                 # The run's own prices (finite, >= 0, of the instance's shapes): the oracle's
                 # argument checks, a pass over every price, are skipped.
@@ -722,6 +782,86 @@ class OASiS:
         )
 
 
+#: A deployment as int64 arrays (slots, servers, counts).
+_Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _decide(
+    inst: OasisInstance,
+    i: int,
+    wp: np.ndarray,
+    pp: np.ndarray,
+    state: ClusterState,
+    u: WorkUnits,
+) -> tuple[float, _Arrays, _Arrays] | None:
+    """Job ``i``'s best schedule under the run's prices and residual room (``floor = 0``).
+
+    ``(payoff, (slots, servers, counts) of the workers, the same of the PSs)``, or ``None``
+    when no schedule beats 0. The floats of :func:`~optsched.online.oasis.oracle._best_schedule`
+    and :func:`~optsched.online.oasis.oracle._result` on the same arguments: unit costs by the
+    same matrix product, the cost by :func:`numpy.sum` over the same ``(S, H)`` and ``(S, K)``
+    products, the utility by the job's own function.
+    """
+    a = inst.jobs[i].arrival
+    S = inst.horizon - a
+    if not dp_fits(inst, i, S, u):
+        return None
+    wd = inst.worker_demand[i]
+    sd = inst.ps_demand[i]
+    last, cost_w, cost_p, wt, wh, wn, pt, pk, pn = decide_kernel(
+        wp[a:] @ wd,
+        pp[a:] @ sd,
+        state.worker_capacity,
+        state.ps_capacity,
+        state.worker_used,
+        state.ps_used,
+        state.worker_touched,
+        state.ps_touched,
+        a,
+        wd,
+        sd,
+        inst.jobs[i].chunks,
+        u.per_workers,
+        u.ps_needed,
+        int(u.demand),
+        inst.utility_tables[i, a:],
+        0.0,
+        FIT_TOL,
+    )
+    if last < 0 or len(wt) == 0:
+        return None
+    cost = float(np.sum(cost_w) + np.sum(cost_p))
+    utility = inst.jobs[i].utility(float(int(wt.max()) + 1 - a))
+    return utility - cost, (wt, wh, wn), (pt, pk, pn)
+
+
+def _triples(arrays: _Arrays) -> tuple[tuple[int, int, int], ...]:
+    """``(slot, server, count)`` tuples of Python ints, as an OracleResult lists them."""
+    return tuple(zip(*(x.tolist() for x in arrays), strict=True))
+
+
+def _reprice(
+    prices: np.ndarray,
+    used: np.ndarray,
+    capacity: np.ndarray,
+    arrays: _Arrays,
+    g_old: np.ndarray,
+    lower: float,
+    upper: np.ndarray,
+    log_ratio: np.ndarray,
+) -> float:
+    """:func:`_update_pairs` in two Numba loops around one :func:`numpy.exp`: the same prices.
+
+    The exponents and the kappa ratios are :func:`_update_pairs`'s elementwise arithmetic;
+    the exponential stays numpy's, so the prices agree to the last bit.
+    """
+    ts, ss = arrays[0], arrays[1]
+    if len(ts) == 0:
+        return 0.0
+    growth = np.exp(price_exponents(used, capacity, ts, ss, log_ratio))
+    return apply_prices(prices, used, capacity, ts, ss, g_old, growth, lower, upper)
+
+
 def _update(
     prices: np.ndarray,
     used: np.ndarray,
@@ -737,10 +877,24 @@ def _update(
     keys = list(old)
     ts = np.array([t for t, _ in keys])
     ss = np.array([s for _, s in keys])
+    return _update_pairs(prices, used, capacity, ts, ss, np.array([old[k] for k in keys]), fn)
+
+
+def _update_pairs(
+    prices: np.ndarray,
+    used: np.ndarray,
+    capacity: np.ndarray,
+    ts: np.ndarray,
+    ss: np.ndarray,
+    g_old: np.ndarray,
+    fn: Any,
+) -> float:
+    """:func:`_update` on the pairs ``(ts[k], ss[k])`` whose usage was ``g_old[k]`` (m, R)."""
+    if len(ts) == 0:
+        return 0.0
     before = prices[ts, ss].copy()
     prices[ts, ss] = fn(used[ts, ss], capacity[ss])
     after = prices[ts, ss]
-    g_old = np.array([old[k] for k in keys])
     dg = used[ts, ss] - g_old
     cap = capacity[ss]
     mask = (dg > 0) & (before > 0) & (cap > 0)

@@ -52,8 +52,11 @@ __all__ = [
     "OracleResult",
     "best_schedule",
     "best_schedule_reference",
+    "decide_kernel",
+    "dp_fits",
     "oracle_kernel",
     "oracle_kernel_full",
+    "oracle_kernel_pull",
 ]
 
 #: Largest DP table (slots x (units + 1)) the kernel allocates; a bigger job is refused with a
@@ -672,6 +675,624 @@ def oracle_kernel_full(
 
 
 # ------------------------------------------------------------------------------------------
+# One online decision in one kernel call
+# ------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _rates_from_cheapest(
+    a: np.ndarray, b: np.ndarray, q: np.ndarray, mreq: np.ndarray
+) -> np.ndarray:
+    r""":func:`_unit_rates` from the cheapest unit costs with room, :math:`a_t` and :math:`b_t`.
+
+    :math:`\rho_t` is a function of :math:`(a_t, b_t)` alone (the job's :math:`q` and
+    :math:`m` fixed), so a slot with the same pair as the slot after it reuses that slot's
+    value: the same floats, without the :math:`O(N)` loop of divisions over the long idle
+    stretches of the horizon.
+    """
+    S = a.shape[0]
+    N = q.shape[0] - 1
+    out = np.full(S + 1, np.inf)
+    last_a = np.nan
+    last_b = np.nan
+    last_rate = np.inf
+    for t in range(S - 1, -1, -1):
+        at = a[t]
+        bt = b[t]
+        if at == last_a and bt == last_b:
+            rate = last_rate
+        else:
+            rate = np.inf
+            if at < np.inf:
+                for n in range(1, N + 1):
+                    if q[n] <= q[n - 1]:
+                        continue
+                    m = mreq[n]
+                    if m > 0 and bt == np.inf:
+                        continue
+                    c = n * at + (m * bt if m > 0 else 0.0)
+                    r = c / q[n]
+                    if r < rate:
+                        rate = r
+            last_a = at
+            last_b = bt
+            last_rate = rate
+        out[t] = rate if rate < out[t + 1] else out[t + 1]
+    return out
+
+
+@numba.njit(cache=True)
+def _unit_rates_memo(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+) -> np.ndarray:
+    """:func:`_unit_rates` by :func:`_rates_from_cheapest`: the same floats."""
+    S = uc_w.shape[0]
+    a = np.full(S, np.inf)
+    b = np.full(S, np.inf)
+    for t in range(S):
+        for h in range(uc_w.shape[1]):
+            if room_w[t, h] > 0 and uc_w[t, h] < a[t]:
+                a[t] = uc_w[t, h]
+        for k in range(uc_p.shape[1]):
+            if room_p[t, k] > 0 and uc_p[t, k] < b[t]:
+                b[t] = uc_p[t, k]
+    return _rates_from_cheapest(a, b, q, mreq)
+
+
+@numba.njit(cache=True)
+def _relax(src: np.ndarray, dst: np.ndarray, arg: np.ndarray, step: float, n: int) -> None:
+    """``dst[k] = src[k] + step`` (and ``arg[k] = n``) wherever that is strictly smaller.
+
+    One count of :func:`oracle_kernel_pull`'s relaxation on aligned slices: each ``k`` on its
+    own, so the loop vectorises.
+    """
+    for k in range(src.shape[0]):
+        v = src[k] + step
+        if v < dst[k]:
+            dst[k] = v
+            arg[k] = n
+
+
+@numba.njit(cache=True)
+def _same_row(
+    uc: np.ndarray, uc_before: np.ndarray, room: np.ndarray, room_before: np.ndarray
+) -> bool:
+    """Whether a slot's unit costs and rooms equal the previous slot's, entry by entry."""
+    for s in range(uc.shape[0]):
+        if uc[s] != uc_before[s] or room[s] != room_before[s]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _scan_pull(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    ftab: np.ndarray,
+    floor: float,
+    rate: np.ndarray,
+    lazy: bool,
+    rooms: tuple,
+) -> tuple[float, float, int, np.ndarray, np.ndarray]:
+    """The deadline scan of :func:`oracle_kernel_pull`: ``(best, cost, last, choice, capfrom)``.
+
+    ``rate`` is :func:`_unit_rates`'s. ``choice[j, d]`` is the worker count that reached
+    state ``d`` in slot ``j`` (0: none), ``capfrom[j]`` the state the capped cell ``demand``
+    came from. With ``lazy``, row ``j`` of ``room_w`` and ``room_p`` is only written (by
+    :func:`_room_row`, from ``rooms``, the arguments of :func:`decide_kernel`'s room) when the
+    scan reaches slot ``j``: the rows the backtracking reads are all written by then.
+    """
+    S = uc_w.shape[0]
+    N = q.shape[0] - 1
+    inf = np.inf
+    ncand = 0
+    cand = np.empty(N, dtype=np.int64)
+    for n in range(1, N + 1):
+        if q[n] > q[n - 1]:
+            cand[ncand] = n
+            ncand += 1
+    prev = np.full(demand + 1, inf)
+    prev[0] = 0.0
+    # Entries above the reach stay inf in both buffers: only [0, reach] is ever written.
+    cur = np.full(demand + 1, inf)
+    choice = np.empty((S, demand + 1), dtype=np.int32)
+    capfrom = np.full(S, -1, dtype=np.int64)
+    C = np.empty(N + 1)
+    qc = np.empty(N, dtype=np.int64)
+    cc = np.empty(N)
+    nc = np.empty(N, dtype=np.int32)
+    reach = 0
+    best = -inf
+    best_cost = inf
+    best_j = -1
+    for j in range(S):
+        limit = floor if floor > best else best
+        if ftab[j] <= limit:
+            break  # f is non-increasing and costs are >= 0: no later deadline can do better
+        r = rate[j]
+        lo = -1
+        for d in range(reach + 1):
+            if prev[d] == inf:
+                continue
+            if d == demand:
+                v = prev[d]
+            elif r < inf:
+                v = prev[d] + (demand - d) * r
+            else:
+                v = inf
+            if ftab[j] - v * (1.0 - BOUND_SLACK) <= limit:
+                prev[d] = inf
+            elif lo < 0:
+                lo = d
+        if lo < 0:
+            break
+        if lazy:
+            wcap, wused, wtouch, wd, idle_w, pcap, pused, ptouch, sd, idle_p, start, cap, tol = (
+                rooms
+            )
+            _room_row(wcap, wused, wtouch, start + j, wd, cap, tol, idle_w, room_w[j])
+            _room_row(pcap, pused, ptouch, start + j, sd, cap, tol, idle_p, room_p[j])
+        # A slot priced and filled like the one before has the same C and nmax: reuse them
+        # (long idle stretches of the horizon).
+        if j == 0 or not (
+            _same_row(uc_w[j], uc_w[j - 1], room_w[j], room_w[j - 1])
+            and _same_row(uc_p[j], uc_p[j - 1], room_p[j], room_p[j - 1])
+        ):
+            nmax = _slot_costs_select(uc_w[j], room_w[j], uc_p[j], room_p[j], mreq, C)
+        new_reach = reach + q[nmax] if nmax > 0 else reach
+        if new_reach > demand:
+            new_reach = demand
+        ch = choice[j]
+        for d in range(new_reach + 1):
+            cur[d] = prev[d]
+            ch[d] = 0
+        kc = 0
+        if nmax > 0:
+            for ci in range(ncand):
+                n = cand[ci]
+                if n > nmax:
+                    break
+                qc[kc] = q[n]
+                cc[kc] = C[n]
+                nc[kc] = n
+                kc += 1
+        if kc > 0:
+            # Cells below demand, counts descending (= source states ascending).
+            for ci in range(kc - 1, -1, -1):
+                qv = qc[ci]
+                cv = cc[ci]
+                nv = nc[ci]
+                top = demand - 1 - qv
+                if top > reach:
+                    top = reach
+                if top >= lo:
+                    _relax(prev[lo : top + 1], cur[lo + qv : top + qv + 1], ch[lo + qv :], cv, nv)
+            # The capped cell: states ascending, counts ascending, as in oracle_kernel.
+            first = demand - qc[kc - 1]
+            if first < lo:
+                first = lo
+            c0 = kc - 1  # the smallest count reaching demand from d (it falls as d grows)
+            for d in range(first, reach + 1):
+                while c0 > 0 and d + qc[c0 - 1] >= demand:
+                    c0 -= 1
+                base = prev[d]
+                if base == inf:
+                    continue
+                for ci in range(c0, kc):
+                    v = base + cc[ci]
+                    if v < cur[demand]:
+                        cur[demand] = v
+                        ch[demand] = nc[ci]
+                        capfrom[j] = d
+        reach = new_reach
+        if cur[demand] < inf:
+            pay = ftab[j] - cur[demand]
+            if pay > best:
+                best = pay
+                best_cost = cur[demand]
+                best_j = j
+        tmp = prev
+        prev = cur
+        cur = tmp
+    return best, best_cost, best_j, choice, capfrom
+
+
+@numba.njit(cache=True)
+def _backtrack(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    choice: np.ndarray,
+    capfrom: np.ndarray,
+    last: int,
+    y: np.ndarray,
+    z: np.ndarray,
+) -> None:
+    """Write the schedule ending in slot ``last`` into ``y`` and ``z`` (rows up to ``last``).
+
+    :func:`oracle_kernel`'s backtracking: the counts from ``choice``, placed cheapest first.
+    """
+    H = y.shape[1]
+    K = z.shape[1]
+    d = demand
+    buf_w = np.zeros(H, dtype=np.int64)
+    buf_p = np.zeros(K, dtype=np.int64)
+    for j in range(last, -1, -1):
+        n = choice[j, d]
+        if n == 0:
+            continue
+        if d == demand:
+            d = capfrom[j]
+        else:
+            d = d - q[n]
+        _fill_select(uc_w[j], room_w[j], n, buf_w)
+        _fill_select(uc_p[j], room_p[j], mreq[n], buf_p)
+        y[j, :] = buf_w
+        z[j, :] = buf_p
+
+
+@numba.njit(cache=True)
+def _no_rooms() -> tuple:
+    """The ``rooms`` argument of :func:`_scan_pull` when the rooms are given (never read)."""
+    none2 = np.empty((0, 0))
+    none3 = np.empty((0, 0, 0))
+    flags = np.empty((0, 0), dtype=np.bool_)
+    none1 = np.empty(0)
+    idle = np.empty(0, dtype=np.int64)
+    return (none2, none3, flags, none1, idle, none2, none3, flags, none1, idle, 0, 0, 0.0)
+
+
+@numba.njit(cache=True)
+def oracle_kernel_pull(
+    uc_w: np.ndarray,
+    room_w: np.ndarray,
+    uc_p: np.ndarray,
+    room_p: np.ndarray,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    ftab: np.ndarray,
+    floor: float,
+) -> tuple[float, float, int, np.ndarray, np.ndarray]:
+    r""":func:`oracle_kernel` with the relaxation loops turned inside out; the same results.
+
+    Same parameters and returns as :func:`oracle_kernel`, and the same floats: every
+    candidate cost is the same sum ``cost(j - 1, d) + C_j(n)``, and each cell keeps the same
+    minimiser.
+
+    Notes
+    -----
+    :func:`oracle_kernel` pushes every live state :math:`d` (ascending) through every worker
+    count :math:`n` (ascending) and keeps the first strict improvement of each cell. A cell
+    :math:`d' <` ``demand`` is reached from :math:`d = d' - q(n)`, one state per count, and
+    since :math:`q` is strictly increasing over the counts tried, ascending :math:`d` is
+    descending :math:`n`: looping over the counts from the largest down, and over the cells
+    inside, visits each cell's candidates in the same order, so strict ``<`` keeps the same
+    minimiser. The inner loop is a straight pass over two arrays (no ``min`` with
+    ``demand``, no skipped states), which the compiler can vectorise. The capped cell
+    ``demand`` collects several states per count; it keeps :func:`oracle_kernel`'s order
+    (states ascending, counts ascending) in a loop of its own, over the states that can
+    reach it. States below the lowest live one are skipped.
+    """
+    rate = _unit_rates_memo(uc_w, room_w, uc_p, room_p, q, mreq)
+    best, best_cost, best_j, choice, capfrom = _scan_pull(
+        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor, rate, False, _no_rooms()
+    )
+    y = np.zeros((uc_w.shape[0], uc_w.shape[1]), dtype=np.int64)
+    z = np.zeros((uc_p.shape[0], uc_p.shape[1]), dtype=np.int64)
+    if best_j >= 0:
+        _backtrack(uc_w, room_w, uc_p, room_p, q, mreq, demand, choice, capfrom, best_j, y, z)
+    return best, best_cost, best_j, y, z
+
+
+@numba.njit(cache=True)
+def _idle_room(capacity: np.ndarray, demand: np.ndarray, cap: int, tol: float) -> np.ndarray:
+    """:func:`_room`'s formula per server on an empty slot (usage 0.0)."""
+    X, R = capacity.shape
+    idle = np.empty(X, dtype=np.int64)
+    for s in range(X):
+        best = cap
+        for r in range(R):
+            if demand[r] > 0:
+                ratio = (capacity[s, r] - 0.0) / demand[r]
+                slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                fit = int(np.floor(ratio + tol * slack))
+                if fit < best:
+                    best = fit
+        idle[s] = best if best > 0 else 0
+    return idle
+
+
+@numba.njit(cache=True)
+def _room_row(
+    capacity: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    t: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+    idle: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Row ``t`` of :func:`_room` into ``out``, the idle room where nothing was committed.
+
+    ``touched[t, s]`` is false only where ``used[t, s]`` is still the initial 0.0 on every
+    resource; there :math:`c - 0 = c` exactly, so the room is :func:`_idle_room`'s.
+    """
+    R = demand.shape[0]
+    for s in range(capacity.shape[0]):
+        if not touched[t, s]:
+            out[s] = idle[s]
+            continue
+        best = cap
+        for r in range(R):
+            if demand[r] > 0:
+                ratio = (capacity[s, r] - used[t, s, r]) / demand[r]
+                slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+                fit = int(np.floor(ratio + tol * slack))
+                if fit < best:
+                    best = fit
+        out[s] = best if best > 0 else 0
+
+
+@numba.njit(cache=True)
+def _has_room(
+    capacity: np.ndarray,
+    used: np.ndarray,
+    t: int,
+    s: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+) -> bool:
+    r"""Whether :func:`_room` of ``(t, s)`` is positive, mostly without dividing.
+
+    The room is positive iff ``cap >= 1`` and every resource's fit is at least 1. With
+    :math:`D = c - u` (the same subtraction): :math:`D \ge 2d` makes the rounded ratio at least
+    2, so the fit is at least 2; :math:`D < d/2` makes it at most 1/2, so the fit is at most 0
+    (``tol`` < 1/2). Only in between is the fit computed, by the same formula. (``2d`` and
+    ``d/2`` are exact.)
+    """
+    if cap < 1:
+        return False
+    for r in range(demand.shape[0]):
+        dr = demand[r]
+        if dr > 0:
+            D = capacity[s, r] - used[t, s, r]
+            if D >= 2.0 * dr:
+                continue
+            if D < 0.5 * dr:
+                return False
+            ratio = D / dr
+            slack = abs(ratio) if abs(ratio) > 1.0 else 1.0
+            if int(np.floor(ratio + tol * slack)) < 1:
+                return False
+    return True
+
+
+@numba.njit(cache=True)
+def _cheapest_with_room(
+    uc: np.ndarray,
+    capacity: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    start: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+    idle: np.ndarray,
+) -> np.ndarray:
+    """Per slot, the least unit cost over servers with room (``inf``: none): ``a_t`` or ``b_t``.
+
+    The minimum :func:`_unit_rates` takes, the room test asked only of a server that would
+    lower it (the conjunction reordered: the same minimum).
+    """
+    S, X = uc.shape
+    out = np.full(S, np.inf)
+    for t in range(S):
+        best = np.inf
+        for s in range(X):
+            v = uc[t, s]
+            if v < best:
+                if touched[start + t, s]:
+                    ok = _has_room(capacity, used, start + t, s, demand, cap, tol)
+                else:
+                    ok = idle[s] > 0
+                if ok:
+                    best = v
+        out[t] = best
+    return out
+
+
+@numba.njit(cache=True)
+def _room_touched(
+    capacity: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    start: int,
+    demand: np.ndarray,
+    cap: int,
+    tol: float,
+) -> np.ndarray:
+    """:func:`_room` on ``used[start:]`` row by row with :func:`_room_row` (the same entries)."""
+    S = used.shape[0] - start
+    idle = _idle_room(capacity, demand, cap, tol)
+    out = np.empty((S, capacity.shape[0]), dtype=np.int64)
+    for t in range(S):
+        _room_row(capacity, used, touched, start + t, demand, cap, tol, idle, out[t])
+    return out
+
+
+@numba.njit(cache=True)
+def _nonzero_rows(
+    counts: np.ndarray, unit_cost: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row-major ``(slot + start, server, count)`` of the non-zero ``counts``, and the costs.
+
+    ``counts`` holds the first rows of a schedule whose other rows are 0. The order is
+    :func:`numpy.nonzero`'s; the cost array, of ``unit_cost``'s shape, is
+    ``unit_cost * counts`` entry by entry (one rounded multiplication each, as numpy computes
+    it, the missing rows counted as 0).
+    """
+    S, X = counts.shape
+    m = 0
+    for t in range(S):
+        for s in range(X):
+            if counts[t, s] != 0:
+                m += 1
+    ts = np.empty(m, dtype=np.int64)
+    ss = np.empty(m, dtype=np.int64)
+    ns = np.empty(m, dtype=np.int64)
+    prod = np.empty(unit_cost.shape)
+    for t in range(S, unit_cost.shape[0]):
+        for s in range(X):
+            prod[t, s] = unit_cost[t, s] * 0
+    k = 0
+    for t in range(S):
+        for s in range(X):
+            n = counts[t, s]
+            prod[t, s] = unit_cost[t, s] * n
+            if n != 0:
+                ts[k] = t + start
+                ss[k] = s
+                ns[k] = n
+                k += 1
+    return ts, ss, ns, prod
+
+
+@numba.njit(cache=True)
+def decide_kernel(
+    uc_w: np.ndarray,
+    uc_p: np.ndarray,
+    worker_capacity: np.ndarray,
+    ps_capacity: np.ndarray,
+    worker_used: np.ndarray,
+    ps_used: np.ndarray,
+    worker_touched: np.ndarray,
+    ps_touched: np.ndarray,
+    arrival: int,
+    worker_demand: np.ndarray,
+    ps_demand: np.ndarray,
+    cap: int,
+    q: np.ndarray,
+    mreq: np.ndarray,
+    demand: int,
+    ftab: np.ndarray,
+    floor: float,
+    tol: float,
+) -> tuple[
+    int,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+]:
+    r"""One online decision: residual room, :func:`oracle_kernel` and the deployment, in one call.
+
+    Parameters
+    ----------
+    uc_w, uc_p : float64 (S, H), (S, K)
+        Unit costs from the job's arrival on (``prices[a:] @ demand``, computed by the caller
+        so that they are the very floats of :func:`best_schedule`).
+    worker_capacity, ps_capacity : float64 (H, R), (K, R)
+    worker_used, ps_used : float64 (T, H, R), (T, K, R)
+        Committed usage.
+    worker_touched, ps_touched : bool (T, H), (T, K)
+        False where nothing was ever committed (usage exactly 0.0).
+    arrival : int
+        :math:`a_i`; slots of the outputs of the DP are relative to it.
+    worker_demand, ps_demand : float64 (R,)
+    cap : int
+        :math:`N_i`.
+    q, mreq, demand, ftab, floor
+        As in :func:`oracle_kernel` (``ftab`` from the arrival on).
+    tol : float
+        :data:`~optsched.online.oasis.engine.FIT_TOL`.
+
+    Returns
+    -------
+    (last, cost_w, cost_p, wt, wh, wn, pt, pk, pn)
+        ``last`` as in :func:`oracle_kernel` (-1: nothing beat ``floor``, and every array is
+        empty). ``cost_w[t, h]`` is :math:`uc_w \cdot y` of :func:`oracle_kernel`'s ``y``
+        (shape (S, H), likewise ``cost_p``): summed by the caller with :func:`numpy.sum`
+        they give :func:`best_schedule`'s cost to the last bit. ``(wt, wh, wn)`` and
+        ``(pt, pk, pn)`` list the deployment (absolute slot, server, count) in
+        :func:`numpy.nonzero` order.
+
+    Notes
+    -----
+    The same floats as :func:`best_schedule` (``kernel="bounded"``) on the same arguments,
+    and the same search as :func:`oracle_kernel_pull` (:func:`oracle_kernel` with its loops
+    inverted): the rate bound from the same cheapest unit costs (:func:`_cheapest_with_room`
+    tests a server's room only when it would lower the minimum, by comparisons where they
+    decide it), the room rows by :func:`_room`'s formula (:func:`_room_row`), but only for the
+    slots the scan reaches, and the idle room where nothing was committed. Besides, one
+    dispatch instead of four, and no ``(S, H)`` int arrays handed back to be searched by
+    :func:`numpy.nonzero`.
+    """
+    idle_w = _idle_room(worker_capacity, worker_demand, cap, tol)
+    idle_p = _idle_room(ps_capacity, ps_demand, cap, tol)
+    a = _cheapest_with_room(
+        uc_w, worker_capacity, worker_used, worker_touched, arrival, worker_demand, cap, tol, idle_w
+    )
+    b = _cheapest_with_room(
+        uc_p, ps_capacity, ps_used, ps_touched, arrival, ps_demand, cap, tol, idle_p
+    )
+    rate = _rates_from_cheapest(a, b, q, mreq)
+    # Rows are filled by the scan as it reaches them (and only those are read).
+    room_w = np.empty(uc_w.shape, dtype=np.int64)
+    room_p = np.empty(uc_p.shape, dtype=np.int64)
+    rooms = (
+        worker_capacity,
+        worker_used,
+        worker_touched,
+        worker_demand,
+        idle_w,
+        ps_capacity,
+        ps_used,
+        ps_touched,
+        ps_demand,
+        idle_p,
+        arrival,
+        cap,
+        tol,
+    )
+    _, _, last, choice, capfrom = _scan_pull(
+        uc_w, room_w, uc_p, room_p, q, mreq, demand, ftab, floor, rate, True, rooms
+    )
+    if last < 0:
+        none = np.empty(0, dtype=np.int64)
+        flat = np.empty((0, 0))
+        return last, flat, flat, none, none, none, none, none, none
+    # Only rows up to the last slot can hold workers or PSs.
+    y = np.zeros((last + 1, uc_w.shape[1]), dtype=np.int64)
+    z = np.zeros((last + 1, uc_p.shape[1]), dtype=np.int64)
+    _backtrack(uc_w, room_w, uc_p, room_p, q, mreq, demand, choice, capfrom, last, y, z)
+    wt, wh, wn, cost_w = _nonzero_rows(y, uc_w, arrival)
+    pt, pk, pn, cost_p = _nonzero_rows(z, uc_p, arrival)
+    return last, cost_w, cost_p, wt, wh, wn, pt, pk, pn
+
+
+# ------------------------------------------------------------------------------------------
 # Wrapper
 # ------------------------------------------------------------------------------------------
 
@@ -807,6 +1428,29 @@ def best_schedule(
     )
 
 
+def dp_fits(instance: OasisInstance, i: int, S: int, u: WorkUnits) -> bool:
+    """Whether job ``i`` can finish in its ``S`` slots at all (else no schedule exists).
+
+    Raises
+    ------
+    InvalidInstanceError
+        The DP table (``S`` x (units + 1)) would exceed :data:`MAX_DP_CELLS` (field
+        ``jobs[i]``).
+    """
+    if int(u.per_workers[-1]) * S < u.demand:
+        # Even N_i workers in every slot up to the horizon cannot finish the job (e.g. a slot
+        # far shorter than one minibatch): no schedule exists, whatever the prices.
+        return False
+    if S * (u.demand + 1) > MAX_DP_CELLS:
+        raise InvalidInstanceError(
+            f"jobs[{i}]",
+            f"the oracle's DP table would have {S * (u.demand + 1):,} cells (> {MAX_DP_CELLS:,}): "
+            f"{u.demand} {u.mode} units over {S} slots; use fewer, larger chunks"
+            + (" or work='worker-slots'" if u.mode == "chunks" else ""),
+        )
+    return True
+
+
 def _best_schedule(
     instance: OasisInstance,
     i: int,
@@ -825,17 +1469,8 @@ def _best_schedule(
     """
     a = instance.jobs[i].arrival
     S = instance.horizon - a
-    if int(u.per_workers[-1]) * S < u.demand:
-        # Even N_i workers in every slot up to the horizon cannot finish the job (e.g. a slot
-        # far shorter than one minibatch): no schedule exists, whatever the prices.
+    if not dp_fits(instance, i, S, u):
         return _NONE
-    if S * (u.demand + 1) > MAX_DP_CELLS:
-        raise InvalidInstanceError(
-            f"jobs[{i}]",
-            f"the oracle's DP table would have {S * (u.demand + 1):,} cells (> {MAX_DP_CELLS:,}): "
-            f"{u.demand} {u.mode} units over {S} slots; use fewer, larger chunks"
-            + (" or work='worker-slots'" if u.mode == "chunks" else ""),
-        )
     wd = instance.worker_demand[i]
     sd = instance.ps_demand[i]
     N = instance.jobs[i].chunks

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import numba
 import numpy as np
 from pydantic import Field
 
@@ -271,6 +272,68 @@ def _prices(used: np.ndarray, capacity: np.ndarray, upper: np.ndarray, lower: fl
     # exp(ln(U/L) * frac) <= U/L <= 1e60 for frac <= 1: no overflow within the price bounds.
     out = lower * np.exp(lr * frac)
     return np.where(priced, out, 0.0)
+
+
+@numba.njit(cache=True)
+def price_exponents(
+    used: np.ndarray, capacity: np.ndarray, ts: np.ndarray, ss: np.ndarray, log_ratio: np.ndarray
+) -> np.ndarray:
+    r"""The exponents :math:`\ln(U^r/L) \cdot g / c` of the pairs ``(ts[k], ss[k])``, shape (m, R).
+
+    The arithmetic of :func:`_prices` on ``used[ts, ss]`` and ``capacity[ss]`` (the usage
+    fraction, 0 on a zero capacity, times ``log_ratio``, one rounding each), so that
+    ``lower * numpy.exp(x)`` on the result gives its prices to the last bit. The exponential
+    is left to numpy for that reason.
+    """
+    R = log_ratio.shape[0]
+    out = np.empty((ts.shape[0], R))
+    for k in range(ts.shape[0]):
+        for r in range(R):
+            c = capacity[ss[k], r]
+            frac = used[ts[k], ss[k], r] / c if c > 0 else 0.0
+            out[k, r] = log_ratio[r] * frac
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def apply_prices(
+    prices: np.ndarray,
+    used: np.ndarray,
+    capacity: np.ndarray,
+    ts: np.ndarray,
+    ss: np.ndarray,
+    g_old: np.ndarray,
+    growth: np.ndarray,
+    lower: float,
+    upper: np.ndarray,
+) -> float:
+    r"""Set the prices of the pairs ``(ts[k], ss[k])`` to ``lower * growth`` and return kappa.
+
+    ``growth`` is ``numpy.exp`` of :func:`price_exponents`; resources with :math:`U^r = 0`
+    get price 0, as in :func:`_prices`. Kappa is the largest allocation-cost ratio of
+    Lemma 2, :math:`\Delta p \, c / (p_{\text{old}} \Delta g)` over the entries whose usage
+    grew on a positive price and capacity (0 when there is none; ``nan`` wins, as in
+    :func:`numpy.max`), computed as ``_update`` in :mod:`optsched.online.oasis.online` does.
+    """
+    R = upper.shape[0]
+    kappa = 0.0
+    seen = False
+    for k in range(ts.shape[0]):
+        t = ts[k]
+        s = ss[k]
+        for r in range(R):
+            before = prices[t, s, r]
+            after = lower * growth[k, r] if upper[r] > 0 else 0.0
+            prices[t, s, r] = after
+            dg = used[t, s, r] - g_old[k, r]
+            c = capacity[s, r]
+            if dg > 0 and before > 0 and c > 0:
+                ratio = ((after - before) * c) / (before * dg)
+                if not seen or ratio > kappa or np.isnan(ratio):
+                    if not (seen and np.isnan(kappa)):
+                        kappa = ratio
+                seen = True
+    return kappa
 
 
 # ------------------------------------------------------------------------------------------

@@ -32,6 +32,10 @@ Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
 scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
+``harmony``, ``first-fit``, ``load-balance``, ``tetris``, ``random-placement`` and
+``ilp-greedy`` place the workers and parameter servers of each job on a world in the colocation
+mode (:mod:`optsched.sim.policies.placement`, :mod:`optsched.sim.colocation`); they are not
+part of ``"all"``.
 
 Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`), where
 :func:`register_policy` and the entry-point group ``optsched.policies`` add plug-in policies.
@@ -67,6 +71,7 @@ from optsched.sim.policies.registry import (
     register_policy,
     unregister_policy,
 )
+from optsched.sim.policies.smith import SmithGang
 from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
 from optsched.sim.policy import Policy
@@ -199,6 +204,23 @@ def _register_builtins() -> None:
         _builtin(name, partial(_builtin_policy, name))
     for name in ELASTIC_POLICIES:
         _builtin(name, partial(_builtin_policy, name), in_all=False)
+    _builtin("smith-gang", SmithGang, in_all=False)
 
 
 _register_builtins()
+
+
+def _register_placement() -> None:
+    """The colocation mode's placement policies (:mod:`optsched.sim.policies.placement`).
+
+    Kept out of ``"all"``: they run on colocation worlds only.
+    """
+    from functools import partial
+
+    from optsched.sim.policies.placement import PLACEMENT_POLICIES, PlacementPolicy
+
+    for name in PLACEMENT_POLICIES:
+        _builtin(name, partial(PlacementPolicy, name), in_all=False)
+
+
+_register_placement()

@@ -1,0 +1,221 @@
+"""The speed and quality goals of the benchmarks, read back from one run's result files.
+
+Every benchmark writes its headline figures into its ``summary`` (see ``run.py``). This module
+holds the goals set for them in one table, :data:`GOALS`, and :func:`goal_table` turns the
+result files of an output directory into one row per goal: the measured value, the goal, whether
+it is met and, where it is not, the remaining factor (how many times the figure must still
+shrink, or grow, to meet it). A goal whose benchmark did not run, or whose figure is absent,
+says so instead of guessing.
+
+Usage: ``python benchmarks/goals.py [DIR]`` prints the table of ``DIR`` (default
+``benchmarks/results/latest``); ``run.py`` writes it as ``goals.md`` and ``goals.json`` after
+every run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+Summary = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One goal: ``value <= target`` (``at_most``) or ``value >= target`` on a benchmark figure."""
+
+    measure: str
+    bench: str
+    figure: Callable[[Summary], float | None]
+    target: float
+    at_most: bool = True
+    unit: str = ""
+
+    def judge(self, value: float) -> tuple[bool, float]:
+        """Whether ``value`` meets the goal, and the remaining factor (1 when met)."""
+        if self.at_most:
+            met = value <= self.target
+            factor = value / self.target if self.target > 0 else math.inf
+        else:
+            met = value >= self.target
+            factor = self.target / value if value > 0 else math.inf
+        return met, (1.0 if met else factor)
+
+
+def key(name: str) -> Callable[[Summary], float | None]:
+    """The summary figure ``name`` (``None`` when absent or not a number)."""
+
+    def get(summary: Summary) -> float | None:
+        value = summary.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+
+    return get
+
+
+def matching(
+    pattern: str, reduce: Callable[[list[float]], float] = max
+) -> Callable[[Summary], float | None]:
+    """``reduce`` over every numeric summary figure whose key matches ``pattern`` (a regex)."""
+    rx = re.compile(pattern)
+
+    def get(summary: Summary) -> float | None:
+        values = [
+            float(v)
+            for k, v in summary.items()
+            if rx.search(k) and isinstance(v, int | float) and not isinstance(v, bool)
+        ]
+        return reduce(values) if values else None
+
+    return get
+
+
+def listed(name: str, index: int) -> Callable[[Summary], float | None]:
+    """Item ``index`` of a figure written as a comma-separated list (``"2.11, 4.77"``)."""
+
+    def get(summary: Summary) -> float | None:
+        value = summary.get(name)
+        if not isinstance(value, str):
+            return None
+        parts = [p.strip() for p in value.split(",")]
+        try:
+            return float(parts[index])
+        except (IndexError, ValueError):
+            return None
+
+    return get
+
+
+#: The goals, in the order the table prints them.
+GOALS: tuple[Goal, ...] = (
+    Goal(
+        "OASiS online, mean ms per decision (1,000 jobs)",
+        "oasis_online",
+        key("mean ms per decision (1000 jobs)"),
+        1.0,
+        unit="ms",
+    ),
+    Goal(
+        "OASiS online, growth exponent in T (linear: <= 1)",
+        "oasis_online",
+        matching(r"^growth exponent of ms per decision, T = \d+ to \d+$"),
+        1.0,
+    ),
+    Goal(
+        "PACE exact + fusion, ResNet-152",
+        "pace_exact",
+        key("PACE schedule on the largest profile (ms)"),
+        10.0,
+        unit="ms",
+    ),
+    Goal(
+        "PACE at ~1,500 tensors",
+        "pace_exact",
+        matching(r"^PACE schedule on the synthetic"),
+        50.0,
+        unit="ms",
+    ),
+    Goal(
+        "placement servers, 250-item bin packing, slowest proven solve",
+        "placement",
+        matching(r"^servers 250 tasks: slowest proven solve s"),
+        5.0,
+        unit="s",
+    ),
+    Goal(
+        "Chronus, 260-job trace, 60 s leases",
+        "sim_chronus",
+        key("full trace seconds (replan on change)"),
+        60.0,
+        unit="s",
+    ),
+)
+
+
+def _load(out: Path) -> dict[str, dict[str, Any]]:
+    results: dict[str, dict[str, Any]] = {}
+    for path in sorted(out.glob("*.json")):
+        if path.name == "goals.json":
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            # benchmarks name themselves with or without the file's "bench_" prefix
+            results[data["name"].removeprefix("bench_")] = data
+    return results
+
+
+def goal_table(out: Path, goals: tuple[Goal, ...] = GOALS) -> list[dict[str, Any]]:
+    """One row per goal from the result files in ``out``."""
+    results = _load(out)
+    rows = []
+    for goal in goals:
+        row: dict[str, Any] = {
+            "measure": goal.measure,
+            "benchmark": f"bench_{goal.bench}",
+            "goal": f"{'<=' if goal.at_most else '>='} {goal.target:g} {goal.unit}".strip(),
+        }
+        result = results.get(goal.bench)
+        value = None if result is None else goal.figure(result.get("summary") or {})
+        if value is None:
+            row.update(
+                value=None,
+                met=None,
+                remaining_factor=None,
+                status="not run" if result is None else "figure absent",
+            )
+        else:
+            met, factor = goal.judge(value)
+            row.update(
+                value=value,
+                met=met,
+                remaining_factor=factor,
+                status=("met" if met else f"not met, {factor:.3g}x to go")
+                + (" (quick sizes)" if result and result.get("quick") else ""),
+            )
+        rows.append(row)
+    return rows
+
+
+def to_markdown(rows: list[dict[str, Any]]) -> str:
+    """The goal table as a Markdown section."""
+    lines = [
+        "## Goals",
+        "",
+        "Each figure is read from this run's result file of its benchmark; the remaining factor "
+        "is how many times the figure must still shrink (or grow) to meet its goal.",
+        "",
+        "| measure | benchmark | value | goal | status |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        value = "" if r["value"] is None else f"{r['value']:.4g}"
+        lines.append(
+            f"| {r['measure']} | {r['benchmark']} | {value} | {r['goal']} | {r['status']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path) -> str:
+    """Write ``goals.json`` and ``goals.md`` into ``out``; the Markdown is returned."""
+    rows = goal_table(out)
+    (out / "goals.json").write_text(json.dumps(rows, indent=2) + "\n")
+    md = to_markdown(rows)
+    (out / "goals.md").write_text(md)
+    return md
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "results" / "latest"
+    print(to_markdown(goal_table(target)))

@@ -1,0 +1,252 @@
+r"""Placement policies of the colocation mode: where each worker and parameter server goes.
+
+These run on a world in the colocation mode (:mod:`optsched.sim.colocation`) only (any other
+is refused, :meth:`Policy.refuses <optsched.sim.Policy.refuses>`). At every decision point
+(event-driven: arrivals and completions) they take the waiting jobs in arrival order (FIFO)
+and place each whose tasks first-fit-decreasing packing can still fit on the free GPUs and
+CPUs, stopping at the first that cannot (strict FIFO, no backfilling: Harmony's queue). A job
+is placed task by task, workers first then parameter servers, each on a server the action
+mask allows (:meth:`optsched.harmony.world.ClusterState.mask`: the task fits and the job's
+remaining tasks can still be packed), on the view of the cluster the running jobs leave
+(:func:`cluster_view`). Running jobs are never moved (``keep_running``).
+
+====================== ===================================================================
+name                   rule for each task
+====================== ===================================================================
+``harmony``            the trained policy network's most probable server (greedy
+                       inference; :func:`optsched.harmony.load_model`, the shipped model
+                       by default)
+``first-fit``          the lowest-numbered valid server
+``load-balance``       the valid server with the most free GPUs, then CPUs
+``tetris``             the valid server maximising the alignment of demand and free
+                       capacity :math:`\langle d/C, f_h/C\rangle` (Tetris)
+``random-placement``   a uniformly random valid server (seeded)
+``ilp-greedy``         the whole job at once: the exact ``interference`` ILP of the snapshot
+                       (:mod:`optsched.harmony.snapshot`), greedy per arrival
+====================== ===================================================================
+
+The rules are those of :mod:`optsched.harmony.policies` (the same code places the tasks).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from optsched.errors import InvalidInstanceError
+from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
+
+if TYPE_CHECKING:
+    from optsched.harmony.world import ClusterState, HarmonyWorld, JobArrival
+    from optsched.sim.world import World
+
+__all__ = ["PLACEMENT_POLICIES", "PlacementPolicy", "cluster_view", "harmony_world_of"]
+
+#: Registry name -> the rule's name in :mod:`optsched.harmony.policies`.
+PLACEMENT_POLICIES: dict[str, str] = {
+    "harmony": "harmony",
+    "first-fit": "first-fit",
+    "load-balance": "load-balance",
+    "tetris": "tetris",
+    "random-placement": "random",
+    "ilp-greedy": "ilp",
+}
+
+_HOW = (
+    "build one with optsched.sim.colocation.colocation_world_from_trace(trace), or on the "
+    "command line: optsched sim compare TRACE --policies harmony,first-fit (a placement "
+    "policy makes the trace a colocation world)"
+)
+
+
+def harmony_world_of(world: World) -> HarmonyWorld:
+    """The Harmony world (servers, truth, sizes) of a colocation ``world``."""
+    from optsched.harmony.world import HarmonyWorld
+
+    coloc = world.colocation
+    if coloc is None:
+        raise InvalidInstanceError("world", f"is not in the colocation mode; {_HOW}")
+    t = world.cluster.gpu_types[0]
+    return HarmonyWorld(
+        n_servers=t.num_servers,
+        gpus=t.gpus_per_server,
+        cpus=int(coloc.cpus_per_server),
+        truth=coloc.truth,
+        spread_penalty=coloc.spread_penalty,
+        max_workers=coloc.max_workers,
+        max_ps=coloc.max_ps,
+    )
+
+
+def job_arrivals(world: World) -> list[JobArrival]:
+    """Every job of a colocation ``world`` as a Harmony arrival (id: its index)."""
+    from optsched.harmony.world import JobArrival
+
+    coloc = world.colocation
+    assert coloc is not None
+    return [
+        JobArrival(
+            j.index, j.arrival, coloc.job_types[j.job_id], j.num_gpus, coloc.ps[j.job_id], j.work
+        )
+        for j in world.jobs
+    ]
+
+
+def cluster_view(state: SimState, hworld: HarmonyWorld, arrivals: list[JobArrival]) -> ClusterState:
+    """The cluster at a decision point as a :class:`~optsched.harmony.world.ClusterState`.
+
+    Free GPUs and CPUs per server and the jobs present on each (running jobs: their workers
+    on their GPU servers, their parameter servers on ``JobState.ps_servers``).
+    """
+    from optsched.harmony.world import PS_DEMAND, WORKER_DEMAND, ClusterState
+
+    view = ClusterState(hworld)
+    t = state.world.cluster.gpu_types[0]
+    for h in range(hworld.n_servers):
+        # the last server of a type may hold fewer GPUs than the others
+        view.free[h, 0] = float(t.server_capacity(h))
+    for s in state.running:
+        job = arrivals[s.job.index]
+        assert s.placement is not None
+        for h, k in s.placement.servers:
+            for _ in range(k):
+                view.place_task(job, WORKER_DEMAND, h)
+        for h in s.ps_servers:
+            view.place_task(job, PS_DEMAND, h)
+    return view
+
+
+class PlacementPolicy(Policy):
+    """One placement rule of the table above, as a simulator policy.
+
+    Parameters
+    ----------
+    rule : str
+        A key of :data:`PLACEMENT_POLICIES`.
+    model : str or Path, optional
+        ``harmony``: the checkpoint (default: the shipped model), read by the guarded loader.
+    seed : int, default 0
+        ``random-placement``: the seed of its draws (reset at every run).
+    time_limit : float, optional
+        ``ilp-greedy``: seconds per snapshot solve.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown rule.
+    """
+
+    round_seconds = None
+
+    def __init__(
+        self,
+        rule: str,
+        *,
+        model: str | Path | None = None,
+        seed: int = 0,
+        time_limit: float | None = None,
+    ) -> None:
+        if rule not in PLACEMENT_POLICIES:
+            raise InvalidInstanceError(
+                "policy", f"unknown placement policy {rule!r}; known: {list(PLACEMENT_POLICIES)}"
+            )
+        self.name = rule
+        self.rule = PLACEMENT_POLICIES[rule]
+        self.model = model
+        self.seed = seed
+        self.time_limit = time_limit
+        self._params: Mapping[str, np.ndarray] | None = None
+        self._model_types: int | None = None
+        self._hworld: HarmonyWorld | None = None
+        self._arrivals: list[JobArrival] = []
+        self._rng = np.random.default_rng(seed)
+
+    def _load(self) -> Mapping[str, np.ndarray]:
+        if self._params is None:
+            from optsched.harmony.agent import load_model, world_from_meta
+
+            params, meta = load_model(self.model)
+            self._params = params
+            self._model_types = world_from_meta(meta).n_types
+        return self._params
+
+    def refuses(self, world: World) -> str | None:
+        """A world outside the colocation mode, or one the rule's model does not describe."""
+        coloc = world.colocation
+        if coloc is None:
+            return f"{self.name} places parameter-server jobs in the colocation mode only; {_HOW}"
+        if (coloc.worker_cpus, coloc.ps_cpus) != (2.0, 4.0):
+            return (
+                f"{self.name} places tasks of Harmony's demands (workers 2 CPUs, PSs 4), got "
+                f"{coloc.worker_cpus:g} and {coloc.ps_cpus:g}"
+            )
+        if self.rule == "harmony":
+            self._load()
+            if self._model_types != coloc.n_types:
+                return (
+                    f"the harmony model was trained on {self._model_types} interference types, "
+                    f"the world has {coloc.n_types}"
+                )
+        return None
+
+    def reset(self, world: World) -> None:
+        """Build the world's Harmony view; refuse a world :meth:`refuses` names."""
+        reason = self.refuses(world)
+        if reason is not None:
+            raise InvalidInstanceError("world", reason)
+        self._hworld = harmony_world_of(world)
+        self._arrivals = job_arrivals(world)
+        self._rng = np.random.default_rng(self.seed)
+
+    def place(self, view: ClusterState, job: JobArrival) -> list[int]:
+        """The server of every task of ``job`` (workers, then PSs) on ``view`` (unchanged)."""
+        if self.rule == "ilp":
+            from optsched.harmony.snapshot import snapshot_instance, solve_decision
+
+            servers, _ = solve_decision(snapshot_instance(view, job), time_limit=self.time_limit)
+            return [int(h) for h in servers]
+        from optsched.harmony.policies import place_job
+
+        params = self._load() if self.rule == "harmony" else None
+        return place_job(self.rule, view, job, params=params, rng=self._rng)
+
+    def allocate(self, state: SimState) -> PolicyDecision:
+        """Place the FIFO heads that fit (see the module notes)."""
+        from optsched.harmony.world import ffd_fits
+
+        assert self._hworld is not None, "reset() first"
+        view = cluster_view(state, self._hworld, self._arrivals)
+        gpu_type = state.world.cluster.gpu_types[0].name
+        grants: list[Grant] = []
+        for s in state.active:
+            if s.placement is not None:
+                continue
+            job = self._arrivals[s.job.index]
+            demands = job.demands()
+            if not ffd_fits(demands, view.free):
+                break  # strict FIFO: the head waits, and every job behind it
+            servers = self.place(view, job)
+            for d, h in zip(demands, servers, strict=True):
+                view.place_task(job, d, h)
+            workers = Counter(servers[: job.n_workers])
+            grants.append(
+                Grant(
+                    job=s.job_id,
+                    gpu_type=gpu_type,
+                    placement=GrantPlacement(gpu_type, tuple(sorted(workers.items()))),
+                    ps_servers=tuple(servers[job.n_workers :]),
+                )
+            )
+        return PolicyDecision(grants=tuple(grants), keep_running=True)
+
+    def run_facts(self) -> dict[str, Any]:
+        """The checkpoint of ``harmony`` (``None``: the shipped one)."""
+        return (
+            {"model": None if self.model is None else str(self.model)}
+            if self.rule == "harmony"
+            else {}
+        )
