@@ -208,6 +208,15 @@ def run(quick: bool = False) -> dict[str, Any]:
             f"{t / times[0]:.2f}" for t in times[1:]
         )
     summary["peak traced memory (MB), FIFO on the largest trace"] = round(peak / 2**20, 1)
+    # the goals' figures as numbers (for a goals table), then as verdicts
+    for p, c in cpu_totals.items():
+        if p != "fifo" and cpu_totals["fifo"] > 0:
+            summary[f"{p} / fifo CPU time, all traces"] = round(c / cpu_totals["fifo"], 3)
+    for p, times in cpu_scaling.items():
+        if times and times[0] > 0:
+            summary[f"{p} CPU time {len(times) and 2 ** (len(times) - 1)}x / 1x"] = round(
+                times[-1] / times[0], 3
+            )
     summary.update(
         goals({p: [totals[p][0], c] for p, c in cpu_totals.items()}, cpu_scaling, 2 if quick else 4)
     )
