@@ -120,3 +120,68 @@ def test_fast_and_reference_agree_on_a_real_trace_slice(name: str) -> None:
     record = check_identical(world, fast, ref)
     assert record.all_finished
     assert validate(world, record).ok
+
+
+# -- one GPU type: the sorted running jobs and the ``stop`` form ---------------------------
+
+#: The order policies whose running jobs stay sorted on one GPU type.
+SORTED_POLICIES = ("tiresias-las", "edf", "srtf")
+
+
+@st.composite
+def one_type_worlds(draw: st.DrawFn) -> World:
+    """Busy one-type worlds with small servers (spread gangs), skewed models, restore costs."""
+    from optsched.sim.generate import generate_job_table
+
+    gps = draw(st.sampled_from([2, 4, 8]))
+    servers = draw(st.integers(1, 4))
+    frame = generate_job_table(
+        draw(st.integers(2, 25)),
+        seed=draw(st.integers(0, 10_000)),
+        mean_interarrival=draw(st.sampled_from([1.0, 5.0])),
+        mu=2.0,
+        sigma=1.0,
+        gangs=tuple(g for g in (1, 2, 4, 8) if g <= gps * servers),
+        gang_weights=(0.4, 0.3, 0.2, 0.1)[: len([g for g in (1, 2, 4, 8) if g <= gps * servers])],
+        models=("resnet50", "vgg16", ""),
+    )
+    cluster = ClusterSpec(
+        gpu_types=(GpuType(name="v100", count=gps * servers, gpus_per_server=gps),)
+    )
+    restore = draw(st.sampled_from([0.0, 0.5]))
+    return World.from_frame(frame, cluster, restore_s=restore)
+
+
+@settings(max_examples=40, deadline=None)
+@given(one_type_worlds(), st.sampled_from(SORTED_POLICIES))
+def test_sorted_running_jobs_decide_as_the_reference(world: World, name: str) -> None:
+    fast, ref = _pair(name)
+    assert fast._sorted is False  # decided at reset, from the world
+    check_identical(world, fast, ref)
+    assert fast._sorted
+
+
+@settings(max_examples=40, deadline=None)
+@given(one_type_worlds(), st.sampled_from([None, 0.5, 2.0]))
+def test_sorted_tiresias_with_crossings_matches_its_reference(
+    world: World, knob: float | None
+) -> None:
+    fast, ref = _pair("tiresias-las", thresholds=(2.0, 9.0, 30.0), promote_knob=knob)
+    check_identical(world, fast, ref)
+    assert fast._sorted
+
+
+@pytest.mark.skipif(not ELASTICFLOW.is_file(), reason=f"{ELASTICFLOW} is absent")
+@pytest.mark.parametrize("name", SORTED_POLICIES)
+def test_sorted_running_jobs_on_a_real_trace_slice(name: str) -> None:
+    from optsched.traces import read_trace
+
+    frame = read_trace(ELASTICFLOW).jobs.iloc[:400].copy()
+    frame["arrival"] = frame["arrival"] - float(frame["arrival"].min())
+    cluster = ClusterSpec(gpu_types=(GpuType(name="v100", count=96, gpus_per_server=8),))
+    world = World.from_frame(frame, cluster, Throughputs.uniform({"v100": 1.0}), restore_s=30.0)
+    fast, ref = _pair(name)
+    record = check_identical(world, fast, ref)
+    assert fast._sorted and validate(world, record).ok
+    # some job was preempted and resumed: the walk stopped running jobs
+    assert len(record.intervals["job_id"]) > len(set(record.intervals["job_id"]))

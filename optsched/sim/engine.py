@@ -37,17 +37,22 @@ rounds (a job finishing mid-round leaves its GPUs idle until the round ends); a 
 there says so (``SimResult.truncated``).
 
 Complexity: :math:`O(E (A \log A + S))` for :math:`E` events, :math:`A` active jobs and :math:`S`
-servers, plus the policy's own work.
+servers, plus the policy's own work. The free servers are kept across decisions, bucketed by free
+GPUs, so a decision under ``keep_running`` (or its ``stop`` form) places the jobs it starts in
+:math:`O(g + \log S)` each (``g`` GPUs per server) with no pass over the servers; a policy with
+``lazy_progress`` has the running jobs' progress brought up to date when read (replaying the
+decision points it missed, with the same arithmetic) instead of at every decision point.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
@@ -86,6 +91,108 @@ class _Run:
     gpus: int  # GPUs of ``placement`` (read at every progress update)
     phase: int = -1  # batch phase the pending event ends (-1: no schedule, the event completes)
     ps: tuple[int, ...] = ()  # colocation mode: the server of each parameter server
+
+
+class _FreeServers:
+    r"""Free GPUs of one GPU type's servers, with the servers bucketed by their free count.
+
+    ``cap[s]`` is server ``s``'s free GPUs; ``buckets[f]`` lists, in increasing order, the
+    servers with exactly ``f`` free; ``total`` is their sum. The engine keeps one per type
+    across decisions (the cluster as the running jobs leave it) instead of rebuilding the
+    free lists from every running job at every decision. Taking or giving GPUs on a server
+    moves it between two buckets, :math:`O(\log S + S)` with a small memmove constant for
+    :math:`S` servers; the best-fit and most-free walks of placement read the buckets in
+    :math:`O(g + \text{servers returned})` for ``g`` GPUs per server instead of scanning or
+    sorting every server.
+    """
+
+    __slots__ = ("buckets", "cap", "total")
+
+    def __init__(self, caps: list[int], gpus_per_server: int) -> None:
+        self.cap = list(caps)
+        self.total = sum(caps)
+        self.buckets: list[list[int]] = [[] for _ in range(gpus_per_server + 1)]
+        for s, f in enumerate(caps):
+            self.buckets[f].append(s)
+
+    def copy(self) -> _FreeServers:
+        """An independent copy."""
+        new = _FreeServers.__new__(_FreeServers)
+        new.cap = list(self.cap)
+        new.total = self.total
+        new.buckets = [list(b) for b in self.buckets]
+        return new
+
+    def take(self, s: int, k: int) -> None:
+        """Take ``k`` free GPUs of server ``s``."""
+        self._set(s, self.cap[s] - k)
+        self.total -= k
+
+    def give(self, s: int, k: int) -> None:
+        """Give ``k`` GPUs of server ``s`` back."""
+        self._set(s, self.cap[s] + k)
+        self.total += k
+
+    def _set(self, s: int, f: int) -> None:
+        old = self.buckets[self.cap[s]]
+        del old[bisect.bisect_left(old, s)]
+        bisect.insort(self.buckets[f], s)
+        self.cap[s] = f
+
+    def best_fit(self, n: int) -> int:
+        """The server with the fewest free GPUs that holds ``n`` (lowest index on ties), or -1."""
+        buckets = self.buckets
+        for f in range(n, len(buckets)):
+            if buckets[f]:
+                return buckets[f][0]
+        return -1
+
+    def most_free(self, count: int | None = None, gpus: int | None = None) -> list[int]:
+        """Servers by decreasing free GPUs, lowest index on ties.
+
+        The first ``count`` of them, or as many (with free GPUs) as hold ``gpus``.
+        """
+        order: list[int] = []
+        held = 0
+        for f in range(len(self.buckets) - 1, -1, -1):
+            for s in self.buckets[f]:
+                if count is not None and len(order) >= count:
+                    return order
+                if gpus is not None:
+                    if held >= gpus or f == 0:
+                        return order
+                    held += f
+                order.append(s)
+        return order
+
+
+def _live(slot: Any) -> property:
+    """A progress field read through the engine, which brings it up to date first."""
+    get = slot.__get__
+
+    def read(self: _LiveState) -> float:
+        self._engine._catch_up_state(self)
+        return get(self)
+
+    return property(read, slot.__set__)
+
+
+class _LiveState(JobState):
+    """A :class:`JobState` whose progress is brought up to date when read.
+
+    ``done``, ``attained_service`` and ``executed_seconds`` (the engine's lazy progress).
+    """
+
+    __slots__ = ("_engine",)
+    _engine: _Engine
+
+
+#: the slot descriptors of the progress fields (raw reads and writes, no catching up)
+_DONE: Any = JobState.__dict__["done"]
+_ATTAINED: Any = JobState.__dict__["attained_service"]
+_EXECUTED: Any = JobState.__dict__["executed_seconds"]
+for _slot in (_DONE, _ATTAINED, _EXECUTED):
+    setattr(_LiveState, _slot.__name__, _live(_slot))
 
 
 def default_horizon(world: World, round_seconds: float | None) -> float:
@@ -291,7 +398,18 @@ class _Engine:
         self.wake_budget = wake_budget
         self.bound = bound
         self.jobs = world.jobs
-        self.states = [JobState(job=j) for j in world.jobs]
+        # lazy progress (a policy that reads the progress of few jobs per decision says so):
+        # the running jobs' progress is brought up to date when read, not at every decision
+        self.lazy = bool(getattr(policy, "lazy_progress", False))
+        self.states: list[JobState] = []
+        for j in world.jobs:
+            if self.lazy:
+                live = _LiveState(job=j)
+                live._engine = self
+                self.states.append(live)
+            else:
+                self.states.append(JobState(job=j))
+        self._times: list[float] = []  # the decision times, in order (lazy progress)
         self.index = {j.job_id: j.index for j in world.jobs}
         self.active: dict[int, JobState] = {}
         self.running: dict[int, _Run] = {}
@@ -305,6 +423,17 @@ class _Engine:
             t.name: [t.server_capacity(s) for s in range(t.num_servers)]
             for t in world.cluster.gpu_types
         }
+        self._empty = {
+            t.name: _FreeServers(self.server_caps[t.name], t.gpus_per_server)
+            for t in world.cluster.gpu_types
+        }
+        # the cluster as the running jobs leave it, and what each running job holds (placement,
+        # partner): kept across decisions, so that a decision that keeps every running job
+        # costs the changes, not the cluster's size
+        self._free = {name: fr.copy() for name, fr in self._empty.items()}
+        self._holds: dict[int, tuple[GrantPlacement, int]] = {}
+        self._gone: list[int] = []  # jobs completed since the last placement
+        self._changed: list[int] = []  # jobs whose placement the current placement sets
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
         self.restore = world.restore_s
         self.first_restore = world.restore_on_first_start
@@ -330,6 +459,8 @@ class _Engine:
 
     def _sync(self, i: int, t: float) -> None:
         run = self.running[i]
+        if self.lazy:
+            self._catch_up(i, run)
         dt = t - run.synced
         if dt <= 0:
             return
@@ -340,6 +471,53 @@ class _Engine:
         st.attained_service += run.gpus * dt
         st.executed_seconds += dt
         run.synced = t
+
+    def _catch_up_state(self, st: JobState) -> None:
+        run = self.running.get(st.job.index)
+        if run is not None and self._times and run.synced < self._times[-1]:
+            self._catch_up(st.job.index, run)
+
+    def _catch_up(self, i: int, run: _Run) -> None:
+        """Bring running job ``i``'s progress up to the last decision point (lazy progress).
+
+        The decision points it missed are replayed one by one, with the arithmetic of the
+        eager update at every decision point, so the values are the eager ones bit for bit.
+        """
+        times = self._times
+        if not times or times[-1] <= run.synced:
+            return
+        st = self.states[i]
+        done, attained, executed = _DONE.__get__(st), _ATTAINED.__get__(st), _EXECUTED.__get__(st)
+        work, rate, gpus, prev, overhead = st.job.work, run.rate, run.gpus, run.synced, run.overhead
+        pending = times[bisect.bisect_right(times, prev) :]
+        k = 0
+        while overhead > 0 and k < len(pending):
+            t = pending[k]
+            k += 1
+            dt = t - prev
+            if dt <= 0:
+                continue
+            eff = max(0.0, dt - overhead)
+            overhead = max(0.0, overhead - dt)
+            done = min(work, done + rate * eff)
+            attained += gpus * dt
+            executed += dt
+            prev = t
+        for t in pending[k:] if k else pending:
+            # the same step without restore time left (min(work, x) spelled out: it is hot)
+            dt = t - prev
+            if dt <= 0:
+                continue
+            x = done + rate * dt
+            done = x if x < work else work
+            attained += gpus * dt
+            executed += dt
+            prev = t
+        _DONE.__set__(st, done)
+        _ATTAINED.__set__(st, attained)
+        _EXECUTED.__set__(st, executed)
+        run.synced = prev
+        run.overhead = overhead
 
     def _close(self, i: int, t: float) -> None:
         run = self.running[i]
@@ -548,7 +726,11 @@ class _Engine:
 
     def _decide(self, t: float) -> SimState:
         states = self.states
-        for i, run in self.running.items():
+        # the jobs completed since the last decision give their GPUs back at the next placement
+        self._gone.extend(map(self.index.__getitem__, self.finished_ids))
+        if self.lazy:
+            self._times.append(t)  # progress is brought up to here when read
+        for i, run in () if self.lazy else self.running.items():
             # _sync, inlined: it runs for every running job at every decision
             dt = t - run.synced
             if dt <= 0:
@@ -559,7 +741,9 @@ class _Engine:
                 run.overhead = max(0.0, run.overhead - dt)
             else:
                 eff = dt
-            st.done = min(st.job.work, st.done + run.rate * eff)
+            x = st.done + run.rate * eff
+            work = st.job.work
+            st.done = x if x < work else work  # min(work, x), spelled out: it is hot
             st.attained_service += run.gpus * dt
             st.executed_seconds += dt
             run.synced = t
@@ -683,23 +867,31 @@ class _Engine:
         return self.jobs[i].num_gpus if g.num_gpus is None else g.num_gpus
 
     def _place(self, alloc: PolicyDecision) -> dict[int, tuple[GrantPlacement, int]]:
-        """Admission by count, then placement (see :mod:`optsched.sim.policy`)."""
-        free_count = {name: t.count for name, t in self.types.items()}
-        free = {name: list(caps) for name, caps in self.server_caps.items()}
-        placed: dict[int, tuple[GrantPlacement, int]] = {}
-        seen: set[int] = set()
-        if alloc.keep_running:
+        """Admission by count, then placement (see :mod:`optsched.sim.policy`).
+
+        The free servers are the engine's running picture of the cluster (:class:`_FreeServers`
+        per type): under ``keep_running`` the placement starts from it as the running jobs
+        leave it, with no pass over them; otherwise from the empty cluster. Either way the
+        result is the cluster the returned placement leaves, kept for the next decision.
+        """
+        free = self._release_gone()
+        keep = alloc.keep_running
+        self._changed = changed = []
+        released: list[int] = []
+        if keep:
             # every running job keeps its GPUs and partner; the grants only add jobs
-            for i, run in self.running.items():
-                placed[i] = (run.placement, run.partner)
-                seen.add(i)
-                if run.partner >= 0 and run.partner < i:
-                    continue  # a shared pair holds its GPUs once
-                cap = free[run.placement.gpu_type]
-                for s, k in run.placement.servers:
-                    cap[s] -= k
-                free_count[run.placement.gpu_type] -= run.placement.num_gpus
+            placed = dict(self._holds)
+            if alloc.stop is not None:
+                # ... except those that stop and those granted again (placed as in the full form)
+                released = self._release_listed(alloc, placed, free)
+            seen = set(placed)
+            free_count = {name: fr.total for name, fr in free.items()}
             self._reconsolidate_kept(placed, free)
+        else:
+            free = self._free = {name: fr.copy() for name, fr in self._empty.items()}
+            placed = {}
+            seen = set()
+            free_count = {name: t.count for name, t in self.types.items()}
         admitted: list[tuple[int, Grant]] = []
         sharers: list[tuple[int, Grant]] = []
         for g in alloc.grants:
@@ -722,54 +914,144 @@ class _Engine:
         others = self._keep_current(rest, free, placed)
         others.sort(key=lambda ig: -self._need(*ig))
         for i, g in others:
-            cap = free[g.gpu_type]
-            fit = self._fit(cap, g.gpu_type, self._need(i, g), g.consolidate)
+            fr = free[g.gpu_type]
+            fit = self._fit(fr, g.gpu_type, self._need(i, g), g.consolidate)
             if fit is None:
                 continue
             if self._rate(i, fit, -1) <= 0:
                 # spread where the table's unconsolidated rate is 0: it would not progress
                 for s, k in fit.servers:
-                    cap[s] += k
+                    fr.give(s, k)
                 self.zero_rate_grants += 1
                 continue
             placed[i] = (fit, -1)
+            changed.append(i)
         self._place_sharers(sharers, placed)
+        if keep:
+            holds = self._holds
+            for i in released:
+                del holds[i]
+            for i in changed:
+                holds[i] = placed[i]
+        else:
+            self._holds = dict(placed)
+        if self.lazy:
+            # the jobs whose run changes are brought up to now under their old run
+            for i in (*released, *changed) if keep else list(self.running):
+                run = self.running.get(i)
+                if run is not None:
+                    self._catch_up(i, run)
         return placed
+
+    def _release_listed(
+        self,
+        alloc: PolicyDecision,
+        placed: dict[int, tuple[GrantPlacement, int]],
+        free: dict[str, _FreeServers],
+    ) -> list[int]:
+        """Free the GPUs of the running jobs that stop or are granted again (``stop`` form)."""
+        released: list[int] = []
+        stopping = set()
+        for job in alloc.stop or ():
+            i = self.index.get(job, -1)
+            if i not in placed:
+                raise PolicyError(f"{self.policy.name}: stopped job {job!r} is not running")
+            stopping.add(i)
+            released.append(i)
+        for g in alloc.grants:
+            i = self.index.get(g.job, -1) if isinstance(g, Grant) else -1
+            if i in stopping:
+                raise PolicyError(f"{self.policy.name}: job {g.job!r} both stopped and granted")
+            if i in placed and i not in released:
+                released.append(i)
+        for i in released:
+            placement, partner = placed.pop(i)
+            if partner >= 0:
+                raise PolicyError(
+                    f"{self.policy.name}: {self.jobs[i].job_id!r} shares its GPUs: it cannot "
+                    "be stopped or granted again under keep_running"
+                )
+            fr = free[placement.gpu_type]
+            for s, k in placement.servers:
+                fr.give(s, k)
+        return released
+
+    def _release_gone(self) -> dict[str, _FreeServers]:
+        """Give back the GPUs of the jobs completed since the last placement."""
+        if self.coloc is not None:
+            # the colocation mode drops placed jobs whose tasks miss CPUs after the placement:
+            # the picture is rebuilt from the running jobs
+            self._gone = []
+            self._holds = {i: (r.placement, r.partner) for i, r in self.running.items()}
+            self._free = {name: fr.copy() for name, fr in self._empty.items()}
+            for i, (placement, partner) in self._holds.items():
+                if 0 <= partner < i:
+                    continue  # a shared pair holds its GPUs once
+                for s, k in placement.servers:
+                    self._free[placement.gpu_type].take(s, k)
+            return self._free
+        holds, free = self._holds, self._free
+        for i in self._gone:
+            held = holds.pop(i, None)
+            if held is None:
+                continue
+            placement, partner = held
+            if partner >= 0 and partner in holds:
+                if partner in self.running:
+                    holds[partner] = (placement, -1)  # it runs on alone on the pair's GPUs
+                    continue
+                del holds[partner]
+            fr = free[placement.gpu_type]
+            for s, k in placement.servers:
+                fr.give(s, k)
+        self._gone = []
+        return free
 
     def _runs_on(self, i: int, g: Grant) -> bool:
         """Whether job ``i`` progresses on a consolidated gang of the grant's type and size."""
         return self.world.rate(self.jobs[i], g.gpu_type, True, num_gpus=self._need(i, g)) > 0
 
-    def _consolidated_room(self, cap: list[int], gpu_type: str, n: int) -> GrantPlacement | None:
-        """A consolidated placement of ``n`` GPUs in ``cap`` (taken from it), or ``None``."""
-        return self._fit(cap, gpu_type, n, "require")
+    def _consolidated_room(self, fr: _FreeServers, gpu_type: str, n: int) -> GrantPlacement | None:
+        """A consolidated placement of ``n`` GPUs in ``fr`` (taken from it), or ``None``."""
+        return self._fit(fr, gpu_type, n, "require")
 
     def _reconsolidate_kept(
-        self, placed: dict[int, tuple[GrantPlacement, int]], free: dict[str, list[int]]
+        self, placed: dict[int, tuple[GrantPlacement, int]], free: dict[str, _FreeServers]
     ) -> None:
         """Move every kept spread gang onto servers with room for it whole (Gavel's rule)."""
+        moved: list[int] = []
         for i in sorted(self.spread):
             run = self.running.get(i)
-            if run is None or run.partner >= 0:
-                continue  # a shared pair moves only with its partner's grant
+            if run is None or run.partner >= 0 or i not in placed:
+                # a shared pair moves only with its partner's grant; a job stopped or granted
+                # again (``stop`` form) is placed with the grants
+                continue
             p = run.placement
-            cap = free[p.gpu_type]
+            fr = free[p.gpu_type]
             for s, k in p.servers:
-                cap[s] += k
-            fit = self._consolidated_room(cap, p.gpu_type, p.num_gpus)
+                fr.give(s, k)
+            fit = self._consolidated_room(fr, p.gpu_type, p.num_gpus)
             if fit is None or self._rate(i, fit, -1) <= 0:
                 if fit is not None:
                     for s, k in fit.servers:
-                        cap[s] += k
+                        fr.give(s, k)
                 for s, k in p.servers:
-                    cap[s] -= k
+                    fr.take(s, k)
                 continue
             placed[i] = (fit, -1)
+            moved.append(i)
+        if moved:
+            # the moved jobs restart in the order of the running jobs (their completion events
+            # are scheduled in that order), ahead of the jobs started now
+            ids = set(moved)
+            for i in [i for i in self.running if i in ids]:
+                placed[i] = placed.pop(i)
+                self._changed.append(i)
 
     def _place_explicit(
         self,
         admitted: list[tuple[int, Grant]],
-        free: dict[str, list[int]],
+        free: dict[str, _FreeServers],
         placed: dict[int, tuple[GrantPlacement, int]],
     ) -> list[tuple[int, Grant]]:
         """Carry out the explicit placements; the other admitted grants are returned."""
@@ -784,7 +1066,8 @@ class _Engine:
                     f"{self.policy.name}: placement of {g.job!r} is not {self._need(i, g)} "
                     f"GPUs of {g.gpu_type}"
                 )
-            cap = free[g.gpu_type]
+            fr = free[g.gpu_type]
+            cap = fr.cap
             for s, k in p.servers:
                 if not (0 <= s < len(cap)) or k < 1 or cap[s] < k:
                     raise PolicyError(
@@ -793,14 +1076,15 @@ class _Engine:
                         f"{cap[s] if 0 <= s < len(cap) else 0} free"
                     )
             for s, k in p.servers:
-                cap[s] -= k
+                fr.take(s, k)
             placed[i] = (p, -1)
+            self._changed.append(i)
         return rest
 
     def _keep_current(
         self,
         rest: list[tuple[int, Grant]],
-        free: dict[str, list[int]],
+        free: dict[str, _FreeServers],
         placed: dict[int, tuple[GrantPlacement, int]],
     ) -> list[tuple[int, Grant]]:
         """Jobs keeping their GPUs: consolidated gangs first, then spread ones.
@@ -819,24 +1103,28 @@ class _Engine:
                 spread.append((i, g, cur))
             elif self._take_if_free(free[g.gpu_type], cur):
                 placed[i] = (cur, -1)
+                self._changed.append(i)
             else:
                 others.append((i, g))
         for i, g, cur in spread:
-            cap = free[g.gpu_type]
-            fit = self._consolidated_room(cap, g.gpu_type, cur.num_gpus)
+            fr = free[g.gpu_type]
+            fit = self._consolidated_room(fr, g.gpu_type, cur.num_gpus)
             if fit is not None:
                 placed[i] = (fit, -1)
-            elif self._take_if_free(cap, cur):
+                self._changed.append(i)
+            elif self._take_if_free(fr, cur):
                 placed[i] = (cur, -1)
+                self._changed.append(i)
             else:
                 others.append((i, g))
         return others
 
     @staticmethod
-    def _take_if_free(cap: list[int], placement: GrantPlacement) -> bool:
+    def _take_if_free(fr: _FreeServers, placement: GrantPlacement) -> bool:
+        cap = fr.cap
         if all(cap[s] >= k for s, k in placement.servers):
             for s, k in placement.servers:
-                cap[s] -= k
+                fr.take(s, k)
             return True
         return False
 
@@ -865,40 +1153,39 @@ class _Engine:
                 )
             placed[j] = (p, i)
             placed[i] = (p, j)
+            self._changed += (j, i)
 
-    def _fit(self, cap: list[int], gpu_type: str, n: int, mode: str) -> GrantPlacement | None:
+    def _fit(self, fr: _FreeServers, gpu_type: str, n: int, mode: str) -> GrantPlacement | None:
+        """:func:`_fit_reference` on the bucketed free servers (the same placement)."""
         gps = self.types[gpu_type].gpus_per_server
         k = -(-n // gps)
         if k == 1:
-            best = -1
-            for s, f in enumerate(cap):
-                if f >= n and (best < 0 or f < cap[best]):
-                    best = s
+            best = fr.best_fit(n)
             if best >= 0:
-                cap[best] -= n
+                fr.take(best, n)
                 return GrantPlacement(gpu_type, ((best, n),))
         else:
-            order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))[:k]
-            if sum(cap[s] for s in order) >= n:
-                return self._take(cap, gpu_type, order, n)
+            order = fr.most_free(count=k)
+            if sum(fr.cap[s] for s in order) >= n:
+                return self._take(fr, gpu_type, order, n)
         if mode == "require":
             return None
-        order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))
-        if sum(cap) < n:  # pragma: no cover - admission counted the GPUs
+        if fr.total < n:  # pragma: no cover - admission counted the GPUs
             return None
-        return self._take(cap, gpu_type, order, n)
+        return self._take(fr, gpu_type, fr.most_free(gpus=n), n)
 
     @staticmethod
-    def _take(cap: list[int], gpu_type: str, order: list[int], n: int) -> GrantPlacement:
+    def _take(fr: _FreeServers, gpu_type: str, order: list[int], n: int) -> GrantPlacement:
         servers: list[tuple[int, int]] = []
         left = n
+        cap = fr.cap
         for s in order:
             if left == 0:
                 break
             k = min(cap[s], left)
             if k > 0:
                 servers.append((s, k))
-                cap[s] -= k
+                fr.take(s, k)
                 left -= k
         return GrantPlacement(gpu_type, tuple(sorted(servers)))
 
@@ -1044,6 +1331,51 @@ class _Engine:
                 used[s] += c
             out[i] = ps
         return out
+
+
+def _fit_reference(
+    cap: list[int], gpus_per_server: int, gpu_type: str, n: int, mode: str
+) -> GrantPlacement | None:
+    """The placement rule, on plain free lists (``cap`` is taken from): the specification.
+
+    A gang of ``n <= gpus_per_server`` GPUs goes on the server with the fewest free GPUs that
+    holds it whole (lowest index on ties); a larger gang on the ``ceil(n / gpus_per_server)``
+    servers with the most free GPUs (lowest index on ties) if they hold it. Otherwise, unless
+    ``mode`` is ``"require"``, it is spread over the servers with the most free GPUs.
+    """
+    k = -(-n // gpus_per_server)
+    if k == 1:
+        best = -1
+        for s, f in enumerate(cap):
+            if f >= n and (best < 0 or f < cap[best]):
+                best = s
+        if best >= 0:
+            cap[best] -= n
+            return GrantPlacement(gpu_type, ((best, n),))
+    else:
+        order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))[:k]
+        if sum(cap[s] for s in order) >= n:
+            return _take_reference(cap, gpu_type, order, n)
+    if mode == "require":
+        return None
+    order = sorted(range(len(cap)), key=lambda s: (-cap[s], s))
+    if sum(cap) < n:
+        return None
+    return _take_reference(cap, gpu_type, order, n)
+
+
+def _take_reference(cap: list[int], gpu_type: str, order: list[int], n: int) -> GrantPlacement:
+    servers: list[tuple[int, int]] = []
+    left = n
+    for s in order:
+        if left == 0:
+            break
+        k = min(cap[s], left)
+        if k > 0:
+            servers.append((s, k))
+            cap[s] -= k
+            left -= k
+    return GrantPlacement(gpu_type, tuple(sorted(servers)))
 
 
 def simulate_steps(

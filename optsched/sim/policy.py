@@ -137,13 +137,23 @@ class PolicyDecision:
     keep_running : bool
         Every job running now keeps its GPUs (and partner) and ``grants`` only lists jobs to
         start: the incremental form of "keep everything, add these", in time independent of
-        the number of running jobs. Grants of running jobs are then an error.
+        the number of running jobs. Grants of running jobs are then an error (unless ``stop``
+        is given).
+    stop : tuple of str or None
+        With ``keep_running``: the running jobs that stop now. ``grants`` may then also list
+        running jobs, which are placed as the full form places them (they keep their GPUs
+        when they can, a spread gang moves onto fewer servers when they have room); every
+        other running job keeps its GPUs. The incremental form of a decision that preempts
+        some jobs: the same placement as the full form (every kept job granted, in order)
+        when the running jobs left out of ``grants`` are consolidated gangs. Shared pairs
+        cannot be stopped or granted this way.
     """
 
     grants: tuple[Grant, ...] = ()
     blocking: bool = False
     wake_at: float | None = None
     keep_running: bool = False
+    stop: tuple[str, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -283,11 +293,17 @@ class Policy:
         active job that could use it waits (by GPU count, on a type where the job's rate is
         positive). The engine records the claim and the validator checks it (constraint
         ``work_conserving`` of :mod:`optsched.sim.validate`). Default ``False``.
+    lazy_progress : bool
+        The policy reads the progress (``done``, ``attained_service``, ``executed_seconds``)
+        of few jobs at a decision: the engine then brings a job's progress up to date when it
+        is read rather than every running job's at every decision point. The values read are
+        the same either way (a speed hint only). Default ``False``.
     """
 
     name: str = "policy"
     round_seconds: float | None = None
     work_conserving: bool = False
+    lazy_progress: bool = False
 
     def reset(self, world: World) -> None:
         """Called once before a simulation starts (clear per-run memory here)."""

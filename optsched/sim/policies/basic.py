@@ -27,15 +27,21 @@ completions) unless given ``round_seconds``. With ``elastic=True`` (names ending
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from optsched.sim.policies.elastic import elastic_sizes
 from optsched.sim.policy import Consolidation, Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.world import World
 
 __all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_allocation"]
+
+
+def _first(item: tuple[tuple[float, ...], JobState]) -> tuple[float, ...]:
+    return item[0]
 
 
 def _best_rate(state: SimState, s: JobState) -> float:
@@ -209,6 +215,12 @@ class OrderPolicy(Policy):
     base_name = "order"
     blocking = False
     preemptive = True
+    #: a running job's key changes only when :meth:`rekey_candidates` says it may (EDF: never;
+    #: Tiresias 2D-LAS: at its next threshold crossing), so the running jobs can stay sorted
+    stable_running_keys = False
+    #: the running jobs are re-keyed and re-sorted at every decision by :meth:`refresh_running`
+    #: (SRTF: every running job's remaining time changes), then walked as the sorted ones
+    rekeys_running = False
     # greedy by count down the whole order, skipping what does not fit: nothing that fits waits
     # (strict FIFO, which blocks, says otherwise)
     work_conserving = True
@@ -232,6 +244,8 @@ class OrderPolicy(Policy):
         self._pending: list[JobState] = []
         self._best: dict[int, float] = {}
         self._sizes: dict[str, int] = {}
+        self._sorted = False
+        self._reset_running()
 
     def reset(self, world: World) -> None:
         """Empty the queue."""
@@ -239,6 +253,70 @@ class OrderPolicy(Policy):
         self._pending = []
         self._best = {}
         self._sizes = {}
+        # the sorted running jobs (see the class notes): preemptive, stable running keys, one
+        # GPU type, the agnostic rigid walk
+        self._sorted = (
+            self.preemptive
+            and (self.stable_running_keys or self.rekeys_running)
+            and not (self.blocking or self.aware or self.elastic or self.reference)
+            and len(world.cluster.gpu_types) == 1
+        )
+        # it reads the progress of the few jobs whose key may change: lazy progress pays
+        self.lazy_progress = (self._sorted and not self.rekeys_running) or type(self).lazy_progress
+        self._index = {j.job_id: j.index for j in world.jobs} if self._sorted else {}
+        self._gps = world.cluster.gpu_types[0].gpus_per_server
+        self._reset_running()
+
+    # -- the sorted running jobs --------------------------------------------------------------
+
+    def _reset_running(self) -> None:
+        self._rkeys: list[tuple[float, ...]] = []  # full keys, sorted
+        self._rjobs: list[JobState] = []  # the jobs, in that order
+        self._rgpus: list[int] = []  # their gangs
+        self._rkey_of: dict[int, tuple[float, ...]] = {}  # job index -> its key in the list
+        self._rspread: dict[int, JobState] = {}  # the running jobs spread over extra servers
+        self._new_granted: list[JobState] = []
+
+    def _run_insert(
+        self, state: SimState, s: JobState, key: tuple[float, ...] | None = None
+    ) -> None:
+        key = self._full_key(state, s) if key is None else key
+        p = bisect.bisect_left(self._rkeys, key)
+        self._rkeys.insert(p, key)
+        self._rjobs.insert(p, s)
+        self._rgpus.insert(p, s.job.num_gpus)
+        self._rkey_of[s.job.index] = key
+        if s.placement is not None and not s.placement.consolidated(self._gps):
+            self._rspread[s.job.index] = s
+        self.on_run(state, s)
+
+    def _run_remove(self, i: int) -> None:
+        key = self._rkey_of.pop(i)
+        p = bisect.bisect_left(self._rkeys, key)
+        del self._rkeys[p], self._rjobs[p], self._rgpus[p]
+        self._rspread.pop(i, None)
+        self.on_stop(i)
+
+    def refresh_running(self, state: SimState) -> None:
+        """Re-key and re-sort every running job (``rekeys_running`` policies)."""
+        keyed = sorted([(self._full_key(state, s), s) for s in self._rjobs], key=_first)
+        self._set_running(keyed)
+
+    def _set_running(self, keyed: Sequence[tuple[tuple[float, ...], JobState]]) -> None:
+        self._rkeys = [k for k, _ in keyed]
+        self._rjobs = [s for _, s in keyed]
+        self._rgpus = [s.job.num_gpus for s in self._rjobs]
+        self._rkey_of = {s.job.index: k for k, s in keyed}
+
+    def rekey_candidates(self, state: SimState) -> Iterable[JobState]:
+        """Running jobs whose key may have changed since it was last computed (default none)."""
+        return ()
+
+    def on_run(self, state: SimState, s: JobState) -> None:
+        """Hook run when a running job's key is (re)computed in the sorted running jobs."""
+
+    def on_stop(self, i: int) -> None:
+        """Hook run when job ``i`` leaves the sorted running jobs."""
 
     def gang(self, s: JobState) -> int:
         """The gang granted to ``s`` at the current decision (its request unless resized)."""
@@ -286,6 +364,8 @@ class OrderPolicy(Policy):
             return self._allocate_elastic(state)
         if self.reference:
             return self._allocate_reference(state)
+        if self._sorted:
+            return self._allocate_sorted(state)
         queue = self.queue
         for job_id in state.finished:
             queue.discard(job_id)
@@ -349,7 +429,8 @@ class OrderPolicy(Policy):
                 break
             n = s.job.num_gpus
             if single is not None:
-                fits = free[single] >= n and state.rate(s, single) > 0
+                # a running job runs where its rate is positive (the engine places no other)
+                fits = free[single] >= n and (not from_queue or state.rate(s, single) > 0)
                 t = single if fits else None
             else:
                 t = _choose_type(state, s, free, names, aware)
@@ -373,7 +454,21 @@ class OrderPolicy(Policy):
             self.on_wait(state, s)
         # nobody preempted or moved: say so, and list only the jobs to start
         keep = not preempted and not moved
-        picks = new if keep else range(len(granted))
+        picks: Sequence[int] = new if keep else range(len(granted))
+        stop: tuple[str, ...] | None = None
+        if preempted and not moved and single is not None:
+            # the ``stop`` form of the full decision: the preempted jobs stop, the new jobs and
+            # the kept spread gangs are granted in walk order, and the kept consolidated gangs
+            # keep their GPUs, as granting them would
+            gps = state.world.cluster.gpu_types[0].gpus_per_server
+            isnew = set(new)
+            picks = [
+                k
+                for k, s in enumerate(granted)
+                if k in isnew or (s.placement is not None and not s.placement.consolidated(gps))
+            ]
+            stop = tuple(s.job_id for s in preempted)
+            keep = True
         grants = tuple(self._grant(granted[k], chosen[k]) for k in picks)
         # the engine keeps every running job under keep_running: only the others may fail
         self._pending = [granted[k] for k in picks]
@@ -382,6 +477,144 @@ class OrderPolicy(Policy):
             blocking=blocking,
             wake_at=self.wake(state, granted),
             keep_running=keep,
+            stop=stop,
+        )
+
+    def _allocate_sorted(self, state: SimState) -> PolicyDecision:
+        r"""The default walk on one GPU type with the running jobs kept sorted across decisions.
+
+        The running jobs stay in a sorted list, updated by the jobs that start, stop and
+        complete and by those whose key :meth:`rekey_candidates` reports changed, instead of
+        being re-keyed and sorted at every decision. The walk takes at once every run of
+        running jobs that precede the queue's current best job and fit together (one
+        bisection and a prefix sum; the one-by-one walk would take each of them the same way,
+        as the queue's answer, recomputed when GPUs shrink, only moves to larger keys), and
+        steps one job at a time otherwise. The grants, their order and the queue's evolution
+        are those of the default walk.
+        """
+        queue = self.queue
+        index = self._index
+        finished = state.finished
+        for job_id in finished:
+            queue.discard(job_id)
+            i = index[job_id]
+            if i in self._rkey_of:
+                self._run_remove(i)
+        if self._pending:
+            gone = set(finished)
+            for s in self._pending:
+                if s.job_id in gone:
+                    continue
+                if s.placement is None:
+                    # granted but not placed (or not kept) by the engine: waiting again
+                    if s.job.index in self._rkey_of:
+                        self._run_remove(s.job.index)
+                    queue.push(s, self._full_key(state, s))
+                elif s.job.index not in self._rkey_of:
+                    self._run_insert(state, s)
+        if len(state.running) != len(self._rkeys):
+            # a safety net: the engine runs only granted jobs, all accounted for above
+            for i in list(self._rkey_of):
+                self._run_remove(i)
+            for s in state.running:
+                self._run_insert(state, s)
+        for i, s in list(self._rspread.items()):
+            if s.placement is None or s.placement.consolidated(self._gps):
+                del self._rspread[i]  # moved onto the fewest servers by the engine
+        for s in state.arrived:
+            queue.push(s, self._full_key(state, s))
+        if self.rekeys_running:
+            self.refresh_running(state)
+        for s in list(self.rekey_candidates(state)):
+            i = s.job.index
+            if i in self._rkey_of:
+                key = self._full_key(state, s)
+                if key != self._rkey_of[i]:
+                    self._run_remove(i)
+                    self._run_insert(state, s, key)
+                else:
+                    self.on_run(state, s)
+        self.before(state)
+        gpu_type = state.world.cluster.gpu_types[0]
+        single, free = gpu_type.name, gpu_type.count
+        keys, jobs, gpus = self._rkeys, self._rjobs, self._rgpus
+        n_run = len(keys)
+        prefix: list[int] | None = None
+        granted: list[JobState] = []
+        new: list[int] = []
+        new_keys: list[tuple[float, ...]] = []
+        preempted: list[JobState] = []
+        skipped: list[JobState] = []
+        r = 0
+        head: tuple[tuple[float, ...], str] | None = None
+        head_key: tuple[float, ...] = ()
+        head_gang = 0
+        stale = True
+        while True:
+            while r < n_run and gpus[r] > free:
+                preempted.append(jobs[r])
+                r += 1
+            if stale or (head is not None and head_gang > free):
+                head = queue.best(free)
+                head_gang = queue.states[head[1]].job.num_gpus if head is not None else 0
+                stale = False
+            if r < n_run:
+                # the running jobs up to the queue's best job, taken at once when they all fit
+                j = n_run if head is None else bisect.bisect_right(keys, head[0], r)
+                if j > r + 1:
+                    if prefix is None:
+                        prefix = [0, *itertools.accumulate(gpus)]
+                    total = prefix[j] - prefix[r]
+                    if total <= free:
+                        granted.extend(jobs[r:j])
+                        free -= total
+                        r = j
+                        continue
+            if r < n_run and (head is None or keys[r] <= head[0]):
+                s = jobs[r]
+                r += 1
+                from_queue = False
+            elif head is not None:
+                s = queue.states[head[1]]
+                from_queue = True
+                queue.discard(s.job_id)
+                stale = True
+                head_key = head[0]
+            else:
+                break
+            n = s.job.num_gpus
+            if free >= n and state.rate(s, single) > 0:
+                free -= n
+                if from_queue:
+                    new.append(len(granted))
+                    new_keys.append(head_key)
+                granted.append(s)
+            else:
+                (skipped if from_queue else preempted).append(s)
+        for s in (*preempted, *skipped):
+            queue.push(s, self._full_key(state, s))
+        for s in preempted:
+            self._run_remove(s.job.index)
+            self.on_wait(state, s)
+        self._new_granted = [granted[k] for k in new]
+        stop: tuple[str, ...] | None = None
+        if preempted:
+            # the ``stop`` form of the full decision: the preempted jobs stop, the new jobs and
+            # the kept spread gangs are granted in the walk's (key) order, and the kept
+            # consolidated gangs keep their GPUs, as granting them would
+            items = list(zip(new_keys, self._new_granted, strict=True))
+            items += [(self._rkey_of[i], s) for i, s in self._rspread.items()]
+            items.sort(key=lambda item: item[0])
+            self._pending = [s for _, s in items]
+            stop = tuple(s.job_id for s in preempted)
+        else:
+            self._pending = self._new_granted
+        return PolicyDecision(
+            grants=tuple(self._grant(s, single) for s in self._pending),
+            blocking=False,
+            wake_at=self.wake(state, granted),
+            keep_running=True,
+            stop=stop,
         )
 
     def _allocate_elastic(self, state: SimState) -> PolicyDecision:
@@ -506,6 +739,7 @@ class FIFO(OrderPolicy):
     """First in, first out (strict unless ``backfill``); non-preemptive."""
 
     base_name = "fifo"
+    lazy_progress = True  # its keys never read a job's progress
     preemptive = False
 
     def __init__(
@@ -536,6 +770,7 @@ class SJF(OrderPolicy):
     """Shortest job first, non-preemptive (known durations)."""
 
     base_name = "sjf"
+    lazy_progress = True  # its keys never read a job's progress
     preemptive = False
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
@@ -548,17 +783,62 @@ class SRTF(OrderPolicy):
     """Shortest remaining time first, preemptive (known durations)."""
 
     base_name = "srtf"
+    rekeys_running = True
+
+    def reset(self, world: World) -> None:
+        """Empty the queue; the best rate of every job, for its keys."""
+        super().reset(world)
+        self._rates = [
+            max(
+                (world.rate(j, t.name) for t in world.cluster.gpu_types if t.count >= j.num_gpus),
+                default=0.0,
+            )
+            for j in world.jobs
+        ]
+
+    def refresh_running(self, state: SimState) -> None:
+        """Every running job's key (:meth:`_full_key`, inlined: the hot loop) and re-sort."""
+        rates = self._rates
+        # a running job's best rate is positive: the engine places no job where it is 0
+        keyed = sorted(
+            [
+                (
+                    (
+                        max(0.0, s.job.work - s.done) / rates[s.job.index],
+                        s.job.arrival,
+                        s.job.index,
+                    ),
+                    s,
+                )
+                for s in self._rjobs
+            ],
+            key=_first,
+        )
+        self._set_running(keyed)
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Remaining time on the best type."""
         rate = self.best_rate(state, s)
         return (s.remaining / rate if rate > 0 else math.inf,)
 
+    def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        # :meth:`key` with the arrival and position, inlined: it runs for every running job
+        # at every decision
+        job = s.job
+        rate = self._best.get(job.index)
+        if rate is None:
+            rate = self.best_rate(state, s)
+        if rate > 0:
+            return (max(0.0, job.work - s.done) / rate, job.arrival, job.index)
+        return (math.inf, job.arrival, job.index)
+
 
 class EDF(OrderPolicy):
     """Earliest deadline first, preemptive; no deadline goes last."""
 
     base_name = "edf"
+    stable_running_keys = True  # a deadline never changes
+    lazy_progress = True  # its keys never read a job's progress
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:
         """Deadline (infinite when none)."""

@@ -1,0 +1,39 @@
+"""The replay benchmark states each speed goal as met or by the factor still to gain."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_sim.py"
+
+
+def _bench() -> object:
+    spec = importlib.util.spec_from_file_location("bench_sim_goals", _PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_goals_met_and_missed() -> None:
+    bench = _bench()
+    totals = {"fifo": [10, 10.0], "srtf": [10, 19.0], "tiresias-las": [10, 30.0]}
+    scaling = {"fifo": [1.0, 2.0, 4.0], "srtf": [1.0, 2.1, 5.5]}
+    out = bench.goals(totals, scaling, 4)  # type: ignore[attr-defined]
+    assert out["goal: srtf within 2x FIFO's time"] == "met (1.90 <= 2)"
+    assert out["goal: tiresias-las within 2x FIFO's time"] == (
+        "NOT met (3.00 > 2: 1.50x still to gain)"
+    )
+    assert out["goal: fifo 4x the trace within 4.4x the time"] == "met (4.00 <= 4.4)"
+    assert out["goal: srtf 4x the trace within 4.4x the time"] == (
+        "NOT met (5.50 > 4.4: 1.25x still to gain)"
+    )
+    assert not any("fifo within" in k for k in out)
+
+
+def test_the_quick_run_scales_the_goal() -> None:
+    out = _bench().goals({"fifo": [1, 1.0]}, {"fifo": [1.0, 2.3]}, 2)  # type: ignore[attr-defined]
+    assert out == {
+        "goal: fifo 2x the trace within 2.2x the time": "NOT met (2.30 > 2.2: 1.05x still to gain)"
+    }
