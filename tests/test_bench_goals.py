@@ -74,3 +74,16 @@ def test_write_gives_markdown_and_json(tmp_path: Path) -> None:
     assert rows[0]["met"] is True and len(rows) == len(g.GOALS)
     # the goal table itself is not read back as a benchmark result
     assert g.goal_table(tmp_path)[0]["value"] == 0.5
+
+
+def test_least_speedup_reads_the_cpu_verdicts(tmp_path: Path) -> None:
+    g = _goals()
+    goal = g.Goal("s", "x", g.least_speedup("v"), 10.0, at_most=False)
+    verdicts = {"a": "met (72.1x); met (18.9x)", "b": "met (40x); met (14.0x)", "c": "n/a; n/a"}
+    _write(tmp_path, "x", {"v": verdicts})
+    (row,) = g.goal_table(tmp_path, (goal,))
+    assert row["value"] == pytest.approx(14.0) and row["met"]
+    verdicts["b"] = "met (12.0x); 8.0x: 1.25x to go"
+    _write(tmp_path, "x", {"v": verdicts})
+    (row,) = g.goal_table(tmp_path, (goal,))
+    assert row["value"] == pytest.approx(8.0) and row["met"] is False
