@@ -141,14 +141,16 @@ def _fast_ratio(world: Any, name: str = "ftf-perf", *, whole: bool = False) -> d
 
     solve(generate_instance(4, seed=0), name)  # imports (scipy.sparse, highspy), untimed
     seconds: dict[bool, float] = {}
+    cpu: dict[bool, float] = {}
     records: dict[bool, Any] = {}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
     try:
         for on in (False, True):
             _fast_paths(on)
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             result = simulate(world, AllocationLP(name))
             seconds[on] = time.perf_counter() - start
+            cpu[on] = time.process_time() - start_cpu
             records[on] = (result.completion, result.first_start, result.intervals)
     finally:
         _fast_paths(True)
@@ -159,17 +161,22 @@ def _fast_ratio(world: Any, name: str = "ftf-perf", *, whole: bool = False) -> d
         f"{name}: simulation (s), plain round path": round(seconds[False], 1),
         f"{name}: simulation (s), fast round path": round(seconds[True], 1),
         f"{name}: plain / fast": round(seconds[False] / seconds[True], 2),
+        f"{name}: CPU (s), plain round path": round(cpu[False], 1),
+        f"{name}: CPU (s), fast round path": round(cpu[True], 1),
+        f"{name}: plain / fast, CPU": round(cpu[False] / cpu[True], 2),
         f"{name}: fast path records identical": same,
         "load average (1 min, highest seen; 2 cores)": round(load, 2),
     }
     if whole:
-        fast_s = seconds[True]
+        # The goal is wall time on a quiet machine; on a loaded one the process's CPU time
+        # stands for it (the simulation runs on one core), and both are held against it.
         out[f"{name}: goal, whole trace (s, quiet 2-core machine)"] = GOAL_SECONDS
-        out[f"{name}: goal"] = (
-            "met"
-            if fast_s <= GOAL_SECONDS
-            else f"not met here: {fast_s / GOAL_SECONDS:.2f}x still to gain at this load"
-        )
+        for what, value in (("wall", seconds[True]), ("CPU", cpu[True])):
+            out[f"{name}: goal by {what} time"] = (
+                "met"
+                if value <= GOAL_SECONDS
+                else f"not met: {value / GOAL_SECONDS:.2f}x still to gain"
+            )
     return out
 
 
