@@ -372,39 +372,58 @@ def carry_out(state: SimState, x: FractionalAllocation) -> PolicyDecision:
     """
     names = state.world.cluster.names
     order = {t: k for k, t in enumerate(names)}
-    by_id = {s.job_id: s for s in state.active}
-    keys: list[tuple[float, float, float, int, str, str]] = []
+    by_id = {s.job.job_id: s for s in state.active}
+    round_index = state.round_index
+    inf = math.inf
+    keys: list[tuple[float, float, float, int, str, str, int]] = []
+    append = keys.append
     for jid, row in x.items():
         s = by_id.get(jid)
         if s is None:
             continue
+        received_by_type = s.rounds_received
+        # state.decisions_seen(s), at least 1
+        first = s.first_decision
+        active = max(1, round_index - first + 1 if first >= 0 else 0)
+        job = s.job
         for gpu_type, value in row.items():
             if not (value > 0) or gpu_type not in order:
                 continue
-            received = s.rounds_received.get(gpu_type, 0)
-            active = max(1, state.decisions_seen(s))
-            share = received / active
-            prio = math.inf if share <= 0 else value / share
-            keys.append((-prio, -value, s.job.arrival, order[gpu_type], jid, gpu_type))
+            share = received_by_type.get(gpu_type, 0) / active
+            prio = inf if share <= 0 else value / share
+            # the gang size rides along last: (job, type) is unique, so it is never compared
+            append((-prio, -value, job.arrival, order[gpu_type], jid, gpu_type, job.num_gpus))
     keys.sort()
     free = {t.name: t.count for t in state.world.cluster.gpu_types}
+    # GPUs left: once none is, no gang (at least one GPU each) can be granted any more
+    room: float = sum(free.values())
+    if any(s.job.num_gpus < 1 for s in state.active):
+        room = math.inf  # not a valid world's job; nothing is cut short then
     grants: list[Grant] = []
     taken: set[str] = set()
-    for *_, jid, gpu_type in keys:
-        n = by_id[jid].job.num_gpus
+    for key in keys:
+        if room <= 0:
+            break
+        jid, gpu_type, n = key[4], key[5], key[6]
         if jid not in taken and free[gpu_type] >= n:
             taken.add(jid)
             free[gpu_type] -= n
+            room -= n
             grants.append(Grant(job=jid, gpu_type=gpu_type))
-    left = [s for s in state.active if s.job_id not in taken]
+    if room <= 0:
+        return PolicyDecision(grants=tuple(grants))
+    left = [s for s in state.active if s.job.job_id not in taken]
     left.sort(key=lambda s: (s.placement is None, s.job.arrival, s.job.index))
     for s in left:
+        if room <= 0:
+            break
         n = s.job.num_gpus
         current = s.placement.gpu_type if s.placement is not None else None
         candidates = ([current] if current is not None else []) + list(names)
         for gpu_type in candidates:
             if free[gpu_type] >= n and state.rate(s, gpu_type) > 0:
                 free[gpu_type] -= n
+                room -= n
                 grants.append(Grant(job=s.job_id, gpu_type=gpu_type))
                 break
     return PolicyDecision(grants=tuple(grants))

@@ -195,8 +195,9 @@ def _pass_model(h: Any, lp: LinearProgram) -> None:
             lp.col_upper,
             lp.row_lower,
             lp.row_upper,
-            lp.a.indptr.astype(np.int32),
-            lp.a.indices.astype(np.int32),
+            # the same int32 arrays, copied only when they are not int32 already
+            np.asarray(lp.a.indptr, dtype=np.int32),
+            np.asarray(lp.a.indices, dtype=np.int32),
             lp.a.data,
             np.zeros(lp.n_variables, dtype=np.int32),  # every column continuous
         )

@@ -227,6 +227,50 @@ class LinearProgram:
         set_(self, "offset", float(offset))
         return True
 
+    def with_values(self, data: ArrayLike) -> LinearProgram:
+        """The same model with the constraint matrix's stored values replaced, its pattern kept.
+
+        ``data`` takes the place of ``a.data`` (the non-zeros in CSC order). A sequence of LPs
+        that differ only in some coefficients (the levels of a bisection) is built once and
+        then changed in place of being rebuilt: with :data:`TRUSTED_BUILDS` the sparsity
+        pattern and every vector are shared with this model and only ``data`` is checked
+        (finite); otherwise, or when it is not, the full constructor checks the new model.
+
+        Raises
+        ------
+        InvalidInstanceError
+            ``data`` has another shape than ``a.data``, or holds a NaN or infinite value.
+        """
+        import copy
+
+        values = np.asarray(data, dtype=np.float64)
+        if values.shape != self.a.data.shape:
+            raise InvalidInstanceError(
+                "data", f"must have shape {self.a.data.shape}, got {values.shape}"
+            )
+        a = copy.copy(self.a)  # the same pattern (indices and pointers shared, not re-checked)
+        a.data = values
+        if not (TRUSTED_BUILDS and np.isfinite(values).all()):
+            return LinearProgram(
+                self.c,
+                a,
+                self.row_lower,
+                self.row_upper,
+                self.col_lower,
+                self.col_upper,
+                sense=self.sense,
+                integrality=self.integrality,
+                offset=self.offset,
+            )
+        new = object.__new__(LinearProgram)
+        set_ = object.__setattr__
+        for name in ("c", "row_lower", "row_upper", "col_lower", "col_upper", "sense"):
+            set_(new, name, getattr(self, name))
+        set_(new, "integrality", self.integrality)
+        set_(new, "offset", self.offset)
+        set_(new, "a", a)
+        return new
+
     @property
     def n_variables(self) -> int:
         """Number of columns."""

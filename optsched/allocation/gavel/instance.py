@@ -254,6 +254,18 @@ class AllocationInstance(Frozen):
         return self._column("isolated_time_s")
 
     @cached_property
+    def isolated_throughputs(self) -> NDArray[np.float64]:
+        r""":math:`q_m`, each job's throughput under its isolated share, shape (jobs,).
+
+        :func:`~optsched.allocation.gavel.shares.isolated_throughput` of the measured
+        throughputs, kept for the instance: finish-time fairness reads it for every LP of a
+        round and for every recomputation of its objective.
+        """
+        from optsched.allocation.gavel.shares import isolated_throughput
+
+        return isolated_throughput(self.throughputs, self.scale_factors, self.capacities)
+
+    @cached_property
     def deadlines(self) -> NDArray[np.float64]:
         """Seconds to each job's deadline, ``inf`` where it has none, shape (jobs,)."""
         values = (
@@ -265,11 +277,14 @@ class AllocationInstance(Frozen):
         """A copy (pydantic's), without the arrays cached from this instance's jobs.
 
         ``model_copy(update={"jobs": ...})`` would otherwise carry this instance's cached
-        throughputs, steps or deadlines into a copy with other jobs.
+        throughputs, steps or deadlines (or any other value kept beside the fields, such as the
+        finish-time-fairness terms of :mod:`optsched.allocation.gavel.lp`) into a copy with
+        other jobs.
         """
         copied = super().model_copy(update=update, deep=deep)
-        for name in _CACHED:
-            copied.__dict__.pop(name, None)
+        fields = type(self).model_fields
+        for name in [name for name in copied.__dict__ if name not in fields]:
+            del copied.__dict__[name]
         return copied
 
     def _column(self, field: str) -> NDArray[np.float64]:
@@ -306,12 +321,6 @@ class AllocationInstance(Frozen):
             f"AllocationInstance(jobs={self.n_jobs}, gpu_types={self.gpu_types}, "
             f"capacity={self.capacity})"
         )
-
-
-#: The cached per-job arrays of :class:`AllocationInstance` (dropped by ``model_copy``).
-_CACHED = tuple(
-    name for name, value in vars(AllocationInstance).items() if isinstance(value, cached_property)
-)
 
 
 def load_instance(path: str) -> AllocationInstance:

@@ -148,6 +148,11 @@ HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
 #: Seconds per hour: prices are per GPU-hour, throughputs per second.
 _HOUR = 3600.0
 
+#: Whether the LPs of one ``ftf`` round after the first are the first with its last column's
+#: values replaced (:meth:`~optsched.solvers.matrix.LinearProgram.with_values`) instead of
+#: being built again: the same models, which the tests compare (``False`` builds each).
+REUSE_LEVEL_LPS = True
+
 #: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
 FTF_MAX_STEPS = 200
 
@@ -374,17 +379,49 @@ def _fractions(cl: _Classes, sol: MatrixSolution) -> NDArray[np.float64]:
     return cl.expand(np.clip(x, 0.0, 1.0))
 
 
+def _isolated(instance: AllocationInstance, t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:math:`q_m` of ``t``: the instance's own (computed once) when ``t`` is its throughputs."""
+    if t is instance.throughputs:
+        return instance.isolated_throughputs
+    return isolated_throughput(t, instance.scale_factors, instance.capacities)
+
+
 def _ftf_terms(
     instance: AllocationInstance, t: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """``(sigma, t_m, c_m)`` of the jobs with steps left."""
-    q = isolated_throughput(t, instance.scale_factors, instance.capacities)
+    q = _isolated(instance, t)
     sigma = instance.steps
     since = instance.since_start
     hist = instance.isolated_times
     with np.errstate(divide="ignore"):
         c = hist + np.where(sigma > 0, sigma / np.where(q > 0, q, np.nan), 0.0)
     return sigma, since, c
+
+
+def _ftf_active_terms(
+    instance: AllocationInstance, t: NDArray[np.float64], active: NDArray[np.bool_]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """``(t_m, sigma_m, c_m)`` of the jobs with steps left (``active``).
+
+    They depend on the instance and ``t`` alone, and every LP of a round recomputes the
+    objective of its allocation: for the instance's own throughputs they are computed once
+    and kept with the instance (the same arrays, hence the same objective values).
+    """
+    own = t is instance.throughputs
+    if own:
+        kept = instance.__dict__.get(_FTF_TERMS)
+        if kept is not None:
+            return kept
+    sig, since, c = _ftf_terms(instance, t)
+    terms = (since[active], sig[active], c[active])
+    if own:
+        instance.__dict__[_FTF_TERMS] = terms
+    return terms
+
+
+#: Where :func:`_ftf_active_terms` keeps an instance's terms (beside its cached arrays).
+_FTF_TERMS = "_ftf_active_terms"
 
 
 def _ftf_alpha_beta(
@@ -397,7 +434,7 @@ def _ftf_alpha_beta(
     of one type with no history share bit-identical values (and fall into one class) whatever
     their steps left. Jobs with no steps left get ``alpha = 1``, ``beta = 0`` (no fairness row).
     """
-    q = isolated_throughput(t, instance.scale_factors, instance.capacities)
+    q = _isolated(instance, t)
     sigma = instance.steps
     active = sigma > 0
     safe_sigma = np.where(active, sigma, 1.0)
@@ -474,8 +511,8 @@ def objective_from_theta(
         return math.inf
     if objective == "makespan":
         return float(np.max(sigma[active] / theta[active]))
-    sig, since, c = _ftf_terms(instance, t)
-    rho = (since[active] + sig[active] / theta[active]) / c[active]
+    since_a, sig_a, c_a = _ftf_active_terms(instance, t, active)
+    rho = (since_a + sig_a / theta[active]) / c_a
     return float(np.max(rho))
 
 
@@ -673,6 +710,7 @@ def solve_lp_policy(
     # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
     points: list[tuple[float, float]] = []
     widths: list[float] = []  # hi - lower before each LP
+    first_lp: LinearProgram | None = None
     for _ in range(FTF_MAX_STEPS):
         if math.isfinite(upper) and upper - lower <= OPTIMALITY_GAP / 10 * max(1.0, upper):
             break
@@ -687,7 +725,14 @@ def solve_lp_policy(
         r = _next_level(points, lower, hi, bisect=stalled)
         # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
         aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
-        lp = _program(cl, base, coef_c, aux)
+        if first_lp is None or not (REUSE_LEVEL_LPS and base.standard):
+            lp = first_lp = _program(cl, base, coef_c, aux)
+        else:
+            # the level enters only the last column (-aux in the fairness rows), whose values
+            # are the last cl.n stored ones of the standard layout (_standard_csc)
+            data = first_lp.a.data.copy()
+            data[data.size - cl.n :] = -np.asarray(aux, dtype=np.float64)
+            lp = first_lp.with_values(data)
         step = solve_matrix(
             lp,
             time_limit=left(),

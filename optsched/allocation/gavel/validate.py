@@ -61,7 +61,7 @@ def shape(
     instance: AllocationInstance, solution: Allocation, objective: str | None
 ) -> list[Violation]:
     """``shape``: the allocation is laid out over the instance's jobs and GPU types."""
-    jobs = [j.job_id for j in instance.jobs]
+    jobs = list(instance.job_ids)
     k = len(instance.gpu_types)
     if list(solution.job_ids) != jobs or list(solution.gpu_types) != list(instance.gpu_types):
         return [Violation("shape", "job ids or GPU types differ from the instance's")]
@@ -115,6 +115,7 @@ def job_time(
         share = float(y[r].sum())
         time_used[pairs[r, 0]] += share
         time_used[pairs[r, 1]] += share
+    over = np.flatnonzero(time_used > 1 + CAPACITY_TOL)
     return [
         Violation(
             "job_time",
@@ -122,8 +123,7 @@ def job_time(
             {"job": job.job_id},
             float(total) - 1,
         )
-        for job, total in zip(instance.jobs, time_used, strict=True)
-        if total > 1 + CAPACITY_TOL
+        for job, total in ((instance.jobs[m], time_used[m]) for m in over.tolist())
     ]
 
 
@@ -134,8 +134,10 @@ def type_capacity(
     x = np.asarray(solution.fractions, dtype=np.float64)
     pairs, y = _pair_rows(solution, len(instance.gpu_types))
     out: list[Violation] = []
+    # each type's GPUs summed job after job (a running sum, as the definition reads)
+    gpus = np.cumsum(instance.scale_factors[:, None] * x, axis=0)
     for j, gpu in enumerate(instance.gpu_types):
-        used = sum(job.scale_factor * x[m, j] for m, job in enumerate(instance.jobs))
+        used = float(gpus[-1, j]) if gpus.shape[0] else 0
         # A pair row is one gang: counted once, with its (common) scale factor.
         used += sum(instance.jobs[int(a)].scale_factor * y[r, j] for r, a in enumerate(pairs[:, 0]))
         cap = instance.capacity[j]
@@ -157,17 +159,20 @@ def gang_fits(
     r"""``gang_fits``: :math:`X_{mj} = 0` where :math:`T_{mj} = 0` or :math:`s_m > n_j`."""
     x = np.asarray(solution.fractions, dtype=np.float64)
     out: list[Violation] = []
-    for m, job in enumerate(instance.jobs):
-        for j, gpu in enumerate(instance.gpu_types):
-            if x[m, j] > CAPACITY_TOL and not _can_run(job, j, instance):
-                out.append(
-                    Violation(
-                        "gang_fits",
-                        f"{job.job_id} gets {x[m, j]:.6g} of {gpu}, where it cannot run",
-                        {"job": job.job_id, "gpu_type": gpu},
-                        x[m, j],
-                    )
-                )
+    # where the job may run alone, from the instance's arrays (_can_run for every entry)
+    can_run = (instance.throughputs > 0) & (
+        instance.scale_factors[:, None] <= instance.capacities[None, :]
+    )
+    for m, j in zip(*np.nonzero((x > CAPACITY_TOL) & ~can_run), strict=True):
+        job, gpu = instance.jobs[m], instance.gpu_types[j]
+        out.append(
+            Violation(
+                "gang_fits",
+                f"{job.job_id} gets {x[m, j]:.6g} of {gpu}, where it cannot run",
+                {"job": job.job_id, "gpu_type": gpu},
+                x[m, j],
+            )
+        )
     return out
 
 

@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Any
 from optsched.allocation.gavel import POLICIES as LP_POLICIES
 from optsched.allocation.gavel import AllocationInstance, AllocationJob, PairThroughput, solve
 from optsched.allocation.gavel.prices import GPU_PRICES_PER_HOUR
-from optsched.allocation.gavel.shares import isolated_throughput
 from optsched.errors import InvalidInstanceError, NotOptimalError, RoundNotOptimalError
 from optsched.results import ExactResult
 from optsched.sim.policy import (
@@ -74,8 +73,11 @@ __all__ = [
 ]
 
 #: Whether the rounds take the fast path: each job's rates looked up once per run and the
-#: round's jobs built without pydantic's validation pass (:func:`allocation_jobs`). Both give the
-#: same jobs as the plain path (``False``), which the tests compare them against.
+#: round's jobs built without pydantic's validation pass (:func:`allocation_jobs`), and
+#: :class:`AllocationLP` building its round from per-run arrays of the world's jobs
+#: (:class:`RoundTables`: the round's fields, the isolated-share history and the instance's
+#: arrays computed as whole arrays, not job by job). Both give the same jobs, instance and run
+#: as the plain path (``False``), which the tests compare them against.
 FAST_ROUNDS = True
 
 #: Gavel's round length (6 minutes).
@@ -130,9 +132,7 @@ class IsolatedTime:
 
     def record(self, instance: AllocationInstance) -> None:
         """Remember this round's steps left and isolated shares for the next update."""
-        shares = isolated_throughput(
-            instance.throughputs, instance.scale_factors, instance.capacities
-        )
+        shares = instance.isolated_throughputs
         self._previous = {
             job.job_id: (job.steps_remaining, float(shares[i]))
             for i, job in enumerate(instance.jobs)
@@ -341,9 +341,261 @@ def _construct(cls: type[AllocationJob], fields: dict[str, Any]) -> AllocationJo
 _JOB_FIELDS = AllocationJob.model_fields.keys()
 
 
+class RoundTables:
+    r"""Per-run arrays of the world's jobs from which :class:`AllocationLP` builds its rounds.
+
+    The fast path of :data:`FAST_ROUNDS`. Each job's rates on the cluster's types, gang size,
+    weight, work, arrival and deadline are laid out once per run as arrays indexed by the job's
+    position in the world; a round then gathers its active jobs' rows and computes every field
+    of :func:`allocation_jobs` (steps left, time since arrival, the isolated-share history
+    :math:`h_m` of :class:`IsolatedTime`, the seconds to the deadline) as whole arrays, with the
+    same floating-point operations in the same order, so every value is the one the plain path
+    computes. The round's :class:`~optsched.allocation.gavel.AllocationInstance` is constructed
+    with those arrays already in place (the instance would otherwise gather them again from its
+    jobs), after the checks the validating constructors would make, done as array tests; a job
+    that fails one goes through the validating constructor, which raises its usual typed error.
+
+    Parameters
+    ----------
+    world : World
+        The run's world (immutable).
+    prices : tuple of float or None
+        The instance's prices (:meth:`AllocationLP._prices`), fixed for the run.
+    """
+
+    def __init__(self, world: World, prices: tuple[float, ...] | None) -> None:
+        import numpy as np
+
+        cluster = world.cluster
+        types = cluster.names
+        capacity = tuple(cluster.type(name).count for name in types)
+        # the instance's own checks of the types, capacities and prices, once per run
+        AllocationInstance(gpu_types=types, capacity=capacity, jobs=(), prices=prices)
+        jobs = world.jobs
+        n, k = len(jobs), len(types)
+        self.world = world
+        self.types = types
+        self.capacity = capacity
+        self.prices = prices
+        self.capacities = np.array(capacity, dtype=np.float64)
+        # as floats (what validation would make of them), as IsolatedTime.rates caches them
+        self.rate_rows = [tuple(float(world.rate(j, t)) for t in types) for j in jobs]
+        self.rates = np.array(self.rate_rows, dtype=np.float64).reshape(n, k)
+        self.ids = [j.job_id for j in jobs]
+        self.gangs = [j.num_gpus for j in jobs]
+        self.scale = np.array(self.gangs, dtype=np.float64)
+        self.weight = np.array([j.weight for j in jobs], dtype=np.float64)
+        self.work = np.array([j.work for j in jobs], dtype=np.float64)
+        self.arrival = np.array([j.arrival for j in jobs], dtype=np.float64)
+        self.deadline = np.array([j.deadline for j in jobs], dtype=np.float64)
+        # where a job can run: a positive rate and room for its whole gang (allocation_jobs)
+        gang_fits = self.scale[:, None] <= self.capacities[None, :]
+        self.fits: Any = (
+            ((self.rates > 0) & gang_fits).any(axis=1) if n else np.zeros(0, dtype=bool)
+        )
+        # the checks of _round_job that depend on the job alone
+        self.static_ok = (
+            np.isfinite(self.rates).all(axis=1)
+            & (self.rates >= 0).all(axis=1)
+            & np.isfinite(self.weight)
+            & (self.weight > 0)
+            & np.array(
+                [
+                    type(j.job_id) is str
+                    and 1 <= len(j.job_id) <= 200
+                    and isinstance(j.num_gpus, int)
+                    and 1 <= j.num_gpus <= 1_000_000
+                    for j in jobs
+                ],
+                dtype=bool,
+            )
+        )
+        # IsolatedTime's history and its previous round, as arrays (see IsolatedTime)
+        self.history = np.zeros(n)
+        self.has_history = np.zeros(n, dtype=bool)
+        self.before = np.zeros(n)
+        self.q = np.zeros(n)
+        self.recorded = np.full(n, -1, dtype=np.int64)
+        self.generation = 0
+        self._last = np.zeros(0, dtype=np.int64)
+
+    def matches(self, world: World, prices: tuple[float, ...] | None) -> bool:
+        """Whether these tables are the run's (same world object, same prices)."""
+        return self.world is world and self.prices == prices
+
+    def round(self, state: SimState) -> tuple[tuple[JobState, ...], AllocationInstance] | None:
+        """The round's runnable states and instance (``None``: no job can run anywhere).
+
+        Updates the isolated-share history as :func:`allocation_jobs` does.
+        """
+        import numpy as np
+
+        active = state.active
+        count = len(active)
+        idx = np.fromiter((s.job.index for s in active), dtype=np.int64, count=count)
+        done = np.fromiter((s.done for s in active), dtype=np.float64, count=count)
+        keep = self.fits[idx]
+        states: tuple[JobState, ...] = active
+        if not keep.all():
+            states = tuple(s for s, ok in zip(active, keep.tolist(), strict=True) if ok)
+            idx, done = idx[keep], done[keep]
+        if not states:
+            return None
+        self._last = idx
+        now = state.now
+        # max(work - done, 0.0), max(now - arrival, 0.0) as Python's max: x unless 0.0 > x
+        left = self.work[idx] - done
+        left = np.where(left < 0.0, 0.0, left)
+        since = now - self.arrival[idx]
+        since = np.where(since < 0.0, 0.0, since)
+        # IsolatedTime.update: progress since the previous round at that round's share
+        history = self.history[idx]
+        q = self.q[idx]
+        moved = (self.recorded[idx] == self.generation) & (q > 0)
+        if moved.any():
+            rows = idx[moved]
+            history[moved] = history[moved] + (self.before[rows] - left[moved]) / q[moved]
+            self.history[rows] = history[moved]
+            self.has_history[rows] = True
+        due = self.deadline[idx] - now
+        has_due = due > 0  # False at NaN (no deadline) and for a deadline already passed
+        ok = (
+            self.static_ok[idx]
+            & np.isfinite(left)
+            & np.isfinite(since)
+            & np.isfinite(history)
+            & (history >= 0)
+            & (~has_due | np.isfinite(due))
+        )
+        if not ok.all():
+            self._refuse(states, int(np.flatnonzero(~ok)[0]), left, since, history, due)
+        jobs = self._jobs(idx, left, since, history, due, has_due)
+        types = self.types
+        k = len(types)
+        from optsched import limits
+
+        limits.check_size("jobs", float(len(jobs)) * k, "max_model_variables", "variables")
+        ids = tuple(job_ids := [self.ids[i] for i in idx.tolist()])
+        if len(set(job_ids)) != len(job_ids):
+            # the validating constructor names the duplicate
+            AllocationInstance(gpu_types=types, capacity=self.capacity, jobs=jobs)
+        instance = AllocationInstance.model_construct(
+            gpu_types=types,
+            capacity=self.capacity,
+            jobs=jobs,
+            pair_throughputs=(),
+            prices=self.prices,
+        )
+        # the arrays the instance would gather from its jobs (cached properties), each a fresh
+        # C-ordered float64 array holding the same values
+        cached = instance.__dict__
+        cached["throughputs"] = self.rates[idx]
+        cached["scale_factors"] = self.scale[idx]
+        cached["weights"] = self.weight[idx]
+        cached["capacities"] = self.capacities.copy()
+        cached["steps"] = left
+        cached["since_start"] = since
+        cached["isolated_times"] = history
+        cached["deadlines"] = np.where(has_due, due, math.inf)
+        cached["job_ids"] = ids
+        return states, instance
+
+    def _jobs(
+        self,
+        idx: Any,
+        left: Any,
+        since: Any,
+        history: Any,
+        due: Any,
+        has_due: Any,
+    ) -> tuple[AllocationJob, ...]:
+        """The round's jobs, constructed directly (their fields are checked by the caller)."""
+        ids, rows, gangs = self.ids, self.rate_rows, self.gangs
+        weights = self.weight.tolist()
+        new = AllocationJob.__new__
+        set_ = object.__setattr__
+        out: list[AllocationJob] = []
+        append = out.append
+        dues = [d if h else None for d, h in zip(due.tolist(), has_due.tolist(), strict=True)]
+        for i, steps, seconds, hist, d in zip(
+            idx.tolist(), left.tolist(), since.tolist(), history.tolist(), dues, strict=True
+        ):
+            job = new(AllocationJob)
+            set_(
+                job,
+                "__dict__",
+                {
+                    "job_id": ids[i],
+                    "throughput_steps_per_s": rows[i],
+                    "scale_factor": gangs[i],
+                    "weight": weights[i],
+                    "steps_remaining": steps,
+                    "time_since_start_s": seconds,
+                    "isolated_time_s": hist,
+                    "job_type": None,
+                    "time_to_deadline_s": d,
+                },
+            )
+            set_(job, "__pydantic_fields_set__", set(_JOB_FIELDS))
+            set_(job, "__pydantic_extra__", None)
+            set_(job, "__pydantic_private__", None)
+            append(job)
+        return tuple(out)
+
+    def _refuse(self, states: Any, r: int, left: Any, since: Any, history: Any, due: Any) -> None:
+        """Raise the validating constructor's typed error for the ``r``-th job of the round."""
+        s = states[r]
+        i = s.job.index
+        d = float(due[r])
+        AllocationJob(
+            job_id=self.ids[i],
+            throughput_steps_per_s=self.rate_rows[i],
+            scale_factor=self.gangs[i],
+            weight=float(self.weight[i]),
+            steps_remaining=float(left[r]),
+            time_since_start_s=float(since[r]),
+            isolated_time_s=float(history[r]),
+            time_to_deadline_s=d if d > 0 else None,
+        )
+        raise InvalidInstanceError(  # pragma: no cover - the constructor raised above
+            f"jobs[{r}]", "a field of the round's job is out of its bounds"
+        )
+
+    def record(self, instance: AllocationInstance) -> None:
+        """:meth:`IsolatedTime.record` for the round :meth:`round` built last."""
+        idx = self._last
+        self.generation += 1
+        self.before[idx] = instance.steps
+        self.q[idx] = instance.isolated_throughputs
+        self.recorded[idx] = self.generation
+
+    def to_isolated(self) -> IsolatedTime:
+        """The same history as an :class:`IsolatedTime` (to go on with the plain path)."""
+        import numpy as np
+
+        isolated = IsolatedTime()
+        for i in np.flatnonzero(self.has_history).tolist():
+            isolated._history[self.ids[i]] = float(self.history[i])
+        if self.generation:
+            for i in np.flatnonzero(self.recorded == self.generation).tolist():
+                isolated._previous[self.ids[i]] = (float(self.before[i]), float(self.q[i]))
+        return isolated
+
+
 def as_fractions(instance: AllocationInstance, fractions: Any) -> FractionalAllocation:
     """``X[job][gpu_type]`` of an allocation matrix, positive entries only."""
     types = instance.gpu_types
+    if FAST_ROUNDS:
+        import numpy as np
+
+        x = np.asarray(fractions, dtype=np.float64)
+        out: dict[str, dict[str, float]] = {job_id: {} for job_id in instance.job_ids}
+        ids = instance.job_ids
+        # row-major nonzero order: each job's types in their order, as the plain path
+        rows, cols = np.nonzero(x > 0)
+        for i, j, value in zip(rows.tolist(), cols.tolist(), x[rows, cols].tolist(), strict=True):
+            out[ids[i]][types[j]] = value
+        return out
     return {
         job.job_id: {
             name: float(fractions[i, j]) for j, name in enumerate(types) if fractions[i, j] > 0
@@ -447,6 +699,8 @@ class AllocationLP(Policy):
         self.solves: list[RoundSolve] = []
         self._warm: Any = None
         self._isolated = IsolatedTime()
+        self._tables: RoundTables | None = None
+        self._plain_history = False  # the run's history is kept by self._isolated
         #: Rounds of the last run whose interior-point solve fell back to the vertex.
         self.interior_fallbacks = 0
 
@@ -467,6 +721,8 @@ class AllocationLP(Policy):
         self.solves = []
         self._warm = None
         self._isolated = IsolatedTime()
+        self._tables = None
+        self._plain_history = False
         self.uniform_prices = False
         self.interior_fallbacks = 0
 
@@ -513,6 +769,7 @@ class AllocationLP(Policy):
         from optsched.allocation.gavel.interior import gavel_makespan_interior, interior_allocation
         from optsched.allocation.gavel.twin import solve_twin
 
+        self._history_by_id()
         round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
         jobs = list(round_jobs.jobs)
         if not jobs:
@@ -569,13 +826,29 @@ class AllocationLP(Policy):
         """
         # The SLO policies' deadline: seconds left; a deadline already passed is missed
         # whatever the allocation, so such a job runs on without one (module notes).
-        round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
-        types, capacity, jobs = round_jobs.gpu_types, round_jobs.capacity, list(round_jobs.jobs)
-        if not jobs:
-            return None
-        instance = _round_instance(
-            types, capacity, tuple(jobs), self.pair_throughputs(state, jobs), self._prices(types)
-        )
+        tables = self._round_tables(state)
+        if tables is not None:
+            built = tables.round(state)
+            if built is None:
+                return None
+            instance = built[1]
+            jobs = instance.jobs
+        else:
+            self._history_by_id()
+            round_jobs = allocation_jobs(
+                state, self._isolated, job_type=self.job_type, deadlines=True
+            )
+            types, capacity = round_jobs.gpu_types, round_jobs.capacity
+            jobs = round_jobs.jobs
+            if not jobs:
+                return None
+            instance = _round_instance(
+                types,
+                capacity,
+                jobs,
+                self.pair_throughputs(state, list(jobs)),
+                self._prices(types),
+            )
         start = time.perf_counter()
         policy = self.policy
         try:
@@ -616,5 +889,44 @@ class AllocationLP(Policy):
             )
         )
         self._warm = result.extra.get("lp")
-        self._isolated.record(instance)
+        if tables is not None:
+            tables.record(instance)
+        else:
+            self._isolated.record(instance)
         return instance, result
+
+    def _round_tables(self, state: SimState) -> RoundTables | None:
+        """The run's :class:`RoundTables` when the round takes the array path, else ``None``.
+
+        The array path is the fast path (:data:`FAST_ROUNDS`) of the unpacked policies (a
+        subclass with its own co-location classes or pair table builds its jobs one by one)
+        for a run whose history is not already kept job by job.
+        """
+        if not FAST_ROUNDS or self._plain_history:
+            self._history_by_id()
+            return None
+        cls = type(self)
+        if (
+            cls.job_type is not AllocationLP.job_type
+            or cls.pair_throughputs is not AllocationLP.pair_throughputs
+        ):
+            self._history_by_id()
+            return None
+        prices = self._prices(state.world.cluster.names)
+        if self._tables is None or not self._tables.matches(state.world, prices):
+            if self._isolated._history or self._isolated._previous:
+                return None
+            self._tables = RoundTables(state.world, prices)
+        return self._tables
+
+    def _history_by_id(self) -> None:
+        """Go on with the history kept job by job (:class:`IsolatedTime`) for the rest of the run.
+
+        A run whose rounds took the array path hands its history over first.
+        """
+        if self._plain_history:
+            return
+        self._plain_history = True
+        if self._tables is not None:
+            self._isolated = self._tables.to_isolated()
+            self._tables = None
