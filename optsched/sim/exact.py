@@ -1202,12 +1202,13 @@ def solve(
             f"the exact model has no batch-size phases (jobs {', '.join(dynamic[:5])}); build "
             "the world with batch_modes=False",
         )
-    options = dict(solver_options or {})
-    if solver == "highs":
+    options = solver_options
+    if solver == "highs" and (options is None or isinstance(options, Mapping)):
         # the last-run floor (about 1e-6 of a round) must sit well above the integrality the
         # solver accepts, or an incumbent may end a job with a floor-sized last run in a round
-        # it runs fully (e = 1e-6, x = 1 - 1e-6): no rounding makes that a schedule
-        options.setdefault("mip_feasibility_tolerance", MIP_FEASIBILITY_TOL)
+        # it runs fully (e = 1e-6, x = 1 - 1e-6): no rounding makes that a schedule. Anything
+        # else given is left to the solver layer, which names what is wrong with it.
+        options = {"mip_feasibility_tolerance": MIP_FEASIBILITY_TOL, **(options or {})}
     try:
         return exact_solve(
             formulation(
