@@ -58,11 +58,11 @@ FIT_RECOVERY_TOL = 1e-6
 RATIO_TOL = 1e-6
 #: Distance from an integer below which an LP value counts as integral.
 INTEGRALITY_TOL = 1e-6
-#: Integrality and feasibility tolerance a MILP solver is given where a model's own floors sit
-#: near the solvers' default (1e-6): the round model's last-run floor is about 1e-6 of a round,
-#: and a solver allowed 1e-6 may end a job "in" a round with a last run of that size while
-#: running it fully there, an incumbent no rounding turns into a schedule.
-MIP_FEASIBILITY_TOL = 1e-9
+#: Integrality and feasibility tolerance a MILP solve is repeated with when its incumbent, at the
+#: solver's default (1e-6), turned out no schedule: the round model's last-run floor is about
+#: 1e-6 of a round, and a solver allowed 1e-6 may end a job "in" a round with a last run of that
+#: size while running it fully there. 100 times below the floor.
+MIP_FEASIBILITY_TOL = 1e-8
 #: Slack on simulated times in seconds (event times, completions, intervals).
 TIME_TOL = 1e-6
 #: Relative slack on the optimal makespan kept by the makespan LP's second stage (the secondary

@@ -119,7 +119,9 @@ def test_no_policy_beats_the_bounds(world, elastic) -> None:  # type: ignore[no-
 def test_the_exact_optimum_is_never_beyond_the_bounds(world) -> None:  # type: ignore[no-untyped-def]
     got = bounds(world)
     for objective in ("weighted-jct", "deadlines"):
-        optimum = solve_exact(world, 1.0, objective, time_limit=60).objective
+        # a solve stopped by the limit keeps an incumbent no better than the optimum, which
+        # the bound must still not pass (the check is then weaker, never wrong)
+        optimum = solve_exact(world, 1.0, objective, time_limit=60, accept_feasible=True).objective
         assert optimum is not None
         assert _below(objective, optimum, got[objective].value), (objective, optimum, got)
 

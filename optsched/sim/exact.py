@@ -86,6 +86,7 @@ from typing import Any, Literal
 
 from optsched import limits
 from optsched.errors import (
+    InconsistentResultError,
     InvalidInstanceError,
     ModelError,
     NotOptimalError,
@@ -1202,33 +1203,55 @@ def solve(
             f"the exact model has no batch-size phases (jobs {', '.join(dynamic[:5])}); build "
             "the world with batch_modes=False",
         )
-    options = solver_options
-    if solver == "highs" and (options is None or isinstance(options, Mapping)):
-        # the last-run floor (about 1e-6 of a round) must sit well above the integrality the
-        # solver accepts, or an incumbent may end a job with a floor-sized last run in a round
-        # it runs fully (e = 1e-6, x = 1 - 1e-6): no rounding makes that a schedule. Anything
-        # else given is left to the solver layer, which names what is wrong with it.
-        options = {"mip_feasibility_tolerance": MIP_FEASIBILITY_TOL, **(options or {})}
+
+    def attempt(options: Any, limit: float | None) -> ExactResult[SimResult]:
+        try:
+            return exact_solve(
+                formulation(
+                    world,
+                    round_seconds,
+                    objective,
+                    rounds=rounds,
+                    start=start,
+                    strengthen=strengthen,
+                ),
+                solver=solver,
+                time_limit=limit,
+                mip_gap=mip_gap,
+                threads=threads,
+                solver_options=options,
+                warm_start=start,
+                accept_feasible=accept_feasible,
+            )
+        except NotOptimalError as exc:
+            if exc.result.status.value in ("infeasible", "infeasible_or_unbounded"):
+                raise InvalidInstanceError(
+                    "rounds",
+                    f"no schedule finishes every job within {exc.result.extra['rounds']} rounds",
+                ) from None
+            raise
+
+    began = time.perf_counter()
     try:
-        return exact_solve(
-            formulation(
-                world, round_seconds, objective, rounds=rounds, start=start, strengthen=strengthen
-            ),
-            solver=solver,
-            time_limit=time_limit,
-            mip_gap=mip_gap,
-            threads=threads,
-            solver_options=options,
-            warm_start=start,
-            accept_feasible=accept_feasible,
+        return attempt(solver_options, time_limit)
+    except InconsistentResultError:
+        # HiGHS accepts integrality within 1e-6, the size of the last-run floor: an incumbent
+        # may then end a job "in" a round with a floor-sized last run after running the round
+        # before fully (e = 1e-6, x = 1 - 1e-6), which no rounding turns into a schedule. Such
+        # an incumbent is solved again once with a tighter integrality (not by default: it
+        # slows HiGHS down several-fold on some small worlds), within the time left.
+        tighter = solver == "highs" and (
+            solver_options is None
+            or (
+                isinstance(solver_options, Mapping)
+                and "mip_feasibility_tolerance" not in solver_options
+            )
         )
-    except NotOptimalError as exc:
-        if exc.result.status.value in ("infeasible", "infeasible_or_unbounded"):
-            raise InvalidInstanceError(
-                "rounds",
-                f"no schedule finishes every job within {exc.result.extra['rounds']} rounds",
-            ) from None
-        raise
+        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
+        if not tighter or (left is not None and left <= 0):
+            raise
+        options = {"mip_feasibility_tolerance": MIP_FEASIBILITY_TOL, **(solver_options or {})}
+        return attempt(options, left)
 
 
 #: The variables fixed when an incumbent is polished: which jobs run when, and their last round.

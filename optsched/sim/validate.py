@@ -632,6 +632,18 @@ def _parse_ps(text: object) -> tuple[int, ...] | None:
         return None
 
 
+def _ps_column(check: _Check) -> dict[tuple[str, float, float], object]:
+    """The record's ``ps_servers`` entry per segment ``(job, start, end)`` (none: no column)."""
+    cols = check.result.intervals
+    ps_col = cols.get("ps_servers")
+    ps_of: dict[tuple[str, float, float], object] = {}
+    if ps_col is not None and len(ps_col) == len(cols["job_id"]):
+        for r in range(len(ps_col)):
+            key = (cols["job_id"][r], float(cols["start"][r]), float(cols["end"][r]))
+            ps_of.setdefault(key, ps_col[r])
+    return ps_of
+
+
 def _coloc_read(check: _Check) -> _Coloc:
     """The segments' task servers (workers and PSs) in the colocation mode (parsed once)."""
     if check.coloc is not None:
@@ -640,13 +652,7 @@ def _coloc_read(check: _Check) -> _Coloc:
     coloc = check.world.colocation
     assert coloc is not None
     n_servers = check.world.cluster.gpu_types[0].num_servers
-    cols = check.result.intervals
-    ps_col = cols.get("ps_servers")
-    ps_of: dict[tuple[str, float, float], object] = {}
-    if ps_col is not None and len(ps_col) == len(cols["job_id"]):
-        for r in range(len(ps_col)):
-            key = (cols["job_id"][r], float(cols["start"][r]), float(cols["end"][r]))
-            ps_of.setdefault(key, ps_col[r])
+    ps_of = _ps_column(check)
     held: dict[str, list[_Held]] = {}
     by_server: dict[int, list[tuple[float, float, str]]] = defaultdict(list)
     bad: list[tuple[str, float, str]] = []
@@ -668,6 +674,28 @@ def _coloc_read(check: _Check) -> _Coloc:
     found = _Coloc(held, by_server, bad)
     check.coloc = found
     return found
+
+
+def _overlapping(
+    read: _Coloc, job_id: str, servers: frozenset[int], begin: float, end: float
+) -> list[tuple[int, float, float, str]]:
+    """The other jobs' segments ``(server, start, end, job)`` on ``servers`` within the span."""
+    return [
+        (h, a, b, k)
+        for h in sorted(servers)
+        for a, b, k in read.by_server.get(h, [])
+        if k != job_id and a < end and b > begin
+    ]
+
+
+def _pieces(
+    others: list[tuple[int, float, float, str]], begin: float, end: float
+) -> list[tuple[float, float]]:
+    """``[begin, end]`` cut at every start and end of the ``others`` inside it."""
+    cuts = {begin, end}
+    for _h, a, b, _k in others:
+        cuts.update(x for x in (a, b) if begin < x < end)
+    return list(itertools.pairwise(sorted(cuts)))
 
 
 def _coloc_work_reached(check: _Check, job: SimJob) -> float | None:
@@ -697,17 +725,8 @@ def _coloc_work_reached(check: _Check, job: SimJob) -> float | None:
         base = check.world.rate(job, seg[2], True, num_gpus=n)
         if base <= 0:
             continue
-        cuts = {st.begin, end}
-        others = [
-            (h, a, b, k)
-            for h in sorted(servers)
-            for a, b, k in read.by_server.get(h, [])
-            if k != job.job_id and a < end and b > st.begin
-        ]
-        for _h, a, b, _k in others:
-            cuts.update(x for x in (a, b) if st.begin < x < end)
-        points = sorted(cuts)
-        for p, q in itertools.pairwise(points):
+        others = _overlapping(read, job.job_id, servers, st.begin, end)
+        for p, q in _pieces(others, st.begin, end):
             mid = 0.5 * (p + q)
             # only the segments overlapping this one can be present in the piece
             neighbours = [
