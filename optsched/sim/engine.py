@@ -91,6 +91,30 @@ class _Run:
     gpus: int  # GPUs of ``placement`` (read at every progress update)
     phase: int = -1  # batch phase the pending event ends (-1: no schedule, the event completes)
     ps: tuple[int, ...] = ()  # colocation mode: the server of each parameter server
+    seq: int = 0  # order of entry into the running jobs (their dict order)
+    credit: int = 0  # lazy progress: kept decisions already counted in ``rounds_received``
+
+
+#: Carry out ``keep_running`` decisions at the cost of their changes (the running jobs that stop,
+#: move, change partner or start), not of the running jobs; ``False`` runs every decision
+#: through the full pass over the running jobs (the specification, for tests).
+INCREMENTAL_APPLY = True
+
+
+class _Seen:
+    """The jobs already placed or granted: a live key set plus the grants checked so far."""
+
+    __slots__ = ("base", "extra")
+
+    def __init__(self, base: dict[int, Any]) -> None:
+        self.base = base
+        self.extra: set[int] = set()
+
+    def __contains__(self, i: object) -> bool:
+        return i in self.extra or i in self.base
+
+    def add(self, i: int) -> None:
+        self.extra.add(i)
 
 
 class _FreeServers:
@@ -193,6 +217,17 @@ _ATTAINED: Any = JobState.__dict__["attained_service"]
 _EXECUTED: Any = JobState.__dict__["executed_seconds"]
 for _slot in (_DONE, _ATTAINED, _EXECUTED):
     setattr(_LiveState, _slot.__name__, _live(_slot))
+_ROUNDS: Any = JobState.__dict__["rounds_received"]
+
+
+def _live_rounds(self: _LiveState) -> dict[str, int]:
+    self._engine._credit_state(self)
+    rounds: dict[str, int] = _ROUNDS.__get__(self)
+    return rounds
+
+
+# the rounds a running job receives while its run is kept are counted when read (lazy progress)
+_LiveState.rounds_received = property(_live_rounds, _ROUNDS.__set__)  # type: ignore[assignment,misc]
 
 
 def default_horizon(world: World, round_seconds: float | None) -> float:
@@ -434,6 +469,12 @@ class _Engine:
         self._holds: dict[int, tuple[GrantPlacement, int]] = {}
         self._gone: list[int] = []  # jobs completed since the last placement
         self._changed: list[int] = []  # jobs whose placement the current placement sets
+        self._released: list[int] = []  # running jobs the current placement lets go (``stop``)
+        self._fast = False  # the current decision is carried out at the cost of its changes
+        self._seq = 0  # entries into the running jobs so far
+        # lazy progress: the decisions carried out incrementally so far; each running job
+        # kept by one received a round there, counted in its state when read (``_credit``)
+        self._kept = 0
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
         self.restore = world.restore_s
         self.first_restore = world.restore_on_first_start
@@ -518,6 +559,20 @@ class _Engine:
         _EXECUTED.__set__(st, executed)
         run.synced = prev
         run.overhead = overhead
+
+    def _credit(self, i: int, run: _Run, upto: int) -> None:
+        """Count in job ``i``'s ``rounds_received`` the kept decisions of its run up to ``upto``."""
+        n = upto - run.credit
+        if n > 0:
+            rounds: dict[str, int] = _ROUNDS.__get__(self.states[i])
+            name = run.placement.gpu_type
+            rounds[name] = rounds.get(name, 0) + n
+            run.credit = upto
+
+    def _credit_state(self, st: JobState) -> None:
+        run = self.running.get(st.job.index)
+        if run is not None and run.credit < self._kept:
+            self._credit(st.job.index, run, self._kept)
 
     def _close(self, i: int, t: float) -> None:
         run = self.running[i]
@@ -671,6 +726,7 @@ class _Engine:
         for i in list(self.running):
             self._sync(i, t)
             self._close(i, t)
+            self._credit(i, self.running[i], self._kept)
         return SimResult(
             world=self.world,
             policy=self.policy.name,
@@ -696,6 +752,7 @@ class _Engine:
     def _complete(self, i: int, t: float) -> None:
         self._sync(i, t)
         run = self.running[i]
+        self._credit(i, run, self._kept)
         self._close(i, t)
         st = self.states[i]
         st.done = st.job.work
@@ -771,6 +828,13 @@ class _Engine:
         if not isinstance(alloc, PolicyDecision):
             raise PolicyError(f"{self.policy.name}: allocate must return a PolicyDecision")
         placed = self._place(alloc)
+        if self._fast:
+            self._apply_changes(t, placed)
+            self._set_wake(t, alloc)
+            return
+        if self._kept:
+            for i, run in self.running.items():
+                self._credit(i, run, self._kept)
         ps_of = self._coloc_place(alloc, placed) if self.coloc is not None else {}
         stopped: list[_Run] = []
         # stop or change what no longer runs as before
@@ -805,6 +869,7 @@ class _Engine:
             if i in self.running:
                 continue
             overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
+            self._seq += 1
             self.running[i] = _Run(
                 placement=placement,
                 partner=partner,
@@ -815,6 +880,8 @@ class _Engine:
                 version=0,
                 gpus=placement.num_gpus,
                 ps=ps_of.get(i, ()),
+                seq=self._seq,
+                credit=self._kept,
             )
             if self.coloc is not None:
                 self._coloc_join(i, self.running[i])
@@ -831,6 +898,96 @@ class _Engine:
             changed.extend(self._coloc_refresh(t, stopped, changed))
         for i in changed:
             self._schedule_completion(i)
+        self._set_wake(t, alloc)
+
+    def _apply_changes(self, t: float, placed: dict[int, tuple[GrantPlacement, int]]) -> None:
+        """:meth:`_apply`'s passes for a ``keep_running`` decision, over its changes only.
+
+        ``placed`` is every running job's holding as the decision leaves it; only the jobs
+        released (``stop`` form) and those the placement set (started, moved, paired) can
+        differ from their run. They are stopped in the order of the running jobs and started
+        in the order of ``placed``, as the full pass does, so the record is the same; every
+        other running job only counts a round received.
+        """
+        running, states = self.running, self.states
+        # the candidates, in the order the placement inserted them into ``placed``
+        cands = dict.fromkeys(self._changed)
+        for i in self._released:
+            cands.setdefault(i, None)
+        changed: list[int] = []
+        touched = sorted((i for i in cands if i in running), key=lambda i: running[i].seq)
+        lazy = self.lazy
+        if lazy:
+            self._kept += 1  # every running job not touched here receives a round
+        kept = self._kept
+        for i in touched:
+            run = running[i]
+            if lazy:
+                # the rounds of the run up to the last decision; this one's is counted below
+                self._credit(i, run, kept - 1)
+                run.credit = kept
+            new = placed.get(i)
+            if new is not None and (new[0] is run.placement or new[0] == run.placement):
+                if new[1] != run.partner:
+                    self._close(i, t)
+                    run.partner = new[1]
+                    run.rate = self._rate(i, run.placement, new[1])
+                    changed.append(i)
+                continue
+            self._close(i, t)
+            del running[i]
+            self.spread.discard(i)
+            st = states[i]
+            st.preemptions += 1
+            st.last_stop = t
+            st.placement = None
+            st.partner = None
+            st.ps_servers = ()
+        # every other running job keeps its run: one more round received on its GPU type
+        # (lazy progress: counted when read, see ``_credit``)
+        for i, run in () if lazy else running.items():
+            if i not in cands:
+                rr = states[i].rounds_received
+                name = run.placement.gpu_type
+                rr[name] = rr.get(name, 0) + 1
+        for i in cands:
+            held = placed.get(i)
+            if held is None:
+                continue  # stopped
+            placement, partner = held
+            st = states[i]
+            st.rounds_received[placement.gpu_type] = (
+                st.rounds_received.get(placement.gpu_type, 0) + 1
+            )
+            st.partner = self.jobs[partner].job_id if partner >= 0 else None
+            if i in running:
+                continue
+            overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
+            self._seq += 1
+            running[i] = _Run(
+                placement=placement,
+                partner=partner,
+                seg_start=t,
+                synced=t,
+                overhead=overhead,
+                rate=self._rate(i, placement, partner),
+                version=0,
+                gpus=placement.num_gpus,
+                seq=self._seq,
+                credit=kept,
+            )
+            if not placement.consolidated(self.types[placement.gpu_type].gpus_per_server):
+                self.spread.add(i)
+            st.placement = placement
+            st.ps_servers = ()
+            st.last_start = t
+            if math.isnan(self.first_start[i]):
+                self.first_start[i] = t
+            changed.append(i)
+        for i in changed:
+            self._schedule_completion(i)
+
+    def _set_wake(self, t: float, alloc: PolicyDecision) -> None:
         self.wake_at = math.inf
         if alloc.wake_at is not None:
             w = float(alloc.wake_at)
@@ -838,7 +995,7 @@ class _Engine:
                 raise PolicyError(f"{self.policy.name}: wake_at {w} is not after now ({t})")
             self.wake_at = w
 
-    def _check_grant(self, g: Grant, seen: set[int]) -> int:
+    def _check_grant(self, g: Grant, seen: set[int] | _Seen) -> int:
         if not isinstance(g, Grant):
             raise PolicyError(f"{self.policy.name}: grants must be Grant, got {type(g).__name__}")
         i = self.index.get(g.job, -1)
@@ -878,13 +1035,16 @@ class _Engine:
         keep = alloc.keep_running
         self._changed = changed = []
         released: list[int] = []
+        seen: set[int] | _Seen
+        self._fast = fast = keep and INCREMENTAL_APPLY and self.coloc is None
         if keep:
             # every running job keeps its GPUs and partner; the grants only add jobs
-            placed = dict(self._holds)
+            # (incremental: the kept holdings are the placement, updated in place)
+            placed = self._holds if fast else dict(self._holds)
             if alloc.stop is not None:
                 # ... except those that stop and those granted again (placed as in the full form)
                 released = self._release_listed(alloc, placed, free)
-            seen = set(placed)
+            seen = _Seen(placed) if fast else set(placed)
             free_count = {name: fr.total for name, fr in free.items()}
             self._reconsolidate_kept(placed, free)
         else:
@@ -927,7 +1087,10 @@ class _Engine:
             placed[i] = (fit, -1)
             changed.append(i)
         self._place_sharers(sharers, placed)
-        if keep:
+        self._released = released
+        if fast:
+            pass  # the holdings are the placement
+        elif keep:
             holds = self._holds
             for i in released:
                 del holds[i]
