@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.sim import busy_worlds, job_frame, synthetic_throughputs
 from test_sim_dynamic_batch import _two_jobs, _world
-from test_sim_engine_incremental import _same
+from test_sim_engine_incremental import _lazy_and_eager, _Reader, _same
 
 from optsched.sim import ClusterSpec, GpuType, SimResult, World, simulate
 from optsched.sim import engine as engine_mod
@@ -148,3 +148,44 @@ def test_shared_pairs_and_batch_phases_alike(tmp_path: Path) -> None:
         for name in ("fifo", "srtf", "tiresias-las"):
             a, b, _ = _both(phased, name)
             _same(a, b)
+
+
+# -- lazy catch-up as array accumulations ---------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    busy_worlds(),
+    st.sampled_from(["fifo", "srtf", "tiresias-las", "edf", "themis", "max-min"]),
+    st.sampled_from([1, 2, 3]),
+)
+def test_vectorized_catch_up_gives_the_eager_record(world: World, name: str, steps: int) -> None:
+    """Every catch-up of at least ``steps`` decision points runs on arrays: the eager record."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine_mod, "_VECTOR_STEPS", steps)
+        a, b = _lazy_and_eager(world, name)
+    _same(a, b)
+
+
+def test_vectorized_catch_up_crosses_restores_and_phases(tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine_mod, "_VECTOR_STEPS", 1)
+        for restore in (0.0, 30.0):
+            phased = _world(_two_jobs(tmp_path), restore_s=restore)
+            for name in ("fifo", "srtf", "max-min"):
+                a, b = _lazy_and_eager(phased, name)
+                _same(a, b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(busy_worlds())
+def test_vectorized_catch_up_reads_are_current(world: World) -> None:
+    """The progress a policy reads (done, attained service, executed seconds) is the eager one."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine_mod, "_VECTOR_STEPS", 1)
+        lazy, eager = _Reader(True), _Reader(False)
+        a = simulate(world, lazy, round_seconds=None)
+        b = simulate(world, eager, round_seconds=None)
+    _same(a, b)
+    assert lazy.seen == eager.seen
+    assert lazy.seen

@@ -54,6 +54,8 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.mechanism_gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECONDS
@@ -99,6 +101,9 @@ class _Run:
 #: move, change partner or start), not of the running jobs; ``False`` runs every decision
 #: through the full pass over the running jobs (the specification, for tests).
 INCREMENTAL_APPLY = True
+
+#: A lazy catch-up over at least this many missed decision points runs as array accumulations.
+_VECTOR_STEPS = 64
 
 
 class _Seen:
@@ -544,7 +549,21 @@ class _Engine:
             attained += gpus * dt
             executed += dt
             prev = t
-        for t in pending[k:] if k else pending:
+        rest = pending[k:] if k else pending
+        if len(rest) >= _VECTOR_STEPS:
+            # the same steps as array accumulations, bit for bit: ``np.add.accumulate`` adds
+            # left to right as the loop does (no pairwise summation), a zero step adds 0.0
+            # (the loop skips it: the same value), and since every increment is >= 0 the
+            # running sums never decrease, so ``min(work, .)`` at every step clamps the last
+            # sum alike
+            dts = np.diff(np.array(rest), prepend=prev)
+            x = float(np.add.accumulate(np.concatenate(((done,), rate * dts)))[-1])
+            done = x if x < work else work
+            attained = float(np.add.accumulate(np.concatenate(((attained,), gpus * dts)))[-1])
+            executed = float(np.add.accumulate(np.concatenate(((executed,), dts)))[-1])
+            prev = rest[-1]
+            rest = []
+        for t in rest:
             # the same step without restore time left (min(work, x) spelled out: it is hot)
             dt = t - prev
             if dt <= 0:
