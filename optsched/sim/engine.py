@@ -556,11 +556,18 @@ class _Engine:
             # (the loop skips it: the same value), and since every increment is >= 0 the
             # running sums never decrease, so ``min(work, .)`` at every step clamps the last
             # sum alike
-            dts = np.diff(np.array(rest), prepend=prev)
-            x = float(np.add.accumulate(np.concatenate(((done,), rate * dts)))[-1])
+            # (rows: done, attained, executed; column 0 the start, then each step's increment)
+            n = len(rest)
+            ts = np.array(rest)
+            acc = np.empty((3, n + 1))
+            acc[:, 0] = (done, attained, executed)
+            dts = acc[2, 1:]
+            dts[0] = rest[0] - prev
+            np.subtract(ts[1:], ts[:-1], out=dts[1:])
+            np.multiply(dts, rate, out=acc[0, 1:])
+            np.multiply(dts, gpus, out=acc[1, 1:])
+            x, attained, executed = np.add.accumulate(acc, axis=1)[:, -1].tolist()
             done = x if x < work else work
-            attained = float(np.add.accumulate(np.concatenate(((attained,), gpus * dts)))[-1])
-            executed = float(np.add.accumulate(np.concatenate(((executed,), dts)))[-1])
             prev = rest[-1]
             rest = []
         for t in rest:
