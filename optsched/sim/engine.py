@@ -94,7 +94,7 @@ class _Run:
     phase: int = -1  # batch phase the pending event ends (-1: no schedule, the event completes)
     ps: tuple[int, ...] = ()  # colocation mode: the server of each parameter server
     seq: int = 0  # order of entry into the running jobs (their dict order)
-    credit: int = 0  # lazy progress: kept decisions already counted in ``rounds_received``
+    credit: int = 0  # kept decisions already counted in ``rounds_received``
 
 
 #: Carry out ``keep_running`` decisions at the cost of their changes (the running jobs that stop,
@@ -206,14 +206,24 @@ def _live(slot: Any) -> property:
     return property(read, slot.__set__)
 
 
-class _LiveState(JobState):
-    """A :class:`JobState` whose progress is brought up to date when read.
+class _RoundsState(JobState):
+    """A :class:`JobState` whose ``rounds_received`` counts the rounds of a kept run when read.
 
-    ``done``, ``attained_service`` and ``executed_seconds`` (the engine's lazy progress).
+    A decision that keeps a running job's run gives it a round without touching its state
+    (see ``_Engine._credit``).
     """
 
     __slots__ = ("_engine",)
     _engine: _Engine
+
+
+class _LiveState(_RoundsState):
+    """A :class:`_RoundsState` whose progress is also brought up to date when read.
+
+    ``done``, ``attained_service`` and ``executed_seconds`` (the engine's lazy progress).
+    """
+
+    __slots__ = ()
 
 
 #: the slot descriptors of the progress fields (raw reads and writes, no catching up)
@@ -225,14 +235,14 @@ for _slot in (_DONE, _ATTAINED, _EXECUTED):
 _ROUNDS: Any = JobState.__dict__["rounds_received"]
 
 
-def _live_rounds(self: _LiveState) -> dict[str, int]:
+def _live_rounds(self: _RoundsState) -> dict[str, int]:
     self._engine._credit_state(self)
     rounds: dict[str, int] = _ROUNDS.__get__(self)
     return rounds
 
 
-# the rounds a running job receives while its run is kept are counted when read (lazy progress)
-_LiveState.rounds_received = property(_live_rounds, _ROUNDS.__set__)  # type: ignore[assignment,misc]
+# the rounds a running job receives while its run is kept are counted when read
+_RoundsState.rounds_received = property(_live_rounds, _ROUNDS.__set__)  # type: ignore[assignment,misc]
 
 
 def default_horizon(world: World, round_seconds: float | None) -> float:
@@ -443,12 +453,9 @@ class _Engine:
         self.lazy = bool(getattr(policy, "lazy_progress", False))
         self.states: list[JobState] = []
         for j in world.jobs:
-            if self.lazy:
-                live = _LiveState(job=j)
-                live._engine = self
-                self.states.append(live)
-            else:
-                self.states.append(JobState(job=j))
+            live = _LiveState(job=j) if self.lazy else _RoundsState(job=j)
+            live._engine = self
+            self.states.append(live)
         self._times: list[float] = []  # the decision times, in order (lazy progress)
         self.index = {j.job_id: j.index for j in world.jobs}
         self.active: dict[int, JobState] = {}
@@ -477,7 +484,7 @@ class _Engine:
         self._released: list[int] = []  # running jobs the current placement lets go (``stop``)
         self._fast = False  # the current decision is carried out at the cost of its changes
         self._seq = 0  # entries into the running jobs so far
-        # lazy progress: the decisions carried out incrementally so far; each running job
+        # the decisions carried out incrementally so far; each running job
         # kept by one received a round there, counted in its state when read (``_credit``)
         self._kept = 0
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
@@ -942,16 +949,13 @@ class _Engine:
             cands.setdefault(i, None)
         changed: list[int] = []
         touched = sorted((i for i in cands if i in running), key=lambda i: running[i].seq)
-        lazy = self.lazy
-        if lazy:
-            self._kept += 1  # every running job not touched here receives a round
+        self._kept += 1  # every running job not touched here receives a round (when read)
         kept = self._kept
         for i in touched:
             run = running[i]
-            if lazy:
-                # the rounds of the run up to the last decision; this one's is counted below
-                self._credit(i, run, kept - 1)
-                run.credit = kept
+            # the rounds of the run up to the last decision; this one's is counted below
+            self._credit(i, run, kept - 1)
+            run.credit = kept
             new = placed.get(i)
             if new is not None and (new[0] is run.placement or new[0] == run.placement):
                 if new[1] != run.partner:
@@ -969,13 +973,6 @@ class _Engine:
             st.placement = None
             st.partner = None
             st.ps_servers = ()
-        # every other running job keeps its run: one more round received on its GPU type
-        # (lazy progress: counted when read, see ``_credit``)
-        for i, run in () if lazy else running.items():
-            if i not in cands:
-                rr = states[i].rounds_received
-                name = run.placement.gpu_type
-                rr[name] = rr.get(name, 0) + 1
         for i in cands:
             held = placed.get(i)
             if held is None:
