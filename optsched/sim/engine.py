@@ -200,7 +200,12 @@ def _live(slot: Any) -> property:
     get = slot.__get__
 
     def read(self: _LiveState) -> float:
-        self._engine._catch_up_state(self)
+        # ``_Engine._catch_up_state``, inlined: policies read progress often
+        engine = self._engine
+        i = self.job.index
+        run = engine.running.get(i)
+        if run is not None and run.synced < engine._last_time:
+            engine._catch_up(i, run)
         return get(self)
 
     return property(read, slot.__set__)
@@ -457,6 +462,7 @@ class _Engine:
             live._engine = self
             self.states.append(live)
         self._times: list[float] = []  # the decision times, in order (lazy progress)
+        self._last_time = -math.inf  # the last of them
         self.index = {j.job_id: j.index for j in world.jobs}
         self.active: dict[int, JobState] = {}
         self.running: dict[int, _Run] = {}
@@ -527,7 +533,7 @@ class _Engine:
 
     def _catch_up_state(self, st: JobState) -> None:
         run = self.running.get(st.job.index)
-        if run is not None and self._times and run.synced < self._times[-1]:
+        if run is not None and run.synced < self._last_time:
             self._catch_up(st.job.index, run)
 
     def _catch_up(self, i: int, run: _Run) -> None:
@@ -820,6 +826,7 @@ class _Engine:
         self._gone.extend(map(self.index.__getitem__, self.finished_ids))
         if self.lazy:
             self._times.append(t)  # progress is brought up to here when read
+            self._last_time = t
         for i, run in () if self.lazy else self.running.items():
             # _sync, inlined: it runs for every running job at every decision
             dt = t - run.synced
