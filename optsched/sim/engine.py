@@ -947,7 +947,8 @@ class _Engine:
         released (``stop`` form) and those the placement set (started, moved, paired) can
         differ from their run. They are stopped in the order of the running jobs and started
         in the order of ``placed``, as the full pass does, so the record is the same; every
-        other running job only counts a round received.
+        other running job is left alone (its round received is counted when its state's
+        ``rounds_received`` is read, see :meth:`_credit`).
         """
         running, states = self.running, self.states
         # the candidates, in the order the placement inserted them into ``placed``
