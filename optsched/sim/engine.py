@@ -54,6 +54,8 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim.mechanism_gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECONDS
@@ -91,6 +93,33 @@ class _Run:
     gpus: int  # GPUs of ``placement`` (read at every progress update)
     phase: int = -1  # batch phase the pending event ends (-1: no schedule, the event completes)
     ps: tuple[int, ...] = ()  # colocation mode: the server of each parameter server
+    seq: int = 0  # order of entry into the running jobs (their dict order)
+    credit: int = 0  # kept decisions already counted in ``rounds_received``
+
+
+#: Carry out ``keep_running`` decisions at the cost of their changes (the running jobs that stop,
+#: move, change partner or start), not of the running jobs; ``False`` runs every decision
+#: through the full pass over the running jobs (the specification, for tests).
+INCREMENTAL_APPLY = True
+
+#: A lazy catch-up over at least this many missed decision points runs as array accumulations.
+_VECTOR_STEPS = 64
+
+
+class _Seen:
+    """The jobs already placed or granted: a live key set plus the grants checked so far."""
+
+    __slots__ = ("base", "extra")
+
+    def __init__(self, base: dict[int, Any]) -> None:
+        self.base = base
+        self.extra: set[int] = set()
+
+    def __contains__(self, i: object) -> bool:
+        return i in self.extra or i in self.base
+
+    def add(self, i: int) -> None:
+        self.extra.add(i)
 
 
 class _FreeServers:
@@ -171,20 +200,35 @@ def _live(slot: Any) -> property:
     get = slot.__get__
 
     def read(self: _LiveState) -> float:
-        self._engine._catch_up_state(self)
+        # ``_Engine._catch_up_state``, inlined: policies read progress often
+        engine = self._engine
+        i = self.job.index
+        run = engine.running.get(i)
+        if run is not None and run.synced < engine._last_time:
+            engine._catch_up(i, run)
         return get(self)
 
     return property(read, slot.__set__)
 
 
-class _LiveState(JobState):
-    """A :class:`JobState` whose progress is brought up to date when read.
+class _RoundsState(JobState):
+    """A :class:`JobState` whose ``rounds_received`` counts the rounds of a kept run when read.
 
-    ``done``, ``attained_service`` and ``executed_seconds`` (the engine's lazy progress).
+    A decision that keeps a running job's run gives it a round without touching its state
+    (see ``_Engine._credit``).
     """
 
     __slots__ = ("_engine",)
     _engine: _Engine
+
+
+class _LiveState(_RoundsState):
+    """A :class:`_RoundsState` whose progress is also brought up to date when read.
+
+    ``done``, ``attained_service`` and ``executed_seconds`` (the engine's lazy progress).
+    """
+
+    __slots__ = ()
 
 
 #: the slot descriptors of the progress fields (raw reads and writes, no catching up)
@@ -193,6 +237,17 @@ _ATTAINED: Any = JobState.__dict__["attained_service"]
 _EXECUTED: Any = JobState.__dict__["executed_seconds"]
 for _slot in (_DONE, _ATTAINED, _EXECUTED):
     setattr(_LiveState, _slot.__name__, _live(_slot))
+_ROUNDS: Any = JobState.__dict__["rounds_received"]
+
+
+def _live_rounds(self: _RoundsState) -> dict[str, int]:
+    self._engine._credit_state(self)
+    rounds: dict[str, int] = _ROUNDS.__get__(self)
+    return rounds
+
+
+# the rounds a running job receives while its run is kept are counted when read
+_RoundsState.rounds_received = property(_live_rounds, _ROUNDS.__set__)  # type: ignore[assignment,misc]
 
 
 def default_horizon(world: World, round_seconds: float | None) -> float:
@@ -403,13 +458,11 @@ class _Engine:
         self.lazy = bool(getattr(policy, "lazy_progress", False))
         self.states: list[JobState] = []
         for j in world.jobs:
-            if self.lazy:
-                live = _LiveState(job=j)
-                live._engine = self
-                self.states.append(live)
-            else:
-                self.states.append(JobState(job=j))
+            live = _LiveState(job=j) if self.lazy else _RoundsState(job=j)
+            live._engine = self
+            self.states.append(live)
         self._times: list[float] = []  # the decision times, in order (lazy progress)
+        self._last_time = -math.inf  # the last of them
         self.index = {j.job_id: j.index for j in world.jobs}
         self.active: dict[int, JobState] = {}
         self.running: dict[int, _Run] = {}
@@ -434,6 +487,12 @@ class _Engine:
         self._holds: dict[int, tuple[GrantPlacement, int]] = {}
         self._gone: list[int] = []  # jobs completed since the last placement
         self._changed: list[int] = []  # jobs whose placement the current placement sets
+        self._released: list[int] = []  # running jobs the current placement lets go (``stop``)
+        self._fast = False  # the current decision is carried out at the cost of its changes
+        self._seq = 0  # entries into the running jobs so far
+        # the decisions carried out incrementally so far; each running job
+        # kept by one received a round there, counted in its state when read (``_credit``)
+        self._kept = 0
         self.type_order = {t.name: k for k, t in enumerate(world.cluster.gpu_types)}
         self.restore = world.restore_s
         self.first_restore = world.restore_on_first_start
@@ -474,7 +533,7 @@ class _Engine:
 
     def _catch_up_state(self, st: JobState) -> None:
         run = self.running.get(st.job.index)
-        if run is not None and self._times and run.synced < self._times[-1]:
+        if run is not None and run.synced < self._last_time:
             self._catch_up(st.job.index, run)
 
     def _catch_up(self, i: int, run: _Run) -> None:
@@ -503,7 +562,28 @@ class _Engine:
             attained += gpus * dt
             executed += dt
             prev = t
-        for t in pending[k:] if k else pending:
+        rest = pending[k:] if k else pending
+        if len(rest) >= _VECTOR_STEPS:
+            # the same steps as array accumulations, bit for bit: ``np.add.accumulate`` adds
+            # left to right as the loop does (no pairwise summation), a zero step adds 0.0
+            # (the loop skips it: the same value), and since every increment is >= 0 the
+            # running sums never decrease, so ``min(work, .)`` at every step clamps the last
+            # sum alike
+            # (rows: done, attained, executed; column 0 the start, then each step's increment)
+            n = len(rest)
+            ts = np.array(rest)
+            acc = np.empty((3, n + 1))
+            acc[:, 0] = (done, attained, executed)
+            dts = acc[2, 1:]
+            dts[0] = rest[0] - prev
+            np.subtract(ts[1:], ts[:-1], out=dts[1:])
+            np.multiply(dts, rate, out=acc[0, 1:])
+            np.multiply(dts, gpus, out=acc[1, 1:])
+            x, attained, executed = np.add.accumulate(acc, axis=1)[:, -1].tolist()
+            done = x if x < work else work
+            prev = rest[-1]
+            rest = []
+        for t in rest:
             # the same step without restore time left (min(work, x) spelled out: it is hot)
             dt = t - prev
             if dt <= 0:
@@ -518,6 +598,20 @@ class _Engine:
         _EXECUTED.__set__(st, executed)
         run.synced = prev
         run.overhead = overhead
+
+    def _credit(self, i: int, run: _Run, upto: int) -> None:
+        """Count in job ``i``'s ``rounds_received`` the kept decisions of its run up to ``upto``."""
+        n = upto - run.credit
+        if n > 0:
+            rounds: dict[str, int] = _ROUNDS.__get__(self.states[i])
+            name = run.placement.gpu_type
+            rounds[name] = rounds.get(name, 0) + n
+            run.credit = upto
+
+    def _credit_state(self, st: JobState) -> None:
+        run = self.running.get(st.job.index)
+        if run is not None and run.credit < self._kept:
+            self._credit(st.job.index, run, self._kept)
 
     def _close(self, i: int, t: float) -> None:
         run = self.running[i]
@@ -671,6 +765,7 @@ class _Engine:
         for i in list(self.running):
             self._sync(i, t)
             self._close(i, t)
+            self._credit(i, self.running[i], self._kept)
         return SimResult(
             world=self.world,
             policy=self.policy.name,
@@ -696,6 +791,7 @@ class _Engine:
     def _complete(self, i: int, t: float) -> None:
         self._sync(i, t)
         run = self.running[i]
+        self._credit(i, run, self._kept)
         self._close(i, t)
         st = self.states[i]
         st.done = st.job.work
@@ -730,6 +826,7 @@ class _Engine:
         self._gone.extend(map(self.index.__getitem__, self.finished_ids))
         if self.lazy:
             self._times.append(t)  # progress is brought up to here when read
+            self._last_time = t
         for i, run in () if self.lazy else self.running.items():
             # _sync, inlined: it runs for every running job at every decision
             dt = t - run.synced
@@ -771,6 +868,13 @@ class _Engine:
         if not isinstance(alloc, PolicyDecision):
             raise PolicyError(f"{self.policy.name}: allocate must return a PolicyDecision")
         placed = self._place(alloc)
+        if self._fast:
+            self._apply_changes(t, placed)
+            self._set_wake(t, alloc)
+            return
+        if self._kept:
+            for i, run in self.running.items():
+                self._credit(i, run, self._kept)
         ps_of = self._coloc_place(alloc, placed) if self.coloc is not None else {}
         stopped: list[_Run] = []
         # stop or change what no longer runs as before
@@ -805,6 +909,7 @@ class _Engine:
             if i in self.running:
                 continue
             overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
+            self._seq += 1
             self.running[i] = _Run(
                 placement=placement,
                 partner=partner,
@@ -815,6 +920,8 @@ class _Engine:
                 version=0,
                 gpus=placement.num_gpus,
                 ps=ps_of.get(i, ()),
+                seq=self._seq,
+                credit=self._kept,
             )
             if self.coloc is not None:
                 self._coloc_join(i, self.running[i])
@@ -831,6 +938,87 @@ class _Engine:
             changed.extend(self._coloc_refresh(t, stopped, changed))
         for i in changed:
             self._schedule_completion(i)
+        self._set_wake(t, alloc)
+
+    def _apply_changes(self, t: float, placed: dict[int, tuple[GrantPlacement, int]]) -> None:
+        """:meth:`_apply`'s passes for a ``keep_running`` decision, over its changes only.
+
+        ``placed`` is every running job's holding as the decision leaves it; only the jobs
+        released (``stop`` form) and those the placement set (started, moved, paired) can
+        differ from their run. They are stopped in the order of the running jobs and started
+        in the order of ``placed``, as the full pass does, so the record is the same; every
+        other running job is left alone (its round received is counted when its state's
+        ``rounds_received`` is read, see :meth:`_credit`).
+        """
+        running, states = self.running, self.states
+        # the candidates, in the order the placement inserted them into ``placed``
+        cands = dict.fromkeys(self._changed)
+        for i in self._released:
+            cands.setdefault(i, None)
+        changed: list[int] = []
+        touched = sorted((i for i in cands if i in running), key=lambda i: running[i].seq)
+        self._kept += 1  # every running job not touched here receives a round (when read)
+        kept = self._kept
+        for i in touched:
+            run = running[i]
+            # the rounds of the run up to the last decision; this one's is counted below
+            self._credit(i, run, kept - 1)
+            run.credit = kept
+            new = placed.get(i)
+            if new is not None and (new[0] is run.placement or new[0] == run.placement):
+                if new[1] != run.partner:
+                    self._close(i, t)
+                    run.partner = new[1]
+                    run.rate = self._rate(i, run.placement, new[1])
+                    changed.append(i)
+                continue
+            self._close(i, t)
+            del running[i]
+            self.spread.discard(i)
+            st = states[i]
+            st.preemptions += 1
+            st.last_stop = t
+            st.placement = None
+            st.partner = None
+            st.ps_servers = ()
+        for i in cands:
+            held = placed.get(i)
+            if held is None:
+                continue  # stopped
+            placement, partner = held
+            st = states[i]
+            st.rounds_received[placement.gpu_type] = (
+                st.rounds_received.get(placement.gpu_type, 0) + 1
+            )
+            st.partner = self.jobs[partner].job_id if partner >= 0 else None
+            if i in running:
+                continue
+            overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
+            self._seq += 1
+            running[i] = _Run(
+                placement=placement,
+                partner=partner,
+                seg_start=t,
+                synced=t,
+                overhead=overhead,
+                rate=self._rate(i, placement, partner),
+                version=0,
+                gpus=placement.num_gpus,
+                seq=self._seq,
+                credit=kept,
+            )
+            if not placement.consolidated(self.types[placement.gpu_type].gpus_per_server):
+                self.spread.add(i)
+            st.placement = placement
+            st.ps_servers = ()
+            st.last_start = t
+            if math.isnan(self.first_start[i]):
+                self.first_start[i] = t
+            changed.append(i)
+        for i in changed:
+            self._schedule_completion(i)
+
+    def _set_wake(self, t: float, alloc: PolicyDecision) -> None:
         self.wake_at = math.inf
         if alloc.wake_at is not None:
             w = float(alloc.wake_at)
@@ -838,7 +1026,7 @@ class _Engine:
                 raise PolicyError(f"{self.policy.name}: wake_at {w} is not after now ({t})")
             self.wake_at = w
 
-    def _check_grant(self, g: Grant, seen: set[int]) -> int:
+    def _check_grant(self, g: Grant, seen: set[int] | _Seen) -> int:
         if not isinstance(g, Grant):
             raise PolicyError(f"{self.policy.name}: grants must be Grant, got {type(g).__name__}")
         i = self.index.get(g.job, -1)
@@ -878,13 +1066,16 @@ class _Engine:
         keep = alloc.keep_running
         self._changed = changed = []
         released: list[int] = []
+        seen: set[int] | _Seen
+        self._fast = fast = keep and INCREMENTAL_APPLY and self.coloc is None
         if keep:
             # every running job keeps its GPUs and partner; the grants only add jobs
-            placed = dict(self._holds)
+            # (incremental: the kept holdings are the placement, updated in place)
+            placed = self._holds if fast else dict(self._holds)
             if alloc.stop is not None:
                 # ... except those that stop and those granted again (placed as in the full form)
                 released = self._release_listed(alloc, placed, free)
-            seen = set(placed)
+            seen = _Seen(placed) if fast else set(placed)
             free_count = {name: fr.total for name, fr in free.items()}
             self._reconsolidate_kept(placed, free)
         else:
@@ -927,7 +1118,10 @@ class _Engine:
             placed[i] = (fit, -1)
             changed.append(i)
         self._place_sharers(sharers, placed)
-        if keep:
+        self._released = released
+        if fast:
+            pass  # the holdings are the placement
+        elif keep:
             holds = self._holds
             for i in released:
                 del holds[i]
