@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.sim import busy_worlds, job_frame, synthetic_throughputs
 from test_sim_dynamic_batch import _two_jobs, _world
-from test_sim_engine_incremental import _lazy_and_eager, _Reader, _same
+from test_sim_engine_incremental import _lazy_and_eager, _Reader, check_same_record
 
 from optsched.sim import ClusterSpec, GpuType, SimResult, World, simulate
 from optsched.sim import engine as engine_mod
@@ -95,14 +95,14 @@ def test_incremental_apply_gives_the_full_record(
     if rounds is not None and rounds > world.restore_s:
         kwargs["round_seconds"] = rounds
     a, b, _ = _both(world, name, **kwargs)
-    _same(a, b)
+    check_same_record(a, b)
 
 
 @settings(max_examples=25, deadline=None)
 @given(busy_worlds(), st.sampled_from(ELASTIC))
 def test_incremental_apply_with_elastic_grants(world: World, name: str) -> None:
     a, b, _ = _both(world.elastic(max_factor=2.0), name)
-    _same(a, b)
+    check_same_record(a, b)
 
 
 def test_the_incremental_pass_is_taken_and_matches() -> None:
@@ -115,7 +115,7 @@ def test_the_incremental_pass_is_taken_and_matches() -> None:
     world = World.from_frame(job_frame(rows), cluster, synthetic_throughputs(), restore_s=0.5)
     for name in ("tiresias-las", "srtf", "edf"):
         a, b, calls = _both(world, name)
-        _same(a, b)
+        check_same_record(a, b)
         assert calls > 0
 
 
@@ -129,7 +129,7 @@ def test_spread_gangs_reconsolidate_alike() -> None:
     world = World.from_frame(job_frame(rows), cluster, synthetic_throughputs(), restore_s=1.0)
     for name in ("tiresias-las", "srtf", "fifo"):
         a, b, _ = _both(world, name)
-        _same(a, b)
+        check_same_record(a, b)
         assert len(a.intervals["job_id"]) > len(rows)  # something was moved or preempted
 
 
@@ -141,13 +141,13 @@ def test_shared_pairs_and_batch_phases_alike(tmp_path: Path) -> None:
     ]
     world = World.from_frame(job_frame(rows), cluster, synthetic_throughputs(), restore_s=0.5)
     a, b, _ = _both(world, "gandiva")
-    _same(a, b)
+    check_same_record(a, b)
     assert any(a.intervals["shared_with"])
     for restore in (0.0, 30.0):
         phased = _world(_two_jobs(tmp_path), restore_s=restore)
         for name in ("fifo", "srtf", "tiresias-las"):
             a, b, _ = _both(phased, name)
-            _same(a, b)
+            check_same_record(a, b)
 
 
 # -- lazy catch-up as array accumulations ---------------------------------------------------
@@ -164,7 +164,7 @@ def test_vectorized_catch_up_gives_the_eager_record(world: World, name: str, ste
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(engine_mod, "_VECTOR_STEPS", steps)
         a, b = _lazy_and_eager(world, name)
-    _same(a, b)
+    check_same_record(a, b)
 
 
 def test_vectorized_catch_up_crosses_restores_and_phases(tmp_path: Path) -> None:
@@ -174,7 +174,7 @@ def test_vectorized_catch_up_crosses_restores_and_phases(tmp_path: Path) -> None
             phased = _world(_two_jobs(tmp_path), restore_s=restore)
             for name in ("fifo", "srtf", "max-min"):
                 a, b = _lazy_and_eager(phased, name)
-                _same(a, b)
+                check_same_record(a, b)
 
 
 @settings(max_examples=25, deadline=None)
@@ -186,6 +186,6 @@ def test_vectorized_catch_up_reads_are_current(world: World) -> None:
         lazy, eager = _Reader(True), _Reader(False)
         a = simulate(world, lazy, round_seconds=None)
         b = simulate(world, eager, round_seconds=None)
-    _same(a, b)
+    check_same_record(a, b)
     assert lazy.seen == eager.seen
     assert lazy.seen

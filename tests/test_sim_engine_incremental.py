@@ -32,7 +32,7 @@ def _nan_list(values: list[float]) -> list[Any]:
     return [None if math.isnan(v) else v for v in values]
 
 
-def _same(a: SimResult, b: SimResult) -> None:
+def check_same_record(a: SimResult, b: SimResult) -> None:
     assert a.intervals == b.intervals
     assert _nan_list(a.completion) == _nan_list(b.completion)
     assert _nan_list(a.first_start) == _nan_list(b.first_start)
@@ -171,7 +171,7 @@ def test_lazy_progress_gives_the_eager_record(
     if rounds is not None and rounds > world.restore_s:
         kwargs["round_seconds"] = rounds
     a, b = _lazy_and_eager(world, name, **kwargs)
-    _same(a, b)
+    check_same_record(a, b)
 
 
 def test_lazy_progress_crosses_batch_phases_as_eager(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ def test_lazy_progress_crosses_batch_phases_as_eager(tmp_path: Path) -> None:
         world = _world(_two_jobs(tmp_path), restore_s=restore)
         for name in ("fifo", "srtf", "max-min"):
             a, b = _lazy_and_eager(world, name)
-            _same(a, b)
+            check_same_record(a, b)
 
 
 class _Reader(Policy):
@@ -212,7 +212,7 @@ def test_what_a_policy_reads_is_current(world: World) -> None:
     lazy, eager = _Reader(True), _Reader(False)
     a = simulate(world, lazy, round_seconds=None)
     b = simulate(world, eager, round_seconds=None)
-    _same(a, b)
+    check_same_record(a, b)
     assert lazy.seen == eager.seen
     assert lazy.seen  # the policy read something
 
@@ -238,7 +238,7 @@ def test_shared_pairs_keep_the_free_picture_and_the_eager_record(monkeypatch: An
     ]
     world = World.from_frame(job_frame(rows), cluster, synthetic_throughputs(), restore_s=0.5)
     a, b = _lazy_and_eager(world, "gandiva")
-    _same(a, b)
+    check_same_record(a, b)
     assert any(a.intervals["shared_with"])
     checked = _check_free_picture(monkeypatch)
     simulate(world, make_policy("gandiva"))

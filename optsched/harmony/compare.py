@@ -18,7 +18,6 @@ standalone iteration time).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,30 +41,22 @@ def arrivals_from_trace(world: HarmonyWorld, path: str | Path) -> tuple[JobArriv
         The trace is refused by its reader, has no job, or a job has neither steps nor a
         duration (the row is named).
     """
+    from optsched.sim.colocation import trace_jobs
     from optsched.traces import read_trace
 
-    jobs = read_trace(path).jobs.sort_values("arrival", kind="stable").reset_index(drop=True)
-    if len(jobs) == 0:
-        raise InvalidInstanceError("<file>", f"{path}: the trace has no job", file=str(path))
-    models: dict[str, int] = {}
-    t0 = world.the_truth.standalone_times
-    out = []
-    for i, row in jobs.iterrows():
-        model = str(row["model"])
-        job_type = models.setdefault(model, len(models)) % world.n_types
-        workers = int(min(max(int(row["num_gpus"]), 1), world.max_workers))
-        ps = 0 if world.max_ps == 0 else int(min(max(1, (workers + 1) // 2), world.max_ps))
-        steps = float(row["total_steps"])
-        duration = float(row["duration"])
-        if math.isfinite(steps) and steps > 0:
-            iterations = steps
-        elif math.isfinite(duration) and duration > 0:
-            iterations = duration / float(t0[job_type])
-        else:
-            raise InvalidInstanceError(
-                "total_steps", "a job needs total_steps or duration", file=str(path), row=int(i) + 1
-            )
-        out.append(JobArrival(int(i), float(row["arrival"]), job_type, workers, ps, iterations))
+    # the one trace-to-PS-job mapping, shared with the simulator's colocation worlds
+    jobs = trace_jobs(
+        read_trace(path).jobs,
+        world.the_truth.standalone_times,
+        n_types=world.n_types,
+        max_workers=world.max_workers,
+        max_ps=world.max_ps,
+        file=str(path),
+    )
+    out = [
+        JobArrival(i, j.arrival, j.job_type, j.workers, j.ps, j.iterations)
+        for i, j in enumerate(jobs)
+    ]
     return tuple(out)
 
 

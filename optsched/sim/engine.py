@@ -880,26 +880,11 @@ class _Engine:
         # stop or change what no longer runs as before
         changed: list[int] = []
         for i, run in list(self.running.items()):
-            new = placed.get(i)
-            if new is not None and (new[0] is run.placement or new[0] == run.placement):
-                if new[1] != run.partner:
-                    self._close(i, t)
-                    run.partner = new[1]
-                    run.rate = self._rate(i, run.placement, new[1])
-                    changed.append(i)
+            if self._keep_or_stop(i, run, placed.get(i), t, changed):
                 continue
-            self._close(i, t)
-            del self.running[i]
             if self.coloc is not None:
                 stopped.append(run)
                 self._coloc_leave(i, run)
-            self.spread.discard(i)
-            st = self.states[i]
-            st.preemptions += 1
-            st.last_stop = t
-            st.placement = None
-            st.partner = None
-            st.ps_servers = ()
         for i, (placement, partner) in placed.items():
             st = self.states[i]
             st.rounds_received[placement.gpu_type] = (
@@ -940,6 +925,37 @@ class _Engine:
             self._schedule_completion(i)
         self._set_wake(t, alloc)
 
+    def _keep_or_stop(
+        self,
+        i: int,
+        run: _Run,
+        new: tuple[GrantPlacement, int] | None,
+        t: float,
+        changed: list[int],
+    ) -> bool:
+        """Keep running job ``i`` where the decision leaves it (``True``), or stop it.
+
+        A kept job whose partner changes gets its new rate and is added to ``changed``; a
+        stopped one is closed, counted as preempted and leaves ``running``.
+        """
+        if new is not None and (new[0] is run.placement or new[0] == run.placement):
+            if new[1] != run.partner:
+                self._close(i, t)
+                run.partner = new[1]
+                run.rate = self._rate(i, run.placement, new[1])
+                changed.append(i)
+            return True
+        self._close(i, t)
+        del self.running[i]
+        self.spread.discard(i)
+        st = self.states[i]
+        st.preemptions += 1
+        st.last_stop = t
+        st.placement = None
+        st.partner = None
+        st.ps_servers = ()
+        return False
+
     def _apply_changes(self, t: float, placed: dict[int, tuple[GrantPlacement, int]]) -> None:
         """:meth:`_apply`'s passes for a ``keep_running`` decision, over its changes only.
 
@@ -964,23 +980,7 @@ class _Engine:
             # the rounds of the run up to the last decision; this one's is counted below
             self._credit(i, run, kept - 1)
             run.credit = kept
-            new = placed.get(i)
-            if new is not None and (new[0] is run.placement or new[0] == run.placement):
-                if new[1] != run.partner:
-                    self._close(i, t)
-                    run.partner = new[1]
-                    run.rate = self._rate(i, run.placement, new[1])
-                    changed.append(i)
-                continue
-            self._close(i, t)
-            del running[i]
-            self.spread.discard(i)
-            st = states[i]
-            st.preemptions += 1
-            st.last_stop = t
-            st.placement = None
-            st.partner = None
-            st.ps_servers = ()
+            self._keep_or_stop(i, run, placed.get(i), t, changed)
         for i in cands:
             held = placed.get(i)
             if held is None:
