@@ -564,11 +564,14 @@ class OrderPolicy(Policy):
                 if j > r + 1:
                     if prefix is None:
                         prefix = [0, *itertools.accumulate(gpus)]
-                    total = prefix[j] - prefix[r]
-                    if total <= free:
-                        granted.extend(jobs[r:j])
-                        free -= total
-                        r = j
+                    # the longest run from r that fits (gangs are positive: the prefix sums
+                    # increase); the one-by-one walk grants each of them the same way, then
+                    # preempts the next one, which does not fit
+                    m = bisect.bisect_right(prefix, prefix[r] + free, r, j + 1) - 1
+                    if m > r:
+                        granted.extend(jobs[r:m])
+                        free -= prefix[m] - prefix[r]
+                        r = m
                         continue
             if r < n_run and (head is None or keys[r] <= head[0]):
                 s = jobs[r]
@@ -583,7 +586,8 @@ class OrderPolicy(Policy):
             else:
                 break
             n = s.job.num_gpus
-            if free >= n and state.rate(s, single) > 0:
+            # a running job runs where its rate is positive (the engine places no other)
+            if free >= n and (not from_queue or state.rate(s, single) > 0):
                 free -= n
                 if from_queue:
                     new.append(len(granted))
