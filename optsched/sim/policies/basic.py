@@ -485,12 +485,14 @@ class OrderPolicy(Policy):
 
         The running jobs stay in a sorted list, updated by the jobs that start, stop and
         complete and by those whose key :meth:`rekey_candidates` reports changed, instead of
-        being re-keyed and sorted at every decision. The walk takes at once every run of
-        running jobs that precede the queue's current best job and fit together (one
-        bisection and a prefix sum; the one-by-one walk would take each of them the same way,
-        as the queue's answer, recomputed when GPUs shrink, only moves to larger keys), and
-        steps one job at a time otherwise. The grants, their order and the queue's evolution
-        are those of the default walk.
+        being re-keyed and sorted at every decision. The walk takes at once the longest run of
+        running jobs that precede the queue's current best job and fit together (a bisection
+        of the prefix sums of their gangs; the one-by-one walk would take each of them the
+        same way, as the queue's answer, recomputed when GPUs shrink, only moves to larger
+        keys), preempts the next one, which does not fit, and steps one job at a time
+        otherwise. The grants, their order and the queue's evolution are those of the default
+        walk. :meth:`wake` receives the jobs taken from the queue only (a sorted policy follows
+        its running jobs through :meth:`on_run` and :meth:`on_stop`).
         """
         queue = self.queue
         index = self._index
@@ -540,8 +542,9 @@ class OrderPolicy(Policy):
         keys, jobs, gpus = self._rkeys, self._rjobs, self._rgpus
         n_run = len(keys)
         prefix: list[int] | None = None
-        granted: list[JobState] = []
-        new: list[int] = []
+        # the jobs taken from the queue (the kept running jobs need no list: the decision keeps
+        # them, and no sorted policy's wake-up reads them)
+        new_granted: list[JobState] = []
         new_keys: list[tuple[float, ...]] = []
         preempted: list[JobState] = []
         skipped: list[JobState] = []
@@ -569,7 +572,6 @@ class OrderPolicy(Policy):
                     # preempts the next one, which does not fit
                     m = bisect.bisect_right(prefix, prefix[r] + free, r, j + 1) - 1
                     if m > r:
-                        granted.extend(jobs[r:m])
                         free -= prefix[m] - prefix[r]
                         r = m
                         continue
@@ -590,9 +592,8 @@ class OrderPolicy(Policy):
             if free >= n and (not from_queue or state.rate(s, single) > 0):
                 free -= n
                 if from_queue:
-                    new.append(len(granted))
+                    new_granted.append(s)
                     new_keys.append(head_key)
-                granted.append(s)
             else:
                 (skipped if from_queue else preempted).append(s)
         for s in (*preempted, *skipped):
@@ -600,7 +601,7 @@ class OrderPolicy(Policy):
         for s in preempted:
             self._run_remove(s.job.index)
             self.on_wait(state, s)
-        self._new_granted = [granted[k] for k in new]
+        self._new_granted = new_granted
         stop: tuple[str, ...] | None = None
         if preempted:
             # the ``stop`` form of the full decision: the preempted jobs stop, the new jobs and
@@ -616,7 +617,7 @@ class OrderPolicy(Policy):
         return PolicyDecision(
             grants=tuple(self._grant(s, single) for s in self._pending),
             blocking=False,
-            wake_at=self.wake(state, granted),
+            wake_at=self.wake(state, new_granted),
             keep_running=True,
             stop=stop,
         )
