@@ -127,14 +127,17 @@ class WaitQueue:
 
     def best(self, max_gang: float = math.inf) -> tuple[tuple[float, ...], str] | None:
         """The smallest-key waiting job whose gang is at most ``max_gang`` GPUs."""
-        found: tuple[tuple[float, ...], str] | None = None
-        for gang in self.heaps:
-            if gang > max_gang:
+        found: tuple[tuple[float, ...], int, str] | None = None
+        version = self.version
+        for gang, heap in self.heaps.items():
+            if gang > max_gang or not heap:
                 continue
-            head = self._head(gang)
+            head: tuple[tuple[float, ...], int, str] | None = heap[0]
+            if version.get(heap[0][2]) != heap[0][1]:  # a stale top: clean the heap up
+                head = self._head(gang)
             if head is not None and (found is None or head[0] < found[0]):
-                found = (head[0], head[2])
-        return found
+                found = head
+        return None if found is None else (found[0], found[2])
 
 
 def _choose_type(
@@ -264,6 +267,8 @@ class OrderPolicy(Policy):
         # it reads the progress of the few jobs whose key may change: lazy progress pays
         self.lazy_progress = (self._sorted and not self.rekeys_running) or type(self).lazy_progress
         self._index = {j.job_id: j.index for j in world.jobs} if self._sorted else {}
+        self._grant_of: dict[int, Grant] = {}  # the sorted walk's grant of each job, once built
+        self._runs_of: dict[int, bool] = {}  # whether a job's rate on the one type is positive
         self._gps = world.cluster.gpu_types[0].gpus_per_server
         self._reset_running()
 
@@ -334,7 +339,10 @@ class OrderPolicy(Policy):
         return rate
 
     def consolidation(self, s: JobState) -> Consolidation:
-        """The ``consolidate`` of the job's grant (default ``"prefer"``)."""
+        """The ``consolidate`` of the job's grant (default ``"prefer"``).
+
+        A function of the job alone (the sorted walk keeps each job's grant).
+        """
         return "prefer"
 
     def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
@@ -539,6 +547,15 @@ class OrderPolicy(Policy):
         self.before(state)
         gpu_type = state.world.cluster.gpu_types[0]
         single, free = gpu_type.name, gpu_type.count
+        runs_of = self._runs_of
+
+        def runs(s: JobState) -> bool:
+            # the job's rate on the one type is positive (a function of the job: kept)
+            found = runs_of.get(s.job.index)
+            if found is None:
+                found = runs_of[s.job.index] = state.rate(s, single) > 0
+            return found
+
         keys, jobs, gpus = self._rkeys, self._rjobs, self._rgpus
         n_run = len(keys)
         prefix: list[int] | None = None
@@ -589,7 +606,7 @@ class OrderPolicy(Policy):
                 break
             n = s.job.num_gpus
             # a running job runs where its rate is positive (the engine places no other)
-            if free >= n and (not from_queue or state.rate(s, single) > 0):
+            if free >= n and (not from_queue or runs(s)):
                 free -= n
                 if from_queue:
                     new_granted.append(s)
@@ -614,8 +631,15 @@ class OrderPolicy(Policy):
             stop = tuple(s.job_id for s in preempted)
         else:
             self._pending = self._new_granted
+        grant_of = self._grant_of
+        grants = []
+        for s in self._pending:
+            g = grant_of.get(s.job.index)
+            if g is None:
+                g = grant_of[s.job.index] = self._grant(s, single)
+            grants.append(g)
         return PolicyDecision(
-            grants=tuple(self._grant(s, single) for s in self._pending),
+            grants=tuple(grants),
             blocking=False,
             wake_at=self.wake(state, new_granted),
             keep_running=True,

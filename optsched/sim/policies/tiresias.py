@@ -240,6 +240,8 @@ class Tiresias(OrderPolicy):
 
     def before(self, state: SimState) -> None:
         """Promote the waiting jobs that are due (back to the first queue)."""
+        if not self._due_heap:
+            return  # no promotion scheduled (always so without the PROMOTE knob)
         slack = TIME_TOL * max(1.0, state.now)
         while self._next_due() <= state.now + slack:
             _, job_id = heapq.heappop(self._due_heap)
@@ -299,6 +301,16 @@ class Tiresias(OrderPolicy):
                 out.append(s)
         return out
 
+    def _after_next_arrival(self, now: float, t: float) -> bool:
+        """Whether ``t`` is after the next arrival (the first job arriving after ``now``).
+
+        The engine takes every job arriving up to ``now + TIME_TOL`` at the decision at
+        ``now``, so the next one is its next arrival event.
+        """
+        arrivals = self._arrivals
+        nxt = bisect.bisect_right(arrivals, now + TIME_TOL)
+        return nxt < len(arrivals) and t > arrivals[nxt]
+
     def _wake_sorted(self, state: SimState) -> float | None:
         """:meth:`wake` from the predicted crossings: only the jobs near the earliest count."""
         now = state.now
@@ -323,9 +335,7 @@ class Tiresias(OrderPolicy):
         while heap and version.get(heap[0][2]) != heap[0][1]:
             heapq.heappop(heap)
         margin = self._margin(now)
-        arrivals = self._arrivals
-        nxt = bisect.bisect_right(arrivals, now + TIME_TOL)
-        if heap and nxt < len(arrivals) and heap[0][0] - 2.0 * margin > arrivals[nxt]:
+        if heap and self._after_next_arrival(now, heap[0][0] - 2.0 * margin):
             # every running job crosses after the next arrival, which the engine takes (the
             # jobs up to it arrived): the exact time would be dropped there unused, so the
             # earliest prediction stands in for it (the wake-up is after that arrival
