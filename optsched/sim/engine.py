@@ -50,6 +50,7 @@ import bisect
 import dataclasses
 import heapq
 import math
+from array import array
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -102,8 +103,9 @@ class _Run:
 #: through the full pass over the running jobs (the specification, for tests).
 INCREMENTAL_APPLY = True
 
-#: A lazy catch-up over at least this many missed decision points runs as array accumulations.
-_VECTOR_STEPS = 64
+#: A lazy catch-up over at least this many missed decision points runs as array accumulations
+#: (below it, the plain loop over the shared gaps is the faster).
+_VECTOR_STEPS = 96
 
 
 class _Seen:
@@ -462,6 +464,9 @@ class _Engine:
             live._engine = self
             self.states.append(live)
         self._times: list[float] = []  # the decision times, in order (lazy progress)
+        # the gaps between them (``_gaps[k] = _times[k] - _times[k - 1]``, 0.0 first), shared by
+        # every catch-up that steps over them (8 bytes each; read as a buffer by numpy)
+        self._gaps = array("d")
         self._last_time = -math.inf  # the last of them
         self.index = {j.job_id: j.index for j in world.jobs}
         self.active: dict[int, JobState] = {}
@@ -548,10 +553,10 @@ class _Engine:
         st = self.states[i]
         done, attained, executed = _DONE.__get__(st), _ATTAINED.__get__(st), _EXECUTED.__get__(st)
         work, rate, gpus, prev, overhead = st.job.work, run.rate, run.gpus, run.synced, run.overhead
-        pending = times[bisect.bisect_right(times, prev) :]
-        k = 0
-        while overhead > 0 and k < len(pending):
-            t = pending[k]
+        k = bisect.bisect_right(times, prev)
+        n = len(times)
+        while overhead > 0 and k < n:
+            t = times[k]
             k += 1
             dt = t - prev
             if dt <= 0:
@@ -562,37 +567,40 @@ class _Engine:
             attained += gpus * dt
             executed += dt
             prev = t
-        rest = pending[k:] if k else pending
-        if len(rest) >= _VECTOR_STEPS:
+        if n - k >= _VECTOR_STEPS:
             # the same steps as array accumulations, bit for bit: ``np.add.accumulate`` adds
             # left to right as the loop does (no pairwise summation), a zero step adds 0.0
             # (the loop skips it: the same value), and since every increment is >= 0 the
             # running sums never decrease, so ``min(work, .)`` at every step clamps the last
             # sum alike
             # (rows: done, attained, executed; column 0 the start, then each step's increment)
-            n = len(rest)
-            ts = np.array(rest)
-            acc = np.empty((3, n + 1))
+            acc = np.empty((3, n - k + 1))
             acc[:, 0] = (done, attained, executed)
             dts = acc[2, 1:]
-            dts[0] = rest[0] - prev
-            np.subtract(ts[1:], ts[:-1], out=dts[1:])
+            dts[1:] = self._gaps[k + 1 :]
+            dts[0] = times[k] - prev
             np.multiply(dts, rate, out=acc[0, 1:])
             np.multiply(dts, gpus, out=acc[1, 1:])
             x, attained, executed = np.add.accumulate(acc, axis=1)[:, -1].tolist()
             done = x if x < work else work
-            prev = rest[-1]
-            rest = []
-        for t in rest:
-            # the same step without restore time left (min(work, x) spelled out: it is hot)
-            dt = t - prev
-            if dt <= 0:
-                continue
-            x = done + rate * dt
-            done = x if x < work else work
-            attained += gpus * dt
-            executed += dt
-            prev = t
+            prev = times[-1]
+        elif k < n:
+            # the same steps without restore time left: the first from ``prev`` (a decision
+            # point, or the time of a completion or phase boundary), then over the shared gaps
+            # between decision points (``t - prev`` of the step by step loop, bit for bit; a
+            # zero gap adds 0.0, the value the loop's skip keeps). ``done`` is clamped to the
+            # work once at the end: every increment is >= 0, so the running sum, once at or
+            # above the work, stays there, as the clamped one stays at the work
+            x = times[k] - prev
+            done += rate * x
+            attained += gpus * x
+            executed += x
+            for x in self._gaps[k + 1 :]:
+                done += rate * x
+                attained += gpus * x
+                executed += x
+            done = done if done < work else work
+            prev = times[-1]
         _DONE.__set__(st, done)
         _ATTAINED.__set__(st, attained)
         _EXECUTED.__set__(st, executed)
@@ -825,6 +833,7 @@ class _Engine:
         # the jobs completed since the last decision give their GPUs back at the next placement
         self._gone.extend(map(self.index.__getitem__, self.finished_ids))
         if self.lazy:
+            self._gaps.append(t - self._last_time if self._times else 0.0)
             self._times.append(t)  # progress is brought up to here when read
             self._last_time = t
         for i, run in () if self.lazy else self.running.items():

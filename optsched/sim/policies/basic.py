@@ -127,14 +127,17 @@ class WaitQueue:
 
     def best(self, max_gang: float = math.inf) -> tuple[tuple[float, ...], str] | None:
         """The smallest-key waiting job whose gang is at most ``max_gang`` GPUs."""
-        found: tuple[tuple[float, ...], str] | None = None
-        for gang in self.heaps:
-            if gang > max_gang:
+        found: tuple[tuple[float, ...], int, str] | None = None
+        version = self.version
+        for gang, heap in self.heaps.items():
+            if gang > max_gang or not heap:
                 continue
-            head = self._head(gang)
+            head: tuple[tuple[float, ...], int, str] | None = heap[0]
+            if version.get(heap[0][2]) != heap[0][1]:  # a stale top: clean the heap up
+                head = self._head(gang)
             if head is not None and (found is None or head[0] < found[0]):
-                found = (head[0], head[2])
-        return found
+                found = head
+        return None if found is None else (found[0], found[2])
 
 
 def _choose_type(
@@ -264,6 +267,8 @@ class OrderPolicy(Policy):
         # it reads the progress of the few jobs whose key may change: lazy progress pays
         self.lazy_progress = (self._sorted and not self.rekeys_running) or type(self).lazy_progress
         self._index = {j.job_id: j.index for j in world.jobs} if self._sorted else {}
+        self._grant_of: dict[int, Grant] = {}  # the sorted walk's grant of each job, once built
+        self._runs_of: dict[int, bool] = {}  # whether a job's rate on the one type is positive
         self._gps = world.cluster.gpu_types[0].gpus_per_server
         self._reset_running()
 
@@ -334,7 +339,10 @@ class OrderPolicy(Policy):
         return rate
 
     def consolidation(self, s: JobState) -> Consolidation:
-        """The ``consolidate`` of the job's grant (default ``"prefer"``)."""
+        """The ``consolidate`` of the job's grant (default ``"prefer"``).
+
+        A function of the job alone (the sorted walk keeps each job's grant).
+        """
         return "prefer"
 
     def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
@@ -485,12 +493,14 @@ class OrderPolicy(Policy):
 
         The running jobs stay in a sorted list, updated by the jobs that start, stop and
         complete and by those whose key :meth:`rekey_candidates` reports changed, instead of
-        being re-keyed and sorted at every decision. The walk takes at once every run of
-        running jobs that precede the queue's current best job and fit together (one
-        bisection and a prefix sum; the one-by-one walk would take each of them the same way,
-        as the queue's answer, recomputed when GPUs shrink, only moves to larger keys), and
-        steps one job at a time otherwise. The grants, their order and the queue's evolution
-        are those of the default walk.
+        being re-keyed and sorted at every decision. The walk takes at once the longest run of
+        running jobs that precede the queue's current best job and fit together (a bisection
+        of the prefix sums of their gangs; the one-by-one walk would take each of them the
+        same way, as the queue's answer, recomputed when GPUs shrink, only moves to larger
+        keys), preempts the next one, which does not fit, and steps one job at a time
+        otherwise. The grants, their order and the queue's evolution are those of the default
+        walk. :meth:`wake` receives the jobs taken from the queue only (a sorted policy follows
+        its running jobs through :meth:`on_run` and :meth:`on_stop`).
         """
         queue = self.queue
         index = self._index
@@ -537,11 +547,21 @@ class OrderPolicy(Policy):
         self.before(state)
         gpu_type = state.world.cluster.gpu_types[0]
         single, free = gpu_type.name, gpu_type.count
+        runs_of = self._runs_of
+
+        def runs(s: JobState) -> bool:
+            # the job's rate on the one type is positive (a function of the job: kept)
+            found = runs_of.get(s.job.index)
+            if found is None:
+                found = runs_of[s.job.index] = state.rate(s, single) > 0
+            return found
+
         keys, jobs, gpus = self._rkeys, self._rjobs, self._rgpus
         n_run = len(keys)
         prefix: list[int] | None = None
-        granted: list[JobState] = []
-        new: list[int] = []
+        # the jobs taken from the queue (the kept running jobs need no list: the decision keeps
+        # them, and no sorted policy's wake-up reads them)
+        new_granted: list[JobState] = []
         new_keys: list[tuple[float, ...]] = []
         preempted: list[JobState] = []
         skipped: list[JobState] = []
@@ -564,11 +584,13 @@ class OrderPolicy(Policy):
                 if j > r + 1:
                     if prefix is None:
                         prefix = [0, *itertools.accumulate(gpus)]
-                    total = prefix[j] - prefix[r]
-                    if total <= free:
-                        granted.extend(jobs[r:j])
-                        free -= total
-                        r = j
+                    # the longest run from r that fits (gangs are positive: the prefix sums
+                    # increase); the one-by-one walk grants each of them the same way, then
+                    # preempts the next one, which does not fit
+                    m = bisect.bisect_right(prefix, prefix[r] + free, r, j + 1) - 1
+                    if m > r:
+                        free -= prefix[m] - prefix[r]
+                        r = m
                         continue
             if r < n_run and (head is None or keys[r] <= head[0]):
                 s = jobs[r]
@@ -583,12 +605,12 @@ class OrderPolicy(Policy):
             else:
                 break
             n = s.job.num_gpus
-            if free >= n and state.rate(s, single) > 0:
+            # a running job runs where its rate is positive (the engine places no other)
+            if free >= n and (not from_queue or runs(s)):
                 free -= n
                 if from_queue:
-                    new.append(len(granted))
+                    new_granted.append(s)
                     new_keys.append(head_key)
-                granted.append(s)
             else:
                 (skipped if from_queue else preempted).append(s)
         for s in (*preempted, *skipped):
@@ -596,7 +618,7 @@ class OrderPolicy(Policy):
         for s in preempted:
             self._run_remove(s.job.index)
             self.on_wait(state, s)
-        self._new_granted = [granted[k] for k in new]
+        self._new_granted = new_granted
         stop: tuple[str, ...] | None = None
         if preempted:
             # the ``stop`` form of the full decision: the preempted jobs stop, the new jobs and
@@ -609,10 +631,17 @@ class OrderPolicy(Policy):
             stop = tuple(s.job_id for s in preempted)
         else:
             self._pending = self._new_granted
+        grant_of = self._grant_of
+        grants = []
+        for s in self._pending:
+            g = grant_of.get(s.job.index)
+            if g is None:
+                g = grant_of[s.job.index] = self._grant(s, single)
+            grants.append(g)
         return PolicyDecision(
-            grants=tuple(self._grant(s, single) for s in self._pending),
+            grants=tuple(grants),
             blocking=False,
-            wake_at=self.wake(state, granted),
+            wake_at=self.wake(state, new_granted),
             keep_running=True,
             stop=stop,
         )

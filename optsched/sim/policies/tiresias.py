@@ -121,6 +121,14 @@ class Tiresias(OrderPolicy):
         self._cross: list[tuple[float, int, int, JobState]] = []
         self._cross_version: dict[int, int] = {}
         self._cross_counter = 0
+        # what the last 2D-LAS key was computed from, for :meth:`on_run`, which follows at the
+        # same decision: (job, now, its service net of promotions, its predicted crossing);
+        # one of the last two is NaN
+        self._keyed: tuple[JobState | None, float, float, float] = (None, math.nan, 0.0, math.nan)
+        # the jobs granted at the last decision: job index -> (predicted crossing, inf when
+        # none; the full key they were granted with)
+        self._started: dict[int, tuple[float, tuple[float, ...]]] = {}
+        self._arrivals: list[float] = []
 
     def reset(self, world: World) -> None:
         """Clear queues and promotion state; build the demand distribution for Gittins."""
@@ -132,6 +140,9 @@ class Tiresias(OrderPolicy):
         self._skew = {}
         self._cross = []
         self._cross_version = {}
+        self._keyed = (None, math.nan, 0.0, math.nan)
+        self._started = {}
+        self._arrivals = [j.arrival for j in world.jobs]  # sorted, as the world's jobs
         # jobs that wait for consolidated GPUs may leave GPUs idle: no claim of work conservation
         self.work_conserving = not (
             self.skewed and any(j.model.lower().startswith(self.skewed) for j in world.jobs)
@@ -185,6 +196,23 @@ class Tiresias(OrderPolicy):
         upper = self.thresholds[q] if q < len(self.thresholds) else a + self.thresholds[-1]
         return (q, -self.gittins(a, max(upper - a, TIME_TOL)))
 
+    def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+        # 2D-LAS: :meth:`key` with the arrival and position, inlined (it runs for every job
+        # that starts, stops or crosses a threshold); the service read is kept for on_run
+        if self.mode != "las":
+            return (*self.key(state, s), s.job.arrival, s.job.index)
+        job = s.job
+        now = state.now
+        started = self._started.pop(job.index, None)
+        if started is not None and started[0] > now + self._margin(now):
+            # granted at the last decision, short of its next threshold (by the margin of
+            # :meth:`rekey_candidates`): the key it was granted with, its service unread
+            self._keyed = (s, now, math.nan, started[0])
+            return started[1]
+        a = s.attained_service - self._base.get(job.job_id, 0.0)
+        self._keyed = (s, now, a, math.nan)
+        return (bisect.bisect_right(self.thresholds, a + TIME_TOL), job.arrival, job.index)
+
     def _skewed(self, s: JobState) -> bool:
         found = self._skew.get(s.job.index)
         if found is None:
@@ -212,6 +240,8 @@ class Tiresias(OrderPolicy):
 
     def before(self, state: SimState) -> None:
         """Promote the waiting jobs that are due (back to the first queue)."""
+        if not self._due_heap:
+            return  # no promotion scheduled (always so without the PROMOTE knob)
         slack = TIME_TOL * max(1.0, state.now)
         while self._next_due() <= state.now + slack:
             _, job_id = heapq.heappop(self._due_heap)
@@ -231,17 +261,28 @@ class Tiresias(OrderPolicy):
         return 1e-3 + 1e-6 * abs(now)
 
     def on_run(self, state: SimState, s: JobState) -> None:
-        """Predict the running job's next threshold crossing from its service now."""
-        a = s.attained_service - self._base.get(s.job.job_id, 0.0)
-        q = bisect.bisect_right(self.thresholds, a + TIME_TOL)
+        """Predict the running job's next threshold crossing from its service now.
+
+        (Or, for a job granted at the last decision and keyed from that, the crossing
+        predicted then: the same time up to the rounding the margins allow for.)
+        """
+        keyed, at_now, a, at = self._keyed
         i = s.job.index
-        if q >= len(self.thresholds):
-            self._cross_version.pop(i, None)
-            return
+        if keyed is s and at_now == state.now and at == at:
+            if at == math.inf:
+                self._cross_version.pop(i, None)
+                return
+        else:
+            if keyed is not s or at_now != state.now:
+                a = s.attained_service - self._base.get(s.job.job_id, 0.0)
+            q = bisect.bisect_right(self.thresholds, a + TIME_TOL)
+            if q >= len(self.thresholds):
+                self._cross_version.pop(i, None)
+                return
+            # service grows at the gang while the job holds it
+            at = state.now + (self.thresholds[q] - a) / s.job.num_gpus
         self._cross_counter += 1
         self._cross_version[i] = self._cross_counter
-        # service grows at the gang while the job holds it
-        at = state.now + (self.thresholds[q] - a) / s.job.num_gpus
         heapq.heappush(self._cross, (at, self._cross_counter, i, s))
 
     def on_stop(self, i: int) -> None:
@@ -260,31 +301,65 @@ class Tiresias(OrderPolicy):
                 out.append(s)
         return out
 
+    def _after_next_arrival(self, now: float, t: float) -> bool:
+        """Whether ``t`` is after the next arrival (the first job arriving after ``now``).
+
+        The engine takes every job arriving up to ``now + TIME_TOL`` at the decision at
+        ``now``, so the next one is its next arrival event.
+        """
+        arrivals = self._arrivals
+        nxt = bisect.bisect_right(arrivals, now + TIME_TOL)
+        return nxt < len(arrivals) and t > arrivals[nxt]
+
     def _wake_sorted(self, state: SimState) -> float | None:
         """:meth:`wake` from the predicted crossings: only the jobs near the earliest count."""
         now = state.now
         wake = self._next_due()
         th, k, base = self.thresholds, len(self.thresholds), self._base
-        exact: list[JobState] = list(self._new_granted)
+        # the jobs granted now, with their crossings, for their keys at the next decision
+        # (:meth:`_full_key`); their service is what they waited with
+        started: dict[int, tuple[float, tuple[float, ...]]] = {}
+        for s in self._new_granted:
+            job = s.job
+            a = s.attained_service - base.get(job.job_id, 0.0)
+            q = bisect.bisect_right(th, a + TIME_TOL)
+            at = math.inf
+            if q < k:
+                # the sorted walk sizes no gang: service grows at the job's own
+                at = now + (th[q] - a) / job.num_gpus
+                wake = min(wake, at)
+            started[job.index] = (at, (q, job.arrival, job.index))
+        self._started = started
+        exact: list[JobState] = []
         heap, version = self._cross, self._cross_version
         while heap and version.get(heap[0][2]) != heap[0][1]:
             heapq.heappop(heap)
-        if heap:
-            # every job whose exact crossing may be the earliest is within 2 margins of it
-            limit = min(heap[0][0], wake) + 2.0 * self._margin(now)
-            popped = []
-            while heap and heap[0][0] <= limit:
-                entry = heapq.heappop(heap)
-                popped.append(entry)
+        margin = self._margin(now)
+        if heap and self._after_next_arrival(now, heap[0][0] - 2.0 * margin):
+            # every running job crosses after the next arrival, which the engine takes (the
+            # jobs up to it arrived): the exact time would be dropped there unused, so the
+            # earliest prediction stands in for it (the wake-up is after that arrival
+            # either way, and the decisions are the same)
+            wake = min(wake, heap[0][0])
+        elif heap:
+            # every job whose exact crossing may be the earliest is within 2 margins of it:
+            # the entries up to that limit, found down the heap without taking them out (an
+            # entry is no later than its children; the minimum below is order-free)
+            limit = min(heap[0][0], wake) + 2.0 * margin
+            size = len(heap)
+            todo = [0] if heap[0][0] <= limit else []
+            while todo:
+                p = todo.pop()
+                entry = heap[p]
                 if version.get(entry[2]) == entry[1]:
                     exact.append(entry[3])
-            for entry in popped:
-                heapq.heappush(heap, entry)
+                todo.extend(c for c in (2 * p + 1, 2 * p + 2) if c < size and heap[c][0] <= limit)
         for s in exact:
             a = s.attained_service - base.get(s.job.job_id, 0.0)
             q = bisect.bisect_right(th, a + TIME_TOL)
             if q < k:
-                wake = min(wake, now + (th[q] - a) / self.gang(s))
+                # the sorted walk sizes no gang: service grows at the job's own
+                wake = min(wake, now + (th[q] - a) / s.job.num_gpus)
         if math.isfinite(wake) and wake > now + TIME_TOL * max(1.0, now):
             return wake
         return None
