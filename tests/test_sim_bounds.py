@@ -343,16 +343,19 @@ def test_the_fluid_backlog_is_lindleys_recursion(
         left += lim.best_area[j] / lim.speed
 
 
+@pytest.mark.parametrize("slack", [0.0, 0.7])
 @settings(max_examples=15, deadline=None)
-@given(busy_worlds())
-def test_the_bound_in_parts_is_beaten_by_no_policy(world) -> None:  # type: ignore[no-untyped-def]
+@given(world=busy_worlds())
+def test_the_bound_in_parts_is_beaten_by_no_policy(world, slack) -> None:  # type: ignore[no-untyped-def]
     import optsched.sim.bounds as bounds_module
 
     with pytest.MonkeyPatch.context() as mp:
-        # parts of two jobs: as many boundaries as the world allows
+        # parts of two or three jobs (no slack): as many boundaries as the world allows; with
+        # slack, parts of 1 to 4 jobs wherever the backlog is least
         mp.setattr(bounds_module, "LP_PART_JOBS", 2)
+        mp.setattr(bounds_module, "LP_PART_SLACK", slack)
         got = bound(world, "weighted-jct", methods=["interval-lp"])
-    if len(world.jobs) >= 4:
+    if len(world.jobs) >= 4 and slack == 0.0:
         assert "arrival-ordered parts" in got.notes[0]
     for name in (*POLICIES, "smith-gang"):
         record = simulate(world, make_policy(name))
@@ -368,6 +371,7 @@ def test_the_bound_in_parts_is_below_the_exact_optimum(world) -> None:  # type: 
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(bounds_module, "LP_PART_JOBS", 2)
+        mp.setattr(bounds_module, "LP_PART_SLACK", 0.0)
         got = bound(world, "weighted-jct")
     optimum = solve_exact(world, 1.0, "weighted-jct", time_limit=60).objective
     assert optimum is not None

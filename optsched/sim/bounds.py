@@ -163,7 +163,7 @@ LP_PART_JOBS = 1000
 #: Parts hold between ``1 - LP_PART_SLACK`` and ``1 + LP_PART_SLACK`` times
 #: :data:`LP_PART_JOBS` jobs, their cuts placed within that room where the least work is
 #: carried across them (:func:`_parts`).
-LP_PART_SLACK = 0.5
+LP_PART_SLACK = 0.7
 #: Arrival-time thresholds of the makespan LP.
 MAKESPAN_THRESHOLDS = 12
 
