@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -277,16 +278,84 @@ def test_parts_cover_every_job_once_in_arrival_order() -> None:
     assert joined.tolist() == [1, 3, 5, 6, 4, 2, 0]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 50.0), min_size=1, max_size=40),
+    st.lists(st.floats(0.1, 10.0), min_size=40, max_size=40),
+    st.integers(1, 12),
+    st.randoms(use_true_random=False),
+)
+def test_the_chosen_parts_are_a_partition_in_arrival_order(
+    arrivals: list[float], durations: list[float], size: int, rng: Any
+) -> None:
+    from optsched.sim.bounds import LP_PART_SLACK, _parts, _subset
+
+    n = len(arrivals)
+    lim = job_limits(one_gpu_world(durations[:n], sorted(arrivals)))
+    # the limits of a world whose rows are not in arrival order
+    shuffled = list(range(n))
+    rng.shuffle(shuffled)
+    lim = _subset(lim, np.array(shuffled, dtype=np.int64))
+    parts = _parts(lim, size)
+    joined = np.concatenate(parts)
+    # every job exactly once
+    assert sorted(joined.tolist()) == list(range(n))
+    # each part after the previous one in arrival order
+    assert np.all(np.diff(lim.arrival[joined]) >= 0)
+    if round(n / size) <= 1:
+        assert len(parts) == 1
+    else:
+        lo = max(1, math.floor(size * (1 - LP_PART_SLACK)))
+        hi = max(lo + 1, 2 * lo - 1, math.ceil(size * (1 + LP_PART_SLACK)))
+        assert all(lo <= len(part) <= hi for part in parts), [len(p) for p in parts]
+
+
+def test_parts_are_cut_where_no_work_is_carried() -> None:
+    from optsched.sim.bounds import _parts
+
+    # six unit jobs at 0, four at 100: equal parts of five would cut the first burst, whose
+    # sixth job waits behind five seconds of work; the lull after it carries nothing
+    lim = job_limits(one_gpu_world([1.0] * 10, [0.0] * 6 + [100.0] * 4))
+    parts = _parts(lim, 5)
+    assert [sorted(p.tolist()) for p in parts] == [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 30.0), min_size=1, max_size=25),
+    st.lists(st.floats(0.1, 5.0), min_size=25, max_size=25),
+)
+def test_the_fluid_backlog_is_lindleys_recursion(
+    arrivals: list[float], durations: list[float]
+) -> None:
+    from optsched.sim.bounds import _fluid_backlog
+
+    n = len(arrivals)
+    lim = job_limits(one_gpu_world(durations[:n], sorted(arrivals)))
+    order = np.argsort(lim.arrival, kind="stable")
+    got = _fluid_backlog(lim, order)
+    # the queue of one machine of speed 1, step by step
+    left, now = 0.0, float(lim.arrival[order[0]])
+    for k, j in enumerate(order):
+        left = max(0.0, left - (lim.arrival[j] - now))
+        now = float(lim.arrival[j])
+        assert got[k] == pytest.approx(left, abs=1e-9 * (1 + sum(durations)))
+        left += lim.best_area[j] / lim.speed
+
+
+@pytest.mark.parametrize("slack", [0.0, 0.7])
 @settings(max_examples=15, deadline=None)
-@given(busy_worlds())
-def test_the_bound_in_parts_is_beaten_by_no_policy(world) -> None:  # type: ignore[no-untyped-def]
+@given(world=busy_worlds())
+def test_the_bound_in_parts_is_beaten_by_no_policy(world, slack) -> None:  # type: ignore[no-untyped-def]
     import optsched.sim.bounds as bounds_module
 
     with pytest.MonkeyPatch.context() as mp:
-        # parts of two jobs: as many boundaries as the world allows
+        # parts of two or three jobs (no slack): as many boundaries as the world allows; with
+        # slack, parts of 1 to 4 jobs wherever the backlog is least
         mp.setattr(bounds_module, "LP_PART_JOBS", 2)
+        mp.setattr(bounds_module, "LP_PART_SLACK", slack)
         got = bound(world, "weighted-jct", methods=["interval-lp"])
-    if len(world.jobs) >= 4:
+    if len(world.jobs) >= 4 and slack == 0.0:
         assert "arrival-ordered parts" in got.notes[0]
     for name in (*POLICIES, "smith-gang"):
         record = simulate(world, make_policy(name))
@@ -302,6 +371,7 @@ def test_the_bound_in_parts_is_below_the_exact_optimum(world) -> None:  # type: 
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(bounds_module, "LP_PART_JOBS", 2)
+        mp.setattr(bounds_module, "LP_PART_SLACK", 0.0)
         got = bound(world, "weighted-jct")
     optimum = solve_exact(world, 1.0, "weighted-jct", time_limit=60).objective
     assert optimum is not None

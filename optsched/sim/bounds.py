@@ -67,9 +67,15 @@ looser).
    separately and summed: the work curves of a part's jobs in any schedule of all the jobs
    satisfy the part's own rows (its capacity rows hold a subset of the whole world's work),
    so the sum of the parts' bounds is below the optimum, and each part's LP is small enough
-   for fine intervals for every job. The value used is not the solver's figure but the bound of the
-   dual point it returns (weak duality, each row's multiplier clipped to its feasible sign, so
-   that any dual point, optimal or not, gives a valid bound — Neumaier and Shcherbina, 2004).
+   for fine intervals for every job. This holds for *any* partition, so the cuts are chosen
+   where the least is lost: where the aggregated machine's backlog
+   :math:`B_k = \max_{i \le k} \big(\sum_{i \le l < k} p_{(l)} - (a_{(k)} - a_{(i)})\big)^+`
+   (work arrived before the :math:`k`-th arrival that no schedule can have done by then) is
+   least, by a dynamic program over part sizes within :data:`LP_PART_SLACK` of
+   :data:`LP_PART_JOBS` (:func:`_parts`). The value used is not the solver's figure but the
+   bound of the dual point it returns (weak duality, each row's multiplier clipped to its
+   feasible sign, so that any dual point, optimal or not, gives a valid bound — Neumaier and
+   Shcherbina, 2004).
 
 **Makespan** (the last completion time), the best of :math:`\max_j (a_j + P_j)`, the
 aggregated machine's :math:`\max_k\ a_{(k)} + \sum_{j: a_j \ge a_{(k)}} A^*_j / \Sigma`, and,
@@ -89,7 +95,8 @@ policies alike (a round-based policy's value is often noticeably above them).
 Complexity: isolated and mean-busy-time bounds :math:`O(n \log n)` after the per-job rates
 (:math:`O(n G)` table look-ups, one per job group); the interval LP has
 :math:`O(n I G)` columns with :math:`I` intervals chosen to keep each part's LP near a fixed
-size, so :math:`\lceil n / 1000 \rceil` LPs of bounded size: linear in :math:`n`.
+size per job, so about :math:`n / 1000` LPs of at most :math:`1000 (1 + s)` jobs each:
+linear in :math:`n`; choosing the cuts is :math:`O(n \cdot 1000 s)` vectorized.
 
 References
 ----------
@@ -103,6 +110,7 @@ Math. Program. 99, 2004.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -152,6 +160,10 @@ LP_TANGENTS: tuple[float, ...] = (1.0,)
 #: Jobs per part of the interval LP: a larger world is cut, in arrival order, into parts of
 #: about this many jobs, each bounded on its own (the sum of the parts' bounds is a bound).
 LP_PART_JOBS = 1000
+#: Parts hold between ``1 - LP_PART_SLACK`` and ``1 + LP_PART_SLACK`` times
+#: :data:`LP_PART_JOBS` jobs, their cuts placed within that room where the least work is
+#: carried across them (:func:`_parts`).
+LP_PART_SLACK = 0.7
 #: Arrival-time thresholds of the makespan LP.
 MAKESPAN_THRESHOLDS = 12
 
@@ -460,8 +472,10 @@ def _blocks(first: int, levels: int, per_level: int) -> list[tuple[int, int]]:
     return out
 
 
-def _dyadic_layout(lim: JobLimits, horizon: float) -> tuple[int, int, float, float]:
-    """``(levels, per_level, start, fine_width)`` of the interval LP, sized to its budget."""
+def _dyadic_layout(
+    lim: JobLimits, horizon: float, columns: int = LP_TARGET_COLUMNS
+) -> tuple[int, int, float, float]:
+    """``(levels, per_level, start, fine_width)`` of the interval LP, sized to ``columns``."""
     n = lim.area.shape[0]
     start = float(lim.arrival.min())
     span = max(horizon - start, float(lim.own_seconds.max()), 1e-9)
@@ -469,7 +483,7 @@ def _dyadic_layout(lim: JobLimits, horizon: float) -> tuple[int, int, float, flo
     fine = max(float(np.median(lim.own_seconds)) / 4.0, span / (1 << LP_MAX_LEVELS))
     levels = max(1, min(LP_MAX_LEVELS, math.ceil(math.log2(span / fine))))
     types = max(1.0, float(np.isfinite(lim.area).sum()) / max(n, 1))
-    per_level = int(LP_TARGET_COLUMNS // max(1.0, n * types * (levels + 1)))
+    per_level = int(columns // max(1.0, n * types * (levels + 1)))
     per_level = max(LP_MIN_PER_LEVEL, min(LP_MAX_PER_LEVEL, per_level))
     return levels, per_level, start, span / (1 << levels)
 
@@ -495,6 +509,7 @@ def _interval_lp(
     time_limit: float | None,
     solver: str,
     tangents: tuple[float, ...] = LP_TANGENTS,
+    columns: int = LP_TARGET_COLUMNS,
 ) -> tuple[float, str]:
     """The interval LP's certified bound (see the module notes) and a note.
 
@@ -514,7 +529,7 @@ def _interval_lp(
     origin = float(lim.arrival.min())
     lim = _rescaled(lim, origin, unit)
     horizon = (horizon - origin) / unit
-    levels, per_level, t_start, fine = _dyadic_layout(lim, horizon)
+    levels, per_level, t_start, fine = _dyadic_layout(lim, horizon, columns)
     total = 1 << levels
     h = t_start + total * fine
     runnable = np.isfinite(lim.area)
@@ -524,7 +539,7 @@ def _interval_lp(
     # each job's blocks stop after a budget; the rest of its work falls in its tail, which
     # starts where its last block ends (a later tail is as valid, only weaker)
     types = max(1.0, float(runnable.sum()) / max(n, 1))
-    budget = max(LP_MIN_BLOCKS, int(LP_TARGET_COLUMNS // max(1.0, n * types)))
+    budget = max(LP_MIN_BLOCKS, int(columns // max(1.0, n * types)))
     tail = np.full(n, h)
     for j in range(n):
         first = min(int((lim.arrival[j] - t_start) // fine), total)
@@ -676,11 +691,61 @@ def _subset(lim: JobLimits, jobs: NDArray[np.int64]) -> JobLimits:
     )
 
 
+def _fluid_backlog(lim: JobLimits, order: NDArray[np.int64]) -> NDArray[np.float64]:
+    r"""The aggregated machine's backlog just before each arrival, in arrival order.
+
+    The work (in seconds of the aggregated machine, :math:`p_j = A^*_j / \Sigma`) that has
+    arrived and that no schedule can have done yet: with :math:`S_k` the work of the first
+    :math:`k` arrivals, :math:`B_k = (S_k - a_{(k)}) - \min_{i \le k} (S_i - a_{(i)})`
+    (Lindley's recursion in closed form), the same for every work-conserving order.
+    """
+    p = lim.best_area[order] / lim.speed
+    a = lim.arrival[order]
+    before = np.concatenate([[0.0], np.cumsum(p)[:-1]]) - a
+    return np.maximum(before - np.minimum.accumulate(before), 0.0)
+
+
 def _parts(lim: JobLimits, size: int) -> list[NDArray[np.int64]]:
-    """The jobs in arrival order, cut into ``round(n / size)`` (at least 1) near-equal parts."""
+    r"""The jobs in arrival order, cut into parts of about ``size`` jobs where little is carried.
+
+    Any partition gives a valid sum of bounds (:func:`_interval_lp_parts`); what a cut loses is
+    the queueing across it, so the cuts are placed where the aggregated machine's backlog
+    (:func:`_fluid_backlog`) is least. With :math:`k = \max(1, \operatorname{round}(n /
+    \text{size}))`, one part if :math:`k = 1`; otherwise every part holds between
+    :math:`(1 - s)` and :math:`(1 + s)` times ``size`` jobs (:data:`LP_PART_SLACK` :math:`= s`,
+    so the time stays linear), and a dynamic program over the cut positions minimizes the sum
+    of the backlogs at the cuts, ties going to parts nearer ``size``.
+
+    Complexity: :math:`O(n \cdot s \cdot \text{size})` (vectorized over the window).
+    """
     n = len(lim.arrival)
     order = np.argsort(lim.arrival, kind="stable").astype(np.int64)
-    return list(np.array_split(order, max(1, round(n / size))))
+    k = max(1, round(n / size))
+    if k == 1:
+        return [order]
+    lo = max(1, math.floor(size * (1.0 - LP_PART_SLACK)))
+    hi = max(lo + 1, 2 * lo - 1, math.ceil(size * (1.0 + LP_PART_SLACK)))
+    backlog = _fluid_backlog(lim, order)
+    # a cut's cost: its backlog, plus a hair per job of distance from the nominal size (the
+    # tie-break), scaled far below any backlog worth a job
+    tie = 1e-6 * max(float(np.median(lim.best_area / lim.speed)), TIME_TOL) / size
+    cost = np.full(n + 1, math.inf)
+    came = np.zeros(n + 1, dtype=np.int64)
+    cost[0] = 0.0
+    for c in range(lo, n + 1):
+        first, last = max(0, c - hi), c - lo
+        prev = cost[first : last + 1] + tie * np.abs((c - np.arange(first, last + 1)) - size)
+        best = int(np.argmin(prev))
+        here = prev[best] + (backlog[c] if c < n else 0.0)
+        if here < cost[c]:
+            cost[c], came[c] = here, first + best
+    if not math.isfinite(cost[n]):
+        return list(np.array_split(order, k))
+    cuts = [n]
+    while cuts[-1] > 0:
+        cuts.append(int(came[cuts[-1]]))
+    cuts.reverse()
+    return [order[s:e] for s, e in itertools.pairwise(cuts)]
 
 
 def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
@@ -696,7 +761,9 @@ def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
     What the parts lose is the queueing across their boundaries; what they gain is a fixed LP
     size per part (fine blocks for every job, a time linear in the number of jobs). A part
     whose LP does not finish in time counts its closed forms (the sum is still valid;
-    ``finished`` is then False).
+    ``finished`` is then False). The parts are those of :func:`_parts` (any partition would
+    do; those cut at lulls lose the least), each LP with a column budget that grows with its
+    part beyond :data:`LP_PART_JOBS` jobs, so that every job keeps its resolution.
     """
     parts = _parts(lim, LP_PART_JOBS)
     total, solved = 0.0, 0
@@ -708,7 +775,10 @@ def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
         if left is None or left > 0:
             # each part may use all the time left: the LP times of parts vary several-fold, and
             # an equal share would cut the slow ones while the fast ones leave time unused
-            lp_value, note = _interval_lp(sub, _horizon(sub), left, run.solver)
+            # the column budget grows with the part beyond LP_PART_JOBS, so that every job
+            # keeps the same resolution whatever the size of its part
+            columns = round(LP_TARGET_COLUMNS * max(1.0, len(jobs) / LP_PART_JOBS))
+            lp_value, note = _interval_lp(sub, _horizon(sub), left, run.solver, columns=columns)
             if math.isfinite(lp_value):
                 solved += 1
             value = max(value, lp_value)
@@ -717,7 +787,7 @@ def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
         total += value
     note = "; ".join(notes) if notes else "interval LP: no time left"
     if len(parts) > 1:
-        note = f"{len(parts)} arrival-ordered parts, {solved} solved; {note}"
+        note = f"{len(parts)} arrival-ordered parts cut at lulls, {solved} solved; {note}"
     return (total if solved else -math.inf), solved == len(parts), note
 
 
