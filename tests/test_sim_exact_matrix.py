@@ -199,3 +199,27 @@ def test_root_fixing_removes_columns_and_keeps_the_start() -> None:
     # the start still a point of the reduced model (removed columns at 0 in it)
     full, _ = xm.check_start(built, best)
     assert full.size == built.n_full
+
+
+def test_parity_and_clique_rows_keep_the_optimum_of_an_odd_packing() -> None:
+    """Three single GPUs and two gangs of two on two GPUs: a GPU-round must stay idle."""
+    rows = [{"arrival": 0.0, "duration": 1.0 + 0.1 * i} for i in range(3)]
+    rows += [{"arrival": 0.0, "duration": 1.0 + 0.1 * i, "num_gpus": 2} for i in range(2)]
+    world = typed_world(rows, {"fast": (2, 2)})
+    L = 4.0
+    built = xm.build_matrix(world, L)
+    names = {name for name, lo, hi in built.row_families if hi > lo}
+    assert {"parity", "parity_early", "parity_late", "gang_clique", "one_run"} <= names
+    lp = built.lp
+    relaxed = LinearProgram(
+        lp.c, lp.a, lp.row_lower, lp.row_upper, lp.col_lower, lp.col_upper, offset=lp.offset
+    )
+    bound = solve_matrix(relaxed).result.objective
+    res = solve(world, L)
+    plain = solve(world, L, strengthen=False)
+    assert res.objective is not None and plain.objective is not None and bound is not None
+    assert within(res.objective, plain.objective, OBJECTIVE_AGREEMENT_TOL)
+    assert bound <= plain.objective * (1 + RATIO_TOL)
+    # five gangs, seven GPUs, two per round: the last ends in round 3 at the earliest, and
+    # with the cuts the LP knows one GPU-round stays idle (its bound is the optimum here)
+    assert within(bound, plain.objective, 1e-6)

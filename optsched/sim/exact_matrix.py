@@ -2,27 +2,27 @@ r"""The round-based world's exact model as sparse matrices for HiGHS, without Py
 
 :func:`optsched.sim.exact.solve` builds this model for HiGHS (``weighted-jct`` and
 ``makespan``, strengthened); the Pyomo model of :func:`optsched.sim.exact.build_model` stays the
-declared formulation for the other solvers and objectives. Both state the same model (the
-formulation page, ``docs/formulations/sim_exact.rst``, lists every row family under its name in
-both); this one is built with numpy in :math:`O(\mathrm{nnz})` and differs in two exact
-substitutions only, which keep its size linear in the rounds:
+declared formulation for the other solvers and objectives. Every row of the strengthened Pyomo
+model is here under its name (the formulation page, ``docs/formulations/sim_exact.rst``, has the
+table), built with numpy in :math:`O(\mathrm{nnz})`, with:
 
-* the *remaining* indicator :math:`E_{jk} = \sum_{k' \ge k} e_{jk'}` (``remaining[j, k]``:
-  :math:`E_{jk} = e_{jk} + E_{j,k+1}`), so that ``no_run_after_final`` reads
-  :math:`\sum_g x_{jkg} \le E_{jk}` and ``one_final`` reads :math:`E_{j k_j} = 1`;
-* the *cumulative work* :math:`W_{jk} = \sum_{q \le k, g} c_{jg} x_{jqg}` (``cumulative[j, k]``:
-  :math:`W_{jk} = W_{j,k-1} + \sum_g c_{jg} x_{jkg}`), so that ``finished_by`` reads
-  :math:`W_{jk} + E_{j,k+1} \ge 1`.
-
-Both are equalities defining a new continuous variable from the old ones, so the feasible set,
-projected on the old variables, is the same (and so is the LP relaxation).
-
-Given a MIP start of value :math:`U`, :func:`root_fixing` solves the LP relaxation and removes
-every binary that only a schedule worse than :math:`U` can set (reduced-cost fixing with a
-Lagrangian bound computed from the LP's duals, valid for any multipliers).
+* two exact substitutions that keep the size linear in the rounds: the *remaining* indicator
+  :math:`E_{jk} = \sum_{k' \ge k} e_{jk'}` (``remaining[j, k]``), on which
+  ``no_run_after_final`` reads :math:`\sum_g x_{jkg} \le E_{jk}` and ``one_final``
+  :math:`E_{j k_j} = 1`, and the *cumulative work* :math:`W_{jk} = \sum_{q \le k, g} c_{jg}
+  x_{jqg}` (``cumulative[j, k]``), on which ``finished_by`` reads
+  :math:`W_{jk} + E_{j,k+1} \ge 1` (equalities defining new continuous variables: the same
+  feasible set projected on the old ones, the same LP relaxation);
+* for one-round jobs only the rows not implied by ``one_round`` and ``one_run``;
+* further valid rows: the last-run type (:func:`_end_type_rows`), gang cliques
+  (:func:`_gang_clique_rows`), parity cuts (:func:`_parity_rows`);
+* only the rounds a compact schedule uses (:func:`compact_last_rounds`; some optimum is
+  compact);
+* a root pass (:func:`root_pass`): the LP relaxation, a start from it, and reduced-cost fixing
+  with a Lagrangian bound valid for any multipliers (:func:`lagrangian_bound`).
 
 Complexity: :math:`O(n K G)` columns, rows and non-zeros for :math:`n` jobs, :math:`K` rounds and
-:math:`G` GPU types.
+:math:`G` GPU types (the gang cliques :math:`O(n^2 K G)` at most, over the big gangs).
 """
 
 from __future__ import annotations
@@ -671,8 +671,10 @@ def build_matrix(
         1.0,
     )
     _end_type_rows(rows, MK, ME, loc, kpos, kc, xs, us, es, Ws, first_of_job, off)
+    odd_multi = [j.index for j in jobs if j.index not in single and j.num_gpus % 2 == 1]
     _parity_rows(rows, kk, kn, sk, xs, float(count.sum()), plast,
-                 [j.num_gpus for j in jobs], first, odd_single, off)  # fmt: skip
+                 [j.num_gpus for j in jobs], first, odd_single, off,
+                 (odd_multi, stop, e_base, Es))  # fmt: skip
     if clock is not None:
         clock.check("model")
     _strengthen_rows(rows, world, L, stop, off, kj, kk, kg, kc, kpos, xs, us, es, Ws,
@@ -779,6 +781,7 @@ def _parity_rows(
     first: list[int],
     odd_jobs: list[int],
     off: dict[str, int],
+    multi: tuple[list[int], list[int], NDArray[np.int64], NDArray[np.int64]],
 ) -> None:
     r"""``parity[r]``: a Chvátal-Gomory cut on the GPU-rounds of rounds :math:`0..r`.
 
@@ -806,10 +809,22 @@ def _parity_rows(
     :math:`P_r = P_{r-1} + \sum_{j \notin O, g} \lfloor n_j/2 \rfloor x_{jrg}`;
     ``parity_late[r]``: :math:`Q_r = Q_{r+1} + \sum_{i \in O, g} \lceil n_i/2 \rceil
     x_{i,r+1,g}`), so that ``parity[r]`` reads :math:`P_r - Q_r \le \dots` in linear size.
+
+    The other jobs of odd gang size (set :math:`M`) join through their last round: with
+    :math:`D_{j,>r} = E_{j,r+1}` (not finished by round :math:`r`) and
+    :math:`Y_{j,\le r} = X_{j,\le r} - (1 - D_{j,>r}) \ge 0` (their runs by :math:`r` other
+    than the last: a job finished by :math:`r` ran by then), :math:`n_j X_{j,\le r} = n_j -
+    n_j D_{j,>r} + n_j Y_{j,\le r}`; the same halving and rounding give
+    :math:`\lfloor n_j/2 \rfloor X_{j,\le r}` on the left (in :math:`P_r`), :math:`-D_{j,>r}`,
+    :math:`n_j` in :math:`N_O` and :math:`\lfloor n_j/2 \rfloor` added to the right side
+    (``parity[r]`` then also reads :math:`E_{j,r+1}`; :math:`D_{j,>r} = 1` before the job's
+    first round, 0 from its last).
     """
     if last == 0:
         return
-    N_O = float(sum(sizes[j] for j in odd_jobs))
+    odd_multi, stop, e_base, Es = multi
+    N_O = float(sum(sizes[j] for j in odd_jobs) + sum(sizes[j] for j in odd_multi))
+    extra_rhs = float(sum(sizes[j] // 2 for j in odd_multi))
     a_early, a_late = parity_coefficients(kn, sk)
     P = off["P"] + np.arange(last)
     Q = off["Q"] + np.arange(last)
@@ -846,14 +861,26 @@ def _parity_rows(
     odd_rows = np.flatnonzero((room - N_O) % 2 == 1)
     if odd_rows.size:
         ro = np.arange(odd_rows.size)
+        rr = [ro, ro]
+        cc = [P[odd_rows], Q[odd_rows]]
+        vv = [np.ones(odd_rows.size), -np.ones(odd_rows.size)]
+        hi = np.floor((room[odd_rows] - N_O) / 2.0) + extra_rhs
+        for j in odd_multi:
+            nxt = odd_rows + 1  # D_{j,>r} = E_{j,r+1}
+            before = nxt < first[j]
+            hi[before] += 1.0  # D = 1, a constant on the left side
+            inside = np.flatnonzero(~before & (nxt < stop[j]))
+            rr.append(ro[inside])
+            cc.append(Es[e_base[j] + nxt[inside] - first[j]])
+            vv.append(-np.ones(inside.size))
         rows.add(
             "parity",
             odd_rows.size,
-            np.concatenate([ro, ro]),
-            np.concatenate([P[odd_rows], Q[odd_rows]]),
-            np.concatenate([np.ones(odd_rows.size), -np.ones(odd_rows.size)]),
+            np.concatenate(rr),
+            np.concatenate(cc),
+            np.concatenate(vv),
             -math.inf,
-            np.floor((room[odd_rows] - N_O) / 2.0),
+            hi,
         )
 
 
