@@ -1212,8 +1212,9 @@ def root_pass(
 
     1. The LP relaxation of ``model`` is solved (within ``time_limit``; without an optimal LP
        the model is left as it is and ``start`` returned).
-    2. With ``heuristic``, the jobs whose binaries are all integral in the LP keep them and the
-       rest is solved as a MIP within a quarter of the time left (:func:`_fix_and_solve`); its
+    2. With ``heuristic``, the jobs whose binaries are all integral in the LP (without the
+       parity cuts, :func:`_guide`) keep them and the rest is solved as a MIP within a quarter
+       of the time left (:func:`_fix_and_solve`); its
        schedule, re-derived exactly (:func:`start_from_point`), replaces ``start`` when it is
        better. Either is a schedule of the model, of value :math:`U`.
     3. Reduced-cost fixing against :math:`U` (:func:`fix_by_reduced_cost`).
@@ -1242,7 +1243,9 @@ def root_pass(
     best = start
     if heuristic:
         left = None if time_limit is None else time_limit - (time.perf_counter() - began)
-        found = _fix_and_solve(model, sol.x, None if left is None else left / 4)
+        found = _fix_and_solve(
+            model, _guide(model, sol.x, left), None if left is None else left / 4
+        )
         model.root["heuristic_value"] = None if found is None else found.value
         if found is not None and (best is None or found.value < best.value):
             best = found
@@ -1250,6 +1253,40 @@ def root_pass(
         fix_by_reduced_cost(model, relaxed, sol.row_dual, best.value)
     model.root["seconds"] = time.perf_counter() - began
     return best
+
+
+def _guide(
+    model: MatrixModel, point: NDArray[np.float64], time_limit: float | None
+) -> NDArray[np.float64]:
+    """The LP point the root heuristic rounds: that of the LP without the parity cuts.
+
+    The parity cuts raise the bound but spread the LP point over many jobs (58 of 120
+    fractional on the 120-job trace, 10 without them), which leaves the heuristic's MIP
+    nearly the whole problem. Falls back to ``point`` when that LP is not solved.
+    """
+    from optsched.solvers import solve_matrix
+    from optsched.solvers.result import Status
+
+    lp = model.lp
+    upper = lp.row_upper.copy()
+    found = False
+    for name, lo, hi in model.row_families:
+        if name == "parity":
+            upper[lo:hi] = math.inf
+            found = True
+    if not found:
+        return point
+    loose = LinearProgram(
+        lp.c, lp.a, lp.row_lower, upper, lp.col_lower, lp.col_upper,
+        sense="min", offset=lp.offset,
+    )  # fmt: skip
+    try:
+        sol = solve_matrix(loose, time_limit=time_limit, accept_feasible=True)
+    except NotOptimalError:
+        return point
+    if sol.result.status is not Status.OPTIMAL or sol.x is None:
+        return point
+    return sol.x
 
 
 def _relaxation(lp: LinearProgram) -> LinearProgram:
