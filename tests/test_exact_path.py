@@ -144,6 +144,12 @@ def _cases() -> list[Case]:
         Case(
             "sim",
             "optsched.sim.exact",
+            lambda **kw: sim_exact.solve(world, 8.0, "weighted-jct", matrix=False, **kw),
+            lambda s: sim_validate(world, s),
+        ),
+        Case(
+            "sim-matrix",
+            "optsched.sim.exact_matrix",
             lambda **kw: sim_exact.solve(world, 8.0, "weighted-jct", **kw),
             lambda s: sim_validate(world, s),
         ),

@@ -36,9 +36,9 @@ before the last round is exactly what the engine accumulates, and the last run l
 (the validator's makespan: the last completion time); ``deadlines``
 :math:`\max \sum_j m_j,\ T_j \le d_j / L + K (1 - m_j)` over jobs with a deadline.
 
-Strengthened model (``strengthen=True``, the default; ``False`` builds the plain one above,
+Strengthened model (``strengthen=True``, the default; ``False`` builds the plain model above,
 with the same optimum). With :math:`\bar c_j = \max_g c_{jg}`, :math:`P_j = n_j / \bar c_j`,
-:math:`C = \sum_g C_g`:
+:math:`C = \sum_g C_g`, :math:`W_{j,k-1} = \sum_{q<k,g} c_{jg} x_{jqg}`:
 
 .. math::
 
@@ -47,13 +47,21 @@ with the same optimum). With :math:`\bar c_j = \max_g c_{jg}`, :math:`P_j = n_j 
     T_j \ge k_j + 1 / \bar c_j                                      & \text{(completion\_floor)} \\
     T_i \le T_j \text{ for interchangeable } i < j                  & \text{(interchangeable)} \\
     \textstyle\sum_{j \in S} P_j T_j \ge P(S)\,(\min_S k_j + P(S) / 2C)
-        + \sum_{j \in S} P_j / (2 \bar c_j)                         & \text{(area\_cut)}
+        + \sum_{j \in S} P_j / (2 \bar c_j)                         & \text{(area\_cut)} \\
+    c_{jg} u_{jkg} = x_{jkg} \text{ if } \min_g c_{jg} \ge 1       & \text{(one\_round)} \\
+    x_{jkg} \le e_{jk} \text{ if } c_{jg} \ge 1                     & \text{(ends\_on\_fast)} \\
+    c_{jg} u_{jkg} + W_{j,k-1} \ge x_{jkg} + e_{jk} - 1             & \text{(last\_share)}
 
 Each holds at every schedule of the model, or (``interchangeable``) at one optimum of every
 set of equal ones; the proofs are in :func:`completion_floor`, :func:`interchangeable_groups`,
-:func:`_strengthen` and the formulation page. Given a MIP start of value :math:`U`
-(:func:`start_from_record`, checked by :func:`set_start`), the rounds in which a job could
-only end in a schedule worse than :math:`U` are not built (:func:`latest_final_rounds`).
+:func:`_strengthen`, :func:`_last_run_cuts` and the formulation page. Given a MIP start of value
+:math:`U` (:func:`start_from_record`, checked by :func:`set_start`), the rounds in which a job
+could only end in a schedule worse than :math:`U` are not built (:func:`latest_final_rounds`).
+
+For HiGHS (``weighted-jct`` and ``makespan``), :func:`solve` builds the same strengthened model
+as sparse matrices instead (:mod:`optsched.sim.exact_matrix`), with further valid rows (the
+last-run type, gang cliques, parity cuts), the rounds a compact schedule uses, and the root
+work (LP relaxation, a start from it, reduced-cost fixing) done before the search.
 
 Restrictions (refused with a field-named :class:`~optsched.errors.InvalidInstanceError`):
 
@@ -114,6 +122,7 @@ __all__ = [
     "POLISH",
     "ExactModel",
     "MipStart",
+    "area_sets",
     "build_model",
     "check_world",
     "completion_floor",
@@ -124,6 +133,7 @@ __all__ = [
     "last_run_floor",
     "latest_final_rounds",
     "objective_value",
+    "one_round_jobs",
     "pack_round",
     "set_start",
     "solve",
@@ -706,6 +716,31 @@ def _strengthen(
         range(len(pairs)),
         rule=tick("interchangeable", lambda _, p: m.T[pairs[p][0]] <= m.T[pairs[p][1]]),
     )
+    sets, coef, rhs = area_sets(world, L)
+    m.area_cut = pyo.Constraint(
+        range(len(sets)),
+        rule=tick("area_cut", lambda _, s: sum(coef[j] * m.T[j] for j in sets[s]) >= rhs[s]),
+    )
+    _last_run_cuts(m, world, L, tick)
+
+
+def area_sets(
+    world: World, round_seconds: float
+) -> tuple[list[list[int]], list[float], list[float]]:
+    r"""The job sets, coefficients :math:`P_j` and right sides of the ``area_cut`` rows.
+
+    For job sets :math:`S` (the prefixes of two orders: by first round then
+    :math:`1/\bar c_j`; by :math:`P_j / w_j`), with :math:`P_j = n_j / \bar c_j`
+    GPU-rounds, :math:`C = \sum_g C_g` and :math:`R_S = \min_{j \in S} k_j`:
+
+    .. math:: \sum_{j \in S} P_j T_j \ge P(S)\Big(R_S + \frac{P(S)}{2C}\Big)
+              + \sum_{j \in S} \frac{P_j}{2 \bar c_j}
+
+    (the proof is in :func:`_strengthen` and on the formulation page).
+    """
+    L = _check_round_seconds(round_seconds)
+    jobs = world.jobs
+    idx = [j.index for j in jobs]
     fastest = [_fastest_share(world, j, L) for j in jobs]
     area = [j.num_gpus / c for j, c in zip(jobs, fastest, strict=True)]
     first = [earliest_round(j.arrival, L) for j in jobs]
@@ -722,16 +757,79 @@ def _strengthen(
             if key not in seen:
                 seen.add(key)
                 sets.append(order[:size])
-
-    def cut(_: Any, s: int) -> Any:
-        S = sets[s]
+    rhs = []
+    for S in sets:
         total = sum(area[j] for j in S)
-        rhs = total * (min(first[j] for j in S) + total / (2.0 * cap)) + sum(
-            area[j] / (2.0 * fastest[j]) for j in S
+        rhs.append(
+            total * (min(first[j] for j in S) + total / (2.0 * cap))
+            + sum(area[j] / (2.0 * fastest[j]) for j in S)
         )
-        return sum(area[j] * m.T[j] for j in S) >= rhs
+    return sets, area, rhs
 
-    m.area_cut = pyo.Constraint(range(len(sets)), rule=tick("area_cut", cut))
+
+def one_round_jobs(world: World, round_seconds: float) -> list[int]:
+    r"""Jobs (by index) one full round on any of their types finishes: :math:`\min_g c_{jg} \ge 1`.
+
+    Such a job runs exactly once in every schedule: a run that is not its last is a full round
+    doing :math:`c_{jg} \ge 1` of its work, and its last run then adds at least
+    :math:`\varepsilon c > 0` more, beyond the work (``work``).
+    """
+    L = _check_round_seconds(round_seconds)
+    return [
+        j.index
+        for j in world.jobs
+        if min(world.rate(j, g, True) for g in _types_for(world, j)) * L / j.work >= 1.0
+    ]
+
+
+def _last_run_cuts(m: Any, world: World, L: float, tick: Any) -> None:
+    r"""The last-run inequalities ``one_round``, ``ends_on_fast`` and ``last_share``.
+
+    With :math:`W_{j,k-1} = \sum_{q<k,g} c_{jg} x_{jqg}` (the work of the runs before round
+    :math:`k`, all full in a schedule):
+
+    * ``one_round[j, k, g]``: :math:`c_{jg} u_{jkg} = x_{jkg}` for a job of
+      :func:`one_round_jobs` (its only run does all its work);
+    * ``ends_on_fast[j, k, g]``: :math:`x_{jkg} \le e_{jk}` where :math:`c_{jg} \ge 1`: a run
+      on :math:`g` that is not the last would be a full round doing all the work, and the
+      last run would add more (as in :func:`one_round_jobs`);
+    * ``last_share[j, k, g]`` (the other jobs): :math:`c_{jg} u_{jkg} + W_{j,k-1} \ge x_{jkg}
+      + e_{jk} - 1`, and :math:`\ge x_{jkg}` where :math:`c_{jg} \ge 1`. If round :math:`k`
+      is the job's last and it runs on :math:`g`, the work before plus the last share is the
+      whole work: :math:`W_{j,k-1} + c_{jg} u_{jkg} = 1`; otherwise the right side is at most
+      0 (with ``ends_on_fast`` where :math:`c_{jg} \ge 1`) and the left side is not negative.
+
+    The LP relaxation without them runs a job on two types in its last round, doing all its
+    work on the fast one while holding only part of its GPUs (:math:`u \le x` is all that
+    ties the two).
+    """
+    import pyomo.environ as pyo
+
+    single = set(one_round_jobs(world, L))
+    share = {}
+    by_job: dict[int, list[tuple[int, int, str]]] = {}
+    for key in m.x:
+        j, _k, g = key
+        share[j, g] = world.rate(world.jobs[j], g, True) * L / world.jobs[j].work
+        by_job.setdefault(j, []).append(key)
+    one = [key for key in m.x if key[0] in single]
+    fast = [key for key in m.x if share[key[0], key[2]] >= 1.0]
+    rest = [key for key in m.x if key[0] not in single]
+    m.one_round = pyo.Constraint(
+        one,
+        rule=tick("one_round", lambda _, j, k, g: share[j, g] * m.u[j, k, g] == m.x[j, k, g]),
+    )
+    m.ends_on_fast = pyo.Constraint(
+        fast, rule=tick("ends_on_fast", lambda _, j, k, g: m.x[j, k, g] <= m.e[j, k])
+    )
+
+    def last_share(_: Any, j: int, k: int, g: str) -> Any:
+        before = sum(share[j, h] * m.x[j, q, h] for (_j, q, h) in by_job[j] if q < k)
+        if share[j, g] >= 1.0:
+            return share[j, g] * m.u[j, k, g] + before >= m.x[j, k, g]
+        return share[j, g] * m.u[j, k, g] + before >= m.x[j, k, g] + m.e[j, k] - 1
+
+    m.last_share = pyo.Constraint(rest, rule=tick("last_share", last_share))
 
 
 @dataclass(frozen=True)
@@ -1133,6 +1231,7 @@ def solve(
     warm_start: SimResult | MipStart | None = None,
     accept_feasible: bool = False,
     strengthen: bool = True,
+    matrix: bool | None = None,
 ) -> ExactResult[SimResult]:
     """The optimal schedule of ``world`` in rounds of ``round_seconds``, replayed and checked.
 
@@ -1161,6 +1260,13 @@ def solve(
     strengthen : bool, default True
         Build with the valid inequalities (module notes); ``False`` builds the plain model,
         which has the same optimum.
+    matrix : bool, optional
+        Build the strengthened model as sparse matrices (:mod:`optsched.sim.exact_matrix`:
+        no Pyomo, the rounds in linear size, and below a start the binaries only worse
+        schedules set removed at the root) instead of the Pyomo model. Default: for HiGHS,
+        ``strengthen`` and the objectives of
+        :data:`~optsched.sim.exact_matrix.MATRIX_OBJECTIVES`. ``extra["model"]`` then says
+        ``"matrix"`` and ``extra["root"]`` what the root did.
 
     Returns
     -------
@@ -1204,8 +1310,34 @@ def solve(
             "the world with batch_modes=False",
         )
 
+    from optsched.sim import exact_matrix
+
+    if matrix is None:
+        matrix = solver == "highs" and strengthen and objective in exact_matrix.MATRIX_OBJECTIVES
+    elif matrix and (not strengthen or objective not in exact_matrix.MATRIX_OBJECTIVES):
+        raise InvalidInstanceError(
+            "matrix",
+            "the matrix model is the strengthened one, for "
+            f"{', '.join(exact_matrix.MATRIX_OBJECTIVES)}; got strengthen={strengthen}, "
+            f"objective {objective!r}",
+        )
+
     def attempt(options: Any, limit: float | None) -> ExactResult[SimResult]:
         try:
+            if matrix:
+                handed = exact_matrix.placeholder_start()
+                return exact_solve(
+                    exact_matrix.formulation(
+                        world, round_seconds, objective, rounds=rounds, start=start, handed=handed
+                    ),
+                    solver=solver,
+                    time_limit=limit,
+                    mip_gap=mip_gap,
+                    threads=threads,
+                    solver_options=options,
+                    warm_start=handed,
+                    accept_feasible=accept_feasible,
+                )
             return exact_solve(
                 formulation(
                     world,
