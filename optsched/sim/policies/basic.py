@@ -559,15 +559,6 @@ class OrderPolicy(Policy):
         keys, jobs, gpus = self._rkeys, self._rjobs, self._rgpus
         n_run = len(keys)
         prefix: list[int] | None = None
-        if n_run:
-            prefix = [0, *itertools.accumulate(gpus)]
-            if self._keeps_all(keys, prefix, free):
-                # the walk would keep every running job and take nobody from the queue
-                self._new_granted = []
-                self._pending = []
-                return PolicyDecision(
-                    grants=(), blocking=False, wake_at=self.wake(state, []), keep_running=True
-                )
         # the jobs taken from the queue (the kept running jobs need no list: the decision keeps
         # them, and no sorted policy's wake-up reads them)
         new_granted: list[JobState] = []
@@ -654,50 +645,6 @@ class OrderPolicy(Policy):
             keep_running=True,
             stop=stop,
         )
-
-    def _keeps_all(self, keys: list[tuple[float, ...]], prefix: list[int], capacity: int) -> bool:
-        r"""Whether the sorted walk would keep every running job and grant no waiting job.
-
-        With the running jobs sorted by key, :math:`P(k)` the GPUs of those with a key below
-        :math:`k` (``prefix`` at the bisection of :math:`k`; keys are distinct, the job's
-        position ends them) and :math:`C` the GPUs of the type: if the running jobs fit together
-        (:math:`P(\infty) \le C`) and every waiting job :math:`w` (gang :math:`g_w`, key
-        :math:`k_w`) has
-
-        .. math:: g_w > C - P(k_w),
-
-        the walk (the reference's merge of every candidate in key order, each taken when its
-        gang fits the GPUs left) takes every running job and no waiting one: by induction down
-        the order, while no waiting job was taken the GPUs left before any job are
-        :math:`C - P(k)` at its key, so a running job fits (they fit together) and a waiting
-        job does not. Conversely a waiting job that fits there and runs on the type would be
-        taken; the test is exact up to jobs with rate 0, for which it answers no and the walk
-        decides. :math:`P` does not decrease with the key, so among the waiting jobs of one
-        gang size the first (the top of its heap) is the only one to check: :math:`O(G \log R)`
-        for :math:`G` gang sizes and :math:`R` running jobs, after the :math:`O(R)` prefix
-        sums the walk builds anyway. The walk that keeps everything pops no waiting job either
-        (the queue answers only jobs that fit the GPUs left), so skipping it leaves the
-        queue as the walk would.
-
-        This is what most 2D-LAS threshold crossings come to: the crossing job moves behind
-        the waiting jobs of its new queue, which still do not fit.
-        """
-        if prefix[-1] > capacity:
-            return False
-        queue = self.queue
-        version = queue.version
-        for gang, heap in queue.heaps.items():
-            if not heap:
-                continue
-            head = heap[0]
-            if version.get(head[2]) != head[1]:  # a stale top: clean the heap up
-                found = queue._head(gang)
-                if found is None:
-                    continue
-                head = found
-            if gang <= capacity - prefix[bisect.bisect_left(keys, head[0])]:
-                return False
-        return True
 
     def _allocate_elastic(self, state: SimState) -> PolicyDecision:
         """The reference walk with elastic sizes (:mod:`optsched.sim.policies.elastic`)."""
