@@ -81,6 +81,7 @@ The cost policies solve one LP; with deadlines it has :math:`|C|` more rows.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -98,7 +99,15 @@ from optsched.allocation.gavel.shares import (
     proportional_throughput,
 )
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.highs import (
+    BASIS_BASIC,
+    BASIS_LOWER,
+    BASIS_UPPER,
+    LinearProgram,
+    MatrixSolution,
+    solve_matrix,
+    warm_basis,
+)
 from optsched.solvers.result import (
     SolutionStatus,
     SolveResult,
@@ -152,6 +161,12 @@ _HOUR = 3600.0
 #: values replaced (:meth:`~optsched.solvers.matrix.LinearProgram.with_values`) instead of
 #: being built again: the same models, which the tests compare (``False`` builds each).
 REUSE_LEVEL_LPS = True
+
+#: Whether ``ftf`` takes its hot path: every level LP's allocation, not only those of levels
+#: proven achievable, bounds the optimum from above (module notes). The rounds are as optimal
+#: (the same certified bracket) but can stop at another allocation of a degenerate optimum, so
+#: a simulation's records can differ from the plain path's (``False``, the default).
+HOT_LEVELS = False
 
 #: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
 FTF_MAX_STEPS = 200
@@ -695,6 +710,8 @@ def solve_lp_policy(
     solve_seconds = 0.0
     solves = 0
     step: MatrixSolution | None = warm_start
+    if HOT_LEVELS and warm_start is not None:
+        step = _carried_basis(warm_start, instance, cl) or warm_start
     last_feasible: MatrixSolution | None = None
     # Levels: the first LP is a Dinkelbach step at the best level found (r = U). Every LP at a
     # level r with lambda(r) >= 1 proves r* >= r / lambda(r) and gives an allocation with
@@ -709,6 +726,7 @@ def solve_lp_policy(
     # U); a step bisects when the two LPs before it did not halve the bracket, so it at least
     # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
     points: list[tuple[float, float]] = []
+    waited = bool(np.any(beta[active] > 0))
     widths: list[float] = []  # hi - lower before each LP
     first_lp: LinearProgram | None = None
     for _ in range(FTF_MAX_STEPS):
@@ -722,7 +740,14 @@ def solve_lp_policy(
         width = hi - lower if math.isfinite(hi) else math.inf
         stalled = len(widths) >= 2 and width > 0.5 * widths[-2]
         widths.append(width)
-        r = _next_level(points, lower, hi, bisect=stalled)
+        if HOT_LEVELS and not points and waited:
+            # the lower end first: once a job has waited, its best-alone level is usually the
+            # optimum, which one LP then proves (lambda(L) >= 1, or its allocation at L)
+            r = lower
+        elif HOT_LEVELS and len(points) == 1 and points[0][0] == lower:
+            r = _next_level([], lower, hi, bisect=False)  # then the Dinkelbach step at U
+        else:
+            r = _next_level(points, lower, hi, bisect=stalled)
         # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
         aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
         if first_lp is None or not (REUSE_LEVEL_LPS and base.standard):
@@ -757,8 +782,86 @@ def solve_lp_policy(
             hi = min(r, upper)
         else:
             lower = r
+            if HOT_LEVELS:
+                # Every LP's allocation lies in the polytope, so its exact objective is an
+                # achievable level too. At a level r with lambda(r) a rounding error below 1
+                # (r = L optimal, the LP's own arithmetic a last bit short of proving it) this
+                # closes the bracket where only lower-bound updates would creep towards it
+                # one secant step at a time.
+                x = _fractions(cl, step)
+                value = objective_value(instance, x, objective, aware)
+                if value < upper:
+                    upper, x_best, last_feasible = value, x, step
+                    hi = min(hi, upper)
     res = _result(TerminationCondition.OPTIMAL, upper, lower, build, solve_seconds, solves)
+    if HOT_LEVELS and last_feasible is not None:
+        # the next round's first LP starts from this basis, carried over job by job
+        layout = (instance.job_ids, cl.inverse, cl.n, cl.capacities.size)
+        last_feasible = dataclasses.replace(
+            last_feasible, extra={**last_feasible.extra, _LAYOUT: layout}
+        )
     return x_best, res, last_feasible
+
+
+#: Where an ``ftf`` LP solution keeps the layout of its classes (:func:`_carried_basis`).
+_LAYOUT = "ftf_layout"
+
+
+def _carried_basis(
+    warm: MatrixSolution, instance: AllocationInstance, cl: _Classes
+) -> MatrixSolution | None:
+    r"""The previous round's optimal basis laid out over this round's classes.
+
+    The rounds of a simulation share most of their jobs, but their classes (and hence the
+    LP's columns and rows) shift whenever a job arrives or leaves, so the previous basis does
+    not fit. Each class of this round that holds a job of the previous one takes the statuses
+    of that job's class: its :math:`K` columns (basic, or nonbasic at the bound the previous
+    point sits on), its ``job_time`` row and its fairness row; the type rows and :math:`v`
+    keep theirs; a class with no earlier job starts with its columns at 0 and its two rows
+    basic (slack). The result may have too many or too few basic variables (classes split or
+    merged): HiGHS takes it as an alien basis and completes it. ``None`` when ``warm`` is not
+    an ``ftf`` solution with its layout and basic variables, or has other GPU types.
+
+    Complexity: :math:`O(MK)` array operations plus one dictionary look-up per class.
+    """
+    layout = warm.extra.get(_LAYOUT)
+    basic = warm.extra.get("basic")
+    if layout is None or basic is None or warm.x is None:
+        return None
+    ids, inverse, m_prev, k_prev = layout
+    k = cl.capacities.size
+    if k_prev != k or warm.x.size != m_prev * k + 1:
+        return None
+    where = dict(zip(ids, inverse.tolist(), strict=True))
+    job_ids = instance.job_ids
+    old = np.fromiter(
+        (where.get(job_ids[i], -1) for i in cl.rep.tolist()), dtype=np.int64, count=cl.n
+    )
+    col_basic_prev = np.zeros(m_prev * k + 1, dtype=bool)
+    row_basic_prev = np.zeros(2 * m_prev + k, dtype=bool)
+    col_basic_prev[basic[basic >= 0]] = True
+    row_basic_prev[-1 - basic[basic < 0]] = True
+    known = old >= 0
+    src = np.where(known, old, 0)
+    cols = (src[:, None] * k + np.arange(k)).ravel()
+    carried = np.repeat(known, k)
+    col_basic = carried & col_basic_prev[cols]
+    at_upper = carried & ~col_basic & cl.mask.ravel() & (warm.x[cols] >= 0.5)
+    col_status = np.where(col_basic, BASIS_BASIC, np.where(at_upper, BASIS_UPPER, BASIS_LOWER))
+    v_status = BASIS_BASIC if col_basic_prev[-1] else BASIS_LOWER
+    # nonbasic rows sit on their one finite bound: the job and type rows' upper, the
+    # fairness rows' lower
+    job_basic = ~known | row_basic_prev[src]
+    fair_basic = ~known | row_basic_prev[m_prev + k + src]
+    type_basic = row_basic_prev[m_prev : m_prev + k]
+    row_status = np.concatenate(
+        [
+            np.where(job_basic, BASIS_BASIC, BASIS_UPPER),
+            np.where(type_basic, BASIS_BASIC, BASIS_UPPER),
+            np.where(fair_basic, BASIS_BASIC, BASIS_LOWER),
+        ]
+    )
+    return warm_basis(np.append(col_status, v_status), row_status)
 
 
 def _makespan_lexicographic(
