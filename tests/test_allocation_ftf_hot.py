@@ -209,3 +209,56 @@ def test_the_carried_basis_is_the_previous_one_class_by_class(inst: AllocationIn
         assert new_rows[n + k + c] == rows[m + k + old]
     assert new_rows[n : n + k] == rows[m : m + k]
     assert new_cols[-1] == cols[-1]
+
+
+@pytest.mark.parametrize("policy", ["ftf", "ftf-perf"])
+def test_hot_runs_keep_the_simulators_invariants(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/test_sim_fidelity.py's checks on the hot path: the order of the GPU types in the
+    cluster string changes no record, and the run stays work-conserving and valid."""
+    from strategies.sim import job_frame, synthetic_throughputs
+
+    from optsched.sim.policies import make_policy
+
+    monkeypatch.setattr(lp_module, "HOT_LEVELS", True)
+    rows = [
+        {"model": "AB"[k % 2], "num_gpus": (1, 2, 4)[k % 3], "total_steps": 30.0 + 11 * (k % 5)}
+        | {"arrival": 3.0 * k}
+        for k in range(12)
+    ]
+    records = []
+    for text in ("fast=4:4,slow=4:2", "slow=4:2,fast=4:4"):
+        world = sim.World.from_frame(
+            job_frame(rows), sim.parse_cluster(text), synthetic_throughputs()
+        )
+        result = sim.simulate(world, make_policy(policy))
+        assert result.extra["work_conserving"] is True
+        report = sim.validate(world, result)
+        assert report.ok, report.violations[:3]
+        records.append((result.intervals, result.completion))
+    assert records[0] == records[1]
+
+
+def test_a_bottleneck_at_the_lower_end_is_closed_by_one_lp() -> None:
+    """A round of cluster04 (as the simulator built it, 196 jobs) whose optimum is the lower
+    end L: the plain path's LP at L returns lambda a rounding error below 1, so it only raises
+    L and creeps towards it by secant steps (a dozen LPs); the hot path's first LP is at L
+    and its allocation closes the bracket at once, at least as good."""
+    from pathlib import Path
+
+    inst = AllocationInstance.load(
+        Path(__file__).parent / "data" / "ftf_cluster04_round_creep.json"
+    )
+    plain = _solve(inst, "ftf-perf", hot=False)
+    hot = _solve(inst, "ftf-perf", hot=True)
+    assert plain.extra["lp_solves"] >= 10
+    assert hot.extra["lp_solves"] == 1
+    _agree(inst, "ftf-perf", hot)
+    assert leq(hot.objective, plain.objective, 0.0)
+    t = inst.throughputs
+    alpha, beta = lp_module._ftf_alpha_beta(inst, t)
+    active = inst.steps > 0
+    # L: every job with steps left alone on its fastest type
+    alone = float(np.max((beta + alpha / t.max(axis=1))[active]))
+    assert within(hot.objective, alone, OPTIMALITY_GAP)
