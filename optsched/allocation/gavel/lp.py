@@ -59,6 +59,13 @@ gang larger than the type has GPUs: \texttt{gang\_fits}). With
   :math:`(s_m, T_m/\alpha_m, \beta_m)`, so jobs of one type with no history form one class
   whatever their steps left. The result is proven within the bracket: optimal when
   :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP` :math:`\cdot U`.
+  *Hot path* (:data:`HOT_LEVELS`): once a job has waited the first level is :math:`L`, then
+  :math:`U`; every LP's allocation, whatever its :math:`\lambda^*`, is a candidate for
+  :math:`U` (at :math:`r = L` optimal, :math:`\lambda^*` a rounding error below 1 otherwise
+  leaves the bracket open for up to a dozen more LPs); and the round's first LP starts from the
+  previous round's basis carried over job by job (:func:`_carried_basis`). The same
+  certificate, usually one LP per round, but a degenerate optimum may end at another
+  allocation.
 * ``max-sum-throughput``: :math:`\max_X \sum_m \theta_m(X)`.
 * ``min-cost`` (throughput per dollar, Gavel's ``ThroughputNormalizedByCostSum``):
   :math:`\max_X \sum_{m,j} u_{mj} X_{mj}` with :math:`u_{mj} = 3600\,T_{mj}/(s_m p_j)` steps per
@@ -725,6 +732,8 @@ def solve_lp_policy(
     # and never closer to its upper end than the tolerance (lambda < 1 just below U certifies
     # U); a step bisects when the two LPs before it did not halve the bracket, so it at least
     # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
+    # On the hot path (HOT_LEVELS, module notes) L comes first and U second once a job has
+    # waited, and every LP's allocation is a candidate for U.
     points: list[tuple[float, float]] = []
     waited = bool(np.any(beta[active] > 0))
     widths: list[float] = []  # hi - lower before each LP
