@@ -262,3 +262,58 @@ def test_a_bottleneck_at_the_lower_end_is_closed_by_one_lp() -> None:
     # L: every job with steps left alone on its fastest type
     alone = float(np.max((beta + alpha / t.max(axis=1))[active]))
     assert within(hot.objective, alone, OPTIMALITY_GAP)
+
+
+def _level_lp(inst: AllocationInstance, r: float) -> tuple[Any, Any, Any]:
+    """The ``ftf-perf`` LP of ``inst`` at level ``r``, solved cold: (solution, aux, classes)."""
+    t = inst.throughputs
+    alpha, beta = lp_module._ftf_alpha_beta(inst, t)
+    active = inst.steps > 0
+    cl = _classes_of(inst)
+    coef = (t / alpha[:, None])[cl.rep]
+    beta_c, active_c = beta[cl.rep], active[cl.rep]
+    aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
+    lp = lp_module._program(cl, lp_module._base(cl), coef, aux)
+    return solve_matrix(lp, options=dict(lp_module.HIGHS_OPTIONS)), aux, cl
+
+
+def test_the_level_slope_from_the_duals_is_the_finite_difference() -> None:
+    """d lambda / d r from the fairness rows' duals against a forward difference of two LPs,
+    at the lower end and on both sides of the optimum of a cluster04 round whose bottleneck is
+    not the lower end."""
+    from pathlib import Path
+
+    inst = AllocationInstance.load(
+        Path(__file__).parent / "data" / "ftf_cluster04_round_newton.json"
+    )
+    res = _solve(inst, "ftf-perf", hot=False)
+    assert res.bound is not None
+    t = inst.throughputs
+    alpha, beta = lp_module._ftf_alpha_beta(inst, t)
+    active = inst.steps > 0
+    lower = float(np.max((beta + alpha / t.max(axis=1))[active]))
+    assert lower < res.bound * (1 - 1e-4)  # the lower end is not the optimum here
+    for r in (lower, res.objective * (1 - 1e-3), res.objective * (1 + 1e-2)):
+        sol, aux, cl = _level_lp(inst, r)
+        lam = sol.result.objective
+        slope = lp_module._level_slope(sol, aux, cl, lam)
+        h = r * 1e-7
+        ahead, _, _ = _level_lp(inst, r + h)
+        difference = (ahead.result.objective - lam) / h
+        assert slope is not None and slope > 0
+        assert within(slope, difference, 1e-3)
+
+
+def test_newton_levels_close_a_round_in_fewer_lps() -> None:
+    """The same round: the plain path's secant takes 8 LPs or more, Newton's steps from the
+    lower end (where lambda < 1) at most 6, to the same certified objective."""
+    from pathlib import Path
+
+    inst = AllocationInstance.load(
+        Path(__file__).parent / "data" / "ftf_cluster04_round_newton.json"
+    )
+    plain = _solve(inst, "ftf-perf", hot=False)
+    hot = _solve(inst, "ftf-perf", hot=True)
+    assert plain.extra["lp_solves"] >= 8
+    assert hot.extra["lp_solves"] <= 6
+    _agree(inst, "ftf-perf", hot)

@@ -59,8 +59,10 @@ gang larger than the type has GPUs: \texttt{gang\_fits}). With
   :math:`(s_m, T_m/\alpha_m, \beta_m)`, so jobs of one type with no history form one class
   whatever their steps left. The result is proven within the bracket: optimal when
   :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP` :math:`\cdot U`.
-  *Hot path* (:data:`HOT_LEVELS`): once a job has waited the first level is :math:`L`, then
-  :math:`U`; every LP's allocation, whatever its :math:`\lambda^*`, is a candidate for
+  *Hot path* (:data:`HOT_LEVELS`): once a job has waited the first level is :math:`L`, the
+  next ones Newton's roots of :math:`\lambda^*(r) = 1` with the slope read from the LP's duals
+  (:func:`_level_slope`; the secant or bisection when the root leaves the bracket or the
+  safeguard asks); every LP's allocation, whatever its :math:`\lambda^*`, is a candidate for
   :math:`U` (at :math:`r = L` optimal, :math:`\lambda^*` a rounding error below 1 otherwise
   leaves the bracket open for up to a dozen more LPs); and the round's first LP starts from the
   previous round's basis carried over job by job (:func:`_carried_basis`). The same
@@ -732,10 +734,12 @@ def solve_lp_policy(
     # and never closer to its upper end than the tolerance (lambda < 1 just below U certifies
     # U); a step bisects when the two LPs before it did not halve the bracket, so it at least
     # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
-    # On the hot path (HOT_LEVELS, module notes) L comes first and U second once a job has
-    # waited, and every LP's allocation is a candidate for U.
+    # On the hot path (HOT_LEVELS, module notes) L comes first once a job has waited, then
+    # Newton steps with the slope from the duals, and every LP's allocation is a candidate
+    # for U.
     points: list[tuple[float, float]] = []
     waited = bool(np.any(beta[active] > 0))
+    slope: float | None = None  # d lambda / d r at the last level (hot path)
     widths: list[float] = []  # hi - lower before each LP
     first_lp: LinearProgram | None = None
     for _ in range(FTF_MAX_STEPS):
@@ -753,8 +757,9 @@ def solve_lp_policy(
             # the lower end first: once a job has waited, its best-alone level is usually the
             # optimum, which one LP then proves (lambda(L) >= 1, or its allocation at L)
             r = lower
-        elif HOT_LEVELS and len(points) == 1 and points[0][0] == lower:
-            r = _next_level([], lower, hi, bisect=False)  # then the Dinkelbach step at U
+        elif HOT_LEVELS and points:
+            newton = _newton_level(points[-1], slope, lower, hi, bisect=stalled)
+            r = _next_level(points, lower, hi, bisect=stalled) if newton is None else newton
         else:
             r = _next_level(points, lower, hi, bisect=stalled)
         # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
@@ -779,6 +784,8 @@ def solve_lp_policy(
         assert step.result.objective is not None
         lam = step.result.objective
         points.append((r, lam))
+        if HOT_LEVELS:
+            slope = _level_slope(step, aux, cl, lam)
         if lam >= 1.0:
             # r is achievable; the allocation found may do better than r, and no level below
             # r / lambda(r) is achievable.
@@ -942,6 +949,53 @@ def _next_level(
     if not (math.isfinite(guess) and lower < guess < hi):
         return middle
     return min(guess, top)
+
+
+def _level_slope(
+    step: MatrixSolution, aux: NDArray[np.float64], cl: _Classes, lam: float
+) -> float | None:
+    r""":math:`d\lambda^*/dr` at the level just solved, from the LP's duals (``None``: none).
+
+    The level enters the LP only as the coefficients :math:`-a_c = -1/(r - \beta_c)` of
+    :math:`\lambda` in the fairness rows. With :math:`y_c \ge 0` the rows' duals (normalised by
+    :math:`\lambda`'s reduced cost, :math:`\sum_c y_c a_c = 1`), the optimum moves by
+    :math:`\partial\lambda^*/\partial a_c = -y_c \lambda^*` and :math:`da_c/dr = -a_c^2`, so
+
+    .. math::
+
+        \frac{d\lambda^*}{dr} = \lambda^*\,\frac{\sum_c y_c a_c^2}{\sum_c y_c a_c},
+
+    exact while the optimal basis stays (a one-sided derivative where it changes). Checked
+    against finite differences in the tests.
+    """
+    if step.row_dual is None:
+        return None
+    m, k = cl.n, cl.capacities.size
+    y = np.abs(step.row_dual[m + k : 2 * m + k])
+    weight = float(np.dot(y, aux))
+    if not weight > 0:
+        return None
+    slope = lam * float(np.dot(y, aux * aux)) / weight
+    return slope if math.isfinite(slope) and slope > 0 else None
+
+
+def _newton_level(
+    point: tuple[float, float], slope: float | None, lower: float, hi: float, *, bisect: bool
+) -> float | None:
+    r"""The hot path's next level: Newton's root of :math:`\lambda^*(r) = 1` from the last LP.
+
+    ``None`` (take :func:`_next_level`'s) without a slope, when the safeguard asks to bisect,
+    or when the root falls outside the bracket ``(lower, hi)``; kept below ``hi`` by the
+    tolerance as the secant is.
+    """
+    if bisect or slope is None or not math.isfinite(hi):
+        return None
+    r, lam = point
+    guess = r + (1.0 - lam) / slope
+    if not (math.isfinite(guess) and lower < guess < hi):
+        return None
+    top = hi * (1.0 - OPTIMALITY_GAP / 20)
+    return min(guess, top) if top > lower else None
 
 
 def _refuse_impossible_slos(
