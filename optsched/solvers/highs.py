@@ -34,6 +34,7 @@ __all__ = [
     "reset_thread_pool",
     "solve_highs",
     "solve_matrix",
+    "warm_basis",
 ]
 
 TC = TerminationCondition
@@ -271,9 +272,8 @@ def solve_highs(
             sol.col_value = list(warm_start.x)
             sol.value_valid = True
             h.setSolution(sol)
-        elif warm_start.basis is not None and warm_start.x is not None:
-            if warm_start.x.size == lp.n_variables:
-                h.setBasis(warm_start.basis)
+        elif warm_start.basis is not None and _warm_columns(warm_start) == lp.n_variables:
+            h.setBasis(warm_start.basis)
     h.run()
     elapsed = time.perf_counter() - start
 
@@ -312,6 +312,7 @@ def solve_highs(
     )
     x = row_dual = col_dual = None
     basis = None
+    extra: dict[str, Any] = {}
     if result.has_solution:
         sol = h.getSolution()
         x = np.asarray(sol.col_value, dtype=np.float64)
@@ -320,6 +321,12 @@ def solve_highs(
             col_dual = np.asarray(sol.col_dual, dtype=np.float64)
         if not lp.is_mip:
             basis = h.getBasis()
+            if termination is TC.OPTIMAL and _has_factor(lp, merged):
+                # which variables are basic (column j as j, row i as -1 - i), as one array:
+                # reading the statuses out of ``basis`` makes a Python object per variable
+                ok, basic = h.getBasicVariables()
+                if ok == highspy.HighsStatus.kOk:
+                    extra = {"basic": np.asarray(basic, dtype=np.int64)}
     return MatrixSolution(
         result=result,
         x=x,
@@ -327,7 +334,71 @@ def solve_highs(
         col_dual=col_dual,
         basis=basis,
         iterations=int(info.simplex_iteration_count),
+        extra=extra,
     )
+
+
+def _has_factor(lp: LinearProgram, options: dict[str, Any]) -> bool:
+    """Whether HiGHS ended the LP with the simplex's factored basis, to read its basic variables.
+
+    Only for an LP with rows and non-zeros solved without presolve: HiGHS solves a model
+    without non-zeros without the simplex (and then crashes when asked for its basic
+    variables), and a presolved one ends on a basis rebuilt by postsolve.
+    """
+    return lp.n_rows > 0 and int(lp.a.nnz) > 0 and options.get("presolve") == "off"
+
+
+def _warm_columns(warm_start: MatrixSolution) -> int | None:
+    """The number of columns of the model a warm start's basis is for."""
+    if warm_start.x is not None:
+        return int(warm_start.x.size)
+    columns = warm_start.extra.get("basis_columns")
+    return None if columns is None else int(columns)
+
+
+#: HiGHS's basis status codes (``highspy.HighsBasisStatus``) as :func:`warm_basis` takes them.
+BASIS_LOWER, BASIS_BASIC, BASIS_UPPER = 0, 1, 2
+
+
+def warm_basis(col_status: Any, row_status: Any) -> MatrixSolution:
+    """A warm start holding only a basis, given as status codes per column and row.
+
+    Codes: :data:`BASIS_LOWER`, :data:`BASIS_BASIC`, :data:`BASIS_UPPER` (nonbasic at the lower
+    bound, basic, nonbasic at the upper bound). The basis is handed to HiGHS as an *alien* one:
+    it need not have exactly one basic variable per row nor be nonsingular, HiGHS completes it
+    (with slack columns) before the simplex starts. Meant for a model built from a previous
+    one's basis, the columns and rows that carry over keeping their status.
+
+    Returns
+    -------
+    MatrixSolution
+        No point and no status of its own (``result`` says ``unknown``); only ``basis`` and
+        ``extra["basis_columns"]`` are read by :func:`solve_highs`.
+    """
+    import highspy
+
+    codes = list(highspy.HighsBasisStatus.__members__.values())
+    by_value = {int(code): code for code in codes}
+    table = [by_value[i] for i in (BASIS_LOWER, BASIS_BASIC, BASIS_UPPER)]
+    cols = np.asarray(col_status, dtype=np.int64)
+    rows = np.asarray(row_status, dtype=np.int64)
+    basis = highspy.HighsBasis()
+    basis.col_status = [table[v] for v in cols.tolist()]
+    basis.row_status = [table[v] for v in rows.tolist()]
+    basis.alien = True
+    basis.valid = True
+    result = assemble(
+        TC.UNKNOWN,
+        SolutionStatus.NO_SOLUTION,
+        None,
+        None,
+        build_seconds=0.0,
+        solve_seconds=0.0,
+        solver="highs",
+        solver_version="",
+        native_status="basis only",
+    )
+    return MatrixSolution(result=result, x=None, basis=basis, extra={"basis_columns": cols.size})
 
 
 def _empty_model(

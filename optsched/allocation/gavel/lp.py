@@ -59,6 +59,15 @@ gang larger than the type has GPUs: \texttt{gang\_fits}). With
   :math:`(s_m, T_m/\alpha_m, \beta_m)`, so jobs of one type with no history form one class
   whatever their steps left. The result is proven within the bracket: optimal when
   :math:`U - L \le` :data:`~optsched.tolerances.OPTIMALITY_GAP` :math:`\cdot U`.
+  *Hot path* (:data:`HOT_LEVELS`): once a job has waited the first level is :math:`L`, the
+  next ones Newton's roots of :math:`\lambda^*(r) = 1` with the slope read from the LP's duals
+  (:func:`_level_slope`; the secant or bisection when the root leaves the bracket or the
+  safeguard asks); every LP's allocation, whatever its :math:`\lambda^*`, is a candidate for
+  :math:`U` (at :math:`r = L` optimal, :math:`\lambda^*` a rounding error below 1 otherwise
+  leaves the bracket open for up to a dozen more LPs); and the round's first LP starts from the
+  previous round's basis carried over job by job (:func:`_carried_basis`). The same
+  certificate, usually one LP per round, but a degenerate optimum may end at another
+  allocation.
 * ``max-sum-throughput``: :math:`\max_X \sum_m \theta_m(X)`.
 * ``min-cost`` (throughput per dollar, Gavel's ``ThroughputNormalizedByCostSum``):
   :math:`\max_X \sum_{m,j} u_{mj} X_{mj}` with :math:`u_{mj} = 3600\,T_{mj}/(s_m p_j)` steps per
@@ -81,6 +90,7 @@ The cost policies solve one LP; with deadlines it has :math:`|C|` more rows.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -98,7 +108,15 @@ from optsched.allocation.gavel.shares import (
     proportional_throughput,
 )
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.highs import (
+    BASIS_BASIC,
+    BASIS_LOWER,
+    BASIS_UPPER,
+    LinearProgram,
+    MatrixSolution,
+    solve_matrix,
+    warm_basis,
+)
 from optsched.solvers.result import (
     SolutionStatus,
     SolveResult,
@@ -152,6 +170,12 @@ _HOUR = 3600.0
 #: values replaced (:meth:`~optsched.solvers.matrix.LinearProgram.with_values`) instead of
 #: being built again: the same models, which the tests compare (``False`` builds each).
 REUSE_LEVEL_LPS = True
+
+#: Whether ``ftf`` takes its hot path: every level LP's allocation, not only those of levels
+#: proven achievable, bounds the optimum from above (module notes). The rounds are as optimal
+#: (the same certified bracket) but can stop at another allocation of a degenerate optimum, so
+#: a simulation's records can differ from the plain path's (``False``, the default).
+HOT_LEVELS = False
 
 #: Bisection steps of ``ftf`` at most (each halves the bracket: 200 is far past float precision).
 FTF_MAX_STEPS = 200
@@ -695,6 +719,8 @@ def solve_lp_policy(
     solve_seconds = 0.0
     solves = 0
     step: MatrixSolution | None = warm_start
+    if HOT_LEVELS and warm_start is not None:
+        step = _carried_basis(warm_start, instance, cl) or warm_start
     last_feasible: MatrixSolution | None = None
     # Levels: the first LP is a Dinkelbach step at the best level found (r = U). Every LP at a
     # level r with lambda(r) >= 1 proves r* >= r / lambda(r) and gives an allocation with
@@ -708,7 +734,12 @@ def solve_lp_policy(
     # and never closer to its upper end than the tolerance (lambda < 1 just below U certifies
     # U); a step bisects when the two LPs before it did not halve the bracket, so it at least
     # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
+    # On the hot path (HOT_LEVELS, module notes) L comes first once a job has waited, then
+    # Newton steps with the slope from the duals, and every LP's allocation is a candidate
+    # for U.
     points: list[tuple[float, float]] = []
+    waited = bool(np.any(beta[active] > 0))
+    slope: float | None = None  # d lambda / d r at the last level (hot path)
     widths: list[float] = []  # hi - lower before each LP
     first_lp: LinearProgram | None = None
     for _ in range(FTF_MAX_STEPS):
@@ -722,7 +753,15 @@ def solve_lp_policy(
         width = hi - lower if math.isfinite(hi) else math.inf
         stalled = len(widths) >= 2 and width > 0.5 * widths[-2]
         widths.append(width)
-        r = _next_level(points, lower, hi, bisect=stalled)
+        if HOT_LEVELS and not points and waited:
+            # the lower end first: once a job has waited, its best-alone level is usually the
+            # optimum, which one LP then proves (lambda(L) >= 1, or its allocation at L)
+            r = lower
+        elif HOT_LEVELS and points:
+            newton = _newton_level(points[-1], slope, lower, hi, bisect=stalled)
+            r = _next_level(points, lower, hi, bisect=stalled) if newton is None else newton
+        else:
+            r = _next_level(points, lower, hi, bisect=stalled)
         # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
         aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
         if first_lp is None or not (REUSE_LEVEL_LPS and base.standard):
@@ -745,6 +784,8 @@ def solve_lp_policy(
         assert step.result.objective is not None
         lam = step.result.objective
         points.append((r, lam))
+        if HOT_LEVELS:
+            slope = _level_slope(step, aux, cl, lam)
         if lam >= 1.0:
             # r is achievable; the allocation found may do better than r, and no level below
             # r / lambda(r) is achievable.
@@ -757,8 +798,86 @@ def solve_lp_policy(
             hi = min(r, upper)
         else:
             lower = r
+            if HOT_LEVELS:
+                # Every LP's allocation lies in the polytope, so its exact objective is an
+                # achievable level too. At a level r with lambda(r) a rounding error below 1
+                # (r = L optimal, the LP's own arithmetic a last bit short of proving it) this
+                # closes the bracket where only lower-bound updates would creep towards it
+                # one secant step at a time.
+                x = _fractions(cl, step)
+                value = objective_value(instance, x, objective, aware)
+                if value < upper:
+                    upper, x_best, last_feasible = value, x, step
+                    hi = min(hi, upper)
     res = _result(TerminationCondition.OPTIMAL, upper, lower, build, solve_seconds, solves)
+    if HOT_LEVELS and last_feasible is not None:
+        # the next round's first LP starts from this basis, carried over job by job
+        layout = (instance.job_ids, cl.inverse, cl.n, cl.capacities.size)
+        last_feasible = dataclasses.replace(
+            last_feasible, extra={**last_feasible.extra, _LAYOUT: layout}
+        )
     return x_best, res, last_feasible
+
+
+#: Where an ``ftf`` LP solution keeps the layout of its classes (:func:`_carried_basis`).
+_LAYOUT = "ftf_layout"
+
+
+def _carried_basis(
+    warm: MatrixSolution, instance: AllocationInstance, cl: _Classes
+) -> MatrixSolution | None:
+    r"""The previous round's optimal basis laid out over this round's classes.
+
+    The rounds of a simulation share most of their jobs, but their classes (and hence the
+    LP's columns and rows) shift whenever a job arrives or leaves, so the previous basis does
+    not fit. Each class of this round that holds a job of the previous one takes the statuses
+    of that job's class: its :math:`K` columns (basic, or nonbasic at the bound the previous
+    point sits on), its ``job_time`` row and its fairness row; the type rows and :math:`v`
+    keep theirs; a class with no earlier job starts with its columns at 0 and its two rows
+    basic (slack). The result may have too many or too few basic variables (classes split or
+    merged): HiGHS takes it as an alien basis and completes it. ``None`` when ``warm`` is not
+    an ``ftf`` solution with its layout and basic variables, or has other GPU types.
+
+    Complexity: :math:`O(MK)` array operations plus one dictionary look-up per class.
+    """
+    layout = warm.extra.get(_LAYOUT)
+    basic = warm.extra.get("basic")
+    if layout is None or basic is None or warm.x is None:
+        return None
+    ids, inverse, m_prev, k_prev = layout
+    k = cl.capacities.size
+    if k_prev != k or warm.x.size != m_prev * k + 1:
+        return None
+    where = dict(zip(ids, inverse.tolist(), strict=True))
+    job_ids = instance.job_ids
+    old = np.fromiter(
+        (where.get(job_ids[i], -1) for i in cl.rep.tolist()), dtype=np.int64, count=cl.n
+    )
+    col_basic_prev = np.zeros(m_prev * k + 1, dtype=bool)
+    row_basic_prev = np.zeros(2 * m_prev + k, dtype=bool)
+    col_basic_prev[basic[basic >= 0]] = True
+    row_basic_prev[-1 - basic[basic < 0]] = True
+    known = old >= 0
+    src = np.where(known, old, 0)
+    cols = (src[:, None] * k + np.arange(k)).ravel()
+    carried = np.repeat(known, k)
+    col_basic = carried & col_basic_prev[cols]
+    at_upper = carried & ~col_basic & cl.mask.ravel() & (warm.x[cols] >= 0.5)
+    col_status = np.where(col_basic, BASIS_BASIC, np.where(at_upper, BASIS_UPPER, BASIS_LOWER))
+    v_status = BASIS_BASIC if col_basic_prev[-1] else BASIS_LOWER
+    # nonbasic rows sit on their one finite bound: the job and type rows' upper, the
+    # fairness rows' lower
+    job_basic = ~known | row_basic_prev[src]
+    fair_basic = ~known | row_basic_prev[m_prev + k + src]
+    type_basic = row_basic_prev[m_prev : m_prev + k]
+    row_status = np.concatenate(
+        [
+            np.where(job_basic, BASIS_BASIC, BASIS_UPPER),
+            np.where(type_basic, BASIS_BASIC, BASIS_UPPER),
+            np.where(fair_basic, BASIS_BASIC, BASIS_LOWER),
+        ]
+    )
+    return warm_basis(np.append(col_status, v_status), row_status)
 
 
 def _makespan_lexicographic(
@@ -830,6 +949,53 @@ def _next_level(
     if not (math.isfinite(guess) and lower < guess < hi):
         return middle
     return min(guess, top)
+
+
+def _level_slope(
+    step: MatrixSolution, aux: NDArray[np.float64], cl: _Classes, lam: float
+) -> float | None:
+    r""":math:`d\lambda^*/dr` at the level just solved, from the LP's duals (``None``: none).
+
+    The level enters the LP only as the coefficients :math:`-a_c = -1/(r - \beta_c)` of
+    :math:`\lambda` in the fairness rows. With :math:`y_c \ge 0` the rows' duals (normalised by
+    :math:`\lambda`'s reduced cost, :math:`\sum_c y_c a_c = 1`), the optimum moves by
+    :math:`\partial\lambda^*/\partial a_c = -y_c \lambda^*` and :math:`da_c/dr = -a_c^2`, so
+
+    .. math::
+
+        \frac{d\lambda^*}{dr} = \lambda^*\,\frac{\sum_c y_c a_c^2}{\sum_c y_c a_c},
+
+    exact while the optimal basis stays (a one-sided derivative where it changes). Checked
+    against finite differences in the tests.
+    """
+    if step.row_dual is None:
+        return None
+    m, k = cl.n, cl.capacities.size
+    y = np.abs(step.row_dual[m + k : 2 * m + k])
+    weight = float(np.dot(y, aux))
+    if not weight > 0:
+        return None
+    slope = lam * float(np.dot(y, aux * aux)) / weight
+    return slope if math.isfinite(slope) and slope > 0 else None
+
+
+def _newton_level(
+    point: tuple[float, float], slope: float | None, lower: float, hi: float, *, bisect: bool
+) -> float | None:
+    r"""The hot path's next level: Newton's root of :math:`\lambda^*(r) = 1` from the last LP.
+
+    ``None`` (take :func:`_next_level`'s) without a slope, when the safeguard asks to bisect,
+    or when the root falls outside the bracket ``(lower, hi)``; kept below ``hi`` by the
+    tolerance as the secant is.
+    """
+    if bisect or slope is None or not math.isfinite(hi):
+        return None
+    r, lam = point
+    guess = r + (1.0 - lam) / slope
+    if not (math.isfinite(guess) and lower < guess < hi):
+        return None
+    top = hi * (1.0 - OPTIMALITY_GAP / 20)
+    return min(guess, top) if top > lower else None
 
 
 def _refuse_impossible_slos(

@@ -385,6 +385,9 @@ class RoundTables:
         self.gangs = [j.num_gpus for j in jobs]
         self.scale = np.array(self.gangs, dtype=np.float64)
         self.weight = np.array([j.weight for j in jobs], dtype=np.float64)
+        # the same floats as a list, made once: every round's jobs read their weights from it
+        # (converting the whole array every round cost more than the rest of building them)
+        self.weight_list: list[float] = self.weight.tolist()
         self.work = np.array([j.work for j in jobs], dtype=np.float64)
         self.arrival = np.array([j.arrival for j in jobs], dtype=np.float64)
         self.deadline = np.array([j.deadline for j in jobs], dtype=np.float64)
@@ -511,7 +514,7 @@ class RoundTables:
     ) -> tuple[AllocationJob, ...]:
         """The round's jobs, constructed directly (their fields are checked by the caller)."""
         ids, rows, gangs = self.ids, self.rate_rows, self.gangs
-        weights = self.weight.tolist()
+        weights = self.weight_list
         new = AllocationJob.__new__
         set_ = object.__setattr__
         out: list[AllocationJob] = []
