@@ -47,7 +47,10 @@ CAPACITY_TOL = 1e-7
 #: Slack on recomputed utilities and objective values.
 UTILITY_TOL = 1e-7
 #: Slack when fitting a demand into residual capacity (tighter than :data:`CAPACITY_TOL`, so
-#: whatever an engine fits also validates).
+#: whatever an engine fits also validates). Relative to the time, also the slack within which two
+#: simulated instants are one: a completion due that close to a decision point happens at it
+#: (the simulator), and the state at a decision point is read through no wider a window (the
+#: validator's ``work_conserving``).
 FIT_TOL = 1e-9
 #: Relative distance within which a model fitted to noise-free points generated from planted
 #: parameters must recover them (Optimus's speed and convergence fits): the least-squares solver

@@ -56,7 +56,26 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     Only for a run whose policy claims it (``SimResult.extra["work_conserving"]``): at every
     decision point (every arrival and completion of an event-driven run; every round start
     ``k L`` of a round-based one) no waiting job — arrived, unfinished, holding no GPU — has a
-    GPU type with a positive rate for it and at least its gang's GPUs free.
+    GPU type with a positive rate for it and at least its gang's GPUs free. The state at a
+    decision point ``t`` is every event up to ``t + w(t)``, with the window
+    :math:`w(t) = \min(\mathrm{TIME\_TOL},\ \mathrm{FIT\_TOL} \cdot \max(1, |t|))`
+    (:data:`~optsched.tolerances.TIME_TOL` in seconds, :data:`~optsched.tolerances.FIT_TOL`
+    relative): the narrower of the two slacks within which a simulation counts an event as at
+    its decision point (it admits a job arriving up to ``TIME_TOL`` seconds after it, and
+    completes before deciding a job whose work is due within ``FIT_TOL`` relative of it).
+    Why this window is right, both ways. (i) Every event the simulation carried out *at* ``t``
+    — a segment started or stopped by the decision, a completion folded into it — is recorded
+    at ``t`` itself (or a rounding, ~1e-16 relative, off it), inside ``w(t)``. (ii) Every event
+    it carried out *after* ``t`` — a job finishing or arriving mid-round — lies beyond its own
+    slack, so beyond ``w(t)``: its GPUs freed or its arrival are not read as present at the
+    decision that could not have used them. So a run is flagged only for a job that waited with
+    a gang's GPUs free in the state its decision left, and every such job is flagged. (The
+    general slack :data:`~optsched.tolerances.TIME_TOL` *relative*, used for re-integrated
+    work, is 0.47 s at ``t = 466,560`` s: a job granted a GPU at that round start and finishing
+    its last 0.015 s there counted as freeing the GPU at the round start itself.) The one
+    corner (ii) leaves: for ``t < 1000`` s an arrival in ``(t + w(t), t + TIME_TOL]``, which a
+    simulation may admit at ``t``, is read as after ``t`` and is checked at the next decision
+    point only.
 
 Complexity: :math:`O(R \log R + D (K + W))` for :math:`R` rows, :math:`D` decision points,
 :math:`K` GPU types and :math:`W` jobs waiting at a decision point (``work_conserving`` only).
@@ -77,7 +96,7 @@ from optsched.limits import MAX_STALLED_ROUNDS
 from optsched.results import Report, Violation
 from optsched.sim.record import SimResult
 from optsched.sim.world import SimJob, World
-from optsched.tolerances import CAPACITY_TOL, TIME_TOL, WORK_TOL, within
+from optsched.tolerances import CAPACITY_TOL, FIT_TOL, TIME_TOL, WORK_TOL, within
 
 __all__ = ["CONSTRAINTS", "validate"]
 
@@ -838,6 +857,15 @@ def _state_events(check: _Check) -> list[tuple[float, int, int, int, str, int]]:
     return events
 
 
+def _instant(t: float) -> float:
+    """The window ``w(t)`` within which an event is *at* decision point ``t`` (module notes).
+
+    Not :func:`_slack`: ``TIME_TOL`` relative grows to seconds over a long trace, and an event
+    that far after a decision (a job finishing a few milliseconds into a round) is after it.
+    """
+    return min(TIME_TOL, FIT_TOL * max(1.0, abs(t)))
+
+
 def _work_conserving(check: _Check) -> None:
     """``work_conserving`` (only for a run whose policy claims it)."""
     if not check.result.extra.get("work_conserving", False):
@@ -846,7 +874,8 @@ def _work_conserving(check: _Check) -> None:
     events = _state_events(check)
     e = 0
     for t in _decision_points(check):
-        while e < len(events) and events[e][0] <= t + _slack(t):
+        # the state the decision at t left: events at t, not those just after it
+        while e < len(events) and events[e][0] <= t + _instant(t):
             _time, order, k, held, gt, free = events[e]
             if gt:
                 waiting.free[gt] += free
