@@ -58,7 +58,7 @@ def test_a_job_finishing_just_after_a_round_start_frees_no_gpu_at_it() -> None:
     r = _last_row(result, "j0")
     start, end = result.intervals["start"][r], result.intervals["end"][r]
     t = 467_280.0  # the round start j0's second run begins at
-    assert start == t and 0.0 < end - t < TIME_TOL * t  # inside the general slack of t
+    assert start == t and 0.0 < end - t < TIME_TOL * t  # within the old slack, TIME_TOL * t
     # j1 and j2 wait at t: neither holds the GPU over it
     for job, s, e in zip(
         result.intervals["job_id"], result.intervals["start"], result.intervals["end"], strict=True
@@ -73,7 +73,7 @@ def test_a_job_arriving_just_after_a_round_start_does_not_wait_at_it() -> None:
     result = simulate(world, AllocationLP("ftf-perf"))
     t = 1_000_080.0
     arrival = world.jobs[1].arrival
-    assert 0.0 < arrival - t < TIME_TOL * t  # inside the general slack of t
+    assert 0.0 < arrival - t < TIME_TOL * t  # within the old slack, TIME_TOL * t
     assert result.first_start == [t, t + L]  # j1 waits for the next round, a GPU idle
     report = validate(world, result)
     assert report.ok, report.violations

@@ -28,11 +28,11 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     Re-integrating each job's rate over its segments (a job with batch-size phases at the rate
     of the phase its re-integrated work is in, changing rate where that work crosses a phase's
     end, inside a segment) (runs of contiguous segments — one ending
-    where the next starts, to :data:`~optsched.tolerances.TIME_TOL` relative — on one
+    where the next starts, to the validator's time slack (below) — on one
     placement; a run that resumes a job which ran before, or any run when the world has
     ``restore_on_first_start``, makes no progress for its first ``restore_s``), a finished
-    job's work is reached at its completion time (within :data:`~optsched.tolerances.TIME_TOL`,
-    relative; a shortfall is converted to time at the last segment's rate), and an unfinished
+    job's work is reached at its completion time (within the time slack; a shortfall is
+    converted to time at the last segment's rate), and an unfinished
     job's work is not reached before the end of the run. In the colocation mode the rate is
     re-derived from the record: each segment is cut at every start and end of another job's
     segment on a server it shares (workers' or parameter servers'), and in each piece the rate
@@ -70,12 +70,18 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     slack, so beyond ``w(t)``: its GPUs freed or its arrival are not read as present at the
     decision that could not have used them. So a run is flagged only for a job that waited with
     a gang's GPUs free in the state its decision left, and every such job is flagged. (The
-    general slack :data:`~optsched.tolerances.TIME_TOL` *relative*, used for re-integrated
-    work, is 0.47 s at ``t = 466,560`` s: a job granted a GPU at that round start and finishing
-    its last 0.015 s there counted as freeing the GPU at the round start itself.) The one
+    general time slack, below, is 4.7e-4 s at ``t = 466,560`` s: a job granted a GPU at that
+    round start and finishing its last 0.015 s there would not be read as freeing it at the
+    round start, but a job finishing 0.1 ms into the round would.) The one
     corner (ii) leaves: for ``t < 1000`` s an arrival in ``(t + w(t), t + TIME_TOL]``, which a
     simulation may admit at ``t``, is read as after ``t`` and is checked at the next decision
     point only.
+
+Time slack. Every other check counts two recorded times as one instant when they differ by at
+most :math:`\max(\mathrm{TIME\_TOL},\ \mathrm{FIT\_TOL} \cdot |t|)`: ``TIME_TOL`` seconds,
+or the simulation's own same-instant slack for completions where that is wider. Not
+``TIME_TOL`` relative: that grows to 0.47 s at ``t = 466,560`` s, and an overlap of two gangs on
+one server, a start before an arrival or an end after a completion that long is real.
 
 Complexity: :math:`O(R \log R + D (K + W))` for :math:`R` rows, :math:`D` decision points,
 :math:`K` GPU types and :math:`W` jobs waiting at a decision point (``work_conserving`` only).
@@ -167,7 +173,14 @@ def _run(instance: World, solution: SimResult, body: Callable[[_Check], None]) -
 
 
 def _slack(t: float) -> float:
-    return TIME_TOL * max(1.0, abs(t))
+    """How far two recorded times may differ and still be one instant.
+
+    ``TIME_TOL`` seconds, or the simulator's own same-instant slack ``FIT_TOL`` relative where
+    that is wider (a completion due within it is carried out at the decision point). Not
+    ``TIME_TOL`` relative: over a long trace that grows to a second or more (0.47 s at
+    466,560 s), and an overlap, an early start or a late end that long is real.
+    """
+    return max(TIME_TOL, FIT_TOL * abs(t))
 
 
 # -- interval_shape ----------------------------------------------------------------------------
