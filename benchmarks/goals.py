@@ -177,7 +177,7 @@ GOALS: tuple[Goal, ...] = (
         unit="s",
     ),
     Goal(
-        "cluster04 (15,802 jobs) under ftf-perf, CPU seconds",
+        "cluster04 (15,802 jobs) under ftf-perf, CPU seconds (fast round path, HOT_LEVELS on)",
         "sim_allocation",
         whole_trace("ftf-perf: CPU (s), fast round path", "ftf-perf"),
         120.0,
