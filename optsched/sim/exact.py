@@ -1408,7 +1408,7 @@ def formulation(
         raise InvalidInstanceError(
             "objective", f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}"
         )
-    plans: dict[str, list[dict[str, list[str]]]] = {}
+    replayed = ReplayedPlan(world, objective)
 
     held: dict[str, Any] = {}
 
@@ -1433,27 +1433,14 @@ def formulation(
         """Nothing left to write: ``build`` has loaded the checked start into the model."""
 
     def extract(built: ExactModel, _point: Any) -> SimResult:
-        plan = built.plan()
-        plans["plan"] = [
-            {g: [jid for jid, p in r.items() if p.gpu_type == g] for g in _types_of(r)}
-            for r in plan
-        ]
-        return replay_rounds(world, plan, built.round_seconds, name=f"exact-{objective}")
-
-    def check(record: SimResult) -> Report:
-        report = validate(world, record)
-        if not record.all_finished:
-            report.violations.append(
-                Violation("finished", f"exact {objective}: a job is unfinished in the replay")
-            )
-        return report
+        return replayed.replay(built.plan(), built.round_seconds)
 
     return Formulation(
         sense=OBJECTIVES[objective],
         objective_name=objective,
         build=build,
         extract=extract,
-        validate=check,
+        validate=replayed.check,
         objective_of=lambda record, _report: objective_value(world, record, objective),
         size=lambda built: built.size,
         extra=lambda built, _record, _result: {
@@ -1461,7 +1448,7 @@ def formulation(
             "model_rounds": built.rounds,
             "round_seconds": built.round_seconds,
             "strengthened": built.strengthened,
-            "plan": plans.get("plan", []),
+            "plan": replayed.plan,
             "warm_start": None
             if start is None
             else {**start.summary(), "notes": [*start.notes, *held.get("repairs", [])]},
@@ -1475,3 +1462,35 @@ def formulation(
 def _types_of(placements: Mapping[str, GrantPlacement]) -> list[str]:
     """The GPU types of one round's placements, in first-seen order."""
     return list(dict.fromkeys(p.gpu_type for p in placements.values()))
+
+
+class ReplayedPlan:
+    """How both models hand a solution back: the round plan replayed by the simulator, checked.
+
+    :meth:`replay` carries out a plan (per round, job id to placement) with
+    :func:`~optsched.sim.replay_rounds` and keeps it, per round and type, in :attr:`plan` (the
+    result's ``extra["plan"]``); :meth:`check` is the simulator's validator on the record, with
+    a ``finished`` violation for a job the replay leaves unfinished.
+    """
+
+    def __init__(self, world: World, objective: str) -> None:
+        self.world = world
+        self.objective = objective
+        self.plan: list[dict[str, list[str]]] = []
+
+    def replay(self, plan: list[dict[str, GrantPlacement]], round_seconds: float) -> SimResult:
+        """The record of ``plan`` carried out by the simulator, its rounds kept in :attr:`plan`."""
+        self.plan = [
+            {g: [jid for jid, p in r.items() if p.gpu_type == g] for g in _types_of(r)}
+            for r in plan
+        ]
+        return replay_rounds(self.world, plan, round_seconds, name=f"exact-{self.objective}")
+
+    def check(self, record: SimResult) -> Report:
+        """The validator's report on ``record``, and every job it leaves unfinished."""
+        report = validate(self.world, record)
+        if not record.all_finished:
+            report.violations.append(
+                Violation("finished", f"exact {self.objective}: a job is unfinished in the replay")
+            )
+        return report

@@ -37,7 +37,6 @@ from numpy.typing import NDArray
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError, ModelError, NotOptimalError
-from optsched.results import Report, Violation
 from optsched.sim.record import SimResult
 from optsched.sim.world import World
 from optsched.solvers.matrix import LinearProgram, MatrixSolution
@@ -1493,20 +1492,18 @@ def formulation(
     from optsched.sim.exact import (
         OBJECTIVES,
         POLISH,
-        _types_of,
+        ReplayedPlan,
         default_rounds,
         last_run_floor,
         objective_value,
     )
-    from optsched.sim.replay import replay_rounds
-    from optsched.sim.validate import validate
 
     if objective not in MATRIX_OBJECTIVES:
         raise InvalidInstanceError(
             "objective",
             f"the matrix model states {', '.join(MATRIX_OBJECTIVES)}, got {objective!r}",
         )
-    plans: dict[str, Any] = {}
+    replayed = ReplayedPlan(world, objective)
     held: dict[str, Any] = {}
 
     def build(clock: BuildClock) -> MatrixModel:
@@ -1545,20 +1542,7 @@ def formulation(
         return built
 
     def extract(built: MatrixModel, point: Any) -> SimResult:
-        plan = built.plan(point.x)
-        plans["plan"] = [
-            {g: [jid for jid, p in r.items() if p.gpu_type == g] for g in _types_of(r)}
-            for r in plan
-        ]
-        return replay_rounds(world, plan, built.round_seconds, name=f"exact-{objective}")
-
-    def check(record: SimResult) -> Report:
-        report = validate(world, record)
-        if not record.all_finished:
-            report.violations.append(
-                Violation("finished", f"exact {objective}: a job is unfinished in the replay")
-            )
-        return report
+        return replayed.replay(built.plan(point.x), built.round_seconds)
 
     def model_rounds(built: MatrixModel) -> int:
         last = built.root.get("last_round")
@@ -1569,7 +1553,7 @@ def formulation(
         objective_name=objective,
         build=build,
         extract=extract,
-        validate=check,
+        validate=replayed.check,
         objective_of=lambda record, _report: objective_value(world, record, objective),
         size=lambda built: built.size,
         lp_bound=lambda built, _result: built.root.get("lp_bound"),
@@ -1581,7 +1565,7 @@ def formulation(
             "model": "matrix",
             "root": dict(built.root),
             "polish": list(POLISH),
-            "plan": plans.get("plan", []),
+            "plan": replayed.plan,
             "warm_start": None
             if held.get("given") is None
             else {
