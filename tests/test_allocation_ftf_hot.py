@@ -47,7 +47,7 @@ def _solve(inst: AllocationInstance, policy: str, hot: bool, warm: Any = None) -
         lp_module.HOT_LEVELS = saved
 
 
-def _agree(inst: AllocationInstance, policy: str, hot_res: Any) -> None:
+def check_agree(inst: AllocationInstance, policy: str, hot_res: Any) -> None:
     """``hot_res`` is certified, valid, and has the cold solve's objective."""
     cold = _solve(inst, policy, hot=False)
     assert hot_res.optimal and cold.optimal
@@ -68,7 +68,7 @@ def test_hot_levels_give_the_cold_objective_on_waited_rounds(
     policy: str, inst: AllocationInstance
 ) -> None:
     assume((inst.steps > 0).any())
-    _agree(inst, policy, _solve(inst, policy, hot=True))
+    check_agree(inst, policy, _solve(inst, policy, hot=True))
 
 
 @given(inst=lp_rounds())
@@ -77,7 +77,7 @@ def test_hot_levels_agree_with_the_twin(inst: AllocationInstance) -> None:
     """The Gavel-style cross-check of tests/test_allocation.py, on the hot path."""
     assume((inst.steps > 0).any())
     res = _solve(inst, "ftf-perf", hot=True)
-    _agree(inst, "ftf-perf", res)
+    check_agree(inst, "ftf-perf", res)
     twin, _ = solve_twin(inst, "ftf-perf")
     assert within(res.objective, twin, TWIN_TOL)
     assert leq(res.objective, twin, OPTIMALITY_GAP)
@@ -102,7 +102,7 @@ def test_a_round_started_from_its_own_basis_needs_no_pivot(inst: AllocationInsta
     assert within(again.objective, first.objective, OPTIMALITY_GAP)
     fewer = inst.model_copy(update={"jobs": inst.jobs[1:]})
     assume((fewer.steps > 0).any())
-    _agree(fewer, "ftf-perf", _solve(fewer, "ftf-perf", hot=True, warm=lp))
+    check_agree(fewer, "ftf-perf", _solve(fewer, "ftf-perf", hot=True, warm=lp))
 
 
 def test_an_alien_basis_is_completed() -> None:
@@ -151,7 +151,7 @@ def test_a_simulation_on_the_hot_path_is_valid_and_each_round_optimal(
     carried = sum(1 for _, res in rounds if res.extra["lp"] is not None)
     assert carried > 0  # rounds handed a basis to the next
     for inst, res in rounds:
-        _agree(inst, "ftf-perf", res)
+        check_agree(inst, "ftf-perf", res)
 
 
 def _classes_of(inst: AllocationInstance) -> Any:
@@ -254,7 +254,7 @@ def test_a_bottleneck_at_the_lower_end_is_closed_by_one_lp() -> None:
     hot = _solve(inst, "ftf-perf", hot=True)
     assert plain.extra["lp_solves"] >= 10
     assert hot.extra["lp_solves"] == 1
-    _agree(inst, "ftf-perf", hot)
+    check_agree(inst, "ftf-perf", hot)
     assert leq(hot.objective, plain.objective, 0.0)
     t = inst.throughputs
     alpha, beta = lp_module._ftf_alpha_beta(inst, t)
@@ -316,4 +316,4 @@ def test_newton_levels_close_a_round_in_fewer_lps() -> None:
     hot = _solve(inst, "ftf-perf", hot=True)
     assert plain.extra["lp_solves"] >= 8
     assert hot.extra["lp_solves"] <= 6
-    _agree(inst, "ftf-perf", hot)
+    check_agree(inst, "ftf-perf", hot)
