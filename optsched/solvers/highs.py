@@ -32,6 +32,7 @@ __all__ = [
     "LinearProgram",
     "MatrixSolution",
     "reset_thread_pool",
+    "run_clock_offset",
     "solve_highs",
     "solve_matrix",
     "warm_basis",
@@ -118,7 +119,10 @@ def _highs_for(lp: LinearProgram, threads: int | None) -> Any:
 
     LPs without a ``threads`` option get this thread's reusable instance, cleared
     (``Highs.clear``: model, solution, basis and every option back to its default), so that it
-    behaves as a new one; MILPs and runs that size the thread pool get a new instance.
+    behaves as a new one; MILPs and runs that size the thread pool get a new instance. The one
+    thing ``clear`` keeps, the run clock, is offset in every time limit
+    (:func:`run_clock_offset`); ``tests/test_highs_reuse.py`` checks that a solve on the reused
+    instance, after any other solves, ends as it does on a new one.
     """
     if not REUSE_HIGHS or threads is not None or lp.is_mip:
         return _new_highs()
@@ -252,8 +256,6 @@ def solve_highs(
 
     h = _highs_for(lp, threads)
     h.setOptionValue("random_seed", 0)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
     if threads is not None:
         h.setOptionValue("threads", int(threads))
         reset_thread_pool()
@@ -262,8 +264,11 @@ def solve_highs(
         h.setOptionValue("mip_rel_gap", float(mip_gap))
         merged.update(HIGHS_MIP_SAFE_OPTIONS)
     merged.update(options)
+    limit = merged.pop("time_limit", time_limit)
     for key, value in merged.items():
         _set_option(h, key, value)
+    if limit is not None:
+        _set_time_limit(h, limit)
     start = time.perf_counter()
     _pass_model(h, lp)
     if warm_start is not None:
@@ -419,6 +424,30 @@ def _empty_model(
         native_status="kModelEmpty",
     )
     return MatrixSolution(result=result, x=x if feasible else None)
+
+
+def run_clock_offset(h: Any) -> float:
+    """Seconds already on ``h``'s run clock, which its ``time_limit`` is checked against.
+
+    HiGHS compares ``time_limit`` with a run clock that ``Highs.clear`` does not zero and that
+    highspy gives no way to zero: a reused object (:data:`REUSE_HIGHS`) carries the time of
+    every earlier run, and a limit smaller than that stopped the next solve before its first
+    iteration. Adding this offset to every limit makes a reused object keep the same time as
+    a new one (whose offset is 0). Iteration limits need no offset: HiGHS counts them per run.
+    """
+    return float(h.getRunTime())
+
+
+def _set_time_limit(h: Any, seconds: Any) -> None:
+    """Give the next run of ``h`` ``seconds`` of its own, whatever ran on ``h`` before."""
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        _set_option(h, "time_limit", seconds)  # refused there, naming the option
+        return
+    if math.isfinite(value):
+        value += run_clock_offset(h)
+    _set_option(h, "time_limit", value)
 
 
 def _set_option(h: Any, key: str, value: Any) -> None:
