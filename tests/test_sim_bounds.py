@@ -415,3 +415,24 @@ def test_smith_gang_is_registered_and_checks_its_exponent() -> None:
         with pytest.raises(InvalidInstanceError) as err:
             SmithGang(gang_exponent=bad)  # type: ignore[arg-type]
         assert err.value.field == "gang_exponent"
+
+
+def test_a_sweep_row_names_the_relaxation_and_whether_the_lp_ran_out(tmp_path: Path) -> None:
+    from optsched.cli.sim_extra import _gap_cell
+    from optsched.runs.sim_sweep import sweep
+
+    header = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
+    trace = tmp_path / "t.csv"
+    rows = [(0, 3.0), (0, 1.0), (1, 2.0), (5, 4.0)]
+    trace.write_text(header + "".join(f"j{k},{a},1,,,{d},,1,,u\n" for k, (a, d) in enumerate(rows)))
+    kwargs: dict[str, Any] = {"backend": "serial", "bound": True}
+    full = sweep([str(trace)], "g=1", ["fifo"], **kwargs)
+    assert bool(full["bound_complete_weighted-jct"].iloc[0])
+    assert full["bound_method_weighted-jct"].iloc[0] in ("mean-busy-time", "interval-lp")
+    # no time for any LP: the closed forms stand, and the row says so
+    short = sweep([str(trace)], "g=1", ["fifo"], bound_time_limit=1e-9, **kwargs)
+    assert not bool(short["bound_complete_weighted-jct"].iloc[0])
+    assert short["bound_method_weighted-jct"].iloc[0] in ("isolated", "mean-busy-time")
+    assert short["bound_weighted-jct"].iloc[0] <= full["bound_weighted-jct"].iloc[0]
+    assert _gap_cell(0.1234, True) == "12.3"
+    assert _gap_cell(0.1234, False) == "12.3*"

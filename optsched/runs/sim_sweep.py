@@ -176,8 +176,13 @@ _BOUND_CACHE: dict[str, Any] = {}
 
 def _bound_columns(
     world: Any, record: Any, params: dict[str, Any], config: dict[str, Any]
-) -> dict[str, float]:
-    """``bound_<objective>`` and ``bound_gap_<objective>`` of one run (NaN gaps if unfinished)."""
+) -> dict[str, Any]:
+    """``bound_<objective>``, ``bound_gap_<objective>`` (NaN if unfinished), and how it was got.
+
+    ``bound_method_<objective>`` names the relaxation that gave the bound and
+    ``bound_complete_<objective>`` says whether every relaxation finished: a bound whose LP ran
+    out of time is still valid but weaker, and the row says so rather than a note elsewhere.
+    """
     import json
     import math
 
@@ -192,11 +197,13 @@ def _bound_columns(
         found = bounds(world, time_limit=config.get("bound_time_limit"))
         _BOUND_CACHE.clear()  # one world at a time is enough: runs come grouped by world
         _BOUND_CACHE[key] = found
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for objective, b in found.items():
         value = objective_value(world, record, objective) if record.all_finished else math.nan
         out[f"bound_{objective}"] = b.value
         out[f"bound_gap_{objective}"] = certified_gap(objective, value, b.value)
+        out[f"bound_method_{objective}"] = b.method
+        out[f"bound_complete_{objective}"] = b.complete
     return out
 
 
@@ -395,7 +402,9 @@ def sweep(
         Also compute the certified bounds on each world's optimum
         (:func:`optsched.sim.bounds.bounds`, once per world in each worker) and give every row
         ``bound_<objective>`` and ``bound_gap_<objective>`` (see
-        :func:`~optsched.sim.bounds.certified_gap`).
+        :func:`~optsched.sim.bounds.certified_gap`), with ``bound_method_<objective>`` (the
+        relaxation that gave it) and ``bound_complete_<objective>`` (False when an LP ran out
+        of time and a weaker relaxation stands).
     bound_time_limit : float, optional
         Seconds for each world's bounds (the closed forms always come back).
 
