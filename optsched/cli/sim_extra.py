@@ -293,6 +293,15 @@ def compare_command(
                 f"{b.seconds:.1f} s{'' if b.complete else ', time limit: not every relaxation'})",
                 highlight=False,
             )
+        if result.exact_round_seconds is not None:
+            # like for like: the policies' grid, or an optimum of another world (no gap)
+            err_console.print(
+                escape(
+                    f"exact model's grid: rounds of {result.exact_round_seconds:g} s "
+                    f"({result.exact_grid})"
+                ),
+                highlight=False,
+            )
         for o, res in result.exact.items():
             line = _exact_line(o, res, result.exact_starts.get(o))
             err_console.print(escape(line), highlight=False)

@@ -416,6 +416,8 @@ def run_one(params: dict[str, Any], config: dict[str, Any], base: str) -> dict[s
     world = World.from_frame(
         frame, spec, table, restore_s=experiment.restore_s, file=params["trace"]
     )
+    # the clock starts at the first arrival, as for every trace (World.rebased)
+    world = world.rebased()
     chosen = next(s for s in experiment.policy_specs if s.shown == params["policy"])
     kwargs: dict[str, Any] = {}
     if experiment.round_seconds is not None:
