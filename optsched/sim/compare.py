@@ -301,7 +301,8 @@ def outside_reasons(row: Mapping[str, Any], grid: float | None) -> list[str]:
     """Why a comparison row is outside the exact model's world on ``grid`` (empty: it is in).
 
     The model decides only at round starts ``k L`` (no ``wakeups``), never pairs jobs
-    (``shared``) and runs every gang at its own size (``resized``).
+    (``shared``), runs every gang at its own size (``resized``) and is the optsched engine's
+    round world (a row run by another ``mechanism`` is outside it).
     """
     why = []
     rs = row.get("round_seconds")
@@ -315,6 +316,8 @@ def outside_reasons(row: Mapping[str, Any], grid: float | None) -> list[str]:
         why.append("shares GPUs")
     if row.get("resized"):
         why.append("resizes gangs")
+    if row.get("mechanism", "optsched") != "optsched":
+        why.append(f"{row['mechanism']} mechanism")
     return why
 
 
@@ -508,6 +511,11 @@ def compare(
             record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
         metrics[policy.name] = _row(world, record, policy.name, window)
+        if not (isinstance(mechanism, str) and mechanism == "optsched"):
+            # the exact model is the optsched engine's round world, not another mechanism's
+            metrics[policy.name]["mechanism"] = (
+                mechanism if isinstance(mechanism, str) else type(mechanism).__name__
+            )
     # the optimum on the policies' grid (their round length never depends on ``exact``)
     grid, source = exact_grid(world, round_seconds, runs) if exact else (None, "")
     found: dict[str, Bound] = {}
