@@ -84,6 +84,12 @@ class Budget:
         (8 bytes each: the default is 800 MB).
     max_events : int
         Most events (or loop iterations) of one simulation or search.
+    max_exact_job_rounds : int
+        Most job-rounds (jobs x the rounds that always admit a schedule,
+        :func:`optsched.sim.exact.default_rounds`) of the exact model that
+        :func:`optsched.sim.compare` solves on the policies' own round length; above it the
+        optimum is solved on a coarser grid and shown as the optimum of another world, with
+        no gap (the default is about 100 jobs in 25 rounds, proven in seconds).
     """
 
     max_file_bytes: int = 64 * 2**20
@@ -95,6 +101,7 @@ class Budget:
     max_model_variables: int = 1_000_000
     max_array_cells: int = 100_000_000
     max_events: int = 200_000_000
+    max_exact_job_rounds: int = 2_500
 
     def describe(self) -> dict[str, int]:
         """Every budget by name (what ``optsched limits`` and the docs print)."""

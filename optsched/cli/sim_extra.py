@@ -4,8 +4,9 @@ Subcommands
 -----------
 ``compare TRACE --cluster v100=8,p100=16 --policies fifo,srtf,... [--exact] [--json]``
     Every policy on the same world, with its run metrics (the ``unfinished`` jobs of each
-    policy among them); with ``--exact`` the exact optimum of the round-based world for each
-    objective and every policy's gap to it (exit 3 if a solve stops short, unless
+    policy among them); with ``--exact`` the exact optimum of the round-based world on the
+    policies' grid for each objective and the gap to it of every policy in that world (none for
+    the others, nor to an optimum of another world; exit 3 if a solve stops short, unless
     ``--accept-feasible``). Exit 1 when the validator rejects a policy's record (each named
     with its first violation), 3 when a policy left jobs unfinished (each named with its count).
 ``sweep TRACE... --cluster ... --policies ... [--scales] [--seeds] [--loads] --store DIR``
@@ -292,6 +293,15 @@ def compare_command(
             err_console.print(
                 f"certified bound {o}: optimum {side} {_fmt(b.value)} ({b.method}, "
                 f"{b.seconds:.1f} s{short})",
+                highlight=False,
+            )
+        if result.exact_round_seconds is not None:
+            # like for like: the policies' grid, or an optimum of another world (no gap)
+            err_console.print(
+                escape(
+                    f"exact model's grid: rounds of {result.exact_round_seconds:g} s "
+                    f"({result.exact_grid})"
+                ),
                 highlight=False,
             )
         for o, res in result.exact.items():
@@ -638,7 +648,15 @@ def register(group: click.Group) -> None:
             show_default=True,
             help="Exact objectives to solve.",
         ),
-        click.option("--exact", is_flag=True, help="Also solve the exact optimum and show gaps."),
+        click.option(
+            "--exact",
+            is_flag=True,
+            help="Also solve the exact optimum, on the policies' round length (or "
+            "--round-seconds), and show each policy's gap to it when the policy ran in its "
+            "world; a policy beyond it (event-driven, own grid, sharing GPUs, waking mid-round) "
+            "shows no gap (use --bound). Too large a model is solved on a coarser grid and "
+            "shown as the optimum of another world, with no gap.",
+        ),
         click.option(
             "--warm-start/--no-warm-start",
             default=True,

@@ -9,7 +9,9 @@ One printer for ``optsched sim compare`` and ``optsched demo``:
   terminal);
 * ``valid`` and ``unfinished`` are always shown; the deadline column only when the trace has
   deadlines;
-* gaps to the optimum are in percent (``(v - v*) / v*``), the deadline gap in jobs;
+* gaps to the optimum are in percent (``(v - v*) / v*``), the deadline gap in jobs; a row
+  outside the optimum's world shows ``-`` and says why in ``outside the optimum's world``;
+* each gap column's definition is one line of the caption under the table (:data:`GAP_CAPTION`);
 * the title names the throughput table the runs used.
 """
 
@@ -19,7 +21,38 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["comparison_rows", "has_deadlines", "print_comparison", "time_unit"]
+__all__ = [
+    "GAP_CAPTION",
+    "comparison_rows",
+    "gap_caption",
+    "has_deadlines",
+    "print_comparison",
+    "time_unit",
+]
+
+#: One line per gap column: what it measures (the caption under every table with gaps).
+GAP_LINES: dict[str, str] = {
+    "makespan": "makespan = last completion - first arrival (the trace's clock cancels)",
+    "gap": "gap X (%) = (v - v*) / v*, v* the proven optimum of the round world the policy ran "
+    "in (same grid, no wake-up, no shared GPU, no resized gang); '-' outside it",
+    "certified": "certified gap X (%) = (v - b) / b, b the certified lower bound valid for "
+    "every schedule the simulator can carry out: at most that far from optimal",
+    "deadlines": "gap deadlines (jobs) = deadlines the optimum (or bound) meets minus the policy's",
+}
+#: The caption of a table with both kinds of gap.
+GAP_CAPTION = "\n".join(GAP_LINES[k] for k in ("makespan", "gap", "certified"))
+
+
+def gap_caption(objectives: Sequence[str], bounded: Sequence[str]) -> str:
+    """The caption lines for the gap columns shown (empty when there is none)."""
+    if not objectives and not bounded:
+        return ""
+    keys = ["makespan"]
+    keys += ["gap"] if objectives else []
+    keys += ["certified"] if bounded else []
+    keys += ["deadlines"] if "deadlines" in (*objectives, *bounded) else []
+    return "\n".join(GAP_LINES[k] for k in keys)
+
 
 #: (seconds per unit, unit name), from the largest.
 _UNITS: tuple[tuple[float, str], ...] = ((3600.0, "h"), (60.0, "min"), (1.0, "s"))
@@ -126,15 +159,10 @@ def comparison_rows(
                     for r in rows
                 ]
             )
-    notes = []
-    for r in rows:
-        # a policy acting beyond the round world may show a negative gap: say why
-        said = ["wakes mid-round"] if r.get("wakeups") else []
-        said += ["shares GPUs"] if r.get("shared") else []
-        said += ["own grid"] if r.get("same_grid") is False else []
-        notes.append(", ".join(said))
+    # why a row has no gap to the optimum: it ran outside the optimum's world
+    notes = [str(r.get("outside") or "") for r in rows]
     if objectives and any(notes):
-        headers.append("note")
+        headers.append("outside the optimum's world")
         columns.append(notes)
     cells = [list(row) for row in zip(*columns, strict=True)] if rows else []
     return headers, cells
@@ -160,12 +188,13 @@ def print_comparison(
     from optsched.cli.common import err_console
 
     headers, cells = comparison_rows(rows, objectives, deadlines=deadlines, bounded=bounded)
-    table = Table(title=title)
+    caption = gap_caption(objectives, bounded)
+    table = Table(title=title, caption=caption or None, caption_justify="left")
     for h in headers:
         # the policy's name folds on a narrow terminal rather than being cut
         table.add_column(
             h,
-            justify="left" if h in ("policy", "note") else "right",
+            justify="left" if h in ("policy", "outside the optimum's world") else "right",
             no_wrap=h != "policy",
             overflow="fold" if h == "policy" else "ellipsis",
         )

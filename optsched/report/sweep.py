@@ -485,7 +485,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
         for m, title in (
             ("gap_jct_bound", "mean JCT / isolated bound - 1"),
             ("gap_weighted-jct", "total weighted JCT / certified bound - 1"),
-            ("gap_makespan", "last completion / certified bound - 1"),
+            ("gap_makespan", "(last completion - first arrival) / certified bound - 1"),
         )
         if f"{m}_mean" in summary.columns and summary[f"{m}_mean"].notna().any()
     ]

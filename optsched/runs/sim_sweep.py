@@ -140,6 +140,8 @@ def run_one(
     world = World.from_frame(
         frame, spec, table, restore_s=config["restore_s"], file=params["trace"]
     )
+    # the clock starts at the first arrival, as for every trace (World.rebased)
+    world = world.rebased()
     kwargs: dict[str, Any] = {}
     # the store's spelling: a number, "policy" (each policy's own) or "event-driven" (None in
     # the API, as in simulate); a null from stores written before meant the policy's own

@@ -77,7 +77,8 @@ looser).
    feasible sign, so that any dual point, optimal or not, gives a valid bound — Neumaier and
    Shcherbina, 2004).
 
-**Makespan** (the last completion time), the best of :math:`\max_j (a_j + P_j)`, the
+**Makespan** (the last completion time minus the first arrival :math:`a_0`, as the run
+metric; every time below is counted from :math:`a_0`), the best of :math:`\max_j (a_j + P_j)`, the
 aggregated machine's :math:`\max_k\ a_{(k)} + \sum_{j: a_j \ge a_{(k)}} A^*_j / \Sigma`, and,
 per threshold :math:`t` among arrival quantiles, :math:`t + T^*(t)` where :math:`T^*(t)` is the
 LP optimum of fitting the work of the jobs arriving at or after :math:`t` on the types
@@ -1108,7 +1109,9 @@ def _weighted_jct(run: _Run) -> None:
 
 
 def _makespan(run: _Run) -> None:
-    lim = run.lim
+    # counted from the first arrival, as the makespan metric and the exact model: every
+    # candidate, the LP's safety margin included, is then the same for a trace shifted in time
+    lim = _rescaled(run.lim, float(run.lim.arrival.min()), 1.0)
     if "isolated" in run.chosen:
         run.candidates["isolated"] = float((lim.arrival + lim.own_seconds).max())
     if "aggregated" in run.chosen:

@@ -6,25 +6,36 @@ validator, and tabulates the run metrics (:func:`~optsched.sim.run_metrics`). Wi
 (:mod:`optsched.sim.exact`) for each objective asked and reports every policy's gap to it:
 
 * ``gap_weighted-jct`` and ``gap_makespan``: relative, :math:`(v - v^*) / v^*`, ``v`` the
-  policy's total weighted JCT (resp. last completion time) and :math:`v^*` the optimum's;
+  policy's total weighted JCT :math:`\sum_j w_j (C_j - a_j)` (resp. its makespan
+  :math:`\max_j C_j - \min_j a_j`, counted from the first arrival like the ``makespan`` column)
+  and :math:`v^*` the optimum's;
 * ``gap_deadlines``: in jobs, :math:`v^* - v` (deadlines the policy misses that the optimum meets).
 
-Asking for the optimum never changes the policies' runs: every policy runs with the round length
-it would have without ``exact`` (``round_seconds`` when given, else its own), so its row is the
-same with and without the optimum. The exact model is solved on its own grid,
-``exact_round_seconds`` (``round_seconds`` when given, else :func:`auto_round_seconds`), reported
-in :attr:`Comparison.exact_round_seconds`, in the JSON and in each row's ``round_seconds``.
-``same_grid`` says whether a policy ran in the very round world of the model: only then is a gap
-a gap and never a difference of worlds (pass ``round_seconds`` to put every policy there). A
-policy on another grid (event-driven, or its own round length), one with extra decision points
-inside a round (``wakeups > 0``, e.g. Tiresias' queue thresholds) and one that shares GPUs
-(``shared``, Gandiva's packing) reach beyond the model's world, are flagged in the table rather
-than hidden, and may show a negative gap.
+**Like for like, or no gap.** Asking for the optimum never changes the policies' runs: every
+policy runs with the round length it would have without ``exact`` (``round_seconds`` when given,
+else its own), so its row is the same with and without the optimum. The exact model runs on the
+policies' grid: ``round_seconds`` when given, else the round length most of the round-based
+policies ran with, as long as the model's size (jobs x :func:`~optsched.sim.exact.default_rounds`)
+is within :attr:`~optsched.limits.Budget.max_exact_job_rounds`. Otherwise (every policy
+event-driven, or too many rounds) it is solved on :func:`auto_round_seconds`, and
+:attr:`Comparison.exact_grid` says it is the *optimum of another world*. A row gets a gap to the
+optimum only when it ran in the model's very world (``like_for_like``): on its grid, with no
+decision point inside a round (``wakeups``), no GPU shared (``shared``) and every gang at its
+size (``resized``); any other row says why in ``outside`` and its ``gap_<objective>`` is NaN,
+never a difference of worlds read as a gap. A like-for-like row below a proven optimum (beyond
+:data:`~optsched.tolerances.SOLVER_AGREEMENT_TOL`) is a contradiction and raises
+:class:`~optsched.errors.InconsistentResultError`; one within it shows a gap of 0.
 
 With ``bound=True`` (any trace size) every row also gets ``bound_gap_<objective>``, its gap to
 the certified bound of :mod:`optsched.sim.bounds`: at most how far the policy is from the
-optimum of *every* schedule the simulator can carry out, event-driven or not, so never
-negative.
+optimum of *every* schedule the simulator can carry out, event-driven, sharing or not, so never
+negative; it is the gap of the rows outside the model's world.
+
+**One clock.** A world built from a trace (:func:`world_from_trace`) starts its clock at the
+first arrival (:meth:`World.rebased <optsched.sim.World.rebased>`), and the makespan, its bound
+and its optimum are all counted from the first arrival, so a trace shifted in time gives the
+same rows, bounds, optima and gaps. The weighted JCT and the deadlines met never depended on the
+clock (:math:`C_j - a_j`; deadlines move with their jobs).
 """
 
 from __future__ import annotations
@@ -36,11 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched import limits
+from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim.bounds import Bound, certified_gap
 from optsched.sim.record import SimResult
 from optsched.sim.world import World
+from optsched.tolerances import SOLVER_AGREEMENT_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,8 +126,14 @@ def world_from_trace(
     cluster_field: str = "cluster",
     throughputs_field: str = "throughputs",
     batch_modes: bool = True,
+    rebase: bool = True,
 ) -> World:
     """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table), a job table or a path.
+
+    The world's clock starts at the trace's first arrival (``rebase``, :meth:`World.rebased`):
+    rounds then fall at the same phase of the arrivals wherever the trace's clock started, and
+    every result (makespan, bounds, optimum, gaps) is the same for a trace shifted in time.
+    ``rebase=False`` keeps the trace's clock.
 
     ``cluster`` is a :class:`~optsched.sim.ClusterSpec` or its text (``"v100=4,k80=4"``);
     ``throughputs`` anything :func:`~optsched.sim.throughput_source.resolve_throughputs` takes.
@@ -147,7 +166,7 @@ def world_from_trace(
         reference=reference,
         field=throughputs_field,
     )
-    return World.from_frame(
+    world = World.from_frame(
         frame,
         cluster,
         table,
@@ -155,6 +174,7 @@ def world_from_trace(
         file=None if file is None else str(file),
         batch_modes=batch_modes,
     )
+    return world.rebased() if rebase else world
 
 
 @dataclass(frozen=True)
@@ -175,6 +195,10 @@ class Comparison:
         Per objective solved, the exact result (its solution is the optimum's record).
     exact_round_seconds : float or None
         The round length of the exact model's grid (``None`` without ``exact``).
+    exact_grid : str
+        Where that grid comes from: ``"given"`` (``round_seconds``), ``"policies"`` (the
+        policies' own round length), or ``"another world: <why>"`` (a coarser grid no policy
+        ran on: no row outside the optimum's own gets a gap); ``""`` without ``exact``.
     window : (int, int or None) or None
         The steady-state window of arrival indices the metrics count (``None``: every job).
     bounds : dict of str to Bound
@@ -193,9 +217,15 @@ class Comparison:
     window: tuple[int, int | None] | None = None
     bounds: dict[str, Bound] = field(default_factory=dict)
     exact_starts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    exact_grid: str = ""
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per policy (then one per exact optimum): metrics, objectives and gaps."""
+        """One row per policy (then one per exact optimum): metrics, objectives and gaps.
+
+        With exact optima: ``same_grid``, ``like_for_like``, ``outside`` (why a row is not in
+        the optimum's world, ``""`` when it is; an optimum of another world says so on its own
+        row) and ``gap_<objective>`` (NaN outside the optimum's world).
+        """
         import pandas as pd
 
         rows = [dict(m) for m in self.metrics.values()]
@@ -211,8 +241,20 @@ class Comparison:
                 grid = self.exact_round_seconds
                 rs = row.get("round_seconds")
                 row["same_grid"] = bool(rs is not None and grid is not None and rs == grid)
+                mine = str(row["policy"]).startswith("exact-")
+                why = outside_reasons(row, grid)
+                if mine:
+                    other = self.exact_grid.startswith("another world")
+                    why = ["optimum of another world"] if other else []
+                row["outside"] = ", ".join(why)
+                row["like_for_like"] = mine or not why
             for objective, res in self.exact.items():
-                row[f"gap_{objective}"] = _gap(objective, row[f"obj_{objective}"], res.objective)
+                gap = _gap(objective, row[f"obj_{objective}"], res.objective)
+                if not row["like_for_like"]:
+                    gap = math.nan  # another world: a difference of worlds, not a gap
+                elif res.optimal and -SOLVER_AGREEMENT_TOL <= gap < 0:
+                    gap = 0.0  # equal to the proven optimum within the solve's tolerance
+                row[f"gap_{objective}"] = gap
             for objective, b in self.bounds.items():
                 row[f"bound_gap_{objective}"] = certified_gap(
                     objective, row[f"obj_{objective}"], b.value
@@ -230,6 +272,7 @@ class Comparison:
             "round_seconds": self.round_seconds,
             "throughputs": self.throughputs,
             "exact_round_seconds": self.exact_round_seconds,
+            "exact_grid": self.exact_grid,
             "window": None if self.window is None else list(self.window),
             "policies": records,
             "exact": {k: v.summary() for k, v in self.exact.items()},
@@ -252,6 +295,30 @@ class Comparison:
         # the summary line (policies, jobs, throughput table) above the table of every row
         table = self.to_frame().to_html(escape=True, index=False)
         return f"<p>{html.escape(repr(self))}</p>\n{table}"
+
+
+def outside_reasons(row: Mapping[str, Any], grid: float | None) -> list[str]:
+    """Why a comparison row is outside the exact model's world on ``grid`` (empty: it is in).
+
+    The model decides only at round starts ``k L`` (no ``wakeups``), never pairs jobs
+    (``shared``), runs every gang at its own size (``resized``) and is the optsched engine's
+    round world (a row run by another ``mechanism`` is outside it).
+    """
+    why = []
+    rs = row.get("round_seconds")
+    if rs is None or (isinstance(rs, float) and math.isnan(rs)):
+        why.append("event-driven")
+    elif grid is None or rs != grid:
+        why.append(f"own grid ({rs:g} s)")
+    if row.get("wakeups"):
+        why.append("wakes mid-round")
+    if row.get("shared"):
+        why.append("shares GPUs")
+    if row.get("resized"):
+        why.append("resizes gangs")
+    if row.get("mechanism", "optsched") != "optsched":
+        why.append(f"{row['mechanism']} mechanism")
+    return why
 
 
 def _gap(objective: str, value: float, best: float | None) -> float:
@@ -280,11 +347,21 @@ def _row(
     row["wakeups"] = int(record.extra.get("wakeups", 0))
     row["round_seconds"] = record.round_seconds
     row["shared"] = bool(len(intervals) and intervals["shared_with"].astype(bool).any())
+    row["resized"] = _resized(world, intervals)
     for objective in OBJECTIVES:
         row[f"obj_{objective}"] = (
             objective_value(world, record, objective) if record.all_finished else math.nan
         )
     return row
+
+
+def _resized(world: World, intervals: pd.DataFrame) -> bool:
+    """Whether some stretch of a job held another number of GPUs than its gang size."""
+    if not len(intervals):
+        return False
+    held = intervals.groupby(["job_id", "start"])["gpus"].sum()
+    size = {j.job_id: j.num_gpus for j in world.jobs}
+    return any(int(g) != size[jid] for (jid, _), g in held.items())
 
 
 def _world_for(world: Any, cluster: Any, throughputs: Any, restore_s: float | None) -> World:
@@ -421,11 +498,6 @@ def compare(
             raise InvalidInstanceError(
                 "objectives", f"unknown objective {o!r}; known: {', '.join(OBJECTIVES)}"
             )
-    # the optimum gets its own grid; the policies' round length never depends on ``exact``
-    grid = None
-    if exact:
-        given = isinstance(round_seconds, int | float) and not isinstance(round_seconds, bool)
-        grid = float(round_seconds) if given else auto_round_seconds(world)  # type: ignore[arg-type]
     # the policies run first: cheap, and kept when an exact solve stops short
     runs: dict[str, SimResult] = {}
     metrics: dict[str, dict[str, Any]] = {}
@@ -439,6 +511,13 @@ def compare(
             record = simulate(world, policy, mechanism=mechanism, **kwargs)
         runs[policy.name] = record
         metrics[policy.name] = _row(world, record, policy.name, window)
+        if not (isinstance(mechanism, str) and mechanism == "optsched"):
+            # the exact model is the optsched engine's round world, not another mechanism's
+            metrics[policy.name]["mechanism"] = (
+                mechanism if isinstance(mechanism, str) else type(mechanism).__name__
+            )
+    # the optimum on the policies' grid (their round length never depends on ``exact``)
+    grid, source = exact_grid(world, round_seconds, runs) if exact else (None, "")
     found: dict[str, Bound] = {}
     if bound:
         found = _bounds(world, objectives, bound_time_limit, time_limit, solver)
@@ -475,9 +554,10 @@ def compare(
                     window=window,
                     bounds=found,
                     exact_starts=starts,
+                    exact_grid=source,
                 )
                 raise
-    return Comparison(
+    done = Comparison(
         world=world,
         round_seconds=round_seconds,
         runs=runs,
@@ -487,7 +567,64 @@ def compare(
         window=window,
         bounds=found,
         exact_starts=starts,
+        exact_grid=source,
     )
+    _check_like_for_like(done)
+    return done
+
+
+def exact_grid(
+    world: World, round_seconds: float | str | None, runs: Mapping[str, SimResult]
+) -> tuple[float, str]:
+    """The exact model's round length and where it comes from (:attr:`Comparison.exact_grid`).
+
+    ``round_seconds`` when it is a number (every policy ran there); else the round length most
+    round-based runs used (ties: the shortest) when jobs x
+    :func:`~optsched.sim.exact.default_rounds` on it is within
+    :attr:`~optsched.limits.Budget.max_exact_job_rounds`; else :func:`auto_round_seconds`, the
+    optimum of another world.
+    """
+    from optsched.sim.exact import default_rounds
+
+    if isinstance(round_seconds, int | float) and not isinstance(round_seconds, bool):
+        return float(round_seconds), "given"
+    lengths = [r.round_seconds for r in runs.values() if r.round_seconds is not None]
+    if lengths:
+        common = min(set(lengths), key=lambda v: (-lengths.count(v), v))
+        size = len(world.jobs) * default_rounds(world, common)
+        budget = limits.current().max_exact_job_rounds
+        if size <= budget:
+            return float(common), "policies"
+        why = (
+            f"the policies' rounds of {common:g} s make {size:,} job-rounds, more than "
+            f"max_exact_job_rounds ({budget:,})"
+        )
+    else:
+        why = "every policy is event-driven"
+    auto = auto_round_seconds(world)
+    return auto, f"another world: rounds of {auto:g} s ({why})"
+
+
+def _check_like_for_like(comparison: Comparison) -> None:
+    """A like-for-like row below a proven optimum is a contradiction: raise, never show it."""
+    if not comparison.exact:
+        return
+    frame = comparison.to_frame()
+    for objective, res in comparison.exact.items():
+        if not res.optimal or res.objective is None:
+            continue
+        raw = [
+            (str(r["policy"]), _gap(objective, r[f"obj_{objective}"], res.objective))
+            for _, r in frame.iterrows()
+            if r["like_for_like"]
+        ]
+        below = [(p, g) for p, g in raw if g < -SOLVER_AGREEMENT_TOL]
+        if below:
+            policy, gap = below[0]
+            raise InconsistentResultError(
+                f"{policy} runs in the exact model's world ({comparison.exact_round_seconds:g} s "
+                f"rounds) yet beats its proven {objective} optimum by {-gap:.3g} (relative)"
+            )
 
 
 #: How many of the best-ranked policies ``compare`` tries as the exact model's MIP start.

@@ -32,8 +32,10 @@ engine's :data:`~optsched.tolerances.TIME_TOL`), types with :math:`r_{jg} > 0` a
 :math:`n_j \le C_g`. Every round a job runs but its last is full (``full_round``), so the work done
 before the last round is exactly what the engine accumulates, and the last run lasts
 :math:`u L` seconds: the completion time is :math:`L T_j`. Objectives: ``weighted-jct``
-:math:`\min \sum_j w_j (L T_j - a_j)`; ``makespan`` :math:`\min M,\ M \ge L T_j`
-(the validator's makespan: the last completion time); ``deadlines``
+:math:`\min \sum_j w_j (L T_j - a_j)`; ``makespan`` :math:`\min M - a_0,\ M \ge L T_j`
+with :math:`a_0 = \min_j a_j` the first arrival (the run metric's makespan: the last completion
+time minus the first arrival, so that no value depends on where the trace's clock started);
+``deadlines``
 :math:`\max \sum_j m_j,\ T_j \le d_j / L + K (1 - m_j)` over jobs with a deadline.
 
 Strengthened model (``strengthen=True``, the default; ``False`` builds the plain model above,
@@ -369,7 +371,7 @@ class ExactModel:
                 j.weight * (c - j.arrival) for j, c in zip(self.world.jobs, done, strict=True)
             )
         if self.objective == "makespan":
-            return max(done)
+            return max(done) - self.world.origin
         return float(
             sum(
                 1
@@ -629,11 +631,12 @@ def latest_final_rounds(
     .. math:: T_j \le \underline T_j + \Big(U - \sum_i w_i (L \underline T_i - a_i)\Big)
               \big/ (w_j L);
 
-    ``makespan``: :math:`T_j \le U / L`. A job ending in round :math:`k` has
-    :math:`T_j = k + u \ge k + \varepsilon`, so :math:`k \le \lfloor T_j^{\max} -
-    \varepsilon \rfloor`. :math:`U` is loosened by :data:`~optsched.tolerances.RATIO_TOL`
-    (relative and absolute) against rounding. ``deadlines`` (maximised) prunes nothing: the
-    result is then one past any horizon, as for a job of weight 0.
+    ``makespan`` (counted from the first arrival :math:`a_0`): :math:`T_j \le (U + a_0) / L`.
+    A job ending in round :math:`k` has :math:`T_j = k + u \ge k + \varepsilon`, so
+    :math:`k \le \lfloor T_j^{\max} - \varepsilon \rfloor`. :math:`U` is loosened by
+    :data:`~optsched.tolerances.RATIO_TOL` (relative and absolute) against rounding.
+    ``deadlines`` (maximised) prunes nothing: the result is then one past any horizon, as for
+    a job of weight 0.
 
     Every schedule of value at most :math:`U` keeps all its rounds, so when :math:`U` is the
     value of a feasible schedule every optimum survives.
@@ -642,7 +645,8 @@ def latest_final_rounds(
     floor = completion_floor(world, L)
     never = 2**31 - 1
     if objective == "makespan":
-        top = upper_bound * (1 + RATIO_TOL) / L + RATIO_TOL
+        # the makespan is counted from the first arrival: the last completion is U + origin
+        top = (upper_bound * (1 + RATIO_TOL) + world.origin) / L + RATIO_TOL
         return [math.floor(top - eps) for _ in world.jobs]
     if objective != "weighted-jct":
         return [never for _ in world.jobs]
@@ -880,7 +884,7 @@ def _value_of(world: World, done: list[float], objective: str) -> float:
     if objective == "weighted-jct":
         return sum(j.weight * (c - j.arrival) for j, c in zip(world.jobs, done, strict=True))
     if objective == "makespan":
-        return max(done)
+        return max(done) - world.origin
     return float(
         sum(
             1
@@ -1176,7 +1180,8 @@ def _add_objective(
         m.span_def = pyo.Constraint(
             [j.index for j in jobs], rule=tick("span_def", lambda _, j: m.span >= L * finish(j))
         )
-        m.objective = pyo.Objective(expr=m.span, sense=pyo.minimize)
+        # counted from the first arrival (the run metric's makespan), whatever the trace's clock
+        m.objective = pyo.Objective(expr=m.span - world.origin, sense=pyo.minimize)
     else:
         due = [j for j in jobs if not math.isnan(j.deadline)]
         m.met = pyo.Var([j.index for j in due], domain=pyo.Binary)
@@ -1195,7 +1200,9 @@ def objective_value(world: World, record: SimResult, objective: str) -> float:
     """``objective`` recomputed from a simulation record alone (every job must have finished).
 
     ``weighted-jct`` is the validator's total weighted JCT, ``makespan`` its last completion
-    time, ``deadlines`` the number of jobs whose completion is at most their deadline (within
+    time minus the first arrival (:attr:`World.origin <optsched.sim.World.origin>`: the span
+    the ``makespan`` metric reports, whatever the trace's clock), ``deadlines`` the number of
+    jobs whose completion is at most their deadline (within
     :data:`~optsched.tolerances.TIME_TOL` relative).
     """
     if objective not in OBJECTIVES:
@@ -1214,6 +1221,8 @@ def objective_value(world: World, record: SimResult, objective: str) -> float:
     value = report.objective if objective == "weighted-jct" else report.objectives["makespan"]
     if value is None:
         raise ModelError(f"{objective}: no job finished in the record")
+    if objective == "makespan":
+        return float(value) - world.origin
     return float(value)
 
 

@@ -1072,6 +1072,7 @@ def _columns(
         offset = -float(sum(j.weight * j.arrival for j in jobs))
     else:
         cost[off["span"]] = 1.0
+        offset = -world.origin  # the makespan counts from the first arrival
     return lower, upper, ints, cost, offset
 
 

@@ -312,6 +312,37 @@ class World:
             f"can run on no GPU type of the cluster ({rates})",
         )
 
+    @property
+    def origin(self) -> float:
+        """The first arrival (s; 0 without jobs): where spans such as the makespan start.
+
+        Every span-type figure (the ``makespan`` metric and objective, its certified bound and
+        its exact optimum) is measured from here, so that it does not depend on where the
+        trace's clock started.
+        """
+        return min((j.arrival for j in self.jobs), default=0.0)
+
+    def rebased(self) -> World:
+        """The same world with its clock started at the first arrival (arrivals, deadlines moved).
+
+        A round-based run decides at the times ``k L`` of the world's clock; a trace's clock
+        starts anywhere (ElasticFlow's ``cluster10`` at its first arrival 2,266,647 s), so the
+        rounds would fall at another phase of the arrivals for the same jobs shifted in time.
+        Rebased, the first round starts with the first job, and every result is the same
+        whatever the trace's time origin (up to the rounding of ``arrival - origin``). A world
+        whose first arrival is already 0 is returned as is.
+        """
+        import dataclasses
+
+        shift = self.origin
+        if shift == 0.0:
+            return self
+        jobs = tuple(
+            dataclasses.replace(j, arrival=j.arrival - shift, deadline=j.deadline - shift)
+            for j in self.jobs
+        )
+        return dataclasses.replace(self, jobs=jobs)
+
     def runnable_types(self, job: SimJob, num_gpus: int | None = None) -> tuple[str, ...]:
         """The GPU types (canonical order) with room for the gang and a positive rate for it."""
         n = job.num_gpus if num_gpus is None else num_gpus
