@@ -94,6 +94,7 @@ def train(
 
     from optsched.harmony.agent import save_model
     from optsched.harmony.agent import train as run_training
+    from optsched.harmony.checkpoint import model_digest
     from optsched.harmony.world import HarmonyWorld
 
     world = HarmonyWorld(n_servers=servers, n_types=n_types, seed=seed)
@@ -115,8 +116,10 @@ def train(
     save_model(output, result)
     payload = {
         "model": str(output),
-        "wall_s": result.wall_s,
+        "digest": model_digest(result.params, result.meta),
+        "cpu_s": result.cpu_s,
         "reward_model": result.meta["reward_model"],
+        "record": result.meta["record"],
         "curve": result.curve,
     }
     if as_json:
@@ -124,8 +127,8 @@ def train(
     else:
         first, last = result.curve[0], result.curve[-1]
         err_console.print(
-            f"trained in {result.wall_s:.1f} s: episode reward {first['reward']:.3f} -> "
-            f"{last['reward']:.3f}; wrote {output}"
+            f"trained in {result.cpu_s:.1f} s CPU: episode reward {first['reward']:.3f} -> "
+            f"{last['reward']:.3f}; wrote {output} (digest {payload['digest'][:16]})"
         )
 
 
