@@ -71,12 +71,25 @@ from optsched.harmony.world import ClusterState, JobArrival
 from optsched.tolerances import INTEGRALITY_TOL, RATIO_TOL, WORK_TOL
 
 __all__ = [
+    "CONSTRAINTS",
     "ExactDecision",
     "brute_force",
     "server_costs",
     "solve_exact",
     "true_cost",
 ]
+
+
+#: The MILP's constraint families, as named in the code that builds its rows (``name[h]`` per
+#: server); the formulation page maps every constraint to one of them.
+CONSTRAINTS = (
+    "workers_placed",
+    "ps_placed",
+    "gpu_capacity",
+    "cpu_capacity",
+    "used_has_task",
+    "task_marks_used",
+)
 
 
 def server_costs(state: ClusterState, job: JobArrival) -> np.ndarray:
@@ -167,23 +180,31 @@ def _milp(
     rows: list[np.ndarray] = []
     lo: list[float] = []
     hi: list[float] = []
+    names: list[str] = []
 
-    def row(entries: dict[int, float], lower: float, upper: float) -> None:
+    def row(name: str, entries: dict[int, float], lower: float, upper: float) -> None:
+        assert name.split("[")[0] in CONSTRAINTS
         r = np.zeros(nv)
         for k, v in entries.items():
             r[k] = v
         rows.append(r)
         lo.append(lower)
         hi.append(upper)
+        names.append(name)
 
-    row({h: 1.0 for h in range(n)}, w_tot, w_tot)
-    row({n + h: 1.0 for h in range(n)}, p_tot, p_tot)
+    # sum_h w_h = W and sum_h p_h = P: every task is placed
+    row("workers_placed", {h: 1.0 for h in range(n)}, w_tot, w_tot)
+    row("ps_placed", {n + h: 1.0 for h in range(n)}, p_tot, p_tot)
     for h in range(n):
         w, p, y = h, n + h, 2 * n + h
-        row({w: 1.0, y: -max(gpus[h], 0.0)}, -np.inf, 0.0)
-        row({w: 2.0, p: 4.0}, -np.inf, max(cpus[h], 0.0))
-        row({w: 1.0, p: 1.0, y: -1.0}, 0.0, np.inf)
-        row({w: 1.0, p: 1.0, y: -float(w_tot + p_tot)}, -np.inf, 0.0)
+        # w_h <= floor(g_h) y_h: the free GPUs (a worker needs a whole one)
+        row(f"gpu_capacity[{h}]", {w: 1.0, y: -max(gpus[h], 0.0)}, -np.inf, 0.0)
+        # 2 w_h + 4 p_h <= u_h: the free CPUs
+        row(f"cpu_capacity[{h}]", {w: 2.0, p: 4.0}, -np.inf, max(cpus[h], 0.0))
+        # w_h + p_h >= y_h: a server counted as used holds a task (exact for the maximum)
+        row(f"used_has_task[{h}]", {w: 1.0, p: 1.0, y: -1.0}, 0.0, np.inf)
+        # w_h + p_h <= (W + P) y_h: a server holding a task is counted as used
+        row(f"task_marks_used[{h}]", {w: 1.0, p: 1.0, y: -float(w_tot + p_tot)}, -np.inf, 0.0)
     res = milp(
         -c if maximize else c,
         constraints=LinearConstraint(np.array(rows), lo, hi),
