@@ -12,15 +12,16 @@
    no server free of interference fits the whole job and not every valid placement costs the
    same).
 3. **Whole traces**: the average JCT of every policy on the same arrivals, in the training world
-   and out of distribution (fewer and more servers, heavier load, bigger jobs, redrawn
-   interference types, and a real trace: the 40-job head of Gavel's Philly-derived msr trace
-   that ships as a test fixture), every decision validated and every run passing the
-   simulator's validator.
+   and out of distribution (4 and 10 servers at the same load per server, twice the load,
+   bigger jobs, redrawn interference types, and a real trace: the 40-job head of Gavel's
+   Philly-derived msr trace that ships as a test fixture), every decision validated and every
+   run passing the simulator's validator.
 
 The learned policy is the shipped checkpoint. ``interference-greedy``, ``pairwise-ilp`` and
 ``true-exact`` read the ground truth; ``harmony`` learned from a reward network.
-Goals (reported, not asserted): training <= 600 s CPU, inference <= 5 ms CPU per decision,
-and harmony's average JCT at most the best baseline's in every world.
+Goals (reported, not asserted; ``benchmarks/goals.py``): training <= 600 s CPU, inference <= 5 ms
+CPU per decision, mean ratio to the true optimum on non-trivial decisions <= 1.10, and the best
+heuristic's average JCT >= 1.333 x harmony's in the training world (Harmony's reported 25%).
 """
 
 from __future__ import annotations
@@ -58,9 +59,10 @@ def _worlds(base: HarmonyWorld, quick: bool) -> list[tuple[str, HarmonyWorld, di
     if quick:
         return out
     out += [
-        ("4 servers", HarmonyWorld(**{**kw, "n_servers": 4}), {}),
-        ("10 servers", HarmonyWorld(**{**kw, "n_servers": 10}), {}),
-        ("heavy load (30 s)", base, {"mean_interarrival_s": 30.0}),
+        # the same load per server: arrivals scale with the servers
+        ("4 servers", HarmonyWorld(**{**kw, "n_servers": 4}), {"mean_interarrival_s": 90.0}),
+        ("10 servers", HarmonyWorld(**{**kw, "n_servers": 10}), {"mean_interarrival_s": 36.0}),
+        ("twice the load", base, {"mean_interarrival_s": 30.0}),
         (
             "bigger jobs (4 w, 3 ps)",
             HarmonyWorld(**{**kw, "n_servers": 6, "max_workers": 4, "max_ps": 3}),
@@ -133,7 +135,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         best = min(HEURISTICS, key=lambda p: float(np.mean(jct[p])))
         best_jct = float(np.mean(jct[best]))
         summary[f"{name}: decisions (non-trivial)"] = f"{len(mask)} ({int(mask.sum())})"
-        summary[f"{name}: best baseline / harmony avg JCT"] = f"{best} {best_jct / base:.3f}"
+        summary[f"{name}: best heuristic"] = best
+        summary[f"{name}: best heuristic / harmony avg JCT"] = best_jct / base
         if base <= best_jct:
             beaten_in.append(name)
     training = [r for r in rows if r[0] == "training world"]
@@ -146,12 +149,11 @@ def run(quick: bool = False) -> dict[str, Any]:
             "harmony ratio to true optimum, non-trivial": h[6],
             "harmony fraction optimal, all / non-trivial": f"{h[5]:.2f} / {h[7]:.2f}",
             "pairwise ILP worst ratio to true optimum": pw[8],
-            "worlds where harmony's avg JCT <= every baseline's": (
-                f"{len(beaten_in)} of {len(traces)}"
-            ),
+            "worlds judged": len(traces),
+            "worlds where harmony's avg JCT <= every heuristic's": len(beaten_in),
             "goal training <= 600 s CPU met": bool(trained.cpu_s <= 600),
             "goal inference <= 5 ms CPU met": bool(np.mean(inference_ms) <= 5.0),
-            "goal harmony beats every baseline in every world met": len(beaten_in) == len(traces),
+            "goal harmony beats every heuristic in every world met": len(beaten_in) == len(traces),
         }
     )
     return {
