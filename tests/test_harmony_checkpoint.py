@@ -108,9 +108,9 @@ def test_the_shipped_model_is_the_one_its_command_rebuilds() -> None:
     _, meta = load_model()
     assert {k: meta["training"][k] for k in SHIPPED_TRAINING} == SHIPPED_TRAINING
     assert "wall_s" not in meta["training"] and "fit_s" not in json.dumps(meta)
-    assert meta["world"] == {
-        k: getattr(HarmonyWorld(), k) for k in meta["world"]
-    }, "the default world"
+    assert meta["world"] == {k: getattr(HarmonyWorld(), k) for k in meta["world"]}, (
+        "the default world"
+    )
     assert "--seed 0" in SHIPPED_COMMAND and "harmony_small.npz" in SHIPPED_COMMAND
 
 
