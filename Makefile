@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check --quiet
 # Two cores: the test suite runs on both.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test wheel-smoke bench docs lint typecheck clean fuzz
+.PHONY: demo test wheel-smoke bench docs lint typecheck clean fuzz harmony-model
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,12 @@ wheel-smoke: $(VENV)/.test
 BENCH_OUT ?= benchmarks/results/latest
 bench: $(VENV)/.bench
 	$(PY) benchmarks/run.py --out $(BENCH_OUT)
+
+# Rebuild the shipped Harmony policy (optsched/harmony/data/harmony_small.npz): seeded, on the
+# CPU, bit-identical run after run on one machine (the digest it prints is the shipped one's).
+harmony-model: $(VENV)/.test
+	$(BIN)/optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 \
+		-o optsched/harmony/data/harmony_small.npz
 
 # Warnings are errors; the check after the build fails if any page would load a script,
 # stylesheet, font or image from outside the build (the docs must read the same offline).

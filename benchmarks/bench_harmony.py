@@ -1,100 +1,198 @@
-"""Harmony: learned placement against the exact ILP per decision and against heuristics over time.
+"""Harmony judged on the truth: per decision against the exact true optimum, over whole traces.
 
-Trains the policy twice on the default world (6 servers of 4 GPUs and 16 CPUs, 6 job types):
-once on the auxiliary reward network (Harmony's offline training on a learned cluster model)
-and once on the true world, timing each (reward-network fitting included). Then, on held-out
-arrival traces never seen in training:
+1. **Training** (the one source of the training and inference figures the docs cite): the
+   shipped model's settings (:data:`optsched.harmony.agent.SHIPPED_TRAINING`, the command
+   :data:`~optsched.harmony.agent.SHIPPED_COMMAND`) are trained once more, reward network
+   fitted inside, and timed in CPU seconds of the process (not wall); the digest of the result
+   is compared with the shipped checkpoint's (``shipped model reproduced``).
+2. **Per decision**, on the learned policy's own run of held-out traces: every policy places the
+   same job on the same cluster and its *true* cost (the cluster's added group slowdown,
+   :mod:`optsched.harmony.exact`) is divided by the exact true optimum of that decision; means
+   and fractions optimal over all decisions and over the non-trivial ones (decisions where
+   no server free of interference fits the whole job and not every valid placement costs the
+   same).
+3. **Whole traces**: the average JCT of every policy on the same arrivals, in the training world
+   and out of distribution (4 and 10 servers at the same load per server, twice the load,
+   bigger jobs, redrawn interference types, and a real trace: the 40-job head of Gavel's
+   Philly-derived msr trace that ships as a test fixture), every decision validated and every
+   run passing the simulator's validator.
 
-* per decision, the learned policy's interference-ILP objective over the exact optimum of the
-  same snapshot (median, mean, fraction optimal);
-* the wall time of one inference decision;
-* per trace, the average JCT and makespan of every policy (harmony trained on the reward
-  network, harmony trained on the true world, first-fit, load-balance, tetris, random, and the
-  greedy exact ILP per arrival), all on the same arrivals with every decision validated.
-
-Goals (reported, not asserted): training <= 600 s on two cores, inference <= 5 ms per decision,
-median per-decision ratio to the ILP <= 1.10, and harmony's average JCT below every heuristic's.
+The learned policy is the shipped checkpoint. ``interference-greedy``, ``pairwise-ilp`` and
+``true-exact`` read the ground truth; ``harmony`` learned from a reward network.
+Goals (reported, not asserted; ``benchmarks/goals.py``): training <= 600 s CPU, inference <= 5 ms
+CPU per decision, mean ratio to the true optimum on non-trivial decisions <= 1.10, and the best
+heuristic's average JCT >= 1.333 x harmony's in the training world (Harmony's reported 25%).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from optsched.harmony.agent import train
-from optsched.harmony.compare import compare_policies, decision_gaps
+from optsched.harmony.agent import SHIPPED_TRAINING, load_model, train, world_from_meta
+from optsched.harmony.checkpoint import model_digest
+from optsched.harmony.compare import arrivals_from_trace, compare_policies, decision_gaps
+from optsched.harmony.policies import POLICIES
 from optsched.harmony.world import HarmonyWorld, generate_arrivals
 
+HERE = Path(__file__).resolve().parent
+TRACE = HERE.parent / "tests" / "data" / "traces" / "gavel" / "msr_seed0_0e4a51_head40.trace"
 EVAL_SEEDS = [1001, 1002, 1003]
-QUICK_EVAL_SEEDS = [1001]
-HEURISTICS = ["first-fit", "load-balance", "tetris", "random", "ilp"]
+OOD_SEEDS = [2001, 2002]
+#: The heuristics harmony must beat (the exact per-arrival solvers are reported beside them).
+HEURISTICS = [
+    "interference-greedy",
+    "consolidate-first",
+    "first-fit",
+    "load-balance",
+    "tetris",
+    "random",
+]
+
+
+def _worlds(base: HarmonyWorld, quick: bool) -> list[tuple[str, HarmonyWorld, dict[str, Any]]]:
+    """(name, world, arrival options) of every world judged; the first is the training world."""
+    kw = {f: getattr(base, f) for f in ("gpus", "cpus", "n_types", "spread_penalty", "seed")}
+    out: list[tuple[str, HarmonyWorld, dict[str, Any]]] = [("training world", base, {})]
+    if quick:
+        return out
+    out += [
+        # the same load per server: arrivals scale with the servers
+        ("4 servers", HarmonyWorld(**{**kw, "n_servers": 4}), {"mean_interarrival_s": 90.0}),
+        ("10 servers", HarmonyWorld(**{**kw, "n_servers": 10}), {"mean_interarrival_s": 36.0}),
+        ("twice the load", base, {"mean_interarrival_s": 30.0}),
+        (
+            "bigger jobs (4 w, 3 ps)",
+            HarmonyWorld(**{**kw, "n_servers": 6, "max_workers": 4, "max_ps": 3}),
+            {},
+        ),
+        ("redrawn types", HarmonyWorld(**{**kw, "n_servers": 6, "seed": 7}), {}),
+    ]
+    return out
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    world = HarmonyWorld()
-    iterations = 20 if quick else 200
+    params, meta = load_model()
+    world = world_from_meta(meta)
+    iterations = 20 if quick else SHIPPED_TRAINING["iterations"]
+    trained = train(HarmonyWorld(), **{**SHIPPED_TRAINING, "iterations": iterations})
+    digest = model_digest(trained.params, trained.meta)
     n_jobs = 15 if quick else 30
-    learned = train(world, reward="learned", iterations=iterations, seed=0)
-    true = train(world, reward="true", iterations=iterations, seed=0)
-    seeds = QUICK_EVAL_SEEDS if quick else EVAL_SEEDS
-    jct: dict[str, list[float]] = {}
-    makespan: dict[str, list[float]] = {}
-    ms: list[float] = []
-    ratios: list[float] = []
-    optimal: list[float] = []
-    for seed in seeds:
-        arrivals = generate_arrivals(world, n_jobs, seed=seed)
-        out = compare_policies(world, arrivals, ["harmony", *HEURISTICS], params=learned.params)
-        out_true = compare_policies(world, arrivals, ["harmony"], params=true.params)
-        records = {r["policy"]: r for r in out["policies"]}
-        records["harmony (true-trained)"] = out_true["policies"][0]
-        for name, rec in records.items():
-            assert rec["valid"], name
-            jct.setdefault(name, []).append(rec["avg_jct_s"])
-            makespan.setdefault(name, []).append(rec["makespan_s"])
-        ms.append(records["harmony"]["mean_decision_ms"])
-        gaps = decision_gaps(world, arrivals, learned.params)
-        ratios += gaps["ratios"]
-        optimal.append(gaps["fraction_optimal"])
-    base = float(np.mean(jct["harmony"]))
-    rows = [
-        [name, float(np.mean(v)), float(np.mean(makespan[name])), float(np.mean(v)) / base]
-        for name, v in jct.items()
-    ]
-    r = np.array(ratios)
-    heuristic_best = min(float(np.mean(jct[n])) for n in HEURISTICS if n != "ilp")
-    summary = {
-        "training_s (reward net)": learned.wall_s,
-        "training_s (true world)": true.wall_s,
-        "reward net held-out speed MAE": learned.meta["reward_model"]["heldout"]["mae_speed"],
-        "inference_ms per decision": float(np.mean(ms)),
-        "median ratio to ILP per decision": float(np.median(r)),
-        "mean ratio to ILP per decision": float(np.mean(r)),
-        "fraction of decisions optimal": float(np.mean(r <= 1 + 1e-6)),
-        "decisions judged": len(r),
-        "avg JCT: best heuristic / harmony": heuristic_best / base,
-        "avg JCT: ILP per arrival / harmony": float(np.mean(jct["ilp"])) / base,
-        "goal training <= 600 s met": bool(learned.wall_s <= 600),
-        "goal inference <= 5 ms met": bool(np.mean(ms) <= 5.0),
-        "goal median gap <= 10% met": bool(np.median(r) <= 1.10),
-        "goal harmony beats every heuristic met": bool(heuristic_best > base),
+    seeds = EVAL_SEEDS[:1] if quick else EVAL_SEEDS
+    rows: list[list[Any]] = []
+    summary: dict[str, Any] = {
+        "training_cpu_s (reward net + policy, shipped settings)": trained.cpu_s,
+        "shipped model reproduced (digest equal)": (None if quick else digest == meta["digest"]),
+        "shipped digest": meta["digest"][:16],
+        "reward net held-out speed MAE": trained.meta["record"]["reward_model"]["heldout"][
+            "mae_speed"
+        ],
     }
+    inference_ms: list[float] = []
+    beaten_in: list[str] = []
+    worlds = _worlds(world, quick)
+    traces: list[tuple[str, HarmonyWorld, list[Any]]] = []
+    for name, w, opts in worlds:
+        use = seeds if name == "training world" else OOD_SEEDS
+        traces.append((name, w, [generate_arrivals(w, n_jobs, seed=s, **opts) for s in use]))
+    if not quick and TRACE.is_file():
+        traces.append(("real trace (msr head 40)", world, [arrivals_from_trace(world, TRACE)]))
+    for name, w, arrival_sets in traces:
+        jct: dict[str, list[float]] = {}
+        ratios: dict[str, list[float]] = {}
+        open_: list[bool] = []
+        for arrivals in arrival_sets:
+            out = compare_policies(w, arrivals, POLICIES, params=params)
+            for rec in out["policies"]:
+                assert rec["valid"], (name, rec["policy"])
+                jct.setdefault(rec["policy"], []).append(rec["avg_jct_s"])
+            inference_ms += [1e3 * x for x in out["runs"]["harmony"].decision_s]
+            gaps = decision_gaps(w, arrivals, params, policies=POLICIES)
+            assert gaps["valid"], name
+            open_ += [k == "open" for k in gaps["kinds"]]
+            for p, rec in gaps["policies"].items():
+                ratios.setdefault(p, []).extend(rec["ratios"])
+        base = float(np.mean(jct["harmony"]))
+        mask = np.array(open_)
+        for p in POLICIES:
+            r = np.array(ratios[p])
+            nt = r[mask]
+            rows.append(
+                [
+                    name,
+                    p,
+                    float(np.mean(jct[p])),
+                    float(np.mean(jct[p])) / base,
+                    float(np.mean(r)),
+                    float(np.mean(r <= 1 + 1e-6)),
+                    float(np.mean(nt)) if len(nt) else None,
+                    float(np.mean(nt <= 1 + 1e-6)) if len(nt) else None,
+                    float(np.max(r)),
+                ]
+            )
+        best = min(HEURISTICS, key=lambda p: float(np.mean(jct[p])))
+        best_jct = float(np.mean(jct[best]))
+        summary[f"{name}: decisions (non-trivial)"] = f"{len(mask)} ({int(mask.sum())})"
+        summary[f"{name}: best heuristic"] = best
+        summary[f"{name}: best heuristic / harmony avg JCT"] = best_jct / base
+        if base <= best_jct:
+            beaten_in.append(name)
+    training = [r for r in rows if r[0] == "training world"]
+    h = next(r for r in training if r[1] == "harmony")
+    pw = next(r for r in training if r[1] == "pairwise-ilp")
+    summary.update(
+        {
+            "inference_cpu_ms per decision (harmony)": float(np.mean(inference_ms)),
+            "harmony ratio to true optimum, all decisions": h[4],
+            "harmony ratio to true optimum, non-trivial": h[6],
+            "harmony fraction optimal, all / non-trivial": f"{h[5]:.2f} / {h[7]:.2f}",
+            "pairwise ILP worst ratio to true optimum": pw[8],
+            "worlds judged": len(traces),
+            "worlds where harmony's avg JCT <= every heuristic's": len(beaten_in),
+            "goal training <= 600 s CPU met": bool(trained.cpu_s <= 600),
+            "goal inference <= 5 ms CPU met": bool(np.mean(inference_ms) <= 5.0),
+            "goal harmony beats every heuristic in every world met": len(beaten_in) == len(traces),
+        }
+    )
     return {
         "name": "harmony",
-        "title": "Harmony: learned placement vs the exact ILP and heuristics",
+        "title": "Harmony judged on the truth: exact true optimum per decision, baselines, "
+        "out-of-distribution worlds",
         "description": (
-            f"{len(seeds)} held-out traces of {n_jobs} PS jobs on 6 servers; policy trained "
-            f"{iterations} updates x 8 episodes x 16 jobs. Rows: average JCT and makespan (s) "
-            "per policy, mean over traces, and the JCT ratio to harmony (reward-net trained)."
+            f"The shipped policy ({SHIPPED_TRAINING['iterations']} updates x "
+            f"{SHIPPED_TRAINING['episodes']} episodes x {SHIPPED_TRAINING['n_jobs']} jobs on "
+            "6 servers of 4 GPUs and 16 CPUs, 6 types; reward network) on held-out traces of "
+            f"{n_jobs} PS jobs ({len(seeds)} in the training world, {len(OOD_SEEDS)} per other "
+            "world) and on a real trace. Per world and policy: average JCT (s) and its ratio to "
+            "harmony's; per decision of harmony's run, the policy's true cost over the exact "
+            "true optimum (mean and fraction optimal, over all decisions and over the "
+            "non-trivial ones), and the worst ratio."
         ),
-        "columns": ["policy", "avg JCT (s)", "makespan (s)", "JCT / harmony"],
+        "columns": [
+            "world",
+            "policy",
+            "avg JCT (s)",
+            "JCT / harmony",
+            "ratio all",
+            "optimal all",
+            "ratio non-trivial",
+            "optimal non-trivial",
+            "worst ratio",
+        ],
         "rows": rows,
         "summary": summary,
         "notes": [
-            "Every decision of every policy is validated by optsched.placement.validate on the "
-            "snapshot instance; the ILP is the interference objective of that snapshot.",
-            "Times are wall-clock on the machine of the run (two shared cores); the goals are "
-            "reported, never asserted.",
+            "True cost of a decision: 1 + the change of the total true group slowdown of every "
+            "running job (the pairwise ILP's objective with the true S_a(B)); exact optimum by "
+            "a MILP over the servers' job sets (optsched.harmony.exact), checked against "
+            "enumeration in tests. Non-trivial: no interference-free server fits the whole "
+            "job, and not every valid placement has the same cost.",
+            "pairwise-ilp is the exact optimum of the pairwise approximation, not of the true "
+            "cost; pairwise-ilp and true-exact are myopic (per arrival), so a lower JCT over a "
+            "trace than theirs is possible.",
+            "Times are CPU seconds of the process (time.process_time) on two shared cores; "
+            "the goals are reported, never asserted.",
         ],
     }

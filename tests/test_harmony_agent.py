@@ -70,6 +70,41 @@ def test_training_is_deterministic_for_a_seed(reward_net: RewardNet) -> None:
     assert any(not np.array_equal(a.params[k], start[k]) for k in start), "the updates moved"
 
 
+def test_a_short_training_is_reproducible_to_the_digest(tmp_path) -> None:
+    # The whole pipeline, reward network fitted inside: two runs write the same model digest.
+    from optsched.harmony.agent import load_model, save_model
+    from optsched.harmony.checkpoint import model_digest
+
+    world = HarmonyWorld(n_servers=3, n_types=3, seed=2)
+    digests = []
+    for k in range(2):
+        net = fit_reward_net(world, n_traces=4, epochs=60, seed=1)
+        result = train(
+            world, reward="learned", reward_net=net, iterations=3, episodes=2, n_jobs=4,
+            hidden=16, seed=1,
+        )  # fmt: skip
+        path = save_model(tmp_path / f"m{k}.npz", result)
+        _, meta = load_model(path)
+        assert meta["digest"] == model_digest(result.params, result.meta)
+        digests.append(meta["digest"])
+        # no time of the run is written (it would make two identical runs differ)
+        text = repr(meta)
+        assert "wall" not in text and "cpu_s" not in text and "fit_s" not in text
+    assert digests[0] == digests[1]
+
+
+def test_the_digest_follows_weights_and_configuration_not_records() -> None:
+    from optsched.harmony.checkpoint import model_digest
+
+    params = init_params(WORLD, 8, seed=0)
+    meta = {"format": "x", "training": {"seed": 0}, "curve": [{"reward": 1.0}]}
+    base = model_digest(params, meta)
+    assert model_digest(params, {**meta, "curve": []}) == base
+    assert model_digest(params, {**meta, "training": {"seed": 1}}) != base
+    nudged = {**params, "b3": params["b3"] + np.float32(1e-3)}
+    assert model_digest(nudged, meta) != base
+
+
 def test_training_on_the_true_world_records_its_source() -> None:
     result = train(WORLD, reward="true", iterations=1, episodes=1, n_jobs=3)
     assert result.meta["reward_model"] == {"source": "true"}

@@ -85,6 +85,35 @@ def test_changed_metadata_is_refused(tmp_path: Path) -> None:
         load_model(path)
 
 
+def test_an_edited_training_record_is_refused(tmp_path: Path) -> None:
+    path, _ = _saved(tmp_path)
+
+    def edit(arrays):
+        meta = json.loads(arrays["meta"].tobytes())
+        meta["curve"] = [{"iteration": 0, "reward": 99.0}]
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+
+    _rewrite(path, edit)
+    with pytest.raises(CheckpointError, match="altered") as info:
+        load_model(path)
+    assert info.value.field == "record_digest"
+
+
+def test_the_shipped_model_is_the_one_its_command_rebuilds() -> None:
+    # Its metadata holds exactly the shipped training settings and no time of the run; the
+    # rebuild itself (make harmony-model) is checked by benchmarks/bench_harmony.py, which
+    # trains with the same settings and compares the digest.
+    from optsched.harmony.agent import SHIPPED_COMMAND, SHIPPED_TRAINING
+
+    _, meta = load_model()
+    assert {k: meta["training"][k] for k in SHIPPED_TRAINING} == SHIPPED_TRAINING
+    assert "wall_s" not in meta["training"] and "fit_s" not in json.dumps(meta)
+    assert meta["world"] == {k: getattr(HarmonyWorld(), k) for k in meta["world"]}, (
+        "the default world"
+    )
+    assert "--seed 0" in SHIPPED_COMMAND and "harmony_small.npz" in SHIPPED_COMMAND
+
+
 def test_object_arrays_and_garbage_are_refused_without_unpickling(tmp_path: Path) -> None:
     path = tmp_path / "evil.npz"
     buf = io.BytesIO()

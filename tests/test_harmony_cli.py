@@ -32,7 +32,7 @@ def test_compare_json_shape(capsys) -> None:
         "--jobs",
         "6",
         "--policies",
-        "harmony,first-fit,random,ilp",
+        "harmony,first-fit,random,pairwise-ilp,true-exact",
         "--gaps",
         "--json",
     ]
@@ -40,11 +40,23 @@ def test_compare_json_shape(capsys) -> None:
     assert code == 0
     data = json.loads(out)
     names = [r["policy"] for r in data["policies"]]
-    assert names == ["harmony", "first-fit", "random", "ilp"]
+    assert names == ["harmony", "first-fit", "random", "pairwise-ilp", "true-exact"]
     assert all(r["valid"] for r in data["policies"])
     assert data["policies"][0]["jct_ratio"] == pytest.approx(1.0)
-    gaps = data["exact"]["interference"]
-    assert gaps["decisions"] == 6 and min(gaps["ratios"]) >= 1 - 1e-6
+    gaps = data["exact"]["true"]
+    assert gaps["decisions"] == 6 and sum(gaps["trivial"].values()) == 6
+    for name in names:
+        assert min(gaps["policies"][name]["ratios"]) >= 1 - 1e-6
+    # the exact optimum of the true cost is its own judge: ratio 1 at every decision
+    assert max(gaps["policies"]["true-exact"]["ratios"]) <= 1 + 1e-6
+
+
+@pytest.mark.solver("highs")
+def test_compare_names_the_pairwise_ilp_as_an_approximation(capsys) -> None:
+    args = ["harmony", "compare", "--jobs", "4", "--policies", "harmony,pairwise-ilp", "--gaps"]
+    code, out, _ = _run(capsys, args)
+    assert code == 0
+    assert "pairwise-ilp" in out and "true exact optimum" in out and "non-trivial" in out
 
 
 def test_compare_refuses_an_unknown_policy(capsys) -> None:

@@ -1,7 +1,8 @@
 """``optsched sim compare`` with placement policies: the trace as a colocation world.
 
-When ``--policies`` names a placement policy (``harmony``, ``first-fit``, ``load-balance``,
-``tetris``, ``random-placement``, ``ilp-greedy``: :mod:`optsched.sim.policies.placement`), the
+When ``--policies`` names a placement policy (``harmony``, ``interference-greedy``,
+``consolidate-first``, ``first-fit``, ``load-balance``, ``tetris``, ``random-placement``,
+``pairwise-ilp``, ``true-exact``: :mod:`optsched.sim.policies.placement`), the
 trace is read into a world in the colocation mode (:mod:`optsched.sim.colocation`) and every
 named policy runs on it event-driven; each record passes the simulator's validator and gets
 the usual metrics. ``--cluster`` is optional there: by default Harmony's cluster (6 servers

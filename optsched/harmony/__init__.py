@@ -4,7 +4,8 @@ Harmony [H1]_ places the workers and parameter servers of arriving training jobs
 co-located jobs interfere little. A policy network chooses a server for every task; it is
 trained offline, by policy gradient, on rewards from an auxiliary network that has learned to
 simulate the cluster's interference; decisions are online inference. optsched judges it against
-the exact interference ILP of every decision and against heuristics on whole traces.
+the exact optimum of every decision's *true* cost and against strong baselines on whole traces,
+in and out of the training distribution.
 
 ===================================== ===========================================================
 module                                one idea
@@ -12,15 +13,21 @@ module                                one idea
 :mod:`~optsched.harmony.world`        jobs arrive, are placed, slow each other per the
                                       interference truth, finish: the simulator's engine in
                                       its colocation mode (:class:`EngineDriver`)
-:mod:`~optsched.harmony.snapshot`     one decision as a placement instance: the exact ILP and
-                                      the validator score every policy
-:mod:`~optsched.harmony.policies`     ``harmony``, ``first-fit``, ``load-balance``, ``tetris``,
-                                      ``random``, ``ilp``; :func:`run_policy`
+:mod:`~optsched.harmony.exact`        the exact optimum of one decision's true group-slowdown
+                                      cost (a MILP over the servers' job sets), trivial and
+                                      non-trivial decisions
+:mod:`~optsched.harmony.snapshot`     one decision as a placement instance: the validator checks
+                                      every policy; the pairwise-approximation ILP
+:mod:`~optsched.harmony.policies`     ``harmony``, ``interference-greedy``,
+                                      ``consolidate-first``, ``first-fit``, ``load-balance``,
+                                      ``tetris``, ``random``, ``pairwise-ilp``, ``true-exact``;
+                                      :func:`run_policy`
 :mod:`~optsched.harmony.network`      features and the NumPy forward pass of the policy
 :mod:`~optsched.harmony.env`          the Gymnasium environment (``rl`` extra)
 :mod:`~optsched.harmony.reward`       the auxiliary reward network (JAX, ``rl`` extra)
 :mod:`~optsched.harmony.agent`        actor-critic training (JAX + optax), checkpoints
-:mod:`~optsched.harmony.compare`      every policy on the same arrivals; per-decision ILP gaps
+:mod:`~optsched.harmony.compare`      every policy on the same arrivals; per-decision ratios to
+                                      the true optimum
 ===================================== ===========================================================
 
 Placing with the shipped model (:func:`load_model`) needs only NumPy; training, the environment

@@ -16,7 +16,13 @@ with discounted returns :math:`G_i = \sum_{k \ge 0} \gamma^k r_{i+k}` (within th
 advantages :math:`A_i = G_i - V_\theta(s_i)` standardised over the batch to :math:`\hat A_i`
 (REINFORCE with a learned baseline, i.e. a one-step actor-critic), and the entropy bonus
 :math:`\beta` decaying linearly to 0. Gradients are computed by JAX on CPU over a batch padded to
-a fixed size (one compilation); with the same seed the run is bit-for-bit repeatable.
+a fixed size (one compilation). Every random draw comes from the seed (NumPy generators for
+the initial weights, the traces and the sampled actions), the batch shape is fixed and the
+arithmetic runs on the CPU in float32, so one seed gives bit-identical weights run after run
+on one machine; the checkpoint's ``digest`` covers the weights and the configuration only
+(never a time), so two such runs write the same digest
+(:mod:`optsched.harmony.checkpoint`). The shipped model is rebuilt by one command,
+:data:`SHIPPED_COMMAND`.
 
 Online, :func:`optsched.harmony.policies.place_job` takes the most probable valid server for
 every task (greedy inference, NumPy only).
@@ -24,7 +30,6 @@ every task (greedy inference, NumPy only).
 
 from __future__ import annotations
 
-import platform
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +45,8 @@ from optsched.harmony.world import HarmonyWorld
 
 __all__ = [
     "MODEL_FORMAT",
+    "SHIPPED_COMMAND",
+    "SHIPPED_TRAINING",
     "TrainResult",
     "default_model_path",
     "load_model",
@@ -49,7 +56,23 @@ __all__ = [
 ]
 
 #: The ``meta.format`` of a policy checkpoint.
-MODEL_FORMAT = "optsched-harmony-policy-v1"
+MODEL_FORMAT = "optsched-harmony-policy-v2"
+
+#: The training settings of the shipped model (:func:`default_model_path`); with the default
+#: world, ``train(HarmonyWorld(), **SHIPPED_TRAINING)`` rebuilds it bit for bit.
+SHIPPED_TRAINING: dict[str, Any] = {
+    "reward": "learned",
+    "iterations": 200,
+    "episodes": 8,
+    "n_jobs": 16,
+    "seed": 0,
+}
+
+#: The command that rebuilds the shipped model (also ``make harmony-model``).
+SHIPPED_COMMAND = (
+    "optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 "
+    "-o optsched/harmony/data/harmony_small.npz"
+)
 
 _WORLD_FIELDS = ("n_servers", "gpus", "cpus", "n_types", "spread_penalty", "seed",
                  "max_workers", "max_ps")  # fmt: skip
@@ -66,16 +89,18 @@ class TrainResult:
     curve : list of dict
         Per iteration: ``iteration``, ``reward`` (mean episode return of the training reward),
         ``avg_jct_s`` (mean over the batch, true world) and ``loss``.
-    wall_s : float
-        Training wall time, reward-network fitting included.
+    cpu_s : float
+        Training CPU time of the process (s), reward-network fitting included; never
+        written to the checkpoint.
     meta : dict
-        Settings, reward model errors, the curve: what :func:`save_model` writes.
+        Settings (the world, the network, the training options) and the records (the curve,
+        the reward model's errors): what :func:`save_model` writes.
     """
 
     params: dict[str, np.ndarray]
     world: HarmonyWorld
     curve: list[dict[str, float]] = field(default_factory=list)
-    wall_s: float = 0.0
+    cpu_s: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -170,12 +195,18 @@ def train(
         raise InvalidInstanceError("gamma", f"must be in [0, 1], got {gamma}")
     jax, jnp, optax = _jax()
     world = HarmonyWorld() if world is None else world
-    start = time.perf_counter()
+    start = time.process_time()
     reward_meta: dict[str, Any] = {"source": reward}
+    record: dict[str, Any] = {}
     model = None
     if reward == "learned":
-        model = fit_reward_net(world, seed=seed) if reward_net is None else reward_net
-        reward_meta.update(model.meta)
+        if reward_net is None:
+            model = fit_reward_net(world, seed=seed)
+            reward_meta.update(fitted_here=True, seed=seed)
+        else:
+            model = reward_net
+            reward_meta.update(fitted_here=False)
+        record["reward_model"] = {k: model.meta[k] for k in ("train", "heldout") if k in model.meta}
     env = PlacementEnv(world, n_jobs=n_jobs, reward_model=None if model is None else model.slowdown)
     params = init_params(world, hidden, seed)
     tree = {k: jnp.asarray(v) for k, v in params.items()}
@@ -260,7 +291,7 @@ def train(
         )
         if progress is not None:
             progress(it + 1, iterations, curve[-1])
-    wall = time.perf_counter() - start
+    cpu = time.process_time() - start
     meta = {
         "format": MODEL_FORMAT,
         "world": _world_meta(world),
@@ -275,13 +306,12 @@ def train(
             "value_coef": value_coef,
             "entropy": entropy,
             "seed": seed,
-            "wall_s": wall,
-            "machine": platform.machine(),
         },
         "reward_model": reward_meta,
+        "record": record,
         "curve": curve,
     }
-    return TrainResult(params, world, curve, wall, meta)
+    return TrainResult(params, world, curve, cpu, meta)
 
 
 def save_model(path: str | Path, result: TrainResult) -> Path:

@@ -2,11 +2,15 @@
 
 A checkpoint holds one array per parameter (``param/<name>``, float32) and ``meta``, the UTF-8
 bytes of a JSON document: the format tag, the world the network was trained on, the training
-settings and a SHA-256 digest over the parameters' names, shapes, dtypes and bytes and over the
-rest of the metadata. Loading reads the file through :func:`optsched._io.read_bytes` (regular
-file, size budget), parses it with ``allow_pickle=False`` (an ``.npz`` with object arrays is
-refused, never unpickled), checks every expected array, its shape and finiteness, and recomputes
-the digest: a file edited after it was written is refused with :class:`CheckpointError`.
+settings, and two SHA-256 digests. ``digest`` is the model's identity: it covers the
+parameters' names, shapes, dtypes and bytes and the *configuration* (every metadata entry but
+the records of :data:`RECORD_KEYS`), never a time, so two bit-identical trainings have the same
+digest. ``record_digest`` covers the records (the learning curve, the reward model's errors),
+so they cannot be edited unnoticed either. Loading reads the file through
+:func:`optsched._io.read_bytes` (regular file, size budget), parses it with
+``allow_pickle=False`` (an ``.npz`` with object arrays is refused, never unpickled), checks
+every expected array, its shape and finiteness, and recomputes both digests: a file edited
+after it was written is refused with :class:`CheckpointError`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,18 @@ import numpy as np
 from optsched import _io
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["CheckpointError", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "RECORD_KEYS",
+    "CheckpointError",
+    "load_checkpoint",
+    "model_digest",
+    "save_checkpoint",
+]
+
+#: Metadata entries that record what training measured rather than configure the model: kept
+#: out of ``digest`` and covered by ``record_digest``.
+RECORD_KEYS = ("curve", "record")
+_DIGESTS = ("digest", "record_digest")
 
 
 class CheckpointError(InvalidInstanceError):
@@ -32,13 +47,25 @@ class CheckpointError(InvalidInstanceError):
 
 
 def _digest(params: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
+    """SHA-256 over the parameters and the configuration (records and digests excluded)."""
     h = hashlib.sha256()
-    h.update(json.dumps({k: v for k, v in meta.items() if k != "digest"}, sort_keys=True).encode())
+    config = {k: v for k, v in meta.items() if k not in _DIGESTS and k not in RECORD_KEYS}
+    h.update(json.dumps(config, sort_keys=True).encode())
     for name in sorted(params):
         arr = np.ascontiguousarray(params[name])
         h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
         h.update(arr.tobytes())
     return h.hexdigest()
+
+
+def _record_digest(meta: Mapping[str, Any]) -> str:
+    records = {k: meta.get(k) for k in RECORD_KEYS}
+    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+
+
+def model_digest(params: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
+    """The ``digest`` a checkpoint of ``params`` and ``meta`` carries (weights as float32)."""
+    return _digest({k: np.asarray(v, dtype=np.float32) for k, v in params.items()}, meta)
 
 
 def save_checkpoint(
@@ -48,6 +75,7 @@ def save_checkpoint(
     arrays = {k: np.asarray(v, dtype=np.float32) for k, v in params.items()}
     full = dict(meta)
     full["digest"] = _digest(arrays, full)
+    full["record_digest"] = _record_digest(full)
     blob = np.frombuffer(json.dumps(full, sort_keys=True).encode("utf-8"), dtype=np.uint8)
     p = Path(path)
     with open(p, "wb") as fh:
@@ -111,4 +139,6 @@ def load_checkpoint(
             raise refuse(f"param/{name}", "holds a non-finite weight")
     if meta.get("digest") != _digest(params, meta):
         raise refuse("digest", "does not match the weights and metadata: the file was altered")
+    if meta.get("record_digest") != _record_digest(meta):
+        raise refuse("record_digest", "does not match the training record: the file was altered")
     return params, meta

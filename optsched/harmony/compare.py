@@ -1,12 +1,14 @@
-r"""Every placement policy on the same arrivals, and the learned policy against the exact ILP.
+r"""Every placement policy on the same arrivals, and every policy against the true optimum.
 
 :func:`compare_policies` runs each policy of :data:`~optsched.harmony.policies.POLICIES` on one
 arrival trace (every decision validated) and reports average JCT, makespan and each policy's
-JCT ratio to ``harmony``. :func:`decision_gaps` replays the learned policy and, at every
-decision, solves the snapshot's exact ``interference`` ILP
-(:mod:`optsched.harmony.snapshot`): the objective ratio
-:math:`\rho = f(\text{policy}) / f^\star \ge 1` per decision and the fraction of decisions
-that are optimal (:math:`\rho \le 1 + \texttt{RATIO\_TOL}`).
+JCT ratio to ``harmony``. :func:`decision_gaps` replays one policy's trace and, at every
+decision, solves the exact optimum of the decision's *true* group-slowdown cost
+(:mod:`optsched.harmony.exact`) and scores every policy's placement of the same job on the
+same cluster: the ratio :math:`\rho = f(\text{policy}) / f^\star \ge 1` per decision and the
+fraction of decisions that are optimal (:math:`\rho \le 1 + \texttt{RATIO\_TOL}`), over all
+decisions and over the non-trivial ones (those where not every valid placement is optimal
+by construction).
 
 :func:`arrivals_from_trace` turns a job trace of any format :func:`optsched.traces.read_trace`
 knows into arrivals: the arrival time is kept, workers are the requested GPUs (clipped to the
@@ -107,46 +109,96 @@ def compare_policies(
     return {"jobs": len(arrivals), "policies": records, "runs": runs}
 
 
+def _ratio_stats(ratios: np.ndarray) -> dict[str, Any]:
+    if len(ratios) == 0:
+        return {"decisions": 0, "mean": None, "median": None, "max": None,
+                "fraction_optimal": None}  # fmt: skip
+    return {
+        "decisions": len(ratios),
+        "mean": float(np.mean(ratios)),
+        "median": float(np.median(ratios)),
+        "max": float(np.max(ratios)),
+        "fraction_optimal": float(np.mean(ratios <= 1 + RATIO_TOL)),
+    }
+
+
 def decision_gaps(
     world: HarmonyWorld,
     arrivals: Sequence[JobArrival],
-    params: Mapping[str, np.ndarray],
+    params: Mapping[str, np.ndarray] | None,
     *,
-    policy: str = "harmony",
+    policies: Sequence[str] = ("harmony",),
+    driver: str = "harmony",
+    seed: int = 0,
     time_limit: float | None = None,
 ) -> dict[str, Any]:
-    """The learned (or any task-by-task) policy's objective against the ILP at every decision.
+    r"""Every policy's true cost against the exact true optimum, decision by decision.
+
+    The trace is run by ``driver`` (the learned policy by default); at each of its decisions
+    the exact true optimum :math:`f^\star` is solved (:func:`~optsched.harmony.exact.solve_exact`)
+    and every policy of ``policies`` is asked where it would place the same job on the same
+    cluster; its placement is checked by the placement validator and scored by its true cost
+    :math:`f` (:func:`~optsched.harmony.exact.true_cost`), giving :math:`\rho = f / f^\star
+    \ge 1`. All policies are judged on the same decisions, and the decisions are classed as
+    trivial (``lone``, ``forced``) or non-trivial (``open``) as in :mod:`optsched.harmony.exact`.
 
     Returns
     -------
     dict
-        ``ratios`` (one per decision), ``median_ratio``, ``mean_ratio``, ``max_ratio``,
-        ``fraction_optimal``, ``decisions``, and ``valid``: whether the simulator's validator
-        accepts the run (:func:`optsched.sim.validate`).
+        ``decisions``, ``kinds`` (one per decision), ``trivial`` (counts of ``lone``,
+        ``forced``, ``open``), ``valid`` (the simulator's validator accepts the driver's run),
+        and ``policies``: per policy ``ratios`` (one per decision), ``all`` and
+        ``nontrivial`` (``decisions``, ``mean``, ``median``, ``max``, ``fraction_optimal``).
+
+    Raises
+    ------
+    InvalidInstanceError
+        An unknown policy, or ``harmony`` without weights.
     """
+    from optsched.harmony.exact import solve_exact, true_cost
     from optsched.harmony.policies import place_job
-    from optsched.harmony.snapshot import snapshot_instance, solve_decision, validate_decision
+    from optsched.harmony.snapshot import snapshot_instance, validate_decision
     from optsched.sim.validate import validate as sim_validate
 
-    sim = EngineDriver(world, arrivals, name=policy)
-    ratios = []
-    rng = np.random.default_rng(0)
+    names = list(policies)
+    for name in [driver, *names]:
+        if name not in POLICIES:
+            raise InvalidInstanceError(
+                "policies", f"unknown policy {name!r}; known: {list(POLICIES)}"
+            )
+    sim = EngineDriver(world, arrivals, name=driver)
+    rngs = {n: np.random.default_rng(seed) for n in {driver, *names}}
+    ratios: dict[str, list[float]] = {n: [] for n in names}
+    kinds: list[str] = []
     while (job := sim.next_job()) is not None:
+        exact = solve_exact(sim.state, job)
+        kinds.append(exact.kind)
         instance = snapshot_instance(sim.state, job)
-        servers = place_job(policy, sim.state, job, params=params, rng=rng)
-        _, value = validate_decision(instance, servers, policy)
-        _, best = solve_decision(instance, time_limit=time_limit)
-        ratios.append(value / best)
-        sim.commit(job, servers)
+        chosen: dict[str, list[int]] = {}
+        for name in dict.fromkeys([*names, driver]):
+            servers = place_job(
+                name, sim.state, job, params=params, rng=rngs[name], time_limit=time_limit
+            )
+            validate_decision(instance, servers, name)
+            chosen[name] = servers
+            if name in ratios:
+                ratios[name].append(true_cost(sim.state, job, servers) / exact.objective)
+        sim.commit(job, chosen[driver])
     record = sim.finish()
-    r = np.array(ratios)
-    return {
+    open_ = np.array([k == "open" for k in kinds], dtype=bool)
+    out: dict[str, Any] = {
         "valid": sim_validate(sim.sim_world, record).ok,
-        "policy": policy,
-        "decisions": len(r),
-        "ratios": [float(x) for x in r],
-        "median_ratio": float(np.median(r)),
-        "mean_ratio": float(np.mean(r)),
-        "max_ratio": float(np.max(r)),
-        "fraction_optimal": float(np.mean(r <= 1 + RATIO_TOL)),
+        "driver": driver,
+        "decisions": len(kinds),
+        "kinds": kinds,
+        "trivial": {k: kinds.count(k) for k in ("lone", "forced", "open")},
+        "policies": {},
     }
+    for name, values in ratios.items():
+        r = np.array(values)
+        out["policies"][name] = {
+            "ratios": [float(x) for x in r],
+            "all": _ratio_stats(r),
+            "nontrivial": _ratio_stats(r[open_]) if len(r) else _ratio_stats(r),
+        }
+    return out

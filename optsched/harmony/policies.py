@@ -2,20 +2,32 @@ r"""Placement policies over time and the run of one policy on one arrival trace.
 
 Every policy places the tasks of the job at the head of the queue, one server per task
 (workers first, then parameter servers), among the servers the action mask allows
-(:meth:`~optsched.harmony.world.ClusterState.mask`), except ``ilp``, which solves the snapshot
-ILP of the whole job at once:
+(:meth:`~optsched.harmony.world.ClusterState.mask`), except ``pairwise-ilp`` and
+``true-exact``, which solve for the whole job at once:
 
-================ ==========================================================================
-name             rule for each task
-================ ==========================================================================
-``harmony``      the trained policy network's most probable server (greedy inference)
-``first-fit``    the lowest-numbered valid server
-``load-balance`` the valid server with the most free GPUs, then CPUs (spreads load)
-``tetris``       the valid server maximising the alignment
-                 :math:`\langle d/C, f_h/C\rangle` of demand and free capacity (Tetris)
-``random``       a uniformly random valid server (seeded)
-``ilp``          the exact ``interference`` ILP of the snapshot (greedy per arrival)
-================ ==========================================================================
+======================= ===================================================================
+name                    rule for each task
+======================= ===================================================================
+``harmony``             the trained policy network's most probable server (greedy inference)
+``interference-greedy`` the valid server adding the least *true* slowdown: 0 on a server
+                        already holding the job, else :math:`c_h + \lambda`
+                        (:func:`~optsched.harmony.exact.server_costs`; reads the ground truth)
+``consolidate-first``   a valid server already holding the job (lowest index), else the one
+                        with the fewest other jobs (ties: lowest index); reads no truth
+``first-fit``           the lowest-numbered valid server
+``load-balance``        the valid server with the most free GPUs, then CPUs (spreads load)
+``tetris``              the valid server maximising the alignment
+                        :math:`\langle d/C, f_h/C\rangle` of demand and free capacity (Tetris)
+``random``              a uniformly random valid server (seeded)
+``pairwise-ilp``        the exact optimum of the *pairwise approximation*: the snapshot's
+                        ``interference`` ILP (:mod:`optsched.harmony.snapshot`), per arrival
+``true-exact``          the exact optimum of the *true* group-slowdown cost of the decision
+                        (:func:`~optsched.harmony.exact.solve_exact`), per arrival
+======================= ===================================================================
+
+``pairwise-ilp`` and ``true-exact`` are myopic: each is optimal for its own decision, not over a
+trace. ``interference-greedy``, ``pairwise-ilp`` and ``true-exact`` read the ground truth (an
+oracle the learned policy does not have: it learns from a reward network).
 
 :func:`run_policy` runs one policy on one trace on the simulator's engine in its colocation
 mode (:class:`~optsched.harmony.world.EngineDriver`), validates every decision with the
@@ -40,7 +52,20 @@ from optsched.harmony.world import ClusterState, EngineDriver, HarmonyWorld, Job
 __all__ = ["POLICIES", "PolicyRun", "place_job", "run_policy"]
 
 #: Policy names :func:`run_policy` knows.
-POLICIES = ("harmony", "first-fit", "load-balance", "tetris", "random", "ilp")
+POLICIES = (
+    "harmony",
+    "interference-greedy",
+    "consolidate-first",
+    "first-fit",
+    "load-balance",
+    "tetris",
+    "random",
+    "pairwise-ilp",
+    "true-exact",
+)
+
+#: The policies that solve for a whole job at once (not task by task).
+WHOLE_JOB = ("pairwise-ilp", "true-exact")
 
 
 def _choose(
@@ -49,10 +74,23 @@ def _choose(
     demand: np.ndarray,
     mask: np.ndarray,
     rng: np.random.Generator,
+    *,
+    job: JobArrival,
+    costs: np.ndarray | None = None,
 ) -> int:
     valid = np.flatnonzero(mask)
     if name == "first-fit":
         return int(valid[0])
+    if name in ("interference-greedy", "consolidate-first"):
+        holding = [h for h in valid if job.id in state.members[h]]
+        if holding:
+            # no added interference and no added spread: the job is already there
+            return int(holding[0])
+        if name == "consolidate-first":
+            others = np.array([len(state.members[h]) for h in valid])
+            return int(valid[int(np.argmin(others))])
+        assert costs is not None
+        return int(valid[int(np.argmin(costs[valid]))])
     cap = state.world.capacity
     if name == "load-balance":
         free = state.free[valid] / cap[valid]
@@ -74,12 +112,32 @@ def place_job(
     *,
     params: Mapping[str, np.ndarray] | None = None,
     rng: np.random.Generator | None = None,
+    time_limit: float | None = None,
 ) -> list[int]:
-    """Servers for every task of ``job`` by a task-by-task policy (not ``ilp``).
+    """Servers for every task of ``job`` by any policy of :data:`POLICIES`.
 
     ``state`` is left unchanged (a copy is placed into).
+
+    Raises
+    ------
+    InvalidInstanceError
+        Unknown policy, or ``harmony`` without weights.
     """
+    if name == "pairwise-ilp":
+        from optsched.harmony.snapshot import snapshot_instance, solve_decision
+
+        servers, _ = solve_decision(snapshot_instance(state, job), time_limit=time_limit)
+        return [int(h) for h in servers]
+    if name == "true-exact":
+        from optsched.harmony.exact import solve_exact
+
+        return solve_exact(state, job).servers
     rng = np.random.default_rng(0) if rng is None else rng
+    costs = None
+    if name == "interference-greedy":
+        from optsched.harmony.exact import server_costs
+
+        costs = server_costs(state, job)
     work = state.copy()
     demands = job.demands()
     placed: list[int] = []
@@ -92,7 +150,7 @@ def place_job(
             p, _ = forward(params, server, jobf, mask)
             h = int(np.argmax(p))
         else:
-            h = _choose(name, work, d, mask, rng)
+            h = _choose(name, work, d, mask, rng, job=job, costs=costs)
         work.place_task(job, d, h)
         placed.append(h)
     return placed
@@ -109,9 +167,12 @@ class PolicyRun:
         Completion minus arrival per job (s), in arrival order.
     makespan : float
     objectives : list of float
-        ILP objective of every decision (the validator's), in decision order.
+        The *pairwise-approximation* objective of every decision (the placement validator's
+        ``interference`` objective of the snapshot), in decision order.
+    true_costs : list of float
+        The true cost of every decision (:func:`~optsched.harmony.exact.true_cost`).
     decision_s : list of float
-        Wall time of every decision (s).
+        CPU time of every decision (s; process CPU time, not wall).
     placements : dict of int to list of int
         Servers of every job's tasks.
     metrics : dict
@@ -122,12 +183,13 @@ class PolicyRun:
     jct: np.ndarray
     makespan: float
     objectives: list[float] = field(default_factory=list)
+    true_costs: list[float] = field(default_factory=list)
     decision_s: list[float] = field(default_factory=list)
     placements: dict[int, list[int]] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready figures: average JCT, makespan, decisions, mean decision time.
+        """JSON-ready figures: average JCT, makespan, decisions, mean decision CPU time.
 
         With the simulator's run metrics of the record (``metrics``), also the median and
         95th-percentile JCT (``jct_median_s``, ``jct_p95_s``).
@@ -140,9 +202,14 @@ class PolicyRun:
             "jobs": len(self.jct),
             "avg_jct_s": float(np.mean(self.jct)),
             "makespan_s": float(self.makespan),
-            "mean_objective": float(np.mean(self.objectives)) if self.objectives else None,
+            "mean_pairwise_objective": (
+                float(np.mean(self.objectives)) if self.objectives else None
+            ),
+            "mean_true_cost": float(np.mean(self.true_costs)) if self.true_costs else None,
             "decisions": len(self.decision_s),
-            "mean_decision_ms": 1e3 * float(np.mean(self.decision_s)) if self.decision_s else 0.0,
+            "mean_decision_cpu_ms": (
+                1e3 * float(np.mean(self.decision_s)) if self.decision_s else 0.0
+            ),
             "validated": len(self.objectives) == len(self.decision_s),
             **extra,
         }
@@ -172,9 +239,9 @@ def run_policy(
         Seed of ``random``.
     validate : bool, default True
         Check every decision with :func:`~optsched.harmony.snapshot.validate_decision` and
-        record its ILP objective (``ilp`` is validated by the exact-solve path as well).
+        record its pairwise-approximation objective and its true cost.
     time_limit : float, optional
-        Per-solve limit of ``ilp``.
+        Per-solve limit of ``pairwise-ilp``.
 
     Raises
     ------
@@ -183,7 +250,8 @@ def run_policy(
     InconsistentResultError
         A decision fails the placement validator, or the run the simulator's validator.
     """
-    from optsched.harmony.snapshot import snapshot_instance, solve_decision, validate_decision
+    from optsched.harmony.exact import true_cost
+    from optsched.harmony.snapshot import snapshot_instance, validate_decision
     from optsched.sim.metrics import job_metrics, run_metrics
     from optsched.sim.validate import validate as sim_validate
 
@@ -195,17 +263,13 @@ def run_policy(
     rng = np.random.default_rng(seed)
     run = PolicyRun(policy, np.array([]), 0.0)
     while (job := sim.next_job()) is not None:
-        instance = snapshot_instance(sim.state, job) if (validate or policy == "ilp") else None
-        start = time.perf_counter()
-        if policy == "ilp":
-            assert instance is not None
-            servers, _ = solve_decision(instance, time_limit=time_limit)
-        else:
-            servers = place_job(policy, sim.state, job, params=params, rng=rng)
-        run.decision_s.append(time.perf_counter() - start)
-        if instance is not None and validate:
-            _, objective = validate_decision(instance, servers, policy)
+        start = time.process_time()
+        servers = place_job(policy, sim.state, job, params=params, rng=rng, time_limit=time_limit)
+        run.decision_s.append(time.process_time() - start)
+        if validate:
+            _, objective = validate_decision(snapshot_instance(sim.state, job), servers, policy)
             run.objectives.append(objective)
+            run.true_costs.append(true_cost(sim.state, job, servers))
         sim.commit(job, servers)
     record = sim.finish()
     report = sim_validate(sim.sim_world, record)

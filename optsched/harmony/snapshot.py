@@ -1,4 +1,4 @@
-r"""One placement decision as a :class:`~optsched.placement.PlacementInstance`: judged by the ILP.
+r"""One placement decision as a :class:`~optsched.placement.PlacementInstance`: pairwise ILP.
 
 At a decision the world is frozen into a snapshot instance: every server with its *free*
 capacity and, as ``residents``, the type of every job present on it (once per job); the arriving
@@ -13,9 +13,11 @@ the new job's standalone time (1, as a unit), what it suffers from and inflicts 
 to first order, and its spread. [R] The symmetrisation is optsched's: the ILP's residents are
 types, not jobs, so what the newcomer inflicts on them is carried by the same coefficient.
 
-:func:`solve_decision` solves that ILP exactly; :func:`validate_decision` checks any policy's
-placement with the independent validator and returns its objective, so every policy is scored
-by the same function.
+:func:`solve_decision` solves that ILP exactly: the optimum of the *pairwise approximation*
+(policy ``pairwise-ilp``), not of the true cost, which charges the superadditive group slowdown
+:math:`S_a(B)` per server and is solved exactly by :mod:`optsched.harmony.exact`; the two agree
+on servers holding at most one other job. :func:`validate_decision` checks any policy's
+placement with the independent validator (feasibility) and returns its pairwise objective.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def snapshot_instance(state: ClusterState, job: JobArrival) -> PlacementInstance
 def validate_decision(
     instance: PlacementInstance, servers: Sequence[int], method: str
 ) -> tuple[Placement, float]:
-    """Check one decision with the placement validator and return its ILP objective.
+    """Check one decision with the placement validator and return its pairwise objective.
 
     Raises
     ------
@@ -110,7 +112,11 @@ def validate_decision(
 def solve_decision(
     instance: PlacementInstance, *, time_limit: float | None = None
 ) -> tuple[list[int], float]:
-    """The exact ``interference`` ILP of one snapshot: server per task and optimal objective."""
+    """The exact optimum of the pairwise ``interference`` ILP of one snapshot.
+
+    An approximation of the true cost (:mod:`optsched.harmony.exact`). Returns the server of
+    every task and the pairwise objective.
+    """
     result = solve(instance, "interference", time_limit=time_limit)
     assert result.solution is not None and result.objective is not None
     return result.solution.server_indices(instance), float(result.objective)

@@ -1,4 +1,4 @@
-"""Figures of learned placement: learning curve, per-decision gap to the ILP, JCT distributions.
+"""Figures of learned placement: learning curve, per-decision ratio to the true optimum, JCTs.
 
 Each function takes ``ax=`` (a new Figure is made when omitted) and returns the Figure; the
 guide page :doc:`/guide/harmony` draws its figures with them from the shipped model.
@@ -60,15 +60,15 @@ def plot_learning_curve(
 
 
 def plot_gap_histogram(ratios: Sequence[float], *, ax: Axes | None = None) -> Figure:
-    """Histogram of the per-decision ratio of the policy's ILP objective to the optimum."""
+    """Histogram of the per-decision ratio of the policy's true cost to the exact optimum."""
     fig, ax = _axes(ax, (6.0, 3.4))
     r = np.asarray(ratios, dtype=np.float64)
     top = max(1.05, float(r.max()) if r.size else 1.05)
     ax.hist(r, bins=list(np.linspace(1.0, top, 21)), color="tab:green", edgecolor="white")
     ax.axvline(float(np.median(r)), color="black", ls="--", label=f"median {np.median(r):.3f}")
-    ax.set_xlabel("objective / exact optimum of the snapshot")
+    ax.set_xlabel("true cost / exact true optimum of the decision")
     ax.set_ylabel("decisions")
-    ax.set_title(f"per-decision gap to the interference ILP ({np.mean(r <= 1 + 1e-6):.0%} optimal)")
+    ax.set_title(f"per-decision ratio to the true optimum ({np.mean(r <= 1 + 1e-6):.0%} optimal)")
     ax.legend()
     return fig
 

@@ -32,10 +32,11 @@ Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
 scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
-``harmony``, ``first-fit``, ``load-balance``, ``tetris``, ``random-placement`` and
-``ilp-greedy`` place the workers and parameter servers of each job on a world in the colocation
-mode (:mod:`optsched.sim.policies.placement`, :mod:`optsched.sim.colocation`); they are not
-part of ``"all"``.
+``harmony``, ``interference-greedy``, ``consolidate-first``, ``first-fit``, ``load-balance``,
+``tetris``, ``random-placement``, ``pairwise-ilp`` and ``true-exact`` place the workers and
+parameter servers of each job on a world in the colocation mode
+(:mod:`optsched.sim.policies.placement`, :mod:`optsched.sim.colocation`); they are not part of
+``"all"``.
 
 Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`), where
 :func:`register_policy` and the entry-point group ``optsched.policies`` add plug-in policies.

@@ -10,20 +10,27 @@ mask allows (:meth:`optsched.harmony.world.ClusterState.mask`: the task fits and
 remaining tasks can still be packed), on the view of the cluster the running jobs leave
 (:func:`cluster_view`). Running jobs are never moved (``keep_running``).
 
-====================== ===================================================================
-name                   rule for each task
-====================== ===================================================================
-``harmony``            the trained policy network's most probable server (greedy
-                       inference; :func:`optsched.harmony.load_model`, the shipped model
-                       by default)
-``first-fit``          the lowest-numbered valid server
-``load-balance``       the valid server with the most free GPUs, then CPUs
-``tetris``             the valid server maximising the alignment of demand and free
-                       capacity :math:`\langle d/C, f_h/C\rangle` (Tetris)
-``random-placement``   a uniformly random valid server (seeded)
-``ilp-greedy``         the whole job at once: the exact ``interference`` ILP of the snapshot
-                       (:mod:`optsched.harmony.snapshot`), greedy per arrival
-====================== ===================================================================
+========================= ===============================================================
+name                      rule for each task
+========================= ===============================================================
+``harmony``               the trained policy network's most probable server (greedy
+                          inference; :func:`optsched.harmony.load_model`, the shipped model
+                          by default)
+``interference-greedy``   the valid server adding the least true slowdown (0 where the job
+                          already is; reads the ground truth)
+``consolidate-first``     a valid server already holding the job, else the one with the fewest
+                          other jobs
+``first-fit``             the lowest-numbered valid server
+``load-balance``          the valid server with the most free GPUs, then CPUs
+``tetris``                the valid server maximising the alignment of demand and free
+                          capacity :math:`\langle d/C, f_h/C\rangle` (Tetris)
+``random-placement``      a uniformly random valid server (seeded)
+``pairwise-ilp``          the whole job at once: the exact optimum of the snapshot's *pairwise
+                          approximation* (``interference`` ILP, :mod:`optsched.harmony.snapshot`),
+                          per arrival
+``true-exact``            the whole job at once: the exact optimum of the decision's *true*
+                          group-slowdown cost (:mod:`optsched.harmony.exact`), per arrival
+========================= ===============================================================
 
 The rules are those of :mod:`optsched.harmony.policies` (the same code places the tasks).
 """
@@ -49,11 +56,14 @@ __all__ = ["PLACEMENT_POLICIES", "PlacementPolicy", "cluster_view", "harmony_wor
 #: Registry name -> the rule's name in :mod:`optsched.harmony.policies`.
 PLACEMENT_POLICIES: dict[str, str] = {
     "harmony": "harmony",
+    "interference-greedy": "interference-greedy",
+    "consolidate-first": "consolidate-first",
     "first-fit": "first-fit",
     "load-balance": "load-balance",
     "tetris": "tetris",
     "random-placement": "random",
-    "ilp-greedy": "ilp",
+    "pairwise-ilp": "pairwise-ilp",
+    "true-exact": "true-exact",
 }
 
 _HOW = (
@@ -132,7 +142,7 @@ class PlacementPolicy(Policy):
     seed : int, default 0
         ``random-placement``: the seed of its draws (reset at every run).
     time_limit : float, optional
-        ``ilp-greedy``: seconds per snapshot solve.
+        ``pairwise-ilp``: seconds per snapshot solve.
 
     Raises
     ------
@@ -204,15 +214,12 @@ class PlacementPolicy(Policy):
 
     def place(self, view: ClusterState, job: JobArrival) -> list[int]:
         """The server of every task of ``job`` (workers, then PSs) on ``view`` (unchanged)."""
-        if self.rule == "ilp":
-            from optsched.harmony.snapshot import snapshot_instance, solve_decision
-
-            servers, _ = solve_decision(snapshot_instance(view, job), time_limit=self.time_limit)
-            return [int(h) for h in servers]
         from optsched.harmony.policies import place_job
 
         params = self._load() if self.rule == "harmony" else None
-        return place_job(self.rule, view, job, params=params, rng=self._rng)
+        return place_job(
+            self.rule, view, job, params=params, rng=self._rng, time_limit=self.time_limit
+        )
 
     def allocate(self, state: SimState) -> PolicyDecision:
         """Place the FIFO heads that fit (see the module notes)."""
