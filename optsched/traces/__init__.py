@@ -15,8 +15,12 @@ from __future__ import annotations
 from optsched.traces.formats import FORMATS, detect_format, read_trace
 from optsched.traces.generate import generate_trace
 from optsched.traces.normalized import write_trace
-from optsched.traces.schema import BOUNDS, COLUMNS, EXTRA_COLUMNS, Trace
+from optsched.traces.schema import BOUNDS, COLUMNS, EXTRA_COLUMNS, TRACE_IO, Trace
 from optsched.traces.summary import summarize
+
+# Trace.load, Trace.save and Trace.info reach the readers through this table (the readers build
+# Traces, so the schema module cannot import them).
+TRACE_IO.update(read=read_trace, write=write_trace, summarize=summarize)
 
 __all__ = [
     "BOUNDS",

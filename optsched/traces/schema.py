@@ -38,6 +38,16 @@ import pandas as pd
 
 from optsched.errors import InvalidInstanceError
 
+#: The reader, writer and summary behind :meth:`Trace.load`, :meth:`Trace.save` and
+#: :meth:`Trace.info`. Those modules build :class:`Trace` tables, so they import this one and
+#: not the other way round: :mod:`optsched.traces` fills this table when it is imported, which
+#: Python does before any of its submodules, this one included.
+TRACE_IO: dict[str, Any] = {}
+
+
+def _io(name: str) -> Any:
+    return TRACE_IO[name]
+
 __all__ = [
     "BOUNDS",
     "COLUMNS",
@@ -380,15 +390,13 @@ class Trace:
     @classmethod
     def load(cls, path: str | Path, format: str | None = None, **options: Any) -> Trace:
         """Read a trace file of any supported format (see :func:`~optsched.traces.read_trace`)."""
-        from optsched.traces.formats import read_trace
-
-        return read_trace(path, format=format, **options)
+        trace: Trace = _io("read")(path, format=format, **options)
+        return trace
 
     def save(self, path: str | Path) -> Path:
         """Write the normalized CSV (see :func:`~optsched.traces.write_trace`)."""
-        from optsched.traces.normalized import write_trace
-
-        return write_trace(self, path)
+        written: Path = _io("write")(self, path)
+        return written
 
     @staticmethod
     def schema() -> dict[str, Any]:
@@ -412,9 +420,8 @@ class Trace:
 
         See :func:`optsched.traces.summary.summarize`.
         """
-        from optsched.traces.summary import summarize
-
-        return summarize(self)
+        summary: dict[str, Any] = _io("summarize")(self)
+        return summary
 
     def equals(self, other: Trace) -> bool:
         """Whether two traces hold the same table (NaN equal to NaN, dtypes compared)."""

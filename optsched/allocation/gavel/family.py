@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from optsched.allocation.gavel import solve
+from optsched.allocation.gavel.exact import solve
 from optsched.allocation.gavel.generate import generate_instance
 from optsched.allocation.gavel.instance import AllocationInstance
 from optsched.allocation.gavel.lp import POLICIES
