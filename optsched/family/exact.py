@@ -81,6 +81,7 @@ __all__ = [
     "AlgorithmBackend",
     "Formulation",
     "SolveSettings",
+    "best_seed",
     "check_agreement",
     "check_solve_options",
     "closed_form",
@@ -172,6 +173,42 @@ def closed_form(
         return result, payload
 
     return AlgorithmBackend(run, name)
+
+
+def best_seed(
+    candidates: Mapping[str, Callable[[], S]],
+    validate: Callable[[S], Report],
+    sense: Sense,
+    objective_of: Callable[[S, Report], float | None] | None = None,
+) -> tuple[str, S] | None:
+    """The best valid point of a family's cheap heuristics, with its name: a ``seed``.
+
+    Each candidate runs once, in order; one that raises
+    :class:`~optsched.errors.HeuristicFailedError` (no room, no admissible point), whose point
+    the validator refuses, or that has no value for the objective, is skipped. Ties keep the
+    earlier candidate. ``None`` when none is left.
+
+    Examples
+    --------
+    >>> from optsched.results import Report
+    >>> best_seed({"a": lambda: 3.0, "b": lambda: 2.0}, lambda x: Report(objective=x), "min")
+    ('b', 2.0)
+    """
+    from optsched.errors import HeuristicFailedError
+
+    best: tuple[float, str, S] | None = None
+    for name, run in candidates.items():
+        try:
+            point = run()
+        except HeuristicFailedError:
+            continue
+        report = validate(point)
+        value = (objective_of or _report_objective)(point, report) if report.ok else None
+        if value is None:
+            continue
+        if best is None or _improves(sense, float(value), best[0]):
+            best = (float(value), name, point)
+    return None if best is None else (best[1], best[2])
 
 
 def refuse_unused(backend: str, **options: Any) -> None:

@@ -25,6 +25,7 @@ objective        meaning                                         built by (modul
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -164,22 +165,15 @@ def seed(instance: PlacementInstance, objective: str) -> tuple[str, Placement] |
     none is left. This is what a solve stopped by its budget keeps when the solver has no
     better incumbent (:mod:`optsched.family.exact`, *Seeding*).
     """
-    from optsched.errors import HeuristicFailedError
+    from optsched.family.exact import best_seed
     from optsched.placement.heuristics import HEURISTICS
 
     _check_objective(objective)
-    best: tuple[float, str, Placement] | None = None
-    for name in SEEDS[objective]:
-        try:
-            placed = HEURISTICS[name](instance, 0)
-        except HeuristicFailedError:
-            continue
-        report = validate(instance, placed, objective)
-        if not report.ok or report.objective is None:
-            continue
-        if best is None or report.objective < best[0]:
-            best = (float(report.objective), name, placed)
-    return None if best is None else (best[1], best[2])
+    return best_seed(
+        {name: functools.partial(HEURISTICS[name], instance, 0) for name in SEEDS[objective]},
+        lambda placed: validate(instance, placed, objective),
+        "min",
+    )
 
 
 def lp_relaxation_bound(
