@@ -76,7 +76,7 @@ class Peak:
     ----------
     mib : float
         The resident peak (MiB) of the block: the process's memory while it ran, the solver's
-        own included.
+        own included, and what the process already held when the block began (``base``).
     fresh : bool
         Whether the peak was reset when the block began (otherwise ``mib`` is the process's
         peak since it started, which may come from an earlier case).
@@ -84,6 +84,8 @@ class Peak:
 
     mib: float = float("nan")
     fresh: bool = False
+    #: the resident size (MiB) when the block began: ``mib - base`` is what the block added
+    base: float = float("nan")
 
 
 @contextlib.contextmanager
@@ -98,6 +100,8 @@ def rss_peak() -> Iterator[Peak]:
     True
     """
     peak = Peak(fresh=_reset_peak())
+    rss = _status_kib("VmRSS")
+    peak.base = float("nan") if rss is None else rss / 1024.0
     try:
         yield peak
     finally:

@@ -221,6 +221,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     summary["peak resident memory (MiB), FIFO on the largest trace"] = (
         round(resident.mib, 1) if resident.fresh else f"<= {resident.mib:.1f}"
     )
+    summary["resident memory before that replay (MiB)"] = round(resident.base, 1)
     # the goals' figures as numbers (for a goals table), then as verdicts
     for p, c in cpu_totals.items():
         if p != "fifo" and cpu_totals["fifo"] > 0:

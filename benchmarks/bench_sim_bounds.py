@@ -6,7 +6,8 @@ Loaded settings, where the question matters: slices of ElasticFlow's ``cluster04
 the time of :func:`optsched.sim.bounds.bounds` under a limit of 60 s per 1,000 jobs, its peak
 memory twice: Python's allocations (tracemalloc, in a second run) and the process's resident
 peak during the timed run (``/proc`` VmHWM, reset before it: HiGHS's memory, which tracemalloc
-does not see, included; benchmarks/_measure.py), the relaxation that won, and the certified
+does not see, included; ``resident before`` is what the process held when the run began, so
+the difference is the run's own; benchmarks/_measure.py), the relaxation that won, and the certified
 gap of the best of FIFO, SJF, SRTF, Tiresias-LAS and ``smith-gang`` on total weighted JCT
 (``(value - bound) / bound``: the best policy is at most that far from optimal). On small
 traces (20 seeded synthetic worlds of 8 jobs) the bound's distance to the exact optimum of the
@@ -109,6 +110,7 @@ def _trace_rows(sizes: tuple[int, ...], notes: list[str]) -> list[list[Any]]:
                 round(wall, 2),
                 round(peak, 1),
                 round(resident.mib, 1) if resident.fresh else f"<= {resident.mib:.1f}",
+                round(resident.base, 1),
                 b.method,
                 b.complete,
                 best_name,
@@ -143,7 +145,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         )
     summary: dict[str, Any] = {}
     for row in rows:
-        summary[f"gap_best_policy_{row[0]}_jobs_pct"] = row[8]
+        summary[f"gap_best_policy_{row[0]}_jobs_pct"] = row[9]
         summary[f"bound_seconds_{row[0]}_jobs"] = row[2]
     return {
         "name": "bench_sim_bounds",
@@ -155,6 +157,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             "bound s",
             "peak MiB (tracemalloc)",
             "peak MiB (resident)",
+            "resident before MiB",
             "winning relaxation",
             "complete",
             "best policy",

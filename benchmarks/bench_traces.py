@@ -264,6 +264,7 @@ def clusters(quick: bool = False) -> dict[str, Any] | None:
             "peak resident MiB (reading all ten)": (
                 round(resident.mib, 1) if resident.fresh else f"<= {resident.mib:.1f}"
             ),
+            "resident MiB before reading": round(resident.base, 1),
         },
         "notes": [f"best of {repeats} runs per row"],
     }

@@ -363,10 +363,14 @@ def test_a_time_limited_milp_raises_carrying_an_exact_result() -> None:
 def test_optimus_does_not_swallow_a_stopped_solve() -> None:
     from optsched.allocation import optimus
 
+    inst = optimus.generate_instance(10, seed=0)
     with pytest.raises(NotOptimalError) as info:
-        optimus.solve(optimus.generate_instance(10, seed=0), node_limit=0)
-    assert isinstance(info.value.result, ExactResult)
-    assert info.value.result.solution is None
+        optimus.solve(inst, node_limit=0)
+    result = info.value.result
+    assert isinstance(result, ExactResult) and not result.optimal
+    # the solver had no point: the stopped solve keeps the marginal-gain seed, validated
+    assert result.extra["incumbent_source"] == "marginal-gain"
+    assert optimus.validate(inst, result.solution).ok
 
 
 def test_a_milp_family_passes_another_solver_to_the_solver_layer() -> None:

@@ -233,3 +233,50 @@ def test_a_seed_better_than_the_solvers_bound_is_an_error() -> None:
     with pytest.raises(NotOptimalError) as info:
         _stopped(form, None, proof, _Seed(form), accept_feasible=True)
     assert info.value.result.solution is None
+
+
+# --- every family with a seed -----------------------------------------------------------
+
+#: family -> the module whose ``seed(instance)`` seeds its exact solve.
+SEEDED = {
+    "placement": None,
+    "oasis": "optsched.online.oasis.offline",
+    "chronus": "optsched.allocation.chronus.milp",
+    "andreas": "optsched.allocation.andreas.milp",
+    "optimus": "optsched.allocation.optimus.total_time",
+    "aonline": "optsched.online.aonline.exact",
+}
+
+
+@pytest.mark.solver("highs")
+@pytest.mark.parametrize("name", sorted(SEEDED))
+def test_a_spent_budget_keeps_each_familys_seed_no_better_than_the_optimum(name: str) -> None:
+    """The seed is validated, named, and never better than the optimum solved another way."""
+    import importlib
+
+    from optsched.family import get_family
+
+    family = get_family(name)
+    instance = family.small_instance()
+    module = SEEDED[name]
+    got = (
+        seed(instance, "servers")
+        if module is None
+        else importlib.import_module(module).seed(instance)  # type: ignore[attr-defined]
+    )
+    assert got is not None, f"{name}: the seed found no point on the small instance"
+    with deadline(5.0, started=_passed()), pytest.raises(NotOptimalError) as info:
+        family.solve(instance, time_limit=5.0)
+    stopped = info.value.result
+    assert stopped.termination.value == "time_limit" and stopped.status.value == "feasible"
+    assert stopped.extra["incumbent_source"] == got[0]
+    report = family.validate(instance, stopped.solution)
+    assert report.ok
+    optimum = family.solve(instance)
+    assert optimum.optimal and optimum.objective is not None
+    assert stopped.objective is not None
+    slack = 1e-6 * max(1.0, abs(optimum.objective))
+    if optimum.sense == "min":
+        assert stopped.objective >= optimum.objective - slack
+    else:
+        assert stopped.objective <= optimum.objective + slack

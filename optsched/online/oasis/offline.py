@@ -60,9 +60,11 @@ __all__ = [
     "DEFAULT_MIP_GAP",
     "OBJECTIVE_NAME",
     "POLISH",
+    "SEEDS",
     "build_model",
     "can_complete",
     "formulation",
+    "seed",
     "solve",
     "solve_offline",
 ]
