@@ -247,6 +247,7 @@ SEEDED = {
     "aonline": "optsched.online.aonline.exact",
     "pace": "optsched.comm.pace.solve",
     "tensorlights": "smith-order",
+    "gavel": "themis",
 }
 
 

@@ -60,6 +60,7 @@ the solver's objective of the point returned, and it is what the trust rule chec
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -185,7 +186,7 @@ def best_seed(
 
     Each candidate runs once, in order; one that raises
     :class:`~optsched.errors.HeuristicFailedError` (no room, no admissible point), whose point
-    the validator refuses, or that has no value for the objective, is skipped. Ties keep the
+    the validator refuses, or that has no finite value for the objective, is skipped. Ties keep the
     earlier candidate. ``None`` when none is left.
 
     Examples
@@ -204,8 +205,8 @@ def best_seed(
             continue
         report = validate(point)
         value = (objective_of or _report_objective)(point, report) if report.ok else None
-        if value is None:
-            continue
+        if value is None or not math.isfinite(value):
+            continue  # no value for this objective (an infinite makespan is no incumbent)
         if best is None or _improves(sense, float(value), best[0]):
             best = (float(value), name, point)
     return None if best is None else (best[1], best[2])
