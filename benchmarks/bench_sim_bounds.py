@@ -4,16 +4,21 @@ Loaded settings, where the question matters: slices of ElasticFlow's ``cluster04
 (uniform GPUs, 128 of them) with arrivals scaled to an offered load of 0.8
 (:func:`optsched.sim.load.at_offered_load`), from 250 jobs to the whole 15,802. For each size:
 the time of :func:`optsched.sim.bounds.bounds` under a limit of 60 s per 1,000 jobs, its peak
-memory (tracemalloc), the relaxation that won, and the certified gap of the best of FIFO, SJF,
-SRTF, Tiresias-LAS and ``smith-gang`` on total weighted JCT (``(value - bound) / bound``: the
-best policy is at most that far from optimal). On small traces (20 seeded synthetic worlds of
-8 jobs) the bound's distance to the exact optimum of the round-based model is reported. Skips
-the trace sizes with a printed reason when ``../shared/data`` is absent.
+memory twice: Python's allocations (tracemalloc, in a second run) and the process's resident
+peak during the timed run (``/proc`` VmHWM, reset before it: HiGHS's memory, which tracemalloc
+does not see, included; ``resident before`` is what the process held when the run began, so
+the difference is the run's own; benchmarks/_measure.py), the relaxation that won, and the certified
+gap of the best of FIFO, SJF, SRTF, Tiresias-LAS and ``smith-gang`` on total weighted JCT
+(``(value - bound) / bound``: the best policy is at most that far from optimal). On small
+traces (20 seeded synthetic worlds of 8 jobs) the bound's distance to the exact optimum of the
+round-based model is reported. Skips the trace sizes with a printed reason when
+``../shared/data`` is absent.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -26,6 +31,11 @@ from optsched.sim.exact import objective_value
 from optsched.sim.exact import solve as solve_exact
 from optsched.sim.load import at_offered_load, offered_load
 from optsched.sim.policies import make_policy
+
+if str(Path(__file__).resolve().parent) not in sys.path:
+    # the shared helpers beside this file, also when it is loaded by its path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import rss_peak
 
 HERE = Path(__file__).resolve().parent
 DATA = next(
@@ -76,7 +86,8 @@ def _trace_rows(sizes: tuple[int, ...], notes: list[str]) -> list[list[Any]]:
         world = _trace_world(n)
         limit = TIME_LIMIT * max(1.0, n / 1000)
         start = time.perf_counter()
-        got = bounds(world, time_limit=limit)
+        with rss_peak() as resident:
+            got = bounds(world, time_limit=limit)
         wall = time.perf_counter() - start
         # peak memory in a second run: tracemalloc slows the computation about 3x, which
         # would distort the time (and could stop the LPs at the time limit)
@@ -98,6 +109,8 @@ def _trace_rows(sizes: tuple[int, ...], notes: list[str]) -> list[list[Any]]:
                 round(offered_load(world), 3),
                 round(wall, 2),
                 round(peak, 1),
+                round(resident.mib, 1) if resident.fresh else f"<= {resident.mib:.1f}",
+                round(resident.base, 1),
                 b.method,
                 b.complete,
                 best_name,
@@ -132,7 +145,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         )
     summary: dict[str, Any] = {}
     for row in rows:
-        summary[f"gap_best_policy_{row[0]}_jobs_pct"] = row[7]
+        summary[f"gap_best_policy_{row[0]}_jobs_pct"] = row[9]
         summary[f"bound_seconds_{row[0]}_jobs"] = row[2]
     return {
         "name": "bench_sim_bounds",
@@ -142,7 +155,9 @@ def run(quick: bool = False) -> dict[str, Any]:
             "jobs",
             "offered load",
             "bound s",
-            "peak MiB",
+            "peak MiB (tracemalloc)",
+            "peak MiB (resident)",
+            "resident before MiB",
             "winning relaxation",
             "complete",
             "best policy",

@@ -14,7 +14,8 @@ checks every field (finite, in range, whole where it must be, unique ids) before
 built and validated again as a whole. The table compares, in one run: optsched's reader on every
 cluster; the normalized CSV of the same jobs (write, then read back); and ``pandas.read_csv`` of
 the raw files, which parses without any of the checks (the reference speed of a C tokenizer).
-Peak memory is the Python heap traced while reading everything.
+Peak memory is the Python heap traced while reading everything (tracemalloc) beside the
+process's resident peak while reading everything (VmHWM reset before it; ``_measure.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ from typing import Any
 import pandas as pd
 
 from optsched.traces import read_trace, write_trace
+
+if str(Path(__file__).resolve().parent) not in sys.path:
+    # the shared helpers beside this file, also when it is loaded by its path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import rss_peak
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -239,6 +245,9 @@ def clusters(quick: bool = False) -> dict[str, Any] | None:
     rows.append(["all ten, read normalized CSV", total_jobs, round(norm_s, 3),
                  round(total_jobs / norm_s)])  # fmt: skip
 
+    with rss_peak() as resident:
+        kept = [read_trace(p) for p in files]
+        del kept
     tracemalloc.start()
     kept = [read_trace(p) for p in files]
     _, peak = tracemalloc.get_traced_memory()
@@ -252,6 +261,10 @@ def clusters(quick: bool = False) -> dict[str, Any] | None:
             "rows per second": round(total_jobs / total_s),
             "checked reader / pandas.read_csv time": round(total_s / pandas_s, 2),
             "peak traced heap MB": round(peak / 2**20, 1),
+            "peak resident MiB (reading all ten)": (
+                round(resident.mib, 1) if resident.fresh else f"<= {resident.mib:.1f}"
+            ),
+            "resident MiB before reading": round(resident.base, 1),
         },
         "notes": [f"best of {repeats} runs per row"],
     }

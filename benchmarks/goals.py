@@ -7,6 +7,10 @@ it is met and, where it is not, the remaining factor (how many times the figure 
 shrink, or grow, to meet it). A goal whose benchmark did not run, or whose figure is absent,
 says so instead of guessing.
 
+A goal stated as "proven in N s" is judged by CPU seconds (the process's, every thread
+counted), never by wall time, which the load of a shared machine inflates: a wall-clock limit
+once made the same exact model prove 100 jobs at load 4.5 and stop at a 93% gap at load 16.
+
 Usage: ``python benchmarks/goals.py [DIR]`` prints the table of ``DIR`` (default
 ``benchmarks/results/latest``); ``run.py`` writes it as ``goals.md`` and ``goals.json`` after
 every run.
@@ -163,11 +167,12 @@ GOALS: tuple[Goal, ...] = (
         unit="ms",
     ),
     Goal(
-        "placement servers, 250-item bin packing, slowest proven solve",
+        "placement servers, 250-item bin packing, slowest proven solve, CPU seconds",
         "placement",
-        matching(r"^servers 250 tasks: slowest proven solve s"),
+        matching(r"^servers 250 tasks: slowest proven solve, CPU s"),
         5.0,
-        unit="s",
+        unit="CPU s",
+        absent="a result file from before CPU budgets has the wall-clock figure only",
     ),
     Goal(
         "Chronus, 260-job trace, 60 s leases",
@@ -225,12 +230,13 @@ GOALS: tuple[Goal, ...] = (
         unit="s",
     ),
     Goal(
-        "exact model, largest trace proven optimal in 60 s",
+        "exact model, largest trace proven optimal in 60 CPU s",
         "sim_exact",
-        key("largest trace proven optimal within 60 s (jobs)"),
+        key("largest trace proven optimal within 60 CPU s (jobs)"),
         100.0,
         at_most=False,
         unit="jobs",
+        absent="a result file from before CPU budgets has the wall-clock figure only",
     ),
     Goal(
         "Harmony, training the shipped model (CPU)",

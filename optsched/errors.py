@@ -133,6 +133,10 @@ class NotOptimalError(OptschedError, RuntimeError):
         extra = ""
         if result.objective is not None:
             extra = f", incumbent {result.objective:.6g}"
+            source = (getattr(result, "extra", None) or {}).get("incumbent_source")
+            if source:
+                # a stopped solve keeps the family's greedy seed (optsched.family.exact)
+                extra += f" (from the heuristic {source!r})"
         if result.bound is not None:
             extra += f", bound {result.bound:.6g}"
         if result.gap is not None:

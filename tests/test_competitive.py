@@ -136,7 +136,11 @@ def test_stopped_check_brackets_the_optimum(monkeypatch):
 def test_check_without_an_incumbent_falls_back_to_the_lp_bound(monkeypatch):
     inst = generate_instance(20, 3, 3, 20, seed=1, scale=0.2)
     opt = solve(inst).objective
-    # No node at all: no incumbent, no MIP bound; the LP relaxation still bounds OPT.
+    # No node at all: no incumbent, no MIP bound; the LP relaxation still bounds OPT. (The
+    # baselines' seed, which a stopped solve otherwise keeps, is withheld here.)
+    import optsched.online.oasis.offline as offline
+
+    monkeypatch.setattr(offline, "seed", lambda instance: None)
     _stopped_at_the_root(monkeypatch, {"mip_max_nodes": 0})
     rep = check_competitive(inst)
     off = rep.offline

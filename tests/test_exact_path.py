@@ -344,15 +344,18 @@ def test_a_time_limited_search_raises_carrying_its_incumbent() -> None:
 
 
 def test_a_time_limited_milp_raises_carrying_an_exact_result() -> None:
-    """A limit spent before the build's first stage: no point, still the family's result."""
-    from optsched.online.oasis import generate_instance, solve
+    """A limit spent before the build's first stage: no solver point, still the family's
+    result, whose incumbent is the family's seed (validated)."""
+    from optsched.online.oasis import generate_instance, solve, validate
 
     inst = generate_instance(3, worker_servers=1, ps_servers=1, horizon=4, seed=1)
     with pytest.raises(NotOptimalError) as info:
         solve(inst, time_limit=1e-12)
     result = info.value.result
     assert isinstance(result, ExactResult)
-    assert result.status is Status.LIMIT_NO_SOLUTION and result.solution is None
+    assert result.status is Status.FEASIBLE and result.solution is not None
+    assert validate(inst, result.solution).ok and result.bound is None
+    assert result.extra["incumbent_source"] in ("fifo", "drf", "rrh")
     assert result.termination is TerminationCondition.TIME_LIMIT
     assert result.objective_name == "total-utility" and result.sense == "max"
 
@@ -360,10 +363,14 @@ def test_a_time_limited_milp_raises_carrying_an_exact_result() -> None:
 def test_optimus_does_not_swallow_a_stopped_solve() -> None:
     from optsched.allocation import optimus
 
+    inst = optimus.generate_instance(10, seed=0)
     with pytest.raises(NotOptimalError) as info:
-        optimus.solve(optimus.generate_instance(10, seed=0), node_limit=0)
-    assert isinstance(info.value.result, ExactResult)
-    assert info.value.result.solution is None
+        optimus.solve(inst, node_limit=0)
+    result = info.value.result
+    assert isinstance(result, ExactResult) and not result.optimal
+    # the solver had no point: the stopped solve keeps the marginal-gain seed, validated
+    assert result.extra["incumbent_source"] == "marginal-gain"
+    assert optimus.validate(inst, result.solution).ok
 
 
 def test_a_milp_family_passes_another_solver_to_the_solver_layer() -> None:

@@ -386,8 +386,11 @@ def test_a_solve_stopped_short_raises_with_its_result() -> None:
     with pytest.raises(NotOptimalError) as err:
         solve(inst, node_limit=0)
     result = err.value.result
-    assert not result.optimal and result.status.value == "limit_no_solution"
-    assert result.solution is None
+    # no solver incumbent: the stopped solve keeps the marginal-gain seed (feasible, named)
+    assert not result.optimal and result.status.value == "feasible"
+    assert result.extra["incumbent_source"] == "marginal-gain"
+    assert result.objective == pytest.approx(validate(inst, marginal_gain(inst)).objective)
+    assert result.objective >= solve(inst).objective - 1e-6
 
 
 def test_every_pruned_choice_is_dominated_by_a_kept_one() -> None:

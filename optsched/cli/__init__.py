@@ -96,8 +96,6 @@ _ENVIRONMENT_ERRNOS = frozenset(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return (and exit with) its exit code."""
-    import time
-
     from optsched.cli import common
     from optsched.errors import (
         InvalidInstanceError,
@@ -109,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     code = 0
-    common.mark_started(time.monotonic())
+    # The budget of --time-limit starts with the command's work (common.solver_options), after
+    # the arguments are parsed and the solver stack imported; a start left by an earlier
+    # command run in this process is forgotten.
+    common.mark_started(None)
     try:
         rv = cli.main(args=args, prog_name="optsched", standalone_mode=False)
         # Without standalone mode click returns the code of a ``click.exceptions.Exit``.

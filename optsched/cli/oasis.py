@@ -108,7 +108,7 @@ def generate_cmd(
 )
 @output_option((".json", ".toml"), help="Also write the schedule to this file")
 @json_option
-@solver_options()  # innermost: it wraps the function, the other options attach to the wrapper
+@solver_options(imports=("optsched.online.oasis",))  # innermost: it wraps the function
 def offline_cmd(
     instance: Path,
     solver_opts: SolverOptions,

@@ -179,7 +179,7 @@ def online_cmd(
     help="Seed of the baselines' fixed worker counts.",
 )
 @json_option
-@solver_options()  # innermost: it wraps the function, the other options attach to the wrapper
+@solver_options(imports=("optsched.online.oasis",))  # innermost: it wraps the function
 def check_cmd(
     instance: Path,
     algorithm: str,

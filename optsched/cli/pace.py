@@ -300,7 +300,7 @@ def _print_comparison(result: Any) -> None:
     (".json", ".csv"), help="Write the result (.json) or the iteration's timeline (.csv)"
 )
 @json_option
-@solver_options()  # innermost: it wraps the function, the options above attach to the wrapper
+@solver_options(imports=("optsched.comm.pace",))  # innermost: it wraps the function
 def solve_cmd(
     instance_path: Path,
     method: str,

@@ -171,7 +171,7 @@ def _percent(gap: float | None) -> str:
 @native_option
 @output_option((".json", ".toml"), help="Also write the placement (optimal or incumbent) here")
 @json_option
-@solver_options()  # innermost: it wraps the function, keeping the options above
+@solver_options(imports=("optsched.placement",))  # innermost: it wraps the function
 def solve_cmd(
     file: Path,
     objective: str,
@@ -286,7 +286,7 @@ def heuristic_cmd(file: Path, name: str, seed: int, output: Path | None, as_json
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of 'random'.")
 @native_option
 @json_option
-@solver_options()  # innermost: it wraps the function, keeping the options above
+@solver_options(imports=("optsched.placement",))  # innermost: it wraps the function
 def compare_cmd(
     file: Path,
     objectives: tuple[tuple[str, ...], ...],

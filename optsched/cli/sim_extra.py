@@ -632,7 +632,7 @@ def register(group: click.Group) -> None:
         *common[1:],
     ]
     for deco in (
-        solver_options(),  # first: its wrapper would drop options attached before it
+        solver_options(imports=("optsched.sim.compare",)),  # first: its wrapper keeps the rest
         HARMONY_MODEL_OPTION,
         json_option,
         output_option((".csv",), help="Write the comparison table"),

@@ -29,6 +29,22 @@ library stands behind:
    carrying the full :class:`~optsched.results.ExactResult` (incumbent included), unless the
    caller passed ``accept_feasible=True`` and there is a validated incumbent.
 
+Seeding
+-------
+A budget that runs out must still return the best point known. A family whose fastest
+heuristic is cheap declares it as ``seed``. When the solve stops at a limit (time, nodes,
+iterations; never when the model is proven infeasible) before proving optimality, the seed is
+run once, checked by the family's validator like any incumbent, and kept when the solver has
+no incumbent or a worse one: the result is then ``feasible`` with the seed as its solution,
+the validator's value as its objective (the heuristic reports no value of its own to agree
+with) and the solver's bound, if any, as its bound; ``extra["incumbent_source"]`` names the
+heuristic. This holds as well when the budget was spent before the model was built or the
+solver started. A seed better than a proven bound (beyond
+:data:`~optsched.tolerances.OBJECTIVE_AGREEMENT_TOL`) is an
+:class:`~optsched.errors.InconsistentResultError`. With a time limit and a family
+``set_start``, the seed is also handed to the solver as its MIP start when the caller passed
+no ``warm_start``.
+
 Polishing
 ---------
 A MILP solver's objective is exact only for the continuous part it optimised: an incumbent
@@ -44,6 +60,7 @@ the solver's objective of the point returned, and it is what the trust rule chec
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,13 +70,19 @@ from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOp
 from optsched.results import ExactResult, Report, Sense
 from optsched.solvers import BuildClock, check_options
 from optsched.solvers.deadline import clip
-from optsched.solvers.result import SolveResult, TerminationCondition, relative_gap
+from optsched.solvers.result import (
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    relative_gap,
+)
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within
 
 __all__ = [
     "AlgorithmBackend",
     "Formulation",
     "SolveSettings",
+    "best_seed",
     "check_agreement",
     "check_solve_options",
     "closed_form",
@@ -153,6 +176,42 @@ def closed_form(
     return AlgorithmBackend(run, name)
 
 
+def best_seed(
+    candidates: Mapping[str, Callable[[], S]],
+    validate: Callable[[S], Report],
+    sense: Sense,
+    objective_of: Callable[[S, Report], float | None] | None = None,
+) -> tuple[str, S] | None:
+    """The best valid point of a family's cheap heuristics, with its name: a ``seed``.
+
+    Each candidate runs once, in order; one that raises
+    :class:`~optsched.errors.HeuristicFailedError` (no room, no admissible point), whose point
+    the validator refuses, or that has no finite value for the objective, is skipped. Ties keep the
+    earlier candidate. ``None`` when none is left.
+
+    Examples
+    --------
+    >>> from optsched.results import Report
+    >>> best_seed({"a": lambda: 3.0, "b": lambda: 2.0}, lambda x: Report(objective=x), "min")
+    ('b', 2.0)
+    """
+    from optsched.errors import HeuristicFailedError
+
+    best: tuple[float, str, S] | None = None
+    for name, run in candidates.items():
+        try:
+            point = run()
+        except HeuristicFailedError:
+            continue
+        report = validate(point)
+        value = (objective_of or _report_objective)(point, report) if report.ok else None
+        if value is None or not math.isfinite(value):
+            continue  # no value for this objective (an infinite makespan is no incumbent)
+        if best is None or _improves(sense, float(value), best[0]):
+            best = (float(value), name, point)
+    return None if best is None else (best[1], best[2])
+
+
 def refuse_unused(backend: str, **options: Any) -> None:
     """Refuse solver options an algorithmic backend has no use for, naming the option.
 
@@ -230,6 +289,12 @@ class Formulation(Generic[S]):
     solvable : callable, optional
         ``solvable(built) -> model`` when ``build`` returns a family record holding the model
         (``extract``, ``lp_bound``, ``extra`` and ``size`` then receive the record).
+    seed : callable, optional
+        ``seed() -> (name, solution) or None``: the family's fastest heuristic (a greedy
+        pass, linear or near-linear in the instance), ``None`` when it finds no point. A solve
+        that stops at a limit keeps the better of the solver's incumbent and the seed's,
+        validated like any incumbent (module notes, *Seeding*); with a time limit and a
+        ``set_start`` it is also the MIP start when the caller gave none.
     """
 
     sense: Sense
@@ -247,6 +312,7 @@ class Formulation(Generic[S]):
     set_start: Callable[[Any, Any], None] | None = None
     mip: bool = True
     solvable: Callable[[Any], Any] | None = None
+    seed: Callable[[], tuple[str, S] | None] | None = None
 
 
 # -- the one trust rule -------------------------------------------------------------------
@@ -436,16 +502,29 @@ def exact_solve(
     )
     # A command's deadline (reading the input, earlier solves) leaves this solve what is left.
     time_limit = clip(time_limit)
+    seeded = _Seed(formulation)
     if time_limit is not None and time_limit <= 0:
+        # Nothing left: stop now with what is cheap to know (never an error about the option).
         from optsched.solvers.result import stopped_while_building
 
-        spent = stopped_while_building(solver, 0.0, "the command's time limit was spent before")
-        raise NotOptimalError(_no_point(formulation, None, spent))
+        spent = stopped_while_building(
+            solver, 0.0, "the command's time limit was spent before the build"
+        )
+        return _stopped(formulation, None, spent, seeded, accept_feasible)
+    if (
+        time_limit is not None
+        and warm_start is None
+        and formulation.set_start is not None
+        and formulation.seed is not None
+    ):
+        # Under a budget the seed is also the solver's MIP start.
+        got = seeded.get()
+        warm_start = None if got is None else got[1]
     clock = BuildClock(time_limit, solver)
     try:
         model = formulation.build(clock)
     except NotOptimalError as exc:
-        raise NotOptimalError(_no_point(formulation, None, _as_solve_result(exc))) from None
+        return _stopped(formulation, None, _as_solve_result(exc), seeded, accept_feasible)
     build_seconds = clock.elapsed
     settings = SolveSettings(
         solver=solver,
@@ -459,15 +538,24 @@ def exact_solve(
     try:
         result, point = _run(target, formulation, settings, build_seconds)
     except NotOptimalError as exc:
-        raise NotOptimalError(_no_point(formulation, model, _as_solve_result(exc))) from None
+        return _stopped(formulation, model, _as_solve_result(exc), seeded, accept_feasible)
     if not result.has_solution:
-        raise NotOptimalError(_no_point(formulation, model, result))
+        return _stopped(formulation, model, result, seeded, accept_feasible)
     if formulation.polish:
         try:
             result, point = _polish(target, formulation, settings, result, point)
         except NotOptimalError as exc:
-            # the deadline ran out while polishing: stopped short, the incumbent unchecked
-            raise NotOptimalError(_no_point(formulation, model, _as_solve_result(exc))) from None
+            # The deadline ran out while polishing: the solver's incumbent is left unchecked
+            # (its objective is not yet that of the decoded point); its bound still holds.
+            cut = dataclasses.replace(
+                result,
+                termination=TerminationCondition.TIME_LIMIT,
+                solution_status=SolutionStatus.NO_SOLUTION,
+                objective=None,
+                gap=None,
+                message=_exc_message(exc),
+            )
+            return _stopped(formulation, model, cut, seeded, accept_feasible)
     solution = formulation.extract(model, point)
     what = formulation.objective_name
     if solution is None and formulation.mip:
@@ -483,8 +571,138 @@ def exact_solve(
             )
         recomputed = formulation.objective_of(solution, report)
         check_agreement(result.objective, recomputed, formulation.sense, what=what)
+        if not result.is_optimal and result.termination in _STOPS:
+            better = _seeded_incumbent(formulation, result, seeded)
+            if better is not None and _improves(formulation.sense, better[0], result.objective):
+                return _seeded_result(formulation, model, result, better, accept_feasible)
     exact = _wrap(formulation, model, result, solution)
     return exact.require(accept_feasible)
+
+
+#: Terminations at which a solve stopped short of a proof without proving anything about the
+#: model: a seed may stand in for (or beat) the solver's incumbent.
+_STOPS = frozenset(
+    {
+        TerminationCondition.TIME_LIMIT,
+        TerminationCondition.ITERATION_LIMIT,
+        TerminationCondition.OTHER_LIMIT,
+        TerminationCondition.INTERRUPTED,
+    }
+)
+
+
+class _Seed:
+    """The formulation's seed, run at most once (it may be wanted twice: start and fallback)."""
+
+    def __init__(self, formulation: Formulation[Any]) -> None:
+        self._formulation = formulation
+        self._done = False
+        self._value: tuple[str, Any] | None = None
+
+    def get(self) -> tuple[str, Any] | None:
+        if not self._done:
+            self._done = True
+            if self._formulation.seed is not None:
+                from optsched.errors import HeuristicFailedError
+
+                try:
+                    self._value = self._formulation.seed()
+                except HeuristicFailedError:
+                    # the greedy pass found no room: there is no cheap point to keep
+                    self._value = None
+        return self._value
+
+
+def _exc_message(exc: NotOptimalError) -> str:
+    result = getattr(exc, "result", None)
+    return str(getattr(result, "message", "") or exc)
+
+
+def _improves(sense: Sense, value: float, incumbent: float | None) -> bool:
+    """Whether ``value`` is strictly better than ``incumbent`` beyond the agreement tolerance."""
+    if incumbent is None:
+        return True
+    if within(value, incumbent, OBJECTIVE_AGREEMENT_TOL):
+        return False
+    return value < incumbent if sense == "min" else value > incumbent
+
+
+def _seeded_incumbent(
+    formulation: Formulation[S], result: SolveResult, seeded: _Seed
+) -> tuple[float, str, S] | None:
+    """The seed, validated, as ``(value, name, solution)``; ``None`` without one.
+
+    Raises
+    ------
+    InconsistentResultError
+        The seed fails the validator, or its value beats the solver's proven bound.
+    """
+    got = seeded.get()
+    if got is None:
+        return None
+    name, solution = got
+    what = formulation.objective_name
+    report = formulation.validate(solution)
+    if not report.ok:
+        raise InconsistentResultError(
+            f"{what}: the heuristic {name!r} seeding the solve returned a point that fails "
+            f"the independent validator: {report.violations[0]}"
+        )
+    value = formulation.objective_of(solution, report)
+    if value is None:
+        return None  # the heuristic's point has no value for this objective
+    bound = result.bound
+    if bound is not None and _improves(formulation.sense, float(value), bound):
+        raise InconsistentResultError(
+            f"{what}: the heuristic {name!r} reaches {value!r}, better than the solver's "
+            f"proven bound {bound!r} ({formulation.sense})"
+        )
+    return float(value), name, solution
+
+
+def _seeded_result(
+    formulation: Formulation[S],
+    model: Any,
+    result: SolveResult,
+    seed: tuple[float, str, S],
+    accept_feasible: bool,
+) -> ExactResult[S]:
+    """The stopped solve with the seed as its incumbent (module notes, *Seeding*)."""
+    value, name, solution = seed
+    note = f"incumbent from the heuristic {name!r}" + (
+        " (the solver had none)" if not result.has_solution else " (better than the solver's)"
+    )
+    seeded = dataclasses.replace(
+        result,
+        solution_status=SolutionStatus.FEASIBLE,
+        objective=value,
+        gap=relative_gap(value, result.bound),
+        message=f"{result.message}; {note}" if result.message else note,
+    )
+    exact = _wrap(formulation, model, seeded, solution)
+    exact = dataclasses.replace(exact, extra={**exact.extra, "incumbent_source": name})
+    return exact.require(accept_feasible)
+
+
+def _stopped(
+    formulation: Formulation[S],
+    model: Any,
+    result: SolveResult,
+    seeded: _Seed,
+    accept_feasible: bool,
+) -> ExactResult[S]:
+    """A solve that found no point: the seed as its incumbent at a limit, else raise.
+
+    Raises
+    ------
+    NotOptimalError
+        Always, unless a seed stands in and ``accept_feasible`` accepts it.
+    """
+    if result.termination in _STOPS:
+        seed = _seeded_incumbent(formulation, result, seeded)
+        if seed is not None:
+            return _seeded_result(formulation, model, result, seed, accept_feasible)
+    raise NotOptimalError(_no_point(formulation, model, result))
 
 
 # -- internals ----------------------------------------------------------------------------
@@ -665,8 +883,18 @@ def _polish_pyomo(model: Any, formulation: Formulation[S], settings: SolveSettin
     try:
         # No native options: a limit meant for the search (a node limit) must not stop the
         # polishing solve, which has little or nothing left to branch on.
-        # A command's deadline bounds this solve too (it re-translates the whole model).
-        return solve_model(model, settings.solver, threads=settings.threads, time_limit=clip(None))
+        # A command's deadline bounds this solve too (it re-translates the whole model); once
+        # it is spent the polish stops now, never handing the solver a limit <= 0.
+        left = clip(None)
+        if left is not None and left <= 0:
+            from optsched.solvers.result import stopped_while_building
+
+            raise NotOptimalError(
+                stopped_while_building(
+                    settings.solver, 0.0, "the time limit was spent before polishing the incumbent"
+                )
+            )
+        return solve_model(model, settings.solver, threads=settings.threads, time_limit=left)
     except NotOptimalError as exc:
         if exc.result.termination is TerminationCondition.TIME_LIMIT:
             raise  # stopped short by the time limit, not an infeasible incumbent

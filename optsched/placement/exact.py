@@ -7,7 +7,9 @@ validator's value of the objective must equal the solver's, or the result is an 
 (:class:`~optsched.errors.InconsistentResultError`), never a success. It returns an
 :class:`~optsched.results.ExactResult` of a :class:`~optsched.placement.Placement`; when a limit
 stops the solver, the incumbent placement is attached (status ``feasible``) and the LP
-relaxation of the same model is solved too, its value reported as ``lp_bound``.
+relaxation of the same model is solved too, its value reported as ``lp_bound``. The incumbent is
+the better of the solver's and the objective's greedy seed (:func:`seed`): a budget spent
+before the solver starts still returns a validated placement when a greedy pass finds one.
 
 ================ =============================================== ==============================
 objective        meaning                                         built by (module.function)
@@ -23,6 +25,7 @@ objective        meaning                                         built by (modul
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,9 +43,11 @@ from optsched.solvers.result import SolveResult, Status
 __all__ = [
     "DEFAULT_MIP_GAP",
     "OBJECTIVES",
+    "SEEDS",
     "build_model",
     "formulation",
     "lp_relaxation_bound",
+    "seed",
     "solve",
 ]
 
@@ -137,6 +142,38 @@ def build_model(instance: PlacementInstance, objective: str, **options: Any) -> 
     _check_objective(objective)
     check_size("jobs", model_size_estimate(instance, objective), "max_model_variables", "variables")
     return OBJECTIVES[objective](instance, **options)
+
+
+#: The greedy passes that seed each objective's solve (module ``heuristics``), best kept: the
+#: rule the objective was published with first, then a generic packing. Each is one pass over
+#: the tasks and servers, O(T S) or O(T G) for ``nlwp-greedy`` (G GPU slots).
+SEEDS: dict[str, tuple[str, ...]] = {
+    "servers": ("best-fit-decreasing", "first-fit"),
+    "traffic": ("consolidate-first", "first-fit"),
+    "max-load": ("consolidate-first", "first-fit"),
+    "interference": ("clwp-greedy", "consolidate-first"),
+    "clwp": ("clwp-greedy", "consolidate-first"),
+    "nlwp": ("nlwp-greedy",),
+}
+
+
+def seed(instance: PlacementInstance, objective: str) -> tuple[str, Placement] | None:
+    """The best placement the objective's greedy passes (:data:`SEEDS`) find, with its name.
+
+    A pass that finds no room, or whose placement the validator refuses or cannot score for
+    ``objective`` (e.g. a job split across servers under ``clwp``), is skipped; ``None`` when
+    none is left. This is what a solve stopped by its budget keeps when the solver has no
+    better incumbent (:mod:`optsched.family.exact`, *Seeding*).
+    """
+    from optsched.family.exact import best_seed
+    from optsched.placement.heuristics import HEURISTICS
+
+    _check_objective(objective)
+    return best_seed(
+        {name: functools.partial(HEURISTICS[name], instance, 0) for name in SEEDS[objective]},
+        lambda placed: validate(instance, placed, objective),
+        "min",
+    )
 
 
 def lp_relaxation_bound(
@@ -301,4 +338,5 @@ def formulation(
         extra=lambda built, *_: {"formulation": built.formulation},
         polish=True,
         solvable=lambda built: built.model,
+        seed=lambda: seed(instance, objective),
     )

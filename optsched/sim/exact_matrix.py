@@ -1241,8 +1241,9 @@ def root_pass(
         "given_value": None if start is None else start.value,
     }
     best = start
-    if heuristic:
-        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
+    left = None if time_limit is None else time_limit - (time.perf_counter() - began)
+    # a budget spent by the LP leaves the heuristic nothing: skipped, never a limit <= 0
+    if heuristic and (left is None or left > 0):
         found = _fix_and_solve(
             model, _guide(model, sol.x, left), None if left is None else left / 4
         )

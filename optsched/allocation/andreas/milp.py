@@ -29,6 +29,7 @@ HiGHS (:func:`optsched.solvers.highs.solve_matrix`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,7 @@ from optsched.family.exact import AlgorithmBackend, Formulation
 from optsched.results import ExactResult, Report
 from optsched.solvers import BuildClock, LinearProgram, MatrixSolution
 
-__all__ = ["formulation", "solve"]
+__all__ = ["formulation", "seed", "solve"]
 
 
 def solve(
@@ -246,4 +247,21 @@ def formulation(instance: AndreasInstance) -> Formulation[AndreasPlan]:
         validate=check,
         extra=extra,
         solvable=lambda built: built.lp,
+        seed=lambda: seed(instance),
+    )
+
+
+def seed(instance: AndreasInstance) -> tuple[str, AndreasPlan] | None:
+    """ANDREAS's randomised greedy (default restarts, seed 0), with its name, if valid.
+
+    What a solve stopped by a limit keeps when the solver has no better incumbent
+    (:mod:`optsched.family.exact`, *Seeding*).
+    """
+    from optsched.allocation.andreas.family import ALGORITHMS
+    from optsched.family.exact import best_seed
+
+    return best_seed(
+        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
+        lambda plan: validate(instance, plan),
+        "min",
     )

@@ -28,6 +28,7 @@ Size: :math:`(|S| + |B|) L K + |S| + |B|` columns, :math:`LK + (|S| + |B|) L + |
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from optsched.family.exact import Formulation
 from optsched.results import ExactResult
 from optsched.solvers import BuildClock, LinearProgram, MatrixSolution
 
-__all__ = ["build_milp", "formulation", "solve"]
+__all__ = ["build_milp", "formulation", "seed", "solve"]
 
 #: Name of the objective in results.
 OBJECTIVE = "admitted-slo-jobs"
@@ -270,4 +271,22 @@ def formulation(instance: LeaseInstance) -> Formulation[LeasePlan]:
         ),
         polish=True,
         solvable=lambda built: built[0],
+        seed=lambda: seed(instance),
+    )
+
+
+def seed(instance: LeaseInstance) -> tuple[str, LeasePlan] | None:
+    """The better plan of Chronus's greedy and EDF (each O(jobs x leases)), with its name.
+
+    What a solve stopped by a limit keeps when the solver has no better incumbent
+    (:mod:`optsched.family.exact`, *Seeding*); a plan the validator refuses (EDF may drop a
+    guaranteed job) is skipped.
+    """
+    from optsched.allocation.chronus.family import ALGORITHMS
+    from optsched.family.exact import best_seed
+
+    return best_seed(
+        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
+        lambda plan: validate(instance, plan),
+        "max",
     )

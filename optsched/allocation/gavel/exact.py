@@ -19,7 +19,7 @@ from optsched.family.exact import Formulation
 from optsched.results import ExactResult
 from optsched.solvers.result import SolveResult
 
-__all__ = ["formulation", "solve"]
+__all__ = ["formulation", "seed", "solve"]
 
 _SENSE = {
     "max-min": "max",
@@ -164,4 +164,26 @@ def formulation(instance: AllocationInstance, policy: str) -> Formulation[Alloca
             "lp_solves": result.extra.get("lp_solves", 0),
             "lp": lp_of.get("lp"),
         },
+        seed=lambda: seed(instance, policy),
+    )
+
+
+def seed(instance: AllocationInstance, policy: str) -> tuple[str, Allocation] | None:
+    """Themis's allocation (one pass over the jobs) with its name, if finitely scored.
+
+    The validator must score it finitely for ``policy``: an allocation that leaves a job
+    without throughput has an infinite makespan and is no incumbent. What a policy's solve
+    keeps when a limit stops its LPs without a point (:mod:`optsched.family.exact`,
+    *Seeding*).
+    """
+    import functools
+
+    from optsched.allocation.themis import themis
+    from optsched.family.exact import best_seed
+
+    sense = _SENSE[PACKED_POLICIES[policy] if policy in PACKED_POLICIES else POLICIES[policy][0]]
+    return best_seed(
+        {"themis": functools.partial(themis, instance)},
+        lambda allocation: validate(instance, allocation, policy),
+        sense,  # type: ignore[arg-type]
     )

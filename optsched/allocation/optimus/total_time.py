@@ -24,6 +24,7 @@ and :math:`J + R` rows, checked against ``max_model_variables`` before anything 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ from optsched.results import ExactResult
 from optsched.solvers import BuildClock, LinearProgram, MatrixSolution
 from optsched.tolerances import FIT_TOL
 
-__all__ = ["choices", "formulation", "solve"]
+__all__ = ["choices", "formulation", "seed", "solve"]
 
 
 def choices(
@@ -224,4 +225,22 @@ def formulation(instance: OptimusInstance) -> Formulation[OptimusAllocation]:
         size=size,
         extra=lambda built, *_: {"choices": int(built.owner.size)},
         solvable=lambda built: built.lp,
+        seed=lambda: seed(instance),
+    )
+
+
+def seed(instance: OptimusInstance) -> tuple[str, OptimusAllocation] | None:
+    """Optimus's marginal-gain allocation, with its name, if valid.
+
+    What a solve stopped by a limit keeps when the solver has no better incumbent
+    (:mod:`optsched.family.exact`, *Seeding*).
+    """
+    from optsched.allocation.optimus.family import ALGORITHMS
+    from optsched.allocation.optimus.validate import validate
+    from optsched.family.exact import best_seed
+
+    return best_seed(
+        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
+        lambda allocation: validate(instance, allocation),
+        "min",
     )

@@ -17,6 +17,7 @@ and recomputes the iteration time as the longest path of the iteration DAG.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ from optsched.family.exact import AlgorithmBackend, Formulation, SolveSettings
 from optsched.results import ExactResult, Report
 from optsched.solvers.result import SolutionStatus, SolveResult, TerminationCondition, assemble
 
-__all__ = ["Method", "formulation", "solve", "validate", "validate_files"]
+__all__ = ["SEEDS", "Method", "formulation", "seed", "solve", "validate", "validate_files"]
 
 Method = Literal["exact", "lp"]
 
@@ -224,6 +225,28 @@ def formulation(instance: CommInstance, *, method: Method = "exact") -> Formulat
             "method": method,
             **({"lp_solves": found["lp_solves"]} if "lp_solves" in found else {}),
         },
+        seed=lambda: seed(instance),
+    )
+
+
+#: The policies that seed a solve (module ``family``): TicTac's order (one topological pass)
+#: and PACE's own schedule, the fusion DP and Jackson's rule, milliseconds at ResNet-152 size.
+SEEDS = ("tictac", "pace")
+
+
+def seed(instance: CommInstance) -> tuple[str, CommSchedule] | None:
+    """The best schedule of the :data:`SEEDS` policies, with its name.
+
+    What a solve keeps when its budget was spent before the algorithms ran
+    (:mod:`optsched.family.exact`, *Seeding*).
+    """
+    from optsched.comm.pace.family import ALGORITHMS
+    from optsched.family.exact import best_seed
+
+    return best_seed(
+        {name: functools.partial(ALGORITHMS[name], instance) for name in SEEDS},
+        lambda schedule: validate(instance, schedule),
+        "min",
     )
 
 

@@ -342,4 +342,9 @@ def formulation(
         objective_of=lambda _run, report: report.objectives.get(objective),
         size=lambda _model: {"jobs": n_jobs, "orders_evaluated": found.get("count", 0)},
         extra=extra,
+        # Smith's order for the objective: one simulation, a point of the search space
+        seed=lambda: (
+            "smith-order",
+            simulate(instance, "priority", order=smith_order(instance, objective), engine=engine),
+        ),
     )

@@ -38,6 +38,7 @@ Size: :math:`O(n\,T\,S)` variables for :math:`S` servers in all.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ from optsched.online.aonline.schedule import AonlineSchedule, Run, validate
 from optsched.results import ExactResult
 from optsched.solvers import BuildClock
 
-__all__ = ["OBJECTIVE_NAME", "Packing", "build_model", "formulation", "pack_exact", "solve"]
+__all__ = ["OBJECTIVE_NAME", "Packing", "build_model", "formulation", "pack_exact", "seed", "solve"]
 
 #: The family's objective.
 OBJECTIVE_NAME = "weighted-completion"
@@ -359,6 +360,23 @@ def formulation(instance: AonlineInstance) -> Formulation[AonlineSchedule]:
         size=size,
         extra=extra,
         solvable=lambda built: built if isinstance(built, AlgorithmBackend) else built.model,
+        seed=lambda: seed(instance),
+    )
+
+
+def seed(instance: AonlineInstance) -> tuple[str, AonlineSchedule] | None:
+    """The AOnline algorithm's schedule (one pass over the arrivals), with its name, if valid.
+
+    What a solve stopped by a limit keeps when the solver has no better incumbent
+    (:mod:`optsched.family.exact`, *Seeding*).
+    """
+    from optsched.family.exact import best_seed
+    from optsched.online.aonline.family import ALGORITHMS
+
+    return best_seed(
+        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
+        lambda schedule: validate(instance, schedule),
+        "min",
     )
 
 
