@@ -113,7 +113,7 @@ def _cases() -> list[Case]:
         ),
         Case(
             "gavel",
-            "optsched.allocation.gavel",
+            "optsched.allocation.gavel.exact",
             lambda **kw: gavel.solve(g_inst, "max-min-perf", **kw),
             lambda s: gavel.validate(g_inst, s, "max-min-perf"),
         ),
