@@ -7,11 +7,7 @@ the library's errors without catching programming mistakes. The CLI maps them on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from optsched.results import ExactResult
-    from optsched.solvers.result import SolveResult
+from typing import Any, Protocol
 
 __all__ = [
     "CapacityExceededError",
@@ -26,6 +22,7 @@ __all__ = [
     "PolicyError",
     "RoundNotOptimalError",
     "SolverUnavailableError",
+    "StoppedResult",
 ]
 
 
@@ -117,6 +114,33 @@ class SolverUnavailableError(OptschedError, RuntimeError):
     """The requested solver is not installed; the message says how to install it."""
 
 
+class StoppedResult(Protocol):
+    """What :class:`NotOptimalError` reads of a result.
+
+    Both :class:`~optsched.solvers.result.SolveResult` and
+    :class:`~optsched.results.ExactResult` have it; naming them here would make this module,
+    which every other one imports, import them in turn.
+    """
+
+    @property
+    def solver(self) -> str: ...
+
+    @property
+    def status(self) -> Any: ...
+
+    @property
+    def termination(self) -> Any: ...
+
+    @property
+    def objective(self) -> float | None: ...
+
+    @property
+    def bound(self) -> float | None: ...
+
+    @property
+    def gap(self) -> float | None: ...
+
+
 class NotOptimalError(OptschedError, RuntimeError):
     """The solver stopped without proving optimality and the caller did not accept that.
 
@@ -128,8 +152,9 @@ class NotOptimalError(OptschedError, RuntimeError):
         the incumbent is never lost.
     """
 
-    def __init__(self, result: SolveResult | ExactResult[Any]) -> None:
-        self.result = result
+    def __init__(self, result: StoppedResult) -> None:
+        # Any: callers read the family's own fields (the solution, extra) of what they raised
+        self.result: Any = result
         extra = ""
         if result.objective is not None:
             extra = f", incumbent {result.objective:.6g}"

@@ -27,9 +27,9 @@ from optsched.solvers.highs import (
     BASIS_LOWER,
     BASIS_UPPER,
     LinearProgram,
-    solve_matrix,
     warm_basis,
 )
+from optsched.solvers.matrix import solve_matrix
 from optsched.tolerances import OPTIMALITY_GAP, SOLVER_AGREEMENT_TOL, leq, within
 
 pytestmark = pytest.mark.solver("highs")

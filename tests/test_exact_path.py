@@ -95,7 +95,7 @@ def _cases() -> list[Case]:
         ),
         Case(
             "aonline",
-            "optsched.online.aonline.exact",
+            "optsched.online.aonline.offline",
             lambda **kw: aonline.solve(a_inst, **kw),
             lambda s: aonline.validate(a_inst, s),
         ),

@@ -24,7 +24,8 @@ from optsched import sim
 from optsched.errors import NotOptimalError
 from optsched.sim.bounds import bound
 from optsched.solvers import highs as highs_module
-from optsched.solvers.highs import LinearProgram, run_clock_offset, solve_matrix
+from optsched.solvers.highs import LinearProgram, run_clock_offset
+from optsched.solvers.matrix import solve_matrix
 from optsched.solvers.result import TerminationCondition
 
 pytestmark = pytest.mark.solver("highs")

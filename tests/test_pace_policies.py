@@ -22,7 +22,8 @@ from optsched.comm.pace.policies import (
     Horovod,
     run_policy,
 )
-from optsched.comm.pace.simulate import check_trace, lower_bound
+from optsched.comm.pace.simulate import lower_bound
+from optsched.comm.pace.validator import check_trace
 from optsched.errors import InvalidInstanceError
 from optsched.profiles import available_profiles
 

@@ -22,7 +22,8 @@ from optsched.comm.pace.policies import (
     Pace,
     TicTac,
 )
-from optsched.comm.pace.simulate import ChannelPlan, check_trace, overlap_fraction, simulate
+from optsched.comm.pace.simulate import ChannelPlan, overlap_fraction, simulate
+from optsched.comm.pace.validator import check_trace
 from optsched.errors import InvalidInstanceError, InvalidScheduleError
 from optsched.profiles import ComputeInfo, Layer, Profile, Tensor
 

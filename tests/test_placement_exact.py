@@ -18,8 +18,9 @@ from optsched.placement import (
     solve,
     validate,
 )
+from optsched.placement.arcflow import arcflow_graph
 from optsched.placement.exact import lp_relaxation_bound
-from optsched.placement.servers import arcflow_graph, servers_lower_bound
+from optsched.placement.servers import servers_lower_bound
 from optsched.solvers import Status, TerminationCondition
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, OPTIMALITY_GAP
 

@@ -3,7 +3,7 @@
 The fast path (:data:`optsched.sim.policies.allocation.FAST_ROUNDS`: rates looked up once per
 run, round jobs built without pydantic's pass, rounds built from per-run arrays;
 :data:`optsched.allocation.gavel.lp.REUSE_LEVEL_LPS`: the LPs of a finish-time-fairness round
-changed in place; :data:`optsched.solvers.matrix.TRUSTED_BUILDS`:
+changed in place; :data:`optsched.solvers.program.TRUSTED_BUILDS`:
 the LPs built by the allocation family stored without conversion;
 :data:`optsched.solvers.highs.REUSE_HIGHS`: one cleared HiGHS object for every LP) must change
 nothing a run records: every
@@ -23,7 +23,7 @@ from optsched.allocation.gavel import lp as lp_module
 from optsched.sim.policies import AllocationLP
 from optsched.sim.policies import allocation as round_module
 from optsched.solvers import highs as highs_module
-from optsched.solvers import matrix as matrix_module
+from optsched.solvers import program as program_module
 
 pytestmark = pytest.mark.solver("highs")
 
@@ -40,7 +40,7 @@ def _run(world: sim.World, policy: str) -> tuple[Any, list[Any]]:
 def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(round_module, "FAST_ROUNDS", False)
     monkeypatch.setattr(lp_module, "REUSE_LEVEL_LPS", False)
-    monkeypatch.setattr(matrix_module, "TRUSTED_BUILDS", False)
+    monkeypatch.setattr(program_module, "TRUSTED_BUILDS", False)
     monkeypatch.setattr(highs_module, "REUSE_HIGHS", False)
 
 

@@ -15,7 +15,8 @@ from strategies.solvers import bounded_lps
 from optsched import limits
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.solvers import Status, TerminationCondition
-from optsched.solvers.highs import HIGHS_STATUS_MAP, LinearProgram, solve_matrix
+from optsched.solvers.highs import HIGHS_STATUS_MAP, LinearProgram
+from optsched.solvers.matrix import solve_matrix
 from optsched.solvers.result import SolutionStatus, assemble
 from optsched.tolerances import CAPACITY_TOL, OPTIMALITY_GAP, within
 
@@ -170,7 +171,8 @@ def test_options_are_checked() -> None:
 
 def test_nothing_reaches_standard_output() -> None:
     code = (
-        "import numpy as np; from optsched.solvers.highs import LinearProgram, solve_matrix; "
+        "import numpy as np; from optsched.solvers.highs import LinearProgram; "
+        "from optsched.solvers.matrix import solve_matrix; "
         "solve_matrix(LinearProgram([1.0], np.ones((1, 1)), [1.0], [2.0]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

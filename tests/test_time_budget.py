@@ -244,7 +244,7 @@ SEEDED = {
     "chronus": "optsched.allocation.chronus.milp",
     "andreas": "optsched.allocation.andreas.milp",
     "optimus": "optsched.allocation.optimus.total_time",
-    "aonline": "optsched.online.aonline.exact",
+    "aonline": "optsched.online.aonline.offline",
     "pace": "optsched.comm.pace.solve",
     "tensorlights": "smith-order",
     "gavel": "themis",

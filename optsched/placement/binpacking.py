@@ -182,7 +182,7 @@ def _arcflow_lp(
     """Value of the arc-flow LP over ``counts`` and its flow decomposed into patterns."""
     import scipy.sparse as sp
 
-    from optsched.placement.servers import arcflow_graph
+    from optsched.placement.arcflow import arcflow_graph
     from optsched.solvers import LinearProgram, solve_matrix
 
     sizes = sorted(counts, reverse=True)

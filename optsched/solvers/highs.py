@@ -8,8 +8,8 @@ backend uses), returns the primal point and, for LPs, the row and column duals a
 takes a previous solution's basis as a warm start (HiGHS then resumes the simplex from it, which
 is what makes a sequence of similar LPs cheap).
 
-``LinearProgram``, ``MatrixSolution`` and ``solve_matrix`` are re-exported here, where they
-were first defined.
+``LinearProgram`` and ``MatrixSolution`` (:mod:`optsched.solvers.program`) are re-exported
+here, where they were first defined.
 
 Complexity: building is :math:`O(\mathrm{nnz}(A))` array copies; the solve is HiGHS's.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.solvers.matrix import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.program import LinearProgram, MatrixSolution
 from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
     "reset_thread_pool",
     "run_clock_offset",
     "solve_highs",
-    "solve_matrix",
     "warm_basis",
 ]
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
-from optsched.solvers.matrix import LinearProgram, MatrixSolution
+from optsched.solvers.program import LinearProgram, MatrixSolution
 from optsched.solvers.result import SolutionStatus, SolveResult, TerminationCondition, assemble
 
 __all__ = ["SCIP_STATUS_MAP", "scip_version", "set_parameters", "solve_scip"]

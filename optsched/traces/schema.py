@@ -48,6 +48,7 @@ TRACE_IO: dict[str, Any] = {}
 def _io(name: str) -> Any:
     return TRACE_IO[name]
 
+
 __all__ = [
     "BOUNDS",
     "COLUMNS",

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from optsched.allocation.andreas.algorithms import ALGORITHMS
 from optsched.allocation.andreas.generate import generate_instance
-from optsched.allocation.andreas.greedy import RandomizedGreedy
 from optsched.allocation.andreas.instance import AndreasInstance
 from optsched.allocation.andreas.milp import solve
 from optsched.allocation.andreas.plan import AndreasPlan
@@ -13,15 +11,6 @@ from optsched.allocation.andreas.validate import validate
 from optsched.family.registry import Family
 
 __all__ = ["ALGORITHMS", "FAMILY"]
-
-
-def _greedy(instance: AndreasInstance, *, seed: int = 0) -> AndreasPlan:
-    """ANDREAS's randomised greedy with its default restarts, drawing from ``seed``."""
-    return RandomizedGreedy(seed=seed).run(instance).plan
-
-
-#: ``ALGORITHMS[name](instance, *, seed=0) -> AndreasPlan``.
-ALGORITHMS: dict[str, Callable[..., AndreasPlan]] = {"randomized-greedy": _greedy}
 
 
 def small_instance() -> AndreasInstance:

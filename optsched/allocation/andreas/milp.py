@@ -257,7 +257,7 @@ def seed(instance: AndreasInstance) -> tuple[str, AndreasPlan] | None:
     What a solve stopped by a limit keeps when the solver has no better incumbent
     (:mod:`optsched.family.exact`, *Seeding*).
     """
-    from optsched.allocation.andreas.family import ALGORITHMS
+    from optsched.allocation.andreas.algorithms import ALGORITHMS
     from optsched.family.exact import best_seed
 
     return best_seed(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from optsched.allocation.chronus.algorithms import ALGORITHMS
 from optsched.allocation.chronus.generate import generate_instance
-from optsched.allocation.chronus.heuristics import HEURISTICS
 from optsched.allocation.chronus.instance import LeaseInstance
 from optsched.allocation.chronus.milp import solve
 from optsched.allocation.chronus.plan import LeasePlan
@@ -13,19 +11,6 @@ from optsched.allocation.chronus.validate import validate
 from optsched.family.registry import Family
 
 __all__ = ["ALGORITHMS", "FAMILY"]
-
-
-def _heuristic(name: str) -> Callable[..., LeasePlan]:
-    def run(instance: LeaseInstance, *, seed: int = 0) -> LeasePlan:
-        # Both heuristics are deterministic: ``seed`` is accepted for the one convention.
-        return HEURISTICS[name]().run(instance)
-
-    run.__doc__ = f"The {name} heuristic's lease plan."
-    return run
-
-
-#: ``ALGORITHMS[name](instance, *, seed=0) -> LeasePlan``: Chronus's greedy and plain EDF.
-ALGORITHMS: dict[str, Callable[..., LeasePlan]] = {name: _heuristic(name) for name in HEURISTICS}
 
 
 def small_instance() -> LeaseInstance:

@@ -282,7 +282,7 @@ def seed(instance: LeaseInstance) -> tuple[str, LeasePlan] | None:
     (:mod:`optsched.family.exact`, *Seeding*); a plan the validator refuses (EDF may drop a
     guaranteed job) is skipped.
     """
-    from optsched.allocation.chronus.family import ALGORITHMS
+    from optsched.allocation.chronus.algorithms import ALGORITHMS
     from optsched.family.exact import best_seed
 
     return best_seed(

@@ -114,9 +114,9 @@ from optsched.solvers.highs import (
     BASIS_UPPER,
     LinearProgram,
     MatrixSolution,
-    solve_matrix,
     warm_basis,
 )
+from optsched.solvers.matrix import solve_matrix
 from optsched.solvers.result import (
     SolutionStatus,
     SolveResult,

@@ -79,7 +79,8 @@ from optsched.allocation.gavel.lp import (
 from optsched.allocation.gavel.shares import isolated_share, proportional_throughput
 from optsched.allocation.gavel.solution import Allocation
 from optsched.errors import InvalidInstanceError
-from optsched.solvers.highs import LinearProgram, MatrixSolution, solve_matrix
+from optsched.solvers.highs import LinearProgram, MatrixSolution
+from optsched.solvers.matrix import solve_matrix
 from optsched.solvers.result import SolveResult, TerminationCondition
 from optsched.tolerances import OPTIMALITY_GAP
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from optsched.allocation.optimus.algorithms import ALGORITHMS
 from optsched.allocation.optimus.generate import generate_instance
-from optsched.allocation.optimus.greedy import marginal_gain
 from optsched.allocation.optimus.instance import OptimusInstance
 from optsched.allocation.optimus.solution import OptimusAllocation
 from optsched.allocation.optimus.total_time import solve
@@ -13,15 +11,6 @@ from optsched.allocation.optimus.validate import validate
 from optsched.family.registry import Family
 
 __all__ = ["ALGORITHMS", "FAMILY"]
-
-
-def _marginal_gain(instance: OptimusInstance, *, seed: int = 0) -> OptimusAllocation:
-    """Optimus's marginal-gain allocation (deterministic: ``seed`` is not used)."""
-    return marginal_gain(instance)
-
-
-#: ``ALGORITHMS[name](instance, *, seed=0) -> OptimusAllocation``.
-ALGORITHMS: dict[str, Callable[..., OptimusAllocation]] = {"marginal-gain": _marginal_gain}
 
 
 def small_instance() -> OptimusInstance:

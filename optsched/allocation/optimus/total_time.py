@@ -235,7 +235,7 @@ def seed(instance: OptimusInstance) -> tuple[str, OptimusAllocation] | None:
     What a solve stopped by a limit keeps when the solver has no better incumbent
     (:mod:`optsched.family.exact`, *Seeding*).
     """
-    from optsched.allocation.optimus.family import ALGORITHMS
+    from optsched.allocation.optimus.algorithms import ALGORITHMS
     from optsched.allocation.optimus.validate import validate
     from optsched.family.exact import best_seed
 

@@ -58,11 +58,11 @@ from optsched.comm.pace.schedule import CommSchedule
 from optsched.comm.pace.simulate import (
     ChannelPlan,
     IterationTrace,
-    check_trace,
     lower_bound,
     simulate,
 )
 from optsched.comm.pace.solve import solve, validate
+from optsched.comm.pace.validator import check_trace
 
 __all__ = [
     "ALGORITHMS",

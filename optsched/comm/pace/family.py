@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from optsched.comm.pace.algorithms import ALGORITHMS
 from optsched.comm.pace.generate import generate_instance
 from optsched.comm.pace.instance import CommInstance, check_budgets
-from optsched.comm.pace.policies import POLICIES
 from optsched.comm.pace.schedule import CommSchedule
 from optsched.comm.pace.solve import solve, validate
 from optsched.family.registry import Family
 
 __all__ = ["ALGORITHMS", "FAMILY"]
-
-
-def _policy(name: str) -> Callable[..., CommSchedule]:
-    def run(instance: CommInstance, *, seed: int = 0) -> CommSchedule:
-        # The policies are deterministic: ``seed`` is accepted for the one calling convention.
-        return POLICIES[name]()(instance)
-
-    run.__doc__ = f"The {name} policy with default settings on the event simulator."
-    return run
-
-
-#: The policies with default settings: ``ALGORITHMS[name](instance, *, seed=0) -> CommSchedule``.
-ALGORITHMS: dict[str, Callable[..., CommSchedule]] = {name: _policy(name) for name in POLICIES}
 
 
 def small_instance() -> CommInstance:

@@ -9,7 +9,7 @@ Numba kernel :func:`~optsched.comm.pace.kernels.channel_kernel` (or its Python r
 
 Backward compute never waits for communication, so the simulation runs in three stages:
 releases from the backward pass, the channel, then the forward pass given the tensors'
-completion times. :func:`~optsched.comm.pace.validator.check_trace` (re-exported here) re-checks
+completion times. :func:`~optsched.comm.pace.validator.check_trace` (in its own module) re-checks
 a trace from the raw arrays and re-derives the iteration time from the networkx DAG, sharing no
 code with the simulator.
 """
@@ -27,9 +27,6 @@ from optsched.comm.pace.cost import CostModel
 from optsched.comm.pace.dag import IterationDAG
 from optsched.comm.pace.exact import horn_value
 from optsched.comm.pace.kernels import channel_kernel, channel_reference
-
-# The independent validator lives in its own module; re-exported here, where it always was.
-from optsched.comm.pace.validator import check_trace as check_trace
 from optsched.errors import InvalidInstanceError
 from optsched.tolerances import WORK_TOL
 

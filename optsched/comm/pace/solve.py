@@ -30,7 +30,8 @@ from optsched.comm.pace.fusion import optimal_fusion
 from optsched.comm.pace.instance import CommInstance, check_budgets
 from optsched.comm.pace.policies import Pace
 from optsched.comm.pace.schedule import CommSchedule, segments_array
-from optsched.comm.pace.simulate import IterationTrace, check_trace, lower_bound, overlap_fraction
+from optsched.comm.pace.simulate import IterationTrace, lower_bound, overlap_fraction
+from optsched.comm.pace.validator import check_trace
 from optsched.comm.pace.validator import instance as same_instance
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.family.exact import AlgorithmBackend, Formulation, SolveSettings
@@ -240,7 +241,7 @@ def seed(instance: CommInstance) -> tuple[str, CommSchedule] | None:
     What a solve keeps when its budget was spent before the algorithms ran
     (:mod:`optsched.family.exact`, *Seeding*).
     """
-    from optsched.comm.pace.family import ALGORITHMS
+    from optsched.comm.pace.algorithms import ALGORITHMS
     from optsched.family.exact import best_seed
 
     return best_seed(

@@ -15,10 +15,11 @@ The simulator runs the same algorithm as the policy ``aonline``
 (:mod:`optsched.sim.policies.aonline`).
 """
 
-from optsched.online.aonline.exact import OBJECTIVE_NAME, Packing, pack_exact, solve
+from optsched.online.aonline.exact import Packing, pack_exact
 from optsched.online.aonline.family import ALGORITHMS, FAMILY
 from optsched.online.aonline.generate import generate_instance
 from optsched.online.aonline.instance import AonlineInstance, AonlineJob, GpuPool
+from optsched.online.aonline.offline import OBJECTIVE_NAME, solve
 from optsched.online.aonline.online import aonline, interval_bounds, max_intervals
 from optsched.online.aonline.packing import (
     SMALL_DEMAND_FRACTION,

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from optsched.family.registry import Family
-from optsched.online.aonline.exact import solve
+from optsched.online.aonline.algorithms import ALGORITHMS
 from optsched.online.aonline.generate import generate_instance
 from optsched.online.aonline.instance import AonlineInstance
-from optsched.online.aonline.online import aonline
+from optsched.online.aonline.offline import solve
 from optsched.online.aonline.schedule import AonlineSchedule, validate
 
 __all__ = ["ALGORITHMS", "FAMILY"]
-
-
-def _aonline(instance: AonlineInstance, *, seed: int = 0) -> AonlineSchedule:
-    """Aonline with OASiS's primal-dual packing (deterministic: ``seed`` is not used)."""
-    return aonline(instance)
-
-
-#: ``ALGORITHMS[name](instance, *, seed=0) -> AonlineSchedule``.
-ALGORITHMS: dict[str, Callable[..., AonlineSchedule]] = {"aonline": _aonline}
 
 
 def small_instance() -> AonlineInstance:

@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from optsched.family.registry import Family
-from optsched.online.oasis.baselines import DRF, FIFO, RRH, DormLike
+from optsched.online.oasis.algorithms import ALGORITHMS
 from optsched.online.oasis.generate import generate_instance
 from optsched.online.oasis.instance import OasisInstance
 from optsched.online.oasis.offline import solve
-from optsched.online.oasis.online import OASiS
 from optsched.online.oasis.schedule import Schedule, validate
 
 __all__ = ["ALGORITHMS", "FAMILY"]
-
-
-def _runner(make: Callable[[int], Any]) -> Callable[..., Schedule]:
-    def run(instance: OasisInstance, *, seed: int = 0) -> Schedule:
-        schedule: Schedule = make(seed).run(instance).schedule
-        return schedule
-
-    run.__doc__ = "Run the algorithm on the slot engine; return its schedule."
-    return run
-
-
-#: The online algorithm and the baselines with default settings, one calling convention:
-#: ``ALGORITHMS[name](instance, *, seed=0) -> Schedule``. FIFO and RRH draw their fixed worker
-#: counts from ``seed``; OASiS, DRF and Dorm-like are deterministic.
-ALGORITHMS: dict[str, Callable[..., Schedule]] = {
-    "oasis": _runner(lambda seed: OASiS()),
-    "fifo": _runner(lambda seed: FIFO(seed=seed)),
-    "drf": _runner(lambda seed: DRF()),
-    "rrh": _runner(lambda seed: RRH(seed=seed)),
-    "dorm": _runner(lambda seed: DormLike()),
-}
 
 
 def small_instance() -> OasisInstance:

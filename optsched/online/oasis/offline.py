@@ -497,7 +497,7 @@ def seed(instance: OasisInstance) -> tuple[str, Schedule] | None:
     (:mod:`optsched.family.exact`, *Seeding*). ``None`` when no baseline admits a job.
     """
     from optsched.family.exact import best_seed
-    from optsched.online.oasis.family import ALGORITHMS
+    from optsched.online.oasis.algorithms import ALGORITHMS
 
     return best_seed(
         {name: functools.partial(ALGORITHMS[name], instance) for name in SEEDS},
