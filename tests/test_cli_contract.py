@@ -317,7 +317,8 @@ def test_output_with_a_right_extension_is_taken(
 # ------------------------------------------------------------------------------------------
 
 
-def _optsched(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _optsched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    # the timeout is a hang guard: a loaded machine starts Python slower, never this slowly
     return subprocess.run(
         [*OPTSCHED, *args],
         capture_output=True,
