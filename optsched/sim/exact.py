@@ -133,6 +133,7 @@ __all__ = [
     "objective_value",
     "one_round_jobs",
     "pack_round",
+    "repair_incumbent",
     "set_start",
     "solve",
     "start_from_record",

@@ -59,6 +59,7 @@ __all__ = [
     "formulation",
     "lagrangian_bound",
     "placeholder_start",
+    "repaired_point",
     "root_pass",
     "start_from_point",
     "start_solution",
