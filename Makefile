@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check --quiet
 # Two cores: the test suite runs on both.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test wheel-smoke bench docs lint typecheck clean fuzz harmony-model
+.PHONY: demo test wheel-smoke bench docs lint typecheck clean fuzz props harmony-model
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -83,3 +83,16 @@ FUZZ_ARGS ?=
 fuzz: $(VENV)/.test
 	$(PY) scripts/fuzz.py --mutants $(FUZZ_MUTANTS) --jobs $(FUZZ_JOBS) --options --out fuzz-out $(FUZZ_ARGS)
 	$(PY) scripts/hardening_cases.py --out fuzz-out
+
+# A search for counterexamples before a user finds one: every property test (Hypothesis marks
+# its own tests), fresh random examples on every run, PROPS_FACTOR times each test's own number
+# of examples, at most PROPS_MAX_EXAMPLES per test (the "props" profile of tests/conftest.py).
+# Hours at the defaults on two cores; e.g. PROPS_FACTOR=3 PROPS_ARGS="tests/test_sim_las_fast.py"
+# for a shorter run. A failure prints its example and a blob to reproduce it, and stays in
+# .hypothesis/ so that the next run tries it first.
+PROPS_FACTOR ?= 10
+PROPS_MAX_EXAMPLES ?= 600
+PROPS_ARGS ?=
+props: $(VENV)/.test
+	HYPOTHESIS_PROFILE=props PROPS_FACTOR=$(PROPS_FACTOR) PROPS_MAX_EXAMPLES=$(PROPS_MAX_EXAMPLES) \
+		$(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider -m hypothesis -q $(PROPS_ARGS)

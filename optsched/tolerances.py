@@ -16,7 +16,6 @@ __all__ = [
     "FIT_TOL",
     "INTEGRALITY_TOL",
     "MAKESPAN_SECONDARY_TOL",
-    "MIP_FEASIBILITY_TOL",
     "OBJECTIVE_AGREEMENT_TOL",
     "OPTIMALITY_GAP",
     "RATIO_TOL",
@@ -61,11 +60,6 @@ FIT_RECOVERY_TOL = 1e-6
 RATIO_TOL = 1e-6
 #: Distance from an integer below which an LP value counts as integral.
 INTEGRALITY_TOL = 1e-6
-#: Integrality and feasibility tolerance a MILP solve is repeated with when its incumbent, at the
-#: solver's default (1e-6), turned out no schedule: the round model's last-run floor is about
-#: 1e-6 of a round, and a solver allowed 1e-6 may end a job "in" a round with a last run of that
-#: size while running it fully there. 100 times below the floor.
-MIP_FEASIBILITY_TOL = 1e-8
 #: Slack on simulated times in seconds (event times, completions, intervals).
 TIME_TOL = 1e-6
 #: Relative slack on the optimal makespan kept by the makespan LP's second stage (the secondary

@@ -210,8 +210,9 @@ def test_pool_workers_end_when_the_sweep_is_killed(tmp_path: Path) -> None:
         workers = [int(p.name.split("-")[1]) for p in tmp_path.glob("started-*")]
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        # each worker notices within PARENT_POLL; a minute is far beyond it on any machine
-        deadline = time.monotonic() + 60
+        # each worker notices within PARENT_POLL: the wait ends on that event; the cap only
+        # guards against a hang (a loaded machine schedules the worker later, not this late)
+        deadline = time.monotonic() + 600
         while any(Path(f"/proc/{w}").exists() and w in _session(proc.pid) for w in workers):
             assert time.monotonic() < deadline, "a worker outlived its killed sweep"
             time.sleep(0.2)

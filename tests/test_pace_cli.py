@@ -133,7 +133,7 @@ def test_solve_with_the_lp(capsys, tmp_path):
     assert main(["pace", "generate", "--seed", "4", "--layers", "5", "-o", str(path)]) == 0
     capsys.readouterr()
     code, exact = run_json(capsys, "solve", str(path))
-    code_lp, lp = run_json(capsys, "solve", str(path), "--method", "lp", "--time-limit", "60")
+    code_lp, lp = run_json(capsys, "solve", str(path), "--method", "lp", "--time-limit", "3600")
     assert code == code_lp == 0
     assert lp["status"] == "optimal"
     assert lp["bound"] == pytest.approx(exact["objective"], rel=1e-6)

@@ -6,7 +6,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 from strategies.sim import job_frame, one_gpu_world, synthetic_throughputs, worlds
 
@@ -22,6 +22,7 @@ from optsched.sim import (
     World,
     default_horizon,
     event_bound,
+    parse_cluster,
     replay_rounds,
     simulate,
     validate,
@@ -152,8 +153,25 @@ def test_no_policy_beats_srtf_on_one_gpu(jobs: list[tuple[int, int]], name: str)
 # -- every policy on random worlds ---------------------------------------------------------
 
 
+#: A world random search found (``make props``): one 2-GPU gang, which AlloX refuses.
+_GANG_WORLD = World.from_frame(
+    job_frame([{"job_id": "j0", "num_gpus": 2, "model": "A", "duration": 4.0}]),
+    parse_cluster("fast=2"),
+    synthetic_throughputs(),
+)
+
+
 @given(worlds(), st.sampled_from(POLICIES))
+@example(_GANG_WORLD, "allox")
 def test_every_policy_run_validates(world: World, name: str) -> None:
+    refused = make_policy(name).refuses(world)
+    if refused is not None:
+        # a policy that declares a world out of its scope refuses it with the field named
+        event("policy refuses the world")
+        with pytest.raises(InvalidInstanceError) as info:
+            simulate(world, make_policy(name))
+        assert info.value.field.startswith("jobs[") and refused in str(info.value)
+        return
     result = simulate(world, make_policy(name))
     report = validate(world, result)
     assert report.ok, report.violations[:3]

@@ -287,7 +287,8 @@ def test_no_policy_beats_the_proven_optimum(world: World, L: float, objective: s
 def test_an_incumbent_within_the_solvers_integrality_is_a_schedule() -> None:
     # job j0 needs exactly 25 full rounds on the slow type; at HiGHS's default integrality
     # (1e-6) an incumbent could end it "in" round 25 with a floor-sized last run (e = 1 - 1e-6)
-    # while running round 24 fully, which no rounding turns into a schedule
+    # while running round 24 fully, which no rounding of x and e turns into a schedule: the
+    # runs are carried out instead (the repair), and no limit stops the solve
     rows = [
         {"arrival": 0.0, "num_gpus": 2, "model": "B", "duration": 12.5, "weight": 2.0},
         {"arrival": 0.0, "num_gpus": 1, "model": "A", "duration": 1.0, "weight": 1.0},
@@ -296,6 +297,129 @@ def test_an_incumbent_within_the_solvers_integrality_is_a_schedule() -> None:
     ]
     world = typed_world(rows, {"fast": (1, 1), "slow": (8, 4)})
     for strengthen in (True, False):
-        got = solve(world, 1.0, "weighted-jct", time_limit=60, strengthen=strengthen)
+        got = solve(world, 1.0, "weighted-jct", strengthen=strengthen)
         assert got.status.value == "optimal"
         assert within(got.objective, 62.0, OBJECTIVE_AGREEMENT_TOL)
+
+
+# -- an incumbent a tolerance off integral is repaired, not rounded --------------------------
+
+#: A world random search found (``small_worlds``, rounds of 1 s, ``deadlines``): HiGHS's
+#: incumbent ran j2 in round 15 with x = u = 1 - 5.3e-7 and ended it in round 23 with a last run
+#: of 1.06e-6 (the floor) doing the work that left undone; rounded and fixed, no point of the
+#: model (round 15 done fully finishes j2 in round 22), and the solve raised.
+_FOUND_ROWS = [
+    {"arrival": 7.0, "num_gpus": 1, "model": "A", "duration": 5.0, "weight": 1.0,
+     "deadline": 27.0},
+    {"arrival": 8.0, "num_gpus": 1, "model": "A", "duration": 5.0, "weight": 1.0,
+     "deadline": 13.0},
+    {"arrival": 8.0, "num_gpus": 1, "model": "A", "duration": 12.5, "weight": 1.0,
+     "deadline": 20.5},
+]  # fmt: skip
+_FOUND_TYPES = {"slow": (2, 2), "fast": (1, 1)}
+#: That incumbent's runs (job, round, type) and its off-integral values.
+_FOUND_RUNS = [
+    (0, 7, "fast"), (0, 8, "slow"), (0, 9, "slow"), (0, 10, "slow"), (0, 13, "slow"),
+    (0, 14, "slow"), (0, 20, "slow"), (0, 23, "fast"),
+    *((1, k, "fast") for k in range(8, 13)),
+    *((2, k, "slow") for k in range(8, 13)),
+    *((2, k, "fast") for k in range(13, 23)),
+    (2, 23, "slow"),
+]  # fmt: skip
+_FOUND_FINAL = {0: 23, 1: 12, 2: 23}
+_OFF = 1.0 - 5.3e-7
+
+
+def _found_incumbent() -> tuple[World, object]:
+    from optsched.sim.exact import ExactModel
+
+    world = typed_world(_FOUND_ROWS, _FOUND_TYPES)
+    built: ExactModel = build_model(world, 1.0, "deadlines")
+    m = built.model
+    for key in built.keys:
+        m.x[key].set_value(0, skip_validation=True)
+        m.u[key].set_value(0.0, skip_validation=True)
+    for v in m.e.values():
+        if not v.fixed:
+            v.set_value(0, skip_validation=True)
+    for j, k, g in _FOUND_RUNS:
+        off = (j, k) == (2, 15)
+        m.x[j, k, g].set_value(_OFF if off else 1, skip_validation=True)
+        m.u[j, k, g].set_value(_OFF if off else 1.0, skip_validation=True)
+    m.u[2, 23, "slow"].set_value(1.06e-6, skip_validation=True)
+    for j, k in _FOUND_FINAL.items():
+        m.e[j, k].set_value(1, skip_validation=True)
+    return world, built
+
+
+def _fixed_and_solved(built: object) -> str:
+    """The status of the model solved with its ``x`` and ``e`` rounded and fixed."""
+    from optsched.solvers import solve as solve_model
+
+    m = built.model  # type: ignore[attr-defined]
+    fixed = [v for name in ("x", "e") for v in getattr(m, name).values() if not v.fixed]
+    for v in fixed:
+        v.fix(round(v.value))
+    try:
+        return solve_model(m, "highs").status.value
+    except NotOptimalError as exc:
+        return exc.result.status.value
+    finally:
+        for v in fixed:
+            v.unfix()
+
+
+def test_the_found_incumbent_rounded_is_no_point_and_repaired_is_one() -> None:
+    from optsched.sim.exact import _first_violation, repair_incumbent
+
+    _, built = _found_incumbent()
+    assert _fixed_and_solved(built) == "infeasible"  # the cause: rounding alone
+    _, built = _found_incumbent()
+    assert repair_incumbent(built)  # type: ignore[arg-type]
+    m = built.model  # type: ignore[attr-defined]
+    assert _first_violation(m) == []
+    # j2's round 15 done fully finishes it at the end of round 22: the round-23 run is gone
+    assert m.x[2, 15, "fast"].value == 1 and m.x[2, 23, "slow"].value == 0
+    assert m.e[2, 22].value == 1 and m.u[2, 22, "fast"].value == pytest.approx(1.0)
+    assert _fixed_and_solved(built) == "optimal"
+
+
+def test_the_found_world_solves_to_its_optimum_at_the_solvers_default_tolerance() -> None:
+    world = typed_world(_FOUND_ROWS, _FOUND_TYPES)
+    # HiGHS's own default integrality, stated: the incumbent it finds is the one above
+    got = solve(world, 1.0, "deadlines", solver_options={"mip_feasibility_tolerance": 1e-6})
+    tight = solve(world, 1.0, "deadlines", solver_options={"mip_feasibility_tolerance": 1e-9})
+    assert got.optimal and got.objective == tight.objective == 2.0
+    assert got.solution is not None and validate(world, got.solution).ok
+
+
+def test_the_matrix_model_repairs_runs_past_the_work_instead_of_rounding_them() -> None:
+    from optsched.errors import InconsistentResultError
+    from optsched.family.exact import SolveSettings, _polish_matrix
+    from optsched.sim.exact_matrix import build_matrix, repaired_point
+    from optsched.solvers.matrix import solve_matrix
+
+    world = typed_world(_FOUND_ROWS, _FOUND_TYPES)
+    model = build_matrix(world, 1.0, "weighted-jct")
+    best = solve_matrix(model.lp)
+    assert best.x is not None
+    # the optimum with j1 also run, a tolerance short of 1, in a round after its last one (the
+    # incumbent's trick: what rounding turns into a run past the work)
+    x0 = model.offsets["x"]
+    keys = {
+        (int(j), int(k), int(g)): x0 + i
+        for i, (j, k, g) in enumerate(zip(model.kj, model.kk, model.kg, strict=True))
+    }
+    full = model.full(best.x)
+    done = [k for (j, k, g), c in keys.items() if j == 1 and full[c] > 0.5]
+    extra = next(c for (j, k, g), c in keys.items() if j == 1 and k == max(done) + 1)
+    full[extra] = _OFF
+    bad = type(best)(result=best.result, x=model.reduced(full))
+    with pytest.raises(InconsistentResultError):
+        _polish_matrix(model.lp, SolveSettings(), bad)
+    values = repaired_point(model, bad)
+    assert values is not None
+    assert model.full(values)[extra] == 0  # the run past the work dropped, not rounded up
+    polished = _polish_matrix(model.lp, SolveSettings(), bad, values)
+    assert polished.result.is_optimal
+    assert within(polished.result.objective, best.result.objective, OBJECTIVE_AGREEMENT_TOL)

@@ -4,10 +4,11 @@
   array accumulations) gives the progress of the eager update replayed step by step, bit for
   bit, with restore time left or not, and with the work reached on the way.
 * **Wake-up.** The sorted 2D-LAS walk's wake-up is the earliest exact threshold crossing of
-  the jobs it keeps or starts (or the next promotion), or, when every running job crosses
-  after the next arrival, some time after that arrival too (the engine decides at the
-  arrival either way): checked at every decision against the exact times read from every
-  job, with both cases seen.
+  the jobs it keeps or starts (or the next promotion; one due within ``TIME_TOL`` of the
+  decision is taken at the first instant the engine accepts, never dropped), or, when every
+  running job crosses after the next arrival, some time after that arrival too (the engine
+  decides at the arrival either way): checked at every decision against the exact times read
+  from every job, with both cases seen.
 * **Records.** The sorted walk (these shortcuts on) and the plain full sort give identical
   records on busy worlds with many crossings (see also ``test_sim_order_reference``).
 """
@@ -174,7 +175,12 @@ class _CheckedLAS(Tiresias):
         got = super().wake(state, granted)
         # the jobs that run after this decision: the kept running ones and the new ones
         exact = self._exact_wake(state, [*self._rjobs, *self._new_granted])
-        want = exact if math.isfinite(exact) and exact > state.now + TIME_TOL else None
+        # every crossing or promotion is a decision point: at its time, or at the first instant
+        # after ``now`` the engine accepts when it is due sooner (never dropped)
+        floor = state.now + TIME_TOL
+        want = None
+        if math.isfinite(exact):
+            want = exact if exact > floor else math.nextafter(floor, math.inf)
         self.exact_cases += 1
         if got != want:
             # both after the next arrival, where the engine decides anyway
@@ -194,6 +200,31 @@ def test_sorted_wake_up_is_exact_or_after_the_next_arrival(
     ref = Tiresias("las", thresholds=(2.0, 9.0, 30.0), promote_knob=knob, reference=True)
     check_identical(world, checked, ref)
     assert checked._sorted and checked.exact_cases > 0
+
+
+def test_a_promotion_due_right_after_a_decision_is_a_wake_up() -> None:
+    """A found counterexample: a job stopped at 221.778 after a 3.3e-4 s run is due for
+    promotion 1.7e-4 s later, inside the former relative slack ``TIME_TOL * now`` (2.2e-4 s):
+    both wake-up paths dropped it, and the promotion waited for the next event."""
+    from optsched.sim import ClusterSpec, GpuType
+    from optsched.sim.generate import generate_job_table
+
+    frame = generate_job_table(
+        12,
+        seed=7979,
+        mean_interarrival=5.0,
+        mu=2.0,
+        sigma=1.0,
+        gangs=(1, 2, 4),
+        gang_weights=(0.4, 0.3, 0.2),
+        models=("resnet50", "vgg16", ""),
+    )
+    cluster = ClusterSpec(gpu_types=(GpuType(name="v100", count=4, gpus_per_server=2),))
+    world = World.from_frame(frame, cluster, restore_s=0.5)
+    checked = _CheckedLAS(thresholds=(2.0, 9.0, 30.0), promote_knob=0.5)
+    ref = Tiresias("las", thresholds=(2.0, 9.0, 30.0), promote_knob=0.5, reference=True)
+    record = check_identical(world, checked, ref)
+    assert record.all_finished and checked.exact_cases > 0
 
 
 def test_both_wake_up_cases_happen_on_a_long_busy_world() -> None:

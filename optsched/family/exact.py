@@ -54,7 +54,10 @@ cap), and binaries that sit a feasibility tolerance off 0/1 shift an objective w
 coefficients. A family whose objective has such variables declares ``polish``: the
 incumbent's decision variables are then fixed at their rounded values and the model is solved
 again over the rest, by the same solver, for every incumbent. The objective of that solve is
-the solver's objective of the point returned, and it is what the trust rule checks.
+the solver's objective of the point returned, and it is what the trust rule checks. Rounding
+alone can fix a point that is no solution (a binary a tolerance off 1 that let the incumbent
+do a tolerance less work); a family that knows what its rounded decisions carry out declares
+``repair``, and the decisions fixed are then those of that solution, feasible by construction.
 """
 
 from __future__ import annotations
@@ -279,6 +282,15 @@ class Formulation(Generic[S]):
         Re-solve with the incumbent's decision variables fixed (module notes): ``True`` fixes
         every integer variable (every integer column of a matrix model), a sequence fixes the
         variables of the named Pyomo components.
+    repair : callable, optional
+        ``repair(model, point)``: the incumbent's decisions re-derived as an exact point of the
+        model, before ``polish`` rounds and fixes them. A solver accepts integrality within a
+        tolerance, so rounding alone may fix a point no schedule has (a job run for a round
+        short of full by the tolerance, its work then finished by a floor-sized last run);
+        the family knows the schedule the rounded decisions carry out. It returns the column
+        values to round instead of the point's (matrix model) or writes them into the model's
+        variables (Pyomo model, any return value); ``None`` when it has no repair, and the
+        plain rounding stands.
     set_start : callable, optional
         ``set_start(model, warm_start)``: write a warm start into a Pyomo model's variables
         (handed to the solver as a MIP start). Matrix models take a
@@ -309,6 +321,7 @@ class Formulation(Generic[S]):
     )
     size: Callable[[Any], Mapping[str, int]] | Mapping[str, int] | None = None
     polish: bool | Sequence[str] = False
+    repair: Callable[[Any, Any], Any] | None = None
     set_start: Callable[[Any, Any], None] | None = None
     mip: bool = True
     solvable: Callable[[Any], Any] | None = None
@@ -543,7 +556,7 @@ def exact_solve(
         return _stopped(formulation, model, result, seeded, accept_feasible)
     if formulation.polish:
         try:
-            result, point = _polish(target, formulation, settings, result, point)
+            result, point = _polish(target, formulation, settings, result, point, model)
         except NotOptimalError as exc:
             # The deadline ran out while polishing: the solver's incumbent is left unchecked
             # (its objective is not yet that of the decoded point); its bound still holds.
@@ -833,16 +846,26 @@ def _polish(
     settings: SolveSettings,
     result: SolveResult,
     point: Any,
+    built: Any = None,
 ) -> tuple[SolveResult, Any]:
-    """Re-solve with the incumbent's decision variables fixed (module notes)."""
+    """Re-solve with the incumbent's decision variables fixed (module notes).
+
+    ``built`` is what the formulation built (``model`` is its solvable part), for
+    ``formulation.repair``.
+    """
     from optsched.solvers import LinearProgram
 
     if isinstance(model, LinearProgram):
-        polished_point = _polish_matrix(model, settings, point)
+        values = None
+        if formulation.repair is not None and point is not None and point.x is not None:
+            values = formulation.repair(built, point)
+        polished_point = _polish_matrix(model, settings, point, values)
         polished = polished_point.result
     elif isinstance(model, AlgorithmBackend) or not type(model).__module__.startswith("pyomo"):
         return result, point  # only Pyomo and matrix models have variables to fix
     else:
+        if formulation.repair is not None:
+            formulation.repair(built, point)
         polished_point = point
         polished = _polish_pyomo(model, formulation, settings)
     objective = polished.objective
@@ -907,7 +930,8 @@ def _polish_pyomo(model: Any, formulation: Formulation[S], settings: SolveSettin
             var.unfix()
 
 
-def _polish_matrix(lp: Any, settings: SolveSettings, point: Any) -> Any:
+def _polish_matrix(lp: Any, settings: SolveSettings, point: Any, values: Any = None) -> Any:
+    """``point`` re-solved with its integer columns (or those of ``values``) rounded and fixed."""
     import numpy as np
 
     from optsched.solvers import LinearProgram
@@ -915,7 +939,7 @@ def _polish_matrix(lp: Any, settings: SolveSettings, point: Any) -> Any:
     if not lp.is_mip or point is None or point.x is None:
         return point
     integer = np.asarray(lp.integrality, dtype=bool)
-    rounded = np.round(point.x)
+    rounded = np.round(point.x if values is None else values)
     lower = np.where(integer, rounded, lp.col_lower)
     upper = np.where(integer, rounded, lp.col_upper)
     fixed = LinearProgram(

@@ -96,7 +96,6 @@ from typing import Any, Literal
 
 from optsched import limits
 from optsched.errors import (
-    InconsistentResultError,
     InvalidInstanceError,
     ModelError,
     NotOptimalError,
@@ -112,7 +111,6 @@ from optsched.solvers import BuildClock
 from optsched.tolerances import (
     CAPACITY_TOL,
     FIT_TOL,
-    MIP_FEASIBILITY_TOL,
     RATIO_TOL,
     TIME_TOL,
     WORK_TOL,
@@ -137,6 +135,7 @@ __all__ = [
     "objective_value",
     "one_round_jobs",
     "pack_round",
+    "repair_incumbent",
     "set_start",
     "solve",
     "start_from_record",
@@ -1372,31 +1371,74 @@ def solve(
                 ) from None
             raise
 
-    began = time.perf_counter()
-    try:
-        return attempt(solver_options, time_limit)
-    except InconsistentResultError:
-        # HiGHS accepts integrality within 1e-6, the size of the last-run floor: an incumbent
-        # may then end a job "in" a round with a floor-sized last run after running the round
-        # before fully (e = 1e-6, x = 1 - 1e-6), which no rounding turns into a schedule. Such
-        # an incumbent is solved again once with a tighter integrality (not by default: it
-        # slows HiGHS down several-fold on some small worlds), within the time left.
-        tighter = solver == "highs" and (
-            solver_options is None
-            or (
-                isinstance(solver_options, Mapping)
-                and "mip_feasibility_tolerance" not in solver_options
-            )
-        )
-        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
-        if not tighter or (left is not None and left <= 0):
-            raise
-        options = {"mip_feasibility_tolerance": MIP_FEASIBILITY_TOL, **(solver_options or {})}
-        return attempt(options, left)
+    # an incumbent a tolerance off integral is repaired before it is polished
+    # (:func:`repair_incumbent`), so one attempt, at the solver's own tolerances, is the answer
+    return attempt(solver_options, time_limit)
 
 
 #: The variables fixed when an incumbent is polished: which jobs run when, and their last round.
 POLISH = ("x", "e")
+
+
+def repair_incumbent(built: ExactModel, _point: Any = None) -> bool:
+    r"""Write the schedule the incumbent's runs carry out into the model, before polishing.
+
+    HiGHS accepts integrality within :math:`10^{-6}`, about the last-run floor
+    :math:`\varepsilon`: an incumbent may run a job :math:`1 - 10^{-6}` of a round with
+    :math:`x = 1 - 10^{-6}`, then end it a round later with a floor-sized last run doing the
+    work that left undone. Rounded and fixed, those :math:`x, e` are no point of the model (the
+    round done fully finishes the job, and the last run must still be
+    :math:`\ge \varepsilon`). Here each job's runs (:math:`x > 1/2`) are carried out in the
+    model's semantics instead, as for a start (:func:`_model_run`): its last round is the first
+    whose shares reach 1, later runs are dropped, the last share is what work is left. That
+    schedule is written and checked (:func:`set_start`), so the values fixed are a point of the
+    model by construction.
+
+    Returns
+    -------
+    bool
+        Whether it wrote the repaired schedule; ``False`` leaves the incumbent as it was (the
+        runs finish no job within the rounds and floor of the model, or the schedule breaks
+        a row: the polish then reports the plain rounding's infeasibility).
+    """
+    world, L, m = built.world, built.round_seconds, built.model
+    plans: list[dict[int, str]] = [{} for _ in world.jobs]
+    for j, k, g in built.keys:
+        v = m.x[j, k, g].value
+        if v is not None and v > 0.5:
+            if k in plans[j]:
+                return False  # two types in one round: no schedule to carry out
+            plans[j][k] = g
+
+    class _Refused(Exception):
+        pass
+
+    def refuse(_why: str) -> _Refused:
+        return _Refused()
+
+    eps = last_run_floor(world, L, built.horizon)
+    runs: list[tuple[tuple[int, str], ...]] = []
+    shares: list[float] = []
+    try:
+        for job in world.jobs:
+            mine, last = _model_run(world, job, plans[job.index], L, built.rounds, eps, refuse)
+            runs.append(tuple(mine))
+            shares.append(last)
+    except _Refused:
+        return False
+    done = [L * (r[-1][0] + u) for r, u in zip(runs, shares, strict=True)]
+    value = _value_of(world, done, built.objective)
+    start = MipStart("incumbent", tuple(runs), tuple(shares), value, value)
+    import pyomo.environ as pyo
+
+    saved = [(v, v.value) for v in m.component_data_objects(pyo.Var, active=True)]
+    try:
+        set_start(built, start)
+    except ModelError:
+        for v, value_ in saved:
+            v.set_value(value_, skip_validation=True)
+        return False
+    return True
 
 
 def formulation(
@@ -1463,6 +1505,7 @@ def formulation(
             else {**start.summary(), "notes": [*start.notes, *held.get("repairs", [])]},
         },
         polish=POLISH,
+        repair=repair_incumbent,
         set_start=None if start is None else write_start,
         solvable=lambda built: built.model,
     )

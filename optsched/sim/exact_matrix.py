@@ -59,6 +59,7 @@ __all__ = [
     "formulation",
     "lagrangian_bound",
     "placeholder_start",
+    "repaired_point",
     "root_pass",
     "start_from_point",
     "start_solution",
@@ -1576,6 +1577,7 @@ def formulation(
             },
         },
         polish=True,
+        repair=repaired_point,
         solvable=lambda built: built.lp,
     )
 
@@ -1596,6 +1598,27 @@ def check_start(model: MatrixModel, start: MipStart) -> tuple[NDArray[np.float64
     if bad:
         raise ModelError(f"start of {start.policy} is infeasible in the model: {bad[0]}")
     return full, notes
+
+
+def repaired_point(model: MatrixModel, point: MatrixSolution) -> NDArray[np.float64] | None:
+    """The schedule ``point``'s runs carry out, as a point of ``lp`` to polish (or ``None``).
+
+    As :func:`optsched.sim.exact.repair_incumbent` for the Pyomo model: the runs re-derived
+    exactly (:func:`start_from_point`) and checked against every row (:func:`check_start`), so
+    that the integer columns rounded and fixed are a point of the model by construction, not a
+    binary a tolerance off 1 rounded up. ``None`` (the plain rounding stands) when the runs are
+    no schedule of the model.
+    """
+    if point.x is None:
+        return None
+    start = start_from_point(model, point.x)
+    if start is None:
+        return None
+    try:
+        full, _notes = check_start(model, start)
+    except ModelError:
+        return None
+    return model.reduced(full)
 
 
 def placeholder_start() -> MatrixSolution:
