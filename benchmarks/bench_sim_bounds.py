@@ -2,8 +2,9 @@
 
 Loaded settings, where the question matters: slices of ElasticFlow's ``cluster04`` trace
 (uniform GPUs, 128 of them) with arrivals scaled to an offered load of 0.8
-(:func:`optsched.sim.load.at_offered_load`), from 250 jobs to the whole 15,802. For each size:
-the time of :func:`optsched.sim.bounds.bounds` under a limit of 60 s per 1,000 jobs, its peak
+(:func:`optsched.sim.world.load.at_offered_load`), from 250 jobs to the whole 15,802. For each size:
+the time of :func:`optsched.sim.optimum.bounds.bounds` under a limit of 60 s per 1,000 jobs, its
+peak
 memory twice: Python's allocations (tracemalloc, in a second run) and the process's resident
 peak during the timed run (``/proc`` VmHWM, reset before it: HiGHS's memory, which tracemalloc
 does not see, included; ``resident before`` is what the process held when the run began, so
@@ -25,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from optsched.sim import ClusterSpec, GpuType, Throughputs, World, generate_job_table, simulate
-from optsched.sim.bounds import bounds, certified_gap
 from optsched.sim.compare import auto_round_seconds
-from optsched.sim.exact import objective_value
-from optsched.sim.exact import solve as solve_exact
-from optsched.sim.load import at_offered_load, offered_load
+from optsched.sim.optimum.bounds import bounds, certified_gap
+from optsched.sim.optimum.exact import objective_value
+from optsched.sim.optimum.exact import solve as solve_exact
 from optsched.sim.policies import make_policy
+from optsched.sim.world.load import at_offered_load, offered_load
 
 if str(Path(__file__).resolve().parent) not in sys.path:
     # the shared helpers beside this file, also when it is loaded by its path

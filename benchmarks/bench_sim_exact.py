@@ -8,7 +8,7 @@ process's CPU time, HiGHS's threads counted, judged after the solve; HiGHS, whic
 limit, gets a wall-clock cap of the budget times the one-minute load per core, 1 on an idle
 machine, ``benchmarks/_measure.py``): a wall-clock limit made the headline depend on the
 machine's load (100 jobs proven in 31.9 s at load 4.5, stopped at a 93% gap at load 16).
-HiGHS gets the strengthened model as sparse matrices (:mod:`optsched.sim.exact_matrix`:
+HiGHS gets the strengthened model as sparse matrices (:mod:`optsched.sim.optimum.exact_matrix`:
 compact rounds, root LP, a start from it and reduced-cost fixing before the search), the
 ``plain`` model through Pyomo.
 Three parts, one run:
@@ -38,7 +38,7 @@ from optsched.errors import NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim import ClusterSpec, GpuType, Throughputs, World, generate_job_table, simulate
 from optsched.sim.compare import auto_round_seconds
-from optsched.sim.exact import MipStart, objective_value, solve, start_from_record
+from optsched.sim.optimum.exact import MipStart, objective_value, solve, start_from_record
 from optsched.sim.policies import make_policy
 
 if str(Path(__file__).resolve().parent) not in sys.path:

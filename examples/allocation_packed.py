@@ -17,9 +17,9 @@ import pandas as pd
 
 from optsched import sim
 from optsched.allocation.gavel import generate_instance, solve, validate
-from optsched.sim.metrics import run_metrics
+from optsched.sim.measure.metrics import run_metrics
 from optsched.sim.policies import make_policy
-from optsched.sim.throughputs import Throughputs
+from optsched.sim.world.throughputs import Throughputs
 
 
 def one_round() -> pd.DataFrame:

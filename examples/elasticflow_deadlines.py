@@ -33,7 +33,7 @@ from optsched import sim
 from optsched.sim.compare import world_from_trace
 from optsched.sim.policies import make_policy
 from optsched.sim.policies.elasticflow import ElasticFlow
-from optsched.sim.profiles_elasticflow import load_scaling_profiles
+from optsched.sim.world.elasticflow_profiles import load_scaling_profiles
 from optsched.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ from optsched.allocation.optimus import (
     validate,
 )
 from optsched.allocation.optimus.models import step_design
-from optsched.sim.metrics import run_metrics
+from optsched.sim.measure.metrics import run_metrics
 from optsched.sim.policies import make_policy
 
 #: Measurement noise (relative standard deviation) of losses and step times.

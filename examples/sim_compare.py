@@ -3,7 +3,8 @@
 Six jobs of a Gavel physical-cluster trace (``artifact_evaluation.trace``; all arrive at once)
 run on a small heterogeneous cluster (one V100, one P100, two K80 on one server) with Gavel's
 measured throughputs. Every policy runs in rounds of the same length as the exact model of that
-round-based world (:mod:`optsched.sim.exact`), which is solved for minimum total weighted JCT
+round-based world (:mod:`optsched.sim.optimum.exact`), which is solved for minimum total weighted
+JCT
 and minimum makespan; each optimum is replayed by the simulator and checked by its validator.
 The table shows every policy's JCT statistics and its gap to each proven optimum. Without the
 shared data the example uses a seeded synthetic trace instead.

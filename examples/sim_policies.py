@@ -19,7 +19,7 @@ import pandas as pd
 
 from optsched.report.sim import plot_jct_cdf
 from optsched.sim import World, load_throughputs, parse_cluster, simulate, validate
-from optsched.sim.metrics import run_metrics
+from optsched.sim.measure.metrics import run_metrics
 from optsched.sim.policies import make_policy
 
 POLICIES = [

@@ -41,7 +41,7 @@ __all__ = [
 
 #: Longest a simulated job may hold GPUs where its rate is 0, in rounds of the run, before the
 #: simulator's validator rejects the record (constraint ``no_progress`` of
-#: :mod:`optsched.sim.validate`; event-driven runs allow no such stretch). The engine never
+#: :mod:`optsched.sim.measure.validate`; event-driven runs allow no such stretch). The engine never
 #: places a job where it cannot progress, so any such stretch is a defect; one round is the
 #: slack a round-based replay of an external schedule gets before it is called starvation.
 MAX_STALLED_ROUNDS = 1
@@ -86,7 +86,7 @@ class Budget:
         Most events (or loop iterations) of one simulation or search.
     max_exact_job_rounds : int
         Most job-rounds (jobs x the rounds that always admit a schedule,
-        :func:`optsched.sim.exact.default_rounds`) of the exact model that
+        :func:`optsched.sim.optimum.exact.default_rounds`) of the exact model that
         :func:`optsched.sim.compare` solves on the policies' own round length; above it the
         optimum is solved on a coarser grid and shown as the optimum of another world, with
         no gap (the default is about 100 jobs in 25 rounds, proven in seconds).

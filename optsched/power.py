@@ -2,7 +2,8 @@ r"""Board power of the GPU types optsched's traces and clusters name, per GPU, i
 
 One table, read by the energy-aware models (:mod:`optsched.allocation.andreas`) and, independently
 of any
-policy, by the simulator's energy metric (:func:`optsched.sim.metrics.energy_kwh`). The values
+policy, by the simulator's energy metric (:func:`optsched.sim.measure.metrics.energy_kwh`). The
+values
 are the vendors' maximum board power (thermal design power, TDP) of one GPU, from the product
 briefs and datasheets:
 

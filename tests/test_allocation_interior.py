@@ -16,10 +16,10 @@ from optsched.allocation.gavel.interior import (
 from optsched.allocation.gavel.twin import solve_twin
 from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, World, simulate
-from optsched.sim.mechanism_gavel import GavelMechanism
+from optsched.sim.engine.gavel import GavelMechanism
 from optsched.sim.policies import make_policy
 from optsched.sim.policies.gavel_makespan import gavel_makespan_allocation
-from optsched.sim.throughputs import throughputs_from_dict
+from optsched.sim.world.throughputs import throughputs_from_dict
 from optsched.tolerances import ROUND_LP_GAP, SOLVER_AGREEMENT_TOL
 from tests.strategies.sim import job_frame
 

@@ -73,8 +73,8 @@ def _cases() -> list[Case]:
     from optsched.placement import exact as placement_exact
     from optsched.placement import generate_instance as placement_instance
     from optsched.placement import validate as placement_validate
-    from optsched.sim import exact as sim_exact
     from optsched.sim import validate as sim_validate
+    from optsched.sim.optimum import exact as sim_exact
 
     o_inst = oasis.generate_instance(3, worker_servers=1, ps_servers=1, horizon=4, seed=1)
     a_inst = aonline.generate_instance(3, seed=1)
@@ -143,13 +143,13 @@ def _cases() -> list[Case]:
         ),
         Case(
             "sim",
-            "optsched.sim.exact",
+            "optsched.sim.optimum.exact",
             lambda **kw: sim_exact.solve(world, 8.0, "weighted-jct", matrix=False, **kw),
             lambda s: sim_validate(world, s),
         ),
         Case(
             "sim-matrix",
-            "optsched.sim.exact_matrix",
+            "optsched.sim.optimum.exact_matrix",
             lambda **kw: sim_exact.solve(world, 8.0, "weighted-jct", **kw),
             lambda s: sim_validate(world, s),
         ),

@@ -20,7 +20,7 @@ import pytest
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.runs import driver
-from optsched.sim.throughputs import MAX_RATE, MIN_RATE, throughputs_from_dict
+from optsched.sim.world.throughputs import MAX_RATE, MIN_RATE, throughputs_from_dict
 
 HEADER = "job_id,arrival,num_gpus,model,total_steps,duration,batch_size,weight,deadline,user\n"
 

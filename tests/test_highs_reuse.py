@@ -4,7 +4,8 @@
 ``Highs.clear`` resets the model, the solution, the basis and every option, but not the run
 clock that ``time_limit`` is checked against: without
 :func:`~optsched.solvers.highs.run_clock_offset`, a limit smaller than the time of all earlier
-runs stopped the next solve before its first iteration, and :func:`optsched.sim.bounds.bound`
+runs stopped the next solve before its first iteration, and
+:func:`optsched.sim.optimum.bounds.bound`
 then fell back, silently, to a weaker relaxation. The tests here load the reused object with a
 long run first (a run that stops at its own time limit, so the clock it leaves does not depend
 on the machine's speed), then check that limited solves are still the solves they would be in
@@ -22,7 +23,7 @@ from strategies.solvers import bounded_lps
 
 from optsched import sim
 from optsched.errors import NotOptimalError
-from optsched.sim.bounds import bound
+from optsched.sim.optimum.bounds import bound
 from optsched.solvers import highs as highs_module
 from optsched.solvers.highs import LinearProgram, run_clock_offset
 from optsched.solvers.matrix import solve_matrix

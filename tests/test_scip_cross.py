@@ -217,8 +217,8 @@ def test_placement(seed: int, objective: str) -> None:
 @given(seed=seeds, n_jobs=st.integers(3, 5))
 def test_sim_exact(seed: int, n_jobs: int, objective: str) -> None:
     from optsched.sim import replay_rounds, validate
-    from optsched.sim.exact import build_model, objective_value
-    from optsched.sim.generate import generate_instance
+    from optsched.sim.optimum.exact import build_model, objective_value
+    from optsched.sim.world.generate import generate_instance
 
     # Short jobs (about 150 s) arriving about a minute apart, in one-minute rounds: a dozen to
     # two dozen rounds; half the jobs carry a deadline.

@@ -10,9 +10,9 @@ from optsched import sim
 from optsched.allocation.andreas import AndreasInstance, solve, validate
 from optsched.errors import InvalidInstanceError
 from optsched.power import JOULES_PER_KWH, gpu_power
-from optsched.sim.metrics import energy_kwh, run_metrics
+from optsched.sim.engine.policy import PolicyDecision, SimState
+from optsched.sim.measure.metrics import energy_kwh, run_metrics
 from optsched.sim.policies import POLICIES, Andreas, make_policy
-from optsched.sim.policy import PolicyDecision, SimState
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, TIME_TOL, leq, within
 
 pytestmark = pytest.mark.solver("highs")

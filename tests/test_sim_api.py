@@ -12,7 +12,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.runs.sim_sweep import sweep
 from optsched.sim import compare, parse_cluster
 from optsched.sim.compare import world_from_trace
-from optsched.sim.throughput_source import gavel_throughputs
+from optsched.sim.world.sources import gavel_throughputs
 
 TRACE = (
     Path(__file__).resolve().parent
@@ -122,7 +122,7 @@ def test_round_seconds_means_the_same_in_simulate_compare_and_sweep() -> None:
 
 
 def test_a_sweep_store_spells_round_seconds_unambiguously(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import optsched.sim.engine as engine
+    import optsched.sim.engine.core as engine
     from optsched.runs.sim_sweep import run_one
 
     seen: list[object] = []

@@ -1,4 +1,4 @@
-"""Certified bounds on the simulated world's optimum (optsched.sim.bounds).
+"""Certified bounds on the simulated world's optimum (optsched.sim.optimum.bounds).
 
 Every bound is checked against values computed another way: closed forms, the exact optimum
 of small worlds, every policy's run on random worlds (rigid, elastic, with packing), and weak
@@ -19,7 +19,7 @@ from strategies.sim import busy_worlds, one_gpu_world, small_worlds
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim import simulate
-from optsched.sim.bounds import (
+from optsched.sim.optimum.bounds import (
     BOUND_OBJECTIVES,
     _blocks,
     _dual_bound,
@@ -28,8 +28,8 @@ from optsched.sim.bounds import (
     certified_gap,
     job_limits,
 )
-from optsched.sim.exact import objective_value
-from optsched.sim.exact import solve as solve_exact
+from optsched.sim.optimum.exact import objective_value
+from optsched.sim.optimum.exact import solve as solve_exact
 from optsched.sim.policies import make_policy
 from optsched.solvers.matrix import LinearProgram, solve_matrix
 from optsched.tolerances import BOUND_SAFETY, TIME_TOL
@@ -213,7 +213,7 @@ def test_bad_arguments_name_their_field(kwargs, field) -> None:  # type: ignore[
 
 
 def test_offered_load_scales_the_arrivals() -> None:
-    from optsched.sim.load import at_offered_load, offered_load
+    from optsched.sim.world.load import at_offered_load, offered_load
 
     # two 1-GPU jobs of 10 s each arriving 10 s apart on one GPU: demand 20 over 10 s
     world = one_gpu_world([10.0, 10.0], [0.0, 10.0])
@@ -224,7 +224,7 @@ def test_offered_load_scales_the_arrivals() -> None:
 
 
 def test_offered_load_refuses_what_it_cannot_scale() -> None:
-    from optsched.sim.load import at_offered_load
+    from optsched.sim.world.load import at_offered_load
 
     with pytest.raises(InvalidInstanceError) as err:
         at_offered_load(one_gpu_world([1.0, 1.0]), 0.8)
@@ -277,7 +277,7 @@ def test_cli_compare_and_sweep_print_certified_gaps(
 
 
 def test_spread_rows_raise_the_interval_lp_and_stay_below_the_optimum() -> None:
-    from optsched.sim.bounds import _horizon, _interval_lp
+    from optsched.sim.optimum.bounds import _horizon, _interval_lp
 
     # SPT on one GPU: 1 then 3, total JCT 5; without the spread rows the LP counts each
     # block's work at the block's start and stays well below
@@ -291,7 +291,7 @@ def test_spread_rows_raise_the_interval_lp_and_stay_below_the_optimum() -> None:
 def test_parts_cover_every_job_once_in_arrival_order() -> None:
     import dataclasses
 
-    from optsched.sim.bounds import _parts
+    from optsched.sim.optimum.bounds import _parts
 
     lim = job_limits(one_gpu_world([1.0] * 7))
     # the limits of a world whose rows are not in arrival order
@@ -312,7 +312,7 @@ def test_parts_cover_every_job_once_in_arrival_order() -> None:
 def test_the_chosen_parts_are_a_partition_in_arrival_order(
     arrivals: list[float], durations: list[float], size: int, rng: Any
 ) -> None:
-    from optsched.sim.bounds import LP_PART_SLACK, _parts, _subset
+    from optsched.sim.optimum.bounds import LP_PART_SLACK, _parts, _subset
 
     n = len(arrivals)
     lim = job_limits(one_gpu_world(durations[:n], sorted(arrivals)))
@@ -335,7 +335,7 @@ def test_the_chosen_parts_are_a_partition_in_arrival_order(
 
 
 def test_parts_are_cut_where_no_work_is_carried() -> None:
-    from optsched.sim.bounds import _parts
+    from optsched.sim.optimum.bounds import _parts
 
     # six unit jobs at 0, four at 100: equal parts of five would cut the first burst, whose
     # sixth job waits behind five seconds of work; the lull after it carries nothing
@@ -352,7 +352,7 @@ def test_parts_are_cut_where_no_work_is_carried() -> None:
 def test_the_fluid_backlog_is_lindleys_recursion(
     arrivals: list[float], durations: list[float]
 ) -> None:
-    from optsched.sim.bounds import _fluid_backlog
+    from optsched.sim.optimum.bounds import _fluid_backlog
 
     n = len(arrivals)
     lim = job_limits(one_gpu_world(durations[:n], sorted(arrivals)))
@@ -371,7 +371,7 @@ def test_the_fluid_backlog_is_lindleys_recursion(
 @settings(max_examples=15, deadline=None)
 @given(world=busy_worlds())
 def test_the_bound_in_parts_is_beaten_by_no_policy(world, slack) -> None:  # type: ignore[no-untyped-def]
-    import optsched.sim.bounds as bounds_module
+    import optsched.sim.optimum.bounds as bounds_module
 
     with pytest.MonkeyPatch.context() as mp:
         # parts of two or three jobs (no slack): as many boundaries as the world allows; with
@@ -391,7 +391,7 @@ def test_the_bound_in_parts_is_beaten_by_no_policy(world, slack) -> None:  # typ
 @settings(max_examples=8, deadline=None)
 @given(small_worlds())
 def test_the_bound_in_parts_is_below_the_exact_optimum(world) -> None:  # type: ignore[no-untyped-def]
-    import optsched.sim.bounds as bounds_module
+    import optsched.sim.optimum.bounds as bounds_module
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(bounds_module, "LP_PART_JOBS", 2)
@@ -404,8 +404,8 @@ def test_the_bound_in_parts_is_below_the_exact_optimum(world) -> None:  # type: 
 @settings(max_examples=15, deadline=None)
 @given(busy_worlds(), st.sampled_from([0.0, 0.5, 1.0]))
 def test_smith_gang_passes_the_validator(world, beta) -> None:  # type: ignore[no-untyped-def]
+    from optsched.sim.measure.validate import validate
     from optsched.sim.policies.smith import SmithGang
-    from optsched.sim.validate import validate
 
     record = simulate(world, SmithGang(gang_exponent=beta))
     report = validate(world, record)

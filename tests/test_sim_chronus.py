@@ -14,7 +14,7 @@ from optsched import sim
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim import World, simulate, validate
-from optsched.sim.metrics import deadline_metrics
+from optsched.sim.measure.metrics import deadline_metrics
 from optsched.sim.policies import POLICIES, make_policy
 from optsched.sim.policies.chronus import Chronus
 from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble

@@ -13,8 +13,8 @@ from optsched import sim
 from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
 from optsched.sim.policies import ELASTIC_POLICIES, make_policy
 from optsched.sim.policies.chronus import Chronus
-from optsched.sim.profiles_elasticflow import ScalingCurve, ScalingProfiles
-from optsched.sim.throughputs import Throughputs
+from optsched.sim.world.elasticflow_profiles import ScalingCurve, ScalingProfiles
+from optsched.sim.world.throughputs import Throughputs
 from optsched.tolerances import TIME_TOL, within
 
 pytestmark = pytest.mark.solver("highs")

@@ -19,9 +19,9 @@ from strategies.sim import job_frame, small_worlds, synthetic_throughputs
 
 from optsched import limits
 from optsched.sim import ClusterSpec, GpuType, World
-from optsched.sim.bounds import bounds
 from optsched.sim.compare import compare, world_from_trace
-from optsched.sim.exact import objective_value, solve
+from optsched.sim.optimum.bounds import bounds
+from optsched.sim.optimum.exact import objective_value, solve
 from optsched.sim.policies import make_policy, policy_names
 from optsched.tolerances import BOUND_SAFETY, SOLVER_AGREEMENT_TOL, within
 

@@ -13,11 +13,15 @@ from hypothesis import strategies as st
 
 from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim import SimState, simulate, validate
-from optsched.sim.colocation import ColocationJob, colocation_world, colocation_world_from_trace
-from optsched.sim.engine import simulate_steps
+from optsched.sim.engine.core import simulate_steps
+from optsched.sim.engine.policy import Grant, GrantPlacement, Policy, PolicyDecision
 from optsched.sim.policies import make_policy, policy_names
 from optsched.sim.policies.placement import PLACEMENT_POLICIES
-from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision
+from optsched.sim.world.colocation import (
+    ColocationJob,
+    colocation_world,
+    colocation_world_from_trace,
+)
 
 TRACE = Path(__file__).parent / "data" / "traces" / "gavel" / "physical_cluster_small_test.trace"
 REL = 1e-9

@@ -1,7 +1,8 @@
 """Shockwave's dynamic jobs: batch-size schedules read from the trace, simulated phase by phase.
 
 The expected completion times below are computed by hand from the documented rules
-(``optsched.sim.batch_schedule``): an epoch at batch size ``b`` is ``ceil(D / b)`` steps, it runs
+(``optsched.sim.world.batch_schedule``): an epoch at batch size ``b`` is ``ceil(D / b)`` steps, it
+runs
 at the table's steps/s of the ``(batch size b)`` variant, and progress is counted in steps at
 the initial batch size.
 """
@@ -24,15 +25,15 @@ from optsched.sim import (
     simulate,
     validate,
 )
-from optsched.sim.batch_schedule import (
+from optsched.sim.engine.core import event_bound
+from optsched.sim.policies import make_policy
+from optsched.sim.world.batch_schedule import (
     accordion_batches,
     derive_schedule,
     gns_batches,
     phase_factor,
 )
-from optsched.sim.engine import event_bound
-from optsched.sim.policies import make_policy
-from optsched.sim.throughputs import throughputs_from_dict
+from optsched.sim.world.throughputs import throughputs_from_dict
 from optsched.traces import read_trace
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -350,7 +351,7 @@ def test_shared_heterogeneous_runs_of_the_slice_validate(policy: str) -> None:
 
 
 def test_bounds_stay_below_what_the_simulator_achieves_with_phases(tmp_path: Path) -> None:
-    from optsched.sim.bounds import bounds
+    from optsched.sim.optimum.bounds import bounds
 
     world = _world(_two_jobs(tmp_path))
     # the best schedule of one GPU: both jobs alone in turn, the shorter first
@@ -365,7 +366,7 @@ def test_bounds_stay_below_what_the_simulator_achieves_with_phases(tmp_path: Pat
 
 
 def test_the_exact_model_refuses_phases(tmp_path: Path) -> None:
-    from optsched.sim.exact import solve
+    from optsched.sim.optimum.exact import solve
 
     with pytest.raises(InvalidInstanceError) as info:
         solve(_world(_two_jobs(tmp_path)), 360.0)

@@ -14,11 +14,11 @@ from strategies.sim import job_frame, worlds
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
-from optsched.sim.metrics import deadline_metrics
+from optsched.sim.measure.metrics import deadline_metrics
 from optsched.sim.policies import POLICIES, ElasticFlow, make_policy
 from optsched.sim.policies.elasticflow import FreeProfile, Plan
-from optsched.sim.profiles_elasticflow import ScalingCurve, ScalingProfiles
-from optsched.sim.throughputs import Throughputs
+from optsched.sim.world.elasticflow_profiles import ScalingCurve, ScalingProfiles
+from optsched.sim.world.throughputs import Throughputs
 from optsched.tolerances import TIME_TOL, within
 
 # "m": 10, 18, 24 steps/s on 1, 2, 4 GPUs, flat beyond; "k": 5 steps/s per GPU up to 8

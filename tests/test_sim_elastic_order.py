@@ -17,8 +17,8 @@ from optsched.sim.policies import (
     Tiresias,
     make_policy,
 )
-from optsched.sim.profiles_elasticflow import ScalingCurve, ScalingProfiles
-from optsched.sim.throughputs import Throughputs
+from optsched.sim.world.elasticflow_profiles import ScalingCurve, ScalingProfiles
+from optsched.sim.world.throughputs import Throughputs
 from optsched.tolerances import TIME_TOL, within
 
 # model "m", batch 64: 10 steps/s on 1 GPU, 18 on 2, 24 on 4, flat beyond (no extrapolation)

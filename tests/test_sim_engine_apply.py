@@ -21,7 +21,7 @@ from test_sim_dynamic_batch import _two_jobs, _world
 from test_sim_engine_incremental import _lazy_and_eager, _Reader, check_same_record
 
 from optsched.sim import ClusterSpec, GpuType, SimResult, World, simulate
-from optsched.sim import engine as engine_mod
+from optsched.sim.engine import core as engine_mod
 from optsched.sim.policies import make_policy
 
 POLICIES = ["fifo", "srtf", "tiresias-las", "edf", "gandiva", "themis", "max-min-perf"]

@@ -22,10 +22,10 @@ from strategies.sim import busy_worlds
 from test_sim_dynamic_batch import _two_jobs, _world
 
 from optsched.sim import SimResult, World, simulate
-from optsched.sim import engine as engine_mod
-from optsched.sim.engine import _fit_reference, _FreeServers
+from optsched.sim.engine import core as engine_mod
+from optsched.sim.engine.core import _fit_reference, _FreeServers
+from optsched.sim.engine.policy import Policy, PolicyDecision, SimState
 from optsched.sim.policies import make_policy
-from optsched.sim.policy import Policy, PolicyDecision, SimState
 
 
 def _nan_list(values: list[float]) -> list[Any]:
@@ -192,7 +192,7 @@ class _Reader(Policy):
         self.seen: list[tuple[float, str, float, float, float]] = []
 
     def allocate(self, state: SimState) -> PolicyDecision:
-        from optsched.sim.policy import Grant
+        from optsched.sim.engine.policy import Grant
 
         for s in state.active:
             self.seen.append((state.now, s.job_id, s.done, s.attained_service, s.executed_seconds))

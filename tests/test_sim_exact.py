@@ -13,7 +13,7 @@ from strategies.sim import small_worlds, typed_world
 
 from optsched.errors import InvalidInstanceError, NotOptimalError
 from optsched.sim import SimResult, World, replay_rounds, simulate, validate
-from optsched.sim.exact import (
+from optsched.sim.optimum.exact import (
     OBJECTIVES,
     build_model,
     default_rounds,
@@ -146,7 +146,7 @@ def test_a_gang_is_placed_consolidated_where_it_matters() -> None:
         ],
         {"fast": (8, 2)},
     )
-    from optsched.sim.exact import check_world
+    from optsched.sim.optimum.exact import check_world
 
     placed = pack_round(
         world, {"b": "fast", "a": "fast", "c": "fast", "d": "fast"}, check_world(world)
@@ -331,7 +331,7 @@ _OFF = 1.0 - 5.3e-7
 
 
 def _found_incumbent() -> tuple[World, object]:
-    from optsched.sim.exact import ExactModel
+    from optsched.sim.optimum.exact import ExactModel
 
     world = typed_world(_FOUND_ROWS, _FOUND_TYPES)
     built: ExactModel = build_model(world, 1.0, "deadlines")
@@ -370,7 +370,7 @@ def _fixed_and_solved(built: object) -> str:
 
 
 def test_the_found_incumbent_rounded_is_no_point_and_repaired_is_one() -> None:
-    from optsched.sim.exact import _first_violation, repair_incumbent
+    from optsched.sim.optimum.exact import _first_violation, repair_incumbent
 
     _, built = _found_incumbent()
     assert _fixed_and_solved(built) == "infeasible"  # the cause: rounding alone
@@ -396,7 +396,7 @@ def test_the_found_world_solves_to_its_optimum_at_the_solvers_default_tolerance(
 def test_the_matrix_model_repairs_runs_past_the_work_instead_of_rounding_them() -> None:
     from optsched.errors import InconsistentResultError
     from optsched.family.exact import SolveSettings, _polish_matrix
-    from optsched.sim.exact_matrix import build_matrix, repaired_point
+    from optsched.sim.optimum.exact_matrix import build_matrix, repaired_point
     from optsched.solvers.matrix import solve_matrix
 
     world = typed_world(_FOUND_ROWS, _FOUND_TYPES)

@@ -12,8 +12,8 @@ from strategies.sim import small_worlds, typed_world
 
 from optsched.errors import InvalidInstanceError, ModelError
 from optsched.sim import World, simulate
-from optsched.sim import exact_matrix as xm
-from optsched.sim.exact import (
+from optsched.sim.optimum import exact_matrix as xm
+from optsched.sim.optimum.exact import (
     MipStart,
     build_model,
     default_rounds,

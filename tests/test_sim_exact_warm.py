@@ -12,7 +12,7 @@ from strategies.sim import small_worlds, typed_world
 
 from optsched.errors import InvalidInstanceError, ModelError, NotOptimalError
 from optsched.sim import SimResult, World, simulate, validate
-from optsched.sim.exact import (
+from optsched.sim.optimum.exact import (
     OBJECTIVES,
     MipStart,
     build_model,

@@ -300,7 +300,7 @@ def test_a_steady_state_window_counts_only_its_jobs(tmp_path: Path) -> None:
 
 
 def test_certified_bounds_lie_below_every_policy(tmp_path: Path) -> None:
-    from optsched.sim.bounds import bound
+    from optsched.sim.optimum.bounds import bound
 
     text = SMALL.replace("[outputs]", "bounds = true\n\n[outputs]")
     text = text.replace('"fifo", {', '"fifo", "srtf", {')

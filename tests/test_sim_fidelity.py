@@ -23,9 +23,9 @@ from optsched.sim import (
     simulate,
     validate,
 )
-from optsched.sim.metrics import jct_cdf, job_metrics, run_metrics, spread_gang_seconds
+from optsched.sim.measure.metrics import jct_cdf, job_metrics, run_metrics, spread_gang_seconds
 from optsched.sim.policies import FIFO, make_policy
-from optsched.sim.throughputs import throughputs_from_dict
+from optsched.sim.world.throughputs import throughputs_from_dict
 from optsched.tolerances import TIME_TOL, within
 
 GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel"
@@ -338,7 +338,7 @@ def test_the_uniform_table_reference_does_not_depend_on_the_order() -> None:
 
 def _record(world: World, rows: list[tuple[str, str, int, int, float, float]], **kw: Any):
     from optsched.sim import SimResult
-    from optsched.sim.record import add_interval, empty_intervals
+    from optsched.sim.measure.record import add_interval, empty_intervals
 
     table = empty_intervals()
     for job, gt, server, gpus, start, end in rows:

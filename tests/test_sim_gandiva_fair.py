@@ -12,11 +12,11 @@ from strategies.sim import job_frame, synthetic_throughputs, user_worlds
 
 from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, SimState, World, simulate, validate
+from optsched.sim.engine.policy import JobState
+from optsched.sim.measure.record import SimResult
 from optsched.sim.policies import POLICIES, GandivaFair, make_policy
 from optsched.sim.policies.gandiva_fair import fair_shares, trade_shares
-from optsched.sim.policy import JobState
-from optsched.sim.record import SimResult
-from optsched.sim.throughputs import throughputs_from_dict
+from optsched.sim.world.throughputs import throughputs_from_dict
 from optsched.tolerances import RATIO_TOL, TIME_TOL, within
 
 ROUND = 10.0

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.sim import ClusterSpec, GpuType, Policy, SimState, World, simulate, validate
-from optsched.sim.mechanism_gavel import GavelMechanism, is_agnostic
+from optsched.sim.engine.gavel import GavelMechanism, is_agnostic
+from optsched.sim.engine.policy import JobState
 from optsched.sim.policies import GavelFIFO, GavelGandiva, make_policy
-from optsched.sim.policy import JobState
-from optsched.sim.throughputs import throughputs_from_dict
+from optsched.sim.world.throughputs import throughputs_from_dict
 from tests.strategies.sim import job_frame, worlds
 
 #: Job type A: 2 steps/s on a v100, 1 on a p100 (one GPU; n GPUs: n times that); two A jobs

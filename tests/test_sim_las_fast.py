@@ -28,9 +28,9 @@ from strategies.sim import job_frame
 from test_sim_order_reference import check_identical, one_type_worlds
 
 from optsched.sim import World, parse_cluster, simulate
-from optsched.sim import engine as engine_mod
+from optsched.sim.engine import core as engine_mod
+from optsched.sim.engine.policy import JobState, SimState
 from optsched.sim.policies import Tiresias
-from optsched.sim.policy import JobState, SimState
 from optsched.tolerances import TIME_TOL
 
 
@@ -207,7 +207,7 @@ def test_a_promotion_due_right_after_a_decision_is_a_wake_up() -> None:
     promotion 1.7e-4 s later, inside the former relative slack ``TIME_TOL * now`` (2.2e-4 s):
     both wake-up paths dropped it, and the promotion waited for the next event."""
     from optsched.sim import ClusterSpec, GpuType
-    from optsched.sim.generate import generate_job_table
+    from optsched.sim.world.generate import generate_job_table
 
     frame = generate_job_table(
         12,
@@ -229,7 +229,7 @@ def test_a_promotion_due_right_after_a_decision_is_a_wake_up() -> None:
 
 def test_both_wake_up_cases_happen_on_a_long_busy_world() -> None:
     from optsched.sim import ClusterSpec, GpuType
-    from optsched.sim.generate import generate_job_table
+    from optsched.sim.world.generate import generate_job_table
 
     frame = generate_job_table(
         300,

@@ -7,7 +7,7 @@ import pytest
 from strategies.sim import job_frame, one_gpu_world, synthetic_throughputs
 
 from optsched.sim import ClusterSpec, GpuType, World, simulate
-from optsched.sim.metrics import job_metrics, run_metrics, utilization
+from optsched.sim.measure.metrics import job_metrics, run_metrics, utilization
 from optsched.sim.policies import FIFO, SRTF
 from optsched.tolerances import TIME_TOL, within
 
@@ -102,7 +102,7 @@ def test_rho_cdf_and_policy_bars_draw_what_they_are_given() -> None:
     from matplotlib.figure import Figure
 
     from optsched.report.sim import plot_policy_metric, plot_rho_cdf
-    from optsched.sim.metrics import job_metrics
+    from optsched.sim.measure.metrics import job_metrics
 
     world = one_gpu_world([5.0, 1.0, 3.0], [0.0, 1.0, 1.0])
     runs = {"fifo": simulate(world, FIFO()), "srtf": simulate(world, SRTF())}

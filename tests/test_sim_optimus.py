@@ -72,7 +72,7 @@ def _planted_world(models: list[str], gpus: int = 8, steps: float = 5_000.0) -> 
     """One GPU type whose measured rates (1, 2, 4, 8 GPUs) follow PLANTED exactly."""
     from strategies.sim import job_frame
 
-    from optsched.sim.throughputs import throughputs_from_dict
+    from optsched.sim.world.throughputs import throughputs_from_dict
 
     table = {
         f"('{jt}', {n})": {"null": 1.0 / (t0 / n + t1 + t2 * n)}
@@ -185,7 +185,7 @@ def _two_type_world(models: list[str]) -> sim.World:
     """Types g (8 GPUs) and h (4 GPUs, 0.6 times as fast), rates following PLANTED."""
     from strategies.sim import job_frame
 
-    from optsched.sim.throughputs import throughputs_from_dict
+    from optsched.sim.world.throughputs import throughputs_from_dict
 
     def table(factor: float) -> dict[str, dict[str, float]]:
         return {

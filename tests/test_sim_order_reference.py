@@ -131,7 +131,7 @@ SORTED_POLICIES = ("tiresias-las", "edf", "srtf")
 @st.composite
 def one_type_worlds(draw: st.DrawFn) -> World:
     """Busy one-type worlds with small servers (spread gangs), skewed models, restore costs."""
-    from optsched.sim.generate import generate_job_table
+    from optsched.sim.world.generate import generate_job_table
 
     gps = draw(st.sampled_from([2, 4, 8]))
     servers = draw(st.integers(1, 4))

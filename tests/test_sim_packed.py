@@ -13,7 +13,7 @@ from optsched import sim
 from optsched.allocation.gavel import PACKED_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.policies import POLICIES, PackedAllocationLP, make_policy
-from optsched.sim.throughputs import Throughputs
+from optsched.sim.world.throughputs import Throughputs
 
 pytestmark = pytest.mark.solver("highs")
 

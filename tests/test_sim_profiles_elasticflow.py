@@ -28,14 +28,14 @@ from optsched.sim import (
     simulate,
     validate,
 )
-from optsched.sim import profiles_elasticflow as pe
-from optsched.sim.profiles_elasticflow import (
+from optsched.sim.world import elasticflow_profiles as pe
+from optsched.sim.world.elasticflow_profiles import (
     ScalingCurve,
     load_scaling_profiles,
     profile_job_type,
 )
-from optsched.sim.throughputs import GENERIC, Throughputs
-from optsched.sim.world import job_type_for
+from optsched.sim.world.jobs import job_type_for
+from optsched.sim.world.throughputs import GENERIC, Throughputs
 from optsched.tolerances import RATIO_TOL, TIME_TOL, within
 
 # Synthetic profiles in ElasticFlow's schema (SOURCE.md beside them): the published ones carry no

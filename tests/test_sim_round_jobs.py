@@ -10,8 +10,8 @@ import pytest
 from strategies.sim import job_frame
 
 from optsched import sim
+from optsched.sim.engine.policy import JobState, SimState
 from optsched.sim.policies.allocation import IsolatedTime, allocation_jobs
-from optsched.sim.policy import JobState, SimState
 
 
 def _state(now: float, states: tuple[JobState, ...], world: sim.World) -> SimState:

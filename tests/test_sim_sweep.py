@@ -17,7 +17,7 @@ from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.runs.sim_sweep import KEY_FIELDS, run_one, sweep, sweep_runs
 from optsched.sim import parse_cluster, simulate, validate
-from optsched.sim.metrics import run_metrics
+from optsched.sim.measure.metrics import run_metrics
 from optsched.sim.policies import make_policy
 
 CLUSTER = "v100=8,p100=8"

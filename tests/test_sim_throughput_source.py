@@ -12,8 +12,8 @@ from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.sim import parse_cluster, simulate
 from optsched.sim.compare import compare, world_from_trace
-from optsched.sim.throughput_source import gavel_throughputs, resolve_throughputs
-from optsched.sim.throughputs import load_throughputs
+from optsched.sim.world.sources import gavel_throughputs, resolve_throughputs
+from optsched.sim.world.throughputs import load_throughputs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "optsched" / "sim" / "data"

@@ -13,7 +13,7 @@ from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.sim import simulate
 from optsched.sim.compare import compare
-from optsched.sim.metrics import job_metrics, parse_window, run_metrics
+from optsched.sim.measure.metrics import job_metrics, parse_window, run_metrics
 from optsched.sim.policies import FIFO
 from optsched.tolerances import TIME_TOL, within
 

@@ -161,7 +161,7 @@ def test_nan_and_duplicate_keys_are_refused_by_the_loader(tmp_path: Path) -> Non
 def test_the_job_budget_refuses_before_building_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from optsched.sim import world_file
+    from optsched.sim.world import file as world_file
 
     path = tmp_path / "w.json"
     _write(path, _doc())

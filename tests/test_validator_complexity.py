@@ -41,7 +41,7 @@ VALIDATOR_MODULES = (
     "optsched/comm/tensorlights/validator.py",
     "optsched/comm/pace/solve.py",
     "optsched/comm/pace/validator.py",
-    "optsched/sim/validate.py",
+    "optsched/sim/measure/validate.py",
 )
 
 MAX_COMPLEXITY = 15

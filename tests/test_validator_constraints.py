@@ -638,9 +638,9 @@ def test_sim_each_constraint():
     from strategies.sim import job_frame, synthetic_table
 
     from optsched.sim import SimResult, World, parse_cluster, validate
-    from optsched.sim.record import add_interval, empty_intervals
-    from optsched.sim.throughputs import throughputs_from_dict
-    from optsched.sim.validate import CONSTRAINTS
+    from optsched.sim.measure.record import add_interval, empty_intervals
+    from optsched.sim.measure.validate import CONSTRAINTS
+    from optsched.sim.world.throughputs import throughputs_from_dict
 
     table = synthetic_table()
     for key in ("slow", "slow_unconsolidated"):

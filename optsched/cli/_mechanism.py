@@ -42,7 +42,7 @@ def mechanism_options() -> list[Any]:
 
 def mechanism_from(name: str, reset_interval: float | None, seed: int | None) -> Any:
     """The ``mechanism`` argument of :func:`optsched.sim.simulate` from the options."""
-    from optsched.sim.mechanism_gavel import DEFAULT_RESET_INTERVAL, GavelMechanism
+    from optsched.sim.engine.gavel import DEFAULT_RESET_INTERVAL, GavelMechanism
 
     if name != "gavel":
         for flag, value in (("--reset-interval", reset_interval), ("--mechanism-seed", seed)):

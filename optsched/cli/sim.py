@@ -16,7 +16,7 @@ Subcommands
     ``START <= k < END`` only (a steady-state window, as Gavel's ``-s/-e``); ``compare`` and
     ``sweep`` take it too.
     The ``accordion``/``gns`` jobs of Shockwave's traces change batch size by epoch
-    (``optsched.sim.batch_schedule``); ``--static-batches`` runs every job at its trace batch
+    (``optsched.sim.world.batch_schedule``); ``--static-batches`` runs every job at its trace batch
     size.
 
 Exit codes of ``run``: 0 every job finished and the record is valid; 1 the validator rejected
@@ -157,7 +157,7 @@ def run(
     """Simulate TRACE and print its metrics."""
     from optsched.sim import parse_cluster, simulate, validate
     from optsched.sim.compare import world_from_trace
-    from optsched.sim.metrics import job_metrics, run_metrics
+    from optsched.sim.measure.metrics import job_metrics, run_metrics
     from optsched.sim.policies import make_policy
 
     spec = parse_cluster(cluster, field="--cluster")

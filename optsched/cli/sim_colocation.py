@@ -3,7 +3,7 @@
 When ``--policies`` names a placement policy (``harmony``, ``interference-greedy``,
 ``consolidate-first``, ``first-fit``, ``load-balance``, ``tetris``, ``random-placement``,
 ``pairwise-ilp``, ``true-exact``: :mod:`optsched.sim.policies.placement`), the
-trace is read into a world in the colocation mode (:mod:`optsched.sim.colocation`) and every
+trace is read into a world in the colocation mode (:mod:`optsched.sim.world.colocation`) and every
 named policy runs on it event-driven; each record passes the simulator's validator and gets
 the usual metrics. ``--cluster`` is optional there: by default Harmony's cluster (6 servers
 of 4 GPUs and 16 CPUs); a one-type cluster text (``gpu=24:4``) sets the servers and their GPUs.
@@ -56,8 +56,8 @@ def colocation_setup(
         A refused option, a ``--cluster`` of more than one GPU type or with a partial last
         server, or a trace the colocation mode cannot describe.
     """
-    from optsched.sim.colocation import colocation_world_from_trace
     from optsched.sim.policies.placement import PlacementPolicy
+    from optsched.sim.world.colocation import colocation_world_from_trace
 
     for flag, given in refused.items():
         if given:

@@ -98,7 +98,7 @@ def profile_gpu_type(directory: Path) -> str:
 
 def _table(spec: Any, throughputs: Any, reference: str, trace_format: str | None = None) -> Any:
     """The table ``--throughputs`` names (``None``: the trace's default), errors naming flags."""
-    from optsched.sim.throughput_source import resolve_throughputs
+    from optsched.sim.world.sources import resolve_throughputs
 
     value = throughputs if throughputs in (None, "gavel", "uniform") else Path(throughputs)
     return resolve_throughputs(
@@ -210,7 +210,7 @@ def compare_command(
     if policies.strip() == "all":
         # "every policy" means every policy whose model admits this world; the others are
         # listed with their reason rather than failing the whole comparison
-        from optsched.sim.mechanism_gavel import gavel_refuses
+        from optsched.sim.engine.gavel import gavel_refuses
         from optsched.sim.policies import make_policy
 
         for name in names:
@@ -486,7 +486,7 @@ OFFERED_LOAD_OPTION = click.option(
 
 def scaled_arrivals(world: Any, load: float, offered_load: float | None) -> Any:
     """``--load`` then ``--offered-load`` applied to the world (errors naming the flag)."""
-    from optsched.sim.load import at_arrival_rate, at_offered_load
+    from optsched.sim.world.load import at_arrival_rate, at_offered_load
 
     try:
         if load != 1.0:
@@ -514,7 +514,7 @@ WINDOW_OPTION = click.option(
 
 def window_arg(window: str | None) -> tuple[int, int | None] | None:
     """``--window`` parsed (errors naming ``--window``), or None."""
-    from optsched.sim.metrics import parse_window
+    from optsched.sim.measure.metrics import parse_window
 
     return None if window is None else parse_window(window, field="--window")
 

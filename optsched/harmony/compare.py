@@ -43,7 +43,7 @@ def arrivals_from_trace(world: HarmonyWorld, path: str | Path) -> tuple[JobArriv
         The trace is refused by its reader, has no job, or a job has neither steps nor a
         duration (the row is named).
     """
-    from optsched.sim.colocation import trace_jobs
+    from optsched.sim.world.colocation import trace_jobs
     from optsched.traces import read_trace
 
     # the one trace-to-PS-job mapping, shared with the simulator's colocation worlds
@@ -158,7 +158,7 @@ def decision_gaps(
     from optsched.harmony.exact import solve_exact, true_cost
     from optsched.harmony.policies import place_job
     from optsched.harmony.snapshot import snapshot_instance, validate_decision
-    from optsched.sim.validate import validate as sim_validate
+    from optsched.sim.measure.validate import validate as sim_validate
 
     names = list(policies)
     for name in [driver, *names]:

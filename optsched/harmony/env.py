@@ -19,10 +19,10 @@ step places one task of the job at the head of the queue:
 
 Time runs on the simulator's engine in its colocation mode
 (:class:`~optsched.harmony.world.EngineDriver` over
-:func:`optsched.sim.engine.simulate_steps`): at each of the engine's decision points the
+:func:`optsched.sim.engine.core.simulate_steps`): at each of the engine's decision points the
 episode places the FIFO heads that fit, task by task, and sends the decision when no further
 head fits; the reward is computed on the cluster as that decision leaves it, with the
-colocation physics (:mod:`optsched.sim.colocation`) or the reward model.
+colocation physics (:mod:`optsched.sim.world.colocation`) or the reward model.
 """
 
 from __future__ import annotations

@@ -252,8 +252,8 @@ def run_policy(
     """
     from optsched.harmony.exact import true_cost
     from optsched.harmony.snapshot import snapshot_instance, validate_decision
-    from optsched.sim.metrics import job_metrics, run_metrics
-    from optsched.sim.validate import validate as sim_validate
+    from optsched.sim.measure.metrics import job_metrics, run_metrics
+    from optsched.sim.measure.validate import validate as sim_validate
 
     if policy not in POLICIES:
         raise InvalidInstanceError("policy", f"unknown policy {policy!r}; known: {list(POLICIES)}")

@@ -1,12 +1,13 @@
 r"""The interference-aware world over time: PS jobs arrive, are placed, slow each other, finish.
 
 Time runs on the general simulator's engine in its placement-aware *colocation* mode
-(:mod:`optsched.sim.colocation`): the arrivals become a world of that mode (:func:`sim_world`),
+(:mod:`optsched.sim.world.colocation`): the arrivals become a world of that mode
+(:func:`sim_world`),
 :class:`EngineDriver` places its jobs one at a time at the engine's decision points, and the
 engine's record is checked by the simulator's validator (:func:`optsched.sim.validate`), which
 re-derives every rate. This module adds the placement view (:class:`ClusterState`: free
 capacity and who runs where, with the per-task action mask) and the arrival generator; the
-slowdown is the ground truth's (:func:`optsched.sim.colocation.group_slowdown`), and every
+slowdown is the ground truth's (:func:`optsched.sim.world.colocation.group_slowdown`), and every
 decision can also be checked by the placement validator
 (:func:`optsched.harmony.snapshot.validate_decision`).
 
@@ -49,8 +50,8 @@ from optsched.interference import InterferenceTruth, generate_interference_truth
 from optsched.tolerances import WORK_TOL
 
 if TYPE_CHECKING:
-    from optsched.sim.record import SimResult
-    from optsched.sim.world import World
+    from optsched.sim.measure.record import SimResult
+    from optsched.sim.world.jobs import World
 
 __all__ = [
     "PS_DEMAND",
@@ -178,7 +179,7 @@ class HarmonyWorld:
 
     def true_slowdown(self, job_type: int, partner_counts: np.ndarray) -> float:
         r"""Ground-truth :math:`S_a(B)` for co-runners counted per type (vectorised truth)."""
-        from optsched.sim.colocation import group_slowdown
+        from optsched.sim.world.colocation import group_slowdown
 
         return group_slowdown(self.the_truth, job_type, partner_counts)
 
@@ -319,7 +320,7 @@ class EngineDriver:
     """Place arriving jobs one at a time on the simulator's engine (its colocation mode).
 
     The arrivals become a world in the colocation mode (:func:`sim_world`) and time, rates and
-    completions are the engine's (:func:`optsched.sim.engine.simulate_steps`): this class only
+    completions are the engine's (:func:`optsched.sim.engine.core.simulate_steps`): this class only
     holds the decision point open while its jobs are placed one by one. Use :meth:`next_job`
     to advance to the next job to place (strict FIFO: the head of the queue, once
     first-fit-decreasing packing fits it on the free capacity), :meth:`commit` to place it,
@@ -343,8 +344,8 @@ class EngineDriver:
     def __init__(
         self, world: HarmonyWorld, arrivals: Sequence[JobArrival], *, name: str = "harmony"
     ) -> None:
-        from optsched.sim.engine import simulate_steps
-        from optsched.sim.policy import Policy
+        from optsched.sim.engine.core import simulate_steps
+        from optsched.sim.engine.policy import Policy
 
         self.world = world
         self.arrivals = tuple(arrivals)
@@ -394,7 +395,7 @@ class EngineDriver:
 
     def _send(self) -> bool:
         """Send the decision; ``False`` when the run ended."""
-        from optsched.sim.policy import PolicyDecision
+        from optsched.sim.engine.policy import PolicyDecision
 
         decision = PolicyDecision(grants=tuple(self._pending), keep_running=True)
         try:
@@ -428,8 +429,8 @@ class EngineDriver:
         InvalidInstanceError
             Not the head job, wrong length, or a task that does not fit.
         """
-        from optsched.sim.colocation import COLOCATION_GPU_TYPE
-        from optsched.sim.policy import Grant, GrantPlacement
+        from optsched.sim.engine.policy import Grant, GrantPlacement
+        from optsched.sim.world.colocation import COLOCATION_GPU_TYPE
 
         if self._head is None or self._head.id != job.id:
             raise InvalidInstanceError("job", f"job {job.id} is not the one to place")
@@ -491,12 +492,14 @@ class EngineDriver:
 
 
 def sim_world(world: HarmonyWorld, arrivals: Sequence[JobArrival]) -> World:
-    """The arrivals as a world in the simulator's colocation mode (:mod:`optsched.sim.colocation`).
+    """The arrivals as a world of the simulator's colocation mode.
+
+    The mode is :mod:`optsched.sim.world.colocation`.
 
     Job ``k`` has id ``str(arrivals[k].id)``, its workers as its gang and its iterations as its
     work, on ``world``'s servers, truth and spread penalty.
     """
-    from optsched.sim.colocation import ColocationJob, colocation_world
+    from optsched.sim.world.colocation import ColocationJob, colocation_world
 
     jobs = [
         ColocationJob(str(a.id), a.arrival_s, a.job_type, a.n_workers, a.n_ps, a.iterations)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from optsched.sim.record import SimResult
+    from optsched.sim.measure.record import SimResult
 
 __all__ = ["plot_jct_cdf", "plot_policy_metric", "plot_rho_cdf", "plot_utilization", "time_scale"]
 
@@ -67,7 +67,7 @@ def plot_jct_cdf(
     """Empirical CDF of the JCT as a fraction of all jobs, one line per run.
 
     Unfinished jobs have no JCT: a run's line ends at ``finished / jobs``, below 1 when jobs
-    did not finish (:func:`optsched.sim.metrics.jct_cdf`).
+    did not finish (:func:`optsched.sim.measure.metrics.jct_cdf`).
 
     Parameters
     ----------
@@ -77,7 +77,7 @@ def plot_jct_cdf(
         Logarithmic JCT axis.
     unit : {"s", "min", "h"}
     """
-    from optsched.sim.metrics import jct_cdf
+    from optsched.sim.measure.metrics import jct_cdf
 
     scale, unit = time_scale(unit)
     items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
@@ -101,7 +101,7 @@ def plot_utilization(
     result: SimResult, *, ax: Axes | None = None, unit: str = "h", stacked: bool = True
 ) -> Figure:
     """Busy GPUs over time per GPU type (a step plot), with the total capacity as a line."""
-    from optsched.sim.metrics import utilization
+    from optsched.sim.measure.metrics import utilization
 
     scale, unit = time_scale(unit)
     frame = utilization(result)
@@ -139,10 +139,10 @@ def plot_rho_cdf(
 ) -> Figure:
     r"""Empirical CDF of the finished jobs' finish-time fairness :math:`\rho`, one line per run.
 
-    :math:`\rho` is as in :func:`optsched.sim.metrics.job_metrics` (JCT over the JCT at the
+    :math:`\rho` is as in :func:`optsched.sim.measure.metrics.job_metrics` (JCT over the JCT at the
     job's fair share); a dashed line marks :math:`\rho = 1`, the fair outcome.
     """
-    from optsched.sim.metrics import job_metrics
+    from optsched.sim.measure.metrics import job_metrics
 
     items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
     fig, axes = _axes(ax)

@@ -496,7 +496,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 "Each policy's value over a lower bound on any schedule's, minus 1 (0 is the "
                 "bound itself; runs with unfinished jobs have no gap). The isolated bound is "
                 "every job alone at its best rate; the certified bounds (experiment key "
-                "`bounds`) are those of optsched.sim.bounds on the whole trace.",
+                "`bounds`) are those of optsched.sim.optimum.bounds on the whole trace.",
                 figures=[(title, _png(_bars(summary, m, title, policies))) for m, title in gaps],
             )
         )

@@ -13,7 +13,7 @@ the SHA-256 of every input file it names; a run is redone from its record by wri
 text back to a file. Resuming a store with another file (even one differing only in a comment)
 is refused naming ``config.experiment_sha256``.
 
-Each run's record has the run metrics of :func:`optsched.sim.metrics.run_metrics`, the
+Each run's record has the run metrics of :func:`optsched.sim.measure.metrics.run_metrics`, the
 validator's verdict, the sorted JCTs and finish-time fairness values :math:`\rho` of the
 finished jobs (for CDFs), and the *isolated bound* of the mean JCT,
 
@@ -22,7 +22,7 @@ finished jobs (for CDFs), and the *isolated bound* of the mean JCT,
     \underline{J} = \frac{1}{N} \sum_j \frac{W_j}{\max_g r_j(g)},
 
 each job's work over its best consolidated rate alone (``isolated_jct`` of
-:func:`~optsched.sim.metrics.job_metrics`): no policy running the requested gangs finishes a
+:func:`~optsched.sim.measure.metrics.job_metrics`): no policy running the requested gangs finishes a
 job sooner, so :math:`\bar J \ge \underline{J}` when every job finishes and the gap
 :math:`\bar J / \underline{J} - 1 \ge 0` says how far a policy is from that bound.
 
@@ -145,7 +145,7 @@ class SteadyState(Frozen):
 
     As Gavel's ``-s/-e`` and ``optsched sim sweep --window``: every job runs and contends, the
     job-level metrics (and the CDFs and the bound of a report) count the window's jobs only
-    (:func:`optsched.sim.metrics.run_metrics`).
+    (:func:`optsched.sim.measure.metrics.run_metrics`).
     """
 
     start: int = Field(default=0, ge=0, description="First arrival index counted.")
@@ -155,14 +155,14 @@ class SteadyState(Frozen):
 
     @model_validator(mode="after")
     def _ordered(self) -> SteadyState:
-        from optsched.sim.metrics import check_window
+        from optsched.sim.measure.metrics import check_window
 
         check_window((self.start, self.end), len_jobs=None, field="end")
         return self
 
     @property
     def window(self) -> tuple[int, int | None]:
-        """``(start, end)`` as :func:`~optsched.sim.metrics.run_metrics` takes it."""
+        """``(start, end)`` as :func:`~optsched.sim.measure.metrics.run_metrics` takes it."""
         return self.start, self.end
 
 
@@ -209,7 +209,7 @@ class Experiment(Frozen):
     bounds: bool = Field(
         default=False,
         description="Also compute certified lower bounds on the total weighted JCT and the "
-        "makespan (optsched.sim.bounds) and every run's gap to them.",
+        "makespan (optsched.sim.optimum.bounds) and every run's gap to them.",
     )
     outputs: Outputs = Field(default_factory=Outputs)
 
@@ -223,7 +223,7 @@ class Experiment(Frozen):
     @field_validator("clusters")
     @classmethod
     def _clusters(cls, values: list[str]) -> list[str]:
-        from optsched.sim.cluster_spec import parse_cluster
+        from optsched.sim.world.cluster import parse_cluster
 
         for i, text in enumerate(values):
             try:
@@ -395,12 +395,12 @@ def run_one(params: dict[str, Any], config: dict[str, Any], base: str) -> dict[s
     import numpy as np
 
     from optsched.runs.sim_sweep import _job_frame
-    from optsched.sim.cluster_spec import parse_cluster
-    from optsched.sim.engine import simulate
-    from optsched.sim.metrics import job_metrics, run_metrics
-    from optsched.sim.throughputs import Throughputs, load_throughputs
-    from optsched.sim.validate import validate
-    from optsched.sim.world import World
+    from optsched.sim.engine.core import simulate
+    from optsched.sim.measure.metrics import job_metrics, run_metrics
+    from optsched.sim.measure.validate import validate
+    from optsched.sim.world.cluster import parse_cluster
+    from optsched.sim.world.jobs import World
+    from optsched.sim.world.throughputs import Throughputs, load_throughputs
 
     experiment = Experiment.from_dict(config["spec"])
     where = ExperimentFile(experiment, Path(base) / "experiment.toml", "", "")
@@ -460,7 +460,8 @@ def run_one(params: dict[str, Any], config: dict[str, Any], base: str) -> dict[s
     }
 
 
-#: The closed-form relaxations of :func:`optsched.sim.bounds.bound` an experiment uses: exact
+#: The closed-form relaxations of :func:`optsched.sim.optimum.bounds.bound` an experiment uses:
+#: exact
 #: arithmetic on the world alone, so a record never depends on a time limit or the machine.
 BOUND_METHODS: dict[str, tuple[str, ...]] = {
     "weighted-jct": ("isolated", "mean-busy-time"),
@@ -476,7 +477,7 @@ def _certified_gaps(world: Any, done: pd.DataFrame, finished: bool) -> dict[str,
     its bound both count from the first arrival), both :math:`\ge 0` for any schedule the
     simulator carries out.
     """
-    from optsched.sim.bounds import bound, job_limits
+    from optsched.sim.optimum.bounds import bound, job_limits
 
     limits = job_limits(world)
     b_jct = bound(world, "weighted-jct", methods=BOUND_METHODS["weighted-jct"], limits=limits)

@@ -78,7 +78,7 @@ def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFr
     """The run's job table and its trace format (``None`` for a synthetic table)."""
     import numpy as np
 
-    from optsched.sim.generate import generate_job_table
+    from optsched.sim.world.generate import generate_job_table
 
     if trace.startswith(_SYNTHETIC):
         text = trace[len(_SYNTHETIC) :]
@@ -97,7 +97,7 @@ def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFr
             np.random.default_rng(seed).shuffle(gaps)
             frame["arrival"] = np.concatenate([[arrivals[0]], arrivals[0] + np.cumsum(gaps)])
     if load != 1.0:
-        # deadlines keep their slack (as optsched.sim.load.at_arrival_rate)
+        # deadlines keep their slack (as optsched.sim.world.load.at_arrival_rate)
         before = frame["arrival"].astype(float)
         frame["arrival"] = before / load
         if "deadline" in frame:
@@ -120,13 +120,13 @@ def run_one(
     """
     import copy
 
-    from optsched.sim.cluster_spec import parse_cluster
-    from optsched.sim.engine import simulate
-    from optsched.sim.metrics import job_metrics, run_metrics
+    from optsched.sim.engine.core import simulate
+    from optsched.sim.measure.metrics import job_metrics, run_metrics
+    from optsched.sim.measure.validate import validate
     from optsched.sim.policies import make_policy
-    from optsched.sim.throughput_source import resolve_throughputs
-    from optsched.sim.validate import validate
-    from optsched.sim.world import World
+    from optsched.sim.world.cluster import parse_cluster
+    from optsched.sim.world.jobs import World
+    from optsched.sim.world.sources import resolve_throughputs
 
     spec = parse_cluster(config["cluster"]).scaled(params["cluster_scale"])
     frame, fmt = _job_frame_and_format(params["trace"], params["seed"], params["load"])
@@ -188,8 +188,8 @@ def _bound_columns(
     import json
     import math
 
-    from optsched.sim.bounds import bounds, certified_gap
-    from optsched.sim.exact import objective_value
+    from optsched.sim.optimum.bounds import bounds, certified_gap
+    from optsched.sim.optimum.exact import objective_value
 
     key = json.dumps(
         [{k: params[k] for k in KEY_FIELDS if k != "policy"}, config], sort_keys=True, default=str
@@ -399,12 +399,14 @@ def sweep(
         per finished run elsewhere (:func:`sweep_progress`).
     window : (int, int or None), optional
         The steady-state window of arrival indices ``[start, end)`` the metrics count (see
-        :func:`~optsched.sim.metrics.run_metrics`); shared by every run (the store's config).
+        :func:`~optsched.sim.measure.metrics.run_metrics`); shared by every run (the store's
+        config).
     bound : bool, default False
         Also compute the certified bounds on each world's optimum
-        (:func:`optsched.sim.bounds.bounds`, once per world in each worker) and give every row
+        (:func:`optsched.sim.optimum.bounds.bounds`, once per world in each worker) and give every
+        row
         ``bound_<objective>`` and ``bound_gap_<objective>`` (see
-        :func:`~optsched.sim.bounds.certified_gap`), with ``bound_method_<objective>`` (the
+        :func:`~optsched.sim.optimum.bounds.certified_gap`), with ``bound_method_<objective>`` (the
         relaxation that gave it) and ``bound_complete_<objective>`` (False when an LP ran out
         of time and a weaker relaxation stands).
     bound_time_limit : float, optional
@@ -424,8 +426,8 @@ def sweep(
     import pandas as pd
 
     from optsched.runs.store import RunStore, run_key
-    from optsched.sim.cluster_spec import ClusterSpec, parse_cluster
-    from optsched.sim.throughputs import Throughputs
+    from optsched.sim.world.cluster import ClusterSpec, parse_cluster
+    from optsched.sim.world.throughputs import Throughputs
 
     if backend not in BACKENDS:
         raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
@@ -461,7 +463,7 @@ def sweep(
     )
     table_object: Throughputs | None = None
     if throughputs is not None:
-        from optsched.sim.throughput_source import resolve_throughputs
+        from optsched.sim.world.sources import resolve_throughputs
 
         # a misspelt table name or missing file is refused before any run
         checked = resolve_throughputs(throughputs, parse_cluster(cluster), reference=reference)
@@ -476,7 +478,7 @@ def sweep(
         "reference": reference,
     }
     if window is not None:
-        from optsched.sim.metrics import check_window
+        from optsched.sim.measure.metrics import check_window
 
         # only set when given, so that a store written without a window resumes unchanged
         config["window"] = list(check_window(window, len_jobs=None))

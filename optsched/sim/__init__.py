@@ -11,19 +11,9 @@ round-based world (:func:`solve`) and policies side by side with their gaps to i
 run store.
 """
 
-from optsched.sim.cluster_spec import (
-    ClusterSpec,
-    GpuType,
-    load_gavel_cluster_specs,
-    parse_cluster,
-)
 from optsched.sim.compare import Comparison, compare
-from optsched.sim.engine import default_horizon, event_bound, simulate
-from optsched.sim.exact import solve
-from optsched.sim.family import ALGORITHMS, FAMILY
-from optsched.sim.generate import generate_instance, generate_job_table
-from optsched.sim.metrics import deadline_metrics, job_metrics, run_metrics, utilization
-from optsched.sim.policy import (
+from optsched.sim.engine.core import default_horizon, event_bound, simulate
+from optsched.sim.engine.policy import (
     FractionalAllocation,
     Grant,
     GrantPlacement,
@@ -33,11 +23,20 @@ from optsched.sim.policy import (
     SimState,
     carry_out,
 )
-from optsched.sim.record import INTERVAL_COLUMNS, JOB_RESULT_COLUMNS, SimResult
-from optsched.sim.replay import FixedRounds, replay_rounds
-from optsched.sim.throughputs import GENERIC, Throughputs, load_throughputs
-from optsched.sim.validate import validate
-from optsched.sim.world import (
+from optsched.sim.engine.replay import FixedRounds, replay_rounds
+from optsched.sim.family import ALGORITHMS, FAMILY
+from optsched.sim.measure.metrics import deadline_metrics, job_metrics, run_metrics, utilization
+from optsched.sim.measure.record import INTERVAL_COLUMNS, JOB_RESULT_COLUMNS, SimResult
+from optsched.sim.measure.validate import validate
+from optsched.sim.optimum.exact import solve
+from optsched.sim.world.cluster import (
+    ClusterSpec,
+    GpuType,
+    load_gavel_cluster_specs,
+    parse_cluster,
+)
+from optsched.sim.world.generate import generate_instance, generate_job_table
+from optsched.sim.world.jobs import (
     JOB_COLUMNS,
     MODEL_FAMILIES,
     SimJob,
@@ -46,6 +45,7 @@ from optsched.sim.world import (
     jobs_from_frame,
     read_job_csv,
 )
+from optsched.sim.world.throughputs import GENERIC, Throughputs, load_throughputs
 
 __all__ = [
     "ALGORITHMS",

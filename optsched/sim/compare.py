@@ -3,7 +3,7 @@ r"""Every policy on the same world, side by side, and (on small traces) their ga
 :func:`compare` runs each named policy on one world, checks every record with the independent
 validator, and tabulates the run metrics (:func:`~optsched.sim.run_metrics`). With
 ``exact=True`` it also solves the exact model of the round-based world
-(:mod:`optsched.sim.exact`) for each objective asked and reports every policy's gap to it:
+(:mod:`optsched.sim.optimum.exact`) for each objective asked and reports every policy's gap to it:
 
 * ``gap_weighted-jct`` and ``gap_makespan``: relative, :math:`(v - v^*) / v^*`, ``v`` the
   policy's total weighted JCT :math:`\sum_j w_j (C_j - a_j)` (resp. its makespan
@@ -15,7 +15,8 @@ validator, and tabulates the run metrics (:func:`~optsched.sim.run_metrics`). Wi
 policy runs with the round length it would have without ``exact`` (``round_seconds`` when given,
 else its own), so its row is the same with and without the optimum. The exact model runs on the
 policies' grid: ``round_seconds`` when given, else the round length most of the round-based
-policies ran with, as long as the model's size (jobs x :func:`~optsched.sim.exact.default_rounds`)
+policies ran with, as long as the model's size (jobs x
+:func:`~optsched.sim.optimum.exact.default_rounds`)
 is within :attr:`~optsched.limits.Budget.max_exact_job_rounds`. Otherwise (every policy
 event-driven, or too many rounds) it is solved on :func:`auto_round_seconds`, and
 :attr:`Comparison.exact_grid` says it is the *optimum of another world*. A row gets a gap to the
@@ -27,7 +28,7 @@ never a difference of worlds read as a gap. A like-for-like row below a proven o
 :class:`~optsched.errors.InconsistentResultError`; one within it shows a gap of 0.
 
 With ``bound=True`` (any trace size) every row also gets ``bound_gap_<objective>``, its gap to
-the certified bound of :mod:`optsched.sim.bounds`: at most how far the policy is from the
+the certified bound of :mod:`optsched.sim.optimum.bounds`: at most how far the policy is from the
 optimum of *every* schedule the simulator can carry out, event-driven, sharing or not, so never
 negative; it is the gap of the rows outside the model's world.
 
@@ -50,17 +51,17 @@ from typing import TYPE_CHECKING, Any
 from optsched import limits
 from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
 from optsched.results import ExactResult
-from optsched.sim.bounds import Bound, certified_gap
-from optsched.sim.record import SimResult
-from optsched.sim.world import World
+from optsched.sim.measure.record import SimResult
+from optsched.sim.optimum.bounds import Bound, certified_gap
+from optsched.sim.world.jobs import World
 from optsched.tolerances import SOLVER_AGREEMENT_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from optsched.sim.cluster_spec import ClusterSpec
-    from optsched.sim.policy import Policy
-    from optsched.sim.throughputs import Throughputs
+    from optsched.sim.engine.policy import Policy
+    from optsched.sim.world.cluster import ClusterSpec
+    from optsched.sim.world.throughputs import Throughputs
 
 __all__ = [
     "METRIC_COLUMNS",
@@ -100,7 +101,8 @@ def auto_round_seconds(world: World, target_rounds: int = AUTO_ROUNDS) -> float:
     """A round length giving the exact model about ``target_rounds`` rounds (whole minutes).
 
     ``L = 60 ceil(S / (60 R))`` with ``S`` the last arrival plus every job alone on its slowest
-    type, one after another (the serial schedule that :func:`~optsched.sim.exact.default_rounds`
+    type, one after another (the serial schedule that
+    :func:`~optsched.sim.optimum.exact.default_rounds`
     counts), and ``R = target_rounds``; at least 60 s.
     """
     if not world.jobs:
@@ -136,15 +138,15 @@ def world_from_trace(
     ``rebase=False`` keeps the trace's clock.
 
     ``cluster`` is a :class:`~optsched.sim.ClusterSpec` or its text (``"v100=4,k80=4"``);
-    ``throughputs`` anything :func:`~optsched.sim.throughput_source.resolve_throughputs` takes.
+    ``throughputs`` anything :func:`~optsched.sim.world.sources.resolve_throughputs` takes.
     By default a trace in Gavel's format runs on Gavel's measured table, any other on uniform
     speeds (the table's ``source`` says which). ``batch_modes``: see
     :func:`~optsched.sim.jobs_from_frame` (batch-size schedules of the ``accordion``/``gns`` jobs
     of Shockwave's traces; false: every job static).
     """
-    from optsched.sim.cluster_spec import ClusterSpec as _Spec
-    from optsched.sim.cluster_spec import parse_cluster
-    from optsched.sim.throughput_source import resolve_throughputs
+    from optsched.sim.world.cluster import ClusterSpec as _Spec
+    from optsched.sim.world.cluster import parse_cluster
+    from optsched.sim.world.sources import resolve_throughputs
 
     if isinstance(trace, str | Path):
         from optsched.traces import read_trace
@@ -203,7 +205,7 @@ class Comparison:
         The steady-state window of arrival indices the metrics count (``None``: every job).
     bounds : dict of str to Bound
         Per objective, the certified bound on the world's optimum
-        (:func:`optsched.sim.bounds.bounds`; empty unless asked for). Every row then has
+        (:func:`optsched.sim.optimum.bounds.bounds`; empty unless asked for). Every row then has
         ``bound_gap_<objective>``: at most how far it is from optimal, whatever the policy's
         rounds (relative; in jobs for ``deadlines``).
     """
@@ -332,9 +334,9 @@ def _gap(objective: str, value: float, best: float | None) -> float:
 def _row(
     world: World, record: SimResult, name: str, window: tuple[int, int | None] | None = None
 ) -> dict[str, Any]:
-    from optsched.sim.exact import OBJECTIVES, objective_value
-    from optsched.sim.metrics import job_metrics, run_metrics
-    from optsched.sim.validate import validate
+    from optsched.sim.measure.metrics import job_metrics, run_metrics
+    from optsched.sim.measure.validate import validate
+    from optsched.sim.optimum.exact import OBJECTIVES, objective_value
 
     metrics = run_metrics(record, job_metrics(record), window=window)
     report = validate(world, record)
@@ -421,13 +423,13 @@ def compare(
         A trace, job table or trace file needs ``cluster`` (text or
         :class:`~optsched.sim.ClusterSpec`) and optionally ``throughputs`` (``"gavel"``,
         ``"uniform"``, a path or a table; default: Gavel's for a Gavel-format trace, else
-        uniform; see :mod:`optsched.sim.throughput_source`). A World holds its own, so giving
+        uniform; see :mod:`optsched.sim.world.sources`). A World holds its own, so giving
         either with one is refused.
     policies : sequence of str or Policy, str, or Policy
         Registered names (:func:`optsched.sim.policies.policy_names`, plug-ins included)
         and/or Policy objects, or one comma-separated string (``"fifo,srtf"``, ``"all"``).
     exact : bool, default False
-        Also solve :func:`optsched.sim.exact.solve` for each of ``objectives``.
+        Also solve :func:`optsched.sim.optimum.exact.solve` for each of ``objectives``.
     round_seconds : float, "policy" or None, default "policy"
         As in :func:`~optsched.sim.simulate`: a round length for every policy (and for the
         exact model), ``"policy"`` for each policy's own, ``None`` for event-driven runs. The
@@ -439,7 +441,8 @@ def compare(
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
     bound : bool, default False
-        Also compute the certified bounds on the optimum (:func:`optsched.sim.bounds.bounds`)
+        Also compute the certified bounds on the optimum
+        (:func:`optsched.sim.optimum.bounds.bounds`)
         for each of ``objectives`` and every row's gap to them (``bound_gap_<objective>``);
         computed after the policies and before the exact solves, so a solve stopped short
         keeps them.
@@ -452,7 +455,7 @@ def compare(
         start (:func:`exact_starts`); ``Comparison.exact_starts`` says which run, or why none.
     window : (int, int or None), optional
         The steady-state window: the metrics count only the jobs of arrival index
-        ``start <= k < end`` (:func:`~optsched.sim.metrics.run_metrics`). The objectives and
+        ``start <= k < end`` (:func:`~optsched.sim.measure.metrics.run_metrics`). The objectives and
         gaps stay over every job (the exact model optimizes the whole trace).
     mechanism : {"optsched", "gavel"} or GavelMechanism, default "optsched"
         How every policy's rounds are carried out (:func:`optsched.sim.simulate`).
@@ -471,9 +474,9 @@ def compare(
         is the :class:`Comparison` computed until then (every policy's row, the exact
         results finished before).
     """
-    from optsched.sim.engine import simulate
-    from optsched.sim.exact import OBJECTIVES
-    from optsched.sim.exact import solve as solve_exact
+    from optsched.sim.engine.core import simulate
+    from optsched.sim.optimum.exact import OBJECTIVES
+    from optsched.sim.optimum.exact import solve as solve_exact
     from optsched.sim.policies import as_policies
     from optsched.solvers.deadline import suspended
 
@@ -490,7 +493,7 @@ def compare(
         )
     made = as_policies(policies, field="policies")
     if window is not None:
-        from optsched.sim.metrics import check_window
+        from optsched.sim.measure.metrics import check_window
 
         window = check_window(window, len_jobs=len(world.jobs))
     for o in objectives:
@@ -580,11 +583,11 @@ def exact_grid(
 
     ``round_seconds`` when it is a number (every policy ran there); else the round length most
     round-based runs used (ties: the shortest) when jobs x
-    :func:`~optsched.sim.exact.default_rounds` on it is within
+    :func:`~optsched.sim.optimum.exact.default_rounds` on it is within
     :attr:`~optsched.limits.Budget.max_exact_job_rounds`; else :func:`auto_round_seconds`, the
     optimum of another world.
     """
-    from optsched.sim.exact import default_rounds
+    from optsched.sim.optimum.exact import default_rounds
 
     if isinstance(round_seconds, int | float) and not isinstance(round_seconds, bool):
         return float(round_seconds), "given"
@@ -644,16 +647,16 @@ def exact_starts(
 
     The :data:`START_CANDIDATES` policies best on the objective are tried; a run not on the
     exact grid is run again on it (a policy's runs never change). Each run goes through
-    :func:`optsched.sim.exact.start_from_record`; the best start that maps is taken.
+    :func:`optsched.sim.optimum.exact.start_from_record`; the best start that maps is taken.
 
     Returns
     -------
     (dict, dict)
-        Per objective the :class:`~optsched.sim.exact.MipStart` (absent when none maps), and
+        Per objective the :class:`~optsched.sim.optimum.exact.MipStart` (absent when none maps), and
         per objective ``{"policy": name or None, "value": ..., "refused": {policy: reason}}``.
     """
-    from optsched.sim.engine import simulate
-    from optsched.sim.exact import OBJECTIVES, MipStart, start_from_record
+    from optsched.sim.engine.core import simulate
+    from optsched.sim.optimum.exact import OBJECTIVES, MipStart, start_from_record
 
     by_name = {p.name: p for p in policies}
     on_grid: dict[str, SimResult] = {}
@@ -697,7 +700,7 @@ def _bounds(
     time_limit: float | None,
     solver: str,
 ) -> dict[str, Bound]:
-    from optsched.sim.bounds import bounds
+    from optsched.sim.optimum.bounds import bounds
     from optsched.solvers.deadline import clip
 
     limit = clip(bound_time_limit if bound_time_limit is not None else time_limit)

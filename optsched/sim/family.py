@@ -1,7 +1,7 @@
 """The simulator as a declared :class:`~optsched.family.Family` (see the registry).
 
-Its instance is a :class:`~optsched.sim.world.World` (a world document: its ``format`` field
-says what it is), its solution a :class:`~optsched.sim.record.SimResult`, and its algorithms
+Its instance is a :class:`~optsched.sim.world.jobs.World` (a world document: its ``format`` field
+says what it is), its solution a :class:`~optsched.sim.measure.record.SimResult`, and its algorithms
 are the registered policies, each run through the one engine.
 """
 
@@ -12,16 +12,16 @@ from typing import Any
 
 from optsched.family.registry import Family
 from optsched.results import ExactResult
-from optsched.sim.cluster_spec import parse_cluster
 from optsched.sim.compare import auto_round_seconds
-from optsched.sim.engine import simulate
-from optsched.sim.exact import OBJECTIVES
-from optsched.sim.exact import solve as solve_rounds
-from optsched.sim.generate import generate_instance, generate_job_table
+from optsched.sim.engine.core import simulate
+from optsched.sim.measure.record import SimResult
+from optsched.sim.measure.validate import validate
+from optsched.sim.optimum.exact import OBJECTIVES
+from optsched.sim.optimum.exact import solve as solve_rounds
 from optsched.sim.policies import POLICIES, make_policy
-from optsched.sim.record import SimResult
-from optsched.sim.validate import validate
-from optsched.sim.world import World
+from optsched.sim.world.cluster import parse_cluster
+from optsched.sim.world.generate import generate_instance, generate_job_table
+from optsched.sim.world.jobs import World
 
 __all__ = ["ALGORITHMS", "FAMILY"]
 
@@ -46,11 +46,11 @@ def solve(
     objective: str = "weighted-jct",
     **options: Any,
 ) -> ExactResult[SimResult]:
-    """The exact optimum of ``world`` in rounds (:func:`optsched.sim.exact.solve`).
+    """The exact optimum of ``world`` in rounds (:func:`optsched.sim.optimum.exact.solve`).
 
     ``round_seconds`` defaults to :func:`~optsched.sim.compare.auto_round_seconds` (the round
     length ``compare`` uses), so that ``solve(world)`` follows the family protocol; ``options``
-    go to :func:`optsched.sim.exact.solve`.
+    go to :func:`optsched.sim.optimum.exact.solve`.
     """
     length = auto_round_seconds(world) if round_seconds is None else round_seconds
     return solve_rounds(world, length, objective, **options)

@@ -22,7 +22,7 @@ from optsched.sim import (
     World,
     parse_cluster,
 )
-from optsched.sim.throughputs import throughputs_from_dict
+from optsched.sim.world.throughputs import throughputs_from_dict
 
 #: A small synthetic table in Gavel's format: job types A (packs well) and B (packs badly), on
 #: two GPU types; unconsolidated rates are 80% of consolidated.

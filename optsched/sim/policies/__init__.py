@@ -28,14 +28,14 @@ Their space-sharing forms (``max-min-packed``, ``ftf-packed``, ``makespan-packed
 ``themis`` runs Themis's partial-allocation auction every ten-minute lease (:class:`Themis`).
 ``gavel-fifo`` and ``gavel-gandiva`` are Gavel's own ``fifo`` and ``gandiva`` allocations
 (:class:`GavelFIFO`, :class:`GavelGandiva`), meant for Gavel's mechanism
-(``simulate(..., mechanism="gavel")``, :mod:`optsched.sim.mechanism_gavel`).
+(``simulate(..., mechanism="gavel")``, :mod:`optsched.sim.engine.gavel`).
 ``allox`` matches queued single-GPU jobs to free GPUs at least total completion time
 (:class:`AlloX`). ``elasticflow`` admits deadline jobs by their minimum satisfactory share and
 scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
 ``harmony``, ``interference-greedy``, ``consolidate-first``, ``first-fit``, ``load-balance``,
 ``tetris``, ``random-placement``, ``pairwise-ilp`` and ``true-exact`` place the workers and
 parameter servers of each job on a world in the colocation mode
-(:mod:`optsched.sim.policies.placement`, :mod:`optsched.sim.colocation`); they are not part of
+(:mod:`optsched.sim.policies.placement`, :mod:`optsched.sim.world.colocation`); they are not part of
 ``"all"``.
 
 Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`), where
@@ -48,6 +48,7 @@ from collections.abc import Callable
 
 from optsched.allocation.gavel import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
+from optsched.sim.engine.policy import Policy
 from optsched.sim.policies.allocation import AllocationLP
 from optsched.sim.policies.allox import AlloX
 from optsched.sim.policies.andreas import Andreas
@@ -75,7 +76,6 @@ from optsched.sim.policies.registry import (
 from optsched.sim.policies.smith import SmithGang
 from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
-from optsched.sim.policy import Policy
 
 __all__ = [
     "EDF",

@@ -50,7 +50,7 @@ from optsched.allocation.gavel import AllocationInstance, AllocationJob, PairThr
 from optsched.allocation.gavel.prices import GPU_PRICES_PER_HOUR
 from optsched.errors import InvalidInstanceError, NotOptimalError, RoundNotOptimalError
 from optsched.results import ExactResult
-from optsched.sim.policy import (
+from optsched.sim.engine.policy import (
     FractionalAllocation,
     JobState,
     Policy,
@@ -60,7 +60,7 @@ from optsched.solvers.result import Status
 from optsched.tolerances import ROUND_LP_GAP
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = [
     "DEFAULT_ROUND_SECONDS",
@@ -762,7 +762,7 @@ class AllocationLP(Policy):
         round takes the exact LP's optimum (counted in :attr:`interior_fallbacks` and in the
         run's facts). This solves the declarative twin of the policy
         (:func:`optsched.allocation.gavel.twin.solve_twin`, Clarabel) on the same instance;
-        Gavel's mechanism (:mod:`optsched.sim.mechanism_gavel`) uses it. The round is not
+        Gavel's mechanism (:mod:`optsched.sim.engine.gavel`) uses it. The round is not
         recorded in :attr:`solves`. The makespan policies take Gavel's bisection over
         feasibility problems instead (:mod:`optsched.sim.policies.gavel_makespan`). With
         ``direct`` (default) the same problems are built straight into Clarabel

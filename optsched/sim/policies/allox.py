@@ -50,8 +50,8 @@ from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
-from optsched.sim.world import World
+from optsched.sim.engine.policy import Grant, JobState, Policy, PolicyDecision, SimState
+from optsched.sim.world.jobs import World
 
 __all__ = ["AlloX", "allox_sequences"]
 

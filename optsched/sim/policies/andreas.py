@@ -58,12 +58,12 @@ from optsched.allocation.andreas import (
 )
 from optsched.errors import InvalidInstanceError
 from optsched.power import gpu_power
-from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
+from optsched.sim.engine.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 from optsched.tolerances import TIME_TOL
 
 if TYPE_CHECKING:
-    from optsched.sim.cluster_spec import GpuType
-    from optsched.sim.world import World
+    from optsched.sim.world.cluster import GpuType
+    from optsched.sim.world.jobs import World
 
 __all__ = ["Andreas", "AndreasDecision"]
 

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING
 from optsched.errors import InvalidInstanceError
 from optsched.limits import check_size
 from optsched.online.aonline import AonlineInstance, AonlineJob, GpuPool, pack_primal_dual
-from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
+from optsched.sim.engine.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 from optsched.tolerances import TIME_TOL, WORK_TOL
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["DEFAULT_ROUND_SECONDS", "SUB_ROUND_UNITS", "AonlinePolicy", "PackingStep"]
 

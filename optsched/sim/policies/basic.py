@@ -33,9 +33,16 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 
+from optsched.sim.engine.policy import (
+    Consolidation,
+    Grant,
+    JobState,
+    Policy,
+    PolicyDecision,
+    SimState,
+)
 from optsched.sim.policies.elastic import elastic_sizes
-from optsched.sim.policy import Consolidation, Grant, JobState, Policy, PolicyDecision, SimState
-from optsched.sim.world import World
+from optsched.sim.world.jobs import World
 
 __all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_allocation"]
 

@@ -106,13 +106,13 @@ from optsched.allocation.chronus import (
 )
 from optsched.allocation.chronus.instance import MAX_STEPS
 from optsched.errors import InvalidInstanceError, NotOptimalError
+from optsched.sim.engine.policy import Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.policies.elastic import useful_size
-from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "DEFAULT_MAX_LEASES", "Chronus", "LeaseDecision"]
 

@@ -4,7 +4,8 @@ An *elastic* job (:attr:`SimJob.elastic <optsched.sim.SimJob.elastic>`, made by
 :meth:`World.elastic <optsched.sim.World.elastic>` or a world file's ``min_gpus``/``max_gpus``)
 may run on any gang size :math:`n \in [n^{min}_j, n^{max}_j]`, at the rate :math:`r_j(n)` of the
 throughput table (for ElasticFlow's scaling profiles, the concave interpolant of
-:mod:`optsched.sim.profiles_elasticflow`: flat beyond the largest measured count). An order policy
+:mod:`optsched.sim.world.elasticflow_profiles`: flat beyond the largest measured count). An order
+policy
 (FIFO, SJF, SRTF, EDF, Tiresias) built with ``elastic=True`` keeps its order and changes only the
 sizes it grants, in two passes over that order (:func:`elastic_sizes`):
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from optsched.sim.policy import JobState, SimState
+from optsched.sim.engine.policy import JobState, SimState
 
 __all__ = ["elastic_sizes", "useful_size"]
 

@@ -11,7 +11,8 @@ deadline :math:`D_j` (absolute seconds; NaN for a best-effort job), gang bounds
 :math:`[\ell_j, h_j]` (:attr:`SimJob.min_gpus <optsched.sim.SimJob.min_gpus>`, ``max_gpus``; both
 the requested size in a rigid world), and rate :math:`r_j(n)` on :math:`n` GPUs of a type (the
 world's table; with ElasticFlow's scaling profiles the concave interpolant of
-:mod:`optsched.sim.profiles_elasticflow`, flat beyond the largest measured count). Each GPU type
+:mod:`optsched.sim.world.elasticflow_profiles`, flat beyond the largest measured count). Each GPU
+type
 :math:`g` has a *free-capacity profile* :math:`F_g(\tau)`, :math:`\tau \ge t_0`, piecewise
 constant, :math:`C_g` (its GPU count) before any reservation.
 
@@ -100,12 +101,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
+from optsched.sim.engine.policy import Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.sim.policies.elastic import useful_size
-from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
 from optsched.tolerances import TIME_TOL, WORK_TOL
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["DEFAULT_SLOT_SECONDS", "ElasticFlow", "FreeProfile", "Plan"]
 

@@ -39,10 +39,17 @@ from __future__ import annotations
 import math
 
 from optsched.errors import InvalidInstanceError
+from optsched.sim.engine.policy import (
+    Grant,
+    GrantPlacement,
+    JobState,
+    Policy,
+    PolicyDecision,
+    SimState,
+)
 from optsched.sim.policies.basic import _choose_elastic_type, greedy_allocation
 from optsched.sim.policies.elastic import elastic_sizes
-from optsched.sim.policy import Grant, GrantPlacement, JobState, Policy, PolicyDecision, SimState
-from optsched.sim.world import World
+from optsched.sim.world.jobs import World
 
 __all__ = ["Gandiva"]
 

@@ -106,8 +106,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Grant, GrantPlacement, JobState, Policy, PolicyDecision, SimState
-from optsched.sim.world import World
+from optsched.sim.engine.policy import (
+    Grant,
+    GrantPlacement,
+    JobState,
+    Policy,
+    PolicyDecision,
+    SimState,
+)
+from optsched.sim.world.jobs import World
 from optsched.tolerances import RATIO_TOL
 
 __all__ = ["GandivaFair", "Trade", "fair_shares", "trade_shares"]

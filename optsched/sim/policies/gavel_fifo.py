@@ -2,7 +2,7 @@ r"""Gavel's heterogeneity-agnostic FIFO allocation (``gavel-fifo``), for Gavel's
 
 Gavel's ``fifo`` policy (``scheduler/policies/fifo.py``, ``FIFOPolicy`` in its ``base`` mode) is
 not the FIFO queue of :class:`~optsched.sim.policies.FIFO`: it is an *allocation* ``X`` that
-Gavel's mechanism (:mod:`optsched.sim.mechanism_gavel`) recomputes at its resets and carries out
+Gavel's mechanism (:mod:`optsched.sim.engine.gavel`) recomputes at its resets and carries out
 by priority. This class reproduces its algorithm, described here from reading that code:
 
 * The policy remembers one GPU type per admitted job across calls (``assigned``).
@@ -37,10 +37,10 @@ import random
 from typing import TYPE_CHECKING
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import FractionalAllocation, Policy, SimState
+from optsched.sim.engine.policy import FractionalAllocation, Policy, SimState
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["GavelFIFO"]
 

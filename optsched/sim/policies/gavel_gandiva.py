@@ -2,7 +2,7 @@ r"""Gavel's Gandiva allocation (``gavel-gandiva``), for Gavel's mechanism.
 
 Gavel's ``gandiva`` policy (``scheduler/policies/gandiva.py``, ``GandivaPolicy``) is an
 *allocation* over job combinations — single jobs and pairs sharing a gang — that Gavel's
-mechanism (:mod:`optsched.sim.mechanism_gavel`, with packing) recomputes at its resets. It is
+mechanism (:mod:`optsched.sim.engine.gavel`, with packing) recomputes at its resets. It is
 not optsched's :class:`~optsched.sim.policies.Gandiva` (time slicing with introspective
 packing and migration). Its algorithm, described from reading that code:
 
@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import FractionalAllocation, Policy, SimState
+from optsched.sim.engine.policy import FractionalAllocation, Policy, SimState
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["GavelGandiva"]
 

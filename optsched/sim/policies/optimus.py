@@ -60,10 +60,10 @@ from typing import TYPE_CHECKING
 from optsched.allocation.optimus.fit import SpeedFit, fit_speed
 from optsched.allocation.optimus.greedy import grow_by_marginal_gain
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Grant, JobState, Policy, PolicyDecision, SimState
+from optsched.sim.engine.policy import Grant, JobState, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
-    from optsched.sim.world import SimJob, World
+    from optsched.sim.world.jobs import SimJob, World
 
 __all__ = ["DEFAULT_ROUND_SECONDS", "JobModel", "Optimus"]
 

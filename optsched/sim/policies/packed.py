@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 
 from optsched.allocation.gavel import PACKED_POLICIES, AllocationJob, PairThroughput
 from optsched.errors import InvalidInstanceError
+from optsched.sim.engine.policy import Grant, JobState, PolicyDecision, SimState
 from optsched.sim.policies.allocation import DEFAULT_ROUND_SECONDS, AllocationLP
-from optsched.sim.policy import Grant, JobState, PolicyDecision, SimState
-from optsched.sim.throughputs import GENERIC
+from optsched.sim.world.throughputs import GENERIC
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["PackedAllocationLP"]
 

@@ -1,6 +1,6 @@
 r"""Placement policies of the colocation mode: where each worker and parameter server goes.
 
-These run on a world in the colocation mode (:mod:`optsched.sim.colocation`) only (any other
+These run on a world in the colocation mode (:mod:`optsched.sim.world.colocation`) only (any other
 is refused, :meth:`Policy.refuses <optsched.sim.Policy.refuses>`). At every decision point
 (event-driven: arrivals and completions) they take the waiting jobs in arrival order (FIFO)
 and place each whose tasks first-fit-decreasing packing can still fit on the free GPUs and
@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
+from optsched.sim.engine.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
     from optsched.harmony.world import ClusterState, HarmonyWorld, JobArrival
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["PLACEMENT_POLICIES", "PlacementPolicy", "cluster_view", "harmony_world_of"]
 
@@ -67,7 +67,7 @@ PLACEMENT_POLICIES: dict[str, str] = {
 }
 
 _HOW = (
-    "build one with optsched.sim.colocation.colocation_world_from_trace(trace), or on the "
+    "build one with optsched.sim.world.colocation.colocation_world_from_trace(trace), or on the "
     "command line: optsched sim compare TRACE --policies harmony,first-fit (a placement "
     "policy makes the trace a colocation world)"
 )

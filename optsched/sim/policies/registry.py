@@ -2,7 +2,7 @@
 
 Every entry point of the simulator (:func:`~optsched.sim.simulate`, :func:`~optsched.sim.compare`,
 :func:`~optsched.runs.sim_sweep.sweep`, ``optsched sim ...``) turns its policy argument into
-:class:`~optsched.sim.policy.Policy` objects here, so a policy registered once is usable
+:class:`~optsched.sim.engine.policy.Policy` objects here, so a policy registered once is usable
 everywhere by its name, and a policy object is accepted wherever a name is.
 
 A policy is added in one of three ways:
@@ -16,7 +16,7 @@ A policy is added in one of three ways:
   directly.
 
 A *factory* is any callable taking no argument and returning a fresh
-:class:`~optsched.sim.policy.Policy` (a ``Policy`` subclass itself is one).
+:class:`~optsched.sim.engine.policy.Policy` (a ``Policy`` subclass itself is one).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.policy import Policy
+from optsched.sim.engine.policy import Policy
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -61,7 +61,7 @@ def register_policy(name: str, factory: Factory, *, replace: bool = False) -> No
         The policy's name: non-empty, no comma (policy lists are comma-separated) nor colon
         (``module:attr`` names a factory), no surrounding spaces.
     factory : callable
-        Called with no argument, returns a fresh :class:`~optsched.sim.policy.Policy`.
+        Called with no argument, returns a fresh :class:`~optsched.sim.engine.policy.Policy`.
     replace : bool, default False
         Allow replacing a registered name (never a built-in one).
 

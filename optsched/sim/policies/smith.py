@@ -31,8 +31,8 @@ from __future__ import annotations
 import math
 
 from optsched.errors import InvalidInstanceError
+from optsched.sim.engine.policy import JobState, SimState
 from optsched.sim.policies.basic import OrderPolicy
-from optsched.sim.policy import JobState, SimState
 
 __all__ = ["SmithGang"]
 

@@ -33,11 +33,11 @@ from optsched.allocation.themis import (
     themis_round,
 )
 from optsched.errors import InvalidInstanceError
+from optsched.sim.engine.policy import FractionalAllocation, Policy, SimState
 from optsched.sim.policies.allocation import IsolatedTime, allocation_jobs, as_fractions
-from optsched.sim.policy import FractionalAllocation, Policy, SimState
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["Themis", "ThemisLease"]
 

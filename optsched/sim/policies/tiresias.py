@@ -46,9 +46,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
+from optsched.sim.engine.policy import Consolidation, JobState, SimState
 from optsched.sim.policies.basic import OrderPolicy
-from optsched.sim.policy import Consolidation, JobState, SimState
-from optsched.sim.world import World
+from optsched.sim.world.jobs import World
 from optsched.tolerances import TIME_TOL
 
 __all__ = ["Tiresias"]

@@ -1,7 +1,7 @@
 r"""Gavel's round mechanism, as an alternative to the engine's (``simulate(mechanism="gavel")``).
 
-The default engine (:mod:`optsched.sim.engine`) carries out a fractional allocation every round
-by :func:`~optsched.sim.policy.carry_out`: the allocation is re-solved every round, pairs
+The default engine (:mod:`optsched.sim.engine.core`) carries out a fractional allocation every round
+by :func:`~optsched.sim.engine.policy.carry_out`: the allocation is re-solved every round, pairs
 ``(job, type)`` are taken in one global priority order, the priority of a pair is
 ``X / (rounds on the type / rounds since arrival)``. Gavel's simulator (stanford-futuredata/gavel
 at c4fa400, ``scheduler/scheduler.py``) differs in each of these points; this module reproduces
@@ -95,12 +95,12 @@ from numpy.typing import NDArray
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
-from optsched.sim.policy import GrantPlacement, JobState, Policy, SimState
-from optsched.sim.record import SimResult, add_interval, empty_intervals
+from optsched.sim.engine.policy import GrantPlacement, JobState, Policy, SimState
+from optsched.sim.measure.record import SimResult, add_interval, empty_intervals
 from optsched.tolerances import TIME_TOL
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = [
     "DEFAULT_RESET_INTERVAL",
@@ -889,7 +889,7 @@ def simulate_gavel(
     round_seconds : float, optional
         Gavel's ``time_per_iteration`` (default 360 s).
     max_time : float, optional
-        Horizon (default :func:`optsched.sim.engine.default_horizon` with the round length).
+        Horizon (default :func:`optsched.sim.engine.core.default_horizon` with the round length).
     options : GavelMechanism, optional
 
     Raises
@@ -901,7 +901,7 @@ def simulate_gavel(
     PolicyError
         The policy has no fractional allocation, or names an inactive job or unknown type.
     """
-    from optsched.sim.engine import default_horizon
+    from optsched.sim.engine.core import default_horizon
 
     opts = GavelMechanism() if options is None else options
     L = DEFAULT_ROUND_SECONDS if round_seconds is None else round_seconds

@@ -21,7 +21,7 @@ import dataclasses
 import math
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.world import World
+from optsched.sim.world.jobs import World
 
 __all__ = ["at_arrival_rate", "at_offered_load", "offered_load"]
 

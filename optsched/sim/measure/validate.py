@@ -37,7 +37,7 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
     re-derived from the record: each segment is cut at every start and end of another job's
     segment on a server it shares (workers' or parameter servers'), and in each piece the rate
     is the consolidated rate times the speed factor of the jobs present
-    (:meth:`Colocation.speed_factor <optsched.sim.colocation.Colocation.speed_factor>`).
+    (:meth:`Colocation.speed_factor <optsched.sim.world.colocation.Colocation.speed_factor>`).
 ``no_progress``
     No job holds GPUs where its rate is 0 (a type or pairing the table gives it no rate on) for
     a stretch longer than :data:`optsched.limits.MAX_STALLED_ROUNDS` rounds of the run;
@@ -49,7 +49,7 @@ of names, rules and functions is also on the formulation page (``docs/formulatio
 ``server_capacity``
     At every instant the GPUs held on each server (a shared pair counted once) are at most the
     server's GPUs. (Per type at most the type's count follows: a type's servers hold exactly its
-    GPUs.) In the colocation mode (:mod:`optsched.sim.colocation`) also: the CPUs of the
+    GPUs.) In the colocation mode (:mod:`optsched.sim.world.colocation`) also: the CPUs of the
     workers and parameter servers on each server are at most its CPUs, and each segment lists
     its job's number of parameter servers, on servers of the world.
 ``work_conserving``
@@ -100,8 +100,8 @@ from typing import Any
 
 from optsched.limits import MAX_STALLED_ROUNDS
 from optsched.results import Report, Violation
-from optsched.sim.record import SimResult
-from optsched.sim.world import SimJob, World
+from optsched.sim.measure.record import SimResult
+from optsched.sim.world.jobs import SimJob, World
 from optsched.tolerances import CAPACITY_TOL, FIT_TOL, TIME_TOL, WORK_TOL, within
 
 __all__ = ["CONSTRAINTS", "validate"]
@@ -736,7 +736,7 @@ def _coloc_work_reached(check: _Check, job: SimJob) -> float | None:
     Each segment (from its progress start, restore rule included) is cut at every start and
     end of another job's segment on a server it shares; in each piece the rate is the
     consolidated rate times :math:`f_j` of the jobs present at the piece's midpoint
-    (:meth:`Colocation.speed_factor <optsched.sim.colocation.Colocation.speed_factor>`).
+    (:meth:`Colocation.speed_factor <optsched.sim.world.colocation.Colocation.speed_factor>`).
     A shortfall is extrapolated at the last piece's rate (as :func:`_work_reached`).
     """
     coloc = check.world.colocation

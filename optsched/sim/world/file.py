@@ -16,11 +16,11 @@ A :class:`~optsched.sim.World` is saved whole, as the simulator sees it:
   price is size: Gavel's table adds about 1 MB;
 * ``jobs``: every :class:`~optsched.sim.SimJob` field, the derived ones included (``job_type``,
   ``work``, ``scale``: the result of the model-name mapping and the duration/steps rule of
-  :mod:`optsched.sim.world`, so that loading does not depend on those rules staying the same);
+  :mod:`optsched.sim.world.jobs`, so that loading does not depend on those rules staying the same);
   ``deadline`` is omitted (``null``) when the job has none; ``min_gpus``/``max_gpus``, the gang
   sizes an elastic policy may grant, default to ``num_gpus`` (a rigid gang) when absent;
   ``batch_schedule``, the batch-size phases of a dynamic job
-  (:class:`~optsched.sim.batch_schedule.BatchSchedule`, field for field), is absent for a
+  (:class:`~optsched.sim.world.batch_schedule.BatchSchedule`, field for field), is absent for a
   static job.
 
 Loading goes through the guarded loader (:func:`optsched._io.load_data`: size cap, nesting,
@@ -45,12 +45,12 @@ from optsched import limits
 from optsched._io import load_data
 from optsched._validation import Frozen
 from optsched.errors import InvalidInstanceError
-from optsched.sim.cluster_spec import ClusterSpec
+from optsched.sim.world.cluster import ClusterSpec
 
 if TYPE_CHECKING:
-    from optsched.sim.batch_schedule import BatchSchedule
-    from optsched.sim.throughputs import Throughputs
-    from optsched.sim.world import World
+    from optsched.sim.world.batch_schedule import BatchSchedule
+    from optsched.sim.world.jobs import World
+    from optsched.sim.world.throughputs import Throughputs
 
 __all__ = [
     "FORMAT",
@@ -97,7 +97,7 @@ class PairTable(Frozen):
 class CurveRecord(Frozen):
     """A scaling profile's measured points.
 
-    See :class:`~optsched.sim.profiles_elasticflow.ScalingCurve`; the interpolant is rebuilt
+    See :class:`~optsched.sim.world.elasticflow_profiles.ScalingCurve`; the interpolant is rebuilt
     from ``counts`` and ``rates`` on loading.
     """
 
@@ -118,7 +118,7 @@ class ThroughputTable(Frozen):
 
 
 class PhaseRecord(Frozen):
-    """One :class:`~optsched.sim.batch_schedule.BatchPhase`, field for field."""
+    """One :class:`~optsched.sim.world.batch_schedule.BatchPhase`, field for field."""
 
     batch_size: _Count
     epochs: _Count
@@ -129,7 +129,7 @@ class PhaseRecord(Frozen):
 
 
 class ScheduleRecord(Frozen):
-    """A :class:`~optsched.sim.batch_schedule.BatchSchedule`: its mode and phases."""
+    """A :class:`~optsched.sim.world.batch_schedule.BatchSchedule`: its mode and phases."""
 
     mode: Literal["accordion", "gns"]
     epoch_samples: _Count
@@ -200,7 +200,7 @@ def table_record(tp: Throughputs) -> ThroughputTable:
 
 def table_from_record(rec: ThroughputTable) -> Throughputs:
     """The throughput table of a document (duplicate entries refused, naming them)."""
-    from optsched.sim.throughputs import Throughputs
+    from optsched.sim.world.throughputs import Throughputs
 
     if rec.reference not in rec.generic_speed:
         raise InvalidInstanceError(
@@ -229,7 +229,7 @@ def table_from_record(rec: ThroughputTable) -> Throughputs:
                 raise InvalidInstanceError(f"{where}.rates[{r}]", f"repeats ({a!r}, {b!r}, {n})")
             prates[((a, n), (b, m))] = (ra, rb)
         pairs[(ptab.gpu_type, ptab.consolidated)] = prates
-    from optsched.sim.profiles_elasticflow import ScalingCurve
+    from optsched.sim.world.elasticflow_profiles import ScalingCurve
 
     curves: dict[tuple[str, str], ScalingCurve] = {}
     for k, crec in enumerate(rec.curves):
@@ -263,7 +263,7 @@ def world_record(world: World) -> WorldFile:
             "colocation",
             "a world in the colocation mode has no world document (its interference truth is "
             "not part of the format); rebuild it from its trace with "
-            "optsched.sim.colocation.colocation_world_from_trace",
+            "optsched.sim.world.colocation.colocation_world_from_trace",
         )
     return WorldFile(
         cluster=world.cluster,
@@ -300,7 +300,7 @@ def world_from_record(rec: WorldFile) -> World:
     InvalidInstanceError
         Naming the job field (``jobs[k].arrival``) or the table field.
     """
-    from optsched.sim.world import SimJob, World
+    from optsched.sim.world.jobs import SimJob, World
 
     tp = table_from_record(rec.throughputs)
     cluster = rec.cluster
@@ -399,7 +399,7 @@ def _schedule_record(schedule: BatchSchedule | None) -> ScheduleRecord | None:
 
 def _schedule_from_record(job: JobRecord, where: str, tp: Throughputs) -> BatchSchedule | None:
     """The job's schedule, checked: phase ends increase to the work, job types are known."""
-    from optsched.sim.batch_schedule import BatchPhase, BatchSchedule
+    from optsched.sim.world.batch_schedule import BatchPhase, BatchSchedule
 
     rec = job.batch_schedule
     if rec is None:

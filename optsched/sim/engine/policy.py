@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from optsched.sim.world import SimJob, World
+    from optsched.sim.world.jobs import SimJob, World
 
 __all__ = [
     "FractionalAllocation",
@@ -108,7 +108,7 @@ class Grant:
         ``None`` is the job's requested ``num_gpus``. A running job granted another size is
         stopped and restarted on the new gang (a preemption, with the restore cost).
     ps_servers : tuple of int
-        The colocation mode (:mod:`optsched.sim.colocation`): the server of each of the job's
+        The colocation mode (:mod:`optsched.sim.world.colocation`): the server of each of the job's
         parameter servers (one entry per PS; servers of the world's one GPU type). Empty: the
         engine places them (each on the server with the most free CPUs, lowest index first).
         Ignored outside that mode.
@@ -187,7 +187,7 @@ class JobState:
     queue : int
         A policy-owned slot (e.g. Tiresias's queue index); the engine never reads it.
     ps_servers : tuple of int
-        The colocation mode (:mod:`optsched.sim.colocation`): the servers of its parameter
+        The colocation mode (:mod:`optsched.sim.world.colocation`): the servers of its parameter
         servers while it runs (empty otherwise).
     """
 
@@ -292,7 +292,7 @@ class Policy:
         The policy claims that at each of its decision points no GPU stays idle while an
         active job that could use it waits (by GPU count, on a type where the job's rate is
         positive). The engine records the claim and the validator checks it (constraint
-        ``work_conserving`` of :mod:`optsched.sim.validate`). Default ``False``.
+        ``work_conserving`` of :mod:`optsched.sim.measure.validate`). Default ``False``.
     lazy_progress : bool
         The policy reads the progress (``done``, ``attained_service``, ``executed_seconds``)
         of few jobs at a decision: the engine then brings a job's progress up to date when it

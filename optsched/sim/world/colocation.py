@@ -5,7 +5,7 @@ parameter-server (PS) training jobs on a cluster of identical servers, each with
 GPUs and :math:`C` CPUs (the world's single GPU type; its servers are the CPU servers too).
 Job :math:`j` of interference type :math:`\tau_j` runs :math:`W_j` workers (its gang: one GPU
 and ``worker_cpus`` CPUs each) and :math:`P_j` parameter servers (``ps_cpus`` CPUs each, no
-GPU). The engine (:mod:`optsched.sim.engine`) places every worker on a GPU as usual and every
+GPU). The engine (:mod:`optsched.sim.engine.core`) places every worker on a GPU as usual and every
 PS on a server (``Grant.ps_servers``, or the least-loaded server by CPU when the grant gives
 none), and checks the CPUs of every server as it checks its GPUs.
 
@@ -24,7 +24,8 @@ its PS traffic crosses; its rate is the world's consolidated rate times :math:`f
 :math:`f_j` depends on who else runs on :math:`S_j`, a job's start, stop or completion changes
 the rates of the running jobs sharing a server with it: the engine then closes their record
 segments, so every recorded segment has one constant rate, and the validator re-derives every
-rate from the record alone (:mod:`optsched.sim.validate`, ``work_done`` and ``cpu_capacity``).
+rate from the record alone (:mod:`optsched.sim.measure.validate`, ``work_done`` and
+``cpu_capacity``).
 
 A world of this mode is built from a trace by :func:`colocation_world_from_trace` (the mapping
 of :func:`trace_jobs`) or from task lists by :func:`colocation_world`: every job's rate is
@@ -47,7 +48,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.interference import InterferenceTruth, generate_interference_truth
 
 if TYPE_CHECKING:
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = [
     "COLOCATION_GPU_TYPE",
@@ -320,9 +321,9 @@ def colocation_world(
     InvalidInstanceError
         A size out of range or a job the mode refuses (:meth:`Colocation.check`).
     """
-    from optsched.sim.cluster_spec import ClusterSpec, GpuType
-    from optsched.sim.throughputs import GENERIC, Throughputs
-    from optsched.sim.world import SimJob, World
+    from optsched.sim.world.cluster import ClusterSpec, GpuType
+    from optsched.sim.world.jobs import SimJob, World
+    from optsched.sim.world.throughputs import GENERIC, Throughputs
 
     for name, v in (("n_servers", n_servers), ("gpus", gpus)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:

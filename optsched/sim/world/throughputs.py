@@ -15,7 +15,8 @@ and :meth:`Throughputs.pair_rates`):
   all), i.e. perfect weak scaling beyond the measurements.
 * **Scaling profiles** (:meth:`Throughputs.from_scaling_profiles`, ElasticFlow's CSVs): a job
   type with a profile on the GPU type takes its concave interpolant for *every* count (the rule
-  of :mod:`optsched.sim.profiles_elasticflow`: concave, non-decreasing, flat beyond the largest
+  of :mod:`optsched.sim.world.elasticflow_profiles`: concave, non-decreasing, flat beyond the
+  largest
   measured count), instead of the linear scaling above.
 * **Unconsolidated rate missing**: the consolidated rate (no penalty known).
 * **Pairs**: only the measured pairs of the same GPU count may share; a missing pair or a
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from optsched._io import load_data
 from optsched.errors import InvalidInstanceError
-from optsched.sim.profiles_elasticflow import ScalingCurve, ScalingProfiles, profile_job_type
+from optsched.sim.world.elasticflow_profiles import ScalingCurve, ScalingProfiles, profile_job_type
 
 __all__ = [
     "GENERIC",
@@ -134,9 +135,9 @@ class Throughputs:
         """A table from ElasticFlow scaling profiles, one :class:`ScalingProfiles` per GPU type.
 
         The job type of model ``m`` at global batch size ``b`` is ``"m (batch size b)"``
-        (:func:`~optsched.sim.profiles_elasticflow.profile_job_type`), so a trace job of model
+        (:func:`~optsched.sim.world.elasticflow_profiles.profile_job_type`), so a trace job of model
         ``m`` takes the profile of its batch size (the nearest measured one in log scale, by
-        :func:`~optsched.sim.world.job_type_for`). A model without a profile is a generic job
+        :func:`~optsched.sim.world.jobs.job_type_for`). A model without a profile is a generic job
         (module notes).
 
         Parameters

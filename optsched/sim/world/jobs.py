@@ -18,7 +18,7 @@ column          dtype   meaning
 =============== ======= ==================================================================
 
 **Work and rates.** A job's work ``W`` is in steps and its rate on ``n`` GPUs of type ``g``
-is ``s * T(type, n, g)`` with ``T`` the throughput table (:mod:`optsched.sim.throughputs`) and
+is ``s * T(type, n, g)`` with ``T`` the throughput table (:mod:`optsched.sim.world.throughputs`) and
 ``s`` a per-job scale:
 
 * ``total_steps`` and ``duration`` both known: ``W = total_steps`` and
@@ -65,14 +65,19 @@ from typing import TYPE_CHECKING, Any
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
-from optsched.sim.batch_schedule import BatchSchedule, derive_schedule, phase_factor, phase_seconds
-from optsched.sim.cluster_spec import ClusterSpec
-from optsched.sim.throughputs import GENERIC, Throughputs, type_rank
+from optsched.sim.world.batch_schedule import (
+    BatchSchedule,
+    derive_schedule,
+    phase_factor,
+    phase_seconds,
+)
+from optsched.sim.world.cluster import ClusterSpec
+from optsched.sim.world.throughputs import GENERIC, Throughputs, type_rank
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from optsched.sim.colocation import Colocation
+    from optsched.sim.world.colocation import Colocation
 
 __all__ = [
     "JOB_COLUMNS",
@@ -181,7 +186,7 @@ class SimJob:
         unchanged.
     batch_schedule : BatchSchedule or None
         The batch-size phases of a dynamic job (Shockwave's ``accordion``/``gns`` modes, see
-        :mod:`optsched.sim.batch_schedule`): its rate changes at each phase boundary of its
+        :mod:`optsched.sim.world.batch_schedule`): its rate changes at each phase boundary of its
         progress. ``None`` (the default): one batch size throughout.
     """
 
@@ -242,14 +247,14 @@ class World:
         Gavel-derived simulators, which count a job's start-up like a restore); by default a
         job's first run starts progressing at once.
     colocation : Colocation or None
-        The placement-aware mode (:mod:`optsched.sim.colocation`): parameter servers, CPUs
+        The placement-aware mode (:mod:`optsched.sim.world.colocation`): parameter servers, CPUs
         and rates that depend on the jobs sharing a server. ``None`` (the default): rates
         depend on the GPU type and packing pair only.
 
     **Canonical type order.** The cluster's GPU types are put in one canonical order, whatever
     order they were given in: the throughput table's reference type first, then by decreasing
     generic speed (:attr:`Throughputs.generic_speed`), ties in Gavel's order ``v100, p100,
-    k80`` (other types after), then by name (:func:`~optsched.sim.throughputs.type_rank`).
+    k80`` (other types after), then by name (:func:`~optsched.sim.world.throughputs.type_rank`).
     Every tie a policy breaks by type order, and the heterogeneity-agnostic policies' one speed
     per job (the rate on the first type), then read the same order, so a permuted
     ``--cluster`` string gives the same simulation.
@@ -289,7 +294,7 @@ class World:
             seen.add(j.job_id)
             self._check_runnable(k, j)
         if self.colocation is not None:
-            from optsched.sim.colocation import Colocation
+            from optsched.sim.world.colocation import Colocation
 
             if not isinstance(self.colocation, Colocation):
                 raise InvalidInstanceError(
@@ -366,7 +371,7 @@ class World:
         With ``partner`` (sharing the same GPUs) the measured pair rate, 0.0 when the pair
         cannot share. With ``phase`` (a job with a ``batch_schedule``) the rate in that phase,
         in base steps/s: the base rate times
-        :func:`~optsched.sim.batch_schedule.phase_factor`; without it, or for a job without a
+        :func:`~optsched.sim.world.batch_schedule.phase_factor`; without it, or for a job without a
         schedule, the base rate (the initial batch size).
         """
         n = job.num_gpus if num_gpus is None else num_gpus
@@ -495,11 +500,11 @@ class World:
             restore_on_first_start=restore_on_first_start,
         )
 
-    # -- file format (optsched.sim.world_file) ---------------------------------------------
+    # -- file format (optsched.sim.world.file) ---------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """The world document as plain JSON-ready data (what :meth:`save` writes)."""
-        from optsched.sim.world_file import world_record
+        from optsched.sim.world.file import world_record
 
         return world_record(self).to_dict()
 
@@ -507,9 +512,9 @@ class World:
         """Write the world document (JSON, or TOML for a ``.toml`` path).
 
         The document holds the cluster, the restore cost, the throughput table itself and every
-        job field (see :mod:`optsched.sim.world_file`); ``World.load(path) == world``.
+        job field (see :mod:`optsched.sim.world.file`); ``World.load(path) == world``.
         """
-        from optsched.sim.world_file import world_record
+        from optsched.sim.world.file import world_record
 
         world_record(self).save(path)
 
@@ -523,21 +528,21 @@ class World:
             The file is refused, has more jobs than the budget ``max_trace_rows`` (refused
             before any is built) or a field is invalid (file and field named).
         """
-        from optsched.sim.world_file import load_world
+        from optsched.sim.world.file import load_world
 
         return load_world(path)
 
     @classmethod
     def from_dict(cls, data: Any) -> World:
         """Validate a parsed world document (see :meth:`load`)."""
-        from optsched.sim.world_file import world_from_dict
+        from optsched.sim.world.file import world_from_dict
 
         return world_from_dict(data)
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """The JSON Schema of the world document."""
-        from optsched.sim.world_file import WorldFile
+        from optsched.sim.world.file import WorldFile
 
         return WorldFile.schema()
 
@@ -644,7 +649,7 @@ def jobs_from_frame(
     Rows are numbered from ``first_row`` in errors (2 for a CSV file with a header line, so
     that the row is the file's line number). A table with the extra column ``batch_mode``
     (Shockwave's 12-field traces) gives its ``accordion``/``gns`` jobs a ``batch_schedule``
-    (:func:`~optsched.sim.batch_schedule.derive_schedule`, from the mode, the job type, the
+    (:func:`~optsched.sim.world.batch_schedule.derive_schedule`, from the mode, the job type, the
     initial batch size and the work), unless ``batch_modes`` is false (every job static).
 
     Raises

@@ -10,14 +10,14 @@ that one spelling means one table everywhere:
   authors in ``LICENSE-gavel`` beside it; ``SOURCE.md`` there gives the commit): 26 job types x
   1/2/4/8 GPUs on ``v100``, ``p100`` and ``k80``, alone and co-located;
 * ``"uniform"``: every job generic, every GPU type equally fast
-  (:meth:`Throughputs.uniform <optsched.sim.throughputs.Throughputs.uniform>`);
-* a path: Gavel's JSON format (:func:`~optsched.sim.throughputs.load_throughputs`), or a
+  (:meth:`Throughputs.uniform <optsched.sim.world.throughputs.Throughputs.uniform>`);
+* a path: Gavel's JSON format (:func:`~optsched.sim.world.throughputs.load_throughputs`), or a
   directory of ElasticFlow profile CSVs named ``..._<GPU type>``;
-* a :class:`~optsched.sim.throughputs.Throughputs` object, used as is;
+* a :class:`~optsched.sim.world.throughputs.Throughputs` object, used as is;
 * ``None`` (the default): **the trace's own table** -- Gavel's for a trace in Gavel's format
   (its job types are the table's), uniform speeds for every other format, which names no
   measured job type. The table chosen is never silent: its
-  :attr:`~optsched.sim.throughputs.Throughputs.source` is written into every run record,
+  :attr:`~optsched.sim.world.throughputs.Throughputs.source` is written into every run record,
   comparison and sweep row (a ``throughputs`` field), and printed by every command.
 
 A Gavel trace on a cluster with a GPU type Gavel did not measure is refused naming
@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.throughputs import Throughputs, load_throughputs, throughputs_from_dict
+from optsched.sim.world.throughputs import Throughputs, load_throughputs, throughputs_from_dict
 
 if TYPE_CHECKING:
-    from optsched.sim.cluster_spec import ClusterSpec
+    from optsched.sim.world.cluster import ClusterSpec
 
 __all__ = [
     "GAVEL",
@@ -196,7 +196,7 @@ def _check_covered(
 
 def _profiles(directory: Path, cluster: ClusterSpec, field: str) -> Throughputs:
     """ElasticFlow profiles: one GPU type, named by the directory (the reference type)."""
-    from optsched.sim.profiles_elasticflow import load_scaling_profiles
+    from optsched.sim.world.elasticflow_profiles import load_scaling_profiles
 
     gpu = directory.resolve().name.rsplit("_", 1)[-1].lower()
     if gpu not in cluster.names:

@@ -7,7 +7,7 @@ Per job (:func:`job_metrics`)
     active jobs (arrived, unfinished) over ``[arrival, completion]``; ``fair_share_jct`` and
     ``rho`` (finish-time fairness, below); ``deadline_met`` (NA without a deadline);
     ``gpu_seconds`` held; ``runs`` (preemptions + 1). For a job with batch-size phases
-    (:mod:`optsched.sim.batch_schedule`) every "work over rate" is the sum over its phases of
+    (:mod:`optsched.sim.world.batch_schedule`) every "work over rate" is the sum over its phases of
     the phase's work over the phase's rate (``isolated_jct`` on the type that makes it least;
     ``fair_share_jct`` at the same shares in every phase).
 
@@ -128,14 +128,14 @@ import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.power import JOULES_PER_KWH, gpu_power
-from optsched.sim.batch_schedule import phase_seconds
-from optsched.sim.record import SimResult
+from optsched.sim.measure.record import SimResult
+from optsched.sim.world.batch_schedule import phase_seconds
 from optsched.tolerances import FIT_TOL
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from optsched.sim.world import SimJob, World
+    from optsched.sim.world.jobs import SimJob, World
 
 __all__ = [
     "check_window",

@@ -7,7 +7,7 @@ A :class:`SimResult` holds
   ``job, gpu_type, server, gpus, start, end, shared_with`` (``shared_with`` is the id of the job
   sharing those same GPUs, ``""`` when none; a gang on ``k`` servers has ``k`` rows with the same
   ``start``/``end``), then ``ps_servers``: in the colocation mode
-  (:mod:`optsched.sim.colocation`) the servers of the job's parameter servers, one per PS,
+  (:mod:`optsched.sim.world.colocation`) the servers of the job's parameter servers, one per PS,
   comma-separated (``"0,2"``), repeated on each of the segment's rows; ``""`` otherwise (a
   table built without the column reads as all ``""``);
 * the **per-job table** (:meth:`SimResult.to_frame`): ``job, arrival, num_gpus, job_type, work,
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from optsched.sim.world import World
+    from optsched.sim.world.jobs import World
 
 __all__ = ["INTERVAL_COLUMNS", "JOB_RESULT_COLUMNS", "SimResult"]
 

@@ -1,6 +1,7 @@
 r"""Certified bounds on the optimum of the simulated world, at trace scale.
 
-The exact model (:mod:`optsched.sim.exact`) proves optima for a few dozen jobs. For real traces
+The exact model (:mod:`optsched.sim.optimum.exact`) proves optima for a few dozen jobs. For real
+traces
 this module bounds what *any* schedule the simulator can carry out could achieve: a lower bound
 on the total weighted JCT and on the makespan, an upper bound on the number of deadlines met.
 Every policy's value on the same world is on the far side of the bound, so
@@ -23,7 +24,7 @@ fit on :math:`C_g` GPUs, both placements, and every measured partner):
 * :math:`\sigma_g` — the same in the units of each job's best type
   (:math:`A^*_j = \min_g A_{jg}`): :math:`\max(\max_j e_{jg}/e^*_j,\ \text{pairs})`.
 
-A job with batch-size phases (:mod:`optsched.sim.batch_schedule`) enters every bound below
+A job with batch-size phases (:mod:`optsched.sim.world.batch_schedule`) enters every bound below
 with its work divided by its largest phase factor over every placement it could get: its rate
 in any phase is at most its base rate times that factor, so the shrunk work at base rates
 takes no longer, and no more GPU-seconds, than its real work (the bounds stay valid, if
@@ -122,8 +123,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.sim.batch_schedule import phase_factor
-from optsched.sim.world import SimJob, World
+from optsched.sim.world.batch_schedule import phase_factor
+from optsched.sim.world.jobs import SimJob, World
 from optsched.tolerances import BOUND_SAFETY, TIME_TOL
 
 __all__ = [

@@ -17,9 +17,9 @@ import numpy as np
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
-from optsched.sim.cluster_spec import ClusterSpec, parse_cluster
-from optsched.sim.throughputs import Throughputs
-from optsched.sim.world import JOB_COLUMNS, World
+from optsched.sim.world.cluster import ClusterSpec, parse_cluster
+from optsched.sim.world.jobs import JOB_COLUMNS, World
+from optsched.sim.world.throughputs import Throughputs
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,12 +14,12 @@ on one unchanged placement), and of every job's first run when the world has
 frees its GPUs; a job sharing its GPUs continues alone, at its alone rate, in the same run.
 
 **Batch-size phases.** A job with a ``batch_schedule`` (Shockwave's dynamic jobs,
-:mod:`optsched.sim.batch_schedule`) runs at the rate of the phase its progress is in
+:mod:`optsched.sim.world.batch_schedule`) runs at the rate of the phase its progress is in
 (:meth:`World.rate <optsched.sim.World.rate>` with ``phase``); the end of its current phase is an
 event like a completion, at which its rate changes inside the run (and the round): no decision
 point, no new record segment, no restore. A job without a schedule takes none of these steps.
 
-**Placement** (see :mod:`optsched.sim.policy`): at every decision point a running gang spread
+**Placement** (see :mod:`optsched.sim.engine.policy`): at every decision point a running gang spread
 over more servers than it needs moves onto the fewest servers as soon as they have room for it
 whole (Gavel's behaviour; a migration, charged the restore cost), and keeps its spread servers
 only otherwise. A grant of a job onto a GPU type where its rate is 0 (or a spread placement
@@ -59,9 +59,9 @@ import numpy as np
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
-from optsched.sim.mechanism_gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECONDS
-from optsched.sim.mechanism_gavel import GavelMechanism, simulate_gavel
-from optsched.sim.policy import (
+from optsched.sim.engine.gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECONDS
+from optsched.sim.engine.gavel import GavelMechanism, simulate_gavel
+from optsched.sim.engine.policy import (
     Grant,
     GrantPlacement,
     JobState,
@@ -69,8 +69,8 @@ from optsched.sim.policy import (
     PolicyDecision,
     SimState,
 )
-from optsched.sim.record import SimResult, add_interval, empty_intervals
-from optsched.sim.world import SimJob, World
+from optsched.sim.measure.record import SimResult, add_interval, empty_intervals
+from optsched.sim.world.jobs import SimJob, World
 from optsched.tolerances import CAPACITY_TOL, FIT_TOL, TIME_TOL
 
 __all__ = [
@@ -353,8 +353,8 @@ def simulate(
         round and carrying a fractional allocation out by :func:`~optsched.sim.carry_out`
         (kept as the default: it decides every round from the current state, and existing
         runs keep their results). ``"gavel"`` or a
-        :class:`~optsched.sim.mechanism_gavel.GavelMechanism` (its options): Gavel's own
-        mechanism (:mod:`optsched.sim.mechanism_gavel`: resets on arrival/completion at most
+        :class:`~optsched.sim.engine.gavel.GavelMechanism` (its options): Gavel's own
+        mechanism (:mod:`optsched.sim.engine.gavel`: resets on arrival/completion at most
         every 1920 s, per-type queues, Gavel's priorities), round length by default 360 s.
 
     Returns
@@ -1064,7 +1064,7 @@ class _Engine:
         return self.jobs[i].num_gpus if g.num_gpus is None else g.num_gpus
 
     def _place(self, alloc: PolicyDecision) -> dict[int, tuple[GrantPlacement, int]]:
-        """Admission by count, then placement (see :mod:`optsched.sim.policy`).
+        """Admission by count, then placement (see :mod:`optsched.sim.engine.policy`).
 
         The free servers are the engine's running picture of the cluster (:class:`_FreeServers`
         per type): under ``keep_running`` the placement starts from it as the running jobs
@@ -1392,7 +1392,7 @@ class _Engine:
                 left -= k
         return GrantPlacement(gpu_type, tuple(sorted(servers)))
 
-    # -- colocation mode (optsched.sim.colocation) ----------------------------------------------
+    # -- colocation mode (optsched.sim.world.colocation) ------------------------------------
 
     def _coloc_servers(self, run: _Run) -> set[int]:
         """The servers holding any task of a run: its workers' and its parameter servers'."""

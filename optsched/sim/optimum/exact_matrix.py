@@ -1,7 +1,8 @@
 r"""The round-based world's exact model as sparse matrices for HiGHS, without Pyomo.
 
-:func:`optsched.sim.exact.solve` builds this model for HiGHS (``weighted-jct`` and
-``makespan``, strengthened); the Pyomo model of :func:`optsched.sim.exact.build_model` stays the
+:func:`optsched.sim.optimum.exact.solve` builds this model for HiGHS (``weighted-jct`` and
+``makespan``, strengthened); the Pyomo model of :func:`optsched.sim.optimum.exact.build_model` stays
+the
 declared formulation for the other solvers and objectives. Every row of the strengthened Pyomo
 model is here under its name (the formulation page, ``docs/formulations/sim_exact.rst``, has the
 table), built with numpy in :math:`O(\mathrm{nnz})`, with:
@@ -37,15 +38,15 @@ from numpy.typing import NDArray
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError, ModelError, NotOptimalError
-from optsched.sim.record import SimResult
-from optsched.sim.world import World
+from optsched.sim.measure.record import SimResult
+from optsched.sim.world.jobs import World
 from optsched.solvers.matrix import LinearProgram, MatrixSolution
 from optsched.tolerances import CAPACITY_TOL, RATIO_TOL, WORK_TOL, leq
 
 if TYPE_CHECKING:
     from optsched.family.exact import Formulation
-    from optsched.sim.exact import MipStart
-    from optsched.sim.policy import GrantPlacement
+    from optsched.sim.engine.policy import GrantPlacement
+    from optsched.sim.optimum.exact import MipStart
     from optsched.solvers import BuildClock
 
 __all__ = [
@@ -83,7 +84,7 @@ class MatrixModel:
     lp : LinearProgram
         The model (after :func:`root_fixing`, over the columns ``cols`` of the full layout).
     world, round_seconds, objective, matters
-        As :class:`optsched.sim.exact.ExactModel`.
+        As :class:`optsched.sim.optimum.exact.ExactModel`.
     rounds : int
         Rounds built (below a start's value, fewer than ``horizon``).
     horizon : int
@@ -158,14 +159,14 @@ class MatrixModel:
 
     def value(self, point: NDArray[np.float64]) -> float:
         """The objective of ``point``'s schedule, from its completion times :math:`L T_j`."""
-        from optsched.sim.exact import _value_of
+        from optsched.sim.optimum.exact import _value_of
 
         done = [self.round_seconds * float(t) for t in self.completion(point)]
         return _value_of(self.world, done, self.objective)
 
     def plan(self, point: NDArray[np.float64]) -> list[dict[str, GrantPlacement]]:
         """The per-round placements of ``point`` (runs where :math:`x > 1/2`)."""
-        from optsched.sim.exact import pack_round
+        from optsched.sim.optimum.exact import pack_round
 
         x = self.full(point)
         x0 = self.offsets["x"]
@@ -256,13 +257,13 @@ class MatrixModel:
 
     def key_single(self) -> NDArray[np.bool_]:
         """Per ``x`` key, whether its job is a one-round job."""
-        from optsched.sim.exact import one_round_jobs
+        from optsched.sim.optimum.exact import one_round_jobs
 
         return np.isin(self.kj, np.asarray(one_round_jobs(self.world, self.round_seconds)))
 
     def f_positions(self) -> NDArray[np.int64]:
         """Per ``x`` key, its ``f`` column's position (-1 for a one-round job's key)."""
-        from optsched.sim.exact import one_round_jobs
+        from optsched.sim.optimum.exact import one_round_jobs
 
         single = one_round_jobs(self.world, self.round_seconds)
         multi = ~np.isin(self.kj, np.asarray(single, dtype=np.int64))
@@ -336,7 +337,7 @@ class MatrixModel:
 
 def _shares(world: World, L: float, names: list[str]) -> NDArray[np.float64]:
     r""":math:`c_{jg}` per job and type (0 where the job cannot run)."""
-    from optsched.sim.exact import _types_for
+    from optsched.sim.optimum.exact import _types_for
 
     out = np.zeros((len(world.jobs), len(names)))
     for j in world.jobs:
@@ -420,20 +421,20 @@ def build_matrix(
 ) -> MatrixModel:
     """Build the strengthened model (module notes) as a :class:`LinearProgram`.
 
-    The rows and bounds are those of :func:`optsched.sim.exact.build_model` with
+    The rows and bounds are those of :func:`optsched.sim.optimum.exact.build_model` with
     ``strengthen=True`` (the same names, the formulation page's table), with the two exact
     substitutions of the module notes. ``upper_bound`` prunes the rounds as there
-    (:func:`optsched.sim.exact.latest_final_rounds`). ``compact`` (default) builds only the
+    (:func:`optsched.sim.optimum.exact.latest_final_rounds`). ``compact`` (default) builds only the
     rounds a compact schedule uses (:func:`compact_last_rounds`; some optimum is compact): a
     start must then be compact too (:func:`compact_start`).
 
     Raises
     ------
     InvalidInstanceError
-        As :func:`~optsched.sim.exact.build_model`; an objective outside
+        As :func:`~optsched.sim.optimum.exact.build_model`; an objective outside
         :data:`MATRIX_OBJECTIVES` (field ``objective``).
     """
-    from optsched.sim.exact import (
+    from optsched.sim.optimum.exact import (
         _check_round_seconds,
         _stops,
         check_world,
@@ -1020,7 +1021,7 @@ def _columns(
     horizon: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], float]:
     """Column bounds, integrality and objective of :func:`build_matrix`'s layout."""
-    from optsched.sim.exact import completion_floor, one_round_jobs
+    from optsched.sim.optimum.exact import completion_floor, one_round_jobs
 
     jobs = world.jobs
     n = len(jobs)
@@ -1095,10 +1096,10 @@ def _strengthen_rows(
     first_of_job: NDArray[np.bool_],
     is_single: NDArray[np.bool_],
 ) -> None:
-    """The valid inequalities of :func:`optsched.sim.exact._strengthen`, as rows."""
+    """The valid inequalities of :func:`optsched.sim.optimum.exact._strengthen`, as rows."""
     import itertools
 
-    from optsched.sim.exact import area_sets, interchangeable_groups
+    from optsched.sim.optimum.exact import area_sets, interchangeable_groups
 
     inf = math.inf
     n = len(world.jobs)
@@ -1342,12 +1343,12 @@ def start_from_point(model: MatrixModel, point: NDArray[np.float64]) -> MipStart
     """The schedule of a (near-)integral point, re-derived exactly as a :class:`MipStart`.
 
     Each job's runs are read off :math:`x > 1/2` and carried out as
-    :func:`~optsched.sim.exact.start_from_record` does (full rounds, the last share computed
+    :func:`~optsched.sim.optimum.exact.start_from_record` does (full rounds, the last share computed
     from the work left), so the start's value is that of the schedule itself, not the solver's
     figure. ``None`` when the runs are no schedule (two types in one round, unfinished work,
     a last run below the floor).
     """
-    from optsched.sim.exact import MipStart, _model_run, _value_of
+    from optsched.sim.optimum.exact import MipStart, _model_run, _value_of
 
     world, L = model.world, model.round_seconds
     x = model.full(point)
@@ -1479,7 +1480,8 @@ def formulation(
 ) -> Formulation[SimResult]:
     """What :func:`~optsched.family.exact.exact_solve` needs to solve ``world`` with this model.
 
-    As :func:`optsched.sim.exact.formulation` (same extract, validation and figures), for the
+    As :func:`optsched.sim.optimum.exact.formulation` (same extract, validation and figures), for
+    the
     matrix model. With ``start`` the model is built below its value, the start is checked
     against every row, fixed column and bound (:meth:`MatrixModel.violations`), and with
     ``root`` the binaries only worse schedules set are removed (:func:`root_fixing`); the
@@ -1492,7 +1494,7 @@ def formulation(
         The start violates the model (named row or column).
     """
     from optsched.family.exact import Formulation
-    from optsched.sim.exact import (
+    from optsched.sim.optimum.exact import (
         OBJECTIVES,
         POLISH,
         ReplayedPlan,
@@ -1590,7 +1592,7 @@ def check_start(model: MatrixModel, start: MipStart) -> tuple[NDArray[np.float64
     ModelError
         The start violates a row, a fixed or removed column or a bound (named).
     """
-    from optsched.sim.exact import _ordered
+    from optsched.sim.optimum.exact import _ordered
 
     ordered, notes = _ordered(model, start)  # type: ignore[arg-type]
     full = model.start_point(ordered)
@@ -1603,7 +1605,7 @@ def check_start(model: MatrixModel, start: MipStart) -> tuple[NDArray[np.float64
 def repaired_point(model: MatrixModel, point: MatrixSolution) -> NDArray[np.float64] | None:
     """The schedule ``point``'s runs carry out, as a point of ``lp`` to polish (or ``None``).
 
-    As :func:`optsched.sim.exact.repair_incumbent` for the Pyomo model: the runs re-derived
+    As :func:`optsched.sim.optimum.exact.repair_incumbent` for the Pyomo model: the runs re-derived
     exactly (:func:`start_from_point`) and checked against every row (:func:`check_start`), so
     that the integer columns rounded and fixed are a point of the model by construction, not a
     binary a tolerance off 1 rounded up. ``None`` (the plain rounding stands) when the runs are
@@ -1663,7 +1665,7 @@ def _max_runs(world: World, L: float) -> list[int]:
     Runs before the last are full rounds of at least :math:`\min_g c_{jg}` each and do less
     than the whole work (the last run adds :math:`\varepsilon c > 0`).
     """
-    from optsched.sim.exact import _types_for
+    from optsched.sim.optimum.exact import _types_for
 
     out = []
     for j in world.jobs:
@@ -1674,7 +1676,7 @@ def _max_runs(world: World, L: float) -> list[int]:
 
 def _single_types(world: World, L: float, eps: float, ji: int) -> list[str]:
     r"""The types a one-round job's run can be on: :math:`1 / c_{jg} \ge \varepsilon`."""
-    from optsched.sim.exact import _types_for
+    from optsched.sim.optimum.exact import _types_for
 
     j = world.jobs[ji]
     return [g for g in _types_for(world, j) if j.work / (world.rate(j, g, True) * L) >= eps]
@@ -1683,7 +1685,7 @@ def _single_types(world: World, L: float, eps: float, ji: int) -> list[str]:
 def compact_last_rounds(world: World, round_seconds: float, eps: float) -> list[int | None]:
     r"""Per job, the last round it ends in within a *compact* schedule (``None``: no bound).
 
-    A schedule is compact when no one-round job (:func:`~optsched.sim.exact.one_round_jobs`)
+    A schedule is compact when no one-round job (:func:`~optsched.sim.optimum.exact.one_round_jobs`)
     ending in round :math:`k^*` could run instead in an earlier round :math:`k \in [k_j, k^*)`
     on a type :math:`g` it runs on (:math:`1/c_{jg} \ge \varepsilon`) with :math:`n_j` GPUs
     free there. Moving such a job there is a schedule of the model again (its only run, the
@@ -1702,7 +1704,7 @@ def compact_last_rounds(world: World, round_seconds: float, eps: float) -> list[
     (:math:`\lfloor 1/\min_g c_{ig} \rfloor + 1`). Hence
     :math:`k^* \le k_j + \lfloor Q_j / B_j \rfloor`.
     """
-    from optsched.sim.exact import _types_for, earliest_round, one_round_jobs
+    from optsched.sim.optimum.exact import _types_for, earliest_round, one_round_jobs
 
     L = round_seconds
     runs = _max_runs(world, L)
@@ -1735,7 +1737,7 @@ def compact_start(
     """
     import dataclasses
 
-    from optsched.sim.exact import _value_of, earliest_round, one_round_jobs
+    from optsched.sim.optimum.exact import _value_of, earliest_round, one_round_jobs
 
     L = round_seconds
     count = {t.name: t.count for t in world.cluster.gpu_types}

@@ -13,10 +13,10 @@ import math
 from collections.abc import Mapping, Sequence
 
 from optsched.errors import InvalidInstanceError, PolicyError
-from optsched.sim.engine import simulate
-from optsched.sim.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
-from optsched.sim.record import SimResult
-from optsched.sim.world import World
+from optsched.sim.engine.core import simulate
+from optsched.sim.engine.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
+from optsched.sim.measure.record import SimResult
+from optsched.sim.world.jobs import World
 from optsched.tolerances import TIME_TOL
 
 __all__ = ["FixedRounds", "replay_rounds"]

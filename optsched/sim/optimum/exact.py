@@ -61,7 +61,7 @@ set of equal ones; the proofs are in :func:`completion_floor`, :func:`interchang
 could only end in a schedule worse than :math:`U` are not built (:func:`latest_final_rounds`).
 
 For HiGHS (``weighted-jct`` and ``makespan``), :func:`solve` builds the same strengthened model
-as sparse matrices instead (:mod:`optsched.sim.exact_matrix`), with further valid rows (the
+as sparse matrices instead (:mod:`optsched.sim.optimum.exact_matrix`), with further valid rows (the
 last-run type, gang cliques, parity cuts), the rounds a compact schedule uses, and the root
 work (LP relaxation, a start from it, reduced-cost fixing) done before the search.
 
@@ -102,11 +102,11 @@ from optsched.errors import (
 )
 from optsched.family.exact import Formulation
 from optsched.results import ExactResult, Report, Sense, Violation
-from optsched.sim.policy import GrantPlacement
-from optsched.sim.record import SimResult
-from optsched.sim.replay import replay_rounds
-from optsched.sim.validate import validate
-from optsched.sim.world import SimJob, World
+from optsched.sim.engine.policy import GrantPlacement
+from optsched.sim.engine.replay import replay_rounds
+from optsched.sim.measure.record import SimResult
+from optsched.sim.measure.validate import validate
+from optsched.sim.world.jobs import SimJob, World
 from optsched.solvers import BuildClock
 from optsched.tolerances import (
     CAPACITY_TOL,
@@ -1269,11 +1269,11 @@ def solve(
         Build with the valid inequalities (module notes); ``False`` builds the plain model,
         which has the same optimum.
     matrix : bool, optional
-        Build the strengthened model as sparse matrices (:mod:`optsched.sim.exact_matrix`:
+        Build the strengthened model as sparse matrices (:mod:`optsched.sim.optimum.exact_matrix`:
         no Pyomo, the rounds in linear size, and below a start the binaries only worse
         schedules set removed at the root) instead of the Pyomo model. Default: for HiGHS,
         ``strengthen`` and the objectives of
-        :data:`~optsched.sim.exact_matrix.MATRIX_OBJECTIVES`. ``extra["model"]`` then says
+        :data:`~optsched.sim.optimum.exact_matrix.MATRIX_OBJECTIVES`. ``extra["model"]`` then says
         ``"matrix"`` and ``extra["root"]`` what the root did.
 
     Returns
@@ -1318,7 +1318,7 @@ def solve(
             "the world with batch_modes=False",
         )
 
-    from optsched.sim import exact_matrix
+    from optsched.sim.optimum import exact_matrix
 
     if matrix is None:
         matrix = solver == "highs" and strengthen and objective in exact_matrix.MATRIX_OBJECTIVES

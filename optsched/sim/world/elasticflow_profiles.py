@@ -80,7 +80,7 @@ def profile_job_type(model: str, batch_size: int) -> str:
     """The job type of ``model`` at global batch size ``batch_size``.
 
     The name follows the variant pattern ``"<model> (batch size <b>)"`` of Gavel's tables, which
-    :func:`optsched.sim.world.job_type_for` matches against a trace's model and batch size.
+    :func:`optsched.sim.world.jobs.job_type_for` matches against a trace's model and batch size.
     """
     return f"{model} (batch size {batch_size})"
 

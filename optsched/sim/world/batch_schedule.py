@@ -5,8 +5,9 @@ batch-size adaptation per job: ``static``, ``accordion`` or ``gns``. A dynamic j
 fixed number of **epochs**; its batch size changes from epoch to epoch, and with it the steps an
 epoch takes and the steps per second. This module turns a job's mode, model, initial batch size
 and work into a **schedule**: consecutive *phases*, each a batch size held for a number of
-epochs. The engine (:mod:`optsched.sim.engine`) changes the job's rate at each phase boundary,
-inside a round; the validator (:mod:`optsched.sim.validate`) re-integrates the phases on its own.
+epochs. The engine (:mod:`optsched.sim.engine.core`) changes the job's rate at each phase boundary,
+inside a round; the validator (:mod:`optsched.sim.measure.validate`) re-integrates the phases on its
+own.
 
 Provenance marks: **[S]** stated in Shockwave's code (``scheduler/utils.py``,
 ``scheduler/scheduler.py``) or paper; **[R]** reconstructed here, a simplification whose
@@ -42,7 +43,7 @@ the table measures ``b``) and ``T(v) v / b`` keeps the variant's samples per sec
 whose variant has no rate on ``(g, n)`` keeps the base variant's samples per second,
 ``\tilde T(b_p) = T(v(b_0)) v(b_0) / b_p`` [R] (Shockwave refuses such a change and keeps the
 old batch size [S]; here the rate stays positive wherever the job could start). The job's
-``scale`` (duration calibration, :mod:`optsched.sim.world`) multiplies every phase alike.
+``scale`` (duration calibration, :mod:`optsched.sim.world.jobs`) multiplies every phase alike.
 Space sharing: a paired job's phase rate is its measured pair rate times its own ``f_p``; the
 partner's phase does not enter [R] (pairs are measured at the trace's batch sizes only).
 
@@ -94,7 +95,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.throughputs import Throughputs
+from optsched.sim.world.throughputs import Throughputs
 
 __all__ = [
     "ACCORDION_DECAYS",
