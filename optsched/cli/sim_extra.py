@@ -220,6 +220,12 @@ def compare_command(
             if reason is not None:
                 left_out[name] = reason
         names = [n for n in names if n not in left_out]
+    elif how != "optsched":
+        from optsched.cli._mechanism import refuse_unsupported
+        from optsched.sim.policies import make_policy
+
+        for name in names:
+            refuse_unsupported(make_policy(name, field="--policies"), how)
     stopped: NotOptimalError | None = None
     try:
         result = compare(
