@@ -495,3 +495,34 @@ def test_a_dynamic_job_of_absurd_length_is_refused_before_its_schedule_is_built(
         assert main([*args, "--json"]) == 2
     payload = json.loads(capsys.readouterr().out)
     assert payload["field"] == "total_steps" and "max_schedule_epochs" in payload["message"]
+
+
+# -- 5. hostile names through every writer -------------------------------------------------------
+
+HOSTILE = "[/x] [bold]<script>alert(1)</script> $\\bad{$ |`"
+
+
+def test_hostile_names_pass_through_every_writer_as_text(tmp_path: Path) -> None:
+    """Console (rich markup), Markdown, HTML, notebook HTML and figures, one hostile name each."""
+    from optsched.report.sim import plot_jct_cdf
+
+    trace = tmp_path / f"{HOSTILE.replace('/', '_')}.csv"
+    trace.write_text(trace_text([0.0, 30.0, 60.0, 90.0]))
+    body = (
+        f"name = {json.dumps(HOSTILE)}\ntraces = [{json.dumps(trace.name)}]\n"
+        f'clusters = ["v100=4"]\npolicies = [{{ name = "fifo", label = {json.dumps(HOSTILE)} }}]\n'
+    )
+    path = tmp_path / "exp.toml"
+    path.write_text(body)
+    report = tmp_path / "rep"
+    args = ["sim", "sweep", str(path), "--backend", "serial", "--report", str(report)]
+    assert main(args) == 0  # the console summary prints the label as text
+    markdown = _outside_fences((report / "report.md").read_text())
+    assert "<script" not in markdown and "[bold]" in markdown
+    assert "<script>" not in (report / "report.html").read_text()
+    # sim run's console table and a figure titled by a policy whose name is data
+    assert main(["sim", "run", str(trace), "--cluster", "v100=4", "--policy", "fifo"]) == 0
+    result = simulate(_world(), make_policy("fifo"))
+    result.policy = HOSTILE
+    fig = plot_jct_cdf([result])
+    fig.savefig(tmp_path / "cdf.png")

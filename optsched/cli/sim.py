@@ -270,7 +270,8 @@ def _print_table(title: str, metrics: dict[str, Any], valid: bool, notes: list[s
             shown = f"{value:.6g}" + (" h" if key == "gpu_hours" else "")
         else:
             shown = str(value)
-        table_out.add_row(key, shown)
+        # cells are console markup: a trace or policy name is data, shown as it is
+        table_out.add_row(escape(key), escape(shown))
     err_console.print(table_out)
     err_console.print(f"record valid: {valid}")
     for note in notes:

@@ -204,9 +204,14 @@ def experiment_command(
     else:
         cols = [c for c in summary.columns if not c.endswith("_ci")]
         cols = [c for c in cols if c not in ("jct_bound_mean", "valid")]
-        err_console.print(summary[cols].to_string(index=False) if len(summary) else "no runs")
+        # labels and paths are data: printed as they are, never read as console markup
+        err_console.print(
+            summary[cols].to_string(index=False) if len(summary) else "no runs",
+            markup=False,
+            highlight=False,
+        )
         for kind, path in written.items():
-            err_console.print(f"{kind} report: {path}", highlight=False)
+            err_console.print(f"{kind} report: {path}", markup=False, highlight=False)
     _refuse_invalid(result.runs)
 
 
@@ -251,7 +256,7 @@ def report_command(store: Path, output: Path | None, as_json: bool) -> None:
         )
     else:
         for kind, path in paths.items():
-            err_console.print(f"{kind} report: {path}", highlight=False)
+            err_console.print(f"{kind} report: {path}", markup=False, highlight=False)
 
 
 def register(group: click.Group) -> None:

@@ -317,13 +317,14 @@ def compare_command(
         # never exit 1 without saying why: each rejected record with its first violation
         for policy, m in invalid.items():
             err_console.print(
-                f"[red]{policy}: record rejected by the validator: {escape(m['violation'])}[/red]",
+                f"[red]{escape(policy)}: record rejected by the validator: "
+                f"{escape(m['violation'])}[/red]",
                 highlight=False,
             )
         raise click.exceptions.Exit(1)
     short = {p: m["unfinished"] for p, m in result.metrics.items() if m["unfinished"]}
     if short:
-        listed = ", ".join(f"{p}: {n}" for p, n in short.items())
+        listed = escape(", ".join(f"{p}: {n}" for p, n in short.items()))
         err_console.print(
             f"[yellow]jobs left unfinished ({listed}); their JCT means are over the finished "
             "jobs only[/yellow]",
@@ -433,7 +434,9 @@ def sweep_command(
                     short = short or not all(frame.get(f"bound_complete_{objective}", [True]))
             shown["unfinished"] = frame["unfinished"]
             shown["valid"] = frame["valid"]
-        err_console.print(shown.to_string(index=False) if len(frame) else "no runs")
+        err_console.print(
+            shown.to_string(index=False) if len(frame) else "no runs", markup=False, highlight=False
+        )
         if len(frame) and short:
             err_console.print(
                 "* the bound's LP ran out of its time limit: a weaker relaxation gave it "

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optsched.report._text import mpl_literal
 from optsched.runs.experiment import GROUP_FIELDS, KEY_FIELDS, ExperimentResult
 
 if TYPE_CHECKING:
@@ -78,13 +79,8 @@ class Section:
 
 
 def _plain(text: object) -> str:
-    r"""A data string (a policy label, a trace name) as matplotlib shows it literally.
-
-    Matplotlib reads text between two unescaped ``$`` as math text, and a label such as
-    ``$\bad{$`` would make the figure fail to draw; ``\$`` is a literal dollar sign, and an
-    escaped string never enters math mode (its dollars are all escaped).
-    """
-    return str(text).replace("$", r"\$")
+    """A data string (a policy label, a trace name) as matplotlib shows it literally."""
+    return mpl_literal(text)
 
 
 def _md(text: object) -> str:
