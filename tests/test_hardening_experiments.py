@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -171,6 +172,25 @@ def test_a_plugin_that_ends_or_blocks_its_import_is_refused_naming_it(
     payload = json.loads(done.stdout)
     assert payload["field"] == "plugins[0]" and words in payload["message"]
     assert "plug.py" in payload["message"]
+
+
+def test_a_dotted_plugin_module_is_probed_before_its_package_is_imported(tmp_path: Path) -> None:
+    # finding `pkg.mod` imports `pkg`: that too happens in the probe, not in the command
+    (tmp_path / "round3pkg").mkdir()
+    (tmp_path / "round3pkg" / "__init__.py").write_text("import os\nos.abort()\n")
+    (tmp_path / "round3pkg" / "mod.py").write_text("")
+    path = write(tmp_path, 'plugins = ["round3pkg.mod"]\npolicies = ["fifo"]\n')
+    done = subprocess.run(
+        [*OPTSCHED, "sim", "sweep", str(path), "--allow-plugins", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+    )
+    assert done.returncode == 2, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["field"] == "plugins[0]" and "SIGABRT" in payload["message"]
 
 
 def test_the_plugin_option_of_the_command_line_is_guarded_too(tmp_path: Path) -> None:

@@ -274,7 +274,9 @@ def import_plugin(
         from importlib import util
 
         try:
-            found = util.find_spec(module)
+            # the top-level name only: finding ``pkg.mod`` would import ``pkg`` (run its code)
+            # here, before the probe
+            found = util.find_spec(module.partition(".")[0])
         except (ImportError, ValueError) as exc:
             raise InvalidInstanceError(field, f"cannot import {module!r}: {exc}") from None
         if found is None:
