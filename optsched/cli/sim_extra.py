@@ -294,10 +294,10 @@ def compare_command(
         )
         for o, b in result.bounds.items():
             side = ">=" if b.side == "lower" else "<="
-            short = "" if b.complete else "; out of time: a weaker relaxation, gaps over-estimated"
+            weaker = "" if b.complete else "; out of time: a weaker relaxation, gaps over-estimated"
             err_console.print(
                 f"certified bound {o}: optimum {side} {_fmt(b.value)} ({b.method}, "
-                f"{b.seconds:.1f} s{short})",
+                f"{b.seconds:.1f} s{weaker})",
                 highlight=False,
             )
         for o, res in result.exact.items():

@@ -386,7 +386,8 @@ def _strict_option(
             field, f"policy {name!r} takes no option {key!r}; known: {sorted(params)}"
         )
     try:
-        hint = typing.get_type_hints(cls.__init__).get(key)
+        # the constructor's own annotations (getattr: the class's, not an instance's)
+        hint = typing.get_type_hints(getattr(cls, "__init__")).get(key)  # noqa: B009
     except Exception:  # an annotation that does not resolve: no type to check against
         hint = None
     if hint is None:
