@@ -75,6 +75,17 @@ def as_stored(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: JSON's names of the values ``json.loads`` gives back (for refusals).
+_JSON_TYPES = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
 def _checksum(kind: str, key: str, text: str) -> str:
     return hashlib.sha256(f"{kind}\0{key}\0{text}".encode()).hexdigest()
 
@@ -452,7 +463,7 @@ class RunStore:
         if not isinstance(record, dict):
             raise InvalidInstanceError(
                 field,
-                f"record is a JSON {type(record).__name__}, not an object",
+                f"record is a JSON {_JSON_TYPES.get(type(record), 'value')}, not an object",
                 file=str(self.path),
             )
         try:
