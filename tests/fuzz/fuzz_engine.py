@@ -1112,8 +1112,8 @@ restore_s = 0.0
 reference = "v100"
 
 [outputs]
-store = "runs.sqlite"
-report = "report"
+store = "experiment-runs.sqlite"
+report = "experiment-report"
 """
 
 #: A module whose import leaves ``IMPORTED`` in the folder it is imported from (the run's
