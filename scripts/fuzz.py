@@ -134,7 +134,8 @@ def _run_case(case: dict[str, Any], seeds: dict[str, Path], timeout: float) -> d
         extra: dict[str, Path] = {}
         if "text" in case:
             extra["exp"] = work / "exp.toml"
-            extra["exp"].write_text(case["text"], encoding="utf-8")
+            text = case["text"].replace("{outside}", str(fe.outside(work)))
+            extra["exp"].write_text(text, encoding="utf-8")
         if "rewrite" in case:
             extra["store"] = work / "s.sqlite"
             shutil.copyfile(seeds["experiment-store"], extra["store"])

@@ -1129,7 +1129,7 @@ HOSTILE_STRINGS = [
     "sys:exit",
     "signal:pause",
     "plug:Policy",
-    "/tmp/optsched-fuzz-absolute/out",
+    "{outside}/out",  # an absolute path beside the run's folder (fuzz.py fills it in)
     "../escape",
     HOSTILE_NAME,
     "",
@@ -1228,6 +1228,11 @@ def rewrite_store(store: Path, mutator: str, seed: int) -> str:
         return f"record: {what}"
 
 
+def outside(work: Path) -> Path:
+    """The folder beside ``work`` that a hostile absolute output path of its run names."""
+    return work.with_name(work.name + "-outside")
+
+
 def writer_breach(work: Path) -> str:
     """A breach found in what a run left in ``work``: an import, or raw HTML in a report.
 
@@ -1236,7 +1241,8 @@ def writer_breach(work: Path) -> str:
     """
     if (work / "IMPORTED").exists():
         return "a module named by a data file was imported"
-    if Path("/tmp/optsched-fuzz-absolute").exists():
+    if outside(work).exists():
+        shutil.rmtree(outside(work), ignore_errors=True)
         return "a data file wrote outside its folder"
     for path in work.rglob("report.md"):
         text = re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1$", "", path.read_text(errors="replace"))
