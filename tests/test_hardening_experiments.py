@@ -546,3 +546,21 @@ def test_hostile_names_pass_through_every_writer_as_text(tmp_path: Path) -> None
     result.policy = HOSTILE
     fig = plot_jct_cdf([result])
     fig.savefig(tmp_path / "cdf.png")
+
+
+def test_a_store_naming_code_imports_nothing_when_read(tmp_path: Path, marker_module: Path) -> None:
+    """The experiment a store holds is data too: a factory or plug-in in it is never imported."""
+    path = write(tmp_path, 'policies = ["fifo"]\n')
+    store = tmp_path / "s.sqlite"
+    run_experiment(path, backend="serial", store=store)
+    with sqlite3.connect(store) as db:
+        config = json.loads(
+            db.execute("SELECT value FROM meta WHERE name = 'config'").fetchone()[0]
+        )
+        config["spec"]["policies"] = ["round3_marker:x"]
+        config["spec"]["plugins"] = ["round3_marker"]
+        db.execute("UPDATE meta SET value = ? WHERE name = 'config'", (json.dumps(config),))
+    with pytest.raises(InvalidInstanceError) as info:
+        ExperimentResult.from_store(store)
+    assert info.value.field.startswith("config.spec.policies") and info.value.file == str(store)
+    assert not marker_module.exists() and "round3_marker" not in sys.modules
