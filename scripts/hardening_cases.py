@@ -8,7 +8,10 @@ an interrupt; exactly one JSON object on stdout with ``--json``; no traceback; w
 bound; no process left behind.
 
 The table printed at the end (and written to ``OUT/cases.md``) counts breaches by category, the
-"after" column of the campaign table; ``--only NAME`` replays one case.
+"after" column of the campaign table; ``--only NAME`` replays one case, ``--round 3`` the cases
+of the third campaign only (experiment files that name code, coerced options, absurd times,
+reports, stores rewritten with valid checksums, unescaped output, refused combinations and
+batch-size schedules; table in ``OUT/cases-round3.md``).
 
 Examples
 --------
