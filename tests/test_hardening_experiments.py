@@ -336,6 +336,9 @@ def test_absurd_time_options_exit_2_naming_the_option(
     args = ["sim", "run", str(trace), "--cluster", "v100=2", "--policy", "fifo", flag, value]
     assert main([*args, "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["field"] == flag
+    args = ["sim", "compare", str(trace), "--cluster", "v100=2", "--policies", "fifo", flag, value]
+    assert main([*args, "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["field"] == flag
 
 
 def test_the_ranges_are_the_closed_list_of_the_limits_page() -> None:

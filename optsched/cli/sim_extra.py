@@ -164,12 +164,14 @@ def compare_command(
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli._mechanism import mechanism_from
     from optsched.cli.sim_colocation import colocation_setup, needs_colocation
+    from optsched.limits import check_range
     from optsched.sim import parse_cluster
     from optsched.sim.compare import compare, world_from_trace
 
     names: list[Any] = _policies(policies)
     wanted = _names("--objectives", objectives)
     steady = window_arg(window)
+    check_range("--restore-seconds", restore_s, "restore_s")
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
     coloc_info: dict[str, Any] | None = None
     if needs_colocation(names):
