@@ -32,7 +32,10 @@ from optsched.errors import InvalidInstanceError
 __all__ = [
     "MAX_STALLED_ROUNDS",
     "MAX_WORKERS_PER_CORE",
+    "RANGES",
     "Budget",
+    "Range",
+    "check_range",
     "check_size",
     "current",
     "override",
@@ -53,6 +56,61 @@ MAX_STALLED_ROUNDS = 1
 #: solvers) and lengthen every run; a larger ``-j`` is refused as an absurd pool size before any
 #: work. The remote backends (Dask, Ray) size their own pools and are not bounded here.
 MAX_WORKERS_PER_CORE = 4
+
+
+@dataclass(frozen=True)
+class Range:
+    """The closed range ``[low, high]`` a time, rate or load value must lie in, and why."""
+
+    low: float
+    high: float
+    unit: str
+    why: str
+
+
+#: Every time, rate and load a user gives the simulator, bounded before a run (the closed list
+#: of ``docs/guide/limits.rst``). The bounds keep every simulated time within ``1e12`` s (the
+#: largest arrival a trace may hold) and far from the float precision the validator's tolerances
+#: assume: a round of ``1e300`` s or a load of ``1e-300`` would give times whose sums lose every
+#: digit of a job's work, and a run its own validator rejects.
+RANGES: dict[str, Range] = {
+    "round_seconds": Range(1e-3, 1e6, "s", "a round from a millisecond to 11.6 days"),
+    "restore_s": Range(0.0, 1e6, "s", "a checkpoint/restore cost of at most 11.6 days"),
+    "load": Range(1e-3, 1e3, "", "arrivals at most a thousand times sparser or denser"),
+    "offered_load": Range(1e-3, 1e3, "", "an offered load from 0.1 % to 1000 times the cluster"),
+    "max_time": Range(0.0, 1e12, "s", "the largest arrival time a trace may hold"),
+    "arrival": Range(0.0, 1e12, "s", "an arrival time after scaling, as a trace's own"),
+}
+
+
+def check_range(field: str, value: object, name: str) -> float:
+    """``value`` as a float if it is a number within ``RANGES[name]``, else refused.
+
+    Parameters
+    ----------
+    field : str
+        The option or key named in the error (``--round-seconds``, ``round_seconds``).
+    value : object
+        The value given; a bool or a non-number is refused.
+    name : str
+        A key of :data:`RANGES`.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``value`` is not a finite number in the range (naming ``field`` and the range).
+    """
+    r = RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInstanceError(field, f"must be a number, got {value!r}")
+    x = float(value)
+    if not (math.isfinite(x) and r.low <= x <= r.high):
+        raise InvalidInstanceError(
+            field,
+            f"must be within [{r.low:g}, {r.high:g}]{' ' + r.unit if r.unit else ''} "
+            f"({r.why}), got {value!r}",
+        )
+    return x
 
 
 @dataclass(frozen=True)
@@ -90,6 +148,11 @@ class Budget:
         :func:`optsched.sim.compare` solves on the policies' own round length; above it the
         optimum is solved on a coarser grid and shown as the optimum of another world, with
         no gap (the default is about 100 jobs in 25 rounds, proven in seconds).
+    max_schedule_epochs : int
+        Most epochs of one dynamic job's batch-size schedule (Shockwave's ``accordion`` and
+        ``gns`` modes, :mod:`optsched.sim.world.batch_schedule`): the schedule is built epoch by
+        epoch, and its phases grow with the epochs (Shockwave's jobs train for tens to
+        hundreds of epochs).
     """
 
     max_file_bytes: int = 64 * 2**20
@@ -102,6 +165,7 @@ class Budget:
     max_array_cells: int = 100_000_000
     max_events: int = 200_000_000
     max_exact_job_rounds: int = 2_500
+    max_schedule_epochs: int = 100_000
 
     def describe(self) -> dict[str, int]:
         """Every budget by name (what ``optsched limits`` and the docs print)."""

@@ -50,6 +50,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--formats", default="", help="Comma-separated formats (default: all).")
     ap.add_argument("--mutators", default="", help="Comma-separated mutators (default: all).")
     ap.add_argument("--options", action="store_true", help="Also every hostile option case.")
+    ap.add_argument(
+        "--experiments",
+        action="store_true",
+        help="Also hostile values at every key of an experiment file, and experiment stores "
+        "rewritten with valid checksums (--mutants of them).",
+    )
     ap.add_argument("--no-files", action="store_true", help="Skip the file mutants.")
     ap.add_argument("--timeout", type=float, default=fe.TIMEOUT_SECONDS, help="Seconds per run.")
     ap.add_argument("--out", type=Path, default=Path("fuzz-out"), help="Output directory.")
@@ -90,6 +96,24 @@ def _case_list(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.options:
         for template, what in [*fe.option_cases(), *fe.sim_option_cases()]:
             cases.append({"group": "options", "template": template, "what": what})
+    if args.experiments:
+        sweep = ["sim", "sweep", "{exp}", "--backend", "serial", "--json"]
+        for text, what in fe.experiment_cases():
+            cases.append(
+                {"group": "experiment-keys", "template": sweep, "text": text, "what": what}
+            )
+        rng = random.Random(args.seed + 1)
+        report = ["sim", "report", "{store}", "-o", "{out}/report", "--json"]
+        for k in range(args.mutants):
+            rewrite = fe.STORE_REWRITES[k % len(fe.STORE_REWRITES)]
+            cases.append(
+                {
+                    "group": "store-rewrite",
+                    "template": report,
+                    "rewrite": rewrite,
+                    "seed": rng.randrange(2**32),
+                }
+            )
     return cases
 
 
@@ -104,12 +128,28 @@ def _run_case(case: dict[str, Any], seeds: dict[str, Path], timeout: float) -> d
             mutant = work / source.name
             mutant.write_bytes(data)
             case = {**case, "what": f"{case['mutator']} seed {case['seed']}: {what}"}
-        argv = fe.fill(case["template"], seeds, mutant, work)
+        if case["group"] in ("sim-experiment", "experiment-keys"):
+            # a module a data file might name: importing it leaves a mark (fe.writer_breach)
+            (work / "plug.py").write_text(fe.MARKER_MODULE)
+        extra: dict[str, Path] = {}
+        if "text" in case:
+            extra["exp"] = work / "exp.toml"
+            text = case["text"].replace("{outside}", str(fe.outside(work)))
+            extra["exp"].write_text(text, encoding="utf-8")
+        if "rewrite" in case:
+            extra["store"] = work / "s.sqlite"
+            shutil.copyfile(seeds["experiment-store"], extra["store"])
+            what = fe.rewrite_store(extra["store"], case["rewrite"], case["seed"])
+            case = {**case, "what": f"{case['rewrite']} seed {case['seed']}: {what}"}
+        argv = fe.fill(case["template"], {**seeds, **extra}, mutant, work)
         if case.get("mutator") == "list-blowup" and case["template"][:1] == ["sim"]:
             # tens of thousands of jobs to simulate: the simulator's limit, not the readers'
             timeout = max(timeout, fe.SIM_BLOWUP_TIMEOUT_SECONDS)
         run = fe.run_optsched(argv, cwd=work, timeout=timeout)
-    outcome = fe.check_contract(run)
+        outcome = fe.check_contract(run)
+        unsafe = fe.writer_breach(work)
+        if outcome.ok and unsafe:
+            outcome = fe.Outcome("unsafe", unsafe, outcome.payload)
     return {
         **case,
         "command": fe.command_name(case["template"]),
@@ -149,12 +189,13 @@ def _table(results: list[dict[str, Any]]) -> str:
         "traceback",
         "hang",
         "memory",
+        "unsafe",
         "breach",
     ]
 
     def line(group: str, command: str, c: collections.Counter[str]) -> list[str]:
         known = c["exit 0"] + c["exit 2"] + c["exit 3"] + c["exit 1"]
-        breach = c["signal"] + c["exit1"] + c["bad-exit"] + c["json"] + c["no-field"]
+        breach = c["signal"] + c["exit1"] + c["bad-exit"] + c["json"] + c["no-field"] + c["unsafe"]
         return [
             group,
             command,
@@ -167,6 +208,7 @@ def _table(results: list[dict[str, Any]]) -> str:
             str(c["traceback"]),
             str(c["hang"]),
             str(c["memory"]),
+            str(c["unsafe"]),
             str(breach),
         ]
 
@@ -177,8 +219,9 @@ def _table(results: list[dict[str, Any]]) -> str:
     out.append("")
     out.append(
         "breach = exit 1 (an internal or other error), a signal, another exit code, stdout that "
-        "is not exactly one JSON object, or exit 2 naming no field; 'other exit' counts hangs "
-        "(killed at the timeout) and signals."
+        "is not exactly one JSON object, exit 2 naming no field, or an unsafe run (a module a "
+        "data file named was imported, a file written outside the experiment's folder, raw "
+        "HTML in a report); 'other exit' counts hangs (killed at the timeout) and signals."
     )
     return "\n".join(out)
 
@@ -220,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                 saved = case_dir / {**fe.SEED_FILES, **fe.SIM_SEED_FILES}[r["group"]]
                 saved.write_bytes(r["mutant"])
                 argv = [str(saved) if a == r["mutant_path"] else a for a in argv]
+            if r.get("text"):
+                # an experiment-keys case: the file it ran, beside the command line
+                (case_dir / "exp.toml").write_text(r["text"], encoding="utf-8")
             (case_dir / "cmd.txt").write_text(
                 "optsched " + " ".join(argv) + f"\n# {r.get('what', '')}\n", encoding="utf-8"
             )

@@ -8,7 +8,10 @@ an interrupt; exactly one JSON object on stdout with ``--json``; no traceback; w
 bound; no process left behind.
 
 The table printed at the end (and written to ``OUT/cases.md``) counts breaches by category, the
-"after" column of the campaign table; ``--only NAME`` replays one case.
+"after" column of the campaign table; ``--only NAME`` replays one case, ``--round 3`` the cases
+of the third campaign only (experiment files that name code, coerced options, absurd times,
+reports, stores rewritten with valid checksums, unescaped output, refused combinations and
+batch-size schedules; table in ``OUT/cases-round3.md``).
 
 Examples
 --------
@@ -24,6 +27,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +62,8 @@ class Case:
     #: the run is driven by a custom function instead (signals, process counting)
     drive: Callable[[Path], tuple[fe.Run, str]] | None = None
     needs: tuple[str, ...] = field(default_factory=tuple)
+    #: the campaign the case comes from (``--round``)
+    campaign: int = 2
 
 
 def _trace(work: Path, rows: int = 6, gpus: int = 1) -> Path:
@@ -630,6 +636,7 @@ def cases() -> list[Case]:
             seconds=120,
             check=_within(60, (0,)),
         ),
+        *round3_cases(),
     ]
 
 
@@ -780,8 +787,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="Comma-separated case names.")
     ap.add_argument("--out", type=Path, default=Path("fuzz-out"))
+    ap.add_argument("--round", type=int, default=0, help="Only the cases of this campaign.")
     args = ap.parse_args(argv)
     chosen = [c for c in cases() if not args.only or c.name in args.only.split(",")]
+    chosen = [c for c in chosen if not args.round or c.campaign == args.round]
     results = []
     for case in chosen:
         r = run_case(case)
@@ -795,10 +804,329 @@ def main(argv: list[str] | None = None) -> int:
         )
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(results)
-    (args.out / "cases.md").write_text(text + "\n")
-    (args.out / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    suffix = f"-round{args.round}" if args.round else ""
+    (args.out / f"cases{suffix}.md").write_text(text + "\n")
+    (args.out / f"cases{suffix}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
     print(text)
     return 1 if any(r.get("breach") for r in results) else 0
+
+
+# -- the third campaign: experiment files, reports, stores and schedules ---------------------
+
+
+_EXPERIMENT = """name = {name}
+traces = [{trace}]
+clusters = ["v100=4"]
+policies = {policies}
+{extra}
+"""
+
+
+def _experiment(
+    work: Path,
+    *,
+    name: str = '"t"',
+    trace: str = '"synthetic:6"',
+    policies: str = '["fifo"]',
+    extra: str = "",
+    file: str = "exp.toml",
+) -> Path:
+    text = _EXPERIMENT.format(name=name, trace=trace, policies=policies, extra=extra)
+    return _write(work / file, text)
+
+
+def _sweep_exp(*extra: str, **kw: str) -> Callable[[Path], list[str]]:
+    return lambda w: ["sim", "sweep", str(_experiment(w, **kw)), "--backend", "serial", *extra]
+
+
+#: A module whose import leaves a mark in the folder it is run from: any import is visible.
+_MARKER_MODULE = "from pathlib import Path\nPath('IMPORTED').write_text('x')\n"
+
+
+def _no_marker(code: int = 2, text: str = "") -> Callable[[fe.Run, Path], str]:
+    def check(run: fe.Run, work: Path) -> str:
+        if (work / "IMPORTED").exists():
+            return "a module named by the data file was imported"
+        if run.returncode != code:
+            return f"exit {run.returncode}, wanted {code}"
+        return "" if text in run.stdout + run.stderr else f"the error does not name {text!r}"
+
+    return check
+
+
+def _plugin_file(work: Path, body: str) -> None:
+    _write(work / "plug.py", body)
+
+
+def _with_plugin(body: str, *extra: str) -> Callable[[Path], list[str]]:
+    def argv(w: Path) -> list[str]:
+        _plugin_file(w, body)
+        return _sweep_exp(*extra, extra='plugins = ["plug.py"]')(w)
+
+    return argv
+
+
+def _rewritten_store(edit: str) -> Callable[[Path], list[str]]:
+    """An experiment store whose record (or config) is rewritten with a valid checksum."""
+    code = (
+        "import hashlib, json, sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1])\n"
+        "kind = dict(db.execute('SELECT name, value FROM meta'))['kind']\n"
+        "key, text = db.execute('SELECT key, record FROM runs').fetchone()\n"
+        "rec = json.loads(text)\n"
+        "edit = sys.argv[2]\n"
+        "if edit == 'config':\n"
+        "    cfg = json.loads(dict(db.execute('SELECT name, value FROM meta'))['config'])\n"
+        "    cfg.pop('spec')\n"
+        "    db.execute('UPDATE meta SET value = ? WHERE name = ?', (json.dumps(cfg), 'config'))\n"
+        "else:\n"
+        "    new = {'deep': '[' * 100000 + ']' * 100000, 'number': '42', 'null': 'null',\n"
+        "           'string': json.dumps({**rec, 'jct_mean': 'abc', 'jobs': 'x'}),\n"
+        "           'key': json.dumps({k: v for k, v in rec.items() if k != 'policy'})}[edit]\n"
+        "    digest = hashlib.sha256(f'{kind}\\0{key}\\0{new}'.encode()).hexdigest()\n"
+        "    db.execute('UPDATE runs SET record = ?, checksum = ?', (new, digest))\n"
+        "db.commit()\n"
+    )
+
+    def argv(w: Path) -> list[str]:
+        store = w / "s.sqlite"
+        fe.run_optsched(_sweep_exp("--store", str(store))(w), cwd=w, timeout=120)
+        subprocess.run([sys.executable, "-c", code, str(store), edit], timeout=60)
+        return ["sim", "report", str(store), "-o", str(w / "rep"), "--json"]
+
+    return argv
+
+
+def _report_clean(*bad: str) -> Callable[[fe.Run, Path], str]:
+    """Exit 0 and none of ``bad`` in any report file written."""
+
+    def check(run: fe.Run, work: Path) -> str:
+        if run.returncode != 0:
+            return f"exit {run.returncode}, wanted 0"
+        for path in work.rglob("report.md"):
+            # a fenced block is shown as text, never as HTML: only what is outside counts
+            text = re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1$", "", path.read_text())
+            for b in bad:
+                if b in text:
+                    return f"{path.name} carries {b!r} unescaped"
+        return ""
+
+    return check
+
+
+def _shockwave(work: Path, steps: str) -> Path:
+    path = work / "dyn.trace"
+    line = "\t".join(
+        ["ResNet-50 (batch size 32)", "python3 main.py", "wd", "--steps", "1", steps, "1",
+         "accordion", "1", "-1", "3600.0", "0.0"]
+    )  # fmt: skip
+    return _write(path, line + "\n")
+
+
+def _repr_html_code() -> str:
+    return (
+        "import pandas as pd\n"
+        "from optsched.runs.experiment import ExperimentResult\n"
+        "r = ExperimentResult(runs=pd.DataFrame(), name='<script>alert(1)</script>')\n"
+        "text = r._repr_html_()\n"
+        "import sys\n"
+        "sys.exit(1 if '<script' in text else 0)\n"
+    )
+
+
+def round3_cases() -> list[Case]:
+    """The cases of the third campaign's report (experiment files, reports, stores)."""
+    cases: list[Case] = []
+
+    def add(*args: Any, **kw: Any) -> None:
+        cases.append(Case(*args, campaign=3, **kw))
+
+    # 1. an experiment file that names code to run
+    for target in ("os:abort", "sys:exit", "signal:pause", "os:system", "plug:Policy"):
+        add(
+            f"exp-policy-{target.replace(':', '-')}",
+            "code execution",
+            (
+                lambda w, target=target: (
+                    _plugin_file(w, _MARKER_MODULE)
+                    or _sweep_exp("--json", policies=f'["{target}"]')(w)
+                )
+            ),
+            seconds=30,
+            check=_no_marker(2, "policies[0]"),
+        )
+    add(
+        "exp-plugins-without-opt-in",
+        "code execution",
+        _with_plugin(_MARKER_MODULE, "--json"),
+        seconds=30,
+        check=_no_marker(2, "plugins"),
+    )
+    for what, body in (
+        ("abort", "import os\nos.abort()\n"),
+        ("exit0", "import sys\nsys.exit(0)\n"),
+        ("hang", "import signal\nsignal.pause()\n"),
+    ):
+        add(
+            f"exp-plugin-{what}-opted-in",
+            "code execution",
+            _with_plugin(body, "--allow-plugins", "--plugin-timeout", "5", "--json"),
+            seconds=40,
+            check=_names("plugins[0]"),
+        )
+    add(
+        "exp-absolute-output",
+        "code execution",
+        lambda w: _sweep_exp("--json", extra=f'[outputs]\ncsv = "{w}/abs/runs.csv"')(w),
+        check=_names("outputs.csv"),
+    )
+    add(
+        "exp-escaping-output",
+        "code execution",
+        _sweep_exp("--json", extra='[outputs]\nreport = "../up-report"'),
+        check=_names("outputs.report"),
+    )
+    # 2. a silently wrong option
+    for value in ('"no"', '"false"', "0"):
+        add(
+            f"exp-backfill-{value.strip(chr(34))}",
+            "wrong answer",
+            _sweep_exp(
+                "--json", policies=f'[{{ name = "fifo", options = {{ backfill = {value} }} }}]'
+            ),
+            check=_names("policies[0].options.backfill"),
+        )
+    # 3. absurd time values
+    add(
+        "exp-round-1e300",
+        "absurd value",
+        _sweep_exp("--json", extra="round_seconds = 1e300"),
+        check=_names("round_seconds"),
+    )
+    for flag, value in (
+        ("--offered-load", "1e-300"),
+        ("--load", "1e-300"),
+        ("--round-seconds", "1e300"),
+        ("--load", "1e300"),
+    ):
+        add(
+            f"run{flag}-{value}",
+            "absurd value",
+            lambda w, flag=flag, value=value: [
+                "sim",
+                "run",
+                str(_trace(w)),
+                "--cluster",
+                "v100=4",
+                "--policy",
+                "fifo",
+                flag,
+                value,
+                "--json",
+            ],
+            check=_names(flag),
+        )
+    # 7. sim report on input it accepted
+    add(
+        "report-zero-runs",
+        "report",
+        lambda w: (
+            fe.run_optsched(
+                _sweep_exp("--store", str(w / "z.sqlite"), trace=f'"{_trace(w, gpus=8)}"')(w),
+                cwd=w,
+            )
+            and ["sim", "report", str(w / "z.sqlite"), "-o", str(w / "rep"), "--json"]
+        ),
+        check=_exit_is(0, 2),
+    )
+    for where, kw in (
+        ("label", {"policies": '[{ name = "fifo", label = "$\\\\bad{$" }]'}),
+        ("trace", {"trace": '"t$\\\\bad{$.csv"'}),
+    ):
+        add(
+            f"report-math-{where}",
+            "report",
+            (
+                lambda w, kw=kw: (
+                    _trace(w).rename(w / "t$\\bad{$.csv")
+                    and _sweep_exp("--report", str(w / "rep"), "--json", **kw)(w)
+                )
+            ),
+            check=_exit_is(0),
+        )
+    # 8. store contents once the checksum matches
+    for edit in ("deep", "number", "null", "string", "key", "config"):
+        add(
+            f"store-rewritten-{edit}",
+            "store",
+            _rewritten_store(edit),
+            seconds=90,
+            check=_names("s.sqlite"),
+        )
+    # 9. HTML outside report.html
+    add(
+        "report-md-html",
+        "unescaped output",
+        _sweep_exp(
+            "--report",
+            "rep",
+            "--json",
+            name='"<script>alert(1)</script>"',
+            policies='[{ name = "fifo", label = "<img src=x onerror=alert(1)>" }]',
+        ),
+        check=_report_clean("<script", "<img"),
+    )
+    add(
+        "repr-html-name",
+        "unescaped output",
+        lambda w: ["__python__", _repr_html_code()],
+        check=_exit_is(0),
+    )
+    # 10. refused combinations
+    add(
+        "exp-report-is-a-file",
+        "exit code",
+        lambda w: (
+            _write(w / "taken", "x")
+            and _sweep_exp("--json", extra='[outputs]\nreport = "taken"')(w)
+        ),
+        check=_names("outputs.report"),
+    )
+    add(
+        "gavel-mechanism-optimus",
+        "exit code",
+        lambda w: [
+            "sim",
+            "run",
+            str(_trace(w)),
+            "--cluster",
+            "v100=4",
+            "--policy",
+            "optimus",
+            "--mechanism",
+            "gavel",
+            "--json",
+        ],
+        check=_names("--mechanism"),
+    )
+    # 11. batch-size schedules
+    add(
+        "shockwave-1e15-steps",
+        "schedule",
+        lambda w: [
+            "sim",
+            "run",
+            str(_shockwave(w, "1000000000000000")),
+            "--cluster",
+            "v100=4",
+            "--policy",
+            "max-min-perf",
+            "--json",
+        ],
+        seconds=60,
+        check=_names("total_steps"),
+    )
+    return cases
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import click
 
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["mechanism_from", "mechanism_options", "seed_policy"]
+__all__ = ["mechanism_from", "mechanism_options", "refuse_unsupported", "seed_policy"]
 
 
 def mechanism_options() -> list[Any]:
@@ -56,6 +56,21 @@ def mechanism_from(name: str, reset_interval: float | None, seed: int | None) ->
         )
     except InvalidInstanceError as exc:
         raise InvalidInstanceError("--reset-interval", exc.message) from None
+
+
+def refuse_unsupported(policy: Any, mechanism: Any) -> None:
+    """Refuse, naming ``--mechanism`` and ``--policy``, a policy Gavel's mechanism cannot run.
+
+    Checked before the trace is read, so that the combination exits 2 at once rather than as
+    the simulator's :class:`~optsched.errors.PolicyError` (exit 1) once the run has started.
+    """
+    if mechanism == "optsched":
+        return
+    from optsched.sim.engine.gavel import gavel_refuses
+
+    why = gavel_refuses(policy)
+    if why is not None:
+        raise InvalidInstanceError("--mechanism", f"gavel cannot run --policy {policy.name}: {why}")
 
 
 def seed_policy(policy: Any, mechanism: Any) -> None:

@@ -31,14 +31,18 @@ Gavel trace whose scale factors are all 0), refused naming the file, as in ``com
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
 
-from optsched.cli._mechanism import mechanism_from, mechanism_options, seed_policy
+from optsched.cli._mechanism import (
+    mechanism_from,
+    mechanism_options,
+    refuse_unsupported,
+    seed_policy,
+)
 from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
 from optsched.cli.sim_extra import (
     ELASTIC_OPTION,
@@ -54,6 +58,7 @@ from optsched.cli.sim_extra import (
     window_arg,
 )
 from optsched.errors import InvalidInstanceError
+from optsched.limits import check_range
 
 __all__ = ["EXIT_UNFINISHED", "register", "sim"]
 
@@ -69,11 +74,6 @@ def sim() -> None:
 def _mechanism_option(k: int) -> Any:
     """The ``k``-th ``--mechanism`` option (:mod:`optsched.cli._mechanism`)."""
     return mechanism_options()[k]
-
-
-def _nonneg(flag: str, value: float | None) -> None:
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise InvalidInstanceError(flag, f"must be a finite number >= 0, got {value}")
 
 
 @sim.command("run")
@@ -163,13 +163,13 @@ def run(
     spec = parse_cluster(cluster, field="--cluster")
     chosen = make_policy(policy, field="--policy")
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
+    refuse_unsupported(chosen, how)
     seed_policy(chosen, how)
-    _nonneg("--restore-seconds", restore_s)
-    _nonneg("--max-time", max_time)
-    if round_seconds is not None and not (math.isfinite(round_seconds) and round_seconds > 0):
-        raise InvalidInstanceError(
-            "--round-seconds", f"must be a finite number > 0, got {round_seconds}"
-        )
+    check_range("--restore-seconds", restore_s, "restore_s")
+    if max_time is not None:
+        check_range("--max-time", max_time, "max_time")
+    if round_seconds is not None:
+        check_range("--round-seconds", round_seconds, "round_seconds")
     steady = window_arg(window)
     # any trace format read_trace knows (detected, or the normalized job table itself); an
     # empty one is refused naming the file
@@ -270,7 +270,8 @@ def _print_table(title: str, metrics: dict[str, Any], valid: bool, notes: list[s
             shown = f"{value:.6g}" + (" h" if key == "gpu_hours" else "")
         else:
             shown = str(value)
-        table_out.add_row(key, shown)
+        # cells are console markup: a trace or policy name is data, shown as it is
+        table_out.add_row(escape(key), escape(shown))
     err_console.print(table_out)
     err_console.print(f"record valid: {valid}")
     for note in notes:

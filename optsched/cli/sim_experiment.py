@@ -1,12 +1,15 @@
 """Experiment files on the command line: ``sim run/compare/sweep EXPERIMENT.toml``, ``sim report``.
 
-``optsched sim run|compare|sweep EXPERIMENT.toml [--store PATH] [--backend B] [-j N] [--json]``
+``optsched sim run|compare|sweep EXPERIMENT.toml [--store PATH] [--report DIR] [--csv FILE]
+[--backend B] [-j N] [--allow-plugins [--plugin-timeout S]] [--json]``
     Run the experiment file (:mod:`optsched.runs.experiment`): every trace x cluster x scale x
     seed x load x policy it names, resumable through its store, then write its outputs (run
     store, CSV, report) and print the per-policy summary. The three commands behave alike on an
     experiment file (the file names what is compared and swept); given a trace instead, each
     keeps its own behaviour. ``--json`` prints the summary, every run, and the file's text and
-    SHA-256. Exit 1 when the validator rejects a run's record.
+    SHA-256. Exit 1 when the validator rejects a run's record. A file naming ``plugins`` is
+    refused (exit 2 naming ``plugins``) unless ``--allow-plugins`` is given; outputs the file
+    names stay inside its folder (exit 2 naming the key otherwise).
 ``optsched sim report STORE [-o DIR] [--json]``
     Write ``report.html`` (self-contained: figures embedded, nothing loaded from the network),
     ``report.md`` and its figures for an experiment or ``sim sweep`` store
@@ -15,6 +18,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -88,24 +92,77 @@ class ExperimentOr(click.Command):
     show_default=True,
     help="Where runs execute: joblib, serial, dask or ray (as `sim sweep`).",
 )
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write every run's metrics here (default: the file's outputs.csv).",
+)
 @click.option("-j", "--n-jobs", type=int, default=None, help="joblib workers.")
 @click.option("--address", default=None, help="Dask scheduler or Ray cluster address.")
+@click.option(
+    "--allow-plugins",
+    is_flag=True,
+    default=False,
+    help="Import the Python modules the file names under `plugins` (this RUNS THEIR CODE). "
+    "Without it a file naming plug-ins is refused, and nothing in it is imported.",
+)
+@click.option(
+    "--plugin-timeout",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="With --allow-plugins: seconds each plug-in's import may take in its probe (a "
+    "separate interpreter) before it is refused as hanging (default 60).",
+)
 @json_option
 def experiment_command(
     experiment: Path,
     store: Path | None,
     report_dir: Path | None,
+    csv_path: Path | None,
     backend: str,
     n_jobs: int | None,
     address: str | None,
+    allow_plugins: bool,
+    plugin_timeout: float | None,
     as_json: bool,
 ) -> None:
-    """Run EXPERIMENT.toml (an experiment file) and print its per-policy summary."""
-    from optsched.errors import InvalidInstanceError
-    from optsched.runs.experiment import load_experiment, run_experiment
+    """Run EXPERIMENT.toml (an experiment file) and print its per-policy summary.
 
-    loaded = load_experiment(experiment)
+    Outputs the file names (outputs.store, outputs.report, outputs.csv) stay inside the file's
+    folder; --store, --report and --csv write anywhere.
+    """
+    from optsched.errors import InvalidInstanceError
+    from optsched.runs.experiment import load_experiment, resolve_output, run_experiment
+
+    if plugin_timeout is not None and not (math.isfinite(plugin_timeout) and plugin_timeout > 0):
+        raise InvalidInstanceError(
+            "--plugin-timeout", f"must be a finite number > 0, got {plugin_timeout}"
+        )
+    if plugin_timeout is not None and not allow_plugins:
+        raise InvalidInstanceError("--plugin-timeout", "applies only with --allow-plugins")
+    loaded = load_experiment(experiment, allow_plugins=allow_plugins, plugin_timeout=plugin_timeout)
     outputs = loaded.experiment.outputs
+    # every output is checked before any run: a report path that is a file, or one leading
+    # out of the experiment's folder, is refused now rather than after the sweep
+    target: Path | None = report_dir
+    report_field = "--report"
+    if target is None and outputs.report is not None:
+        target = Path(resolve_output(loaded, outputs.report, "outputs.report"))
+        report_field = "outputs.report"
+    csv_target: Path | None = csv_path
+    csv_field = "--csv"
+    if csv_target is None and outputs.csv is not None:
+        csv_target = Path(resolve_output(loaded, outputs.csv, "outputs.csv"))
+        csv_field = "outputs.csv"
+    if target is not None and target.exists() and not target.is_dir():
+        raise InvalidInstanceError(
+            report_field, f"{target} exists and is not a directory (the report is a folder)"
+        )
+    if csv_target is not None and csv_target.is_dir():
+        raise InvalidInstanceError(csv_field, f"{csv_target} is a directory, not a file")
     try:
         result = run_experiment(
             loaded,
@@ -114,17 +171,17 @@ def experiment_command(
             n_jobs=n_jobs,
             address=address,
             progress=not as_json,
+            allow_plugins=allow_plugins,
+            plugin_timeout=plugin_timeout,
         )
     except InvalidInstanceError as exc:
         if exc.field in ("backend", "n_jobs"):
             raise InvalidInstanceError(f"--{exc.field.replace('_', '-')}", exc.message) from None
         raise
-    if outputs.csv is not None:
-        result.runs.to_csv(loaded.resolve(outputs.csv), index=False)
+    if csv_target is not None:
+        csv_target.parent.mkdir(parents=True, exist_ok=True)
+        result.runs.to_csv(csv_target, index=False)
     written: dict[str, str] = {}
-    target = report_dir or (
-        None if outputs.report is None else Path(loaded.resolve(outputs.report))
-    )
     if target is not None:
         from optsched.report.sweep import sweep_report
 
@@ -147,9 +204,14 @@ def experiment_command(
     else:
         cols = [c for c in summary.columns if not c.endswith("_ci")]
         cols = [c for c in cols if c not in ("jct_bound_mean", "valid")]
-        err_console.print(summary[cols].to_string(index=False) if len(summary) else "no runs")
+        # labels and paths are data: printed as they are, never read as console markup
+        err_console.print(
+            summary[cols].to_string(index=False) if len(summary) else "no runs",
+            markup=False,
+            highlight=False,
+        )
         for kind, path in written.items():
-            err_console.print(f"{kind} report: {path}", highlight=False)
+            err_console.print(f"{kind} report: {path}", markup=False, highlight=False)
     _refuse_invalid(result.runs)
 
 
@@ -194,7 +256,7 @@ def report_command(store: Path, output: Path | None, as_json: bool) -> None:
         )
     else:
         for kind, path in paths.items():
-            err_console.print(f"{kind} report: {path}", highlight=False)
+            err_console.print(f"{kind} report: {path}", markup=False, highlight=False)
 
 
 def register(group: click.Group) -> None:

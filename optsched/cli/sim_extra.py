@@ -165,12 +165,14 @@ def compare_command(
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli._mechanism import mechanism_from
     from optsched.cli.sim_colocation import colocation_setup, needs_colocation
+    from optsched.limits import check_range
     from optsched.sim import parse_cluster
     from optsched.sim.compare import compare, world_from_trace
 
     names: list[Any] = _policies(policies)
     wanted = _names("--objectives", objectives)
     steady = window_arg(window)
+    check_range("--restore-seconds", restore_s, "restore_s")
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
     coloc_info: dict[str, Any] | None = None
     if needs_colocation(names):
@@ -221,6 +223,12 @@ def compare_command(
             if reason is not None:
                 left_out[name] = reason
         names = [n for n in names if n not in left_out]
+    elif how != "optsched":
+        from optsched.cli._mechanism import refuse_unsupported
+        from optsched.sim.policies import make_policy
+
+        for name in names:
+            refuse_unsupported(make_policy(name, field="--policies"), how)
     stopped: NotOptimalError | None = None
     try:
         result = compare(
@@ -289,10 +297,10 @@ def compare_command(
         )
         for o, b in result.bounds.items():
             side = ">=" if b.side == "lower" else "<="
-            short = "" if b.complete else "; out of time: a weaker relaxation, gaps over-estimated"
+            weaker = "" if b.complete else "; out of time: a weaker relaxation, gaps over-estimated"
             err_console.print(
                 f"certified bound {o}: optimum {side} {_fmt(b.value)} ({b.method}, "
-                f"{b.seconds:.1f} s{short})",
+                f"{b.seconds:.1f} s{weaker})",
                 highlight=False,
             )
         if result.exact_round_seconds is not None:
@@ -321,13 +329,14 @@ def compare_command(
         # never exit 1 without saying why: each rejected record with its first violation
         for policy, m in invalid.items():
             err_console.print(
-                f"[red]{policy}: record rejected by the validator: {escape(m['violation'])}[/red]",
+                f"[red]{escape(policy)}: record rejected by the validator: "
+                f"{escape(m['violation'])}[/red]",
                 highlight=False,
             )
         raise click.exceptions.Exit(1)
     short = {p: m["unfinished"] for p, m in result.metrics.items() if m["unfinished"]}
     if short:
-        listed = ", ".join(f"{p}: {n}" for p, n in short.items())
+        listed = escape(", ".join(f"{p}: {n}" for p, n in short.items()))
         err_console.print(
             f"[yellow]jobs left unfinished ({listed}); their JCT means are over the finished "
             "jobs only[/yellow]",
@@ -437,7 +446,9 @@ def sweep_command(
                     short = short or not all(frame.get(f"bound_complete_{objective}", [True]))
             shown["unfinished"] = frame["unfinished"]
             shown["valid"] = frame["valid"]
-        err_console.print(shown.to_string(index=False) if len(frame) else "no runs")
+        err_console.print(
+            shown.to_string(index=False) if len(frame) else "no runs", markup=False, highlight=False
+        )
         if len(frame) and short:
             err_console.print(
                 "* the bound's LP ran out of its time limit: a weaker relaxation gave it "

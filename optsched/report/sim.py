@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from optsched.report._text import mpl_literal
+
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
@@ -80,7 +82,12 @@ def plot_jct_cdf(
     from optsched.sim.measure.metrics import jct_cdf
 
     scale, unit = time_scale(unit)
-    items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
+    # a policy's name is data (a plug-in registers any name): drawn literally, never as math
+    items = (
+        results.items()
+        if isinstance(results, Mapping)
+        else [(mpl_literal(r.policy), r) for r in results]
+    )
     fig, axes = _axes(ax)
     for label, result in items:
         jct, y = jct_cdf(result)
@@ -126,7 +133,7 @@ def plot_utilization(
     axes.axhline(capacity, color="black", linewidth=0.8, linestyle="--", label="capacity")
     axes.set_xlabel(f"time ({unit})")
     axes.set_ylabel("busy GPUs")
-    axes.set_title(result.policy)
+    axes.set_title(mpl_literal(result.policy))
     axes.legend(loc="upper right", fontsize="small")
     return fig
 
@@ -144,7 +151,12 @@ def plot_rho_cdf(
     """
     from optsched.sim.measure.metrics import job_metrics
 
-    items = results.items() if isinstance(results, Mapping) else [(r.policy, r) for r in results]
+    # a policy's name is data (a plug-in registers any name): drawn literally, never as math
+    items = (
+        results.items()
+        if isinstance(results, Mapping)
+        else [(mpl_literal(r.policy), r) for r in results]
+    )
     fig, axes = _axes(ax)
     for label, result in items:
         rho = job_metrics(result)["rho"].to_numpy(dtype=float)

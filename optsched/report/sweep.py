@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optsched.report._text import mpl_literal
 from optsched.runs.experiment import GROUP_FIELDS, KEY_FIELDS, ExperimentResult
 
 if TYPE_CHECKING:
@@ -77,6 +78,30 @@ class Section:
     code: str | None = None
 
 
+def _plain(text: object) -> str:
+    """A data string (a policy label, a trace name) as matplotlib shows it literally."""
+    return mpl_literal(text)
+
+
+def _md(text: object) -> str:
+    """A data string made inert in Markdown: no raw HTML, no table break, no line break.
+
+    ``<``, ``>`` and ``&`` become HTML entities (Markdown renderers pass raw HTML through, so
+    an experiment named ``<script>`` would run in the page), ``|`` is escaped (a table cell),
+    and line breaks become spaces (a heading or cell is one line).
+    """
+    out = html.escape(str(text), quote=False).replace("|", "\\|")
+    return " ".join(out.splitlines())
+
+
+def _fence(code: str) -> str:
+    """A Markdown code fence longer than any run of backticks in ``code`` (so it cannot end it)."""
+    import re
+
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
@@ -96,6 +121,11 @@ def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
 
 def _group_label(key: tuple[Any, ...]) -> str:
     return ", ".join(f"{k}={v}" for k, v in zip(GROUP_FIELDS, key, strict=True))
+
+
+def _group_plain(key: tuple[Any, ...]) -> str:
+    """:func:`_group_label` for a figure (a trace name may hold ``$``)."""
+    return _plain(_group_label(key))
 
 
 def _groups(runs: pd.DataFrame) -> list[tuple[Any, ...]]:
@@ -173,11 +203,11 @@ def _bars(
             ci = float(hit[f"{metric}_ci"].iloc[0]) if len(hit) else math.nan
             cis.append(ci if math.isfinite(ci) else 0.0)
         x = np.arange(len(groups)) + (i - (len(policies) - 1) / 2) * width
-        ax.bar(x, means, width, yerr=cis, capsize=3, label=policy)
+        ax.bar(x, means, width, yerr=cis, capsize=3, label=_plain(policy))
     ax.set_xticks(
         range(len(groups)),
         [
-            f"load {g[3]:g}" if len(_distinct(groups, 3)) == len(groups) else _group_label(g)
+            f"load {g[3]:g}" if len(_distinct(groups, 3)) == len(groups) else _group_plain(g)
             for g in groups
         ],
         rotation=20 if len(groups) > 3 else 0,
@@ -256,14 +286,14 @@ def _cdf_figure(
             continue
         x = np.sort(np.asarray(values, dtype=float)) / scale
         # unfinished jobs have no JCT: the line ends at the finished fraction, below 1
-        ax.step(x, np.arange(1, len(x) + 1) / total, where="post", label=policy)
+        ax.step(x, np.arange(1, len(x) + 1) / total, where="post", label=_plain(policy))
     if mark_one:
         ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.01)
-    ax.set_title(_group_label(group), fontsize="small")
+    ax.set_title(_group_plain(group), fontsize="small")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")
     return fig
@@ -299,7 +329,7 @@ def _load_figure(summary: pd.DataFrame, policies: list[str], *, ax: Axes | None 
                 continue
             y = line["jct_mean_mean"].to_numpy(dtype=float) / 3600.0
             ci = np.nan_to_num(line["jct_mean_ci"].to_numpy(dtype=float) / 3600.0)
-            label = policy + (f" ({', '.join(map(str, key))})" if many else "")
+            label = _plain(policy + (f" ({', '.join(map(str, key))})" if many else ""))
             ax.errorbar(line["load"], y, yerr=ci, marker="o", capsize=3, label=label)
     ax.set_xlabel("load (arrival-rate factor)")
     ax.set_ylabel("average JCT (h)")
@@ -380,22 +410,25 @@ class SweepReport:
     def to_markdown(self, figure_dir: str = "figures") -> str:
         """Markdown text; figures are referred to as ``figure_dir/figure-S-F.png``."""
         names = {(id(s), i): n for s, i, n in self.figure_names()}
-        out = [f"# {self.title}", ""]
+        out = [f"# {_md(self.title)}", ""]
         for section in self.sections:
-            out += [f"## {section.title}", ""]
+            out += [f"## {_md(section.title)}", ""]
             if section.text:
-                out += [section.text, ""]
+                out += [_md(section.text), ""]
             for table in section.tables:
-                cols = [str(c) for c in table.columns]
+                cols = [_md(c) for c in table.columns]
                 out.append("| " + " | ".join(cols) + " |")
                 out.append("|" + "|".join("---" for _ in cols) + "|")
                 for row in table.itertuples(index=False):
-                    out.append("| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |")
+                    out.append("| " + " | ".join(_md(_fmt(v)) for v in row) + " |")
                 out.append("")
             for i, (caption, _) in enumerate(section.figures):
-                out += [f"![{caption}]({figure_dir}/{names[(id(section), i)]})", ""]
+                alt = _md(caption).replace("[", "\\[").replace("]", "\\]")
+                out += [f"![{alt}]({figure_dir}/{names[(id(section), i)]})", ""]
             if section.code is not None:
-                out += ["```toml", section.code.rstrip("\n"), "```", ""]
+                # a fence the text cannot close: inside it nothing is Markdown or HTML
+                fence = _fence(section.code)
+                out += [f"{fence}toml", section.code.rstrip("\n"), fence, ""]
         return "\n".join(out)
 
     def write(self, directory: str | Path) -> dict[str, Path]:
@@ -431,8 +464,13 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
         "Summary",
         f"{shown}. Each cell is the mean over seeds ± the half-width of its 95% Student-t "
         "confidence interval (no interval with one seed).",
-        tables=[_table(summary)],
+        tables=[_table(summary)] if len(runs) else [],
     )
+    if not len(runs):
+        summary_section.text = (
+            "The store holds no finished run: every run was refused or none has run yet "
+            "(rerun the experiment with this store to fill it)."
+        )
     if len(runs):
         summary_section.figures.append(
             ("average JCT against the load", _png(_load_figure(summary, policies)))
@@ -454,7 +492,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 ],
             )
         )
-    else:
+    elif len(runs):
         sections.append(
             Section("JCT CDFs", "The runs carry no per-job JCTs (a `sim sweep` store).")
         )

@@ -480,10 +480,12 @@ def progress_bar(label: str, show: bool = True) -> Iterator[Progress | None]:
         yield None
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress as Bar
 
     with Bar(console=Console(stderr=True), transient=False) as bar:
-        task = bar.add_task(label, total=None)
+        # the label holds an experiment's name (data): shown as it is, never as markup
+        task = bar.add_task(escape(label), total=None)
 
         def update(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)

@@ -130,6 +130,17 @@ class PolicySpec(Frozen):
         return self.label or self.name
 
 
+def _no_factory(name: str, field: str) -> None:
+    """Refuse ``module:attr``: in a data file it would import and call code (module notes)."""
+    if ":" in name:
+        raise InvalidInstanceError(
+            field,
+            f"{name[:60]!r} names a Python factory (module:attr), which would run code; an "
+            "experiment file names policies by registered name, and the modules that register "
+            "them under `plugins` (imported only with --allow-plugins / allow_plugins=True)",
+        )
+
+
 class Outputs(Frozen):
     """Where an experiment writes (paths relative to the experiment file)."""
 
@@ -138,6 +149,21 @@ class Outputs(Frozen):
     )
     report: str | None = Field(default=None, description="Directory for report.html and report.md.")
     csv: str | None = Field(default=None, description="CSV of every run's metrics.")
+
+    @field_validator("store", "report", "csv")
+    @classmethod
+    def _inside(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        from pathlib import PurePath
+
+        path = PurePath(value)
+        if not value or path.is_absolute() or ".." in path.parts or value.startswith("~"):
+            raise ValueError(
+                f"must be a relative path inside the experiment's folder, got {value[:80]!r}; "
+                "write elsewhere with --store / --report / --csv on the command line"
+            )
+        return value
 
 
 class SteadyState(Frozen):
@@ -190,6 +216,13 @@ class Experiment(Frozen):
         default="v100", description="GPU type on which trace durations were measured."
     )
     policies: list[str | PolicySpec] = Field(min_length=1, description="Policies compared.")
+    plugins: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="Python modules (names, or .py files relative to this file) that register "
+        "policies when imported. Importing a module RUNS ITS CODE: nothing here is imported "
+        "unless the command line says --allow-plugins (allow_plugins=True in Python); without "
+        "it a file naming plug-ins is refused. No other key of the file names code.",
+    )
     seeds: list[Annotated[int, Field(ge=0)]] = Field(
         default_factory=lambda: [0], min_length=1, description="Seeds (see `sim sweep`)."
     )
@@ -213,12 +246,23 @@ class Experiment(Frozen):
     )
     outputs: Outputs = Field(default_factory=Outputs)
 
-    @field_validator("traces", "clusters", "seeds", "loads", "cluster_scales")
+    @field_validator("traces", "clusters", "seeds", "loads", "cluster_scales", "plugins")
     @classmethod
     def _distinct(cls, values: list[Any]) -> list[Any]:
         if len(set(map(str, values))) != len(values):
             raise ValueError("a value is repeated")
         return values
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Experiment:
+        from optsched.limits import check_range
+
+        for i, load in enumerate(self.loads):
+            check_range(f"loads[{i}]", load, "load")
+        if self.round_seconds is not None:
+            check_range("round_seconds", self.round_seconds, "round_seconds")
+        check_range("restore_s", self.restore_s, "restore_s")
+        return self
 
     @field_validator("clusters")
     @classmethod
@@ -240,6 +284,8 @@ class Experiment(Frozen):
                 "the certified bounds are on the whole trace's optimum, not on a steady-state "
                 "window's metrics; drop one of the two",
             )
+        for i, (given, spec) in enumerate(zip(self.policies, self.policy_specs, strict=True)):
+            _no_factory(spec.name, f"policies[{i}]" + ("" if isinstance(given, str) else ".name"))
         labels = [p.shown for p in self.policy_specs]
         if len(set(labels)) != len(labels):
             raise InvalidInstanceError(
@@ -273,6 +319,7 @@ def make_experiment_policy(spec: PolicySpec, *, field: str = "policies") -> Any:
     """
     from optsched.sim.policies import make_policy
 
+    _no_factory(spec.name, f"{field}.name")
     policy = make_policy(spec.name, field=f"{field}.name")
     if not spec.options:
         return policy
@@ -282,12 +329,10 @@ def make_experiment_policy(spec: PolicySpec, *, field: str = "policies") -> Any:
         for n, p in inspect.signature(cls.__init__).parameters.items()
         if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     }
-    for key in spec.options:
-        if key not in params:
-            raise InvalidInstanceError(
-                f"{field}.options.{key}",
-                f"policy {spec.name!r} takes no option {key!r}; known: {sorted(params)}",
-            )
+    options = {
+        key: _strict_option(cls, params, key, value, spec.name, f"{field}.options.{key}")
+        for key, value in spec.options.items()
+    }
     refused = InvalidInstanceError(
         f"{field}.options",
         f"policy {spec.name!r} takes no options (its constructor does not give back the "
@@ -309,11 +354,58 @@ def make_experiment_policy(spec: PolicySpec, *, field: str = "policies") -> Any:
     if _plain_state(plain) != _plain_state(policy):
         raise refused
     try:
-        return cls(**{**kept, **spec.options})
+        return cls(**{**kept, **options})
     except InvalidInstanceError as exc:
         raise InvalidInstanceError(f"{field}.options.{exc.field}", exc.message) from None
     except (TypeError, ValueError) as exc:
         raise InvalidInstanceError(f"{field}.options", str(exc)) from None
+
+
+#: Policy options that are times, bounded as the experiment's own keys
+#: (:data:`~optsched.limits.RANGES`).
+_TIME_OPTIONS = {"round_seconds": "round_seconds", "lease_s": "round_seconds"}
+
+
+def _strict_option(
+    cls: type, params: dict[str, inspect.Parameter], key: str, value: Any, name: str, field: str
+) -> Any:
+    """``value`` validated against the type the constructor declares for ``key``, strictly.
+
+    No coercion: ``backfill = "no"`` (or ``0``) is refused for a ``bool``, not read as true; an
+    integer is accepted for a ``float`` (TOML writes ``2`` for ``2.0``), nothing else is
+    converted. A time option is also bounded (``round_seconds`` as the experiment's key).
+    """
+    import typing
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from optsched.limits import check_range
+
+    if key not in params:
+        raise InvalidInstanceError(
+            field, f"policy {name!r} takes no option {key!r}; known: {sorted(params)}"
+        )
+    try:
+        # the constructor's own annotations (getattr: the class's, not an instance's)
+        hint = typing.get_type_hints(getattr(cls, "__init__")).get(key)  # noqa: B009
+    except Exception:  # an annotation that does not resolve: no type to check against
+        hint = None
+    if hint is None:
+        raise InvalidInstanceError(
+            field, f"policy {name!r} declares no type for {key!r}, so it cannot be set from a file"
+        )
+    try:
+        checked = TypeAdapter(hint).validate_python(value, strict=True)
+    except ValidationError as exc:
+        shown = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+        raise InvalidInstanceError(
+            field,
+            f"must be {shown}, got {value!r} ({type(value).__name__}; no conversion is made: "
+            f"{exc.errors()[0]['msg'].lower()})",
+        ) from None
+    if key in _TIME_OPTIONS and checked is not None:
+        check_range(field, checked, _TIME_OPTIONS[key])
+    return checked
 
 
 def _plain_state(obj: Any) -> dict[str, Any]:
@@ -355,20 +447,45 @@ class ExperimentFile:
         return str(self.base / name)
 
 
+def resolve_output(loaded: ExperimentFile, name: str, field: str) -> str:
+    """An output path the file names, resolved, refused unless inside the experiment's folder.
+
+    The schema already refuses absolute paths and ``..``; this also catches a symbolic link
+    inside the folder that points out of it.
+    """
+    base = loaded.base.resolve()
+    target = (loaded.base / name).resolve()
+    if not target.is_relative_to(base):
+        raise InvalidInstanceError(
+            field,
+            f"{name!r} leads out of the experiment's folder ({target}); write elsewhere with "
+            "--store / --report / --csv on the command line",
+            file=str(loaded.path),
+        )
+    return str(target)
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def load_experiment(path: str | Path) -> ExperimentFile:
+def load_experiment(
+    path: str | Path, *, allow_plugins: bool = False, plugin_timeout: float | None = None
+) -> ExperimentFile:
     """Read and validate an experiment file (TOML) through the guarded loader.
 
-    Every policy name and option is checked here, before any run.
+    Every policy name and option is checked here, before any run. Reading a file imports
+    nothing, unless it names ``plugins`` and ``allow_plugins`` is true: then each is imported
+    once, guarded (:func:`optsched.sim.policies.import_plugin`: probed in a separate
+    interpreter within ``plugin_timeout`` seconds first), before the policies are checked.
 
     Raises
     ------
     InvalidInstanceError
         The file is refused, or a key is unknown or invalid; the error names the file and the
-        key (``outputs.stor``, ``policies[1].options.alpha`` ...).
+        key (``outputs.stor``, ``policies[1].options.alpha`` ...): ``plugins`` without
+        ``allow_plugins``, ``plugins[i]`` for a plug-in that fails, exits, aborts or hangs
+        while importing, ``policies[i]`` for a ``module:attr`` name.
     """
     p = Path(path)
     text = read_text(p)
@@ -376,23 +493,67 @@ def load_experiment(path: str | Path) -> ExperimentFile:
     check_tree(data, file=str(p))
     try:
         experiment = parse(Experiment, data)
+        loaded = ExperimentFile(experiment=experiment, path=p, text=text, sha256=_sha256(text))
+        import_plugins(loaded, allow=allow_plugins, timeout=plugin_timeout)
         for i, spec in enumerate(experiment.policy_specs):
             make_experiment_policy(spec, field=f"policies[{i}]")
     except InvalidInstanceError as exc:
         raise InvalidInstanceError(exc.field, exc.message, exc.errors, file=str(p)) from None
-    return ExperimentFile(experiment=experiment, path=p, text=text, sha256=_sha256(text))
+    return loaded
+
+
+def import_plugins(
+    loaded: ExperimentFile, *, allow: bool, timeout: float | None = None, probe: bool = True
+) -> list[str]:
+    """Import the ``plugins`` an experiment names, only if ``allow`` (the explicit opt-in).
+
+    Returns the modules imported (``.py`` files resolved against the experiment's folder), which
+    the runs import again in their workers.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``plugins`` named without ``allow``; ``plugins[i]`` for a plug-in refused by
+        :func:`optsched.sim.policies.import_plugin`.
+    """
+    from optsched.sim.policies import import_plugin
+
+    names = loaded.experiment.plugins
+    if not names:
+        return []
+    if not allow:
+        raise InvalidInstanceError(
+            "plugins",
+            f"the experiment names {len(names)} plug-in(s) ({', '.join(names)[:200]}); importing "
+            "a module runs its code, so it is done only when asked: pass --allow-plugins "
+            "(allow_plugins=True in Python) to import them",
+        )
+    modules = [loaded.resolve(n) if n.endswith(".py") else n for n in names]
+    for i, module in enumerate(modules):
+        import_plugin(module, field=f"plugins[{i}]", probe=probe, timeout=timeout)
+    return modules
 
 
 def _file_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def run_one(params: dict[str, Any], config: dict[str, Any], base: str) -> dict[str, Any]:
+def run_one(
+    params: dict[str, Any], config: dict[str, Any], base: str, plugins: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """One run of an experiment: its record (module notes).
 
     A module-level function of picklable arguments, so that every backend can ship it.
+    ``plugins`` are the modules :func:`run_experiment` imported after the opt-in (a worker
+    process imports them too; one already imported is not imported again).
     """
     import numpy as np
+
+    from optsched.sim.policies import import_plugin
+
+    for i, module in enumerate(plugins):
+        # probed already, before any run, by the process that was given the opt-in
+        import_plugin(module, field=f"plugins[{i}]", probe=False)
 
     from optsched.runs.sim_sweep import _job_frame
     from optsched.sim.engine.core import simulate
@@ -526,6 +687,9 @@ def summarize(runs: pd.DataFrame, policies: list[str] | None = None) -> pd.DataF
     """
     import pandas as pd
 
+    if not len(runs) or "policy" not in runs.columns:
+        # a store whose runs were all refused (or not yet run) has nothing to summarize
+        return pd.DataFrame(columns=[*GROUP_FIELDS, "policy", "seeds", "valid"])
     groups = [c for c in GROUP_FIELDS if c in runs.columns]
     metrics = [m for m in SUMMARY_METRICS if m in runs.columns]
     order = policies or sorted(runs["policy"].unique())
@@ -545,6 +709,66 @@ def summarize(runs: pd.DataFrame, policies: list[str] | None = None) -> pd.DataF
         frame = frame.sort_values([*groups, "_rank"], kind="stable").drop(columns="_rank")
         frame = frame.reset_index(drop=True)
     return frame
+
+
+#: Text fields of a stored run record; ``valid`` and ``truncated`` are booleans, ``jcts`` and
+#: ``rhos`` lists of numbers, and every other field a number (``None`` for NaN, ``"inf"``).
+_TEXT_FIELDS = frozenset({"trace", "cluster", "policy", "status", "throughputs"})
+_BOOL_FIELDS = frozenset({"valid", "truncated"})
+_LIST_FIELDS = frozenset({"jcts", "rhos"})
+_INFINITE = frozenset({"inf", "-inf"})
+
+
+def _is_number(value: Any) -> bool:
+    return (
+        value is None
+        or (isinstance(value, str) and value in _INFINITE)
+        or (isinstance(value, int | float) and not isinstance(value, bool))
+    )
+
+
+def _checked_record(record: dict[str, Any], key: str, file: str, kind: str) -> dict[str, Any]:
+    """A stored run record checked against the schema of simulator records (field named).
+
+    Whatever its checksum says (anyone editing the store can recompute it): the key fields
+    present with their types, text where text belongs, numbers where numbers belong.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``runs[<key>].<field>`` and the store.
+    """
+    where = f"runs[{key}]"
+    # a `sim sweep` record takes its cluster from the store's config
+    keys = KEY_FIELDS if kind == KIND else tuple(k for k in KEY_FIELDS if k != "cluster")
+    required = [*keys, "valid"]
+    for name in required:
+        if name not in record:
+            raise InvalidInstanceError(f"{where}.{name}", "is missing from the record", file=file)
+    for name, value in record.items():
+        if name in _TEXT_FIELDS:
+            ok = isinstance(value, str)
+            want = "text"
+        elif name in _BOOL_FIELDS:
+            ok = isinstance(value, bool)
+            want = "true or false"
+        elif name in _LIST_FIELDS:
+            ok = isinstance(value, list) and all(_is_number(v) for v in value)
+            want = "a list of numbers"
+        elif name == "seed":
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            want = "an integer >= 0"
+        else:
+            ok = _is_number(value)
+            want = "a number"
+        if not ok:
+            shown = (
+                repr(value) if isinstance(value, str | int | float | bool) else type(value).__name__
+            )
+            raise InvalidInstanceError(
+                f"{where}.{name}", f"must be {want}, got {shown[:60]}", file=file
+            )
+    return record
 
 
 @dataclass
@@ -622,7 +846,8 @@ class ExperimentResult:
                     f"{store.path} holds a {store.kind!r} sweep, not a simulator sweep",
                     file=str(store.path),
                 )
-            records = store.records()
+            records = store.items()
+            checked = [_checked_record(r, k, str(store.path), store.kind) for k, r in records]
             text = store.get_meta("experiment.toml") or ""
             config = store.config
             where = str(store.path)
@@ -634,7 +859,13 @@ class ExperimentResult:
                     "the stored experiment text does not match its SHA-256 in the config",
                     file=where,
                 )
-            experiment = Experiment.from_dict(config["spec"])
+            spec = config.get("spec")
+            try:
+                experiment = parse(Experiment, spec, "config.spec")
+            except InvalidInstanceError as exc:
+                raise InvalidInstanceError(
+                    exc.field, f"the stored experiment is not valid: {exc.message}", file=where
+                ) from None
             info.update(
                 name=experiment.name,
                 text=text,
@@ -642,19 +873,27 @@ class ExperimentResult:
                 policies=[s.shown for s in experiment.policy_specs],
             )
         else:
-            for rec in records:
-                rec.setdefault("cluster", config.get("cluster"))
+            cluster = config.get("cluster")
+            if not isinstance(cluster, str):
+                raise InvalidInstanceError(
+                    "config.cluster", "the stored sweep names no cluster", file=where
+                )
+            for rec in checked:
+                rec.setdefault("cluster", cluster)
             info["name"] = Path(where).stem
-        return cls.from_records(records, **info)
+        return cls.from_records(checked, **info)
 
     def to_frame(self) -> pd.DataFrame:
         """The per-policy summary (means and confidence intervals across seeds)."""
         return summarize(self.runs, self.policies or None)
 
     def _repr_html_(self) -> str:
-        title = self.name or "simulator sweep"
+        import html
+
+        title = html.escape(self.name or "simulator sweep")
         head = f"<h4>{title}: {len(self.runs)} runs</h4>"
-        return head + self.to_frame().to_html(index=False, float_format=lambda v: f"{v:.4g}")
+        table = self.to_frame().to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}")
+        return head + table
 
 
 def run_experiment(
@@ -666,6 +905,8 @@ def run_experiment(
     client: Any = None,
     address: str | None = None,
     progress: bool = False,
+    allow_plugins: bool = False,
+    plugin_timeout: float | None = None,
 ) -> ExperimentResult:
     """Run every combination an experiment file names; resumable through its store.
 
@@ -678,6 +919,12 @@ def run_experiment(
         Run store (default: ``outputs.store`` of the file, relative to it; else none).
     backend, n_jobs, client, address, progress
         As in :func:`optsched.runs.sim_sweep.sweep`.
+    allow_plugins : bool, default False
+        Import the modules the experiment names under ``plugins`` (they run code); without it
+        an experiment naming plug-ins is refused (field ``plugins``).
+    plugin_timeout : float, optional
+        Seconds each plug-in's import probe may take (default
+        :data:`~optsched.sim.policies.registry.PLUGIN_PROBE_SECONDS`).
 
     Returns
     -------
@@ -696,18 +943,22 @@ def run_experiment(
     from optsched.runs.store import RunStore, as_stored, run_key
 
     if isinstance(source, Experiment):
+        loaded = ExperimentFile.from_experiment(source)
+        import_plugins(loaded, allow=allow_plugins, timeout=plugin_timeout)
         for i, spec in enumerate(source.policy_specs):
             make_experiment_policy(spec, field=f"policies[{i}]")
-        loaded = ExperimentFile.from_experiment(source)
     elif isinstance(source, ExperimentFile):
         loaded = source
     else:
-        loaded = load_experiment(source)
+        loaded = load_experiment(source, allow_plugins=allow_plugins, plugin_timeout=plugin_timeout)
     experiment = loaded.experiment
+    # an ExperimentFile comes from load_experiment, which imported its plug-ins if allowed;
+    # the opt-in is asked again here, and the workers import the same modules
+    plugins = import_plugins(loaded, allow=allow_plugins, timeout=plugin_timeout)
     if backend not in BACKENDS:
         raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
     if store is None and experiment.outputs.store is not None:
-        store = loaded.resolve(experiment.outputs.store)
+        store = resolve_output(loaded, experiment.outputs.store, "outputs.store")
     labels = [s.shown for s in experiment.policy_specs]
     params = [
         {
@@ -743,7 +994,7 @@ def run_experiment(
         "spec": experiment.to_dict(),
     }
     tasks = [SweepTask(key=run_key(**r), params=r) for r in params]
-    fn = partial(run_one, config=config, base=str(loaded.base.resolve()))
+    fn = partial(run_one, config=config, base=str(loaded.base.resolve()), plugins=tuple(plugins))
     with ExitStack() as stack:
         opened = None
         if store is not None:

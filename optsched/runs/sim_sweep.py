@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
+from optsched.limits import RANGES, check_range
 from optsched.runs.driver import SweepTask, run_sweep
 
 if TYPE_CHECKING:
@@ -97,9 +98,15 @@ def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFr
             np.random.default_rng(seed).shuffle(gaps)
             frame["arrival"] = np.concatenate([[arrivals[0]], arrivals[0] + np.cumsum(gaps)])
     if load != 1.0:
+        check_range("load", load, "load")
         # deadlines keep their slack (as optsched.sim.world.load.at_arrival_rate)
         before = frame["arrival"].astype(float)
         frame["arrival"] = before / load
+        top = RANGES["arrival"].high
+        if len(frame) and float(frame["arrival"].max()) > top:
+            raise InvalidInstanceError(
+                "load", f"{load:g} would move the last arrival beyond {top:g} s (a trace's largest)"
+            )
         if "deadline" in frame:
             frame["deadline"] = frame["deadline"].astype(float) - before + frame["arrival"]
     return frame, fmt
@@ -322,6 +329,8 @@ def sweep_runs(
                 isinstance(v, int | float) and math.isfinite(v) and v > 0
             ):
                 raise InvalidInstanceError(name, f"must be finite numbers > 0, got {v!r}")
+    for v in loads:
+        check_range("loads", v, "load")
     for s in seeds:
         if isinstance(s, bool) or not isinstance(s, int) or s < 0:
             raise InvalidInstanceError("seeds", f"must be integers >= 0, got {s!r}")

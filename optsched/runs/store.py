@@ -75,6 +75,17 @@ def as_stored(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: JSON's names of the values ``json.loads`` gives back (for refusals).
+_JSON_TYPES = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
 def _checksum(kind: str, key: str, text: str) -> str:
     return hashlib.sha256(f"{kind}\0{key}\0{text}".encode()).hexdigest()
 
@@ -413,13 +424,7 @@ class RunStore:
                     "sweep); remove it or start a new store",
                     file=str(self.path),
                 )
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError:
-                raise InvalidInstanceError(
-                    f"runs[{key}]", "record is not valid JSON", file=str(self.path)
-                ) from None
-            yield key, record
+            yield key, self._decode(key, text)
 
     def get(self, key: str) -> dict[str, Any] | None:
         """One record (checked), or ``None`` if the run is not stored."""
@@ -437,7 +442,36 @@ class RunStore:
                 "remove it or start a new store",
                 file=str(self.path),
             )
-        record: dict[str, Any] = json.loads(text)
+        return self._decode(key, text)
+
+    def _decode(self, key: str, text: str) -> dict[str, Any]:
+        """A record's text as an object, checked like a file: JSON, an object, bounded depth.
+
+        The checksum proves only that the text is the one written with it, and anyone editing
+        the file can recompute it; so what it holds is checked as any input is.
+        """
+        from optsched._io import check_tree
+
+        field = f"runs[{key}]"
+        try:
+            record = json.loads(text)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            # RecursionError: a record nested thousands deep exhausts the decoder's stack
+            raise InvalidInstanceError(
+                field, "record is not valid JSON (or nests too deeply)", file=str(self.path)
+            ) from None
+        if not isinstance(record, dict):
+            raise InvalidInstanceError(
+                field,
+                f"record is a JSON {_JSON_TYPES.get(type(record), 'value')}, not an object",
+                file=str(self.path),
+            )
+        try:
+            check_tree(record)
+        except InvalidInstanceError as exc:
+            raise InvalidInstanceError(
+                f"{field}.{exc.field}", exc.message, file=str(self.path)
+            ) from None
         return record
 
     def records(self) -> list[dict[str, Any]]:

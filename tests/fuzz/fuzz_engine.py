@@ -124,7 +124,18 @@ def run_optsched(
 
 
 #: Outcome kinds, in the order the outcome table prints them.
-KINDS = ("ok", "traceback", "hang", "memory", "signal", "exit1", "bad-exit", "json", "no-field")
+KINDS = (
+    "ok",
+    "traceback",
+    "hang",
+    "memory",
+    "signal",
+    "exit1",
+    "bad-exit",
+    "json",
+    "no-field",
+    "unsafe",
+)
 
 _NAMED_PARAM = re.compile(r"'(-{1,2}[\w-]+|[A-Z][A-Z_]*)'|(--[a-z][\w-]+)|OPTSCHED_[A-Z_]+")
 
@@ -918,6 +929,8 @@ SIM_SEED_FILES = {
     "sim-world": "world.json",
     "throughputs": "throughputs.json",
     "run-store": "runs.sqlite",
+    "sim-experiment": "experiment.toml",
+    "experiment-store": "experiment.sqlite",
 }
 
 _SIM_CLUSTER = "v100=16,p100=16,k80=16"
@@ -957,6 +970,9 @@ SIM_TARGETS: dict[str, list[list[str]]] = {
             "--json",
         ]
     ],
+    # an experiment file: its outputs (store, report) are written beside the mutant
+    "sim-experiment": [["sim", "sweep", "{f}", "--backend", "serial", "--json"]],
+    "experiment-store": [["sim", "report", "{f}", "-o", "{out}/report", "--json"]],
     "run-store": [
         [
             "sim",
@@ -1066,7 +1082,177 @@ def make_sim_seeds(directory: Path) -> dict[str, Path]:
         for word in SIM_TARGETS["run-store"][0]
     ]
     _must(run_optsched(store_argv))
+    p["sim-experiment"].write_text(EXPERIMENT_SEED, encoding="utf-8")
+    _must(
+        run_optsched(
+            [
+                *("sim", "sweep", str(p["sim-experiment"]), "--backend", "serial"),
+                *("--store", str(p["experiment-store"]), "--json"),
+            ]
+        )
+    )
     return p
+
+
+# ------------------------------------------------------------------------------------------
+# Experiment files, experiment stores and the writers (the third campaign's surface)
+# ------------------------------------------------------------------------------------------
+
+#: A valid experiment file: two policies (one with options), a store and a report beside it.
+EXPERIMENT_SEED = """name = "seed"
+description = "fuzz seed"
+traces = ["synthetic:6"]
+clusters = ["v100=8"]
+policies = ["fifo", { name = "fifo", label = "bf", options = { backfill = true } }]
+seeds = [0]
+loads = [1.0]
+cluster_scales = [1.0]
+round_seconds = 360.0
+restore_s = 0.0
+reference = "v100"
+
+[outputs]
+store = "experiment-runs.sqlite"
+report = "experiment-report"
+"""
+
+#: A module whose import leaves ``IMPORTED`` in the folder it is imported from (the run's
+#: folder): any import the data file causes is seen.
+MARKER_MODULE = "from pathlib import Path\nPath('IMPORTED').write_text('x')\n"
+
+#: A name that is HTML, console markup and Matplotlib math text at once.
+HOSTILE_NAME = "<script>alert(1)</script> <img src=x onerror=alert(1)> [/x] $\\bad{$ |`"
+
+#: Hostile strings tried at every text key of an experiment file.
+HOSTILE_STRINGS = [
+    "os:abort",
+    "sys:exit",
+    "signal:pause",
+    "plug:Policy",
+    "{outside}/out",  # an absolute path beside the run's folder (fuzz.py fills it in)
+    "../escape",
+    HOSTILE_NAME,
+    "",
+    "no",
+]
+
+#: Hostile scalars tried at every number or boolean key.
+HOSTILE_SCALARS: list[Any] = [1e300, 1e-300, -1, 0, True, "no", "false", [], {}]
+
+_TEXT_KEYS: list[tuple[Any, ...]] = [
+    ("name",),
+    ("description",),
+    ("traces", 0),
+    ("clusters", 0),
+    ("policies", 0),
+    ("policies", 1, "name"),
+    ("policies", 1, "label"),
+    ("outputs", "store"),
+    ("outputs", "report"),
+    ("outputs", "csv"),
+    ("reference",),
+    ("throughputs",),
+]
+_NUMBER_KEYS: list[tuple[Any, ...]] = [
+    ("round_seconds",),
+    ("restore_s",),
+    ("loads", 0),
+    ("seeds", 0),
+    ("cluster_scales", 0),
+    ("policies", 1, "options", "backfill"),
+]
+_PLUGINS = [["plug.py"], ["os"], ["plug.py", "plug.py"], [HOSTILE_NAME]]
+
+
+def _put(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    if isinstance(target, dict) or (isinstance(target, list) and path[-1] < len(target)):
+        target[path[-1]] = value
+    return doc
+
+
+def experiment_cases() -> list[tuple[str, str]]:
+    """Every (experiment file text, description): hostile values at every key of the seed."""
+    seed = tomllib.loads(EXPERIMENT_SEED)
+    out: list[tuple[str, str]] = []
+    for keys, values in ((_TEXT_KEYS, HOSTILE_STRINGS), (_NUMBER_KEYS, HOSTILE_SCALARS)):
+        for path in keys:
+            for value in values:
+                doc = _put(json.loads(json.dumps(seed)), path, value)
+                out.append((_toml_text(doc), f"{_describe(path)} = {json.dumps(value)[:50]}"))
+    for plugins in _PLUGINS:
+        doc = {**json.loads(json.dumps(seed)), "plugins": plugins}
+        out.append((_toml_text(doc), f"plugins = {json.dumps(plugins)[:50]}"))
+    return out
+
+
+#: Structured mutators applied to a stored record (or the stored config) before its checksum
+#: is recomputed: the store's checksum then matches, and only the reader's checks stand.
+STORE_REWRITES = ("deep-nesting", "number", "wrong-type", "missing-key", "extra-key", "empty")
+
+_STRUCTURED_FNS: dict[str, Callable[[random.Random, Any], tuple[Any, str]]] = {
+    "deep-nesting": _deep_nesting,
+    "number": _number,
+    "wrong-type": _wrong_type,
+    "missing-key": _missing_key,
+    "extra-key": _extra_key,
+    "empty": _empty,
+}
+
+
+def rewrite_store(store: Path, mutator: str, seed: int) -> str:
+    """Mutate one record (or the config) of ``store`` and give it a checksum that matches.
+
+    The checksum is recomputed as anyone editing the file can: SHA-256 of the kind, the key and
+    the text (:mod:`optsched.runs.store`). Returns the description of the edit.
+    """
+    import hashlib
+    import sqlite3
+
+    rng = random.Random(f"store:{mutator}:{seed}")
+    fn = _STRUCTURED_FNS[mutator]
+    with sqlite3.connect(store) as db:
+        meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
+        rows = db.execute("SELECT key, record FROM runs ORDER BY key").fetchall()
+        if rng.random() < 0.2 or not rows:
+            doc, what = fn(rng, json.loads(meta["config"]))
+            db.execute("UPDATE meta SET value = ? WHERE name = 'config'", (_json_text(doc),))
+            return f"config: {what}"
+        key, text = rng.choice(rows)
+        doc, what = fn(rng, json.loads(text))
+        new = _json_text(doc)
+        digest = hashlib.sha256(f"{meta['kind']}\0{key}\0{new}".encode()).hexdigest()
+        db.execute("UPDATE runs SET record = ?, checksum = ? WHERE key = ?", (new, digest, key))
+        return f"record: {what}"
+
+
+def outside(work: Path) -> Path:
+    """The folder beside ``work`` that a hostile absolute output path of its run names."""
+    return work.with_name(work.name + "-outside")
+
+
+def writer_breach(work: Path) -> str:
+    """A breach found in what a run left in ``work``: an import, or raw HTML in a report.
+
+    Returns ``""`` when none. Fenced blocks of ``report.md`` are text (the experiment file is
+    quoted in one), so only what lies outside them counts.
+    """
+    if (work / "IMPORTED").exists():
+        return "a module named by a data file was imported"
+    if outside(work).exists():
+        shutil.rmtree(outside(work), ignore_errors=True)
+        return "a data file wrote outside its folder"
+    for path in work.rglob("report.md"):
+        text = re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1$", "", path.read_text(errors="replace"))
+        for bad in ("<script", "<img"):
+            if bad in text:
+                return f"{path.name} carries {bad!r} unescaped"
+    for path in work.rglob("report.html"):
+        if "<script" in path.read_text(errors="replace"):
+            return f"{path.name} carries '<script' unescaped"
+    return ""
 
 
 #: Suffixes of row-per-line files: the structured mutators edit their cells.

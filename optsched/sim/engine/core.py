@@ -390,6 +390,10 @@ def simulate(
         if restore_on_first_start != world.restore_on_first_start:
             world = dataclasses.replace(world, restore_on_first_start=restore_on_first_start)
     rs = policy.round_seconds if round_seconds == _POLICY_ROUND else round_seconds
+    if rs is not None:
+        # a round far outside the stated range (1e300 s) leaves times whose sums lose every
+        # digit of a job's work: refused before the run, not after its validator rejects it
+        limits.check_range("round_seconds", rs, "round_seconds")
     if gavel is not None and world.colocation is not None:
         raise InvalidInstanceError(
             "mechanism", "Gavel's mechanism has no colocation mode; run the world with 'optsched'"
@@ -407,14 +411,14 @@ def simulate(
             options=gavel,
         )
     if rs is not None:
-        if not (isinstance(rs, int | float) and math.isfinite(rs) and rs > 0):
-            raise InvalidInstanceError("round_seconds", f"must be a finite number > 0, got {rs!r}")
         if rs <= world.restore_s:
             raise InvalidInstanceError(
                 "round_seconds",
                 f"must exceed restore_s ({world.restore_s:g}) or no job could "
                 f"progress in a round, got {rs:g}",
             )
+    if max_time is not None:
+        limits.check_range("max_time", max_time, "max_time")
     horizon = default_horizon(world, rs) if max_time is None else max_time
     if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon >= 0):
         raise InvalidInstanceError("max_time", f"must be a finite number >= 0, got {horizon!r}")

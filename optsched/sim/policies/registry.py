@@ -21,7 +21,9 @@ A *factory* is any callable taking no argument and returning a fresh
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import math
 import sys
 from collections.abc import Callable, Iterable
 from importlib import metadata
@@ -36,6 +38,7 @@ __all__ = [
     "import_plugin",
     "make_policy",
     "policy_names",
+    "probe_plugin",
     "register_policy",
     "unregister_policy",
 ]
@@ -133,38 +136,175 @@ def policy_names() -> tuple[str, ...]:
     return tuple(_FACTORIES)
 
 
-def import_plugin(module: str, *, field: str = "plugin") -> None:
-    """Import ``module`` so that it registers its policies (``--plugin MODULE``).
+#: Default seconds a plug-in's import may take in its probe (:func:`import_plugin`).
+PLUGIN_PROBE_SECONDS = 60.0
+
+#: What the probe prints once the import returned (a plug-in's own output cannot end in it).
+_PROBE_DONE = "optsched-plugin-probe-done:"
+
+_PROBE = """
+import importlib, os, sys
+target, done = sys.argv[1], sys.argv[2]
+if target.endswith(".py"):
+    from importlib import util
+    from pathlib import Path
+    path = Path(target)
+    spec = util.spec_from_file_location(path.stem, path)
+    module = util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+else:
+    importlib.import_module(target)
+sys.stdout.write("\\n" + done + "\\n")
+sys.stdout.flush()
+os._exit(0)
+"""
+
+#: Plug-ins imported in this process (module names and resolved ``.py`` paths).
+_IMPORTED: set[str] = set()
+
+
+def _last_line(text: bytes) -> str:
+    lines = text.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1][:300] if lines else ""
+
+
+def probe_plugin(module: str, *, field: str = "plugin", timeout: float | None = None) -> None:
+    """Import ``module`` in a separate interpreter first, and refuse it if that import misbehaves.
+
+    A module's import runs arbitrary code, and some of what it may do cannot be undone or caught
+    in this process: ``os.abort()`` and a fatal signal end it with no word, ``signal.pause()``
+    or an endless loop never returns, ``os._exit`` skips every handler. So the module is first
+    imported in a child interpreter (same ``sys.path``, no standard input, its own session),
+    which must print a completion line and exit 0 within ``timeout`` seconds.
+
+    Guaranteed: a module whose import exits (any status), aborts, dies by a signal, raises, or
+    does not return within ``timeout`` is refused naming ``field`` and the module, and nothing
+    of it is imported into this process. Not guaranteed: a module that behaves differently on
+    its second import (it reads a clock, a file, the network) is imported again in this process
+    by :func:`import_plugin`, where only exceptions and ``SystemExit`` are caught; the probe
+    also runs the module's import-time code once more than a plain import would.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``field``: the import failed, exited, was killed, or timed out.
+    """
+    import os
+    import signal
+    import subprocess
+
+    limit = PLUGIN_PROBE_SECONDS if timeout is None else timeout
+    if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
+        raise InvalidInstanceError(f"{field}", f"probe timeout must be > 0, got {limit!r}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _PROBE, module, _PROBE_DONE],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise InvalidInstanceError(
+            field, f"cannot start the import probe of {module!r}: {exc}"
+        ) from None
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise InvalidInstanceError(
+            field,
+            f"plug-in {module!r} did not finish importing within {limit:g} s (it hangs or "
+            "waits); nothing of it was imported",
+        ) from None
+    code = proc.returncode
+    if code == 0 and out.decode("utf-8", "replace").rstrip().endswith(_PROBE_DONE):
+        return
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        why = f"was killed by {name} while importing"
+    elif out.decode("utf-8", "replace").rstrip().endswith(_PROBE_DONE):
+        why = f"exited with status {code} after importing"
+    elif code == 1 and b"Traceback" in err:
+        why = f"failed to import: {_last_line(err)}"
+    else:
+        why = f"exited with status {code} while importing (it ends the process)"
+    raise InvalidInstanceError(field, f"plug-in {module!r} {why}; nothing of it was imported")
+
+
+def import_plugin(
+    module: str, *, field: str = "plugin", probe: bool = True, timeout: float | None = None
+) -> None:
+    """Import ``module`` so that it registers its policies (``--plugin MODULE``), guarded.
 
     ``module`` is a module name on ``sys.path`` or the path of a ``.py`` file, loaded as the
     module named by its stem (``examples/my_policy.py``: ``my_policy``). A file's policies
     run in this process (``--backend serial``) unless its directory is on the workers'
-    ``PYTHONPATH``.
-    """
-    if module.endswith(".py"):
-        from importlib import util
-        from pathlib import Path
+    ``PYTHONPATH``. A plug-in already imported in this process is not imported again.
 
-        path = Path(module)
-        if not path.is_file():
-            raise InvalidInstanceError(field, f"no such file {module!r}")
-        spec = util.spec_from_file_location(path.stem, path)
-        if spec is None or spec.loader is None:
-            raise InvalidInstanceError(field, f"cannot load {module!r} as a Python module")
-        loaded = util.module_from_spec(spec)
-        sys.modules[path.stem] = loaded  # its classes pickle by this name
-        try:
-            spec.loader.exec_module(loaded)
-        except Exception as exc:
-            del sys.modules[path.stem]
-            raise InvalidInstanceError(
-                field, f"{module!r} failed to load: {type(exc).__name__}: {exc}"
-            ) from exc
+    The import is one guarded step: with ``probe`` (the default) it is first tried in a
+    separate interpreter (:func:`probe_plugin`, ``timeout`` seconds), so that a module that
+    exits, aborts or hangs while importing is refused naming ``field`` instead of ending or
+    blocking this process; then it is imported here, where an exception or a ``SystemExit``
+    is refused naming ``field`` too.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``field``: no such file or module, or an import that fails, exits, aborts or
+        hangs.
+    """
+    from pathlib import Path
+
+    is_file = module.endswith(".py")
+    if is_file and not Path(module).is_file():
+        raise InvalidInstanceError(field, f"no such file {module!r}")
+    ident = str(Path(module).resolve()) if is_file else module
+    if ident in _IMPORTED:
         return
+    if not is_file:
+        from importlib import util
+
+        try:
+            # the top-level name only: finding ``pkg.mod`` would import ``pkg`` (run its code)
+            # here, before the probe
+            found = util.find_spec(module.partition(".")[0])
+        except (ImportError, ValueError) as exc:
+            raise InvalidInstanceError(field, f"cannot import {module!r}: {exc}") from None
+        if found is None:
+            raise InvalidInstanceError(field, f"cannot import {module!r}: no such module")
+    if probe:
+        probe_plugin(module, field=field, timeout=timeout)
+    stem = Path(module).stem
     try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        raise InvalidInstanceError(field, f"cannot import {module!r}: {exc}") from exc
+        if is_file:
+            from importlib import util
+
+            spec = util.spec_from_file_location(stem, module)
+            if spec is None or spec.loader is None:
+                raise InvalidInstanceError(field, f"cannot load {module!r} as a Python module")
+            loaded = util.module_from_spec(spec)
+            sys.modules[stem] = loaded  # its classes pickle by this name
+            spec.loader.exec_module(loaded)
+        else:
+            importlib.import_module(module)
+    except InvalidInstanceError:
+        raise
+    except (Exception, SystemExit) as exc:
+        if is_file:
+            sys.modules.pop(stem, None)
+        raise InvalidInstanceError(
+            field, f"plug-in {module!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from None
+    _IMPORTED.add(ident)
 
 
 def _from_spec(spec: str, field: str) -> Policy:

@@ -94,6 +94,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.sim.world.throughputs import Throughputs
 
@@ -313,7 +314,8 @@ def derive_schedule(
     Raises
     ------
     InvalidInstanceError
-        An unknown mode (field ``batch_mode``).
+        An unknown mode (field ``batch_mode``); more epochs than the budget
+        ``max_schedule_epochs`` (field ``total_steps``, :mod:`optsched.limits`).
     """
     if mode in ("", "static"):
         return None
@@ -338,6 +340,9 @@ def derive_schedule(
     if b0 >= large:
         return None
     s0 = math.ceil(samples / b0)
+    # bounded before the per-epoch list is built: a job of 1e15 steps would ask for 1e10
+    # epochs (hundreds of GB); work / s0 as a float cannot overflow (work is finite)
+    limits.check_size("total_steps", work / s0, "max_schedule_epochs", "epochs")
     epochs = math.ceil(work / s0)
     per_epoch = rule(family, b0, epochs, large)
     phases: list[BatchPhase] = []

@@ -275,10 +275,7 @@ class World:
     colocation: Colocation | None = None
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.restore_s) and self.restore_s >= 0):
-            raise InvalidInstanceError(
-                "restore_s", f"must be a finite number >= 0, got {self.restore_s}"
-            )
+        limits.check_range("restore_s", self.restore_s, "restore_s")
         if not isinstance(self.restore_on_first_start, bool):
             raise InvalidInstanceError(
                 "restore_on_first_start", f"must be a bool, got {self.restore_on_first_start!r}"
@@ -752,7 +749,7 @@ def jobs_from_frame(
             try:
                 schedule = derive_schedule(mode, job_type, batch, work, throughputs)
             except InvalidInstanceError as exc:
-                raise InvalidInstanceError("batch_mode", exc.message, file=file, row=row) from None
+                raise InvalidInstanceError(exc.field, exc.message, file=file, row=row) from None
         jobs.append(
             SimJob(
                 index=i,

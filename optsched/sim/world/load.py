@@ -21,6 +21,7 @@ import dataclasses
 import math
 
 from optsched.errors import InvalidInstanceError
+from optsched.limits import RANGES, check_range
 from optsched.sim.world.jobs import World
 
 __all__ = ["at_arrival_rate", "at_offered_load", "offered_load"]
@@ -37,6 +38,22 @@ def offered_load(world: World) -> float:
     return math.inf if span <= 0 else demand / (gpus * span)
 
 
+def _check_last_arrival(world: World, stretch: float) -> None:
+    """Refuse a scaling whose last arrival leaves the range of a trace's own arrivals.
+
+    Both scalings keep the first arrival's distance to 0 at most ``stretch`` times; the last
+    arrival times ``stretch`` bounds every scaled arrival.
+    """
+    last = max((j.arrival for j in world.jobs), default=0.0)
+    top = RANGES["arrival"].high
+    if last * stretch > top:
+        raise InvalidInstanceError(
+            "load",
+            f"would move the last arrival to {last * stretch:.3g} s, beyond {top:g} s (the "
+            "largest arrival a trace may hold)",
+        )
+
+
 def at_offered_load(world: World, load: float) -> World:
     """``world`` with its inter-arrival times scaled so that :func:`offered_load` is ``load``.
 
@@ -46,18 +63,15 @@ def at_offered_load(world: World, load: float) -> World:
     Raises
     ------
     InvalidInstanceError
-        ``load`` not a finite number > 0 (field ``load``), or every job arriving at once.
+        ``load`` outside ``RANGES["offered_load"]`` (:mod:`optsched.limits`, field ``load``),
+        a scaled arrival beyond ``1e12`` s, or every job arriving at once.
     """
-    if (
-        isinstance(load, bool)
-        or not isinstance(load, int | float)
-        or not (math.isfinite(load) and load > 0)
-    ):
-        raise InvalidInstanceError("load", f"must be a finite number > 0, got {load!r}")
+    check_range("load", load, "offered_load")
     now = offered_load(world)
     if math.isinf(now):
         raise InvalidInstanceError("load", "every job arrives at once: no spacing to scale")
     factor = now / float(load)
+    _check_last_arrival(world, factor)
     first = min(j.arrival for j in world.jobs)
     jobs = []
     for j in world.jobs:
@@ -76,14 +90,11 @@ def at_arrival_rate(world: World, factor: float) -> World:
     Raises
     ------
     InvalidInstanceError
-        ``factor`` not a finite number > 0 (field ``load``).
+        ``factor`` outside ``RANGES["load"]`` (:mod:`optsched.limits`, field ``load``), or
+        a scaled arrival beyond ``1e12`` s.
     """
-    if (
-        isinstance(factor, bool)
-        or not isinstance(factor, int | float)
-        or not (math.isfinite(factor) and factor > 0)
-    ):
-        raise InvalidInstanceError("load", f"must be a finite number > 0, got {factor!r}")
+    check_range("load", factor, "load")
+    _check_last_arrival(world, 1.0 / float(factor))
     jobs = []
     for j in world.jobs:
         arrival = j.arrival / float(factor)
