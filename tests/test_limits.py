@@ -24,6 +24,7 @@ DEFAULTS = {
     "max_model_variables": 1_000_000,
     "max_array_cells": 100_000_000,
     "max_events": 200_000_000,
+    "max_exact_job_rounds": 2_500,
     "max_schedule_epochs": 100_000,
 }
 
