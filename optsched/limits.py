@@ -90,6 +90,21 @@ class Budget:
         :func:`optsched.sim.compare` solves on the policies' own round length; above it the
         optimum is solved on a coarser grid and shown as the optimum of another world, with
         no gap (the default is about 100 jobs in 25 rounds, proven in seconds).
+    max_checkpoint_weights : int
+        Most weights (float32 numbers, summed over every array) a policy checkpoint's settings
+        may call for (:mod:`optsched.harmony.checkpoint`; the default is 64 MiB of weights,
+        the shipped model has about 8,000). Checked from the settings before any array of the
+        file is decompressed.
+    max_harmony_servers : int
+        Most servers of a Harmony world (:class:`optsched.harmony.HarmonyWorld`, from a
+        checkpoint or an option): every decision scores every server and checks every server's
+        packing, so the work per decision grows with the square of the servers.
+    max_harmony_types : int
+        Most job types of a Harmony world: the policy's input per server holds a type-pair
+        table, so its weights grow with the square of the types.
+    max_harmony_job_tasks : int
+        Most tasks (workers plus parameter servers) of the largest job of a Harmony world: one
+        decision per task, each checking the packing of the rest.
     """
 
     max_file_bytes: int = 64 * 2**20
@@ -102,6 +117,10 @@ class Budget:
     max_array_cells: int = 100_000_000
     max_events: int = 200_000_000
     max_exact_job_rounds: int = 2_500
+    max_checkpoint_weights: int = 2**24
+    max_harmony_servers: int = 4_096
+    max_harmony_types: int = 256
+    max_harmony_job_tasks: int = 256
 
     def describe(self) -> dict[str, int]:
         """Every budget by name (what ``optsched limits`` and the docs print)."""

@@ -30,8 +30,9 @@ every task (greedy inference, NumPy only).
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,17 @@ import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.harmony.checkpoint import load_checkpoint, save_checkpoint
-from optsched.harmony.network import PARAM_NAMES, feature_sizes, forward, init_params
-from optsched.harmony.world import HarmonyWorld
+from optsched.harmony.network import (
+    PARAM_NAMES,
+    feature_sizes,
+    forward,
+    init_params,
+    input_bound,
+    overflow_risk,
+    param_shapes,
+)
+from optsched.harmony.world import WORLD_SETTINGS, HarmonyWorld, check_world_settings
+from optsched.limits import check_size
 
 __all__ = [
     "MODEL_FORMAT",
@@ -50,6 +60,7 @@ __all__ = [
     "TrainResult",
     "default_model_path",
     "load_model",
+    "policy_shapes",
     "save_model",
     "train",
     "world_from_meta",
@@ -74,8 +85,7 @@ SHIPPED_COMMAND = (
     "-o optsched/harmony/data/harmony_small.npz"
 )
 
-_WORLD_FIELDS = ("n_servers", "gpus", "cpus", "n_types", "spread_penalty", "seed",
-                 "max_workers", "max_ps")  # fmt: skip
+_WORLD_FIELDS = WORLD_SETTINGS
 
 
 @dataclass
@@ -113,6 +123,7 @@ def world_from_meta(meta: Mapping[str, Any]) -> HarmonyWorld:
     w = meta.get("world")
     if not isinstance(w, Mapping) or set(w) != set(_WORLD_FIELDS):
         raise InvalidInstanceError("meta.world", f"must hold exactly {list(_WORLD_FIELDS)}")
+    check_world_settings(w, prefix="meta.world.")
     return HarmonyWorld(**{k: w[k] for k in _WORLD_FIELDS})
 
 
@@ -314,9 +325,9 @@ def train(
     return TrainResult(params, world, curve, cpu, meta)
 
 
-def save_model(path: str | Path, result: TrainResult) -> Path:
-    """Write the trained policy as an ``.npz`` checkpoint (no pickle)."""
-    return save_checkpoint(path, result.params, result.meta)
+def save_model(path: str | Path, result: TrainResult, *, key: bytes | None = None) -> Path:
+    """Write the trained policy as an ``.npz`` checkpoint (no pickle); signed with ``key``."""
+    return save_checkpoint(path, result.params, result.meta, key=key)
 
 
 def default_model_path() -> Path:
@@ -324,29 +335,84 @@ def default_model_path() -> Path:
     return Path(__file__).with_name("data") / "harmony_small.npz"
 
 
-def load_model(path: str | Path | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def policy_shapes(meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The parameter shapes a policy checkpoint's settings call for, checked against budgets.
+
+    Arithmetic on the settings only (nothing is allocated): the world's settings
+    (:func:`~optsched.harmony.world.check_world_settings`: types, ranges, the budgets
+    ``max_harmony_servers``, ``max_harmony_types``, ``max_harmony_job_tasks``), ``hidden`` an
+    integer >= 1, and the total weights within ``max_checkpoint_weights``.
+
+    Raises
+    ------
+    InvalidInstanceError
+        The first offending setting, named ``meta.world.<name>`` or ``meta.hidden``.
+    """
+    w = meta.get("world")
+    if not isinstance(w, Mapping) or set(w) != set(_WORLD_FIELDS):
+        raise InvalidInstanceError("meta.world", f"must hold exactly {list(_WORLD_FIELDS)}")
+    check_world_settings(w, prefix="meta.world.")
+    hidden = meta.get("hidden")
+    if isinstance(hidden, bool) or not isinstance(hidden, int):
+        raise InvalidInstanceError("meta.hidden", f"must be an integer, got {hidden!r}")
+    if hidden < 1:
+        raise InvalidInstanceError("meta.hidden", f"must be >= 1, got {hidden}")
+    shapes = param_shapes(w["n_types"], hidden)
+    total = sum(math.prod(shape) for shape in shapes.values())
+    check_size("meta.hidden", total, "max_checkpoint_weights", "weights")
+    return shapes
+
+
+def load_model(
+    path: str | Path | None = None,
+    *,
+    key: bytes | None = None,
+    trusted_digests: Collection[str] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Load a policy checkpoint (default: the shipped one) through the guarded loader.
+
+    Every setting is bounded and every shape derived from the settings before any array is
+    decompressed (:func:`policy_shapes`, :func:`~optsched.harmony.checkpoint.load_checkpoint`),
+    and weights through which the forward pass could overflow float32 on any valid input are
+    refused (:func:`~optsched.harmony.network.overflow_risk`).
+
+    Parameters
+    ----------
+    path : str or Path, optional
+    key : bytes, optional
+        Require a signature made with this key (the digest alone proves integrity, not origin).
+    trusted_digests : collection of str, optional
+        Require the checkpoint's digest to be one of these.
 
     Raises
     ------
     CheckpointError
-        Malformed, of another kind, with shapes that do not match its world, or altered.
+        Malformed, of another kind, with settings out of range or over a budget, with shapes
+        that do not match its settings, with weights that overflow, altered, unsigned or
+        signed with another key, or not trusted; the file and the field are named.
     """
     from optsched.harmony.checkpoint import CheckpointError
 
     p = default_model_path() if path is None else Path(path)
-    params, meta = load_checkpoint(p, kind=MODEL_FORMAT, names=PARAM_NAMES)
+    params, meta = load_checkpoint(
+        p,
+        kind=MODEL_FORMAT,
+        names=PARAM_NAMES,
+        shapes=policy_shapes,
+        key=key,
+        trusted_digests=trusted_digests,
+    )
+    risky = overflow_risk(params, input_bound(meta["world"]["cpus"]))
+    if risky is not None:
+        raise CheckpointError(
+            f"param/{risky}",
+            "the forward pass can overflow float32 on a valid input (weights too large)",
+            file=str(p),
+        )
     try:
-        world = world_from_meta(meta)
-        hidden = int(meta["hidden"])
-    except (InvalidInstanceError, KeyError, TypeError, ValueError) as exc:
+        world_from_meta(meta)
+    except InvalidInstanceError as exc:
         raise CheckpointError(
             "meta.world", f"does not describe a world: {exc}", file=str(p)
         ) from None
-    want = init_params(world, hidden)
-    for name, arr in want.items():
-        if params[name].shape != arr.shape:
-            raise CheckpointError(
-                f"param/{name}", f"shape {params[name].shape} != {arr.shape}", file=str(p)
-            )
     return params, meta

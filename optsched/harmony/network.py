@@ -30,18 +30,93 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from optsched.errors import InvalidInstanceError
 from optsched.harmony.world import ClusterState, HarmonyWorld, JobArrival
 
-__all__ = ["PARAM_NAMES", "feature_sizes", "features", "forward", "init_params"]
+__all__ = [
+    "FORWARD_BOUND",
+    "PARAM_NAMES",
+    "feature_sizes",
+    "feature_sizes_for",
+    "features",
+    "forward",
+    "init_params",
+    "input_bound",
+    "overflow_risk",
+    "param_shapes",
+]
 
 #: Parameter arrays of the network, in checkpoint order.
 PARAM_NAMES = ("w1", "b1", "w2", "b2", "w3", "b3", "wv", "bv")
 
 
+#: Largest magnitude a logit, the value or a partial sum of the forward pass may reach in the
+#: worst case over valid inputs (:func:`overflow_risk`): a quarter of the float32 range, so the
+#: softmax's differences of logits and the value's mean stay finite too.
+FORWARD_BOUND = float(np.finfo(np.float32).max) / 4
+
+
 def feature_sizes(world: HarmonyWorld) -> tuple[int, int]:
     """Sizes of the per-server and the job features."""
-    k = world.n_types
+    return feature_sizes_for(world.n_types)
+
+
+def feature_sizes_for(n_types: int) -> tuple[int, int]:
+    """Sizes of the per-server and the job features with ``n_types`` job types."""
+    k = int(n_types)
     return 3 + k + k * k, k + 4
+
+
+def param_shapes(n_types: int, hidden: int) -> dict[str, tuple[int, ...]]:
+    """The shape of every parameter (:data:`PARAM_NAMES`) of a network: arithmetic only."""
+    fs, fj = feature_sizes_for(n_types)
+    return {
+        "w1": (fs + fj, hidden),
+        "b1": (hidden,),
+        "w2": (hidden, hidden),
+        "b2": (hidden,),
+        "w3": (hidden, 1),
+        "b3": (1,),
+        "wv": (hidden, 1),
+        "bv": (1,),
+    }
+
+
+def input_bound(cpus: int) -> float:
+    """Largest magnitude of any feature in a world whose servers have ``cpus`` CPUs.
+
+    Every feature is a fraction in [0, 1] except the co-runner counts :math:`n_{hb}/4`; a server
+    holds at most ``cpus/2`` tasks (a worker's CPUs), hence at most that many jobs.
+    """
+    return max(1.0, cpus / 2.0 / 4.0)
+
+
+def overflow_risk(params: Mapping[str, np.ndarray], bound: float) -> str | None:
+    r"""The first parameter through which the forward pass can overflow, or ``None``.
+
+    Interval arithmetic in float64 over every input with :math:`|x_i| \le X` (``bound``): the
+    first layer's pre-activations (and every partial sum of its product) are at most
+    :math:`X \sum_i |W_{1,iu}| + |b_{1,u}|`; after a :math:`\tanh` every input is in
+    :math:`[-1, 1]`, so the second layer, the logits and the value are bounded by the column
+    sums of :math:`|W_2|`, :math:`|w_3|`, :math:`|w_v|` plus their biases. Each bound must stay
+    below :data:`FORWARD_BOUND`. Finite weights near the float32 maximum (``3e38``) pass a
+    finiteness check yet turn the logits into infinities and the action probabilities into
+    NaN; this refuses them. :math:`O(|\theta|)`.
+
+    Returns
+    -------
+    str or None
+        The name of the weight or bias carrying the larger share of the first bound exceeded.
+    """
+    layers = (("w1", "b1", bound), ("w2", "b2", 1.0), ("w3", "b3", 1.0), ("wv", "bv", 1.0))
+    for w, b, x in layers:
+        weights = x * np.abs(np.asarray(params[w], dtype=np.float64)).sum(axis=0)
+        biases = np.abs(np.asarray(params[b], dtype=np.float64))
+        worst = weights + biases
+        if not np.all(worst <= FORWARD_BOUND):  # also catches inf and NaN
+            u = int(np.argmax(np.where(np.isfinite(worst), worst, np.inf)))
+            return w if not weights[u] <= biases[u] else b
+    return None
 
 
 def features(
@@ -121,8 +196,13 @@ def forward(
     ).astype(np.float32)
     z = np.tanh(np.tanh(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"])
     logits = (z @ params["w3"])[:, 0] + params["b3"][0]
+    value = float(z.mean(axis=0) @ params["wv"][:, 0] + params["bv"][0])
+    if not (np.all(np.isfinite(logits[mask])) and np.isfinite(value)):
+        # Loaded checkpoints are bounded (overflow_risk); weights handed in directly are not.
+        raise InvalidInstanceError(
+            "params", "the forward pass overflowed: weights too large for float32 inference"
+        )
     logits = np.where(mask, logits, -np.inf)
     p = np.exp(logits - logits[mask].max())
     p /= p.sum()
-    value = float(z.mean(axis=0) @ params["wv"][:, 0] + params["bv"][0])
     return p, value
