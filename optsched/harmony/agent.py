@@ -43,6 +43,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.harmony.checkpoint import load_checkpoint, save_checkpoint
 from optsched.harmony.network import (
     PARAM_NAMES,
+    PREDICTOR_NAMES,
     feature_sizes,
     forward,
     init_params,
@@ -55,6 +56,7 @@ from optsched.limits import check_size
 
 __all__ = [
     "MODEL_FORMAT",
+    "MODEL_FORMAT_PREDICTED",
     "SHIPPED_COMMAND",
     "SHIPPED_TRAINING",
     "TrainResult",
@@ -68,6 +70,11 @@ __all__ = [
 
 #: The ``meta.format`` of a policy checkpoint.
 MODEL_FORMAT = "optsched-harmony-policy-v2"
+
+#: The ``meta.format`` of a policy that reads the predicted added slowdown of every server and
+#: carries the reward network computing it (parameters ``r/*``,
+#: :data:`~optsched.harmony.network.PREDICTOR_NAMES`).
+MODEL_FORMAT_PREDICTED = "optsched-harmony-policy-v3"
 
 #: The training settings of the shipped model (:func:`default_model_path`); with the default
 #: world, ``train(HarmonyWorld(), **SHIPPED_TRAINING)`` rebuilds it bit for bit.
@@ -128,24 +135,66 @@ def world_from_meta(meta: Mapping[str, Any]) -> HarmonyWorld:
 
 
 def _episode(
-    env: Any, params: Mapping[str, np.ndarray], rng: np.random.Generator, seed: int
+    env: Any,
+    params: Mapping[str, np.ndarray],
+    rng: np.random.Generator,
+    seed: int,
+    *,
+    expert: bool = False,
 ) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], list[float], float]:
-    fs, _ = feature_sizes(env.world)
+    from optsched.harmony.policies import place_job
+
+    fs, _ = feature_sizes(env.world, env.feature_model is not None)
     n = env.world.n_servers
     obs, info = env.reset(seed=seed)
     steps = []
     rewards = []
+    plan: list[int] = []
     while True:
         server = obs[: n * fs].reshape(n, fs)
         jobf = obs[n * fs :]
         mask = info["action_mask"].astype(bool)
-        p, _ = forward(params, server, jobf, mask)
-        a = int(rng.choice(n, p=p))
+        if expert:
+            if info["task"] == 0:
+                plan = place_job("interference-greedy", env._work, env._job)
+            a = plan[info["task"]]
+        else:
+            p, _ = forward(params, server, jobf, mask)
+            a = int(rng.choice(n, p=p))
         steps.append((server, jobf, mask, a))
         obs, r, terminated, _, info = env.step(a)
         rewards.append(r)
         if terminated:
             return steps, rewards, float(info["avg_jct_s"])
+
+
+def _batch(
+    runs: list[tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], list[float], float]],
+    gamma: float,
+    dims: tuple[int, int, int, int],
+) -> dict[str, np.ndarray]:
+    """The padded training batch of one update: every step with its discounted return."""
+    cap, n, fs, fj = dims
+    server = np.zeros((cap, n, fs), np.float32)
+    jobf = np.zeros((cap, fj), np.float32)
+    mask = np.zeros((cap, n), bool)
+    mask[:, 0] = True  # padding rows: any valid mask, weight 0
+    action = np.zeros(cap, np.int32)
+    ret = np.zeros(cap, np.float32)
+    valid = np.zeros(cap, np.float32)
+    row = 0
+    for steps, rewards, _ in runs:
+        g = 0.0
+        gs = np.zeros(len(rewards))
+        for i in range(len(rewards) - 1, -1, -1):
+            g = rewards[i] + gamma * g
+            gs[i] = g
+        for (sv, jf, mk, a), gi in zip(steps, gs, strict=True):
+            server[row], jobf[row], mask[row], action[row] = sv, jf, mk, a
+            ret[row], valid[row] = gi, 1.0
+            row += 1
+    return {"server": server, "job": jobf, "mask": mask, "action": action, "ret": ret,
+            "valid": valid}  # fmt: skip
 
 
 def train(
@@ -163,8 +212,11 @@ def train(
     seed: int = 0,
     progress: Callable[[int, int, Mapping[str, float]], None] | None = None,
     reward_net: Any = None,
+    predicted: bool = False,
+    mean_interarrival_s: float | tuple[float, float] = 60.0,
+    imitate: int = 0,
 ) -> TrainResult:
-    """Train the placement policy (see the module docstring for the loss).
+    r"""Train the placement policy (see the module docstring for the loss).
 
     Parameters
     ----------
@@ -182,6 +234,18 @@ def train(
         Called as ``progress(done, total, point)`` after every update, ``point`` the newest
         entry of the learning curve (the command line draws its progress bar with it).
     reward_net : RewardNet, optional
+    predicted : bool, default False
+        Give the policy the predicted added slowdown of every server as a feature
+        (:func:`~optsched.harmony.network.predicted_costs`), computed by the reward network,
+        which the checkpoint then carries (format :data:`MODEL_FORMAT_PREDICTED`).
+    mean_interarrival_s : float or (float, float), default 60
+        Load of the training traces; a pair draws it uniformly per episode.
+    imitate : int, default 0
+        Warm start: the first ``imitate`` of the ``iterations`` updates are behaviour cloning
+        of the ``interference-greedy`` heuristic (an expert reading the ground truth, used
+        offline only), maximising :math:`\frac1N\sum_i \log\pi_\theta(a^\star_i\mid s_i)`
+        on its own episodes (plus the value loss on their returns); policy-gradient fine-tuning
+        follows.
 
     Returns
     -------
@@ -202,6 +266,8 @@ def train(
     for name, value in (("iterations", iterations), ("episodes", episodes), ("n_jobs", n_jobs)):
         if value < 1:
             raise InvalidInstanceError(name, f"must be >= 1, got {value}")
+    if not 0 <= imitate <= iterations:
+        raise InvalidInstanceError("imitate", f"must be in [0, iterations], got {imitate}")
     if not 0 <= gamma <= 1:
         raise InvalidInstanceError("gamma", f"must be in [0, 1], got {gamma}")
     jax, jnp, optax = _jax()
@@ -210,7 +276,7 @@ def train(
     reward_meta: dict[str, Any] = {"source": reward}
     record: dict[str, Any] = {}
     model = None
-    if reward == "learned":
+    if reward == "learned" or predicted:
         if reward_net is None:
             model = fit_reward_net(world, seed=seed)
             reward_meta.update(fitted_here=True, seed=seed)
@@ -218,16 +284,22 @@ def train(
             model = reward_net
             reward_meta.update(fitted_here=False)
         record["reward_model"] = {k: model.meta[k] for k in ("train", "heldout") if k in model.meta}
-    env = PlacementEnv(world, n_jobs=n_jobs, reward_model=None if model is None else model.slowdown)
-    params = init_params(world, hidden, seed)
+    env = PlacementEnv(
+        world,
+        n_jobs=n_jobs,
+        reward_model=None if reward == "true" or model is None else model.slowdown,
+        mean_interarrival_s=mean_interarrival_s,
+        feature_model=model.slowdown if predicted and model is not None else None,
+    )
+    params = init_params(world, hidden, seed, predicted)
     tree = {k: jnp.asarray(v) for k, v in params.items()}
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(lr))
     opt_state = opt.init(tree)
     n = world.n_servers
-    fs, fj = feature_sizes(world)
+    fs, fj = feature_sizes(world, predicted)
     cap = episodes * n_jobs * (world.max_workers + world.max_ps)
 
-    def loss_fn(p: Any, batch: Mapping[str, Any], beta: Any) -> Any:
+    def loss_fn(p: Any, batch: Mapping[str, Any], beta: Any, clone: Any) -> Any:
         x = jnp.concatenate(
             [batch["server"], jnp.broadcast_to(batch["job"][:, None, :], (cap, n, fj))], axis=2
         )
@@ -245,13 +317,14 @@ def train(
         adv = (adv - mean) / std
         probs = jnp.exp(logp)
         ent = -jnp.sum(jnp.where(batch["mask"], probs * logp, 0.0), axis=1)
-        pg = -(adv * chosen * w).sum() / count
+        # clone = 1: behaviour cloning (the expert's action, weight 1); 0: policy gradient
+        pg = -(jnp.where(clone > 0, 1.0, adv) * chosen * w).sum() / count
         vl = (((batch["ret"] - value) ** 2) * w).sum() / count
         return pg + value_coef * vl - beta * (ent * w).sum() / count
 
     @jax.jit
-    def update(p: Any, s: Any, batch: Mapping[str, Any], beta: Any) -> Any:
-        value, grads = jax.value_and_grad(loss_fn)(p, batch, beta)
+    def update(p: Any, s: Any, batch: Mapping[str, Any], beta: Any, clone: Any) -> Any:
+        value, grads = jax.value_and_grad(loss_fn)(p, batch, beta, clone)
         updates, s = opt.update(grads, s, p)
         return optax.apply_updates(p, updates), s, value
 
@@ -259,38 +332,17 @@ def train(
     seeds = np.random.default_rng(seed + 1).integers(0, 2**31 - 1, (iterations, episodes))
     curve: list[dict[str, float]] = []
     for it in range(iterations):
-        server = np.zeros((cap, n, fs), np.float32)
-        jobf = np.zeros((cap, fj), np.float32)
-        mask = np.zeros((cap, n), bool)
-        mask[:, 0] = True  # padding rows: any valid mask, weight 0
-        action = np.zeros(cap, np.int32)
-        ret = np.zeros(cap, np.float32)
-        valid = np.zeros(cap, np.float32)
-        row = 0
-        returns, jcts = [], []
-        for e in range(episodes):
-            steps, rewards, jct = _episode(env, params, rng, int(seeds[it, e]))
-            g = 0.0
-            gs = np.zeros(len(rewards))
-            for i in range(len(rewards) - 1, -1, -1):
-                g = rewards[i] + gamma * g
-                gs[i] = g
-            for (sv, jf, mk, a), gi in zip(steps, gs, strict=True):
-                server[row], jobf[row], mask[row], action[row] = sv, jf, mk, a
-                ret[row], valid[row] = gi, 1.0
-                row += 1
-            returns.append(sum(rewards))
-            jcts.append(jct)
+        runs = [
+            _episode(env, params, rng, int(seeds[it, e]), expert=it < imitate)
+            for e in range(episodes)
+        ]
+        arrays = _batch(runs, gamma, (cap, n, fs, fj))
+        returns = [sum(rewards) for _, rewards, _ in runs]
+        jcts = [jct for _, _, jct in runs]
         beta = entropy * (1.0 - it / iterations)
-        batch = {
-            "server": jnp.asarray(server),
-            "job": jnp.asarray(jobf),
-            "mask": jnp.asarray(mask),
-            "action": jnp.asarray(action),
-            "ret": jnp.asarray(ret),
-            "valid": jnp.asarray(valid),
-        }
-        tree, opt_state, loss = update(tree, opt_state, batch, jnp.float32(beta))
+        batch = {k: jnp.asarray(v) for k, v in arrays.items()}
+        clone = jnp.float32(1.0 if it < imitate else 0.0)
+        tree, opt_state, loss = update(tree, opt_state, batch, jnp.float32(beta), clone)
         params = {k: np.asarray(v) for k, v in tree.items()}
         curve.append(
             {
@@ -322,6 +374,21 @@ def train(
         "record": record,
         "curve": curve,
     }
+    if predicted or imitate or mean_interarrival_s != 60.0:
+        # only what differs from the base settings, so a base model keeps its digest
+        meta["training"].update(
+            imitate=imitate,
+            mean_interarrival_s=(
+                list(mean_interarrival_s)
+                if isinstance(mean_interarrival_s, tuple)
+                else mean_interarrival_s
+            ),
+        )
+    if predicted:
+        assert model is not None
+        meta["format"] = MODEL_FORMAT_PREDICTED
+        meta["predictor_hidden"] = int(model.params["w1"].shape[1])
+        params = {**params, **{f"r/{k}": v for k, v in model.params.items()}}
     return TrainResult(params, world, curve, cpu, meta)
 
 
@@ -357,7 +424,18 @@ def policy_shapes(meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
         raise InvalidInstanceError("meta.hidden", f"must be an integer, got {hidden!r}")
     if hidden < 1:
         raise InvalidInstanceError("meta.hidden", f"must be >= 1, got {hidden}")
-    shapes = param_shapes(w["n_types"], hidden)
+    predictor_hidden = None
+    if meta.get("format") == MODEL_FORMAT_PREDICTED:
+        predictor_hidden = meta.get("predictor_hidden")
+        if isinstance(predictor_hidden, bool) or not isinstance(predictor_hidden, int):
+            raise InvalidInstanceError(
+                "meta.predictor_hidden", f"must be an integer, got {predictor_hidden!r}"
+            )
+        if predictor_hidden < 1:
+            raise InvalidInstanceError(
+                "meta.predictor_hidden", f"must be >= 1, got {predictor_hidden}"
+            )
+    shapes = param_shapes(w["n_types"], hidden, predictor_hidden)
     total = sum(math.prod(shape) for shape in shapes.values())
     check_size("meta.hidden", total, "max_checkpoint_weights", "weights")
     return shapes
@@ -396,8 +474,7 @@ def load_model(
     p = default_model_path() if path is None else Path(path)
     params, meta = load_checkpoint(
         p,
-        kind=MODEL_FORMAT,
-        names=PARAM_NAMES,
+        kind={MODEL_FORMAT: PARAM_NAMES, MODEL_FORMAT_PREDICTED: PARAM_NAMES + PREDICTOR_NAMES},
         shapes=policy_shapes,
         key=key,
         trusted_digests=trusted_digests,

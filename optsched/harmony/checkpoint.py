@@ -176,19 +176,24 @@ class _Archive:
     directory small enough to be worth parsing.
     """
 
-    def __init__(self, data: bytes, path: Path, names: tuple[str, ...]) -> None:
+    def __init__(self, data: bytes, path: Path, kinds: Mapping[str, tuple[str, ...]]) -> None:
         self.path = path
-        members = {"meta.npy": "meta", **{f"param/{n}.npy": f"param/{n}" for n in names}}
+        layouts = {
+            kind: {"meta.npy": "meta", **{f"param/{n}.npy": f"param/{n}" for n in names}}
+            for kind, names in kinds.items()
+        }
+        most = max(len(m) for m in layouts.values())
+        allowed = {name for m in layouts.values() for name in m}
         directory = _directory_size(data)
         if directory is None:
             raise self.refuse("<file>", "not a NumPy .npz archive (no zip end record)")
         entries, cd_bytes = directory
-        if entries > 2 * len(members) or cd_bytes > len(members) * _CD_ENTRY_MAX:
+        if entries > 2 * most or cd_bytes > most * _CD_ENTRY_MAX:
             # too many to be worth parsing: the names are checked below on a small directory
             raise self.refuse(
                 "<file>",
                 f"holds {entries} members in a {cd_bytes:,}-byte directory; a checkpoint "
-                f"holds exactly {len(members)} ({', '.join(members)})",
+                f"holds at most {most}",
             )
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
@@ -196,17 +201,20 @@ class _Archive:
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise self.refuse("<file>", f"not a NumPy .npz archive ({exc})") from None
         listed = [i.filename for i in infos]
-        unexpected = sorted(set(listed) - set(members))
+        unexpected = sorted(set(listed) - allowed)
         if unexpected:
             raise self.refuse(
                 unexpected[0], f"unexpected member {unexpected[0]!r} (not decompressed)"
             )
-        if len(listed) != len(set(listed)) or set(listed) != set(members):
-            missing = sorted(set(members) - set(listed))
+        #: The kinds whose members the archive holds exactly.
+        self.kinds = [k for k, m in layouts.items() if set(listed) == set(m)]
+        if len(listed) != len(set(listed)) or not self.kinds:
             raise self.refuse(
-                "<file>", f"members missing {missing} or duplicated (not decompressed)"
+                "<file>",
+                "members missing or duplicated (not decompressed); expected exactly one of "
+                + " | ".join(", ".join(m) for m in layouts.values()),
             )
-        self.info = {members[i.filename]: i for i in infos}
+        self.info = {layouts[self.kinds[0]][i.filename]: i for i in infos}
 
     def refuse(self, field: str, message: str) -> CheckpointError:
         return CheckpointError(field, message, file=str(self.path))
@@ -231,8 +239,8 @@ class _Archive:
             raise self.refuse(field, f"holds {len(raw):,} bytes, not the {zi.file_size:,} declared")
         return (raw, *_npy(raw, lambda m: self.refuse(field, m)))
 
-    def meta(self, kind: str) -> dict[str, Any]:
-        """The metadata document, of format ``kind``."""
+    def meta(self) -> dict[str, Any]:
+        """The metadata document, of a format whose members the archive holds."""
         raw, shape, _, dtype, at = self.read(
             "meta", NPY_HEADER_MAX + limits.current().max_file_bytes
         )
@@ -246,9 +254,10 @@ class _Archive:
             meta = _io._parse_json(text, self.path)
         except InvalidInstanceError as exc:
             raise self.refuse("meta", f"is not JSON optsched reads ({exc.message})") from None
-        if not isinstance(meta, dict) or meta.get("format") != kind:
+        if not isinstance(meta, dict) or meta.get("format") not in self.kinds:
             got = meta.get("format") if isinstance(meta, dict) else None
-            raise self.refuse("meta.format", f"must be {kind!r}, got {got!r}")
+            want = self.kinds[0] if len(self.kinds) == 1 else self.kinds
+            raise self.refuse("meta.format", f"must be {want!r}, got {got!r}")
         return meta
 
     def param(self, name: str, want: tuple[int, ...] | None) -> np.ndarray:
@@ -274,21 +283,21 @@ class _Archive:
 def load_checkpoint(
     path: str | Path,
     *,
-    kind: str,
-    names: tuple[str, ...],
+    kind: str | Mapping[str, tuple[str, ...]],
+    names: tuple[str, ...] = (),
     shapes: Callable[[Mapping[str, Any]], Mapping[str, tuple[int, ...]]] | None = None,
     key: bytes | None = None,
     trusted_digests: Collection[str] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Read a checkpoint of ``kind`` holding exactly the parameters ``names``.
+    """Read a checkpoint of ``kind`` holding exactly the parameters ``names`` (or one of kinds).
 
     Parameters
     ----------
     path : str or Path
-    kind : str
-        The required ``meta.format``.
+    kind : str or mapping of str to tuple of str
+        The required ``meta.format``; or every accepted format with its parameters.
     names : tuple of str
-        The parameters, exactly.
+        The parameters, exactly (when ``kind`` is one format).
     shapes : callable, optional
         ``shapes(meta)``: the shape of every parameter, derived from the settings by arithmetic
         and checked against budgets; it raises :class:`~optsched.errors.InvalidInstanceError`
@@ -315,8 +324,10 @@ def load_checkpoint(
         Not a regular file or over the size budget.
     """
     p = Path(path)
-    archive = _Archive(_io.read_bytes(p), p, names)
-    meta = archive.meta(kind)
+    kinds = {kind: names} if isinstance(kind, str) else dict(kind)
+    archive = _Archive(_io.read_bytes(p), p, kinds)
+    meta = archive.meta()
+    names = kinds[meta["format"]]
     want: Mapping[str, tuple[int, ...]] | None = None
     if shapes is not None:
         try:
