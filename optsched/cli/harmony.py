@@ -2,9 +2,13 @@
 
 Subcommands
 -----------
-``train [--reward learned|true] [--iterations N] [--episodes E] [--jobs N] [--seed S] -o FILE``
-    Fit the reward network (unless ``--reward true``), train the policy, write an ``.npz``
-    checkpoint; a progress bar on stderr. Needs the ``rl`` extra.
+``train [--reward learned|true] [--iterations N] [--episodes E] [--jobs N] [--seed S]
+[--predicted] [--imitate N] -o FILE``
+    Fit the reward network (unless ``--reward true`` without ``--predicted``), train the
+    policy, write an ``.npz`` checkpoint; a progress bar on stderr. ``--predicted`` gives the
+    policy the reward network's predicted added slowdown of every server (the checkpoint
+    carries that network); ``--imitate N`` clones ``interference-greedy`` for the first N
+    updates (a warm start). Needs the ``rl`` extra.
 ``place [TRACE] [--jobs N --seed S] [--model FILE] [--json]``
     Place every job of TRACE (any trace format; or N generated arrivals) with the trained
     policy (the shipped one by default) and report where each went and the JCTs.
@@ -105,6 +109,19 @@ def _trust_option(f: Any) -> Any:
 @click.option("--servers", type=click.IntRange(min=1), default=6, show_default=True)
 @click.option("--types", "n_types", type=click.IntRange(min=1), default=6, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--predicted/--no-predicted",
+    default=False,
+    show_default=True,
+    help="Give the policy the reward network's predicted added slowdown of every server.",
+)
+@click.option(
+    "--imitate",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Warm start: the first N updates clone interference-greedy, then policy gradient.",
+)
 @output_option((".npz",), required=True, help="Write the checkpoint")
 @json_option
 def train(
@@ -115,6 +132,8 @@ def train(
     servers: int,
     n_types: int,
     seed: int,
+    predicted: bool,
+    imitate: int,
     output: Path,
     as_json: bool,
 ) -> None:
@@ -141,6 +160,8 @@ def train(
             n_jobs=jobs,
             seed=seed,
             progress=advance,
+            predicted=predicted,
+            imitate=imitate,
         )
     key = _key()
     save_model(output, result, key=key)

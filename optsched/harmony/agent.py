@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,6 +168,48 @@ def _episode(
             return steps, rewards, float(info["avg_jct_s"])
 
 
+def _variant_worlds(
+    world: HarmonyWorld,
+    load: float | tuple[float, float],
+    variants: Sequence[Mapping[str, Any]],
+) -> list[tuple[HarmonyWorld, float | tuple[float, float]]]:
+    """The training worlds: ``world`` alone, or its variants (same truth and servers' sizes)."""
+    if not variants:
+        return [(world, load)]
+    out: list[tuple[HarmonyWorld, float | tuple[float, float]]] = []
+    allowed = {"n_servers", "max_workers", "max_ps", "mean_interarrival_s"}
+    for i, v in enumerate(variants):
+        unknown = sorted(set(v) - allowed)
+        if unknown:
+            raise InvalidInstanceError(
+                f"variants[{i}].{unknown[0]}", f"not one of {sorted(allowed)}"
+            )
+        settings = {name: getattr(world, name) for name in WORLD_SETTINGS}
+        settings.update({k: v[k] for k in ("n_servers", "max_workers", "max_ps") if k in v})
+        mean = v.get("mean_interarrival_s", load)
+        out.append(
+            (
+                HarmonyWorld(**settings, truth=world.truth),
+                tuple(mean) if isinstance(mean, list) else mean,
+            )
+        )
+    return out
+
+
+def _check_options(
+    reward: str, iterations: int, episodes: int, n_jobs: int, imitate: int, gamma: float
+) -> None:
+    if reward not in ("learned", "true"):
+        raise InvalidInstanceError("reward", f"must be 'learned' or 'true', got {reward!r}")
+    for name, value in (("iterations", iterations), ("episodes", episodes), ("n_jobs", n_jobs)):
+        if value < 1:
+            raise InvalidInstanceError(name, f"must be >= 1, got {value}")
+    if not 0 <= imitate <= iterations:
+        raise InvalidInstanceError("imitate", f"must be in [0, iterations], got {imitate}")
+    if not 0 <= gamma <= 1:
+        raise InvalidInstanceError("gamma", f"must be in [0, 1], got {gamma}")
+
+
 def _batch(
     runs: list[tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], list[float], float]],
     gamma: float,
@@ -182,6 +224,7 @@ def _batch(
     action = np.zeros(cap, np.int32)
     ret = np.zeros(cap, np.float32)
     valid = np.zeros(cap, np.float32)
+    real = np.ones((cap, n), np.float32)
     row = 0
     for steps, rewards, _ in runs:
         g = 0.0
@@ -190,11 +233,15 @@ def _batch(
             g = rewards[i] + gamma * g
             gs[i] = g
         for (sv, jf, mk, a), gi in zip(steps, gs, strict=True):
-            server[row], jobf[row], mask[row], action[row] = sv, jf, mk, a
+            m = len(sv)  # a world with fewer servers: the rest are padding, masked out
+            server[row, :m], jobf[row], action[row] = sv, jf, a
+            mask[row] = False
+            mask[row, :m] = mk
+            real[row, m:] = 0.0
             ret[row], valid[row] = gi, 1.0
             row += 1
     return {"server": server, "job": jobf, "mask": mask, "action": action, "ret": ret,
-            "valid": valid}  # fmt: skip
+            "valid": valid, "real": real}  # fmt: skip
 
 
 def train(
@@ -215,6 +262,7 @@ def train(
     predicted: bool = False,
     mean_interarrival_s: float | tuple[float, float] = 60.0,
     imitate: int = 0,
+    variants: Sequence[Mapping[str, Any]] = (),
 ) -> TrainResult:
     r"""Train the placement policy (see the module docstring for the loss).
 
@@ -246,6 +294,11 @@ def train(
         offline only), maximising :math:`\frac1N\sum_i \log\pi_\theta(a^\star_i\mid s_i)`
         on its own episodes (plus the value loss on their returns); policy-gradient fine-tuning
         follows.
+    variants : sequence of mapping, optional
+        Train on several worlds at once: each episode runs in one drawn uniformly, each a
+        variant of ``world`` (same truth, same servers' sizes) changing ``n_servers``,
+        ``max_workers``, ``max_ps`` and/or ``mean_interarrival_s``. The policy's size does not
+        depend on the servers; smaller worlds are padded in the batch (masked out).
 
     Returns
     -------
@@ -261,15 +314,7 @@ def train(
     from optsched.harmony.env import PlacementEnv
     from optsched.harmony.reward import _jax, fit_reward_net
 
-    if reward not in ("learned", "true"):
-        raise InvalidInstanceError("reward", f"must be 'learned' or 'true', got {reward!r}")
-    for name, value in (("iterations", iterations), ("episodes", episodes), ("n_jobs", n_jobs)):
-        if value < 1:
-            raise InvalidInstanceError(name, f"must be >= 1, got {value}")
-    if not 0 <= imitate <= iterations:
-        raise InvalidInstanceError("imitate", f"must be in [0, iterations], got {imitate}")
-    if not 0 <= gamma <= 1:
-        raise InvalidInstanceError("gamma", f"must be in [0, 1], got {gamma}")
+    _check_options(reward, iterations, episodes, n_jobs, imitate, gamma)
     jax, jnp, optax = _jax()
     world = HarmonyWorld() if world is None else world
     start = time.process_time()
@@ -284,20 +329,24 @@ def train(
             model = reward_net
             reward_meta.update(fitted_here=False)
         record["reward_model"] = {k: model.meta[k] for k in ("train", "heldout") if k in model.meta}
-    env = PlacementEnv(
-        world,
-        n_jobs=n_jobs,
-        reward_model=None if reward == "true" or model is None else model.slowdown,
-        mean_interarrival_s=mean_interarrival_s,
-        feature_model=model.slowdown if predicted and model is not None else None,
-    )
+    envs = [
+        PlacementEnv(
+            w,
+            n_jobs=n_jobs,
+            reward_model=None if reward == "true" or model is None else model.slowdown,
+            mean_interarrival_s=load,
+            feature_model=model.slowdown if predicted and model is not None else None,
+        )
+        for w, load in _variant_worlds(world, mean_interarrival_s, variants)
+    ]
     params = init_params(world, hidden, seed, predicted)
     tree = {k: jnp.asarray(v) for k, v in params.items()}
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(lr))
     opt_state = opt.init(tree)
-    n = world.n_servers
+    n = max(e.world.n_servers for e in envs)
     fs, fj = feature_sizes(world, predicted)
-    cap = episodes * n_jobs * (world.max_workers + world.max_ps)
+    cap = episodes * n_jobs * max(e.world.max_workers + e.world.max_ps for e in envs)
+    padded = len(envs) > 1
 
     def loss_fn(p: Any, batch: Mapping[str, Any], beta: Any, clone: Any) -> Any:
         x = jnp.concatenate(
@@ -307,7 +356,12 @@ def train(
         logits = (z @ p["w3"])[..., 0] + p["b3"][0]
         logits = jnp.where(batch["mask"], logits, -1e9)
         logp = jax.nn.log_softmax(logits, axis=1)
-        value = z.mean(axis=1) @ p["wv"][:, 0] + p["bv"][0]
+        if padded:  # the mean over each state's own servers (padding rows are not servers)
+            real = batch["real"][..., None]
+            pooled = (z * real).sum(axis=1) / real.sum(axis=1)
+        else:
+            pooled = z.mean(axis=1)
+        value = pooled @ p["wv"][:, 0] + p["bv"][0]
         chosen = jnp.take_along_axis(logp, batch["action"][:, None], axis=1)[:, 0]
         adv = batch["ret"] - jax.lax.stop_gradient(value)
         w = batch["valid"]
@@ -330,13 +384,22 @@ def train(
 
     rng = np.random.default_rng(seed)
     seeds = np.random.default_rng(seed + 1).integers(0, 2**31 - 1, (iterations, episodes))
+    # which world each episode runs in (drawn only when there are several: a single world
+    # keeps the random streams, hence the weights, of training without variants)
+    which = (
+        np.random.default_rng(seed + 2).integers(0, len(envs), (iterations, episodes))
+        if padded
+        else np.zeros((iterations, episodes), dtype=np.int64)
+    )
     curve: list[dict[str, float]] = []
     for it in range(iterations):
         runs = [
-            _episode(env, params, rng, int(seeds[it, e]), expert=it < imitate)
+            _episode(envs[which[it, e]], params, rng, int(seeds[it, e]), expert=it < imitate)
             for e in range(episodes)
         ]
         arrays = _batch(runs, gamma, (cap, n, fs, fj))
+        if not padded:
+            del arrays["real"]
         returns = [sum(rewards) for _, rewards, _ in runs]
         jcts = [jct for _, _, jct in runs]
         beta = entropy * (1.0 - it / iterations)
@@ -374,7 +437,7 @@ def train(
         "record": record,
         "curve": curve,
     }
-    if predicted or imitate or mean_interarrival_s != 60.0:
+    if predicted or imitate or mean_interarrival_s != 60.0 or variants:
         # only what differs from the base settings, so a base model keeps its digest
         meta["training"].update(
             imitate=imitate,
@@ -383,6 +446,9 @@ def train(
                 if isinstance(mean_interarrival_s, tuple)
                 else mean_interarrival_s
             ),
+            variants=[
+                {k: list(x) if isinstance(x, tuple) else x for k, x in v.items()} for v in variants
+            ],
         )
     if predicted:
         assert model is not None
