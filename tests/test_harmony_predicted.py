@@ -132,8 +132,11 @@ def test_a_short_training_with_every_option_is_reproducible_to_the_digest(tmp_pa
         result = train(
             world, reward_net=net, iterations=3, episodes=2, n_jobs=4, hidden=16, seed=1,
             predicted=True, imitate=2, mean_interarrival_s=(30.0, 60.0),
+            variants=[{"n_servers": 2}, {"n_servers": 4, "mean_interarrival_s": [20, 40]}],
         )  # fmt: skip
         assert result.meta["training"]["imitate"] == 2
+        assert len(result.meta["training"]["variants"]) == 2
+        assert all(np.isfinite(p["loss"]) for p in result.curve)
         _, meta = load_model(save_model(tmp_path / f"m{k}.npz", result))
         digests.append(meta["digest"])
     assert digests[0] == digests[1]

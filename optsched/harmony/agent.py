@@ -440,6 +440,7 @@ def train(
     if predicted or imitate or mean_interarrival_s != 60.0 or variants:
         # only what differs from the base settings, so a base model keeps its digest
         meta["training"].update(
+            predicted=predicted,
             imitate=imitate,
             mean_interarrival_s=(
                 list(mean_interarrival_s)
