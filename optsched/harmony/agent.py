@@ -84,11 +84,12 @@ SHIPPED_TRAINING: dict[str, Any] = {
     "episodes": 8,
     "n_jobs": 16,
     "seed": 0,
+    "predicted": True,
 }
 
 #: The command that rebuilds the shipped model (also ``make harmony-model``).
 SHIPPED_COMMAND = (
-    "optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 "
+    "optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 --predicted "
     "-o optsched/harmony/data/harmony_small.npz"
 )
 

@@ -5,8 +5,8 @@ step places one task of the job at the head of the queue:
 
 * **observation** (``Box``, float32): the per-server features of
   :func:`optsched.harmony.network.features` (free GPUs and CPUs, jobs of each type present, the
-  job's own tasks so far, type-pair counts) flattened, then the job's features (type, task role,
-  size, progress);
+  job's own tasks so far, type-pair counts, and with ``feature_model`` the predicted added
+  slowdown) flattened, then the job's features (type, task role, size, progress);
 * **action** (``Discrete(servers)``): the server of the task; ``info["action_mask"]`` marks the
   valid ones (the task fits and the job's remaining tasks can still be packed). An invalid
   action is replaced by the first valid server and costs :data:`INVALID_ACTION_PENALTY`

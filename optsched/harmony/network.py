@@ -8,7 +8,12 @@ scaled to about that range):
   outer product :math:`n_{hb} [\tau_j = a]/4` (the co-runner counts seen from the job's type,
   so that a type pair is one input rather than a product the network must learn);
 * of the job: its type one-hot, whether task :math:`k` is a worker, :math:`W_j/W_{\max}`,
-  :math:`P_j/P_{\max}` and :math:`k/(W_j+P_j)`.
+  :math:`P_j/P_{\max}` and :math:`k/(W_j+P_j)`;
+* optionally (a policy trained with ``predicted=True``, checkpoint format v3), per server the
+  added slowdown :math:`\hat c_h` the policy's own reward network predicts for putting the job
+  there (:func:`predicted_costs`; 0 where the job already is, clipped to
+  :data:`PREDICTED_CLIP`): the cost ``interference-greedy`` reads from the truth, from the
+  learned model instead.
 
 The network scores every server with one shared two-layer tanh MLP on
 :math:`x_h = [\text{server}_h, \text{job}]`,
