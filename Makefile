@@ -58,7 +58,7 @@ bench: $(VENV)/.bench
 # Rebuild the shipped Harmony policy (optsched/harmony/data/harmony_small.npz): seeded, on the
 # CPU, bit-identical run after run on one machine (the digest it prints is the shipped one's).
 harmony-model: $(VENV)/.test
-	$(BIN)/optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 --predicted \
+	$(BIN)/optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 \
 		-o optsched/harmony/data/harmony_small.npz
 
 # Warnings are errors; the check after the build fails if any page would load a script,

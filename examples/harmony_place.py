@@ -1,8 +1,7 @@
 """Place arriving PS jobs with the shipped Harmony policy and judge it on the true cost.
 
-The shipped policy was trained offline on a learned model of the cluster's interference (and
-reads that model's predicted added slowdown per server); here it places 20 jobs online (NumPy
-inference), every decision checked by the placement validator.
+The shipped policy was trained offline on a learned model of the cluster's interference; here it
+places 20 jobs online (NumPy inference), every decision checked by the placement validator.
 Then, on the same arrivals, the strong baselines and the exact optimum of the true cost solved
 at every arrival; and, per decision, each policy's true cost against the exact true optimum.
 
@@ -20,8 +19,8 @@ from optsched.harmony.compare import compare_policies, decision_gaps
 params, meta = load_model()  # every setting bounded, digest checked before use
 world = world_from_meta(meta)
 arrivals = generate_arrivals(world, 20, seed=3)
-# The shipped policy reads, per server, the added slowdown its own reward network predicts for
-# the job there (it carries that network: parameters r/*); interference-greedy reads the truth.
+# A policy trained with predicted=True also reads, per server, the added slowdown its own
+# reward network predicts for the job there (it carries that network: parameters r/*).
 print(
     f"shipped policy {meta['digest'][:16]} ({meta['format']}): predicted-slowdown feature "
     f"{'r/w1' in params}, {sum(v.size for v in params.values()):,} weights"

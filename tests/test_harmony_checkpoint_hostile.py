@@ -265,7 +265,7 @@ def test_the_command_line_checks_the_key_from_the_environment(
 
 
 #: The shipped model's digest (weights and configuration; ``make harmony-model`` prints it).
-SHIPPED_DIGEST = "1f9fef4c211eccb77108f308e837afe4544d9a212fe07156076fc726f1a4f8c5"
+SHIPPED_DIGEST = "53f5d406512f247ef34bda5dc9bd18ff571b40847dea6ad1adba2d447d3061d4"
 
 
 def test_the_shipped_checkpoint_still_loads_with_its_digest() -> None:

@@ -148,12 +148,16 @@ def test_imitation_updates_move_the_policy_towards_the_expert() -> None:
     from optsched.harmony.agent import train
 
     world = HarmonyWorld(n_servers=4, n_types=3, seed=3)
-    result = train(world, reward="true", iterations=30, episodes=2, n_jobs=6, imitate=30, seed=0)
-    # On fresh traces, the cloned policy picks the expert's server for most tasks.
-    agree = total = 0
-    for state, job in _states(world, 20, seed=11):
-        total += 1
-        agree += place_job("harmony", state, job, params=result.params) == place_job(
-            "interference-greedy", state, job
+    agreement = {}
+    for imitate in (0, 30):
+        result = train(
+            world, reward="true", iterations=30, episodes=2, n_jobs=6, imitate=imitate, seed=0
         )
-    assert agree >= 0.6 * total, (agree, total)
+        # On fresh traces: how often the policy picks the expert's servers for a whole job.
+        agreement[imitate] = sum(
+            place_job("harmony", state, job, params=result.params)
+            == place_job("interference-greedy", state, job)
+            for state, job in _states(world, 20, seed=11)
+        )
+    assert agreement[30] > agreement[0], agreement
+    assert agreement[30] >= 18, agreement

@@ -84,12 +84,11 @@ SHIPPED_TRAINING: dict[str, Any] = {
     "episodes": 8,
     "n_jobs": 16,
     "seed": 0,
-    "predicted": True,
 }
 
 #: The command that rebuilds the shipped model (also ``make harmony-model``).
 SHIPPED_COMMAND = (
-    "optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 --predicted "
+    "optsched harmony train --seed 0 --iterations 200 --episodes 8 --jobs 16 "
     "-o optsched/harmony/data/harmony_small.npz"
 )
 
