@@ -35,7 +35,7 @@ WORLD_META = {
     "max_ps": 2,
 }
 #: Most bytes a refusal may allocate (traced by tracemalloc, NumPy's buffers included): far
-#: below what any hostile file here asks for (>= 100 MB), far above a real small checkpoint.
+#: below what any hostile file here asks for (>= 40 MB), far above a real small checkpoint.
 REFUSAL_PEAK_BYTES = 16 * 2**20
 
 
@@ -158,7 +158,7 @@ def test_a_huge_integer_in_the_metadata_is_refused(tmp_path: Path) -> None:
 
 def test_an_extra_member_is_refused_before_it_is_inflated(tmp_path: Path) -> None:
     members = _valid_members(tmp_path)
-    members["junk.npy"] = _npy_member((50_000_000,), bytes(200_000_000))  # 200 MB of zeros
+    members["junk.npy"] = _npy_member((10_000_000,), bytes(40_000_000))  # 40 MB of zeros
     path = _zip(tmp_path / "bomb.npz", members)
     assert path.stat().st_size < 1_000_000
     err = _refused(path)
@@ -169,7 +169,7 @@ def test_a_parameter_inflating_past_its_shape_is_refused_before_it_is_inflated(
     tmp_path: Path,
 ) -> None:
     members = _valid_members(tmp_path)
-    members["param/b1.npy"] = _npy_member((50_000_000,), bytes(200_000_000))
+    members["param/b1.npy"] = _npy_member((10_000_000,), bytes(40_000_000))
     err = _refused(_zip(tmp_path / "bomb.npz", members), "param/b1")
     assert "bytes" in err.message
 
