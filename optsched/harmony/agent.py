@@ -418,7 +418,7 @@ def train(
         if progress is not None:
             progress(it + 1, iterations, curve[-1])
     cpu = time.process_time() - start
-    meta = {
+    meta: dict[str, Any] = {
         "format": MODEL_FORMAT,
         "world": _world_meta(world),
         "hidden": hidden,
