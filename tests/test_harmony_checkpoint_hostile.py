@@ -273,3 +273,19 @@ def test_the_shipped_checkpoint_still_loads_with_its_digest() -> None:
     assert meta["digest"] == SHIPPED_DIGEST
     load_model(trusted_digests={SHIPPED_DIGEST})
     assert all(np.all(np.isfinite(v)) for v in params.values())
+
+
+def test_train_signs_with_the_key_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("jax", reason="training needs the rl extra")
+    pytest.importorskip("gymnasium", reason="training needs the rl extra")
+    monkeypatch.setenv("OPTSCHED_HARMONY_KEY", "k2")
+    out = tmp_path / "signed.npz"
+    args = ["harmony", "train", "--reward", "true", "--iterations", "1", "--episodes", "1",
+            "--jobs", "2", "--servers", "3", "--types", "3", "-o", str(out), "--json"]  # fmt: skip
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["signed"] is True
+    load_model(out, key=b"k2")
+    with pytest.raises(CheckpointError, match="signature"):
+        load_model(out, key=b"k1")
