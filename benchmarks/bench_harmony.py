@@ -163,9 +163,15 @@ def run(quick: bool = False) -> dict[str, Any]:
         "description": (
             f"The shipped policy ({SHIPPED_TRAINING['iterations']} updates x "
             f"{SHIPPED_TRAINING['episodes']} episodes x {SHIPPED_TRAINING['n_jobs']} jobs on "
-            "6 servers of 4 GPUs and 16 CPUs, 6 types; reward network) on held-out traces of "
-            f"{n_jobs} PS jobs ({len(seeds)} in the training world, {len(OOD_SEEDS)} per other "
-            "world) and on a real trace. Per world and policy: average JCT (s) and its ratio to "
+            "6 servers of 4 GPUs and 16 CPUs, 6 types; reward network"
+            + (
+                ", whose predicted added slowdown per server the policy reads"
+                if SHIPPED_TRAINING.get("predicted")
+                else ""
+            )
+            + f") on held-out traces of {n_jobs} PS jobs ({len(seeds)} in the training world, "
+            f"{len(OOD_SEEDS)} per other world; trace seeds disjoint from training's) and on a "
+            "real trace. Per world and policy: average JCT (s) and its ratio to "
             "harmony's; per decision of harmony's run, the policy's true cost over the exact "
             "true optimum (mean and fraction optimal, over all decisions and over the "
             "non-trivial ones), and the worst ratio."

@@ -16,9 +16,15 @@ from optsched.harmony import generate_arrivals, load_model
 from optsched.harmony.agent import world_from_meta
 from optsched.harmony.compare import compare_policies, decision_gaps
 
-params, meta = load_model()
+params, meta = load_model()  # every setting bounded, digest checked before use
 world = world_from_meta(meta)
 arrivals = generate_arrivals(world, 20, seed=3)
+# A policy trained with predicted=True also reads, per server, the added slowdown its own
+# reward network predicts for the job there (it carries that network: parameters r/*).
+print(
+    f"shipped policy {meta['digest'][:16]} ({meta['format']}): predicted-slowdown feature "
+    f"{'r/w1' in params}, {sum(v.size for v in params.values()):,} weights"
+)
 
 names = ["harmony", "interference-greedy", "consolidate-first", "true-exact"]
 out = compare_policies(world, arrivals, names, params=params)

@@ -70,6 +70,21 @@ def _check_regular(path: Path, max_bytes: int, budget: str) -> int:
     return st.st_size
 
 
+def _read_capped(fh: IO[bytes], size: int, cap: int) -> bytes:
+    """Read to the end, stopping past ``cap`` bytes; memory follows the file, not the cap.
+
+    ``fh.read(cap + 1)`` would allocate the whole budget (64 MiB by default) for every small
+    file; this reads the size ``stat`` reported (plus one byte to see growth), then in 1 MiB
+    steps while a growing file is still within the cap.
+    """
+    parts = [fh.read(min(size, cap) + 1)]
+    total = len(parts[0])
+    while parts[-1] and total <= cap and total > size:
+        parts.append(fh.read(min(2**20, cap + 1 - total)))
+        total += len(parts[-1])
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:
     """Read a whole UTF-8 text file through the guards.
 
@@ -86,10 +101,10 @@ def read_text(path: str | Path, *, max_bytes: int | None = None) -> str:
     """
     p = Path(path)
     cap = limits.current().max_file_bytes if max_bytes is None else max_bytes
-    _check_regular(p, cap, "max_file_bytes")
+    size = _check_regular(p, cap, "max_file_bytes")
     try:
         with open(p, "rb") as fh:
-            data = fh.read(cap + 1)
+            data = _read_capped(fh, size, cap)
     except OSError as exc:
         raise _refuse(p, f"cannot read {p}: {exc.strerror or exc}") from None
     if len(data) > cap:
@@ -116,10 +131,10 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
     """
     p = Path(path)
     cap = limits.current().max_file_bytes if max_bytes is None else max_bytes
-    _check_regular(p, cap, "max_file_bytes")
+    size = _check_regular(p, cap, "max_file_bytes")
     try:
         with open(p, "rb") as fh:
-            data = fh.read(cap + 1)
+            data = _read_capped(fh, size, cap)
     except OSError as exc:
         raise _refuse(p, f"cannot read {p}: {exc.strerror or exc}") from None
     if len(data) > cap:

@@ -153,6 +153,21 @@ class Budget:
         ``gns`` modes, :mod:`optsched.sim.world.batch_schedule`): the schedule is built epoch by
         epoch, and its phases grow with the epochs (Shockwave's jobs train for tens to
         hundreds of epochs).
+    max_checkpoint_weights : int
+        Most weights (float32 numbers, summed over every array) a policy checkpoint's settings
+        may call for (:mod:`optsched.harmony.checkpoint`; the default is 64 MiB of weights,
+        the shipped model has about 8,000). Checked from the settings before any array of the
+        file is decompressed.
+    max_harmony_servers : int
+        Most servers of a Harmony world (:class:`optsched.harmony.HarmonyWorld`, from a
+        checkpoint or an option): every decision scores every server and checks every server's
+        packing, so the work per decision grows with the square of the servers.
+    max_harmony_types : int
+        Most job types of a Harmony world: the policy's input per server holds a type-pair
+        table, so its weights grow with the square of the types.
+    max_harmony_job_tasks : int
+        Most tasks (workers plus parameter servers) of the largest job of a Harmony world: one
+        decision per task, each checking the packing of the rest.
     """
 
     max_file_bytes: int = 64 * 2**20
@@ -166,6 +181,10 @@ class Budget:
     max_events: int = 200_000_000
     max_exact_job_rounds: int = 2_500
     max_schedule_epochs: int = 100_000
+    max_checkpoint_weights: int = 2**24
+    max_harmony_servers: int = 4_096
+    max_harmony_types: int = 256
+    max_harmony_job_tasks: int = 256
 
     def describe(self) -> dict[str, int]:
         """Every budget by name (what ``optsched limits`` and the docs print)."""

@@ -114,14 +114,34 @@ def test_the_shipped_model_is_the_one_its_command_rebuilds() -> None:
     assert "--seed 0" in SHIPPED_COMMAND and "harmony_small.npz" in SHIPPED_COMMAND
 
 
-def test_object_arrays_and_garbage_are_refused_without_unpickling(tmp_path: Path) -> None:
-    path = tmp_path / "evil.npz"
+class _Boom:
+    """Unpickling it would raise: a refusal that unpickled would fail the test differently."""
+
+    def __reduce__(self):
+        return (_explode, ())
+
+
+def _explode():
+    raise AssertionError("an object array was unpickled")
+
+
+@pytest.mark.parametrize("member", ["meta.npy", "param/w1.npy"])
+def test_object_arrays_and_garbage_are_refused_without_unpickling(
+    tmp_path: Path, member: str
+) -> None:
+    good, _ = _saved(tmp_path)
+    with zipfile.ZipFile(good) as z:
+        members = {name: z.read(name) for name in z.namelist()}
     buf = io.BytesIO()
-    np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    np.save(buf, np.array([_Boom()], dtype=object), allow_pickle=True)
+    members[member] = buf.getvalue()
+    path = tmp_path / "evil.npz"
     with zipfile.ZipFile(path, "w") as z:
-        z.writestr("meta.npy", buf.getvalue())
-    with pytest.raises(CheckpointError, match="plain arrays"):
+        for name, data in members.items():
+            z.writestr(name, data)
+    with pytest.raises(CheckpointError) as info:
         load_model(path)
+    assert info.value.field == member.removesuffix(".npy")
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
     with pytest.raises(CheckpointError):

@@ -171,6 +171,30 @@ def test_file_growing_past_the_cap_is_refused(
     assert "grew past" in str(err) and err.file == str(q)
 
 
+def test_a_file_that_grew_within_the_cap_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = _write(tmp_path, "grew.json", "[" + "1," * 500 + "1]")
+    _lying_stat(monkeypatch, 10)  # stat says 10 bytes; the file holds 1,003
+    assert _io.read_bytes(p, max_bytes=10_000) == p.read_bytes()
+    assert _io.read_text(p, max_bytes=10_000) == p.read_text()
+
+
+def test_reading_a_small_file_allocates_about_its_size(tmp_path: Path) -> None:
+    # Reading with fh.read(cap + 1) allocated the whole 64 MiB budget for every small file.
+    import tracemalloc
+
+    p = _write(tmp_path, "small.json", "[1, 2, 3]")
+    tracemalloc.start()
+    try:
+        _io.read_bytes(p)
+        _io.read_text(p)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
+
+
 def test_streamed_growth_is_counted_in_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

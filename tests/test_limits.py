@@ -26,6 +26,10 @@ DEFAULTS = {
     "max_events": 200_000_000,
     "max_exact_job_rounds": 2_500,
     "max_schedule_epochs": 100_000,
+    "max_checkpoint_weights": 2**24,
+    "max_harmony_servers": 4_096,
+    "max_harmony_types": 256,
+    "max_harmony_job_tasks": 256,
 }
 
 

@@ -2,9 +2,13 @@
 
 Subcommands
 -----------
-``train [--reward learned|true] [--iterations N] [--episodes E] [--jobs N] [--seed S] -o FILE``
-    Fit the reward network (unless ``--reward true``), train the policy, write an ``.npz``
-    checkpoint; a progress bar on stderr. Needs the ``rl`` extra.
+``train [--reward learned|true] [--iterations N] [--episodes E] [--jobs N] [--seed S]
+[--predicted] [--imitate N] -o FILE``
+    Fit the reward network (unless ``--reward true`` without ``--predicted``), train the
+    policy, write an ``.npz`` checkpoint; a progress bar on stderr. ``--predicted`` gives the
+    policy the reward network's predicted added slowdown of every server (the checkpoint
+    carries that network); ``--imitate N`` clones ``interference-greedy`` for the first N
+    updates (a warm start). Needs the ``rl`` extra.
 ``place [TRACE] [--jobs N --seed S] [--model FILE] [--json]``
     Place every job of TRACE (any trace format; or N generated arrivals) with the trained
     policy (the shipped one by default) and report where each went and the JCTs.
@@ -13,10 +17,16 @@ Subcommands
     decision of the learned policy's run, each policy's ratio to the exact optimum of the
     *true* group-slowdown cost (all decisions and non-trivial ones). ``pairwise-ilp`` is the
     exact optimum of the pairwise *approximation*, ``true-exact`` that of the true cost.
+
+A checkpoint's digest proves integrity, not origin (anyone editing the file can recompute it).
+With ``OPTSCHED_HARMONY_KEY`` set, ``train`` signs what it writes (HMAC-SHA256) and ``place`` and
+``compare`` refuse a ``--model`` that is not signed with that key; ``--trust DIGEST``
+(repeatable) accepts only checkpoints with one of those digests. Every refusal exits 2.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,11 +57,34 @@ def _arrivals(world: Any, trace: Path | None, jobs: int, seed: int) -> Any:
     return generate_arrivals(world, jobs, seed=seed)
 
 
-def _model(model: Path | None) -> tuple[Any, Any, Any]:
+def _key() -> bytes | None:
+    """The signing key of :data:`~optsched.harmony.checkpoint.KEY_ENV`, if set and not empty."""
+    from optsched.harmony.checkpoint import KEY_ENV
+
+    raw = os.environ.get(KEY_ENV)
+    return raw.encode("utf-8") if raw else None
+
+
+def _model(model: Path | None, trust: tuple[str, ...] = ()) -> tuple[Any, Any, Any]:
+    """Load ``model`` (default: the shipped one) and its world.
+
+    A user's file must carry a signature under the key of ``OPTSCHED_HARMONY_KEY`` when that
+    is set; the shipped model ships with the code and is not signed (pin it with ``--trust``).
+    """
     from optsched.harmony.agent import load_model, world_from_meta
 
-    params, meta = load_model(model)
+    key = _key() if model is not None else None
+    params, meta = load_model(model, key=key, trusted_digests=set(trust) if trust else None)
     return params, meta, world_from_meta(meta)
+
+
+def _trust_option(f: Any) -> Any:
+    return click.option(
+        "--trust",
+        multiple=True,
+        metavar="DIGEST",
+        help="Accept the checkpoint only if its digest is one of these (repeatable).",
+    )(f)
 
 
 @harmony.command()
@@ -76,6 +109,19 @@ def _model(model: Path | None) -> tuple[Any, Any, Any]:
 @click.option("--servers", type=click.IntRange(min=1), default=6, show_default=True)
 @click.option("--types", "n_types", type=click.IntRange(min=1), default=6, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--predicted/--no-predicted",
+    default=False,
+    show_default=True,
+    help="Give the policy the reward network's predicted added slowdown of every server.",
+)
+@click.option(
+    "--imitate",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Warm start: the first N updates clone interference-greedy, then policy gradient.",
+)
 @output_option((".npz",), required=True, help="Write the checkpoint")
 @json_option
 def train(
@@ -86,6 +132,8 @@ def train(
     servers: int,
     n_types: int,
     seed: int,
+    predicted: bool,
+    imitate: int,
     output: Path,
     as_json: bool,
 ) -> None:
@@ -112,11 +160,15 @@ def train(
             n_jobs=jobs,
             seed=seed,
             progress=advance,
+            predicted=predicted,
+            imitate=imitate,
         )
-    save_model(output, result)
+    key = _key()
+    save_model(output, result, key=key)
     payload = {
         "model": str(output),
         "digest": model_digest(result.params, result.meta),
+        "signed": key is not None,
         "cpu_s": result.cpu_s,
         "reward_model": result.meta["reward_model"],
         "record": result.meta["record"],
@@ -148,12 +200,20 @@ def train(
     default=None,
     help="Checkpoint (default: the shipped model).",
 )
+@_trust_option
 @json_option
-def place(trace: Path | None, jobs: int, seed: int, model: Path | None, as_json: bool) -> None:
+def place(
+    trace: Path | None,
+    jobs: int,
+    seed: int,
+    model: Path | None,
+    trust: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Place the jobs of TRACE with the trained policy (every decision validated)."""
     from optsched.harmony.policies import run_policy
 
-    params, _, world = _model(model)
+    params, _, world = _model(model, trust)
     arrivals = _arrivals(world, trace, jobs, seed)
     run = run_policy(world, arrivals, "harmony", params=params)
     payload = {
@@ -199,6 +259,7 @@ def place(trace: Path | None, jobs: int, seed: int, model: Path | None, as_json:
     default=None,
     help="Seconds per pairwise-ILP solve.",
 )
+@_trust_option
 @json_option
 def compare(
     trace: Path | None,
@@ -208,6 +269,7 @@ def compare(
     model: Path | None,
     gaps: bool,
     time_limit: float | None,
+    trust: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Every policy on the same arrivals: average JCT, makespan, ratio to harmony."""
@@ -217,7 +279,7 @@ def compare(
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
         raise InvalidInstanceError("--policies", "name at least one policy")
-    params, _, world = _model(model)
+    params, _, world = _model(model, trust)
     arrivals = _arrivals(world, trace, jobs, seed)
     try:
         out = compare_policies(

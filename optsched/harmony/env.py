@@ -5,8 +5,8 @@ step places one task of the job at the head of the queue:
 
 * **observation** (``Box``, float32): the per-server features of
   :func:`optsched.harmony.network.features` (free GPUs and CPUs, jobs of each type present, the
-  job's own tasks so far, type-pair counts) flattened, then the job's features (type, task role,
-  size, progress);
+  job's own tasks so far, type-pair counts, and with ``feature_model`` the predicted added
+  slowdown) flattened, then the job's features (type, task role, size, progress);
 * **action** (``Discrete(servers)``): the server of the task; ``info["action_mask"]`` marks the
   valid ones (the task fits and the job's remaining tasks can still be packed). An invalid
   action is replaced by the first valid server and costs :data:`INVALID_ACTION_PENALTY`
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InvalidInstanceError, MissingExtraError
-from optsched.harmony.network import feature_sizes, features
+from optsched.harmony.network import feature_sizes, features, input_bound, predicted_costs
 from optsched.harmony.world import (
     EngineDriver,
     HarmonyWorld,
@@ -70,7 +70,11 @@ class PlacementEnv(_Env):
     reward_model : callable, optional
         ``slowdown_fn(job_type, partner_counts)`` used for the reward instead of the truth
         (e.g. :meth:`optsched.harmony.reward.RewardNet.slowdown`).
-    mean_interarrival_s : float, default 60
+    mean_interarrival_s : float or (float, float), default 60
+        Mean time between arrivals (s); a pair draws it uniformly per episode (a mix of loads).
+    feature_model : callable, optional
+        The policy's slowdown model: adds the predicted added slowdown of every server to the
+        observation (:func:`optsched.harmony.network.features`).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -81,7 +85,8 @@ class PlacementEnv(_Env):
         *,
         n_jobs: int = 20,
         reward_model: SlowdownFn | None = None,
-        mean_interarrival_s: float = 60.0,
+        mean_interarrival_s: float | tuple[float, float] = 60.0,
+        feature_model: SlowdownFn | None = None,
     ) -> None:
         if gym is None:
             raise MissingExtraError("PlacementEnv needs gymnasium: pip install 'optsched[rl]'")
@@ -90,11 +95,17 @@ class PlacementEnv(_Env):
         self.world = HarmonyWorld() if world is None else world
         self.n_jobs = n_jobs
         self.reward_model = reward_model
+        if isinstance(mean_interarrival_s, tuple):
+            lo, hi = mean_interarrival_s
+            if not (0 < lo <= hi and np.isfinite(hi)):
+                raise InvalidInstanceError(
+                    "mean_interarrival_s", f"must be 0 < low <= high, got {mean_interarrival_s}"
+                )
         self.mean_interarrival_s = mean_interarrival_s
-        fs, fj = feature_sizes(self.world)
-        # Every feature is a fraction except the co-runner counts n/4; a server holds at most
-        # cpus/2 tasks (a worker's CPUs), hence at most that many jobs.
-        high = max(1.0, self.world.cpus / 2.0 / 4.0)
+        self.feature_model = feature_model
+        self._costs: np.ndarray | None = None
+        fs, fj = feature_sizes(self.world, feature_model is not None)
+        high = input_bound(self.world.cpus)
         self.observation_space = spaces.Box(
             low=0.0, high=high, shape=(self.world.n_servers * fs + fj,), dtype=np.float32
         )
@@ -113,7 +124,7 @@ class PlacementEnv(_Env):
             return np.zeros(self._obs_size, np.float32), {"action_mask": mask}
         work = self._work
         k = len(self._placed)
-        server, jobf = features(work, self._job, k, self._placed)
+        server, jobf = features(work, self._job, k, self._placed, costs=self._costs)
         obs = np.concatenate([server.ravel(), jobf]).astype(np.float32)
         mask = work.mask(self._job.demands(), k).astype(np.int8)
         return obs, {"action_mask": mask, "job": self._job.id, "task": k}
@@ -123,6 +134,8 @@ class PlacementEnv(_Env):
         self._job = self._sim.next_job()
         self._placed = []
         self._work = self._sim.state.copy()
+        if self.feature_model is not None and self._job is not None:
+            self._costs = predicted_costs(self._work, self._job, self.feature_model)
 
     # ----- the Gymnasium API -------------------------------------------------------------------
 
@@ -132,11 +145,11 @@ class PlacementEnv(_Env):
         """Start an episode on a fresh trace drawn from the environment's generator."""
         super().reset(seed=seed)
         trace_seed = int(self.np_random.integers(0, 2**31 - 1))
+        mean = self.mean_interarrival_s
+        if isinstance(mean, tuple):
+            mean = float(self.np_random.uniform(*mean))
         arrivals = generate_arrivals(
-            self.world,
-            self.n_jobs,
-            seed=trace_seed,
-            mean_interarrival_s=self.mean_interarrival_s,
+            self.world, self.n_jobs, seed=trace_seed, mean_interarrival_s=mean
         )
         self._sim = EngineDriver(self.world, arrivals)
         self._next()

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InconsistentResultError, InvalidInstanceError
-from optsched.harmony.network import features, forward
+from optsched.harmony.network import features, forward, predicted_costs, predictor
 from optsched.harmony.world import ClusterState, EngineDriver, HarmonyWorld, JobArrival
 
 __all__ = ["POLICIES", "PolicyRun", "place_job", "run_policy"]
@@ -138,15 +138,21 @@ def place_job(
         from optsched.harmony.exact import server_costs
 
         costs = server_costs(state, job)
+    if name == "harmony":
+        if params is None:
+            raise InvalidInstanceError("params", "the harmony policy needs trained weights")
+        slowdown = predictor(params, state.world.n_types)
+        if slowdown is not None:
+            # the policy's own reward network, not the truth: the same for every task
+            costs = predicted_costs(state, job, slowdown)
     work = state.copy()
     demands = job.demands()
     placed: list[int] = []
     for k, d in enumerate(demands):
         mask = work.mask(demands, k)
         if name == "harmony":
-            if params is None:
-                raise InvalidInstanceError("params", "the harmony policy needs trained weights")
-            server, jobf = features(work, job, k, placed)
+            assert params is not None
+            server, jobf = features(work, job, k, placed, costs=costs)
             p, _ = forward(params, server, jobf, mask)
             h = int(np.argmax(p))
         else:

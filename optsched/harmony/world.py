@@ -39,12 +39,13 @@ never leaves a policy without a valid server.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.interference import InterferenceTruth, generate_interference_truth
 from optsched.tolerances import WORK_TOL
@@ -56,10 +57,12 @@ if TYPE_CHECKING:
 __all__ = [
     "PS_DEMAND",
     "WORKER_DEMAND",
+    "WORLD_SETTINGS",
     "ClusterState",
     "EngineDriver",
     "HarmonyWorld",
     "JobArrival",
+    "check_world_settings",
     "ffd_fits",
     "generate_arrivals",
     "sim_world",
@@ -148,18 +151,12 @@ class HarmonyWorld:
     capacity: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("n_servers", "gpus", "cpus", "n_types", "max_workers"):
-            if int(getattr(self, name)) < 1:
-                raise InvalidInstanceError(name, f"must be >= 1, got {getattr(self, name)}")
-        if self.max_ps < 0:
-            raise InvalidInstanceError("max_ps", f"must be >= 0, got {self.max_ps}")
-        if not math.isfinite(self.spread_penalty) or self.spread_penalty < 0:
-            raise InvalidInstanceError(
-                "spread_penalty", f"must be finite and >= 0, got {self.spread_penalty}"
-            )
+        check_world_settings({name: getattr(self, name) for name in WORLD_SETTINGS})
         truth = self.truth
         if truth is None:
             truth = generate_interference_truth(self.n_types, n_families=4, seed=self.seed)
+        else:
+            limits.check_size("truth.n_types", truth.n_types, "max_harmony_types", "types")
         object.__setattr__(self, "truth", truth)
         object.__setattr__(self, "n_types", truth.n_types)
         largest = self.max_workers * WORKER_DEMAND + self.max_ps * PS_DEMAND
@@ -182,6 +179,70 @@ class HarmonyWorld:
         from optsched.sim.world.colocation import group_slowdown
 
         return group_slowdown(self.the_truth, job_type, partner_counts)
+
+
+#: The settings of a :class:`HarmonyWorld` (its truth is regenerated from them): what a
+#: checkpoint records and :func:`check_world_settings` checks.
+WORLD_SETTINGS = (
+    "n_servers", "gpus", "cpus", "n_types", "spread_penalty", "seed", "max_workers", "max_ps",
+)  # fmt: skip
+
+#: Largest GPU or CPU count of one server (a 32-bit count; features divide by it).
+MAX_SERVER_CAPACITY = 2**31 - 1
+
+
+def check_world_settings(values: Mapping[str, Any], prefix: str = "") -> None:
+    """Check the settings of a world before anything of their size is built.
+
+    Every count must be an integer (not a bool, not a float) in range and within its budget
+    (:mod:`optsched.limits`: ``max_harmony_servers``, ``max_harmony_types``,
+    ``max_harmony_job_tasks``); the spread penalty a finite number >= 0. Only arithmetic on the
+    values: nothing is allocated, so a checkpoint's settings can be checked before they are used.
+
+    Parameters
+    ----------
+    values : mapping
+        Any subset of :data:`WORLD_SETTINGS`.
+    prefix : str
+        Prepended to the field named in an error (``"meta.world."`` for a checkpoint).
+
+    Raises
+    ------
+    InvalidInstanceError
+        The first offending setting, named.
+    """
+    lower = {"n_servers": 1, "gpus": 1, "cpus": 1, "n_types": 1, "seed": 0, "max_workers": 1,
+             "max_ps": 0}  # fmt: skip
+    for name, low in lower.items():
+        if name not in values:
+            continue
+        v = values[name]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise InvalidInstanceError(prefix + name, f"must be an integer, got {v!r}")
+        if v < low:
+            raise InvalidInstanceError(prefix + name, f"must be >= {low}, got {v}")
+    for name in ("gpus", "cpus"):
+        if name in values and values[name] > MAX_SERVER_CAPACITY:
+            raise InvalidInstanceError(
+                prefix + name, f"must be <= {MAX_SERVER_CAPACITY}, got {values[name]}"
+            )
+    if "spread_penalty" in values:
+        v = values["spread_penalty"]
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
+            raise InvalidInstanceError(prefix + "spread_penalty", f"must be a number, got {v!r}")
+        if not math.isfinite(float(v)) or v < 0:
+            raise InvalidInstanceError(
+                prefix + "spread_penalty", f"must be finite and >= 0, got {v}"
+            )
+    if "n_servers" in values:
+        limits.check_size(prefix + "n_servers", values["n_servers"], "max_harmony_servers",
+                          "servers")  # fmt: skip
+    if "n_types" in values:
+        limits.check_size(prefix + "n_types", values["n_types"], "max_harmony_types", "types")
+    if "max_workers" in values:
+        tasks = int(values["max_workers"]) + int(values.get("max_ps", 0))
+        limits.check_size(prefix + "max_workers", tasks, "max_harmony_job_tasks",
+                          "tasks in the largest job")  # fmt: skip
 
 
 def generate_arrivals(
