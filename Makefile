@@ -81,7 +81,7 @@ FUZZ_MUTANTS ?= 30
 FUZZ_JOBS ?= 2
 FUZZ_ARGS ?=
 fuzz: $(VENV)/.test
-	$(PY) scripts/fuzz.py --mutants $(FUZZ_MUTANTS) --jobs $(FUZZ_JOBS) --options --experiments --out fuzz-out $(FUZZ_ARGS)
+	$(PY) scripts/fuzz.py --mutants $(FUZZ_MUTANTS) --jobs $(FUZZ_JOBS) --options --experiments --checkpoints --out fuzz-out $(FUZZ_ARGS)
 	$(PY) scripts/hardening_cases.py --out fuzz-out
 
 # A search for counterexamples before a user finds one: every property test (Hypothesis marks

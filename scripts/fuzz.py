@@ -56,6 +56,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="Also hostile values at every key of an experiment file, and experiment stores "
         "rewritten with valid checksums (--mutants of them).",
     )
+    ap.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="Also hostile Harmony checkpoints: every setting out of range (re-saved with a "
+        "valid digest), overflowing and non-finite weights, and hostile archives.",
+    )
     ap.add_argument("--no-files", action="store_true", help="Skip the file mutants.")
     ap.add_argument("--timeout", type=float, default=fe.TIMEOUT_SECONDS, help="Seconds per run.")
     ap.add_argument("--out", type=Path, default=Path("fuzz-out"), help="Output directory.")
@@ -114,6 +120,10 @@ def _case_list(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "seed": rng.randrange(2**32),
                 }
             )
+    if args.checkpoints:
+        place = ["harmony", "place", "--jobs", "4", "--seed", "1", "--model", "{ckpt}", "--json"]
+        for name in fe.checkpoint_cases():
+            cases.append({"group": "harmony-checkpoint", "template": place, "checkpoint": name})
     return cases
 
 
@@ -141,6 +151,10 @@ def _run_case(case: dict[str, Any], seeds: dict[str, Path], timeout: float) -> d
             shutil.copyfile(seeds["experiment-store"], extra["store"])
             what = fe.rewrite_store(extra["store"], case["rewrite"], case["seed"])
             case = {**case, "what": f"{case['rewrite']} seed {case['seed']}: {what}"}
+        if "checkpoint" in case:
+            extra["ckpt"] = work / "model.npz"
+            what = fe.write_hostile_checkpoint(case["checkpoint"], extra["ckpt"])
+            case = {**case, "what": f"{case['checkpoint']}: {what}"}
         argv = fe.fill(case["template"], {**seeds, **extra}, mutant, work)
         if case.get("mutator") == "list-blowup" and case["template"][:1] == ["sim"]:
             # tens of thousands of jobs to simulate: the simulator's limit, not the readers'

@@ -1321,3 +1321,143 @@ def _tabular(rng: random.Random, raw: bytes, mutator: str) -> Mutation:
         what = "every row removed"
     out = "\n".join(sep.join(r) for r in rows) + "\n"
     return out.encode("utf-8")[:MAX_MUTANT_BYTES], what
+
+
+# ------------------------------------------------------------------------------------------
+# Hostile Harmony checkpoints: settings, shapes, weights and archives
+# ------------------------------------------------------------------------------------------
+#: Values put in every setting of a checkpoint (re-saved with a valid digest, so that the
+#: loader's bounds, not its integrity check, are what answers).
+CHECKPOINT_VALUES: tuple[Any, ...] = (0, -1, 10**9, 10**12, 1e300, "x", None, [1], {"a": 1})
+
+
+def _shipped_checkpoint() -> tuple[dict[str, Any], dict[str, Any]]:
+    import json
+
+    import numpy as np
+
+    from optsched.harmony.agent import default_model_path
+
+    with np.load(default_model_path(), allow_pickle=False) as z:
+        params = {k.removeprefix("param/"): z[k] for k in z.files if k.startswith("param/")}
+        meta = json.loads(bytes(z["meta"]).decode("utf-8"))
+    return params, meta
+
+
+def _setting_paths(meta: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Every scalar setting of a checkpoint's configuration (records and digests left out)."""
+    skip = {"curve", "record", "digest", "record_digest", "signature", "format"}
+    out: list[tuple[str, ...]] = []
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if not path and k in skip:
+                    continue
+                walk(v, (*path, k))
+        elif not isinstance(node, list):
+            out.append(path)
+
+    walk(meta, ())
+    return out
+
+
+def checkpoint_cases() -> list[str]:
+    """The names of the hostile checkpoints :func:`write_hostile_checkpoint` builds."""
+    _, meta = _shipped_checkpoint()
+    names = [
+        f"setting:{'.'.join(p)}={i}"
+        for p in _setting_paths(meta)
+        for i in range(len(CHECKPOINT_VALUES))
+    ]
+    names += [
+        "weights:3e38",
+        "weights:nan",
+        "weights:inf",
+        "weights:shape",
+        "archive:bomb",
+        "archive:extra-member",
+        "archive:duplicate-member",
+        "archive:missing-member",
+        "archive:pickled-meta",
+        "archive:truncated",
+        "archive:not-a-zip",
+    ]
+    return names
+
+
+def write_hostile_checkpoint(name: str, path: Path) -> str:
+    """Write the hostile checkpoint ``name`` to ``path``; return what it holds."""
+    import copy
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from optsched.harmony.checkpoint import save_checkpoint
+
+    params, meta = _shipped_checkpoint()
+    kind, _, what = name.partition(":")
+    if kind == "setting":
+        dotted, _, index = what.rpartition("=")
+        keys = dotted.split(".")
+        value = CHECKPOINT_VALUES[int(index)]
+        meta = copy.deepcopy(meta)
+        node = meta
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+        save_checkpoint(path, params, meta)
+        return f"{dotted} = {value!r} (valid digest)"
+    if kind == "weights":
+        first = sorted(params)[0]
+        changed = dict(params)
+        if what == "shape":
+            changed[first] = np.zeros((3, 5), dtype=np.float32)
+        else:
+            value = {"3e38": 3e38, "nan": np.nan, "inf": np.inf}[what]
+            changed[first] = np.full_like(params[first], value)
+        save_checkpoint(path, changed, meta)
+        return f"param/{first}: {what} (valid digest)"
+    save_checkpoint(path, params, meta)
+    raw = path.read_bytes()
+    if what == "bomb":
+        # 1 GiB of zeros in a few MB on disk: refused from the directory, never inflated
+        buf = io.BytesIO(raw)
+        with zipfile.ZipFile(buf, "a", compression=zipfile.ZIP_DEFLATED) as z:
+            with z.open("junk.npy", "w", force_zip64=True) as fh:
+                block = b"\0" * (1 << 20)
+                for _ in range(1024):
+                    fh.write(block)
+        path.write_bytes(buf.getvalue())
+    elif what in ("extra-member", "duplicate-member"):
+        import warnings
+
+        buf = io.BytesIO(raw)
+        with warnings.catch_warnings(), zipfile.ZipFile(buf, "a") as z:
+            warnings.simplefilter("ignore")  # zipfile warns of the duplicate it is asked for
+            member = "extra.npy" if what == "extra-member" else "meta.npy"
+            with z.open(member, "w") as fh:
+                np.save(fh, np.zeros(4, dtype=np.float32))
+        path.write_bytes(buf.getvalue())
+    elif what == "missing-member":
+        buf = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(raw)) as src, zipfile.ZipFile(buf, "w") as dst:
+            for info in src.infolist()[1:]:
+                dst.writestr(info, src.read(info))
+        path.write_bytes(buf.getvalue())
+    elif what == "pickled-meta":
+        buf = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(raw)) as src, zipfile.ZipFile(buf, "w") as dst:
+            for info in src.infolist():
+                if info.filename == "meta.npy":
+                    with dst.open("meta.npy", "w") as fh:
+                        np.save(fh, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+                else:
+                    dst.writestr(info, src.read(info))
+        path.write_bytes(buf.getvalue())
+    elif what == "truncated":
+        path.write_bytes(raw[: len(raw) // 2])
+    elif what == "not-a-zip":
+        path.write_bytes(b"not a checkpoint\n" * 10)
+    return what
