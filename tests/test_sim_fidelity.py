@@ -496,7 +496,7 @@ def test_compare_prints_unfinished_counts_and_names_a_rejected_record(
     from optsched.cli import main
 
     # the module (the package exports the function under the same name)
-    validate_module = importlib.import_module("optsched.sim.validate")
+    validate_module = importlib.import_module("optsched.sim.measure.validate")
 
     trace = str(_csv(tmp_path))
     code = main(["sim", "compare", trace, "--cluster", "g=1", "--policies", "fifo,srtf", "--json"])

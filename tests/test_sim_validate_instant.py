@@ -21,7 +21,7 @@ from optsched.sim.policies import AllocationLP
 from optsched.tolerances import TIME_TOL
 
 # ``optsched.sim.validate`` the attribute is the function; the module holds the constraints
-_validate = importlib.import_module("optsched.sim.validate")
+_validate = importlib.import_module("optsched.sim.measure.validate")
 L = 360.0
 
 

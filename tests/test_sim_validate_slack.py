@@ -19,7 +19,7 @@ from optsched.sim import SimResult, World, simulate, validate
 from optsched.sim.policies import make_policy
 from optsched.tolerances import FIT_TOL, TIME_TOL
 
-_validate = importlib.import_module("optsched.sim.validate")
+_validate = importlib.import_module("optsched.sim.measure.validate")
 T0 = 466_200.0
 
 

@@ -39,7 +39,7 @@ FAMILIES = {
     "placement": ("optsched.placement.validator", "placement.rst"),
     "comm.tensorlights": ("optsched.comm.tensorlights.validator", "tensorlights.rst"),
     "comm.pace": ("optsched.comm.pace.validator", "pace.rst"),
-    "sim": ("optsched.sim.validate", "sim_exact.rst"),
+    "sim": ("optsched.sim.measure.validate", "sim_exact.rst"),
 }
 
 #: Constraints a family's ``validate`` checks before its module's ``CONSTRAINTS``.

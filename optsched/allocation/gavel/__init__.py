@@ -15,7 +15,7 @@ its exact counterpart ``solve(instance, "ftf-perf")``.
 
 from __future__ import annotations
 
-from optsched.allocation.gavel.exact import formulation, seed, solve
+from optsched.allocation.gavel.exact import formulation, solve
 from optsched.allocation.gavel.family import ALGORITHMS, FAMILY
 from optsched.allocation.gavel.generate import generate_instance
 from optsched.allocation.gavel.instance import (
@@ -49,7 +49,6 @@ __all__ = [
     "load_instance",
     "objective_value",
     "packed_objective_value",
-    "seed",
     "solve",
     "themis",
     "validate",

@@ -92,6 +92,7 @@ def solve(
 
     Examples
     --------
+    >>> from optsched.allocation.gavel import generate_instance, solve, validate
     >>> res = solve(generate_instance(8, seed=0), "max-min-perf")
     >>> res.status.value, validate(generate_instance(8, seed=0), res.solution).ok
     ('optimal', True)
