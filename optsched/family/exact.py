@@ -215,6 +215,35 @@ def best_seed(
     return None if best is None else (best[1], best[2])
 
 
+def seed_from(
+    algorithms: Mapping[str, Callable[..., S]],
+    instance: Any,
+    validate: Callable[[Any, S], Report],
+    sense: Sense,
+    names: Sequence[str] | None = None,
+) -> tuple[str, S] | None:
+    """:func:`best_seed` over a family's ``ALGORITHMS`` table run on ``instance``.
+
+    ``algorithms[name](instance)`` for each of ``names`` (default: every entry, in order), each
+    point checked by ``validate(instance, point)``.
+
+    Examples
+    --------
+    >>> from optsched.results import Report
+    >>> table = {"double": lambda x: 2 * x, "same": lambda x: x}
+    >>> seed_from(table, 3.0, lambda _, y: Report(objective=y), "min")
+    ('same', 3.0)
+    """
+    import functools
+
+    chosen = list(algorithms) if names is None else list(names)
+    return best_seed(
+        {name: functools.partial(algorithms[name], instance) for name in chosen},
+        lambda point: validate(instance, point),
+        sense,
+    )
+
+
 def refuse_unused(backend: str, **options: Any) -> None:
     """Refuse solver options an algorithmic backend has no use for, naming the option.
 

@@ -29,7 +29,6 @@ HiGHS (:func:`optsched.solvers.highs.solve_matrix`).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,10 +257,6 @@ def seed(instance: AndreasInstance) -> tuple[str, AndreasPlan] | None:
     (:mod:`optsched.family.exact`, *Seeding*).
     """
     from optsched.allocation.andreas.algorithms import ALGORITHMS
-    from optsched.family.exact import best_seed
+    from optsched.family.exact import seed_from
 
-    return best_seed(
-        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
-        lambda plan: validate(instance, plan),
-        "min",
-    )
+    return seed_from(ALGORITHMS, instance, validate, "min")

@@ -28,7 +28,6 @@ Size: :math:`(|S| + |B|) L K + |S| + |B|` columns, :math:`LK + (|S| + |B|) L + |
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -283,10 +282,6 @@ def seed(instance: LeaseInstance) -> tuple[str, LeasePlan] | None:
     guaranteed job) is skipped.
     """
     from optsched.allocation.chronus.algorithms import ALGORITHMS
-    from optsched.family.exact import best_seed
+    from optsched.family.exact import seed_from
 
-    return best_seed(
-        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
-        lambda plan: validate(instance, plan),
-        "max",
-    )
+    return seed_from(ALGORITHMS, instance, validate, "max")

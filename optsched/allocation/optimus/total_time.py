@@ -24,7 +24,6 @@ and :math:`J + R` rows, checked against ``max_model_variables`` before anything 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -237,10 +236,6 @@ def seed(instance: OptimusInstance) -> tuple[str, OptimusAllocation] | None:
     """
     from optsched.allocation.optimus.algorithms import ALGORITHMS
     from optsched.allocation.optimus.validate import validate
-    from optsched.family.exact import best_seed
+    from optsched.family.exact import seed_from
 
-    return best_seed(
-        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
-        lambda allocation: validate(instance, allocation),
-        "min",
-    )
+    return seed_from(ALGORITHMS, instance, validate, "min")

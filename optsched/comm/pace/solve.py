@@ -17,7 +17,6 @@ and recomputes the iteration time as the longest path of the iteration DAG.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from pathlib import Path
@@ -242,13 +241,9 @@ def seed(instance: CommInstance) -> tuple[str, CommSchedule] | None:
     (:mod:`optsched.family.exact`, *Seeding*).
     """
     from optsched.comm.pace.algorithms import ALGORITHMS
-    from optsched.family.exact import best_seed
+    from optsched.family.exact import seed_from
 
-    return best_seed(
-        {name: functools.partial(ALGORITHMS[name], instance) for name in SEEDS},
-        lambda schedule: validate(instance, schedule),
-        "min",
-    )
+    return seed_from(ALGORITHMS, instance, validate, "min", SEEDS)
 
 
 def _prove_with_lp(

@@ -8,7 +8,6 @@ packs intervals with that model (:func:`~optsched.online.aonline.exact.pack_exac
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from optsched.errors import InvalidInstanceError
@@ -130,11 +129,7 @@ def seed(instance: AonlineInstance) -> tuple[str, AonlineSchedule] | None:
     What a solve stopped by a limit keeps when the solver has no better incumbent
     (:mod:`optsched.family.exact`, *Seeding*).
     """
-    from optsched.family.exact import best_seed
+    from optsched.family.exact import seed_from
     from optsched.online.aonline.algorithms import ALGORITHMS
 
-    return best_seed(
-        {name: functools.partial(run, instance) for name, run in ALGORITHMS.items()},
-        lambda schedule: validate(instance, schedule),
-        "min",
-    )
+    return seed_from(ALGORITHMS, instance, validate, "min")

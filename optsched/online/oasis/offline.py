@@ -41,7 +41,6 @@ any feasible point.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import numpy as np
@@ -496,14 +495,10 @@ def seed(instance: OasisInstance) -> tuple[str, Schedule] | None:
     stopped at a limit keeps it when the solver's incumbent is worse or missing
     (:mod:`optsched.family.exact`, *Seeding*). ``None`` when no baseline admits a job.
     """
-    from optsched.family.exact import best_seed
+    from optsched.family.exact import seed_from
     from optsched.online.oasis.algorithms import ALGORITHMS
 
-    return best_seed(
-        {name: functools.partial(ALGORITHMS[name], instance) for name in SEEDS},
-        lambda schedule: validate(instance, schedule),
-        "max",
-    )
+    return seed_from(ALGORITHMS, instance, validate, "max", SEEDS)
 
 
 def _check_arguments(instance: Any, solver: Any, warm_start: Any) -> None:
