@@ -48,7 +48,7 @@ def _write(path: Path, params: dict[str, np.ndarray], meta: dict[str, Any]) -> P
     return save_checkpoint(path, params, meta)
 
 
-def _refused(path: Path, field: str | None = None) -> CheckpointError:
+def check_refused(path: Path, field: str | None = None) -> CheckpointError:
     tracemalloc.start()
     try:
         with pytest.raises(CheckpointError) as info:
@@ -95,7 +95,7 @@ def test_a_hidden_size_below_one_is_refused(tmp_path: Path, hidden: int) -> None
     params["b3"] = np.zeros(1, np.float32)
     params["bv"] = np.zeros(1, np.float32)
     path = _write(tmp_path / "h.npz", params, _meta(hidden=hidden))
-    err = _refused(path, "meta.hidden")
+    err = check_refused(path, "meta.hidden")
     assert ">= 1" in err.message
 
 
@@ -114,7 +114,7 @@ def test_sizes_in_the_header_are_bounded_before_allocation(
 ) -> None:
     hidden = setting.pop("hidden", 8)
     path = _write(tmp_path / "big.npz", init_params(WORLD, 8, seed=1), _meta(hidden, **setting))
-    err = _refused(path, field)
+    err = check_refused(path, field)
     assert "max_" in err.message, "names the budget to raise"
 
 
@@ -133,13 +133,13 @@ def test_settings_of_the_wrong_type_or_range_are_refused(
     tmp_path: Path, world: dict[str, Any], field: str
 ) -> None:
     path = _write(tmp_path / "t.npz", init_params(WORLD, 8, seed=1), _meta(8, **world))
-    _refused(path, field)
+    check_refused(path, field)
 
 
 def test_the_weight_budget_is_named_and_can_be_raised(tmp_path: Path) -> None:
     path = _write(tmp_path / "m.npz", init_params(WORLD, 8, seed=1), _meta(8))
     with limits.override(max_checkpoint_weights=100):
-        err = _refused(path, "meta.hidden")
+        err = check_refused(path, "meta.hidden")
     assert "max_checkpoint_weights" in err.message
     params, _ = load_model(path)  # within the default budget
     assert params["w1"].shape == (3 + 3 + 9 + 3 + 4, 8)
@@ -150,7 +150,7 @@ def test_a_huge_integer_in_the_metadata_is_refused(tmp_path: Path) -> None:
     meta = json.loads(np.load(io.BytesIO(members["meta.npy"])).tobytes())
     text = json.dumps(meta).replace('"seed": 3', '"seed": 1' + "0" * 5000)
     members["meta.npy"] = _npy_member((len(text),), text.encode(), descr="|u1")
-    _refused(_zip(tmp_path / "int.npz", members))
+    check_refused(_zip(tmp_path / "int.npz", members))
 
 
 # ----- 5: the archive is checked before it is decompressed ----------------------------------
@@ -161,7 +161,7 @@ def test_an_extra_member_is_refused_before_it_is_inflated(tmp_path: Path) -> Non
     members["junk.npy"] = _npy_member((10_000_000,), bytes(40_000_000))  # 40 MB of zeros
     path = _zip(tmp_path / "bomb.npz", members)
     assert path.stat().st_size < 1_000_000
-    err = _refused(path)
+    err = check_refused(path)
     assert "junk.npy" in str(err)
 
 
@@ -170,14 +170,14 @@ def test_a_parameter_inflating_past_its_shape_is_refused_before_it_is_inflated(
 ) -> None:
     members = _valid_members(tmp_path)
     members["param/b1.npy"] = _npy_member((10_000_000,), bytes(40_000_000))
-    err = _refused(_zip(tmp_path / "bomb.npz", members), "param/b1")
+    err = check_refused(_zip(tmp_path / "bomb.npz", members), "param/b1")
     assert "bytes" in err.message
 
 
 def test_a_parameter_header_declaring_a_huge_shape_is_refused(tmp_path: Path) -> None:
     members = _valid_members(tmp_path)
     members["param/b1.npy"] = _npy_member((10**12,), bytes(32))
-    _refused(_zip(tmp_path / "shape.npz", members), "param/b1")
+    check_refused(_zip(tmp_path / "shape.npz", members), "param/b1")
 
 
 def test_a_duplicated_member_is_refused(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_a_duplicated_member_is_refused(tmp_path: Path) -> None:
             for name, data in members.items():
                 z.writestr(name, data)
             z.writestr("param/b1.npy", members["param/b1.npy"])
-    _refused(path)
+    check_refused(path)
 
 
 # ----- 6: weights the forward pass cannot survive -------------------------------------------
@@ -201,7 +201,7 @@ def test_finite_but_overflowing_weights_are_refused_naming_the_file(
     params = init_params(WORLD, 8, seed=1)
     params[name] = np.full_like(params[name], 3e38)
     path = _write(tmp_path / "over.npz", params, _meta())
-    err = _refused(path, f"param/{name}")
+    err = check_refused(path, f"param/{name}")
     assert "overflow" in err.message
 
 
