@@ -30,13 +30,16 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from optsched.errors import InvalidInstanceError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The reader, writer and summary behind :meth:`Trace.load`, :meth:`Trace.save` and
 #: :meth:`Trace.info`. Those modules build :class:`Trace` tables, so they import this one and
@@ -269,6 +272,8 @@ class Trace:
 
     def validate(self) -> None:
         """Check the table against the schema; raise on the first offending column and row."""
+        import pandas as pd
+
         jobs = self.jobs
         if not isinstance(jobs, pd.DataFrame):
             raise self._error("jobs", f"must be a pandas DataFrame, got {type(jobs).__name__}")
@@ -322,6 +327,8 @@ class Trace:
             )
 
     def _check_ids(self, series: pd.Series) -> None:
+        import pandas as pd
+
         if isinstance(series.dtype, pd.StringDtype) and _unique_nonempty(series):
             return  # counted in Arrow, without a Python object per id
         ids = series.to_numpy(dtype=object)
@@ -333,6 +340,8 @@ class Trace:
             raise self._error("job_id", "must not be empty", _first(ids == ""))
 
     def _check_strings(self, name: str, series: pd.Series) -> None:
+        import pandas as pd
+
         if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
             raise self._error(name, f"must hold strings (dtype object), got {series.dtype}")
         if isinstance(series.dtype, pd.StringDtype) and _clean_arrow_strings(series):
@@ -451,7 +460,11 @@ class Trace:
         return f"<p>{self.__repr__()}</p>{head}"
 
 
+@cache
 def _id_dtype() -> Any:
+    """:data:`ID_DTYPE`, built on first use (it needs pandas, which this module loads lazily)."""
+    import pandas as pd
+
     try:
         import pyarrow  # noqa: F401
 
@@ -460,21 +473,37 @@ def _id_dtype() -> Any:
         return None
 
 
-#: dtype of ``job_id`` in tables built by the readers: Arrow-backed strings (about 10 bytes an
-#: id, where a Python ``str`` object costs 56 or more), or object when pyarrow is missing. It is
-#: pandas' ``str`` dtype: values are ``str``, comparisons give NumPy booleans.
-ID_DTYPE: Any = _id_dtype()
+if TYPE_CHECKING:
+    #: dtype of ``job_id`` in tables built by the readers: Arrow-backed strings (about 10 bytes
+    #: an id, where a Python ``str`` object costs 56 or more), or object when pyarrow is
+    #: missing. It is pandas' ``str`` dtype: values are ``str``, comparisons give NumPy
+    #: booleans. Built on first read (module ``__getattr__``), so that importing the schema
+    #: does not import pandas and pyarrow.
+    ID_DTYPE: Any
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ID_DTYPE":
+        return _id_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "ID_DTYPE"})
 
 
 def _ids(values: Any) -> Any:
     """``job_id`` values as an array of :data:`ID_DTYPE` (kept as they are when already so)."""
+    import pandas as pd
+
+    id_dtype = _id_dtype()
     if isinstance(getattr(values, "dtype", None), pd.StringDtype):
-        return values if values.dtype == ID_DTYPE else pd.array(values, dtype=ID_DTYPE)
+        return values if values.dtype == id_dtype else pd.array(values, dtype=id_dtype)
     objects = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
     if objects.dtype == object and (
         len(objects) == 0 or pd.api.types.infer_dtype(objects, skipna=False) == "string"
     ):
-        return pd.array(objects, dtype=ID_DTYPE)
+        return pd.array(objects, dtype=id_dtype)
     return objects  # not all strings: kept as objects, so that validation names the bad one
 
 
@@ -496,11 +525,13 @@ def build_frame(
     extras : mapping, optional
         Lists for documented extra columns, in the order they should appear.
     """
+    import pandas as pd
+
     data: dict[str, Any] = {}
     all_columns: dict[str, Sequence[Any] | np.ndarray] = {**columns, **(extras or {})}
     for name, values in all_columns.items():
         kind = _kind(name)
-        if name == "job_id" and ID_DTYPE is not None:
+        if name == "job_id" and _id_dtype() is not None:
             data[name] = _ids(values)
             continue
         dtype = object if kind == "str" else np.int64 if kind == "int" else np.float64
