@@ -45,23 +45,13 @@ Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`),
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from optsched.allocation.gavel import POLICIES as LP_POLICIES
+from optsched._lazy import attach
+from optsched.allocation.gavel.lp import POLICIES as LP_POLICIES
 from optsched.errors import InvalidInstanceError
 from optsched.sim.engine.policy import Policy
-from optsched.sim.policies.allocation import AllocationLP
-from optsched.sim.policies.allox import AlloX
-from optsched.sim.policies.andreas import Andreas
-from optsched.sim.policies.aonline import AonlinePolicy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
-from optsched.sim.policies.chronus import Chronus
-from optsched.sim.policies.elasticflow import ElasticFlow
-from optsched.sim.policies.gandiva import Gandiva
-from optsched.sim.policies.gandiva_fair import GandivaFair
-from optsched.sim.policies.gavel_fifo import GavelFIFO
-from optsched.sim.policies.gavel_gandiva import GavelGandiva
-from optsched.sim.policies.optimus import Optimus
-from optsched.sim.policies.packed import PackedAllocationLP
 from optsched.sim.policies.registry import (
     ENTRY_POINT_GROUP,
     _builtin,
@@ -73,9 +63,43 @@ from optsched.sim.policies.registry import (
     register_policy,
     unregister_policy,
 )
-from optsched.sim.policies.smith import SmithGang
-from optsched.sim.policies.themis import Themis
 from optsched.sim.policies.tiresias import Tiresias
+
+if TYPE_CHECKING:
+    from optsched.sim.policies.allocation import AllocationLP
+    from optsched.sim.policies.allox import AlloX
+    from optsched.sim.policies.andreas import Andreas
+    from optsched.sim.policies.aonline import AonlinePolicy
+    from optsched.sim.policies.chronus import Chronus
+    from optsched.sim.policies.elasticflow import ElasticFlow
+    from optsched.sim.policies.gandiva import Gandiva
+    from optsched.sim.policies.gandiva_fair import GandivaFair
+    from optsched.sim.policies.gavel_fifo import GavelFIFO
+    from optsched.sim.policies.gavel_gandiva import GavelGandiva
+    from optsched.sim.policies.optimus import Optimus
+    from optsched.sim.policies.packed import PackedAllocationLP
+    from optsched.sim.policies.themis import Themis
+
+#: The policy classes whose modules load SciPy, Numba, the solvers or the other model packages:
+#: each module is imported when its class is first read or its policy first made, so that
+#: ``import optsched.sim`` (and a FIFO run) pays for none of them.
+_LAZY: dict[str, str] = {
+    "AllocationLP": "optsched.sim.policies.allocation",
+    "AlloX": "optsched.sim.policies.allox",
+    "Andreas": "optsched.sim.policies.andreas",
+    "AonlinePolicy": "optsched.sim.policies.aonline",
+    "Chronus": "optsched.sim.policies.chronus",
+    "ElasticFlow": "optsched.sim.policies.elasticflow",
+    "Gandiva": "optsched.sim.policies.gandiva",
+    "GandivaFair": "optsched.sim.policies.gandiva_fair",
+    "GavelFIFO": "optsched.sim.policies.gavel_fifo",
+    "GavelGandiva": "optsched.sim.policies.gavel_gandiva",
+    "Optimus": "optsched.sim.policies.optimus",
+    "PackedAllocationLP": "optsched.sim.policies.packed",
+    "SmithGang": "optsched.sim.policies.smith",
+    "Themis": "optsched.sim.policies.themis",
+}
+__getattr__, __dir__ = attach(__name__, _LAZY)
 
 __all__ = [
     "EDF",
@@ -162,30 +186,34 @@ def _builtin_policy(name: str, *, field: str = "policy") -> Policy:
     InvalidInstanceError
         Unknown name (naming ``field`` and listing the known ones).
     """
-    from functools import partial
-
-    simple: dict[str, Callable[[], Policy]] = {
-        "gandiva": Gandiva,
-        "gandiva-elastic": partial(Gandiva, elastic=True),
-        "gandiva-fair": GandivaFair,
-        "aonline": partial(AonlinePolicy, backfill=True),
-        "aonline-strict": partial(AonlinePolicy, backfill=False),
-        "themis": Themis,
-        "chronus": partial(Chronus, mode="milp"),
-        "chronus-greedy": partial(Chronus, mode="greedy"),
-        "chronus-elastic": partial(Chronus, mode="milp", elastic=True),
-        "chronus-greedy-elastic": partial(Chronus, mode="greedy", elastic=True),
-        "optimus": Optimus,
-        "andreas": Andreas,
-        "allox": AlloX,
-        "elasticflow": ElasticFlow,
-        "gavel-fifo": GavelFIFO,
-        "gavel-gandiva": GavelGandiva,
+    #: name -> (class, keyword arguments); the class is read through ``__getattr__``, so that
+    #: only the chosen policy's module is imported.
+    simple: dict[str, tuple[str, dict[str, Any]]] = {
+        "gandiva": ("Gandiva", {}),
+        "gandiva-elastic": ("Gandiva", {"elastic": True}),
+        "gandiva-fair": ("GandivaFair", {}),
+        "aonline": ("AonlinePolicy", {"backfill": True}),
+        "aonline-strict": ("AonlinePolicy", {"backfill": False}),
+        "themis": ("Themis", {}),
+        "chronus": ("Chronus", {"mode": "milp"}),
+        "chronus-greedy": ("Chronus", {"mode": "greedy"}),
+        "chronus-elastic": ("Chronus", {"mode": "milp", "elastic": True}),
+        "chronus-greedy-elastic": ("Chronus", {"mode": "greedy", "elastic": True}),
+        "optimus": ("Optimus", {}),
+        "andreas": ("Andreas", {}),
+        "allox": ("AlloX", {}),
+        "elasticflow": ("ElasticFlow", {}),
+        "gavel-fifo": ("GavelFIFO", {}),
+        "gavel-gandiva": ("GavelGandiva", {}),
     }
     if name in simple:
-        return simple[name]()
+        cls, kwargs = simple[name]
+        policy: Policy = __getattr__(cls)(**kwargs)
+        return policy
     if name in LP_POLICIES:
-        return PackedAllocationLP(name) if name.endswith("-packed") else AllocationLP(name)
+        cls = "PackedAllocationLP" if name.endswith("-packed") else "AllocationLP"
+        lp: Policy = __getattr__(cls)(name)
+        return lp
     elastic = name.endswith("-elastic")
     core = name[: -len("-elastic")] if elastic else name
     aware = core.endswith("-perf")
@@ -205,7 +233,13 @@ def _register_builtins() -> None:
         _builtin(name, partial(_builtin_policy, name))
     for name in ELASTIC_POLICIES:
         _builtin(name, partial(_builtin_policy, name), in_all=False)
-    _builtin("smith-gang", SmithGang, in_all=False)
+    _builtin("smith-gang", _smith_gang, in_all=False)
+
+
+def _smith_gang() -> Policy:
+    """A fresh :class:`SmithGang` (its module imported on first use)."""
+    policy: Policy = __getattr__("SmithGang")()
+    return policy
 
 
 _register_builtins()
