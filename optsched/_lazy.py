@@ -19,7 +19,10 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["attach"]
+__all__ = ["EXPORTS", "attach"]
+
+#: Every package's table of lazy names, by package name (read by the tests).
+EXPORTS: dict[str, Mapping[str, str]] = {}
 
 
 def attach(
@@ -42,6 +45,7 @@ def attach(
     tuple of callables
         ``(__getattr__, __dir__)``, to assign at the package's module level.
     """
+    EXPORTS[package] = exports
 
     def __getattr__(name: str) -> Any:
         target = exports.get(name)
