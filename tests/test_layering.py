@@ -190,9 +190,6 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
         "the round world both exact models read (grid, floors, starts, objective values) in a "
         "module of its own, with public names"
     ),
-    frozenset(
-        {"optsched.sim.world.colocation", "optsched.sim.world.file", "optsched.sim.world.jobs"}
-    ): "the world read and written by world.file and built with its colocation by its callers",
 }
 
 

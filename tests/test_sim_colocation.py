@@ -202,6 +202,20 @@ def test_a_placement_name_resolves_without_importing_harmony_first() -> None:
     assert out.stdout.split() == ["optsched.harmony.sim_policies", "first-fit"]
 
 
+def test_a_world_takes_a_colocation_mode_and_refuses_anything_else() -> None:
+    import dataclasses
+
+    from optsched.sim.world.jobs import ColocationMode
+
+    world = colocation_world_from_trace(TRACE)
+    assert isinstance(world.colocation, ColocationMode)
+    # the same world rebuilt from its fields passes the mode's own check again
+    assert dataclasses.replace(world).colocation is world.colocation
+    with pytest.raises(InvalidInstanceError) as err:
+        dataclasses.replace(world, colocation=world.colocation.truth)  # type: ignore[arg-type]
+    assert err.value.field == "colocation"
+
+
 def _plain_frame() -> object:
     import pandas as pd
 

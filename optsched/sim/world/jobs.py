@@ -58,10 +58,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
@@ -75,13 +75,16 @@ from optsched.sim.world.cluster import ClusterSpec
 from optsched.sim.world.throughputs import GENERIC, Throughputs, type_rank
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
-    from optsched.sim.world.colocation import Colocation
+    from optsched.interference import InterferenceTruth
 
 __all__ = [
     "JOB_COLUMNS",
     "MODEL_FAMILIES",
+    "WORLD_IO",
+    "ColocationMode",
     "SimJob",
     "World",
     "canonical_cluster",
@@ -228,6 +231,57 @@ class SimJob:
         return self.min_gpus != self.max_gpus
 
 
+#: The world document's readers and writers (:mod:`optsched.sim.world.file`), by name:
+#: ``record`` (World -> WorldFile), ``load`` (path -> World), ``from_dict`` (data -> World) and
+#: ``schema`` (-> JSON Schema). Filled by the package (``optsched/sim/world/__init__.py``, which
+#: runs before this module is usable), so that this module, which the file format reads, does
+#: not import it back; :meth:`World.save`, :meth:`World.load`, ... go through it.
+WORLD_IO: dict[str, Callable[..., Any]] = {}
+
+
+def _world_io(name: str) -> Callable[..., Any]:
+    return WORLD_IO[name]
+
+
+@runtime_checkable
+class ColocationMode(Protocol):
+    """What a world and its readers use of its colocation mode (``World.colocation``).
+
+    :class:`optsched.sim.world.colocation.Colocation` is the implementation (its notes give
+    the meaning of every member); the world names only this interface, so that the
+    colocation module, which builds worlds, is imported by its users and never by the world.
+    """
+
+    @property
+    def truth(self) -> InterferenceTruth: ...
+    @property
+    def job_types(self) -> Mapping[str, int]: ...
+    @property
+    def ps(self) -> Mapping[str, int]: ...
+    @property
+    def cpus_per_server(self) -> float: ...
+    @property
+    def worker_cpus(self) -> float: ...
+    @property
+    def ps_cpus(self) -> float: ...
+    @property
+    def spread_penalty(self) -> float: ...
+    @property
+    def max_workers(self) -> int: ...
+    @property
+    def max_ps(self) -> int: ...
+    @property
+    def n_types(self) -> int: ...
+
+    def check(self, world: World) -> None: ...
+    def slowdown(self, job_type: int, counts: np.ndarray) -> float: ...
+    def speed_factor(self, job_type: int, neighbours: Sequence[Sequence[int]]) -> float: ...
+    def max_slowdown_factor(self, world: World) -> float: ...
+    def cpu_use(
+        self, servers: Sequence[tuple[int, int]], ps_servers: Sequence[int]
+    ) -> dict[int, float]: ...
+
+
 @dataclass(frozen=True)
 class World:
     """Everything a simulation, an exact model and the validator need to agree on.
@@ -246,7 +300,7 @@ class World:
         Charge ``restore_s`` on a job's first start too (the reference semantics of
         Gavel-derived simulators, which count a job's start-up like a restore); by default a
         job's first run starts progressing at once.
-    colocation : Colocation or None
+    colocation : ColocationMode or None
         The placement-aware mode (:mod:`optsched.sim.world.colocation`): parameter servers, CPUs
         and rates that depend on the jobs sharing a server. ``None`` (the default): rates
         depend on the GPU type and packing pair only.
@@ -272,7 +326,7 @@ class World:
     jobs: tuple[SimJob, ...]
     restore_s: float = 0.0
     restore_on_first_start: bool = False
-    colocation: Colocation | None = None
+    colocation: ColocationMode | None = None
 
     def __post_init__(self) -> None:
         limits.check_range("restore_s", self.restore_s, "restore_s")
@@ -291,9 +345,7 @@ class World:
             seen.add(j.job_id)
             self._check_runnable(k, j)
         if self.colocation is not None:
-            from optsched.sim.world.colocation import Colocation
-
-            if not isinstance(self.colocation, Colocation):
+            if not isinstance(self.colocation, ColocationMode):
                 raise InvalidInstanceError(
                     "colocation", f"must be a Colocation, got {type(self.colocation).__name__}"
                 )
@@ -501,9 +553,8 @@ class World:
 
     def to_dict(self) -> dict[str, Any]:
         """The world document as plain JSON-ready data (what :meth:`save` writes)."""
-        from optsched.sim.world.file import world_record
-
-        return world_record(self).to_dict()
+        data: dict[str, Any] = _world_io("record")(self).to_dict()
+        return data
 
     def save(self, path: str | Path) -> None:
         """Write the world document (JSON, or TOML for a ``.toml`` path).
@@ -511,9 +562,7 @@ class World:
         The document holds the cluster, the restore cost, the throughput table itself and every
         job field (see :mod:`optsched.sim.world.file`); ``World.load(path) == world``.
         """
-        from optsched.sim.world.file import world_record
-
-        world_record(self).save(path)
+        _world_io("record")(self).save(path)
 
     @classmethod
     def load(cls, path: str | Path) -> World:
@@ -525,23 +574,20 @@ class World:
             The file is refused, has more jobs than the budget ``max_trace_rows`` (refused
             before any is built) or a field is invalid (file and field named).
         """
-        from optsched.sim.world.file import load_world
-
-        return load_world(path)
+        world: World = _world_io("load")(path)
+        return world
 
     @classmethod
     def from_dict(cls, data: Any) -> World:
         """Validate a parsed world document (see :meth:`load`)."""
-        from optsched.sim.world.file import world_from_dict
-
-        return world_from_dict(data)
+        world: World = _world_io("from_dict")(data)
+        return world
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """The JSON Schema of the world document."""
-        from optsched.sim.world.file import WorldFile
-
-        return WorldFile.schema()
+        schema: dict[str, Any] = _world_io("schema")()
+        return schema
 
     def __repr__(self) -> str:
         return f"World({len(self.jobs)} jobs, cluster={self.cluster}, restore_s={self.restore_s:g})"
