@@ -709,93 +709,23 @@ def jobs_from_frame(
     if batch_modes and "batch_mode" in frame.columns:
         modes = frame["batch_mode"].tolist()
     largest = max(t.count for t in cluster.gpu_types)
-    ref = throughputs.reference
     jobs: list[SimJob] = []
     seen: set[str] = set()
     last = 0.0
     for i in range(n):
         row = i + first_row
-        jid = _text(cols["job_id"][i])
-        if not jid:
-            raise InvalidInstanceError("job_id", "must not be empty", file=file, row=row)
-        if jid in seen:
-            raise InvalidInstanceError("job_id", f"duplicate job id {jid!r}", file=file, row=row)
-        seen.add(jid)
-        arrival = _float(cols["arrival"][i], "arrival", row, file, nan_ok=False)
-        if arrival < 0:
-            raise InvalidInstanceError(
-                "arrival", f"must be >= 0, got {arrival}", file=file, row=row
-            )
-        if arrival < last:
-            raise InvalidInstanceError(
-                "arrival",
-                f"rows must be sorted by arrival ({arrival} < {last})",
-                file=file,
-                row=row,
-            )
-        last = arrival
-        g = _float(cols["num_gpus"][i], "num_gpus", row, file, nan_ok=False)
-        if g != int(g) or g < 1:
-            raise InvalidInstanceError(
-                "num_gpus", f"must be an integer >= 1, got {g}", file=file, row=row
-            )
-        gpus = int(g)
-        if gpus > largest:
-            raise InvalidInstanceError(
-                "num_gpus",
-                f"{gpus} GPUs exceed every GPU type of the cluster (largest: {largest})",
-                file=file,
-                row=row,
-            )
-        weight = _float(cols["weight"][i], "weight", row, file, nan_ok=False)
-        if weight <= 0:
-            raise InvalidInstanceError("weight", f"must be > 0, got {weight}", file=file, row=row)
-        deadline = _float(cols["deadline"][i], "deadline", row, file, nan_ok=True)
-        steps = _float(cols["total_steps"][i], "total_steps", row, file, nan_ok=True)
-        duration = _float(cols["duration"][i], "duration", row, file, nan_ok=True)
-        batch = _float(cols["batch_size"][i], "batch_size", row, file, nan_ok=True)
-        for name, v in (("total_steps", steps), ("duration", duration)):
-            if not math.isnan(v) and v <= 0:
-                raise InvalidInstanceError(name, f"must be > 0, got {v}", file=file, row=row)
+        jid = _row_job_id(cols["job_id"][i], seen, file, row)
+        arrival = last = _row_arrival(cols["arrival"][i], last, file, row)
+        gpus = _row_gang(cols["num_gpus"][i], largest, file, row)
+        weight, deadline, steps, duration, batch = _row_numbers(cols, i, file, row)
         model = _text(cols["model"][i])
-        job_type = job_type_for(model, batch, throughputs)
-        ref_rate = throughputs.rate(job_type, gpus, ref)
-        if ref_rate <= 0:
-            job_type = GENERIC
-            ref_rate = throughputs.rate(GENERIC, gpus, ref)
-        if math.isnan(steps) and math.isnan(duration):
-            raise InvalidInstanceError(
-                "total_steps", "neither total_steps nor duration is known", file=file, row=row
-            )
-        if math.isnan(steps):
-            work, scale = duration * ref_rate, 1.0
-        elif math.isnan(duration):
-            work, scale = steps, 1.0
-        else:
-            work, scale = steps, steps / (duration * ref_rate)
-        if not (math.isfinite(work) and work > 0 and math.isfinite(scale) and scale > 0):
-            raise InvalidInstanceError(
-                "duration", f"gives no positive finite work ({work})", file=file, row=row
-            )
-        if not any(
-            throughputs.rate(job_type, gpus, t.name) > 0 and t.count >= gpus
-            for t in cluster.gpu_types
-        ):
-            raise InvalidInstanceError(
-                "model",
-                f"job {jid!r}: job type {job_type or 'generic'!r} on {gpus} GPUs runs on no "
-                f"GPU type of the cluster ({', '.join(cluster.names)}: rate 0, missing, or too "
-                "few GPUs)",
-                file=file,
-                row=row,
-            )
+        job_type, work, scale = _row_work(
+            model, batch, steps, duration, gpus, throughputs, file, row
+        )
+        _check_row_runs(jid, job_type, gpus, cluster, throughputs, file, row)
         schedule = None
         if modes is not None:
-            mode = _text(modes[i]).strip()
-            try:
-                schedule = derive_schedule(mode, job_type, batch, work, throughputs)
-            except InvalidInstanceError as exc:
-                raise InvalidInstanceError(exc.field, exc.message, file=file, row=row) from None
+            schedule = _row_schedule(modes[i], job_type, batch, work, throughputs, file, row)
         jobs.append(
             SimJob(
                 index=i,
@@ -813,3 +743,146 @@ def jobs_from_frame(
             )
         )
     return tuple(jobs)
+
+
+# -- the steps of one row of jobs_from_frame, in the order its checks run -----------------------
+
+
+def _row_job_id(value: object, seen: set[str], file: str | None, row: int) -> str:
+    """The row's job id: not empty, not seen before (added to ``seen``)."""
+    jid = _text(value)
+    if not jid:
+        raise InvalidInstanceError("job_id", "must not be empty", file=file, row=row)
+    if jid in seen:
+        raise InvalidInstanceError("job_id", f"duplicate job id {jid!r}", file=file, row=row)
+    seen.add(jid)
+    return jid
+
+
+def _row_arrival(value: object, last: float, file: str | None, row: int) -> float:
+    """The row's arrival: a number >= 0, not before the previous row's ``last``."""
+    arrival = _float(value, "arrival", row, file, nan_ok=False)
+    if arrival < 0:
+        raise InvalidInstanceError("arrival", f"must be >= 0, got {arrival}", file=file, row=row)
+    if arrival < last:
+        raise InvalidInstanceError(
+            "arrival",
+            f"rows must be sorted by arrival ({arrival} < {last})",
+            file=file,
+            row=row,
+        )
+    return arrival
+
+
+def _row_gang(value: object, largest: int, file: str | None, row: int) -> int:
+    """The row's ``num_gpus``: an integer >= 1, at most the ``largest`` GPU type's count."""
+    g = _float(value, "num_gpus", row, file, nan_ok=False)
+    if g != int(g) or g < 1:
+        raise InvalidInstanceError(
+            "num_gpus", f"must be an integer >= 1, got {g}", file=file, row=row
+        )
+    gpus = int(g)
+    if gpus > largest:
+        raise InvalidInstanceError(
+            "num_gpus",
+            f"{gpus} GPUs exceed every GPU type of the cluster (largest: {largest})",
+            file=file,
+            row=row,
+        )
+    return gpus
+
+
+def _row_numbers(
+    cols: dict[str, Sequence[object]], i: int, file: str | None, row: int
+) -> tuple[float, float, float, float, float]:
+    """The row's weight (> 0), deadline, total steps, duration and batch size (NaN: unknown).
+
+    ``total_steps`` and ``duration``, when known, must be > 0.
+    """
+    weight = _float(cols["weight"][i], "weight", row, file, nan_ok=False)
+    if weight <= 0:
+        raise InvalidInstanceError("weight", f"must be > 0, got {weight}", file=file, row=row)
+    deadline = _float(cols["deadline"][i], "deadline", row, file, nan_ok=True)
+    steps = _float(cols["total_steps"][i], "total_steps", row, file, nan_ok=True)
+    duration = _float(cols["duration"][i], "duration", row, file, nan_ok=True)
+    batch = _float(cols["batch_size"][i], "batch_size", row, file, nan_ok=True)
+    for name, v in (("total_steps", steps), ("duration", duration)):
+        if not math.isnan(v) and v <= 0:
+            raise InvalidInstanceError(name, f"must be > 0, got {v}", file=file, row=row)
+    return weight, deadline, steps, duration, batch
+
+
+def _row_work(
+    model: str,
+    batch: float,
+    steps: float,
+    duration: float,
+    gpus: int,
+    throughputs: Throughputs,
+    file: str | None,
+    row: int,
+) -> tuple[str, float, float]:
+    """The row's job type, work and per-job scale (the module notes' *work and rates*).
+
+    A type with no rate on the reference type at ``gpus`` falls back to the generic one.
+    """
+    ref = throughputs.reference
+    job_type = job_type_for(model, batch, throughputs)
+    ref_rate = throughputs.rate(job_type, gpus, ref)
+    if ref_rate <= 0:
+        job_type = GENERIC
+        ref_rate = throughputs.rate(GENERIC, gpus, ref)
+    if math.isnan(steps) and math.isnan(duration):
+        raise InvalidInstanceError(
+            "total_steps", "neither total_steps nor duration is known", file=file, row=row
+        )
+    if math.isnan(steps):
+        work, scale = duration * ref_rate, 1.0
+    elif math.isnan(duration):
+        work, scale = steps, 1.0
+    else:
+        work, scale = steps, steps / (duration * ref_rate)
+    if not (math.isfinite(work) and work > 0 and math.isfinite(scale) and scale > 0):
+        raise InvalidInstanceError(
+            "duration", f"gives no positive finite work ({work})", file=file, row=row
+        )
+    return job_type, work, scale
+
+
+def _check_row_runs(
+    jid: str,
+    job_type: str,
+    gpus: int,
+    cluster: ClusterSpec,
+    throughputs: Throughputs,
+    file: str | None,
+    row: int,
+) -> None:
+    """Refuse a row no GPU type of the cluster can run (rate 0, missing, or too few GPUs)."""
+    if not any(
+        throughputs.rate(job_type, gpus, t.name) > 0 and t.count >= gpus for t in cluster.gpu_types
+    ):
+        raise InvalidInstanceError(
+            "model",
+            f"job {jid!r}: job type {job_type or 'generic'!r} on {gpus} GPUs runs on no "
+            f"GPU type of the cluster ({', '.join(cluster.names)}: rate 0, missing, or too "
+            "few GPUs)",
+            file=file,
+            row=row,
+        )
+
+
+def _row_schedule(
+    mode: object,
+    job_type: str,
+    batch: float,
+    work: float,
+    throughputs: Throughputs,
+    file: str | None,
+    row: int,
+) -> BatchSchedule | None:
+    """The row's batch-size schedule from its ``batch_mode`` (:func:`derive_schedule`)."""
+    try:
+        return derive_schedule(_text(mode).strip(), job_type, batch, work, throughputs)
+    except InvalidInstanceError as exc:
+        raise InvalidInstanceError(exc.field, exc.message, file=file, row=row) from None
