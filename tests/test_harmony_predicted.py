@@ -64,7 +64,7 @@ def test_the_feature_is_zero_where_the_job_already_is_and_clipped() -> None:
 
 
 def _predicted_model(tmp_path: Path, **change: np.ndarray) -> Path:
-    from optsched.harmony.reward import _NAMES
+    from optsched.harmony.reward_net import PARAM_NAMES as _NAMES
 
     rng = np.random.default_rng(0)
     k, r = WORLD.n_types, 8

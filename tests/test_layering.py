@@ -183,30 +183,13 @@ def circles(root: Path) -> list[list[str]]:
 #: The circles still to break, each with its plan (a ratchet: a new circle fails the test, and
 #: so does a listed one that is gone, so that the list only shrinks).
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "optsched.harmony.agent",
-            "optsched.harmony.env",
-            "optsched.harmony.exact",
-            "optsched.harmony.network",
-            "optsched.harmony.policies",
-            "optsched.harmony.reward",
-            "optsched.harmony.snapshot",
-            "optsched.harmony.world",
-            "optsched.sim.engine.core",
-            "optsched.sim.engine.gavel",
-            "optsched.sim.policies",
-            "optsched.sim.policies.placement",
-        }
-    ): "Harmony's placement policies registered through the plug-in registry, so that sim never "
-    "imports harmony; the engine and Gavel's mechanism meeting through the policy interface",
+    frozenset({"optsched.sim.engine.core", "optsched.sim.engine.gavel"}): (
+        "the engine and Gavel's mechanism meeting through the policy interface"
+    ),
     frozenset({"optsched.sim.optimum.exact", "optsched.sim.optimum.exact_matrix"}): (
         "the round world both exact models read (grid, floors, starts, objective values) in a "
         "module of its own, with public names"
     ),
-    frozenset(
-        {"optsched.sim.world.colocation", "optsched.sim.world.file", "optsched.sim.world.jobs"}
-    ): "the world read and written by world.file and built with its colocation by its callers",
 }
 
 

@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optsched.errors import InvalidInstanceError, PolicyError
+from optsched.harmony.sim_policies import PLACEMENT_POLICIES, PlacementPolicy
 from optsched.sim import SimState, simulate, validate
 from optsched.sim.engine.core import simulate_steps
 from optsched.sim.engine.policy import Grant, GrantPlacement, Policy, PolicyDecision
-from optsched.sim.policies import make_policy, policy_names
-from optsched.sim.policies.placement import PLACEMENT_POLICIES
+from optsched.sim.policies import PLACEMENT_POLICIES as SIM_PLACEMENT_NAMES
+from optsched.sim.policies import PROVIDED, all_policy_names, make_policy, policy_names
 from optsched.sim.world.colocation import (
     ColocationJob,
     colocation_world,
@@ -170,6 +171,49 @@ def test_placement_policies_refuse_other_worlds_and_names_are_new() -> None:
     with pytest.raises(InvalidInstanceError) as err:
         simulate(plain, "tetris")
     assert err.value.field == "world"
+
+
+def test_the_simulator_names_harmonys_policies_harmony_makes_them() -> None:
+    # the simulator's table of names is Harmony's, every name made by Harmony's class
+    assert SIM_PLACEMENT_NAMES == tuple(PLACEMENT_POLICIES)
+    assert set(PROVIDED) == set(PLACEMENT_POLICIES)
+    for name in PLACEMENT_POLICIES:
+        made = make_policy(name)
+        assert isinstance(made, PlacementPolicy) and made.name == name
+    assert not set(PLACEMENT_POLICIES) & set(all_policy_names())
+
+
+def test_a_placement_name_resolves_without_importing_harmony_first() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from optsched.sim import simulate\n"
+        "from optsched.sim.policies import make_policy, policy_names\n"
+        "assert 'first-fit' in policy_names()\n"
+        "assert not any(m.startswith('optsched.harmony') for m in sys.modules), 'eager'\n"
+        "p = make_policy('first-fit')\n"
+        "print(type(p).__module__, p.name)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
+    assert out.stdout.split() == ["optsched.harmony.sim_policies", "first-fit"]
+
+
+def test_a_world_takes_a_colocation_mode_and_refuses_anything_else() -> None:
+    import dataclasses
+
+    from optsched.sim.world.jobs import ColocationMode
+
+    world = colocation_world_from_trace(TRACE)
+    assert isinstance(world.colocation, ColocationMode)
+    # the same world rebuilt from its fields passes the mode's own check again
+    assert dataclasses.replace(world).colocation is world.colocation
+    with pytest.raises(InvalidInstanceError) as err:
+        dataclasses.replace(world, colocation=world.colocation.truth)  # type: ignore[arg-type]
+    assert err.value.field == "colocation"
 
 
 def _plain_frame() -> object:

@@ -156,3 +156,17 @@ def test_wrong_guesses_are_typed_errors_naming_the_argument(call: object, field:
     with pytest.raises(InvalidInstanceError) as err:
         call(_world())  # type: ignore[operator]
     assert err.value.field == field
+
+
+def test_a_provided_factory_imports_its_module_on_first_use() -> None:
+    from optsched.sim.policies.registry import ProvidedFactory
+
+    made = ProvidedFactory("optsched.sim.policies.basic:FIFO")()
+    assert made.name == "fifo"
+    for spec, field in (("no_such_module_xyz:P", "policy"), ("optsched.sim:NoSuchName", "policy")):
+        with pytest.raises(InvalidInstanceError) as err:
+            ProvidedFactory(spec)()
+        assert err.value.field == field
+    with pytest.raises(InvalidInstanceError) as err:
+        ProvidedFactory("no-colon")
+    assert err.value.field == "spec"

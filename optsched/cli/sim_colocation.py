@@ -2,7 +2,7 @@
 
 When ``--policies`` names a placement policy (``harmony``, ``interference-greedy``,
 ``consolidate-first``, ``first-fit``, ``load-balance``, ``tetris``, ``random-placement``,
-``pairwise-ilp``, ``true-exact``: :mod:`optsched.sim.policies.placement`), the
+``pairwise-ilp``, ``true-exact``: :mod:`optsched.harmony.sim_policies`), the
 trace is read into a world in the colocation mode (:mod:`optsched.sim.world.colocation`) and every
 named policy runs on it event-driven; each record passes the simulator's validator and gets
 the usual metrics. ``--cluster`` is optional there: by default Harmony's cluster (6 servers
@@ -32,7 +32,7 @@ HARMONY_MODEL_OPTION = click.option(
 
 def needs_colocation(names: list[str]) -> bool:
     """Whether a policy of ``names`` places tasks (so the world must be a colocation world)."""
-    from optsched.sim.policies.placement import PLACEMENT_POLICIES
+    from optsched.sim.policies import PLACEMENT_POLICIES
 
     return any(n in PLACEMENT_POLICIES for n in names)
 
@@ -56,7 +56,7 @@ def colocation_setup(
         A refused option, a ``--cluster`` of more than one GPU type or with a partial last
         server, or a trace the colocation mode cannot describe.
     """
-    from optsched.sim.policies.placement import PlacementPolicy
+    from optsched.harmony.sim_policies import PlacementPolicy
     from optsched.sim.world.colocation import colocation_world_from_trace
 
     for flag, given in refused.items():

@@ -603,8 +603,14 @@ def register(group: click.Group) -> None:
     """Add ``compare`` and ``sweep`` to the ``sim`` group."""
     sim = group.commands["sim"]
     assert isinstance(sim, click.Group)
+    common = _common_options()
+    _add_compare(sim, common)
+    _add_sweep(sim, common)
 
-    common: list[Any] = [
+
+def _common_options() -> list[Any]:
+    """The options ``compare`` and ``sweep`` share (``--cluster`` first)."""
+    return [
         click.option("--cluster", required=True, help="GPU types: v100=8,p100=16[:GPUS/SERVER]."),
         click.option(
             "--policies",
@@ -629,6 +635,9 @@ def register(group: click.Group) -> None:
         WINDOW_OPTION,
     ]
 
+
+def _add_compare(sim: click.Group, common: list[Any]) -> None:
+    """``sim compare`` with its options (``--cluster`` optional: placement policies)."""
     from optsched.cli.sim_colocation import HARMONY_MODEL_OPTION
 
     cmp: Any = compare_command
@@ -693,6 +702,9 @@ def register(group: click.Group) -> None:
         cmp = deco(cmp)
     sim.add_command(click.command("compare")(cmp))
 
+
+def _add_sweep(sim: click.Group, common: list[Any]) -> None:
+    """``sim sweep`` with its options."""
     swp: Any = sweep_command
     for deco in (
         click.option(

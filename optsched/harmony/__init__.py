@@ -22,9 +22,14 @@ module                                one idea
                                       ``consolidate-first``, ``first-fit``, ``load-balance``,
                                       ``tetris``, ``random``, ``pairwise-ilp``, ``true-exact``;
                                       :func:`run_policy`
+:mod:`~optsched.harmony.sim_policies` the rules as simulator policies (``optsched sim compare
+                                      --policies first-fit``), named by the simulator's
+                                      registry and made here
 :mod:`~optsched.harmony.network`      features and the NumPy forward pass of the policy
 :mod:`~optsched.harmony.env`          the Gymnasium environment (``rl`` extra)
-:mod:`~optsched.harmony.reward`       the auxiliary reward network (JAX, ``rl`` extra)
+:mod:`~optsched.harmony.reward`       the auxiliary reward network: sampling and fitting (JAX,
+                                      ``rl`` extra)
+:mod:`~optsched.harmony.reward_net`   its NumPy inference, which the policy network reads
 :mod:`~optsched.harmony.agent`        actor-critic training (JAX + optax), checkpoints
 :mod:`~optsched.harmony.compare`      every policy on the same arrivals; per-decision ratios to
                                       the true optimum

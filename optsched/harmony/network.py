@@ -133,7 +133,7 @@ def predictor(params: Mapping[str, np.ndarray], n_types: int) -> SlowdownFn | No
     """The slowdown model a policy carries (its reward network), or ``None`` if it has none."""
     if PREDICTOR_NAMES[0] not in params:
         return None
-    from optsched.harmony.reward import RewardNet
+    from optsched.harmony.reward_net import RewardNet
 
     net = RewardNet({k.removeprefix("r/"): params[k] for k in PREDICTOR_NAMES}, n_types)
     return net.slowdown

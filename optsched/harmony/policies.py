@@ -33,7 +33,7 @@ oracle the learned policy does not have: it learns from a reward network).
 mode (:class:`~optsched.harmony.world.EngineDriver`), validates every decision with the
 placement validator (recording its ILP objective) and the whole run with the simulator's
 validator (:func:`optsched.sim.validate`), and reports the simulator's run metrics.
-The same rules run as simulator policies (:mod:`optsched.sim.policies.placement`).
+The same rules run as simulator policies (:mod:`optsched.harmony.sim_policies`).
 """
 
 from __future__ import annotations

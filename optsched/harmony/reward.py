@@ -14,45 +14,23 @@ type :math:`n` (the *neighbours*). It is fitted by Adam on the squared error to 
 in the world: every job on every server of random and first-fit placements of seeded traces,
 with multiplicative measurement noise. Plugged into
 :meth:`~optsched.harmony.world.ClusterState.cluster_speed`, it predicts the reward of any
-placement. Fitting needs JAX and optax (the ``rl`` extra); predicting needs only NumPy.
+placement. Fitting needs JAX and optax (the ``rl`` extra); predicting needs only NumPy
+(:class:`RewardNet`, in :mod:`optsched.harmony.reward_net`, which the policy network reads
+without the sampling here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
 from optsched.harmony.policies import place_job
+from optsched.harmony.reward_net import RewardNet, RewardSamples, model_inputs
 from optsched.harmony.world import EngineDriver, HarmonyWorld, generate_arrivals
 
 __all__ = ["RewardNet", "RewardSamples", "collect_samples", "fit_reward_net"]
-
-_NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
-
-
-@dataclass(frozen=True, eq=False)
-class RewardSamples:
-    """Observed (job type, neighbour counts) -> slowdown samples.
-
-    Attributes
-    ----------
-    types : numpy.ndarray of int, shape (n,)
-    counts : numpy.ndarray, shape (n, T)
-        Co-runner jobs per type on the server.
-    slowdowns : numpy.ndarray, shape (n,)
-        Measured slowdown (truth times noise).
-    """
-
-    types: np.ndarray
-    counts: np.ndarray
-    slowdowns: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.types)
 
 
 def collect_samples(
@@ -91,61 +69,6 @@ def collect_samples(
     return RewardSamples(t, n, truth * np.exp(rng.normal(0.0, noise, len(t))))
 
 
-def _inputs(types: np.ndarray, counts: np.ndarray, n_types: int) -> np.ndarray:
-    onehot = np.eye(n_types)[types]
-    cross = (onehot[:, :, None] * counts[:, None, :]).reshape(len(types), -1)
-    return np.concatenate([onehot, counts / 4.0, cross / 4.0], axis=1).astype(np.float32)
-
-
-class RewardNet:
-    """A fitted reward network (NumPy inference).
-
-    Parameters
-    ----------
-    params : mapping of str to numpy.ndarray
-    n_types : int
-    meta : mapping, optional
-        Fitting record (held-out errors, samples, seconds).
-    """
-
-    def __init__(
-        self, params: Mapping[str, np.ndarray], n_types: int, meta: Mapping[str, Any] | None = None
-    ) -> None:
-        self.params = {k: np.asarray(params[k], dtype=np.float32) for k in _NAMES}
-        self.n_types = n_types
-        self.meta = dict(meta or {})
-        self._cache: dict[tuple[int, bytes], float] = {}
-
-    def predict(self, types: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """Predicted slowdowns, shape (n,)."""
-        p = self.params
-        x = _inputs(np.asarray(types, dtype=np.int64), np.asarray(counts), self.n_types)
-        z = np.tanh(np.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"])
-        return np.logaddexp(0.0, (z @ p["w3"])[:, 0] + p["b3"][0]).astype(np.float64)
-
-    def slowdown(self, job_type: int, partner_counts: np.ndarray) -> float:
-        """The :data:`~optsched.harmony.world.SlowdownFn` of this model (memoised)."""
-        key = (int(job_type), np.asarray(partner_counts, dtype=np.float64).tobytes())
-        if key not in self._cache:
-            self._cache[key] = float(self.predict(np.array([job_type]), partner_counts[None])[0])
-        return self._cache[key]
-
-    def errors(self, samples: RewardSamples, world: HarmonyWorld) -> dict[str, float]:
-        """Mean absolute error against the *true* slowdown and speed on ``samples``."""
-        pred = self.predict(samples.types, samples.counts)
-        truth = np.array(
-            [
-                world.true_slowdown(int(a), b)
-                for a, b in zip(samples.types, samples.counts, strict=True)
-            ]
-        )
-        return {
-            "mae_slowdown": float(np.mean(np.abs(pred - truth))),
-            "mae_speed": float(np.mean(np.abs(1 / (1 + pred) - 1 / (1 + truth)))),
-            "samples": len(samples),
-        }
-
-
 def fit_reward_net(
     world: HarmonyWorld,
     *,
@@ -175,7 +98,7 @@ def fit_reward_net(
     n_held = max(1, n_traces // 4)
     train = collect_samples(world, n_traces - n_held, seed=seed)
     held = collect_samples(world, n_held, seed=seed + 10_007)
-    x = jnp.asarray(_inputs(train.types, train.counts, world.n_types))
+    x = jnp.asarray(model_inputs(train.types, train.counts, world.n_types))
     y = jnp.asarray(train.slowdowns.astype(np.float32))
     rng = np.random.default_rng(seed)
 

@@ -51,6 +51,7 @@ from optsched.interference import InterferenceTruth, generate_interference_truth
 from optsched.tolerances import WORK_TOL
 
 if TYPE_CHECKING:
+    from optsched.sim.engine.policy import SimState
     from optsched.sim.measure.record import SimResult
     from optsched.sim.world.jobs import World
 
@@ -63,6 +64,7 @@ __all__ = [
     "HarmonyWorld",
     "JobArrival",
     "check_world_settings",
+    "cluster_view",
     "ffd_fits",
     "generate_arrivals",
     "sim_world",
@@ -377,6 +379,30 @@ class ClusterState:
         return float(np.mean([1.0 / (1.0 + v) for v in s.values()]))
 
 
+def cluster_view(
+    state: SimState, hworld: HarmonyWorld, arrivals: Sequence[JobArrival]
+) -> ClusterState:
+    """The cluster at a decision point as a :class:`~optsched.harmony.world.ClusterState`.
+
+    Free GPUs and CPUs per server and the jobs present on each (running jobs: their workers
+    on their GPU servers, their parameter servers on ``JobState.ps_servers``).
+    """
+    view = ClusterState(hworld)
+    t = state.world.cluster.gpu_types[0]
+    for h in range(hworld.n_servers):
+        # the last server of a type may hold fewer GPUs than the others
+        view.free[h, 0] = float(t.server_capacity(h))
+    for s in state.running:
+        job = arrivals[s.job.index]
+        assert s.placement is not None
+        for h, k in s.placement.servers:
+            for _ in range(k):
+                view.place_task(job, WORKER_DEMAND, h)
+        for h in s.ps_servers:
+            view.place_task(job, PS_DEMAND, h)
+    return view
+
+
 class EngineDriver:
     """Place arriving jobs one at a time on the simulator's engine (its colocation mode).
 
@@ -440,10 +466,8 @@ class EngineDriver:
         self._enter(next(self._steps))
 
     def _enter(self, sim_state: Any) -> None:
-        from optsched.sim.policies.placement import cluster_view
-
         self._sim_state = sim_state
-        self.state = cluster_view(sim_state, self.world, list(self.arrivals))
+        self.state = cluster_view(sim_state, self.world, self.arrivals)
         self._pending = []
         self._granted = set()
 

@@ -422,41 +422,39 @@ def compare(
     world : World, Trace, DataFrame or path
         A trace, job table or trace file needs ``cluster`` (text or
         :class:`~optsched.sim.ClusterSpec`) and optionally ``throughputs`` (``"gavel"``,
-        ``"uniform"``, a path or a table; default: Gavel's for a Gavel-format trace, else
-        uniform; see :mod:`optsched.sim.world.sources`). A World holds its own, so giving
-        either with one is refused.
+        ``"uniform"``, a path or a table; default: Gavel's for a Gavel-format trace, else uniform;
+        see :mod:`optsched.sim.world.sources`). A World holds its own (giving either is refused).
     policies : sequence of str or Policy, str, or Policy
         Registered names (:func:`optsched.sim.policies.policy_names`, plug-ins included)
         and/or Policy objects, or one comma-separated string (``"fifo,srtf"``, ``"all"``).
     exact : bool, default False
         Also solve :func:`optsched.sim.optimum.exact.solve` for each of ``objectives``.
     round_seconds : float, "policy" or None, default "policy"
-        As in :func:`~optsched.sim.simulate`: a round length for every policy (and for the
-        exact model), ``"policy"`` for each policy's own, ``None`` for event-driven runs. The
-        exact model runs on ``round_seconds`` when it is a number, else on
-        :func:`auto_round_seconds`; the policies' runs never depend on ``exact``.
+        As in :func:`~optsched.sim.simulate`: a round length for every policy (and for the exact
+        model), ``"policy"`` for each policy's own, ``None`` for event-driven runs. The exact
+        model runs on ``round_seconds`` when it is a number, else on the grid of
+        :func:`exact_grid`; the policies' runs never depend on ``exact``.
     restore_s : float, optional
         Checkpoint/restore cost of each preemption or migration (s); default the world's own
         (0 for a trace).
     rounds, solver, time_limit, mip_gap, threads, accept_feasible
         For the exact solves (``time_limit`` per solve).
     bound : bool, default False
-        Also compute the certified bounds on the optimum
-        (:func:`optsched.sim.optimum.bounds.bounds`)
-        for each of ``objectives`` and every row's gap to them (``bound_gap_<objective>``);
-        computed after the policies and before the exact solves, so a solve stopped short
-        keeps them.
+        Also compute the certified bounds (:func:`optsched.sim.optimum.bounds.bounds`) on the
+        optimum for each of ``objectives`` and every row's gap to them (``bound_gap_<objective>``);
+        computed after the policies and before the exact solves, so a solve stopped short keeps
+        them.
     bound_time_limit : float, optional
-        Seconds for the bounds (default ``time_limit``); under a command's deadline, what is
-        left of it. The closed-form bounds always come back; the LPs that do not finish in
-        time are left out (``Bound.complete`` is then false).
+        Seconds for the bounds (default ``time_limit``); under a command's deadline, what is left
+        of it. The closed-form bounds always come back; the LPs that do not finish in time are
+        left out (``Bound.complete`` is then false).
     warm_start : bool, default True
         With ``exact``: hand each solve the best policy's run on the exact grid as its MIP
         start (:func:`exact_starts`); ``Comparison.exact_starts`` says which run, or why none.
     window : (int, int or None), optional
         The steady-state window: the metrics count only the jobs of arrival index
-        ``start <= k < end`` (:func:`~optsched.sim.measure.metrics.run_metrics`). The objectives and
-        gaps stay over every job (the exact model optimizes the whole trace).
+        ``start <= k < end`` (:func:`~optsched.sim.measure.metrics.run_metrics`). The objectives
+        and gaps stay over every job (the exact model optimizes the whole trace).
     mechanism : {"optsched", "gavel"} or GavelMechanism, default "optsched"
         How every policy's rounds are carried out (:func:`optsched.sim.simulate`).
 
@@ -470,16 +468,38 @@ def compare(
         No policy, an unknown policy or objective, a trace without ``cluster``, a world
         outside the exact model.
     NotOptimalError
-        An exact solve stopped short and ``accept_feasible`` is false; ``error.comparison``
-        is the :class:`Comparison` computed until then (every policy's row, the exact
-        results finished before).
+        An exact solve stopped short and ``accept_feasible`` is false; ``error.comparison`` is
+        the :class:`Comparison` computed until then (every policy's row, the exact results
+        finished before).
     """
-    from optsched.sim.engine.core import simulate
-    from optsched.sim.optimum.exact import OBJECTIVES
-    from optsched.sim.optimum.exact import solve as solve_exact
     from optsched.sim.policies import as_policies
-    from optsched.solvers.deadline import suspended
 
+    world = _compare_world(world, cluster, throughputs, restore_s, round_seconds, exact, bound)
+    made = as_policies(policies, field="policies")
+    window = _checked_window_and_objectives(world, window, objectives)
+    # the policies run first: cheap, and kept when an exact solve stops short
+    runs, metrics = _run_policies(world, made, round_seconds, mechanism, window)
+    done = Comparison(world, round_seconds, runs, metrics, window=window)
+    if exact or bound:
+        solve = {"rounds": rounds, "solver": solver, "time_limit": time_limit, "mip_gap": mip_gap}
+        solve.update(threads=threads, accept_feasible=accept_feasible)
+        done = _with_optimum(
+            done, made, objectives, exact, bound, bound_time_limit, warm_start, solve
+        )
+    _check_like_for_like(done)
+    return done
+
+
+def _compare_world(
+    world: Any,
+    cluster: Any,
+    throughputs: Any,
+    restore_s: float | None,
+    round_seconds: float | str | None,
+    exact: bool,
+    bound: bool,
+) -> World:
+    """:func:`compare`'s world, once its round length and the world's mode are checked."""
     if isinstance(round_seconds, str) and round_seconds != "policy":
         raise InvalidInstanceError(
             "round_seconds",
@@ -491,7 +511,15 @@ def compare(
         raise InvalidInstanceError(
             "exact" if exact else "bound", "not available for a world in the colocation mode"
         )
-    made = as_policies(policies, field="policies")
+    return world
+
+
+def _checked_window_and_objectives(
+    world: World, window: tuple[int, int | None] | None, objectives: Sequence[str]
+) -> tuple[int, int | None] | None:
+    """:func:`compare`'s steady-state window (checked) once every objective is known."""
+    from optsched.sim.optimum.exact import OBJECTIVES
+
     if window is not None:
         from optsched.sim.measure.metrics import check_window
 
@@ -501,7 +529,20 @@ def compare(
             raise InvalidInstanceError(
                 "objectives", f"unknown objective {o!r}; known: {', '.join(OBJECTIVES)}"
             )
-    # the policies run first: cheap, and kept when an exact solve stops short
+    return window
+
+
+def _run_policies(
+    world: World,
+    made: Sequence[Policy],
+    round_seconds: float | str | None,
+    mechanism: Any,
+    window: tuple[int, int | None] | None,
+) -> tuple[dict[str, SimResult], dict[str, dict[str, Any]]]:
+    """Every policy's record and metrics row (:func:`compare`'s first step), in order."""
+    from optsched.sim.engine.core import simulate
+    from optsched.solvers.deadline import suspended
+
     runs: dict[str, SimResult] = {}
     metrics: dict[str, dict[str, Any]] = {}
     for policy in made:
@@ -519,61 +560,59 @@ def compare(
             metrics[policy.name]["mechanism"] = (
                 mechanism if isinstance(mechanism, str) else type(mechanism).__name__
             )
+    return runs, metrics
+
+
+def _with_optimum(
+    done: Comparison,
+    made: Sequence[Policy],
+    objectives: Sequence[str],
+    exact: bool,
+    bound: bool,
+    bound_time_limit: float | None,
+    warm_start: bool,
+    solve: dict[str, Any],
+) -> Comparison:
+    """``done`` (the policies' table) with the bounds and the exact optima :func:`compare` asks.
+
+    The exact model's grid is the policies' (:func:`exact_grid`); the bounds come before the
+    exact solves, and each solve is warm-started by the best run (:func:`exact_starts`).
+    ``solve``: the solver's keywords (``rounds``, ``solver``, ``time_limit``, ``mip_gap``,
+    ``threads``, ``accept_feasible``). A solve stopped short raises its
+    :class:`NotOptimalError` with ``comparison``: the table computed until then.
+    """
+    import dataclasses
+
+    from optsched.sim.optimum.exact import solve as solve_exact
+    from optsched.solvers.deadline import suspended
+
+    world, runs = done.world, done.runs
     # the optimum on the policies' grid (their round length never depends on ``exact``)
-    grid, source = exact_grid(world, round_seconds, runs) if exact else (None, "")
+    grid, source = exact_grid(world, done.round_seconds, runs) if exact else (None, "")
     found: dict[str, Bound] = {}
     if bound:
-        found = _bounds(world, objectives, bound_time_limit, time_limit, solver)
+        found = _bounds(world, objectives, bound_time_limit, solve["time_limit"], solve["solver"])
+    done = dataclasses.replace(done, exact_round_seconds=grid, bounds=found, exact_grid=source)
+    if grid is None:
+        return done
     results: dict[str, ExactResult[SimResult]] = {}
     starts: dict[str, dict[str, Any]] = {}
     chosen: dict[str, Any] = {}
-    if grid is not None:
-        if warm_start:
-            with suspended():
-                chosen, starts = exact_starts(world, made, runs, metrics, grid, objectives, rounds)
-        for o in objectives:
-            try:
-                results[o] = solve_exact(
-                    world,
-                    grid,
-                    o,
-                    rounds=rounds,
-                    solver=solver,
-                    time_limit=time_limit,
-                    mip_gap=mip_gap,
-                    threads=threads,
-                    accept_feasible=accept_feasible,
-                    warm_start=chosen.get(o),
-                )
-            except NotOptimalError as exc:
-                # a solve stopped short never takes the policies' table with it
-                exc.comparison = Comparison(  # type: ignore[attr-defined]
-                    world=world,
-                    round_seconds=round_seconds,
-                    runs=runs,
-                    metrics=metrics,
-                    exact=results,
-                    exact_round_seconds=grid,
-                    window=window,
-                    bounds=found,
-                    exact_starts=starts,
-                    exact_grid=source,
-                )
-                raise
-    done = Comparison(
-        world=world,
-        round_seconds=round_seconds,
-        runs=runs,
-        metrics=metrics,
-        exact=results,
-        exact_round_seconds=grid,
-        window=window,
-        bounds=found,
-        exact_starts=starts,
-        exact_grid=source,
-    )
-    _check_like_for_like(done)
-    return done
+    if warm_start:
+        with suspended():
+            chosen, starts = exact_starts(
+                world, made, runs, done.metrics, grid, objectives, solve["rounds"]
+            )
+    for o in objectives:
+        try:
+            results[o] = solve_exact(world, grid, o, **solve, warm_start=chosen.get(o))
+        except NotOptimalError as exc:
+            # a solve stopped short never takes the policies' table with it
+            exc.comparison = dataclasses.replace(  # type: ignore[attr-defined]
+                done, exact=results, exact_starts=starts
+            )
+            raise
+    return dataclasses.replace(done, exact=results, exact_starts=starts)
 
 
 def exact_grid(

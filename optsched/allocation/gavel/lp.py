@@ -93,7 +93,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -624,80 +624,116 @@ def solve_lp_policy(
     if objective in ("makespan",) and not (sigma > 0).any():
         return np.zeros((m, k)), _result(TerminationCondition.OPTIMAL, 0.0, 0.0, 0.0, 0.0, 0), None
     if objective != "ftf":
-        # One LP; ``to_bound`` turns its optimal value into the policy's proven bound.
-        if objective == "max-sum-throughput":
-            cl = _classes(instance, t)
-            lp = _program(cl, _base(cl), None, None, objective=t[cl.rep])
-
-            def to_bound(v: float) -> float:
-                return v
-
-        elif objective in ("min-cost", "min-cost-slo"):
-            # Throughput per dollar; with SLOs, theta_m >= sigma_m / d_m for jobs with a
-            # deadline (rows with coefficient 0 for the others).
-            gain = cost_coefficients(instance, t) * feasible_mask(instance)
-            if objective == "min-cost":
-                cl = _classes(instance, gain)
-                lp = _program(cl, _base(cl), None, None, objective=gain[cl.rep])
-            else:
-                rate = slo_rates(instance)
-                _refuse_impossible_slos(instance, t, rate, start)
-                cl = _classes(instance, gain, t, rate)
-                has = (rate > 0)[cl.rep]
-                lp = _program(
-                    cl,
-                    _base(cl),
-                    t[cl.rep] * has[:, None],
-                    np.zeros(cl.n),
-                    objective=gain[cl.rep],
-                    row_lower=rate[cl.rep],
-                )
-
-            def to_bound(v: float) -> float:
-                return v
-
-        elif objective == "max-min":
-            tt = feasible_mask(instance).astype(np.float64) if not aware else t
-            p = proportional_throughput(tt, instance.capacities)
-            coef = tt * (instance.scale_factors / (instance.weights * p))[:, None]
-            cl = _classes(instance, coef)
-            lp = _program(cl, _base(cl), coef[cl.rep], np.ones(cl.n))
-
-            def to_bound(v: float) -> float:
-                return v
-
-        else:
-            # z = scale / makespan with scale the makespan's lower bound (every job alone on its
-            # fastest type), so that the LP's objective is of order 1 and HiGHS's absolute
-            # tolerances act as relative ones.
-            scale = float(np.max(sigma / np.max(t * feasible_mask(instance), axis=1)))
-            cl = _classes(instance, t, sigma)
-            lp = _program(cl, _base(cl), t[cl.rep], sigma[cl.rep] / scale)
-
-            def to_bound(v: float) -> float:
-                return scale / v if v > 0 else math.inf
-
+        one = _one_lp(instance, objective, aware, t, start)
         build = time.perf_counter() - start
         if objective == "makespan":
+            lp, cl, scale = one.lp, one.cl, one.scale
             return _makespan_lexicographic(
                 instance, t, sigma, scale, cl, lp, aware, build, left, warm_start, native, threads
             )
         sol = solve_matrix(
-            lp,
+            one.lp,
             time_limit=left(),
             warm_start=warm_start,
             options={**HIGHS_OPTIONS, **native},
             threads=threads,
         )
         assert sol.result.objective is not None
-        x = _fractions(cl, sol)
+        x = _fractions(one.cl, sol)
         value = objective_value(instance, x, objective, aware)
-        bound = to_bound(sol.result.objective)
+        bound = one.to_bound(sol.result.objective)
         stop = TerminationCondition.OPTIMAL
         return x, _result(stop, value, bound, build, sol.result.solve_seconds, 1), sol
+    return _solve_ftf(instance, aware, t, start, deadline, left, warm_start, native, threads)
 
-    # Finish-time fairness: a sequence of LPs over a proven bracket [lower, upper] of r*.
-    active = sigma > 0
+
+@dataclass(frozen=True)
+class _OneLp:
+    """The LP of a one-LP policy: its classes, the program, and its value -> the proven bound.
+
+    ``scale``: the makespan LP's objective scale (the makespan's lower bound), 1 otherwise.
+    """
+
+    cl: _Classes
+    lp: LinearProgram
+    to_bound: Callable[[float], float]
+    scale: float = 1.0
+
+
+def _same(v: float) -> float:
+    return v
+
+
+def _one_lp(
+    instance: AllocationInstance,
+    objective: str,
+    aware: bool,
+    t: NDArray[np.float64],
+    start: float,
+) -> _OneLp:
+    """The one LP of ``objective`` (every policy but finish-time fairness)."""
+    if objective == "max-sum-throughput":
+        cl = _classes(instance, t)
+        return _OneLp(cl, _program(cl, _base(cl), None, None, objective=t[cl.rep]), _same)
+    if objective in ("min-cost", "min-cost-slo"):
+        # Throughput per dollar; with SLOs, theta_m >= sigma_m / d_m for jobs with a
+        # deadline (rows with coefficient 0 for the others).
+        gain = cost_coefficients(instance, t) * feasible_mask(instance)
+        if objective == "min-cost":
+            cl = _classes(instance, gain)
+            return _OneLp(cl, _program(cl, _base(cl), None, None, objective=gain[cl.rep]), _same)
+        rate = slo_rates(instance)
+        _refuse_impossible_slos(instance, t, rate, start)
+        cl = _classes(instance, gain, t, rate)
+        has = (rate > 0)[cl.rep]
+        lp = _program(
+            cl,
+            _base(cl),
+            t[cl.rep] * has[:, None],
+            np.zeros(cl.n),
+            objective=gain[cl.rep],
+            row_lower=rate[cl.rep],
+        )
+        return _OneLp(cl, lp, _same)
+    if objective == "max-min":
+        tt = feasible_mask(instance).astype(np.float64) if not aware else t
+        p = proportional_throughput(tt, instance.capacities)
+        coef = tt * (instance.scale_factors / (instance.weights * p))[:, None]
+        cl = _classes(instance, coef)
+        return _OneLp(cl, _program(cl, _base(cl), coef[cl.rep], np.ones(cl.n)), _same)
+    # z = scale / makespan with scale the makespan's lower bound (every job alone on its
+    # fastest type), so that the LP's objective is of order 1 and HiGHS's absolute
+    # tolerances act as relative ones.
+    sigma = instance.steps
+    scale = float(np.max(sigma / np.max(t * feasible_mask(instance), axis=1)))
+    cl = _classes(instance, t, sigma)
+
+    def to_bound(v: float) -> float:
+        return scale / v if v > 0 else math.inf
+
+    return _OneLp(cl, _program(cl, _base(cl), t[cl.rep], sigma[cl.rep] / scale), to_bound, scale)
+
+
+def _solve_ftf(
+    instance: AllocationInstance,
+    aware: bool,
+    t: NDArray[np.float64],
+    start: float,
+    deadline: float | None,
+    left: Callable[[], float | None],
+    warm_start: MatrixSolution | None,
+    native: dict[str, Any],
+    threads: int | None,
+) -> tuple[NDArray[np.float64], SolveResult, MatrixSolution | None]:
+    r"""Finish-time fairness: a sequence of LPs over a proven bracket [lower, upper] of r*.
+
+    Each LP is the fairness LP at a level :math:`r` (:meth:`_FtfSearch.level`), and its value
+    :math:`\lambda(r)` narrows the bracket (:meth:`_FtfSearch.record`); the search stops when
+    the bracket is within the tolerance, after :data:`FTF_MAX_STEPS` LPs, or at the deadline
+    (``TIME_LIMIT``, with the best allocation found).
+    """
+    m, k = instance.n_jobs, instance.n_types
+    active = instance.steps > 0
     if not active.any():
         build = time.perf_counter() - start
         return (
@@ -712,56 +748,26 @@ def solve_lp_policy(
     coef_c, beta_c, active_c = coef[cl.rep], beta[cl.rep], active[cl.rep]
     build = time.perf_counter() - start
     best_alone = np.max(t * feasible_mask(instance), axis=1)
-    lower = float(np.max(beta[active] + alpha[active] / best_alone[active]))
     x_best = isolated_share(instance.scale_factors, instance.capacities) * feasible_mask(instance)
-    upper = objective_value(instance, x_best, objective, aware)
-    hi = upper  # an achievable level of r (the bracket's upper end)
-    solve_seconds = 0.0
-    solves = 0
+    upper = objective_value(instance, x_best, "ftf", aware)
+    search = _FtfSearch(
+        lower=float(np.max(beta[active] + alpha[active] / best_alone[active])),
+        upper=upper,
+        hi=upper,
+        x_best=x_best,
+        waited=bool(np.any(beta[active] > 0)),
+    )
     step: MatrixSolution | None = warm_start
     if HOT_LEVELS and warm_start is not None:
         step = _carried_basis(warm_start, instance, cl) or warm_start
-    last_feasible: MatrixSolution | None = None
-    # Levels: the first LP is a Dinkelbach step at the best level found (r = U). Every LP at a
-    # level r with lambda(r) >= 1 proves r* >= r / lambda(r) and gives an allocation with
-    # rho <= r (module notes), so a round where no job has waited (beta = 0) is solved and
-    # certified by its first LP. The second LP tries the lower end L itself (r* = L when the
-    # job whose best-alone bound is L is the bottleneck, common once jobs have waited). After
-    # that the next level is the secant root of lambda(r) = 1 through the last two LPs (lambda
-    # is linear in r for a single bottleneck job and smooth while the optimal basis stays,
-    # where plain Dinkelbach steps converge only linearly: 200 of them did not close a round of
-    # the ElasticFlow trace cluster04 that this closes in a handful), kept inside the bracket
-    # and never closer to its upper end than the tolerance (lambda < 1 just below U certifies
-    # U); a step bisects when the two LPs before it did not halve the bracket, so it at least
-    # halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
-    # On the hot path (HOT_LEVELS, module notes) L comes first once a job has waited, then
-    # Newton steps with the slope from the duals, and every LP's allocation is a candidate
-    # for U.
-    points: list[tuple[float, float]] = []
-    waited = bool(np.any(beta[active] > 0))
-    slope: float | None = None  # d lambda / d r at the last level (hot path)
-    widths: list[float] = []  # hi - lower before each LP
     first_lp: LinearProgram | None = None
     for _ in range(FTF_MAX_STEPS):
-        if math.isfinite(upper) and upper - lower <= OPTIMALITY_GAP / 10 * max(1.0, upper):
+        if search.closed():
             break
-        if math.isfinite(hi) and hi - lower <= OPTIMALITY_GAP / 100 * max(1.0, hi):
-            break  # the LPs' own tolerance is reached; the gap reported says what is proven
         if deadline is not None and time.perf_counter() >= deadline:
             stop = TerminationCondition.TIME_LIMIT
-            return x_best, _result(stop, upper, lower, build, solve_seconds, solves), last_feasible
-        width = hi - lower if math.isfinite(hi) else math.inf
-        stalled = len(widths) >= 2 and width > 0.5 * widths[-2]
-        widths.append(width)
-        if HOT_LEVELS and not points and waited:
-            # the lower end first: once a job has waited, its best-alone level is usually the
-            # optimum, which one LP then proves (lambda(L) >= 1, or its allocation at L)
-            r = lower
-        elif HOT_LEVELS and points:
-            newton = _newton_level(points[-1], slope, lower, hi, bisect=stalled)
-            r = _next_level(points, lower, hi, bisect=stalled) if newton is None else newton
-        else:
-            r = _next_level(points, lower, hi, bisect=stalled)
+            return search.x_best, search.result(stop, build), search.last_feasible
+        r = search.level()
         # r > lower > beta of every active job, so every aux coefficient is finite and > 0.
         aux = np.where(active_c, 1.0 / np.where(active_c, r - beta_c, 1.0), 0.0)
         if first_lp is None or not (REUSE_LEVEL_LPS and base.standard):
@@ -779,25 +785,115 @@ def solve_lp_policy(
             options={**HIGHS_OPTIONS, **native},
             threads=threads,
         )
-        solves += 1
-        solve_seconds += step.result.solve_seconds
+        search.record(r, step, aux, cl, instance, aware)
+    res = search.result(TerminationCondition.OPTIMAL, build)
+    last_feasible = search.last_feasible
+    if HOT_LEVELS and last_feasible is not None:
+        # the next round's first LP starts from this basis, carried over job by job
+        layout = (instance.job_ids, cl.inverse, cl.n, cl.capacities.size)
+        last_feasible = dataclasses.replace(
+            last_feasible, extra={**last_feasible.extra, _LAYOUT: layout}
+        )
+    return search.x_best, res, last_feasible
+
+
+@dataclass
+class _FtfSearch:
+    r"""The state of finish-time fairness's search for :math:`r^*` (see :func:`_solve_ftf`).
+
+    Levels: the first LP is a Dinkelbach step at the best level found (r = U). Every LP at a
+    level r with lambda(r) >= 1 proves r* >= r / lambda(r) and gives an allocation with
+    rho <= r (module notes), so a round where no job has waited (beta = 0) is solved and
+    certified by its first LP. The second LP tries the lower end L itself (r* = L when the
+    job whose best-alone bound is L is the bottleneck, common once jobs have waited). After
+    that the next level is the secant root of lambda(r) = 1 through the last two LPs (lambda
+    is linear in r for a single bottleneck job and smooth while the optimal basis stays,
+    where plain Dinkelbach steps converge only linearly: 200 of them did not close a round of
+    the ElasticFlow trace cluster04 that this closes in a handful), kept inside the bracket
+    and never closer to its upper end than the tolerance (lambda < 1 just below U certifies
+    U); a step bisects when the two LPs before it did not halve the bracket, so it at least
+    halves every three LPs whatever the secant does. Every step keeps lower <= r* <= upper.
+    On the hot path (HOT_LEVELS, module notes) L comes first once a job has waited, then
+    Newton steps with the slope from the duals, and every LP's allocation is a candidate
+    for U.
+
+    Attributes
+    ----------
+    lower, upper : float
+        The proven bracket of :math:`r^*`.
+    hi : float
+        An achievable level of r (the bracket's upper end the levels aim below).
+    x_best : numpy.ndarray
+        The allocation of value ``upper``.
+    waited : bool
+        Some active job has waited (beta > 0).
+    """
+
+    lower: float
+    upper: float
+    hi: float
+    x_best: NDArray[np.float64]
+    waited: bool
+    last_feasible: MatrixSolution | None = None
+    points: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+    slope: float | None = None  # d lambda / d r at the last level (hot path)
+    widths: list[float] = dataclasses.field(default_factory=list)  # hi - lower before each LP
+    solves: int = 0
+    solve_seconds: float = 0.0
+
+    def closed(self) -> bool:
+        """Whether the bracket is within the tolerance (or the LPs' own tolerance)."""
+        upper, lower, hi = self.upper, self.lower, self.hi
+        if math.isfinite(upper) and upper - lower <= OPTIMALITY_GAP / 10 * max(1.0, upper):
+            return True
+        # the LPs' own tolerance is reached; the gap reported says what is proven
+        return math.isfinite(hi) and hi - lower <= OPTIMALITY_GAP / 100 * max(1.0, hi)
+
+    def level(self) -> float:
+        """The next level r to solve the fairness LP at (the class notes)."""
+        lower, hi = self.lower, self.hi
+        width = hi - lower if math.isfinite(hi) else math.inf
+        stalled = len(self.widths) >= 2 and width > 0.5 * self.widths[-2]
+        self.widths.append(width)
+        if HOT_LEVELS and not self.points and self.waited:
+            # the lower end first: once a job has waited, its best-alone level is usually the
+            # optimum, which one LP then proves (lambda(L) >= 1, or its allocation at L)
+            return lower
+        if HOT_LEVELS and self.points:
+            newton = _newton_level(self.points[-1], self.slope, lower, hi, bisect=stalled)
+            if newton is not None:
+                return newton
+        return _next_level(self.points, lower, hi, bisect=stalled)
+
+    def record(
+        self,
+        r: float,
+        step: MatrixSolution,
+        aux: NDArray[np.float64],
+        cl: _Classes,
+        instance: AllocationInstance,
+        aware: bool,
+    ) -> None:
+        """Narrow the bracket by the LP ``step`` solved at level ``r``."""
+        self.solves += 1
+        self.solve_seconds += step.result.solve_seconds
         assert step.result.objective is not None
         lam = step.result.objective
-        points.append((r, lam))
+        self.points.append((r, lam))
         if HOT_LEVELS:
-            slope = _level_slope(step, aux, cl, lam)
+            self.slope = _level_slope(step, aux, cl, lam)
         if lam >= 1.0:
             # r is achievable; the allocation found may do better than r, and no level below
             # r / lambda(r) is achievable.
-            lower = max(lower, min(r / lam, upper))
+            self.lower = max(self.lower, min(r / lam, self.upper))
             x = _fractions(cl, step)
-            value = objective_value(instance, x, objective, aware)
-            if value < upper:
-                upper, x_best, last_feasible = value, x, step
-            lower = min(lower, upper)
-            hi = min(r, upper)
+            value = objective_value(instance, x, "ftf", aware)
+            if value < self.upper:
+                self.upper, self.x_best, self.last_feasible = value, x, step
+            self.lower = min(self.lower, self.upper)
+            self.hi = min(r, self.upper)
         else:
-            lower = r
+            self.lower = r
             if HOT_LEVELS:
                 # Every LP's allocation lies in the polytope, so its exact objective is an
                 # achievable level too. At a level r with lambda(r) a rounding error below 1
@@ -805,21 +901,16 @@ def solve_lp_policy(
                 # closes the bracket where only lower-bound updates would creep towards it
                 # one secant step at a time.
                 x = _fractions(cl, step)
-                value = objective_value(instance, x, objective, aware)
-                if value < upper:
-                    upper, x_best, last_feasible = value, x, step
-                    hi = min(hi, upper)
-    res = _result(TerminationCondition.OPTIMAL, upper, lower, build, solve_seconds, solves)
-    if HOT_LEVELS and last_feasible is not None:
-        # the next round's first LP starts from this basis, carried over job by job
-        layout = (instance.job_ids, cl.inverse, cl.n, cl.capacities.size)
-        last_feasible = dataclasses.replace(
-            last_feasible, extra={**last_feasible.extra, _LAYOUT: layout}
-        )
-    return x_best, res, last_feasible
+                value = objective_value(instance, x, "ftf", aware)
+                if value < self.upper:
+                    self.upper, self.x_best, self.last_feasible = value, x, step
+                    self.hi = min(self.hi, self.upper)
+
+    def result(self, stop: TerminationCondition, build: float) -> SolveResult:
+        """The search's result: value ``upper``, bound ``lower``."""
+        return _result(stop, self.upper, self.lower, build, self.solve_seconds, self.solves)
 
 
-#: Where an ``ftf`` LP solution keeps the layout of its classes (:func:`_carried_basis`).
 _LAYOUT = "ftf_layout"
 
 

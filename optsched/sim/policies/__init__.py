@@ -35,8 +35,8 @@ scales the admitted ones by marginal throughput (:class:`ElasticFlow`).
 ``harmony``, ``interference-greedy``, ``consolidate-first``, ``first-fit``, ``load-balance``,
 ``tetris``, ``random-placement``, ``pairwise-ilp`` and ``true-exact`` place the workers and
 parameter servers of each job on a world in the colocation mode
-(:mod:`optsched.sim.policies.placement`, :mod:`optsched.sim.world.colocation`); they are not part of
-``"all"``.
+(:mod:`optsched.sim.world.colocation`); they are not part of ``"all"``. Harmony provides them
+(:mod:`optsched.harmony.sim_policies`, imported the first time one is made: :data:`PROVIDED`).
 
 Every name is a factory in the registry (:mod:`optsched.sim.policies.registry`), where
 :func:`register_policy` and the entry-point group ``optsched.policies`` add plug-in policies.
@@ -54,6 +54,7 @@ from optsched.sim.engine.policy import Policy
 from optsched.sim.policies.basic import EDF, FIFO, SJF, SRTF, OrderPolicy, greedy_allocation
 from optsched.sim.policies.registry import (
     ENTRY_POINT_GROUP,
+    ProvidedFactory,
     _builtin,
     all_policy_names,
     as_policies,
@@ -106,7 +107,9 @@ __all__ = [
     "ELASTIC_POLICIES",
     "ENTRY_POINT_GROUP",
     "FIFO",
+    "PLACEMENT_POLICIES",
     "POLICIES",
+    "PROVIDED",
     "SJF",
     "SRTF",
     "AlloX",
@@ -245,17 +248,34 @@ def _smith_gang() -> Policy:
 _register_builtins()
 
 
-def _register_placement() -> None:
-    """The colocation mode's placement policies (:mod:`optsched.sim.policies.placement`).
+#: The colocation mode's placement policies (:mod:`optsched.sim.world.colocation`), provided by
+#: Harmony (:mod:`optsched.harmony.sim_policies`). Kept out of ``"all"``: they run on colocation
+#: worlds only.
+PLACEMENT_POLICIES: tuple[str, ...] = (
+    "harmony",
+    "interference-greedy",
+    "consolidate-first",
+    "first-fit",
+    "load-balance",
+    "tetris",
+    "random-placement",
+    "pairwise-ilp",
+    "true-exact",
+)
 
-    Kept out of ``"all"``: they run on colocation worlds only.
-    """
-    from functools import partial
+#: Built-in names another package of optsched provides: name -> ``"module:factory"``, the
+#: factory called with the name. The module is imported the first time the name is made
+#: (:class:`~optsched.sim.policies.registry.ProvidedFactory`): Harmony runs on the simulator's
+#: engine, so the simulator names it only by this string, never by an import.
+PROVIDED: dict[str, str] = {
+    name: "optsched.harmony.sim_policies:PlacementPolicy" for name in PLACEMENT_POLICIES
+}
 
-    from optsched.sim.policies.placement import PLACEMENT_POLICIES, PlacementPolicy
 
-    for name in PLACEMENT_POLICIES:
-        _builtin(name, partial(PlacementPolicy, name), in_all=False)
+def _register_provided() -> None:
+    """Every provided name, out of ``"all"``, made by its provider on first use."""
+    for name, spec in PROVIDED.items():
+        _builtin(name, ProvidedFactory(spec, name), in_all=False)
 
 
-_register_placement()
+_register_provided()

@@ -17,6 +17,11 @@ A policy is added in one of three ways:
 
 A *factory* is any callable taking no argument and returning a fresh
 :class:`~optsched.sim.engine.policy.Policy` (a ``Policy`` subclass itself is one).
+
+A built-in name may also be *provided* by another package of optsched that builds on the
+simulator (Harmony's placement policies, :data:`optsched.sim.policies.PROVIDED`): its factory
+is a ``"module:attr"`` string (:class:`ProvidedFactory`), imported the first time the name is
+made, so that the name is known at once and the simulator never imports that package.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from optsched.sim.engine.policy import Policy
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "ProvidedFactory",
     "all_policy_names",
     "as_policies",
     "import_plugin",
@@ -97,6 +103,44 @@ def _builtin(name: str, factory: Factory, *, in_all: bool = True) -> None:
     _BUILTIN.add(name)
     if not in_all:
         _NOT_IN_ALL.add(name)
+
+
+class ProvidedFactory:
+    """The factory of a policy another package provides, imported on first use.
+
+    Calling it imports the module of ``spec`` (``"module:attr"``) and returns ``attr(*args)``.
+    The module is named by a string, so the simulator has no import of the providing package
+    (which may import the simulator: Harmony runs on its engine).
+
+    Parameters
+    ----------
+    spec : str
+        ``"module:attr"``, ``attr`` a callable returning a :class:`Policy`.
+    *args : object
+        Passed to ``attr`` (a placement policy's name).
+    """
+
+    def __init__(self, spec: str, *args: object) -> None:
+        module, _, attr = spec.partition(":")
+        if not module or not attr:
+            raise InvalidInstanceError("spec", f"must be 'module:attr', got {spec!r}")
+        self.spec = spec
+        self.args = args
+
+    def __call__(self) -> Policy:
+        module, _, attr = self.spec.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise InvalidInstanceError(
+                "policy", f"the provider {self.spec!r} cannot be loaded: {exc}"
+            ) from exc
+        made: Policy = factory(*self.args)  # checked by the caller (make_policy)
+        return made
+
+    def __repr__(self) -> str:
+        args = "".join(f", {a!r}" for a in self.args)
+        return f"ProvidedFactory({self.spec!r}{args})"
 
 
 def all_policy_names() -> tuple[str, ...]:

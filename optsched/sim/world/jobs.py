@@ -58,10 +58,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
@@ -75,13 +75,16 @@ from optsched.sim.world.cluster import ClusterSpec
 from optsched.sim.world.throughputs import GENERIC, Throughputs, type_rank
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
-    from optsched.sim.world.colocation import Colocation
+    from optsched.interference import InterferenceTruth
 
 __all__ = [
     "JOB_COLUMNS",
     "MODEL_FAMILIES",
+    "WORLD_IO",
+    "ColocationMode",
     "SimJob",
     "World",
     "canonical_cluster",
@@ -228,6 +231,57 @@ class SimJob:
         return self.min_gpus != self.max_gpus
 
 
+#: The world document's readers and writers (:mod:`optsched.sim.world.file`), by name:
+#: ``record`` (World -> WorldFile), ``load`` (path -> World), ``from_dict`` (data -> World) and
+#: ``schema`` (-> JSON Schema). Filled by the package (``optsched/sim/world/__init__.py``, which
+#: runs before this module is usable), so that this module, which the file format reads, does
+#: not import it back; :meth:`World.save`, :meth:`World.load`, ... go through it.
+WORLD_IO: dict[str, Callable[..., Any]] = {}
+
+
+def _world_io(name: str) -> Callable[..., Any]:
+    return WORLD_IO[name]
+
+
+@runtime_checkable
+class ColocationMode(Protocol):
+    """What a world and its readers use of its colocation mode (``World.colocation``).
+
+    :class:`optsched.sim.world.colocation.Colocation` is the implementation (its notes give
+    the meaning of every member); the world names only this interface, so that the
+    colocation module, which builds worlds, is imported by its users and never by the world.
+    """
+
+    @property
+    def truth(self) -> InterferenceTruth: ...
+    @property
+    def job_types(self) -> Mapping[str, int]: ...
+    @property
+    def ps(self) -> Mapping[str, int]: ...
+    @property
+    def cpus_per_server(self) -> float: ...
+    @property
+    def worker_cpus(self) -> float: ...
+    @property
+    def ps_cpus(self) -> float: ...
+    @property
+    def spread_penalty(self) -> float: ...
+    @property
+    def max_workers(self) -> int: ...
+    @property
+    def max_ps(self) -> int: ...
+    @property
+    def n_types(self) -> int: ...
+
+    def check(self, world: World) -> None: ...
+    def slowdown(self, job_type: int, counts: np.ndarray) -> float: ...
+    def speed_factor(self, job_type: int, neighbours: Sequence[Sequence[int]]) -> float: ...
+    def max_slowdown_factor(self, world: World) -> float: ...
+    def cpu_use(
+        self, servers: Sequence[tuple[int, int]], ps_servers: Sequence[int]
+    ) -> dict[int, float]: ...
+
+
 @dataclass(frozen=True)
 class World:
     """Everything a simulation, an exact model and the validator need to agree on.
@@ -246,7 +300,7 @@ class World:
         Charge ``restore_s`` on a job's first start too (the reference semantics of
         Gavel-derived simulators, which count a job's start-up like a restore); by default a
         job's first run starts progressing at once.
-    colocation : Colocation or None
+    colocation : ColocationMode or None
         The placement-aware mode (:mod:`optsched.sim.world.colocation`): parameter servers, CPUs
         and rates that depend on the jobs sharing a server. ``None`` (the default): rates
         depend on the GPU type and packing pair only.
@@ -272,7 +326,7 @@ class World:
     jobs: tuple[SimJob, ...]
     restore_s: float = 0.0
     restore_on_first_start: bool = False
-    colocation: Colocation | None = None
+    colocation: ColocationMode | None = None
 
     def __post_init__(self) -> None:
         limits.check_range("restore_s", self.restore_s, "restore_s")
@@ -291,9 +345,7 @@ class World:
             seen.add(j.job_id)
             self._check_runnable(k, j)
         if self.colocation is not None:
-            from optsched.sim.world.colocation import Colocation
-
-            if not isinstance(self.colocation, Colocation):
+            if not isinstance(self.colocation, ColocationMode):
                 raise InvalidInstanceError(
                     "colocation", f"must be a Colocation, got {type(self.colocation).__name__}"
                 )
@@ -501,9 +553,8 @@ class World:
 
     def to_dict(self) -> dict[str, Any]:
         """The world document as plain JSON-ready data (what :meth:`save` writes)."""
-        from optsched.sim.world.file import world_record
-
-        return world_record(self).to_dict()
+        data: dict[str, Any] = _world_io("record")(self).to_dict()
+        return data
 
     def save(self, path: str | Path) -> None:
         """Write the world document (JSON, or TOML for a ``.toml`` path).
@@ -511,9 +562,7 @@ class World:
         The document holds the cluster, the restore cost, the throughput table itself and every
         job field (see :mod:`optsched.sim.world.file`); ``World.load(path) == world``.
         """
-        from optsched.sim.world.file import world_record
-
-        world_record(self).save(path)
+        _world_io("record")(self).save(path)
 
     @classmethod
     def load(cls, path: str | Path) -> World:
@@ -525,23 +574,20 @@ class World:
             The file is refused, has more jobs than the budget ``max_trace_rows`` (refused
             before any is built) or a field is invalid (file and field named).
         """
-        from optsched.sim.world.file import load_world
-
-        return load_world(path)
+        world: World = _world_io("load")(path)
+        return world
 
     @classmethod
     def from_dict(cls, data: Any) -> World:
         """Validate a parsed world document (see :meth:`load`)."""
-        from optsched.sim.world.file import world_from_dict
-
-        return world_from_dict(data)
+        world: World = _world_io("from_dict")(data)
+        return world
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
         """The JSON Schema of the world document."""
-        from optsched.sim.world.file import WorldFile
-
-        return WorldFile.schema()
+        schema: dict[str, Any] = _world_io("schema")()
+        return schema
 
     def __repr__(self) -> str:
         return f"World({len(self.jobs)} jobs, cluster={self.cluster}, restore_s={self.restore_s:g})"
@@ -663,93 +709,23 @@ def jobs_from_frame(
     if batch_modes and "batch_mode" in frame.columns:
         modes = frame["batch_mode"].tolist()
     largest = max(t.count for t in cluster.gpu_types)
-    ref = throughputs.reference
     jobs: list[SimJob] = []
     seen: set[str] = set()
     last = 0.0
     for i in range(n):
         row = i + first_row
-        jid = _text(cols["job_id"][i])
-        if not jid:
-            raise InvalidInstanceError("job_id", "must not be empty", file=file, row=row)
-        if jid in seen:
-            raise InvalidInstanceError("job_id", f"duplicate job id {jid!r}", file=file, row=row)
-        seen.add(jid)
-        arrival = _float(cols["arrival"][i], "arrival", row, file, nan_ok=False)
-        if arrival < 0:
-            raise InvalidInstanceError(
-                "arrival", f"must be >= 0, got {arrival}", file=file, row=row
-            )
-        if arrival < last:
-            raise InvalidInstanceError(
-                "arrival",
-                f"rows must be sorted by arrival ({arrival} < {last})",
-                file=file,
-                row=row,
-            )
-        last = arrival
-        g = _float(cols["num_gpus"][i], "num_gpus", row, file, nan_ok=False)
-        if g != int(g) or g < 1:
-            raise InvalidInstanceError(
-                "num_gpus", f"must be an integer >= 1, got {g}", file=file, row=row
-            )
-        gpus = int(g)
-        if gpus > largest:
-            raise InvalidInstanceError(
-                "num_gpus",
-                f"{gpus} GPUs exceed every GPU type of the cluster (largest: {largest})",
-                file=file,
-                row=row,
-            )
-        weight = _float(cols["weight"][i], "weight", row, file, nan_ok=False)
-        if weight <= 0:
-            raise InvalidInstanceError("weight", f"must be > 0, got {weight}", file=file, row=row)
-        deadline = _float(cols["deadline"][i], "deadline", row, file, nan_ok=True)
-        steps = _float(cols["total_steps"][i], "total_steps", row, file, nan_ok=True)
-        duration = _float(cols["duration"][i], "duration", row, file, nan_ok=True)
-        batch = _float(cols["batch_size"][i], "batch_size", row, file, nan_ok=True)
-        for name, v in (("total_steps", steps), ("duration", duration)):
-            if not math.isnan(v) and v <= 0:
-                raise InvalidInstanceError(name, f"must be > 0, got {v}", file=file, row=row)
+        jid = _row_job_id(cols["job_id"][i], seen, file, row)
+        arrival = last = _row_arrival(cols["arrival"][i], last, file, row)
+        gpus = _row_gang(cols["num_gpus"][i], largest, file, row)
+        weight, deadline, steps, duration, batch = _row_numbers(cols, i, file, row)
         model = _text(cols["model"][i])
-        job_type = job_type_for(model, batch, throughputs)
-        ref_rate = throughputs.rate(job_type, gpus, ref)
-        if ref_rate <= 0:
-            job_type = GENERIC
-            ref_rate = throughputs.rate(GENERIC, gpus, ref)
-        if math.isnan(steps) and math.isnan(duration):
-            raise InvalidInstanceError(
-                "total_steps", "neither total_steps nor duration is known", file=file, row=row
-            )
-        if math.isnan(steps):
-            work, scale = duration * ref_rate, 1.0
-        elif math.isnan(duration):
-            work, scale = steps, 1.0
-        else:
-            work, scale = steps, steps / (duration * ref_rate)
-        if not (math.isfinite(work) and work > 0 and math.isfinite(scale) and scale > 0):
-            raise InvalidInstanceError(
-                "duration", f"gives no positive finite work ({work})", file=file, row=row
-            )
-        if not any(
-            throughputs.rate(job_type, gpus, t.name) > 0 and t.count >= gpus
-            for t in cluster.gpu_types
-        ):
-            raise InvalidInstanceError(
-                "model",
-                f"job {jid!r}: job type {job_type or 'generic'!r} on {gpus} GPUs runs on no "
-                f"GPU type of the cluster ({', '.join(cluster.names)}: rate 0, missing, or too "
-                "few GPUs)",
-                file=file,
-                row=row,
-            )
+        job_type, work, scale = _row_work(
+            model, batch, steps, duration, gpus, throughputs, file, row
+        )
+        _check_row_runs(jid, job_type, gpus, cluster, throughputs, file, row)
         schedule = None
         if modes is not None:
-            mode = _text(modes[i]).strip()
-            try:
-                schedule = derive_schedule(mode, job_type, batch, work, throughputs)
-            except InvalidInstanceError as exc:
-                raise InvalidInstanceError(exc.field, exc.message, file=file, row=row) from None
+            schedule = _row_schedule(modes[i], job_type, batch, work, throughputs, file, row)
         jobs.append(
             SimJob(
                 index=i,
@@ -767,3 +743,146 @@ def jobs_from_frame(
             )
         )
     return tuple(jobs)
+
+
+# -- the steps of one row of jobs_from_frame, in the order its checks run -----------------------
+
+
+def _row_job_id(value: object, seen: set[str], file: str | None, row: int) -> str:
+    """The row's job id: not empty, not seen before (added to ``seen``)."""
+    jid = _text(value)
+    if not jid:
+        raise InvalidInstanceError("job_id", "must not be empty", file=file, row=row)
+    if jid in seen:
+        raise InvalidInstanceError("job_id", f"duplicate job id {jid!r}", file=file, row=row)
+    seen.add(jid)
+    return jid
+
+
+def _row_arrival(value: object, last: float, file: str | None, row: int) -> float:
+    """The row's arrival: a number >= 0, not before the previous row's ``last``."""
+    arrival = _float(value, "arrival", row, file, nan_ok=False)
+    if arrival < 0:
+        raise InvalidInstanceError("arrival", f"must be >= 0, got {arrival}", file=file, row=row)
+    if arrival < last:
+        raise InvalidInstanceError(
+            "arrival",
+            f"rows must be sorted by arrival ({arrival} < {last})",
+            file=file,
+            row=row,
+        )
+    return arrival
+
+
+def _row_gang(value: object, largest: int, file: str | None, row: int) -> int:
+    """The row's ``num_gpus``: an integer >= 1, at most the ``largest`` GPU type's count."""
+    g = _float(value, "num_gpus", row, file, nan_ok=False)
+    if g != int(g) or g < 1:
+        raise InvalidInstanceError(
+            "num_gpus", f"must be an integer >= 1, got {g}", file=file, row=row
+        )
+    gpus = int(g)
+    if gpus > largest:
+        raise InvalidInstanceError(
+            "num_gpus",
+            f"{gpus} GPUs exceed every GPU type of the cluster (largest: {largest})",
+            file=file,
+            row=row,
+        )
+    return gpus
+
+
+def _row_numbers(
+    cols: dict[str, Sequence[object]], i: int, file: str | None, row: int
+) -> tuple[float, float, float, float, float]:
+    """The row's weight (> 0), deadline, total steps, duration and batch size (NaN: unknown).
+
+    ``total_steps`` and ``duration``, when known, must be > 0.
+    """
+    weight = _float(cols["weight"][i], "weight", row, file, nan_ok=False)
+    if weight <= 0:
+        raise InvalidInstanceError("weight", f"must be > 0, got {weight}", file=file, row=row)
+    deadline = _float(cols["deadline"][i], "deadline", row, file, nan_ok=True)
+    steps = _float(cols["total_steps"][i], "total_steps", row, file, nan_ok=True)
+    duration = _float(cols["duration"][i], "duration", row, file, nan_ok=True)
+    batch = _float(cols["batch_size"][i], "batch_size", row, file, nan_ok=True)
+    for name, v in (("total_steps", steps), ("duration", duration)):
+        if not math.isnan(v) and v <= 0:
+            raise InvalidInstanceError(name, f"must be > 0, got {v}", file=file, row=row)
+    return weight, deadline, steps, duration, batch
+
+
+def _row_work(
+    model: str,
+    batch: float,
+    steps: float,
+    duration: float,
+    gpus: int,
+    throughputs: Throughputs,
+    file: str | None,
+    row: int,
+) -> tuple[str, float, float]:
+    """The row's job type, work and per-job scale (the module notes' *work and rates*).
+
+    A type with no rate on the reference type at ``gpus`` falls back to the generic one.
+    """
+    ref = throughputs.reference
+    job_type = job_type_for(model, batch, throughputs)
+    ref_rate = throughputs.rate(job_type, gpus, ref)
+    if ref_rate <= 0:
+        job_type = GENERIC
+        ref_rate = throughputs.rate(GENERIC, gpus, ref)
+    if math.isnan(steps) and math.isnan(duration):
+        raise InvalidInstanceError(
+            "total_steps", "neither total_steps nor duration is known", file=file, row=row
+        )
+    if math.isnan(steps):
+        work, scale = duration * ref_rate, 1.0
+    elif math.isnan(duration):
+        work, scale = steps, 1.0
+    else:
+        work, scale = steps, steps / (duration * ref_rate)
+    if not (math.isfinite(work) and work > 0 and math.isfinite(scale) and scale > 0):
+        raise InvalidInstanceError(
+            "duration", f"gives no positive finite work ({work})", file=file, row=row
+        )
+    return job_type, work, scale
+
+
+def _check_row_runs(
+    jid: str,
+    job_type: str,
+    gpus: int,
+    cluster: ClusterSpec,
+    throughputs: Throughputs,
+    file: str | None,
+    row: int,
+) -> None:
+    """Refuse a row no GPU type of the cluster can run (rate 0, missing, or too few GPUs)."""
+    if not any(
+        throughputs.rate(job_type, gpus, t.name) > 0 and t.count >= gpus for t in cluster.gpu_types
+    ):
+        raise InvalidInstanceError(
+            "model",
+            f"job {jid!r}: job type {job_type or 'generic'!r} on {gpus} GPUs runs on no "
+            f"GPU type of the cluster ({', '.join(cluster.names)}: rate 0, missing, or too "
+            "few GPUs)",
+            file=file,
+            row=row,
+        )
+
+
+def _row_schedule(
+    mode: object,
+    job_type: str,
+    batch: float,
+    work: float,
+    throughputs: Throughputs,
+    file: str | None,
+    row: int,
+) -> BatchSchedule | None:
+    """The row's batch-size schedule from its ``batch_mode`` (:func:`derive_schedule`)."""
+    try:
+        return derive_schedule(_text(mode).strip(), job_type, batch, work, throughputs)
+    except InvalidInstanceError as exc:
+        raise InvalidInstanceError(exc.field, exc.message, file=file, row=row) from None

@@ -8,7 +8,7 @@ CPUs, stopping at the first that cannot (strict FIFO, no backfilling: Harmony's 
 is placed task by task, workers first then parameter servers, each on a server the action
 mask allows (:meth:`optsched.harmony.world.ClusterState.mask`: the task fits and the job's
 remaining tasks can still be packed), on the view of the cluster the running jobs leave
-(:func:`cluster_view`). Running jobs are never moved (``keep_running``).
+(:func:`optsched.harmony.world.cluster_view`). Running jobs are never moved (``keep_running``).
 
 ========================= ===============================================================
 name                      rule for each task
@@ -33,6 +33,12 @@ name                      rule for each task
 ========================= ===============================================================
 
 The rules are those of :mod:`optsched.harmony.policies` (the same code places the tasks).
+
+The simulator knows these names without importing Harmony: its registry holds each as a
+*provided* built-in (:data:`optsched.sim.policies.PROVIDED`: the name and
+``"optsched.harmony.sim_policies:PlacementPolicy"``), and imports this module the first time one
+of them is made (``make_policy("first-fit")``, ``--policies harmony``), so that the simulator's
+packages never import :mod:`optsched.harmony` while Harmony builds on the simulator's engine.
 """
 
 from __future__ import annotations
@@ -45,13 +51,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
+from optsched.harmony.policies import place_job
+from optsched.harmony.world import ClusterState, HarmonyWorld, JobArrival, cluster_view, ffd_fits
 from optsched.sim.engine.policy import Grant, GrantPlacement, Policy, PolicyDecision, SimState
 
 if TYPE_CHECKING:
-    from optsched.harmony.world import ClusterState, HarmonyWorld, JobArrival
     from optsched.sim.world.jobs import World
 
-__all__ = ["PLACEMENT_POLICIES", "PlacementPolicy", "cluster_view", "harmony_world_of"]
+__all__ = ["PLACEMENT_POLICIES", "PlacementPolicy", "harmony_world_of", "job_arrivals"]
 
 #: Registry name -> the rule's name in :mod:`optsched.harmony.policies`.
 PLACEMENT_POLICIES: dict[str, str] = {
@@ -75,8 +82,6 @@ _HOW = (
 
 def harmony_world_of(world: World) -> HarmonyWorld:
     """The Harmony world (servers, truth, sizes) of a colocation ``world``."""
-    from optsched.harmony.world import HarmonyWorld
-
     coloc = world.colocation
     if coloc is None:
         raise InvalidInstanceError("world", f"is not in the colocation mode; {_HOW}")
@@ -94,8 +99,6 @@ def harmony_world_of(world: World) -> HarmonyWorld:
 
 def job_arrivals(world: World) -> list[JobArrival]:
     """Every job of a colocation ``world`` as a Harmony arrival (id: its index)."""
-    from optsched.harmony.world import JobArrival
-
     coloc = world.colocation
     assert coloc is not None
     return [
@@ -104,30 +107,6 @@ def job_arrivals(world: World) -> list[JobArrival]:
         )
         for j in world.jobs
     ]
-
-
-def cluster_view(state: SimState, hworld: HarmonyWorld, arrivals: list[JobArrival]) -> ClusterState:
-    """The cluster at a decision point as a :class:`~optsched.harmony.world.ClusterState`.
-
-    Free GPUs and CPUs per server and the jobs present on each (running jobs: their workers
-    on their GPU servers, their parameter servers on ``JobState.ps_servers``).
-    """
-    from optsched.harmony.world import PS_DEMAND, WORKER_DEMAND, ClusterState
-
-    view = ClusterState(hworld)
-    t = state.world.cluster.gpu_types[0]
-    for h in range(hworld.n_servers):
-        # the last server of a type may hold fewer GPUs than the others
-        view.free[h, 0] = float(t.server_capacity(h))
-    for s in state.running:
-        job = arrivals[s.job.index]
-        assert s.placement is not None
-        for h, k in s.placement.servers:
-            for _ in range(k):
-                view.place_task(job, WORKER_DEMAND, h)
-        for h in s.ps_servers:
-            view.place_task(job, PS_DEMAND, h)
-    return view
 
 
 class PlacementPolicy(Policy):
@@ -214,8 +193,6 @@ class PlacementPolicy(Policy):
 
     def place(self, view: ClusterState, job: JobArrival) -> list[int]:
         """The server of every task of ``job`` (workers, then PSs) on ``view`` (unchanged)."""
-        from optsched.harmony.policies import place_job
-
         params = self._load() if self.rule == "harmony" else None
         return place_job(
             self.rule, view, job, params=params, rng=self._rng, time_limit=self.time_limit
@@ -223,8 +200,6 @@ class PlacementPolicy(Policy):
 
     def allocate(self, state: SimState) -> PolicyDecision:
         """Place the FIFO heads that fit (see the module notes)."""
-        from optsched.harmony.world import ffd_fits
-
         assert self._hworld is not None, "reset() first"
         view = cluster_view(state, self._hworld, self._arrivals)
         gpu_type = state.world.cluster.gpu_types[0].name
