@@ -200,10 +200,6 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
         }
     ): "Harmony's placement policies registered through the plug-in registry, so that sim never "
     "imports harmony; the engine and Gavel's mechanism meeting through the policy interface",
-    frozenset({"optsched.sim.optimum.exact", "optsched.sim.optimum.exact_matrix"}): (
-        "the round world both exact models read (grid, floors, starts, objective values) in a "
-        "module of its own, with public names"
-    ),
     frozenset(
         {"optsched.sim.world.colocation", "optsched.sim.world.file", "optsched.sim.world.jobs"}
     ): "the world read and written by world.file and built with its colocation by its callers",

@@ -39,6 +39,28 @@ from numpy.typing import NDArray
 from optsched import limits
 from optsched.errors import InvalidInstanceError, ModelError, NotOptimalError
 from optsched.sim.measure.record import SimResult
+from optsched.sim.optimum.rounds import (
+    OBJECTIVES,
+    POLISH,
+    MipStart,
+    ReplayedPlan,
+    area_sets,
+    check_round_seconds,
+    check_world,
+    completion_floor,
+    default_rounds,
+    earliest_round,
+    interchangeable_groups,
+    last_run_floor,
+    model_run,
+    objective_value,
+    one_round_jobs,
+    ordered_start,
+    pack_round,
+    round_stops,
+    types_for,
+    value_of,
+)
 from optsched.sim.world.jobs import World
 from optsched.solvers.matrix import LinearProgram, MatrixSolution
 from optsched.tolerances import CAPACITY_TOL, RATIO_TOL, WORK_TOL, leq
@@ -46,7 +68,6 @@ from optsched.tolerances import CAPACITY_TOL, RATIO_TOL, WORK_TOL, leq
 if TYPE_CHECKING:
     from optsched.family.exact import Formulation
     from optsched.sim.engine.policy import GrantPlacement
-    from optsched.sim.optimum.exact import MipStart
     from optsched.solvers import BuildClock
 
 __all__ = [
@@ -159,15 +180,11 @@ class MatrixModel:
 
     def value(self, point: NDArray[np.float64]) -> float:
         """The objective of ``point``'s schedule, from its completion times :math:`L T_j`."""
-        from optsched.sim.optimum.exact import _value_of
-
         done = [self.round_seconds * float(t) for t in self.completion(point)]
-        return _value_of(self.world, done, self.objective)
+        return value_of(self.world, done, self.objective)
 
     def plan(self, point: NDArray[np.float64]) -> list[dict[str, GrantPlacement]]:
         """The per-round placements of ``point`` (runs where :math:`x > 1/2`)."""
-        from optsched.sim.optimum.exact import pack_round
-
         x = self.full(point)
         x0 = self.offsets["x"]
         on = np.flatnonzero(x[x0 : x0 + self.kj.size] > 0.5)
@@ -257,14 +274,10 @@ class MatrixModel:
 
     def key_single(self) -> NDArray[np.bool_]:
         """Per ``x`` key, whether its job is a one-round job."""
-        from optsched.sim.optimum.exact import one_round_jobs
-
         return np.isin(self.kj, np.asarray(one_round_jobs(self.world, self.round_seconds)))
 
     def f_positions(self) -> NDArray[np.int64]:
         """Per ``x`` key, its ``f`` column's position (-1 for a one-round job's key)."""
-        from optsched.sim.optimum.exact import one_round_jobs
-
         single = one_round_jobs(self.world, self.round_seconds)
         multi = ~np.isin(self.kj, np.asarray(single, dtype=np.int64))
         out = np.full(self.kj.size, -1, dtype=np.int64)
@@ -337,11 +350,9 @@ class MatrixModel:
 
 def _shares(world: World, L: float, names: list[str]) -> NDArray[np.float64]:
     r""":math:`c_{jg}` per job and type (0 where the job cannot run)."""
-    from optsched.sim.optimum.exact import _types_for
-
     out = np.zeros((len(world.jobs), len(names)))
     for j in world.jobs:
-        for g in _types_for(world, j):
+        for g in types_for(world, j):
             out[j.index, names.index(g)] = world.rate(j, g, True) * L / j.work
     return out
 
@@ -434,24 +445,13 @@ def build_matrix(
         As :func:`~optsched.sim.optimum.exact.build_model`; an objective outside
         :data:`MATRIX_OBJECTIVES` (field ``objective``).
     """
-    from optsched.sim.optimum.exact import (
-        _check_round_seconds,
-        _stops,
-        check_world,
-        default_rounds,
-        earliest_round,
-        interchangeable_groups,
-        last_run_floor,
-        one_round_jobs,
-    )
-
     began = time.perf_counter()
     if objective not in MATRIX_OBJECTIVES:
         raise InvalidInstanceError(
             "objective",
             f"the matrix model states {', '.join(MATRIX_OBJECTIVES)}, got {objective!r}",
         )
-    L = _check_round_seconds(round_seconds)
+    L = check_round_seconds(round_seconds)
     matters = check_world(world)
     if rounds is None:
         rounds = default_rounds(world, L)
@@ -470,7 +470,7 @@ def build_matrix(
             raise InvalidInstanceError(
                 "rounds", f"job {j.job_id!r} arrives after the last of the {rounds} rounds"
             )
-    stop = _stops(world, L, objective, first, rounds, eps, upper_bound)
+    stop = round_stops(world, L, objective, first, rounds, eps, upper_bound)
     if compact and compaction_applies(world, objective):
         stop = _compact_stops(world, L, eps, first, stop)
     K = max(stop)
@@ -1021,8 +1021,6 @@ def _columns(
     horizon: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], float]:
     """Column bounds, integrality and objective of :func:`build_matrix`'s layout."""
-    from optsched.sim.optimum.exact import completion_floor, one_round_jobs
-
     jobs = world.jobs
     n = len(jobs)
     nk, ne, nf = sizes
@@ -1098,8 +1096,6 @@ def _strengthen_rows(
 ) -> None:
     """The valid inequalities of :func:`optsched.sim.optimum.exact._strengthen`, as rows."""
     import itertools
-
-    from optsched.sim.optimum.exact import area_sets, interchangeable_groups
 
     inf = math.inf
     n = len(world.jobs)
@@ -1348,8 +1344,6 @@ def start_from_point(model: MatrixModel, point: NDArray[np.float64]) -> MipStart
     figure. ``None`` when the runs are no schedule (two types in one round, unfinished work,
     a last run below the floor).
     """
-    from optsched.sim.optimum.exact import MipStart, _model_run, _value_of
-
     world, L = model.world, model.round_seconds
     x = model.full(point)
     x0 = model.offsets["x"]
@@ -1370,13 +1364,13 @@ def start_from_point(model: MatrixModel, point: NDArray[np.float64]) -> MipStart
     shares: list[float] = []
     try:
         for j in world.jobs:
-            mine, last = _model_run(world, j, plans[j.index], L, model.horizon, model.eps, refuse)
+            mine, last = model_run(world, j, plans[j.index], L, model.horizon, model.eps, refuse)
             runs.append(tuple(mine))
             shares.append(last)
     except _Refused:
         return None
     done = [L * (r[-1][0] + u) for r, u in zip(runs, shares, strict=True)]
-    value = _value_of(world, done, model.objective)
+    value = value_of(world, done, model.objective)
     return MipStart(
         policy="root",
         runs=tuple(runs),
@@ -1494,14 +1488,6 @@ def formulation(
         The start violates the model (named row or column).
     """
     from optsched.family.exact import Formulation
-    from optsched.sim.optimum.exact import (
-        OBJECTIVES,
-        POLISH,
-        ReplayedPlan,
-        default_rounds,
-        last_run_floor,
-        objective_value,
-    )
 
     if objective not in MATRIX_OBJECTIVES:
         raise InvalidInstanceError(
@@ -1592,9 +1578,7 @@ def check_start(model: MatrixModel, start: MipStart) -> tuple[NDArray[np.float64
     ModelError
         The start violates a row, a fixed or removed column or a bound (named).
     """
-    from optsched.sim.optimum.exact import _ordered
-
-    ordered, notes = _ordered(model, start)  # type: ignore[arg-type]
+    ordered, notes = ordered_start(model.interchangeable, start)
     full = model.start_point(ordered)
     bad = model.violations(full)
     if bad:
@@ -1665,21 +1649,17 @@ def _max_runs(world: World, L: float) -> list[int]:
     Runs before the last are full rounds of at least :math:`\min_g c_{jg}` each and do less
     than the whole work (the last run adds :math:`\varepsilon c > 0`).
     """
-    from optsched.sim.optimum.exact import _types_for
-
     out = []
     for j in world.jobs:
-        slowest = min(world.rate(j, g, True) for g in _types_for(world, j)) * L / j.work
+        slowest = min(world.rate(j, g, True) for g in types_for(world, j)) * L / j.work
         out.append(math.floor(1.0 / slowest) + 1)
     return out
 
 
 def _single_types(world: World, L: float, eps: float, ji: int) -> list[str]:
     r"""The types a one-round job's run can be on: :math:`1 / c_{jg} \ge \varepsilon`."""
-    from optsched.sim.optimum.exact import _types_for
-
     j = world.jobs[ji]
-    return [g for g in _types_for(world, j) if j.work / (world.rate(j, g, True) * L) >= eps]
+    return [g for g in types_for(world, j) if j.work / (world.rate(j, g, True) * L) >= eps]
 
 
 def compact_last_rounds(world: World, round_seconds: float, eps: float) -> list[int | None]:
@@ -1704,8 +1684,6 @@ def compact_last_rounds(world: World, round_seconds: float, eps: float) -> list[
     (:math:`\lfloor 1/\min_g c_{ig} \rfloor + 1`). Hence
     :math:`k^* \le k_j + \lfloor Q_j / B_j \rfloor`.
     """
-    from optsched.sim.optimum.exact import _types_for, earliest_round, one_round_jobs
-
     L = round_seconds
     runs = _max_runs(world, L)
     out: list[int | None] = [None] * len(world.jobs)
@@ -1720,7 +1698,7 @@ def compact_last_rounds(world: World, round_seconds: float, eps: float) -> list[
         held = sum(
             i.num_gpus * runs[i.index]
             for i in world.jobs
-            if i.index != ji and mine.intersection(_types_for(world, i))
+            if i.index != ji and mine.intersection(types_for(world, i))
         )
         out[ji] = earliest_round(j.arrival, L) + held // busy
     return out
@@ -1736,8 +1714,6 @@ def compact_start(
     and changes no other, so the value never rises. The moves are listed in ``notes``.
     """
     import dataclasses
-
-    from optsched.sim.optimum.exact import _value_of, earliest_round, one_round_jobs
 
     L = round_seconds
     count = {t.name: t.count for t in world.cluster.gpu_types}
@@ -1781,6 +1757,6 @@ def compact_start(
         start,
         runs=tuple(tuple(r) for r in runs),
         last_share=tuple(shares),
-        value=_value_of(world, done, objective),
+        value=value_of(world, done, objective),
         notes=(*start.notes, f"{moved} one-round job(s) moved to an earlier free slot"),
     )
