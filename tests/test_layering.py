@@ -186,10 +186,6 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset({"optsched.sim.engine.core", "optsched.sim.engine.gavel"}): (
         "the engine and Gavel's mechanism meeting through the policy interface"
     ),
-    frozenset({"optsched.sim.optimum.exact", "optsched.sim.optimum.exact_matrix"}): (
-        "the round world both exact models read (grid, floors, starts, objective values) in a "
-        "module of its own, with public names"
-    ),
 }
 
 

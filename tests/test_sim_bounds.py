@@ -21,8 +21,6 @@ from optsched.errors import InvalidInstanceError
 from optsched.sim import simulate
 from optsched.sim.optimum.bounds import (
     BOUND_OBJECTIVES,
-    _blocks,
-    _dual_bound,
     bound,
     bounds,
     certified_gap,
@@ -30,6 +28,7 @@ from optsched.sim.optimum.bounds import (
 )
 from optsched.sim.optimum.exact import objective_value
 from optsched.sim.optimum.exact import solve as solve_exact
+from optsched.sim.optimum.interval_lp import blocks, dual_bound
 from optsched.sim.policies import make_policy
 from optsched.solvers.matrix import LinearProgram, solve_matrix
 from optsched.tolerances import BOUND_SAFETY, TIME_TOL
@@ -166,12 +165,12 @@ def test_any_dual_point_gives_a_bound_below_the_lp_optimum(seed: int) -> None:
     assert optimum is not None
     for _ in range(5):
         y = rng.normal(size=m)
-        assert _dual_bound(lp, y) <= optimum + 1e-9
+        assert dual_bound(lp, y) <= optimum + 1e-9
     exact = solve_matrix(lp)
     assert exact.row_dual is not None
     # the optimal dual point certifies the optimum itself
-    assert _dual_bound(lp, exact.row_dual) == pytest.approx(optimum, abs=1e-6)
-    assert _dual_bound(lp, exact.row_dual) <= optimum + BOUND_SAFETY * max(1.0, abs(optimum))
+    assert dual_bound(lp, exact.row_dual) == pytest.approx(optimum, abs=1e-6)
+    assert dual_bound(lp, exact.row_dual) <= optimum + BOUND_SAFETY * max(1.0, abs(optimum))
 
 
 @given(st.integers(0, 40), st.integers(1, 6), st.integers(1, 4))
@@ -179,7 +178,7 @@ def test_blocks_tile_the_rest_of_the_horizon(first: int, levels: int, per_level:
     total = 1 << levels
     first = min(first, total)
     covered = []
-    for level, index in _blocks(first, levels, per_level):
+    for level, index in blocks(first, levels, per_level):
         covered.extend(range(index << level, (index + 1) << level))
     assert covered == list(range(first, total))
 
@@ -277,13 +276,14 @@ def test_cli_compare_and_sweep_print_certified_gaps(
 
 
 def test_spread_rows_raise_the_interval_lp_and_stay_below_the_optimum() -> None:
-    from optsched.sim.optimum.bounds import _horizon, _interval_lp
+    from optsched.sim.optimum.bounds import _horizon
+    from optsched.sim.optimum.interval_lp import interval_lp
 
     # SPT on one GPU: 1 then 3, total JCT 5; without the spread rows the LP counts each
     # block's work at the block's start and stays well below
     lim = job_limits(one_gpu_world([3.0, 1.0], [0.0, 0.0]))
-    plain, _ = _interval_lp(lim, _horizon(lim), None, "highs", ())
-    spread, _ = _interval_lp(lim, _horizon(lim), None, "highs", (1.0,))
+    plain, _ = interval_lp(lim, _horizon(lim), None, "highs", ())
+    spread, _ = interval_lp(lim, _horizon(lim), None, "highs", (1.0,))
     assert plain < 4.8
     assert 4.9 < spread <= 5.0 + TIME_TOL
 

@@ -23,6 +23,7 @@ from optsched.sim.optimum.exact import (
     solve,
     start_from_record,
 )
+from optsched.sim.optimum.matrix_compact import max_runs
 from optsched.sim.policies import make_policy
 from optsched.solvers import LinearProgram, solve_matrix
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, RATIO_TOL, within
@@ -145,7 +146,7 @@ def test_one_round_jobs_and_the_compact_horizon() -> None:
     last = xm.compact_last_rounds(world, L, eps)
     assert last[4] is None
     # job 0: the others hold at most 1+1+2+1+1*R_4 GPU-rounds; 4 GPUs of both types busy
-    runs = xm._max_runs(world, L)
+    runs = max_runs(world, L)
     held = sum(j.num_gpus * runs[j.index] for j in world.jobs if j.index != 0)
     assert last[0] == held // 4
     built = xm.build_matrix(world, L)

@@ -123,12 +123,33 @@ import numpy as np
 from numpy.typing import NDArray
 
 from optsched.errors import InvalidInstanceError, NotOptimalError
-from optsched.sim.world.batch_schedule import phase_factor
-from optsched.sim.world.jobs import SimJob, World
-from optsched.tolerances import BOUND_SAFETY, TIME_TOL
+from optsched.sim.optimum.interval_lp import (
+    LP_MAX_LEVELS,
+    LP_MAX_PER_LEVEL,
+    LP_MIN_BLOCKS,
+    LP_MIN_PER_LEVEL,
+    LP_TANGENTS,
+    LP_TARGET_COLUMNS,
+    dual_bound,
+    interval_lp,
+    rescaled,
+)
+from optsched.sim.optimum.job_limits import JobLimits, job_limits
+from optsched.sim.world.jobs import World
+from optsched.tolerances import TIME_TOL
 
 __all__ = [
     "BOUND_OBJECTIVES",
+    "LP_MAX_INTERVALS",
+    "LP_MAX_LEVELS",
+    "LP_MAX_PER_LEVEL",
+    "LP_MIN_BLOCKS",
+    "LP_MIN_PER_LEVEL",
+    "LP_PART_JOBS",
+    "LP_PART_SLACK",
+    "LP_TANGENTS",
+    "LP_TARGET_COLUMNS",
+    "MAKESPAN_THRESHOLDS",
     "Bound",
     "JobLimits",
     "bound",
@@ -146,19 +167,8 @@ BOUND_OBJECTIVES: dict[str, Literal["lower", "upper"]] = {
     "deadlines": "upper",
 }
 
-#: Columns each part's interval LP aims at (intervals are chosen to keep it near this size).
-LP_TARGET_COLUMNS = 150_000
 #: Most intervals of the deadline LP.
 LP_MAX_INTERVALS = 256
-#: Most levels of the interval LP's dyadic grid (``2**levels`` fine intervals).
-LP_MAX_LEVELS = 14
-#: Blocks of each level per job in the interval LP: its resolution, relative to a job's wait.
-LP_MIN_PER_LEVEL, LP_MAX_PER_LEVEL = 2, 8
-#: Fewest blocks a job gets in the interval LP before its tail (whatever the budget).
-LP_MIN_BLOCKS = 12
-#: Tangent points of the in-block spread rows, as fractions of the most of a job a block holds
-#: (one row per point and block; at 1, a block run through at full rate is counted exactly).
-LP_TANGENTS: tuple[float, ...] = (1.0,)
 #: Jobs per part of the interval LP: a larger world is cut, in arrival order, into parts of
 #: about this many jobs, each bounded on its own (the sum of the parts' bounds is a bound).
 LP_PART_JOBS = 1000
@@ -168,50 +178,6 @@ LP_PART_JOBS = 1000
 LP_PART_SLACK = 0.7
 #: Arrival-time thresholds of the makespan LP.
 MAKESPAN_THRESHOLDS = 12
-
-
-@dataclass(frozen=True)
-class JobLimits:
-    r"""What the throughput table allows each job at best (arrays indexed by job, then type).
-
-    Attributes
-    ----------
-    types : tuple of str
-        The cluster's GPU types (canonical order).
-    capacity : ndarray, shape (G,)
-        GPUs per type.
-    arrival, weight, deadline, work : ndarray, shape (n,)
-    own_seconds : ndarray, shape (n,)
-        :math:`P_j`, the shortest possible running time.
-    type_seconds : ndarray, shape (n, G)
-        :math:`W_j / \rho_{jg}` (``inf`` where the job cannot run).
-    area : ndarray, shape (n, G)
-        :math:`A_{jg}`, fewest GPU-seconds of the type (``inf`` where it cannot run).
-    best_area : ndarray, shape (n,)
-        :math:`A^*_j`.
-    share_factor : ndarray, shape (G,)
-        :math:`\kappa_g`.
-    best_units : ndarray, shape (G,)
-        :math:`\sigma_g`.
-    """
-
-    types: tuple[str, ...]
-    capacity: NDArray[np.float64]
-    arrival: NDArray[np.float64]
-    weight: NDArray[np.float64]
-    deadline: NDArray[np.float64]
-    work: NDArray[np.float64]
-    own_seconds: NDArray[np.float64]
-    type_seconds: NDArray[np.float64]
-    area: NDArray[np.float64]
-    best_area: NDArray[np.float64]
-    share_factor: NDArray[np.float64]
-    best_units: NDArray[np.float64]
-
-    @property
-    def speed(self) -> float:
-        r""":math:`\Sigma`, the aggregated machine's speed (best-type GPU-seconds per second)."""
-        return float((self.best_units * self.capacity).sum())
 
 
 @dataclass(frozen=True)
@@ -264,143 +230,6 @@ class Bound:
 # -- per-job limits -----------------------------------------------------------------------
 
 
-def _sizes(job: SimJob, count: int) -> range:
-    return range(job.min_gpus, min(job.max_gpus, count) + 1)
-
-
-def _group_key(job: SimJob) -> tuple[str, int, int]:
-    return (job.job_type, job.min_gpus, job.max_gpus)
-
-
-def _phase_boost(world: World, job: SimJob) -> float:
-    """The largest rate factor of a job's batch-size phases (1 without a schedule).
-
-    Dividing the job's work by it keeps every bound valid: in any phase, on any placement,
-    alone or paired, its rate is its base rate times a factor at most this one, so the shrunk
-    work at base rates takes no longer (and no more GPU-seconds) than the real work.
-    """
-    schedule = job.batch_schedule
-    if schedule is None:
-        return 1.0
-    best = 1.0
-    for t in world.cluster.gpu_types:
-        for size in _sizes(job, t.count):
-            for consolidated in (True, False):
-                for k in range(len(schedule.phases)):
-                    f = phase_factor(world.throughputs, schedule, k, t.name, size, consolidated)
-                    best = max(best, f)
-    return best
-
-
-def job_limits(world: World) -> JobLimits:
-    """The per-job limits every bound rests on (see the module notes).
-
-    Rates are read through :meth:`World.rate`, the engine's own look-up, for every gang size a
-    job may be given (its elastic bounds) on both placements; the per-group maxima are computed
-    once for each (job type, size bounds) and scaled by the job's ``scale``.
-
-    Complexity: :math:`O(K S G)` look-ups for :math:`K` job groups of at most :math:`S` sizes,
-    plus :math:`O(K^2 S G)` for the sharing factors when the table has pair rates.
-    """
-    types = world.cluster.names
-    counts = {t.name: t.count for t in world.cluster.gpu_types}
-    n, big_g = len(world.jobs), len(types)
-    # per group: best rate and best rate per GPU on each type, at scale 1
-    reps: dict[tuple[str, int, int], SimJob] = {}
-    for job in world.jobs:
-        reps.setdefault(_group_key(job), job)
-    best_rate: dict[tuple[str, int, int], NDArray[np.float64]] = {}
-    best_eff: dict[tuple[str, int, int], NDArray[np.float64]] = {}
-    tp = world.throughputs
-    for key, job in reps.items():
-        rate = np.zeros(big_g)
-        eff = np.zeros(big_g)
-        for g, name in enumerate(types):
-            for size in _sizes(job, counts[name]):
-                for consolidated in (True, False):
-                    r = tp.rate(job.job_type, size, name, consolidated)
-                    if r > 0 and math.isfinite(r):
-                        rate[g] = max(rate[g], r)
-                        eff[g] = max(eff[g], r / size)
-        best_rate[key], best_eff[key] = rate, eff
-    share = np.ones(big_g)
-    best_units = np.zeros(big_g)
-    for eff in best_eff.values():
-        top = eff.max()
-        if top > 0:
-            best_units = np.maximum(best_units, eff / top)
-    _pair_factors(world, reps, best_rate, best_eff, counts, share, best_units)
-    arrival = np.array([j.arrival for j in world.jobs], dtype=np.float64)
-    weight = np.array([j.weight for j in world.jobs], dtype=np.float64)
-    deadline = np.array([j.deadline for j in world.jobs], dtype=np.float64)
-    work = np.array([j.work / _phase_boost(world, j) for j in world.jobs], dtype=np.float64)
-    rates = np.array([best_rate[_group_key(j)] * j.scale for j in world.jobs]).reshape(n, big_g)
-    effs = np.array([best_eff[_group_key(j)] * j.scale for j in world.jobs]).reshape(n, big_g)
-    with np.errstate(divide="ignore"):
-        type_seconds = np.where(rates > 0, work[:, None] / np.where(rates > 0, rates, 1.0), np.inf)
-        area = np.where(effs > 0, work[:, None] / np.where(effs > 0, effs, 1.0), np.inf)
-    own = type_seconds.min(axis=1) if big_g else np.full(n, np.inf)
-    return JobLimits(
-        types=types,
-        capacity=np.array([counts[t] for t in types], dtype=np.float64),
-        arrival=arrival,
-        weight=weight,
-        deadline=deadline,
-        work=work,
-        own_seconds=own,
-        type_seconds=type_seconds,
-        area=area,
-        best_area=area.min(axis=1) if big_g else np.full(n, np.inf),
-        share_factor=share,
-        best_units=best_units,
-    )
-
-
-def _pair_factors(
-    world: World,
-    reps: dict[tuple[str, int, int], SimJob],
-    best_rate: dict[tuple[str, int, int], NDArray[np.float64]],
-    best_eff: dict[tuple[str, int, int], NDArray[np.float64]],
-    counts: dict[str, int],
-    share: NDArray[np.float64],
-    best_units: NDArray[np.float64],
-) -> None:
-    """Raise the sharing factors (in place) by every measured pair, and the jobs' best rates.
-
-    A pair's rates at scale 1 are the table's; scales cancel in the ratios (the pair rate and
-    the per-GPU efficiency both carry the job's scale).
-    """
-    tp = world.throughputs
-    if not getattr(tp, "pairs", None):
-        return
-    keys = list(reps)
-    for g, name in enumerate(world.cluster.names):
-        for ka in keys:
-            a = reps[ka]
-            for kb in keys:
-                b = reps[kb]
-                lo = max(a.min_gpus, b.min_gpus)
-                hi = min(a.max_gpus, b.max_gpus, counts[name])
-                for size in range(lo, hi + 1):
-                    for consolidated in (True, False):
-                        pair = tp.pair_rates(a.job_type, b.job_type, size, name, consolidated)
-                        if pair is None:
-                            continue
-                        ra, rb = pair
-                        best_rate[ka][g] = max(best_rate[ka][g], ra)
-                        ea, eb = best_eff[ka][g], best_eff[kb][g]
-                        if ea <= 0 or eb <= 0:
-                            # a job that shares where it cannot run alone: no finite factor
-                            raise InvalidInstanceError(
-                                "throughputs",
-                                f"job types {a.job_type!r} and {b.job_type!r} share {name} "
-                                "where one cannot run alone: no capacity bound holds",
-                            )
-                        share[g] = max(share[g], (ra / ea + rb / eb) / size)
-                        ta, tb = best_eff[ka].max(), best_eff[kb].max()
-                        best_units[g] = max(best_units[g], (ra / ta + rb / tb) / size)
-
-
 # -- weighted JCT ---------------------------------------------------------------------------
 
 
@@ -445,241 +274,6 @@ def _mean_busy_time(lim: JobLimits) -> float:
                 mean_busy[j] = t
     half = np.maximum(lim.own_seconds, p) / 2.0
     return float((lim.weight * (mean_busy + half - lim.arrival)).sum())
-
-
-def _blocks(first: int, levels: int, per_level: int) -> list[tuple[int, int]]:
-    """A job's blocks ``(level, index)`` from fine interval ``first`` to the horizon.
-
-    ``per_level`` blocks of each level, then one more if needed to align on the next level's
-    boundary, then the next level: block lengths grow geometrically with the distance from the
-    job's arrival, so the loss of the mean-busy row (a block's start for its whole work) is a
-    fraction of about ``1 / per_level`` of the job's wait.
-    """
-    out: list[tuple[int, int]] = []
-    total = 1 << levels
-    pos, level = first, 0
-    while pos < total:
-        size = 1 << level
-        for _ in range(per_level):
-            if pos >= total:
-                break
-            out.append((level, pos >> level))
-            pos += size
-        if level == levels:
-            continue
-        if pos < total and (pos >> level) & 1:
-            out.append((level, pos >> level))
-            pos += size
-        level += 1
-    return out
-
-
-def _dyadic_layout(
-    lim: JobLimits, horizon: float, columns: int = LP_TARGET_COLUMNS
-) -> tuple[int, int, float, float]:
-    """``(levels, per_level, start, fine_width)`` of the interval LP, sized to ``columns``."""
-    n = lim.area.shape[0]
-    start = float(lim.arrival.min())
-    span = max(horizon - start, float(lim.own_seconds.max()), 1e-9)
-    # fine intervals about a quarter of the median job's shortest running time
-    fine = max(float(np.median(lim.own_seconds)) / 4.0, span / (1 << LP_MAX_LEVELS))
-    levels = max(1, min(LP_MAX_LEVELS, math.ceil(math.log2(span / fine))))
-    types = max(1.0, float(np.isfinite(lim.area).sum()) / max(n, 1))
-    per_level = int(columns // max(1.0, n * types * (levels + 1)))
-    per_level = max(LP_MIN_PER_LEVEL, min(LP_MAX_PER_LEVEL, per_level))
-    return levels, per_level, start, span / (1 << levels)
-
-
-def _rescaled(lim: JobLimits, origin: float, unit: float) -> JobLimits:
-    """``lim`` with times measured in ``unit`` seconds from ``origin``."""
-    import dataclasses
-
-    return dataclasses.replace(
-        lim,
-        arrival=(lim.arrival - origin) / unit,
-        deadline=(lim.deadline - origin) / unit,
-        own_seconds=lim.own_seconds / unit,
-        type_seconds=lim.type_seconds / unit,
-        area=lim.area / unit,
-        best_area=lim.best_area / unit,
-    )
-
-
-def _interval_lp(
-    lim: JobLimits,
-    horizon: float,
-    time_limit: float | None,
-    solver: str,
-    tangents: tuple[float, ...] = LP_TANGENTS,
-    columns: int = LP_TARGET_COLUMNS,
-) -> tuple[float, str]:
-    """The interval LP's certified bound (see the module notes) and a note.
-
-    The intervals are dyadic blocks of a fine grid over ``[min arrival, horizon)``; each job
-    has its own blocks (:func:`_blocks`), and the capacity row of every dyadic interval holds
-    the blocks inside it — valid for every schedule, since the work done inside a dyadic
-    interval fits its capacity.
-    """
-    import scipy.sparse as sp
-
-    from optsched.solvers.matrix import LinearProgram, solve_matrix
-
-    n, big_g = lim.type_seconds.shape
-    # time in units of the median job's shortest running time, relative to the first
-    # arrival: keeps the LP's coefficients near 1 (HiGHS's tolerances are absolute)
-    unit = max(float(np.median(lim.own_seconds)), 1e-9)
-    origin = float(lim.arrival.min())
-    lim = _rescaled(lim, origin, unit)
-    horizon = (horizon - origin) / unit
-    levels, per_level, t_start, fine = _dyadic_layout(lim, horizon, columns)
-    total = 1 << levels
-    h = t_start + total * fine
-    runnable = np.isfinite(lim.area)
-    bj: list[int] = []
-    bl: list[int] = []
-    bi: list[int] = []
-    # each job's blocks stop after a budget; the rest of its work falls in its tail, which
-    # starts where its last block ends (a later tail is as valid, only weaker)
-    types = max(1.0, float(runnable.sum()) / max(n, 1))
-    budget = max(LP_MIN_BLOCKS, int(columns // max(1.0, n * types)))
-    tail = np.full(n, h)
-    for j in range(n):
-        first = min(int((lim.arrival[j] - t_start) // fine), total)
-        mine = _blocks(first, levels, per_level)
-        if len(mine) > budget:
-            mine = mine[:budget]
-            level, index = mine[-1]
-            tail[j] = t_start + ((index + 1) << level) * fine
-        for level, index in mine:
-            bj.append(j)
-            bl.append(level)
-            bi.append(index)
-    blk_job = np.asarray(bj, dtype=np.int64)
-    blk_level = np.asarray(bl, dtype=np.int64)
-    blk_index = np.asarray(bi, dtype=np.int64)
-    nb = len(blk_job)
-    blk_lo = t_start + (blk_index << blk_level) * fine
-    blk_hi = t_start + ((blk_index + 1) << blk_level) * fine
-    blk_start = np.maximum(blk_lo, lim.arrival[blk_job])
-    blk_own = np.maximum(blk_hi - blk_start, 0.0)
-    # one column per (block, runnable type)
-    pick = runnable[blk_job]
-    kb, gz = np.nonzero(pick)
-    jz = blk_job[kb]
-    nz = len(jz)
-    t0, c0, q0 = nz, nz + n, nz + 2 * n
-    ncols = nz + 2 * n + (nb if tangents else 0)
-    start = blk_start[kb]
-    # dyadic node numbering: level l's nodes after all finer levels' nodes
-    level_offset = np.concatenate([[0], np.cumsum([total >> lv for lv in range(levels + 1)])])
-    nodes = int(level_offset[-1])
-    rows_r: list[NDArray[np.int64]] = []
-    rows_c: list[NDArray[np.int64]] = []
-    rows_v: list[NDArray[np.float64]] = []
-    lo: list[NDArray[np.float64]] = []
-    up: list[NDArray[np.float64]] = []
-    r = 0
-    # work: sum z + t = 1
-    rows_r += [jz + r, np.arange(n) + r]
-    rows_c += [np.arange(nz), t0 + np.arange(n)]
-    rows_v += [np.ones(nz), np.ones(n)]
-    lo.append(np.ones(n))
-    up.append(np.ones(n))
-    r += n
-    # capacity of every dyadic node and type: a block counts in its node and all ancestors
-    area = lim.area[jz, gz]
-    cap_base = r
-    for up_level in range(levels + 1):
-        inside = blk_level[kb] <= up_level
-        idx = np.flatnonzero(inside)
-        node = blk_index[kb][idx] >> (up_level - blk_level[kb][idx])
-        rows_r.append(cap_base + gz[idx] * nodes + level_offset[up_level] + node)
-        rows_c.append(idx)
-        rows_v.append(area[idx])
-    widths = np.concatenate(
-        [np.full(total >> lv, float(1 << lv) * fine) for lv in range(levels + 1)]
-    )
-    lo.append(np.full(big_g * nodes, -np.inf))
-    up.append((lim.share_factor[:, None] * lim.capacity[:, None] * widths[None, :]).ravel())
-    r += big_g * nodes
-    # own rate per block: one gang at a time
-    rows_r.append(r + kb)
-    rows_c.append(np.arange(nz))
-    rows_v.append(lim.type_seconds[jz, gz])
-    lo.append(np.full(nb, -np.inf))
-    up.append(blk_own)
-    r += nb
-    # mean busy: C_j - sum start z - sum q - H t >= P_j / 2
-    mb = r
-    rows_r += [mb + jz, mb + np.arange(n), mb + np.arange(n)]
-    rows_c += [np.arange(nz), t0 + np.arange(n), c0 + np.arange(n)]
-    rows_v += [-start, -tail, np.ones(n)]
-    lo.append(lim.own_seconds / 2.0)
-    up.append(np.full(n, np.inf))
-    r += n
-    # in-block spread: q_b >= P_j alpha (Z_b - alpha / 2), a tangent of P_j Z_b^2 / 2 (the
-    # least mean-busy excess over the block's start of a fraction Z_b done at rate <= 1/P_j)
-    tan_base = r
-    p_blk = lim.own_seconds[blk_job]
-    # a zero-length job (P_j = 0) gets rows q >= 0: nothing to add
-    u_blk = np.where(p_blk > 0, np.minimum(1.0, blk_own / np.where(p_blk > 0, p_blk, 1.0)), 1.0)
-    if tangents:
-        rows_r.append(mb + blk_job)
-        rows_c.append(q0 + np.arange(nb))
-        rows_v.append(-np.ones(nb))
-        for frac in tangents:
-            alpha = frac * u_blk
-            rows_r += [r + kb, r + np.arange(nb)]
-            rows_c += [np.arange(nz), q0 + np.arange(nb)]
-            rows_v += [-p_blk[kb] * alpha[kb], np.ones(nb)]
-            lo.append(-p_blk * alpha * alpha / 2.0)
-            up.append(np.full(nb, np.inf))
-            r += nb
-    a = sp.csc_array(
-        (np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
-        shape=(r, ncols),
-    )
-    cost = np.zeros(ncols)
-    cost[c0:q0] = lim.weight
-    col_lo = np.zeros(ncols)
-    col_up = np.ones(ncols)
-    col_lo[c0:q0] = lim.arrival + lim.own_seconds
-    col_up[c0:] = np.inf
-    row_lo, row_up = np.concatenate(lo), np.concatenate(up)
-    offset = -float(lim.weight @ lim.arrival)
-    try:
-        lp = LinearProgram(cost, a, row_lo, row_up, col_lo, col_up, offset=offset)
-    except InvalidInstanceError as err:
-        # over the model-size budget: the closed forms stand
-        return -math.inf, f"interval LP: skipped, {err}"
-    try:
-        sol = solve_matrix(lp, solver=solver, time_limit=time_limit, accept_feasible=True)
-    except NotOptimalError as err:
-        return -math.inf, f"interval LP: {err}"
-    if sol.row_dual is None:
-        return -math.inf, "interval LP: the solver returned no dual point"
-    y = sol.row_dual.copy()
-    # the mean-busy row is the only one holding C_j: keep its multiplier in [0, w_j], so that
-    # C_j's reduced cost is >= 0 and its infinite upper bound costs nothing
-    y[mb : mb + n] = np.clip(y[mb : mb + n], 0.0, lim.weight)
-    if tangents:
-        # q_b's reduced cost y_mb - sum of its tangent multipliers must stay >= 0 (q is
-        # unbounded above): scale the tangent multipliers of each block down to fit
-        k = len(tangents)
-        ty = np.maximum(y[tan_base : tan_base + k * nb].reshape(k, nb), 0.0)
-        held = ty.sum(axis=0)
-        # shaved so that rounding in the sum cannot leave a reduced cost a hair below 0
-        room = y[mb + blk_job] * (1.0 - 1e-12)
-        scale = np.where(held > room, room / np.where(held > 0, held, 1.0), 1.0)
-        y[tan_base : tan_base + k * nb] = (ty * scale[None, :]).ravel()
-    # back to seconds: sum w (C - a) scales with the unit; the origin cancels in C - a
-    value = _dual_bound(lp, y) * unit
-    note = (
-        f"interval LP: {total} fine intervals of {fine * unit:.6g} s to "
-        f"{origin + h * unit:.6g} s, "
-        f"{per_level} blocks per level, {ncols} columns"
-    )
-    return value, note
 
 
 def _subset(lim: JobLimits, jobs: NDArray[np.int64]) -> JobLimits:
@@ -780,7 +374,7 @@ def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
             # the column budget grows with the part beyond LP_PART_JOBS, so that every job
             # keeps the same resolution whatever the size of its part
             columns = round(LP_TARGET_COLUMNS * max(1.0, len(jobs) / LP_PART_JOBS))
-            lp_value, note = _interval_lp(sub, _horizon(sub), left, run.solver, columns=columns)
+            lp_value, note = interval_lp(sub, _horizon(sub), left, run.solver, columns=columns)
             if math.isfinite(lp_value):
                 solved += 1
             value = max(value, lp_value)
@@ -791,33 +385,6 @@ def _interval_lp_parts(lim: JobLimits, run: _Run) -> tuple[float, bool, str]:
     if len(parts) > 1:
         note = f"{len(parts)} arrival-ordered parts cut at lulls, {solved} solved; {note}"
     return (total if solved else -math.inf), solved == len(parts), note
-
-
-def _dual_bound(lp: Any, y: NDArray[np.float64]) -> float:
-    r"""Weak-duality bound of a minimization LP from any row multipliers ``y``.
-
-    Each multiplier is clipped to the sign its finite row sides allow (a free row gets 0); the
-    bound is then :math:`\sum_i y_i b_i + \sum_j \min_{x_j \in [l_j, u_j]} d_j x_j + c_0`
-    with :math:`d = c - A^\top y` and :math:`b_i` the row side :math:`y_i` presses on, which is
-    at most the LP's optimum whatever ``y`` is (``-inf`` when a reduced cost presses on an
-    infinite column bound). The result is shaved by :data:`~optsched.tolerances.BOUND_SAFETY`
-    (relative) against the rounding of this sum.
-    """
-    lower_ok = np.isfinite(lp.row_lower)
-    upper_ok = np.isfinite(lp.row_upper)
-    y = np.where(lower_ok, y, np.minimum(y, 0.0))
-    y = np.where(upper_ok, y, np.maximum(y, 0.0))
-    y = np.where(lower_ok | upper_ok, y, 0.0)
-    rows = np.where(y > 0, y * np.where(lower_ok, lp.row_lower, 0.0), 0.0)
-    rows = rows + np.where(y < 0, y * np.where(upper_ok, lp.row_upper, 0.0), 0.0)
-    d = lp.c - lp.a.T @ y
-    pos, neg = d > 0, d < 0
-    if np.any(pos & ~np.isfinite(lp.col_lower)) or np.any(neg & ~np.isfinite(lp.col_upper)):
-        return -math.inf
-    cols = np.where(pos, d * np.where(pos, lp.col_lower, 0.0), 0.0)
-    cols = cols + np.where(neg, d * np.where(neg, lp.col_upper, 0.0), 0.0)
-    value = float(rows.sum() + cols.sum() + lp.offset)
-    return value - BOUND_SAFETY * max(1.0, abs(value))
 
 
 # -- makespan -------------------------------------------------------------------------------
@@ -888,7 +455,7 @@ def _makespan_lp(lim: JobLimits, deadline_at: float | None, solver: str) -> tupl
         if weight > 1.0:
             caps = caps / weight
         y[m:] = caps
-        best = max(best, _dual_bound(lp, y))
+        best = max(best, dual_bound(lp, y))
         done += 1
     note = f"makespan LP: {done} of {len(thresholds)} arrival thresholds"
     return best, done == len(thresholds), note
@@ -971,7 +538,7 @@ def _deadline_lp(
         return math.inf, f"deadline LP: {err}"
     if sol.row_dual is None:
         return math.inf, "deadline LP: the solver returned no dual point"
-    value = -_dual_bound(lp, sol.row_dual)
+    value = -dual_bound(lp, sol.row_dual)
     return float(math.floor(value)), f"deadline LP: {intervals} intervals, {nz + m} columns"
 
 
@@ -1112,7 +679,7 @@ def _weighted_jct(run: _Run) -> None:
 def _makespan(run: _Run) -> None:
     # counted from the first arrival, as the makespan metric and the exact model: every
     # candidate, the LP's safety margin included, is then the same for a trace shifted in time
-    lim = _rescaled(run.lim, float(run.lim.arrival.min()), 1.0)
+    lim = rescaled(run.lim, float(run.lim.arrival.min()), 1.0)
     if "isolated" in run.chosen:
         run.candidates["isolated"] = float((lim.arrival + lim.own_seconds).max())
     if "aggregated" in run.chosen:

@@ -56,14 +56,22 @@ with the same optimum). With :math:`\bar c_j = \max_g c_{jg}`, :math:`P_j = n_j 
 
 Each holds at every schedule of the model, or (``interchangeable``) at one optimum of every
 set of equal ones; the proofs are in :func:`completion_floor`, :func:`interchangeable_groups`,
-:func:`_strengthen`, :func:`_last_run_cuts` and the formulation page. Given a MIP start of value
-:math:`U` (:func:`start_from_record`, checked by :func:`set_start`), the rounds in which a job
-could only end in a schedule worse than :math:`U` are not built (:func:`latest_final_rounds`).
+``pyomo_model._strengthen``, ``pyomo_model._last_run_cuts`` and the formulation page. Given
+a MIP start of value :math:`U` (:func:`start_from_record`, checked by :func:`set_start`), the
+rounds in which a job could only end in a schedule worse than :math:`U` are not built
+(:func:`latest_final_rounds`).
 
 For HiGHS (``weighted-jct`` and ``makespan``), :func:`solve` builds the same strengthened model
 as sparse matrices instead (:mod:`optsched.sim.optimum.exact_matrix`), with further valid rows (the
 last-run type, gang cliques, parity cuts), the rounds a compact schedule uses, and the root
 work (LP relaxation, a start from it, reduced-cost fixing) done before the search.
+
+Where it lives: what both models read about the round world (the grid, floors, index sets,
+starts and objective values) is :mod:`optsched.sim.optimum.rounds`; the Pyomo model is
+:mod:`optsched.sim.optimum.pyomo_model`; this module solves either (:func:`solve`,
+:func:`formulation`), translates and writes starts (:func:`start_from_record`,
+:func:`set_start`) and repairs incumbents (:func:`repair_incumbent`). Every public name of
+those modules the exact model documents is importable from here.
 
 Restrictions (refused with a field-named :class:`~optsched.errors.InvalidInstanceError`):
 
@@ -87,35 +95,44 @@ Complexity: :math:`O(n K G)` variables and constraints for :math:`n` jobs and :m
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import math
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterator
+from typing import Any
 
-from optsched import limits
 from optsched.errors import (
     InvalidInstanceError,
     ModelError,
     NotOptimalError,
 )
 from optsched.family.exact import Formulation
-from optsched.results import ExactResult, Report, Sense, Violation
-from optsched.sim.engine.policy import GrantPlacement
-from optsched.sim.engine.replay import replay_rounds
+from optsched.results import ExactResult
 from optsched.sim.measure.record import SimResult
-from optsched.sim.measure.validate import validate
-from optsched.sim.world.jobs import SimJob, World
-from optsched.solvers import BuildClock
-from optsched.tolerances import (
-    CAPACITY_TOL,
-    FIT_TOL,
-    RATIO_TOL,
-    TIME_TOL,
-    WORK_TOL,
-    leq,
+from optsched.sim.optimum.pyomo_model import ExactModel, build_model
+from optsched.sim.optimum.rounds import (
+    OBJECTIVES,
+    POLISH,
+    MipStart,
+    ReplayedPlan,
+    area_sets,
+    check_round_seconds,
+    check_world,
+    completion_floor,
+    default_rounds,
+    earliest_round,
+    interchangeable_groups,
+    last_run_floor,
+    latest_final_rounds,
+    model_run,
+    objective_value,
+    one_round_jobs,
+    ordered_start,
+    pack_round,
+    value_of,
 )
+from optsched.sim.world.jobs import World
+from optsched.solvers import BuildClock
+from optsched.tolerances import CAPACITY_TOL, TIME_TOL, leq
 
 __all__ = [
     "OBJECTIVES",
@@ -141,757 +158,6 @@ __all__ = [
     "start_from_record",
 ]
 
-Objective = Literal["weighted-jct", "makespan", "deadlines"]
-
-#: The objectives and their sense.
-OBJECTIVES: dict[str, Sense] = {"weighted-jct": "min", "makespan": "min", "deadlines": "max"}
-
-
-def _check_round_seconds(round_seconds: float) -> float:
-    if (
-        isinstance(round_seconds, bool)
-        or not isinstance(round_seconds, int | float)
-        or not math.isfinite(round_seconds)
-        or round_seconds <= 0
-    ):
-        raise InvalidInstanceError(
-            "round_seconds", f"must be a finite number > 0, got {round_seconds!r}"
-        )
-    return float(round_seconds)
-
-
-def earliest_round(arrival: float, round_seconds: float) -> int:
-    """The first round ``k`` whose start ``k L`` admits the job (``arrival <= k L + TIME_TOL``).
-
-    The same test as the engine's; at most two corrections after the closed form.
-    """
-    k = max(0, math.ceil((arrival - TIME_TOL) / round_seconds))
-    if k > 0 and arrival <= (k - 1) * round_seconds + TIME_TOL:
-        k -= 1
-    if arrival > k * round_seconds + TIME_TOL:
-        k += 1
-    return k
-
-
-def _types_for(world: World, job: SimJob) -> list[str]:
-    return [
-        t.name
-        for t in world.cluster.gpu_types
-        if t.count >= job.num_gpus and world.rate(job, t.name, True) > 0
-    ]
-
-
-def default_rounds(world: World, round_seconds: float) -> int:
-    """Rounds that always admit a schedule: last arrival's round + each job alone, slowest type."""
-    L = _check_round_seconds(round_seconds)
-    if not world.jobs:
-        return 0
-    total = max(earliest_round(j.arrival, L) for j in world.jobs)
-    for j in world.jobs:
-        slowest = min(world.rate(j, t, True) for t in _types_for(world, j))
-        total += math.ceil(j.work / (slowest * L) - FIT_TOL) if slowest > 0 else 0
-    return max(1, total)
-
-
-def last_run_floor(world: World, round_seconds: float, rounds: int) -> float:
-    r"""The floor :math:`\varepsilon` on a last run's share of its round (see the module notes).
-
-    Large enough that the engine's completion slack (``FIT_TOL`` relative to the time) never
-    closes a run of :math:`\varepsilon L` seconds, whatever the rate ratio between two types.
-    """
-    ratio = 1.0
-    for j in world.jobs:
-        rates = [world.rate(j, t, True) for t in _types_for(world, j)]
-        if rates:
-            ratio = max(ratio, max(rates) / min(rates))
-    horizon = max(1.0, rounds * round_seconds)
-    return max(1e-6, 10.0 * FIT_TOL * horizon * ratio / round_seconds)
-
-
-def check_world(world: World) -> dict[str, bool]:
-    """Refuse worlds outside the model (see the module notes).
-
-    Returns
-    -------
-    dict of str to bool
-        Per GPU type, whether placement matters there (some job's spread rate differs).
-
-    Raises
-    ------
-    InvalidInstanceError
-        ``restore_s`` not 0, no jobs, an elastic job (``min_gpus``), or a GPU type whose
-        servers or gang sizes do not allow every count-feasible round to be placed
-        consolidated (``cluster``).
-    """
-    if world.restore_s != 0:
-        raise InvalidInstanceError(
-            "restore_s",
-            f"the exact model needs free preemption (0), got {world.restore_s:g}",
-        )
-    if not world.jobs:
-        raise InvalidInstanceError("jobs", "the exact model needs at least one job")
-    elastic = [j.job_id for j in world.jobs if j.elastic]
-    if elastic:
-        # its gang variables are of the requested size only: with elastic jobs its optimum
-        # would not bound the policies that resize them
-        raise InvalidInstanceError(
-            "min_gpus",
-            f"the exact model is of rigid gangs; elastic jobs: {', '.join(elastic[:5])}",
-        )
-    matters: dict[str, bool] = {}
-    for t in world.cluster.gpu_types:
-        jobs = [j for j in world.jobs if t.name in _types_for(world, j)]
-        matters[t.name] = any(
-            world.rate(j, t.name, True) != world.rate(j, t.name, False) for j in jobs
-        )
-        if not matters[t.name]:
-            continue
-        gps = t.gpus_per_server
-        if t.count % gps:
-            raise InvalidInstanceError(
-                "cluster",
-                f"{t.name}: {t.count} GPUs are not whole servers of {gps}; the exact model "
-                "needs equal servers where placement changes a job's rate",
-            )
-        sizes = sorted({j.num_gpus for j in jobs})
-        chain = [s for s in sizes if s < gps] + [gps]
-        for a, b in itertools.pairwise(chain):
-            if b % a:
-                raise InvalidInstanceError(
-                    "cluster",
-                    f"{t.name}: gang sizes {a} and {b} (servers of {gps}) do not divide each "
-                    "other; the exact model needs divisible gang sizes where placement changes "
-                    "a job's rate",
-                )
-        for s in sizes:
-            if s > gps and s % gps:
-                raise InvalidInstanceError(
-                    "cluster",
-                    f"{t.name}: gang size {s} is not a multiple of the {gps} GPUs per server",
-                )
-    return matters
-
-
-def pack_round(
-    world: World, plan: Mapping[str, str], matters: Mapping[str, bool]
-) -> dict[str, GrantPlacement]:
-    """Place one round's gangs (job id -> GPU type) on servers, by first fit, largest first.
-
-    On a type where placement matters (divisible sizes, see :func:`check_world`) every gang is
-    consolidated; elsewhere gangs fill servers in order.
-
-    Raises
-    ------
-    ModelError
-        A gang does not fit although the count capacity holds (a broken invariant).
-    """
-    out: dict[str, GrantPlacement] = {}
-    for t in world.cluster.gpu_types:
-        free = [t.server_capacity(s) for s in range(t.num_servers)]
-        gps = t.gpus_per_server
-        jobs = sorted(
-            (world.job(jid) for jid, g in plan.items() if g == t.name),
-            key=lambda j: (-j.num_gpus, j.index),
-        )
-        for j in jobs:
-            n = j.num_gpus
-            servers: list[tuple[int, int]] = []
-            if matters.get(t.name, False) and n <= gps:
-                s = next((s for s, f in enumerate(free) if f >= n), -1)
-                if s >= 0:
-                    servers = [(s, n)]
-            elif matters.get(t.name, False):
-                empty = [s for s, f in enumerate(free) if f == gps][: n // gps]
-                if len(empty) * gps == n:
-                    servers = [(s, gps) for s in empty]
-            else:
-                left = n
-                for s, f in enumerate(free):
-                    if left == 0:
-                        break
-                    if f > 0:
-                        servers.append((s, min(f, left)))
-                        left -= min(f, left)
-                if left:
-                    servers = []
-            if not servers:
-                raise ModelError(f"{t.name}: gang {j.job_id!r} of {n} GPUs does not fit")
-            for s, k in servers:
-                free[s] -= k
-            out[j.job_id] = GrantPlacement(t.name, tuple(sorted(servers)))
-    return out
-
-
-@dataclass
-class ExactModel:
-    """A built model and what decoding its solution needs.
-
-    Attributes
-    ----------
-    model : pyomo.environ.ConcreteModel
-    world : World
-    round_seconds : float
-    rounds : int
-    objective : str
-    keys : list of (job index, round, GPU type)
-        The index set of ``x`` and ``u``.
-    matters : dict of str to bool
-        Per type, whether placement changes a rate.
-    build_seconds : float
-    size : dict of str to int
-    """
-
-    model: Any
-    world: World
-    round_seconds: float
-    rounds: int
-    objective: str
-    keys: list[tuple[int, int, str]]
-    matters: dict[str, bool]
-    build_seconds: float
-    size: dict[str, int] = field(default_factory=dict)
-    horizon: int = 0
-    strengthened: bool = False
-    interchangeable: list[list[int]] = field(default_factory=list)
-
-    def value(self) -> float:
-        """The objective of the current solution, from its completion times ``L T_j`` alone.
-
-        Equal to the solver's objective at an optimum; for an incumbent it ignores the slack a
-        solver may leave in the makespan variable or in a deadline indicator, so that it is
-        the value of the schedule itself.
-        """
-        import pyomo.environ as pyo
-
-        L = self.round_seconds
-        done = [L * float(pyo.value(self.model.finish[j.index])) for j in self.world.jobs]
-        if self.objective == "weighted-jct":
-            return sum(
-                j.weight * (c - j.arrival) for j, c in zip(self.world.jobs, done, strict=True)
-            )
-        if self.objective == "makespan":
-            return max(done) - self.world.origin
-        return float(
-            sum(
-                1
-                for j, c in zip(self.world.jobs, done, strict=True)
-                if not math.isnan(j.deadline) and leq(c, j.deadline, TIME_TOL)
-            )
-        )
-
-    def plan(self) -> list[dict[str, GrantPlacement]]:
-        """The per-round placements of the model's current solution."""
-        by_round: list[dict[str, str]] = [{} for _ in range(self.rounds)]
-        for j, k, g in self.keys:
-            v = self.model.x[j, k, g].value
-            if v is not None and v > 0.5:
-                by_round[k][self.world.jobs[j].job_id] = g
-        return [pack_round(self.world, r, self.matters) for r in by_round]
-
-
-def _stops(
-    world: World,
-    L: float,
-    objective: str,
-    first: list[int],
-    K: int,
-    eps: float,
-    upper_bound: float | None,
-) -> list[int]:
-    """Per job, one past its last round: ``K``, or less below ``upper_bound``."""
-    if upper_bound is None:
-        return [K] * len(first)
-    latest = latest_final_rounds(world, L, objective, upper_bound, eps)
-    return [min(K, max(f + 1, last + 1)) for f, last in zip(first, latest, strict=True)]
-
-
-def build_model(
-    world: World,
-    round_seconds: float,
-    objective: str = "weighted-jct",
-    *,
-    rounds: int | None = None,
-    clock: BuildClock | None = None,
-    strengthen: bool = True,
-    upper_bound: float | None = None,
-) -> ExactModel:
-    """Build the time-indexed model (see the module notes).
-
-    ``clock`` (optional) is checked while each constraint family is built, so a time limit
-    stops a large model's build within a hundred rows.
-
-    ``strengthen`` (default) adds the valid inequalities of :func:`_strengthen` (completion
-    floors, interchangeable-job order, the aggregate-capacity cuts); ``False`` builds the plain
-    model, with the same optimum. ``upper_bound`` is the value of a schedule known to be
-    feasible in this model (a checked MIP start, :class:`MipStart`); with ``strengthen`` it
-    removes every round at which a job could only finish in a schedule worse than it
-    (:func:`latest_final_rounds`), which keeps every optimum.
-
-    Raises
-    ------
-    InvalidInstanceError
-        An unknown ``objective``, ``round_seconds`` not > 0, ``rounds`` not an integer >= 1, a
-        world outside the model (:func:`check_world`), or a model over
-        ``limits.max_model_variables``.
-    """
-    import pyomo.environ as pyo
-
-    t0 = time.perf_counter()
-    if objective not in OBJECTIVES:
-        raise InvalidInstanceError(
-            "objective", f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}"
-        )
-    L = _check_round_seconds(round_seconds)
-    matters = check_world(world)
-    if rounds is None:
-        rounds = default_rounds(world, L)
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise InvalidInstanceError("rounds", f"must be an integer >= 1, got {rounds!r}")
-    K = horizon = rounds
-    n_types = len(world.cluster.gpu_types)
-    limits.check_size(
-        "rounds", 2.0 * len(world.jobs) * K * (n_types + 1), "max_model_variables", "variables"
-    )
-    # the floor depends on the requested horizon only, so a pruned model keeps the same one
-    eps = last_run_floor(world, L, K)
-    jobs = world.jobs
-    first = [earliest_round(j.arrival, L) for j in jobs]
-    types = {j.index: _types_for(world, j) for j in jobs}
-    for j in jobs:
-        if first[j.index] >= K:
-            raise InvalidInstanceError(
-                "rounds", f"job {j.job_id!r} arrives after the last of the {K} rounds"
-            )
-    # one past each job's last admissible round: K, or less below an incumbent's value
-    stop = _stops(world, L, objective, first, K, eps, upper_bound if strengthen else None)
-    K = max(stop)
-    keys = [
-        (j.index, k, g)
-        for j in jobs
-        for k in range(first[j.index], stop[j.index])
-        for g in types[j.index]
-    ]
-    ek = [(j.index, k) for j in jobs for k in range(first[j.index], stop[j.index])]
-    share = {
-        (j.index, g): world.rate(j, g, True) * L / j.work for j in jobs for g in types[j.index]
-    }
-    by_jk: dict[tuple[int, int], list[str]] = {}
-    for ji, k, g in keys:
-        by_jk.setdefault((ji, k), []).append(g)
-    by_kg: dict[tuple[int, str], list[int]] = {}
-    for ji, k, g in keys:
-        by_kg.setdefault((k, g), []).append(ji)
-
-    def tick(stage: str, rule: Any) -> Any:
-        return rule if clock is None else clock.rule(rule, stage)
-
-    m = pyo.ConcreteModel(name=f"sim_exact_{objective}")
-    m.x = pyo.Var(keys, domain=pyo.Binary)
-    m.u = pyo.Var(keys, bounds=(0.0, 1.0))
-    m.e = pyo.Var(ek, domain=pyo.Binary)
-    count = {t.name: t.count for t in world.cluster.gpu_types}
-    m.capacity = pyo.Constraint(
-        list(by_kg),
-        rule=tick(
-            "capacity",
-            lambda _, k, g: sum(jobs[j].num_gpus * m.x[j, k, g] for j in by_kg[k, g]) <= count[g],
-        ),
-    )
-    m.no_run_after_final = pyo.Constraint(
-        ek,
-        rule=tick(
-            "no_run_after_final",
-            lambda _, j, k: (
-                sum(m.x[j, k, g] for g in by_jk.get((j, k), []))
-                <= sum(m.e[j, q] for q in range(k, stop[j]))
-            ),
-        ),
-    )
-    m.one_final = pyo.Constraint(
-        [j.index for j in jobs],
-        rule=tick("one_final", lambda _, j: sum(m.e[j, k] for k in range(first[j], stop[j])) == 1),
-    )
-    m.final_round_runs = pyo.Constraint(
-        ek,
-        rule=tick(
-            "final_round_runs",
-            lambda _, j, k: sum(m.x[j, k, g] for g in by_jk.get((j, k), [])) >= m.e[j, k],
-        ),
-    )
-    m.run_upper = pyo.Constraint(
-        keys, rule=tick("run_upper", lambda _, j, k, g: m.u[j, k, g] <= m.x[j, k, g])
-    )
-    m.full_round = pyo.Constraint(
-        keys, rule=tick("full_round", lambda _, j, k, g: m.u[j, k, g] >= m.x[j, k, g] - m.e[j, k])
-    )
-    if strengthen:
-        # only the last round may be partial: the one-type version of full_round, summed
-        m.partial_last = pyo.Constraint(
-            ek,
-            rule=tick(
-                "partial_last",
-                lambda _, j, k: (
-                    sum(m.x[j, k, g] - m.u[j, k, g] for g in by_jk.get((j, k), []))
-                    <= (1.0 - eps) * m.e[j, k]
-                ),
-            ),
-        )
-    m.last_run_positive = pyo.Constraint(
-        keys, rule=tick("last_run_positive", lambda _, j, k, g: m.u[j, k, g] >= eps * m.x[j, k, g])
-    )
-    # valid cuts: a job finishes no earlier than its fastest full rounds allow (fixing e), and
-    # a job that is done by round k has had all its work by then (finished_by)
-    cmax = {j.index: max(share[j.index, g] for g in types[j.index]) for j in jobs}
-    for j in jobs:
-        need = max(1, math.ceil((1.0 - 1e-9) / cmax[j.index]))
-        for k in range(first[j.index], min(stop[j.index], first[j.index] + need - 1)):
-            m.e[j.index, k].fix(0)
-    m.finished_by = pyo.Constraint(
-        ek,
-        rule=tick(
-            "finished_by",
-            lambda _, j, k: (
-                sum(share[j, g] * m.x[j, q, g] for q in range(first[j], k + 1) for g in by_jk[j, q])
-                >= sum(m.e[j, q] for q in range(first[j], k + 1))
-            ),
-        ),
-    )
-    own: dict[int, list[tuple[int, int, str]]] = {j.index: [] for j in jobs}
-    for key in keys:
-        own[key[0]].append(key)
-    m.work = pyo.Constraint(
-        [j.index for j in jobs],
-        rule=tick(
-            "work", lambda _, j: sum(share[j, g] * m.u[j, k, g] for (_j, k, g) in own[j]) == 1
-        ),
-    )
-
-    def finish(j: int) -> Any:
-        """Completion time in rounds (the ``completion`` expression)."""
-        return (
-            sum(k * m.e[j, k] for k in range(first[j], stop[j]))
-            + sum(m.u[key] - m.x[key] for key in own[j])
-            + 1
-        )
-
-    m.finish = pyo.Expression([j.index for j in jobs], rule=lambda _, j: finish(j))
-    if strengthen:
-        _strengthen(m, world, L, stop, tick)
-    _add_objective(m, world, L, K, objective, tick, finish)
-    size = {
-        "jobs": len(jobs),
-        "rounds": K,
-        "gpu_types": n_types,
-        "variables": 2 * len(keys) + len(ek) + (len(jobs) if strengthen else 0),
-        "binaries": len(keys) + len(ek),
-    }
-    return ExactModel(
-        model=m,
-        world=world,
-        round_seconds=L,
-        rounds=K,
-        objective=objective,
-        keys=keys,
-        matters=matters,
-        build_seconds=time.perf_counter() - t0,
-        size=size,
-        horizon=horizon,
-        strengthened=strengthen,
-        interchangeable=interchangeable_groups(world, L) if strengthen else [],
-    )
-
-
-def _fastest_share(world: World, job: SimJob, round_seconds: float) -> float:
-    r""":math:`\max_g c_{jg}`: the share of ``job``'s work its fastest full round does."""
-    return max(world.rate(job, g, True) for g in _types_for(world, job)) * round_seconds / job.work
-
-
-def completion_floor(world: World, round_seconds: float) -> list[float]:
-    r"""Per job, :math:`\underline T_j = k_j + 1 / \max_g c_{jg}` (rounds).
-
-    Valid: a job does at most :math:`\max_g c_{jg}` of its work per round from its first
-    admissible round :math:`k_j` on, so its last round :math:`k` and last share :math:`u`
-    satisfy :math:`1 \le \max_g c_{jg}\,(k - k_j + u)`, i.e. :math:`T_j = k + u \ge
-    \underline T_j`.
-    """
-    L = _check_round_seconds(round_seconds)
-    return [earliest_round(j.arrival, L) + 1.0 / _fastest_share(world, j, L) for j in world.jobs]
-
-
-def latest_final_rounds(
-    world: World, round_seconds: float, objective: str, upper_bound: float, eps: float
-) -> list[int]:
-    r"""Per job, the last round it may end in within a schedule no worse than ``upper_bound``.
-
-    ``weighted-jct``: every other job :math:`i` costs at least
-    :math:`w_i (L \underline T_i - a_i)` (:func:`completion_floor`), so a schedule of value at
-    most :math:`U` has
-
-    .. math:: T_j \le \underline T_j + \Big(U - \sum_i w_i (L \underline T_i - a_i)\Big)
-              \big/ (w_j L);
-
-    ``makespan`` (counted from the first arrival :math:`a_0`): :math:`T_j \le (U + a_0) / L`.
-    A job ending in round :math:`k` has :math:`T_j = k + u \ge k + \varepsilon`, so
-    :math:`k \le \lfloor T_j^{\max} - \varepsilon \rfloor`. :math:`U` is loosened by
-    :data:`~optsched.tolerances.RATIO_TOL` (relative and absolute) against rounding.
-    ``deadlines`` (maximised) prunes nothing: the result is then one past any horizon, as for
-    a job of weight 0.
-
-    Every schedule of value at most :math:`U` keeps all its rounds, so when :math:`U` is the
-    value of a feasible schedule every optimum survives.
-    """
-    L = _check_round_seconds(round_seconds)
-    floor = completion_floor(world, L)
-    never = 2**31 - 1
-    if objective == "makespan":
-        # the makespan is counted from the first arrival: the last completion is U + origin
-        top = (upper_bound * (1 + RATIO_TOL) + world.origin) / L + RATIO_TOL
-        return [math.floor(top - eps) for _ in world.jobs]
-    if objective != "weighted-jct":
-        return [never for _ in world.jobs]
-    least = sum(j.weight * (L * f - j.arrival) for j, f in zip(world.jobs, floor, strict=True))
-    slack = upper_bound * (1 + RATIO_TOL) + RATIO_TOL * max(1.0, abs(upper_bound)) - least
-    return [
-        math.floor(f + slack / (j.weight * L) - eps) if j.weight > 0 else never
-        for j, f in zip(world.jobs, floor, strict=True)
-    ]
-
-
-def interchangeable_groups(world: World, round_seconds: float) -> list[list[int]]:
-    """Groups (two or more, by index) of jobs that are interchangeable in the model.
-
-    Same first round, work, gang size, weight, deadline and rate on every GPU type: swapping
-    two such jobs' runs maps a schedule onto one of the same value (the objectives sum
-    :math:`w_j (L T_j - a_j)`, whose arrival terms do not depend on the schedule).
-    """
-    L = _check_round_seconds(round_seconds)
-    names = [t.name for t in world.cluster.gpu_types]
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for j in world.jobs:
-        key = (
-            earliest_round(j.arrival, L),
-            j.work,
-            j.num_gpus,
-            j.weight,
-            "none" if math.isnan(j.deadline) else j.deadline,
-            tuple(world.rate(j, g, True) if g in _types_for(world, j) else 0.0 for g in names),
-        )
-        groups.setdefault(key, []).append(j.index)
-    return [g for g in groups.values() if len(g) > 1]
-
-
-def _strengthen(
-    m: Any,
-    world: World,
-    L: float,
-    stop: list[int],
-    tick: Any,
-) -> None:
-    r"""Add the completion variable and the valid inequalities (see the module notes).
-
-    * ``completion[j]``: :math:`T_j` equals the completion expression;
-    * ``completion_floor[j]``: :math:`T_j \ge \underline T_j` (:func:`completion_floor`);
-    * ``interchangeable[j]``: :math:`T_i \le T_j` for consecutive jobs :math:`i < j` of a
-      group of :func:`interchangeable_groups` (sorting their runs by completion maps any
-      schedule onto one that satisfies it, of the same value);
-    * ``area_cut[s]``: for job sets :math:`S` (prefixes of two orders), with
-      :math:`P_j = n_j / \max_g c_{jg}` GPU-rounds, :math:`C = \sum_g C_g` and
-      :math:`R_S = \min_{j \in S} k_j`,
-
-      .. math:: \sum_{j \in S} P_j T_j \ge P(S)\Big(R_S + \frac{P(S)}{2C}\Big)
-                + \sum_{j \in S} \frac{P_j}{2 \max_g c_{jg}}.
-    """
-    import pyomo.environ as pyo
-
-    jobs = world.jobs
-    idx = [j.index for j in jobs]
-    floor = completion_floor(world, L)
-    m.T = pyo.Var(idx, bounds=(0.0, None))
-    m.completion = pyo.Constraint(idx, rule=tick("completion", lambda _, j: m.T[j] == m.finish[j]))
-    m.completion_floor = pyo.Constraint(
-        idx, rule=tick("completion_floor", lambda _, j: m.T[j] >= floor[j])
-    )
-    pairs: list[tuple[int, int]] = []
-    for group in interchangeable_groups(world, L):
-        same = [j for j in group if stop[j] == stop[group[0]]]
-        pairs += list(itertools.pairwise(same))
-    m.interchangeable = pyo.Constraint(
-        range(len(pairs)),
-        rule=tick("interchangeable", lambda _, p: m.T[pairs[p][0]] <= m.T[pairs[p][1]]),
-    )
-    sets, coef, rhs = area_sets(world, L)
-    m.area_cut = pyo.Constraint(
-        range(len(sets)),
-        rule=tick("area_cut", lambda _, s: sum(coef[j] * m.T[j] for j in sets[s]) >= rhs[s]),
-    )
-    _last_run_cuts(m, world, L, tick)
-
-
-def area_sets(
-    world: World, round_seconds: float
-) -> tuple[list[list[int]], list[float], list[float]]:
-    r"""The job sets, coefficients :math:`P_j` and right sides of the ``area_cut`` rows.
-
-    For job sets :math:`S` (the prefixes of two orders: by first round then
-    :math:`1/\bar c_j`; by :math:`P_j / w_j`), with :math:`P_j = n_j / \bar c_j`
-    GPU-rounds, :math:`C = \sum_g C_g` and :math:`R_S = \min_{j \in S} k_j`:
-
-    .. math:: \sum_{j \in S} P_j T_j \ge P(S)\Big(R_S + \frac{P(S)}{2C}\Big)
-              + \sum_{j \in S} \frac{P_j}{2 \bar c_j}
-
-    (the proof is in :func:`_strengthen` and on the formulation page).
-    """
-    L = _check_round_seconds(round_seconds)
-    jobs = world.jobs
-    idx = [j.index for j in jobs]
-    fastest = [_fastest_share(world, j, L) for j in jobs]
-    area = [j.num_gpus / c for j, c in zip(jobs, fastest, strict=True)]
-    first = [earliest_round(j.arrival, L) for j in jobs]
-    cap = float(sum(t.count for t in world.cluster.gpu_types))
-    orders = [
-        sorted(idx, key=lambda j: (first[j], 1.0 / fastest[j], j)),
-        sorted(idx, key=lambda j: (area[j] / max(jobs[j].weight, 1e-300), j)),
-    ]
-    sets: list[list[int]] = []
-    seen: set[frozenset[int]] = set()
-    for order in orders:
-        for size in range(1, len(order) + 1):
-            key = frozenset(order[:size])
-            if key not in seen:
-                seen.add(key)
-                sets.append(order[:size])
-    rhs = []
-    for S in sets:
-        total = sum(area[j] for j in S)
-        rhs.append(
-            total * (min(first[j] for j in S) + total / (2.0 * cap))
-            + sum(area[j] / (2.0 * fastest[j]) for j in S)
-        )
-    return sets, area, rhs
-
-
-def one_round_jobs(world: World, round_seconds: float) -> list[int]:
-    r"""Jobs (by index) one full round on any of their types finishes: :math:`\min_g c_{jg} \ge 1`.
-
-    Such a job runs exactly once in every schedule: a run that is not its last is a full round
-    doing :math:`c_{jg} \ge 1` of its work, and its last run then adds at least
-    :math:`\varepsilon c > 0` more, beyond the work (``work``).
-    """
-    L = _check_round_seconds(round_seconds)
-    return [
-        j.index
-        for j in world.jobs
-        if min(world.rate(j, g, True) for g in _types_for(world, j)) * L / j.work >= 1.0
-    ]
-
-
-def _last_run_cuts(m: Any, world: World, L: float, tick: Any) -> None:
-    r"""The last-run inequalities ``one_round``, ``ends_on_fast`` and ``last_share``.
-
-    With :math:`W_{j,k-1} = \sum_{q<k,g} c_{jg} x_{jqg}` (the work of the runs before round
-    :math:`k`, all full in a schedule):
-
-    * ``one_round[j, k, g]``: :math:`c_{jg} u_{jkg} = x_{jkg}` for a job of
-      :func:`one_round_jobs` (its only run does all its work);
-    * ``ends_on_fast[j, k, g]``: :math:`x_{jkg} \le e_{jk}` where :math:`c_{jg} \ge 1`: a run
-      on :math:`g` that is not the last would be a full round doing all the work, and the
-      last run would add more (as in :func:`one_round_jobs`);
-    * ``last_share[j, k, g]`` (the other jobs): :math:`c_{jg} u_{jkg} + W_{j,k-1} \ge x_{jkg}
-      + e_{jk} - 1`, and :math:`\ge x_{jkg}` where :math:`c_{jg} \ge 1`. If round :math:`k`
-      is the job's last and it runs on :math:`g`, the work before plus the last share is the
-      whole work: :math:`W_{j,k-1} + c_{jg} u_{jkg} = 1`; otherwise the right side is at most
-      0 (with ``ends_on_fast`` where :math:`c_{jg} \ge 1`) and the left side is not negative.
-
-    The LP relaxation without them runs a job on two types in its last round, doing all its
-    work on the fast one while holding only part of its GPUs (:math:`u \le x` is all that
-    ties the two).
-    """
-    import pyomo.environ as pyo
-
-    single = set(one_round_jobs(world, L))
-    share = {}
-    by_job: dict[int, list[tuple[int, int, str]]] = {}
-    for key in m.x:
-        j, _k, g = key
-        share[j, g] = world.rate(world.jobs[j], g, True) * L / world.jobs[j].work
-        by_job.setdefault(j, []).append(key)
-    one = [key for key in m.x if key[0] in single]
-    fast = [key for key in m.x if share[key[0], key[2]] >= 1.0]
-    rest = [key for key in m.x if key[0] not in single]
-    m.one_round = pyo.Constraint(
-        one,
-        rule=tick("one_round", lambda _, j, k, g: share[j, g] * m.u[j, k, g] == m.x[j, k, g]),
-    )
-    m.ends_on_fast = pyo.Constraint(
-        fast, rule=tick("ends_on_fast", lambda _, j, k, g: m.x[j, k, g] <= m.e[j, k])
-    )
-
-    def last_share(_: Any, j: int, k: int, g: str) -> Any:
-        before = sum(share[j, h] * m.x[j, q, h] for (_j, q, h) in by_job[j] if q < k)
-        if share[j, g] >= 1.0:
-            return share[j, g] * m.u[j, k, g] + before >= m.x[j, k, g]
-        return share[j, g] * m.u[j, k, g] + before >= m.x[j, k, g] + m.e[j, k] - 1
-
-    m.last_share = pyo.Constraint(rest, rule=tick("last_share", last_share))
-
-
-@dataclass(frozen=True)
-class MipStart:
-    """A policy's run translated into the model's variables (a MIP start).
-
-    Attributes
-    ----------
-    policy : str
-        The run's policy.
-    runs : tuple of tuple of (int, str)
-        Per job (by index), its rounds and GPU types in the model's semantics, up to and
-        including its last round.
-    last_share : tuple of float
-        Per job, :math:`u` of its last round (the share of that round it runs).
-    value : float
-        The objective of the start, from its completion times :math:`L T_j`.
-    record_value : float
-        The objective of the run as recorded (differs from ``value`` only when a repair
-        changed a completion; ``notes`` then says which).
-    notes : tuple of str
-        Every repair made (never silent).
-    """
-
-    policy: str
-    runs: tuple[tuple[tuple[int, str], ...], ...]
-    last_share: tuple[float, ...]
-    value: float
-    record_value: float
-    notes: tuple[str, ...] = ()
-
-    def completion_rounds(self) -> list[float]:
-        """Per job, :math:`T_j = k + u` of its last round ``k`` (rounds)."""
-        return [r[-1][0] + u for r, u in zip(self.runs, self.last_share, strict=True)]
-
-    def summary(self) -> dict[str, Any]:
-        """JSON-ready: policy, values and repairs."""
-        return {
-            "policy": self.policy,
-            "value": self.value,
-            "record_value": self.record_value,
-            "notes": list(self.notes),
-        }
-
-
-def _value_of(world: World, done: list[float], objective: str) -> float:
-    """The objective of completion times ``done`` (s), as :meth:`ExactModel.value`."""
-    if objective == "weighted-jct":
-        return sum(j.weight * (c - j.arrival) for j, c in zip(world.jobs, done, strict=True))
-    if objective == "makespan":
-        return max(done) - world.origin
-    return float(
-        sum(
-            1
-            for j, c in zip(world.jobs, done, strict=True)
-            if not math.isnan(j.deadline) and leq(c, j.deadline, TIME_TOL)
-        )
-    )
-
 
 def _rounds_of(world: World, record: SimResult, L: float, refuse: Any) -> dict[int, dict[int, str]]:
     """Per job index, its rounds and GPU types read off the record's segments."""
@@ -916,30 +182,6 @@ def _rounds_of(world: World, record: SimResult, L: float, refuse: Any) -> dict[i
                 raise refuse(f"job {row.job_id!r} changes GPU type within round {k}")
             plan[ji][k] = row.gpu_type
     return plan
-
-
-def _model_run(
-    world: World, j: SimJob, plan: Mapping[int, str], L: float, K: int, eps: float, refuse: Any
-) -> tuple[list[tuple[int, str]], float]:
-    """One job's rounds (to its last, in the model's rates) and its last round's share."""
-    first, types = earliest_round(j.arrival, L), _types_for(world, j)
-    done, mine = 0.0, []
-    for k in sorted(plan):
-        g = plan[k]
-        if k < first or g not in types or k >= K:
-            raise refuse(f"job {j.job_id!r} runs in round {k} on {g}, outside the model")
-        c = world.rate(j, g, True) * L / j.work
-        mine.append((k, g))
-        if done + c >= 1.0 - WORK_TOL:
-            last = min(1.0, max(0.0, (1.0 - done) / c))
-            if last < eps:
-                raise refuse(
-                    f"job {j.job_id!r}'s last run is {last:.3g} of a round, below the model's "
-                    f"floor {eps:.3g}"
-                )
-            return mine, last
-        done += c
-    raise refuse(f"job {j.job_id!r} does not finish in the model's rates")
 
 
 def start_from_record(
@@ -970,7 +212,7 @@ def start_from_record(
         onto the model (a mid-round decision, sharing, another grid, an unfinished job, a
         last run shorter than :math:`\varepsilon L`, a run beyond the horizon...).
     """
-    L = _check_round_seconds(round_seconds)
+    L = check_round_seconds(round_seconds)
     if objective not in OBJECTIVES:
         raise InvalidInstanceError(
             "objective", f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}"
@@ -1007,7 +249,7 @@ def start_from_record(
     used: dict[tuple[int, str], int] = {}
     count = {t.name: t.count for t in world.cluster.gpu_types}
     for j in world.jobs:
-        mine, last = _model_run(world, j, plan[j.index], L, K, eps, refuse)
+        mine, last = model_run(world, j, plan[j.index], L, K, eps, refuse)
         for k, g in mine:
             used[k, g] = used.get((k, g), 0) + j.num_gpus
         if len(mine) < len(plan[j.index]):
@@ -1037,30 +279,10 @@ def start_from_record(
         policy=name,
         runs=tuple(runs),
         last_share=tuple(shares),
-        value=_value_of(world, done_s, objective),
+        value=value_of(world, done_s, objective),
         record_value=objective_value(world, record, objective),
         notes=tuple(notes),
     )
-
-
-def _ordered(built: ExactModel, start: MipStart) -> tuple[MipStart, list[str]]:
-    """``start`` with interchangeable jobs' schedules sorted by completion (``interchangeable``)."""
-    runs, shares = list(start.runs), list(start.last_share)
-    T = start.completion_rounds()
-    swapped = 0
-    for group in built.interchangeable:
-        order = sorted(group, key=lambda j: (T[j], j))
-        if order != group:
-            swapped += 1
-            taken = [(start.runs[j], start.last_share[j]) for j in order]
-            for j, (r, u) in zip(group, taken, strict=True):
-                runs[j], shares[j] = r, u
-    if not swapped:
-        return start, []
-    note = f"schedules of interchangeable jobs reordered by completion in {swapped} group(s)"
-    import dataclasses
-
-    return dataclasses.replace(start, runs=tuple(runs), last_share=tuple(shares)), [note]
 
 
 def _first_violation(m: Any) -> list[str]:
@@ -1108,7 +330,7 @@ def set_start(built: ExactModel, start: MipStart) -> list[str]:
         runs where the model has no variable (a pruned round).
     """
     m = built.model
-    start, notes = _ordered(built, start)
+    start, notes = ordered_start(built.interchangeable, start)
     for v in m.x.values():
         v.set_value(0, skip_validation=True)
     for v in m.u.values():
@@ -1156,73 +378,6 @@ def _objective_start(built: ExactModel, start: MipStart) -> None:
         for ji in m.met:
             d = world.jobs[ji].deadline
             m.met[ji].set_value(1 if leq(L * T[ji], d, TIME_TOL) and T[ji] <= d / L else 0)
-
-
-def _add_objective(
-    m: Any, world: World, L: float, K: int, objective: str, tick: Any, expression: Any
-) -> None:
-    """The objective (and its variables): of ``T`` when strengthened, else of the expression."""
-    import pyomo.environ as pyo
-
-    jobs = world.jobs
-
-    def finish(j: int) -> Any:
-        return m.T[j] if hasattr(m, "T") else expression(j)
-
-    if objective == "weighted-jct":
-        m.objective = pyo.Objective(
-            expr=sum(j.weight * (L * finish(j.index) - j.arrival) for j in jobs),
-            sense=pyo.minimize,
-        )
-    elif objective == "makespan":
-        m.span = pyo.Var(bounds=(0.0, K * L))
-        m.span_def = pyo.Constraint(
-            [j.index for j in jobs], rule=tick("span_def", lambda _, j: m.span >= L * finish(j))
-        )
-        # counted from the first arrival (the run metric's makespan), whatever the trace's clock
-        m.objective = pyo.Objective(expr=m.span - world.origin, sense=pyo.minimize)
-    else:
-        due = [j for j in jobs if not math.isnan(j.deadline)]
-        m.met = pyo.Var([j.index for j in due], domain=pyo.Binary)
-        m.deadline = pyo.Constraint(
-            [j.index for j in due],
-            rule=tick(
-                "deadline", lambda _, j: finish(j) <= jobs[j].deadline / L + K * (1 - m.met[j])
-            ),
-        )
-        m.objective = pyo.Objective(
-            expr=sum(m.met[j.index] for j in due) if due else 0.0, sense=pyo.maximize
-        )
-
-
-def objective_value(world: World, record: SimResult, objective: str) -> float:
-    """``objective`` recomputed from a simulation record alone (every job must have finished).
-
-    ``weighted-jct`` is the validator's total weighted JCT, ``makespan`` its last completion
-    time minus the first arrival (:attr:`World.origin <optsched.sim.World.origin>`: the span
-    the ``makespan`` metric reports, whatever the trace's clock), ``deadlines`` the number of
-    jobs whose completion is at most their deadline (within
-    :data:`~optsched.tolerances.TIME_TOL` relative).
-    """
-    if objective not in OBJECTIVES:
-        raise InvalidInstanceError(
-            "objective", f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}"
-        )
-    if objective == "deadlines":
-        return float(
-            sum(
-                1
-                for j, c in zip(world.jobs, record.completion, strict=True)
-                if not math.isnan(j.deadline) and not math.isnan(c) and leq(c, j.deadline, TIME_TOL)
-            )
-        )
-    report = validate(world, record)
-    value = report.objective if objective == "weighted-jct" else report.objectives["makespan"]
-    if value is None:
-        raise ModelError(f"{objective}: no job finished in the record")
-    if objective == "makespan":
-        return float(value) - world.origin
-    return float(value)
 
 
 def solve(
@@ -1304,6 +459,53 @@ def solve(
     """
     from optsched.family.exact import exact_solve
 
+    start = _start_of(world, round_seconds, objective, rounds, warm_start)
+    formulated, handed = _formulated(
+        world, round_seconds, objective, rounds, start, strengthen, matrix, solver
+    )
+    # an incumbent a tolerance off integral is repaired before it is polished
+    # (:func:`repair_incumbent`), so one attempt, at the solver's own tolerances, is the answer
+    with _infeasible_as_rounds():
+        return exact_solve(
+            formulated,
+            solver=solver,
+            time_limit=time_limit,
+            mip_gap=mip_gap,
+            threads=threads,
+            solver_options=solver_options,
+            warm_start=handed,
+            accept_feasible=accept_feasible,
+        )
+
+
+@contextlib.contextmanager
+def _infeasible_as_rounds() -> Iterator[None]:
+    """An infeasible model as the field-named error it means: too few rounds (``rounds``)."""
+    try:
+        yield
+    except NotOptimalError as exc:
+        if exc.result.status.value in ("infeasible", "infeasible_or_unbounded"):
+            raise InvalidInstanceError(
+                "rounds",
+                f"no schedule finishes every job within {exc.result.extra['rounds']} rounds",
+            ) from None
+        raise
+
+
+def _start_of(
+    world: World,
+    round_seconds: float,
+    objective: str,
+    rounds: int | None,
+    warm_start: SimResult | MipStart | None,
+) -> MipStart | None:
+    """:func:`solve`'s start, translated from a record if need be; a world the model refuses.
+
+    Raises
+    ------
+    InvalidInstanceError
+        As :func:`start_from_record`; a job with a ``batch_schedule`` (field ``batch_schedule``).
+    """
     start: MipStart | None = None
     if isinstance(warm_start, MipStart):
         start = warm_start
@@ -1317,67 +519,50 @@ def solve(
             f"the exact model has no batch-size phases (jobs {', '.join(dynamic[:5])}); build "
             "the world with batch_modes=False",
         )
+    return start
 
+
+def _formulated(
+    world: World,
+    round_seconds: float,
+    objective: str,
+    rounds: int | None,
+    start: MipStart | None,
+    strengthen: bool,
+    matrix: bool | None,
+    solver: str,
+) -> tuple[Formulation[SimResult], Any]:
+    """:func:`solve`'s formulation (the matrix model's or the Pyomo model's) and warm start.
+
+    The matrix model takes its start as a :class:`~optsched.solvers.matrix.MatrixSolution` its
+    build fills (:func:`~optsched.sim.optimum.exact_matrix.placeholder_start`); the Pyomo
+    model the :class:`MipStart` itself.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``matrix`` asked for the plain model or an objective it does not state (field
+        ``matrix``).
+    """
     from optsched.sim.optimum import exact_matrix
 
+    objectives = exact_matrix.MATRIX_OBJECTIVES
     if matrix is None:
-        matrix = solver == "highs" and strengthen and objective in exact_matrix.MATRIX_OBJECTIVES
-    elif matrix and (not strengthen or objective not in exact_matrix.MATRIX_OBJECTIVES):
+        matrix = solver == "highs" and strengthen and objective in objectives
+    elif matrix and (not strengthen or objective not in objectives):
         raise InvalidInstanceError(
             "matrix",
             "the matrix model is the strengthened one, for "
-            f"{', '.join(exact_matrix.MATRIX_OBJECTIVES)}; got strengthen={strengthen}, "
-            f"objective {objective!r}",
+            f"{', '.join(objectives)}; got strengthen={strengthen}, objective {objective!r}",
         )
-
-    def attempt(options: Any, limit: float | None) -> ExactResult[SimResult]:
-        try:
-            if matrix:
-                handed = exact_matrix.placeholder_start()
-                return exact_solve(
-                    exact_matrix.formulation(
-                        world, round_seconds, objective, rounds=rounds, start=start, handed=handed
-                    ),
-                    solver=solver,
-                    time_limit=limit,
-                    mip_gap=mip_gap,
-                    threads=threads,
-                    solver_options=options,
-                    warm_start=handed,
-                    accept_feasible=accept_feasible,
-                )
-            return exact_solve(
-                formulation(
-                    world,
-                    round_seconds,
-                    objective,
-                    rounds=rounds,
-                    start=start,
-                    strengthen=strengthen,
-                ),
-                solver=solver,
-                time_limit=limit,
-                mip_gap=mip_gap,
-                threads=threads,
-                solver_options=options,
-                warm_start=start,
-                accept_feasible=accept_feasible,
-            )
-        except NotOptimalError as exc:
-            if exc.result.status.value in ("infeasible", "infeasible_or_unbounded"):
-                raise InvalidInstanceError(
-                    "rounds",
-                    f"no schedule finishes every job within {exc.result.extra['rounds']} rounds",
-                ) from None
-            raise
-
-    # an incumbent a tolerance off integral is repaired before it is polished
-    # (:func:`repair_incumbent`), so one attempt, at the solver's own tolerances, is the answer
-    return attempt(solver_options, time_limit)
-
-
-#: The variables fixed when an incumbent is polished: which jobs run when, and their last round.
-POLISH = ("x", "e")
+    if matrix:
+        handed = exact_matrix.placeholder_start()
+        return exact_matrix.formulation(
+            world, round_seconds, objective, rounds=rounds, start=start, handed=handed
+        ), handed
+    return formulation(
+        world, round_seconds, objective, rounds=rounds, start=start, strengthen=strengthen
+    ), start
 
 
 def repair_incumbent(built: ExactModel, _point: Any = None) -> bool:
@@ -1389,7 +574,7 @@ def repair_incumbent(built: ExactModel, _point: Any = None) -> bool:
     work that left undone. Rounded and fixed, those :math:`x, e` are no point of the model (the
     round done fully finishes the job, and the last run must still be
     :math:`\ge \varepsilon`). Here each job's runs (:math:`x > 1/2`) are carried out in the
-    model's semantics instead, as for a start (:func:`_model_run`): its last round is the first
+    model's semantics instead, as for a start (:func:`model_run`): its last round is the first
     whose shares reach 1, later runs are dropped, the last share is what work is left. That
     schedule is written and checked (:func:`set_start`), so the values fixed are a point of the
     model by construction.
@@ -1421,13 +606,13 @@ def repair_incumbent(built: ExactModel, _point: Any = None) -> bool:
     shares: list[float] = []
     try:
         for job in world.jobs:
-            mine, last = _model_run(world, job, plans[job.index], L, built.rounds, eps, refuse)
+            mine, last = model_run(world, job, plans[job.index], L, built.rounds, eps, refuse)
             runs.append(tuple(mine))
             shares.append(last)
     except _Refused:
         return False
     done = [L * (r[-1][0] + u) for r, u in zip(runs, shares, strict=True)]
-    value = _value_of(world, done, built.objective)
+    value = value_of(world, done, built.objective)
     start = MipStart("incumbent", tuple(runs), tuple(shares), value, value)
     import pyomo.environ as pyo
 
@@ -1509,40 +694,3 @@ def formulation(
         set_start=None if start is None else write_start,
         solvable=lambda built: built.model,
     )
-
-
-def _types_of(placements: Mapping[str, GrantPlacement]) -> list[str]:
-    """The GPU types of one round's placements, in first-seen order."""
-    return list(dict.fromkeys(p.gpu_type for p in placements.values()))
-
-
-class ReplayedPlan:
-    """How both models hand a solution back: the round plan replayed by the simulator, checked.
-
-    :meth:`replay` carries out a plan (per round, job id to placement) with
-    :func:`~optsched.sim.replay_rounds` and keeps it, per round and type, in :attr:`plan` (the
-    result's ``extra["plan"]``); :meth:`check` is the simulator's validator on the record, with
-    a ``finished`` violation for a job the replay leaves unfinished.
-    """
-
-    def __init__(self, world: World, objective: str) -> None:
-        self.world = world
-        self.objective = objective
-        self.plan: list[dict[str, list[str]]] = []
-
-    def replay(self, plan: list[dict[str, GrantPlacement]], round_seconds: float) -> SimResult:
-        """The record of ``plan`` carried out by the simulator, its rounds kept in :attr:`plan`."""
-        self.plan = [
-            {g: [jid for jid, p in r.items() if p.gpu_type == g] for g in _types_of(r)}
-            for r in plan
-        ]
-        return replay_rounds(self.world, plan, round_seconds, name=f"exact-{self.objective}")
-
-    def check(self, record: SimResult) -> Report:
-        """The validator's report on ``record``, and every job it leaves unfinished."""
-        report = validate(self.world, record)
-        if not record.all_finished:
-            report.violations.append(
-                Violation("finished", f"exact {self.objective}: a job is unfinished in the replay")
-            )
-        return report
