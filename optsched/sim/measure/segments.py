@@ -613,6 +613,8 @@ def server_capacity(table: Table) -> list[Violation]:
     gtypes = world.cluster.gpu_types
     offset = np.cumsum([0] + [t.num_servers for t in gtypes])
     where = (offset[rows.gt] + rows.server)[once]
+    if not len(where):
+        return []
     key = np.concatenate([where, where])
     times = np.concatenate([rows.start[once], rows.end[once]])
     delta = np.concatenate([rows.gpus[once], -rows.gpus[once]])
