@@ -597,10 +597,15 @@ def _group_heads(key: np.ndarray, times: np.ndarray) -> np.ndarray:
     last = np.append(first[1:], n) - 1
     spread = np.flatnonzero(times[last] > times[first] + _slack(times[first]))
     for c in spread.tolist():
-        t0 = float(times[first[c]])
-        for i in range(int(first[c]) + 1, int(last[c]) + 1):
-            if times[i] > t0 + max(TIME_TOL, FIT_TOL * abs(t0)):
-                head[i], t0 = True, float(times[i])
+        i, end = int(first[c]), int(last[c]) + 1
+        while i < end:  # one step per group: the next head is the first time past the slack
+            t0 = float(times[i])
+            i = (
+                int(np.searchsorted(times[i:end], t0 + max(TIME_TOL, FIT_TOL * abs(t0)), "right"))
+                + i
+            )
+            if i < end:
+                head[i] = True
     return head
 
 
