@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from optsched.limits import MAX_STALLED_ROUNDS
 from optsched.results import Violation
 from optsched.sim.measure import reference as ref
 from optsched.sim.measure.record import SimResult
@@ -530,7 +531,7 @@ def no_progress(table: Table) -> list[Violation]:
             check.bad(
                 "no_progress",
                 f"job {job} holds GPUs at a rate of 0 for {span:g} s from {start:g} "
-                f"(at most {allowed:g} s: MAX_STALLED_ROUNDS = {ref.MAX_STALLED_ROUNDS} rounds)",
+                f"(at most {allowed:g} s: MAX_STALLED_ROUNDS = {MAX_STALLED_ROUNDS} rounds)",
                 span - allowed,
                 job=job,
                 start=start,

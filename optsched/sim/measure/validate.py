@@ -156,7 +156,10 @@ def _body(instance: World, solution: SimResult, name: str) -> list[Violation]:
 def interval_shape(instance: World, solution: SimResult) -> list[Violation]:
     """``interval_shape``: well-formed rows naming the world's jobs, types and servers."""
     parsed = _parse(instance, solution)
-    return list(parsed.table.shape if parsed.table is not None else parsed.check.shape)
+    if parsed.table is not None:
+        return list(parsed.table.shape)
+    assert parsed.check is not None
+    return list(parsed.check.shape)
 
 
 def gang_whole(instance: World, solution: SimResult) -> list[Violation]:
@@ -164,6 +167,7 @@ def gang_whole(instance: World, solution: SimResult) -> list[Violation]:
     parsed = _parse(instance, solution)
     if parsed.table is not None:
         return list(parsed.table.gangs)
+    assert parsed.check is not None
     return [] if parsed.broken else list(parsed.check.gangs)
 
 
