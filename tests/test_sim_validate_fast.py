@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.sim import CORRUPTIONS, corrupted, sim_records
+from strategies.sim import CORRUPTIONS, corrupted, hand_records, sim_records
 
 from optsched.sim.measure import segments
 
@@ -100,3 +100,10 @@ def test_fast_and_reference_agree_on_a_gavel_trace(policy, mechanism):
     record = simulate(world, policy, mechanism=mechanism)
     assert segments.parse(world, record) is not None
     assert _same(world, record).ok
+
+
+@given(hand_records())
+@settings(max_examples=150)
+def test_fast_and_reference_agree_on_hand_written_records(record):
+    assert segments.parse(record.world, record) is not None
+    _same(record.world, record)

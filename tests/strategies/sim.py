@@ -362,3 +362,58 @@ def corrupted(draw: st.DrawFn, record: Any) -> tuple[Any, list[str]]:
         other = draw(st.integers(0, 100))
         out = _spoil(out, how, r, amount, other)
     return out, hows
+
+
+@st.composite
+def hand_records(draw: st.DrawFn) -> Any:
+    """A record written by hand on a two-type world: segments on a coarse time grid (so
+    segments touch, overlap, leave gaps and park a job where its rate is 0), any completions."""
+    from optsched.sim import SimResult
+    from optsched.sim.measure.record import add_interval, empty_intervals
+
+    table = synthetic_table()
+    for key in ("slow", "slow_unconsolidated"):
+        table[key]["('B', 2)"]["null"] = 0.0  # B cannot run on slow: its stalls
+    rows = [
+        {"job_id": "a", "model": "A", "num_gpus": 2, "total_steps": 40.0},
+        {"job_id": "c", "model": "A", "num_gpus": 1, "total_steps": 20.0, "arrival": 1.0},
+        {"job_id": "b", "model": "B", "num_gpus": 2, "total_steps": 60.0, "arrival": 2.0},
+    ]
+    restore = draw(st.sampled_from([0.0, 0.5]))
+    world = World.from_frame(
+        job_frame(rows),
+        parse_cluster("fast=4:2,slow=2:2"),
+        throughputs_from_dict(table, reference="fast"),
+        restore_s=restore,
+    )
+    intervals = empty_intervals()
+    # two times within the validator's slack of a grid time: "one instant" to it
+    near = [3.0 + 5e-10, 4.0 - 5e-10]
+    grid = st.sampled_from([0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 4.0, 6.0, 7.0, 10.0, 12.0, *near])
+    for _ in range(draw(st.integers(0, 8))):
+        job = draw(st.sampled_from(["a", "b", "b", "c"]))  # b: the one that stalls on slow
+        gt = draw(st.sampled_from(["fast", "slow"]))
+        start = draw(grid)
+        end = start + draw(st.sampled_from([0.5, 1.0, 1.5, 4.0, 10.0]))
+        gang = 2 if job in ("a", "b") else 1
+        servers = draw(st.sampled_from([((0, gang),), ((1, gang),), ((0, 1), (1, 1))]))
+        if gt == "slow":  # slow has one server: mostly on it
+            servers = draw(st.sampled_from([((0, gang),), ((0, gang),), servers]))
+        if gang == 1:
+            servers = ((servers[0][0], 1),)
+        shared = draw(st.sampled_from(["", "", "", "a", "b"]))
+        add_interval(intervals, job, gt, servers, start, end, shared if shared != job else "")
+    ends = sorted(set(intervals["end"])) or [1.0]
+    times = st.one_of(st.just(math.nan), st.sampled_from(ends), grid)
+    completion = [draw(times) for _ in rows]
+    first = [draw(times) for _ in rows]
+    return SimResult(
+        world=world,
+        policy="hand",
+        round_seconds=draw(st.sampled_from([None, 1.0])),
+        intervals=intervals,
+        completion=completion,
+        first_start=first,
+        end_time=max(ends + [c for c in completion if c == c]),
+        extra={"work_conserving": draw(st.booleans())},
+    )
