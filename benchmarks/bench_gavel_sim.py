@@ -19,8 +19,10 @@ Inputs:
   factors above 8) that the throughput table lacks, on which Gavel's simulator stops;
 * ``msr-ed69ec-951``: the whole ``ed69ec`` trace (951 jobs over 1,821 hours, converted the same
   way) on 16 V100 + 16 P100 + 16 K80, seed 0 only (Gavel takes minutes per policy on it). The
-  speed goal is stated on it: optsched's simulation at least 10 times faster than Gavel's for
-  every shared policy (column ``speed goal``: met, or the factor still to gain).
+  speed goal is stated on it: a whole ``optsched sim run`` (validation, metrics and output
+  included) at least 10 times faster in CPU time than Gavel's simulator for every shared policy
+  (column ``speed goal (CPU)``: met, or the factor still to gain; ``speed goal`` gives the
+  simulation's wall-time ratio beside it).
 
 Policies (optsched name = Gavel name): fifo = fifo, max-min = max_min_fairness, max-min-perf =
 max_min_fairness_perf, ftf-perf = finish_time_fairness_perf, max-sum-throughput-perf =
@@ -45,9 +47,12 @@ Wall times: Gavel's covers parsing, its policy and the simulation (its DEBUG log
 a null device); optsched's ``sim wall`` the same part of the ``sim run`` command in this process
 (reading the trace, building the world, the simulation), and its ``wall`` the whole command
 (adding the independent validation of the record, the metrics and the output, which Gavel does
-not do), after an untimed warm-up run. The speed goal compares the ``sim wall`` with Gavel's;
-``speed goal (CPU)`` the same parts' CPU times (each process's own), which a busy shared machine
-distorts less. Both are one run each on a shared machine: a ratio, not an absolute.
+not do), after an untimed warm-up run (so neither side counts its imports). The speed goal
+(``speed goal``) compares the ``sim wall`` with Gavel's wall; ``speed goal (CPU)`` compares the
+CPU time of the **whole** ``sim run`` command (``optsched CPU``: validation, metrics and output
+included) with Gavel's CPU time (each process's own), which a busy shared machine distorts less;
+``optsched sim CPU`` is the CPU time up to the end of the simulation, as ``sim wall``. All are one
+run each on a shared machine: a ratio, not an absolute.
 ``OPTSCHED_GAVEL_CACHE`` (a directory) keeps Gavel's results between runs of the benchmark (a
 result there is read instead of running Gavel again; delete it after changing Gavel, its inputs
 or this file). ``OPTSCHED_GAVEL_ONLY`` (trace labels) and ``OPTSCHED_GAVEL_POLICIES`` (optsched
@@ -87,7 +92,7 @@ MSR = GAVEL_DATA / "traces" / "msr_seed0" / "ed69ec.trace"
 MSR_WINDOW = (450, 650)
 #: The whole ed69ec trace and its cluster (v100, p100, k80), where the speed goal is stated.
 MSR_FULL_CLUSTER = (16, 16, 16)
-#: optsched's simulation at least this many times faster than Gavel's (the speed goal).
+#: optsched's whole run at least this many times faster than Gavel's simulator (the speed goal).
 SPEED_GOAL = 10.0
 MIRROR = Path(".mirror") / "stanford-futuredata+gavel" / "repo"
 ROUND_SECONDS = 360
@@ -144,6 +149,7 @@ COLUMNS = [
     "speed goal",
     "Gavel CPU (s)",
     "optsched sim CPU (s)",
+    "optsched CPU (s)",
     "speed goal (CPU)",
     "status",
 ]
@@ -392,6 +398,7 @@ def _run_optsched(
     ):
         code = main(args)
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     sim_wall = ended[0] - start if ended else None
     sim_cpu = ended[1] - cpu_start if ended else None
     payload = json.loads(text.getvalue()) if text.getvalue().strip() else {}
@@ -408,6 +415,7 @@ def _run_optsched(
         "wall_seconds": wall,
         "sim_wall_seconds": sim_wall,
         "sim_cpu_seconds": sim_cpu,
+        "cpu_seconds": cpu,
         "error": None if code == 0 else f"exit {code}",
     }
 
@@ -439,15 +447,16 @@ def _simulation_end() -> Any:
         sim.simulate = inner
 
 
-def _goal(ref: dict[str, Any], field: str, sim_wall: float | None) -> str:
-    """The speed goal: ``met (N x)``, or the factor optsched's simulation still has to gain
-    (none when Gavel's run stopped early: its time is not that of the whole trace)."""
+def _goal(ref: dict[str, Any], field: str, ours: float | None) -> str:
+    """The speed goal: ``met (N x)``, or the factor optsched's time ``ours`` still has to gain
+    against Gavel's ``field`` (none when Gavel's run stopped early: its time is not that of the
+    whole trace)."""
     if ref.get("error"):
         return "n/a (Gavel's run stopped)"
-    gavel_wall = ref.get(field)
-    if gavel_wall is None or sim_wall is None or sim_wall <= 0:
+    theirs = ref.get(field)
+    if theirs is None or ours is None or ours <= 0:
         return ""
-    speedup = gavel_wall / sim_wall
+    speedup = theirs / ours
     if speedup >= SPEED_GOAL:
         return f"met ({speedup:.1f}x)"
     return f"{speedup:.1f}x: {SPEED_GOAL / speedup:.2f}x to go"
@@ -515,7 +524,9 @@ def _row(
         _goal(ref, "wall_seconds", mine.get("sim_wall_seconds")) if full else "",
         ref.get("cpu_seconds"),
         mine.get("sim_cpu_seconds"),
-        _goal(ref, "cpu_seconds", mine.get("sim_cpu_seconds")) if full else "",
+        mine.get("cpu_seconds"),
+        # the whole command's CPU time (validation, metrics and output included)
+        _goal(ref, "cpu_seconds", mine.get("cpu_seconds")) if full else "",
         status,
     ]
 

@@ -44,6 +44,12 @@ VALIDATOR_MODULES = (
     "optsched/sim/measure/validate.py",
 )
 
+#: Modules a validator runs its checks in (held to the same limit; no ``validate`` of their own).
+VALIDATOR_PARTS = (
+    "optsched/sim/measure/reference.py",
+    "optsched/sim/measure/segments.py",
+)
+
 MAX_COMPLEXITY = 15
 
 _BRANCHES = (
@@ -103,11 +109,11 @@ def test_the_count_follows_the_documented_rule():
     assert nested == {"f": 2, "g": 2}
 
 
-@pytest.mark.parametrize("path", VALIDATOR_MODULES)
+@pytest.mark.parametrize("path", VALIDATOR_MODULES + VALIDATOR_PARTS)
 def test_no_validator_function_is_more_complex_than_the_limit(path):
     source = (ROOT / path).read_text(encoding="utf-8")
     found = functions(source)
     assert found, f"{path} has no functions"
-    assert "validate" in found or "check_trace" in found, path
+    assert path in VALIDATOR_PARTS or "validate" in found or "check_trace" in found, path
     too_complex = {name: c for name, c in found.items() if c > MAX_COMPLEXITY}
     assert not too_complex, f"{path}: {too_complex} (limit {MAX_COMPLEXITY})"

@@ -239,3 +239,181 @@ def user_worlds(draw: st.DrawFn) -> tuple[World, dict[str, float]]:
     world = World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
     tickets = {u: float(draw(st.integers(1, 4))) for u in ("a", "b", "c")}
     return world, tickets
+
+
+#: Policies whose records the validator strategies draw: event-driven, round-based, with
+#: shared GPUs (``max-min-packed``, ``gandiva``), under both mechanisms.
+RECORD_POLICIES = (
+    ("fifo", "optsched"),
+    ("srtf", "optsched"),
+    ("tiresias-las", "optsched"),
+    ("max-min-packed", "optsched"),
+    ("gandiva", "optsched"),
+    ("gavel-fifo", "gavel"),
+)
+
+#: How :func:`corrupted` spoils a record, and the constraint each must trip (``None``: it may
+#: or may not, e.g. a row moved to a server that happens to be free).
+CORRUPTIONS: dict[str, str | None] = {
+    "server_out_of_range": "interval_shape",
+    "no_gpus": "interval_shape",
+    "nan_start": "interval_shape",
+    "backwards": "interval_shape",
+    "unknown_job": "interval_shape",
+    "unknown_type": "interval_shape",
+    "unknown_partner": "interval_shape",
+    "drop_row": None,
+    "duplicate_row": None,
+    "other_server": None,
+    "shift_row": None,
+    "stretch_row": None,
+    "late_completion": "work_done",
+    "early_first_start": None,
+    "partner": None,
+    "zero_rate_type": None,
+    "claim_work_conserving": None,
+}
+
+
+def _spoil(rec: Any, how: str, r: int, amount: float, other: int) -> Any:
+    """``rec`` (a :class:`~optsched.sim.SimResult`) with row ``r`` or a job spoiled ``how``."""
+    import copy
+
+    out = copy.copy(rec)
+    cols = {c: list(v) for c, v in rec.intervals.items()}
+    out.intervals, out.completion, out.first_start = (
+        cols,
+        list(rec.completion),
+        list(rec.first_start),
+    )
+    out.extra = dict(rec.extra)
+    ids = [j.job_id for j in rec.world.jobs]
+    types = [t.name for t in rec.world.cluster.gpu_types]
+    n = len(cols["job_id"])
+    if how == "claim_work_conserving":
+        out.extra["work_conserving"] = True
+    elif how == "late_completion":
+        k = other % len(ids)
+        done = [i for i, c in enumerate(out.completion) if c == c]
+        if done:
+            k = done[other % len(done)]
+            out.completion[k] += 10.0 + amount
+    elif how == "early_first_start":
+        k = other % len(ids)
+        out.first_start[k] = 0.0 if out.first_start[k] == out.first_start[k] else amount
+    elif n:
+        r %= n
+        _spoil_row(cols, how, r, amount, ids[other % len(ids)], types[other % len(types)])
+    return out
+
+
+#: Corruptions that set one cell of row ``r``: column -> new value from (cols, r, amount, job, gt).
+_SET_CELL: dict[str, tuple[str, Any]] = {
+    "server_out_of_range": ("server", lambda c, r, a, j, g: 10_000),
+    "no_gpus": ("gpus", lambda c, r, a, j, g: 0),
+    "nan_start": ("start", lambda c, r, a, j, g: math.nan),
+    "unknown_job": ("job_id", lambda c, r, a, j, g: "no-such-job"),
+    "unknown_type": ("gpu_type", lambda c, r, a, j, g: "no-such-type"),
+    "unknown_partner": ("shared_with", lambda c, r, a, j, g: "no-such-job"),
+    "other_server": ("server", lambda c, r, a, j, g: int(a) % 2),
+    "stretch_row": ("end", lambda c, r, a, j, g: c["end"][r] + abs(a)),
+    "partner": ("shared_with", lambda c, r, a, j, g: j if j != c["job_id"][r] else ""),
+    "zero_rate_type": ("gpu_type", lambda c, r, a, j, g: g),
+}
+
+
+def _spoil_row(
+    cols: dict[str, list[Any]], how: str, r: int, amount: float, job: str, gt: str
+) -> None:
+    if how in _SET_CELL:
+        column, value = _SET_CELL[how]
+        cols[column][r] = value(cols, r, amount, job, gt)
+    elif how == "backwards":
+        cols["start"][r], cols["end"][r] = cols["end"][r], cols["start"][r]
+    elif how == "drop_row":
+        for c in cols.values():
+            del c[r]
+    elif how == "duplicate_row":
+        for c in cols.values():
+            c.append(c[r])
+    elif how == "shift_row":
+        cols["start"][r] += amount
+        cols["end"][r] += amount
+
+
+@st.composite
+def sim_records(draw: st.DrawFn) -> Any:
+    """A simulation record of a small busy world under one of :data:`RECORD_POLICIES`."""
+    from optsched.sim import simulate
+
+    world = draw(busy_worlds())
+    policy, mechanism = draw(st.sampled_from(RECORD_POLICIES))
+    return simulate(world, policy, mechanism=mechanism)
+
+
+@st.composite
+def corrupted(draw: st.DrawFn, record: Any) -> tuple[Any, list[str]]:
+    """``record`` with one to three of :data:`CORRUPTIONS` applied, and their names."""
+    hows = draw(st.lists(st.sampled_from(sorted(CORRUPTIONS)), min_size=1, max_size=3))
+    out = record
+    for how in hows:
+        r = draw(st.integers(0, 10_000))
+        amount = draw(st.sampled_from([-5.0, -0.5, 1e-9, 0.25, 3.0, 40.0]))
+        other = draw(st.integers(0, 100))
+        out = _spoil(out, how, r, amount, other)
+    return out, hows
+
+
+@st.composite
+def hand_records(draw: st.DrawFn) -> Any:
+    """A record written by hand on a two-type world: segments on a coarse time grid (so
+    segments touch, overlap, leave gaps and park a job where its rate is 0), any completions."""
+    from optsched.sim import SimResult
+    from optsched.sim.measure.record import add_interval, empty_intervals
+
+    table = synthetic_table()
+    for key in ("slow", "slow_unconsolidated"):
+        table[key]["('B', 2)"]["null"] = 0.0  # B cannot run on slow: its stalls
+    rows = [
+        {"job_id": "a", "model": "A", "num_gpus": 2, "total_steps": 40.0},
+        {"job_id": "c", "model": "A", "num_gpus": 1, "total_steps": 20.0, "arrival": 1.0},
+        {"job_id": "b", "model": "B", "num_gpus": 2, "total_steps": 60.0, "arrival": 2.0},
+    ]
+    restore = draw(st.sampled_from([0.0, 0.5]))
+    world = World.from_frame(
+        job_frame(rows),
+        parse_cluster("fast=4:2,slow=2:2"),
+        throughputs_from_dict(table, reference="fast"),
+        restore_s=restore,
+    )
+    intervals = empty_intervals()
+    # two times within the validator's slack of a grid time: "one instant" to it
+    near = [3.0 + 5e-10, 4.0 - 5e-10]
+    grid = st.sampled_from([0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 4.0, 6.0, 7.0, 10.0, 12.0, *near])
+    for _ in range(draw(st.integers(0, 8))):
+        job = draw(st.sampled_from(["a", "b", "b", "c"]))  # b: the one that stalls on slow
+        gt = draw(st.sampled_from(["fast", "slow"]))
+        start = draw(grid)
+        end = start + draw(st.sampled_from([0.5, 1.0, 1.5, 4.0, 10.0]))
+        gang = 2 if job in ("a", "b") else 1
+        servers = draw(st.sampled_from([((0, gang),), ((1, gang),), ((0, 1), (1, 1))]))
+        if gt == "slow":  # slow has one server: mostly on it
+            servers = draw(st.sampled_from([((0, gang),), ((0, gang),), servers]))
+        if gang == 1:
+            servers = ((servers[0][0], 1),)
+        shared = draw(st.sampled_from(["", "", "", "a", "b"]))
+        add_interval(intervals, job, gt, servers, start, end, shared if shared != job else "")
+    ends = sorted(set(intervals["end"])) or [1.0]
+    times = st.one_of(st.just(math.nan), st.sampled_from(ends), grid)
+    completion = [draw(times) for _ in rows]
+    first = [draw(times) for _ in rows]
+    return SimResult(
+        world=world,
+        policy="hand",
+        round_seconds=draw(st.sampled_from([None, 1.0])),
+        intervals=intervals,
+        completion=completion,
+        first_start=first,
+        end_time=max(ends + [c for c in completion if c == c]),
+        extra={"work_conserving": draw(st.booleans())},
+    )

@@ -121,7 +121,7 @@ Utilization over time (:func:`utilization`)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -186,21 +186,7 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
 
     world = result.world
     frame = result.to_frame()
-    cols = result.intervals
-    held: dict[str, float] = {}
-    runs: dict[str, int] = {}
-    last: dict[str, float] = {}
-    seen_seg: set[tuple[str, float]] = set()
-    for job, gpus, start, end, shared in zip(
-        cols["job_id"], cols["gpus"], cols["start"], cols["end"], cols["shared_with"], strict=True
-    ):
-        held[job] = held.get(job, 0.0) + gpus * (end - start) * (0.5 if shared else 1.0)
-        if (job, start) in seen_seg:
-            continue
-        seen_seg.add((job, start))
-        if job not in last or start > last[job] + FIT_TOL * max(1.0, start):
-            runs[job] = runs.get(job, 0) + 1
-        last[job] = max(last.get(job, -math.inf), end)
+    held, runs = _held_and_runs(result)
     contention = _contention(result)
     iso: list[float] = []
     fair: list[float] = []
@@ -233,9 +219,44 @@ def job_metrics(result: SimResult) -> pd.DataFrame:
         [bool(m) if d else pd.NA for m, d in zip(met, has_deadline, strict=True)],
         dtype="boolean",
     )
-    frame["gpu_seconds"] = [held.get(j.job_id, 0.0) for j in world.jobs]
-    frame["runs"] = [runs.get(j.job_id, 0) for j in world.jobs]
+    frame["gpu_seconds"] = held
+    frame["runs"] = runs
     return frame
+
+
+def _held_and_runs(result: SimResult) -> tuple[np.ndarray, np.ndarray]:
+    """Per job (world order): GPU-seconds held (a shared GPU counts half) and runs.
+
+    A run starts at a segment (first row of a ``(job, start)``) beginning after every earlier
+    one of the job ended (to ``FIT_TOL`` relative). The sums add each job's rows in record
+    order (``bincount`` adds in input order), as a row-by-row loop would.
+    """
+    cols = result.intervals
+    ids: dict[Any, int] = {j.job_id: k for k, j in enumerate(result.world.jobs)}
+    n_jobs = len(result.world.jobs)
+    job = _codes(cols["job_id"], ids)
+    gpus = np.asarray(cols["gpus"], dtype=np.int64)
+    start = np.asarray(cols["start"], dtype=float)
+    end = np.asarray(cols["end"], dtype=float)
+    shared = cols["shared_with"]
+    half = np.array([0.5 if x else 1.0 for x in shared]) if any(shared) else np.ones(len(job))
+    held = np.bincount(job, weights=gpus * (end - start) * half, minlength=len(ids))[:n_jobs]
+    runs = np.zeros(n_jobs, dtype=np.int64)
+    if not len(job):
+        return held, runs
+    # the first row of each (job, start), kept in record order within its job
+    order = np.lexsort((np.arange(len(job)), start, job))
+    j, s = job[order], start[order]
+    first = order[np.r_[True, (j[1:] != j[:-1]) | (s[1:] != s[:-1])]]
+    first = first[np.lexsort((first, job[first]))]
+    bounds = np.searchsorted(job[first], np.arange(n_jobs + 1))
+    for k in range(n_jobs):
+        rows = first[bounds[k] : bounds[k + 1]]
+        if len(rows):
+            s, e = start[rows], end[rows]
+            before = np.maximum.accumulate(e)[:-1]  # the latest end among earlier segments
+            runs[k] = 1 + int(np.count_nonzero(s[1:] > before + FIT_TOL * np.maximum(1.0, s[1:])))
+    return held, runs
 
 
 def _shared_rate(
@@ -304,23 +325,30 @@ def energy_kwh(result: SimResult, power: Mapping[str, float] | None = None) -> f
         A GPU type that held a job has no power figure.
     """
     cols = result.intervals
-    joules = 0.0
-    watts: dict[str, float] = {}
-    for job, gt, gpus, start, end, shared in zip(
-        cols["job_id"],
-        cols["gpu_type"],
-        cols["gpus"],
-        cols["start"],
-        cols["end"],
-        cols["shared_with"],
-        strict=True,
-    ):
-        if shared and shared < job:
-            continue  # the pair's GPUs are counted once, under the smaller id
-        if gt not in watts:
-            watts[gt] = gpu_power(gt, power, field="power")
-        joules += watts[gt] * gpus * (end - start)
+    counted = _counted_once(cols)
+    types: dict[Any, int] = {}
+    names = cols["gpu_type"]
+    if len(counted) < len(names):
+        names = [names[r] for r in counted.tolist()]
+    gt = _codes(names, types)
+    # a type's power is looked up in the order the rows name the types (the first missing
+    # one raises)
+    watts = np.array([gpu_power(name, power, field="power") for name in types], dtype=float)
+    gpus = np.asarray(cols["gpus"], dtype=np.int64)[counted]
+    span = (np.asarray(cols["end"], dtype=float) - np.asarray(cols["start"], dtype=float))[counted]
+    each = watts[gt] * gpus * span
+    # added left to right (``accumulate``), as a loop adds them
+    joules = float(np.add.accumulate(each)[-1]) if len(each) else 0.0
     return joules / JOULES_PER_KWH
+
+
+def _counted_once(cols: Mapping[str, Any]) -> np.ndarray:
+    """The rows that count a pair's shared GPUs once (under the smaller id), as positions."""
+    shared = cols["shared_with"]
+    if not any(shared):
+        return np.arange(len(shared))
+    pairs = zip(cols["job_id"], shared, strict=True)
+    return np.flatnonzero([not (b and b < a) for a, b in pairs])
 
 
 def jct_cdf(result: SimResult) -> tuple[np.ndarray, np.ndarray]:
@@ -340,9 +368,10 @@ def jct_cdf(result: SimResult) -> tuple[np.ndarray, np.ndarray]:
     return jct, np.arange(1, len(jct) + 1, dtype=float) / n
 
 
-def _runs(result: SimResult) -> list[tuple[str, str, float, float, tuple[tuple[int, int], ...]]]:
+def _runs(
+    cols: Mapping[str, Any],
+) -> list[tuple[str, str, float, float, tuple[tuple[int, int], ...]]]:
     """Each job's runs of one unchanged placement: ``(job, gpu_type, start, end, servers)``."""
-    cols = result.intervals
     segs: dict[tuple[str, float, float], list[tuple[str, int, int]]] = {}
     for job, gt, server, gpus, start, end in zip(
         cols["job_id"],
@@ -373,43 +402,97 @@ def _runs(result: SimResult) -> list[tuple[str, str, float, float, tuple[tuple[i
     return runs
 
 
-def _occupancy_at(result: SimResult, gpu_type: str, t: float, exclude: str) -> dict[int, int]:
-    """GPUs held per server of ``gpu_type`` at ``t`` by jobs other than ``exclude``."""
+def _codes(values: Sequence[Any], codes: dict[Any, int]) -> np.ndarray:
+    """Each value's code in ``codes`` (new values get the next codes), as an int64 array."""
+    for v in dict.fromkeys(values):  # the distinct values, in order of first appearance
+        codes.setdefault(v, len(codes))
+    return np.fromiter(map(codes.__getitem__, values), np.int64, len(values))
+
+
+def _spread_jobs(result: SimResult) -> set[str]:
+    """The jobs with a gang segment on more servers than its gang needs (vectorized screen).
+
+    A run of one unchanged placement is spread exactly when its segments are, so only these
+    jobs' runs can count in :func:`spread_gang_seconds`.
+    """
     cols = result.intervals
-    used: dict[int, int] = {}
-    slack = FIT_TOL * max(1.0, abs(t))
-    for job, gt, server, gpus, start, end, shared in zip(
-        cols["job_id"],
-        cols["gpu_type"],
-        cols["server"],
-        cols["gpus"],
-        cols["start"],
-        cols["end"],
-        cols["shared_with"],
-        strict=True,
-    ):
-        if gt != gpu_type or job == exclude or shared == exclude or (shared and shared < job):
-            continue
-        if start <= t + slack and end > t + slack:
-            used[server] = used.get(server, 0) + gpus
-    return used
+    if not len(cols["job_id"]):
+        return set()
+    jobs: dict[Any, int] = {}
+    job = _codes(cols["job_id"], jobs)
+    start = np.asarray(cols["start"], dtype=float)
+    end = np.asarray(cols["end"], dtype=float)
+    order = np.lexsort((np.arange(len(job)), end, start, job))  # by segment, then row
+    j, s, e = job[order], start[order], end[order]
+    head = np.r_[True, (j[1:] != j[:-1]) | (s[1:] != s[:-1]) | (e[1:] != e[:-1])]
+    lo = np.flatnonzero(head)
+    gpus = np.add.reduceat(np.asarray(cols["gpus"], dtype=np.int64)[order], lo)
+    servers = np.diff(np.append(lo, len(order)))
+    per = {t.name: t.gpus_per_server for t in result.world.cluster.gpu_types}
+    types: dict[Any, int] = {}
+    gt = _codes(cols["gpu_type"], types)
+    gps = np.array([per[name] for name in types], dtype=np.int64)[gt[order[lo]]]  # first row's
+    spread = servers > -(-gpus // gps)
+    names = list(jobs)
+    return {names[k] for k in j[lo[spread]].tolist()}
+
+
+def _occupancy(result: SimResult) -> Callable[[str, float, str], dict[int, int]]:
+    """``occupancy(gpu_type, t, exclude)``: GPUs held per server of the type at ``t``.
+
+    Held by jobs other than ``exclude`` (a shared pair counted once), read from the whole table
+    at once.
+    """
+    cols = result.intervals
+    ids: dict[Any, int] = {"": -1}
+    job = _codes(cols["job_id"], ids)
+    shared = _codes([x if x else "" for x in cols["shared_with"]], ids)
+    types: dict[Any, int] = {}
+    gt = _codes(cols["gpu_type"], types)
+    server = np.asarray(cols["server"], dtype=np.int64)
+    gpus = np.asarray(cols["gpus"], dtype=np.int64)
+    start = np.asarray(cols["start"], dtype=float)
+    end = np.asarray(cols["end"], dtype=float)
+    once = np.zeros(len(job), dtype=bool)
+    once[_counted_once(cols)] = True
+
+    def occupancy(gpu_type: str, t: float, exclude: str) -> dict[int, int]:
+        slack = FIT_TOL * max(1.0, abs(t))
+        x = ids.get(exclude, -2)
+        held = once & (gt == types.get(gpu_type, -1)) & (job != x) & (shared != x)
+        held &= (start <= t + slack) & (end > t + slack)
+        used: dict[int, int] = {}
+        for s, g in zip(server[held].tolist(), gpus[held].tolist(), strict=True):
+            used[s] = used.get(s, 0) + g
+        return used
+
+    return occupancy
 
 
 def spread_gang_seconds(result: SimResult) -> tuple[float, float]:
-    """``(spread_gang_seconds, spread_gang_seconds_with_room)`` (see the module notes).
+    r"""``(spread_gang_seconds, spread_gang_seconds_with_room)`` (see the module notes).
 
-    Complexity: :math:`O(S R)` for :math:`S` spread runs and :math:`R` interval rows.
+    A vectorized screen finds the jobs with a spread segment; only their runs are walked.
+    Complexity: :math:`O(R \log R + S R)` for :math:`S` spread runs and :math:`R` interval
+    rows (the :math:`S R` part in NumPy).
     """
+    spread_jobs = _spread_jobs(result)
+    if not spread_jobs:
+        return 0.0, 0.0
+    cols = result.intervals
+    keep = [r for r, j in enumerate(cols["job_id"]) if j in spread_jobs]
+    sub = {c: [v[r] for r in keep] for c, v in cols.items() if len(v) == len(cols["job_id"])}
+    occupancy = _occupancy(result)
     types = {t.name: t for t in result.world.cluster.gpu_types}
     total = with_room = 0.0
-    for job, gt, start, end, servers in _runs(result):
+    for job, gt, start, end, servers in _runs(sub):
         t = types[gt]
         n = sum(g for _, g in servers)
         k = -(-n // t.gpus_per_server)
         if len(servers) <= k:
             continue
         total += end - start
-        used = _occupancy_at(result, gt, start, job)
+        used = occupancy(gt, start, job)
         free = sorted(
             (t.server_capacity(s) - used.get(s, 0) for s in range(t.num_servers)), reverse=True
         )
