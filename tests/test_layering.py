@@ -194,12 +194,11 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
             "optsched.harmony.snapshot",
             "optsched.harmony.world",
             "optsched.sim.engine.core",
-            "optsched.sim.engine.gavel",
             "optsched.sim.policies",
             "optsched.sim.policies.placement",
         }
     ): "Harmony's placement policies registered through the plug-in registry, so that sim never "
-    "imports harmony; the engine and Gavel's mechanism meeting through the policy interface",
+    "imports harmony",
     frozenset({"optsched.sim.optimum.exact", "optsched.sim.optimum.exact_matrix"}): (
         "the round world both exact models read (grid, floors, starts, objective values) in a "
         "module of its own, with public names"

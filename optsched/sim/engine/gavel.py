@@ -95,6 +95,7 @@ from numpy.typing import NDArray
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError, PolicyError
+from optsched.sim.engine.bounds import default_horizon
 from optsched.sim.engine.policy import GrantPlacement, JobState, Policy, SimState
 from optsched.sim.measure.record import SimResult, add_interval, empty_intervals
 from optsched.tolerances import TIME_TOL
@@ -901,8 +902,6 @@ def simulate_gavel(
     PolicyError
         The policy has no fractional allocation, or names an inactive job or unknown type.
     """
-    from optsched.sim.engine.core import default_horizon
-
     opts = GavelMechanism() if options is None else options
     L = DEFAULT_ROUND_SECONDS if round_seconds is None else round_seconds
     if isinstance(L, bool) or not (isinstance(L, int | float) and math.isfinite(L) and L > 0):
