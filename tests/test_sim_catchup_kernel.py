@@ -75,7 +75,7 @@ def test_runs_on_the_kernel_give_the_plain_record(
 
 
 def test_the_engine_switches_to_the_kernel() -> None:
-    """A run past ``KERNEL_STEPS`` replayed steps catches up compiled (and one below, not)."""
+    """A run past ``KERNEL_STEPS`` replayed steps switches; later runs start compiled."""
     from optsched.sim import generate_instance
     from optsched.sim.engine.loop import Engine
 
@@ -87,10 +87,15 @@ def test_the_engine_switches_to_the_kernel() -> None:
         return real(self, *args)
 
     world = generate_instance(40, "v100=8", seed=3)
+    runs = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Engine, "_result", spy)
-        plain = simulate(world, make_policy("tiresias-las"))
-        mp.setattr(catchup, "KERNEL_STEPS", 1)
-        compiled = simulate(world, make_policy("tiresias-las"))
-    assert seen == [False, True]
-    check_same_record(plain, compiled)
+        mp.setattr(catchup, "_KERNEL", [])  # as in a process that has not loaded it
+        runs.append(simulate(world, make_policy("tiresias-las")))
+        with pytest.MonkeyPatch.context() as low:
+            low.setattr(catchup, "KERNEL_STEPS", 1)
+            runs.append(simulate(world, make_policy("tiresias-las")))
+        runs.append(simulate(world, make_policy("tiresias-las")))  # far below KERNEL_STEPS
+    assert seen == [False, True, True]
+    for other in runs[1:]:
+        check_same_record(runs[0], other)

@@ -59,7 +59,8 @@ class Progress(EngineState):
         # the decision times again, as float64 for the compiled catch-up (read as a buffer)
         self._times_f8 = array("d")
         self._replayed = 0  # catch-up steps replayed in Python so far
-        self._kernel: Callable[..., catchup.Progress] | None = None
+        # the compiled catch-up, from the start if an earlier run loaded it
+        self._kernel: Callable[..., catchup.Progress] | None = catchup.loaded_kernel()
 
     def _sync(self, i: int, t: float) -> None:
         run = self.running[i]
