@@ -24,6 +24,7 @@ from test_sim_las_fast import catch_up_cases
 
 from optsched.sim import World, simulate
 from optsched.sim.engine import catchup
+from optsched.sim.engine.loop import Engine
 from optsched.sim.policies import make_policy
 
 #: the policies with lazy progress (the catch-up runs) and one without
@@ -55,8 +56,12 @@ def test_the_kernel_is_the_reference(case: dict[str, Any], vector_steps: int) ->
         want = catchup.catch_up(times, gaps, *args)
     t8 = np.array(times, dtype=np.float64)
     g8 = np.frombuffer(gaps)
-    assert catchup.catch_up_loop(t8, g8, *args) == want
-    assert catchup.catch_up_kernel()(t8, g8, *args) == want
+    n = len(times)
+    assert catchup.catch_up_loop(t8, g8, n, *args) == want
+    assert catchup.catch_up_kernel()(t8, g8, n, *args) == want
+    # arrays with room left beyond the first n entries (as the engine keeps them)
+    t8x, g8x = np.concatenate((t8, np.full(5, np.nan))), np.concatenate((g8, np.full(5, np.nan)))
+    assert catchup.catch_up_kernel()(t8x, g8x, n, *args) == want
 
 
 @settings(max_examples=30, deadline=None)
@@ -70,6 +75,7 @@ def test_runs_on_the_kernel_give_the_plain_record(
     plain = simulate(world, make_policy(name), **kwargs)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(catchup, "KERNEL_STEPS", 0)  # compiled from the first catch-up on
+        mp.setattr(Engine, "F8_START", 1)  # its arrays grown at every other decision point
         compiled = simulate(world, make_policy(name), **kwargs)
     check_same_record(plain, compiled)
 
@@ -77,7 +83,6 @@ def test_runs_on_the_kernel_give_the_plain_record(
 def test_the_engine_switches_to_the_kernel() -> None:
     """A run past ``KERNEL_STEPS`` replayed steps switches; later runs start compiled."""
     from optsched.sim import generate_instance
-    from optsched.sim.engine.loop import Engine
 
     seen: list[bool] = []
     real = Engine._result

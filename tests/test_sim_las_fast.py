@@ -113,13 +113,13 @@ def test_catch_up_is_the_eager_update(case: dict[str, Any], vector_steps: int) -
     eng.states = [state]
     eng._times, eng._gaps = [], array("d")
     eng._last_time = -math.inf
-    eng._times_f8, eng._replayed = array("d"), 0
-    eng._kernel = catchup.catch_up_kernel() if vector_steps == 0 else None
+    eng._replayed, eng._kernel = 0, None
     for t in case["times"]:  # the decision points, recorded as _decide records them
         eng._gaps.append(t - eng._last_time if eng._times else 0.0)
         eng._times.append(t)
-        eng._times_f8.append(t)
         eng._last_time = t
+    if vector_steps == 0:
+        eng._use_kernel(catchup.catch_up_kernel())
     done, attained, executed = case["start"]
     DONE.__set__(state, done)
     ATTAINED.__set__(state, attained)

@@ -26,10 +26,11 @@ and against the eager update on random worlds):
   steps, so that short runs never load Numba (it is imported on first use).
 
 **Cost** (Tiresias-LAS on ElasticFlow's cluster04, 15,802 jobs: 160,814 catch-ups over 6.85
-million steps, 43 per catch-up): 3.35 us per 43-step catch-up in Python, 1.0 us compiled
-(0.6 us the call, 0.4 us the two buffer views), 0.23 CPU s to load the cached kernel once per
-process. The catch-up is short on average: most of its time is the engine's call around it,
-which the kernel does not remove.
+million steps, 43 per catch-up): 3.35 us per 43-step catch-up in Python, 0.55 us compiled (the
+call; the engine keeps float64 copies of the times and gaps for it), 0.22 CPU s to load the
+cached kernel once per process (with Numba imported). The catch-up is short on average: much
+of its time is the engine's work around it (finding the first step, reading and writing the
+job's state), which the kernel does not remove.
 
 Complexity: :math:`O(s)` for :math:`s` steps replayed (the engine finds the first one by
 bisection, :math:`O(\log K)` for :math:`K` decision points so far).
@@ -157,6 +158,7 @@ def catch_up(
 def catch_up_loop(
     times: Any,
     gaps: Any,
+    n: int,
     k: int,
     prev: float,
     overhead: float,
@@ -169,11 +171,12 @@ def catch_up_loop(
 ) -> Progress:
     """:func:`catch_up` as one loop over float64 arrays: the kernel's source (plain Python too).
 
+    ``times`` and ``gaps`` as in :func:`catch_up`, their first ``n`` entries set.
+
     ``max(0, x)`` and ``min(work, x)`` are spelled as Python's builtins decide them (the first
     argument unless the second is strictly larger, resp. smaller), so that the compiled loop
     takes the same branch on every value.
     """
-    n = times.shape[0]
     while overhead > 0 and k < n:
         t = times[k]
         k += 1
@@ -216,8 +219,8 @@ def loaded_kernel() -> Callable[..., Progress] | None:
 def catch_up_kernel() -> Callable[..., Progress]:
     """:func:`catch_up_loop` compiled by Numba (imported and compiled, or loaded, on first use).
 
-    Call it with ``times`` and ``gaps`` as float64 arrays and every other argument a float
-    (``gpus`` an int).
+    Call it with ``times`` and ``gaps`` as float64 arrays, ``n``, ``k`` and ``gpus`` ints and
+    every other argument a float.
     """
     if not _KERNEL:
         import numba  # lazy: ``import optsched.sim`` does not load Numba

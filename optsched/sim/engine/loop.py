@@ -172,10 +172,12 @@ class Engine(Apply):
         # the jobs completed since the last decision give their GPUs back at the next placement
         self._gone.extend(map(self.index.__getitem__, self.finished_ids))
         if self.lazy:
-            self._gaps.append(t - self._last_time if self._times else 0.0)
+            gap = t - self._last_time if self._times else 0.0
+            self._gaps.append(gap)
             self._times.append(t)  # progress is brought up to here when read
-            self._times_f8.append(t)
             self._last_time = t
+            if self._kernel is not None:
+                self._push_time(t, gap)
         for i, run in () if self.lazy else self.running.items():
             # _sync, inlined: it runs for every running job at every decision
             dt = t - run.synced

@@ -15,11 +15,10 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from array import array
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from optsched.sim.engine import catchup
 from optsched.sim.engine.jobstate import (
@@ -42,6 +41,9 @@ __all__ = ["Progress"]
 class Progress(EngineState):
     """The engine's progress part (module notes)."""
 
+    #: room for this many decision points in the compiled catch-up's arrays at first
+    F8_START = 1024
+
     def __init__(
         self,
         world: World,
@@ -56,11 +58,36 @@ class Progress(EngineState):
             live = LiveState(job=j) if self.lazy else RoundsState(job=j)
             live._engine = self
             self.states.append(live)
-        # the decision times again, as float64 for the compiled catch-up (read as a buffer)
-        self._times_f8 = array("d")
         self._replayed = 0  # catch-up steps replayed in Python so far
-        # the compiled catch-up, from the start if an earlier run loaded it
-        self._kernel: Callable[..., catchup.Progress] | None = catchup.loaded_kernel()
+        # the compiled catch-up (from the start if an earlier run loaded it), and the decision
+        # times and gaps again for it, as float64 arrays of which the first ``_n8`` are set
+        self._kernel: Callable[..., catchup.Progress] | None = None
+        self._t8: NDArray[np.float64] = np.empty(0)
+        self._g8: NDArray[np.float64] = np.empty(0)
+        self._n8 = 0
+        kernel = catchup.loaded_kernel()
+        if kernel is not None:
+            self._use_kernel(kernel)
+
+    def _use_kernel(self, kernel: Callable[..., catchup.Progress]) -> None:
+        """Catch up with the compiled ``kernel`` from now on (its arrays set from the lists)."""
+        n = len(self._times)
+        self._t8 = np.empty(max(self.F8_START, 2 * n))
+        self._g8 = np.empty(len(self._t8))
+        self._t8[:n] = self._times
+        self._g8[:n] = self._gaps
+        self._n8 = n
+        self._kernel = kernel
+
+    def _push_time(self, t: float, gap: float) -> None:
+        """Record decision point ``t`` (``gap`` after the last) for the compiled catch-up."""
+        n = self._n8
+        if n == len(self._t8):  # doubled when full: amortized O(1)
+            self._t8 = np.concatenate((self._t8, np.empty(n)))
+            self._g8 = np.concatenate((self._g8, np.empty(n)))
+        self._t8[n] = t
+        self._g8[n] = gap
+        self._n8 = n + 1
 
     def _sync(self, i: int, t: float) -> None:
         run = self.running[i]
@@ -96,26 +123,39 @@ class Progress(EngineState):
         st = self.states[i]
         prev = run.synced
         k = bisect.bisect_right(times, prev)
-        args: tuple[Any, ...] = (
-            k,
-            prev,
-            run.overhead,
-            DONE.__get__(st),
-            ATTAINED.__get__(st),
-            EXECUTED.__get__(st),
-            st.job.work,
-            run.rate,
-            run.gpus,
-        )
         kernel = self._kernel
         if kernel is not None:
-            # float64 views of the shared buffers, dropped on return (the buffers still grow)
-            got = kernel(np.frombuffer(self._times_f8), np.frombuffer(self._gaps), *args)
+            got = kernel(
+                self._t8,
+                self._g8,
+                self._n8,
+                k,
+                prev,
+                run.overhead,
+                DONE.__get__(st),
+                ATTAINED.__get__(st),
+                EXECUTED.__get__(st),
+                st.job.work,
+                run.rate,
+                run.gpus,
+            )
         else:
-            got = catchup.catch_up(times, self._gaps, *args)
+            got = catchup.catch_up(
+                times,
+                self._gaps,
+                k,
+                prev,
+                run.overhead,
+                DONE.__get__(st),
+                ATTAINED.__get__(st),
+                EXECUTED.__get__(st),
+                st.job.work,
+                run.rate,
+                run.gpus,
+            )
             self._replayed += len(times) - k
             if self._replayed >= catchup.KERNEL_STEPS:
-                self._kernel = catchup.catch_up_kernel()
+                self._use_kernel(catchup.catch_up_kernel())
         done, attained, executed, run.synced, run.overhead = got
         DONE.__set__(st, done)
         ATTAINED.__set__(st, attained)
