@@ -21,7 +21,9 @@ from test_sim_dynamic_batch import _two_jobs, _world
 from test_sim_engine_incremental import _lazy_and_eager, _Reader, check_same_record
 
 from optsched.sim import ClusterSpec, GpuType, SimResult, World, simulate
-from optsched.sim.engine import core as engine_mod
+from optsched.sim.engine import apply as apply_mod
+from optsched.sim.engine import catchup
+from optsched.sim.engine.loop import Engine
 from optsched.sim.policies import make_policy
 
 POLICIES = ["fifo", "srtf", "tiresias-las", "edf", "gandiva", "themis", "max-min-perf"]
@@ -55,8 +57,8 @@ def _both(world: World, name: str, **kwargs: Any) -> tuple[SimResult, SimResult,
     agree after every decision.
     """
     fast_calls = [0]
-    changes = engine_mod._Engine._apply_changes
-    apply = engine_mod._Engine._apply
+    changes = Engine._apply_changes
+    apply = Engine._apply
     views: list[list[Any]] = [[], []]
     engines: list[Any] = [None, None]
 
@@ -66,15 +68,15 @@ def _both(world: World, name: str, **kwargs: Any) -> tuple[SimResult, SimResult,
 
     def viewing(self: Any, t: float, alloc: Any) -> None:
         apply(self, t, alloc)
-        full = engine_mod.INCREMENTAL_APPLY is False
+        full = apply_mod.INCREMENTAL_APPLY is False
         engines[full] = self
         views[full].append(repr(_job_views(self, self.decisions % 5 == 4)))
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine_mod._Engine, "_apply_changes", counting)
-        mp.setattr(engine_mod._Engine, "_apply", viewing)
+        mp.setattr(Engine, "_apply_changes", counting)
+        mp.setattr(Engine, "_apply", viewing)
         a = simulate(world, make_policy(name), **kwargs)
-        mp.setattr(engine_mod, "INCREMENTAL_APPLY", False)
+        mp.setattr(apply_mod, "INCREMENTAL_APPLY", False)
         calls = fast_calls[0]
         b = simulate(world, make_policy(name), **kwargs)
     assert fast_calls[0] == calls  # the full pass never takes the incremental one
@@ -162,14 +164,14 @@ def test_shared_pairs_and_batch_phases_alike(tmp_path: Path) -> None:
 def test_vectorized_catch_up_gives_the_eager_record(world: World, name: str, steps: int) -> None:
     """Every catch-up of at least ``steps`` decision points runs on arrays: the eager record."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine_mod, "_VECTOR_STEPS", steps)
+        mp.setattr(catchup, "VECTOR_STEPS", steps)
         a, b = _lazy_and_eager(world, name)
     check_same_record(a, b)
 
 
 def test_vectorized_catch_up_crosses_restores_and_phases(tmp_path: Path) -> None:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine_mod, "_VECTOR_STEPS", 1)
+        mp.setattr(catchup, "VECTOR_STEPS", 1)
         for restore in (0.0, 30.0):
             phased = _world(_two_jobs(tmp_path), restore_s=restore)
             for name in ("fifo", "srtf", "max-min"):
@@ -182,7 +184,7 @@ def test_vectorized_catch_up_crosses_restores_and_phases(tmp_path: Path) -> None
 def test_vectorized_catch_up_reads_are_current(world: World) -> None:
     """The progress a policy reads (done, attained service, executed seconds) is the eager one."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine_mod, "_VECTOR_STEPS", 1)
+        mp.setattr(catchup, "VECTOR_STEPS", 1)
         lazy, eager = _Reader(True), _Reader(False)
         a = simulate(world, lazy, round_seconds=None)
         b = simulate(world, eager, round_seconds=None)

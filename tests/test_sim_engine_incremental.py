@@ -1,7 +1,7 @@
 """The engine's incremental bookkeeping decides exactly as its plain specification.
 
-* **Placement.** The bucketed free servers (``_FreeServers``) give the placement of the plain
-  free-list rule (``_fit_reference``: best fit, most-free servers, spreading) after any
+* **Placement.** The bucketed free servers (``FreeServers``) give the placement of the plain
+  free-list rule (``fit_reference``: best fit, most-free servers, spreading) after any
   sequence of takes and gives, and leave the same free lists.
 * **The free picture kept across decisions** equals, after every decision, the cluster minus
   what the running jobs hold (a shared pair once), rebuilt from scratch.
@@ -22,9 +22,9 @@ from strategies.sim import busy_worlds
 from test_sim_dynamic_batch import _two_jobs, _world
 
 from optsched.sim import SimResult, World, simulate
-from optsched.sim.engine import core as engine_mod
-from optsched.sim.engine.core import _fit_reference, _FreeServers
+from optsched.sim.engine.loop import Engine
 from optsched.sim.engine.policy import Policy, PolicyDecision, SimState
+from optsched.sim.engine.servers import FreeServers, fit, fit_reference
 from optsched.sim.policies import make_policy
 
 
@@ -62,14 +62,12 @@ def check_same_record(a: SimResult, b: SimResult) -> None:
 )
 def test_bucketed_fit_is_the_reference_fit(case: tuple[int, list[int], list[Any]]) -> None:
     gps, caps, asks = case
-    fr = _FreeServers(caps, gps)
+    fr = FreeServers(caps, gps)
     plain = list(caps)
-    fake = engine_mod._Engine.__new__(engine_mod._Engine)
-    fake.types = {"v": type("T", (), {"gpus_per_server": gps})()}  # type: ignore[assignment]
     held = []
     for n, mode in asks:
-        got = fake._fit(fr, "v", n, mode)
-        want = _fit_reference(plain, gps, "v", n, mode)
+        got = fit(fr, "v", gps, n, mode)
+        want = fit_reference(plain, gps, "v", n, mode)
         assert got == want
         assert fr.cap == plain and fr.total == sum(plain)
         assert fr.buckets == [[s for s, f in enumerate(plain) if f == b] for b in range(gps + 1)]
@@ -80,7 +78,7 @@ def test_bucketed_fit_is_the_reference_fit(case: tuple[int, list[int], list[Any]
             fr.give(s, k)
             plain[s] += k
     for n, mode in asks:
-        assert fake._fit(fr, "v", n, mode) == _fit_reference(plain, gps, "v", n, mode)
+        assert fit(fr, "v", gps, n, mode) == fit_reference(plain, gps, "v", n, mode)
         assert fr.cap == plain
 
 
@@ -102,8 +100,8 @@ def _check_free_picture(monkeypatch: Any) -> list[int]:
     """Check the kept free picture against the running jobs before and after every placement."""
     checked = [0]
     # the decision is carried out by _apply (after the policy's allocate)
-    decide = engine_mod._Engine._apply
-    release = engine_mod._Engine._release_gone
+    decide = Engine._apply
+    release = Engine._release_gone
 
     def checking(self: Any, t: float, alloc: Any) -> None:
         decide(self, t, alloc)
@@ -118,8 +116,8 @@ def _check_free_picture(monkeypatch: Any) -> list[int]:
         assert {i: (r.placement, r.partner) for i, r in self.running.items()} == self._holds
         return free
 
-    monkeypatch.setattr(engine_mod._Engine, "_apply", checking)
-    monkeypatch.setattr(engine_mod._Engine, "_release_gone", releasing)
+    monkeypatch.setattr(Engine, "_apply", checking)
+    monkeypatch.setattr(Engine, "_release_gone", releasing)
     return checked
 
 

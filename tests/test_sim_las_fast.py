@@ -28,8 +28,10 @@ from strategies.sim import job_frame
 from test_sim_order_reference import check_identical, one_type_worlds
 
 from optsched.sim import World, parse_cluster, simulate
-from optsched.sim.engine import core as engine_mod
-from optsched.sim.engine.policy import JobState, SimState
+from optsched.sim.engine import catchup
+from optsched.sim.engine.jobstate import ATTAINED, DONE, EXECUTED, LiveState, Run
+from optsched.sim.engine.loop import Engine
+from optsched.sim.engine.policy import GrantPlacement, JobState, SimState
 from optsched.sim.policies import Tiresias
 from optsched.tolerances import TIME_TOL
 
@@ -94,29 +96,36 @@ def catch_up_cases(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(catch_up_cases(), st.sampled_from([1, 5, 96]))
+@given(catch_up_cases(), st.sampled_from([1, 5, 96, 0]))
 def test_catch_up_is_the_eager_update(case: dict[str, Any], vector_steps: int) -> None:
-    """One running job brought up to the last decision point: the eager values, bit for bit."""
+    """One running job brought up to the last decision point: the eager values, bit for bit.
+
+    In Python (array accumulations from ``vector_steps`` steps on) or, for ``0``, by the
+    compiled kernel.
+    """
     world = World.from_frame(
         job_frame([{"job_id": "a", "duration": 10.0}]), parse_cluster("v100=8")
     )
     job = dataclasses.replace(world.jobs[0], work=case["work"])
-    eng = engine_mod._Engine.__new__(engine_mod._Engine)
-    state = engine_mod._LiveState(job=job)
+    eng = Engine.__new__(Engine)
+    state = LiveState(job=job)
     state._engine = eng
     eng.states = [state]
     eng._times, eng._gaps = [], array("d")
     eng._last_time = -math.inf
+    eng._replayed, eng._kernel = 0, None
     for t in case["times"]:  # the decision points, recorded as _decide records them
         eng._gaps.append(t - eng._last_time if eng._times else 0.0)
         eng._times.append(t)
         eng._last_time = t
+    if vector_steps == 0:
+        eng._use_kernel(catchup.catch_up_kernel())
     done, attained, executed = case["start"]
-    engine_mod._DONE.__set__(state, done)
-    engine_mod._ATTAINED.__set__(state, attained)
-    engine_mod._EXECUTED.__set__(state, executed)
-    run = engine_mod._Run(
-        placement=engine_mod.GrantPlacement(gpu_type="v100", servers=((0, 1),)),
+    DONE.__set__(state, done)
+    ATTAINED.__set__(state, attained)
+    EXECUTED.__set__(state, executed)
+    run = Run(
+        placement=GrantPlacement(gpu_type="v100", servers=((0, 1),)),
         partner=-1,
         seg_start=case["synced"],
         synced=case["synced"],
@@ -126,7 +135,7 @@ def test_catch_up_is_the_eager_update(case: dict[str, Any], vector_steps: int) -
         gpus=case["gpus"],
     )
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine_mod, "_VECTOR_STEPS", vector_steps)
+        mp.setattr(catchup, "VECTOR_STEPS", max(1, vector_steps))
         eng._catch_up(0, run)
     pending = case["times"][bisect.bisect_right(case["times"], case["synced"]) :]
     want = _eager(
@@ -139,9 +148,9 @@ def test_catch_up_is_the_eager_update(case: dict[str, Any], vector_steps: int) -
         case["work"],
     )
     got = (
-        engine_mod._DONE.__get__(state),
-        engine_mod._ATTAINED.__get__(state),
-        engine_mod._EXECUTED.__get__(state),
+        DONE.__get__(state),
+        ATTAINED.__get__(state),
+        EXECUTED.__get__(state),
         run.overhead,
     )
     assert got == want
