@@ -28,7 +28,7 @@ and against the eager update on random worlds):
 **Cost** (Tiresias-LAS on ElasticFlow's cluster04, 15,802 jobs: 160,814 catch-ups over 6.85
 million steps, 43 per catch-up): 3.35 us per 43-step catch-up in Python, 0.55 us compiled (the
 call; the engine keeps float64 copies of the times and gaps for it), 0.22 CPU s to load the
-cached kernel once per process (with Numba imported). The catch-up is short on average: much
+cached kernel once per process, and 0.14 s to import Numba first. The catch-up is short on average: much
 of its time is the engine's work around it (finding the first step, reading and writing the
 job's state), which the kernel does not remove.
 
@@ -58,11 +58,13 @@ __all__ = [
 VECTOR_STEPS = 96
 
 #: The engine catches up with the compiled kernel once a run has replayed this many steps in
-#: Python (about 0.08 us each, 0.23 CPU s in all: what loading the cached kernel costs), or
+#: Python (about 0.08 us each, 0.5 CPU s in all: what importing Numba, about 0.14 s, and
+#: loading the cached kernel, 0.22-0.45 s, cost together, since ``import optsched.sim`` loads no
+#: Numba), or
 #: from its start when an earlier run of the process loaded it. As in ski rental, a run so pays
 #: at most twice what the better of the two choices would have cost it, and short runs never
 #: load Numba.
-KERNEL_STEPS = 3_000_000
+KERNEL_STEPS = 6_000_000
 
 #: ``(done, attained, executed, synced, overhead)`` after a catch-up.
 Progress = tuple[float, float, float, float, float]
