@@ -386,3 +386,23 @@ def test_cli_run_and_compare_take_the_mechanism(
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert {r["policy"] for r in out["policies"]} == {"max-min-perf", "gavel-fifo"}
+
+
+def test_a_gang_moved_within_its_server_runs_on_without_restore() -> None:
+    """Gavel's walk may hand a job other GPUs of the same server in the next round (here the
+    2-GPU gang takes the first ones): the run goes on, as the record and the validator see it
+    (a run is its GPU type and servers), so no restore is charged (found by Hypothesis)."""
+    cluster = ClusterSpec(gpu_types=(GpuType(name="v100", count=3, gpus_per_server=4),))
+    table = throughputs_from_dict(TABLE, reference="v100")
+    rows = [
+        {"model": "A", "duration": 1.0},
+        {"model": "A", "duration": 12.5},
+        {"model": "A", "duration": 1.0, "num_gpus": 2},
+    ]
+    w = World.from_frame(job_frame(rows), cluster, table, restore_s=0.5)
+    result = simulate(w, make_policy("max-min-perf"), mechanism="gavel", round_seconds=10.0)
+    report = validate(result.world, result)
+    assert report.ok, report.violations[:3]
+    runs = result.intervals_frame().query("job_id == 'j1'")
+    assert set(runs.server) == {0} and runs.end.max() > 10.0  # two rounds on one server
+    assert result.completion[1] == pytest.approx(12.5, abs=1e-9)  # 12.5 s alone, no restore

@@ -155,11 +155,28 @@ class GavelSim(GavelWalk):
                 self.jobs[o.partner].job_id if o.partner >= 0 else "",
             )
 
+    def _stays(self, o: Open, name: str, slots: tuple[int, ...]) -> bool:
+        """Whether a job open on ``o`` keeps its run on ``slots`` of type ``name``.
+
+        It does on the same GPUs, or on other GPUs of the same servers, as many on each
+        (``o.slots`` then follows them).
+
+        The record, the engine and the validator know a run by its GPU type and its servers
+        (the GPUs of a server are interchangeable), so a gang whose worker ids change within its
+        servers runs on, as in optsched's engine, and pays no restore.
+        """
+        if o.slots == slots:
+            return True
+        if o.placement != self._placement(name, slots):
+            return False
+        o.slots = slots
+        return True
+
     def _open(self, i: int, t: float, name: str, slots: tuple[int, ...], partner: int) -> float:
         """Open or continue job ``i``'s record segment at ``t``; its restore seconds now."""
         o = self.open.get(i)
-        if o is not None and o.gpu_type == name and o.slots == slots:
-            # it ran on these GPUs in the previous round: the run goes on (no restore); a new
+        if o is not None and o.gpu_type == name and self._stays(o, name, slots):
+            # it ran on these servers in the previous round: the run goes on (no restore); a new
             # record segment when the partner changes or whole steps left a gap before the
             # round's end (whole steps only with restore_s = 0: no restore is hidden there)
             # (any gap, however small: it is no progress, and it adds up over the rounds)
@@ -242,7 +259,7 @@ class GavelSim(GavelWalk):
         """
         i = key[0]
         o = self.open.get(i)
-        if o is not None and o.gpu_type == name and o.slots == slots:
+        if o is not None and o.gpu_type == name and self._stays(o, name, slots):
             # as _open: the run goes on; a new segment after a gap or a partner change
             over = 0.0
             if o.last_end < t or o.partner != -1:
