@@ -27,7 +27,9 @@ completions) unless given ``round_seconds``. With ``elastic=True`` (names ending
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Sequence
 
 from optsched.sim.engine.policy import Grant, JobState, PolicyDecision, SimState
@@ -46,6 +48,10 @@ __all__ = ["EDF", "FIFO", "SJF", "SRTF", "OrderPolicy", "WaitQueue", "greedy_all
 
 def _first(item: tuple[tuple[float, ...], JobState]) -> tuple[float, ...]:
     return item[0]
+
+
+#: a full key's job position (its third item)
+_POSITION = operator.itemgetter(2)
 
 
 def _best_rate(state: SimState, s: JobState) -> float:
@@ -261,23 +267,29 @@ class SRTF(OrderPolicy):
         ]
 
     def refresh_running(self, state: SimState) -> None:
-        """Every running job's key (:meth:`_full_key`, inlined: the hot loop) and re-sort."""
+        """Every running job's key (:meth:`_full_key`, inlined: the hot loop) and re-sort.
+
+        The running jobs' remaining times fall alike while they run, so their order mostly
+        holds from one decision to the next: checked in one pass (in C), the lists are then
+        kept and only the keys replaced.
+        """
         rates = self._rates
-        # a running job's best rate is positive: the engine places no job where it is 0
-        keyed = sorted(
-            [
-                (
-                    (
-                        max(0.0, s.job.work - s.done) / rates[s.job.index],
-                        s.job.arrival,
-                        s.job.index,
-                    ),
-                    s,
-                )
-                for s in self._rjobs
-            ],
-            key=_first,
-        )
+        jobs = self._rjobs
+        # a running job's best rate is positive: the engine places no job where it is 0;
+        # ``x if x > 0.0 else 0.0`` is ``max(0.0, x)``
+        keys = [
+            (
+                (x if (x := (j := s.job).work - s.done) > 0.0 else 0.0) / rates[j.index],
+                j.arrival,
+                j.index,
+            )
+            for s in jobs
+        ]
+        if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
+            self._rkeys = keys
+            self._rkey_of = dict(zip(map(_POSITION, keys), keys, strict=True))
+            return
+        keyed = sorted(zip(keys, jobs, strict=True), key=_first)
         self._set_running(keyed)
 
     def key(self, state: SimState, s: JobState) -> tuple[float, ...]:

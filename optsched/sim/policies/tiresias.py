@@ -204,7 +204,7 @@ class Tiresias(OrderPolicy):
         job = s.job
         now = state.now
         started = self._started.pop(job.index, None)
-        if started is not None and started[0] > now + self._margin(now):
+        if started is not None and started[0] > now + (1e-3 + 1e-6 * abs(now)):  # _margin
             # granted at the last decision, short of its next threshold (by the margin of
             # :meth:`rekey_candidates`): the key it was granted with, its service unread
             self._keyed = (s, now, math.nan, started[0])
@@ -291,7 +291,8 @@ class Tiresias(OrderPolicy):
 
     def rekey_candidates(self, state: SimState) -> list[JobState]:
         """The running jobs predicted to cross a threshold by now (within the rounding)."""
-        limit = state.now + self._margin(state.now)
+        now = state.now
+        limit = now + (1e-3 + 1e-6 * abs(now))  # :meth:`_margin`
         heap, version = self._cross, self._cross_version
         out: list[JobState] = []
         while heap and heap[0][0] <= limit:

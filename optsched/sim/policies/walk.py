@@ -441,48 +441,61 @@ def walk_sorted(p: OrderWalk, state: SimState) -> PolicyDecision:
 def _sync_sorted(p: OrderWalk, state: SimState) -> None:
     """Bring the queue and the sorted running jobs up to date with the engine's news."""
     queue = p.queue
-    index = p._index
+    key_of = p._rkey_of
     finished = state.finished
-    for job_id in finished:
-        queue.discard(job_id)
-        i = index[job_id]
-        if i in p._rkey_of:
-            p._run_remove(i)
+    if finished:
+        index = p._index
+        for job_id in finished:
+            queue.discard(job_id)
+            i = index[job_id]
+            if i in key_of:
+                p._run_remove(i)
     if p._pending:
-        gone = set(finished)
-        for s in p._pending:
-            if s.job_id in gone:
-                continue
-            if s.placement is None:
-                # granted but not placed (or not kept) by the engine: waiting again
-                if s.job.index in p._rkey_of:
-                    p._run_remove(s.job.index)
-                queue.push(s, p._full_key(state, s))
-            elif s.job.index not in p._rkey_of:
-                p._run_insert(state, s)
+        _sync_pending(p, state)
     if len(state.running) != len(p._rkeys):
         # a safety net: the engine runs only granted jobs, all accounted for above
-        for i in list(p._rkey_of):
+        for i in list(key_of):
             p._run_remove(i)
         for s in state.running:
             p._run_insert(state, s)
-    for i, s in list(p._rspread.items()):
-        if s.placement is None or s.placement.consolidated(p._gps):
-            del p._rspread[i]  # moved onto the fewest servers by the engine
+    if p._rspread:
+        gps = p._gps
+        for i, s in list(p._rspread.items()):
+            if s.placement is None or s.placement.consolidated(gps):
+                del p._rspread[i]  # moved onto the fewest servers by the engine
+
+
+def _sync_pending(p: OrderWalk, state: SimState) -> None:
+    """Follow the jobs granted at the last decision: running now, or waiting again."""
+    key_of = p._rkey_of
+    gone = set(state.finished)
+    for s in p._pending:
+        if s.job_id in gone:
+            continue
+        if s.placement is None:
+            # granted but not placed (or not kept) by the engine: waiting again
+            if s.job.index in key_of:
+                p._run_remove(s.job.index)
+            p.queue.push(s, p._full_key(state, s))
+        elif s.job.index not in key_of:
+            p._run_insert(state, s)
 
 
 def _rekey_sorted(p: OrderWalk, state: SimState) -> None:
     """Queue the arrived jobs; re-key the running jobs whose key may have changed."""
-    queue = p.queue
     for s in state.arrived:
-        queue.push(s, p._full_key(state, s))
+        p.queue.push(s, p._full_key(state, s))
     if p.rekeys_running:
         p.refresh_running(state)
-    for s in list(p.rekey_candidates(state)):
+    candidates = p.rekey_candidates(state)
+    if not candidates:
+        return
+    key_of = p._rkey_of
+    for s in list(candidates):
         i = s.job.index
-        if i in p._rkey_of:
+        if i in key_of:
             key = p._full_key(state, s)
-            if key != p._rkey_of[i]:
+            if key != key_of[i]:
                 p._run_remove(i)
                 p._run_insert(state, s, key)
             else:
@@ -581,35 +594,39 @@ def _sorted_decision(
     skipped: list[JobState],
 ) -> PolicyDecision:
     """The decision of :func:`walk_sorted` in its smallest form (``stop`` when preempting)."""
-    queue = p.queue
-    for s in (*preempted, *skipped):
-        queue.push(s, p._full_key(state, s))
-    for s in preempted:
-        p._run_remove(s.job.index)
-        p.on_wait(state, s)
-    p._new_granted = new_granted
     stop: tuple[str, ...] | None = None
+    p._new_granted = new_granted
+    if preempted or skipped:
+        queue = p.queue
+        for s in (*preempted, *skipped):
+            queue.push(s, p._full_key(state, s))
+        for s in preempted:
+            p._run_remove(s.job.index)
+            p.on_wait(state, s)
     if preempted:
         # the ``stop`` form of the full decision: the preempted jobs stop, the new jobs and
         # the kept spread gangs are granted in the walk's (key) order, and the kept
         # consolidated gangs keep their GPUs, as granting them would
-        items = list(zip(new_keys, p._new_granted, strict=True))
+        items = list(zip(new_keys, new_granted, strict=True))
         items += [(p._rkey_of[i], s) for i, s in p._rspread.items()]
-        items.sort(key=lambda item: item[0])
+        items.sort(key=_first)
         p._pending = [s for _, s in items]
         stop = tuple(s.job_id for s in preempted)
     else:
-        p._pending = p._new_granted
-    grant_of = p._grant_of
-    single = state.world.cluster.gpu_types[0].name
-    grants = []
-    for s in p._pending:
-        g = grant_of.get(s.job.index)
-        if g is None:
-            g = grant_of[s.job.index] = p._grant(s, single)
-        grants.append(g)
+        p._pending = new_granted
+    grants: tuple[Grant, ...] = ()
+    if p._pending:
+        grant_of = p._grant_of
+        single = state.world.cluster.gpu_types[0].name
+        listed = []
+        for s in p._pending:
+            g = grant_of.get(s.job.index)
+            if g is None:
+                g = grant_of[s.job.index] = p._grant(s, single)
+            listed.append(g)
+        grants = tuple(listed)
     return PolicyDecision(
-        grants=tuple(grants),
+        grants=grants,
         blocking=False,
         wake_at=p.wake(state, new_granted),
         keep_running=True,
