@@ -198,7 +198,13 @@ class OrderWalk(Policy):
         self._rjobs.insert(p, s)
         self._rgpus.insert(p, s.job.num_gpus)
         self._rkey_of[s.job.index] = key
-        if s.placement is not None and not s.placement.consolidated(self._gps):
+        placement = s.placement
+        # one server is the fewest (the check without the call, for most jobs)
+        if (
+            placement is not None
+            and len(placement.servers) > 1
+            and not placement.consolidated(self._gps)
+        ):
             self._rspread[s.job.index] = s
         self.on_run(state, s)
 
