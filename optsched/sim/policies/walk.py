@@ -167,6 +167,8 @@ class OrderWalk(Policy):
     preemptive = True
     elastic: bool = False
     reference: bool = False
+    #: the running jobs are re-keyed at every decision by :meth:`refresh_running`
+    rekeys_running = False
 
     def _reset_walk(self) -> None:
         self.queue = WaitQueue()
@@ -604,7 +606,9 @@ def _sorted_decision(
     p._new_granted = new_granted
     if preempted or skipped:
         queue = p.queue
-        for s in (*preempted, *skipped):
+        for s in preempted:
+            queue.push(s, p._full_key(state, s))
+        for s in skipped:
             queue.push(s, p._full_key(state, s))
         for s in preempted:
             p._run_remove(s.job.index)
@@ -617,7 +621,7 @@ def _sorted_decision(
         items += [(p._rkey_of[i], s) for i, s in p._rspread.items()]
         items.sort(key=_first)
         p._pending = [s for _, s in items]
-        stop = tuple(s.job_id for s in preempted)
+        stop = tuple([s.job_id for s in preempted])
     else:
         p._pending = new_granted
     grants: tuple[Grant, ...] = ()
