@@ -277,7 +277,7 @@ class SRTF(OrderPolicy):
         jobs = self._rjobs
         # a running job's best rate is positive: the engine places no job where it is 0;
         # ``x if x > 0.0 else 0.0`` is ``max(0.0, x)``
-        keys = [
+        keys: list[tuple[float, ...]] = [
             (
                 (x if (x := (j := s.job).work - s.done) > 0.0 else 0.0) / rates[j.index],
                 j.arrival,
