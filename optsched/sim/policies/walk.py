@@ -167,7 +167,7 @@ class OrderWalk(Policy):
     preemptive = True
     elastic: bool = False
     reference: bool = False
-    #: the running jobs are re-keyed at every decision by :meth:`refresh_running`
+    #: the running jobs are re-keyed at every decision by :meth:`~OrderWalk.refresh_running`
     rekeys_running = False
 
     def _reset_walk(self) -> None:
@@ -428,16 +428,20 @@ def _default_decision(p: OrderWalk, state: SimState, walked: _Walked) -> PolicyD
 def walk_sorted(p: OrderWalk, state: SimState) -> PolicyDecision:
     r"""The default walk on one GPU type with the running jobs kept sorted across decisions.
 
-    The running jobs stay in a sorted list, updated by the jobs that start, stop and
-    complete and by those whose key :meth:`rekey_candidates` reports changed, instead of
+    The running jobs stay in a sorted list, updated by the jobs that start, stop and complete
+    and by those whose key :meth:`~OrderWalk.rekey_candidates` reports changed, instead of
     being re-keyed and sorted at every decision. The walk takes at once the longest run of
-    running jobs that precede the queue's current best job and fit together (a bisection
-    of the prefix sums of their gangs; the one-by-one walk would take each of them the
-    same way, as the queue's answer, recomputed when GPUs shrink, only moves to larger
-    keys), preempts the next one, which does not fit, and steps one job at a time
-    otherwise. The grants, their order and the queue's evolution are those of the default
-    walk. :meth:`wake` receives the jobs taken from the queue only (a sorted policy follows
-    its running jobs through :meth:`on_run` and :meth:`on_stop`).
+    running jobs that precede the queue's current best job and fit together (the whole run
+    when its sum fits, the usual case since the running jobs fit together; else by a
+    bisection of the prefix sums of their gangs: the one-by-one walk would take each of them
+    the same way, as the queue's answer, recomputed when GPUs shrink, only moves to larger
+    keys), preempts the next one, which does not fit, and steps one job at a time otherwise.
+    The grants, their order and the queue's evolution are those of the default walk.
+    :meth:`~OrderWalk.wake` receives the jobs taken from the queue only (a sorted policy
+    follows its running jobs through :meth:`~OrderWalk.on_run` and
+    :meth:`~OrderWalk.on_stop`). A decision costs :math:`O(R + (g + 1) G (G + \log A))` for
+    :math:`R` running jobs (the sums and list updates, in C), :math:`g` grants, :math:`G`
+    gang sizes and :math:`A` waiting jobs.
     """
     _sync_sorted(p, state)
     _rekey_sorted(p, state)
