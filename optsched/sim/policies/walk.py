@@ -309,17 +309,10 @@ def walk_default(p: OrderWalk, state: SimState) -> PolicyDecision:
     return _default_decision(p, state, walked)
 
 
-class _Walked:
-    """What one walk of :func:`walk_default` found (in walk order)."""
-
-    __slots__ = ("chosen", "granted", "moved", "new", "preempted")
-
-    def __init__(self) -> None:
-        self.granted: list[JobState] = []
-        self.chosen: list[str] = []  # the GPU type of each granted job
-        self.new: list[int] = []  # positions in ``granted`` of the jobs taken from the queue
-        self.preempted: list[JobState] = []
-        self.moved = False  # a running job granted another GPU type
+#: What one walk of :func:`walk_default` found, in walk order: the granted jobs, the GPU type
+#: of each, the positions among them of the jobs taken from the queue, the preempted jobs, and
+#: whether a running job was granted another GPU type.
+_Walked = tuple[list[JobState], list[str], list[int], list[JobState], bool]
 
 
 def _merge_default(
@@ -335,8 +328,11 @@ def _merge_default(
     single = names[0] if len(names) == 1 else None
     aware = p.aware
     blocking = p.blocking
-    out = _Walked()
-    granted, preempted = out.granted, out.preempted
+    granted: list[JobState] = []
+    chosen: list[str] = []
+    new: list[int] = []
+    preempted: list[JobState] = []
+    moved = False
     r = 0
     skipped: list[JobState] = []
     head: tuple[tuple[float, ...], str] | None = None
@@ -378,21 +374,21 @@ def _merge_default(
             continue
         free[t] -= n
         # grants are built only for what is returned (usually just the new jobs)
-        out.chosen.append(t)
+        chosen.append(t)
         if from_queue:
-            out.new.append(len(granted))
+            new.append(len(granted))
         elif s.placement is None or s.placement.gpu_type != t:
-            out.moved = True
+            moved = True
         granted.append(s)
     preempted.extend(running[r:])
     for s in (*preempted, *skipped):
         queue.push(s, p._full_key(state, s))
-    return out
+    return granted, chosen, new, preempted, moved
 
 
 def _default_decision(p: OrderWalk, state: SimState, walked: _Walked) -> PolicyDecision:
     """The decision of :func:`walk_default` in its smallest form."""
-    granted, preempted, moved, new = walked.granted, walked.preempted, walked.moved, walked.new
+    granted, chosen, new, preempted, moved = walked
     for s in preempted:
         p.on_wait(state, s)
     single = len(state.world.cluster.gpu_types) == 1
@@ -413,7 +409,7 @@ def _default_decision(p: OrderWalk, state: SimState, walked: _Walked) -> PolicyD
         ]
         stop = tuple(s.job_id for s in preempted)
         keep = True
-    grants = tuple(p._grant(granted[k], walked.chosen[k]) for k in picks)
+    grants = tuple([p._grant(granted[k], chosen[k]) for k in picks])
     # the engine keeps every running job under keep_running: only the others may fail
     p._pending = [granted[k] for k in picks]
     return PolicyDecision(
