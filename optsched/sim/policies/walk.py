@@ -606,8 +606,12 @@ def _sorted_decision(
     p._new_granted = new_granted
     if preempted or skipped:
         queue = p.queue
+        key_of = p._rkey_of
         for s in preempted:
-            queue.push(s, p._full_key(state, s))
+            # the key it was walked with, which is its full key now: a running job's key
+            # changes only when :meth:`~OrderWalk.rekey_candidates` says so, or at every
+            # decision when the policy re-keys all (the walk's own premise)
+            queue.push(s, key_of[s.job.index])
         for s in skipped:
             queue.push(s, p._full_key(state, s))
         for s in preempted:
