@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.sim import job_frame
-from test_sim_order_reference import check_identical, one_type_worlds
+from strategies.sim import job_frame, one_type_worlds
+from test_sim_order_reference import check_identical
 
 from optsched.sim import World, parse_cluster, simulate
 from optsched.sim.engine import catchup

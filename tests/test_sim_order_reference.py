@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.sim import busy_worlds
+from strategies.sim import busy_worlds, one_type_worlds
 
 from optsched.sim import ClusterSpec, GpuType, SimResult, Throughputs, World, simulate, validate
 from optsched.sim.policies import POLICIES, OrderPolicy, Tiresias, make_policy
@@ -126,30 +126,6 @@ def test_fast_and_reference_agree_on_a_real_trace_slice(name: str) -> None:
 
 #: The order policies whose running jobs stay sorted on one GPU type.
 SORTED_POLICIES = ("tiresias-las", "edf", "srtf")
-
-
-@st.composite
-def one_type_worlds(draw: st.DrawFn) -> World:
-    """Busy one-type worlds with small servers (spread gangs), skewed models, restore costs."""
-    from optsched.sim.world.generate import generate_job_table
-
-    gps = draw(st.sampled_from([2, 4, 8]))
-    servers = draw(st.integers(1, 4))
-    frame = generate_job_table(
-        draw(st.integers(2, 25)),
-        seed=draw(st.integers(0, 10_000)),
-        mean_interarrival=draw(st.sampled_from([1.0, 5.0])),
-        mu=2.0,
-        sigma=1.0,
-        gangs=tuple(g for g in (1, 2, 4, 8) if g <= gps * servers),
-        gang_weights=(0.4, 0.3, 0.2, 0.1)[: len([g for g in (1, 2, 4, 8) if g <= gps * servers])],
-        models=("resnet50", "vgg16", ""),
-    )
-    cluster = ClusterSpec(
-        gpu_types=(GpuType(name="v100", count=gps * servers, gpus_per_server=gps),)
-    )
-    restore = draw(st.sampled_from([0.0, 0.5]))
-    return World.from_frame(frame, cluster, restore_s=restore)
 
 
 @settings(max_examples=40, deadline=None)

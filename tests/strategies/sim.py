@@ -200,6 +200,50 @@ def busy_worlds(draw: st.DrawFn) -> World:
     return World.from_frame(frame, cluster, synthetic_throughputs(), restore_s=restore)
 
 
+@st.composite
+def one_type_worlds(draw: st.DrawFn) -> World:
+    """Busy one-type worlds with small servers (spread gangs), skewed models, restore costs."""
+    from optsched.sim.world.generate import generate_job_table
+
+    gps = draw(st.sampled_from([2, 4, 8]))
+    servers = draw(st.integers(1, 4))
+    frame = generate_job_table(
+        draw(st.integers(2, 25)),
+        seed=draw(st.integers(0, 10_000)),
+        mean_interarrival=draw(st.sampled_from([1.0, 5.0])),
+        mu=2.0,
+        sigma=1.0,
+        gangs=tuple(g for g in (1, 2, 4, 8) if g <= gps * servers),
+        gang_weights=(0.4, 0.3, 0.2, 0.1)[: len([g for g in (1, 2, 4, 8) if g <= gps * servers])],
+        models=("resnet50", "vgg16", ""),
+    )
+    cluster = ClusterSpec(
+        gpu_types=(GpuType(name="v100", count=gps * servers, gpus_per_server=gps),)
+    )
+    restore = draw(st.sampled_from([0.0, 0.5]))
+    return World.from_frame(frame, cluster, restore_s=restore)
+
+
+@st.composite
+def wait_queue_ops(draw: st.DrawFn) -> list[tuple[str, int, int, float]]:
+    """Operations on a :class:`~optsched.sim.policies.walk.WaitQueue`.
+
+    ``(op, job, gang, key)`` with ``op`` one of ``push`` (a new job, or a waiting one re-keyed),
+    ``discard`` and ``best`` (``gang`` then the largest gang asked for); few jobs, gangs and
+    keys, so that re-keys, removals from inside a heap and emptied heaps all happen.
+    """
+    n = draw(st.integers(1, 60))
+    return [
+        (
+            draw(st.sampled_from(["push", "push", "discard", "best"])),
+            draw(st.integers(0, 9)),
+            draw(st.sampled_from([1, 2, 4, 8])),
+            draw(st.integers(0, 5).map(float)),
+        )
+        for _ in range(n)
+    ]
+
+
 #: Chronus's lease length in seconds (the round of its simulations).
 LEASE = 100.0
 

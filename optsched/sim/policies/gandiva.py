@@ -47,8 +47,9 @@ from optsched.sim.engine.policy import (
     PolicyDecision,
     SimState,
 )
-from optsched.sim.policies.basic import _choose_elastic_type, greedy_allocation
+from optsched.sim.policies.basic import greedy_allocation
 from optsched.sim.policies.elastic import elastic_sizes
+from optsched.sim.policies.walk import choose_elastic_type
 from optsched.sim.world.jobs import World
 
 __all__ = ["Gandiva"]
@@ -129,7 +130,7 @@ class Gandiva(Policy):
             names = list(state.world.cluster.names)
             free = {t.name: t.count for t in state.world.cluster.gpu_types}
             sized = elastic_sizes(
-                state, order, free, lambda s, f: _choose_elastic_type(state, s, f, names, False)
+                state, order, free, lambda s, f: choose_elastic_type(state, s, f, names, False)
             )
             base = PolicyDecision(
                 grants=tuple(Grant(job=s.job_id, gpu_type=t) for s, t, _ in sized)

@@ -204,7 +204,7 @@ class Tiresias(OrderPolicy):
         job = s.job
         now = state.now
         started = self._started.pop(job.index, None)
-        if started is not None and started[0] > now + self._margin(now):
+        if started is not None and started[0] > now + (1e-3 + 1e-6 * abs(now)):  # _margin
             # granted at the last decision, short of its next threshold (by the margin of
             # :meth:`rekey_candidates`): the key it was granted with, its service unread
             self._keyed = (s, now, math.nan, started[0])
@@ -291,7 +291,8 @@ class Tiresias(OrderPolicy):
 
     def rekey_candidates(self, state: SimState) -> list[JobState]:
         """The running jobs predicted to cross a threshold by now (within the rounding)."""
-        limit = state.now + self._margin(state.now)
+        now = state.now
+        limit = now + (1e-3 + 1e-6 * abs(now))  # :meth:`_margin`
         heap, version = self._cross, self._cross_version
         out: list[JobState] = []
         while heap and heap[0][0] <= limit:
@@ -329,7 +330,7 @@ class Tiresias(OrderPolicy):
     def _wake_sorted(self, state: SimState) -> float | None:
         """:meth:`wake` from the predicted crossings: only the jobs near the earliest count."""
         now = state.now
-        wake = self._next_due()
+        wake = self._next_due() if self._due_heap else math.inf
         th, k, base = self.thresholds, len(self.thresholds), self._base
         # the jobs granted now, with their crossings, for their keys at the next decision
         # (:meth:`_full_key`); their service is what they waited with
@@ -342,39 +343,48 @@ class Tiresias(OrderPolicy):
             if q < k:
                 # the sorted walk sizes no gang: service grows at the job's own
                 at = now + (th[q] - a) / job.num_gpus
-                wake = min(wake, at)
+                if at < wake:
+                    wake = at
             started[job.index] = (at, (q, job.arrival, job.index))
         self._started = started
-        exact: list[JobState] = []
         heap, version = self._cross, self._cross_version
         while heap and version.get(heap[0][2]) != heap[0][1]:
             heapq.heappop(heap)
-        margin = self._margin(now)
-        if heap and self._after_next_arrival(now, heap[0][0] - 2.0 * margin):
+        if not heap:
+            return self._decision_at(now, wake)
+        first = heap[0][0]
+        margin = 1e-3 + 1e-6 * abs(now)  # :meth:`_margin`
+        if self._after_next_arrival(now, first - 2.0 * margin):
             # every running job crosses after the next arrival, which the engine takes (the
             # jobs up to it arrived): the exact time would be dropped there unused, so the
             # earliest prediction stands in for it (the wake-up is after that arrival
             # either way, and the decisions are the same)
-            wake = min(wake, heap[0][0])
-        elif heap:
-            # every job whose exact crossing may be the earliest is within 2 margins of it:
-            # the entries up to that limit, found down the heap without taking them out (an
-            # entry is no later than its children; the minimum below is order-free)
-            limit = min(heap[0][0], wake) + 2.0 * margin
-            size = len(heap)
-            todo = [0] if heap[0][0] <= limit else []
-            while todo:
-                p = todo.pop()
-                entry = heap[p]
-                if version.get(entry[2]) == entry[1]:
-                    exact.append(entry[3])
-                todo.extend(c for c in (2 * p + 1, 2 * p + 2) if c < size and heap[c][0] <= limit)
-        for s in exact:
-            a = s.attained_service - base.get(s.job.job_id, 0.0)
-            q = bisect.bisect_right(th, a + TIME_TOL)
-            if q < k:
-                # the sorted walk sizes no gang: service grows at the job's own
-                wake = min(wake, now + (th[q] - a) / s.job.num_gpus)
+            return self._decision_at(now, first if first < wake else wake)
+        # every job whose exact crossing may be the earliest is within 2 margins of it: the
+        # entries up to that limit, found down the heap without taking them out (an entry is
+        # no later than its children; the minimum below is order-free)
+        limit = (first if first < wake else wake) + 2.0 * margin
+        if first > limit:
+            return self._decision_at(now, wake)
+        size = len(heap)
+        todo = [0]
+        while todo:
+            i = todo.pop()
+            entry = heap[i]
+            if version.get(entry[2]) == entry[1]:
+                s = entry[3]
+                a = s.attained_service - base.get(s.job.job_id, 0.0)
+                q = bisect.bisect_right(th, a + TIME_TOL)
+                if q < k:
+                    # the sorted walk sizes no gang: service grows at the job's own
+                    at = now + (th[q] - a) / s.job.num_gpus
+                    if at < wake:
+                        wake = at
+            c = 2 * i + 1
+            if c < size and heap[c][0] <= limit:
+                todo.append(c)
+            if c + 1 < size and heap[c + 1][0] <= limit:
+                todo.append(c + 1)
         return self._decision_at(now, wake)
 
     def wake(self, state: SimState, granted: list[JobState]) -> float | None:
