@@ -28,9 +28,9 @@ and against the eager update on random worlds):
 **Cost** (Tiresias-LAS on ElasticFlow's cluster04, 15,802 jobs: 160,814 catch-ups over 6.85
 million steps, 43 per catch-up): 3.35 us per 43-step catch-up in Python, 0.55 us compiled (the
 call; the engine keeps float64 copies of the times and gaps for it), 0.22 CPU s to load the
-cached kernel once per process, and 0.14 s to import Numba first. The catch-up is short on average: much
-of its time is the engine's work around it (finding the first step, reading and writing the
-job's state), which the kernel does not remove.
+cached kernel once per process, and 0.14 s to import Numba first. The catch-up is short on
+average: much of its time is the engine's work around it (finding the first step, reading and
+writing the job's state), which the kernel does not remove.
 
 Complexity: :math:`O(s)` for :math:`s` steps replayed (the engine finds the first one by
 bisection, :math:`O(\log K)` for :math:`K` decision points so far).
