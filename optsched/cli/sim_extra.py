@@ -558,10 +558,12 @@ RESTORE_OPTION = click.option(
 def read_jobs(trace: Path) -> Any:
     """Read TRACE (any format :func:`optsched.traces.read_trace` knows), refusing an empty one.
 
-    A trace with no job (a header-only file, or one whose every row the reader skips, e.g. a
-    Gavel trace whose scale factors are all 0) has no schedule to simulate and no metric to
-    report (a mean JCT over zero jobs is undefined), so it is refused as bad input naming the
-    file (exit 2) rather than reported as an empty result that would look like a run.
+    Notes the reader left in ``meta["notes"]`` (columns a hand-written CSV left out, at their
+    defaults) are printed to stderr. A trace with no job (a header-only file, or one whose
+    every row the reader skips, e.g. a Gavel trace whose scale factors are all 0) has no
+    schedule to simulate and no metric to report (a mean JCT over zero jobs is undefined), so
+    it is refused as bad input naming the file (exit 2) rather than reported as an empty
+    result that would look like a run.
     """
     from optsched.traces import read_trace
 
@@ -574,6 +576,10 @@ def read_jobs(trace: Path) -> Any:
             f"{trace}: the trace has no job to simulate{why}",
             file=str(trace),
         )
+    notes = read.meta.get("notes") if isinstance(read.meta, dict) else None
+    for note in notes or ():
+        # columns a hand-written CSV left out, at their defaults: said before any result
+        err_console.print(f"note: {trace}: {note}", highlight=False, markup=False)
     return read
 
 

@@ -97,6 +97,8 @@ def _print_info(report: dict[str, Any]) -> None:
     skipped = report["meta"].get("skipped") or {}
     for reason, count in skipped.items():
         err_console.print(f"skipped {count:,} rows: {reason}", highlight=False, markup=False)
+    for note in report["meta"].get("notes") or ():
+        err_console.print(f"note: {note}", highlight=False, markup=False)
 
 
 @trace_group.command("convert")
@@ -136,6 +138,8 @@ def convert_cmd(
         err_console.print(
             f"wrote {report['jobs']:,} jobs ({report['format']}) to {output}", highlight=False
         )
+        for note in report.get("notes") or ():
+            err_console.print(f"note: {note}", highlight=False, markup=False)
 
 
 def register(group: click.Group) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from optsched import limits
 from optsched._io import MAX_LINE_CHARS, iter_lines
 from optsched.errors import InvalidInstanceError
-from optsched.traces.schema import BOUNDS, CONTROL, build_frame, empty_columns
+from optsched.traces.schema import BOUNDS, CONTROL, DEFAULTS, build_frame, empty_columns
 
 __all__ = ["Rows", "Table", "budget_error", "check_row_budget", "split_csv"]
 
@@ -302,13 +302,6 @@ class Table:
         return build_frame(self.columns, self.extras)
 
 
-_DEFAULTS: dict[str, Any] = {
-    "model": "",
-    "total_steps": math.nan,
-    "duration": math.nan,
-    "batch_size": math.nan,
-    "weight": 1.0,
-    "deadline": math.nan,
-    "user": "",
-}
+#: What a reader leaves out of a row (the schema's defaults).
+_DEFAULTS: dict[str, Any] = DEFAULTS
 _EXTRA_DEFAULT: dict[str, Any] = {"status": "", "vc": "", "gpu_type": ""}

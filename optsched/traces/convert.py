@@ -35,6 +35,7 @@ import numpy as np
 
 from optsched import limits
 from optsched.errors import InvalidInstanceError
+from optsched.traces.schema import COLUMNS
 
 __all__ = ["convert_trace"]
 
@@ -63,7 +64,8 @@ def convert_trace(
     -------
     dict
         ``source``, ``format``, ``output``, ``jobs``, ``columns``, ``skipped`` (rows left out,
-        by reason) and ``streamed`` (whether the streamed pass wrote the file).
+        by reason), ``notes`` (the reader's, e.g. columns a hand-written CSV left out and the
+        defaults they took) and ``streamed`` (whether the streamed pass wrote the file).
 
     Raises
     ------
@@ -91,7 +93,10 @@ def convert_trace(
     if stream and name == "optsched" and tasks is None and plain and _arrow.available():
         header = _header(src)
         check_row_budget(src, newlines)
-        jobs = _stream(src, out, header)
+        # the stream copies columns as they stand: a file with columns left out or in another
+        # order is read whole (its reader fills and orders them)
+        canonical = header[: len(COLUMNS)] == list(COLUMNS)
+        jobs = _stream(src, out, header) if canonical else None
         if jobs is not None:
             return {
                 "source": str(src),
@@ -100,6 +105,7 @@ def convert_trace(
                 "jobs": jobs,
                 "columns": header,
                 "skipped": {},
+                "notes": [],
                 "streamed": True,
             }
     budget = limits.current().max_convert_rows
@@ -121,6 +127,7 @@ def convert_trace(
         "jobs": len(trace),
         "columns": [str(c) for c in trace.jobs.columns],
         "skipped": dict(trace.meta.get("skipped") or {}),
+        "notes": list(trace.meta.get("notes") or ()),
         "streamed": False,
     }
 

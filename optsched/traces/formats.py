@@ -5,7 +5,8 @@ Detection looks at the first non-blank line only (read through the guarded bound
 =============  ===============================================================================
 format         recognised by
 =============  ===============================================================================
-optsched       header starting ``job_id,arrival,num_gpus`` (the normalized CSV)
+optsched       header of normalized columns (documented extras allowed) in any order, ``job_id``
+               among them, or one naming ``job_id``, ``arrival`` and ``num_gpus``
 gavel          a tab-separated line of 7, 10 or 12 fields, or the extension ``.trace``
 elasticflow    header with ``job_id`` and ``submission_time``
 tiresias       header with ``job_id``, ``num_gpu`` and ``submit_time``
@@ -31,7 +32,7 @@ from optsched.traces.gavel import read_gavel
 from optsched.traces.helios import read_helios
 from optsched.traces.normalized import read_normalized
 from optsched.traces.pai import JOB_FIELDS, TASK_FIELDS, read_pai_jobs, read_pai_tasks
-from optsched.traces.schema import COLUMNS, Trace
+from optsched.traces.schema import COLUMNS, EXTRA_COLUMNS, Trace
 from optsched.traces.tiresias import read_tiresias
 
 __all__ = ["FORMATS", "detect_format", "read_trace"]
@@ -56,6 +57,18 @@ FORMATS: dict[str, Callable[..., Trace]] = {
     "pai-job": read_pai_jobs,
     "pai-task": read_pai_tasks,
 }
+
+
+def _normalized_header(names: set[str]) -> bool:
+    """Whether a header is the normalized table's, its columns in any order, maybe not all.
+
+    Either every name is a normalized column or a documented extra, ``job_id`` among them, or
+    the header names ``job_id``, ``arrival`` and ``num_gpus`` (no other format has those three,
+    so the normalized reader names whatever else is wrong with it).
+    """
+    if "job_id" not in names:
+        return False
+    return names <= set(COLUMNS) | set(EXTRA_COLUMNS) or {"arrival", "num_gpus"} <= names
 
 
 def detect_format(path: str | Path) -> str:
@@ -92,8 +105,8 @@ def detect_format(path: str | Path) -> str:
         return "gavel"
     names = {p.strip() for p in first.split(",")}
     parts = [p.strip() for p in first.split(",")]
-    if parts[:3] == list(COLUMNS)[:3] or (parts[0] == "job_id" and names <= set(COLUMNS)):
-        # the normalized table (a header of its columns only): its reader names what is missing
+    if parts[:3] == list(COLUMNS)[:3] or _normalized_header(names):
+        # the normalized table, its columns in any order: its reader names what is missing
         return "optsched"
     if {"job_id", "submission_time"} <= names:
         return "elasticflow"

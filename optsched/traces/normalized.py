@@ -1,10 +1,26 @@
 """The normalized trace CSV: optsched's own file for a :class:`~optsched.traces.Trace`.
 
-A header line with the columns of :data:`~optsched.traces.schema.COLUMNS` in order, then the
-documented extra columns the trace carries, then one line per job. Floats are written with
-Python's shortest round-trip representation (``repr``), NaN as an empty field, strings quoted
-only when they hold a comma or a quote (RFC 4180). Reading a written file gives back the same
-table, bit for bit: ``read_trace(write_trace(t, p)).equals(t)``.
+:func:`write_trace` writes a header line with the columns of
+:data:`~optsched.traces.schema.COLUMNS` in order, then the documented extra columns the trace
+carries, then one line per job. Floats are written with Python's shortest round-trip
+representation (``repr``), NaN as an empty field, strings quoted only when they hold a comma or
+a quote (RFC 4180). Reading a written file gives back the same table, bit for bit:
+``read_trace(write_trace(t, p)).equals(t)``.
+
+:func:`read_normalized` also takes a file written by hand: its columns are matched **by name,
+in any order**. The minimal file has ``job_id``, ``arrival``, ``num_gpus`` and one of
+``total_steps`` / ``duration``::
+
+    job_id,arrival,num_gpus,model,duration
+    a,0,1,ResNet-50,3600
+    b,60,4,,7200
+
+Every normalized column left out takes its value of :data:`~optsched.traces.schema.DEFAULTS`
+for every job (``model`` and ``user`` ``""``, ``total_steps`` / ``duration`` / ``batch_size``
+unknown, ``weight`` 1.0, ``deadline`` none), and the trace says so: ``meta["defaults"]`` maps each
+such column to its value and ``meta["notes"]`` states it in words (``optsched trace info`` and
+``optsched sim run`` print it). A name that is neither a normalized column nor a documented
+extra is refused, naming it.
 """
 
 from __future__ import annotations
@@ -30,14 +46,16 @@ from optsched.traces._rows import Rows, Table, check_row_budget
 from optsched.traces.schema import (
     BOUNDS,
     COLUMNS,
+    DEFAULTS,
     EXTRA_COLUMNS,
     NULLABLE,
+    REQUIRED,
     Trace,
     _kind,
     build_frame,
 )
 
-__all__ = ["ENGINES", "read_normalized", "write_trace"]
+__all__ = ["ENGINES", "defaulted", "defaults_note", "read_normalized", "write_trace"]
 
 _POSITIVE = {"total_steps", "duration", "batch_size", "weight", "slo_factor", "gpu_fraction"}
 
@@ -144,6 +162,7 @@ def _read_columnar(path: str | Path, header: list[str]) -> Trace | None:
         if got is None:
             return None
         values[name] = got
+    _filled(values, header)
     arrival, deadline = values["arrival"], values["deadline"]
     with np.errstate(invalid="ignore"):
         early = bool(np.any(deadline < arrival))
@@ -151,10 +170,8 @@ def _read_columnar(path: str | Path, header: list[str]) -> Trace | None:
     if early or no_work or len(set(values["job_id"])) != len(values["job_id"]):
         return None
     base = {name: values[name] for name in COLUMNS}
-    extras = {name: values[name] for name in header[len(COLUMNS) :]}
-    return Trace(
-        build_frame(base, extras), source=str(path), format="optsched", meta={"skipped": {}}
-    )
+    extras = {name: values[name] for name in _extras(header)}
+    return Trace(build_frame(base, extras), source=str(path), format="optsched", meta=_meta(header))
 
 
 def _read_arrow(path: str | Path, header: list[str], rows: int) -> Trace | None:
@@ -171,12 +188,14 @@ def _read_arrow(path: str | Path, header: list[str], rows: int) -> Trace | None:
     )
     if values is None:
         return None
+    _filled(values, header)
     base = {name: values.pop(name) for name in COLUMNS}
+    extras = {name: values.pop(name) for name in _extras(header)}
     try:
         # cross-row rules (unique ids, deadline >= arrival, a step count or a duration) are the
         # table's: a file that breaks one goes to the row reader, which names its line
         return Trace(
-            build_frame(base, values), source=str(path), format="optsched", meta={"skipped": {}}
+            build_frame(base, extras), source=str(path), format="optsched", meta=_meta(header)
         )
     except InvalidInstanceError:
         return None
@@ -189,8 +208,11 @@ ENGINES = ("auto", "arrow", "python", "rows")
 def read_normalized(path: str | Path, *, columnar: bool = True, engine: str = "auto") -> Trace:
     """Read the normalized CSV written by :func:`write_trace`.
 
-    The header must be the normalized columns in order followed only by documented extras. A
-    clean file is checked column by column; any other is read row by row, which names the
+    Columns are matched by name in any order (module notes): the header needs ``job_id``,
+    ``arrival``, ``num_gpus`` and ``total_steps`` or ``duration``; any other normalized column
+    may be left out (its default is then stated in ``meta["defaults"]`` and ``meta["notes"]``),
+    and the only other names allowed are the documented extras. A clean file is checked column
+    by column; any other is read row by row, which names the
     offending row and column (every path accepts the same files with the same table, tested).
 
     Parameters
@@ -239,26 +261,103 @@ def read_normalized(path: str | Path, *, columnar: bool = True, engine: str = "a
 
 
 def _header(path: str | Path) -> list[str]:
-    """The header line, checked: the normalized columns in order, then documented extras."""
+    """The header line, checked: columns of the schema, matched by name, in any order.
+
+    It must name each column of :data:`~optsched.traces.schema.REQUIRED` and ``total_steps`` or
+    ``duration``; every other name must be a normalized column or a documented extra. The names
+    are returned stripped of spaces, in file order.
+    """
     rows = Rows(path)
     lines = rows.lines(",")
     header: list[str] | None = None
     for _, parts in lines:
-        header = parts
+        header = [p.strip() for p in parts]
         break
     lines.close()  # type: ignore[attr-defined]  # the rest of the file is read by a path
-    base = list(COLUMNS)
-    if header is None or header[: len(base)] != base:
-        got = [] if header is None else header[: len(base)]
-        # name the first column that is missing or out of place, so the error points at it
-        field = next((c for k, c in enumerate(base) if k >= len(got) or got[k] != c), "<header>")
-        raise rows.error(field, f"the header must start with {', '.join(base)}; got {got}")
-    for name in header[len(base) :]:
-        if name not in EXTRA_COLUMNS:
-            raise rows.error(name, f"is not a documented column ({', '.join(EXTRA_COLUMNS)})")
-    if len(set(header)) != len(header):
-        raise rows.error("<header>", "a column appears twice")
+    if header is None:
+        raise rows.error(
+            REQUIRED[0], f"the file is empty; the header needs at least {', '.join(REQUIRED)}"
+        )
+    for name in header:
+        if name not in COLUMNS and name not in EXTRA_COLUMNS:
+            raise rows.error(
+                name or "<header>",
+                f"is not a column of the normalized table ({', '.join(COLUMNS)}) nor a "
+                f"documented extra ({', '.join(EXTRA_COLUMNS)})",
+            )
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise rows.error(name, f"{name!r} appears twice in the header")
+        seen.add(name)
+    for name in REQUIRED:
+        if name not in seen:
+            raise rows.error(
+                name,
+                f"missing from the header (found: {', '.join(header)}); a normalized CSV "
+                f"needs {', '.join(REQUIRED)} and total_steps or duration",
+            )
+    if not seen.intersection(WORK):
+        raise rows.error(
+            "duration",
+            f"the header needs total_steps or duration (a job's work); found: {', '.join(header)}",
+        )
     return header
+
+
+#: Columns of which a normalized CSV must have at least one (a job's work).
+WORK = ("total_steps", "duration")
+
+
+def defaulted(header: list[str]) -> dict[str, Any]:
+    """The normalized columns ``header`` leaves out, each with the value every row then takes."""
+    return {name: DEFAULTS[name] for name in COLUMNS if name not in header}
+
+
+def defaults_note(defaults: dict[str, Any]) -> str:
+    """One sentence naming the columns a file left out and the value each took (``""`` if none)."""
+    if not defaults:
+        return ""
+    shown = []
+    for name, value in defaults.items():
+        if name == "deadline":
+            text = "none"
+        elif value is None or value == "" or value != value:
+            text = "unknown"
+        else:
+            text = repr(value)
+        shown.append(f"{name} {text}")
+    return f"columns not in the file, the same for every job: {', '.join(shown)}"
+
+
+def _meta(header: list[str]) -> dict[str, Any]:
+    """The trace's ``meta``: ``skipped`` (none) and, when columns were left out, ``defaults``."""
+    defaults = defaulted(header)
+    meta: dict[str, Any] = {"skipped": {}}
+    if defaults:
+        # NaN as None: meta is printed as JSON by ``trace info --json``
+        meta["defaults"] = {
+            name: None if value != value else value for name, value in defaults.items()
+        }
+        meta["notes"] = [defaults_note(defaults)]
+    return meta
+
+
+def _filled(values: dict[str, Any], header: list[str]) -> dict[str, Any]:
+    """``values`` (the file's columns) with every left-out normalized column at its default."""
+    rows = len(values["job_id"])
+    for name, value in defaulted(header).items():
+        kind = _kind(name)
+        if kind == "str":
+            values[name] = np.full(rows, value, dtype=object)
+        else:
+            values[name] = np.full(rows, value, dtype=np.float64)
+    return values
+
+
+def _extras(header: list[str]) -> list[str]:
+    """The documented extra columns of ``header``, in file order."""
+    return [name for name in header if name not in COLUMNS]
 
 
 def _read_rows(path: str | Path, header: list[str]) -> Trace:
@@ -266,7 +365,7 @@ def _read_rows(path: str | Path, header: list[str]) -> Trace:
     rows = Rows(path)
     lines = rows.lines(",")
     next(lines, None)  # the header, checked by _header
-    table = Table(rows, extras=tuple(header[len(COLUMNS) :]))
+    table = Table(rows, extras=tuple(_extras(header)))
     kinds = [_kind(c) for c in header]
     for _, parts in lines:
         rows.fields(parts, header)
@@ -284,5 +383,6 @@ def _read_rows(path: str | Path, header: list[str]) -> Trace:
                     positive=name in _POSITIVE,
                     empty=math.nan if name in NULLABLE else None,
                 )
+        # a column the header leaves out takes its default (Table.add)
         table.add("job_id", **values)
-    return Trace(table.frame(), source=str(path), format="optsched", meta={"skipped": {}})
+    return Trace(table.frame(), source=str(path), format="optsched", meta=_meta(header))

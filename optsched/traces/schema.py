@@ -55,9 +55,11 @@ def _io(name: str) -> Any:
 __all__ = [
     "BOUNDS",
     "COLUMNS",
+    "DEFAULTS",
     "EXTRA_COLUMNS",
     "FLOAT_COLUMNS",
     "ID_DTYPE",
+    "REQUIRED",
     "STRING_COLUMNS",
     "Trace",
     "row_schema",
@@ -75,6 +77,23 @@ COLUMNS: dict[str, str] = {
     "weight": "float",
     "deadline": "float",
     "user": "str",
+}
+
+#: Columns a normalized CSV written by hand must have (in any order); every other normalized
+#: column may be left out and then takes its value of :data:`DEFAULTS`. A job also needs its work:
+#: ``total_steps`` or ``duration`` (a file must have at least one of the two columns).
+REQUIRED: tuple[str, ...] = ("job_id", "arrival", "num_gpus")
+
+#: The value of a normalized column a file (or a reader) leaves out: "unknown" (NaN, ``""``)
+#: where the schema allows it, weight 1.0 (every job equal).
+DEFAULTS: dict[str, Any] = {
+    "model": "",
+    "total_steps": math.nan,
+    "duration": math.nan,
+    "batch_size": math.nan,
+    "weight": 1.0,
+    "deadline": math.nan,
+    "user": "",
 }
 
 #: Documented format-specific columns a reader may keep after the normalized ones:
