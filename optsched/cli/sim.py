@@ -174,7 +174,7 @@ def run(
     # any trace format read_trace knows (detected, or the normalized job table itself); an
     # empty one is refused naming the file
     read = read_jobs(trace)
-    table = _table(spec, throughputs, reference, read.format)
+    table = _table(spec, throughputs, reference, read)
     world = world_from_trace(read, spec, table, restore_s=restore_s, batch_modes=not static_batches)
     world = scaled_arrivals(world, load, offered_load)
     if elastic is not None:

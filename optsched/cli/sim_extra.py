@@ -96,13 +96,22 @@ def profile_gpu_type(directory: Path) -> str:
     return directory.resolve().name.rsplit("_", 1)[-1].lower()
 
 
-def _table(spec: Any, throughputs: Any, reference: str, trace_format: str | None = None) -> Any:
-    """The table ``--throughputs`` names (``None``: the trace's default), errors naming flags."""
+def _table(spec: Any, throughputs: Any, reference: str, trace: Any = None) -> Any:
+    """The table ``--throughputs`` names (``None``: the trace's default), errors naming flags.
+
+    ``trace`` (the :class:`~optsched.traces.Trace` read) selects the default from its content
+    (:func:`~optsched.sim.world.sources.default_table_name`).
+    """
     from optsched.sim.world.sources import resolve_throughputs
 
     value = throughputs if throughputs in (None, "gavel", "uniform") else Path(throughputs)
     return resolve_throughputs(
-        value, spec, trace_format=trace_format, reference=reference, field="--throughputs"
+        value,
+        spec,
+        trace_format=getattr(trace, "format", None),
+        reference=reference,
+        field="--throughputs",
+        jobs=trace,
     )
 
 
@@ -203,7 +212,7 @@ def compare_command(
             )
         spec = parse_cluster(cluster, field="--cluster")
         read = read_jobs(trace)
-        table = _table(spec, throughputs, reference, read.format)
+        table = _table(spec, throughputs, reference, read)
         world = world_from_trace(read, spec, table, restore_s=restore_s)
         world = scaled_arrivals(world, load, offered_load)
         if elastic is not None:
@@ -377,7 +386,7 @@ def sweep_command(
         # ``synthetic:N`` names a generated table, checked by the sweep itself; so is a
         # throughput table that cannot serve this trace on this cluster
         if not str(trace).startswith("synthetic:"):
-            _table(spec, throughputs, reference, read_jobs(trace).format)
+            _table(spec, throughputs, reference, read_jobs(trace))
     try:
         frame = sweep(
             [str(t) for t in traces],

@@ -143,6 +143,7 @@ def run_one(
         spec,
         trace_format=fmt,
         reference=config["reference"],
+        jobs=frame,
     )
     world = World.from_frame(
         frame, spec, table, restore_s=config["restore_s"], file=params["trace"]

@@ -139,8 +139,10 @@ def world_from_trace(
 
     ``cluster`` is a :class:`~optsched.sim.ClusterSpec` or its text (``"v100=4,k80=4"``);
     ``throughputs`` anything :func:`~optsched.sim.world.sources.resolve_throughputs` takes.
-    By default a trace in Gavel's format runs on Gavel's measured table, any other on uniform
-    speeds (the table's ``source`` says which). ``batch_modes``: see
+    By default a trace of Gavel's jobs (read from Gavel's format, or a table whose every job has
+    a step count and names a Gavel job type, as ``trace convert`` writes one) runs on Gavel's
+    measured table, any other on uniform speeds (the table's ``source`` says which;
+    :func:`~optsched.sim.world.sources.default_table_name`). ``batch_modes``: see
     :func:`~optsched.sim.jobs_from_frame` (batch-size schedules of the ``accordion``/``gns`` jobs
     of Shockwave's traces; false: every job static).
     """
@@ -167,6 +169,7 @@ def world_from_trace(
         trace_format=getattr(trace, "format", None),
         reference=reference,
         field=throughputs_field,
+        jobs=frame,
     )
     world = World.from_frame(
         frame,

@@ -14,9 +14,15 @@ that one spelling means one table everywhere:
 * a path: Gavel's JSON format (:func:`~optsched.sim.world.throughputs.load_throughputs`), or a
   directory of ElasticFlow profile CSVs named ``..._<GPU type>``;
 * a :class:`~optsched.sim.world.throughputs.Throughputs` object, used as is;
-* ``None`` (the default): **the trace's own table** -- Gavel's for a trace in Gavel's format
-  (its job types are the table's), uniform speeds for every other format, which names no
-  measured job type. The table chosen is never silent: its
+* ``None`` (the default): **the trace's own table**, chosen from the trace's content, not its
+  file format (:func:`default_table_name`): Gavel's for a trace of Gavel's jobs -- one read from
+  Gavel's format, or any table in which every job has a step count (``total_steps``) and names
+  one of Gavel's job types (``model`` with its ``batch_size``: ``ResNet-18`` at 64 is
+  ``"ResNet-18 (batch size 64)"``; ``A3C`` and ``CycleGAN`` without one), which is what the
+  Gavel reader produces and what ``optsched trace convert`` keeps in the normalized CSV; uniform
+  speeds for every other trace, which names no measured job type. A Gavel trace and its
+  converted CSV therefore run on the same table and give the same numbers. The table chosen is
+  never silent: its
   :attr:`~optsched.sim.world.throughputs.Throughputs.source` is written into every run record,
   comparison and sweep row (a ``throughputs`` field), and printed by every command.
 
@@ -46,6 +52,7 @@ __all__ = [
     "UNIFORM",
     "default_table_name",
     "gavel_throughputs",
+    "names_gavel_jobs",
     "resolve_throughputs",
     "throughputs_source",
 ]
@@ -80,9 +87,59 @@ def gavel_throughputs(reference: str = "v100") -> Throughputs:
     return replace(table, source=GAVEL)
 
 
-def default_table_name(trace_format: str | None) -> str:
-    """The table a trace of this format uses by default: ``"gavel"`` or ``"uniform"``."""
-    return GAVEL if trace_format in GAVEL_FORMATS else UNIFORM
+def default_table_name(trace_format: str | None, jobs: Any = None) -> str:
+    """The table a trace uses by default: ``"gavel"`` or ``"uniform"`` (see the module notes).
+
+    Parameters
+    ----------
+    trace_format : str, optional
+        The trace's format (:attr:`optsched.traces.Trace.format`): Gavel's selects Gavel's table.
+    jobs : Trace or pandas.DataFrame, optional
+        The job table: one of Gavel's jobs (:func:`names_gavel_jobs`) selects Gavel's table
+        whatever the file format.
+
+    Notes
+    -----
+    :math:`O(n)` over the table's rows, with the distinct (model, batch size) pairs looked up
+    once each; the Gavel table is loaded only when every row has a step count and a model.
+    """
+    if trace_format in GAVEL_FORMATS:
+        return GAVEL
+    return GAVEL if jobs is not None and names_gavel_jobs(jobs) else UNIFORM
+
+
+def names_gavel_jobs(jobs: Any) -> bool:
+    """Whether every job of a non-empty table has a step count and names a Gavel job type.
+
+    ``jobs`` is a :class:`~optsched.traces.Trace` or its ``jobs`` frame (columns ``model``,
+    ``batch_size``, ``total_steps``). A job names the type ``"<model> (batch size <b>)"`` when
+    its batch size ``b`` is known, else ``"<model>"``; the name must be one of the table's
+    exactly (the Gavel reader splits Gavel's job types so, and ``trace convert`` keeps both
+    columns).
+    """
+    import numpy as np
+
+    frame = getattr(jobs, "jobs", jobs)
+    columns = getattr(frame, "columns", ())
+    if not len(frame) or not {"model", "batch_size", "total_steps"} <= set(columns):
+        return False
+    steps = np.asarray(frame["total_steps"], dtype=float)
+    if not np.isfinite(steps).all():
+        return False
+    pairs = frame[["model", "batch_size"]].drop_duplicates()
+    known = set(gavel_throughputs().job_types)
+    for model, batch in pairs.itertuples(index=False, name=None):
+        name = str(model)
+        if not name:
+            return False
+        size = float(batch)
+        if np.isfinite(size):
+            if size != int(size):
+                return False
+            name = f"{name} (batch size {int(size)})"
+        if name not in known:
+            return False
+    return True
 
 
 def throughputs_source(table: Throughputs) -> str:
@@ -97,6 +154,7 @@ def resolve_throughputs(
     trace_format: str | None = None,
     reference: str = "v100",
     field: str = "throughputs",
+    jobs: Any = None,
 ) -> Throughputs:
     """The table ``throughputs`` names for a run on ``cluster`` (see the module notes).
 
@@ -113,6 +171,9 @@ def resolve_throughputs(
         GPU type on which trace durations were measured (Gavel tables and files).
     field : str
         The argument name errors give (``"--throughputs"`` from the command line).
+    jobs : Trace or pandas.DataFrame, optional
+        The trace's job table, for the default: a table of Gavel's jobs selects Gavel's table
+        whatever its format (:func:`default_table_name`).
 
     Raises
     ------
@@ -125,7 +186,7 @@ def resolve_throughputs(
     if isinstance(throughputs, Throughputs):
         return throughputs if throughputs.source else replace(throughputs, source="custom")
     if throughputs is None:
-        name = default_table_name(trace_format)
+        name = default_table_name(trace_format, jobs)
         table = _named(name, cluster, reference, field)
         if name == GAVEL:
             _check_covered(table, cluster, field, by_default=True)
