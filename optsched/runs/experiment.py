@@ -210,7 +210,12 @@ class Experiment(Frozen):
         default_factory=lambda: [1.0], min_length=1, description="Cluster size factors."
     )
     throughputs: str | None = Field(
-        default=None, description="Gavel throughput JSON (relative to this file)."
+        default=None,
+        description=(
+            "Throughput table: 'gavel', 'uniform' or a Gavel throughput JSON (relative to this "
+            "file), as --throughputs; default: the trace's own (Gavel's for a trace of Gavel's "
+            "jobs, whatever its file format; uniform speeds otherwise)."
+        ),
     )
     reference: str = Field(
         default="v100", description="GPU type on which trace durations were measured."
@@ -555,25 +560,28 @@ def run_one(
         # probed already, before any run, by the process that was given the opt-in
         import_plugin(module, field=f"plugins[{i}]", probe=False)
 
-    from optsched.runs.sim_sweep import _job_frame
+    from optsched.runs.sim_sweep import _job_frame_and_format
     from optsched.sim.engine.core import simulate
     from optsched.sim.measure.metrics import job_metrics, run_metrics
     from optsched.sim.measure.validate import validate
     from optsched.sim.world.cluster import parse_cluster
     from optsched.sim.world.jobs import World
-    from optsched.sim.world.throughputs import Throughputs, load_throughputs
+    from optsched.sim.world.sources import resolve_throughputs, throughputs_source
 
     experiment = Experiment.from_dict(config["spec"])
     where = ExperimentFile(experiment, Path(base) / "experiment.toml", "", "")
     spec = parse_cluster(params["cluster"]).scaled(params["cluster_scale"])
-    if experiment.throughputs:
-        table = load_throughputs(
-            where.resolve(experiment.throughputs), reference=experiment.reference
-        )
-    else:
-        table = Throughputs.uniform(spec.names)
     trace = where.resolve(params["trace"])
-    frame = _job_frame(trace, params["seed"], params["load"])
+    frame, fmt = _job_frame_and_format(trace, params["seed"], params["load"])
+    # one spelling, one table, as on the command line (--throughputs); by default the
+    # trace's own, chosen from its content (a converted Gavel trace keeps Gavel's table)
+    table = resolve_throughputs(
+        _table_value(experiment.throughputs, where),
+        spec,
+        trace_format=fmt,
+        reference=experiment.reference,
+        jobs=frame,
+    )
     world = World.from_frame(
         frame, spec, table, restore_s=experiment.restore_s, file=params["trace"]
     )
@@ -611,6 +619,7 @@ def run_one(
         **{k: params[k] for k in KEY_FIELDS},
         **metrics,
         **certified,
+        "throughputs": throughputs_source(table),
         "valid": report.ok,
         "violations": len(report.violations),
         "events": record.events,
@@ -619,6 +628,15 @@ def run_one(
         "jcts": np.sort(done["jct"].to_numpy(dtype=float)).tolist(),
         "rhos": np.sort(rho[np.isfinite(rho)]).tolist(),
     }
+
+
+def _table_value(name: str | None, where: ExperimentFile) -> str | None:
+    """What the file's ``throughputs`` names: a table name as is, a path resolved, or None."""
+    from optsched.sim.world.sources import TABLE_NAMES
+
+    if name is None or name in TABLE_NAMES:
+        return name
+    return where.resolve(name)
 
 
 #: The closed-form relaxations of :func:`optsched.sim.optimum.bounds.bound` an experiment uses:
@@ -976,7 +994,11 @@ def run_experiment(
         for ld in experiment.loads
         for p in labels
     ]
-    inputs = [experiment.throughputs] if experiment.throughputs else []
+    from optsched.sim.world.sources import TABLE_NAMES
+
+    # a table name ("gavel", "uniform") is no file; a path is, and its bytes are recorded
+    named = experiment.throughputs
+    inputs = [named] if named and named not in TABLE_NAMES else []
     inputs += [t for t in experiment.traces if not t.startswith(_SYNTHETIC)]
     digests = {}
     for name in inputs:
@@ -989,6 +1011,16 @@ def run_experiment(
                 file=str(loaded.path),
             )
         digests[name] = _file_digest(resolved)
+    if named:
+        from optsched.sim.world.cluster import parse_cluster
+        from optsched.sim.world.sources import resolve_throughputs
+
+        # a table that cannot serve a cluster (a GPU type it does not measure, a bad
+        # reference) is refused before any run, naming the key
+        for cluster in experiment.clusters:
+            resolve_throughputs(
+                _table_value(named, loaded), parse_cluster(cluster), reference=experiment.reference
+            )
     config = {
         "experiment_sha256": loaded.sha256,
         "spec": experiment.to_dict(),
