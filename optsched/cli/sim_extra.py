@@ -83,7 +83,9 @@ THROUGHPUTS_HELP = (
     "generic, every GPU type equally fast), Gavel's simulation_throughputs.json format, or a "
     "directory of ElasticFlow profile CSVs (one per model) whose name ends in _<GPU type>, "
     "e.g. throughputs_A100 for the type a100 (then the reference type). Default: 'gavel' for "
-    "a Gavel-format trace, 'uniform' for the others; the table used is printed."
+    "a trace of Gavel's jobs (a Gavel .trace, or a CSV whose every job has total_steps and a "
+    "Gavel job type, as trace convert writes it), 'uniform' for the others; the table used "
+    "is printed."
 )
 
 

@@ -20,8 +20,11 @@ user           str       user or virtual cluster; ``""`` when unknown
 =============  ========  ====================================================================
 
 Every row has ``total_steps`` or ``duration`` (or both): a simulator needs one of them to know
-when a job is done. Every number is finite (NaN only where "unknown" is allowed) and below the
-bounds of :data:`BOUNDS`, so that no later product of two of them overflows.
+when a job is done. A normalized CSV written by hand needs only the columns of :data:`REQUIRED`
+and one of those two; the reader sets every column it leaves out to its value of
+:data:`DEFAULTS` and says so in the trace's ``meta`` (:mod:`optsched.traces.normalized`).
+Every number is finite (NaN only where "unknown" is allowed) and below the bounds of
+:data:`BOUNDS`, so that no later product of two of them overflows.
 """
 
 from __future__ import annotations

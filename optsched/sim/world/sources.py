@@ -241,8 +241,8 @@ def _check_covered(
     if not missing:
         return
     why = (
-        "the trace is in Gavel's format, so Gavel's measured throughputs apply by default, "
-        "but they do not cover"
+        "the trace's jobs are Gavel's job types, so Gavel's measured throughputs apply by "
+        "default, but they do not cover"
         if by_default
         else "Gavel's measured throughputs do not cover"
     )
