@@ -14,6 +14,7 @@ import pytest
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.runs.experiment import (
+    DEFAULT_THROUGHPUTS_RULE,
     KIND,
     Experiment,
     ExperimentResult,
@@ -157,6 +158,26 @@ def test_a_run_stores_its_file_and_hash_and_resumes_only_with_the_same_file(
     with pytest.raises(InvalidInstanceError) as info:
         run_experiment(path, backend="serial")
     assert info.value.field == "config.experiment_sha256"
+
+
+def test_a_store_made_under_the_old_throughput_default_is_refused_on_resume(
+    tmp_path: Path,
+) -> None:
+    """Without a ``throughputs`` key the table follows the traces' content; a store whose
+    config predates that rule (chosen by file format) must not resume into a mix of tables."""
+    path = write(tmp_path, SMALL)
+    run_experiment(path, backend="serial")
+    store_path = tmp_path / "out" / "runs.sqlite"
+    with RunStore.open_existing(store_path, kind=KIND) as store:
+        config = dict(store.config)
+    assert config["default_throughputs"] == DEFAULT_THROUGHPUTS_RULE
+    del config["default_throughputs"]  # as a store written before the rule
+    old = tmp_path / "old.sqlite"
+    with RunStore(old, kind=KIND, config=config):
+        pass
+    with pytest.raises(InvalidInstanceError) as info:
+        run_experiment(path, store=old, backend="serial")
+    assert info.value.field == "config.default_throughputs"
 
 
 def test_the_runs_match_a_plain_sweep_and_respect_the_bound(tmp_path: Path) -> None:

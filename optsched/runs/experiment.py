@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "DEFAULT_THROUGHPUTS_RULE",
     "KIND",
     "SUMMARY_METRICS",
     "Experiment",
@@ -468,6 +469,11 @@ def resolve_output(loaded: ExperimentFile, name: str, field: str) -> str:
             file=str(loaded.path),
         )
     return str(target)
+
+
+#: How an experiment without a ``throughputs`` key chooses its table (stored in its run store's
+#: config, so that a store made under another rule is refused on resume, not silently mixed).
+DEFAULT_THROUGHPUTS_RULE = "by content: Gavel's table for Gavel job types with step counts"
 
 
 def _sha256(text: str) -> str:
@@ -1021,10 +1027,15 @@ def run_experiment(
             resolve_throughputs(
                 _table_value(named, loaded), parse_cluster(cluster), reference=experiment.reference
             )
-    config = {
+    config: dict[str, Any] = {
         "experiment_sha256": loaded.sha256,
         "spec": experiment.to_dict(),
     }
+    if not named:
+        # the default table follows the traces' content (Gavel job types with step counts:
+        # Gavel's table), where stores made before chose it by file format: such a store is
+        # refused on resume, naming this key, rather than mixing runs on two tables
+        config["default_throughputs"] = DEFAULT_THROUGHPUTS_RULE
     tasks = [SweepTask(key=run_key(**r), params=r) for r in params]
     fn = partial(run_one, config=config, base=str(loaded.base.resolve()), plugins=tuple(plugins))
     with ExitStack() as stack:
