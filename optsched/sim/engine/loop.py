@@ -78,6 +78,7 @@ class Engine(Apply):
             while ptr < n and self.jobs[ptr].arrival <= t + TIME_TOL:
                 self.active[ptr] = self.states[ptr]
                 self.new_arrivals.append(ptr)
+                self._active_view = None
                 ptr += 1
             if L is not None:
                 next_round = (math.floor(t / L + TIME_TOL) + 1) * L
@@ -151,6 +152,7 @@ class Engine(Apply):
         del self.running[i]
         self.spread.discard(i)
         self.active.pop(i, None)
+        self._active_view = self._running_view = None
         if self.coloc is not None:
             self._coloc_leave(i, run)
             for j in self._coloc_refresh(t, [run], []):
@@ -195,7 +197,12 @@ class Engine(Apply):
             st.attained_service += run.gpus * dt
             st.executed_seconds += dt
             run.synced = t
-        active = tuple(self.active.values())
+        active = self._active_view
+        if active is None:
+            active = self._active_view = tuple(self.active.values())
+        running = self._running_view
+        if running is None:
+            running = self._running_view = tuple(map(states.__getitem__, self.running))
         arrived = tuple(self.states[i] for i in self.new_arrivals)
         for st in arrived:
             st.first_decision = self.decisions
@@ -205,7 +212,7 @@ class Engine(Apply):
             active=active,
             round_index=self.decisions,
             round_seconds=self.L,
-            running=tuple(map(states.__getitem__, self.running)),
+            running=running,
             arrived=arrived,
             finished=tuple(self.finished_ids),
         )

@@ -59,6 +59,11 @@ class EngineState:
         self.index = {j.job_id: j.index for j in world.jobs}
         self.active: dict[int, JobState] = {}
         self.running: dict[int, Run] = {}
+        # the states of ``active`` and ``running`` as the tuples a decision's SimState shows,
+        # kept until either changes (``None``: to be rebuilt), so that a decision at which the
+        # jobs are those of the last one (a policy's wake-up) costs no pass over them
+        self._active_view: tuple[JobState, ...] | None = None
+        self._running_view: tuple[JobState, ...] | None = None
         self.heap: list[tuple[float, int, int]] = []
         self.table = empty_intervals()
         self.completion = [math.nan] * len(world.jobs)
