@@ -304,3 +304,20 @@ def _keep_all_in_full(self: Any, t: float, alloc: PolicyDecision) -> None:
     assert self._fast
     self._apply_changes(t, placed)
     self._set_wake(t, alloc)
+
+
+@settings(max_examples=30, deadline=None)
+@given(busy_worlds(), st.sampled_from(["fifo", "srtf", "tiresias-las", "gandiva", "themis"]))
+def test_a_run_starts_at_the_rate_of_its_placement(world: World, name: str) -> None:
+    """The rate found when a fit is checked, reused at its start, is the placement's rate."""
+    import pytest
+
+    start = Engine._start
+
+    def checking(self: Any, i: int, t: float, placement: Any, partner: int, *rest: Any) -> None:
+        start(self, i, t, placement, partner, *rest)
+        assert self.running[i].rate == self._rate(i, placement, partner)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Engine, "_start", checking)
+        simulate(world, make_policy(name))

@@ -184,6 +184,11 @@ class Apply(Placement):
     ) -> None:
         """Start job ``i``'s run at ``t`` (its restore cost charged if it ran before)."""
         overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
+        fitted = self._fit_rates.pop(i, None)
+        if fitted is not None and fitted[0] is placement and partner < 0:
+            rate = fitted[1]
+        else:
+            rate = self._rate(i, placement, partner)
         self._seq += 1
         self._running_view = None
         run = self.running[i] = Run(
@@ -192,7 +197,7 @@ class Apply(Placement):
             seg_start=t,
             synced=t,
             overhead=overhead,
-            rate=self._rate(i, placement, partner),
+            rate=rate,
             version=0,
             gpus=placement.num_gpus,
             ps=ps,

@@ -86,6 +86,9 @@ class EngineState:
         self._gone: list[int] = []  # jobs completed since the last placement
         self._changed: list[int] = []  # jobs whose placement the current placement sets
         self._released: list[int] = []  # running jobs the current placement lets go (``stop``)
+        # the placement and rate of each job the current placement fits on free servers, for
+        # its start (the rate found when the fit was checked for a zero rate)
+        self._fit_rates: dict[int, tuple[GrantPlacement, float]] = {}
         self._fast = False  # the current decision is carried out at the cost of its changes
         self._seq = 0  # entries into the running jobs so far
         # the decisions carried out incrementally so far; each running job
