@@ -15,7 +15,7 @@ from collections.abc import Generator
 from optsched.errors import PolicyError
 from optsched.sim.engine.apply import Apply
 from optsched.sim.engine.bounds import excluded_type_notes
-from optsched.sim.engine.policy import PolicyDecision, SimState
+from optsched.sim.engine.policy import JobState, PolicyDecision, SimState
 from optsched.sim.measure.record import SimResult
 from optsched.tolerances import FIT_TOL, TIME_TOL
 
@@ -169,18 +169,10 @@ class Engine(Apply):
 
     # -- decisions --------------------------------------------------------------------------
 
-    def _decide(self, t: float) -> SimState:
+    def _sync_all(self, t: float) -> None:
+        """Bring every running job's progress up to ``t`` (eager progress, at every decision)."""
         states = self.states
-        # the jobs completed since the last decision give their GPUs back at the next placement
-        self._gone.extend(map(self.index.__getitem__, self.finished_ids))
-        if self.lazy:
-            gap = t - self._last_time if self._times else 0.0
-            self._gaps.append(gap)
-            self._times.append(t)  # progress is brought up to here when read
-            self._last_time = t
-            if self._kernel is not None:
-                self._push_time(t, gap)
-        for i, run in () if self.lazy else self.running.items():
+        for i, run in self.running.items():
             # _sync, inlined: it runs for every running job at every decision
             dt = t - run.synced
             if dt <= 0:
@@ -197,26 +189,38 @@ class Engine(Apply):
             st.attained_service += run.gpus * dt
             st.executed_seconds += dt
             run.synced = t
+
+    def _decide(self, t: float) -> SimState:
+        states = self.states
+        finished: tuple[str, ...] = ()
+        if self.finished_ids:
+            # the jobs completed since the last decision give their GPUs back at the next
+            # placement
+            self._gone.extend(map(self.index.__getitem__, self.finished_ids))
+            finished = tuple(self.finished_ids)
+            self.finished_ids = []
+        if self.lazy:
+            gap = t - self._last_time if self._times else 0.0
+            self._gaps.append(gap)
+            self._times.append(t)  # progress is brought up to here when read
+            self._last_time = t
+            if self._kernel is not None:
+                self._push_time(t, gap)
+        else:
+            self._sync_all(t)
         active = self._active_view
         if active is None:
             active = self._active_view = tuple(self.active.values())
         running = self._running_view
         if running is None:
             running = self._running_view = tuple(map(states.__getitem__, self.running))
-        arrived = tuple(self.states[i] for i in self.new_arrivals)
-        for st in arrived:
-            st.first_decision = self.decisions
-        state = SimState(
-            now=t,
-            world=self.world,
-            active=active,
-            round_index=self.decisions,
-            round_seconds=self.L,
-            running=running,
-            arrived=arrived,
-            finished=tuple(self.finished_ids),
-        )
-        self.new_arrivals = []
-        self.finished_ids = []
+        arrived: tuple[JobState, ...] = ()
+        if self.new_arrivals:
+            arrived = tuple(map(states.__getitem__, self.new_arrivals))
+            for st in arrived:
+                st.first_decision = self.decisions
+            self.new_arrivals = []
+        # (positional: the frozen dataclass's keyword call costs more, at every decision)
+        state = SimState(t, self.world, active, self.decisions, self.L, running, arrived, finished)
         self.decisions += 1
         return state
