@@ -72,9 +72,13 @@ class Engine(Apply):
                 self._complete(i_comp, t_comp)
                 if L is not None:
                     continue  # rounds: completions are no decision points
-            elif self.wake_at <= t and t_arr > t + TIME_TOL and (L is None or next_round > t):
-                self._count_wakeup()  # a decision point only the policy asked for
-            self._complete_due(t)
+                self._complete_due(t)
+            else:
+                if self.wake_at <= t and t_arr > t + TIME_TOL and (L is None or next_round > t):
+                    self._count_wakeup()  # a decision point only the policy asked for
+                if t_comp <= t + FIT_TOL * max(1.0, abs(t)):
+                    # (the next completion, already looked at, is not due: no second look)
+                    self._complete_due(t)
             while ptr < n and self.jobs[ptr].arrival <= t + TIME_TOL:
                 self.active[ptr] = self.states[ptr]
                 self.new_arrivals.append(ptr)
