@@ -65,7 +65,8 @@ class Placement(Colocation):
         """
         free = self._release_gone()
         keep = alloc.keep_running
-        self._changed = changed = []
+        changed: list[int] = []
+        self._changed = changed
         released: list[int] = []
         seen: set[int] | Seen
         self._fast = fast = keep and incremental and self.coloc is None
