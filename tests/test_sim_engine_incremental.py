@@ -241,3 +241,83 @@ def test_shared_pairs_keep_the_free_picture_and_the_eager_record(monkeypatch: An
     checked = _check_free_picture(monkeypatch)
     simulate(world, make_policy("gandiva"))
     assert checked[0] > 0
+
+
+# -- the decision's views and the keep-all path ---------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    busy_worlds(),
+    st.sampled_from(["fifo", "srtf", "tiresias-las", "tiresias-gittins-perf", "gandiva", "themis"]),
+)
+def test_kept_views_are_the_active_and_running_jobs(world: World, name: str) -> None:
+    """The tuples a decision shows, kept across decisions, are those rebuilt from scratch."""
+    import pytest
+
+    decide = Engine._decide
+    checked = [0]
+
+    def checking(self: Any, t: float) -> SimState:
+        state = decide(self, t)
+        assert state.active == tuple(self.active.values())
+        assert state.running == tuple(self.states[i] for i in self.running)
+        checked[0] += 1
+        return state
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Engine, "_decide", checking)
+        simulate(world, make_policy(name))
+    assert checked[0] > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(busy_worlds(), st.sampled_from(["fifo", "srtf", "tiresias-las", "tiresias-gittins-perf"]))
+def test_the_keep_all_path_gives_the_full_passes_record(world: World, name: str) -> None:
+    """A decision that keeps every job and starts none, carried out in O(1), as in full.
+
+    The record, and every job's rounds received (counted when read) at the end.
+    """
+    import pytest
+
+    from optsched.sim.engine import apply
+
+    rounds: list[list[dict[str, int]]] = []
+    result = Engine._result
+
+    def keeping(self: Any, t: float, events: int, truncated: bool) -> SimResult:
+        rounds.append([dict(s.rounds_received) for s in self.states])
+        return result(self, t, events, truncated)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Engine, "_result", keeping)
+        fast = simulate(world, make_policy(name))
+        mp.setattr(apply.Apply, "_keep_all", _keep_all_in_full)
+        full = simulate(world, make_policy(name))
+    check_same_record(fast, full)
+    assert rounds[0] == rounds[1]
+
+
+def _keep_all_in_full(self: Any, t: float, alloc: PolicyDecision) -> None:
+    # the passes of the incremental path (placement, then the changes), as before the shortcut
+    placed = self._place(alloc, True)
+    assert self._fast
+    self._apply_changes(t, placed)
+    self._set_wake(t, alloc)
+
+
+@settings(max_examples=30, deadline=None)
+@given(busy_worlds(), st.sampled_from(["fifo", "srtf", "tiresias-las", "gandiva", "themis"]))
+def test_a_run_starts_at_the_rate_of_its_placement(world: World, name: str) -> None:
+    """The rate found when a fit is checked, reused at its start, is the placement's rate."""
+    import pytest
+
+    start = Engine._start
+
+    def checking(self: Any, i: int, t: float, placement: Any, partner: int, *rest: Any) -> None:
+        start(self, i, t, placement, partner, *rest)
+        assert self.running[i].rate == self._rate(i, placement, partner)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Engine, "_start", checking)
+        simulate(world, make_policy(name))

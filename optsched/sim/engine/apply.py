@@ -34,6 +34,16 @@ class Apply(Placement):
         """Carry out the decision taken at ``t`` on the state :meth:`_decide` gave."""
         if not isinstance(alloc, PolicyDecision):
             raise PolicyError(f"{self.policy.name}: allocate must return a PolicyDecision")
+        if (
+            INCREMENTAL_APPLY
+            and alloc.keep_running
+            and not alloc.grants
+            and not alloc.stop
+            and not self.spread
+            and self.coloc is None
+        ):
+            self._keep_all(t, alloc)
+            return
         placed = self._place(alloc, INCREMENTAL_APPLY)
         if self._fast:
             self._apply_changes(t, placed)
@@ -63,6 +73,23 @@ class Apply(Placement):
             self._schedule_completion(i)
         self._set_wake(t, alloc)
 
+    def _keep_all(self, t: float, alloc: PolicyDecision) -> None:
+        """Carry out a decision that keeps every running job and starts none, in O(1).
+
+        A ``keep_running`` decision with no grant and no ``stop`` when no kept gang is spread
+        (none to move onto fewer servers): what :meth:`_place` and :meth:`_apply_changes` do
+        with it, without their passes over empty lists: the GPUs of the jobs completed since
+        the last decision go back to the free picture and every running job receives a round
+        (counted when read, :meth:`_credit`). It is most of a wake-up at which nothing changes.
+        """
+        if self._gone:
+            self._release_gone()
+        self._changed = []
+        self._released = []
+        self._fast = True
+        self._kept += 1
+        self._set_wake(t, alloc)
+
     def _keep_or_stop(
         self,
         i: int,
@@ -85,6 +112,7 @@ class Apply(Placement):
             return True
         self._close(i, t)
         del self.running[i]
+        self._running_view = None
         self.spread.discard(i)
         st = self.states[i]
         st.preemptions += 1
@@ -156,14 +184,20 @@ class Apply(Placement):
     ) -> None:
         """Start job ``i``'s run at ``t`` (its restore cost charged if it ran before)."""
         overhead = self.restore if (self.ever_ran[i] or self.first_restore) else 0.0
+        fitted = self._fit_rates.pop(i, None)
+        if fitted is not None and fitted[0] is placement and partner < 0:
+            rate = fitted[1]
+        else:
+            rate = self._rate(i, placement, partner)
         self._seq += 1
+        self._running_view = None
         run = self.running[i] = Run(
             placement=placement,
             partner=partner,
             seg_start=t,
             synced=t,
             overhead=overhead,
-            rate=self._rate(i, placement, partner),
+            rate=rate,
             version=0,
             gpus=placement.num_gpus,
             ps=ps,

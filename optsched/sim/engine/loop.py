@@ -15,7 +15,7 @@ from collections.abc import Generator
 from optsched.errors import PolicyError
 from optsched.sim.engine.apply import Apply
 from optsched.sim.engine.bounds import excluded_type_notes
-from optsched.sim.engine.policy import PolicyDecision, SimState
+from optsched.sim.engine.policy import JobState, PolicyDecision, SimState
 from optsched.sim.measure.record import SimResult
 from optsched.tolerances import FIT_TOL, TIME_TOL
 
@@ -72,12 +72,17 @@ class Engine(Apply):
                 self._complete(i_comp, t_comp)
                 if L is not None:
                     continue  # rounds: completions are no decision points
-            elif self.wake_at <= t and t_arr > t + TIME_TOL and (L is None or next_round > t):
-                self._count_wakeup()  # a decision point only the policy asked for
-            self._complete_due(t)
+                self._complete_due(t)
+            else:
+                if self.wake_at <= t and t_arr > t + TIME_TOL and (L is None or next_round > t):
+                    self._count_wakeup()  # a decision point only the policy asked for
+                if t_comp <= t + FIT_TOL * max(1.0, abs(t)):
+                    # (the next completion, already looked at, is not due: no second look)
+                    self._complete_due(t)
             while ptr < n and self.jobs[ptr].arrival <= t + TIME_TOL:
                 self.active[ptr] = self.states[ptr]
                 self.new_arrivals.append(ptr)
+                self._active_view = None
                 ptr += 1
             if L is not None:
                 next_round = (math.floor(t / L + TIME_TOL) + 1) * L
@@ -151,6 +156,7 @@ class Engine(Apply):
         del self.running[i]
         self.spread.discard(i)
         self.active.pop(i, None)
+        self._active_view = self._running_view = None
         if self.coloc is not None:
             self._coloc_leave(i, run)
             for j in self._coloc_refresh(t, [run], []):
@@ -167,18 +173,10 @@ class Engine(Apply):
 
     # -- decisions --------------------------------------------------------------------------
 
-    def _decide(self, t: float) -> SimState:
+    def _sync_all(self, t: float) -> None:
+        """Bring every running job's progress up to ``t`` (eager progress, at every decision)."""
         states = self.states
-        # the jobs completed since the last decision give their GPUs back at the next placement
-        self._gone.extend(map(self.index.__getitem__, self.finished_ids))
-        if self.lazy:
-            gap = t - self._last_time if self._times else 0.0
-            self._gaps.append(gap)
-            self._times.append(t)  # progress is brought up to here when read
-            self._last_time = t
-            if self._kernel is not None:
-                self._push_time(t, gap)
-        for i, run in () if self.lazy else self.running.items():
+        for i, run in self.running.items():
             # _sync, inlined: it runs for every running job at every decision
             dt = t - run.synced
             if dt <= 0:
@@ -195,21 +193,38 @@ class Engine(Apply):
             st.attained_service += run.gpus * dt
             st.executed_seconds += dt
             run.synced = t
-        active = tuple(self.active.values())
-        arrived = tuple(self.states[i] for i in self.new_arrivals)
-        for st in arrived:
-            st.first_decision = self.decisions
-        state = SimState(
-            now=t,
-            world=self.world,
-            active=active,
-            round_index=self.decisions,
-            round_seconds=self.L,
-            running=tuple(map(states.__getitem__, self.running)),
-            arrived=arrived,
-            finished=tuple(self.finished_ids),
-        )
-        self.new_arrivals = []
-        self.finished_ids = []
+
+    def _decide(self, t: float) -> SimState:
+        states = self.states
+        finished: tuple[str, ...] = ()
+        if self.finished_ids:
+            # the jobs completed since the last decision give their GPUs back at the next
+            # placement
+            self._gone.extend(map(self.index.__getitem__, self.finished_ids))
+            finished = tuple(self.finished_ids)
+            self.finished_ids = []
+        if self.lazy:
+            gap = t - self._last_time if self._times else 0.0
+            self._gaps.append(gap)
+            self._times.append(t)  # progress is brought up to here when read
+            self._last_time = t
+            if self._kernel is not None:
+                self._push_time(t, gap)
+        else:
+            self._sync_all(t)
+        active = self._active_view
+        if active is None:
+            active = self._active_view = tuple(self.active.values())
+        running = self._running_view
+        if running is None:
+            running = self._running_view = tuple(map(states.__getitem__, self.running))
+        arrived: tuple[JobState, ...] = ()
+        if self.new_arrivals:
+            arrived = tuple(map(states.__getitem__, self.new_arrivals))
+            for st in arrived:
+                st.first_decision = self.decisions
+            self.new_arrivals = []
+        # (positional: the frozen dataclass's keyword call costs more, at every decision)
+        state = SimState(t, self.world, active, self.decisions, self.L, running, arrived, finished)
         self.decisions += 1
         return state

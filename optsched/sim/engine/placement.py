@@ -65,7 +65,8 @@ class Placement(Colocation):
         """
         free = self._release_gone()
         keep = alloc.keep_running
-        self._changed = changed = []
+        changed: list[int] = []
+        self._changed = changed
         released: list[int] = []
         seen: set[int] | Seen
         self._fast = fast = keep and incremental and self.coloc is None
@@ -86,21 +87,7 @@ class Placement(Colocation):
             free_count = {name: t.count for name, t in self.types.items()}
         admitted, sharers = self._admit(alloc, seen, free_count)
         rest = self._place_explicit(admitted, free, placed)
-        others = self._keep_current(rest, free, placed)
-        others.sort(key=lambda ig: -self._need(*ig))
-        for i, g in others:
-            fr = free[g.gpu_type]
-            fit = self._fit(fr, g.gpu_type, self._need(i, g), g.consolidate)
-            if fit is None:
-                continue
-            if self._rate(i, fit, -1) <= 0:
-                # spread where the table's unconsolidated rate is 0: it would not progress
-                for s, k in fit.servers:
-                    fr.give(s, k)
-                self.zero_rate_grants += 1
-                continue
-            placed[i] = (fit, -1)
-            changed.append(i)
+        self._place_free(self._keep_current(rest, free, placed), free, placed)
         self._place_sharers(sharers, placed)
         self._released = released
         if fast:
@@ -120,6 +107,36 @@ class Placement(Colocation):
                 if run is not None:
                     self._catch_up(i, run)
         return placed
+
+    def _place_free(
+        self,
+        others: list[tuple[int, Grant]],
+        free: dict[str, FreeServers],
+        placed: Placed,
+    ) -> None:
+        """Place the other admitted grants on free servers, largest gang first."""
+        fit_rates = self._fit_rates
+        if fit_rates:
+            fit_rates.clear()  # (left by jobs placed but not started: the colocation mode)
+        others.sort(key=lambda ig: -self._need(*ig))
+        for i, g in others:
+            fr = free[g.gpu_type]
+            fit = self._fit(fr, g.gpu_type, self._need(i, g), g.consolidate)
+            if fit is None:
+                continue
+            rate = self._rate(i, fit, -1)
+            if rate <= 0:
+                # spread where the table's unconsolidated rate is 0: it would not progress
+                for s, k in fit.servers:
+                    fr.give(s, k)
+                self.zero_rate_grants += 1
+                continue
+            if i not in self.running:
+                # the rate its run starts with, unless it is paired (``_start``): a waiting
+                # job's progress, and so its batch phase, does not change before it starts
+                fit_rates[i] = (fit, rate)
+            placed[i] = (fit, -1)
+            self._changed.append(i)
 
     def _admit(
         self, alloc: PolicyDecision, seen: set[int] | Seen, free_count: dict[str, int]

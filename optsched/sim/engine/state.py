@@ -59,6 +59,11 @@ class EngineState:
         self.index = {j.job_id: j.index for j in world.jobs}
         self.active: dict[int, JobState] = {}
         self.running: dict[int, Run] = {}
+        # the states of ``active`` and ``running`` as the tuples a decision's SimState shows,
+        # kept until either changes (``None``: to be rebuilt), so that a decision at which the
+        # jobs are those of the last one (a policy's wake-up) costs no pass over them
+        self._active_view: tuple[JobState, ...] | None = None
+        self._running_view: tuple[JobState, ...] | None = None
         self.heap: list[tuple[float, int, int]] = []
         self.table = empty_intervals()
         self.completion = [math.nan] * len(world.jobs)
@@ -81,6 +86,9 @@ class EngineState:
         self._gone: list[int] = []  # jobs completed since the last placement
         self._changed: list[int] = []  # jobs whose placement the current placement sets
         self._released: list[int] = []  # running jobs the current placement lets go (``stop``)
+        # the placement and rate of each job the current placement fits on free servers, for
+        # its start (the rate found when the fit was checked for a zero rate)
+        self._fit_rates: dict[int, tuple[GrantPlacement, float]] = {}
         self._fast = False  # the current decision is carried out at the cost of its changes
         self._seq = 0  # entries into the running jobs so far
         # the decisions carried out incrementally so far; each running job

@@ -230,7 +230,9 @@ def add_interval(
     when the table has it.
     """
     ps_col = table.get("ps_servers")
-    ps_text = ",".join(str(s) for s in ps_servers)
+    # (outside the colocation mode there is none: the empty text without a join, at every
+    # segment the engine closes)
+    ps_text = ",".join(map(str, ps_servers)) if ps_servers and ps_col is not None else ""
     for server, gpus in servers:
         if ps_col is not None:
             ps_col.append(ps_text)
