@@ -20,7 +20,7 @@ import numpy as np
 from optsched.errors import PolicyError
 from optsched.sim.engine.gavel_options import GavelMechanism, is_agnostic, type_order
 from optsched.sim.engine.policy import GrantPlacement, JobState, Policy, SimState
-from optsched.sim.measure.record import empty_intervals
+from optsched.sim.measure.record import INTERVAL_COLUMNS, empty_intervals
 
 if TYPE_CHECKING:
     from optsched.sim.world.jobs import World
@@ -67,6 +67,9 @@ class GavelBook:
             for name, t in self.types.items()
         }
         self.table = empty_intervals()
+        self.ids = [j.job_id for j in world.jobs]
+        # the interval table's columns' appends, in INTERVAL_COLUMNS' order (GavelSim._segment)
+        self.appends = tuple(self.table[c].append for c in INTERVAL_COLUMNS)
         self.completion = [math.nan] * len(world.jobs)
         self.first_start = [math.nan] * len(world.jobs)
         self.ever_ran = [False] * len(world.jobs)

@@ -9,8 +9,7 @@ import math
 
 from optsched.sim.engine.gavel_book import Key, Open
 from optsched.sim.engine.gavel_walk import GavelWalk
-from optsched.sim.engine.policy import GrantPlacement
-from optsched.sim.measure.record import SimResult, add_interval
+from optsched.sim.measure.record import SimResult
 from optsched.tolerances import TIME_TOL
 
 __all__ = ["GavelSim"]
@@ -143,17 +142,37 @@ class GavelSim(GavelWalk):
         return completed
 
     def _close(self, i: int, end: float) -> None:
+        """Close job ``i``'s open record segment at ``end`` (kept when it is not empty)."""
         o = self.open.pop(i)
         if end > o.seg_start:
-            add_interval(
-                self.table,
-                self.jobs[i].job_id,
-                o.gpu_type,
-                o.placement.servers,
-                o.seg_start,
-                end,
-                self.jobs[o.partner].job_id if o.partner >= 0 else "",
-            )
+            self._segment(i, o.gpu_type, o.placement.servers, o.seg_start, end, o.partner)
+
+    def _segment(
+        self,
+        i: int,
+        name: str,
+        servers: tuple[tuple[int, int], ...],
+        start: float,
+        end: float,
+        partner: int,
+    ) -> None:
+        """Append job ``i``'s record segment, one row per server (as ``add_interval``).
+
+        The columns' appends are bound once (:attr:`appends`): a segment closes for nearly
+        every gang of every round (whole steps leave a gap before the round's end).
+        """
+        job_id, gpu_type, server, gpus, begin, stop, shared, ps = self.appends
+        job = self.ids[i]
+        other = self.ids[partner] if partner >= 0 else ""
+        for s, g in servers:
+            job_id(job)
+            gpu_type(name)
+            server(s)
+            gpus(g)
+            begin(start)
+            stop(end)
+            shared(other)
+            ps("")  # no parameter servers under this mechanism
 
     def _stays(self, o: Open, name: str, slots: tuple[int, ...]) -> bool:
         """Whether a job open on ``o`` keeps its run on ``slots`` of type ``name``.
@@ -202,15 +221,16 @@ class GavelSim(GavelWalk):
     ) -> dict[Key, tuple[str, float]]:
         """Run the round's gangs: progress, record segments, completions (module notes)."""
         out: dict[Key, tuple[str, float]] = {}
+        opened = self.open
         members = {i for key in placed for i in key}
-        for i in [i for i in self.open if i not in members]:
-            o = self.open[i]
+        for i in [i for i in opened if i not in members]:
+            o = opened[i]
             self._close(i, o.last_end)
             self.states[i].placement = None
             self.states[i].last_stop = o.last_end
             if math.isnan(self.completion[i]):
                 self.states[i].preemptions += 1
-        gangs, rate_memo = self._gang_memo, self._rate_memo
+        gangs, rate_memo, segment = self._gang_memo, self._rate_memo, self._segment
         for key, (name, slots) in placed.items():
             # the memos read inline: this loop runs for every gang of every round
             placement, consolidated, size = gangs.get((name, slots)) or self._gang(name, slots)
@@ -218,12 +238,36 @@ class GavelSim(GavelWalk):
             if not (rates[0] > 0.0 and rates[-1] > 0.0):  # every member's (one or two)
                 # a spread gang the table gives no rate: it waits
                 for i in key:
-                    if i in self.open:
-                        o = self.open[i]
-                        self._close(i, o.last_end)
+                    if i in opened:
+                        self._close(i, opened[i].last_end)
                 continue
             if len(key) == 1:
-                self._run_alone(key, t, name, slots, placement, size, rates[0], out)
+                # one job's gang (the rounds' common case): _open and _progress written out
+                i = key[0]
+                o = opened.get(i)
+                if o is not None and o.gpu_type == name and self._stays(o, name, slots):
+                    # as _open: the run goes on; a new segment after a gap or a partner change
+                    over = 0.0
+                    if o.last_end < t or o.partner != -1:
+                        if o.last_end > o.seg_start:  # _close, and the segment opened again
+                            servers = o.placement.servers
+                            segment(i, name, servers, o.seg_start, o.last_end, o.partner)
+                        o.seg_start = t
+                        o.partner = -1
+                        del opened[i]  # reopened: last in the open segments' order, as _close
+                        opened[i] = o
+                else:
+                    over = self._open(i, t, name, slots, -1)
+                    o = opened[i]
+                o.last_end = end = self._run_alone(i, t, over, rates[0])
+                st = self.states[i]
+                st.placement = placement
+                st.partner = None
+                st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
+                st.executed_seconds += end - t
+                st.attained_service += size * (end - t)
+                out[key] = (name, end)
+                self.prev[key] = (name, slots)
                 continue
             partner = {key[0]: key[-1], key[-1]: key[0]} if len(key) == 2 else {key[0]: -1}
             overhead = {i: self._open(i, t, name, slots, partner[i]) for i in key}
@@ -242,51 +286,22 @@ class GavelSim(GavelWalk):
             del self.prev[key]
         return out
 
-    def _run_alone(
-        self,
-        key: Key,
-        t: float,
-        name: str,
-        slots: tuple[int, ...],
-        placement: GrantPlacement,
-        size: int,
-        rate: float,
-        out: dict[Key, tuple[str, float]],
-    ) -> None:
-        """One job's gang this round (the rounds' common case).
+    def _run_alone(self, i: int, t: float, over: float, rate: float) -> float:
+        """Job ``i``'s progress alone at ``rate`` in the round from ``t`` (its end).
 
-        :meth:`_open` and :meth:`_progress` for a single job, written out.
+        ``over``: its restore seconds first; a job done this round has its completion booked.
         """
-        i = key[0]
-        o = self.open.get(i)
-        if o is not None and o.gpu_type == name and self._stays(o, name, slots):
-            # as _open: the run goes on; a new segment after a gap or a partner change
-            over = 0.0
-            if o.last_end < t or o.partner != -1:
-                self._close(i, o.last_end)
-                o = self.open[i] = Open(t, name, slots, o.placement, -1, t)
-        else:
-            over = self._open(i, t, name, slots, -1)
-            o = self.open[i]
         st = self.states[i]
-        work = self.jobs[i].work
         span = self.L - over
         steps = float(math.floor(rate * span)) if self.whole else rate * span
+        work = self.jobs[i].work
         left = work - st.done
         if left <= steps:
             end = t + over + left / rate
             self._complete(i, end)
-        else:
-            st.done = min(work, st.done + steps)
-            end = t + over + steps / rate if self.whole else t + self.L
-        st.placement = placement
-        st.partner = None
-        st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
-        st.executed_seconds += end - t
-        st.attained_service += size * (end - t)
-        o.last_end = end
-        out[key] = (name, end)
-        self.prev[key] = (name, slots)
+            return end
+        st.done = min(work, st.done + steps)
+        return t + over + steps / rate if self.whole else t + self.L
 
     def _steps(self, rate: float, overhead: float, whole: bool) -> float:
         """Steps a gang makes in a whole round: Gavel's ``int(rate * L)`` with whole steps."""
