@@ -778,12 +778,13 @@ class AllocationLP(Policy):
         if not jobs:
             return {}
         types = round_jobs.gpu_types
-        instance = AllocationInstance(
-            gpu_types=types,
-            capacity=round_jobs.capacity,
-            jobs=tuple(jobs),
-            pair_throughputs=self.pair_throughputs(state, jobs),
-            prices=self._prices(types),
+        # the jobs are checked already: the instance's own checks only (as solve_round)
+        instance = _round_instance(
+            types,
+            round_jobs.capacity,
+            tuple(jobs),
+            self.pair_throughputs(state, jobs),
+            self._prices(types),
         )
         objective, aware = LP_POLICIES[self.policy]
         x: Any = None
