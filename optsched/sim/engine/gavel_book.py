@@ -97,6 +97,7 @@ class GavelBook:
         self.resets = 0
         self.reset_times: list[float] = []
         self.rounds = 0
+        self.completed = 0  # completions booked since the last round's end
         self.idle_gpu_rounds = 0
         self.arrived: list[int] = []
         self.finished: list[str] = []
