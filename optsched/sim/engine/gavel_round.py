@@ -131,15 +131,16 @@ class GavelSim(GavelWalk):
         rows: list[int] = []
         cols: list[int] = []
         got: list[float] = []
+        row, col, worker_time = self.row, self.col, self.worker_time
         for key, (name, end) in running.items():
             # counted from the previous round's end, as Gavel's current_round_start_time
             executed = end - round_start
-            r = self.row.get(key)
+            r = row.get(key)
             if r is not None:
                 rows.append(r)
-                cols.append(self.col[name])
+                cols.append(col[name])
                 got.append(executed)
-                self.worker_time[name] += executed  # in Gavel's order (a float sum)
+                worker_time[name] += executed  # in Gavel's order (a float sum)
         if rows:
             # each combination ran on one type: one addition per entry, as one by one
             self.job_time[rows, cols] += got
@@ -237,14 +238,7 @@ class GavelSim(GavelWalk):
         """
         out: dict[Key, tuple[str, float]] = {}
         opened, states = self.open, self.states
-        members = {i for key in placed for i in key}
-        for i in [i for i in opened if i not in members]:
-            o = opened[i]
-            self._close(i, o.last_end)
-            states[i].placement = None
-            states[i].last_stop = o.last_end
-            if math.isnan(self.completion[i]):
-                states[i].preemptions += 1
+        self._stop_absent(placed)
         gangs, rate_memo, segment, prev = self._gang_memo, self._rate_memo, self._segment, self.prev
         L, whole, first_start, ever_ran = self.L, self.whole, self.first_start, self.ever_ran
         restore, restore_first = self.world.restore_s, self.world.restore_on_first_start
@@ -263,14 +257,11 @@ class GavelSim(GavelWalk):
             i = key[0]
             st = states[i]
             o = opened.get(i)
-            if o is None:  # as _open: a new run
-                opened[i] = o = Open(t, name, slots, placement, -1, t)
-                st.last_start = t
-                if math.isnan(first_start[i]):
-                    first_start[i] = t
-                over = restore if ever_ran[i] or restore_first else 0.0
-                ever_ran[i] = True
-            elif o.gpu_type == name and (o.slots == slots or self._stays(o, name, slots)):
+            if (
+                o is not None
+                and o.gpu_type == name
+                and (o.slots == slots or self._stays(o, name, slots))
+            ):
                 # as _open: the run goes on; a new segment after a gap or a partner change
                 over = 0.0
                 if o.last_end < t or o.partner != -1:
@@ -280,9 +271,20 @@ class GavelSim(GavelWalk):
                     o.partner = -1
                     del opened[i]  # reopened: last in the open segments' order, as _close
                     opened[i] = o
-            else:
-                over = self._open(i, t, name, slots, -1)
-                o = opened[i]
+            else:  # as _open: a new run (the previous one, elsewhere, closed: a preemption)
+                if o is not None:
+                    del opened[i]
+                    if o.last_end > o.seg_start:
+                        segment(
+                            i, o.gpu_type, o.placement.servers, o.seg_start, o.last_end, o.partner
+                        )
+                    st.preemptions += 1
+                opened[i] = o = Open(t, name, slots, placement, -1, t)
+                st.last_start = t
+                if math.isnan(first_start[i]):
+                    first_start[i] = t
+                over = restore if ever_ran[i] or restore_first else 0.0
+                ever_ran[i] = True
             # as _progress for one job
             rate = rates[0]
             steps = float(math.floor(rate * (L - over))) if whole else rate * (L - over)
@@ -305,6 +307,18 @@ class GavelSim(GavelWalk):
         for key in [k for k in prev if k not in placed]:
             del prev[key]
         return out
+
+    def _stop_absent(self, placed: dict[Key, tuple[str, tuple[int, ...]]]) -> None:
+        """Close the runs of the jobs not placed this round (stopped; preempted if not done)."""
+        opened, states = self.open, self.states
+        members = {i for key in placed for i in key}
+        for i in [i for i in opened if i not in members]:
+            o = opened[i]
+            self._close(i, o.last_end)
+            states[i].placement = None
+            states[i].last_stop = o.last_end
+            if math.isnan(self.completion[i]):
+                states[i].preemptions += 1
 
     def _run_pair(
         self,

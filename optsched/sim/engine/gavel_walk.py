@@ -81,11 +81,12 @@ class GavelWalk(GavelBook):
     def place(self, counted: dict[str, list[Key]]) -> dict[Key, tuple[str, tuple[int, ...]]]:
         """Gavel's worker assignment: keep previous GPUs when free, else first free in order."""
         placed: dict[Key, tuple[str, tuple[int, ...]]] = {}
+        jobs, previous, alloc = self.jobs, self.prev, self.alloc
         for name, keys in counted.items():
             taken: set[int] = set()
             ptr = 0
             slots = self.slots[name]
-            sizes = [self.jobs[key[0]].num_gpus for key in keys]
+            sizes = [jobs[key[0]].num_gpus for key in keys]
             distinct = sorted(set(sizes), reverse=True)
             for size in distinct:
                 group = (
@@ -95,14 +96,14 @@ class GavelWalk(GavelBook):
                 )
                 fresh: list[Key] = []
                 for key in group:
-                    prev = self.prev.get(key)
+                    prev = previous.get(key)
                     if prev is not None and prev[0] == name and taken.isdisjoint(prev[1]):
                         placed[key] = prev
                         taken.update(prev[1])
                     else:
                         fresh.append(key)
                 for key in fresh:
-                    if key not in self.alloc:
+                    if key not in alloc:
                         continue  # new since the last reset: its GPUs stay idle
                     got: list[int] = []
                     while len(got) < size and ptr < len(slots):
