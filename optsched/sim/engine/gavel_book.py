@@ -145,6 +145,39 @@ class GavelBook:
         self.need_update = True
         self.finished.append(self.jobs[i].job_id)
 
+    def _close(self, i: int, end: float) -> None:
+        """Close job ``i``'s open record segment at ``end`` (kept when it is not empty)."""
+        o = self.open.pop(i)
+        if end > o.seg_start:
+            self._segment(i, o.gpu_type, o.placement.servers, o.seg_start, end, o.partner)
+
+    def _segment(
+        self,
+        i: int,
+        name: str,
+        servers: tuple[tuple[int, int], ...],
+        start: float,
+        end: float,
+        partner: int,
+    ) -> None:
+        """Append job ``i``'s record segment, one row per server (as ``add_interval``).
+
+        The columns' appends are bound once (:attr:`appends`): a segment closes for nearly
+        every gang of every round (whole steps leave a gap before the round's end).
+        """
+        job_id, gpu_type, server, gpus, begin, stop, shared, ps = self.appends
+        job = self.ids[i]
+        other = self.ids[partner] if partner >= 0 else ""
+        for s, g in servers:
+            job_id(job)
+            gpu_type(name)
+            server(s)
+            gpus(g)
+            begin(start)
+            stop(end)
+            shared(other)
+            ps("")  # no parameter servers under this mechanism
+
     def _reset(self, t: float) -> None:
         """Gavel's ``_reset_time_run_so_far`` followed by a new allocation."""
         elapsed = t - self.last_reset
