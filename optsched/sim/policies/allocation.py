@@ -805,20 +805,30 @@ class AllocationLP(Policy):
         from optsched.allocation.gavel.interior import gavel_makespan_interior, interior_allocation
         from optsched.allocation.gavel.twin import solve_twin
 
-        self._history_by_id()
-        round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
-        jobs = list(round_jobs.jobs)
-        if not jobs:
-            return {}
-        types = round_jobs.gpu_types
-        # the jobs are checked already: the instance's own checks only (as solve_round)
-        instance = _round_instance(
-            types,
-            round_jobs.capacity,
-            tuple(jobs),
-            self.pair_throughputs(state, jobs),
-            self._prices(types),
-        )
+        # the round's instance as solve_round builds it: by the run's tables (the same values)
+        # when the round takes the array path, else job by job
+        tables = self._round_tables(state)
+        if tables is not None:
+            built = tables.round(state)
+            if built is None:
+                return {}
+            instance = built[1]
+        else:
+            round_jobs = allocation_jobs(
+                state, self._isolated, job_type=self.job_type, deadlines=True
+            )
+            jobs = list(round_jobs.jobs)
+            if not jobs:
+                return {}
+            types = round_jobs.gpu_types
+            # the jobs are checked already: the instance's own checks only
+            instance = _round_instance(
+                types,
+                round_jobs.capacity,
+                tuple(jobs),
+                self.pair_throughputs(state, jobs),
+                self._prices(types),
+            )
         objective, aware = LP_POLICIES[self.policy]
         x: Any = None
         try:
@@ -843,7 +853,10 @@ class AllocationLP(Policy):
             result = accept_round(solve(instance, self.policy, accept_feasible=True))
             assert result.solution is not None
             x = result.solution.fractions
-        self._isolated.record(instance)
+        if tables is not None:
+            tables.record(instance)
+        else:
+            self._isolated.record(instance)
         return as_fractions(instance, x)
 
     def job_type(self, state: SimState, s: JobState) -> str | None:
