@@ -151,9 +151,14 @@ def twin_coefficients(instance: AllocationInstance, policy: str) -> TwinCoeffici
         if objective == "makespan":
             scale, offset = sigma[active], np.zeros(active.size)
         else:
-            q = isolated_throughput(t, sf, instance.capacities)
-            since = np.array([j.time_since_start_s for j in instance.jobs], dtype=np.float64)
-            hist = np.array([j.isolated_time_s for j in instance.jobs], dtype=np.float64)
+            # the instance's own arrays where they are the same numbers (kept with it: the
+            # round's history update reads q again)
+            q = (
+                instance.isolated_throughputs
+                if aware
+                else isolated_throughput(t, sf, instance.capacities)
+            )
+            since, hist = instance.since_start, instance.isolated_times
             c = (hist + sigma / q)[active]
             scale, offset = sigma[active] / c, since[active] / c
     return TwinCoefficients(objective, mask, t, linear, due, rate_floor, active, scale, offset)
