@@ -151,9 +151,14 @@ def twin_coefficients(instance: AllocationInstance, policy: str) -> TwinCoeffici
         if objective == "makespan":
             scale, offset = sigma[active], np.zeros(active.size)
         else:
-            q = isolated_throughput(t, sf, instance.capacities)
-            since = np.array([j.time_since_start_s for j in instance.jobs], dtype=np.float64)
-            hist = np.array([j.isolated_time_s for j in instance.jobs], dtype=np.float64)
+            # the instance's own arrays where they are the same numbers (kept with it: the
+            # round's history update reads q again)
+            q = (
+                instance.isolated_throughputs
+                if aware
+                else isolated_throughput(t, sf, instance.capacities)
+            )
+            since, hist = instance.since_start, instance.isolated_times
             c = (hist + sigma / q)[active]
             scale, offset = sigma[active] / c, since[active] / c
     return TwinCoefficients(objective, mask, t, linear, due, rate_floor, active, scale, offset)
@@ -263,6 +268,37 @@ def _theta_rows(
     return sp.csr_array((vals, (where[rows_m[e]], e)), shape=(jobs.size, n_cols))
 
 
+def _soc_rows(
+    co: TwinCoefficients,
+    rows_m: NDArray[np.intp],
+    cols_k: NDArray[np.intp],
+    u_cols: NDArray[np.intp],
+) -> _Block:
+    r"""The second-order cones :math:`(\theta_i + u_i, \theta_i - u_i, 2) \in \mathcal{Q}^3`.
+
+    One per job with steps left, as rows of :math:`A` (:math:`s = b - Az`): rows :math:`3i`,
+    :math:`3i + 1`, :math:`3i + 2` hold :math:`-(\theta_i + u_i)`, :math:`-(\theta_i - u_i)`
+    and nothing.
+
+    Built as triplets: the entries of :math:`\theta` that are exactly zero are not stored (as
+    sparse sums drop them), so the matrix is the one the twin's sparse algebra gives, entry for
+    entry. :math:`O(\text{nnz})`.
+    """
+    n_u = co.active.size
+    where = np.full(co.theta.shape[0], -1, dtype=np.intp)
+    where[co.active] = np.arange(n_u)
+    e = np.flatnonzero(where[rows_m] >= 0)
+    theta = co.theta[rows_m[e], cols_k[e]]
+    keep = theta != 0.0
+    e, theta = e[keep], theta[keep]
+    job = 3 * where[rows_m[e]]
+    cone = 3 * np.arange(n_u)
+    r = np.concatenate([job, cone, job + 1, cone + 1])
+    c = np.concatenate([e, u_cols, e, u_cols])
+    v = np.concatenate([-theta, -np.ones(n_u), -theta, np.ones(n_u)])
+    return r, c, v, 3 * n_u
+
+
 def interior_allocation(instance: AllocationInstance, policy: str) -> NDArray[np.float64]:
     """``X`` as Clarabel returns it on the twin of ``policy`` (module notes), clipped to [0, 1].
 
@@ -317,25 +353,12 @@ def interior_allocation(instance: AllocationInstance, policy: str) -> NDArray[np
         a_rows = np.arange(n_u)
         u_cols = n_x + 1 + a_rows
         # (offset + scale u) - v <= 0
-        epi_rows = sp.csr_array(
-            (
-                np.concatenate([co.scale, -np.ones(n_u)]),
-                (np.concatenate([a_rows, a_rows]), np.concatenate([u_cols, np.full(n_u, n_x)])),
-            ),
-            shape=(n_u, n),
-        )
-        blocks.append(_block(epi_rows))
+        r = np.concatenate([a_rows, a_rows])
+        c = np.concatenate([u_cols, np.full(n_u, n_x)])
+        blocks.append((r, c, np.concatenate([co.scale, -np.ones(n_u)]), n_u))
         rhs.append(-co.offset)
         q[n_x] = 1.0
-        # per job: s = (theta + u, theta - u, 2) in Q^3, i.e. A rows -(theta + u), -(theta - u), 0
-        theta = _theta_rows(co.theta, rows_m, cols_k, co.active, n).tocoo()
-        u = sp.csr_array((np.ones(n_u), (a_rows, u_cols)), shape=(n_u, n)).tocoo()
-        first = -(theta + u)
-        second = -(theta - u)
-        soc = sp.vstack([first, second, sp.csr_array((n_u, n))]).tocsr()
-        # interleave: cone i is rows i, n_u + i, 2 n_u + i
-        order = np.stack([a_rows, n_u + a_rows, 2 * n_u + a_rows], axis=1).ravel()
-        blocks.append(_block(soc[order]))
+        blocks.append(_soc_rows(co, rows_m, cols_k, u_cols))
         rhs.append(np.tile([0.0, 0.0, 2.0], n_u))
         n_soc = n_u
     a = _stack(blocks, n)

@@ -20,7 +20,7 @@ import numpy as np
 from optsched.errors import PolicyError
 from optsched.sim.engine.gavel_options import GavelMechanism, is_agnostic, type_order
 from optsched.sim.engine.policy import GrantPlacement, JobState, Policy, SimState
-from optsched.sim.measure.record import empty_intervals
+from optsched.sim.measure.record import INTERVAL_COLUMNS, empty_intervals
 
 if TYPE_CHECKING:
     from optsched.sim.world.jobs import World
@@ -67,6 +67,9 @@ class GavelBook:
             for name, t in self.types.items()
         }
         self.table = empty_intervals()
+        self.ids = [j.job_id for j in world.jobs]
+        # the interval table's columns' appends, in INTERVAL_COLUMNS' order (GavelSim._segment)
+        self.appends = tuple(self.table[c].append for c in INTERVAL_COLUMNS)
         self.completion = [math.nan] * len(world.jobs)
         self.first_start = [math.nan] * len(world.jobs)
         self.ever_ran = [False] * len(world.jobs)
@@ -94,6 +97,7 @@ class GavelBook:
         self.resets = 0
         self.reset_times: list[float] = []
         self.rounds = 0
+        self.completed = 0  # completions booked since the last round's end
         self.idle_gpu_rounds = 0
         self.arrived: list[int] = []
         self.finished: list[str] = []
@@ -140,6 +144,39 @@ class GavelBook:
         self.can_run = self.can_run[keep]
         self.need_update = True
         self.finished.append(self.jobs[i].job_id)
+
+    def _close(self, i: int, end: float) -> None:
+        """Close job ``i``'s open record segment at ``end`` (kept when it is not empty)."""
+        o = self.open.pop(i)
+        if end > o.seg_start:
+            self._segment(i, o.gpu_type, o.placement.servers, o.seg_start, end, o.partner)
+
+    def _segment(
+        self,
+        i: int,
+        name: str,
+        servers: tuple[tuple[int, int], ...],
+        start: float,
+        end: float,
+        partner: int,
+    ) -> None:
+        """Append job ``i``'s record segment, one row per server (as ``add_interval``).
+
+        The columns' appends are bound once (:attr:`appends`): a segment closes for nearly
+        every gang of every round (whole steps leave a gap before the round's end).
+        """
+        job_id, gpu_type, server, gpus, begin, stop, shared, ps = self.appends
+        job = self.ids[i]
+        other = self.ids[partner] if partner >= 0 else ""
+        for s, g in servers:
+            job_id(job)
+            gpu_type(name)
+            server(s)
+            gpus(g)
+            begin(start)
+            stop(end)
+            shared(other)
+            ps("")  # no parameter servers under this mechanism
 
     def _reset(self, t: float) -> None:
         """Gavel's ``_reset_time_run_so_far`` followed by a new allocation."""

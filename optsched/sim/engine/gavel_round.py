@@ -10,7 +10,7 @@ import math
 from optsched.sim.engine.gavel_book import Key, Open
 from optsched.sim.engine.gavel_walk import GavelWalk
 from optsched.sim.engine.policy import GrantPlacement
-from optsched.sim.measure.record import SimResult, add_interval
+from optsched.sim.measure.record import SimResult
 from optsched.tolerances import TIME_TOL
 
 __all__ = ["GavelSim"]
@@ -67,12 +67,7 @@ class GavelSim(GavelWalk):
             counted = self.walk(order)
             placed = self.place(counted)
             self.rounds += 1
-            self.idle_gpu_rounds += sum(
-                self.jobs[key[0]].num_gpus
-                for keys in counted.values()
-                for key in keys
-                if key not in placed
-            )
+            self.idle_gpu_rounds += self._idle(counted, placed)
             had = bool(running)
             running = self._start(t, placed)
             if not running and not had and ptr >= n:
@@ -84,6 +79,19 @@ class GavelSim(GavelWalk):
         for i in list(self.open):
             self._close(i, self.open[i].last_end)
         return self._result(t, events, truncated, horizon)
+
+    def _idle(
+        self, counted: dict[str, list[Key]], placed: dict[Key, tuple[str, tuple[int, ...]]]
+    ) -> int:
+        """The GPUs counted for combinations not placed this round (reserved, idle)."""
+        if sum(map(len, counted.values())) == len(placed):  # placed: of the counted, all
+            return 0
+        return sum(
+            self.jobs[key[0]].num_gpus
+            for keys in counted.values()
+            for key in keys
+            if key not in placed
+        )
 
     def _result(self, t: float, events: int, truncated: bool, horizon: float) -> SimResult:
         """The record of the run, ended at ``t`` after ``events`` loop iterations."""
@@ -123,37 +131,27 @@ class GavelSim(GavelWalk):
         rows: list[int] = []
         cols: list[int] = []
         got: list[float] = []
+        row, col, worker_time = self.row, self.col, self.worker_time
         for key, (name, end) in running.items():
             # counted from the previous round's end, as Gavel's current_round_start_time
             executed = end - round_start
-            r = self.row.get(key)
+            r = row.get(key)
             if r is not None:
                 rows.append(r)
-                cols.append(self.col[name])
+                cols.append(col[name])
                 got.append(executed)
-                self.worker_time[name] += executed  # in Gavel's order (a float sum)
+                worker_time[name] += executed  # in Gavel's order (a float sum)
         if rows:
             # each combination ran on one type: one addition per entry, as one by one
             self.job_time[rows, cols] += got
-        for key in running:
-            for i in key:
-                if not math.isnan(self.completion[i]) and i in self.active:
-                    self._remove(i)
-                    completed += 1
+        if self.completed:  # only then can a job of the round be done
+            self.completed = 0
+            for key in running:
+                for i in key:
+                    if not math.isnan(self.completion[i]) and i in self.active:
+                        self._remove(i)
+                        completed += 1
         return completed
-
-    def _close(self, i: int, end: float) -> None:
-        o = self.open.pop(i)
-        if end > o.seg_start:
-            add_interval(
-                self.table,
-                self.jobs[i].job_id,
-                o.gpu_type,
-                o.placement.servers,
-                o.seg_start,
-                end,
-                self.jobs[o.partner].job_id if o.partner >= 0 else "",
-            )
 
     def _stays(self, o: Open, name: str, slots: tuple[int, ...]) -> bool:
         """Whether a job open on ``o`` keeps its run on ``slots`` of type ``name``.
@@ -200,49 +198,96 @@ class GavelSim(GavelWalk):
     def _start(
         self, t: float, placed: dict[Key, tuple[str, tuple[int, ...]]]
     ) -> dict[Key, tuple[str, float]]:
-        """Run the round's gangs: progress, record segments, completions (module notes)."""
+        """Run the round's gangs: progress, record segments, completions (module notes).
+
+        A single job's gang (the rounds' common case) is run here, :meth:`_open` and
+        :meth:`_progress` written out for it: this loop runs for every gang of every round.
+        """
         out: dict[Key, tuple[str, float]] = {}
-        members = {i for key in placed for i in key}
-        for i in [i for i in self.open if i not in members]:
-            o = self.open[i]
-            self._close(i, o.last_end)
-            self.states[i].placement = None
-            self.states[i].last_stop = o.last_end
-            if math.isnan(self.completion[i]):
-                self.states[i].preemptions += 1
-        gangs, rate_memo = self._gang_memo, self._rate_memo
+        opened, states = self.open, self.states
+        self._stop_absent(placed)
+        gangs, rate_memo, segment, prev = self._gang_memo, self._rate_memo, self._segment, self.prev
+        L, whole, first_start, ever_ran = self.L, self.whole, self.first_start, self.ever_ran
+        restore, restore_first = self.world.restore_s, self.world.restore_on_first_start
         for key, (name, slots) in placed.items():
-            # the memos read inline: this loop runs for every gang of every round
             placement, consolidated, size = gangs.get((name, slots)) or self._gang(name, slots)
             rates = rate_memo.get((key, name, consolidated)) or self._rates(key, name, consolidated)
             if not (rates[0] > 0.0 and rates[-1] > 0.0):  # every member's (one or two)
                 # a spread gang the table gives no rate: it waits
                 for i in key:
-                    if i in self.open:
-                        o = self.open[i]
-                        self._close(i, o.last_end)
+                    if i in opened:
+                        self._close(i, opened[i].last_end)
                 continue
-            if len(key) == 1:
-                self._run_alone(key, t, name, slots, placement, size, rates[0], out)
+            if len(key) != 1:
+                out[key] = self._run_pair(key, t, name, slots, placement, size, rates)
                 continue
-            partner = {key[0]: key[-1], key[-1]: key[0]} if len(key) == 2 else {key[0]: -1}
-            overhead = {i: self._open(i, t, name, slots, partner[i]) for i in key}
-            ends = self._progress(key, t, rates, overhead, name, slots)
-            for i in key:
-                st = self.states[i]
-                st.placement = placement
-                st.partner = self.jobs[partner[i]].job_id if partner[i] >= 0 else None
-                st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
-                st.executed_seconds += ends[i] - t
-                st.attained_service += size * (ends[i] - t)
-                self.open[i].last_end = ends[i]
-            out[key] = (name, max(ends.values()))
-            self.prev[key] = (name, slots)
-        for key in [k for k in self.prev if k not in placed]:
-            del self.prev[key]
+            i = key[0]
+            st = states[i]
+            o = opened.get(i)
+            if (
+                o is not None
+                and o.gpu_type == name
+                and (o.slots == slots or self._stays(o, name, slots))
+            ):
+                # as _open: the run goes on; a new segment after a gap or a partner change
+                over = 0.0
+                if o.last_end < t or o.partner != -1:
+                    if o.last_end > o.seg_start:  # _close, and the segment opened again
+                        segment(i, name, o.placement.servers, o.seg_start, o.last_end, o.partner)
+                    o.seg_start = t
+                    o.partner = -1
+                    del opened[i]  # reopened: last in the open segments' order, as _close
+                    opened[i] = o
+            else:  # as _open: a new run (the previous one, elsewhere, closed: a preemption)
+                if o is not None:
+                    del opened[i]
+                    if o.last_end > o.seg_start:
+                        segment(
+                            i, o.gpu_type, o.placement.servers, o.seg_start, o.last_end, o.partner
+                        )
+                    st.preemptions += 1
+                opened[i] = o = Open(t, name, slots, placement, -1, t)
+                st.last_start = t
+                if math.isnan(first_start[i]):
+                    first_start[i] = t
+                over = restore if ever_ran[i] or restore_first else 0.0
+                ever_ran[i] = True
+            # as _progress for one job
+            rate = rates[0]
+            steps = float(math.floor(rate * (L - over))) if whole else rate * (L - over)
+            work = st.job.work
+            left = work - st.done
+            if left <= steps:
+                end = t + over + left / rate
+                self._complete(i, end)
+            else:
+                st.done = min(work, st.done + steps)
+                end = t + over + steps / rate if whole else t + L
+            o.last_end = end
+            st.placement = placement
+            st.partner = None
+            st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
+            st.executed_seconds += end - t
+            st.attained_service += size * (end - t)
+            out[key] = (name, end)
+            prev[key] = (name, slots)
+        for key in [k for k in prev if k not in placed]:
+            del prev[key]
         return out
 
-    def _run_alone(
+    def _stop_absent(self, placed: dict[Key, tuple[str, tuple[int, ...]]]) -> None:
+        """Close the runs of the jobs not placed this round (stopped; preempted if not done)."""
+        opened, states = self.open, self.states
+        members = {i for key in placed for i in key}
+        for i in [i for i in opened if i not in members]:
+            o = opened[i]
+            self._close(i, o.last_end)
+            states[i].placement = None
+            states[i].last_stop = o.last_end
+            if math.isnan(self.completion[i]):
+                states[i].preemptions += 1
+
+    def _run_pair(
         self,
         key: Key,
         t: float,
@@ -250,43 +295,22 @@ class GavelSim(GavelWalk):
         slots: tuple[int, ...],
         placement: GrantPlacement,
         size: int,
-        rate: float,
-        out: dict[Key, tuple[str, float]],
-    ) -> None:
-        """One job's gang this round (the rounds' common case).
-
-        :meth:`_open` and :meth:`_progress` for a single job, written out.
-        """
-        i = key[0]
-        o = self.open.get(i)
-        if o is not None and o.gpu_type == name and self._stays(o, name, slots):
-            # as _open: the run goes on; a new segment after a gap or a partner change
-            over = 0.0
-            if o.last_end < t or o.partner != -1:
-                self._close(i, o.last_end)
-                o = self.open[i] = Open(t, name, slots, o.placement, -1, t)
-        else:
-            over = self._open(i, t, name, slots, -1)
-            o = self.open[i]
-        st = self.states[i]
-        work = self.jobs[i].work
-        span = self.L - over
-        steps = float(math.floor(rate * span)) if self.whole else rate * span
-        left = work - st.done
-        if left <= steps:
-            end = t + over + left / rate
-            self._complete(i, end)
-        else:
-            st.done = min(work, st.done + steps)
-            end = t + over + steps / rate if self.whole else t + self.L
-        st.placement = placement
-        st.partner = None
-        st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
-        st.executed_seconds += end - t
-        st.attained_service += size * (end - t)
-        o.last_end = end
-        out[key] = (name, end)
+        rates: tuple[float, ...],
+    ) -> tuple[str, float]:
+        """A pair's gang this round (its type and end): runs, progress, completions."""
+        partner = {key[0]: key[-1], key[-1]: key[0]} if len(key) == 2 else {key[0]: -1}
+        overhead = {i: self._open(i, t, name, slots, partner[i]) for i in key}
+        ends = self._progress(key, t, rates, overhead, name, slots)
+        for i in key:
+            st = self.states[i]
+            st.placement = placement
+            st.partner = self.jobs[partner[i]].job_id if partner[i] >= 0 else None
+            st.rounds_received[name] = st.rounds_received.get(name, 0) + 1
+            st.executed_seconds += ends[i] - t
+            st.attained_service += size * (ends[i] - t)
+            self.open[i].last_end = ends[i]
         self.prev[key] = (name, slots)
+        return name, max(ends.values())
 
     def _steps(self, rate: float, overhead: float, whole: bool) -> float:
         """Steps a gang makes in a whole round: Gavel's ``int(rate * L)`` with whole steps."""
@@ -368,3 +392,4 @@ class GavelSim(GavelWalk):
     def _complete(self, i: int, when: float) -> None:
         self.states[i].done = self.jobs[i].work
         self.completion[i] = when
+        self.completed += 1  # the round's end looks for them (_end_round)

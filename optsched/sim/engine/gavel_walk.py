@@ -21,16 +21,17 @@ class GavelWalk(GavelBook):
         r"""Gavel's ``_update_priorities``: one column per type, one row per combination.
 
         Elementwise as Gavel: :math:`X / (t / T)` (:math:`X \cdot 10^9` where the fraction is
-        0), 0 where :math:`X = 0` or the combination cannot run on the type.
+        0), 0 where :math:`X = 0` or the combination cannot run on the type. (The divisions
+        skip the entries they would not keep, with the same values where they are kept.)
         """
         total = np.array([self.worker_time[name] for name in self.types])
         x = self.x
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fraction = np.where(
-                total == 0.0, 0.0, self.job_time / np.where(total == 0.0, 1.0, total)
-            )
-            p = np.where(fraction > 0.0, x / fraction, x * 1e9)
-        return np.where((x == 0.0) | ~self.can_run, 0.0, p)
+        fraction = np.divide(
+            self.job_time, total, out=np.zeros_like(self.job_time), where=total != 0.0
+        )
+        p = np.divide(x, fraction, out=x * 1e9, where=fraction > 0.0)
+        p[(x == 0.0) | ~self.can_run] = 0.0
+        return p
 
     def priorities(self) -> dict[str, dict[Key, float]]:
         """Gavel's ``_update_priorities`` (module notes), for every combination and type."""
@@ -46,15 +47,18 @@ class GavelWalk(GavelBook):
         keys = list(self.keys)
         table = self._priority_table()
         need = [self.jobs[key[0]].num_gpus for key in keys]
+        # every type's ranking in one sort, by decreasing (p, deficit, X), ties in insertion
+        # order: Gavel's stable sorted(reverse=True); lexsort is stable, its last key the
+        # primary one, and sorts each row (type) of the transposed tables on its own
+        ranks = np.lexsort((-self.x.T, -self.deficit.T, -table.T))
+        runs_by_type = self.can_run.T.tolist()
+        positive_by_type = (table.T > 0.0).tolist() if self.fifo else None
         done: set[int] = set()
         for name in order:
             j = self.col[name]
-            p = table[:, j]
-            # decreasing (p, deficit, X), ties in insertion order: Gavel's stable
-            # sorted(reverse=True); lexsort is stable, its last key the primary one
-            ranked = np.lexsort((-self.x[:, j], -self.deficit[:, j], -p)).tolist()
-            runs = self.can_run[:, j].tolist()
-            positive = (p > 0.0).tolist()
+            ranked = ranks[j].tolist()
+            runs = runs_by_type[j]
+            positive = positive_by_type[j] if positive_by_type is not None else runs
             left = self.types[name].count
             here = counted[name]
             for r in ranked:
@@ -65,7 +69,7 @@ class GavelWalk(GavelBook):
                 key = keys[r]
                 if key[0] in done or (len(key) == 2 and key[1] in done):
                     continue
-                if self.fifo and not positive[r]:
+                if not positive[r]:  # gavel-fifo only (runs otherwise, true here)
                     continue
                 if need[r] > left:
                     continue
@@ -77,11 +81,12 @@ class GavelWalk(GavelBook):
     def place(self, counted: dict[str, list[Key]]) -> dict[Key, tuple[str, tuple[int, ...]]]:
         """Gavel's worker assignment: keep previous GPUs when free, else first free in order."""
         placed: dict[Key, tuple[str, tuple[int, ...]]] = {}
+        jobs, previous, alloc = self.jobs, self.prev, self.alloc
         for name, keys in counted.items():
             taken: set[int] = set()
             ptr = 0
             slots = self.slots[name]
-            sizes = [self.jobs[key[0]].num_gpus for key in keys]
+            sizes = [jobs[key[0]].num_gpus for key in keys]
             distinct = sorted(set(sizes), reverse=True)
             for size in distinct:
                 group = (
@@ -91,14 +96,14 @@ class GavelWalk(GavelBook):
                 )
                 fresh: list[Key] = []
                 for key in group:
-                    prev = self.prev.get(key)
+                    prev = previous.get(key)
                     if prev is not None and prev[0] == name and taken.isdisjoint(prev[1]):
                         placed[key] = prev
                         taken.update(prev[1])
                     else:
                         fresh.append(key)
                 for key in fresh:
-                    if key not in self.alloc:
+                    if key not in alloc:
                         continue  # new since the last reset: its GPUs stay idle
                     got: list[int] = []
                     while len(got) < size and ptr < len(slots):

@@ -101,6 +101,9 @@ class IsolatedTime:
         # hundreds of thousands of times.
         self._rates: dict[int, tuple[float, ...]] = {}
         self._rates_of: tuple[object, tuple[str, ...]] | None = None
+        # per job (same world and types): whether it can run somewhere, and whether its fixed
+        # fields pass _round_job's checks (both pure functions of the world, job and types)
+        self._fixed: dict[int, tuple[bool, bool]] = {}
 
     def rates(self, state: SimState, s: JobState, types: tuple[str, ...]) -> tuple[float, ...]:
         """``state.rate(s, t)`` for each type ``t``, cached per job for the world and types."""
@@ -111,6 +114,7 @@ class IsolatedTime:
             or (self._rates_of[1] != types)
         ):
             self._rates = {}
+            self._fixed = {}
             self._rates_of = key
         if not FAST_ROUNDS:
             return tuple(state.rate(s, name) for name in types)
@@ -121,6 +125,24 @@ class IsolatedTime:
             rates = tuple(float(state.rate(s, name)) for name in types)
             self._rates[index] = rates
         return rates
+
+    def fixed(
+        self, state: SimState, s: JobState, types: tuple[str, ...], capacity: tuple[int, ...]
+    ) -> tuple[tuple[float, ...], bool, bool]:
+        """The job's :meth:`rates`, whether it can run somewhere, whether its fixed fields pass.
+
+        It can run on a type with a positive rate and as many GPUs as its gang; its fixed
+        fields are those :func:`_round_job` checks every round. Kept per job with the rates.
+        """
+        rates = self.rates(state, s, types)
+        got = self._fixed.get(s.job.index) if FAST_ROUNDS else None
+        if got is None:
+            job = s.job
+            runs = any(r > 0 and job.num_gpus <= c for r, c in zip(rates, capacity, strict=True))
+            got = (runs, _fixed_ok(job.job_id, rates, job.num_gpus, job.weight))
+            if FAST_ROUNDS:
+                self._fixed[job.index] = got
+        return rates, got[0], got[1]
 
     def update(self, job_id: str, steps_left: float) -> float:
         """Account for the progress since the previous round; the job's history ``h_m``."""
@@ -195,8 +217,8 @@ def allocation_jobs(
     states: list[JobState] = []
     jobs: list[AllocationJob] = []
     for s in state.active:
-        rates = isolated.rates(state, s, types)
-        if not any(r > 0 and s.job.num_gpus <= c for r, c in zip(rates, capacity, strict=True)):
+        rates, runs, fixed_ok = isolated.fixed(state, s, types, capacity)
+        if not runs:
             continue  # it can run nowhere: the round has nothing to give it
         left = max(s.job.work - s.done, 0.0)
         job_id = s.job.job_id
@@ -214,6 +236,7 @@ def allocation_jobs(
                 isolated_time_s=history,
                 job_type=None if job_type is None else job_type(state, s),
                 time_to_deadline_s=due if deadlines and due > 0 else None,
+                fixed_ok=fixed_ok,
             )
         )
     return RoundJobs(types, capacity, tuple(states), tuple(jobs))
@@ -221,6 +244,20 @@ def allocation_jobs(
 
 def _finite_at_least(value: float, low: float) -> bool:
     return math.isfinite(value) and value >= low
+
+
+def _fixed_ok(job_id: str, rates: tuple[float, ...], scale_factor: int, weight: float) -> bool:
+    """Whether a job's fixed fields pass :func:`_round_job`'s checks (the same every round)."""
+    return (
+        type(job_id) is str
+        and 1 <= len(job_id) <= 200
+        and all(type(r) is float and 0.0 <= r < math.inf for r in rates)  # False at NaN
+        and any(r > 0 for r in rates)
+        and isinstance(scale_factor, int)
+        and 1 <= scale_factor <= 1_000_000
+        and math.isfinite(weight)
+        and weight > 0
+    )
 
 
 def _round_job(
@@ -234,6 +271,7 @@ def _round_job(
     isolated_time_s: float,
     job_type: str | None,
     time_to_deadline_s: float | None,
+    fixed_ok: bool | None = None,
 ) -> AllocationJob:
     """An :class:`AllocationJob` built from the simulation state, without pydantic's pass.
 
@@ -245,16 +283,11 @@ def _round_job(
     one the validating constructor would build.
     """
     rates = throughput_steps_per_s
+    if fixed_ok is None:
+        fixed_ok = _fixed_ok(job_id, rates, scale_factor, weight)
     ok = (
         FAST_ROUNDS
-        and type(job_id) is str
-        and 1 <= len(job_id) <= 200
-        and all(type(r) is float and 0.0 <= r < math.inf for r in rates)  # False at NaN
-        and any(r > 0 for r in rates)
-        and isinstance(scale_factor, int)
-        and 1 <= scale_factor <= 1_000_000
-        and math.isfinite(weight)
-        and weight > 0
+        and fixed_ok
         and _finite_at_least(steps_remaining, 0.0)
         and _finite_at_least(time_since_start_s, 0.0)
         and _finite_at_least(isolated_time_s, 0.0)
@@ -772,19 +805,30 @@ class AllocationLP(Policy):
         from optsched.allocation.gavel.interior import gavel_makespan_interior, interior_allocation
         from optsched.allocation.gavel.twin import solve_twin
 
-        self._history_by_id()
-        round_jobs = allocation_jobs(state, self._isolated, job_type=self.job_type, deadlines=True)
-        jobs = list(round_jobs.jobs)
-        if not jobs:
-            return {}
-        types = round_jobs.gpu_types
-        instance = AllocationInstance(
-            gpu_types=types,
-            capacity=round_jobs.capacity,
-            jobs=tuple(jobs),
-            pair_throughputs=self.pair_throughputs(state, jobs),
-            prices=self._prices(types),
-        )
+        # the round's instance as solve_round builds it: by the run's tables (the same values)
+        # when the round takes the array path, else job by job
+        tables = self._round_tables(state)
+        if tables is not None:
+            built = tables.round(state)
+            if built is None:
+                return {}
+            instance = built[1]
+        else:
+            round_jobs = allocation_jobs(
+                state, self._isolated, job_type=self.job_type, deadlines=True
+            )
+            jobs = list(round_jobs.jobs)
+            if not jobs:
+                return {}
+            types = round_jobs.gpu_types
+            # the jobs are checked already: the instance's own checks only
+            instance = _round_instance(
+                types,
+                round_jobs.capacity,
+                tuple(jobs),
+                self.pair_throughputs(state, jobs),
+                self._prices(types),
+            )
         objective, aware = LP_POLICIES[self.policy]
         x: Any = None
         try:
@@ -809,7 +853,10 @@ class AllocationLP(Policy):
             result = accept_round(solve(instance, self.policy, accept_feasible=True))
             assert result.solution is not None
             x = result.solution.fractions
-        self._isolated.record(instance)
+        if tables is not None:
+            tables.record(instance)
+        else:
+            self._isolated.record(instance)
         return as_fractions(instance, x)
 
     def job_type(self, state: SimState, s: JobState) -> str | None:
