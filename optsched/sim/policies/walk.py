@@ -21,7 +21,7 @@ import bisect
 import heapq
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from optsched.sim.engine.policy import (
     Consolidation,
@@ -648,8 +648,22 @@ def _sorted_decision(
     )
 
 
-def walk_elastic(p: OrderWalk, state: SimState) -> PolicyDecision:
-    """The reference walk with elastic sizes (:mod:`optsched.sim.policies.elastic`)."""
+def _placed_gpus(s: JobState) -> int:
+    """GPUs of a running job's placement (an elastic gang may hold other than it asked)."""
+    return s.placement.num_gpus if s.placement is not None else 0
+
+
+def _sorted_candidates(
+    p: OrderWalk, state: SimState, held: Callable[[JobState], int]
+) -> tuple[list[str], dict[str, int], list[JobState]]:
+    """The full-sort walks' start: GPU types, GPUs free per type, candidates in key order.
+
+    The queue is brought up to date first: it holds every waiting job (the hooks read it), the
+    arrived ones and the ones granted last time that the engine could not place. A preemptive
+    walk ranks every active job on the whole cluster; otherwise the running ones keep their
+    GPUs (``held(s)`` of them, counted once per shared gang) and only the waiting ones are
+    candidates.
+    """
     queue = p.queue
     running_ids = {s.job_id for s in state.running}
     for job_id in state.finished:
@@ -663,12 +677,19 @@ def walk_elastic(p: OrderWalk, state: SimState) -> PolicyDecision:
     if p.preemptive:
         candidates = list(state.active)
     else:
-        # non-preemptive: running jobs keep their gangs (a resize would be a restart)
         for s in state.running:
             if s.placement is not None and not (s.partner is not None and s.partner < s.job_id):
-                free[s.placement.gpu_type] -= s.placement.num_gpus
+                free[s.placement.gpu_type] -= held(s)
         candidates = [s for s in state.active if s.job_id not in running_ids]
     candidates.sort(key=lambda s: p._full_key(state, s))
+    return names, free, candidates
+
+
+def walk_elastic(p: OrderWalk, state: SimState) -> PolicyDecision:
+    """The reference walk with elastic sizes (:mod:`optsched.sim.policies.elastic`)."""
+    queue = p.queue
+    # non-preemptive: running jobs keep their gangs (a resize would be a restart)
+    names, free, candidates = _sorted_candidates(p, state, held=_placed_gpus)
     aware = p.aware
     sized = elastic_sizes(
         state,
@@ -709,25 +730,7 @@ def walk_elastic(p: OrderWalk, state: SimState) -> PolicyDecision:
 def walk_reference(p: OrderWalk, state: SimState) -> PolicyDecision:
     """The specification: a full sort of the candidates at every decision."""
     queue = p.queue
-    running_ids = {s.job_id for s in state.running}
-    for job_id in state.finished:
-        queue.discard(job_id)
-    # the queue holds every waiting job (the hooks read it): the arrived ones, and the
-    # ones granted last time that the engine could not place
-    for s in state.active:
-        if s.job_id not in running_ids and s.job_id not in queue:
-            queue.push(s, p._full_key(state, s))
-    p.before(state)
-    names = list(state.world.cluster.names)
-    free = {t.name: t.count for t in state.world.cluster.gpu_types}
-    if p.preemptive:
-        candidates = list(state.active)
-    else:
-        for s in state.running:
-            if s.placement is not None and not (s.partner is not None and s.partner < s.job_id):
-                free[s.placement.gpu_type] -= s.job.num_gpus
-        candidates = [s for s in state.active if s.job_id not in running_ids]
-    candidates.sort(key=lambda s: p._full_key(state, s))
+    names, free, candidates = _sorted_candidates(p, state, held=lambda s: s.job.num_gpus)
     grants: list[Grant] = []
     granted: list[JobState] = []
     for s in candidates:
