@@ -163,7 +163,9 @@ def test_cli_compare_on_a_six_job_trace(tmp_path: Path, capsys: pytest.CaptureFi
     from optsched.traces import read_trace
 
     grid = auto_round_seconds(
-        world_from_trace(read_trace(trace).jobs, sim.parse_cluster("v100=2,k80=2"))
+        world_from_trace(
+            read_trace(trace).jobs, sim.parse_cluster("v100=2,k80=2"), throughputs="uniform"
+        )
     )
     code = main(
         [
