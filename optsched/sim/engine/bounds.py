@@ -26,10 +26,14 @@ def default_horizon(world: World, round_seconds: float | None) -> float:
         if j.batch_schedule is not None:
             total += _slowest_seconds(world, j)
             continue
+        # every gang size the job may run at (an elastic job may run on min_gpus of the
+        # slowest type all along: a non-preemptive policy keeps the gang it started with)
+        lo, hi = min(j.min_gpus, j.num_gpus), max(j.max_gpus, j.num_gpus)
         rates = [
-            world.rate(j, t.name, c)
+            world.rate(j, t.name, c, num_gpus=n)
+            for n in range(lo, hi + 1)
             for t in world.cluster.gpu_types
-            if t.count >= j.num_gpus
+            if t.count >= n
             for c in (True, False)
         ]
         positive = [r for r in rates if r > 0]

@@ -31,7 +31,8 @@ wake-ups, every loop iteration consumes an arrival batch, a completion, a round 
 the loop runs at most ``2 n + R + W + 1 + P`` times (``P``: the batch-phase boundaries of
 the dynamic jobs, each crossed once); that bound is checked against
 ``limits.max_events`` before anything runs. The horizon (``max_time``) defaults to the last arrival
-plus twice the sum, over jobs, of the job's time alone on its slowest type (slowed by
+plus twice the sum, over jobs, of the job's time alone on its slowest type and gang size (an
+elastic job's from ``min_gpus`` to ``max_gpus``; slowed by
 ``L / (L - restore)`` in rounds), plus ``restore_s`` per possible event, plus ``n + 2``
 rounds (a job finishing mid-round leaves its GPUs idle until the round ends); a run cut short
 there says so (``SimResult.truncated``).
