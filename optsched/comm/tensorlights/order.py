@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+import optsched.comm.tensorlights.kernel as _k
 from optsched import limits
-from optsched.comm.tensorlights import kernel as _k
 from optsched.comm.tensorlights.instance import TensorLightsInstance
 from optsched.comm.tensorlights.simulator import Engine, event_bound, layout, levels, simulate
 from optsched.comm.tensorlights.solution import OBJECTIVES, Objective, SimulationResult

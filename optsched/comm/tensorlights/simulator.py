@@ -39,8 +39,8 @@ from typing import Literal
 
 import numpy as np
 
+import optsched.comm.tensorlights.kernel as _k
 from optsched import limits
-from optsched.comm.tensorlights import kernel as _k
 from optsched.comm.tensorlights.instance import MAX_TIME_RANGE, MIN_DURATION, TensorLightsInstance
 from optsched.comm.tensorlights.reference import simulate_reference
 from optsched.comm.tensorlights.solution import NicTrace, SimulationResult
