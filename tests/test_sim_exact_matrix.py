@@ -224,3 +224,24 @@ def test_parity_and_clique_rows_keep_the_optimum_of_an_odd_packing() -> None:
     # five gangs, seven GPUs, two per round: the last ends in round 3 at the earliest, and
     # with the cuts the LP knows one GPU-round stays idle (its bound is the optimum here)
     assert within(bound, plain.objective, 1e-6)
+
+
+def test_root_heuristic_runs_under_its_node_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heuristic's MIP gets HEURISTIC_OPTIONS, so it stops without a time limit too."""
+    import optsched.solvers as solvers
+
+    seen: list[dict[str, object] | None] = []
+    real = solvers.solve_matrix
+
+    def spy(lp: LinearProgram, **kw: object) -> object:
+        if lp.integrality is not None and any(lp.integrality):
+            seen.append(kw.get("options"))  # type: ignore[arg-type]
+        return real(lp, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(solvers, "solve_matrix", spy)
+    world, L = _short_jobs()
+    record = simulate(world, make_policy("fifo"), round_seconds=L)
+    start = start_from_record(world, record, L)
+    built = xm.build_matrix(world, L, upper_bound=start.value)
+    xm.root_pass(built, start)
+    assert seen and all(o == xm.HEURISTIC_OPTIONS for o in seen)

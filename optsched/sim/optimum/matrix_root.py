@@ -210,7 +210,10 @@ def _fix_and_solve(
         sense="min", integrality=ints, offset=lp.offset,
     )  # fmt: skip
     try:
-        out = solve_matrix(sub, time_limit=time_limit, accept_feasible=True)
+        # the node budget stops the heuristic without a time limit too (an exact solve has none)
+        out = solve_matrix(
+            sub, time_limit=time_limit, accept_feasible=True, options=HEURISTIC_OPTIONS
+        )
     except NotOptimalError:
         return None
     if out.x is None:
