@@ -77,6 +77,7 @@ from optsched.sim.engine.elasticflow_options import (
     scheme_of,
 )
 from optsched.sim.engine.elasticflow_run import ElasticFlowSim, buddy_place
+from optsched.sim.world.throughputs import Throughputs
 
 if TYPE_CHECKING:
     from optsched.sim.engine.policy import Policy
@@ -94,14 +95,38 @@ __all__ = [
 ]
 
 
-def elasticflow_world(world: World, scheme: str) -> World:
-    """``world`` with every job's gang bounds ``[1, cap]`` (the scheme's cap, module notes)."""
+def elasticflow_world(world: World, scheme: str, measured: bool = False) -> World:
+    """``world`` with every job's gang bounds ``[1, cap]`` (the scheme's cap, module notes).
+
+    With ``measured`` and a table of scaling profiles, the table holds the measured rates at
+    the measured GPU counts instead of the profiles' concave envelopes.
+    """
     n = sum(t.count for t in world.cluster.gpu_types)
     jobs = tuple(
         dataclasses.replace(j, min_gpus=1, max_gpus=max(j.num_gpus, gang_cap(j, scheme, n)))
         for j in world.jobs
     )
-    return dataclasses.replace(world, jobs=jobs)
+    table = world.throughputs
+    if measured and table.curves:
+        alone: dict[tuple[str, bool], dict[tuple[str, int], float]] = {}
+        for (g, jt), curve in table.curves.items():
+            tab = alone.setdefault((g, True), {})
+            for c, r in zip(curve.counts, curve.rates, strict=True):
+                tab[(jt, c)] = r
+        table = Throughputs(
+            alone=alone,
+            pairs={},
+            generic_speed=table.generic_speed,
+            reference=table.reference,
+            source=f"{table.source} (measured rates)",
+        )
+    return dataclasses.replace(world, jobs=jobs, throughputs=table)
+
+
+def measured_counts(world: World) -> dict[str, tuple[int, ...]]:
+    """The measured GPU counts of each job type of ``world``'s scaling profiles (one type)."""
+    (gt,) = world.cluster.gpu_types
+    return {jt: c.counts for (g, jt), c in world.throughputs.curves.items() if g == gt.name}
 
 
 def simulate_elasticflow(
@@ -158,7 +183,7 @@ def simulate_elasticflow(
         )
     scheme = scheme_of(policy)
     assert scheme is not None
-    wide = elasticflow_world(world, scheme)
+    wide = elasticflow_world(world, scheme, opts.measured_rates)
     horizon = default_horizon(wide, opts.slot_seconds) if max_time is None else max_time
     if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon >= 0):
         raise InvalidInstanceError("max_time", f"must be a finite number >= 0, got {horizon!r}")
@@ -167,7 +192,7 @@ def simulate_elasticflow(
     bound = math.floor(float(horizon) / opts.slot_seconds) + 3.0 * len(world.jobs) + 5.0
     limits.check_size("jobs", bound, "max_events", "events")
     policy.reset(wide)
-    sim = ElasticFlowSim(wide, scheme, opts)
+    sim = ElasticFlowSim(wide, scheme, opts, measured_counts(world))
     result = sim.run(float(horizon), bound)
     result.policy = policy.name
     return result

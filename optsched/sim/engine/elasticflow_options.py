@@ -57,11 +57,18 @@ class ElasticFlowMechanism:
     restart_every : int
         Every this many decisions the overhead is a restart's and the communicator cache is
         emptied (ElasticFlow reuses ``scheduling_slot`` for it: 60).
+    measured_rates : bool
+        With a world built from ElasticFlow's scaling profiles: run every job at the rate
+        measured for its gang size (ElasticFlow's table, not monotone: bert at batch 128 runs
+        slower on 64 A100s than on 16), and plan only on the measured sizes, rather than at the
+        concave envelope the world interpolates (default ``True``; the record's world carries
+        the measured table, so the validator checks against it).
     """
 
     slot_seconds: float = DEFAULT_SLOT_SECONDS
     overhead: bool = True
     restart_every: int = 60
+    measured_rates: bool = True
 
     def __post_init__(self) -> None:
         s = self.slot_seconds
@@ -69,6 +76,10 @@ class ElasticFlowMechanism:
             raise InvalidInstanceError("slot_seconds", f"must be a finite number > 0, got {s!r}")
         if not isinstance(self.overhead, bool):
             raise InvalidInstanceError("overhead", f"must be a bool, got {self.overhead!r}")
+        if not isinstance(self.measured_rates, bool):
+            raise InvalidInstanceError(
+                "measured_rates", f"must be a bool, got {self.measured_rates!r}"
+            )
         r = self.restart_every
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:
             raise InvalidInstanceError("restart_every", f"must be an integer >= 1, got {r!r}")

@@ -7,6 +7,7 @@ rules); the plans are :mod:`optsched.sim.engine.elasticflow_plan`'s.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from optsched.sim.engine.elasticflow_options import (
@@ -107,7 +108,13 @@ def _spread(used: list[list[bool]], caps: list[int], g: int) -> Place:
 class ElasticFlowSim:
     """One run of ElasticFlow's mechanism (module notes of :mod:`~.elasticflow`)."""
 
-    def __init__(self, world: World, scheme: str, opts: ElasticFlowMechanism) -> None:
+    def __init__(
+        self,
+        world: World,
+        scheme: str,
+        opts: ElasticFlowMechanism,
+        counts: Mapping[str, tuple[int, ...]] | None = None,
+    ) -> None:
         self.world = world
         self.scheme = scheme
         self.opts = opts
@@ -121,8 +128,12 @@ class ElasticFlowSim:
         self.levels: list[list[int]] = []
         for job in jobs:
             cap = gang_cap(job, scheme, self.N)
-            lv = [1 << k for k in range(cap.bit_length()) if (1 << k) <= cap]
-            lv = [n for n in lv if self._rate(job.index, n) > 0] if lv else lv
+            lv = [1 << k for k in range(cap.bit_length())]
+            measured = (counts or {}).get(job.job_type)
+            if measured is not None:
+                # plan only on the sizes ElasticFlow measured (its levels)
+                lv = [n for n in lv if n in measured]
+            lv = [n for n in lv if self._rate(job.index, n) > 0]
             self.levels.append(lv or [1])
         self.left = [j.work for j in jobs]
         self.active: list[int] = []  # admitted (or, for EDF, arrived) and unfinished
