@@ -223,14 +223,14 @@ def compare_command(
     if policies.strip() == "all":
         # "every policy" means every policy whose model admits this world; the others are
         # listed with their reason rather than failing the whole comparison
-        from optsched.sim.engine.gavel import gavel_refuses
+        from optsched.cli._mechanism import refuses
         from optsched.sim.policies import make_policy
 
         for name in names:
             made = make_policy(name)
             reason = made.refuses(world)
-            if reason is None and how != "optsched":
-                reason = gavel_refuses(made)
+            if reason is None:
+                reason = refuses(made, how)
             if reason is not None:
                 left_out[name] = reason
         names = [n for n in names if n not in left_out]
