@@ -54,14 +54,14 @@ def test_hand_case_admission_overhead_and_slot() -> None:
     )
     res = simulate(world, "elasticflow", mechanism="elasticflow")
     validate(res.world, res).raise_if_invalid()
-    assert res.extra["declined"] == ["B"]
+    assert res.extra["declined_jobs"] == ["B"]
     assert _segments(res, "A") == [(10.0, 60.0, 8), (62.0, 87.0, 8)]
     assert res.completion[0] == pytest.approx(87.0)
     assert math.isnan(res.completion[1])
     # without the overhead: 75 s on 8 GPUs from 0, one segment
     off = simulate(world, "elasticflow", mechanism=ElasticFlowMechanism(overhead=False))
     assert _segments(off, "A") == [(0.0, 75.0, 8)]
-    assert off.extra["declined"] == ["B"]
+    assert off.extra["declined_jobs"] == ["B"]
 
 
 def test_min_share_plans_as_late_as_possible() -> None:
@@ -140,7 +140,7 @@ def test_records_valid_gangs_powers_of_two(
     validate(res.world, res).raise_if_invalid()
     for g in res.intervals_frame().groupby(["job_id", "start"])["gpus"].sum():
         assert g & (g - 1) == 0
-    declined = set(res.extra["declined"])
+    declined = set(res.extra["declined_jobs"])
     ids = [j.job_id for j in world.jobs]
     for job_id, (at, end) in res.extra["admission"].items():
         job = world.jobs[ids.index(job_id)]
@@ -158,3 +158,32 @@ def test_records_valid_gangs_powers_of_two(
             # plans round ends up to whole seconds, progress does not: no overhead, no lateness
             # the plans did not count on, so an admitted job meets its deadline
             assert res.completion[i] <= job.deadline + TIME_TOL
+
+
+def test_metrics_count_declined_as_missed_beside_outcome() -> None:
+    """ElasticFlow's count (declined = missed) beside optsched's (finished by the deadline)."""
+    from optsched.sim.measure.metrics import deadline_metrics, run_metrics
+
+    world = _world(
+        [
+            {"job_id": "A", "model": "lin", "total_steps": 600, "deadline": 1000},
+            {"job_id": "B", "model": "lin", "total_steps": 800, "arrival": 30, "deadline": 100},
+        ]
+    )
+    res = simulate(world, "elasticflow", mechanism="elasticflow")
+    d = deadline_metrics(res)
+    assert (d["deadlines"], d["deadlines_met"], d["deadlines_met_admitted"]) == (2, 1, 1)
+    assert (d["deadlines_declined"], d["deadlines_late"]) == (1, 0)
+    m = run_metrics(res)
+    assert m["deadlines_met_fraction_admitted"] == 0.5 and m["deadlines_declined"] == 1
+    # optsched's own policy declines on its 60 s grid (deadline 100 counts as 60) a job needing
+    # 90 s, then runs it as the lowest class: it finishes at 90, in time. optsched's count
+    # says met, ElasticFlow's says missed.
+    one = _world([{"job_id": "C", "model": "lin", "total_steps": 90, "deadline": 100}])
+    res = simulate(one, "elasticflow")
+    assert res.extra["declined_jobs"] == ["C"] and res.completion[0] <= 100
+    d = deadline_metrics(res)
+    assert (d["deadlines_met"], d["deadlines_met_admitted"], d["deadlines_declined"]) == (1, 0, 1)
+    # no deadlines: run_metrics carries no admission keys
+    plain = _world([{"job_id": "D", "model": "lin", "total_steps": 10}])
+    assert "deadlines_declined" not in run_metrics(simulate(plain, "fifo"))

@@ -345,7 +345,11 @@ def compare_command(
                 highlight=False,
             )
         raise click.exceptions.Exit(1)
-    short = {p: m["unfinished"] for p, m in result.metrics.items() if m["unfinished"]}
+    short = {
+        p: m["unfinished"] - m.get("declined_unfinished", 0)
+        for p, m in result.metrics.items()
+        if m["unfinished"] > m.get("declined_unfinished", 0)
+    }
     if short:
         listed = escape(", ".join(f"{p}: {n}" for p, n in short.items()))
         err_console.print(
@@ -597,16 +601,24 @@ def read_jobs(trace: Path) -> Any:
 def elastic_world(world: Any, factor: float) -> Any:
     """``world.elastic(max_factor=factor)``, its errors naming ``--elastic``.
 
-    The factor is bounded by the cluster's GPU count :math:`G`: every job requests at least one
-    GPU and no gang can exceed the cluster, so a factor above :math:`G` cannot mean anything a
-    factor of :math:`G` does not (and a huge one is most likely a typo).
+    A factor above the cluster's GPU count :math:`G` is clamped to :math:`G`, with a note on
+    stderr: every job requests at least one GPU and no gang can exceed the cluster, so such a
+    factor means nothing a factor of :math:`G` does not (the guide's ``--elastic 64`` then runs
+    on a 16-GPU cluster as ``--elastic 16``). A factor below 1 or not finite is refused.
     """
     total = sum(t.count for t in world.cluster.gpu_types)
-    if not (math.isfinite(factor) and 1 <= factor <= total):
+    if not (math.isfinite(factor) and factor >= 1):
         raise InvalidInstanceError(
-            "--elastic",
-            f"must be a finite number in [1, {total}] (the cluster's GPU count), got {factor}",
+            "--elastic", f"must be a finite number >= 1 (a gang-size factor), got {factor}"
         )
+    if factor > total:
+        err_console.print(
+            f"note: --elastic {factor:g} exceeds the cluster's {total} GPUs; clamped to {total} "
+            "(no gang can exceed the cluster)",
+            highlight=False,
+            markup=False,
+        )
+        factor = float(total)
     return world.elastic(max_factor=factor)
 
 

@@ -375,7 +375,12 @@ class ElasticFlowSim:
                 "slot_seconds": self.opts.slot_seconds,
                 "overhead": self.opts.overhead,
                 "overhead_gpu_seconds": self.overhead_total,
-                "declined": declined,
+                "admitted": len(self.admission),
+                "declined": len(declined),
+                "late": sum(
+                    1 for i in self.admission if not (self.completion[i] <= self.jobs[i].deadline)
+                ),
+                "declined_jobs": declined,
                 "admission": {self.jobs[i].job_id: v for i, v in self.admission.items()},
                 "work_conserving": False,
             },
