@@ -131,15 +131,24 @@ def _rows(draw: st.DrawFn) -> list[dict[str, object]]:
     return rows
 
 
-@given(_rows(), st.sampled_from(["elasticflow", "edf"]), st.booleans(), st.sampled_from([8, 16]))
+@given(
+    _rows(),
+    st.sampled_from(["elasticflow", "edf", "tiresias-las"]),
+    st.booleans(),
+    st.sampled_from([8, 16]),
+)
 def test_records_valid_gangs_powers_of_two(
     rows: list[dict[str, object]], policy: str, overhead: bool, count: int
 ) -> None:
     world = _world(rows, count=count)
     res = simulate(world, policy, mechanism=ElasticFlowMechanism(overhead=overhead))
     validate(res.world, res).raise_if_invalid()
-    for g in res.intervals_frame().groupby(["job_id", "start"])["gpus"].sum():
-        assert g & (g - 1) == 0
+    gangs = res.intervals_frame().groupby(["job_id", "start"])["gpus"].sum()
+    for (job_id, _), g in gangs.items():
+        if policy == "tiresias-las":
+            assert g == world.jobs[[j.job_id for j in world.jobs].index(job_id)].num_gpus
+        else:
+            assert g & (g - 1) == 0
     declined = set(res.extra["declined_jobs"])
     ids = [j.job_id for j in world.jobs]
     for job_id, (at, end) in res.extra["admission"].items():
@@ -152,7 +161,7 @@ def test_records_valid_gangs_powers_of_two(
             assert job.job_id not in res.extra["admission"]
         else:
             assert not math.isnan(res.completion[i])
-        if policy == "edf":
+        if policy != "elasticflow":
             assert not declined
         if policy == "elasticflow" and not overhead and job.job_id not in declined:
             # plans round ends up to whole seconds, progress does not: no overhead, no lateness
@@ -187,3 +196,24 @@ def test_metrics_count_declined_as_missed_beside_outcome() -> None:
     # no deadlines: run_metrics carries no admission keys
     plain = _world([{"job_id": "D", "model": "lin", "total_steps": 10}])
     assert "deadlines_declined" not in run_metrics(simulate(plain, "fifo"))
+
+
+def test_dlas_demotes_by_gpu_time_and_preempts() -> None:
+    """DLAS-GPU on 8 GPUs. A (8 GPUs, 8000 steps at 8/s) runs alone from 0; B (4 GPUs, 100 s)
+    arrives at 300 into queue 0 behind A, which holds all 8 GPUs and has 8 x 300 = 2400 < 3250
+    GPU-seconds: B waits. The next demotion event is ElasticFlow's formula, 300 + ceil((3250 -
+    300) / 8) = 669 (its limit in GPU-seconds, the executed time in seconds: A's GPU time had
+    crossed 3250 at 407). At 669 A is demoted to queue 1, B (queue 0) runs first and A, not
+    fitting beside it, is preempted; B ends at 769, where A resumes with 8000 - 8 x 669 = 2648
+    steps left: 331 s, done at 1100."""
+    world = _world(
+        [
+            {"job_id": "A", "model": "lin", "total_steps": 8000, "num_gpus": 8},
+            {"job_id": "B", "model": "lin", "total_steps": 400, "arrival": 300, "num_gpus": 4},
+        ]
+    )
+    res = simulate(world, "tiresias-las", mechanism=ElasticFlowMechanism(overhead=False))
+    validate(res.world, res).raise_if_invalid()
+    assert _segments(res, "A") == [(0.0, 669.0, 8), (769.0, 1100.0, 8)]
+    assert _segments(res, "B") == [(669.0, 769.0, 4)]
+    assert res.completion == [1100.0, 769.0]

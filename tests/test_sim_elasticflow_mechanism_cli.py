@@ -1,4 +1,4 @@
-"""``--mechanism elasticflow`` on the command line, the ``--elastic`` clamp, and where rounds fall."""
+"""``--mechanism elasticflow`` on the command line, the ``--elastic`` clamp, where rounds fall."""
 
 from __future__ import annotations
 

@@ -36,6 +36,7 @@ EF_POLICIES: dict[str, str] = {
     "elasticflow": "elasticflow",
     "edf": "edf",
     "edf-elastic": "edf",
+    "tiresias-las": "dlas",
 }
 
 _BATCH = re.compile(r"\(batch size (\d+)\)\s*$")
@@ -142,6 +143,8 @@ def gang_cap(job: SimJob, scheme: str, cluster_gpus: int) -> int:
     its name keeps its own ``max_gpus``. Never above the cluster.
     """
     batch = batch_size_of(job)
+    if scheme == "dlas":
+        return max(1, min(job.num_gpus, cluster_gpus))  # its requested gang, always
     if batch is None:
         cap = job.max_gpus
     elif scheme == "elasticflow":

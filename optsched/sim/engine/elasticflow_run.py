@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from optsched.sim.engine.elasticflow_dlas import DlasQueues
 from optsched.sim.engine.elasticflow_options import (
     ElasticFlowMechanism,
     gang_cap,
@@ -147,6 +148,7 @@ class ElasticFlowSim:
         self.cache: set[Place] = set()
         self.decisions = 0
         self.overhead_total = 0.0
+        self.dlas = DlasQueues([j.num_gpus for j in jobs], self.N) if scheme == "dlas" else None
         self.table = empty_intervals()
         self.completion = [math.nan] * len(jobs)
         self.first_start = [math.nan] * len(jobs)
@@ -220,6 +222,10 @@ class ElasticFlowSim:
             self.plans[i] = q
 
     def _decide_plans(self, t: float, new: list[int]) -> None:
+        if self.dlas is not None:
+            self.active += new
+            self.dlas.add(new)
+            return
         if self.scheme == "edf":
             self.active += new
             _, self.plans, _ = self._plan_all(self.active, t)
@@ -241,17 +247,23 @@ class ElasticFlowSim:
     def decide(self, t: float, new: list[int]) -> None:
         """Plans, gangs, placement and overhead at decision time ``t``."""
         self._decide_plans(t, new)
-        gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
-        gangs = [(i, g) for i, g in gangs if g > 0]
+        if self.dlas is not None:
+            gangs = list(self.dlas.decide().items())
+        else:
+            gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
+            gangs = [(i, g) for i, g in gangs if g > 0]
         place = buddy_place(gangs, self.caps)
-        charge = self.scheme == "elasticflow" and self.opts.overhead
+        charge = self.scheme in ("elasticflow", "dlas") and self.opts.overhead
         restart = self.decisions > 0 and self.decisions % self.opts.restart_every == 0
         overhead: dict[int, float] = {}
         for i, g in gangs:
-            if charge:
+            if charge and self.scheme == "elasticflow":
                 cached = place[i] in self.cache
                 self.cache.add(place[i])
                 overhead[i] = overhead_seconds(g, self.N, restart=restart, cached=cached)
+            elif charge and restart:
+                # DLAS-GPU: the restart's overhead delays every running job's end
+                overhead[i] = overhead_seconds(g, self.N, restart=True, cached=False)
             else:
                 overhead[i] = 0.0
         if charge and restart:
@@ -303,7 +315,11 @@ class ElasticFlowSim:
             if r <= 0:
                 continue
             done = start + self.left[i] / r
+            if self.dlas is not None:
+                self.dlas.account(i, min(done, nt) - start)
             if done <= nt:
+                if self.dlas is not None:
+                    self.dlas.remove(i)
                 self.left[i] = 0.0
                 self.completion[i] = done
                 self._close(i, done)
@@ -336,13 +352,19 @@ class ElasticFlowSim:
                 change = min((p.next_change(t) for p in self.plans.values()), default=math.inf)
                 if change < math.inf:
                     events.append(change)
+            if self.dlas is not None and self.dlas.next_demotion(t) < math.inf:
+                events.append(self.dlas.next_demotion(t))
             if not events:
                 if self.active:
                     events.append(t + slot)  # nothing runs yet: look again next slot
                 else:
                     break
             e = min(events)
-            nt = t + slot if (e - t <= slot and len(events) > 1) else e
+            if self.dlas is not None:
+                # DLAS-GPU's end and demotion events are never earlier than a slot on
+                nt = max(e, t + slot)
+            else:
+                nt = t + slot if (e - t <= slot and len(events) > 1) else e
             if nt > horizon or self.decisions >= bound:
                 truncated = True
                 if horizon > t:
