@@ -138,14 +138,7 @@ def simulate(
         )
     policy = make_policy(policy, field="policy")
     if mechanism == "elasticflow" or isinstance(mechanism, ElasticFlowMechanism):
-        from optsched.sim.engine.elasticflow import simulate_elasticflow
-
-        if restore_on_first_start:
-            raise InvalidInstanceError(
-                "restore_on_first_start", "ElasticFlow's mechanism charges its own overhead"
-            )
-        opts = mechanism if isinstance(mechanism, ElasticFlowMechanism) else None
-        return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
+        return _run_elasticflow(world, policy, mechanism, restore_on_first_start, max_time)
     gavel = _gavel_options(mechanism)
     if restore_on_first_start is not None:
         if not isinstance(restore_on_first_start, bool):
@@ -199,6 +192,24 @@ def _run_engine(
     bound = event_bound(world, rs, horizon, wake_budget)
     limits.check_size("jobs", bound, "max_events", "events")
     return Engine(world, policy, rs, float(horizon), wake_budget, bound).run()
+
+
+def _run_elasticflow(
+    world: World,
+    policy: Policy,
+    mechanism: object,
+    restore_on_first_start: bool | None,
+    max_time: float | None,
+) -> SimResult:
+    """:func:`simulate` under ElasticFlow's mechanism (its own overhead, no restore cost)."""
+    from optsched.sim.engine.elasticflow import simulate_elasticflow
+
+    if restore_on_first_start:
+        raise InvalidInstanceError(
+            "restore_on_first_start", "ElasticFlow's mechanism charges its own overhead"
+        )
+    opts = mechanism if isinstance(mechanism, ElasticFlowMechanism) else None
+    return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
 
 
 def _gavel_options(mechanism: object) -> GavelMechanism | None:
