@@ -133,7 +133,7 @@ def _rows(draw: st.DrawFn) -> list[dict[str, object]]:
 
 @given(
     _rows(),
-    st.sampled_from(["elasticflow", "edf", "tiresias-las"]),
+    st.sampled_from(["elasticflow", "edf", "tiresias-las", "gandiva"]),
     st.booleans(),
     st.sampled_from([8, 16]),
 )
@@ -145,7 +145,7 @@ def test_records_valid_gangs_powers_of_two(
     validate(res.world, res).raise_if_invalid()
     gangs = res.intervals_frame().groupby(["job_id", "start"])["gpus"].sum()
     for (job_id, _), g in gangs.items():
-        if policy == "tiresias-las":
+        if policy in ("tiresias-las", "gandiva"):
             assert g == world.jobs[[j.job_id for j in world.jobs].index(job_id)].num_gpus
         else:
             assert g & (g - 1) == 0
@@ -217,3 +217,30 @@ def test_dlas_demotes_by_gpu_time_and_preempts() -> None:
     assert _segments(res, "A") == [(0.0, 669.0, 8), (769.0, 1100.0, 8)]
     assert _segments(res, "B") == [(669.0, 769.0, 4)]
     assert res.completion == [1100.0, 769.0]
+
+
+@pytest.mark.parametrize(
+    ("origin", "completion"),
+    [
+        # every decision (0, 60, 120, ...) is on the trace's 60 s grid: the set rotates
+        (0.0, [100.0, 260.0, 160.0]),
+        # cluster 10's clock (first arrival 2,266,647 = 27 mod 60): no decision rotates
+        (27.0, [100.0, 200.0, 220.0]),
+    ],
+)
+def test_gandiva_time_slices_a_node_set(origin: float, completion: list[float]) -> None:
+    """Three 4-GPU jobs at 0 on one 8-GPU server: one node set of capacity 2 (B and C join
+    the full set: no free server), A and B run. No arrival is left after 0, so no overhead.
+    origin 0: at 60 the set rotates (C, A run; A done at 100), at 120 again (B, C; C done at
+    160), then B alone (done at 260). origin 27: A and B run, A done at 100, C replaces it at
+    120 (done at 220), B done at 200."""
+    world = _world(
+        [
+            {"job_id": "A", "model": "lin", "total_steps": 400, "num_gpus": 4},
+            {"job_id": "B", "model": "lin", "total_steps": 800, "num_gpus": 4},
+            {"job_id": "C", "model": "lin", "total_steps": 400, "num_gpus": 4},
+        ]
+    )
+    res = simulate(world, "gandiva", mechanism=ElasticFlowMechanism(clock_origin=origin))
+    validate(res.world, res).raise_if_invalid()
+    assert res.completion == completion

@@ -8,6 +8,7 @@ gap between ElasticFlow's simulator and an overhead-free simulation).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -16,6 +17,7 @@ from optsched.errors import InvalidInstanceError
 
 __all__ = [
     "MECHANISMS",
+    "clock_from_trace",
     "mechanism_from",
     "mechanism_options",
     "refuse_unsupported",
@@ -78,6 +80,20 @@ def mechanism_from(name: str, reset_interval: float | None, seed: int | None) ->
         )
     except InvalidInstanceError as exc:
         raise InvalidInstanceError("--reset-interval", exc.message) from None
+
+
+def clock_from_trace(mechanism: Any, trace: Any) -> Any:
+    """ElasticFlow's mechanism with the trace's first arrival as ``clock_origin`` (others as is).
+
+    A world built from a trace starts its clock at the first arrival; ElasticFlow's Gandiva
+    rotates its time slices on the trace's own 60 s grid, which this restores.
+    """
+    from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism
+
+    if not isinstance(mechanism, ElasticFlowMechanism) or len(trace.jobs) == 0:
+        return mechanism
+    origin = float(trace.jobs["arrival"].min())
+    return dataclasses.replace(mechanism, clock_origin=origin)
 
 
 def refuses(policy: Any, mechanism: Any) -> str | None:

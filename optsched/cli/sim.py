@@ -38,6 +38,7 @@ import click
 from rich.markup import escape
 
 from optsched.cli._mechanism import (
+    clock_from_trace,
     mechanism_from,
     mechanism_options,
     refuse_unsupported,
@@ -176,6 +177,7 @@ def run(
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read)
     world = world_from_trace(read, spec, table, restore_s=restore_s, batch_modes=not static_batches)
+    how = clock_from_trace(how, read)
     world = scaled_arrivals(world, load, offered_load)
     if elastic is not None:
         world = elastic_world(world, elastic)

@@ -217,6 +217,9 @@ def compare_command(
         table = _table(spec, throughputs, reference, read)
         world = world_from_trace(read, spec, table, restore_s=restore_s)
         world = scaled_arrivals(world, load, offered_load)
+        from optsched.cli._mechanism import clock_from_trace
+
+        how = clock_from_trace(how, read)
         if elastic is not None:
             world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}

@@ -37,6 +37,7 @@ EF_POLICIES: dict[str, str] = {
     "edf": "edf",
     "edf-elastic": "edf",
     "tiresias-las": "dlas",
+    "gandiva": "gandiva",
 }
 
 _BATCH = re.compile(r"\(batch size (\d+)\)\s*$")
@@ -64,12 +65,18 @@ class ElasticFlowMechanism:
         slower on 64 A100s than on 16), and plan only on the measured sizes, rather than at the
         concave envelope the world interpolates (default ``True``; the record's world carries
         the measured table, so the validator checks against it).
+    clock_origin : float
+        The trace's time of the world's ``t = 0`` (a world built from a trace starts its clock
+        at the first arrival): ElasticFlow's Gandiva rotates its time slices only at decisions
+        whose trace time is a multiple of the slot. ``sim run`` and ``sim compare`` set it to
+        the trace's first arrival. Default 0.
     """
 
     slot_seconds: float = DEFAULT_SLOT_SECONDS
     overhead: bool = True
     restart_every: int = 60
     measured_rates: bool = True
+    clock_origin: float = 0.0
 
     def __post_init__(self) -> None:
         s = self.slot_seconds
@@ -77,6 +84,9 @@ class ElasticFlowMechanism:
             raise InvalidInstanceError("slot_seconds", f"must be a finite number > 0, got {s!r}")
         if not isinstance(self.overhead, bool):
             raise InvalidInstanceError("overhead", f"must be a bool, got {self.overhead!r}")
+        o = self.clock_origin
+        if isinstance(o, bool) or not (isinstance(o, int | float) and math.isfinite(o)):
+            raise InvalidInstanceError("clock_origin", f"must be a finite number, got {o!r}")
         if not isinstance(self.measured_rates, bool):
             raise InvalidInstanceError(
                 "measured_rates", f"must be a bool, got {self.measured_rates!r}"
@@ -143,7 +153,7 @@ def gang_cap(job: SimJob, scheme: str, cluster_gpus: int) -> int:
     its name keeps its own ``max_gpus``. Never above the cluster.
     """
     batch = batch_size_of(job)
-    if scheme == "dlas":
+    if scheme in ("dlas", "gandiva"):
         return max(1, min(job.num_gpus, cluster_gpus))  # its requested gang, always
     if batch is None:
         cap = job.max_gpus

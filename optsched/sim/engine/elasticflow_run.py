@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from optsched.sim.engine.elasticflow_dlas import DlasQueues
+from optsched.sim.engine.elasticflow_gandiva import GandivaSets
 from optsched.sim.engine.elasticflow_options import (
     ElasticFlowMechanism,
     gang_cap,
@@ -147,8 +148,15 @@ class ElasticFlowSim:
         self.open: dict[int, tuple[float, Place]] = {}
         self.cache: set[Place] = set()
         self.decisions = 0
+        self.schedule_count = 0  # ElasticFlow's decision counter (its restarts)
         self.overhead_total = 0.0
         self.dlas = DlasQueues([j.num_gpus for j in jobs], self.N) if scheme == "dlas" else None
+        self.gandiva = (
+            GandivaSets([j.num_gpus for j in jobs], len(self.caps), self.server_size, self.N)
+            if scheme == "gandiva"
+            else None
+        )
+        self.done_since: set[int] = set()  # completed since the last decision (Gandiva)
         self.table = empty_intervals()
         self.completion = [math.nan] * len(jobs)
         self.first_start = [math.nan] * len(jobs)
@@ -222,6 +230,13 @@ class ElasticFlowSim:
             self.plans[i] = q
 
     def _decide_plans(self, t: float, new: list[int]) -> None:
+        if self.gandiva is not None:
+            self.active += new
+            slot = self.opts.slot_seconds
+            rotate = (t + self.opts.clock_origin) % slot == 0
+            self.gandiva.decide(self.done_since, new, rotate)
+            self.done_since = set()
+            return
         if self.dlas is not None:
             self.active += new
             self.dlas.add(new)
@@ -244,23 +259,37 @@ class ElasticFlowSim:
 
     # -- one decision -----------------------------------------------------------------------
 
-    def decide(self, t: float, new: list[int]) -> None:
-        """Plans, gangs, placement and overhead at decision time ``t``."""
+    def decide(self, t: float, new: list[int], more: bool = True) -> None:
+        """Plans, gangs, placement and overhead at decision time ``t``.
+
+        ``more``: arrivals remain after ``t``. ElasticFlow's Gandiva charges overhead and
+        counts its decisions (for the restarts) only then.
+        """
         self._decide_plans(t, new)
-        if self.dlas is not None:
-            gangs = list(self.dlas.decide().items())
+        if self.gandiva is not None:
+            place = self.gandiva.running()
+            gangs = [(i, self.jobs[i].num_gpus) for i in place]
         else:
-            gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
-            gangs = [(i, g) for i, g in gangs if g > 0]
-        place = buddy_place(gangs, self.caps)
-        charge = self.scheme in ("elasticflow", "dlas") and self.opts.overhead
-        restart = self.decisions > 0 and self.decisions % self.opts.restart_every == 0
+            if self.dlas is not None:
+                gangs = list(self.dlas.decide().items())
+            else:
+                gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
+                gangs = [(i, g) for i, g in gangs if g > 0]
+            place = buddy_place(gangs, self.caps)
+        counted = more or self.gandiva is None
+        charge = self.scheme != "edf" and self.opts.overhead and counted
+        count = self.schedule_count
+        restart = count > 0 and count % self.opts.restart_every == 0
+        self.schedule_count += 1 if counted else 0
         overhead: dict[int, float] = {}
         for i, g in gangs:
             if charge and self.scheme == "elasticflow":
                 cached = place[i] in self.cache
                 self.cache.add(place[i])
                 overhead[i] = overhead_seconds(g, self.N, restart=restart, cached=cached)
+            elif charge and self.scheme == "gandiva":
+                # Gandiva: every decision re-launches every running job
+                overhead[i] = overhead_seconds(g, self.N, restart=restart, cached=False)
             elif charge and restart:
                 # DLAS-GPU: the restart's overhead delays every running job's end
                 overhead[i] = overhead_seconds(g, self.N, restart=True, cached=False)
@@ -320,6 +349,7 @@ class ElasticFlowSim:
             if done <= nt:
                 if self.dlas is not None:
                     self.dlas.remove(i)
+                self.done_since.add(i)
                 self.left[i] = 0.0
                 self.completion[i] = done
                 self._close(i, done)
@@ -337,34 +367,15 @@ class ElasticFlowSim:
         n = len(order)
         t = self.jobs[order[0]].arrival if n else 0.0
         truncated = False
-        slot = self.opts.slot_seconds
         while True:
             new = []
             while ptr < n and self.jobs[order[ptr]].arrival <= t:
                 new.append(order[ptr])
                 ptr += 1
-            self.decide(t, new)
-            ends = self.finish_times(t)
-            events = sorted(ends.values())
-            if ptr < n:
-                events.append(self.jobs[order[ptr]].arrival)
-            if self.scheme == "elasticflow":
-                change = min((p.next_change(t) for p in self.plans.values()), default=math.inf)
-                if change < math.inf:
-                    events.append(change)
-            if self.dlas is not None and self.dlas.next_demotion(t) < math.inf:
-                events.append(self.dlas.next_demotion(t))
-            if not events:
-                if self.active:
-                    events.append(t + slot)  # nothing runs yet: look again next slot
-                else:
-                    break
-            e = min(events)
-            if self.dlas is not None:
-                # DLAS-GPU's end and demotion events are never earlier than a slot on
-                nt = max(e, t + slot)
-            else:
-                nt = t + slot if (e - t <= slot and len(events) > 1) else e
+            self.decide(t, new, ptr < n)
+            nt = self._next_time(t, [self.jobs[i].arrival for i in order[ptr:]])
+            if nt is None:
+                break
             if nt > horizon or self.decisions >= bound:
                 truncated = True
                 if horizon > t:
@@ -376,6 +387,34 @@ class ElasticFlowSim:
         for i in list(self.open):
             self._close(i, t)
         return self._result(t, truncated, horizon)
+
+    def _next_time(self, t: float, arrivals: list[float]) -> float | None:
+        """The next decision after ``t`` (``None``: the run is over; module notes)."""
+        slot = self.opts.slot_seconds
+        if self.gandiva is not None:
+            # Gandiva decides at arrivals only, then every slot until every job is done
+            if not arrivals:
+                return t + slot if self.active else None
+            e = arrivals[0]
+            return t + slot if (e - t <= slot and len(set(arrivals)) > 1) else e
+        events = sorted(self.finish_times(t).values())
+        if arrivals:
+            events.append(arrivals[0])
+        if self.scheme == "elasticflow":
+            change = min((p.next_change(t) for p in self.plans.values()), default=math.inf)
+            if change < math.inf:
+                events.append(change)
+        if self.dlas is not None and self.dlas.next_demotion(t) < math.inf:
+            events.append(self.dlas.next_demotion(t))
+        if not events:
+            if not self.active:
+                return None
+            events.append(t + slot)  # nothing runs yet: look again next slot
+        e = min(events)
+        if self.dlas is not None:
+            # DLAS-GPU's end and demotion events are never earlier than a slot on
+            return max(e, t + slot)
+        return t + slot if (e - t <= slot and len(events) > 1) else e
 
     def _result(self, t: float, truncated: bool, horizon: float) -> SimResult:
         declined = [self.jobs[i].job_id for i in self.declined]
