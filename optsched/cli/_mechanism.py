@@ -40,7 +40,8 @@ def mechanism_options() -> list[Any]:
             help="How rounds are carried out: optsched's engine; Gavel's own mechanism "
             "(allocation reset on arrival/completion at most every --reset-interval, per-type "
             "queues, 360 s rounds; guide page 'Gavel's round mechanism'); or ElasticFlow's "
-            "(policies elasticflow and edf: admission at arrival by minimum satisfactory share, "
+            "(policies elasticflow, edf, tiresias-las and gandiva as its simulator runs them: "
+            "admission at arrival by minimum satisfactory share, "
             "power-of-two gangs, buddy placement, decisions at least 60 s apart, its scaling "
             "overhead unless elasticflow-no-overhead; guide page 'ElasticFlow's mechanism').",
         ),

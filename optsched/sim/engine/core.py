@@ -110,7 +110,8 @@ def simulate(
         :class:`~optsched.sim.engine.elasticflow.ElasticFlowMechanism`: ElasticFlow's
         simulator's mechanism (:mod:`optsched.sim.engine.elasticflow`: admission at arrival
         by minimum satisfactory share, power-of-two gangs, buddy placement, its overhead
-        model, decisions at least ``slot_seconds`` apart) for ``elasticflow`` and ``edf``;
+        model, decisions at least ``slot_seconds`` apart) for ``elasticflow``, ``edf``,
+        ``tiresias-las`` (its DLAS-GPU) and ``gandiva`` (its time slicing);
         ``round_seconds`` is then ignored (the slot is the mechanism's option).
 
     Returns

@@ -31,6 +31,10 @@ in deadline order with a base gang of ``min(64, batch size)`` GPUs (whatever the
 requests), or the largest power of two that is free where the base is not; it runs its plan's
 gang now. Its decisions take no planned changes as events.
 
+**The** ``tiresias-las`` **and** ``gandiva`` **schedulers** are ElasticFlow's DLAS-GPU
+(:mod:`~optsched.sim.engine.elasticflow_dlas`) and Gandiva
+(:mod:`~optsched.sim.engine.elasticflow_gandiva`), on the jobs' requested gangs.
+
 **Gangs** are powers of two, capped per model for ``elasticflow`` (ElasticFlow's
 ``get_max_gpu`` A100 caps, :func:`~optsched.sim.engine.elasticflow_options.gang_cap`) and at
 ``min(64, batch)`` for ``edf``, never above the cluster. The record's world is the given one with
@@ -41,8 +45,9 @@ checks gangs against.
 (:func:`~optsched.sim.engine.elasticflow_run.buddy_place`): largest gang first, whole servers for
 a gang of a server or more, an aligned block on the fullest server with one otherwise.
 
-**Overhead** (``elasticflow`` only, :attr:`ElasticFlowMechanism.overhead`). At every decision
-every running job makes no progress for
+**Overhead** (:attr:`ElasticFlowMechanism.overhead`; none for ``edf``, as ElasticFlow's EDF;
+DLAS-GPU only at restart decisions; Gandiva uncached at every decision while arrivals remain).
+Under ``elasticflow``, at every decision every running job makes no progress for
 :func:`~optsched.sim.engine.elasticflow_options.overhead_seconds` (2 s, 7 s on 256 GPUs or
 more; plus :math:`2(\log_2 n + 1)` when its GPU set is new since the last restart; plus 27 s,
 47 s on 256 GPUs or more, at every 60th decision, a restart, which empties the set of known GPU
@@ -143,7 +148,9 @@ def simulate_elasticflow(
     world : World
         One GPU type, ``restore_s = 0``, no batch-size phases, no colocation mode.
     policy : Policy
-        ``elasticflow``, or ``edf`` / ``edf-elastic`` (ElasticFlow's EDF).
+        ``elasticflow``, ``edf`` / ``edf-elastic`` (ElasticFlow's EDF), ``tiresias-las`` (its
+        DLAS-GPU, :mod:`~optsched.sim.engine.elasticflow_dlas`) or ``gandiva`` (its Gandiva,
+        :mod:`~optsched.sim.engine.elasticflow_gandiva`).
     max_time : float, optional
         Horizon (default :func:`~optsched.sim.engine.bounds.default_horizon` of the widened
         world with the slot length).
