@@ -124,7 +124,7 @@ def _rows(draw: st.DrawFn) -> list[dict[str, object]]:
                 "arrival": arrival,
                 "total_steps": steps,
                 "deadline": arrival + slack,
-                "num_gpus": draw(st.sampled_from([1, 2, 4])),
+                "num_gpus": draw(st.sampled_from([1, 2, 4, 8])),
             }
         )
     rows.sort(key=lambda r: r["arrival"])  # type: ignore[arg-type, return-value]
@@ -135,7 +135,7 @@ def _rows(draw: st.DrawFn) -> list[dict[str, object]]:
     _rows(),
     st.sampled_from(["elasticflow", "edf", "tiresias-las", "gandiva"]),
     st.booleans(),
-    st.sampled_from([8, 16]),
+    st.sampled_from([8, 16, 24]),
 )
 def test_records_valid_gangs_powers_of_two(
     rows: list[dict[str, object]], policy: str, overhead: bool, count: int
