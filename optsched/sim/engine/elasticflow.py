@@ -46,7 +46,8 @@ checks gangs against.
 a gang of a server or more, an aligned block on the fullest server with one otherwise.
 
 **Overhead** (:attr:`ElasticFlowMechanism.overhead`; none for ``edf``, as ElasticFlow's EDF;
-DLAS-GPU only at restart decisions; Gandiva uncached at every decision while arrivals remain).
+DLAS-GPU to the jobs it starts or resumes and, at restart decisions, to every running job;
+Gandiva uncached at every decision while arrivals remain).
 Under ``elasticflow``, at every decision every running job makes no progress for
 :func:`~optsched.sim.engine.elasticflow_options.overhead_seconds` (2 s, 7 s on 256 GPUs or
 more; plus :math:`2(\log_2 n + 1)` when its GPU set is new since the last restart; plus 27 s,

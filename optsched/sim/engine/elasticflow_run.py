@@ -290,9 +290,9 @@ class ElasticFlowSim:
             elif charge and self.scheme == "gandiva":
                 # Gandiva: every decision re-launches every running job
                 overhead[i] = overhead_seconds(g, self.N, restart=restart, cached=False)
-            elif charge and restart:
-                # DLAS-GPU: the restart's overhead delays every running job's end
-                overhead[i] = overhead_seconds(g, self.N, restart=True, cached=False)
+            elif charge and (restart or i not in self.gang):
+                # DLAS-GPU: a job (re)started pays the launch, every running job the restart's
+                overhead[i] = overhead_seconds(g, self.N, restart=restart, cached=False)
             else:
                 overhead[i] = 0.0
         if charge and restart:
