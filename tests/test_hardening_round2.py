@@ -71,7 +71,7 @@ def test_trace_without_jobs_is_refused_naming_the_file(
 # --- 2. --elastic bounds ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("factor", ["1e308", "5", "inf", "0.5"])
+@pytest.mark.parametrize("factor", ["inf", "nan", "0.5"])
 @pytest.mark.parametrize(
     "command",
     [["sim", "run", "--policy", "optimus"], ["sim", "compare", "--policies", "optimus"]],

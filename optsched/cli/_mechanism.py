@@ -1,14 +1,32 @@
-"""The ``--mechanism`` options of ``sim run`` and ``sim compare`` (Gavel's round mechanism)."""
+"""The ``--mechanism`` options of ``sim run`` and ``sim compare``.
+
+``optsched`` (the engine's own rounds, the default), ``gavel`` (Gavel's round mechanism),
+``elasticflow`` (ElasticFlow's simulator's mechanism, with its scaling and restart overhead) and
+``elasticflow-no-overhead`` (the same without the overhead: the knob that explains most of the
+gap between ElasticFlow's simulator and an overhead-free simulation).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
 
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["mechanism_from", "mechanism_options", "refuse_unsupported", "seed_policy"]
+__all__ = [
+    "MECHANISMS",
+    "clock_from_trace",
+    "mechanism_from",
+    "mechanism_options",
+    "refuse_unsupported",
+    "refuses",
+    "seed_policy",
+]
+
+#: The ``--mechanism`` choices.
+MECHANISMS = ("optsched", "gavel", "elasticflow", "elasticflow-no-overhead")
 
 
 def mechanism_options() -> list[Any]:
@@ -16,12 +34,16 @@ def mechanism_options() -> list[Any]:
     return [
         click.option(
             "--mechanism",
-            type=click.Choice(["optsched", "gavel"]),
+            type=click.Choice(list(MECHANISMS)),
             default="optsched",
             show_default=True,
-            help="How rounds are carried out: optsched's engine, or Gavel's own mechanism "
+            help="How rounds are carried out: optsched's engine; Gavel's own mechanism "
             "(allocation reset on arrival/completion at most every --reset-interval, per-type "
-            "queues, 360 s rounds; see the guide page 'Gavel's round mechanism').",
+            "queues, 360 s rounds; guide page 'Gavel's round mechanism'); or ElasticFlow's "
+            "(policies elasticflow, edf, tiresias-las and gandiva as its simulator runs them: "
+            "admission at arrival by minimum satisfactory share, "
+            "power-of-two gangs, buddy placement, decisions at least 60 s apart, its scaling "
+            "overhead unless elasticflow-no-overhead; guide page 'ElasticFlow's mechanism').",
         ),
         click.option(
             "--reset-interval",
@@ -42,12 +64,15 @@ def mechanism_options() -> list[Any]:
 
 def mechanism_from(name: str, reset_interval: float | None, seed: int | None) -> Any:
     """The ``mechanism`` argument of :func:`optsched.sim.simulate` from the options."""
+    from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism
     from optsched.sim.engine.gavel import DEFAULT_RESET_INTERVAL, GavelMechanism
 
     if name != "gavel":
         for flag, value in (("--reset-interval", reset_interval), ("--mechanism-seed", seed)):
             if value is not None:
                 raise InvalidInstanceError(flag, "applies only with --mechanism gavel")
+        if name.startswith("elasticflow"):
+            return ElasticFlowMechanism(overhead=name == "elasticflow")
         return "optsched"
     try:
         return GavelMechanism(
@@ -58,19 +83,47 @@ def mechanism_from(name: str, reset_interval: float | None, seed: int | None) ->
         raise InvalidInstanceError("--reset-interval", exc.message) from None
 
 
+def clock_from_trace(mechanism: Any, trace: Any) -> Any:
+    """ElasticFlow's mechanism with the trace's first arrival as ``clock_origin`` (others as is).
+
+    A world built from a trace starts its clock at the first arrival; ElasticFlow's Gandiva
+    rotates its time slices on the trace's own 60 s grid, which this restores.
+    """
+    from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism
+
+    if not isinstance(mechanism, ElasticFlowMechanism) or len(trace.jobs) == 0:
+        return mechanism
+    origin = float(trace.jobs["arrival"].min())
+    return dataclasses.replace(mechanism, clock_origin=origin)
+
+
+def refuses(policy: Any, mechanism: Any) -> str | None:
+    """Why ``mechanism`` (``mechanism_from``'s value) cannot run ``policy`` (``None``: it can)."""
+    if mechanism == "optsched":
+        return None
+    from optsched.sim.engine.elasticflow_options import (
+        ElasticFlowMechanism,
+        elasticflow_refuses,
+    )
+    from optsched.sim.engine.gavel import gavel_refuses
+
+    if isinstance(mechanism, ElasticFlowMechanism):
+        return elasticflow_refuses(policy)
+    return gavel_refuses(policy)
+
+
 def refuse_unsupported(policy: Any, mechanism: Any) -> None:
-    """Refuse, naming ``--mechanism`` and ``--policy``, a policy Gavel's mechanism cannot run.
+    """Refuse, naming ``--mechanism`` and ``--policy``, a policy the mechanism cannot run.
 
     Checked before the trace is read, so that the combination exits 2 at once rather than as
     the simulator's :class:`~optsched.errors.PolicyError` (exit 1) once the run has started.
     """
-    if mechanism == "optsched":
-        return
-    from optsched.sim.engine.gavel import gavel_refuses
-
-    why = gavel_refuses(policy)
+    why = refuses(policy, mechanism)
     if why is not None:
-        raise InvalidInstanceError("--mechanism", f"gavel cannot run --policy {policy.name}: {why}")
+        name = "gavel" if type(mechanism).__name__ == "GavelMechanism" else "elasticflow"
+        raise InvalidInstanceError(
+            "--mechanism", f"{name} cannot run --policy {policy.name}: {why}"
+        )
 
 
 def seed_policy(policy: Any, mechanism: Any) -> None:

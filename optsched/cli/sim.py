@@ -38,6 +38,7 @@ import click
 from rich.markup import escape
 
 from optsched.cli._mechanism import (
+    clock_from_trace,
     mechanism_from,
     mechanism_options,
     refuse_unsupported,
@@ -176,6 +177,7 @@ def run(
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read)
     world = world_from_trace(read, spec, table, restore_s=restore_s, batch_modes=not static_batches)
+    how = clock_from_trace(how, read)
     world = scaled_arrivals(world, load, offered_load)
     if elastic is not None:
         world = elastic_world(world, elastic)
@@ -285,9 +287,16 @@ def _exit_status(report: Any, result: Any) -> None:
         for v in report.violations[:5]:
             err_console.print(f"[red]{escape(str(v))}[/red]", highlight=False)
         raise click.exceptions.Exit(EXIT_OTHER)
-    if result.unfinished:
+    # jobs an admission control declined never run by design: not an unfinished run
+    declined = set(result.extra.get("declined_jobs", ()))
+    left = sum(
+        1
+        for j, done in zip(result.world.jobs, result.finished, strict=True)
+        if not done and j.job_id not in declined
+    )
+    if left > 0:
         err_console.print(
-            f"[yellow]{result.unfinished} of {len(result.world.jobs)} jobs did not finish "
+            f"[yellow]{left} of {len(result.world.jobs)} jobs did not finish "
             f"({result.status})[/yellow]",
             highlight=False,
         )

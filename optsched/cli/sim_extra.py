@@ -217,20 +217,23 @@ def compare_command(
         table = _table(spec, throughputs, reference, read)
         world = world_from_trace(read, spec, table, restore_s=restore_s)
         world = scaled_arrivals(world, load, offered_load)
+        from optsched.cli._mechanism import clock_from_trace
+
+        how = clock_from_trace(how, read)
         if elastic is not None:
             world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
     if policies.strip() == "all":
         # "every policy" means every policy whose model admits this world; the others are
         # listed with their reason rather than failing the whole comparison
-        from optsched.sim.engine.gavel import gavel_refuses
+        from optsched.cli._mechanism import refuses
         from optsched.sim.policies import make_policy
 
         for name in names:
             made = make_policy(name)
             reason = made.refuses(world)
-            if reason is None and how != "optsched":
-                reason = gavel_refuses(made)
+            if reason is None:
+                reason = refuses(made, how)
             if reason is not None:
                 left_out[name] = reason
         names = [n for n in names if n not in left_out]
@@ -345,7 +348,11 @@ def compare_command(
                 highlight=False,
             )
         raise click.exceptions.Exit(1)
-    short = {p: m["unfinished"] for p, m in result.metrics.items() if m["unfinished"]}
+    short = {
+        p: m["unfinished"] - m.get("declined_unfinished", 0)
+        for p, m in result.metrics.items()
+        if m["unfinished"] > m.get("declined_unfinished", 0)
+    }
     if short:
         listed = escape(", ".join(f"{p}: {n}" for p, n in short.items()))
         err_console.print(
@@ -597,16 +604,24 @@ def read_jobs(trace: Path) -> Any:
 def elastic_world(world: Any, factor: float) -> Any:
     """``world.elastic(max_factor=factor)``, its errors naming ``--elastic``.
 
-    The factor is bounded by the cluster's GPU count :math:`G`: every job requests at least one
-    GPU and no gang can exceed the cluster, so a factor above :math:`G` cannot mean anything a
-    factor of :math:`G` does not (and a huge one is most likely a typo).
+    A factor above the cluster's GPU count :math:`G` is clamped to :math:`G`, with a note on
+    stderr: every job requests at least one GPU and no gang can exceed the cluster, so such a
+    factor means nothing a factor of :math:`G` does not (the guide's ``--elastic 64`` then runs
+    on a 16-GPU cluster as ``--elastic 16``). A factor below 1 or not finite is refused.
     """
     total = sum(t.count for t in world.cluster.gpu_types)
-    if not (math.isfinite(factor) and 1 <= factor <= total):
+    if not (math.isfinite(factor) and factor >= 1):
         raise InvalidInstanceError(
-            "--elastic",
-            f"must be a finite number in [1, {total}] (the cluster's GPU count), got {factor}",
+            "--elastic", f"must be a finite number >= 1 (a gang-size factor), got {factor}"
         )
+    if factor > total:
+        err_console.print(
+            f"note: --elastic {factor:g} exceeds the cluster's {total} GPUs; clamped to {total} "
+            "(no gang can exceed the cluster)",
+            highlight=False,
+            markup=False,
+        )
+        factor = float(total)
     return world.elastic(max_factor=factor)
 
 

@@ -125,6 +125,15 @@ def comparison_rows(
     if deadlines:
         headers.append("deadlines met")
         columns.append([f"{_num(r.get('deadlines_met'))}/{_num(r.get('deadlines'))}" for r in rows])
+        if any("deadlines_declined" in r for r in rows):
+            # ElasticFlow's count beside it: a declined job is missed (metrics module notes)
+            for key, title in (
+                ("deadlines_met_admitted", "met, declined = missed"),
+                ("deadlines_declined", "declined"),
+                ("deadlines_late", "late"),
+            ):
+                headers.append(title)
+                columns.append([_num(r.get(key)) for r in rows])
     headers.append("unfinished")
     columns.append([_num(r.get("unfinished")) for r in rows])
     headers.append("valid")

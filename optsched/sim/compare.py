@@ -73,6 +73,12 @@ __all__ = [
     "world_from_trace",
 ]
 
+#: The deadline counts under admission control, in a row when the trace has deadlines.
+ADMISSION_COLUMNS: tuple[str, ...] = (
+    "deadlines_met_admitted",
+    "deadlines_declined",
+    "deadlines_late",
+)
 #: The run metrics of every row, in order.
 METRIC_COLUMNS: tuple[str, ...] = (
     "jct_mean",
@@ -342,10 +348,23 @@ def _row(
     from optsched.sim.optimum.exact import OBJECTIVES, objective_value
 
     metrics = run_metrics(record, job_metrics(record), window=window)
-    report = validate(world, record)
+    # the record's world: a mechanism may widen the jobs' gang bounds (ElasticFlow's)
+    report = validate(record.world, record)
     intervals = record.intervals_frame()
     row: dict[str, Any] = {"policy": name}
     row.update({c: metrics[c] for c in METRIC_COLUMNS})
+    # deadline traces: ElasticFlow's count beside optsched's (declined = missed)
+    for c in ADMISSION_COLUMNS:
+        if c in metrics:
+            row[c] = metrics[c]
+    declined = set(record.extra.get("declined_jobs", ()))
+    if declined:
+        # declined by an admission control: never run by design, not an unfinished run
+        row["declined_unfinished"] = sum(
+            1
+            for j, done in zip(record.world.jobs, record.finished, strict=True)
+            if not done and j.job_id in declined
+        )
     row["valid"] = report.ok
     row["violation"] = str(report.violations[0]) if report.violations else ""
     row["status"] = record.status

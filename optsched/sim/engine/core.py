@@ -55,6 +55,7 @@ from typing import Literal
 from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.sim.engine.bounds import default_horizon, event_bound, excluded_type_notes
+from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism
 from optsched.sim.engine.gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECONDS
 from optsched.sim.engine.gavel import GavelMechanism, simulate_gavel
 from optsched.sim.engine.loop import Engine
@@ -80,7 +81,7 @@ def simulate(
     round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
     max_time: float | None = None,
     restore_on_first_start: bool | None = None,
-    mechanism: str | GavelMechanism = "optsched",
+    mechanism: str | GavelMechanism | ElasticFlowMechanism = "optsched",
 ) -> SimResult:
     """Run ``policy`` on ``world``.
 
@@ -105,6 +106,13 @@ def simulate(
         :class:`~optsched.sim.engine.gavel.GavelMechanism` (its options): Gavel's own
         mechanism (:mod:`optsched.sim.engine.gavel`: resets on arrival/completion at most
         every 1920 s, per-type queues, Gavel's priorities), round length by default 360 s.
+        ``"elasticflow"`` or an
+        :class:`~optsched.sim.engine.elasticflow.ElasticFlowMechanism`: ElasticFlow's
+        simulator's mechanism (:mod:`optsched.sim.engine.elasticflow`: admission at arrival
+        by minimum satisfactory share, power-of-two gangs, buddy placement, its overhead
+        model, decisions at least ``slot_seconds`` apart) for ``elasticflow``, ``edf``,
+        ``tiresias-las`` (its DLAS-GPU) and ``gandiva`` (its time slicing);
+        ``round_seconds`` is then ignored (the slot is the mechanism's option).
 
     Returns
     -------
@@ -130,6 +138,8 @@ def simulate(
             "world_from_trace(trace, cluster, throughputs) or World.from_frame",
         )
     policy = make_policy(policy, field="policy")
+    if mechanism == "elasticflow" or isinstance(mechanism, ElasticFlowMechanism):
+        return _run_elasticflow(world, policy, mechanism, restore_on_first_start, max_time)
     gavel = _gavel_options(mechanism)
     if restore_on_first_start is not None:
         if not isinstance(restore_on_first_start, bool):
@@ -185,6 +195,24 @@ def _run_engine(
     return Engine(world, policy, rs, float(horizon), wake_budget, bound).run()
 
 
+def _run_elasticflow(
+    world: World,
+    policy: Policy,
+    mechanism: object,
+    restore_on_first_start: bool | None,
+    max_time: float | None,
+) -> SimResult:
+    """:func:`simulate` under ElasticFlow's mechanism (its own overhead, no restore cost)."""
+    from optsched.sim.engine.elasticflow import simulate_elasticflow
+
+    if restore_on_first_start:
+        raise InvalidInstanceError(
+            "restore_on_first_start", "ElasticFlow's mechanism charges its own overhead"
+        )
+    opts = mechanism if isinstance(mechanism, ElasticFlowMechanism) else None
+    return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
+
+
 def _gavel_options(mechanism: object) -> GavelMechanism | None:
     """``None`` for the engine's own mechanism, else the Gavel mechanism's options."""
     if isinstance(mechanism, GavelMechanism):
@@ -194,7 +222,9 @@ def _gavel_options(mechanism: object) -> GavelMechanism | None:
     if mechanism == "optsched":
         return None
     raise InvalidInstanceError(
-        "mechanism", f"must be 'optsched', 'gavel' or a GavelMechanism, got {mechanism!r}"
+        "mechanism",
+        "must be 'optsched', 'gavel', 'elasticflow', a GavelMechanism or an "
+        f"ElasticFlowMechanism, got {mechanism!r}",
     )
 
 

@@ -6,9 +6,15 @@ placements) and receives an :class:`PolicyDecision`: an ordered list of :class:`
 priority first, each asking that one job run on its whole gang of one GPU type until the next
 decision point. Decision points are
 
-* **round-based** (``round_seconds`` set): every ``round_seconds`` from the first arrival, and only
-  then (arrivals wait for the next round; GPUs freed by a completion stay idle until it;
-  Gavel's mechanism), plus any time the policy asks for with :attr:`PolicyDecision.wake_at`;
+* **round-based** (``round_seconds = L`` set): at the times ``k L`` of the world's clock
+  (``k = 0, 1, ...``; rounds with no active job skipped), and only then (arrivals wait for the
+  next round; GPUs freed by a completion stay idle until it), plus any time the policy asks for
+  with :attr:`PolicyDecision.wake_at`. The grid is the world's, from its ``t = 0``: a world built
+  from a trace has its clock started at the first arrival (:meth:`World.rebased
+  <optsched.sim.World.rebased>`), so there the first round starts with the first job; a world
+  built by hand whose first job arrives at 45 s with ``L = 60`` first decides at 60. The
+  engine, the validator's ``work_conserving`` check and the exact model
+  (``docs/formulations/sim_exact.rst``) all index rounds so;
 * **event-driven** (``round_seconds=None``): at every arrival and completion, plus the policy's
   ``wake_at`` times (Tiresias's queue demotions and starvation promotions).
 

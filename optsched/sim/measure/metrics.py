@@ -114,6 +114,27 @@ Deadline scheduling (:func:`deadline_metrics`)
     ``best_effort_jct_median`` over the finished best-effort jobs, ``best_effort_unfinished``
     the others.
 
+Deadlines under admission control (ElasticFlow's count)
+    A scheduler with admission control (the ``elasticflow`` policy, ElasticFlow's mechanism)
+    *declines* some jobs on arrival: the record lists them (``SimResult.extra["declined_jobs"]``).
+    Two ratios are then reported side by side, over the same jobs with a deadline:
+
+    * ``deadlines_met`` / ``deadlines_met_fraction`` (``deadline_satisfaction``): optsched's
+      count, *outcome only*: a job met its deadline when it finished by it, declined or not.
+      Kept so because it measures the schedule the record holds whatever the policy promised
+      (under the default mechanism a declined job still runs, as the lowest class, and may
+      finish in time; comparing policies with and without admission needs the one ruler).
+    * ``deadlines_met_admitted`` / ``deadlines_met_fraction_admitted``
+      (``deadline_satisfaction_admitted``): ElasticFlow's count: a declined job is missed
+      whatever happened to it, so only admitted jobs finished by their deadline count. This
+      is the ratio ElasticFlow's simulator prints (``ddl_satis_ratio``).
+
+    with ``deadlines_declined`` (declined jobs with a deadline) and ``deadlines_late``
+    (admitted, or never subject to admission, and not finished by the deadline):
+    ``deadlines = deadlines_met_admitted + deadlines_declined + deadlines_late``. Without
+    admission control both ratios are equal and ``deadlines_declined`` is 0. In
+    :func:`run_metrics` these four keys are present only when some job has a deadline.
+
 Utilization over time (:func:`utilization`)
     Busy GPUs per type as a step function (a shared pair counts once), one row per change.
 """
@@ -138,6 +159,7 @@ if TYPE_CHECKING:
     from optsched.sim.world.jobs import SimJob, World
 
 __all__ = [
+    "admission_counts",
     "check_window",
     "deadline_metrics",
     "energy_kwh",
@@ -509,13 +531,16 @@ def deadline_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dic
     """Deadline satisfaction ratio and best-effort JCT (see the module notes), JSON-ready.
 
     Keys: ``deadlines``, ``deadlines_met``, ``deadline_satisfaction`` (NaN without deadlines),
-    ``best_effort``, ``best_effort_jct_mean``, ``best_effort_jct_median`` (NaN when none
-    finished), ``best_effort_unfinished``.
+    ``deadlines_met_admitted``, ``deadline_satisfaction_admitted`` (ElasticFlow's count: a
+    declined job is missed), ``deadlines_declined``, ``deadlines_late``, ``best_effort``,
+    ``best_effort_jct_mean``, ``best_effort_jct_median`` (NaN when none finished),
+    ``best_effort_unfinished``.
     """
     frame = job_metrics(result) if jobs is None else jobs
     with_deadline = frame["deadline"].notna()
     n = int(with_deadline.sum())
     met = int(frame["deadline_met"].fillna(False).astype(bool).sum())
+    adm = admission_counts(result, frame)
     be = frame[~with_deadline]
     done = be[be["finished"]]
     jct = done["jct"].to_numpy(dtype=float)
@@ -523,10 +548,36 @@ def deadline_metrics(result: SimResult, jobs: pd.DataFrame | None = None) -> dic
         "deadlines": n,
         "deadlines_met": met,
         "deadline_satisfaction": met / n if n else math.nan,
+        "deadlines_met_admitted": adm["deadlines_met_admitted"],
+        "deadline_satisfaction_admitted": adm["deadlines_met_fraction_admitted"],
+        "deadlines_declined": adm["deadlines_declined"],
+        "deadlines_late": adm["deadlines_late"],
         "best_effort": len(be),
         "best_effort_jct_mean": float(jct.mean()) if len(jct) else math.nan,
         "best_effort_jct_median": _pct(jct, 50),
         "best_effort_unfinished": len(be) - len(done),
+    }
+
+
+def admission_counts(result: SimResult, frame: pd.DataFrame) -> dict[str, Any]:
+    """Deadlines under admission control over ``frame``'s jobs (module notes), JSON-ready.
+
+    Keys ``deadlines_met_admitted``, ``deadlines_met_fraction_admitted`` (NaN without
+    deadlines), ``deadlines_declined``, ``deadlines_late``. The declined jobs are the record's
+    ``extra["declined_jobs"]`` (none when absent).
+    """
+    declined = set(result.extra.get("declined_jobs", ()))
+    with_deadline = frame["deadline"].notna()
+    met = frame["deadline_met"].fillna(False).astype(bool)
+    was_declined = frame["job_id"].astype(str).isin(declined)
+    n = int(with_deadline.sum())
+    met_admitted = int((met & ~was_declined).sum())
+    n_declined = int((with_deadline & was_declined).sum())
+    return {
+        "deadlines_met_admitted": met_admitted,
+        "deadlines_met_fraction_admitted": met_admitted / n if n else math.nan,
+        "deadlines_declined": n_declined,
+        "deadlines_late": n - met_admitted - n_declined,
     }
 
 
@@ -655,6 +706,7 @@ def run_metrics(
         "deadlines_met_fraction": met / int(with_deadline.sum())
         if with_deadline.any()
         else math.nan,
+        **(admission_counts(result, frame) if with_deadline.any() else {}),
         "gpu_hours": gpu_seconds / 3600.0,
         "energy_kwh": energy,
         "utilization_mean": whole_seconds / (capacity * whole_span)
