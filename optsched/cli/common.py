@@ -24,7 +24,7 @@ import click
 from rich.console import Console
 
 from optsched._json import dumps, to_jsonable
-from optsched.report._text import TABLE_WIDTH, TextTable
+from optsched.report._text import TABLE_WIDTH, TextTable, plain
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -42,8 +42,10 @@ __all__ = [
     "json_option",
     "mark_started",
     "output_option",
+    "plain",
     "preload",
     "print_json",
+    "print_written",
     "say",
     "solver_options",
     "table_width",
@@ -380,6 +382,17 @@ json_option = click.option(
 def print_json(obj: Any) -> None:
     """Write one JSON object to stdout (strict JSON: NaN becomes null)."""
     sys.stdout.write(dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def print_written(output: Path, written: str, headline: dict[str, Any]) -> None:
+    """``--json -o FILE``: one line on stdout saying what was written where, and the headline.
+
+    The file holds the full result; printing it again would bury the few numbers a reader
+    wants, so the JSON object is ``{"output": FILE, "written": what, **headline}`` on one line.
+    """
+    payload = {"output": str(output), "written": written, **headline}
+    sys.stdout.write(dumps(payload, indent=None) + "\n")
     sys.stdout.flush()
 
 

@@ -46,9 +46,11 @@ if TYPE_CHECKING:
 __all__ = [
     "TABLE_WIDTH",
     "TextTable",
+    "column_cells",
     "fixed",
     "fixed_decimals",
     "mpl_literal",
+    "plain",
 ]
 
 #: Columns a table may take unless the reader asks for every column on one line (``--wide``).
@@ -71,7 +73,7 @@ def fixed_decimals(values: Iterable[Any], significant: int = 4, most: int = 3) -
     """Decimals showing about ``significant`` digits of a column's largest finite value.
 
     >>> fixed_decimals([745500.0 / 3600, 0.5])
-    2
+    1
     >>> fixed_decimals([0.0123])
     3
     >>> fixed_decimals([123456.0])
@@ -102,6 +104,32 @@ def fixed(value: Any, decimals: int, *, sign: bool = False) -> str:
     if math.isinf(value):
         return ("+" if sign and value > 0 else "") + ("inf" if value > 0 else "-inf")
     return f"{value:{'+' if sign else ''},.{decimals}f}".replace(",", "")
+
+
+def plain(value: Any, significant: int = 4) -> str:
+    """One number for people: about ``significant`` digits, no exponent, no trailing zeros.
+
+    >>> plain(12345.678), plain(0.012345), plain(3), plain(2.0), plain(None)
+    ('12346', '0.01235', '3', '2', '-')
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    text = fixed(value, fixed_decimals([value], significant, most=6))
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def column_cells(values: Sequence[Any], significant: int = 4) -> list[str]:
+    """A column of numbers with one number of decimals (none when every value is whole).
+
+    >>> column_cells([1.0, 16.0]), column_cells([602.0, 874.5, 68253.0])
+    (['1', '16'], ['602.0', '874.5', '68253.0'])
+    """
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    whole = all(math.isfinite(v) and float(v).is_integer() for v in numbers)
+    decimals = 0 if whole else max(1, fixed_decimals(numbers, significant))
+    return [fixed(v, decimals) for v in values]
 
 
 @dataclass
