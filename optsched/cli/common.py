@@ -46,6 +46,7 @@ __all__ = [
     "preload",
     "print_json",
     "print_written",
+    "results_on_stderr",
     "say",
     "solver_options",
     "table_width",
@@ -428,11 +429,25 @@ def table_width() -> int | None:
     return TABLE_WIDTH
 
 
+def results_on_stderr() -> None:
+    """Send the running command's tables and result lines to stderr (its stdout is JSON).
+
+    For a command that shows its tables as it goes and prints one JSON object at the end
+    (``demo --json``): stdout must carry that object alone.
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.find_root().meta["optsched_results_on_stderr"] = True
+
+
 def _out_console(width: int | None) -> Console:
+    ctx = click.get_current_context(silent=True)
+    on_stderr = ctx is not None and ctx.meta.get("optsched_results_on_stderr", False)
     return Console(
         width=width if width is not None else 100_000,
         highlight=False,
         soft_wrap=width is None,
+        stderr=on_stderr,
     )
 
 
@@ -441,7 +456,7 @@ def emit(table: TextTable) -> None:
     width = table_width()
     console = _out_console(width if width is not None else table.width() + 2)
     console.print(table)
-    sys.stdout.flush()
+    console.file.flush()
 
 
 def say(text: str = "") -> None:

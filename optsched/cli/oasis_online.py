@@ -125,8 +125,8 @@ def online_cmd(
     as_json: bool,
 ) -> None:
     """Schedule INSTANCE online with OASiS and certify a bound on the optimum."""
-    from optsched.report._text import fixed, fixed_decimals
     from optsched.online.oasis import OASiS, OasisInstance
+    from optsched.report._text import fixed, fixed_decimals
 
     inst = OasisInstance.load(instance)
     alg = OASiS(
@@ -249,10 +249,7 @@ def _print_check(algorithm: str, inst: Any, rep: Any) -> None:
     if rep.proven_bound is not None:
         say(f"proven bound 2 alpha = {plain(rep.proven_bound)}")
     if rep.run.dual_bound is not None:
-        say(
-            f"certificate D = {plain(rep.run.dual_bound, 6)}, "
-            f"D/ALG = {plain(rep.certified_ratio)}"
-        )
+        say(f"certificate D = {plain(rep.run.dual_bound, 6)}, D/ALG = {plain(rep.certified_ratio)}")
     for key, value in rep.holds.items():
         say(f"  {key}: {({True: 'holds', False: 'FAILS', None: 'undecided'})[value]}")
     if rep.theorem is not None:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from optsched.report._text import TextTable, fixed, fixed_decimals
+from optsched.report._text import UNIT_WORDS, TextTable, fixed, fixed_decimals, time_unit
 
 __all__ = [
     "GAP_CAPTION",
@@ -64,9 +64,6 @@ def gap_caption(objectives: Sequence[str], bounded: Sequence[str]) -> str:
     return "\n".join(GAP_LINES[k] for k in keys)
 
 
-#: (seconds per unit, unit name), from the largest.
-_UNITS: tuple[tuple[float, str], ...] = ((3600.0, "h"), (60.0, "min"), (1.0, "s"))
-
 #: Time columns of a comparison row: key, header.
 _TIME_COLUMNS: tuple[tuple[str, str], ...] = (
     ("jct_mean", "JCT mean"),
@@ -75,21 +72,6 @@ _TIME_COLUMNS: tuple[tuple[str, str], ...] = (
     ("jct_p99", "JCT p99"),
     ("makespan", "makespan"),
 )
-
-
-#: Unit name -> its words, for the notes under a table.
-UNIT_WORDS: dict[str, str] = {"h": "hours", "min": "minutes", "s": "seconds"}
-
-
-def time_unit(values: Sequence[float]) -> tuple[float, str]:
-    """The unit for a column of seconds: ``s`` below 120 s, ``min`` below 2 h, else ``h``."""
-    finite = [abs(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
-    top = max(finite, default=0.0)
-    if top >= 2 * 3600.0:
-        return _UNITS[0]
-    if top >= 120.0:
-        return _UNITS[1]
-    return _UNITS[2]
 
 
 def table_time_unit(rows: Sequence[dict[str, Any]]) -> tuple[float, str]:

@@ -45,12 +45,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TABLE_WIDTH",
+    "TIME_UNITS",
+    "UNIT_WORDS",
     "TextTable",
     "column_cells",
     "fixed",
     "fixed_decimals",
     "mpl_literal",
     "plain",
+    "time_unit",
 ]
 
 #: Columns a table may take unless the reader asks for every column on one line (``--wide``).
@@ -67,6 +70,33 @@ def mpl_literal(text: object) -> str:
     'cost \\$5 and \\$x^2\\$'
     """
     return str(text).replace("$", r"\$")
+
+
+#: (seconds per unit, unit name), from the largest.
+TIME_UNITS: tuple[tuple[float, str], ...] = ((3600.0, "h"), (60.0, "min"), (1.0, "s"))
+#: Unit name -> its words, for the notes under a table.
+UNIT_WORDS: dict[str, str] = {"h": "hours", "min": "minutes", "s": "seconds"}
+
+
+def time_unit(values: Iterable[Any]) -> tuple[float, str]:
+    """The one unit of a table's times: ``s`` below 120 s, ``min`` below 2 h, else ``h``.
+
+    Chosen once, by the largest finite value of every time the table shows.
+
+    >>> time_unit([30.0, float("nan")]), time_unit([7455.0, 60.0])
+    ((1.0, 's'), (3600.0, 'h'))
+    """
+    finite = [
+        abs(float(v))
+        for v in values
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    ]
+    top = max(finite, default=0.0)
+    if top >= 2 * 3600.0:
+        return TIME_UNITS[0]
+    if top >= 120.0:
+        return TIME_UNITS[1]
+    return TIME_UNITS[2]
 
 
 def fixed_decimals(values: Iterable[Any], significant: int = 4, most: int = 3) -> int:
