@@ -231,7 +231,9 @@ def run(
         "violations": [v.to_dict() for v in report.violations[:20]],
     }
     if as_json:
-        print_json(payload)
+        from optsched.cli.sim_table import with_units
+
+        print_json(with_units(payload))
     else:
         _print_table(
             f"{chosen.name} on {spec}, throughputs: {table.source}",

@@ -197,18 +197,22 @@ def experiment_command(
         written = {k: str(v) for k, v in sweep_report(result).write(target).items()}
     summary = result.to_frame()
     if as_json:
+        from optsched.cli.sim_table import with_units
+
         print_json(
-            {
-                "experiment": result.name,
-                "file": str(experiment),
-                "sha256": result.sha256,
-                "experiment_toml": result.text,
-                "store": result.store,
-                "report": written,
-                "runs": len(result.runs),
-                "summary": summary.to_dict(orient="records"),
-                "rows": result.runs.to_dict(orient="records"),
-            }
+            with_units(
+                {
+                    "experiment": result.name,
+                    "file": str(experiment),
+                    "sha256": result.sha256,
+                    "experiment_toml": result.text,
+                    "store": result.store,
+                    "report": written,
+                    "runs": len(result.runs),
+                    "summary": summary.to_dict(orient="records"),
+                    "rows": result.runs.to_dict(orient="records"),
+                }
+            )
         )
     else:
         print_summary(summary, result.name)

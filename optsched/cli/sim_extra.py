@@ -303,7 +303,9 @@ def compare_command(
         for name, reason in left_out.items():
             click.echo(f"left out {name}: {reason}", err=True)
     if as_json:
-        print_json(payload)
+        from optsched.cli.sim_table import with_units
+
+        print_json(with_units(payload))
     else:
         _print_compare(result, frame, world, spec, stopped)
     if stopped is not None:
@@ -449,7 +451,9 @@ def sweep_command(
     if output is not None:
         frame.to_csv(output, index=False)
     if as_json:
-        print_json({"runs": len(frame), "rows": frame.to_dict(orient="records")})
+        from optsched.cli.sim_table import with_units
+
+        print_json(with_units({"runs": len(frame), "rows": frame.to_dict(orient="records")}))
     else:
         _print_sweep(frame)
     if len(frame) and not bool(frame["valid"].all()):

@@ -29,6 +29,7 @@ from optsched.report._text import UNIT_WORDS, TextTable, fixed, fixed_decimals, 
 
 __all__ = [
     "GAP_CAPTION",
+    "SIM_UNITS",
     "UNIT_WORDS",
     "comparison_rows",
     "comparison_table",
@@ -38,6 +39,8 @@ __all__ = [
     "print_comparison",
     "table_time_unit",
     "time_unit",
+    "units_map",
+    "with_units",
 ]
 
 #: One line per gap column: what it measures (the caption under every table with gaps).
@@ -72,6 +75,77 @@ _TIME_COLUMNS: tuple[tuple[str, str], ...] = (
     ("jct_p99", "JCT p99"),
     ("makespan", "makespan"),
 )
+
+
+#: The unit of every quantity a simulator JSON document holds (``sim run``, ``compare``,
+#: ``sweep``, experiments), by field name: the ``units`` map of each such document names the
+#: fields it holds (the keys themselves are those of the stores, unchanged).
+SIM_UNITS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "jct_mean",
+            "jct_median",
+            "jct_p95",
+            "jct_p99",
+            "weighted_jct_mean",
+            "makespan",
+            "best_effort_jct_mean",
+            "queueing_delay_mean",
+            "spread_gang_seconds",
+            "spread_gang_seconds_with_room",
+            "round_seconds",
+            "exact_round_seconds",
+            "restore_s",
+            "obj_makespan",
+        ),
+        "s",
+    ),
+    "obj_weighted-jct": "s (sum over jobs of weight x JCT)",
+    "obj_deadlines": "jobs",
+    "gpu_hours": "GPU-h",
+    "energy_kwh": "kWh",
+    **dict.fromkeys(("rho_max", "rho_mean", "ftf_rho_max", "ftf_rho_mean"), "ratio"),
+    **dict.fromkeys(("utilization_mean", "deadlines_met_fraction"), "fraction"),
+    **dict.fromkeys(("deadlines", "deadlines_met", "finished", "unfinished", "jobs"), "jobs"),
+    "gap_*": "fraction of the optimum (jobs for deadlines)",
+    "bound_gap_*": "fraction of the bound (jobs for deadlines)",
+    "bounds.*.value": "s (weighted-jct: weighted sum; deadlines: jobs)",
+    "bounds.*.seconds": "s",
+}
+
+
+def units_map(document: Any) -> dict[str, str]:
+    """The :data:`SIM_UNITS` entries of the fields ``document`` holds, at any depth.
+
+    >>> units_map({"policies": [{"jct_mean": 1.0, "gap_makespan": 0.1}], "bounds": {}})
+    {'gap_*': 'fraction of the optimum (jobs for deadlines)', 'jct_mean': 's'}
+    """
+    found: set[str] = set()
+
+    def walk(node: Any, parent: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                key = str(key)
+                if key in SIM_UNITS:
+                    found.add(key)
+                elif key.startswith("bound_gap_"):
+                    found.add("bound_gap_*")
+                elif key.startswith("gap_"):
+                    found.add("gap_*")
+                if parent == "bounds" and isinstance(value, dict):
+                    found.update(f"bounds.*.{k}" for k in ("value", "seconds") if k in value)
+                walk(value, key)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, parent)
+
+    walk(document, "")
+    return {key: SIM_UNITS[key] for key in sorted(found)}
+
+
+def with_units(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its ``units`` map (the fields it holds and their units) added."""
+    return {**document, "units": units_map(document)}
 
 
 def table_time_unit(rows: Sequence[dict[str, Any]]) -> tuple[float, str]:
