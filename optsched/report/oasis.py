@@ -91,6 +91,8 @@ def comparison_table(comparison: OasisComparison) -> TextTable:
     Ratios are marked ``<=`` when they are bounds; the table is a rich renderable that fits
     the console's width (split into parts rather than cut).
     """
+    from optsched.report._text import TextTable
+
     off = comparison.offline
     if off.optimum is not None:
         title = f"offline optimum {_fmt(off.optimum)} (proven)"
