@@ -90,7 +90,10 @@ def generate_cmd(
         )
     inst.save(output)
     err_console.print(
-        f"wrote {output}: {n_jobs} jobs, H = {worker_servers}, K = {ps_servers}, T = {horizon}"
+        f"wrote {output}: {n_jobs} jobs, {worker_servers} worker servers (H), {ps_servers} "
+        f"parameter servers (K), {horizon} time slots (T)",
+        highlight=False,
+        markup=False,
     )
     if as_json:
         print_json(
