@@ -35,8 +35,9 @@ whose dollars are all escaped never enters math mode (:func:`mpl_literal`).
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -289,7 +290,7 @@ class TextTable:
             highlight=False,
             soft_wrap=False,
             record=True,
-            file=_Null(),
+            file=io.StringIO(),
         )
         console.print(self)
         return console.export_text(styles=False).splitlines()
@@ -304,11 +305,14 @@ class TextTable:
             title = self.title
             if len(parts) > 1:
                 title = f"{self.title or 'table'} (part {k + 1} of {len(parts)})"
-            yield self._part(cols, title, width)
+            if title:
+                # above the table, wrapped at the width rather than at a narrow table's
+                yield Text(title, style="bold")
+            yield self._part(cols, width)
         for note in self.notes:
-            yield Text(note, overflow="fold")
+            yield Text(note, overflow="fold")  # data, never console markup
 
-    def _part(self, cols: list[int], title: str | None, width: int) -> Any:
+    def _part(self, cols: list[int], width: int) -> Any:
         from rich import box
         from rich.table import Table
         from rich.text import Text
@@ -317,7 +321,10 @@ class TextTable:
         simple = self.box == "simple"
         # a simple table has no edges: a line is at most the formula's width minus two
         table = Table(
-            title=title, box=drawn, show_header=self.show_header, expand=False, show_edge=not simple
+            box=drawn,
+            show_header=self.show_header,
+            expand=False,
+            show_edge=not simple,
         )
         # characters past the width with every column at its natural width: the text columns
         # give them back by wrapping, first to last
@@ -339,16 +346,3 @@ class TextTable:
         for row in zip(*(self._columns[i].cells for i in cols), strict=True):
             table.add_row(*(Text(c) for c in row))
         return table
-
-
-class _Null:
-    """A file that drops what is written (a recording console prints nothing)."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        return None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
