@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -384,6 +383,8 @@ def generate_cmd(seed: int, layers: int, chain: bool, output: Path, as_json: boo
 
 
 def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
+    from optsched.report._text import plain
+
     cols = list(rows[0])
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=cols)
@@ -392,7 +393,7 @@ def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
     md_path = csv_path.with_suffix(".md")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        cells = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()]
+        cells = [plain(v) if isinstance(v, float) else str(v) for v in r.values()]
         lines.append("| " + " | ".join(cells) + " |")
     md_path.write_text(
         "PACE sweep: iteration times in ms; speed-up = baseline time / PACE time.\n\n"
@@ -401,6 +402,21 @@ def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
         encoding="utf-8",
     )
     return md_path
+
+
+def _print_sweep(rows: list[dict[str, Any]]) -> None:
+    """The sweep's rows on stdout (the cells of the Markdown table), within 100 columns."""
+    from optsched.report._text import plain
+
+    table = TextTable(
+        "PACE sweep", notes=["iteration times in ms; speed-up = baseline time / PACE time"], key=3
+    )
+    cols = list(rows[0])
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("model", "best_baseline") else "right")
+    for r in rows:
+        table.add_row(*(plain(v) if isinstance(v, float) else str(v) for v in r.values()))
+    emit(table)
 
 
 @pace.command("sweep")
@@ -454,6 +470,7 @@ def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
     "(.md) and the plot (.png) go beside it. Rerunning resumes from the store",
 )
 @json_option
+@wide_option
 def sweep_cmd(
     models: tuple[str, ...],
     bandwidths: tuple[float, ...],
@@ -522,7 +539,7 @@ def sweep_cmd(
     if as_json:
         print_json({"rows": rows, "files": files, "computed": result.computed, **result.config})
         return
-    sys.stdout.write(md_path.read_text(encoding="utf-8"))
+    _print_sweep(rows)
     err_console.print(
         f"wrote {csv_path}, {md_path} and {png_path} ({result.computed} runs computed, "
         f"{len(rows) - result.computed} read from {store.path})",
