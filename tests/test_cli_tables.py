@@ -39,6 +39,8 @@ COMMANDS: list[str] = [
     "profile resnet50",
     "profile resnet50 --layers",
     "pace run resnet50 --workers 8 --bandwidth 10",
+    "pace sweep resnet18 --bandwidths 1,10 --workers 4 -o {pace_sweep}",
+    "oasis ratio --instances 1 --jobs 3 --horizon 4 --worker-servers 2 --ps-servers 2 -o {ratio}",
     "placement solve {placement} --objective servers",
     "placement compare {placement}",
     "tensorlights compare --generate",
@@ -64,6 +66,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
             ("sched", "sched.json"),
             ("placement", "placement.json"),
             ("jobs", "jobs.csv"),
+            ("pace_sweep", "pace_sweep.csv"),
+            ("ratio", "ratio"),
         )
     }
     runner = CliRunner()
