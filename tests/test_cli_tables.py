@@ -178,3 +178,24 @@ def test_simulator_json_names_its_units(files: dict[str, str]) -> None:
     )
     units = json.loads(done.stdout)["units"]
     assert units["bounds.*.value"].startswith("s") and "bound_gap_*" in units
+
+
+def test_sweep_json_with_an_output_file_prints_one_line(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "rows.csv"
+    args = f"sim sweep {files['jobs']} --cluster v100=4 --policies fifo,srtf --n-jobs 1 --json"
+    done = _invoke([*args.split(), "-o", str(out)], None)
+    assert done.exit_code == 0 and len(done.stdout.strip().splitlines()) == 1
+    line = json.loads(done.stdout)
+    assert line == {
+        "output": str(out),
+        "written": "csv",
+        "runs": 2,
+        "policies": ["fifo", "srtf"],
+        "valid": True,
+        "unfinished": 0,
+    }
+    assert len(out.read_text().splitlines()) == 1 + 2  # the rows are in the file
+    whole = json.loads(_invoke(args.split(), None).stdout)
+    assert whole["runs"] == 2 and len(whole["rows"]) == 2 and whole["units"]["jct_mean"] == "s"

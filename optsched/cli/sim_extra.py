@@ -30,6 +30,7 @@ from optsched.cli.common import (
     json_option,
     output_option,
     print_json,
+    print_written,
     solver_options,
     wide_option,
 )
@@ -450,7 +451,16 @@ def sweep_command(
         raise
     if output is not None:
         frame.to_csv(output, index=False)
-    if as_json:
+    if as_json and output is not None:
+        # the rows are in the file: one line naming it, not the rows again
+        headline = {
+            "runs": len(frame),
+            "policies": sorted({str(p) for p in frame["policy"]}) if len(frame) else [],
+            "valid": bool(frame["valid"].all()) if len(frame) else True,
+            "unfinished": int(frame["unfinished"].sum()) if len(frame) else 0,
+        }
+        print_written(output, "csv", headline)
+    elif as_json:
         from optsched.cli.sim_table import with_units
 
         print_json(with_units({"runs": len(frame), "rows": frame.to_dict(orient="records")}))
