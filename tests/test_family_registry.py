@@ -158,7 +158,9 @@ def test_families_json_lists_every_family(capsys: pytest.CaptureFixture[str]) ->
         assert row["kind"] == family.kind and row["objectives"] == list(family.objectives)
         assert row["algorithms"] == sorted(family.algorithms) and row["summary"]
     code, out = _run(capsys, "families")
-    assert code == 0 and out == ""  # the human listing goes to stderr
+    # the human listing is the result: on stdout, every family named, within 100 columns
+    assert code == 0 and all(f"{name}  " in out for name in FAMILIES)
+    assert max(len(line) for line in out.splitlines()) <= 100
 
 
 def test_schema_lists_every_kind_and_prints_each(capsys: pytest.CaptureFixture[str]) -> None:

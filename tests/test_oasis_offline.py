@@ -305,19 +305,19 @@ def test_cli_offline_json_and_validate(tmp_path, capsys) -> None:
     )
     capsys.readouterr()
     assert main(["oasis", "offline", str(inst_path), "--json", "-o", str(sched_path)]) == 0
+    printed = capsys.readouterr().out
+    # With -o the schedule is in the file: one line names it with the solve's figures.
+    assert len(printed.strip().splitlines()) == 1
+    line = json.loads(printed)
+    assert line["output"] == str(sched_path) and "solution" not in line
+    assert main(["oasis", "offline", str(inst_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    for key in (
-        "status",
-        "objective",
-        "bound",
-        "gap",
-        "build_seconds",
-        "solve_seconds",
-        "solution",
-    ):
-        assert key in out
-    assert out["status"] == "optimal"
-    # The schedule printed is the one written, and validate accepts it.
+    for key in ("status", "objective", "bound", "gap", "build_seconds", "solve_seconds"):
+        assert key in out and key in line
+    assert out["status"] == line["status"] == "optimal"
+    assert line["objective"] == pytest.approx(out["objective"], rel=OPT_RTOL)
+    assert line["admitted"] == sum(j["admitted"] for j in out["solution"]["jobs"])
+    # The schedule written is the one the solve prints without -o, and validate accepts it.
     assert json.loads(sched_path.read_text()) == out["solution"]
     assert main(["validate", str(inst_path), str(sched_path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -96,11 +96,12 @@ def test_library_errors_name_the_flag(capsys, args, flag):
     assert d["field"] == flag, d
 
 
-def test_human_output_goes_to_stderr(capsys):
+def test_human_output_goes_to_stdout(capsys):
     assert main(["pace", "resnet18", "--workers", "4"]) == 0
     captured = capsys.readouterr()
-    assert captured.out == ""
-    assert "lower bound" in captured.err
+    assert captured.err == ""
+    assert "lower bound" in captured.out
+    assert max(len(line) for line in captured.out.splitlines()) <= 100
 
 
 def test_run_writes_the_table_or_report(capsys, tmp_path):

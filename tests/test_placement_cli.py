@@ -51,11 +51,17 @@ def test_solve_json_contract(capsys, small, objective):
 
 
 @pytest.mark.solver("highs")
-def test_solve_human_output_goes_to_stderr(capsys, small, tmp_path):
+def test_solve_human_output_goes_to_stdout(capsys, small, tmp_path):
     out_file = tmp_path / "placement.json"
     code, out, err = _run(capsys, ["placement", "solve", str(small), "-o", str(out_file)])
-    assert code == 0 and out == ""
-    assert "servers" in err and "optimal" in err
+    assert code == 0 and err == ""
+    assert "servers" in out and "optimal" in out
+    # --json with -o: one line naming the file and the solve's figures, not the file again
+    code, out, _ = _run(capsys, ["placement", "solve", str(small), "-o", str(out_file), "--json"])
+    line = json.loads(out)
+    assert code == 0 and len(out.strip().splitlines()) == 1 and "solution" not in line
+    assert line["output"] == str(out_file) and line["status"] == "optimal"
+    assert line["objective"] >= 1 and "assignment" in json.loads(out_file.read_text())
     code, out, err = _run(capsys, ["validate", str(small), str(out_file), "--json"])
     assert code == 0 and json.loads(out)["valid"] is True
 
@@ -153,9 +159,10 @@ def test_bad_options_exit_2_naming_the_flag(capsys, small, option, flag):
 @pytest.mark.solver("highs")
 def test_compare_prints_the_gap_table(capsys, small):
     code, out, err = _run(capsys, ["placement", "compare", str(small)])
-    assert code == 0 and out == ""
+    assert code == 0 and err == ""
     for name in ("best-fit-decreasing", "round-robin", "consolidate-first", "exact"):
-        assert name in err
+        assert name in out
+    assert max(len(line) for line in out.splitlines()) <= 100
     code, out, _ = _run(
         capsys, ["placement", "compare", str(small), "--objective", "traffic", "--json"]
     )

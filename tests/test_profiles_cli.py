@@ -1,4 +1,4 @@
-"""``optsched profile``: JSON on stdout, human output on stderr, exit 2 naming the field."""
+"""``optsched profile``: the result on stdout (JSON or tables), exit 2 naming the field."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _run(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_resnet50_json(capsys):
-    code, out, _ = _run(capsys, "profile", "resnet50", "--json")
+    code, out, _ = _run(capsys, "profile", "resnet50", "--json", "--layers")
     assert code == 0
     report = json.loads(out)
     assert report["total_params"] == 25_557_032
@@ -53,16 +53,35 @@ def test_list(capsys):
     assert rows["gpt2_small"]["total_params"] == 124_439_808
     assert rows["bert_base"]["total_params"] == 109_482_240
     code, out, err = _run(capsys, "profile", "--list")
-    assert code == 0 and out == ""
-    assert "inception_v3" in err
+    assert code == 0 and err == ""
+    assert "inception_v3" in out
 
 
-def test_human_output_goes_to_stderr(capsys):
+def test_human_output_goes_to_stdout(capsys):
     code, out, err = _run(capsys, "profile", "alexnet", "--layers")
     assert code == 0
-    assert out == ""
-    assert "61,100,840" in err
-    assert "classifier.6" in err
+    assert err == ""
+    assert "61,100,840" in out
+    assert "classifier.6" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_json_is_a_summary_unless_layers_or_a_file(capsys, tmp_path):
+    # --json alone: the figures, not one entry per tensor and layer (thousands of lines)
+    code, out, _ = _run(capsys, "profile", "resnet50", "--json")
+    summary = json.loads(out)
+    assert code == 0 and "tensors" not in summary and "layers" not in summary
+    assert summary["total_params"] == 25_557_032 and summary["n_layers"] == 107
+    code, out, _ = _run(capsys, "profile", "resnet50", "--json", "--layers")
+    full = json.loads(out)
+    assert {k: v for k, v in full.items() if k not in ("tensors", "layers")} == summary
+    # -o: the whole report in the file, one line naming it on stdout
+    path = tmp_path / "resnet50.json"
+    code, out, _ = _run(capsys, "profile", "resnet50", "--json", "-o", str(path))
+    assert code == 0 and len(out.strip().splitlines()) == 1
+    line = json.loads(out)
+    assert line["output"] == str(path) and line["total_params"] == 25_557_032
+    assert json.loads(path.read_text()) == full
 
 
 def test_user_file_by_path(capsys, tmp_path):
@@ -82,7 +101,7 @@ def test_user_file_by_path(capsys, tmp_path):
     }  # fmt: skip
     path = tmp_path / "tiny.toml"
     path.write_text(tomli_w.dumps(data))
-    code, out, _ = _run(capsys, "profile", str(path), "--json")
+    code, out, _ = _run(capsys, "profile", str(path), "--json", "--layers")
     assert code == 0
     report = json.loads(out)
     assert report["total_params"] == 30

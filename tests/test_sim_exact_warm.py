@@ -277,6 +277,7 @@ def test_compare_starts_each_solve_from_the_best_policy_and_says_which() -> None
 
 def test_a_stopped_solve_prints_bound_incumbent_and_gap() -> None:
     from optsched.cli.sim_extra import _exact_line
+    from optsched.cli.sim_table import objective_text
 
     world, L = _sixteen_jobs()
     record = simulate(world, make_policy("sjf"), round_seconds=L)
@@ -287,7 +288,10 @@ def test_a_stopped_solve_prints_bound_incumbent_and_gap() -> None:
     assert res.gap is not None and res.bound is not None and res.objective is not None
     line = _exact_line("weighted-jct", res, None)
     assert line.startswith("exact weighted-jct: feasible, [bound ")
-    assert f"incumbent {res.objective:.5g}]" in line and f"gap {res.gap:.3%}" in line
+    # the objective in seconds (the table's unit when printed under it), never an exponent
+    shown = objective_text("weighted-jct", res.objective, (1.0, "s"))
+    assert f"incumbent {shown}]" in line and f"gap {res.gap:.3%}" in line
+    assert "e+" not in line
     assert "MIP start: sjf" in line
     cold = solve(world, L, solver_options=opts, accept_feasible=True, strengthen=False)
     assert "no MIP start (fifo: why)" in _exact_line(

@@ -1,4 +1,5 @@
-"""Readable simulator output: units per column, whole names, percent gaps, progress n/N + ETA."""
+"""Readable simulator output: one time unit per table, whole names, percent gaps, no exponents,
+progress n/N + ETA."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def test_comparison_rows_units_names_gaps_and_deadlines() -> None:
     assert "deadlines met" not in headers
     assert {"valid", "unfinished", "gap weighted-jct (%)"} <= set(headers)
     assert cells[0][0] == long  # never cut
-    assert cells[0][1] == "10" and cells[1][1] == "5"
+    # fixed decimals chosen once per column (about four digits on its largest value)
+    assert cells[0][1] == "10.00" and cells[1][1] == "5.00"
     assert cells[0][headers.index("gap weighted-jct (%)")] == "+12.5"
     headers, cells = comparison_rows(rows, [], deadlines=True)
     assert cells[0][headers.index("deadlines met")] == "1/2"
@@ -65,3 +67,15 @@ def test_progress_prints_one_line_per_run_with_n_of_n_and_eta() -> None:
     assert " ETA " in lines[1] and lines[2].endswith("ETA 0:00:00")
     with sweep_progress("x", show=False) as update:
         assert update is None
+
+
+def test_one_time_unit_per_table_and_no_exponent() -> None:
+    # a JCT of 90 s beside a makespan of 3 h: one unit (h) for every time column, stated in
+    # each header; a 745,500 s makespan is 207.1 h, never 7.455e+05
+    rows = [_row("fifo", 90.0, makespan=3 * 3600.0), _row("srtf", 60.0, makespan=745_500.0)]
+    headers, cells = comparison_rows(rows, [], deadlines=False)
+    times = [h for h in headers if h.startswith(("JCT", "makespan"))]
+    assert len(times) == 5 and all(h.endswith("(h)") for h in times)
+    span = headers.index("makespan (h)")
+    assert [c[span] for c in cells] == ["3.0", "207.1"]
+    assert not any("e+" in cell or "e-" in cell for row in cells for cell in row[1:])

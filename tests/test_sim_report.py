@@ -95,9 +95,34 @@ def _markdown_table(text: str) -> list[dict[str, str]]:
     ]
 
 
-def _shown(mean: float, ci: float) -> str:
-    text = "-" if not math.isfinite(mean) else f"{mean:.4g}"
-    return text + ("" if not math.isfinite(ci) else f" ± {ci:.4g}")
+#: Seconds per unit of the report's time columns (one unit per table, named in the header).
+_UNIT_SECONDS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def _header(row: dict[str, str], title: str) -> tuple[str, float]:
+    """The row's header for ``title`` (its ``(s)`` replaced by the table's unit) and scale."""
+    if not title.endswith("(s)"):
+        return title, 1.0
+    for unit, scale in _UNIT_SECONDS.items():
+        if title.replace("(s)", f"({unit})") in row:
+            return title.replace("(s)", f"({unit})"), scale
+    raise AssertionError(f"no column for {title}: {list(row)}")
+
+
+def _matches(cell: str, mean: float, ci: float, scale: float = 1.0) -> bool:
+    """Whether ``mean ± ci`` (in seconds / ``scale``) is what the cell shows: fixed decimals,
+    no exponent, each number within half a unit of its last decimal."""
+    assert "e+" not in cell and "e-" not in cell, cell
+    head, _, tail = cell.partition(" ± ")
+    if not math.isfinite(mean):
+        return head == "-"
+    decimals = len(head.partition(".")[2])
+    half = 0.5 * 10.0**-decimals + 1e-12
+    ok = abs(float(head) - mean / scale) <= half
+    if math.isfinite(ci):
+        ok = ok and len(tail.partition(".")[2]) == decimals
+        ok = ok and abs(float(tail) - ci / scale) <= half
+    return ok and (bool(tail) == math.isfinite(ci))
 
 
 def test_to_frame_matches_the_report_table(store: Path) -> None:
@@ -113,7 +138,9 @@ def test_to_frame_matches_the_report_table(store: Path) -> None:
             if f"{metric}_mean" not in frame.columns:  # certified gaps: only with `bounds`
                 assert title not in row
                 continue
-            assert row[title] == _shown(want[f"{metric}_mean"], want[f"{metric}_ci"]), title
+            header, scale = _header(row, title)
+            cell = row[header]
+            assert _matches(cell, want[f"{metric}_mean"], want[f"{metric}_ci"], scale), cell
     # and the frame's numbers are the runs' own: mean over the seeds
     runs = result.runs
     fifo = runs[(runs["policy"] == "fifo") & (runs["load"] == 1.0)]["jct_mean"]
@@ -122,7 +149,8 @@ def test_to_frame_matches_the_report_table(store: Path) -> None:
     # the HTML shows the same cells
     html = report.to_html()
     for row in rows:
-        assert f"<td>{row['mean JCT (s)']}</td>" in html
+        header, _ = _header(row, "mean JCT (s)")
+        assert f"<td>{row[header]}</td>" in html
 
 
 def test_write_and_the_cli_report(
@@ -240,5 +268,5 @@ def test_certified_gaps_get_their_figures(tmp_path: Path) -> None:
     rows = _markdown_table(report.to_markdown())
     frame = result.to_frame()
     for row, (_, want) in zip(rows, frame.iterrows(), strict=True):
-        shown = _shown(want["gap_makespan_mean"], want["gap_makespan_ci"])
-        assert row["gap makespan"] == shown
+        cell = row["gap makespan"]
+        assert _matches(cell, want["gap_makespan_mean"], want["gap_makespan_ci"]), cell

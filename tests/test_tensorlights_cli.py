@@ -73,10 +73,10 @@ def test_simulate_generated_with_order_and_period(capsys):
     assert data["makespan"] == pytest.approx(expected.makespan)
 
 
-def test_simulate_human_output_goes_to_stderr(capsys, instance_file):
+def test_simulate_human_output_goes_to_stdout(capsys, instance_file):
     code, out, err = run(capsys, "tensorlights", "simulate", str(instance_file))
-    assert code == 0 and out == ""
-    assert "mean JCT" in err
+    assert code == 0 and err == ""
+    assert "mean JCT" in out
 
 
 def test_compare_runs_every_policy(capsys, instance_file):
@@ -88,7 +88,7 @@ def test_compare_runs_every_policy(capsys, instance_file):
     prio = simulate(inst, "priority", order=smith_order(inst, "mean-jct"))
     assert data["policies"]["priority"]["mean_jct"] == pytest.approx(prio.mean_jct)
     code, out, err = run(capsys, "tensorlights", "compare", str(instance_file))
-    assert code == 0 and out == "" and "one-green" in err
+    assert code == 0 and err == "" and "one-green" in out
 
 
 def test_best_order_json_matches_the_library(capsys, instance_file):
@@ -105,7 +105,7 @@ def test_best_order_json_matches_the_library(capsys, instance_file):
     assert data["orders_evaluated"] == 24
     assert len(data["best_order_names"]) == 4
     code, out, err = run(capsys, "tensorlights", "best-order", str(instance_file))
-    assert code == 0 and out == "" and "Smith" in err
+    assert code == 0 and err == "" and "Smith" in out
 
 
 def test_exactly_one_instance_source(capsys, instance_file):

@@ -65,10 +65,10 @@ def test_info_cluster10_reports_260_jobs(capsys: pytest.CaptureFixture[str]) -> 
     assert report["gpu_hours"] == pytest.approx(gpu_hours, rel=1e-12)
 
 
-def test_info_human_output_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+def test_info_human_output_goes_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "trace", "info", str(DATA / "schema" / "helios_cluster_log.csv"))
-    assert code == 0 and out == ""
-    assert "3 jobs" in err and "skipped 1 rows: gpu_num 0" in err
+    assert code == 0 and err == ""
+    assert "3 jobs" in out and "skipped 1 rows: gpu_num 0" in out
 
 
 def test_bad_row_exits_2_naming_file_row_column(

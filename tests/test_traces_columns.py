@@ -157,8 +157,8 @@ def test_cli_states_the_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[s
     path = tmp_path / "jobs.csv"
     path.write_text("job_id,arrival,num_gpus,model,duration\na,0,1,,3600\nb,60,4,,7200\n")
     assert main(["trace", "info", str(path)]) == 0
-    err = capsys.readouterr().err
-    assert "note: columns not in the file" in err and "weight 1.0" in err
+    shown = capsys.readouterr().out  # the notes under the table, with the result
+    assert "note: columns not in the file" in shown and "weight 1.0" in shown
     out = tmp_path / "out.csv"
     assert main(["trace", "convert", str(path), str(out)]) == 0
     assert "weight 1.0" in capsys.readouterr().err

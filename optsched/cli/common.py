@@ -1,8 +1,13 @@
-"""Shared pieces of the ``optsched`` command: JSON output, stderr console, exit codes.
+"""Shared pieces of the ``optsched`` command: result output, diagnostics, exit codes.
 
-Contract (DESIGN §2.2): with ``--json`` a command prints exactly one JSON object on stdout; human
-output, progress and logs go to stderr. Exit codes: 0 success, 2 invalid input, 3 the solver did
-not reach the requested status, 1 anything else.
+Contract (DESIGN §2.2): a command's result goes to stdout, its diagnostics to stderr. The
+result is a table (or listing) for people, or with ``--json`` exactly one JSON object; with
+``--json -o FILE`` the file holds the full result and the JSON object on stdout is a one-line
+summary (what was written where, the headline numbers). Diagnostics are progress, warnings,
+``wrote FILE`` lines and errors. Tables fit :data:`~optsched.report._text.TABLE_WIDTH` (100)
+columns, split into parts rather than cut; ``--wide`` draws every column on one line.
+Exit codes: 0 success, 2 invalid input, 3 the solver did not reach the requested status, 1
+anything else.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import click
 from rich.console import Console
 
 from optsched._json import dumps, to_jsonable
+from optsched.report._text import TABLE_WIDTH, TextTable, plain
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -29,15 +35,23 @@ __all__ = [
     "FiniteFloat",
     "NumberList",
     "SolverOptions",
+    "TextTable",
     "command_started",
+    "emit",
     "err_console",
     "json_option",
     "mark_started",
     "output_option",
+    "plain",
     "preload",
     "print_json",
+    "print_written",
+    "results_on_stderr",
+    "say",
     "solver_options",
+    "table_width",
     "to_jsonable",
+    "wide_option",
 ]
 
 EXIT_OTHER = 1
@@ -45,8 +59,9 @@ EXIT_INVALID = 2
 EXIT_NOT_OPTIMAL = 3
 EXIT_INTERRUPTED = 130
 
-#: Human output goes to stderr so that stdout carries only the JSON object. ``soft_wrap``: error
-#: text is never hard-wrapped (a message must stay one greppable line when stderr is a file).
+#: Diagnostics (progress, warnings, errors) go to stderr; results go to stdout (:func:`emit`,
+#: :func:`say`, :func:`print_json`). ``soft_wrap``: error text is never hard-wrapped (a message
+#: must stay one greppable line when stderr is a file).
 err_console = Console(stderr=True, soft_wrap=True)
 
 #: Library argument names -> the command-line flag a user typed, so that errors raised by the
@@ -369,3 +384,81 @@ def print_json(obj: Any) -> None:
     """Write one JSON object to stdout (strict JSON: NaN becomes null)."""
     sys.stdout.write(dumps(obj) + "\n")
     sys.stdout.flush()
+
+
+def print_written(output: Path, written: str, headline: dict[str, Any]) -> None:
+    """``--json -o FILE``: one line on stdout saying what was written where, and the headline.
+
+    The file holds the full result; printing it again would bury the few numbers a reader
+    wants, so the JSON object is ``{"output": FILE, "written": what, **headline}`` on one line.
+    """
+    payload = {"output": str(output), "written": written, **headline}
+    sys.stdout.write(dumps(payload, indent=None) + "\n")
+    sys.stdout.flush()
+
+
+def _wide_flag(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    ctx.meta["optsched_wide"] = bool(value) or ctx.meta.get("optsched_wide", False)
+    return value
+
+
+#: ``--wide``: every column of a table on one line, however wide (default: fit 100 columns).
+wide_option = click.option(
+    "--wide",
+    is_flag=True,
+    expose_value=False,
+    callback=_wide_flag,
+    help=f"Print tables with every column on one line (default: fit {TABLE_WIDTH} columns, "
+    "splitting a wide table into parts).",
+)
+
+
+def table_width() -> int | None:
+    """The width of the result's tables: None with ``--wide``, else at most 100 columns.
+
+    A terminal narrower than 100 columns keeps its width; a wider one, a pipe or a file gets
+    100, so that the output reads the same wherever it is sent (``COLUMNS`` does not widen it).
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get("optsched_wide"):
+        return None
+    if sys.stdout.isatty():
+        import shutil
+
+        return max(40, min(TABLE_WIDTH, shutil.get_terminal_size().columns))
+    return TABLE_WIDTH
+
+
+def results_on_stderr() -> None:
+    """Send the running command's tables and result lines to stderr (its stdout is JSON).
+
+    For a command that shows its tables as it goes and prints one JSON object at the end
+    (``demo --json``): stdout must carry that object alone.
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.find_root().meta["optsched_results_on_stderr"] = True
+
+
+def _out_console(width: int | None) -> Console:
+    ctx = click.get_current_context(silent=True)
+    on_stderr = ctx is not None and ctx.meta.get("optsched_results_on_stderr", False)
+    return Console(
+        width=width if width is not None else 100_000,
+        highlight=False,
+        soft_wrap=width is None,
+        stderr=on_stderr,
+    )
+
+
+def emit(table: TextTable) -> None:
+    """Print a result table (and its notes) on stdout, within :func:`table_width`."""
+    width = table_width()
+    console = _out_console(width if width is not None else table.width() + 2)
+    console.print(table)
+    console.file.flush()
+
+
+def say(text: str = "") -> None:
+    """Print one line of the result on stdout (literal text, wrapped at :func:`table_width`)."""
+    _out_console(table_width()).print(text, markup=False, overflow="fold")

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    TextTable,
+    emit,
+    json_option,
+    print_json,
+    say,
+    wide_option,
+)
 from optsched.errors import InvalidInstanceError
 
 if TYPE_CHECKING:
@@ -158,18 +165,17 @@ def validate_cmd(instance: Path, schedule: Path | None, as_json: bool) -> None:
         print_json(report)
     else:
         for line in report.get("lines") or []:
-            err_console.print(line, highlight=False, markup=False)
-        err_console.print("[green]valid[/green]" if report["valid"] else "[red]invalid[/red]")
+            say(line)
+        say("valid" if report["valid"] else "invalid")
     if not report["valid"]:
         raise click.exceptions.Exit(2)
 
 
 @click.command("families")
 @json_option
+@wide_option
 def families_cmd(as_json: bool) -> None:
     """List every problem family: instance kind, objectives, algorithms and what it decides."""
-    from rich.markup import escape
-
     from optsched.family import FAMILIES
 
     rows = [family.to_dict() for family in FAMILIES.values()]
@@ -177,17 +183,15 @@ def families_cmd(as_json: bool) -> None:
         print_json({"families": rows})
         return
     for row in rows:
-        err_console.print(
-            f"[bold]{row['name']}[/bold]  {escape(row['summary'])}\n"
-            f"  kind        {escape(row['kind'])}  ({row['package']})\n"
-            f"  objectives  {', '.join(row['objectives'])}\n"
-            f"  algorithms  {', '.join(row['algorithms']) or '-'}",
-            highlight=False,
-        )
+        say(f"{row['name']}  {row['summary']}")
+        say(f"  kind        {row['kind']}  ({row['package']})")
+        say(f"  objectives  {', '.join(row['objectives'])}")
+        say(f"  algorithms  {', '.join(row['algorithms']) or '-'}")
 
 
 @click.command("solvers")
 @json_option
+@wide_option
 def solvers_cmd(as_json: bool) -> None:
     """List the solvers optsched knows, the paths to each, and how to install each.
 
@@ -209,18 +213,19 @@ def solvers_cmd(as_json: bool) -> None:
     if as_json:
         print_json({"solvers": rows})
         return
+    table = TextTable(box="simple")
+    for header in ("solver", "kind", "paths", "installed"):
+        table.add_column(header, justify="left", wrap=header == "installed")
     for row in rows:
-        mark = "installed" if row["installed"] else f"missing ({row['install']})"
+        mark = "yes" if row["installed"] else f"no: {row['install']}"
         kind = "MILP" if row["mip"] else "LP/conic"
-        err_console.print(
-            f"{row['name']:<12} {kind:<9} {'/'.join(row['frontends']):<19} {mark}",
-            highlight=False,
-            markup=False,
-        )
+        table.add_row(row["name"], kind, "/".join(row["frontends"]), mark)
+    emit(table)
 
 
 @click.command("limits")
 @json_option
+@wide_option
 def limits_cmd(as_json: bool) -> None:
     """Print the size budgets in force (raise one with the environment variable OPTSCHED_<NAME>)."""
     from optsched import limits
@@ -229,10 +234,12 @@ def limits_cmd(as_json: bool) -> None:
     if as_json:
         print_json({"limits": budget})
         return
+    table = TextTable(box="simple")
+    for header, justify in (("limit", "left"), ("value", "right"), ("raise with", "left")):
+        table.add_column(header, justify=justify)
     for name, value in budget.items():
-        err_console.print(
-            f"{name:<22} {value:>16,}   OPTSCHED_{name.upper()}", highlight=False, markup=False
-        )
+        table.add_row(name, f"{value:,}", f"OPTSCHED_{name.upper()}")
+    emit(table)
 
 
 def register(group: click.Group) -> None:

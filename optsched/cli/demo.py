@@ -19,7 +19,17 @@ from typing import Any
 
 import click
 
-from optsched.cli.common import FiniteFloat, err_console, json_option, print_json
+from optsched.cli.common import (
+    FiniteFloat,
+    TextTable,
+    emit,
+    err_console,
+    json_option,
+    plain,
+    print_json,
+    results_on_stderr,
+    wide_option,
+)
 
 __all__ = ["demo", "register"]
 
@@ -103,28 +113,32 @@ def sim_section(out_dir: Path, time_limit: float) -> dict[str, Any]:
     )
     # the gap table: each policy against each proven optimum of its own world, and against
     # the certified bound of every world, in percent
-    from rich.table import Table
+    from optsched.cli.sim_table import GAP_CAPTION, objective_text, table_time_unit
 
-    from optsched.cli.sim_table import GAP_CAPTION
-
-    gaps = Table(title="gap to the optimum (%)", caption=GAP_CAPTION, caption_justify="left")
-    gaps.add_column("policy", no_wrap=True)
+    unit = table_time_unit(rows)
+    notes = GAP_CAPTION.splitlines()
+    for o, b in result.bounds.items():
+        notes.append(
+            f"certified bound {o}: optimum >= {objective_text(o, b.value, unit)} ({b.method})"
+        )
+    for o, res in result.exact.items():
+        notes.append(
+            f"optimum {o}: {res.status.value}, objective {objective_text(o, res.objective, unit)}"
+        )
+    gaps = TextTable("gap to the optimum (%)", notes=notes)
+    gaps.add_column("policy", justify="left", wrap=True)
     for o in SIM_OBJECTIVES:
-        gaps.add_column(f"gap {o} (%)", justify="right")
+        gaps.add_column(f"gap {o} (%)")
     for o in SIM_OBJECTIVES:
-        gaps.add_column(f"certified gap {o} (%)", justify="right")
-    gaps.add_column("outside the optimum's world")
+        gaps.add_column(f"certified gap {o} (%)")
+    gaps.add_column("outside the optimum's world", justify="left", wrap=True)
     for r in rows:
         if str(r["policy"]).startswith("exact-"):
             continue
         cells = [_percent(r[f"gap_{o}"]) for o in SIM_OBJECTIVES]
         cells += [_percent(r[f"bound_gap_{o}"]) for o in SIM_OBJECTIVES]
         gaps.add_row(str(r["policy"]), *cells, str(r.get("outside") or ""))
-    err_console.print(gaps)
-    for o, b in result.bounds.items():
-        err_console.print(f"certified bound {o}: optimum >= {b.value:.6g} ({b.method})")
-    for o, res in result.exact.items():
-        err_console.print(f"optimum {o}: {res.status.value}, objective {res.objective:.6g}")
+    emit(gaps)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     runs = dict(result.runs)
     best = result.exact["weighted-jct"].solution
@@ -144,7 +158,7 @@ def sim_section(out_dir: Path, time_limit: float) -> dict[str, Any]:
     figure = out_dir / "sim_jct_cdf.png"
     fig.savefig(figure, dpi=120)
     plt.close(fig)
-    err_console.print(f"figure: {figure}")
+    err_console.print(f"figure: {figure}", highlight=False, markup=False)
     return {"trace": SIM_TRACE, "cluster": SIM_CLUSTER, "figure": str(figure), **result.to_dict()}
 
 
@@ -166,8 +180,6 @@ def offline_section(
         The ILP stopped short of a proven optimum and ``accept_feasible`` is false (the
         command then exits 3, the incumbent in its JSON).
     """
-    from rich.table import Table
-
     from optsched.online.oasis import generate_instance, solve, validate
     from optsched.report.oasis import plot_schedule
 
@@ -188,12 +200,20 @@ def offline_section(
     report.raise_if_invalid()
     schedule.save(out_dir / "offline_schedule.json")
     plot_schedule(inst, schedule).savefig(out_dir / "offline_schedule.png", dpi=120)
-    table = Table(
-        title=f"Exact offline optimum ({res.status.value}; {len(inst.jobs)} jobs, "
-        f"H = {len(inst.worker_servers)}, K = {len(inst.ps_servers)}, T = {inst.horizon})"
+    table = TextTable(
+        f"Exact offline optimum ({res.status.value}; {len(inst.jobs)} jobs, "
+        f"{len(inst.worker_servers)} worker servers, {len(inst.ps_servers)} parameter servers, "
+        f"{inst.horizon} time slots)",
+        notes=[
+            f"total utility {res.objective:.3f} (bound {res.bound:.3f}, relative gap "
+            f"{100 * (res.gap or 0):.4f}%); validator recomputes {report.objective:.3f}; "
+            f"model built in {res.build_seconds:.2f} s, solved in {res.solve_seconds:.2f} s",
+            "workers/slot: the job's workers in each slot it runs",
+        ],
     )
     for col in ("job", "arrival", "admitted", "completion", "utility", "workers/slot"):
-        table.add_column(col, justify="right" if col != "job" else "left")
+        text = col in ("job", "workers/slot")
+        table.add_column(col, justify="left" if text else "right", wrap=text)
     for i, js in enumerate(schedule.jobs):
         per_slot: dict[int, int] = {}
         for t, _, n in js.workers:
@@ -206,12 +226,7 @@ def offline_section(
             f"{js.utility:.2f}",
             " ".join(f"{per_slot[t]}" for t in sorted(per_slot)) or "-",
         )
-    err_console.print(table)
-    err_console.print(
-        f"total utility {res.objective:.3f} (bound {res.bound:.3f}, gap {res.gap or 0:.2e}); "
-        f"validator recomputes {report.objective:.3f}; model built in "
-        f"{res.build_seconds:.2f}s, solved in {res.solve_seconds:.2f}s"
-    )
+    emit(table)
     return {
         "instance": params,
         "status": res.status.value,
@@ -243,31 +258,30 @@ def online_section(
     inst.save(out_dir / "moderate_instance.json")
     with err_console.status("running OASiS and the baselines ...") as status:
         comparison = compare_algorithms(inst, time_limit=time_limit, progress=status.update)
-    err_console.print(comparison_table(comparison))
-    plot = out_dir / "oasis_vs_baselines.png"
-    plot_comparison(comparison).savefig(plot, dpi=120)
+    table = comparison_table(comparison)
     off = comparison.offline
     if off.optimum is None:
-        err_console.print(
-            f"the ILP stopped at its {time_limit:g}s limit ({off.status}); OPT lies in "
-            f"[{comparison.lower:.4g}, {comparison.upper:.4g}] (the upper end is the best of the "
-            "ILP bound and the OASiS dual certificate), so ratios shown are upper bounds"
+        table.add_note(
+            f"the ILP stopped at its {time_limit:g} s limit ({off.status}); OPT lies in "
+            f"[{plain(comparison.lower)}, {plain(comparison.upper)}] (the upper end is the best "
+            "of the ILP bound and the OASiS dual certificate), so ratios shown are upper bounds"
         )
-    err_console.print(f"plot: {plot}")
+    emit(table)
+    plot = out_dir / "oasis_vs_baselines.png"
+    plot_comparison(comparison).savefig(plot, dpi=120)
+    err_console.print(f"plot: {plot}", highlight=False, markup=False)
     return {"instance": params, **comparison.to_dict()}
 
 
 def pace_section() -> dict[str, Any]:
     """Communication schedulers of one ResNet-50 iteration, against the lower bound."""
-    from rich.table import Table
-
     from optsched.comm.pace import compare
 
     with err_console.status("scheduling one ResNet-50 iteration ..."):
         cmp = compare(PACE_MODEL, PACE_WORKERS, PACE_GBPS, PACE_LATENCY_US)
     times = cmp.iteration_times
-    table = Table(
-        title=f"{cmp.display_name}: iteration time, {PACE_WORKERS} workers, "
+    table = TextTable(
+        f"{cmp.display_name}: iteration time, {PACE_WORKERS} workers, "
         f"{PACE_GBPS:g} Gbit/s (lower bound {cmp.lower_bound:.2f} ms)"
     )
     for col in ("policy", "iteration (ms)", "vs PACE", "above lower bound"):
@@ -279,7 +293,7 @@ def pace_section() -> dict[str, Any]:
             f"{value / times['pace']:.3f}x",
             f"{100 * (value / cmp.lower_bound - 1):.1f}%",
         )
-    err_console.print(table)
+    emit(table)
     return cmp.to_dict(schedule=False)
 
 
@@ -307,6 +321,7 @@ def pace_section() -> dict[str, Any]:
     help="Go on with the exact part's incumbent if its ILP stops short (else exit 3).",
 )
 @json_option
+@wide_option
 def demo(
     seed: int,
     time_limit: float,
@@ -321,6 +336,9 @@ def demo(
     --accept-feasible); the online comparison reports bounds when its ILP stops short.
     """
     output_dir.mkdir(parents=True, exist_ok=True)
+    if as_json:
+        # stdout carries the one JSON object: the tables are shown on stderr meanwhile
+        results_on_stderr()
     start = time.perf_counter()
     err_console.rule("[bold]The survey's schedulers on a public trace, beside the optimum")
     summary: dict[str, Any] = {"sim": sim_section(output_dir, time_limit)}

@@ -33,7 +33,13 @@ from typing import Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, output_option, print_json
+from optsched.cli.common import (
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    say,
+)
 
 __all__ = ["harmony", "register"]
 
@@ -310,7 +316,7 @@ def compare(
     if gaps:
         g = out["exact"]["true"]
         t = g["trivial"]
-        click.echo(
+        say(
             f"per decision vs the true exact optimum ({g['decisions']} decisions of the "
             f"{g['driver']} run; non-trivial {t['open']}, lone server {t['lone']}, "
             f"forced {t['forced']}): mean ratio and % optimal, all | non-trivial"

@@ -5,16 +5,23 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
 from optsched.cli.common import (
     SolverOptions,
+    TextTable,
+    emit,
     err_console,
     json_option,
     output_option,
+    plain,
     print_json,
+    print_written,
+    say,
     solver_options,
+    wide_option,
 )
 
 __all__ = ["GENERATOR_FLAGS", "generator_flags", "oasis", "register"]
@@ -83,7 +90,10 @@ def generate_cmd(
         )
     inst.save(output)
     err_console.print(
-        f"wrote {output}: {n_jobs} jobs, H = {worker_servers}, K = {ps_servers}, T = {horizon}"
+        f"wrote {output}: {n_jobs} jobs, {worker_servers} worker servers (H), {ps_servers} "
+        f"parameter servers (K), {horizon} time slots (T)",
+        highlight=False,
+        markup=False,
     )
     if as_json:
         print_json(
@@ -100,6 +110,7 @@ def generate_cmd(
 
 
 @oasis.command("offline")
+@wide_option
 @click.argument("instance", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--relax",
@@ -122,8 +133,6 @@ def offline_cmd(
     looser than optsched's optimality tolerance) unless --accept-feasible; the JSON error
     object then still holds the incumbent schedule under "solution".
     """
-    from rich.table import Table
-
     from optsched.online.oasis import OasisInstance, solve
 
     if relax and output is not None:
@@ -136,35 +145,52 @@ def offline_cmd(
         res = solve(inst, relax=relax, **solver_opts.kwargs())
     if output is not None and res.solution is not None:
         res.solution.save(output)
+    if as_json and output is not None and res.solution is not None:
+        # the schedule is in the file: one line with the solve's figures, not the file again
+        headline = {k: v for k, v in res.to_dict().items() if k != "solution"}
+        headline["admitted"] = sum(1 for js in res.solution.jobs if js.admitted)
+        headline["jobs"] = len(res.solution.jobs)
+        print_written(output, "oasis-schedule", headline)
+        return
     if as_json:
         print_json(res.to_dict())
         return
-    err_console.print(
-        f"status [bold]{res.status.value}[/bold]  objective {res.objective}  bound {res.bound}  "
-        f"gap {res.gap}  build {res.build_seconds:.2f}s  solve {res.solve_seconds:.2f}s"
-    )
+    _print_offline(inst, res)
+    if output is not None and res.solution is not None:
+        err_console.print(f"wrote {output}", highlight=False, markup=False)
+
+
+def _print_offline(inst: Any, res: Any) -> None:
+    """The offline solve on stdout: its schedule's table, the solve's figures under it."""
+    notes = [
+        f"status {res.status.value}, objective {plain(res.objective, 6)}, bound "
+        f"{plain(res.bound, 6)}, gap {plain(res.gap)}; build {res.build_seconds:.2f} s, solve "
+        f"{res.solve_seconds:.2f} s",
+    ]
     never = res.extra.get("never_completable") or []
     if never:
-        err_console.print(
-            f"[yellow]note[/yellow] {len(never)} job(s) can never complete within the horizon "
-            f"(their work exceeds N_i workers in every slot until T): {', '.join(never[:10])}"
-            + (" ..." if len(never) > 10 else ""),
-            highlight=False,
+        notes.append(
+            f"note: {len(never)} job(s) can never complete within the horizon (their work "
+            f"exceeds N_i workers in every slot until T): {', '.join(never[:10])}"
+            + (" ..." if len(never) > 10 else "")
         )
-    if res.solution is not None:
-        table = Table(title="offline schedule")
-        for col in ("job", "arrival", "admitted", "completion", "utility", "worker-slots"):
-            table.add_column(col)
-        for i, js in enumerate(res.solution.jobs):
-            table.add_row(
-                js.job,
-                str(inst.jobs[i].arrival),
-                "yes" if js.admitted else "no",
-                str(js.completion or "-"),
-                f"{js.utility:.3f}",
-                str(sum(n for _, _, n in js.workers)),
-            )
-        err_console.print(table)
+    if res.solution is None:
+        for line in notes:
+            say(line)
+        return
+    table = TextTable("offline schedule", notes=notes)
+    for col in ("job", "arrival", "admitted", "completion", "utility", "worker-slots"):
+        table.add_column(col, justify="left" if col == "job" else "right", wrap=col == "job")
+    for i, js in enumerate(res.solution.jobs):
+        table.add_row(
+            js.job,
+            str(inst.jobs[i].arrival),
+            "yes" if js.admitted else "no",
+            str(js.completion or "-"),
+            f"{js.utility:.3f}",
+            str(sum(n for _, _, n in js.workers)),
+        )
+    emit(table)
 
 
 def register(group: click.Group) -> None:

@@ -12,11 +12,16 @@ from optsched.cli.common import (
     EXIT_NOT_OPTIMAL,
     FiniteFloat,
     SolverOptions,
+    TextTable,
+    emit,
     err_console,
     json_option,
     output_option,
+    plain,
     print_json,
+    say,
     solver_options,
+    wide_option,
 )
 
 __all__ = ["ALGORITHMS", "make_algorithm", "register"]
@@ -73,6 +78,7 @@ def _prices(spec: str, history: Path | None, instance: Any) -> Any:
 
 
 @click.command("online")
+@wide_option
 @click.argument("instance", type=click.Path(dir_okay=False, path_type=Path))
 @work_option
 @click.option(
@@ -119,9 +125,8 @@ def online_cmd(
     as_json: bool,
 ) -> None:
     """Schedule INSTANCE online with OASiS and certify a bound on the optimum."""
-    from rich.table import Table
-
     from optsched.online.oasis import OASiS, OasisInstance
+    from optsched.report._text import fixed, fixed_decimals
 
     inst = OasisInstance.load(instance)
     alg = OASiS(
@@ -137,31 +142,33 @@ def online_cmd(
     if as_json:
         print_json(run.to_dict(with_prices=with_prices))
         return
-    table = Table(title=f"OASiS on {instance.name}")
+    cr = run.certified_ratio
+    summary = (
+        f"utility {plain(run.utility, 6)}, admitted {len(run.admitted)}/{inst.n_jobs}, "
+        f"alpha {plain(run.alpha)} (proven ratio {plain(run.proven_bound)}), "
+        f"certified OPT <= {plain(run.dual_bound, 6)} (D/ALG {plain(cr)})"
+        if run.dual_bound is not None and cr is not None
+        else f"utility {plain(run.utility, 6)}"
+    )
+    table = TextTable(f"OASiS on {instance.name}", notes=[summary])
     for col in ("job", "arrival", "payoff", "admitted", "completion", "utility"):
-        table.add_column(col, justify="left" if col == "job" else "right")
+        table.add_column(col, justify="left" if col == "job" else "right", wrap=col == "job")
+    pay = fixed_decimals(run.payoffs)
+    util = fixed_decimals([js.utility for js in run.schedule.jobs])
     for i, js in enumerate(run.schedule.jobs):
         table.add_row(
             js.job,
             str(inst.jobs[i].arrival),
-            f"{run.payoffs[i]:.4g}",
+            fixed(run.payoffs[i], pay),
             "yes" if js.admitted else "no",
             str(js.completion or "-"),
-            f"{js.utility:.4g}",
+            fixed(js.utility, util),
         )
-    err_console.print(table)
-    cr = run.certified_ratio
-    err_console.print(
-        f"utility {run.utility:.6g}, admitted {len(run.admitted)}/{inst.n_jobs}, "
-        f"alpha {run.alpha:.4g} (proven ratio {run.proven_bound:.4g}), "
-        f"certified OPT <= {run.dual_bound:.6g} (D/ALG {cr:.4g})"
-        if run.dual_bound is not None and cr is not None
-        else f"utility {run.utility:.6g}",
-        highlight=False,
-    )
+    emit(table)
 
 
 @click.command("check")
+@wide_option
 @click.argument("instance", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--algorithm",
@@ -213,37 +220,7 @@ def check_cmd(
     if as_json:
         print_json(rep.to_dict())
     else:
-        off = rep.offline
-        err_console.print(
-            f"{algorithm}: ALG {rep.alg:.6g} ({len(rep.run.admitted)}/{inst.n_jobs} admitted, "
-            f"schedule {'valid' if rep.valid else 'INVALID'})",
-            highlight=False,
-        )
-        if off.optimum is not None:
-            err_console.print(
-                f"offline optimum {off.optimum:.6g}: OPT/ALG = {rep.ratio:.4g}", highlight=False
-            )
-        else:
-            err_console.print(
-                f"offline {off.status}: incumbent {off.incumbent}, upper bound {rep.upper}, "
-                f"OPT/ALG <= {rep.ratio_upper}",
-                highlight=False,
-            )
-        if rep.proven_bound is not None:
-            err_console.print(f"proven bound 2 alpha = {rep.proven_bound:.4g}", highlight=False)
-        if rep.run.dual_bound is not None:
-            err_console.print(
-                f"certificate D = {rep.run.dual_bound:.6g}, D/ALG = {rep.certified_ratio:.4g}",
-                highlight=False,
-            )
-        for key, value in rep.holds.items():
-            mark = {True: "[green]holds[/green]", False: "[red]FAILS[/red]", None: "undecided"}
-            err_console.print(f"  {key}: {mark[value]}")
-        if rep.theorem is not None:
-            applies = rep.theorem["theorem_applies"]
-            err_console.print(f"  theorem 4 applies: {applies}")
-            for reason in rep.theorem["reasons"]:
-                err_console.print(f"    - {reason}", highlight=False)
+        _print_check(algorithm, inst, rep)
     if not rep.valid or rep.holds["alg_le_opt"] is False or rep.holds["opt_le_dual"] is False:
         raise click.exceptions.Exit(1)
     if not rep.offline.proven and not solver_opts.accept_feasible:
@@ -253,6 +230,32 @@ def check_cmd(
             highlight=False,
         )
         raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
+
+
+def _print_check(algorithm: str, inst: Any, rep: Any) -> None:
+    """The check's figures on stdout: ALG, OPT (or its bracket), the bounds, the relations."""
+    off = rep.offline
+    say(
+        f"{algorithm}: ALG {plain(rep.alg, 6)} ({len(rep.run.admitted)}/{inst.n_jobs} admitted, "
+        f"schedule {'valid' if rep.valid else 'INVALID'})"
+    )
+    if off.optimum is not None:
+        say(f"offline optimum {plain(off.optimum, 6)}: OPT/ALG = {plain(rep.ratio)}")
+    else:
+        say(
+            f"offline {off.status}: incumbent {plain(off.incumbent, 6)}, upper bound "
+            f"{plain(rep.upper, 6)}, OPT/ALG <= {plain(rep.ratio_upper)}"
+        )
+    if rep.proven_bound is not None:
+        say(f"proven bound 2 alpha = {plain(rep.proven_bound)}")
+    if rep.run.dual_bound is not None:
+        say(f"certificate D = {plain(rep.run.dual_bound, 6)}, D/ALG = {plain(rep.certified_ratio)}")
+    for key, value in rep.holds.items():
+        say(f"  {key}: {({True: 'holds', False: 'FAILS', None: 'undecided'})[value]}")
+    if rep.theorem is not None:
+        say(f"  theorem 4 applies: {rep.theorem['theorem_applies']}")
+        for reason in rep.theorem["reasons"]:
+            say(f"    - {reason}")
 
 
 @click.command("ratio")

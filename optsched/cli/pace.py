@@ -22,11 +22,16 @@ from optsched.cli.common import (
     FiniteFloat,
     NumberList,
     SolverOptions,
+    TextTable,
+    emit,
     err_console,
     json_option,
     output_option,
     print_json,
+    print_written,
+    say,
     solver_options,
+    wide_option,
 )
 from optsched.errors import InvalidInstanceError
 
@@ -176,6 +181,7 @@ def pace() -> None:
 
 
 @pace.command("run")
+@wide_option
 @click.argument("model", metavar="MODEL_OR_FILE")
 @_with_common
 @click.option("--no-schedule", is_flag=True, help="Leave PACE's schedule out of the JSON.")
@@ -231,6 +237,15 @@ def run_cmd(
     report["validated"] = validate
     if output is not None:
         _write_report(report, result.to_frame(), output)
+    if as_json and output is not None:
+        # the report is in the file: one line with the headline, not the file again
+        times = {name: r.iteration_time for name, r in result.results.items()}
+        headline = {"model": report["model"], "time_unit": "ms", "fastest": result.fastest}
+        headline |= {"lower_bound": result.lower_bound, "iteration_time": times}
+        print_written(
+            output, "pace-report" if output.suffix.lower() == ".json" else "csv", headline
+        )
+        return
     if as_json:
         print_json(report)
         return
@@ -247,19 +262,23 @@ def _write_report(report: dict[str, Any], frame: Any, output: Path) -> None:
 
 
 def _print_comparison(result: Any) -> None:
-    from rich import box
-    from rich.table import Table
-
+    """The policies' iteration times on stdout (ms), the bounds and fusion under the table."""
     dag = result.dag
-    err_console.print(
-        f"[bold]{result.display_name}[/bold]: {dag.n_tensors} tensors, "
-        f"{dag.total_bytes / 1e6:.1f} MB, compute {dag.compute_ms:.2f} ms; "
-        f"{result.cost.description}",
-        highlight=False,
+    f = result.fusion
+    table = TextTable(
+        f"{result.display_name}: {dag.n_tensors} tensors, {dag.total_bytes / 1e6:.1f} MB, "
+        f"compute {dag.compute_ms:.2f} ms; {result.cost.description}",
+        box="simple",
+        notes=[
+            f"lower bound {result.lower_bound:.3f} ms; fastest: {result.fastest}; PACE fuses "
+            f"{dag.n_tensors} tensors into {len(result.pace.jobs.groups)} calls",
+            f"optimal preemptive schedule with no fusion {f['none']:.3f} ms, threshold fusion "
+            f"{f['threshold']:.3f} ms, fusion DP {f['dp']:.3f} ms",
+        ],
     )
-    table = Table(box=box.SIMPLE)
     for col in ("policy", "iteration ms", "x PACE", "overlap", "calls", "settings"):
-        table.add_column(col, justify="left" if col in ("policy", "settings") else "right")
+        text = col in ("policy", "settings")
+        table.add_column(col, justify="left" if text else "right", wrap=text)
     speed = result.speedup()
     for name, r in result.results.items():
         settings = ", ".join(f"{k}={v}" for k, v in r.params.items() if v is not None)
@@ -271,21 +290,17 @@ def _print_comparison(result: Any) -> None:
             str(r.n_calls),
             settings,
         )
-    err_console.print(table)
-    err_console.print(
-        f"lower bound {result.lower_bound:.3f} ms; fastest: {result.fastest}; "
-        f"PACE fuses {dag.n_tensors} tensors into {len(result.pace.jobs.groups)} calls",
-        highlight=False,
-    )
-    f = result.fusion
-    err_console.print(
-        f"optimal preemptive schedule with no fusion {f['none']:.3f} ms, "
-        f"threshold fusion {f['threshold']:.3f} ms, fusion DP {f['dp']:.3f} ms",
-        highlight=False,
-    )
+    emit(table)
+
+
+#: The figures ``pace solve --json -o FILE`` prints (the file holds the whole result).
+_SOLVE_HEADLINE = frozenset(
+    {"status", "optimal", "objective", "bound", "gap", "groups", "time_unit", "solver"}
+)
 
 
 @pace.command("solve")
+@wide_option
 @click.argument(
     "instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False, path_type=Path)
 )
@@ -332,14 +347,17 @@ def solve_cmd(
             from optsched._json import dumps
 
             output.write_text(dumps(payload) + "\n", encoding="utf-8")
+    if as_json and output is not None:
+        headline = {k: v for k, v in payload.items() if k in _SOLVE_HEADLINE}
+        print_written(output, "pace-solution" if output.suffix == ".json" else "csv", headline)
+        return
     if as_json:
         print_json(payload)
         return
-    err_console.print(
+    say(
         f"{instance}: {result.status.value}, iteration {result.objective:.4f} ms, bound "
         f"{result.bound if result.bound is None else f'{result.bound:.4f}'} ms, "
-        f"{payload.get('groups')} fused calls",
-        highlight=False,
+        f"{payload.get('groups')} fused calls"
     )
 
 
@@ -365,6 +383,8 @@ def generate_cmd(seed: int, layers: int, chain: bool, output: Path, as_json: boo
 
 
 def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
+    from optsched.report._text import plain
+
     cols = list(rows[0])
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=cols)
@@ -373,7 +393,7 @@ def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
     md_path = csv_path.with_suffix(".md")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        cells = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()]
+        cells = [plain(v) if isinstance(v, float) else str(v) for v in r.values()]
         lines.append("| " + " | ".join(cells) + " |")
     md_path.write_text(
         "PACE sweep: iteration times in ms; speed-up = baseline time / PACE time.\n\n"
@@ -382,6 +402,21 @@ def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
         encoding="utf-8",
     )
     return md_path
+
+
+def _print_sweep(rows: list[dict[str, Any]]) -> None:
+    """The sweep's rows on stdout (the cells of the Markdown table), within 100 columns."""
+    from optsched.report._text import plain
+
+    table = TextTable(
+        "PACE sweep", notes=["iteration times in ms; speed-up = baseline time / PACE time"], key=3
+    )
+    cols = list(rows[0])
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("model", "best_baseline") else "right")
+    for r in rows:
+        table.add_row(*(plain(v) if isinstance(v, float) else str(v) for v in r.values()))
+    emit(table)
 
 
 @pace.command("sweep")
@@ -435,6 +470,7 @@ def _write_table(rows: list[dict[str, Any]], csv_path: Path) -> Path:
     "(.md) and the plot (.png) go beside it. Rerunning resumes from the store",
 )
 @json_option
+@wide_option
 def sweep_cmd(
     models: tuple[str, ...],
     bandwidths: tuple[float, ...],
@@ -503,7 +539,7 @@ def sweep_cmd(
     if as_json:
         print_json({"rows": rows, "files": files, "computed": result.computed, **result.config})
         return
-    err_console.print(md_path.read_text(encoding="utf-8"), highlight=False)
+    _print_sweep(rows)
     err_console.print(
         f"wrote {csv_path}, {md_path} and {png_path} ({result.computed} runs computed, "
         f"{len(rows) - result.computed} read from {store.path})",

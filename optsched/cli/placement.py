@@ -34,11 +34,17 @@ import click
 from optsched.cli.common import (
     EXIT_NOT_OPTIMAL,
     SolverOptions,
+    TextTable,
+    emit,
     err_console,
     json_option,
     output_option,
+    plain,
     print_json,
+    print_written,
+    say,
     solver_options,
+    wide_option,
 )
 
 if TYPE_CHECKING:
@@ -132,7 +138,7 @@ def _fmt(value: float | None) -> str:
         return "-"
     if math.isinf(value):
         return "inf"
-    return f"{value:.6g}"
+    return plain(value, 6)
 
 
 def _percent(gap: float | None) -> str:
@@ -145,6 +151,7 @@ def _percent(gap: float | None) -> str:
 
 
 @placement.command("solve")
+@wide_option
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--objective",
@@ -206,6 +213,11 @@ def solve_cmd(
         raise
     if output is not None and result.solution is not None:
         result.solution.save(output)
+    if as_json and output is not None and result.solution is not None:
+        # the placement is in the file: one line with the solve's figures, not the file again
+        headline = {k: v for k, v in result.to_dict().items() if k != "solution"}
+        print_written(output, "placement", headline)
+        return
     if as_json:
         print_json(result.to_dict())
         return
@@ -213,20 +225,19 @@ def solve_cmd(
 
 
 def _print_solution(instance: PlacementInstance, result: ExactResult[Placement]) -> None:
-    from rich.table import Table
-
+    """The solve's figures, then the placement's table, on stdout."""
     placement = result.solution
-    err_console.print(
+    figures = (
         f"{result.objective_name} ({result.extra.get('formulation', '')}): status "
         f"{result.status.value}, objective {_fmt(result.objective)}, bound {_fmt(result.bound)}, "
-        f"LP bound {_fmt(result.lp_bound)}, solve {result.solve_seconds:.2f} s",
-        highlight=False,
+        f"LP bound {_fmt(result.lp_bound)}, solve {result.solve_seconds:.2f} s"
     )
     if placement is None:
+        say(figures)
         return
-    table = Table(title=f"placement of {len(instance.tasks)} tasks")
-    table.add_column("server")
-    table.add_column("tasks")
+    table = TextTable(f"placement of {len(instance.tasks)} tasks", notes=[figures])
+    table.add_column("server", justify="left")
+    table.add_column("tasks", justify="left", wrap=True)
     by_server: dict[str, list[str]] = {}
     for task, server in placement.assignment.items():
         gpu = (placement.gpus or {}).get(task)
@@ -234,10 +245,11 @@ def _print_solution(instance: PlacementInstance, result: ExactResult[Placement])
     for server in (s.name for s in instance.servers):
         if server in by_server:
             table.add_row(server, ", ".join(by_server[server]))
-    err_console.print(table)
+    emit(table)
 
 
 @placement.command("heuristic")
+@wide_option
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--heuristic",
@@ -262,12 +274,13 @@ def heuristic_cmd(file: Path, name: str, seed: int, output: Path | None, as_json
     if as_json:
         print_json({"heuristic": name, **report.to_dict(), "solution": placed.to_dict()})
         return
-    err_console.print(f"{name}: {'valid' if report.ok else 'INVALID'}")
+    say(f"{name}: {'valid' if report.ok else 'INVALID'}")
     for objective, value in report.objectives.items():
-        err_console.print(f"  {objective}: {_fmt(value)}", highlight=False)
+        say(f"  {objective}: {_fmt(value)}")
 
 
 @placement.command("compare")
+@wide_option
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--objective",
@@ -333,19 +346,19 @@ def compare_cmd(
 
 
 def _print_comparison(instance: PlacementInstance, result: PlacementComparison) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    err_console.print(f"instance: {instance.describe()}", highlight=False)
-    table = Table(title="heuristics: objective value (gap vs the exact reference)")
-    table.add_column("heuristic")
+    """The heuristics' objective values and gaps on stdout, the exact reference first."""
+    table = TextTable(
+        "heuristics: objective value (gap vs the exact reference)",
+        notes=[f"instance: {instance.describe()}"],
+    )
+    table.add_column("heuristic", justify="left", wrap=True)
     for objective in result.objectives:
-        table.add_column(objective, justify="right")
+        table.add_column(objective, justify="right", wrap=True)
     ref_row = []
     for objective in result.objectives:
         kind = result.reference.get(objective, "")
         ref_row.append(f"{_fmt(result.optimum.get(objective))} ({kind})")
-    table.add_row("[bold]exact[/bold]", *ref_row)
+    table.add_row("exact", *ref_row)
     for name in result.heuristics:
         cells = []
         for objective in result.objectives:
@@ -355,8 +368,7 @@ def _print_comparison(instance: PlacementInstance, result: PlacementComparison) 
             else:
                 cells.append(f"{_fmt(cell.value)} ({_percent(cell.gap)})")
         table.add_row(name, *cells)
-    # Wide enough for six objective columns whatever the terminal (stderr may be a file).
-    Console(stderr=True, width=max(err_console.width, 150)).print(table)
+    emit(table)
 
 
 @placement.command("generate")

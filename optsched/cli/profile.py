@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    TextTable,
+    emit,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    print_written,
+    wide_option,
+)
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["profile_cmd", "profile_report", "register"]
@@ -65,12 +75,13 @@ def _list_report() -> dict[str, Any]:
 
 
 def _print_list(rows: list[dict[str, Any]]) -> None:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(title="shipped profiles (optsched profile NAME for details)", box=box.SIMPLE)
+    table = TextTable(
+        "shipped profiles (optsched profile NAME for details)",
+        box="simple",
+        notes=["fwd / bwd ms: forward / backward compute time of one iteration (ms)"],
+    )
     for col in ("name", "parameters", "tensors", "layers", "graph", "fwd ms", "bwd ms"):
-        table.add_column(col, justify="left" if col in {"name", "graph"} else "right", no_wrap=True)
+        table.add_column(col, justify="left" if col in {"name", "graph"} else "right")
     for r in rows:
         table.add_row(
             r["name"],
@@ -81,16 +92,14 @@ def _print_list(rows: list[dict[str, Any]]) -> None:
             f"{r['forward_ms']:.2f}",
             f"{r['backward_ms']:.2f}",
         )
-    err_console.print(table)
+    emit(table)
 
 
 def _print_profile(report: dict[str, Any], show_layers: bool) -> None:
-    from rich.table import Table
-
     c = report["compute"]
-    summary = Table(title=f"{report['display_name']} ({report['name']})", show_header=False)
+    summary = TextTable(f"{report['display_name']} ({report['name']})", show_header=False)
     summary.add_column(justify="left")
-    summary.add_column(justify="left")
+    summary.add_column(justify="left", wrap=True)
     largest = report["largest_tensor"]
     flops = report["flops"]
     for key, value in (
@@ -104,7 +113,7 @@ def _print_profile(report: dict[str, Any], show_layers: bool) -> None:
         ("largest tensor", f"{largest['name']} ({largest['params']:,})" if largest else "-"),
         ("graph", "chain" if report["is_chain"] else "DAG (layers read several inputs)"),
         ("forward / backward", f"{report['forward_ms']:.3f} / {report['backward_ms']:.3f} ms"),
-        ("forward FLOPs", "-" if flops is None else f"{flops:.4g}"),
+        ("forward FLOPs", "-" if flops is None else f"{flops:,.0f}"),
         (
             "compute times",
             f"{c['provenance']} on {c['device']}, batch {c['batch_size']}"
@@ -112,13 +121,12 @@ def _print_profile(report: dict[str, Any], show_layers: bool) -> None:
         ),
     ):
         summary.add_row(key, value)
-    err_console.print(summary)
+    emit(summary)
     if show_layers:
-        table = Table(title="layers in forward order")
+        table = TextTable("layers in forward order (times in ms)")
         for col in ("#", "layer", "fwd ms", "bwd ms", "params", "inputs"):
-            table.add_column(
-                col, justify="right" if col in {"#", "fwd ms", "bwd ms", "params"} else "left"
-            )
+            text = col not in {"#", "fwd ms", "bwd ms", "params"}
+            table.add_column(col, justify="left" if text else "right", wrap=text)
         params_of = {t["name"]: t["params"] for t in report["tensors"]}
         for i, layer in enumerate(report["layers"]):
             default = [report["layers"][i - 1]["name"]] if i else []
@@ -130,23 +138,33 @@ def _print_profile(report: dict[str, Any], show_layers: bool) -> None:
                 f"{sum(params_of[t] for t in layer['tensors']):,}",
                 "" if layer["inputs"] == default else ", ".join(layer["inputs"]),
             )
-        err_console.print(table)
+        emit(table)
 
 
 @click.command("profile")
 @click.argument("model", metavar="MODEL_OR_FILE", required=False)
 @click.option("--list", "list_only", is_flag=True, help="List the shipped profiles.")
 @click.option(
-    "--layers", "show_layers", is_flag=True, help="Also print the per-layer table (human output)."
+    "--layers",
+    "show_layers",
+    is_flag=True,
+    help="Also print the per-layer table, or with --json the tensors and layers.",
 )
+@output_option((".json",), help="Write the whole report, tensors and layers included")
 @json_option
-def profile_cmd(model: str | None, list_only: bool, show_layers: bool, as_json: bool) -> None:
+@wide_option
+def profile_cmd(
+    model: str | None, list_only: bool, show_layers: bool, output: Path | None, as_json: bool
+) -> None:
     """Show a DNN workload profile: a shipped MODEL name or a profile FILE (.toml/.json).
 
     With --json, prints name, display_name, source, total_params, dtype_bytes, total_bytes,
-    n_tensors, n_layers, is_chain, largest_tensor, forward_ms, backward_ms, flops, compute
-    (provenance, device, throughput_tflops, batch_size, note), tensors and layers. A file that
-    fails validation exits 2 with the offending field named.
+    n_tensors, n_layers, is_chain, largest_tensor, forward_ms, backward_ms, flops and compute
+    (provenance, device, throughput_tflops, batch_size, note); --layers adds tensors and
+    layers (every tensor and layer: thousands of lines for a large model). -o FILE.json writes
+    the whole report, tensors and layers included; --json then prints one line naming the
+    file with the headline numbers. A file that fails validation exits 2 with the offending
+    field named.
     """
     if list_only:
         report = _list_report()
@@ -158,10 +176,35 @@ def profile_cmd(model: str | None, list_only: bool, show_layers: bool, as_json: 
     if model is None:
         raise InvalidInstanceError("MODEL_OR_FILE", "give a profile name or file, or --list")
     report = profile_report(model)
+    summary = {k: v for k, v in report.items() if k not in _PER_LAYER}
+    if output is not None:
+        from optsched._json import dumps
+
+        output.write_text(dumps(report) + "\n", encoding="utf-8")
+        if as_json:
+            headline = {k: report[k] for k in _HEADLINE}
+            print_written(output, "dnn-profile-report", headline)
+            return
+        err_console.print(f"wrote {output}", highlight=False, markup=False)
     if as_json:
-        print_json(report)
+        print_json(report if show_layers else summary)
     else:
         _print_profile(report, show_layers)
+
+
+#: The figures ``--json -o FILE`` prints on its one line.
+_HEADLINE = (
+    "name",
+    "total_params",
+    "total_bytes",
+    "n_tensors",
+    "n_layers",
+    "forward_ms",
+    "backward_ms",
+    "flops",
+)
+#: The report's per-tensor and per-layer lists (``--json`` leaves them out unless ``--layers``).
+_PER_LAYER = frozenset({"tensors", "layers"})
 
 
 def register(group: click.Group) -> None:

@@ -44,7 +44,14 @@ from optsched.cli._mechanism import (
     refuse_unsupported,
     seed_policy,
 )
-from optsched.cli.common import EXIT_OTHER, err_console, json_option, output_option, print_json
+from optsched.cli.common import (
+    EXIT_OTHER,
+    err_console,
+    json_option,
+    output_option,
+    print_json,
+    wide_option,
+)
 from optsched.cli.sim_extra import (
     ELASTIC_OPTION,
     LOAD_OPTION,
@@ -78,6 +85,7 @@ def _mechanism_option(k: int) -> Any:
 
 
 @sim.command("run")
+@wide_option
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--cluster", required=True, help="GPU types and counts: v100=32,p100=16[:GPUS/SERVER]."
@@ -225,7 +233,9 @@ def run(
         "violations": [v.to_dict() for v in report.violations[:20]],
     }
     if as_json:
-        print_json(payload)
+        from optsched.cli.sim_table import with_units
+
+        print_json(with_units(payload))
     else:
         _print_table(
             f"{chosen.name} on {spec}, throughputs: {table.source}",
@@ -254,30 +264,35 @@ _SECONDS = frozenset(
 
 
 def _print_table(title: str, metrics: dict[str, Any], valid: bool, notes: list[str]) -> None:
-    """The run's metrics as a table on stderr, then its validity and notes."""
-    from rich.table import Table
+    """The run's metrics on stdout (times in one unit); its validity and notes under it."""
+    from optsched.cli.common import TextTable, emit
+    from optsched.cli.sim_table import UNIT_WORDS, time_unit
+    from optsched.report._text import fixed, fixed_decimals
 
-    from optsched.cli.sim_table import time_unit
-
-    table_out = Table(title=title)
-    table_out.add_column("metric")
-    table_out.add_column("value", justify="right")
+    times = [v for k, v in metrics.items() if k in _SECONDS and isinstance(v, float)]
+    scale, unit = time_unit(times)
+    table = TextTable(
+        title,
+        notes=[
+            f"times in {UNIT_WORDS[unit]} ({unit}); gpu_hours in GPU-hours",
+            f"record valid: {valid}",
+            *(f"note: {note}" for note in notes),
+        ],
+    )
+    table.add_column("metric", justify="left", wrap=True)
+    table.add_column("value")
     for key, value in metrics.items():
         if key.startswith("deadlines") and not metrics.get("deadlines"):
             continue  # the trace has no deadline: nothing to count
         if isinstance(value, float) and key in _SECONDS:
-            scale, unit = time_unit([value])
-            shown = f"{value / scale:.4g} {unit}"
+            shown = f"{fixed(value / scale, 3)} {unit}"
         elif isinstance(value, float):
-            shown = f"{value:.6g}" + (" h" if key == "gpu_hours" else "")
+            shown = fixed(value, fixed_decimals([value], significant=6, most=6))
+            shown += " GPU-h" if key == "gpu_hours" else ""
         else:
             shown = str(value)
-        # cells are console markup: a trace or policy name is data, shown as it is
-        table_out.add_row(escape(key), escape(shown))
-    err_console.print(table_out)
-    err_console.print(f"record valid: {valid}")
-    for note in notes:
-        err_console.print(f"note: {note}", highlight=False, markup=False)
+        table.add_row(key, shown)
+    emit(table)
 
 
 def _exit_status(report: Any, result: Any) -> None:

@@ -25,7 +25,15 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    TextTable,
+    emit,
+    err_console,
+    json_option,
+    print_json,
+    say,
+    wide_option,
+)
 
 __all__ = ["ExperimentOr", "experiment_command", "register", "report_command"]
 
@@ -117,6 +125,7 @@ class ExperimentOr(click.Command):
     "separate interpreter) before it is refused as hanging (default 60).",
 )
 @json_option
+@wide_option
 def experiment_command(
     experiment: Path,
     store: Path | None,
@@ -188,31 +197,65 @@ def experiment_command(
         written = {k: str(v) for k, v in sweep_report(result).write(target).items()}
     summary = result.to_frame()
     if as_json:
+        from optsched.cli.sim_table import with_units
+
         print_json(
-            {
-                "experiment": result.name,
-                "file": str(experiment),
-                "sha256": result.sha256,
-                "experiment_toml": result.text,
-                "store": result.store,
-                "report": written,
-                "runs": len(result.runs),
-                "summary": summary.to_dict(orient="records"),
-                "rows": result.runs.to_dict(orient="records"),
-            }
+            with_units(
+                {
+                    "experiment": result.name,
+                    "file": str(experiment),
+                    "sha256": result.sha256,
+                    "experiment_toml": result.text,
+                    "store": result.store,
+                    "report": written,
+                    "runs": len(result.runs),
+                    "summary": summary.to_dict(orient="records"),
+                    "rows": result.runs.to_dict(orient="records"),
+                }
+            )
         )
     else:
-        cols = [c for c in summary.columns if not c.endswith("_ci")]
-        cols = [c for c in cols if c not in ("jct_bound_mean", "valid")]
-        # labels and paths are data: printed as they are, never read as console markup
-        err_console.print(
-            summary[cols].to_string(index=False) if len(summary) else "no runs",
-            markup=False,
-            highlight=False,
-        )
+        print_summary(summary, result.name)
         for kind, path in written.items():
             err_console.print(f"{kind} report: {path}", markup=False, highlight=False)
     _refuse_invalid(result.runs)
+
+
+def print_summary(summary: Any, name: str) -> None:
+    """The per-policy summary on stdout: mean ± CI half-width, times in one unit.
+
+    The cells are those of the report's summary table
+    (:func:`optsched.report.sweep.summary_table`); a group column every row shares (one
+    trace, one cluster) is a line of the notes instead of a column.
+    """
+    from optsched.report.sweep import summary_table
+
+    if not len(summary):
+        say("no runs")
+        return
+    shown = summary_table(summary)
+    notes = [
+        "each cell: the mean over seeds ± the half-width of its 95% Student-t confidence "
+        "interval (none with one seed)"
+    ]
+    keys = []
+    for column in ("trace", "cluster", "cluster_scale", "load"):
+        if column not in shown.columns:
+            continue
+        values = [str(v) for v in shown[column]]
+        if len(set(values)) == 1:
+            notes.append(f"{column}: {values[0]}")
+            shown = shown.drop(columns=column)
+        else:
+            keys.append(column)
+    table = TextTable(f"experiment {name}", notes=notes, key=len(keys) + 1)
+    columns = [*keys, "policy", *(c for c in shown.columns if c not in (*keys, "policy"))]
+    for column in columns:
+        text = column in ("trace", "cluster", "policy")
+        table.add_column(column, justify="left" if text else "right", wrap=text)
+    for _, row in shown[columns].iterrows():
+        table.add_row(*(str(row[c]) for c in columns))
+    emit(table)
 
 
 def _refuse_invalid(runs: Any) -> None:

@@ -30,7 +30,9 @@ from optsched.cli.common import (
     json_option,
     output_option,
     print_json,
+    print_written,
     solver_options,
+    wide_option,
 )
 from optsched.errors import InvalidInstanceError, NotOptimalError
 
@@ -123,11 +125,17 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _exact_line(objective: str, res: Any, start: dict[str, Any] | None) -> str:
-    """One exact solve: [bound, incumbent], gap and status, its grid, and its MIP start."""
+def _exact_line(
+    objective: str, res: Any, start: dict[str, Any] | None, unit: tuple[float, str] = (1.0, "s")
+) -> str:
+    """One exact solve: [bound, incumbent], gap and status, its grid, and its MIP start.
+
+    The objective's values are in the table's time ``unit`` (jobs for ``deadlines``).
+    """
+    from optsched.cli.sim_table import objective_text
 
     def num(value: Any) -> str:
-        return "-" if value is None else _fmt(value)
+        return "-" if value is None else objective_text(objective, value, unit)
 
     side = "optimum >=" if res.sense == "min" else "optimum <="
     gap = "-" if res.gap is None else f"{res.gap:.3%}"
@@ -136,10 +144,11 @@ def _exact_line(objective: str, res: Any, start: dict[str, Any] | None) -> str:
         f"{num(res.objective)}], gap {gap} (solver bound: {side} bound)"
     )
     if res.extra.get("rounds") is not None:
-        head += f", {res.extra['rounds']} rounds of {num(res.extra.get('round_seconds'))} s"
+        head += f", {res.extra['rounds']} rounds of {_fmt(res.extra.get('round_seconds'))} s"
     used = res.extra.get("warm_start") or (start if start and start.get("policy") else None)
     if used:
-        head += f"; MIP start: {used['policy']} ({num(used.get('value'))})"
+        value = used.get("value")
+        head += f"; MIP start: {used['policy']} ({'-' if value is None else num(value)})"
         if used.get("notes"):
             head += f", {'; '.join(used['notes'])}"
     elif start is not None:
@@ -298,43 +307,11 @@ def compare_command(
         for name, reason in left_out.items():
             click.echo(f"left out {name}: {reason}", err=True)
     if as_json:
-        print_json(payload)
-    else:
-        from optsched.cli.sim_table import has_deadlines, print_comparison
+        from optsched.cli.sim_table import with_units
 
-        print_comparison(
-            frame.to_dict(orient="records"),
-            list(result.exact),
-            title=f"{len(world.jobs)} jobs on {spec}, throughputs: {result.throughputs}",
-            deadlines=has_deadlines(world),
-            bounded=list(result.bounds),
-        )
-        for o, b in result.bounds.items():
-            side = ">=" if b.side == "lower" else "<="
-            weaker = "" if b.complete else "; out of time: a weaker relaxation, gaps over-estimated"
-            err_console.print(
-                f"certified bound {o}: optimum {side} {_fmt(b.value)} ({b.method}, "
-                f"{b.seconds:.1f} s{weaker})",
-                highlight=False,
-            )
-        if result.exact_round_seconds is not None:
-            # like for like: the policies' grid, or an optimum of another world (no gap)
-            err_console.print(
-                escape(
-                    f"exact model's grid: rounds of {result.exact_round_seconds:g} s "
-                    f"({result.exact_grid})"
-                ),
-                highlight=False,
-            )
-        for o, res in result.exact.items():
-            line = _exact_line(o, res, result.exact_starts.get(o))
-            err_console.print(escape(line), highlight=False)
-        short_of = getattr(stopped, "result", None)
-        if short_of is not None and hasattr(short_of, "objective_name"):
-            # the solve that stopped short: its [bound, incumbent] and gap all the same
-            o = short_of.objective_name
-            line = _exact_line(o, short_of, result.exact_starts.get(o))
-            err_console.print(escape(line), highlight=False)
+        print_json(with_units(payload))
+    else:
+        _print_compare(result, frame, world, spec, stopped)
     if stopped is not None:
         err_console.print(f"[yellow]not optimal[/yellow] {escape(str(stopped))}", highlight=False)
         raise click.exceptions.Exit(EXIT_NOT_OPTIMAL)
@@ -361,6 +338,51 @@ def compare_command(
             highlight=False,
         )
         raise click.exceptions.Exit(EXIT_UNFINISHED)
+
+
+def _print_compare(result: Any, frame: Any, world: Any, spec: Any, stopped: Any) -> None:
+    """The comparison's table on stdout; bounds, exact solves and skipped work in its notes."""
+    from optsched.cli.sim_table import (
+        has_deadlines,
+        objective_text,
+        print_comparison,
+        table_time_unit,
+    )
+
+    rows = frame.to_dict(orient="records")
+    unit = table_time_unit(rows)
+    notes: list[str] = []
+    for o, b in result.bounds.items():
+        side = ">=" if b.side == "lower" else "<="
+        weaker = "" if b.complete else "; out of time: a weaker relaxation, gaps over-estimated"
+        notes.append(
+            f"certified bound {o}: optimum {side} {objective_text(o, b.value, unit)} "
+            f"({b.method}, {b.seconds:.1f} s{weaker})"
+        )
+        # work the time limit left undone: said under the table, not only in the JSON
+        notes.extend(
+            f"skipped for {o}: {n}" for n in b.notes if "no time left" in n or "skipped" in n
+        )
+    if result.exact_round_seconds is not None:
+        # like for like: the policies' grid, or an optimum of another world (no gap)
+        notes.append(
+            f"exact model's grid: rounds of {result.exact_round_seconds:g} s ({result.exact_grid})"
+        )
+    for o, res in result.exact.items():
+        notes.append(_exact_line(o, res, result.exact_starts.get(o), unit))
+    short_of = getattr(stopped, "result", None)
+    if short_of is not None and hasattr(short_of, "objective_name"):
+        # the solve that stopped short: its [bound, incumbent] and gap all the same
+        o = short_of.objective_name
+        notes.append(_exact_line(o, short_of, result.exact_starts.get(o), unit))
+    print_comparison(
+        rows,
+        list(result.exact),
+        title=f"{len(world.jobs)} jobs on {spec}, throughputs: {result.throughputs}",
+        deadlines=has_deadlines(world),
+        bounded=list(result.bounds),
+        notes=notes,
+    )
 
 
 def sweep_command(
@@ -436,43 +458,21 @@ def sweep_command(
         raise
     if output is not None:
         frame.to_csv(output, index=False)
-    if as_json:
-        print_json({"runs": len(frame), "rows": frame.to_dict(orient="records")})
-    else:
-        from optsched.cli.sim_table import time_unit
+    if as_json and output is not None:
+        # the rows are in the file: one line naming it, not the rows again
+        headline = {
+            "runs": len(frame),
+            "policies": sorted({str(p) for p in frame["policy"]}) if len(frame) else [],
+            "valid": bool(frame["valid"].all()) if len(frame) else True,
+            "unfinished": int(frame["unfinished"].sum()) if len(frame) else 0,
+        }
+        print_written(output, "csv", headline)
+    elif as_json:
+        from optsched.cli.sim_table import with_units
 
-        cols = ["trace", "cluster_scale", "seed", "load", "policy", "throughputs"]
-        shown = frame[cols].copy() if len(frame) else frame
-        for key, title in (("jct_mean", "JCT mean"), ("makespan", "makespan")):
-            if len(frame):
-                scale, unit = time_unit(frame[key].tolist())
-                shown[f"{title} ({unit})"] = (frame[key] / scale).map(lambda v: f"{v:.4g}")
-        if len(frame):
-            short = False
-            for objective in ("weighted-jct", "makespan"):
-                key = f"bound_gap_{objective}"
-                if key in frame:
-                    title = f"certified gap {objective} (%)"
-                    shown[title] = [
-                        _gap_cell(gap, complete)
-                        for gap, complete in zip(
-                            frame[key],
-                            frame.get(f"bound_complete_{objective}", [True] * len(frame)),
-                            strict=True,
-                        )
-                    ]
-                    short = short or not all(frame.get(f"bound_complete_{objective}", [True]))
-            shown["unfinished"] = frame["unfinished"]
-            shown["valid"] = frame["valid"]
-        err_console.print(
-            shown.to_string(index=False) if len(frame) else "no runs", markup=False, highlight=False
-        )
-        if len(frame) and short:
-            err_console.print(
-                "* the bound's LP ran out of its time limit: a weaker relaxation gave it "
-                "(still valid; the gap is an over-estimate). bound_method_* names it.",
-                highlight=False,
-            )
+        print_json(with_units({"runs": len(frame), "rows": frame.to_dict(orient="records")}))
+    else:
+        _print_sweep(frame)
     if len(frame) and not bool(frame["valid"].all()):
         bad = frame[~frame["valid"].astype(bool)]
         listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())
@@ -481,6 +481,61 @@ def sweep_command(
             highlight=False,
         )
         raise click.exceptions.Exit(1)
+
+
+def _print_sweep(frame: Any) -> None:
+    """The sweep's table on stdout: JCT and makespan in one unit, the certified gaps in %."""
+    from optsched.cli.common import TextTable, emit, say
+    from optsched.cli.sim_table import UNIT_WORDS, time_unit
+    from optsched.report._text import fixed, fixed_decimals
+
+    if not len(frame):
+        say("no runs")
+        return
+    scale, unit = time_unit([*frame["jct_mean"].tolist(), *frame["makespan"].tolist()])
+    notes = [f"JCT mean and makespan in {UNIT_WORDS[unit]} ({unit})"]
+    columns: list[tuple[str, list[str]]] = []
+    # a column every row shares is one line of the notes instead (a trace's path, the table)
+    for key, title in (("trace", "trace"), ("throughputs", "throughputs")):
+        values = [str(v) for v in frame[key]]
+        if len(set(values)) == 1:
+            notes.append(f"{title}: {values[0]}")
+        else:
+            columns.append((title, values))
+    columns += [
+        ("scale", [f"{v:g}" for v in frame["cluster_scale"]]),
+        ("seed", [str(v) for v in frame["seed"]]),
+        ("load", [f"{v:g}" for v in frame["load"]]),
+        ("policy", [str(v) for v in frame["policy"]]),
+    ]
+    # the row's name: its trace and throughputs when they vary, scale, seed, load, policy
+    table = TextTable(f"{len(frame)} runs", key=len(columns))
+    for key, title in (("jct_mean", "JCT mean"), ("makespan", "makespan")):
+        values = (frame[key] / scale).tolist()
+        decimals = fixed_decimals(values)
+        columns.append((f"{title} ({unit})", [fixed(v, decimals) for v in values]))
+    short = False
+    for objective in ("weighted-jct", "makespan"):
+        key = f"bound_gap_{objective}"
+        if key in frame:
+            complete = frame.get(f"bound_complete_{objective}", [True] * len(frame))
+            cells = [_gap_cell(g, c) for g, c in zip(frame[key], complete, strict=True)]
+            columns.append((f"certified gap {objective} (%)", cells))
+            short = short or not all(complete)
+    columns.append(("unfinished", [str(v) for v in frame["unfinished"]]))
+    columns.append(("valid", ["yes" if bool(v) else "NO" for v in frame["valid"]]))
+    if short:
+        notes.append(
+            "* the bound's LP ran out of its time limit: a weaker relaxation gave it (still "
+            "valid; the gap is an over-estimate). bound_method_* names it."
+        )
+    for header, _ in columns:
+        text = header in ("trace", "policy", "throughputs")
+        table.add_column(header, justify="left" if text else "right", wrap=text)
+    for row in zip(*(cells for _, cells in columns), strict=True):
+        table.add_row(*row)
+    table.notes = notes
+    emit(table)
 
 
 def _gap_cell(gap: float, complete: Any) -> str:
@@ -687,6 +742,7 @@ def _add_compare(sim: click.Group, common: list[Any]) -> None:
         solver_options(imports=("optsched.sim.compare",)),  # first: its wrapper keeps the rest
         HARMONY_MODEL_OPTION,
         json_option,
+        wide_option,
         output_option((".csv",), help="Write the comparison table"),
         click.option(
             "--rounds",
@@ -746,6 +802,7 @@ def _add_sweep(sim: click.Group, common: list[Any]) -> None:
             "certified gap (bound_gap_* columns).",
         ),
         json_option,
+        wide_option,
         output_option((".csv",), help="Write the sweep table"),
         click.option("--address", default=None, help="Dask scheduler or Ray cluster address."),
         click.option(

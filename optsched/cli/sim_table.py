@@ -1,18 +1,22 @@
-"""Readable comparison tables of the simulator: units in headers, whole names, gaps in percent.
+"""Readable comparison tables of the simulator: one time unit, whole names, gaps in percent.
 
 One printer for ``optsched sim compare`` and ``optsched demo``:
 
-* every time column is shown in one human unit chosen for that column (``s`` below two
-  minutes, ``min`` below two hours, else ``h``, by the column's largest finite value), named in
-  its header (``JCT mean (min)``);
-* policy names are never cut (the table is as wide as it needs to be when stderr is not a
-  terminal);
+* every time column (JCT mean, median, p95, p99, makespan) is shown in one human unit chosen
+  once for the table (``s`` below two minutes, ``min`` below two hours, else ``h``, by the
+  largest finite time of the table), named in each header (``JCT mean (h)``);
+* numbers have fixed decimals chosen once per column (about four significant digits on its
+  largest value), never an exponent;
+* policy names are never cut (they wrap within the table's width);
 * ``valid`` and ``unfinished`` are always shown; the deadline column only when the trace has
   deadlines;
 * gaps to the optimum are in percent (``(v - v*) / v*``), the deadline gap in jobs; a row
   outside the optimum's world shows ``-`` and says why in ``outside the optimum's world``;
-* each gap column's definition is one line of the caption under the table (:data:`GAP_CAPTION`);
-* the title names the throughput table the runs used.
+* each gap column's definition is one line of the notes under the table (:data:`GAP_CAPTION`),
+  with the certified bounds and any work skipped for lack of time;
+* the title names the throughput table the runs used;
+* the table fits 100 columns (split into parts repeating the policy column), or is one line
+  per row with ``--wide`` (:func:`optsched.cli.common.emit`).
 """
 
 from __future__ import annotations
@@ -21,13 +25,22 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from optsched.report._text import UNIT_WORDS, TextTable, fixed, fixed_decimals, time_unit
+
 __all__ = [
     "GAP_CAPTION",
+    "SIM_UNITS",
+    "UNIT_WORDS",
     "comparison_rows",
+    "comparison_table",
     "gap_caption",
     "has_deadlines",
+    "objective_text",
     "print_comparison",
+    "table_time_unit",
     "time_unit",
+    "units_map",
+    "with_units",
 ]
 
 #: One line per gap column: what it measures (the caption under every table with gaps).
@@ -54,9 +67,6 @@ def gap_caption(objectives: Sequence[str], bounded: Sequence[str]) -> str:
     return "\n".join(GAP_LINES[k] for k in keys)
 
 
-#: (seconds per unit, unit name), from the largest.
-_UNITS: tuple[tuple[float, str], ...] = ((3600.0, "h"), (60.0, "min"), (1.0, "s"))
-
 #: Time columns of a comparison row: key, header.
 _TIME_COLUMNS: tuple[tuple[str, str], ...] = (
     ("jct_mean", "JCT mean"),
@@ -67,25 +77,117 @@ _TIME_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def time_unit(values: Sequence[float]) -> tuple[float, str]:
-    """The unit for a column of seconds: ``s`` below 120 s, ``min`` below 2 h, else ``h``."""
-    finite = [abs(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
-    top = max(finite, default=0.0)
-    if top >= 2 * 3600.0:
-        return _UNITS[0]
-    if top >= 120.0:
-        return _UNITS[1]
-    return _UNITS[2]
+#: The unit of every quantity a simulator JSON document holds (``sim run``, ``compare``,
+#: ``sweep``, experiments), by field name: the ``units`` map of each such document names the
+#: fields it holds (the keys themselves are those of the stores, unchanged).
+SIM_UNITS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "jct_mean",
+            "jct_median",
+            "jct_p95",
+            "jct_p99",
+            "weighted_jct_mean",
+            "makespan",
+            "best_effort_jct_mean",
+            "queueing_delay_mean",
+            "spread_gang_seconds",
+            "spread_gang_seconds_with_room",
+            "round_seconds",
+            "exact_round_seconds",
+            "restore_s",
+            "obj_makespan",
+        ),
+        "s",
+    ),
+    "obj_weighted-jct": "s (sum over jobs of weight x JCT)",
+    "obj_deadlines": "jobs",
+    "gpu_hours": "GPU-h",
+    "energy_kwh": "kWh",
+    **dict.fromkeys(("rho_max", "rho_mean", "ftf_rho_max", "ftf_rho_mean"), "ratio"),
+    **dict.fromkeys(("utilization_mean", "deadlines_met_fraction"), "fraction"),
+    **dict.fromkeys(("deadlines", "deadlines_met", "finished", "unfinished", "jobs"), "jobs"),
+    "gap_*": "fraction of the optimum (jobs for deadlines)",
+    "bound_gap_*": "fraction of the bound (jobs for deadlines)",
+    "bounds.*.value": "s (weighted-jct: weighted sum; deadlines: jobs)",
+    "bounds.*.seconds": "s",
+}
 
 
-def _num(value: Any, digits: int = 4) -> str:
+def units_map(document: Any) -> dict[str, str]:
+    """The :data:`SIM_UNITS` entries of the fields ``document`` holds, at any depth.
+
+    >>> units_map({"policies": [{"jct_mean": 1.0, "gap_makespan": 0.1}], "bounds": {}})
+    {'gap_*': 'fraction of the optimum (jobs for deadlines)', 'jct_mean': 's'}
+    """
+    found: set[str] = set()
+
+    def walk(node: Any, parent: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                key = str(key)
+                if key in SIM_UNITS:
+                    found.add(key)
+                elif key.startswith("bound_gap_"):
+                    found.add("bound_gap_*")
+                elif key.startswith("gap_"):
+                    found.add("gap_*")
+                if parent == "bounds" and isinstance(value, dict):
+                    found.update(f"bounds.*.{k}" for k in ("value", "seconds") if k in value)
+                walk(value, key)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, parent)
+
+    walk(document, "")
+    return {key: SIM_UNITS[key] for key in sorted(found)}
+
+
+def with_units(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its ``units`` map (the fields it holds and their units) added."""
+    return {**document, "units": units_map(document)}
+
+
+def table_time_unit(rows: Sequence[dict[str, Any]]) -> tuple[float, str]:
+    """The one time unit of a comparison table: :func:`time_unit` of all its times."""
+    return time_unit([r.get(key, math.nan) for r in rows for key, _ in _TIME_COLUMNS])
+
+
+def objective_text(objective: str, value: Any, unit: tuple[float, str]) -> str:
+    """An objective's value for people: jobs for ``deadlines``, else time in ``unit``.
+
+    >>> objective_text("makespan", 9000.0, (3600.0, "h"))
+    '2.500 h'
+    >>> objective_text("deadlines", 3.0, (1.0, "s"))
+    '3 jobs'
+    """
+    if not _is_number(value) or math.isnan(value):
+        return "-"
+    if objective == "deadlines":
+        return f"{fixed(value, 0)} jobs"
+    scale, name = unit
+    return f"{fixed(value / scale, 3)} {name}"
+
+
+def _num(value: Any, decimals: int = 0) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "NO"
     if isinstance(value, float):
-        return f"{value:.{digits}g}"
+        return fixed(value, decimals)
     return str(value)
+
+
+def _column(values: Sequence[Any], scale: float = 1.0) -> list[str]:
+    """A numeric column with one number of decimals for every cell."""
+    scaled = [v / scale if _is_number(v) else v for v in values]
+    decimals = fixed_decimals(scaled)
+    return [_num(float(v) if _is_number(v) else v, decimals) for v in scaled]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def comparison_rows(
@@ -96,6 +198,9 @@ def comparison_rows(
     bounded: Sequence[str] = (),
 ) -> tuple[list[str], list[list[str]]]:
     """Headers and formatted cells of a comparison (rows as :meth:`Comparison.to_frame` gives).
+
+    Every time column is in the one unit :func:`time_unit` chooses from the largest time of
+    the table (named in each header).
 
     Parameters
     ----------
@@ -110,18 +215,17 @@ def comparison_rows(
     """
     headers = ["policy"]
     columns: list[list[str]] = [[str(r.get("policy", "")) for r in rows]]
+    scale, unit = table_time_unit(rows)
     for key, title in _TIME_COLUMNS:
-        values = [r.get(key, math.nan) for r in rows]
-        scale, unit = time_unit(values)
         headers.append(f"{title} ({unit})")
-        columns.append([_num(v / scale if isinstance(v, int | float) else v) for v in values])
+        columns.append(_column([r.get(key, math.nan) for r in rows], scale))
     headers.append("worst slowdown (x)")
-    columns.append([_num(r.get("rho_max")) for r in rows])
+    columns.append(_column([r.get("rho_max") for r in rows]))
     if any("ftf_rho_max" in r for r in rows):
         headers.append("worst FTF slowdown (x)")
-        columns.append([_num(r.get("ftf_rho_max")) for r in rows])
+        columns.append(_column([r.get("ftf_rho_max") for r in rows]))
     headers.append("GPU-hours")
-    columns.append([_num(r.get("gpu_hours")) for r in rows])
+    columns.append(_column([r.get("gpu_hours") for r in rows]))
     if deadlines:
         headers.append("deadlines met")
         columns.append([f"{_num(r.get('deadlines_met'))}/{_num(r.get('deadlines'))}" for r in rows])
@@ -138,33 +242,22 @@ def comparison_rows(
     columns.append([_num(r.get("unfinished")) for r in rows])
     headers.append("valid")
     columns.append([_num(r.get("valid")) if "valid" in r else "-" for r in rows])
-    for o in objectives:
-        key = f"gap_{o}"
-        if o == "deadlines":
-            headers.append("gap deadlines (jobs)")
-            columns.append([_num(r.get(key)) for r in rows])
-        else:
-            headers.append(f"gap {o} (%)")
+    for prefix, label, sign, keys in (
+        ("gap_", "gap", "+", objectives),
+        ("bound_gap_", "certified gap", "", bounded),
+    ):
+        for o in keys:
+            key = f"{prefix}{o}"
+            if o == "deadlines":
+                headers.append(f"{label} deadlines (jobs)")
+                columns.append([_num(r.get(key)) for r in rows])
+                continue
+            headers.append(f"{label} {o} (%)")
             columns.append(
                 [
                     "-"
-                    if not isinstance(r.get(key), int | float) or math.isnan(r[key])
-                    else f"{100 * r[key]:+.1f}"
-                    for r in rows
-                ]
-            )
-    for o in bounded:
-        key = f"bound_gap_{o}"
-        if o == "deadlines":
-            headers.append("certified gap deadlines (jobs)")
-            columns.append([_num(r.get(key)) for r in rows])
-        else:
-            headers.append(f"certified gap {o} (%)")
-            columns.append(
-                [
-                    "-"
-                    if not isinstance(r.get(key), int | float) or math.isnan(r[key])
-                    else f"{100 * r[key]:.1f}"
+                    if not _is_number(r.get(key)) or math.isnan(r[key])
+                    else f"{100 * r[key]:{sign}.1f}"
                     for r in rows
                 ]
             )
@@ -182,6 +275,27 @@ def has_deadlines(world: Any) -> bool:
     return any(j.deadline is not None and math.isfinite(j.deadline) for j in world.jobs)
 
 
+def comparison_table(
+    rows: Sequence[dict[str, Any]],
+    objectives: Sequence[str],
+    *,
+    title: str,
+    deadlines: bool,
+    bounded: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> TextTable:
+    """The comparison as a :class:`TextTable`: the gap definitions, then ``notes``, under it."""
+    headers, cells = comparison_rows(rows, objectives, deadlines=deadlines, bounded=bounded)
+    caption = gap_caption(objectives, bounded)
+    table = TextTable(title, notes=[*(caption.splitlines() if caption else []), *notes])
+    for h in headers:
+        text = h in ("policy", "outside the optimum's world")
+        table.add_column(h, justify="left" if text else "right", wrap=text)
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
 def print_comparison(
     rows: Sequence[dict[str, Any]],
     objectives: Sequence[str],
@@ -189,27 +303,13 @@ def print_comparison(
     title: str,
     deadlines: bool,
     bounded: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> None:
-    """Print the comparison on stderr, never cutting a column (see the module notes)."""
-    from rich.console import Console
-    from rich.table import Table
+    """Print the comparison on stdout within 100 columns (every column with ``--wide``)."""
+    from optsched.cli.common import emit
 
-    from optsched.cli.common import err_console
-
-    headers, cells = comparison_rows(rows, objectives, deadlines=deadlines, bounded=bounded)
-    caption = gap_caption(objectives, bounded)
-    table = Table(title=title, caption=caption or None, caption_justify="left")
-    for h in headers:
-        # the policy's name folds on a narrow terminal rather than being cut
-        table.add_column(
-            h,
-            justify="left" if h in ("policy", "outside the optimum's world") else "right",
-            no_wrap=h != "policy",
-            overflow="fold" if h == "policy" else "ellipsis",
+    emit(
+        comparison_table(
+            rows, objectives, title=title, deadlines=deadlines, bounded=bounded, notes=notes
         )
-    for row in cells:
-        table.add_row(*row)
-    # as wide as the table needs when stderr is not a terminal; a terminal keeps its width
-    need = sum(max([len(h), *(len(c[k]) for c in cells)]) + 3 for k, h in enumerate(headers)) + 1
-    width = err_console.width if err_console.is_terminal else max(err_console.width, need)
-    Console(stderr=True, width=width, highlight=False).print(table)
+    )

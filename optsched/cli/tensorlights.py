@@ -16,10 +16,14 @@ import click
 from optsched.cli.common import (
     FiniteFloat,
     NumberList,
+    TextTable,
+    emit,
     err_console,
     json_option,
     output_option,
     print_json,
+    say,
+    wide_option,
 )
 from optsched.errors import InvalidInstanceError
 
@@ -217,11 +221,19 @@ def _load(
 
 
 def _job_table(title: str, res: SimulationResult) -> None:
-    from rich.table import Table
-
-    table = Table(title=title)
+    """One simulation's jobs on stdout (times in s), the means and NIC use under the table."""
+    util = ", ".join(
+        f"{h}: {u:.0%}" for h, u in zip(res.host_names, res.nic_utilization, strict=True)
+    )
+    table = TextTable(
+        title,
+        notes=[
+            "times in seconds (s); slowdown = iteration time / iteration time alone",
+            f"mean JCT {res.mean_jct:.3f} s, makespan {res.makespan:.3f} s, NIC utilisation {util}",
+        ],
+    )
     for col in ("job", "JCT (s)", "iter (s)", "alone (s)", "slowdown", "iter std", "spread"):
-        table.add_column(col, justify="right" if col != "job" else "left", no_wrap=col == "job")
+        table.add_column(col, justify="right" if col != "job" else "left", wrap=col == "job")
     for row in res.job_rows():
         table.add_row(
             row["job"],
@@ -232,13 +244,7 @@ def _job_table(title: str, res: SimulationResult) -> None:
             f"{row['iteration_time_std']:.3f}",
             f"{row['straggler_spread_mean']:.4f}",
         )
-    err_console.print(table)
-    util = ", ".join(
-        f"{h}: {u:.0%}" for h, u in zip(res.host_names, res.nic_utilization, strict=True)
-    )
-    err_console.print(
-        f"mean JCT {res.mean_jct:.3f} s, makespan {res.makespan:.3f} s, NIC utilisation {util}"
-    )
+    emit(table)
 
 
 @tensorlights.command("generate")
@@ -272,6 +278,7 @@ _period_option = click.option(
 
 
 @tensorlights.command("simulate")
+@wide_option
 @_source_options
 @click.option(
     "--algorithm",
@@ -340,6 +347,7 @@ def simulate_cmd(
 
 
 @tensorlights.command("compare")
+@wide_option
 @_source_options
 @_period_option
 @_jitter_option
@@ -349,8 +357,6 @@ def compare_cmd(
     period: float | None, jitter: float, output: Path | None, as_json: bool, **source: Any
 ) -> None:
     """Run every policy on the same instance (priority uses the Smith order)."""
-    from rich.table import Table
-
     from optsched.comm.tensorlights import fair as fair_sharing
     from optsched.comm.tensorlights import one_green, rotate, smith
 
@@ -376,7 +382,7 @@ def compare_cmd(
             }
         )
         return
-    table = Table(title="tensorlights compare")
+    table = TextTable(f"tensorlights compare: {inst.n_jobs} jobs on {inst.n_hosts} hosts")
     for col in ("policy", "mean JCT (s)", "makespan (s)", "mean spread (s)", "mean NIC util"):
         table.add_column(col, justify="right" if col != "policy" else "left")
     for name, r in results.items():
@@ -387,10 +393,11 @@ def compare_cmd(
             f"{r.straggler_spread_mean.mean():.4f}",
             f"{r.nic_utilization.mean():.0%}",
         )
-    err_console.print(table)
+    emit(table)
 
 
 @tensorlights.command("best-order")
+@wide_option
 @_source_options
 @click.option("--objective", type=click.Choice(_OBJECTIVES), default="mean-jct", show_default=True)
 @click.option(
@@ -442,13 +449,12 @@ def best_order_cmd(
     best = " > ".join(data["best_order_names"])
     rule = " > ".join(data["rule_order_names"])
     proven = "proven optimal here" if data["rule_proven"] else "not proven here"
-    err_console.print(
+    say(
         f"{objective}: {result.status.value} {result.objective:.4f} with {best}"
-        f" (bound {result.bound:.4f}, {result.message})\n"
-        f"Smith's rule {data['rule_value']:.4f} with {rule} ({proven}; "
-        f"gap {data['rule_gap']:.2%})\n"
-        f"worst order seen {data['worst_value']:.4f}; fair sharing {data['fair_value']:.4f}"
+        f" (bound {result.bound:.4f}, {result.message})"
     )
+    say(f"Smith's rule {data['rule_value']:.4f} with {rule} ({proven}; gap {data['rule_gap']:.2%})")
+    say(f"worst order seen {data['worst_value']:.4f}; fair sharing {data['fair_value']:.4f}")
 
 
 def register(group: click.Group) -> None:

@@ -7,7 +7,15 @@ from typing import Any
 
 import click
 
-from optsched.cli.common import err_console, json_option, print_json
+from optsched.cli.common import (
+    TextTable,
+    emit,
+    err_console,
+    json_option,
+    print_json,
+    say,
+    wide_option,
+)
 
 __all__ = ["register", "trace_group"]
 
@@ -43,6 +51,7 @@ def trace_group() -> None:
 
 
 @trace_group.command("info")
+@wide_option
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @_format_option
 @_tasks_option
@@ -61,27 +70,32 @@ def info_cmd(file: Path, fmt: str | None, tasks: Path | None, as_json: bool) -> 
 
 
 def _print_info(report: dict[str, Any]) -> None:
-    from rich import box
-    from rich.table import Table
+    """The summary line, then the GPU-demand and column tables on stdout; skips and notes under."""
+    from optsched.report._text import column_cells
 
     known = report["columns"]["duration"]["known"]
     hours = f"{report['gpu_hours']:,.1f} GPU-hours" + (
         "" if known == report["jobs"] else f" over the {known:,} jobs with a duration"
     )
-    err_console.print(
-        f"{report['source']}: [bold]{report['jobs']:,}[/bold] jobs ({report['format']}), "
-        f"arrivals over {report['span']:,.0f} s, {hours}",
-        highlight=False,
+    say(
+        f"{report['source']}: {report['jobs']:,} jobs ({report['format']}), "
+        f"arrivals over {report['span']:,.0f} s, {hours}"
     )
-    demand = Table(title="GPU demand", box=box.SIMPLE)
-    demand.add_column("GPUs", justify="right")
-    demand.add_column("jobs", justify="right")
+    demand = TextTable("GPU demand", box="simple")
+    demand.add_column("GPUs")
+    demand.add_column("jobs")
     for gpus, count in report["gpu_demand"].items():
         demand.add_row(gpus, f"{count:,}")
-    err_console.print(demand)
-    cols = Table(title="columns", box=box.SIMPLE)
+    emit(demand)
+    notes = [
+        f"skipped {count:,} rows: {why}"
+        for why, count in (report["meta"].get("skipped") or {}).items()
+    ]
+    notes += [f"note: {note}" for note in report["meta"].get("notes") or ()]
+    cols = TextTable("columns (times in s)", box="simple", notes=notes)
     for name in ("column", "known", "min", "median", "max", "distinct / top"):
-        cols.add_column(name, justify="left" if name in {"column", "distinct / top"} else "right")
+        text = name in {"column", "distinct / top"}
+        cols.add_column(name, justify="left" if text else "right", wrap=text)
     for name, entry in report["columns"].items():
         if "distinct" in entry:
             top = ", ".join(f"{k or '(empty)'} {v}" for k, v in list(entry["top"].items())[:3])
@@ -90,15 +104,14 @@ def _print_info(report: dict[str, Any]) -> None:
             cols.add_row(
                 name,
                 f"{entry['known']:,}",
-                *(f"{entry[k]:.6g}" if k in entry else "" for k in ("min", "median", "max")),
+                *(
+                    column_cells([entry[k] for k in ("min", "median", "max")])
+                    if "min" in entry
+                    else ("", "", "")
+                ),
                 "",
             )
-    err_console.print(cols)
-    skipped = report["meta"].get("skipped") or {}
-    for reason, count in skipped.items():
-        err_console.print(f"skipped {count:,} rows: {reason}", highlight=False, markup=False)
-    for note in report["meta"].get("notes") or ():
-        err_console.print(f"note: {note}", highlight=False, markup=False)
+    emit(cols)
 
 
 @trace_group.command("convert")

@@ -30,7 +30,8 @@ from optsched.runs.oasis_ratio import sweep as ratio_runs
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from rich.table import Table
+
+    from optsched.report._text import TextTable
 
 __all__ = [
     "SWEEP_KIND",
@@ -51,6 +52,11 @@ def _fmt(value: float | None, spec: str = ".4g") -> str:
         return "-"
     if isinstance(value, float) and math.isinf(value):
         return "inf"
+    if spec == ".4g":
+        # about four digits, never an exponent (a table for people)
+        from optsched.report._text import plain
+
+        return plain(value)
     return format(value, spec)
 
 
@@ -79,19 +85,29 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
 # ------------------------------------------------------------------------------------------
 
 
-def comparison_table(comparison: OasisComparison) -> Table:
-    """A :class:`rich.table.Table` of ``comparison.rows()`` (ratios marked ``<=`` when bounds)."""
-    from rich.table import Table
+def comparison_table(comparison: OasisComparison) -> TextTable:
+    """A :class:`~optsched.report._text.TextTable` of ``comparison.rows()``.
+
+    Ratios are marked ``<=`` when they are bounds; the table is a rich renderable that fits
+    the console's width (split into parts rather than cut).
+    """
+    from optsched.report._text import TextTable
 
     off = comparison.offline
     if off.optimum is not None:
-        title = f"offline optimum {off.optimum:.4g} (proven)"
+        title = f"offline optimum {_fmt(off.optimum)} (proven)"
     else:
         title = (
             f"offline not proven ({off.status}): OPT in [{_fmt(comparison.lower)}, "
             f"{_fmt(comparison.upper)}]"
         )
-    table = Table(title=title)
+    table = TextTable(
+        title,
+        notes=[
+            "OPT/ALG: the offline optimum over the algorithm's utility; proven: the "
+            "algorithm's proven competitive ratio; D: its dual certificate (OPT <= D); s: seconds"
+        ],
+    )
     for col in ("algorithm", "utility", "admitted", "OPT/ALG", "proven", "D", "D/ALG", "s"):
         table.add_column(col, justify="left" if col == "algorithm" else "right")
     for row in comparison.rows():

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optsched.report._text import mpl_literal
+from optsched.report._text import fixed, fixed_decimals, mpl_literal, plain, time_unit
 from optsched.runs.experiment import GROUP_FIELDS, KEY_FIELDS, ExperimentResult
 
 if TYPE_CHECKING:
@@ -137,26 +137,53 @@ def _groups(runs: pd.DataFrame) -> list[tuple[Any, ...]]:
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float | np.floating):
-        return "-" if not math.isfinite(value) else f"{value:.4g}"
+        return "-" if not math.isfinite(value) else plain(float(value))
     return str(value)
 
 
-def _table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary as shown: ``mean ± ci`` strings per metric (same numbers as to_frame)."""
+#: The summary's time metrics: shown in one unit chosen once per table (:func:`time_unit`).
+TIME_METRICS = frozenset({"jct_mean", "jct_p95", "makespan"})
+
+
+def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary as shown: ``mean ± ci`` strings per metric (same numbers as to_frame).
+
+    Every time column is in the one unit :func:`~optsched.report._text.time_unit` chooses
+    from the table's time means (named in the headers); each column's numbers, means and
+    half-widths, have one number of decimals and no exponent.
+    """
     import pandas as pd
 
+    times = [r.get(f"{m}_mean") for _, r in summary.iterrows() for m in TIME_METRICS]
+    scale, unit = time_unit(times)
+    columns: dict[str, list[str]] = {}
+    for metric, title in TABLE_COLUMNS:
+        if f"{metric}_mean" not in summary.columns:
+            continue
+        factor = scale if metric in TIME_METRICS else 1.0
+        means = [_number(v) / factor for v in summary[f"{metric}_mean"]]
+        cis = [_number(v) / factor for v in summary.get(f"{metric}_ci", [math.nan] * len(means))]
+        decimals = fixed_decimals([*means, *cis])
+        header = title.replace("(s)", f"({unit})") if metric in TIME_METRICS else title
+        columns[header] = [
+            ("-" if not math.isfinite(m) else fixed(m, decimals))
+            + ("" if not math.isfinite(c) else f" ± {fixed(c, decimals)}")
+            for m, c in zip(means, cis, strict=True)
+        ]
     rows = []
-    for _, r in summary.iterrows():
+    for i, (_, r) in enumerate(summary.iterrows()):
         row: dict[str, Any] = {k: r[k] for k in (*GROUP_FIELDS, "policy", "seeds")}
-        for metric, title in TABLE_COLUMNS:
-            mean, ci = r.get(f"{metric}_mean"), r.get(f"{metric}_ci")
-            if mean is None:
-                continue
-            row[title] = _fmt(mean) + (
-                "" if ci is None or not math.isfinite(ci) else f" ± {_fmt(ci)}"
-            )
+        row.update({title: cells[i] for title, cells in columns.items()})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _number(value: Any) -> float:
+    """A summary cell as a float (NaN for a missing value)."""
+    try:
+        return float(value) if value is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def plot_sweep_bars(
@@ -464,7 +491,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
         "Summary",
         f"{shown}. Each cell is the mean over seeds ± the half-width of its 95% Student-t "
         "confidence interval (no interval with one seed).",
-        tables=[_table(summary)] if len(runs) else [],
+        tables=[summary_table(summary)] if len(runs) else [],
     )
     if not len(runs):
         summary_section.text = (
