@@ -175,18 +175,26 @@ def new_axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
 
 
 def place_legend(
-    ax: Axes, *, title: str | None = None, where: str = "right", ncols: int = 1
+    ax: Axes,
+    *,
+    title: str | None = None,
+    where: str = "right",
+    ncols: int = 1,
+    handles: tuple[list[Any], list[str]] | None = None,
 ) -> Legend | None:
     """The axes' legend outside the axes (right of it, or below), never over the data.
 
     A figure without a layout engine gets constrained layout, so the legend is kept inside
-    the saved image. Nothing is drawn when no artist is labelled.
+    the saved image. Nothing is drawn when no artist is labelled. ``handles`` gives the
+    entries (handles, labels) instead of the labelled artists of ``ax``.
     """
-    handles, _labels = ax.get_legend_handles_labels()
-    if not handles:
+    items, labels = handles if handles is not None else ax.get_legend_handles_labels()
+    if not items:
         return None
     if where == "below":
         legend = ax.legend(
+            items,
+            labels,
             loc="upper center",
             bbox_to_anchor=(0.5, -0.18),
             ncols=ncols,
@@ -195,6 +203,8 @@ def place_legend(
         )
     else:
         legend = ax.legend(
+            items,
+            labels,
             loc="upper left",
             bbox_to_anchor=(1.02, 1.0),
             ncols=ncols,
