@@ -187,6 +187,9 @@ def plot_speedup(
                 and bandwidths.max() / bandwidths.min() > 20
             ):
                 a.set_xscale("log")  # a geometric sweep of bandwidths
+                a.minorticks_off()
+                ticks = sorted(set(bandwidths.tolist()))
+                a.set_xticks(ticks, [f"{b:g}" for b in ticks])
             a.set_title(str(name))
             a.set_xlabel("bandwidth (Gbit/s)")
             a.axhline(1.0, label="no speed-up", **REFERENCE)

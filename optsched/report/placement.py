@@ -89,7 +89,5 @@ def plot_gap_table(
         ax.set_ylabel("heuristic")
         ax.set_title("Placement heuristics: gap to the exact reference")
         colorbar = figure.colorbar(image, ax=ax, fraction=0.04)
-        colorbar.set_label(
-            f"relative gap (fraction; darkest at {cap:g} = {100 * cap:.0f}% or more)"
-        )
+        colorbar.set_label(f"relative gap (fraction; {cap:g} and above darkest)")
     return figure

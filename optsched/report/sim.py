@@ -205,8 +205,9 @@ def plot_policy_metric(
     ax: Axes | None = None,
     label: str | None = None,
     scale: float = 1.0,
+    title: str | None = None,
 ) -> Figure:
-    """One bar per policy for one metric column of a comparison table.
+    """One bar per policy for one metric column of a comparison table, each bar with its value.
 
     Parameters
     ----------
@@ -219,6 +220,8 @@ def plot_policy_metric(
         Axis label (default the column name); end it with the unit in parentheses.
     scale : float
         Divide the values by this (3600 for seconds to hours).
+    title : str, optional
+        Default: the label without its unit, "per policy".
     """
     from optsched.report.style import PALETTE, figure_style
 
@@ -228,8 +231,10 @@ def plot_policy_metric(
         fig, axes = _axes(ax)
         names = [mpl_literal(p) for p in table["policy"]]
         values = table[metric].to_numpy(dtype=float) / scale
-        axes.bar(range(len(names)), values, color=PALETTE[0])
+        bars = axes.bar(range(len(names)), values, color=PALETTE[0])
+        axes.bar_label(bars, labels=[f"{v:.3g}" for v in values], padding=2, fontsize=7)
         axes.set_xticks(range(len(names)), names, rotation=35, ha="right")
         axes.set_ylabel(label or metric)
         axes.grid(False, axis="x")
+        axes.set_title(title or f"{(label or metric).rsplit(' (', 1)[0]} per policy")
     return fig

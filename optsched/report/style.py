@@ -49,6 +49,7 @@ __all__ = [
     "place_legend",
     "rc_params",
     "series",
+    "wrap",
 ]
 
 #: Okabe & Ito's colour-blind-safe palette (blue, vermillion, bluish green, reddish purple,
@@ -67,7 +68,12 @@ MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "<", "*", ">")
 #: Dash patterns cycled with the colours.
 LINESTYLES: tuple[str, ...] = ("-", "--", "-.", ":")
 #: The look of a reference line (an optimum, a bound, the capacity, rho = 1).
-REFERENCE: dict[str, Any] = {"color": "#555555", "linestyle": (0, (5, 2)), "linewidth": 1.0}
+REFERENCE: dict[str, Any] = {
+    "color": "#555555",
+    "linestyle": (0, (5, 2)),
+    "linewidth": 1.0,
+    "marker": "none",  # the property cycle's markers are for data, not for a reference
+}
 #: The interval every error bar of a non-negative metric shows (stated in its legend).
 INTERVAL_NOTE = "error bars: 95% Student-t interval over seeds, clipped at 0"
 
@@ -157,6 +163,13 @@ def markevery(n: int, i: int) -> int | tuple[int, int]:
         return 1
     step = max(1, n // _MARKS_PER_LINE)
     return (i * step // 3 % step, step)
+
+
+def wrap(text: str, width: int = 70) -> str:
+    """``text`` on lines of at most ``width`` characters (titles and legend titles)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
 
 
 def new_axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
@@ -301,11 +314,13 @@ def figure_problems(fig: Figure, *, non_negative: bool = True) -> list[str]:
 
 
 def _numeric(axis: Any) -> bool:
+    """An axis showing numbers (not category names such as policies, nor no ticks at all)."""
     from matplotlib.category import StrCategoryFormatter
-    from matplotlib.ticker import FixedFormatter, NullFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter, NullFormatter
 
     formatter = axis.get_major_formatter()
-    return not isinstance(formatter, FixedFormatter | StrCategoryFormatter | NullFormatter)
+    named = FixedFormatter | FuncFormatter | StrCategoryFormatter | NullFormatter
+    return len(axis.get_ticklocs()) > 0 and not isinstance(formatter, named)
 
 
 def _axis_problems(ax: Axes, name: str) -> list[str]:

@@ -277,6 +277,8 @@ def _bars(
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0.0)
         ax.grid(False, axis="x")
+        words = label.rsplit(" (", 1)[0]
+        ax.set_title(f"{words[:1].upper()}{words[1:]}: mean over seeds per policy")
         place_legend(ax, title=_wrap_note(INTERVAL_NOTE))
     return fig
 
@@ -355,6 +357,7 @@ def _cdf_figure(
         merge_identical,
         place_legend,
         series,
+        wrap,
     )
 
     items: list[tuple[str, np.ndarray, np.ndarray]] = []
@@ -379,7 +382,8 @@ def _cdf_figure(
         ax.set_xlabel(xlabel)
         ax.set_ylabel("fraction of jobs (0-1)")
         ax.set_ylim(0, 1.01)
-        ax.set_title(f"Pooled over seeds: {_group_plain(group)}")
+        what = "Finish-time fairness" if mark_one else "JCT"
+        ax.set_title(wrap(f"{what} of the jobs of every seed: {_group_plain(group)}", 60))
         place_legend(ax)
     return fig
 
@@ -427,6 +431,14 @@ def _load_figure(summary: pd.DataFrame, policies: list[str], *, ax: Axes | None 
     many = len(summary[rest].drop_duplicates()) > 1
     loads = sorted(set(summary["load"])) if len(summary) else []
     one_load = len(loads) == 1
+    count = sum(
+        1
+        for _, part in summary.groupby(rest, sort=True)
+        for policy in policies
+        if (part["policy"] == policy).any()
+    )
+    gaps = np.diff(np.asarray(loads, dtype=float))
+    dodge = 0.25 * float(gaps.min()) / max(count, 1) if len(gaps) else 0.0
     with figure_style():
         fig, ax = _axes(ax)
         i, names = 0, []
@@ -438,7 +450,12 @@ def _load_figure(summary: pd.DataFrame, policies: list[str], *, ax: Axes | None 
                 y = line["jct_mean_mean"].to_numpy(dtype=float) / 3600.0
                 ci = line["jct_mean_ci"].to_numpy(dtype=float) / 3600.0
                 label = _plain(policy + (f" ({', '.join(map(str, key))})" if many else ""))
-                x = np.full(len(y), i, dtype=float) if one_load else line["load"]
+                # side by side at one load; else nudged apart so error bars do not overlap
+                x = (
+                    np.full(len(y), i, dtype=float)
+                    if one_load
+                    else line["load"].to_numpy(dtype=float) + (i - (count - 1) / 2) * dodge
+                )
                 ax.errorbar(x, y, yerr=clipped_errors(y, ci), capsize=3, label=label, **series(i))
                 names.append(label)
                 i += 1
