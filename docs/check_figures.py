@@ -308,6 +308,13 @@ def gallery() -> dict[str, Callable[[], Any]]:
     }
 
 
+def settled(fig: Any) -> Any:
+    """``fig`` after one draw: constrained layout settles on its second pass, so every later
+    rendering of the figure is the same image (the first may differ by a few pixels)."""
+    fig.draw_without_rendering()
+    return fig
+
+
 def render(directory: Path, names: list[str] | None = None) -> dict[str, list[str]]:
     """Draw the gallery (or ``names`` of it) into ``directory/<name>.png``; problems per name."""
     from optsched.report.style import figure_problems
@@ -317,7 +324,7 @@ def render(directory: Path, names: list[str] | None = None) -> dict[str, list[st
     for name, draw in gallery().items():
         if names and name not in names:
             continue
-        fig = draw()
+        fig = settled(draw())
         problems[name] = figure_problems(fig)
         fig.savefig(directory / f"{name}.png", dpi=GALLERY_DPI)
     return problems

@@ -4,8 +4,8 @@ Every plotting function of :mod:`optsched.report` (and the figures of ``optsched
 inside :func:`figure_style` and takes each series' look from :func:`series`, so the figures
 share one font (DejaVu Sans, shipped with Matplotlib: the same glyphs on every machine), one
 colour-blind-safe palette (Okabe and Ito's, without its yellow, which is too light on white),
-and a marker and line style per series: two series differ in at least two of colour, marker
-and dash for the first 140 series, and stay distinguishable in greyscale print.
+and a marker and line style per series: the first 140 series all differ (in colour, marker
+or dash, mostly in all three), and stay distinguishable in greyscale print.
 
 The helpers encode the rules the figures follow:
 
@@ -293,6 +293,7 @@ def figure_problems(fig: Figure, *, non_negative: bool = True) -> list[str]:
       (``axhline``, two points) has a label;
     * no two labelled lines have the same data (one would hide the other);
     * with ``non_negative``, no error bar reaches below 0;
+    * not every series at one x value (a load axis with one load);
     * no legend's box meets the box of a line, bar, error bar or filled area.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -309,6 +310,7 @@ def figure_problems(fig: Figure, *, non_negative: bool = True) -> list[str]:
         out += _line_problems(ax, name)
         if non_negative:
             out += _errorbar_problems(ax, name)
+        out += _one_x_problems(ax, name)
         out += _legend_problems(ax, name, renderer)
     return out
 
@@ -371,24 +373,42 @@ def _line_problems(ax: Axes, name: str) -> list[str]:
 
 
 def _errorbar_problems(ax: Axes, name: str) -> list[str]:
-    from matplotlib.container import ErrorbarContainer
+    from matplotlib.container import BarContainer, ErrorbarContainer
 
+    owner = {
+        id(c.errorbar): c.get_label()
+        for c in ax.containers
+        if isinstance(c, BarContainer) and getattr(c, "errorbar", None) is not None
+    }
     out = []
     for container in ax.containers:
-        if isinstance(container, ErrorbarContainer):
-            cols = container.lines[2]
-        elif getattr(container, "errorbar", None) is not None:
-            cols = container.errorbar.lines[2]  # bars drawn with yerr=
-        else:
+        if not isinstance(container, ErrorbarContainer):
             continue
-        for col in cols:
-            for seg in col.get_segments():
-                low = float(np.min(np.asarray(seg)[:, 1])) if len(seg) else 0.0
-                if low < 0.0:
-                    label = container.get_label() or "an error bar"
-                    out.append(f"{name}: {label!r} has an error bar down to {low:.4g} (< 0)")
-                    break
+        label = owner.get(id(container), container.get_label())
+        for col in container.lines[2]:
+            lows = [float(np.min(np.asarray(seg)[:, 1])) for seg in col.get_segments() if len(seg)]
+            if lows and min(lows) < 0.0:
+                out.append(f"{name}: {label!r} has an error bar down to {min(lows):.4g} (< 0)")
     return out
+
+
+def _one_x_problems(ax: Axes, name: str) -> list[str]:
+    """Several series of points all at one x: an axis drawn for a sweep that did not vary."""
+    from matplotlib.container import ErrorbarContainer
+
+    xs: list[float] = []
+    count = 0
+    for container in ax.containers:
+        if isinstance(container, ErrorbarContainer) and container.lines[0] is not None:
+            xs += list(np.asarray(container.lines[0].get_xdata(), dtype=float))
+            count += 1
+    for line in _data_lines(ax):
+        if len(line.get_xdata()) > 2 and not str(line.get_label()).startswith("_"):
+            xs += list(np.asarray(line.get_xdata(), dtype=float))
+            count += 1
+    if count >= 2 and len(set(xs)) == 1:
+        return [f"{name}: every series is at the one x value {xs[0]:g} (nothing varies along x)"]
+    return []
 
 
 def _legend_problems(ax: Axes, name: str, renderer: Any) -> list[str]:
@@ -413,7 +433,8 @@ def _legend_problems(ax: Axes, name: str, renderer: Any) -> list[str]:
             continue
         if box.overlaps(other):
             label = str(artist.get_label())
-            out.append(f"{name}: the legend covers {label!r}")
+            what = label if not label.startswith("_") else type(artist).__name__
+            out.append(f"{name}: the legend covers {what!r}")
     return out
 
 
