@@ -9,6 +9,11 @@ draws every figure type of :mod:`optsched.report` (and the demo's JCT CDF, which
 markers, no error bar below 0, no legend over data, no hidden series); exits 1 naming every
 problem. ``tests/test_figures.py`` compares the same figures with baseline images.
 
+**The docs' own figures** (``python docs/check_figures.py --render-docs docs DIR``, from
+the repository root): every ``.. plot::`` block of the pages run as the build runs it (the
+same pre-code and rcParams), each figure written to ``DIR/<page>-<n>.png`` and measured the
+same way; problems are printed, for a person to judge (a page's figure is the page's).
+
 **The docs build:**
 
 matplotlib's ``.. plot::`` directive keeps only the figures pyplot knows about: a block whose
@@ -23,6 +28,7 @@ naming every page that misses figures.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import sys
@@ -148,11 +154,17 @@ def _sim_runs() -> dict[str, Any]:
 
 @functools.cache
 def _oasis() -> tuple[Any, Any]:
-    from optsched.online.oasis import generate_instance
+    """OASiS and three baselines against the proven optimum (no time limit decides anything).
+
+    The Dorm-like baseline is left out: each of its steps is a MILP under a wall-clock limit
+    (1 s by default), so its schedule depends on the machine's speed.
+    """
+    from optsched.online.oasis import DRF, FIFO, RRH, OASiS, generate_instance
     from optsched.online.oasis.competitive import compare_algorithms
 
     inst = generate_instance(12, 2, 2, 10, seed=0, scale=0.08)
-    return inst, compare_algorithms(inst)
+    algorithms = [OASiS(tighten=True), FIFO(seed=0), DRF(), RRH(seed=0)]
+    return inst, compare_algorithms(inst, time_limit=None, algorithms=algorithms)
 
 
 def _oasis_unproven() -> Any:
@@ -174,7 +186,9 @@ def _oasis_sweep() -> Any:
     from optsched.report.oasis import plot_sweep, ratio_sweep
 
     with tempfile.TemporaryDirectory() as tmp:
-        records = ratio_sweep(8, tmp, n_jobs=6, worker_servers=2, ps_servers=2, horizon=6)
+        records = ratio_sweep(
+            8, tmp, n_jobs=6, worker_servers=2, ps_servers=2, horizon=6, time_limit=None
+        )
     return plot_sweep(records)
 
 
@@ -330,7 +344,79 @@ def render(directory: Path, names: list[str] | None = None) -> dict[str, list[st
     return problems
 
 
+def plot_blocks(source: Path) -> list[tuple[str, set[str]]]:
+    """The code and options of every ``.. plot::`` block of an RST file, in order."""
+    lines = source.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    for k, line in enumerate(lines):
+        if not _DIRECTIVE.match(line):
+            continue
+        options: set[str] = set()
+        j = k + 1
+        while j < len(lines) and (_OPTION.match(lines[j]) or lines[j].startswith("      ")):
+            m = _OPTION.match(lines[j])
+            if m:
+                options.add(m.group(1))
+            j += 1
+        code = []
+        while j < len(lines) and (not lines[j].strip() or lines[j].startswith("   ")):
+            code.append(lines[j][3:])
+            j += 1
+        blocks.append(("\n".join(code), options))
+    return blocks
+
+
+def render_docs(source_root: Path, directory: Path) -> dict[str, list[str]]:
+    """Run every page's ``.. plot::`` blocks as the build does; save and measure each figure.
+
+    The blocks of a page share one namespace (the directive's ``:context:``), run from the
+    repository root with ``conf.py``'s pre-code and rcParams. Figures are written as
+    ``directory/<page>-<n>.png``; problems are keyed by that name.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from optsched.report.style import figure_problems
+
+    conf: dict[str, Any] = {"__file__": str(source_root.resolve() / "conf.py")}
+    exec(compile((source_root / "conf.py").read_text(encoding="utf-8"), "conf.py", "exec"), conf)
+    directory.mkdir(parents=True, exist_ok=True)
+    out: dict[str, list[str]] = {}
+    for page in sorted(source_root.rglob("*.rst")):
+        if "_build" in page.parts or not plot_blocks(page):
+            continue
+        namespace: dict[str, Any] = {}
+        n = 0
+        with matplotlib.rc_context(conf["plot_rcparams"]), contextlib.chdir(source_root.parent):
+            for code, options in plot_blocks(page):
+                plt.close("all")
+                if "context" not in options or not namespace:
+                    # a block without :context: runs in a fresh namespace, as in the build
+                    namespace = {}
+                    exec(conf["plot_pre_code"], namespace)
+                exec(compile(code, str(page), "exec"), namespace)
+                if "nofigs" in options:
+                    continue
+                for number in plt.get_fignums():
+                    n += 1
+                    fig = plt.figure(number)
+                    name = f"{page.stem}-{n}"
+                    fig.savefig(directory / f"{name}.png", dpi=GALLERY_DPI)
+                    out[name] = figure_problems(fig)
+        plt.close("all")
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--render-docs"] and len(argv) == 3:
+        found = render_docs(Path(argv[1]), Path(argv[2]))
+        for name, ps in found.items():
+            for p in ps:
+                print(f"{name}: {p}")
+        print(f"{len(found)} docs figure(s) in {argv[2]}")
+        return 0
     if argv[:1] == ["--render"] and len(argv) >= 2:
         found = render(Path(argv[1]), argv[2:] or None)
         bad = [f"{name}: {p}" for name, ps in found.items() for p in ps]

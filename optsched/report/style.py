@@ -205,11 +205,19 @@ def place_legend(
     if not items:
         return None
     if where == "below":
+        from matplotlib.transforms import ScaledTranslation
+
+        # below the tick labels and the x label, whatever the axes' height: an offset in
+        # points (ticks 3.5 + pad 3.5 + 8 pt labels + labelpad 4 + a 9 pt label, with leading)
+        drop = 38.0 if ax.get_xlabel() else 22.0
+        owner: Any = ax.get_figure()
+        anchor = ax.transAxes + ScaledTranslation(0.0, -drop / 72.0, owner.dpi_scale_trans)
         legend = ax.legend(
             items,
             labels,
             loc="upper center",
-            bbox_to_anchor=(0.5, -0.18),
+            bbox_to_anchor=(0.5, 0.0),
+            bbox_transform=anchor,
             ncols=ncols,
             title=title,
             borderaxespad=0.0,
@@ -225,9 +233,9 @@ def place_legend(
             borderaxespad=0.0,
         )
     legend.set_alignment("left")
-    root: Any = ax.get_figure()
-    while root is not None and getattr(root, "get_layout_engine", None) is None:
-        root = getattr(root, "figure", None) if root is not getattr(root, "figure", None) else None
+    fig: Any = ax.get_figure()
+    # a SubFigure has no layout engine of its own: its root Figure's lays it out
+    root = fig if hasattr(fig, "get_layout_engine") else getattr(fig, "figure", None)
     if root is not None and root.get_layout_engine() is None:
         root.set_layout_engine("constrained")
     return legend
