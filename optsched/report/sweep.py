@@ -580,6 +580,28 @@ class SweepReport:
         return paths
 
 
+#: What the error bars of the report's bar charts are (appended to their captions).
+_CI_CAPTION = "; error bars: 95% Student-t interval over seeds, clipped at 0"
+
+
+def _bars_png(summary: pd.DataFrame, metric: str, policies: list[str]) -> bytes:
+    """The report's bars of one metric (times in hours), as PNG."""
+    label, scale = metric_label(metric, "h")
+    return _png(_bars(summary, metric, label, policies, scale=scale))
+
+
+def _cdf_png(
+    result: ExperimentResult, kind: str, group: tuple[Any, ...], policies: list[str]
+) -> bytes:
+    """The report's JCT (hours) or rho CDF of one group, as PNG."""
+    if kind == "jct":
+        fig = _cdf_figure(result.jcts, result.runs, group, policies, "JCT (h)", scale=3600.0)
+    else:
+        xlabel = "finish-time fairness rho (ratio)"
+        fig = _cdf_figure(result.rhos, result.runs, group, policies, xlabel, mark_one=True)
+    return _png(fig)
+
+
 def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
     """Build the report of an experiment result, or of a store given by its path.
 
@@ -621,10 +643,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 "Empirical CDF of the finished jobs' JCT, pooled over seeds; a line ending "
                 "below 1 means jobs did not finish.",
                 figures=[
-                    (
-                        f"JCT CDF, {_group_label(g)}",
-                        _png(_cdf_figure(result.jcts, runs, g, policies, "JCT (h)", scale=3600.0)),
-                    )
+                    (f"JCT CDF, {_group_label(g)}", _cdf_png(result, "jct", g, policies))
                     for g in groups
                 ],
             )
@@ -638,40 +657,18 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
             Section(
                 "Makespan",
                 "Mean makespan per policy with its confidence interval across seeds.",
-                figures=[
-                    (
-                        "makespan (h); error bars: 95% Student-t interval over seeds, clipped at 0",
-                        _png(_bars(summary, "makespan", "makespan (h)", policies, scale=3600.0)),
-                    )
-                ],
+                figures=[("makespan (h)" + _CI_CAPTION, _bars_png(summary, "makespan", policies))],
             )
         )
         fairness = Section(
             "Fairness",
             "Worst finish-time fairness max rho (JCT over the JCT at a 1/N share; 1 is fair) "
             "per policy, and the CDF of rho over the finished jobs.",
-            figures=[
-                (
-                    "worst rho; error bars: 95% Student-t interval over seeds, clipped at 0",
-                    _png(_bars(summary, "rho_max", metric_label("rho_max")[0], policies)),
-                )
-            ],
+            figures=[("worst rho" + _CI_CAPTION, _bars_png(summary, "rho_max", policies))],
         )
         for g in groups if result.rhos else []:
             fairness.figures.append(
-                (
-                    f"rho CDF, {_group_label(g)}",
-                    _png(
-                        _cdf_figure(
-                            result.rhos,
-                            runs,
-                            g,
-                            policies,
-                            "finish-time fairness rho (ratio)",
-                            mark_one=True,
-                        )
-                    ),
-                )
+                (f"rho CDF, {_group_label(g)}", _cdf_png(result, "rho", g, policies))
             )
         sections.append(fairness)
     gaps = [
@@ -691,10 +688,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 "bound itself; runs with unfinished jobs have no gap). The isolated bound is "
                 "every job alone at its best rate; the certified bounds (experiment key "
                 "`bounds`) are those of optsched.sim.optimum.bounds on the whole trace.",
-                figures=[
-                    (title, _png(_bars(summary, m, metric_label(m)[0], policies)))
-                    for m, title in gaps
-                ],
+                figures=[(title, _bars_png(summary, m, policies)) for m, title in gaps],
             )
         )
     if result.text:
