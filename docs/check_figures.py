@@ -163,7 +163,7 @@ def _oasis() -> tuple[Any, Any]:
     from optsched.online.oasis.competitive import compare_algorithms
 
     inst = generate_instance(12, 2, 2, 10, seed=0, scale=0.08)
-    algorithms = [OASiS(tighten=True), FIFO(seed=0), DRF(), RRH(seed=0)]
+    algorithms: list[Any] = [OASiS(tighten=True), FIFO(seed=0), DRF(), RRH(seed=0)]
     return inst, compare_algorithms(inst, time_limit=None, algorithms=algorithms)
 
 
@@ -249,7 +249,7 @@ def _harmony_gaps() -> Any:
 
     rng = np.random.default_rng(4)
     ratios = np.where(rng.random(200) < 0.6, 1.0, 1.0 + rng.exponential(0.08, 200))
-    return plot_gap_histogram(ratios)
+    return plot_gap_histogram(ratios.tolist())
 
 
 def _harmony_cdfs() -> Any:

@@ -84,11 +84,9 @@ def plot_learning_curve(
         twin.set_ylabel("average JCT (s)", color=second["color"])
         ax.set_title("Learning curve of the placement policy")
         # one legend for both y axes, outside them
-        more, names = twin.get_legend_handles_labels()
-        for handle, name in zip(more, names, strict=True):
-            ax.plot([], [], label=name, color=handle.get_color(), marker=handle.get_marker(),
-                    linestyle=handle.get_linestyle())  # fmt: skip
-        place_legend(ax, where="below", ncols=2)
+        handles, names = ax.get_legend_handles_labels()
+        more, more_names = twin.get_legend_handles_labels()
+        place_legend(ax, where="below", ncols=2, handles=(handles + more, names + more_names))
     return fig
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -126,7 +126,8 @@ def figure_style() -> Iterator[None]:
     """Draw inside this to get the style's fonts, sizes and grid (Matplotlib ``rc_context``)."""
     import matplotlib as mpl
 
-    with mpl.rc_context(rc_params()):
+    # rc_context's stub types its keys as a Literal of every rcParam name
+    with mpl.rc_context(cast(Any, rc_params())):
         yield
 
 
