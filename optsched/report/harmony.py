@@ -123,9 +123,17 @@ def plot_jct_cdfs(jcts: Mapping[str, Any], *, ax: Axes | None = None) -> Figure:
     """Empirical CDF of the job completion times of every policy.
 
     Policies with identical JCTs share one line, labelled with every name; the time axis is
-    logarithmic when the JCTs span more than two decades.
+    logarithmic for a long tail over more than a decade.
     """
-    from optsched.report.style import figure_style, markevery, merge_identical, place_legend, series
+    from optsched.report.style import (
+        figure_style,
+        log_x,
+        markevery,
+        merge_identical,
+        place_legend,
+        series,
+        wants_log,
+    )
 
     items = []
     for name, values in jcts.items():
@@ -136,10 +144,8 @@ def plot_jct_cdfs(jcts: Mapping[str, Any], *, ax: Axes | None = None) -> Figure:
         fig, ax = _axes(ax, (7.0, 3.8))
         for i, (label, x, y) in enumerate(merge_identical(items)):
             ax.step(x, y, where="post", label=label, markevery=markevery(len(x), i), **series(i))
-        pooled = np.concatenate([x for _, x, _ in items]) if items else np.array([])
-        pooled = pooled[pooled > 0]
-        if pooled.size and pooled.max() / pooled.min() > 100.0:
-            ax.set_xscale("log")
+        if wants_log(np.concatenate([x for _, x, _ in items]) if items else np.array([])):
+            log_x(ax)
         ax.set_xlabel("job completion time (s)")
         ax.set_ylabel("fraction of jobs (0-1)")
         ax.set_ylim(0, 1.01)

@@ -68,17 +68,16 @@ def _cdf_lines(
 ) -> None:
     """One step line per series (identical series once, under a joint label), log x if asked.
 
-    ``log=None`` chooses: logarithmic when the positive values span more than two decades.
+    ``log=None`` chooses (:func:`~optsched.report.style.wants_log`): logarithmic for a long
+    tail over more than a decade.
     """
-    from optsched.report.style import markevery, merge_identical, series
+    from optsched.report.style import log_x, markevery, merge_identical, series, wants_log
 
     for i, (label, x, y) in enumerate(merge_identical(items)):
         axes.step(x, y, where="post", label=label, markevery=markevery(len(x), i), **series(i))
     values = np.concatenate([x for _, x, _ in items]) if items else np.array([])
-    values = values[np.isfinite(values) & (values > 0)]
-    wide = bool(values.size) and float(values.max() / values.min()) > 100.0
-    if log or (log is None and wide):
-        axes.set_xscale("log")
+    if log or (log is None and wants_log(values)):
+        log_x(axes)
 
 
 def plot_jct_cdf(
@@ -100,7 +99,8 @@ def plot_jct_cdf(
     results : mapping of label to SimResult, or sequence of SimResult (labelled by policy)
     ax : Axes, optional
     log : bool, optional
-        Logarithmic JCT axis; by default when the JCTs span more than two decades.
+        Logarithmic JCT axis; by default for a long tail over more than a decade
+        (:func:`~optsched.report.style.wants_log`).
     unit : {"s", "min", "h"}
     title : str, optional
         Default: "Job completion times".

@@ -44,11 +44,13 @@ __all__ = [
     "clipped_errors",
     "figure_problems",
     "figure_style",
+    "log_x",
     "merge_identical",
     "new_axes",
     "place_legend",
     "rc_params",
     "series",
+    "wants_log",
     "wrap",
 ]
 
@@ -171,6 +173,29 @@ def wrap(text: str, width: int = 70) -> str:
     import textwrap
 
     return "\n".join(textwrap.wrap(text, width))
+
+
+def wants_log(values: Sequence[float] | np.ndarray) -> bool:
+    """Whether a log axis shows ``values`` better than a linear one.
+
+    A log axis pays when the values span more than a decade *and* a linear one would squash
+    most of them at its left end (the median in the lowest 15% of the range: a long tail, as
+    JCTs and finish-time fairness have); otherwise it only wastes space.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size < 2 or v.max() / v.min() <= 10.0:
+        return False
+    return bool((np.median(v) - v.min()) / (v.max() - v.min()) < 0.15)
+
+
+def log_x(ax: Axes) -> None:
+    """A logarithmic x axis with plain tick labels (``0.1, 1, 10``, not ``10^0``)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def new_axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
@@ -324,14 +349,21 @@ def figure_problems(fig: Figure, *, non_negative: bool = True) -> list[str]:
     return out
 
 
-def _numeric(axis: Any) -> bool:
-    """An axis showing numbers (not category names such as policies, nor no ticks at all)."""
-    from matplotlib.category import StrCategoryFormatter
-    from matplotlib.ticker import FixedFormatter, FuncFormatter, NullFormatter
+#: A tick label that is a number ("0.5", "-2", "1e-01", "10^{2}" once math markup is dropped).
+_NUMBER = re.compile(r"[-+]?[\d.,]*\d[\d.,]*(?:[eE][-+]?\d+)?")
 
-    formatter = axis.get_major_formatter()
-    named = FixedFormatter | FuncFormatter | StrCategoryFormatter | NullFormatter
-    return len(axis.get_ticklocs()) > 0 and not isinstance(formatter, named)
+
+def _numeric(axis: Any) -> bool:
+    """An axis whose tick labels are numbers (not category names such as policies)."""
+    texts = [t.get_text() for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+    if not texts:
+        return False
+    for text in texts:
+        plain = text.replace("\N{MINUS SIGN}", "-").replace("\\mathdefault", "")
+        plain = re.sub(r"[${}\s]", "", plain).replace("^", "e").replace("10e", "1e")
+        if not _NUMBER.fullmatch(plain):
+            return False
+    return True
 
 
 def _axis_problems(ax: Axes, name: str) -> list[str]:

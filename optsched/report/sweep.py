@@ -347,8 +347,8 @@ def _cdf_figure(
     """Empirical CDF per policy of the values pooled over the group's seeds.
 
     Policies with identical pooled values are drawn once, labelled ``"a = b"`` (else the
-    later line hides the earlier). The x axis is logarithmic only when the values span more
-    than two decades (a log axis over a narrow range wastes the plot).
+    later line hides the earlier). The x axis is logarithmic only for a long tail over more
+    than a decade (:func:`~optsched.report.style.wants_log`; else a log axis wastes space).
     """
     from optsched.report.style import (
         REFERENCE,
@@ -389,11 +389,11 @@ def _cdf_figure(
 
 
 def _maybe_log(ax: Axes, xs: list[np.ndarray]) -> None:
-    """A log x axis when the positive values span more than two decades."""
-    values = np.concatenate(xs) if xs else np.array([])
-    values = values[np.isfinite(values) & (values > 0)]
-    if values.size and values.max() / values.min() > 100.0:
-        ax.set_xscale("log")
+    """A log x axis for a long tail over more than a decade (else it wastes space)."""
+    from optsched.report.style import log_x, wants_log
+
+    if wants_log(np.concatenate(xs) if xs else np.array([])):
+        log_x(ax)
 
 
 def _runs_of(
