@@ -96,7 +96,12 @@ plot_html_show_formats = False
 plot_html_show_source_link = False
 plot_include_source = False
 plot_pre_code = "import numpy as np\nimport matplotlib.pyplot as plt\n"
+# Inline figures of the pages use the library's one style (optsched.report.style): its fonts,
+# and its colour-blind-safe cycle of colours with markers and dashes.
+from optsched.report.style import rc_params  # noqa: E402
+
 plot_rcparams = {
+    **rc_params(),
     "figure.figsize": (7.0, 3.6),
     "figure.constrained_layout.use": True,
     "axes.grid": True,

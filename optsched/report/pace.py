@@ -6,7 +6,7 @@ global matplotlib backend.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,13 +21,9 @@ _OP_COLORS = {"backward": "#9e9e9e", "update": "#f2b134", "forward": "#5b8def"}
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        fig: Any = ax.figure
-        return fig, ax
-    from matplotlib.figure import Figure
+    from optsched.report.style import new_axes
 
-    fig = Figure(figsize=figsize)
-    return fig, fig.add_subplot()
+    return new_axes(ax, figsize)
 
 
 def plot_iteration(
@@ -52,10 +48,26 @@ def plot_iteration(
     -------
     matplotlib.figure.Figure
     """
-    import matplotlib as mpl
+    from optsched.report.style import figure_style
 
-    own = ax is None
-    fig, ax = _axes(ax, (10.0, 3.0))
+    with figure_style():
+        fig, ax = _axes(ax, (10.0, 3.2))
+        _iteration_lanes(ax, schedule)
+        ax.set_title(
+            title
+            or f"{schedule.name}: {schedule.dag.name}, iteration {schedule.iteration_time:.2f} ms "
+            f"({schedule.n_calls} all-reduce calls)"
+        )
+    return fig
+
+
+def _iteration_lanes(ax: Axes, schedule: CommSchedule) -> None:
+    """The compute and channel lanes of :func:`plot_iteration`, with the legend below."""
+    import matplotlib as mpl
+    from matplotlib.patches import Patch
+
+    from optsched.report.style import REFERENCE, place_legend
+
     frame = schedule.to_frame()
     compute = frame[frame["resource"] == "compute"]
     for op, color in _OP_COLORS.items():
@@ -67,7 +79,7 @@ def plot_iteration(
                 facecolors=color,
                 edgecolor="white",
                 linewidth=0.3,
-                label=op,
+                label=f"{op} (compute)",
             )
     seg = schedule.trace.segments
     cmap = mpl.colormaps["tab20"]
@@ -96,19 +108,21 @@ def plot_iteration(
                 fontsize=7,
             )
     ax.set_yticks([0.5, 1.5], ["channel", "compute"])
-    ax.set_ylim(0, 2.5)  # the band above the compute lane holds the legend
+    ax.set_ylim(0, 2.0)
     ax.set_xlim(0, span * 1.01)
+    ax.grid(False, axis="y")
     ax.set_xlabel("time from the start of the backward pass (ms)")
-    ax.axvline(schedule.iteration_time, color="red", linewidth=0.8)
-    ax.legend(loc="upper left", fontsize="small", ncol=3, frameon=False)
-    ax.set_title(
-        title
-        or f"{schedule.name}: {schedule.dag.name}, iteration {schedule.iteration_time:.2f} ms "
-        f"({schedule.n_calls} calls; bar labels: tensors per call)"
+    ax.axvline(
+        schedule.iteration_time,
+        label=f"iteration ends ({schedule.iteration_time:.2f} ms)",
+        **{**REFERENCE, "color": "#D55E00"},
     )
-    if own:
-        fig.tight_layout()
-    return fig
+    # the channel's bars are one colour per call: one legend entry says what they are
+    handles, labels = ax.get_legend_handles_labels()
+    if len(seg):
+        handles.append(Patch(facecolor=cmap(0), edgecolor="black", linewidth=0.3))
+        labels.append("all-reduce segment (colour: its call; number: tensors in the call)")
+    place_legend(ax, where="below", ncols=3, handles=(handles, labels))
 
 
 def plot_speedup(
@@ -130,44 +144,57 @@ def plot_speedup(
     -------
     matplotlib.figure.Figure
     """
-    models = [model] if model is not None else list(dict.fromkeys(frame["model"]))
-    if ax is not None:
-        if len(models) != 1:
-            raise ValueError("plot_speedup: give model= to draw one model into ax")
-        fig, ax = _axes(ax, (4.2, 3.4))
-        axes = [ax]
-    else:
-        from matplotlib.figure import Figure
+    from optsched.report.style import PALETTE, REFERENCE, figure_style, place_legend
 
-        fig = Figure(figsize=(4.2 * len(models), 3.4))
-        axes = list(fig.subplots(1, len(models), squeeze=False, sharey=True)[0])
-    for a, name in zip(axes, models, strict=True):
-        mine = frame[frame["model"] == name]
-        for n in sorted(set(mine["workers"])):
-            pts = mine[mine["workers"] == n].sort_values("bandwidth_gbps")
-            (line,) = a.plot(
-                pts["bandwidth_gbps"],
-                pts["speedup_vs_best_baseline"],
-                marker="o",
-                label=f"{n} workers",
-            )
-            a.plot(
-                pts["bandwidth_gbps"],
-                pts["speedup_vs_horovod"],
-                linestyle="--",
-                color=line.get_color(),
-                alpha=0.6,
-            )
-        a.set_xscale("log")
-        a.set_title(str(name))
-        a.set_xlabel("bandwidth (Gbit/s)")
-        a.axhline(1.0, color="grey", linewidth=0.8)
-        a.grid(True, alpha=0.3)
-    axes[0].set_ylabel("PACE speed-up")
-    axes[-1].legend(fontsize="small")
-    if ax is None:
-        fig.suptitle(
-            "iteration time of the baseline / PACE (solid: best baseline; dashed: Horovod)"
-        )
-        fig.tight_layout()
+    models = [model] if model is not None else list(dict.fromkeys(frame["model"]))
+    with figure_style():
+        if ax is not None:
+            if len(models) != 1:
+                raise ValueError("plot_speedup: give model= to draw one model into ax")
+            fig, ax = _axes(ax, (4.2, 3.4))
+            axes = [ax]
+        else:
+            from matplotlib.figure import Figure
+
+            fig = Figure(figsize=(3.6 * len(models) + 2.6, 3.6), layout="constrained")
+            axes = list(fig.subplots(1, len(models), squeeze=False, sharey=True)[0])
+        for a, name in zip(axes, models, strict=True):
+            mine = frame[frame["model"] == name]
+            for k, n in enumerate(sorted(set(mine["workers"]))):
+                pts = mine[mine["workers"] == n].sort_values("bandwidth_gbps")
+                color = PALETTE[k % len(PALETTE)]
+                a.plot(
+                    pts["bandwidth_gbps"],
+                    pts["speedup_vs_best_baseline"],
+                    color=color,
+                    marker="o",
+                    linestyle="-",
+                    label=f"{n} workers, vs the best baseline",
+                )
+                a.plot(
+                    pts["bandwidth_gbps"],
+                    pts["speedup_vs_horovod"],
+                    color=color,
+                    marker="s",
+                    markerfacecolor="white",
+                    linestyle="--",
+                    label=f"{n} workers, vs Horovod",
+                )
+            bandwidths = mine["bandwidth_gbps"].to_numpy(dtype=float)
+            if (
+                len(bandwidths)
+                and bandwidths.min() > 0
+                and bandwidths.max() / bandwidths.min() > 20
+            ):
+                a.set_xscale("log")  # a geometric sweep of bandwidths
+                a.minorticks_off()
+                ticks = sorted(set(bandwidths.tolist()))
+                a.set_xticks(ticks, [f"{b:g}" for b in ticks])
+            a.set_title(str(name))
+            a.set_xlabel("bandwidth (Gbit/s)")
+            a.axhline(1.0, label="no speed-up", **REFERENCE)
+        axes[0].set_ylabel("PACE speed-up (x: baseline time / PACE time)")
+        place_legend(axes[-1])
+        if ax is None:
+            fig.suptitle("Iteration-time speed-up of PACE over the baselines")
     return fig

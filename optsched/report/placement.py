@@ -62,31 +62,32 @@ def plot_gap_table(
     matplotlib.figure.Figure
     """
     import numpy as np
-    from matplotlib.figure import Figure
+
+    from optsched.report.style import figure_style, new_axes
 
     table = gap_table(comparison)
-    if ax is None:
-        fig = Figure(
-            figsize=(1.4 * len(table.columns) + 3.0, 0.45 * len(table) + 1.5), layout="constrained"
+    with figure_style():
+        figure, ax = new_axes(ax, (1.4 * len(table.columns) + 3.0, 0.45 * len(table) + 1.5))
+        values = np.clip(np.nan_to_num(table.to_numpy(), nan=np.nan, posinf=cap), 0.0, cap)
+        masked = np.ma.masked_invalid(values)
+        image = ax.imshow(masked, cmap="Oranges", vmin=0.0, vmax=cap, aspect="auto")
+        for i in range(table.shape[0]):
+            for j in range(table.shape[1]):
+                gap = float(table.iat[i, j])
+                dark = not math.isnan(gap) and min(gap, cap) > 0.6 * cap
+                ax.text(
+                    j, i, _label(gap), ha="center", va="center", color="white" if dark else "black"
+                )
+        reference = table.attrs["reference"]
+        ax.set_xticks(
+            range(table.shape[1]),
+            [f"{o}\n({reference.get(o, '')})" for o in table.columns],
         )
-        ax = fig.add_subplot()
-    figure = ax.get_figure()
-    assert figure is not None
-    values = np.clip(np.nan_to_num(table.to_numpy(), nan=np.nan, posinf=cap), 0.0, cap)
-    masked = np.ma.masked_invalid(values)
-    image = ax.imshow(masked, cmap="Oranges", vmin=0.0, vmax=cap, aspect="auto")
-    for i in range(table.shape[0]):
-        for j in range(table.shape[1]):
-            gap = float(table.iat[i, j])
-            dark = not math.isnan(gap) and min(gap, cap) > 0.6 * cap
-            ax.text(j, i, _label(gap), ha="center", va="center", color="white" if dark else "black")
-    reference = table.attrs["reference"]
-    ax.set_xticks(
-        range(table.shape[1]),
-        [f"{o}\n({reference.get(o, '')})" for o in table.columns],
-    )
-    ax.set_yticks(range(table.shape[0]), list(table.index))
-    ax.set_title("heuristics: gap to the exact reference")
-    colorbar = figure.colorbar(image, ax=ax, fraction=0.04)
-    colorbar.set_label(f"relative gap (capped at {100 * cap:.0f}%)")
-    return figure  # type: ignore[return-value]
+        ax.set_yticks(range(table.shape[0]), list(table.index))
+        ax.grid(False)
+        ax.set_xlabel("objective (gap measured against)")
+        ax.set_ylabel("heuristic")
+        ax.set_title("Placement heuristics: gap to the exact reference")
+        colorbar = figure.colorbar(image, ax=ax, fraction=0.04)
+        colorbar.set_label(f"relative gap (fraction; {cap:g} and above darkest)")
+    return figure

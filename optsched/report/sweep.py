@@ -109,14 +109,43 @@ def _png(fig: Figure) -> bytes:
 
 
 def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
-    if ax is not None:
-        fig = ax.get_figure()
-        assert fig is not None
-        return fig, ax  # type: ignore[return-value]
-    from matplotlib.figure import Figure
+    from optsched.report.style import new_axes
 
-    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
-    return fig, fig.add_subplot()
+    return new_axes(ax, (6.4, 3.6))
+
+
+#: Words and kind of unit of every summarized metric a figure shows (``time`` metrics are in
+#: seconds in the runs and drawn in the unit asked for).
+METRIC_WORDS: dict[str, tuple[str, str]] = {
+    "jct_mean": ("mean JCT", "time"),
+    "jct_p95": ("95th-percentile JCT", "time"),
+    "makespan": ("makespan", "time"),
+    "jct_bound": ("isolated bound on the mean JCT", "time"),
+    "rho_max": ("worst finish-time fairness max rho", "ratio"),
+    "rho_mean": ("mean finish-time fairness rho", "ratio"),
+    "utilization_mean": ("mean GPU utilization", "fraction"),
+    "unfinished": ("unfinished jobs", "jobs"),
+    "gap_jct_bound": ("mean JCT / isolated bound - 1", "fraction"),
+    "gap_weighted-jct": ("total weighted JCT / certified bound - 1", "fraction"),
+    "gap_makespan": ("(last completion - first arrival) / certified bound - 1", "fraction"),
+}
+
+
+def metric_label(metric: str, unit: str = "h") -> tuple[str, float]:
+    """Axis label (with its unit) of a summarized metric and the divisor from its run units.
+
+    >>> metric_label("makespan", "h")
+    ('makespan (h)', 3600.0)
+    >>> metric_label("rho_max")
+    ('worst finish-time fairness max rho (ratio)', 1.0)
+    """
+    from optsched.report.sim import time_scale
+
+    words, kind = METRIC_WORDS.get(metric, (metric, "as stored"))
+    if kind == "time":
+        scale, short = time_scale(unit)
+        return f"{words} ({short})", scale
+    return f"{words} ({kind})", 1.0
 
 
 def _group_label(key: tuple[Any, ...]) -> str:
@@ -187,9 +216,18 @@ def _number(value: Any) -> float:
 
 
 def plot_sweep_bars(
-    result: ExperimentResult, metric: str, *, label: str | None = None, ax: Axes | None = None
+    result: ExperimentResult,
+    metric: str,
+    *,
+    label: str | None = None,
+    ax: Axes | None = None,
+    unit: str = "s",
 ) -> Figure:
     """Mean of ``metric`` across seeds per policy, one cluster of bars per group, CI bars.
+
+    The error bars are the 95% Student-t interval across seeds (the summary's), clipped at 0:
+    every summarized metric is non-negative, and an interval of a few seeds often reaches
+    below 0; the legend says so.
 
     Parameters
     ----------
@@ -197,10 +235,13 @@ def plot_sweep_bars(
     metric : str
         A summarized run metric (:data:`~optsched.runs.experiment.SUMMARY_METRICS`).
     label : str, optional
-        Axis label (default the metric's name).
+        Axis label (default the metric in words with its unit, :func:`metric_label`).
     ax : Axes, optional
+    unit : {"s", "min", "h"}
+        Unit of a time metric (JCT, makespan); other metrics are drawn as stored.
     """
-    return _bars(result.to_frame(), metric, label or metric, _policies(result), ax=ax)
+    words, scale = metric_label(metric, unit)
+    return _bars(result.to_frame(), metric, label or words, _policies(result), ax=ax, scale=scale)
 
 
 def _policies(result: ExperimentResult) -> list[str]:
@@ -216,35 +257,64 @@ def _bars(
     policies: list[str],
     *,
     ax: Axes | None = None,
+    scale: float = 1.0,
 ) -> Figure:
-    """Grouped bars: one cluster of bars per group, one bar per policy, CI error bars."""
-    fig, ax = _axes(ax)
-    groups = _groups(summary)
-    width = 0.8 / max(len(policies), 1)
-    for i, policy in enumerate(policies):
-        part = summary[summary["policy"] == policy]
-        means, cis = [], []
-        for g in groups:
-            hit = part[[tuple(r) == g for r in part[list(GROUP_FIELDS)].itertuples(index=False)]]
-            means.append(float(hit[f"{metric}_mean"].iloc[0]) if len(hit) else math.nan)
-            ci = float(hit[f"{metric}_ci"].iloc[0]) if len(hit) else math.nan
-            cis.append(ci if math.isfinite(ci) else 0.0)
-        x = np.arange(len(groups)) + (i - (len(policies) - 1) / 2) * width
-        ax.bar(x, means, width, yerr=cis, capsize=3, label=_plain(policy))
-    ax.set_xticks(
-        range(len(groups)),
-        [
-            f"load {g[3]:g}" if len(_distinct(groups, 3)) == len(groups) else _group_plain(g)
-            for g in groups
-        ],
-        rotation=20 if len(groups) > 3 else 0,
-        ha="right" if len(groups) > 3 else "center",
-        fontsize="small",
+    """Grouped bars: one cluster of bars per group, one bar per policy, clipped CI bars."""
+    from optsched.report.style import (
+        INTERVAL_NOTE,
+        bar_style,
+        clipped_errors,
+        figure_style,
+        place_legend,
     )
-    ax.set_ylabel(label)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small", ncols=min(len(policies), 4))
+
+    with figure_style():
+        fig, ax = _axes(ax)
+        groups = _groups(summary)
+        width = 0.8 / max(len(policies), 1)
+        for i, policy in enumerate(policies):
+            part = summary[summary["policy"] == policy]
+            means, cis = [], []
+            for g in groups:
+                keys = part[list(GROUP_FIELDS)].itertuples(index=False)
+                hit = part[[tuple(r) == g for r in keys]]
+                means.append(float(hit[f"{metric}_mean"].iloc[0]) / scale if len(hit) else math.nan)
+                ci = float(hit[f"{metric}_ci"].iloc[0]) / scale if len(hit) else math.nan
+                cis.append(ci if math.isfinite(ci) else 0.0)
+            x = np.arange(len(groups)) + (i - (len(policies) - 1) / 2) * width
+            ax.bar(
+                x,
+                means,
+                width,
+                yerr=clipped_errors(means, cis),
+                capsize=3,
+                error_kw={"elinewidth": 1.0, "ecolor": "#333333"},
+                label=_plain(policy),
+                **bar_style(i),
+            )
+        ax.set_xticks(
+            range(len(groups)),
+            [
+                f"load {g[3]:g}" if len(_distinct(groups, 3)) == len(groups) else _group_plain(g)
+                for g in groups
+            ],
+            rotation=20 if len(groups) > 3 else 0,
+            ha="right" if len(groups) > 3 else "center",
+        )
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0.0)
+        ax.grid(False, axis="x")
+        words = label.rsplit(" (", 1)[0]
+        ax.set_title(f"{words[:1].upper()}{words[1:]}: mean over seeds per policy")
+        place_legend(ax, title=_wrap_note(INTERVAL_NOTE))
     return fig
+
+
+def _wrap_note(text: str, width: int = 28) -> str:
+    """A legend title on lines of at most ``width`` characters (a long title widens the legend)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
 
 
 def _distinct(groups: list[tuple[Any, ...]], i: int) -> set[Any]:
@@ -277,7 +347,7 @@ def plot_sweep_cdf(
         if not hits:
             raise KeyError(f"no group at load {load}")
         group = hits[0]
-    xlabel = "JCT (h)" if kind == "jct" else r"finish-time fairness $\rho$"
+    xlabel = "JCT (h)" if kind == "jct" else "finish-time fairness rho (ratio)"
     return _cdf_figure(
         samples,
         result.runs,
@@ -301,8 +371,23 @@ def _cdf_figure(
     scale: float = 1.0,
     ax: Axes | None = None,
 ) -> Figure:
-    """Empirical CDF per policy of the values pooled over the group's seeds."""
-    fig, ax = _axes(ax)
+    """Empirical CDF per policy of the values pooled over the group's seeds.
+
+    Policies with identical pooled values are drawn once, labelled ``"a = b"`` (else the
+    later line hides the earlier). The x axis is logarithmic only for a long tail over more
+    than a decade (:func:`~optsched.report.style.wants_log`; else a log axis wastes space).
+    """
+    from optsched.report.style import (
+        REFERENCE,
+        figure_style,
+        markevery,
+        merge_identical,
+        place_legend,
+        series,
+        wrap,
+    )
+
+    items: list[tuple[str, np.ndarray, np.ndarray]] = []
     for policy in policies:
         values: list[float] = []
         total = 0
@@ -313,17 +398,29 @@ def _cdf_figure(
             continue
         x = np.sort(np.asarray(values, dtype=float)) / scale
         # unfinished jobs have no JCT: the line ends at the finished fraction, below 1
-        ax.step(x, np.arange(1, len(x) + 1) / total, where="post", label=_plain(policy))
-    if mark_one:
-        ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
-    ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("fraction of jobs")
-    ax.set_ylim(0, 1.01)
-    ax.set_title(_group_plain(group), fontsize="small")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
+        items.append((_plain(policy), x, np.arange(1, len(x) + 1) / total))
+    with figure_style():
+        fig, ax = _axes(ax)
+        for i, (label, x, y) in enumerate(merge_identical(items)):
+            ax.step(x, y, where="post", label=label, markevery=markevery(len(x), i), **series(i))
+        if mark_one:
+            ax.axvline(1.0, label="rho = 1 (fair)", **REFERENCE)
+        _maybe_log(ax, [x for _, x, _ in items])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("fraction of jobs (0-1)")
+        ax.set_ylim(0, 1.01)
+        what = "Finish-time fairness" if mark_one else "JCT"
+        ax.set_title(wrap(f"{what} of the jobs of every seed: {_group_plain(group)}", 60))
+        place_legend(ax)
     return fig
+
+
+def _maybe_log(ax: Axes, xs: list[np.ndarray]) -> None:
+    """A log x axis for a long tail over more than a decade (else it wastes space)."""
+    from optsched.report.style import log_x, wants_log
+
+    if wants_log(np.concatenate(xs) if xs else np.array([])):
+        log_x(ax)
 
 
 def _runs_of(
@@ -339,29 +436,69 @@ def _runs_of(
 def plot_jct_vs_load(result: ExperimentResult, *, ax: Axes | None = None) -> Figure:
     """Average JCT (hours) against the load, mean across seeds with its CI as error bars.
 
-    One line per policy (and per trace, cluster and scale when there are several).
+    One line per policy (and per trace, cluster and scale when there are several). The
+    error bars are the 95% Student-t interval over seeds, clipped at 0. When every run is at
+    one load there is no load axis: the figure shows the mean JCT per policy at that load and
+    says so in its title.
     """
     return _load_figure(result.to_frame(), _policies(result), ax=ax)
 
 
 def _load_figure(summary: pd.DataFrame, policies: list[str], *, ax: Axes | None = None) -> Figure:
     """Average JCT against the load, one line per policy and (trace, cluster, scale)."""
-    fig, ax = _axes(ax)
+    from optsched.report.style import (
+        INTERVAL_NOTE,
+        clipped_errors,
+        figure_style,
+        place_legend,
+        series,
+    )
+
     rest = [c for c in GROUP_FIELDS if c != "load"]
     many = len(summary[rest].drop_duplicates()) > 1
-    for key, part in summary.groupby(rest, sort=True):
-        for policy in policies:
-            line = part[part["policy"] == policy].sort_values("load")
-            if not len(line):
-                continue
-            y = line["jct_mean_mean"].to_numpy(dtype=float) / 3600.0
-            ci = np.nan_to_num(line["jct_mean_ci"].to_numpy(dtype=float) / 3600.0)
-            label = _plain(policy + (f" ({', '.join(map(str, key))})" if many else ""))
-            ax.errorbar(line["load"], y, yerr=ci, marker="o", capsize=3, label=label)
-    ax.set_xlabel("load (arrival-rate factor)")
-    ax.set_ylabel("average JCT (h)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    loads = sorted(set(summary["load"])) if len(summary) else []
+    one_load = len(loads) == 1
+    count = sum(
+        1
+        for _, part in summary.groupby(rest, sort=True)
+        for policy in policies
+        if (part["policy"] == policy).any()
+    )
+    gaps = np.diff(np.asarray(loads, dtype=float))
+    dodge = 0.25 * float(gaps.min()) / max(count, 1) if len(gaps) else 0.0
+    with figure_style():
+        fig, ax = _axes(ax)
+        i, names = 0, []
+        for key, part in summary.groupby(rest, sort=True):
+            for policy in policies:
+                line = part[part["policy"] == policy].sort_values("load")
+                if not len(line):
+                    continue
+                y = line["jct_mean_mean"].to_numpy(dtype=float) / 3600.0
+                ci = line["jct_mean_ci"].to_numpy(dtype=float) / 3600.0
+                label = _plain(policy + (f" ({', '.join(map(str, key))})" if many else ""))
+                # side by side at one load; else nudged apart so error bars do not overlap
+                x = (
+                    np.full(len(y), i, dtype=float)
+                    if one_load
+                    else line["load"].to_numpy(dtype=float) + (i - (count - 1) / 2) * dodge
+                )
+                ax.errorbar(x, y, yerr=clipped_errors(y, ci), capsize=3, label=label, **series(i))
+                names.append(label)
+                i += 1
+        if one_load:
+            # one load: points side by side per policy, no pretend load axis
+            ax.set_xticks(
+                range(i), names, rotation=20 if i > 3 else 0, ha="right" if i > 3 else "center"
+            )
+            ax.set_xlim(-0.6, i - 0.4)
+            ax.set_title(f"Every run is at load {loads[0]:g}: no load sweep to draw")
+        else:
+            ax.set_xlabel("load (x the trace's arrival rate)")
+            ax.set_title("Mean JCT against the load")
+        ax.set_ylabel("average JCT (h)")
+        ax.set_ylim(bottom=0.0)
+        place_legend(ax, title=_wrap_note(INTERVAL_NOTE))
     return fig
 
 
@@ -470,6 +607,28 @@ class SweepReport:
         return paths
 
 
+#: What the error bars of the report's bar charts are (appended to their captions).
+_CI_CAPTION = "; error bars: 95% Student-t interval over seeds, clipped at 0"
+
+
+def _bars_png(summary: pd.DataFrame, metric: str, policies: list[str]) -> bytes:
+    """The report's bars of one metric (times in hours), as PNG."""
+    label, scale = metric_label(metric, "h")
+    return _png(_bars(summary, metric, label, policies, scale=scale))
+
+
+def _cdf_png(
+    result: ExperimentResult, kind: str, group: tuple[Any, ...], policies: list[str]
+) -> bytes:
+    """The report's JCT (hours) or rho CDF of one group, as PNG."""
+    if kind == "jct":
+        fig = _cdf_figure(result.jcts, result.runs, group, policies, "JCT (h)", scale=3600.0)
+    else:
+        xlabel = "finish-time fairness rho (ratio)"
+        fig = _cdf_figure(result.rhos, result.runs, group, policies, xlabel, mark_one=True)
+    return _png(fig)
+
+
 def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
     """Build the report of an experiment result, or of a store given by its path.
 
@@ -511,10 +670,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 "Empirical CDF of the finished jobs' JCT, pooled over seeds; a line ending "
                 "below 1 means jobs did not finish.",
                 figures=[
-                    (
-                        f"JCT CDF, {_group_label(g)}",
-                        _png(_cdf_figure(result.jcts, runs, g, policies, "JCT (s)")),
-                    )
+                    (f"JCT CDF, {_group_label(g)}", _cdf_png(result, "jct", g, policies))
                     for g in groups
                 ],
             )
@@ -528,21 +684,18 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
             Section(
                 "Makespan",
                 "Mean makespan per policy with its confidence interval across seeds.",
-                figures=[("makespan", _png(_bars(summary, "makespan", "makespan (s)", policies)))],
+                figures=[("makespan (h)" + _CI_CAPTION, _bars_png(summary, "makespan", policies))],
             )
         )
         fairness = Section(
             "Fairness",
             "Worst finish-time fairness max rho (JCT over the JCT at a 1/N share; 1 is fair) "
             "per policy, and the CDF of rho over the finished jobs.",
-            figures=[("worst rho", _png(_bars(summary, "rho_max", "max rho", policies)))],
+            figures=[("worst rho" + _CI_CAPTION, _bars_png(summary, "rho_max", policies))],
         )
         for g in groups if result.rhos else []:
             fairness.figures.append(
-                (
-                    f"rho CDF, {_group_label(g)}",
-                    _png(_cdf_figure(result.rhos, runs, g, policies, "rho", mark_one=True)),
-                )
+                (f"rho CDF, {_group_label(g)}", _cdf_png(result, "rho", g, policies))
             )
         sections.append(fairness)
     gaps = [
@@ -562,7 +715,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
                 "bound itself; runs with unfinished jobs have no gap). The isolated bound is "
                 "every job alone at its best rate; the certified bounds (experiment key "
                 "`bounds`) are those of optsched.sim.optimum.bounds on the whole trace.",
-                figures=[(title, _png(_bars(summary, m, title, policies))) for m, title in gaps],
+                figures=[(title, _bars_png(summary, m, policies)) for m, title in gaps],
             )
         )
     if result.text:
