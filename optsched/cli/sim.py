@@ -55,6 +55,7 @@ from optsched.cli.sim_extra import (
     elastic_world,
     read_jobs,
     scaled_arrivals,
+    study_world,
     window_arg,
 )
 from optsched.errors import InvalidInstanceError
@@ -156,7 +157,6 @@ def run(
 ) -> None:
     """Simulate TRACE and print its metrics."""
     from optsched.sim import parse_cluster, simulate, validate
-    from optsched.sim.compare import world_from_trace
     from optsched.sim.measure.metrics import job_metrics, run_metrics
     from optsched.sim.policies import make_policy
 
@@ -175,8 +175,10 @@ def run(
     # empty one is refused naming the file
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read)
-    world = world_from_trace(read, spec, table, restore_s=restore_s, batch_modes=not static_batches)
-    world = scaled_arrivals(world, load, offered_load)
+    world = study_world(
+        read, spec, table, restore_s=restore_s, batch_modes=not static_batches, load=load
+    )
+    world = scaled_arrivals(world, 1.0, offered_load)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}

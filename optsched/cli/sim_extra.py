@@ -178,7 +178,7 @@ def compare_command(
     from optsched.cli.sim_colocation import colocation_setup, needs_colocation
     from optsched.limits import check_range
     from optsched.sim import parse_cluster
-    from optsched.sim.compare import compare, world_from_trace
+    from optsched.sim.compare import compare
 
     names: list[Any] = _policies(policies)
     wanted = _names("--objectives", objectives)
@@ -215,8 +215,8 @@ def compare_command(
         spec = parse_cluster(cluster, field="--cluster")
         read = read_jobs(trace)
         table = _table(spec, throughputs, reference, read)
-        world = world_from_trace(read, spec, table, restore_s=restore_s)
-        world = scaled_arrivals(world, load, offered_load)
+        world = study_world(read, spec, table, restore_s=restore_s, load=load)
+        world = scaled_arrivals(world, 1.0, offered_load)
         if elastic is not None:
             world = elastic_world(world, elastic)
     left_out: dict[str, str] = {}
@@ -429,8 +429,16 @@ def sweep_command(
         raise
     if output is not None:
         frame.to_csv(output, index=False)
+    notes = list(frame.attrs.get("notes", []))
     if as_json:
-        print_json({"runs": len(frame), "rows": frame.to_dict(orient="records")})
+        print_json(
+            {
+                "runs": len(frame),
+                "rows": frame.to_dict(orient="records"),
+                "notes": notes,
+                "policy_specs": frame.attrs.get("policy_specs", {}),
+            }
+        )
     else:
         from optsched.cli.sim_table import time_unit
 
@@ -466,6 +474,10 @@ def sweep_command(
                 "(still valid; the gap is an over-estimate). bound_method_* names it.",
                 highlight=False,
             )
+    for note in notes:
+        # a knob that changes nothing (every arrival at one time): said on stderr beside the
+        # table, and in the JSON
+        err_console.print(f"note: {note}", highlight=False, markup=False)
     if len(frame) and not bool(frame["valid"].all()):
         bad = frame[~frame["valid"].astype(bool)]
         listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())
@@ -504,6 +516,21 @@ OFFERED_LOAD_OPTION = click.option(
     help="Scale the inter-arrival times so that the offered load (GPU-time asked on the "
     "fastest type over GPU-time offered while jobs arrive) is LOAD, e.g. 0.8.",
 )
+
+
+def study_world(trace: Any, spec: Any, table: Any, **options: Any) -> Any:
+    """The world of every entry point (:func:`~optsched.sim.compare.world_from_trace`).
+
+    Its errors name the flags (``--load``).
+    """
+    from optsched.sim.compare import world_from_trace
+
+    try:
+        return world_from_trace(trace, spec, table, **options)
+    except InvalidInstanceError as exc:
+        if exc.field == "load":
+            raise InvalidInstanceError("--load", exc.message) from None
+        raise
 
 
 def scaled_arrivals(world: Any, load: float, offered_load: float | None) -> Any:
