@@ -320,3 +320,37 @@ def test_two_policies_with_one_name_are_refused_naming_both(study: Path) -> None
     )
     loaded = load_experiment(study / "apart.toml")
     assert [s.shown for s in loaded.experiment.policy_specs] == ["srtf-perf", "srtf-aware"]
+
+
+# -- sim sweep's --cluster ---------------------------------------------------------------------
+
+
+def test_sweep_cluster_is_required_for_traces_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sim", "sweep", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    cluster = text[text.index("--cluster") : text.index("--policies")]
+    assert "[required]" not in cluster and "experiment file" in cluster
+    # a trace without --cluster: refused naming the flag (exit 2), not run
+    payload = json.loads(_out(main(["sim", "sweep", "synthetic:3", "--json"]), capsys))
+    assert payload["field"] == "--cluster" and "clusters" in payload["message"]
+    # an experiment file gives its own; one that does not is refused naming `clusters`
+    (tmp_path / "exp.toml").write_text(
+        'name = "x"\ntraces = ["synthetic:3"]\nclusters = ["v100=8"]\npolicies = ["fifo"]\n',
+        encoding="utf-8",
+    )
+    done = _cli(["sim", "sweep", str(tmp_path / "exp.toml"), "--backend", "serial"], capsys)
+    assert done["runs"] == 1
+    (tmp_path / "none.toml").write_text(
+        'name = "x"\ntraces = ["synthetic:3"]\npolicies = ["fifo"]\n', encoding="utf-8"
+    )
+    payload = json.loads(
+        _out(main(["sim", "sweep", str(tmp_path / "none.toml"), "--json"]), capsys)
+    )
+    assert payload["field"] == "clusters"
+
+
+def _out(code: int, capsys: pytest.CaptureFixture[str]) -> str:
+    assert code == 2
+    return capsys.readouterr().out

@@ -358,7 +358,7 @@ def compare_command(
 
 def sweep_command(
     traces: tuple[Path, ...],
-    cluster: str,
+    cluster: str | None,
     policies: str,
     scales: tuple[float, ...],
     seeds: tuple[int, ...],
@@ -380,6 +380,14 @@ def sweep_command(
     from optsched.runs.sim_sweep import sweep
     from optsched.sim import parse_cluster
 
+    if cluster is None:
+        # optional in the help only because an experiment file names its own (`clusters`)
+        raise InvalidInstanceError(
+            "--cluster",
+            "a cluster to simulate on is required for trace files (e.g. --cluster "
+            "v100=8,p100=16); an experiment file (sim sweep EXPERIMENT.toml) names its own "
+            "under `clusters`",
+        )
     spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     steady = window_arg(window)
@@ -748,8 +756,17 @@ def _add_compare(sim: click.Group, common: list[Any]) -> None:
 
 
 def _add_sweep(sim: click.Group, common: list[Any]) -> None:
-    """``sim sweep`` with its options."""
+    """``sim sweep`` with its options (``--cluster`` optional: an experiment file has its own)."""
     swp: Any = sweep_command
+    sweep_common = [
+        click.option(
+            "--cluster",
+            default=None,
+            help="GPU types: v100=8,p100=16[:GPUS/SERVER]. Required with trace files; an "
+            "experiment file (sim sweep EXPERIMENT.toml) gives its own `clusters`.",
+        ),
+        *common[1:],
+    ]
     for deco in (
         click.option(
             "--bound",
@@ -802,7 +819,7 @@ def _add_sweep(sim: click.Group, common: list[Any]) -> None:
             help="Cluster size factors.",
         ),
         PLUGIN_OPTION,
-        *reversed(common),
+        *reversed(sweep_common),
         click.argument("traces", nargs=-1, required=True, type=_trace_arg),
     ):
         swp = deco(swp)
