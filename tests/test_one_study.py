@@ -354,3 +354,45 @@ def test_sweep_cluster_is_required_for_traces_only(
 def _out(code: int, capsys: pytest.CaptureFixture[str]) -> str:
     assert code == 2
     return capsys.readouterr().out
+
+
+# -- inputs people write -----------------------------------------------------------------------
+
+SCHEMA_FIXTURES = sorted((DATA.parent / "schema").glob("*.csv"))
+
+
+def test_the_row_schema_requires_the_minimal_columns_and_states_the_defaults() -> None:
+    import jsonschema
+
+    from optsched.traces.schema import DEFAULTS, REQUIRED, row_schema
+
+    schema = row_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    validator.check_schema(schema)
+    assert schema["required"] == list(REQUIRED) == ["job_id", "arrival", "num_gpus"]
+    for name, value in DEFAULTS.items():
+        stated = schema["properties"][name]["default"]
+        assert stated == value or (stated is None and value != value), name
+        assert "optional" in schema["properties"][name]["description"]
+    row = {"job_id": "a", "arrival": 0.0, "num_gpus": 1}
+    assert validator.is_valid({**row, "duration": 5.0})
+    assert validator.is_valid({**row, "total_steps": 100.0, "duration": None})
+    assert not validator.is_valid(row)  # no work
+    assert not validator.is_valid({**row, "total_steps": None, "duration": None})
+
+
+@pytest.mark.parametrize("path", SCHEMA_FIXTURES, ids=lambda p: p.name)
+def test_every_csv_reader_states_the_defaults_it_applied(path: Path) -> None:
+    from optsched.traces import read_trace
+    from optsched.traces.schema import DEFAULTS
+
+    trace = read_trace(path)
+    stated = trace.meta.get("defaults", {})
+    assert stated, "every one of these formats lacks some normalized column"
+    assert any("columns not in the file" in n for n in trace.meta["notes"])
+    for name, value in stated.items():
+        column = trace.jobs[name].tolist()
+        want = DEFAULTS[name]
+        assert value == want or (value is None and want != want), name  # NaN stated as None
+        # checked on the table itself: every row holds the stated default
+        assert all(v == want or (v != v and want != want) for v in column), name
