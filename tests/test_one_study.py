@@ -396,3 +396,26 @@ def test_every_csv_reader_states_the_defaults_it_applied(path: Path) -> None:
         assert value == want or (value is None and want != want), name  # NaN stated as None
         # checked on the table itself: every row holds the stated default
         assert all(v == want or (v != v and want != want) for v in column), name
+
+
+def test_a_store_labelled_by_registry_names_is_refused_on_resume(
+    study: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from optsched.runs.experiment import KIND, ExperimentResult
+    from optsched.runs.store import RunStore
+
+    loaded = load_experiment(study / "study.toml")
+    # the config a store made before had: the same file, no labels (srtf-perf was "srtf")
+    before = {"experiment_sha256": loaded.sha256, "spec": loaded.experiment.to_dict()}
+    before["default_throughputs"] = "by content: Gavel's table for Gavel job types with step counts"
+    with RunStore(study / "old.sqlite", kind=KIND, config=before):
+        pass
+    with pytest.raises(InvalidInstanceError) as info:
+        run_experiment(loaded, store=study / "old.sqlite", backend="serial")
+    assert info.value.field == "config.labels"
+    # a new store keeps the labels, and reads back in the file's order
+    one = loaded.experiment.model_copy(update={"seeds": [0], "loads": [1.0]})
+    monkeypatch.chdir(study)  # an experiment built in code resolves its traces here
+    done = run_experiment(one, store=study / "new.sqlite", backend="serial")
+    back = ExperimentResult.from_store(study / "new.sqlite")
+    assert back.policies == done.policies == ["fifo", "tiresias-las", "srtf-perf"]

@@ -267,9 +267,9 @@ class Experiment(Frozen):
             _no_factory(spec.name, f"policies[{i}]" + ("" if isinstance(given, str) else ".name"))
         # the same policy twice, or one label given twice; labels that only the made
         # policies' names make equal are refused when they are made (experiment_labels)
-        given = [p.label for p in self.policy_specs if p.label]
+        labels = [p.label for p in self.policy_specs if p.label]
         plain = [(p.name, repr(p.options)) for p in self.policy_specs if not p.label]
-        if len(set(given)) != len(given) or len(set(plain)) != len(plain):
+        if len(set(labels)) != len(labels) or len(set(plain)) != len(plain):
             raise InvalidInstanceError(
                 "policies", "two policies share a label; give each a distinct `label`"
             )
