@@ -419,3 +419,16 @@ def test_a_store_labelled_by_registry_names_is_refused_on_resume(
     done = run_experiment(one, store=study / "new.sqlite", backend="serial")
     back = ExperimentResult.from_store(study / "new.sqlite")
     assert back.policies == done.policies == ["fifo", "tiresias-las", "srtf-perf"]
+
+
+@pytest.mark.parametrize("bad", [[], "", "fifo,,srtf", [3], 5, ["nope"]], ids=repr)
+def test_labelled_policies_refuses_as_as_policies_does(bad: Any) -> None:
+    from optsched.sim.policies import as_policies
+
+    with pytest.raises(InvalidInstanceError) as mine:
+        labelled_policies(bad)
+    with pytest.raises(InvalidInstanceError) as theirs:
+        as_policies(bad)
+    assert (mine.value.field, mine.value.message) == (theirs.value.field, theirs.value.message)
+    # any iterable, a generator too
+    assert [p.name for p, _ in labelled_policies(n for n in ("fifo", "srtf"))] == ["fifo", "srtf"]

@@ -211,6 +211,7 @@ def run(
         "trace": str(trace),
         "cluster": str(spec),
         "policy": chosen.name,
+        "policy_spec": policy,
         "round_seconds": result.round_seconds,
         "throughputs": table.source,
         "restore_s": restore_s,

@@ -311,10 +311,15 @@ def labelled_policies(
     elif isinstance(policies, str):
         text = policies.strip()
         items = list(all_policy_names()) if text == "all" else [t.strip() for t in text.split(",")]
-    elif isinstance(policies, Sequence):
-        items = list(policies)
+    else:
+        try:
+            items = list(policies)  # any iterable of names and objects (a generator too)
+        except TypeError:
+            items = None
     if not items or any(not (isinstance(i, _Policy) or (isinstance(i, str) and i)) for i in items):
-        as_policies(policies, field=field)  # raises, naming the field
+        # raises, naming the field (a string as given: its message quotes it)
+        as_policies(items if items is not None and not isinstance(policies, str) else policies,
+                    field=field)  # fmt: skip
         raise InvalidInstanceError(field, "must name at least one policy")
     made: list[tuple[_Policy, str]] = []
     for item in items:
