@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -285,7 +285,7 @@ def arrival_knob_notes(
 
 
 def labelled_policies(
-    policies: str | Policy | Sequence[str | Policy], *, field: str = "policies"
+    policies: str | Policy | Iterable[str | Policy], *, field: str = "policies"
 ) -> list[tuple[Policy, str]]:
     """The policies a study names, each with its *spec*: the text that named it.
 
