@@ -430,3 +430,14 @@ def test_labelled_policies_refuses_as_as_policies_does(bad: Any) -> None:
     assert (mine.value.field, mine.value.message) == (theirs.value.field, theirs.value.message)
     # any iterable, a generator too
     assert [p.name for p, _ in labelled_policies(n for n in ("fifo", "srtf"))] == ["fifo", "srtf"]
+
+
+def test_sim_run_labels_an_unnamed_plug_in_by_its_spec(
+    study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = f"{__name__}:Unnamed"
+    args = ["sim", "run", str(study / "study.trace"), "--cluster", CLUSTER, "--policy", spec]
+    done = _cli(args, capsys)
+    assert done["policy"] == done["policy_spec"] == spec
+    named = _cli([*args[:-1], f"{__name__}:SmallestGangFastest"], capsys)
+    assert named["policy"] == "smallest-gang"

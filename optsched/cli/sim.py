@@ -157,11 +157,12 @@ def run(
 ) -> None:
     """Simulate TRACE and print its metrics."""
     from optsched.sim import parse_cluster, simulate, validate
+    from optsched.sim.compare import labelled_policies
     from optsched.sim.measure.metrics import job_metrics, run_metrics
-    from optsched.sim.policies import make_policy
 
     spec = parse_cluster(cluster, field="--cluster")
-    chosen = make_policy(policy, field="--policy")
+    # labelled as everywhere: its name, its spec only when its class gives none
+    chosen = labelled_policies([policy], field="--policy")[0][0]
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
     refuse_unsupported(chosen, how)
     seed_policy(chosen, how)
