@@ -144,7 +144,9 @@ def test_plugins_are_imported_only_with_the_opt_in(tmp_path: Path, no_plugin_pol
     # opted in: imported (probed in a separate interpreter first, then here) and runnable
     result = run_experiment(path, backend="serial", allow_plugins=True)
     assert (tmp_path / "IMPORTED").exists()
-    assert list(result.runs["policy"]) == ["round3-fifo"] and bool(result.runs["valid"].all())
+    # labelled by the name the policy gives itself (FIFO's), as compare and sweep label it
+    assert list(result.runs["policy"]) == ["fifo"] and bool(result.runs["valid"].all())
+    assert result.policy_specs == {"fifo": "round3-fifo"}
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,12 @@ def test_every_example_validates_and_round_trips(path: Path, tmp_path: Path) -> 
         (("seeds = [0, 1]", "seeds = [0, -1]"), "seeds[1]"),
         (("seeds = [0, 1]", "seeds = [1, 1]"), "seeds"),
         (("loads = [1.0]", "loads = [0.0]"), "loads[0]"),
-        (('label = "fifo-bf", ', ""), "policies"),
+        # a policy is labelled by the name it gives itself: fifo with backfill is fifo-backfill
+        (
+            ('"fifo", { name = "fifo", label = "fifo-bf", ', '"fifo-backfill", { name = "fifo", '),
+            "policies[1].label",
+        ),
+        (('"fifo", {', '{ name = "fifo", label = "fifo-bf" }, {'), "policies"),
         (('"v100=8,p100=8"', '"v100=x"'), "clusters"),
         (("[outputs]", "[steady_state]\nstart = 4\nend = 2\n\n[outputs]"), "steady_state.end"),
         (("[outputs]", "[steady_state]\nfirst = 1\n\n[outputs]"), "steady_state.first"),

@@ -63,6 +63,7 @@ from optsched.cli.sim_extra import (
     elastic_world,
     read_jobs,
     scaled_arrivals,
+    study_world,
     window_arg,
 )
 from optsched.errors import InvalidInstanceError
@@ -165,12 +166,12 @@ def run(
 ) -> None:
     """Simulate TRACE and print its metrics."""
     from optsched.sim import parse_cluster, simulate, validate
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.compare import labelled_policies
     from optsched.sim.measure.metrics import job_metrics, run_metrics
-    from optsched.sim.policies import make_policy
 
     spec = parse_cluster(cluster, field="--cluster")
-    chosen = make_policy(policy, field="--policy")
+    # labelled as everywhere: its name, its spec only when its class gives none
+    chosen = labelled_policies([policy], field="--policy")[0][0]
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
     refuse_unsupported(chosen, how)
     seed_policy(chosen, how)
@@ -184,9 +185,11 @@ def run(
     # empty one is refused naming the file
     read = read_jobs(trace)
     table = _table(spec, throughputs, reference, read)
-    world = world_from_trace(read, spec, table, restore_s=restore_s, batch_modes=not static_batches)
+    world = study_world(
+        read, spec, table, restore_s=restore_s, batch_modes=not static_batches, load=load
+    )
     how = clock_from_trace(how, read)
-    world = scaled_arrivals(world, load, offered_load)
+    world = scaled_arrivals(world, 1.0, offered_load)
     if elastic is not None:
         world = elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}
@@ -219,6 +222,7 @@ def run(
         "trace": str(trace),
         "cluster": str(spec),
         "policy": chosen.name,
+        "policy_spec": policy,
         "round_seconds": result.round_seconds,
         "throughputs": table.source,
         "restore_s": restore_s,

@@ -211,6 +211,8 @@ def experiment_command(
                     "runs": len(result.runs),
                     "summary": summary.to_dict(orient="records"),
                     "rows": result.runs.to_dict(orient="records"),
+                    "notes": result.notes,
+                    "policy_specs": result.policy_specs,
                 }
             )
         )
@@ -218,6 +220,9 @@ def experiment_command(
         print_summary(summary, result.name)
         for kind, path in written.items():
             err_console.print(f"{kind} report: {path}", markup=False, highlight=False)
+    for note in result.notes:
+        # a seed or load that changes nothing: on stderr beside the table, and in the JSON
+        err_console.print(f"note: {note}", markup=False, highlight=False)
     _refuse_invalid(result.runs)
 
 

@@ -187,7 +187,7 @@ def compare_command(
     from optsched.cli.sim_colocation import colocation_setup, needs_colocation
     from optsched.limits import check_range
     from optsched.sim import parse_cluster
-    from optsched.sim.compare import compare, world_from_trace
+    from optsched.sim.compare import compare
 
     names: list[Any] = _policies(policies)
     wanted = _names("--objectives", objectives)
@@ -224,8 +224,8 @@ def compare_command(
         spec = parse_cluster(cluster, field="--cluster")
         read = read_jobs(trace)
         table = _table(spec, throughputs, reference, read)
-        world = world_from_trace(read, spec, table, restore_s=restore_s)
-        world = scaled_arrivals(world, load, offered_load)
+        world = study_world(read, spec, table, restore_s=restore_s, load=load)
+        world = scaled_arrivals(world, 1.0, offered_load)
         from optsched.cli._mechanism import clock_from_trace
 
         how = clock_from_trace(how, read)
@@ -387,7 +387,7 @@ def _print_compare(result: Any, frame: Any, world: Any, spec: Any, stopped: Any)
 
 def sweep_command(
     traces: tuple[Path, ...],
-    cluster: str,
+    cluster: str | None,
     policies: str,
     scales: tuple[float, ...],
     seeds: tuple[int, ...],
@@ -409,6 +409,14 @@ def sweep_command(
     from optsched.runs.sim_sweep import sweep
     from optsched.sim import parse_cluster
 
+    if cluster is None:
+        # optional in the help only because an experiment file names its own (`clusters`)
+        raise InvalidInstanceError(
+            "--cluster",
+            "a cluster to simulate on is required for trace files (e.g. --cluster "
+            "v100=8,p100=16); an experiment file (sim sweep EXPERIMENT.toml) names its own "
+            "under `clusters`",
+        )
     spec = parse_cluster(cluster, field="--cluster")
     names = _policies(policies)
     steady = window_arg(window)
@@ -458,6 +466,7 @@ def sweep_command(
         raise
     if output is not None:
         frame.to_csv(output, index=False)
+    notes = list(frame.attrs.get("notes", []))
     if as_json and output is not None:
         # the rows are in the file: one line naming it, not the rows again
         headline = {
@@ -470,9 +479,22 @@ def sweep_command(
     elif as_json:
         from optsched.cli.sim_table import with_units
 
-        print_json(with_units({"runs": len(frame), "rows": frame.to_dict(orient="records")}))
+        print_json(
+            with_units(
+                {
+                    "runs": len(frame),
+                    "rows": frame.to_dict(orient="records"),
+                    "notes": notes,
+                    "policy_specs": frame.attrs.get("policy_specs", {}),
+                }
+            )
+        )
     else:
         _print_sweep(frame)
+    for note in notes:
+        # a knob that changes nothing (every arrival at one time): said on stderr beside the
+        # table, and in the JSON
+        err_console.print(f"note: {note}", highlight=False, markup=False)
     if len(frame) and not bool(frame["valid"].all()):
         bad = frame[~frame["valid"].astype(bool)]
         listed = ", ".join(f"{r['policy']} on {r['trace']}" for _, r in bad.head(10).iterrows())
@@ -566,6 +588,21 @@ OFFERED_LOAD_OPTION = click.option(
     help="Scale the inter-arrival times so that the offered load (GPU-time asked on the "
     "fastest type over GPU-time offered while jobs arrive) is LOAD, e.g. 0.8.",
 )
+
+
+def study_world(trace: Any, spec: Any, table: Any, **options: Any) -> Any:
+    """The world of every entry point (:func:`~optsched.sim.compare.world_from_trace`).
+
+    Its errors name the flags (``--load``).
+    """
+    from optsched.sim.compare import world_from_trace
+
+    try:
+        return world_from_trace(trace, spec, table, **options)
+    except InvalidInstanceError as exc:
+        if exc.field == "load":
+            raise InvalidInstanceError("--load", exc.message) from None
+        raise
 
 
 def scaled_arrivals(world: Any, load: float, offered_load: float | None) -> Any:
@@ -792,8 +829,17 @@ def _add_compare(sim: click.Group, common: list[Any]) -> None:
 
 
 def _add_sweep(sim: click.Group, common: list[Any]) -> None:
-    """``sim sweep`` with its options."""
+    """``sim sweep`` with its options (``--cluster`` optional: an experiment file has its own)."""
     swp: Any = sweep_command
+    sweep_common = [
+        click.option(
+            "--cluster",
+            default=None,
+            help="GPU types: v100=8,p100=16[:GPUS/SERVER]. Required with trace files; an "
+            "experiment file (sim sweep EXPERIMENT.toml) gives its own `clusters`.",
+        ),
+        *common[1:],
+    ]
     for deco in (
         click.option(
             "--bound",
@@ -847,7 +893,7 @@ def _add_sweep(sim: click.Group, common: list[Any]) -> None:
             help="Cluster size factors.",
         ),
         PLUGIN_OPTION,
-        *reversed(common),
+        *reversed(sweep_common),
         click.argument("traces", nargs=-1, required=True, type=_trace_arg),
     ):
         swp = deco(swp)

@@ -46,7 +46,6 @@ Examples
 from __future__ import annotations
 
 import hashlib
-import inspect
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -59,6 +58,12 @@ from optsched._io import _parse_toml, check_tree, read_text
 from optsched._validation import Frozen, parse
 from optsched.errors import InvalidInstanceError
 from optsched.runs.driver import SweepTask, progress_bar, run_sweep
+from optsched.runs.experiment_policies import (
+    PolicySpec,
+    _no_factory,
+    experiment_labels,
+    make_experiment_policy,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,6 +77,7 @@ __all__ = [
     "ExperimentResult",
     "Outputs",
     "PolicySpec",
+    "experiment_labels",
     "experiment_schema",
     "load_experiment",
     "make_experiment_policy",
@@ -107,39 +113,6 @@ SUMMARY_METRICS: tuple[str, ...] = (
 CONFIDENCE = 0.95
 
 _SYNTHETIC = "synthetic:"
-_Scalar = str | int | float | bool
-
-
-class PolicySpec(Frozen):
-    """One policy of an experiment: a registry name, a label and constructor options.
-
-    ``options`` are keyword arguments of the policy class's constructor (e.g. ``alpha`` of
-    ``allox``, ``lease_s`` of ``chronus``); an unknown one is refused naming it.
-    """
-
-    name: str = Field(min_length=1, description="Policy name (`optsched sim policies`).")
-    label: str | None = Field(
-        default=None, min_length=1, description="Name in tables (default: the policy name)."
-    )
-    options: dict[str, _Scalar | list[_Scalar] | dict[str, _Scalar]] = Field(
-        default_factory=dict, description="Constructor keyword arguments of the policy."
-    )
-
-    @property
-    def shown(self) -> str:
-        """The label in tables and the run key."""
-        return self.label or self.name
-
-
-def _no_factory(name: str, field: str) -> None:
-    """Refuse ``module:attr``: in a data file it would import and call code (module notes)."""
-    if ":" in name:
-        raise InvalidInstanceError(
-            field,
-            f"{name[:60]!r} names a Python factory (module:attr), which would run code; an "
-            "experiment file names policies by registered name, and the modules that register "
-            "them under `plugins` (imported only with --allow-plugins / allow_plugins=True)",
-        )
 
 
 class Outputs(Frozen):
@@ -292,8 +265,11 @@ class Experiment(Frozen):
             )
         for i, (given, spec) in enumerate(zip(self.policies, self.policy_specs, strict=True)):
             _no_factory(spec.name, f"policies[{i}]" + ("" if isinstance(given, str) else ".name"))
-        labels = [p.shown for p in self.policy_specs]
-        if len(set(labels)) != len(labels):
+        # the same policy twice, or one label given twice; labels that only the made
+        # policies' names make equal are refused when they are made (experiment_labels)
+        labels = [p.label for p in self.policy_specs if p.label]
+        plain = [(p.name, repr(p.options)) for p in self.policy_specs if not p.label]
+        if len(set(labels)) != len(labels) or len(set(plain)) != len(plain):
             raise InvalidInstanceError(
                 "policies", "two policies share a label; give each a distinct `label`"
             )
@@ -308,116 +284,6 @@ class Experiment(Frozen):
 def experiment_schema() -> dict[str, Any]:
     """The JSON Schema of experiment files (``optsched schema sim-experiment``)."""
     return Experiment.schema()
-
-
-def make_experiment_policy(spec: PolicySpec, *, field: str = "policies") -> Any:
-    """A fresh policy for ``spec``: the registry's, rebuilt with the options given.
-
-    The registry builds the policy by name; with options, its class is constructed again with
-    every constructor parameter the registry's instance holds as an attribute of the same name,
-    the options replacing those they name.
-
-    Raises
-    ------
-    InvalidInstanceError
-        Unknown name, or an option the constructor does not take or rejects
-        (``{field}.options.<key>``).
-    """
-    from optsched.sim.policies import make_policy
-
-    _no_factory(spec.name, f"{field}.name")
-    policy = make_policy(spec.name, field=f"{field}.name")
-    if not spec.options:
-        return policy
-    cls = type(policy)
-    params = {
-        n: p
-        for n, p in inspect.signature(cls.__init__).parameters.items()
-        if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    }
-    options = {
-        key: _strict_option(cls, params, key, value, spec.name, f"{field}.options.{key}")
-        for key, value in spec.options.items()
-    }
-    refused = InvalidInstanceError(
-        f"{field}.options",
-        f"policy {spec.name!r} takes no options (its constructor does not give back the "
-        "registry's instance)",
-    )
-    kept: dict[str, Any] = {}
-    for n, p in params.items():
-        if hasattr(policy, n):
-            kept[n] = getattr(policy, n)
-        elif p.default is p.empty:
-            raise refused
-    # the rebuild is trusted only if, without the options, it gives back the registry's
-    # instance (every plain attribute equal): a name whose meaning is not a constructor
-    # argument kept as an attribute (``fifo-backfill``) would otherwise be silently changed
-    try:
-        plain = cls(**kept)
-    except (InvalidInstanceError, TypeError, ValueError):
-        raise refused from None
-    if _plain_state(plain) != _plain_state(policy):
-        raise refused
-    try:
-        return cls(**{**kept, **options})
-    except InvalidInstanceError as exc:
-        raise InvalidInstanceError(f"{field}.options.{exc.field}", exc.message) from None
-    except (TypeError, ValueError) as exc:
-        raise InvalidInstanceError(f"{field}.options", str(exc)) from None
-
-
-#: Policy options that are times, bounded as the experiment's own keys
-#: (:data:`~optsched.limits.RANGES`).
-_TIME_OPTIONS = {"round_seconds": "round_seconds", "lease_s": "round_seconds"}
-
-
-def _strict_option(
-    cls: type, params: dict[str, inspect.Parameter], key: str, value: Any, name: str, field: str
-) -> Any:
-    """``value`` validated against the type the constructor declares for ``key``, strictly.
-
-    No coercion: ``backfill = "no"`` (or ``0``) is refused for a ``bool``, not read as true; an
-    integer is accepted for a ``float`` (TOML writes ``2`` for ``2.0``), nothing else is
-    converted. A time option is also bounded (``round_seconds`` as the experiment's key).
-    """
-    import typing
-
-    from pydantic import TypeAdapter, ValidationError
-
-    from optsched.limits import check_range
-
-    if key not in params:
-        raise InvalidInstanceError(
-            field, f"policy {name!r} takes no option {key!r}; known: {sorted(params)}"
-        )
-    try:
-        # the constructor's own annotations (getattr: the class's, not an instance's)
-        hint = typing.get_type_hints(getattr(cls, "__init__")).get(key)  # noqa: B009
-    except Exception:  # an annotation that does not resolve: no type to check against
-        hint = None
-    if hint is None:
-        raise InvalidInstanceError(
-            field, f"policy {name!r} declares no type for {key!r}, so it cannot be set from a file"
-        )
-    try:
-        checked = TypeAdapter(hint).validate_python(value, strict=True)
-    except ValidationError as exc:
-        shown = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
-        raise InvalidInstanceError(
-            field,
-            f"must be {shown}, got {value!r} ({type(value).__name__}; no conversion is made: "
-            f"{exc.errors()[0]['msg'].lower()})",
-        ) from None
-    if key in _TIME_OPTIONS and checked is not None:
-        check_range(field, checked, _TIME_OPTIONS[key])
-    return checked
-
-
-def _plain_state(obj: Any) -> dict[str, Any]:
-    return {
-        k: v for k, v in vars(obj).items() if isinstance(v, str | int | float | bool | type(None))
-    }
 
 
 @dataclass(frozen=True)
@@ -506,8 +372,7 @@ def load_experiment(
         experiment = parse(Experiment, data)
         loaded = ExperimentFile(experiment=experiment, path=p, text=text, sha256=_sha256(text))
         import_plugins(loaded, allow=allow_plugins, timeout=plugin_timeout)
-        for i, spec in enumerate(experiment.policy_specs):
-            make_experiment_policy(spec, field=f"policies[{i}]")
+        experiment_labels(experiment)
     except InvalidInstanceError as exc:
         raise InvalidInstanceError(exc.field, exc.message, exc.errors, file=str(p)) from None
     return loaded
@@ -566,34 +431,33 @@ def run_one(
         # probed already, before any run, by the process that was given the opt-in
         import_plugin(module, field=f"plugins[{i}]", probe=False)
 
-    from optsched.runs.sim_sweep import _job_frame_and_format
+    from optsched.runs.sim_sweep import study_source
+    from optsched.sim.compare import world_from_trace
     from optsched.sim.engine.core import simulate
     from optsched.sim.measure.metrics import job_metrics, run_metrics
     from optsched.sim.measure.validate import validate
     from optsched.sim.world.cluster import parse_cluster
-    from optsched.sim.world.jobs import World
-    from optsched.sim.world.sources import resolve_throughputs, throughputs_source
+    from optsched.sim.world.sources import throughputs_source
 
     experiment = Experiment.from_dict(config["spec"])
     where = ExperimentFile(experiment, Path(base) / "experiment.toml", "", "")
     spec = parse_cluster(params["cluster"]).scaled(params["cluster_scale"])
-    trace = where.resolve(params["trace"])
-    frame, fmt = _job_frame_and_format(trace, params["seed"], params["load"])
-    # one spelling, one table, as on the command line (--throughputs); by default the
-    # trace's own, chosen from its content (a converted Gavel trace keeps Gavel's table)
-    table = resolve_throughputs(
-        _table_value(experiment.throughputs, where),
+    source, seed = study_source(where.resolve(params["trace"]), params["seed"])
+    # the world every entry point builds (world_from_trace): one spelling, one table, as on
+    # the command line (--throughputs; by default the trace's own, chosen from its content),
+    # the clock at the first arrival, the seed and load applied as in `sim sweep`
+    world = world_from_trace(
+        source,
         spec,
-        trace_format=fmt,
+        _table_value(experiment.throughputs, where),
+        restore_s=experiment.restore_s,
         reference=experiment.reference,
-        jobs=frame,
+        seed=seed,
+        load=params["load"],
     )
-    world = World.from_frame(
-        frame, spec, table, restore_s=experiment.restore_s, file=params["trace"]
-    )
-    # the clock starts at the first arrival, as for every trace (World.rebased)
-    world = world.rebased()
-    chosen = next(s for s in experiment.policy_specs if s.shown == params["policy"])
+    table = world.throughputs
+    labels = experiment_labels(experiment)
+    chosen = experiment.policy_specs[labels.index(params["policy"])]
     kwargs: dict[str, Any] = {}
     if experiment.round_seconds is not None:
         kwargs["round_seconds"] = experiment.round_seconds
@@ -812,6 +676,11 @@ class ExperimentResult:
         Policy labels in the file's order.
     store : str, optional
         The store the runs were read from or written to.
+    notes : list of str
+        The seeds and loads that change nothing on a trace
+        (:func:`~optsched.runs.sim_sweep.study_notes`; empty when read from a store).
+    policy_specs : dict of str to str
+        Per label, the registry name of the policy it labels.
     """
 
     runs: pd.DataFrame
@@ -822,6 +691,8 @@ class ExperimentResult:
     sha256: str = ""
     policies: list[str] = field(default_factory=list)
     store: str | None = None
+    notes: list[str] = field(default_factory=list)
+    policy_specs: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_records(cls, records: list[dict[str, Any]], **info: Any) -> ExperimentResult:
@@ -894,7 +765,7 @@ class ExperimentResult:
                 name=experiment.name,
                 text=text,
                 sha256=config["experiment_sha256"],
-                policies=[s.shown for s in experiment.policy_specs],
+                policies=config.get("labels") or [s.shown for s in experiment.policy_specs],
             )
         else:
             cluster = config.get("cluster")
@@ -969,8 +840,7 @@ def run_experiment(
     if isinstance(source, Experiment):
         loaded = ExperimentFile.from_experiment(source)
         import_plugins(loaded, allow=allow_plugins, timeout=plugin_timeout)
-        for i, spec in enumerate(source.policy_specs):
-            make_experiment_policy(spec, field=f"policies[{i}]")
+        experiment_labels(source)
     elif isinstance(source, ExperimentFile):
         loaded = source
     else:
@@ -983,7 +853,7 @@ def run_experiment(
         raise InvalidInstanceError("backend", f"unknown backend {backend!r}; known: {BACKENDS}")
     if store is None and experiment.outputs.store is not None:
         store = resolve_output(loaded, experiment.outputs.store, "outputs.store")
-    labels = [s.shown for s in experiment.policy_specs]
+    labels = experiment_labels(experiment)
     params = [
         {
             "trace": t,
@@ -1036,6 +906,10 @@ def run_experiment(
         # Gavel's table), where stores made before chose it by file format: such a store is
         # refused on resume, naming this key, rather than mixing runs on two tables
         config["default_throughputs"] = DEFAULT_THROUGHPUTS_RULE
+    if labels != [s.shown for s in experiment.policy_specs]:
+        # a policy labelled by the name it gives itself, where stores made before labelled it
+        # by its registry name: such a store is refused on resume, naming this key
+        config["labels"] = labels
     tasks = [SweepTask(key=run_key(**r), params=r) for r in params]
     fn = partial(run_one, config=config, base=str(loaded.base.resolve()), plugins=tuple(plugins))
     with ExitStack() as stack:
@@ -1055,6 +929,12 @@ def run_experiment(
             client=client,
             address=address,
         ).records
+    from optsched.runs.sim_sweep import study_notes
+
+    traces = experiment.traces
+    notes = study_notes(
+        [loaded.resolve(t) for t in traces], experiment.seeds, experiment.loads, names=traces
+    )
     return ExperimentResult.from_records(
         [as_stored(r) for r in records],
         name=experiment.name,
@@ -1062,4 +942,6 @@ def run_experiment(
         sha256=loaded.sha256,
         policies=labels,
         store=None if store is None else str(store),
+        notes=notes,
+        policy_specs={k: s.name for k, s in zip(labels, experiment.policy_specs, strict=True)},
     )

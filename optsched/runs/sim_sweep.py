@@ -43,13 +43,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InvalidInstanceError
-from optsched.limits import RANGES, check_range
+from optsched.limits import check_range
 from optsched.runs.driver import SweepTask, run_sweep
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BACKENDS", "KIND", "run_one", "sweep", "sweep_progress", "sweep_runs"]
+__all__ = [
+    "BACKENDS",
+    "KIND",
+    "run_one",
+    "study_notes",
+    "study_source",
+    "sweep",
+    "sweep_progress",
+    "sweep_runs",
+]
 
 #: Execution backends (``"joblib"``: joblib's loky process pool, as the driver's ``"loky"``).
 BACKENDS: tuple[str, ...] = ("joblib", "loky", "serial", "dask", "ray")
@@ -75,41 +84,32 @@ def _job_frame(trace: str, seed: int, load: float) -> pd.DataFrame:
     return _job_frame_and_format(trace, seed, load)[0]
 
 
-def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | None]:
-    """The run's job table and its trace format (``None`` for a synthetic table)."""
-    import numpy as np
+def study_source(trace: str, seed: int) -> tuple[Any, int]:
+    """What a run's world is built from, and the seed left for its arrivals.
 
+    ``synthetic:N``: the table :func:`~optsched.sim.generate_job_table` draws with ``seed``
+    (the seed is spent: 0 is left); a file: the :class:`~optsched.traces.Trace` read, and
+    ``seed`` for :func:`~optsched.sim.compare.study_frame` to permute its gaps.
+    """
     from optsched.sim.world.generate import generate_job_table
 
     if trace.startswith(_SYNTHETIC):
         text = trace[len(_SYNTHETIC) :]
         if not text.isdigit() or int(text) < 1:
             raise InvalidInstanceError("traces", f"{trace!r}: expected synthetic:N with N >= 1")
-        frame = generate_job_table(int(text), seed=seed)
-        fmt = None
-    else:
-        from optsched.traces import read_trace
+        return generate_job_table(int(text), seed=seed), 0
+    from optsched.traces import read_trace
 
-        read = read_trace(trace)
-        frame, fmt = read.jobs.copy(), read.format
-        if seed > 0 and len(frame) > 1:
-            arrivals = frame["arrival"].to_numpy(dtype=float)
-            gaps = np.diff(arrivals)
-            np.random.default_rng(seed).shuffle(gaps)
-            frame["arrival"] = np.concatenate([[arrivals[0]], arrivals[0] + np.cumsum(gaps)])
-    if load != 1.0:
-        check_range("load", load, "load")
-        # deadlines keep their slack (as optsched.sim.world.load.at_arrival_rate)
-        before = frame["arrival"].astype(float)
-        frame["arrival"] = before / load
-        top = RANGES["arrival"].high
-        if len(frame) and float(frame["arrival"].max()) > top:
-            raise InvalidInstanceError(
-                "load", f"{load:g} would move the last arrival beyond {top:g} s (a trace's largest)"
-            )
-        if "deadline" in frame:
-            frame["deadline"] = frame["deadline"].astype(float) - before + frame["arrival"]
-    return frame, fmt
+    return read_trace(trace), seed
+
+
+def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | None]:
+    """The run's job table and its trace format (``None`` for a synthetic table)."""
+    from optsched.sim.compare import study_frame
+
+    source, left = study_source(trace, seed)
+    frame = study_frame(getattr(source, "jobs", source), seed=left, load=load)
+    return frame, getattr(source, "format", None)
 
 
 def run_one(
@@ -127,29 +127,28 @@ def run_one(
     """
     import copy
 
+    from optsched.sim.compare import world_from_trace
     from optsched.sim.engine.core import simulate
     from optsched.sim.measure.metrics import job_metrics, run_metrics
     from optsched.sim.measure.validate import validate
     from optsched.sim.policies import make_policy
     from optsched.sim.world.cluster import parse_cluster
-    from optsched.sim.world.jobs import World
-    from optsched.sim.world.sources import resolve_throughputs
 
     spec = parse_cluster(config["cluster"]).scaled(params["cluster_scale"])
-    frame, fmt = _job_frame_and_format(params["trace"], params["seed"], params["load"])
+    source, seed = study_source(params["trace"], params["seed"])
     chosen = config.get("throughputs")
-    table = resolve_throughputs(
-        table if table is not None else None if chosen in (None, _DEFAULT) else chosen,
+    # the world every entry point builds (compare, sim run, experiment files): the trace's
+    # default table by content, the clock at the first arrival, the seed and load applied
+    world = world_from_trace(
+        source,
         spec,
-        trace_format=fmt,
+        table if table is not None else None if chosen in (None, _DEFAULT) else chosen,
+        restore_s=config["restore_s"],
         reference=config["reference"],
-        jobs=frame,
+        seed=seed,
+        load=params["load"],
     )
-    world = World.from_frame(
-        frame, spec, table, restore_s=config["restore_s"], file=params["trace"]
-    )
-    # the clock starts at the first arrival, as for every trace (World.rebased)
-    world = world.rebased()
+    table = world.throughputs
     kwargs: dict[str, Any] = {}
     # the store's spelling: a number, "policy" (each policy's own) or "event-driven" (None in
     # the API, as in simulate); a null from stores written before meant the policy's own
@@ -307,10 +306,10 @@ def sweep_runs(
         An empty list, an unknown policy, a scale or load not finite and > 0, a seed not an
         integer >= 0, or duplicates (the field is named).
     """
-    from optsched.sim.policies import as_policies
+    from optsched.sim.compare import labelled_policies
 
     # names, Policy objects or a comma string alike; each run is keyed by the policy's name
-    names = [p.name for p in as_policies(policies, field="policies")]
+    names = [p.name for p, _ in labelled_policies(policies, field="policies")]
     policies = names
     lists: dict[str, Sequence[Any]] = {
         "traces": traces,
@@ -425,7 +424,10 @@ def sweep(
     Returns
     -------
     pandas.DataFrame
-        One row per run (every run, stored before or now), sorted by the key fields.
+        One row per run (every run, stored before or now), sorted by the key fields. Its
+        ``attrs["notes"]`` says which seeds and loads change nothing (:func:`study_notes`)
+        and ``attrs["policy_specs"]`` maps each policy's name (the ``policy`` column) to the
+        text that named it (:func:`~optsched.sim.compare.labelled_policies`).
 
     Raises
     ------
@@ -465,11 +467,14 @@ def sweep(
         )
     if not (math.isfinite(restore_s) and restore_s >= 0):
         raise InvalidInstanceError("restore_s", f"must be a finite number >= 0, got {restore_s}")
-    from optsched.sim.policies import as_policies
+    from optsched.sim.compare import labelled_policies
 
-    objects = {p.name: p for p in as_policies(policies, field="policies")}
+    labelled = labelled_policies(policies, field="policies")
+    objects = {p.name: p for p, _ in labelled}
+    # the objects, not their names: a policy made from module:attr or given as an object is
+    # no registered name, and is never made again
     runs = sweep_runs(
-        traces, list(objects), cluster_scales=cluster_scales, seeds=seeds, loads=loads
+        traces, list(objects.values()), cluster_scales=cluster_scales, seeds=seeds, loads=loads
     )
     table_object: Throughputs | None = None
     if throughputs is not None:
@@ -517,4 +522,37 @@ def sweep(
         rest = sorted(c for c in frame.columns if c not in KEY_FIELDS)
         frame = frame[[*KEY_FIELDS, *rest]]
         frame = frame.sort_values(list(KEY_FIELDS), kind="stable").reset_index(drop=True)
+    frame.attrs["notes"] = study_notes(traces, seeds, loads)
+    frame.attrs["policy_specs"] = {p.name: spec for p, spec in labelled}
     return frame
+
+
+def study_notes(
+    traces: Sequence[str | Path],
+    seeds: Sequence[int],
+    loads: Sequence[float],
+    names: Sequence[str] | None = None,
+) -> list[str]:
+    """Per trace, the seeds and loads of a study that change nothing, in words.
+
+    :func:`~optsched.sim.compare.arrival_knob_notes` on each trace (read once more here, only
+    when the study varies a seed or a load): every arrival at one time makes every load and
+    seed a no-op, equal gaps every seed. A ``synthetic:N`` table is drawn anew by each seed,
+    so only its loads are looked at (on the first seed's table). A sweep returns these notes
+    in ``DataFrame.attrs["notes"]``; ``optsched sim sweep`` prints them and puts them in its
+    JSON (``notes``). ``names``: how the notes name each trace (default: as given).
+    """
+    from optsched.sim.compare import arrival_knob_notes
+
+    varies = len(seeds) > 1 or any(int(v) != 0 for v in seeds)
+    varies = varies or len(loads) > 1 or any(float(v) != 1.0 for v in loads)
+    if not varies:
+        return []
+    notes: list[str] = []
+    for k, trace in enumerate(traces):
+        source, _ = study_source(str(trace), int(seeds[0]))
+        frame = getattr(source, "jobs", source)
+        drawn = str(trace).startswith(_SYNTHETIC)
+        name = str(trace) if names is None else names[k]
+        notes += arrival_knob_notes(frame, seeds=[0] if drawn else seeds, loads=loads, name=name)
+    return notes

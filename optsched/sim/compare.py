@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,9 +67,12 @@ __all__ = [
     "METRIC_COLUMNS",
     "START_CANDIDATES",
     "Comparison",
+    "arrival_knob_notes",
     "auto_round_seconds",
     "compare",
     "exact_starts",
+    "labelled_policies",
+    "study_frame",
     "world_from_trace",
 ]
 
@@ -135,8 +138,16 @@ def world_from_trace(
     throughputs_field: str = "throughputs",
     batch_modes: bool = True,
     rebase: bool = True,
+    seed: int = 0,
+    load: float = 1.0,
 ) -> World:
     """A world from a :class:`~optsched.traces.Trace` (its ``jobs`` table), a job table or a path.
+
+    Every entry point builds its worlds here (:func:`compare`, ``optsched sim run | compare``,
+    :func:`~optsched.runs.sim_sweep.sweep` and experiment files for each of their runs), so
+    that one study means one world whichever runs it. ``seed`` and ``load`` are the study's
+    two arrival knobs, applied to the job table by :func:`study_frame` before the world is
+    built (seed 0 and load 1: the trace as it is).
 
     The world's clock starts at the trace's first arrival (``rebase``, :meth:`World.rebased`):
     rounds then fall at the same phase of the arrivals wherever the trace's clock started, and
@@ -167,7 +178,7 @@ def world_from_trace(
             cluster_field,
             f"must be a ClusterSpec or its text ('v100=4,k80=4'), got {type(cluster).__name__}",
         )
-    frame = getattr(trace, "jobs", trace)
+    frame = study_frame(getattr(trace, "jobs", trace), seed=seed, load=load)
     file = getattr(trace, "path", None)
     table = resolve_throughputs(
         throughputs,
@@ -186,6 +197,156 @@ def world_from_trace(
         batch_modes=batch_modes,
     )
     return world.rebased() if rebase else world
+
+
+def study_frame(frame: pd.DataFrame, *, seed: int = 0, load: float = 1.0) -> pd.DataFrame:
+    r"""The job table of one (seed, load) point of a study: the arrivals resampled and rescaled.
+
+    * ``seed``: 0 keeps the arrivals as they are; ``s > 0`` permutes the inter-arrival gaps
+      with ``numpy.random.default_rng(s)`` (job sizes, order and first arrival kept), a
+      resampling of the same workload. It changes nothing else: a policy's own random stream
+      (``gavel-fifo``, ``gavel-gandiva``, ``andreas``, ``random-placement``) has its own
+      ``seed`` option, which this seed does not set.
+    * ``load``: every arrival divided by ``load`` (2: twice the arrival rate), each deadline
+      keeping its slack :math:`d_j - a_j`.
+
+    Both act on the gaps between arrivals only, so they change nothing when every arrival is
+    the same (after the world's clock starts at the first arrival, every job arrives at 0),
+    and the seed changes nothing when the gaps are all equal (:func:`arrival_knob_notes`
+    says so for a study). The table given is never modified (a copy is returned when
+    anything changes). :math:`O(n)`.
+
+    Raises
+    ------
+    InvalidInstanceError
+        ``seed`` not an integer >= 0, ``load`` outside ``RANGES["load"]``, or a last arrival
+        beyond the largest a trace may have (naming ``seed`` / ``load``).
+    """
+    import numpy as np
+
+    from optsched.limits import RANGES, check_range
+
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidInstanceError("seed", f"must be an integer >= 0, got {seed!r}")
+    if seed > 0 and len(frame) > 1:
+        frame = frame.copy()
+        arrivals = frame["arrival"].to_numpy(dtype=float)
+        gaps = np.diff(arrivals)
+        np.random.default_rng(int(seed)).shuffle(gaps)
+        frame["arrival"] = np.concatenate([[arrivals[0]], arrivals[0] + np.cumsum(gaps)])
+    if load != 1.0:
+        check_range("load", load, "load")
+        frame = frame.copy()
+        before = frame["arrival"].astype(float)
+        frame["arrival"] = before / load
+        top = RANGES["arrival"].high
+        if len(frame) and float(frame["arrival"].max()) > top:
+            raise InvalidInstanceError(
+                "load", f"{load:g} would move the last arrival beyond {top:g} s (a trace's largest)"
+            )
+        if "deadline" in frame:
+            frame["deadline"] = frame["deadline"].astype(float) - before + frame["arrival"]
+    return frame
+
+
+def arrival_knob_notes(
+    frame: pd.DataFrame, *, seeds: Sequence[int], loads: Sequence[float], name: str = "the trace"
+) -> list[str]:
+    """Which of a study's seeds and loads change nothing on this job table, in words.
+
+    A load divides the times between arrivals and a seed permutes the gaps between them
+    (:func:`study_frame`): when every job arrives at the same time, every load and every seed
+    gives the same world (a sweep's rows are then identical, which would otherwise look like
+    a result); when the gaps are all equal, every seed does. A knob is noted only when the
+    study varies it (more than one value, or a value other than seed 0 / load 1). Empty when
+    every knob the study varies changes the world. :math:`O(n)`.
+    """
+    import numpy as np
+
+    arrivals = np.asarray(frame["arrival"], dtype=float)
+    gaps = np.diff(arrivals)
+    notes: list[str] = []
+    same_time = len(arrivals) <= 1 or bool((gaps == 0).all())
+    when = "" if not len(arrivals) else f" ({arrivals[0]:g} s)"
+    varies_load = len(loads) > 1 or any(float(v) != 1.0 for v in loads)
+    varies_seed = len(seeds) > 1 or any(int(v) != 0 for v in seeds)
+    if same_time and varies_load:
+        shown = ", ".join(f"{float(v):g}" for v in loads)
+        notes.append(
+            f"{name}: every job arrives at the same time{when}, so the loads ({shown}) give "
+            "identical runs: a load divides the gaps between arrivals, and there are none"
+        )
+    if varies_seed and (same_time or bool((gaps == gaps[0]).all())):
+        shown = ", ".join(str(int(v)) for v in seeds)
+        why = (
+            f"every job arrives at the same time{when}"
+            if same_time
+            else f"the gaps between arrivals are all {gaps[0]:g} s"
+        )
+        notes.append(
+            f"{name}: {why}, so the seeds ({shown}) give identical runs: a seed permutes the "
+            "gaps between arrivals and sets no policy's random stream"
+        )
+    return notes
+
+
+def labelled_policies(
+    policies: str | Policy | Iterable[str | Policy], *, field: str = "policies"
+) -> list[tuple[Policy, str]]:
+    """The policies a study names, each with its *spec*: the text that named it.
+
+    As :func:`~optsched.sim.policies.as_policies` (names, ``module:attr`` factories, Policy
+    objects, a comma string, ``"all"``), and every table labels a policy by its ``name``
+    attribute (``mypol:SmallestGangFastest`` is shown as the name its class gives). Only a
+    policy made from a spec whose class gives no name of its own (the base class's
+    ``"policy"``) is named by its spec. The spec of an object given as is is its class's
+    ``module:qualname``. Two policies with one name are refused, naming it: rows, run keys
+    and stores tell policies apart by name.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``field``: as ``as_policies``, and a name shared by two policies.
+    """
+    from optsched.sim.engine.policy import Policy as _Policy
+    from optsched.sim.policies import all_policy_names, as_policies, make_policy
+
+    items: list[Any] | None = None
+    if isinstance(policies, _Policy):
+        items = [policies]
+    elif isinstance(policies, str):
+        text = policies.strip()
+        items = list(all_policy_names()) if text == "all" else [t.strip() for t in text.split(",")]
+    else:
+        try:
+            items = list(policies)  # any iterable of names and objects (a generator too)
+        except TypeError:
+            items = None
+    if not items or any(not (isinstance(i, _Policy) or (isinstance(i, str) and i)) for i in items):
+        # raises, naming the field (a string as given: its message quotes it)
+        as_policies(items if items is not None and not isinstance(policies, str) else policies,
+                    field=field)  # fmt: skip
+        raise InvalidInstanceError(field, "must name at least one policy")
+    made: list[tuple[_Policy, str]] = []
+    for item in items:
+        policy = make_policy(item, field=field)
+        if isinstance(item, str):
+            spec = item
+            if policy.name == _Policy.name:
+                policy.name = item  # the class gives no name: its spec is the label
+        else:
+            spec = f"{type(item).__module__}:{type(item).__qualname__}"
+        made.append((policy, spec))
+    names = [p.name for p, _ in made]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        specs = "; ".join(f"{n}: " + ", ".join(s for p, s in made if p.name == n) for n in twice)
+        raise InvalidInstanceError(
+            field,
+            f"a policy is named twice ({specs}); policies are told apart by their name "
+            "attribute: give each its own",
+        )
+    return made
 
 
 @dataclass(frozen=True)
@@ -217,6 +378,9 @@ class Comparison:
         (:func:`optsched.sim.optimum.bounds.bounds`; empty unless asked for). Every row then has
         ``bound_gap_<objective>``: at most how far it is from optimal, whatever the policy's
         rounds (relative; in jobs for ``deadlines``).
+    policy_specs : dict of str to str
+        Per policy (its ``name``, the rows' label), the text that named it: a registry name,
+        ``module:attr``, or the class of an object given (:func:`labelled_policies`).
     """
 
     world: World
@@ -229,6 +393,7 @@ class Comparison:
     bounds: dict[str, Bound] = field(default_factory=dict)
     exact_starts: dict[str, dict[str, Any]] = field(default_factory=dict)
     exact_grid: str = ""
+    policy_specs: dict[str, str] = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per policy (then one per exact optimum): metrics, objectives and gaps.
@@ -289,6 +454,7 @@ class Comparison:
             "exact": {k: v.summary() for k, v in self.exact.items()},
             "bounds": {k: b.to_dict() for k, b in self.bounds.items()},
             "exact_starts": self.exact_starts,
+            "policy_specs": self.policy_specs,
         }
 
     @property
@@ -494,14 +660,14 @@ def compare(
         the :class:`Comparison` computed until then (every policy's row, the exact results
         finished before).
     """
-    from optsched.sim.policies import as_policies
-
     world = _compare_world(world, cluster, throughputs, restore_s, round_seconds, exact, bound)
-    made = as_policies(policies, field="policies")
+    labelled = labelled_policies(policies, field="policies")
+    made = [p for p, _ in labelled]
     window = _checked_window_and_objectives(world, window, objectives)
     # the policies run first: cheap, and kept when an exact solve stops short
     runs, metrics = _run_policies(world, made, round_seconds, mechanism, window)
-    done = Comparison(world, round_seconds, runs, metrics, window=window)
+    specs = {p.name: spec for p, spec in labelled}
+    done = Comparison(world, round_seconds, runs, metrics, window=window, policy_specs=specs)
     if exact or bound:
         solve = {"rounds": rounds, "solver": solver, "time_limit": time_limit, "mip_gap": mip_gap}
         solve.update(threads=threads, accept_feasible=accept_feasible)

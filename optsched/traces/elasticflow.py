@@ -40,7 +40,7 @@ import numpy as np
 from optsched.traces._columnar import collect, counts, floats, texts
 from optsched.traces._header import HeaderCSV
 from optsched.traces._rows import Rows, Table
-from optsched.traces.schema import BOUNDS, Trace, build_frame
+from optsched.traces.schema import BOUNDS, Trace, build_frame, stated_defaults
 
 __all__ = ["RAW_COLUMNS", "TRACE_COLUMNS", "read_elasticflow"]
 
@@ -55,6 +55,12 @@ TRACE_COLUMNS = [
     "num_gpu",
     "duration",
 ]
+
+#: The normalized columns each form does not carry, set to their defaults (``meta["notes"]``).
+_FILLED: dict[str, tuple[str, ...]] = {
+    "raw": ("model", "total_steps", "batch_size", "weight", "deadline", "user"),
+    "elasticflow": ("weight", "user"),
+}
 
 
 def _read_columnar(path: str | Path) -> Trace | None:
@@ -106,6 +112,7 @@ def _read_columnar(path: str | Path) -> Trace | None:
         }
     )
     meta = {"form": "elasticflow", "time_origin": 0.0, "skipped": {}}
+    meta = stated_defaults(meta, _FILLED["elasticflow"])
     return Trace(frame, source=str(path), format="elasticflow", meta=meta)
 
 
@@ -163,5 +170,5 @@ def read_elasticflow(path: str | Path, *, columnar: bool = True) -> Trace:
             )
         table.add("job_id", **values)
     form = "elasticflow" if set(TRACE_COLUMNS) <= set(csv.header) else "raw"
-    meta = {"form": form, "time_origin": 0.0, "skipped": {}}
+    meta = stated_defaults({"form": form, "time_origin": 0.0, "skipped": {}}, _FILLED[form])
     return Trace(table.frame(), source=str(path), format="elasticflow", meta=meta)

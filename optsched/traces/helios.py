@@ -42,7 +42,7 @@ from pathlib import Path
 
 from optsched.traces._header import HeaderCSV
 from optsched.traces._rows import Rows, Table
-from optsched.traces.schema import BOUNDS, Trace
+from optsched.traces.schema import BOUNDS, Trace, stated_defaults
 
 __all__ = ["HELIOS_COLUMNS", "read_helios"]
 
@@ -176,4 +176,6 @@ def read_helios(path: str | Path, *, label: str = "helios") -> Trace:
         ),
         "skipped": skipped,
     }
+    filled = ["model", "total_steps", "batch_size", "weight", "deadline"]
+    meta = stated_defaults(meta, filled + ([] if "user" in csv.header else ["user"]))
     return Trace(table.frame(), source=str(path), format=label, meta=meta)

@@ -53,6 +53,8 @@ from optsched.traces.schema import (
     Trace,
     _kind,
     build_frame,
+    defaults_note,
+    stated_defaults,
 )
 
 __all__ = ["ENGINES", "defaulted", "defaults_note", "read_normalized", "write_trace"]
@@ -314,33 +316,9 @@ def defaulted(header: list[str]) -> dict[str, Any]:
     return {name: DEFAULTS[name] for name in COLUMNS if name not in header}
 
 
-def defaults_note(defaults: dict[str, Any]) -> str:
-    """One sentence naming the columns a file left out and the value each took (``""`` if none)."""
-    if not defaults:
-        return ""
-    shown = []
-    for name, value in defaults.items():
-        if name == "deadline":
-            text = "none"
-        elif value is None or value == "" or value != value:
-            text = "unknown"
-        else:
-            text = repr(value)
-        shown.append(f"{name} {text}")
-    return f"columns not in the file, the same for every job: {', '.join(shown)}"
-
-
 def _meta(header: list[str]) -> dict[str, Any]:
     """The trace's ``meta``: ``skipped`` (none) and, when columns were left out, ``defaults``."""
-    defaults = defaulted(header)
-    meta: dict[str, Any] = {"skipped": {}}
-    if defaults:
-        # NaN as None: meta is printed as JSON by ``trace info --json``
-        meta["defaults"] = {
-            name: None if value != value else value for name, value in defaults.items()
-        }
-        meta["notes"] = [defaults_note(defaults)]
-    return meta
+    return stated_defaults({"skipped": {}}, list(defaulted(header)))
 
 
 def _filled(values: dict[str, Any], header: list[str]) -> dict[str, Any]:

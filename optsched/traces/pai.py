@@ -50,9 +50,12 @@ from pathlib import Path
 from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.traces._rows import Rows, Table
-from optsched.traces.schema import BOUNDS, Trace
+from optsched.traces.schema import BOUNDS, Trace, stated_defaults
 
 __all__ = ["JOB_FIELDS", "TASK_FIELDS", "read_pai_jobs", "read_pai_tasks"]
+
+#: The normalized columns PAI's tables do not carry, set to their defaults (``meta["notes"]``).
+_FILLED = ("model", "total_steps", "batch_size", "weight", "deadline")
 
 JOB_FIELDS = ["job_name", "inst_id", "user", "status", "start_time", "end_time"]
 TASK_FIELDS = [
@@ -189,6 +192,7 @@ def read_pai_tasks(path: str | Path) -> Trace:
         rows.row = job.row
         _emit(table, skipped, name, job)
     meta = {"table": "task", "time_origin": 0.0, "skipped": skipped}
+    meta = stated_defaults(meta, [*_FILLED, "user"])  # no job table: no user
     return Trace(table.frame(), source=str(path), format="pai-task", meta=meta)
 
 
@@ -247,4 +251,5 @@ def read_pai_jobs(path: str | Path, tasks: str | Path | None = None) -> Trace:
             status=rows.text(f["status"].strip(), "status"),
         )
     meta = {"table": "job", "tasks": str(task_path), "time_origin": 0.0, "skipped": skipped}
+    meta = stated_defaults(meta, _FILLED)
     return Trace(table.frame(), source=str(p), format="pai-job", meta=meta)

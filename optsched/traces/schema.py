@@ -65,7 +65,9 @@ __all__ = [
     "REQUIRED",
     "STRING_COLUMNS",
     "Trace",
+    "defaults_note",
     "row_schema",
+    "stated_defaults",
 ]
 
 #: Normalized columns, in order, with their dtype kind (``"str"``, ``"float"``, ``"int"``).
@@ -589,23 +591,65 @@ _DESCRIPTIONS: dict[str, str] = {
     "total_steps": "iterations of the whole job; empty (NaN) when unknown",
     "duration": "seconds the job runs alone at num_gpus as recorded; empty (NaN) when unknown",
     "batch_size": "batch size; empty (NaN) when unknown",
-    "weight": "priority weight (1.0 when the trace has none)",
+    "weight": "priority weight",
     "deadline": "absolute seconds on the clock of arrival, >= arrival; empty (NaN) = none",
     "user": "user or virtual cluster; empty when unknown",
 }
 
 
+def defaults_note(defaults: Mapping[str, Any]) -> str:
+    """One sentence naming the columns a file left out and the value each took (``""`` if none)."""
+    if not defaults:
+        return ""
+    shown = []
+    for name, value in defaults.items():
+        if name == "deadline":
+            text = "none"
+        elif value is None or value == "" or value != value:
+            text = "unknown"
+        else:
+            text = repr(value)
+        shown.append(f"{name} {text}")
+    return f"columns not in the file, the same for every job: {', '.join(shown)}"
+
+
+def stated_defaults(meta: dict[str, Any], filled: Sequence[str]) -> dict[str, Any]:
+    """``meta`` stating the normalized columns a reader set to their :data:`DEFAULTS`.
+
+    Every reader says so in the same way: ``meta["defaults"]`` maps each column the file does
+    not carry to the value every row took (NaN as ``None``: ``meta`` is printed as JSON) and
+    ``meta["notes"]`` says it in words (:func:`defaults_note`; ``optsched sim`` prints it on
+    stderr). ``filled`` in :data:`COLUMNS` order is not required. Nothing is added when a reader
+    filled nothing.
+    """
+    defaults = {name: DEFAULTS[name] for name in COLUMNS if name in filled}
+    if defaults:
+        meta["defaults"] = {k: None if v != v else v for k, v in defaults.items()}
+        meta.setdefault("notes", []).append(defaults_note(defaults))
+    return meta
+
+
 def row_schema() -> dict[str, Any]:
     """JSON Schema of one job (a row of the normalized CSV, NaN written as ``null``).
 
-    Cross-row rules (unique ``job_id``, sorted ``arrival``) and cross-column ones (``deadline >=
-    arrival``, ``total_steps`` or ``duration`` known) are stated in the description; the
-    :class:`Trace` constructor enforces them.
+    Only the columns of :data:`REQUIRED` are required, with ``total_steps`` or ``duration``
+    known (an ``anyOf``); every other normalized column is optional and carries its value of
+    :data:`DEFAULTS` as the JSON Schema ``default`` (NaN as ``null``), which the readers put in
+    a column a file leaves out (and say so in the trace's ``meta["notes"]``). The extra columns
+    are optional, without a default (a reader adds them or not). Cross-row rules (unique
+    ``job_id``, sorted ``arrival``) and ``deadline >= arrival`` are stated in the description;
+    the :class:`Trace` constructor enforces them.
     """
     properties: dict[str, Any] = {}
     for name in [*COLUMNS, *EXTRA_COLUMNS]:
         kind = _kind(name)
         text = _DESCRIPTIONS.get(name) or EXTRA_COLUMNS[name][1]
+        if name in DEFAULTS:
+            value = DEFAULTS[name]
+            shown = "unknown" if value == "" or value != value else repr(value)
+            text += f" (optional: {shown} when left out)"
+        elif name in REQUIRED:
+            text += " (required)"
         if kind == "str":
             prop: dict[str, Any] = {"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f]*$"}
             if name == "job_id":
@@ -619,18 +663,29 @@ def row_schema() -> dict[str, Any]:
                 prop["exclusiveMinimum"] = 0
             else:
                 prop["minimum"] = 0
+        if name in DEFAULTS:
+            value = DEFAULTS[name]
+            prop["default"] = None if isinstance(value, float) and math.isnan(value) else value
         prop["description"] = text
         properties[name] = prop
+    extras = ", ".join(EXTRA_COLUMNS)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "optsched trace job",
         "description": (
-            "One job of the normalized trace table. Extra columns (slo_factor, status, vc, "
-            "gpu_type, gpu_fraction, queue_delay) are optional. Across rows: job_id unique, "
-            "arrival non-decreasing; per row: deadline >= arrival, total_steps or duration known."
+            f"One job of the normalized trace table. Required: {', '.join(REQUIRED)}, and "
+            "total_steps or duration known (a job's work). Every other column is optional and "
+            "takes its default when left out (model and user unknown, batch_size unknown, "
+            "weight 1.0, deadline none; the reader states the defaults it applied). Extra "
+            f"columns ({extras}) are optional. Across rows: job_id unique, arrival "
+            "non-decreasing; per row: deadline >= arrival."
         ),
         "type": "object",
         "properties": properties,
-        "required": list(COLUMNS),
+        "required": list(REQUIRED),
+        "anyOf": [
+            {"required": [work], "properties": {work: {"type": "number"}}}
+            for work in ("total_steps", "duration")
+        ],
         "additionalProperties": False,
     }

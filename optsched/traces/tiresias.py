@@ -28,7 +28,7 @@ from pathlib import Path
 
 from optsched.traces._header import HeaderCSV
 from optsched.traces._rows import Rows, Table
-from optsched.traces.schema import BOUNDS, Trace
+from optsched.traces.schema import BOUNDS, Trace, stated_defaults
 
 __all__ = ["TIRESIAS_COLUMNS", "read_tiresias"]
 
@@ -69,5 +69,9 @@ def read_tiresias(path: str | Path) -> Trace:
                 f["duration"], "duration", bound=BOUNDS["duration"], positive=True
             ),
         )
-    meta = {"time_origin": 0.0, "skipped": {}}
+    # the columns the format has not, and the optional ones the file left out
+    filled = ["batch_size", "weight", "deadline", "user"]
+    filled += [c for s, c in (("iterations", "total_steps"), ("model_name", "model"))
+               if s not in csv.header]  # fmt: skip
+    meta = stated_defaults({"time_origin": 0.0, "skipped": {}}, filled)
     return Trace(table.frame(), source=str(path), format="tiresias", meta=meta)
