@@ -26,8 +26,10 @@ MANIFEST = runpy.run_path(str(ROOT / "optsched" / "_docs_manifest.py"))
 
 
 class BuildPyWithDocs(build_py):
-    """``build_py``, then the docs tree copied into the built package (not for editable installs:
-    there the checkout is the tree)."""
+    """``build_py``, then the docs tree copied into the built package.
+
+    Not for an editable install: there the checkout is the tree.
+    """
 
     def run(self) -> None:
         super().run()

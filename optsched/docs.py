@@ -50,7 +50,11 @@ __all__ = [
 #: How to install what building the HTML needs.
 DOCS_EXTRA = "pip install 'optsched[docs]'"
 #: The modules the docs build imports: Sphinx, the theme, offline MathJax (docs/conf.py).
-_BUILD_MODULES = {"sphinx": "sphinx", "furo": "furo", "sphinx_mathjax_offline": "sphinx-mathjax-offline"}
+_BUILD_MODULES = {
+    "sphinx": "sphinx",
+    "furo": "furo",
+    "sphinx_mathjax_offline": "sphinx-mathjax-offline",
+}
 
 
 def source_root() -> Path:
@@ -105,10 +109,10 @@ def page_source(page: str = "index") -> Path:
 
 
 def cache_dir() -> Path:
-    """Where built documentation is kept: ``$OPTSCHED_CACHE_DIR``, else the user's cache.
+    r"""Where built documentation is kept: ``$OPTSCHED_CACHE_DIR``, else the user's cache.
 
     That is ``$XDG_CACHE_HOME/optsched`` (default ``~/.cache/optsched``), or
-    ``%LOCALAPPDATA%\\optsched`` on Windows.
+    ``%LOCALAPPDATA%\optsched`` on Windows.
     """
     if os.environ.get("OPTSCHED_CACHE_DIR"):
         return Path(os.environ["OPTSCHED_CACHE_DIR"])
@@ -172,8 +176,18 @@ def build_html(out: str | Path | None = None, *, rebuild: bool = False) -> Path:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-d", str(work / "doctrees"),
-             str(root / "docs"), str(work / "html")],  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "sphinx",
+                "-q",
+                "-b",
+                "html",
+                "-d",
+                str(work / "doctrees"),
+                str(root / "docs"),
+                str(work / "html"),
+            ],
             cwd=root,
             capture_output=True,
             text=True,
@@ -218,7 +232,9 @@ def write_examples(dest: str | Path = "examples", *, force: bool = False) -> lis
         if p.is_file() and not set(p.relative_to(source).parts) & set(_docs_manifest.EXCLUDED)
     )
     plan = [(p, target / p.relative_to(source)) for p in files]
-    clash = [d for s, d in plan if d.exists() and (not d.is_file() or d.read_bytes() != s.read_bytes())]
+    clash = [
+        d for s, d in plan if d.exists() and (not d.is_file() or d.read_bytes() != s.read_bytes())
+    ]
     if clash and not force:
         raise InvalidInstanceError(
             "dest",

@@ -96,8 +96,22 @@ def emitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     inst, sched = str(tmp / "inst.json"), str(tmp / "sched.json")
     CliRunner().invoke(
         cli,
-        ["oasis", "generate", "--jobs", "4", "--worker-servers", "2", "--ps-servers", "2",
-         "--horizon", "5", "--seed", "1", "-o", inst],  # fmt: skip
+        [
+            "oasis",
+            "generate",
+            "--jobs",
+            "4",
+            "--worker-servers",
+            "2",
+            "--ps-servers",
+            "2",
+            "--horizon",
+            "5",
+            "--seed",
+            "1",
+            "-o",
+            inst,
+        ],
         catch_exceptions=False,
     )
     trace, cluster = str(GAVEL_SMALL), "v100=1,p100=1,k80=2"
@@ -108,12 +122,36 @@ def emitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ["oasis", "offline", inst, "-o", sched],
         ["validate", inst, sched],
         ["oasis", "check", inst],
-        ["oasis", "ratio", "--instances", "2", "--jobs", "4", "--worker-servers", "2",
-         "--ps-servers", "2", "--horizon", "5", "--seed", "0", "-o", str(tmp / "ratio")],  # fmt: skip
+        [
+            "oasis",
+            "ratio",
+            "--instances",
+            "2",
+            "--jobs",
+            "4",
+            "--worker-servers",
+            "2",
+            "--ps-servers",
+            "2",
+            "--horizon",
+            "5",
+            "--seed",
+            "0",
+            "-o",
+            str(tmp / "ratio"),
+        ],
         ["trace", "info", trace],
         ["sim", "run", trace, "--cluster", cluster, "--policy", "fifo"],
-        ["sim", "compare", trace, "--cluster", cluster, "--policies", "fifo,srtf,ftf,themis",
-         "--bound"],  # fmt: skip
+        [
+            "sim",
+            "compare",
+            trace,
+            "--cluster",
+            cluster,
+            "--policies",
+            "fifo,srtf,ftf,themis",
+            "--bound",
+        ],
         ["sim", "sweep", str(TINY), "--store", str(tmp / "tiny.sqlite"), "--backend", "serial"],
     ]
     seen: dict[str, str] = {}
@@ -126,8 +164,17 @@ def emitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_the_glossary_parses() -> None:
     terms = glossary_terms(GLOSSARY.read_text(encoding="utf-8"))
     # the words the tables and JSON use most, and those users asked about
-    for word in ("rho", "ftf_rho", "proven_bound", "dual_bound", "in_paper_band", "gap",
-                 "never_completable", "status", "H, K, T"):  # fmt: skip
+    for word in (
+        "rho",
+        "ftf_rho",
+        "proven_bound",
+        "dual_bound",
+        "in_paper_band",
+        "gap",
+        "never_completable",
+        "status",
+        "H, K, T",
+    ):
         assert word in terms
 
 

@@ -35,8 +35,15 @@ GLOSSARY_HINT = (
 )
 @click.option("--no-open", is_flag=True, help="Build if needed, open no browser; print the path.")
 @click.option("--rebuild", is_flag=True, help="Build again even if this version is built.")
+@click.option(
+    "--no-build",
+    is_flag=True,
+    help="Never build: the built HTML page if there is one, else the page's source file.",
+)
 @json_option
-def docs_cmd(page: str, print_path: bool, no_open: bool, rebuild: bool, as_json: bool) -> None:
+def docs_cmd(
+    page: str, print_path: bool, no_open: bool, rebuild: bool, no_build: bool, as_json: bool
+) -> None:
     """Open the documentation of the installed optsched (offline), at PAGE if given.
 
     PAGE is a page path under docs/ (``guide/simulator``, ``api/sim``) or its last part
@@ -52,16 +59,19 @@ def docs_cmd(page: str, print_path: bool, no_open: bool, rebuild: bool, as_json:
 
     built = True
     try:
+        if no_build and not (default_html_dir() / "index.html").is_file():
+            raise MissingExtraError(f"not built yet (run: optsched docs {page})")
         if (rebuild or not (default_html_dir() / "index.html").is_file()) and not (
             missing_build_modules()
         ):
             err_console.print(
                 f"building the docs of this version into {default_html_dir()} (once; minutes)",
+                markup=False,
                 highlight=False,
             )
         path = html_page(page, rebuild=rebuild)
     except MissingExtraError as exc:
-        err_console.print(f"[yellow]optsched docs:[/yellow] {exc}", highlight=False)
+        err_console.print(f"optsched docs: {exc}", markup=False, highlight=False)
         path, built = page_source(page), False
     if as_json:
         print_json({"path": str(path), "built": built, "page": page})
@@ -89,7 +99,9 @@ def examples_cmd(dest: Path, force: bool, as_json: bool) -> None:
         print_json({"dest": str(dest), "written": [str(p) for p in written]})
         return
     err_console.print(
-        f"{len(written)} file(s) written to {dest} (from {examples_dir()})", highlight=False
+        f"{len(written)} file(s) written to {dest} (from {examples_dir()})",
+        markup=False,
+        highlight=False,
     )
     click.echo(str(dest))
 
@@ -108,8 +120,10 @@ def _point_to_glossary(group: click.Group) -> None:
 
 
 def register(group: click.Group) -> None:
-    """Add ``docs`` and ``examples``; point the help of the root and of every command printing
-    results to the glossary (registered last, so the commands of every other module are there)."""
+    """Add ``docs`` and ``examples``; point the help of result commands to the glossary.
+
+    The root's help too. Registered last, so that the commands of every other module are there.
+    """
     _point_to_glossary(group)
     group.add_command(docs_cmd)
     group.add_command(examples_cmd)
