@@ -252,17 +252,24 @@ def write_examples(dest: str | Path = "examples", *, force: bool = False) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m optsched.docs``: build (when needed) and open or print a page's HTML."""
+    """``python -m optsched.docs``: ``optsched docs`` without the command line's package."""
     import argparse
     import webbrowser
 
-    parser = argparse.ArgumentParser(prog="python -m optsched.docs", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m optsched.docs",
+        description="Build (once, when needed) and open or print the HTML of a page of the "
+        "installed optsched's documentation, offline.",
+    )
     parser.add_argument("page", nargs="?", default="index", help="e.g. glossary, api/sim")
     parser.add_argument("--print-path", action="store_true", help="print the file, open nothing")
     parser.add_argument("--no-open", action="store_true", help="build, open no browser")
     parser.add_argument("--rebuild", action="store_true", help="build again even if built")
+    parser.add_argument("--no-build", action="store_true", help="never build (else: source)")
     args = parser.parse_args(argv)
     try:
+        if args.no_build and not (default_html_dir() / "index.html").is_file():
+            raise MissingExtraError(f"not built yet (run: python -m optsched.docs {args.page})")
         path = html_page(args.page, rebuild=args.rebuild)
     except MissingExtraError as exc:
         print(f"optsched docs: {exc}", file=sys.stderr)

@@ -185,3 +185,15 @@ def test_a_plugin_module_name_resolves_beside_its_experiment(
     monkeypatch.chdir(tmp_path)  # neither cwd nor sys.path holds the study's folder
     loaded = load_experiment(study / "s.toml", allow_plugins=True)
     assert loaded.experiment.plugins == ["beside_policy"]
+
+
+def test_python_m_optsched_docs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPTSCHED_CACHE_DIR", str(tmp_path))
+    assert docs.main(["glossary", "--no-build"]) == 0
+    out, err = capsys.readouterr()
+    assert Path(out.strip()) == ROOT / "docs" / "guide" / "glossary.rst" and "not built" in err
+    assert docs.main(["no-such-page", "--print-path"]) == 2
+    assert "no page 'no-such-page'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
