@@ -21,7 +21,6 @@ True
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -49,12 +48,10 @@ __all__ = [
 
 #: How to install what building the HTML needs.
 DOCS_EXTRA = "pip install 'optsched[docs]'"
-#: The modules the docs build imports: Sphinx, the theme, offline MathJax (docs/conf.py).
-_BUILD_MODULES = {
-    "sphinx": "sphinx",
-    "furo": "furo",
-    "sphinx_mathjax_offline": "sphinx-mathjax-offline",
-}
+#: The distributions the docs build needs (the ``docs`` extra; docs/conf.py): Sphinx, the theme,
+#: and MathJax as package data. Looked up as distributions, not modules: the MathJax one is a
+#: directory with a hyphen, not an importable name.
+_BUILD_DISTRIBUTIONS = ("sphinx", "furo", "sphinx-mathjax-offline")
 
 
 def source_root() -> Path:
@@ -143,7 +140,15 @@ def default_html_dir() -> Path:
 
 def missing_build_modules() -> list[str]:
     """The distributions of the ``docs`` extra that are not installed (empty: can build)."""
-    return [dist for mod, dist in _BUILD_MODULES.items() if importlib.util.find_spec(mod) is None]
+    from importlib import metadata
+
+    missing = []
+    for name in _BUILD_DISTRIBUTIONS:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
 
 
 def build_html(out: str | Path | None = None, *, rebuild: bool = False) -> Path:

@@ -8,6 +8,7 @@ the theme is not installed. No test opens a browser (``--print-path``, ``--no-op
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,21 @@ def test_python_m_optsched_docs(
     assert docs.main(["no-such-page", "--print-path"]) == 2
     assert "no page 'no-such-page'" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_the_build_needs_exactly_the_docs_extra() -> None:
+    import tomllib
+    from importlib import metadata
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["docs"]
+    names = [re.split(r"[<>=!~ ]", req, maxsplit=1)[0] for req in extra]
+    installed = []
+    for name in names:
+        try:
+            metadata.distribution(name)
+            installed.append(name)
+        except metadata.PackageNotFoundError:
+            pass
+    assert sorted(docs.missing_build_modules()) == sorted(set(names) - set(installed))
