@@ -28,8 +28,9 @@ GAVEL_SMALL = ROOT / "tests" / "data" / "traces" / "gavel" / "physical_cluster_s
 TINY = ROOT / "examples" / "experiments" / "tiny.toml"
 
 #: Keys whose values are maps keyed by data, not by names of the library (their own key is a
-#: term; their children are not walked).
-DATA_MAPS = frozenset({"top", "gpu_demand"})
+#: term; their children are not walked): a trace's most frequent values, its jobs per gang
+#: size, and the unit of every other key (keyed by those keys, each defined under its own name).
+DATA_MAPS = frozenset({"top", "gpu_demand", "units"})
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
