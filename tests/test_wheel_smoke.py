@@ -62,3 +62,28 @@ def test_a_wheel_missing_any_file_fails(tmp_path: Path, left_out: str) -> None:
     wheel = _wheel(tmp_path / "bad.whl", [n for n in FULL if n != left_out])
     with pytest.raises(SystemExit):
         smoke.check_contents(wheel, source)
+
+
+def test_the_docs_and_examples_the_wheel_must_hold() -> None:
+    smoke = _script()
+    root = SCRIPT.parent.parent
+    wanted = smoke.shipped_docs_files(root)
+    assert "optsched/_docs/docs/conf.py" in wanted
+    assert "optsched/_docs/docs/guide/glossary.rst" in wanted
+    assert "optsched/_docs/examples/my_policy.py" in wanted
+    assert "optsched/_docs/examples/experiments/tiny.toml" in wanted
+    assert not any("/_build/" in n or "__pycache__" in n for n in wanted)
+    # every data file a shipped experiment or a docs figure reads ships too
+    assert "optsched/_docs/tests/data/traces/gavel/msr_seed0_0e4a51_head40.trace" in wanted
+
+
+def test_a_wheel_missing_a_docs_file_fails(tmp_path: Path) -> None:
+    smoke = _script()
+    root = SCRIPT.parent.parent
+    wanted = sorted(smoke.shipped_docs_files(root))
+    smoke.check_docs_contents(_wheel(tmp_path / "ok.whl", wanted), root)
+    left_out = "optsched/_docs/examples/my_policy.py"
+    with pytest.raises(SystemExit):
+        smoke.check_docs_contents(
+            _wheel(tmp_path / "bad.whl", [n for n in wanted if n != left_out]), root
+        )

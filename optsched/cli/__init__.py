@@ -42,6 +42,8 @@ SUBCOMMAND_MODULES: list[str] = [
     "optsched.cli.sim_extra",
     "optsched.cli.sim_experiment",
     "optsched.cli.trace",
+    # last: it adds the glossary line to the help of the commands registered above
+    "optsched.cli.docs",
 ]
 
 

@@ -404,7 +404,14 @@ def import_plugins(
             "a module runs its code, so it is done only when asked: pass --allow-plugins "
             "(allow_plugins=True in Python) to import them",
         )
-    modules = [loaded.resolve(n) if n.endswith(".py") else n for n in names]
+    # a module name with a file of that name beside the experiment (``my_policy`` for
+    # ``my_policy.py``) loads that file: the experiment's folder need not be on PYTHONPATH
+    modules = [
+        loaded.resolve(n if n.endswith(".py") else f"{n}.py")
+        if n.endswith(".py") or Path(loaded.resolve(f"{n}.py")).is_file()
+        else n
+        for n in names
+    ]
     for i, module in enumerate(modules):
         import_plugin(module, field=f"plugins[{i}]", probe=probe, timeout=timeout)
     return modules
