@@ -29,8 +29,9 @@ TINY = ROOT / "examples" / "experiments" / "tiny.toml"
 
 #: Keys whose values are maps keyed by data, not by names of the library (their own key is a
 #: term; their children are not walked): a trace's most frequent values, its jobs per gang
-#: size, and the unit of every other key (keyed by those keys, each defined under its own name).
-DATA_MAPS = frozenset({"top", "gpu_demand", "units"})
+#: size, the unit of every other key (keyed by those keys, each defined under its own name), and
+#: the text that named each policy (keyed by the policies' labels).
+DATA_MAPS = frozenset({"top", "gpu_demand", "units", "policy_specs"})
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
