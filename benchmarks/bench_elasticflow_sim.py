@@ -22,9 +22,14 @@ Settings:
   (``generate_trace.py --num_jobs=100 --lam=1500 --min_ddl=1.5 --seed=1``, run in its
   environment) on ``n16g8`` (128 GPUs), 240 s slots. optsched reads the same rows with the
   published column names (``submission_time``, ``num_iteration``, ``deadline``; the generator
-  writes ``submit_time``, ``iteration``, ``ddl``, which ElasticFlow reads as aliases);
-* ``cluster06-512``: one more public cluster, ``cluster06.csv`` (2,395 jobs) on ``n64g8``
-  (512 GPUs, its ``run_fig8b.sh`` setting), 60 s slots.
+  writes ``submit_time``, ``iteration``, ``ddl``, which ElasticFlow reads as aliases:
+  ``_published``);
+* ``philly-256``: one more public cluster, Microsoft Philly's virtual cluster 103959 as
+  ElasticFlow's repository ships it (``traces_for_ElasticFlow/philly_103959.csv``, 876 jobs) on
+  ``n32g8`` (256 GPUs), 60 s slots, its ``run_fig8b.sh`` setting; optsched reads the same rows
+  with the published column names, as for ``n16g8-100``. (The ITP clusters 01-09 hold 1,594 to
+  15,801 jobs; on ``cluster06``, 2,395 jobs on ``n64g8``, ElasticFlow's ``ef-accessctrl`` had
+  finished 290 jobs after two minutes here, and its Gandiva and DLAS run several times slower.)
 
 Policies (ElasticFlow name = optsched name): ``ef-accessctrl`` = ``elasticflow`` (elastic gangs,
 1 up to 64 GPUs, ElasticFlow's largest profiled count), ``edf`` = ``edf``, ``gandiva`` =
@@ -52,7 +57,9 @@ skipped with the reason. Its runs go one at a time under ``nice -n 19``, and are
 trace's bytes, the cluster, the policy, the slot and the commit, so a rerun reads them back; a
 run past ``OPTSCHED_ELASTICFLOW_TIMEOUT`` seconds (default 3600) is stopped and reported (and
 retried only with a larger limit). ``OPTSCHED_ELASTICFLOW_ONLY`` (setting labels) and
-``OPTSCHED_ELASTICFLOW_POLICIES`` (ElasticFlow names), comma-separated, run a part of the table.
+``OPTSCHED_ELASTICFLOW_POLICIES`` (ElasticFlow names), comma-separated, run a part of the table;
+``OPTSCHED_ELASTICFLOW_CACHED_ONLY`` (any value) starts no run of ElasticFlow's simulator and
+reports the rows it has no cached result for as not run.
 Nothing is written into the working tree.
 """
 
@@ -103,7 +110,7 @@ SETTINGS = [
     ("cluster10-256", "cluster10.csv", 32, 60),
     ("cluster10-16", "cluster10.csv", 2, 60),
     ("n16g8-100", "generated:fig10", 16, 240),
-    ("cluster06-512", "cluster06.csv", 64, 60),
+    ("philly-256", "repo:traces_for_ElasticFlow/philly_103959.csv", 32, 60),
 ]
 #: run_fig10.sh's generator call
 FIG10 = ["--num_jobs=100", "--lam=1500", "--min_ddl=1.5", "--seed=1"]
@@ -306,9 +313,8 @@ def _spec(sched: Path, nodes: int, inputs: Path) -> Path:
     return ours
 
 
-def _fig10_trace(python: str, ef: Path, inputs: Path) -> tuple[Path, Path]:
-    """run_fig10.sh's generated trace (as written, for ElasticFlow) and a copy with the
-    published column names (for optsched's reader), same rows and values."""
+def _fig10_trace(python: str, ef: Path, inputs: Path) -> Path:
+    """run_fig10.sh's generated trace, as its generator writes it (into the cache)."""
     theirs = inputs / "100jobs_1500lam.csv"
     if not theirs.is_file():
         subprocess.run(
@@ -317,17 +323,48 @@ def _fig10_trace(python: str, ef: Path, inputs: Path) -> tuple[Path, Path]:
             check=True,
             capture_output=True,
         )
-    rename = {"submit_time": "submission_time", "iteration": "num_iteration", "ddl": "deadline"}
-    lines = theirs.read_text().splitlines()
-    header = lines[0].split(",")
-    assert header[-1] == "best_effort", header
-    # every generated job has a deadline here (best_effort 0): the published 8 columns hold them
-    assert all(line.rsplit(",", 1)[1] == "0" for line in lines[1:]), "a best-effort job"
-    ours = inputs / "100jobs_1500lam.published.csv"
-    out = [",".join(rename.get(h, h) for h in header[:-1])]
-    out += [line.rsplit(",", 1)[0] for line in lines[1:]]
-    ours.write_text("\n".join(out) + "\n")
-    return theirs, ours
+    return theirs
+
+
+#: ElasticFlow's own trace columns and the published names optsched's reader takes
+RENAME = {"submit_time": "submission_time", "iteration": "num_iteration", "ddl": "deadline"}
+PUBLISHED = [
+    "job_id",
+    "submission_time",
+    "num_iteration",
+    "model_name",
+    "deadline",
+    "batch_size",
+    "num_gpu",
+    "duration",
+]
+
+
+def _published(theirs: Path, inputs: Path) -> Path:
+    """The rows of a trace in ElasticFlow's own columns with the published column names.
+
+    ElasticFlow reads ``submit_time``, ``iteration`` and ``ddl`` (its generator's and
+    ``philly_103959.csv``'s) as it reads ``submission_time``, ``num_iteration`` and
+    ``deadline``; optsched's reader takes the published 8 columns. The other columns must
+    repeat these or say nothing: ``best_effort`` 0 (every job has its deadline),
+    ``real_iteration`` equal to ``iteration`` and ``real_duration`` to ``duration``.
+    """
+    import csv
+
+    with theirs.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        assert row.get("best_effort", "0") == "0", f"{theirs}: a best-effort job"
+        assert row.get("real_iteration", row["iteration"]) == row["iteration"], row
+        assert row.get("real_duration", row["duration"]) == row["duration"], row
+    ours = inputs / f"{theirs.stem}.published.csv"
+    with ours.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(PUBLISHED)
+        back = {v: k for k, v in RENAME.items()}
+        for row in rows:
+            writer.writerow([row[back.get(c, c)] for c in PUBLISHED])
+    return ours
 
 
 # ----------------------------------------------------------------------------- runs
@@ -358,6 +395,8 @@ def _run_theirs(
         result: dict[str, Any] = json.loads(kept.read_text())
         if not (result.get("timed_out") and result.get("timeout_s", 0) < limit):
             return result
+    if os.environ.get("OPTSCHED_ELASTICFLOW_CACHED_ONLY"):
+        return {"error": "not run (OPTSCHED_ELASTICFLOW_CACHED_ONLY, nothing cached)"}
     logs = cache / "logs" / name
     shutil.rmtree(logs, ignore_errors=True)
     out = cache / "runs" / f"{name}.part.json"
@@ -417,11 +456,14 @@ def _run_ours(
     cpu = time.process_time() - began
     frame = sim.job_metrics(record)
     met = {str(j) for j, ok in zip(frame["job_id"], frame["deadline_met"], strict=True) if ok}
-    declined = set(map(str, getattr(made, "declined", None) or ()))
+    # the jobs a policy declined at admission: in the record (ElasticFlow's run facts), else
+    # on the policy object; None for a policy that never declines
+    extra = record.extra if isinstance(record.extra, dict) else {}
+    listed = extra.get("declined_jobs", getattr(made, "declined", None))
     return {
         "jobs": len(frame),
         "met": met,
-        "declined": declined if hasattr(made, "declined") else None,
+        "declined": None if listed is None else set(map(str, listed)),
         "cpu_seconds": cpu,
         "mechanism": used,
     }
@@ -434,24 +476,24 @@ def _run_ours(
 #: (setting or "*", ElasticFlow policy) and by the optsched mechanism the row ran under.
 CAUSES: dict[tuple[str, str, str], str] = {
     ("*", "ef-accessctrl", "optsched"): (
-        "its scaling/restart overhead (estimate_overhead) charged on every gang change; "
-        "admission at the arrival instant on power-of-two gangs vs optsched's slot grid"
+        "ElasticFlow charges a scaling/restart overhead at every reallocation "
+        "(utils.estimate_overhead); optsched's default mechanism charges none"
     ),
     ("*", "edf", "optsched"): (
-        "its EDF runs each job on min(64, batch size) GPUs (get_next_level), not the trace's "
-        "GPU count; optsched's edf keeps the trace's gang"
+        "ElasticFlow's EDF runs every job on min(64, batch size) GPUs (its max_gpu), "
+        "not the trace's GPU count; optsched's edf keeps the trace's gang"
     ),
     ("*", "gandiva", "optsched"): (
-        "its Gandiva time-slices 1-GPU jobs packed on one node (gandiva_sim_jobs) while "
-        "other nodes are free"
+        "ElasticFlow's Gandiva packs small jobs into node sets and time-slices them there "
+        "(time_slicing_execute) while other nodes are free; optsched's gandiva does not"
     ),
     ("*", "dlas-gpu", "optsched"): (
-        "queue order within a level and its preemption rule differ from optsched's "
-        "tiresias-las (dlas_sim_jobs)"
+        "not the overhead (unchanged without it); DLAS-GPU's queue order and preemption "
+        "differ from tiresias-las (the Tiresias audit)"
     ),
     ("*", "themis", "optsched"): (
-        "its Themis leases and finish-time-fairness auction (themis_sim_jobs, cvxpy/ECOS) vs "
-        "optsched's themis"
+        "ElasticFlow's Themis (themis_sim_jobs: leases, finish-time-fairness bids solved "
+        "with ECOS) is another algorithm than optsched's themis"
     ),
 }
 
@@ -540,7 +582,11 @@ def _inputs(
         if only and label not in only:
             continue
         if trace == "generated:fig10":
-            theirs, ours = _fig10_trace(python, ef, inputs)
+            theirs = _fig10_trace(python, ef, inputs)
+            ours = _published(theirs, inputs)
+        elif trace.startswith("repo:"):
+            theirs = ef / trace.removeprefix("repo:")
+            ours = _published(theirs, inputs)
         else:
             theirs = ours = EF_TRACES / trace
             if not theirs.is_file():
