@@ -454,6 +454,8 @@ def _run_ours(
         made = make_policy(policy)
         record = sim.simulate(world, made, round_seconds=slot)
     cpu = time.process_time() - began
+    # every optsched record checked by the independent validator before it is compared
+    sim.validate(world, record).raise_if_invalid()
     frame = sim.job_metrics(record)
     met = {str(j) for j, ok in zip(frame["job_id"], frame["deadline_met"], strict=True) if ok}
     # the jobs a policy declined at admission: in the record (ElasticFlow's run facts), else

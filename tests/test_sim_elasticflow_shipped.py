@@ -75,6 +75,7 @@ def test_the_shipped_files_are_the_repositorys_at_the_commit(tmp_path: Path) -> 
 
     table = Throughputs.from_scaling_profiles([theirs], reference="a100")
     shipped = elasticflow_throughputs()
+    assert shipped == table and shipped.source == "elasticflow"
     for job_type in table.job_types:
         for n in range(1, 130):
             assert shipped.rate(job_type, n, "a100") == table.rate(job_type, n, "a100")
