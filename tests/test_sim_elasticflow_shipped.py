@@ -179,3 +179,12 @@ def test_the_profiles_name_their_files_not_the_install_location() -> None:
     files = elasticflow_profiles().files
     assert files == tuple(f"elasticflow_a100/{p.name}" for p in sorted(SHIPPED.glob("*.csv")))
     assert not any(str(ROOT) in f for f in files)
+
+
+def test_the_converted_csv_keeps_the_default(tmp_path: Path) -> None:
+    """`trace convert` keeps model, batch size and steps: the same table by default."""
+    out = tmp_path / "c10.csv"
+    assert main(["trace", "convert", str(SLICE), str(out)]) == 0
+    converted = read_trace(out)
+    assert converted.format != "elasticflow"
+    assert default_table_name(converted.format, converted) == ELASTICFLOW
