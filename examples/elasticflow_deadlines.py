@@ -11,10 +11,10 @@ and for ElasticFlow the jobs it declined.
 Every run is checked by the simulator's validator.
 
 Data: the trace is read from ``../shared/data/elasticflow`` (beside the repository); without it,
-from the 40-job slice shipped in ``tests/data/traces``. Profiles: a directory named
-``throughputs_A100`` given as the first argument or in ``OPTSCHED_ELASTICFLOW_PROFILES``
-(ElasticFlow's own, read from a copy of its repository: they carry no license to ship), else the
-synthetic profiles shipped in ``tests/data/profiles/synthetic_a100``.
+from the 40-job slice shipped in ``tests/data/traces``. Profiles: ElasticFlow's own A100
+profiles, shipped with optsched under their Apache-2.0 licence
+(:func:`optsched.sim.world.sources.elasticflow_profiles`), or a directory of profile CSVs of
+the type ``a100`` given as the first argument or in ``OPTSCHED_ELASTICFLOW_PROFILES``.
 
 Run: ``python examples/elasticflow_deadlines.py [PROFILE_DIR]`` (a minute or two on the whole
 trace).
@@ -34,6 +34,7 @@ from optsched.sim.compare import world_from_trace
 from optsched.sim.policies import make_policy
 from optsched.sim.policies.elasticflow import ElasticFlow
 from optsched.sim.world.elasticflow_profiles import load_scaling_profiles
+from optsched.sim.world.sources import elasticflow_profiles
 from optsched.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,6 @@ SHARED = next(
     ROOT.parent / "shared" / "data",
 )
 SLICE = ROOT / "tests" / "data" / "traces" / "elasticflow" / "cluster10_head40.csv"
-SYNTHETIC = ROOT / "tests" / "data" / "profiles" / "synthetic_a100"
 CLUSTER = "a100=16:8"
 #: Largest elastic gang: ElasticFlow profiles up to 64 GPUs.
 MAX_GANG = 64
@@ -62,14 +62,14 @@ RUNS = (
 )
 
 
-def _inputs() -> tuple[Path, Path, str]:
+def _inputs() -> tuple[Path, Path | None, str]:
     trace = SHARED / "elasticflow" / "cluster10.csv"
     which = "cluster10.csv"
     if not trace.is_file():
         trace, which = SLICE, "cluster10.csv, first 40 jobs (shared/data not found)"
     given = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OPTSCHED_ELASTICFLOW_PROFILES")
-    profiles = Path(given) if given else SYNTHETIC
-    if not profiles.is_dir():
+    profiles = Path(given) if given else None  # None: the shipped A100 profiles
+    if profiles is not None and not profiles.is_dir():
         raise SystemExit(f"{profiles}: not a directory of ElasticFlow profile CSVs")
     return trace, profiles, which
 
@@ -77,12 +77,17 @@ def _inputs() -> tuple[Path, Path, str]:
 def main() -> None:
     trace, profile_dir, which = _inputs()
     spec = sim.parse_cluster(CLUSTER)
-    profiles = load_scaling_profiles(profile_dir, gpu_type="a100")
+    profiles = (
+        elasticflow_profiles()
+        if profile_dir is None
+        else load_scaling_profiles(profile_dir, gpu_type="a100")
+    )
     table = sim.Throughputs.from_scaling_profiles([profiles], reference="a100")
     rigid = world_from_trace(read_trace(trace), spec, table)
     elastic = rigid.elastic(max_gpus=MAX_GANG, max_factor=MAX_GANG)
     print(f"trace: {which}, {len(rigid.jobs)} jobs; cluster {CLUSTER}")
-    print(f"profiles: {profile_dir.name} ({', '.join(profiles.models)})\n")
+    name = "ElasticFlow's A100 (shipped)" if profile_dir is None else profile_dir.name
+    print(f"profiles: {name} ({', '.join(profiles.models)})\n")
     rows = []
     for label, name, is_elastic in RUNS:
         world = elastic if is_elastic else rigid

@@ -81,13 +81,15 @@ def _names(flag: str, text: str) -> list[str]:
 
 #: Help of ``--throughputs`` (``sim run``, ``compare``, ``sweep``).
 THROUGHPUTS_HELP = (
-    "Throughput table: 'gavel' (Gavel's measured table, shipped), 'uniform' (every job "
+    "Throughput table: 'gavel' (Gavel's measured table, shipped), 'elasticflow' "
+    "(ElasticFlow's A100 profiles, shipped), 'uniform' (every job "
     "generic, every GPU type equally fast), Gavel's simulation_throughputs.json format, or a "
     "directory of ElasticFlow profile CSVs (one per model) whose name ends in _<GPU type>, "
     "e.g. throughputs_A100 for the type a100 (then the reference type). Default: 'gavel' for "
     "a trace of Gavel's jobs (a Gavel .trace, or a CSV whose every job has total_steps and a "
-    "Gavel job type, as trace convert writes it), 'uniform' for the others; the table used "
-    "is printed."
+    "Gavel job type, as trace convert writes it), 'elasticflow' for a trace whose every job "
+    "has total_steps, a batch size and a model ElasticFlow profiled (its 8-column traces), "
+    "'uniform' for the others; the table used is printed."
 )
 
 
@@ -106,9 +108,9 @@ def _table(spec: Any, throughputs: Any, reference: str, trace: Any = None) -> An
     ``trace`` (the :class:`~optsched.traces.Trace` read) selects the default from its content
     (:func:`~optsched.sim.world.sources.default_table_name`).
     """
-    from optsched.sim.world.sources import resolve_throughputs
+    from optsched.sim.world.sources import TABLE_NAMES, resolve_throughputs
 
-    value = throughputs if throughputs in (None, "gavel", "uniform") else Path(throughputs)
+    value = throughputs if throughputs is None or throughputs in TABLE_NAMES else Path(throughputs)
     return resolve_throughputs(
         value,
         spec,

@@ -186,9 +186,10 @@ class Experiment(Frozen):
     throughputs: str | None = Field(
         default=None,
         description=(
-            "Throughput table: 'gavel', 'uniform' or a Gavel throughput JSON (relative to this "
-            "file), as --throughputs; default: the trace's own (Gavel's for a trace of Gavel's "
-            "jobs, whatever its file format; uniform speeds otherwise)."
+            "Throughput table: 'gavel', 'elasticflow', 'uniform' or a Gavel throughput JSON "
+            "(relative to this file), as --throughputs; default: the trace's own (Gavel's for a "
+            "trace of Gavel's jobs, whatever its file format; ElasticFlow's A100 profiles for a "
+            "trace of ElasticFlow's profiled models; uniform speeds otherwise)."
         ),
     )
     reference: str = Field(
@@ -339,7 +340,10 @@ def resolve_output(loaded: ExperimentFile, name: str, field: str) -> str:
 
 #: How an experiment without a ``throughputs`` key chooses its table (stored in its run store's
 #: config, so that a store made under another rule is refused on resume, not silently mixed).
-DEFAULT_THROUGHPUTS_RULE = "by content: Gavel's table for Gavel job types with step counts"
+DEFAULT_THROUGHPUTS_RULE = (
+    "by content: Gavel's table for Gavel job types with step counts; ElasticFlow's A100 "
+    "profiles for ElasticFlow's profiled models with step counts and batch sizes"
+)
 
 
 def _sha256(text: str) -> str:
@@ -910,7 +914,8 @@ def run_experiment(
     }
     if not named:
         # the default table follows the traces' content (Gavel job types with step counts:
-        # Gavel's table), where stores made before chose it by file format: such a store is
+        # Gavel's table; ElasticFlow's profiled models: its A100 profiles), where stores made
+        # before chose it by file format or without ElasticFlow's profiles: such a store is
         # refused on resume, naming this key, rather than mixing runs on two tables
         config["default_throughputs"] = DEFAULT_THROUGHPUTS_RULE
     if labels != [s.shown for s in experiment.policy_specs]:
