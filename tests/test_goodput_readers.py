@@ -181,3 +181,29 @@ def test_every_artifact_file_reads() -> None:
         assert set(w.applications) <= set(ARTIFACT_APPLICATIONS)
         count += 1
     assert count == 40  # 8 workloads x (1.0, 0.5, 1.5, 2.0, realistic)
+
+
+def test_progress_helpers_refuse_what_the_traces_do_not_cover() -> None:
+    from optsched.goodput.progress import (
+        gradient_stats,
+        measured_step_time,
+        normalize_placement,
+        progress_at_epoch,
+    )
+
+    assert normalize_placement((0, 3, 1, 0)) == "13"
+    assert normalize_placement("2121") == "1212"
+    with pytest.raises(InvalidInstanceError, match="placement"):
+        normalize_placement((0, 0))
+    t = read_model_traces(DATA / "traces" / "cifar10")
+    # a measured placement is read off its own rows: "13" is measured as "31" rotated
+    assert measured_step_time(t, (1, 3), 64) == measured_step_time(t, (3, 1), 64)
+    with pytest.raises(InvalidInstanceError, match="local_bsz"):
+        measured_step_time(t, (1,), 4096 * 4)
+    with pytest.raises(InvalidInstanceError, match="batch_size"):
+        gradient_stats(t, 64, 0)
+    with pytest.raises(InvalidInstanceError, match="epoch"):
+        gradient_stats(t, 256, 100)
+    with pytest.raises(InvalidInstanceError, match="epoch"):
+        progress_at_epoch(t, 101)
+    assert progress_at_epoch(t, 0) == 0.0
