@@ -20,7 +20,9 @@ For each of the six job types it records, for optsched's cross-check
 * ``measured``: ``Application.get_throughput`` (the simulator's interpolated step and sync
   times) at a grid of placements and per-GPU batches;
 * ``rates``: progress per second of a simulated ``simulator.Job`` stepped one second at a
-  fixed configuration.
+  fixed configuration;
+* ``trajectories``: a ``simulator.Job`` with a fixed global batch, reallocated once and then
+  stepped 300 s at a time (clock, progress, epoch, completion, configuration after each).
 
 Nothing here re-implements the model: every number is returned by the artifact's functions.
 """
@@ -154,6 +156,27 @@ def _rates(app, simulator):
     return out
 
 
+def _trajectories(app, simulator):
+    """A fixed-batch job stepped in 300 s intervals after a reallocation, until done (or 60)."""
+    out = []
+    for placement in ((1,), (4,), (4, 4)):
+        k = sum(placement)
+        low = max(app.init_batch_size, k * app.min_local_bsz)
+        batch = min(max(app.init_batch_size * k, low), app.max_batch_size)
+        job = simulator.Job("probe", app, 0, target_batch_size=batch)
+        job.reallocate(placement)
+        steps = []
+        for _ in range(60):
+            job.step(300.0)
+            steps.append([float(job.current_time), float(job.progress), int(job.epoch),
+                          None if job.completion_time is None else float(job.completion_time),
+                          int(job.atomic_bsz), int(job.accum_steps)])  # fmt: skip
+            if job.completion_time is not None:
+                break
+        out.append({"placement": list(placement), "batch_size": float(batch), "steps": steps})
+    return out
+
+
 def main():
     sim_dir, out_path = sys.argv[1], sys.argv[2]
     sys.path.insert(0, sim_dir)
@@ -178,6 +201,7 @@ def main():
             "epochs": _epochs(app),
             "measured": _measured(app),
             "rates": _rates(app, simulator),
+            "trajectories": _trajectories(app, simulator),
         }
         print(name, "done", file=sys.stderr)
     with open(out_path, "w") as fh:

@@ -27,6 +27,7 @@ from optsched.goodput import (
     throughput,
 )
 from optsched.goodput.fit import objective
+from optsched.goodput.job import RESTART_DELAY, JobState, advance, fixed_batch_split
 from optsched.goodput.progress import (
     epoch_at_progress,
     gradient_stats,
@@ -60,6 +61,10 @@ PARSE_TOL = 1e-12
 FIT_LOSS_TOL = 1e-4
 #: ... and their predicted throughputs over the dumped grid to this one.
 FIT_PREDICTION_TOL = 1e-2
+#: Progress summed over a trajectory: each interval adds rate x seconds with the rate exact to
+#: PARSE_TOL, and the sums of the two simulators round differently, so a relative slack a little
+#: above the rate's.
+TRAJECTORY_TOL = 1e-10
 #: Where the two fits part: ``(model, profile) -> (loss slack, prediction slack)``, relative. On
 #: ncf's nearly flat valleys, scipy >= 1.9 (which drops pinned parameters from the problem, where
 #: scipy 1.5 kept them) and its rewritten L-BFGS-B stop elsewhere: for all of ncf's rows
@@ -198,6 +203,31 @@ def test_measured_times_and_progress_rates(model: str) -> None:
         # exact to two ulps of P_e (1e-11 relative late in imagenet's 90 epochs)
         slack = 2 * float(np.spacing(progress_at_epoch(t, epoch))) + PARSE_TOL * rate
         assert abs(progress_rate(t, tuple(placement), m, s, epoch) - rate) <= slack
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fixed_batch_trajectories(model: str) -> None:
+    """A fixed-batch job, reallocated, then run 300 s at a time as the artifact runs it."""
+    t = traces(model)
+    lim = t.limits()
+    trajectories = dump()["models"][model]["trajectories"]
+    assert trajectories
+    for traj in trajectories:
+        placement = tuple(traj["placement"])
+        k = sum(placement)
+
+        def keep(_epoch: int, batch: float = traj["batch_size"], k: int = k) -> tuple[int, int]:
+            return fixed_batch_split(lim, batch, k)
+
+        config = keep(0)
+        state = JobState(restart_left=RESTART_DELAY)
+        for time, progress, epoch, done, m, s in traj["steps"]:
+            state, config = advance(t, state, placement, config, 300.0, rebatch=keep)
+            assert config == (m, s)
+            assert (state.time, state.epoch, state.completion_time) == (time, epoch, done)
+            assert within(state.progress, progress, TRAJECTORY_TOL)
+        if traj["steps"][-1][3] is None:
+            assert state.completion_time is None
 
 
 def test_fixture_covers_every_model() -> None:

@@ -205,3 +205,30 @@ def test_split_batch() -> None:
     assert split_batch(2048, 2, LIMITS, accumulation=False) == (1024, 0)
     with pytest.raises(InvalidInstanceError, match="max_batch_size"):
         BatchLimits(256, 128, 1, 2)
+
+
+def test_advance_by_hand() -> None:
+    """The piecewise-constant integration of :func:`advance`, against the rate times the time."""
+    from pathlib import Path
+
+    from optsched.goodput.job import JobState, advance, fixed_batch_split
+    from optsched.goodput.progress import progress_at_epoch, progress_rate
+    from optsched.goodput.traces import read_model_traces
+
+    t = read_model_traces(Path(__file__).parent / "data" / "pollux" / "traces" / "bert")
+    config = fixed_batch_split(t.limits(), 48, 4)
+    rate = progress_rate(t, (4,), *config, 0)
+    # 30 s of restart, then 100 s at the epoch-0 rate (well inside epoch 0)
+    state, _ = advance(t, JobState(restart_left=30.0), (4,), config, 130.0)
+    assert state.restart_left == 0.0 and state.epoch == 0
+    assert within(state.progress, 100.0 * rate, UTILITY_TOL)
+    # the epoch boundary is reached after a whole number of seconds, then the next rate applies
+    end0 = progress_at_epoch(t, 1)
+    need = round((end0 - state.progress) / rate)
+    state2, _ = advance(t, state, (4,), config, need + 10.0)
+    assert state2.epoch == 1
+    rate1 = progress_rate(t, (4,), *config, 1)
+    assert within(state2.progress, end0 + 10.0 * rate1, UTILITY_TOL)
+    assert state2.time == state.time + need + 10.0
+    with pytest.raises(InvalidInstanceError, match="seconds"):
+        advance(t, state, (4,), config, -1.0)
