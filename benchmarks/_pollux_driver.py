@@ -22,7 +22,10 @@ For each of the six job types it records, for optsched's cross-check
 * ``rates``: progress per second of a simulated ``simulator.Job`` stepped one second at a
   fixed configuration;
 * ``trajectories``: a ``simulator.Job`` with a fixed global batch, reallocated once and then
-  stepped 300 s at a time (clock, progress, epoch, completion, configuration after each).
+  stepped 300 s at a time (clock, progress, epoch, completion, configuration after each);
+* ``adaptive``: the same for a job whose batch Pollux's agent picks (the ``simulator.Job`` of
+  the Pollux policy), reallocated from one GPU to four to two nodes of four, with the agent's
+  fitted parameters after each step.
 
 Nothing here re-implements the model: every number is returned by the artifact's functions.
 """
@@ -177,6 +180,24 @@ def _trajectories(app, simulator):
     return out
 
 
+def _adaptive(app, simulator):
+    """A Pollux job (its agent picks the batch) moved (1,) -> (4,) -> (4, 4), 300 s steps."""
+    job = simulator.Job("probe", app, 0)
+    steps = []
+    for placement, count in (((1,), 3), ((4,), 3), ((4, 4), 30)):
+        job.reallocate(placement)
+        for _ in range(count):
+            job.step(300.0)
+            steps.append([list(placement), float(job.current_time), float(job.progress),
+                          int(job.epoch),
+                          None if job.completion_time is None else float(job.completion_time),
+                          int(job.atomic_bsz), int(job.accum_steps),
+                          [float(v) for v in job.perf_params]])  # fmt: skip
+            if job.completion_time is not None:
+                return steps
+    return steps
+
+
 def main():
     sim_dir, out_path = sys.argv[1], sys.argv[2]
     sys.path.insert(0, sim_dir)
@@ -202,6 +223,7 @@ def main():
             "measured": _measured(app),
             "rates": _rates(app, simulator),
             "trajectories": _trajectories(app, simulator),
+            "adaptive": _adaptive(app, simulator),
         }
         print(name, "done", file=sys.stderr)
     with open(out_path, "w") as fh:

@@ -232,3 +232,25 @@ def test_advance_by_hand() -> None:
     assert state2.time == state.time + need + 10.0
     with pytest.raises(InvalidInstanceError, match="seconds"):
         advance(t, state, (4,), config, -1.0)
+
+
+def test_pollux_agent_profiles_fits_and_chooses() -> None:
+    from optsched.goodput.agent import PolluxAgent
+
+    agent = PolluxAgent(LIMITS)
+    # no model yet: the smallest admissible batch, max(M0, K m_min) = 128 on 4 GPUs
+    assert agent.choose("4") == (32, 0)
+    assert agent.goodput_model() is None
+    stats = GradientStats(1.0, 50.0)
+    step = float(iteration_time(P, 1, 4, 32))
+    agent.observe(1, 4, 32, step, step - float(P.alpha_c + P.beta_c * 32), stats)
+    first = agent.params
+    assert first is not None and list(agent.profile) == [(1, 4, 32)]
+    # a configuration already profiled keeps its first measurement and its fit
+    agent.observe(1, 4, 32, 2 * step, step / 2, GradientStats(1.0, 60.0))
+    assert agent.params is first and agent.profile[(1, 4, 32)][0] == step
+    assert agent.stats == GradientStats(1.0, 60.0)
+    model = agent.goodput_model()
+    assert model is not None
+    want = best_batch(model, LIMITS, 2, 8)
+    assert agent.choose("44") == (want.atomic_bsz, want.accum_steps)

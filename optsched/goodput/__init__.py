@@ -15,6 +15,8 @@ module                             idea
 :mod:`~optsched.goodput.traces`      the artifact's per-model measurements (reader, writer)
 :mod:`~optsched.goodput.workload`    the artifact's workload CSVs (reader, writer)
 :mod:`~optsched.goodput.progress`    progress in efficiency-weighted iterations, by epoch
+:mod:`~optsched.goodput.job`         one job advanced over an interval, as Pollux's simulator does
+:mod:`~optsched.goodput.agent`       Pollux's per-job agent: profile, refit, batch choice
 =================================  =============================================================
 """
 

@@ -12,8 +12,11 @@ simulator does** (``Job.step`` of ``simulator/simulator.py``, branch ``osdi21-ar
   half to even): the artifact's clock moves in whole seconds at boundaries, so a job's
   completion time is a whole number of seconds after the last decision;
 * the job completes when it passes the end of epoch ``max_epochs - 1``;
-* after each boundary its configuration may change (``rebatch``: the fixed-batch baselines keep
-  their batch, :func:`fixed_batch_split`; Pollux re-optimizes it).
+* the job's *batcher* sees every configuration it runs (its measured step and sync times and
+  the gradient statistics of the moment) and picks the configuration after every stretch of
+  constant rate (at an epoch boundary and at the end of the interval): the fixed-batch
+  baselines keep their batch (:class:`FixedBatch`); Pollux's agent refits its model and
+  re-optimizes (:class:`~optsched.goodput.agent.PolluxAgent`).
 
 :math:`O(\text{epochs crossed})` per call.
 """
@@ -21,15 +24,21 @@ simulator does** (``Job.step`` of ``simulator/simulator.py``, branch ``osdi21-ar
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from optsched.errors import InvalidInstanceError
 from optsched.goodput.batch import BatchLimits, split_batch
-from optsched.goodput.progress import normalize_placement, progress_at_epoch, progress_rate
+from optsched.goodput.efficiency import GradientStats, gain
+from optsched.goodput.progress import (
+    gradient_stats,
+    measured_step_time,
+    normalize_placement,
+    progress_at_epoch,
+)
 from optsched.goodput.traces import ModelTraces
 
-__all__ = ["RESTART_DELAY", "JobState", "advance", "fixed_batch_split"]
+__all__ = ["RESTART_DELAY", "Batcher", "FixedBatch", "JobState", "advance", "fixed_batch_split"]
 
 #: Seconds without progress after each (re)allocation in the artifact's simulator.
 RESTART_DELAY = 30.0
@@ -73,6 +82,56 @@ def fixed_batch_split(limits: BatchLimits, batch_size: float, num_replicas: int)
     return min(atomic, cap), steps
 
 
+class Batcher(Protocol):
+    """What picks a job's ``(m, s)``: told what each configuration measured, asked for the next."""
+
+    def observe(
+        self,
+        num_nodes: int,
+        num_replicas: int,
+        atomic_bsz: int,
+        step_time: float,
+        sync_time: float,
+        stats: GradientStats,
+    ) -> None:
+        """Record a configuration about to run: its measured times and the current statistics."""
+
+    def choose(self, placement: str) -> tuple[int, int]:
+        """The ``(m, s)`` to run on ``placement`` (digits of GPUs per node) from now on."""
+        ...
+
+
+class FixedBatch:
+    """The batcher of a job with a fixed global batch (the baselines): :func:`fixed_batch_split`.
+
+    Parameters
+    ----------
+    limits : BatchLimits
+    batch_size : float
+        The job's global batch.
+    """
+
+    def __init__(self, limits: BatchLimits, batch_size: float) -> None:
+        self.limits = limits
+        self.batch_size = batch_size
+
+    def observe(
+        self,
+        num_nodes: int,
+        num_replicas: int,
+        atomic_bsz: int,
+        step_time: float,
+        sync_time: float,
+        stats: GradientStats,
+    ) -> None:
+        """Nothing to learn: the batch is fixed."""
+
+    def choose(self, placement: str) -> tuple[int, int]:
+        """The fixed batch split over the placement's GPUs."""
+        k = sum(int(d) for d in normalize_placement(placement))
+        return fixed_batch_split(self.limits, self.batch_size, k)
+
+
 def advance(
     traces: ModelTraces,
     state: JobState,
@@ -80,7 +139,7 @@ def advance(
     config: tuple[int, int],
     seconds: float,
     *,
-    rebatch: Callable[[int], tuple[int, int]] | None = None,
+    batcher: Batcher | None = None,
     slowdown: float = 0.0,
 ) -> tuple[JobState, tuple[int, int]]:
     r"""Run a job for ``seconds`` on ``placement`` with ``config = (m, s)``.
@@ -97,8 +156,9 @@ def advance(
         Atomic batch and accumulation steps in force.
     seconds : float
         Length of the interval, :math:`\ge 0`.
-    rebatch : callable, optional
-        ``rebatch(epoch) -> (m, s)`` after each epoch boundary; default: keep ``config``.
+    batcher : Batcher, optional
+        Sees each configuration run and picks the next after each stretch of constant rate;
+        default: keep ``config``.
     slowdown : float
         Fraction of the rate lost to interference, in :math:`[0, 1)`.
 
@@ -118,8 +178,17 @@ def advance(
     delay = min(state.restart_left, seconds)
     time += delay
     seconds -= delay
+    init = float(min(traces.validation))
+    nodes, replicas = len(key), sum(int(d) for d in key)
     while seconds > 0 and done is None:
-        rate = progress_rate(traces, key, config[0], config[1], epoch) * (1.0 - slowdown)
+        m, accum = config
+        batch = replicas * m * (accum + 1)
+        step_time, sync_time = measured_step_time(traces, key, m)
+        stats = gradient_stats(traces, batch, epoch)
+        if batcher is not None:
+            batcher.observe(nodes, replicas, m, step_time, sync_time, stats)
+        total = step_time + accum * (step_time - sync_time)
+        rate = float(gain(stats, init, batch)) / total * (1.0 - slowdown)
         target = progress_at_epoch(traces, epoch + 1)
         if progress + rate * seconds < target:
             progress += rate * seconds
@@ -133,8 +202,8 @@ def advance(
             progress = target
             time += step
             seconds -= step
-            if rebatch is not None and done is None:
-                config = rebatch(epoch)
+        if batcher is not None and done is None:
+            config = batcher.choose(key)
     time += seconds  # the rest of the interval, once done
     left = state.restart_left - delay
     return replace(state, time=time, progress=progress, epoch=epoch, restart_left=left,
