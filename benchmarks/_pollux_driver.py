@@ -13,7 +13,8 @@ For each of the six job types it records, for optsched's cross-check
   profiles of the type's ``placements.csv`` (all rows; one node only; the most measured
   per-GPU batch only, the smallest of ties; the single-GPU rows only), each with its
   throughput at a grid of ``(nodes, replicas, atomic batch, accumulation)`` and its
-  ``GoodputFunction.optimize`` choice at a grid of allocations and training progress;
+  ``GoodputFunction.optimize`` choice and ``speedup.SpeedupFunction`` value at a grid of
+  allocations and training progress;
 * ``efficiency``: gradient statistics (``Application.get_grad_stats``) and
   ``GoodputFunction.efficiency`` at a grid of batch sizes and epochs;
 * ``epochs``: ``Application.get_epoch`` / ``get_progress`` at a grid of progress values;
@@ -69,7 +70,7 @@ def _atomic_grid(app):
     return sorted({int(lo), round(math.sqrt(lo * hi)), int(hi)})
 
 
-def _fits(app, goodput):
+def _fits(app, goodput, speedup):
     out = []
     progress_end = app.get_progress(app.max_epochs)
     for name in PROFILES:
@@ -83,6 +84,7 @@ def _fits(app, goodput):
                 for s in ACCUM:
                     tput.append([n, k, m, s, _num(fn.throughput(n, k, m, s))])
         choices = []
+        speedups = []
         for frac in PROGRESS_FRACTIONS:
             epoch = app.get_epoch(frac * progress_end)
             epoch = min(epoch, app.max_epochs - 1)
@@ -95,9 +97,14 @@ def _fits(app, goodput):
                                          (app.min_local_bsz, app.max_local_bsz),
                                          accumulation=True)  # fmt: skip
                 choices.append([epoch, n, k, _num(best), int(m), int(s)])
+            table = speedup.SpeedupFunction(fn, app.max_batch_size,
+                                            (app.min_local_bsz, app.max_local_bsz),
+                                            accumulation=True)  # fmt: skip
+            for n, k in ((0, 0), *ALLOCATIONS):
+                speedups.append([epoch, n, k, _num(table(n, k))])
         out.append({"profile": name, "rows": len(data[0]),
                     "params": [float(v) for v in params], "throughput": tput,
-                    "optimize": choices})  # fmt: skip
+                    "optimize": choices, "speedup": speedups})  # fmt: skip
     return out
 
 
@@ -204,6 +211,7 @@ def main():
     import applications
     import goodput
     import simulator
+    import speedup
 
     np.seterr(all="ignore")
     dump = {"source": "petuum/adaptdl osdi21-artifact simulator/", "models": {}}
@@ -217,7 +225,7 @@ def main():
                 float(app.max_local_bsz),
             ],
             "max_epochs": int(app.max_epochs),
-            "fits": _fits(app, goodput),
+            "fits": _fits(app, goodput, speedup),
             "efficiency": _efficiency(app, goodput),
             "epochs": _epochs(app),
             "measured": _measured(app),

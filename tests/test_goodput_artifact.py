@@ -38,6 +38,7 @@ from optsched.goodput.progress import (
     progress_at_epoch,
     progress_rate,
 )
+from optsched.goodput.speedup import SpeedupTable
 from optsched.goodput.traces import ModelTraces, read_model_traces
 from optsched.tolerances import within
 from tests.test_goodput_readers import DATA, artifact_dir
@@ -169,6 +170,29 @@ def test_formulas_with_their_parameters(model: str) -> None:
         stats = gradient_stats(t, bsz, epoch)
         assert within(stats.sqr, sqr, PARSE_TOL) and within(stats.var, var, PARSE_TOL)
         assert rel(float(efficiency(stats, lim.init_batch_size, bsz)), eff) <= PARSE_TOL
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_speedups_with_their_parameters(model: str) -> None:
+    """SPEEDUP(N, K) against the artifact's SpeedupFunction, given its fitted parameters."""
+    t = traces(model)
+    lim = t.limits()
+    for fit in dump()["models"][model]["fits"]:
+        params = ThroughputParams.from_vector(fit["params"])
+        assert fit["speedup"]
+        tables: dict[int, SpeedupTable] = {}
+        for epoch, n, k, value in fit["speedup"]:
+            if epoch not in tables:
+                stats = gradient_stats(t, lim.init_batch_size, epoch)
+                tables[epoch] = SpeedupTable(GoodputModel(params, stats, lim.init_batch_size), lim)
+            ours = tables[epoch](n, k)
+            # a ratio of two goodputs, each within FLOOR_TOL
+            assert abs(ours - value) <= 2 * FLOOR_TOL * max(value, 1.0), (
+                fit["profile"],
+                epoch,
+                n,
+                k,
+            )
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -254,3 +254,19 @@ def test_pollux_agent_profiles_fits_and_chooses() -> None:
     assert model is not None
     want = best_batch(model, LIMITS, 2, 8)
     assert agent.choose("44") == (want.atomic_bsz, want.accum_steps)
+
+
+def test_speedup_table() -> None:
+    from optsched.goodput.speedup import SpeedupTable
+
+    model = GoodputModel(P, GradientStats(1.0, 50.0), LIMITS.init_batch_size)
+    table = SpeedupTable(model, LIMITS)
+    assert table(0, 0) == 0.0
+    assert within(table(1, 1), 1.0, UTILITY_TOL)
+    for n, k in ((1, 4), (2, 8), (4, 16)):
+        want = best_batch(model, LIMITS, n, k).goodput / best_batch(model, LIMITS, 1, 1).goodput
+        assert within(table(n, k), want, UTILITY_TOL)
+        assert table(n, k) == table(n, k)  # memoized
+    # more GPUs on one node never slow this job down, but spanning nodes costs
+    assert table(1, 4) > table(1, 2) > 1.0
+    assert table(2, 4) < table(1, 4)

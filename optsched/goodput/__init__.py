@@ -12,6 +12,7 @@ module                             idea
 :mod:`~optsched.goodput.efficiency`  statistical efficiency from the gradient noise scale
 :mod:`~optsched.goodput.goodput`     goodput = throughput x efficiency
 :mod:`~optsched.goodput.batch`       each job's best batch size and accumulation for an allocation
+:mod:`~optsched.goodput.speedup`     a job's speedup table: best goodput on (N, K) over on one GPU
 :mod:`~optsched.goodput.traces`      the artifact's per-model measurements (reader, writer)
 :mod:`~optsched.goodput.workload`    the artifact's workload CSVs (reader, writer)
 :mod:`~optsched.goodput.progress`    progress in efficiency-weighted iterations, by epoch
