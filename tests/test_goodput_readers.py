@@ -207,3 +207,12 @@ def test_progress_helpers_refuse_what_the_traces_do_not_cover() -> None:
     with pytest.raises(InvalidInstanceError, match="epoch"):
         progress_at_epoch(t, 101)
     assert progress_at_epoch(t, 0) == 0.0
+
+
+def test_workload_row_budget() -> None:
+    from optsched import limits
+
+    with limits.override(max_trace_rows=100), pytest.raises(InvalidInstanceError) as err:
+        read_workload(DATA / "workload-6.csv")
+    assert "max_trace_rows" in str(err.value)
+    assert err.value.row == 102  # the header, 100 jobs, then the one over

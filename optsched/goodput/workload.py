@@ -26,9 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from optsched import limits
 from optsched.errors import InvalidInstanceError
 from optsched.traces._header import HeaderCSV
-from optsched.traces._rows import Rows, Table
+from optsched.traces._rows import Rows, Table, budget_error
 from optsched.traces.schema import BOUNDS
 
 __all__ = ["WORKLOAD_COLUMNS", "PolluxJob", "PolluxWorkload", "read_workload", "write_workload"]
@@ -101,10 +102,12 @@ def read_workload(path: str | Path) -> PolluxWorkload:
     """
     rows = Rows(path)
     csv = HeaderCSV(rows, required=list(WORKLOAD_COLUMNS))
-    table = Table(rows)  # for its row budget and duplicate-name checks
+    table = Table(rows)  # for its duplicate-name check
+    budget = limits.current().max_trace_rows
     jobs: list[PolluxJob] = []
     for f in csv:
-        table.check_budget()
+        if len(jobs) >= budget:
+            raise budget_error(path, budget, rows.row)
         name = rows.text(f["name"].strip(), "name", required=True)
         table.remember("name", name)
         jobs.append(
