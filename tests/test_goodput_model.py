@@ -270,3 +270,15 @@ def test_speedup_table() -> None:
     # more GPUs on one node never slow this job down, but spanning nodes costs
     assert table(1, 4) > table(1, 2) > 1.0
     assert table(2, 4) < table(1, 4)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "replicas", "field"),
+    [([math.nan], [1], "num_nodes"), ([1], [1.5], "num_replicas"), ([2], [1], "num_replicas")],
+)
+def test_measurements_refuse_bad_counts(
+    nodes: list[float], replicas: list[float], field: str
+) -> None:
+    with pytest.raises(InvalidInstanceError) as err:
+        StepMeasurements.of(nodes, replicas, [32], [0.1], [0.2])
+    assert err.value.field == field

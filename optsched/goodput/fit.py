@@ -94,6 +94,10 @@ class StepMeasurements:
             values = getattr(self, name)
             if not np.all(np.isfinite(values)) or np.any(values <= 0):
                 raise InvalidInstanceError(name, "every value must be finite and > 0")
+        for name in ("num_nodes", "num_replicas"):
+            values = getattr(self, name)
+            if not np.all(np.isfinite(values)) or np.any(values != np.floor(values)):
+                raise InvalidInstanceError(name, "every value must be a whole number")
         if np.any(self.num_nodes < 1) or np.any(self.num_replicas < self.num_nodes):
             raise InvalidInstanceError("num_replicas", "needs 1 <= num_nodes <= num_replicas")
 
