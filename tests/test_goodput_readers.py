@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from optsched.errors import InvalidInstanceError
+from optsched.goodput.artifact import ENV_VAR, read_job_types, read_workload_of, simulator_dir
 from optsched.goodput.traces import ARTIFACT_APPLICATIONS, ModelTraces, read_model_traces
 from optsched.goodput.workload import PolluxJob, PolluxWorkload, read_workload
 
@@ -17,9 +17,10 @@ DATA = Path(__file__).parent / "data" / "pollux"
 
 def artifact_dir() -> Path | None:
     """The artifact's ``simulator/`` folder, when a copy is at hand (see data/pollux/SOURCE.md)."""
-    default = Path.home() / ".cache" / "optsched" / "pollux-src" / "simulator"
-    path = Path(os.environ.get("OPTSCHED_POLLUX_SIMULATOR", default))
-    return path if (path / "traces").is_dir() else None
+    try:
+        return simulator_dir()
+    except InvalidInstanceError:
+        return None
 
 
 needs_artifact = pytest.mark.skipif(
@@ -216,3 +217,31 @@ def test_workload_row_budget() -> None:
         read_workload(DATA / "workload-6.csv")
     assert "max_trace_rows" in str(err.value)
     assert err.value.row == 102  # the header, 100 jobs, then the one over
+
+
+def test_simulator_dir_refuses_a_folder_without_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    with pytest.raises(InvalidInstanceError, match=ENV_VAR):
+        simulator_dir()
+    with pytest.raises(InvalidInstanceError, match="no traces"):
+        read_job_types(tmp_path)
+    # the shipped slice has the layout of the artifact's folder for what it holds
+    (tmp_path / "traces").symlink_to(DATA / "traces")
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "workload-6.csv").write_bytes((DATA / "workload-6.csv").read_bytes())
+    assert simulator_dir() == tmp_path
+    assert len(read_workload_of(6)) == 160
+    with pytest.raises(InvalidInstanceError, match="variant"):
+        read_workload_of(6, "3.0")
+    with pytest.raises(InvalidInstanceError, match="number"):
+        read_workload_of(9)
+
+
+@needs_artifact
+def test_read_everything_from_the_artifact() -> None:
+    types = read_job_types()
+    assert sorted(types) == sorted(ARTIFACT_APPLICATIONS)
+    for variant in ("1.0", "0.5", "1.5", "2.0", "realistic"):
+        assert read_workload_of(6, variant).applications

@@ -15,6 +15,7 @@ module                             idea
 :mod:`~optsched.goodput.speedup`     a job's speedup table: best goodput on (N, K) over on one GPU
 :mod:`~optsched.goodput.traces`      the artifact's per-model measurements (reader, writer)
 :mod:`~optsched.goodput.workload`    the artifact's workload CSVs (reader, writer)
+:mod:`~optsched.goodput.artifact`    where the artifact's folder is; all its job types and workloads
 :mod:`~optsched.goodput.progress`    progress in efficiency-weighted iterations, by epoch
 :mod:`~optsched.goodput.job`         one job advanced over an interval, as Pollux's simulator does
 :mod:`~optsched.goodput.agent`       Pollux's per-job agent: profile, refit, batch choice
