@@ -4,9 +4,9 @@ A job's *goodput* is its throughput (samples per second) times its statistical e
 one sample at its current batch size is worth against one at its initial batch), after Qiao et
 al., "Pollux: Co-adaptive Cluster Scheduling for Goodput-Optimized Deep Learning", OSDI 2021.
 
-=================================  =============================================================
-module                             idea
-=================================  =============================================================
+===================================  ===============================================================
+module                               idea
+===================================  ===============================================================
 :mod:`~optsched.goodput.throughput`  time per iteration from compute and all-reduce times
 :mod:`~optsched.goodput.fit`         fitting those parameters to measured step times
 :mod:`~optsched.goodput.efficiency`  statistical efficiency from the gradient noise scale
@@ -19,7 +19,7 @@ module                             idea
 :mod:`~optsched.goodput.progress`    progress in efficiency-weighted iterations, by epoch
 :mod:`~optsched.goodput.job`         one job advanced over an interval, as Pollux's simulator does
 :mod:`~optsched.goodput.agent`       Pollux's per-job agent: profile, refit, batch choice
-=================================  =============================================================
+===================================  ===============================================================
 """
 
 from __future__ import annotations
