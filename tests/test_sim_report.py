@@ -110,18 +110,23 @@ def _header(row: dict[str, str], title: str) -> tuple[str, float]:
 
 
 def _matches(cell: str, mean: float, ci: float, scale: float = 1.0) -> bool:
-    """Whether ``mean ± ci`` (in seconds / ``scale``) is what the cell shows: fixed decimals,
-    no exponent, each number within half a unit of its last decimal."""
+    """Whether ``mean [low, high]`` (in seconds / ``scale``) is what the cell shows: the
+    95% interval ``mean ± ci`` clipped at 0, fixed decimals, no exponent, each number within
+    half a unit of its last decimal."""
     assert "e+" not in cell and "e-" not in cell, cell
-    head, _, tail = cell.partition(" ± ")
+    head, _, tail = cell.partition(" [")
     if not math.isfinite(mean):
         return head == "-"
     decimals = len(head.partition(".")[2])
     half = 0.5 * 10.0**-decimals + 1e-12
     ok = abs(float(head) - mean / scale) <= half
     if math.isfinite(ci):
-        ok = ok and len(tail.partition(".")[2]) == decimals
-        ok = ok and abs(float(tail) - ci / scale) <= half
+        assert tail.endswith("]"), cell
+        low, high = (s.strip() for s in tail[:-1].split(","))
+        assert not low.startswith("-"), f"a negative lower end: {cell}"
+        for shown, want in ((low, max(mean - ci, 0.0)), (high, mean + ci)):
+            ok = ok and len(shown.partition(".")[2]) == decimals
+            ok = ok and abs(float(shown) - want / scale) <= half
     return ok and (bool(tail) == math.isfinite(ci))
 
 

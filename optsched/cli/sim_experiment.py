@@ -227,22 +227,19 @@ def experiment_command(
 
 
 def print_summary(summary: Any, name: str) -> None:
-    """The per-policy summary on stdout: mean ± CI half-width, times in one unit.
+    """The per-policy summary on stdout: mean [low, high] of the CI clipped at 0, times in one unit.
 
     The cells are those of the report's summary table
     (:func:`optsched.report.sweep.summary_table`); a group column every row shares (one
     trace, one cluster) is a line of the notes instead of a column.
     """
-    from optsched.report.sweep import summary_table
+    from optsched.report.sweep import CELL_NOTE, summary_table
 
     if not len(summary):
         say("no runs")
         return
     shown = summary_table(summary)
-    notes = [
-        "each cell: the mean over seeds ± the half-width of its 95% Student-t confidence "
-        "interval (none with one seed)"
-    ]
+    notes = [CELL_NOTE]
     keys = []
     for column in ("trace", "cluster", "cluster_scale", "load"):
         if column not in shown.columns:

@@ -173,13 +173,24 @@ def _fmt(value: Any) -> str:
 #: The summary's time metrics: shown in one unit chosen once per table (:func:`time_unit`).
 TIME_METRICS = frozenset({"jct_mean", "jct_p95", "makespan"})
 
+#: What a summary cell shows (the note under every summary table). Every summarized metric
+#: is a time, a count, a fraction or a gap above an optimum or a bound, so none is below 0:
+#: the interval is clipped at 0 there, as the figures' error bars are.
+CELL_NOTE = (
+    "each cell: the mean over seeds [low, high], the 95% Student-t interval over seeds "
+    "clipped at 0 (no interval with one seed)"
+)
+
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary as shown: ``mean ± ci`` strings per metric (same numbers as to_frame).
+    r"""The summary as shown: ``mean [low, high]`` strings per metric (same numbers as to_frame).
 
-    Every time column is in the one unit :func:`~optsched.report._text.time_unit` chooses
-    from the table's time means (named in the headers); each column's numbers, means and
-    half-widths, have one number of decimals and no exponent.
+    The interval is :math:`[\max(\bar x - h, 0),\ \bar x + h]` for the half-width
+    :math:`h` of the 95% Student-t interval (:data:`CELL_NOTE`): every metric is
+    non-negative, so no cell shows a negative lower end (a mean that is itself below 0, a
+    solver's rounding of a zero gap, keeps its unclipped interval). Every time column is in
+    the one unit :func:`~optsched.report._text.time_unit` chooses from the table's time means
+    (named in the headers); each column's numbers have one number of decimals and no exponent.
     """
     import pandas as pd
 
@@ -194,17 +205,23 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
         cis = [_number(v) / factor for v in summary.get(f"{metric}_ci", [math.nan] * len(means))]
         decimals = fixed_decimals([*means, *cis])
         header = title.replace("(s)", f"({unit})") if metric in TIME_METRICS else title
-        columns[header] = [
-            ("-" if not math.isfinite(m) else fixed(m, decimals))
-            + ("" if not math.isfinite(c) else f" ± {fixed(c, decimals)}")
-            for m, c in zip(means, cis, strict=True)
-        ]
+        columns[header] = [_cell(m, c, decimals) for m, c in zip(means, cis, strict=True)]
     rows = []
     for i, (_, r) in enumerate(summary.iterrows()):
         row: dict[str, Any] = {k: r[k] for k in (*GROUP_FIELDS, "policy", "seeds")}
         row.update({title: cells[i] for title, cells in columns.items()})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _cell(mean: float, half: float, decimals: int) -> str:
+    """``mean [low, high]``, the interval clipped at 0; the mean alone without an interval."""
+    if not math.isfinite(mean):
+        return "-"
+    if not math.isfinite(half):
+        return fixed(mean, decimals)
+    low = max(mean - half, 0.0) if mean >= 0.0 else mean - half
+    return f"{fixed(mean, decimals)} [{fixed(low, decimals)}, {fixed(mean + half, decimals)}]"
 
 
 def _number(value: Any) -> float:
@@ -648,8 +665,7 @@ def sweep_report(result: ExperimentResult | str | Path) -> SweepReport:
     shown = f"{len(runs)} runs, {len(policies)} policies, {len(_groups(runs))} groups"
     summary_section = Section(
         "Summary",
-        f"{shown}. Each cell is the mean over seeds ± the half-width of its 95% Student-t "
-        "confidence interval (no interval with one seed).",
+        f"{shown}. {CELL_NOTE[0].upper()}{CELL_NOTE[1:]}.",
         tables=[summary_table(summary)] if len(runs) else [],
     )
     if not len(runs):
