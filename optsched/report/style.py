@@ -273,7 +273,7 @@ def clipped_errors(
     r"""Asymmetric error-bar lengths of ``mean ± half`` with the lower end kept ``>= floor``.
 
     Returns the ``(2, n)`` array ``errorbar``/``bar`` take as ``yerr``: the lower length is
-    :math:`\\bar x - \\max(\\bar x - h, f)`, the upper :math:`h` (NaN half-widths draw none).
+    :math:`\bar x - \max(\bar x - h, f)`, the upper :math:`h` (NaN half-widths draw none).
     A metric that cannot be below ``floor`` (a time, a count, a ratio to a lower bound) gets no
     interval below it; the legend says the interval was clipped (:data:`INTERVAL_NOTE`).
     """
