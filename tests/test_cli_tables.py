@@ -47,7 +47,7 @@ COMMANDS: list[str] = [
     f"sim run {GAVEL} --cluster v100=4 --policy fifo",
     f"sim compare {GAVEL} --cluster v100=4,p100=4 --policies fifo,srtf,max-min-perf,"
     "tiresias-las --bound",
-    f"sim compare {ELASTICFLOW} --cluster v100=16 --policies fifo,srtf,tiresias-las,elasticflow "
+    f"sim compare {ELASTICFLOW} --cluster a100=16:8 --policies fifo,srtf,tiresias-las,elasticflow "
     "--offered-load 0.8 --bound",
     "sim sweep {jobs} --cluster v100=4 --policies fifo,srtf --scales 1,2 --n-jobs 1",
     f"trace info {ELASTICFLOW}",

@@ -71,18 +71,22 @@ def test_the_shipped_example_plugin_runs_from_anywhere(
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     trace = ROOT / "tests" / "data" / "traces" / "gavel" / "physical_cluster_small_test.trace"
-    code, out = _invoke(
-        "sim",
-        "compare",
-        str(trace),
-        "--cluster",
-        "v100=2,k80=2",
-        "--policies",
-        "fifo,fewest-gpus",
-        "--plugin",
-        str(dest / "my_policy.py"),
-        "--json",
-    )
+    try:
+        code, out = _invoke(
+            "sim",
+            "compare",
+            str(trace),
+            "--cluster",
+            "v100=2,k80=2",
+            "--policies",
+            "fifo,fewest-gpus",
+            "--plugin",
+            str(dest / "my_policy.py"),
+            "--json",
+        )
+    finally:
+        # a plug-in registers for the process: forgotten, so "all" elsewhere stays the built-ins
+        _forget("fewest-gpus", "my_policy")
     assert code == 0
     rows = json.loads(out)["policies"]
     assert [r["policy"] for r in rows] == ["fifo", "fewest-gpus"]
@@ -184,7 +188,10 @@ def test_a_plugin_module_name_resolves_beside_its_experiment(
         'policies = ["fifo", "fewest-gpus-beside"]\nplugins = ["beside_policy"]\n'
     )
     monkeypatch.chdir(tmp_path)  # neither cwd nor sys.path holds the study's folder
-    loaded = load_experiment(study / "s.toml", allow_plugins=True)
+    try:
+        loaded = load_experiment(study / "s.toml", allow_plugins=True)
+    finally:
+        _forget("fewest-gpus-beside", "beside_policy")
     assert loaded.experiment.plugins == ["beside_policy"]
 
 
@@ -216,3 +223,14 @@ def test_the_build_needs_exactly_the_docs_extra() -> None:
         except metadata.PackageNotFoundError:
             pass
     assert sorted(docs.missing_build_modules()) == sorted(set(names) - set(installed))
+
+
+def _forget(policy: str, module: str) -> None:
+    """Unregister a plug-in's policy and drop its module (the registry is the process's)."""
+    import sys
+
+    from optsched.sim.policies import policy_names, unregister_policy
+
+    if policy in policy_names():
+        unregister_policy(policy)
+    sys.modules.pop(module, None)

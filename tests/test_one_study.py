@@ -405,7 +405,9 @@ def test_a_store_labelled_by_registry_names_is_refused_on_resume(
     loaded = load_experiment(study / "study.toml")
     # the config a store made before had: the same file, no labels (srtf-perf was "srtf")
     before = {"experiment_sha256": loaded.sha256, "spec": loaded.experiment.to_dict()}
-    before["default_throughputs"] = "by content: Gavel's table for Gavel job types with step counts"
+    from optsched.runs.experiment import DEFAULT_THROUGHPUTS_RULE
+
+    before["default_throughputs"] = DEFAULT_THROUGHPUTS_RULE  # the same rule: labels differ
     with RunStore(study / "old.sqlite", kind=KIND, config=before):
         pass
     with pytest.raises(InvalidInstanceError) as info:

@@ -38,6 +38,9 @@ NOT_FAMILIES = {
     # a learned system of the placement problem: its decisions are the placement family's
     # snapshots (PlacementInstance), each judged against that family's exact ILP
     "harmony",
+    # the goodput model of adaptive jobs (Pollux's throughput, efficiency and batch choice): a
+    # world's job model, not yet a family with its own exact model and algorithms
+    "goodput",
 }
 #: Problem packages: their subpackages are the families.
 PROBLEMS = {"online", "comm", "allocation"}

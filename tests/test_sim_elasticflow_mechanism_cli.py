@@ -151,7 +151,7 @@ def test_a_trace_world_starts_its_rounds_with_the_first_job(tmp_path: Path) -> N
     on an empty cluster, not at the next multiple of 60 s of the trace's clock."""
     trace = tmp_path / "c.csv"
     trace.write_text(EF_HEADER + "A,2266647,3000,bert,2267647,128,1,600\n")
-    world = world_from_trace(read_trace(trace), "gpu=1")
+    world = world_from_trace(read_trace(trace), "gpu=1", "uniform")
     assert world.jobs[0].arrival == 0.0
     res = simulate(world, "fifo", round_seconds=60.0)
     assert res.first_start == [0.0] and not math.isnan(res.completion[0])

@@ -934,6 +934,8 @@ SIM_SEED_FILES = {
 }
 
 _SIM_CLUSTER = "v100=16,p100=16,k80=16"
+#: The cluster of the traces of ElasticFlow's profiled models (its A100 table is their default).
+_EF_CLUSTER = "a100=16:8"
 
 #: ``{f}`` is the mutant; ``{trace-normalized}`` etc. a valid seed; ``{out}`` a fresh folder.
 SIM_TARGETS: dict[str, list[list[str]]] = {
@@ -941,7 +943,16 @@ SIM_TARGETS: dict[str, list[list[str]]] = {
         name: [
             ["trace", "info", "{f}", "--json"],
             ["trace", "convert", "{f}", "{out}/c.csv", "--json"],
-            ["sim", "run", "{f}", "--cluster", _SIM_CLUSTER, "--policy", "fifo", "--json"],
+            [
+                "sim",
+                "run",
+                "{f}",
+                "--cluster",
+                _EF_CLUSTER if name in ("trace-elasticflow", "trace-normalized") else _SIM_CLUSTER,
+                "--policy",
+                "fifo",
+                "--json",
+            ],
         ]
         for name in (*TRACE_SEEDS, "trace-normalized")
         if not name.startswith("trace-pai")
@@ -979,7 +990,7 @@ SIM_TARGETS: dict[str, list[list[str]]] = {
             "sweep",
             "{trace-normalized}",
             "--cluster",
-            "v100=16",
+            _EF_CLUSTER,
             "--policies",
             "fifo,srtf",
             "-j",
@@ -1023,15 +1034,15 @@ SIM_OPTION_CASES: list[tuple[list[str], str, list[str]]] = [
     (
         ["sim", "sweep", "{trace-normalized}", "--policies", "fifo", "--json"],
         "--cluster",
-        ["v100=0", "v100=1e999", "=4"],
+        ["a100=0", "a100=1e999", "=4"],
     ),
     (
-        ["sim", "sweep", "{trace-normalized}", "--cluster", "v100=16", "--json"],
+        ["sim", "sweep", "{trace-normalized}", "--cluster", _EF_CLUSTER, "--json"],
         "-j",
         ["0", "-1000", "1000", "abc"],
     ),
     (
-        ["sim", "compare", "{trace-normalized}", "--cluster", "v100=16", "--json"],
+        ["sim", "compare", "{trace-normalized}", "--cluster", _EF_CLUSTER, "--json"],
         "--time-limit",
         ["nan", "inf", "-1", "0", "1e-300"],
     ),
@@ -1064,7 +1075,7 @@ def make_sim_seeds(directory: Path) -> dict[str, Path]:
         "from optsched.traces import read_trace\n"
         "from optsched.sim import parse_cluster\n"
         "from optsched.sim.compare import world_from_trace\n"
-        "world = world_from_trace(read_trace(sys.argv[1]), parse_cluster('v100=16'), None)\n"
+        "world = world_from_trace(read_trace(sys.argv[1]), parse_cluster('v100=16'), 'uniform')\n"
         "world.save(sys.argv[2])\n"
     )
     done = subprocess.run(
