@@ -258,3 +258,62 @@ def test_both_wake_up_cases_happen_on_a_long_busy_world() -> None:
     assert record.all_finished and record.extra["wakeups"] > 0
     assert checked.exact_cases > 0 and checked.after_arrival_cases > 0
     assert simulate(world, Tiresias("las", thresholds=(2.0, 9.0, 30.0))).events == record.events
+
+
+def test_gittins_demand_is_built_on_first_use_and_las_never_builds_it() -> None:
+    """2D-LAS never reads the demand distribution: its reset builds none (one rate look-up
+    per job and run saved); 2D-Gittins builds it at its first index, the same as eagerly."""
+    from optsched.sim import ClusterSpec, GpuType
+    from optsched.sim.world.generate import generate_job_table
+
+    frame = generate_job_table(60, seed=3, mean_interarrival=2.0, mu=2.0, sigma=1.0)
+    cluster = ClusterSpec(gpu_types=(GpuType(name="v100", count=8, gpus_per_server=4),))
+    world = World.from_frame(frame, cluster)
+    las = Tiresias("las")
+    simulate(world, las)
+    assert las._demand is None
+    gittins = Tiresias("gittins")
+    gittins.reset(world)
+    assert gittins._demand is None
+    demand = sorted(
+        j.num_gpus * j.work / world.rate(j, world.throughputs.reference) for j in world.jobs
+    )
+    a, delta = demand[len(demand) // 2] / 2, demand[-1] / 4
+    alive = [d - a for d in demand if d > a]
+    expected = (sum(r <= delta for r in alive) / len(alive)) / (
+        sum(min(r, delta) for r in alive) / len(alive)
+    )
+    assert gittins.gittins(a, delta) == pytest.approx(expected, rel=1e-12)
+    assert gittins._demand is not None and list(gittins._demand) == demand
+
+
+def test_engine_kept_rates_are_the_worlds() -> None:
+    """The rates and consolidated-gang checks the engine keeps per (job, type, size) are the
+    world's, on a preemptive run that starts the same jobs many times."""
+    from optsched.sim import ClusterSpec, GpuType
+    from optsched.sim.world.generate import generate_job_table
+
+    frame = generate_job_table(
+        80,
+        seed=5,
+        mean_interarrival=2.0,
+        mu=2.0,
+        sigma=1.0,
+        gangs=(1, 2, 4, 8),
+        gang_weights=(0.4, 0.3, 0.2, 0.1),
+    )
+    cluster = ClusterSpec(gpu_types=(GpuType(name="v100", count=16, gpus_per_server=4),))
+    world = World.from_frame(frame, cluster)
+    from optsched.sim.engine.bounds import default_horizon, event_bound
+
+    policy = Tiresias("las", thresholds=(2.0, 9.0, 30.0))
+    policy.reset(world)
+    horizon, budget = default_horizon(world, None), policy.max_wakeups(world)
+    engine = Engine(world, policy, None, horizon, budget, event_bound(world, None, horizon, budget))
+    record = engine.run()
+    assert record.all_finished and sum(st.preemptions for st in engine.states) > 0
+    assert engine._rates and engine._runs
+    for (i, gpu_type, consolidated, n), rate in engine._rates.items():
+        assert rate == world.rate(world.jobs[i], gpu_type, consolidated, num_gpus=n)
+    for (i, gpu_type, n), runs in engine._runs.items():
+        assert runs == (world.rate(world.jobs[i], gpu_type, True, num_gpus=n) > 0)

@@ -227,8 +227,17 @@ class Placement(Colocation):
         return free
 
     def _runs_on(self, i: int, g: Grant) -> bool:
-        """Whether job ``i`` progresses on a consolidated gang of the grant's type and size."""
-        return self.world.rate(self.jobs[i], g.gpu_type, True, num_gpus=self._need(i, g)) > 0
+        """Whether job ``i`` progresses on a consolidated gang of the grant's type and size.
+
+        A function of the job, the type and the size (the world does not change during a
+        run): kept, since a preemptive policy grants the same job again and again.
+        """
+        n = self.jobs[i].num_gpus if g.num_gpus is None else g.num_gpus
+        key = (i, g.gpu_type, n)
+        runs = self._runs.get(key)
+        if runs is None:
+            runs = self._runs[key] = self.world.rate(self.jobs[i], g.gpu_type, True, num_gpus=n) > 0
+        return runs
 
     def _consolidated_room(self, fr: FreeServers, gpu_type: str, n: int) -> GrantPlacement | None:
         """A consolidated placement of ``n`` GPUs in ``fr`` (taken from it), or ``None``."""

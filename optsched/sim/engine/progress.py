@@ -208,6 +208,16 @@ class Progress(EngineState):
         gps = self.types[placement.gpu_type].gpus_per_server
         job = self.jobs[i]
         schedule = job.batch_schedule
+        if partner < 0 and schedule is None:
+            # alone and without batch phases: a function of the job, the type, the gang and
+            # whether it is consolidated (the world does not change during a run), kept, since
+            # a preemptive policy starts the same job again and again
+            n = placement.num_gpus
+            key = (i, placement.gpu_type, placement.consolidated(gps), n)
+            rate = self._rates.get(key)
+            if rate is None:
+                rate = self._rates[key] = self.world.rate(job, key[1], key[2], num_gpus=n)
+            return rate
         return self.world.rate(
             job,
             placement.gpu_type,

@@ -89,6 +89,10 @@ class EngineState:
         # the placement and rate of each job the current placement fits on free servers, for
         # its start (the rate found when the fit was checked for a zero rate)
         self._fit_rates: dict[int, tuple[GrantPlacement, float]] = {}
+        # whether a job progresses on a consolidated gang of a type and size, by (job, type, size)
+        self._runs: dict[tuple[int, str, int], bool] = {}
+        # a lone job's rate without batch phases, by (job, type, consolidated, size)
+        self._rates: dict[tuple[int, str, bool, int], float] = {}
         self._fast = False  # the current decision is carried out at the cost of its changes
         self._seq = 0  # entries into the running jobs so far
         # the decisions carried out incrementally so far; each running job

@@ -114,7 +114,8 @@ class Tiresias(OrderPolicy):
         self._promotions: dict[str, int] = {}
         self._due: dict[str, float] = {}
         self._due_heap: list[tuple[float, str]] = []
-        self._demand = np.zeros(0)
+        self._world: World | None = None
+        self._demand: np.ndarray | None = None  # every job's demand, sorted (built when used)
         self._skew: dict[int, bool] = {}
         # predicted threshold crossings of the running jobs (sorted running jobs, 2D-LAS):
         # (time, version, job index, state), the valid version per job
@@ -131,7 +132,7 @@ class Tiresias(OrderPolicy):
         self._arrivals: list[float] = []
 
     def reset(self, world: World) -> None:
-        """Clear queues and promotion state; build the demand distribution for Gittins."""
+        """Clear queues and promotion state (the demand distribution for Gittins: on first use)."""
         super().reset(world)
         self._base = {}
         self._promotions = {}
@@ -147,14 +148,9 @@ class Tiresias(OrderPolicy):
         self.work_conserving = not (
             self.skewed and any(j.model.lower().startswith(self.skewed) for j in world.jobs)
         )
-        ref = world.throughputs.reference
-        demand = []
-        for j in world.jobs:
-            rate = world.rate(j, ref) if ref in world.cluster.names else 0.0
-            if rate <= 0:
-                rate = max(world.rate(j, t) for t in world.cluster.names)
-            demand.append(j.num_gpus * j.work / rate if rate > 0 else math.inf)
-        self._demand = np.sort(np.asarray(demand, dtype=float))
+        # the demand distribution is built when first used (2D-Gittins; 2D-LAS never reads it)
+        self._world = world
+        self._demand = None
 
     def max_wakeups(self, world: World) -> int:
         """Each wake-up is a predicted threshold crossing or promotion: ``2 n (K + 1) (P + 1)``.
@@ -172,12 +168,28 @@ class Tiresias(OrderPolicy):
     def _queue(self, s: JobState) -> int:
         return bisect.bisect_right(self.thresholds, self._service(s) + TIME_TOL)
 
+    @staticmethod
+    def _demand_of(world: World | None) -> np.ndarray:
+        """Every job's GPU-time demand on ``world``, sorted (empty before :meth:`reset`)."""
+        if world is None:
+            return np.zeros(0)
+        ref = world.throughputs.reference
+        demand = []
+        for j in world.jobs:
+            rate = world.rate(j, ref) if ref in world.cluster.names else 0.0
+            if rate <= 0:
+                rate = max(world.rate(j, t) for t in world.cluster.names)
+            demand.append(j.num_gpus * j.work / rate if rate > 0 else math.inf)
+        return np.sort(np.asarray(demand, dtype=float))
+
     def gittins(self, a: float, delta: float) -> float:
         r"""Gittins index of service ``a`` with quantum ``delta`` on the trace's demand.
 
         Complexity: :math:`O(\log n + m)` for :math:`m` jobs with demand above ``a``.
         """
         d = self._demand
+        if d is None:
+            d = self._demand = self._demand_of(self._world)
         alive = d[np.searchsorted(d, a, side="right") :]
         if len(alive) == 0:
             return math.inf
