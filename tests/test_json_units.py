@@ -45,6 +45,10 @@ COMMANDS: list[str] = [
     "placement solve {placement} --objective traffic",
     "placement compare {placement}",
     "tensorlights compare --generate",
+    "harmony place --jobs 6 --seed 2",
+    "harmony compare --jobs 4 --policies harmony,pairwise-ilp --gaps",
+    "harmony train --reward true --iterations 2 --episodes 1 --jobs 3 --servers 3 --types 3"
+    " -o {harmony_model}",
     f"sim run {GAVEL} --cluster v100=4 --policy fifo",
     f"sim compare {GAVEL} --cluster v100=4,p100=4 --policies fifo,srtf,max-min-perf --bound",
     "sim sweep {jobs} --cluster v100=4 --policies fifo,srtf --scales 1,2 --n-jobs 1",
@@ -67,9 +71,7 @@ def numeric_leaves(obj: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, 
 def missing_units(document: dict[str, Any]) -> set[str]:
     """The numeric leaves of ``document`` its ``units`` map does not name."""
     units = document.get("units", {})
-    return {
-        ".".join(path) for path in numeric_leaves(document) if unit_entry(path, units) is None
-    }
+    return {".".join(path) for path in numeric_leaves(document) if unit_entry(path, units) is None}
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +88,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             ("pace_sweep", "pace_sweep.csv"),
             ("ratio", "ratio"),
             ("jobs", "jobs.csv"),
+            ("harmony_model", "m.npz"),
         )
     }
     for line in (

@@ -12,6 +12,7 @@ TensorLights in seconds, profiles in milliseconds, bytes and FLOPs. The simulato
 from __future__ import annotations
 
 __all__ = [
+    "HARMONY_UNITS",
     "OASIS_UNITS",
     "PACE_UNITS",
     "PLACEMENT_UNITS",
@@ -234,3 +235,22 @@ _FAMILY_UNITS: dict[str, dict[str, str]] = {
 def family_units(name: str) -> dict[str, str]:
     """The unit table of family ``name`` (empty for a family without one)."""
     return _FAMILY_UNITS.get(name, {})
+
+
+#: Harmony (``harmony place/compare/train``): seconds, CPU time, costs relative to a lone job.
+HARMONY_UNITS: dict[str, str] = {
+    **dict.fromkeys(("avg_jct_s", "makespan_s", "jct_median_s", "jct_p95_s", "jct_s"), "s"),
+    "cpu_s": "s (CPU)",
+    "mean_decision_cpu_ms": "ms (CPU)",
+    "mean_true_cost": "true cost (1 = the job alone on one free server)",
+    "mean_pairwise_objective": "cost (the pairwise model's objective)",
+    **dict.fromkeys(("jct_ratio", "ratios", "mean", "median", "max"), "ratio"),
+    "fraction_optimal": "fraction",
+    **dict.fromkeys(("jobs", "decisions", "iteration", "trivial.*"), "count"),
+    **dict.fromkeys(("workers", "ps"), "tasks"),
+    "servers": "server index",
+    "job": "job index",
+    "type": "job type index",
+    "loss": "loss (training objective)",
+    "reward": "reward (mean episode return)",
+}
