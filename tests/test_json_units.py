@@ -39,6 +39,9 @@ COMMANDS: list[str] = [
     "oasis ratio --instances 1 --jobs 3 --horizon 4 --worker-servers 2 --ps-servers 2 -o {ratio}",
     "profile resnet50",
     "profile resnet50 --layers",
+    "profile resnet50 -o {profile}",
+    "pace run resnet50 --workers 8 --bandwidth 10 -o {pace_run}",
+    "placement solve {placement} --objective max-load -o {placed}",
     "pace run resnet50 --workers 8 --bandwidth 10",
     "pace sweep resnet18 --bandwidths 1,10 --workers 4 -o {pace_sweep}",
     "placement solve {placement} --objective servers",
@@ -89,6 +92,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             ("ratio", "ratio"),
             ("jobs", "jobs.csv"),
             ("harmony_model", "m.npz"),
+            ("profile", "profile.json"),
+            ("pace_run", "pace_run.json"),
+            ("placed", "placed.json"),
         )
     }
     for line in (

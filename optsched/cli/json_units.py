@@ -99,6 +99,7 @@ PACE_UNITS: dict[str, str] = {
     **dict.fromkeys(
         (
             "iteration_time",
+            "iteration_time.*",
             "lower_bound",
             "compute_ms",
             "forward_ms",

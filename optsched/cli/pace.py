@@ -244,9 +244,8 @@ def run_cmd(
         times = {name: r.iteration_time for name, r in result.results.items()}
         headline = {"model": report["model"], "time_unit": "ms", "fastest": result.fastest}
         headline |= {"lower_bound": result.lower_bound, "iteration_time": times}
-        print_written(
-            output, "pace-report" if output.suffix.lower() == ".json" else "csv", headline
-        )
+        written = "pace-report" if output.suffix.lower() == ".json" else "csv"
+        print_written(output, written, headline, PACE_UNITS)
         return
     if as_json:
         print_json(with_units(report, PACE_UNITS))
