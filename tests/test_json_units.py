@@ -30,6 +30,8 @@ DATA_MAPS = frozenset({"top", "gpu_demand", "units", "policy_specs"})
 
 #: The commands; ``{name}`` is a file of the fixture.
 COMMANDS: list[str] = [
+    "limits",
+    "profile --list",
     "oasis generate --jobs 3 --worker-servers 2 --ps-servers 2 --horizon 4 --seed 2 -o {inst2}",
     "validate {inst} {sched}",
     "oasis offline {inst}",

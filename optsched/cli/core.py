@@ -25,7 +25,7 @@ from optsched.cli.common import (
     wide_option,
     with_units,
 )
-from optsched.cli.json_units import family_units
+from optsched.cli.json_units import LIMITS_UNITS, family_units
 from optsched.errors import InvalidInstanceError
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def limits_cmd(as_json: bool) -> None:
 
     budget = limits.current().describe()
     if as_json:
-        print_json({"limits": budget})
+        print_json(with_units({"limits": budget}, LIMITS_UNITS))
         return
     table = TextTable(box="simple")
     for header, justify in (("limit", "left"), ("value", "right"), ("raise with", "left")):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = [
     "HARMONY_UNITS",
+    "LIMITS_UNITS",
     "OASIS_UNITS",
     "PACE_UNITS",
     "PLACEMENT_UNITS",
@@ -254,4 +255,22 @@ HARMONY_UNITS: dict[str, str] = {
     "type": "job type index",
     "loss": "loss (training objective)",
     "reward": "reward (mean episode return)",
+}
+
+
+#: ``optsched limits``: each size budget in what it counts.
+LIMITS_UNITS: dict[str, str] = {
+    "max_*_bytes": "bytes",
+    **dict.fromkeys(("max_trace_rows", "max_convert_rows"), "rows"),
+    "max_json_depth": "nesting levels",
+    "max_int_digits": "digits",
+    "max_model_variables": "variables (or constraint rows) per model",
+    "max_array_cells": "array cells",
+    "max_events": "events",
+    "max_exact_job_rounds": "job-rounds (jobs x rounds)",
+    "max_schedule_epochs": "epochs",
+    "max_checkpoint_weights": "weights",
+    "max_harmony_servers": "servers",
+    "max_harmony_types": "job types",
+    "max_harmony_job_tasks": "tasks per job",
 }

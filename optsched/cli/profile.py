@@ -171,7 +171,7 @@ def profile_cmd(
     if list_only:
         report = _list_report()
         if as_json:
-            print_json(report)
+            print_json(with_units(report, PROFILE_UNITS))
         else:
             _print_list(report["profiles"])
         return
