@@ -74,14 +74,21 @@ def test_json_is_a_summary_unless_layers_or_a_file(capsys, tmp_path):
     assert summary["total_params"] == 25_557_032 and summary["n_layers"] == 107
     code, out, _ = _run(capsys, "profile", "resnet50", "--json", "--layers")
     full = json.loads(out)
-    assert {k: v for k, v in full.items() if k not in ("tensors", "layers")} == summary
+    # each document's units map names the fields it holds: the full one's covers the summary's
+    rest = ("tensors", "layers", "units")
+    assert {k: v for k, v in full.items() if k not in rest} == {
+        k: v for k, v in summary.items() if k != "units"
+    }
+    assert summary["units"].items() <= full["units"].items()
     # -o: the whole report in the file, one line naming it on stdout
     path = tmp_path / "resnet50.json"
     code, out, _ = _run(capsys, "profile", "resnet50", "--json", "-o", str(path))
     assert code == 0 and len(out.strip().splitlines()) == 1
     line = json.loads(out)
     assert line["output"] == str(path) and line["total_params"] == 25_557_032
-    assert json.loads(path.read_text()) == full
+    # the file is the report itself; the units map is part of what is printed
+    assert json.loads(path.read_text()) == {k: v for k, v in full.items() if k != "units"}
+    assert line["units"]["total_params"] == "parameters"
 
 
 def test_user_file_by_path(capsys, tmp_path):

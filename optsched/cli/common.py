@@ -12,6 +12,7 @@ anything else.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import math
 import sys
@@ -51,7 +52,10 @@ __all__ = [
     "solver_options",
     "table_width",
     "to_jsonable",
+    "unit_entry",
+    "units_map",
     "wide_option",
+    "with_units",
 ]
 
 EXIT_OTHER = 1
@@ -386,13 +390,85 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def print_written(output: Path, written: str, headline: dict[str, Any]) -> None:
+def unit_entry(path: Sequence[str], table: dict[str, str]) -> str | None:
+    """The entry of ``table`` naming the unit of the field at ``path`` (``None``: none does).
+
+    ``path`` is the field's chain of keys from the document's top (lists add nothing). An
+    entry is a field name, or dotted names with ``*`` wildcards matched against the last keys
+    of the chain; an exact name wins, else the first entry (in the table's order) that matches.
+
+    >>> table = {"jct_mean": "s", "gap_*": "fraction", "bounds.*.value": "s"}
+    >>> unit_entry(["policies", "gap_makespan"], table), unit_entry(["bounds", "m", "value"], table)
+    ('gap_*', 'bounds.*.value')
+    >>> unit_entry(["value"], table) is None
+    True
+    """
+    if not path:
+        return None
+    if path[-1] in table:
+        return path[-1]
+    for entry in table:
+        parts = entry.split(".")
+        if len(parts) <= len(path) and all(
+            fnmatch.fnmatchcase(key, part)
+            for key, part in zip(path[-len(parts) :], parts, strict=True)
+        ):
+            return entry
+    return None
+
+
+def units_map(document: Any, table: dict[str, str]) -> dict[str, str]:
+    """The entries of ``table`` naming the fields ``document`` holds, at any depth, sorted.
+
+    A document's ``units`` map holds only the fields it has, so a reader sees at once the unit
+    of every number on the page (a map of every field of a family would bury them). An
+    existing ``units`` key is not walked, and a key whose value holds a map
+    (``"jobs": [{...}]``) is a section, not a field: only its fields get units. Linear in the
+    document's size times the table's.
+
+    >>> units_map({"rows": [{"jct_mean": 1.0, "gap_x": 0.1}]}, {"jct_mean": "s", "gap_*": "1"})
+    {'gap_*': '1', 'jct_mean': 's'}
+    """
+    found: set[str] = set()
+    stack: list[tuple[Any, tuple[str, ...]]] = [(document, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                where = (*path, str(key))
+                entry = unit_entry(where, table)
+                if entry is not None and not _holds_map(value):
+                    found.add(entry)
+                if key != "units":
+                    stack.append((value, where))
+        elif isinstance(node, list):
+            stack.extend((item, path) for item in node)
+    return {key: table[key] for key in sorted(found)}
+
+
+def _holds_map(value: Any) -> bool:
+    """``value`` is a map or a list holding one, at any depth."""
+    if isinstance(value, list):
+        return any(_holds_map(item) for item in value)
+    return isinstance(value, dict)
+
+
+def with_units(document: dict[str, Any], table: dict[str, str]) -> dict[str, Any]:
+    """``document`` with its ``units`` map (:func:`units_map` of ``table``) added."""
+    return {**document, "units": units_map(document, table)}
+
+
+def print_written(
+    output: Path, written: str, headline: dict[str, Any], units: dict[str, str] | None = None
+) -> None:
     """``--json -o FILE``: one line on stdout saying what was written where, and the headline.
 
     The file holds the full result; printing it again would bury the few numbers a reader
     wants, so the JSON object is ``{"output": FILE, "written": what, **headline}`` on one line.
     """
     payload = {"output": str(output), "written": written, **headline}
+    if units is not None:
+        payload = with_units(payload, units)
     sys.stdout.write(dumps(payload, indent=None) + "\n")
     sys.stdout.flush()
 

@@ -23,7 +23,9 @@ from optsched.cli.common import (
     print_json,
     say,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import LIMITS_UNITS, family_units
 from optsched.errors import InvalidInstanceError
 
 if TYPE_CHECKING:
@@ -162,7 +164,7 @@ def validate_cmd(instance: Path, schedule: Path | None, as_json: bool) -> None:
     family = get_family(family_for_kind(kind_of(load_data(instance))))
     report = validate_files(family, instance, schedule)
     if as_json:
-        print_json(report)
+        print_json(with_units(report, family_units(family.name)))
     else:
         for line in report.get("lines") or []:
             say(line)
@@ -232,7 +234,7 @@ def limits_cmd(as_json: bool) -> None:
 
     budget = limits.current().describe()
     if as_json:
-        print_json({"limits": budget})
+        print_json(with_units({"limits": budget}, LIMITS_UNITS))
         return
     table = TextTable(box="simple")
     for header, justify in (("limit", "left"), ("value", "right"), ("raise with", "left")):

@@ -39,7 +39,9 @@ from optsched.cli.common import (
     output_option,
     print_json,
     say,
+    with_units,
 )
+from optsched.cli.json_units import HARMONY_UNITS
 
 __all__ = ["harmony", "register"]
 
@@ -181,7 +183,7 @@ def train(
         "curve": result.curve,
     }
     if as_json:
-        print_json(payload)
+        print_json(with_units(payload, HARMONY_UNITS))
     else:
         first, last = result.curve[0], result.curve[-1]
         err_console.print(
@@ -237,7 +239,7 @@ def place(
         ],
     }
     if as_json:
-        print_json(payload)
+        print_json(with_units(payload, HARMONY_UNITS))
         return
     s = run.summary()
     click.echo(
@@ -305,7 +307,7 @@ def compare(
     else:
         out["exact"] = {}
     if as_json:
-        print_json(out)
+        print_json(with_units(out, HARMONY_UNITS))
         return
     for rec in out["policies"]:
         ratio = "" if rec["jct_ratio"] is None else f"  x{rec['jct_ratio']:.2f}"

@@ -22,7 +22,9 @@ from optsched.cli.common import (
     say,
     solver_options,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import OASIS_UNITS
 
 __all__ = ["GENERATOR_FLAGS", "generator_flags", "oasis", "register"]
 
@@ -97,15 +99,18 @@ def generate_cmd(
     )
     if as_json:
         print_json(
-            {
-                "output": str(output),
-                "jobs": n_jobs,
-                "worker_servers": worker_servers,
-                "ps_servers": ps_servers,
-                "horizon": horizon,
-                "seed": seed,
-                "scale": scale,
-            }
+            with_units(
+                {
+                    "output": str(output),
+                    "jobs": n_jobs,
+                    "worker_servers": worker_servers,
+                    "ps_servers": ps_servers,
+                    "horizon": horizon,
+                    "seed": seed,
+                    "scale": scale,
+                },
+                OASIS_UNITS,
+            )
         )
 
 
@@ -150,10 +155,10 @@ def offline_cmd(
         headline = {k: v for k, v in res.to_dict().items() if k != "solution"}
         headline["admitted"] = sum(1 for js in res.solution.jobs if js.admitted)
         headline["jobs"] = len(res.solution.jobs)
-        print_written(output, "oasis-schedule", headline)
+        print_written(output, "oasis-schedule", headline, OASIS_UNITS)
         return
     if as_json:
-        print_json(res.to_dict())
+        print_json(with_units(res.to_dict(), OASIS_UNITS))
         return
     _print_offline(inst, res)
     if output is not None and res.solution is not None:

@@ -22,7 +22,9 @@ from optsched.cli.common import (
     say,
     solver_options,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import OASIS_UNITS
 
 __all__ = ["ALGORITHMS", "make_algorithm", "register"]
 
@@ -140,7 +142,7 @@ def online_cmd(
     if output is not None:
         run.schedule.save(output)
     if as_json:
-        print_json(run.to_dict(with_prices=with_prices))
+        print_json(with_units(run.to_dict(with_prices=with_prices), OASIS_UNITS))
         return
     cr = run.certified_ratio
     summary = (
@@ -218,7 +220,7 @@ def check_cmd(
             threads=solver_opts.threads,
         )
     if as_json:
-        print_json(rep.to_dict())
+        print_json(with_units(rep.to_dict(), OASIS_UNITS))
     else:
         _print_check(algorithm, inst, rep)
     if not rep.valid or rep.holds["alg_le_opt"] is False or rep.holds["opt_le_dual"] is False:
@@ -363,7 +365,8 @@ def ratio_cmd(
     summary = sweep_summary(records)
     unproven = [r["seed"] for r in records if r["opt"] is None]
     if as_json:
-        print_json({"summary": summary, "output": str(output), "records": records})
+        payload = {"summary": summary, "output": str(output), "records": records}
+        print_json(with_units(payload, OASIS_UNITS))
     else:
         # The summary is the command's result, so it goes to stdout where it can be piped or
         # redirected; the progress display above and the note on written files stay on stderr.

@@ -32,7 +32,9 @@ from optsched.cli.common import (
     say,
     solver_options,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import PACE_UNITS
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["FLAGS", "pace", "register"]
@@ -242,12 +244,11 @@ def run_cmd(
         times = {name: r.iteration_time for name, r in result.results.items()}
         headline = {"model": report["model"], "time_unit": "ms", "fastest": result.fastest}
         headline |= {"lower_bound": result.lower_bound, "iteration_time": times}
-        print_written(
-            output, "pace-report" if output.suffix.lower() == ".json" else "csv", headline
-        )
+        written = "pace-report" if output.suffix.lower() == ".json" else "csv"
+        print_written(output, written, headline, PACE_UNITS)
         return
     if as_json:
-        print_json(report)
+        print_json(with_units(report, PACE_UNITS))
         return
     _print_comparison(result)
 
@@ -349,10 +350,11 @@ def solve_cmd(
             output.write_text(dumps(payload) + "\n", encoding="utf-8")
     if as_json and output is not None:
         headline = {k: v for k, v in payload.items() if k in _SOLVE_HEADLINE}
-        print_written(output, "pace-solution" if output.suffix == ".json" else "csv", headline)
+        written = "pace-solution" if output.suffix == ".json" else "csv"
+        print_written(output, written, headline, PACE_UNITS)
         return
     if as_json:
-        print_json(payload)
+        print_json(with_units(payload, PACE_UNITS))
         return
     say(
         f"{instance}: {result.status.value}, iteration {result.objective:.4f} ms, bound "
@@ -377,7 +379,7 @@ def generate_cmd(seed: int, layers: int, chain: bool, output: Path, as_json: boo
         instance = generate_instance(seed=seed, layers=layers, dag=not chain)
     instance.save(output)
     if as_json:
-        print_json({"file": str(output), **instance.summary()})
+        print_json(with_units({"file": str(output), **instance.summary()}, PACE_UNITS))
     else:
         err_console.print(f"wrote {output}: {instance}", highlight=False)
 
@@ -537,7 +539,8 @@ def sweep_cmd(
         "store": str(store.path),
     }
     if as_json:
-        print_json({"rows": rows, "files": files, "computed": result.computed, **result.config})
+        payload = {"rows": rows, "files": files, "computed": result.computed, **result.config}
+        print_json(with_units(payload, PACE_UNITS))
         return
     _print_sweep(rows)
     err_console.print(

@@ -45,7 +45,9 @@ from optsched.cli.common import (
     say,
     solver_options,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import PLACEMENT_UNITS, placement_units
 
 if TYPE_CHECKING:
     from optsched.placement import Placement, PlacementComparison, PlacementInstance
@@ -216,10 +218,10 @@ def solve_cmd(
     if as_json and output is not None and result.solution is not None:
         # the placement is in the file: one line with the solve's figures, not the file again
         headline = {k: v for k, v in result.to_dict().items() if k != "solution"}
-        print_written(output, "placement", headline)
+        print_written(output, "placement", headline, placement_units(objective))
         return
     if as_json:
-        print_json(result.to_dict())
+        print_json(with_units(result.to_dict(), placement_units(objective)))
         return
     _print_solution(instance, result)
 
@@ -272,7 +274,8 @@ def heuristic_cmd(file: Path, name: str, seed: int, output: Path | None, as_json
     if output is not None:
         placed.save(output)
     if as_json:
-        print_json({"heuristic": name, **report.to_dict(), "solution": placed.to_dict()})
+        payload = {"heuristic": name, **report.to_dict(), "solution": placed.to_dict()}
+        print_json(with_units(payload, PLACEMENT_UNITS))
         return
     say(f"{name}: {'valid' if report.ok else 'INVALID'}")
     for objective, value in report.objectives.items():
@@ -331,7 +334,7 @@ def compare_cmd(
         seed=seed,
     )
     if as_json:
-        print_json(result.to_dict())
+        print_json(with_units(result.to_dict(), PLACEMENT_UNITS))
     else:
         _print_comparison(instance, result)
     if result.stopped_short:

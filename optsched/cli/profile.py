@@ -16,7 +16,9 @@ from optsched.cli.common import (
     print_json,
     print_written,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import PROFILE_UNITS
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["profile_cmd", "profile_report", "register"]
@@ -169,7 +171,7 @@ def profile_cmd(
     if list_only:
         report = _list_report()
         if as_json:
-            print_json(report)
+            print_json(with_units(report, PROFILE_UNITS))
         else:
             _print_list(report["profiles"])
         return
@@ -183,11 +185,11 @@ def profile_cmd(
         output.write_text(dumps(report) + "\n", encoding="utf-8")
         if as_json:
             headline = {k: report[k] for k in _HEADLINE}
-            print_written(output, "dnn-profile-report", headline)
+            print_written(output, "dnn-profile-report", headline, PROFILE_UNITS)
             return
         err_console.print(f"wrote {output}", highlight=False, markup=False)
     if as_json:
-        print_json(report if show_layers else summary)
+        print_json(with_units(report if show_layers else summary, PROFILE_UNITS))
     else:
         _print_profile(report, show_layers)
 

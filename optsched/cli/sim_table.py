@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from optsched.cli import common
 from optsched.report._text import UNIT_WORDS, TextTable, fixed, fixed_decimals, time_unit
 
 __all__ = [
@@ -111,6 +112,13 @@ SIM_UNITS: dict[str, str] = {
     "bound_gap_*": "fraction of the bound (jobs for deadlines)",
     "bounds.*.value": "s (weighted-jct: weighted sum; deadlines: jobs)",
     "bounds.*.seconds": "s",
+    "run.end_time": "s",
+    **dict.fromkeys(("run.events", "run.decisions", "run.intervals"), "count"),
+    "run.zero_rate_grants": "GPUs",
+    "bounds.*.candidates.*": "s (weighted-jct: weighted sum; deadlines: jobs)",
+    **dict.fromkeys(("wakeups", "events", "violations", "runs"), "count"),
+    **dict.fromkeys(("cluster_scale", "load"), "ratio"),
+    "seed": "seed (integer)",
 }
 
 
@@ -120,32 +128,12 @@ def units_map(document: Any) -> dict[str, str]:
     >>> units_map({"policies": [{"jct_mean": 1.0, "gap_makespan": 0.1}], "bounds": {}})
     {'gap_*': 'fraction of the optimum (jobs for deadlines)', 'jct_mean': 's'}
     """
-    found: set[str] = set()
-
-    def walk(node: Any, parent: str) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                key = str(key)
-                if key in SIM_UNITS:
-                    found.add(key)
-                elif key.startswith("bound_gap_"):
-                    found.add("bound_gap_*")
-                elif key.startswith("gap_"):
-                    found.add("gap_*")
-                if parent == "bounds" and isinstance(value, dict):
-                    found.update(f"bounds.*.{k}" for k in ("value", "seconds") if k in value)
-                walk(value, key)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item, parent)
-
-    walk(document, "")
-    return {key: SIM_UNITS[key] for key in sorted(found)}
+    return common.units_map(document, SIM_UNITS)
 
 
 def with_units(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` with its ``units`` map (the fields it holds and their units) added."""
-    return {**document, "units": units_map(document)}
+    return common.with_units(document, SIM_UNITS)
 
 
 def table_time_unit(rows: Sequence[dict[str, Any]]) -> tuple[float, str]:

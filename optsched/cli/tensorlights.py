@@ -24,7 +24,9 @@ from optsched.cli.common import (
     print_json,
     say,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import TENSORLIGHTS_UNITS
 from optsched.errors import InvalidInstanceError
 
 if TYPE_CHECKING:
@@ -258,7 +260,8 @@ def generate_cmd(output: Path, as_json: bool, **source: Any) -> None:
     inst.save(output)
     err_console.print(f"wrote {output}: {inst.n_jobs} jobs on {inst.n_hosts} hosts")
     if as_json:
-        print_json({"output": str(output), "jobs": inst.n_jobs, "hosts": inst.n_hosts})
+        payload = {"output": str(output), "jobs": inst.n_jobs, "hosts": inst.n_hosts}
+        print_json(with_units(payload, TENSORLIGHTS_UNITS))
 
 
 _jitter_option = click.option(
@@ -335,12 +338,15 @@ def simulate_cmd(
     report.raise_if_invalid()
     if as_json:
         print_json(
-            {
-                "instance": {"jobs": inst.n_jobs, "hosts": inst.n_hosts},
-                "algorithm": algorithm,
-                **res.to_dict(),
-                "valid": report.ok,
-            }
+            with_units(
+                {
+                    "instance": {"jobs": inst.n_jobs, "hosts": inst.n_hosts},
+                    "algorithm": algorithm,
+                    **res.to_dict(),
+                    "valid": report.ok,
+                },
+                TENSORLIGHTS_UNITS,
+            )
         )
         return
     _job_table(f"tensorlights simulate --algorithm {algorithm}", res)
@@ -376,10 +382,13 @@ def compare_cmd(
         err_console.print(f"wrote {output}")
     if as_json:
         print_json(
-            {
-                "instance": {"jobs": inst.n_jobs, "hosts": inst.n_hosts},
-                "policies": {name: r.to_dict() for name, r in results.items()},
-            }
+            with_units(
+                {
+                    "instance": {"jobs": inst.n_jobs, "hosts": inst.n_hosts},
+                    "policies": {name: r.to_dict() for name, r in results.items()},
+                },
+                TENSORLIGHTS_UNITS,
+            )
         )
         return
     table = TextTable(f"tensorlights compare: {inst.n_jobs} jobs on {inst.n_hosts} hosts")
@@ -444,7 +453,7 @@ def best_order_cmd(
     data["best_order_names"] = [names[j] for j in result.extra["best_order"]]
     data["rule_order_names"] = [names[j] for j in result.extra["rule_order"]]
     if as_json:
-        print_json(data)
+        print_json(with_units(data, TENSORLIGHTS_UNITS))
         return
     best = " > ".join(data["best_order_names"])
     rule = " > ".join(data["rule_order_names"])
