@@ -24,6 +24,7 @@ from optsched.cli.json_units import PLACEMENT_OBJECTIVE_UNITS, placement_units
 
 ROOT = Path(__file__).resolve().parents[1]
 GAVEL = ROOT / "tests" / "data" / "traces" / "gavel" / "physical_cluster_small_test.trace"
+EF = ROOT / "tests" / "data" / "traces" / "elasticflow" / "cluster10_head40.csv"
 
 #: Maps keyed by data, not by field names (the ``units`` map itself among them).
 DATA_MAPS = frozenset({"top", "gpu_demand", "units", "policy_specs"})
@@ -57,6 +58,9 @@ COMMANDS: list[str] = [
     f"sim run {GAVEL} --cluster v100=4 --policy fifo",
     f"sim compare {GAVEL} --cluster v100=4,p100=4 --policies fifo,srtf,max-min-perf --bound",
     "sim sweep {jobs} --cluster v100=4 --policies fifo,srtf --scales 1,2 --n-jobs 1",
+    f"trace info {GAVEL}",
+    f"trace info {EF}",
+    f"trace convert {EF} {{converted}}",
 ]
 
 
@@ -97,6 +101,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             ("profile", "profile.json"),
             ("pace_run", "pace_run.json"),
             ("placed", "placed.json"),
+            ("converted", "converted.csv"),
         )
     }
     for line in (

@@ -19,6 +19,7 @@ __all__ = [
     "PLACEMENT_UNITS",
     "PROFILE_UNITS",
     "TENSORLIGHTS_UNITS",
+    "TRACE_UNITS",
 ]
 
 _UTILITY = "utility (sum over jobs)"
@@ -222,6 +223,25 @@ TENSORLIGHTS_UNITS: dict[str, str] = {
     **dict.fromkeys(("best_order", "rule_order"), "job index"),
     "gap": "fraction",
     **dict.fromkeys(("build_seconds", "solve_seconds"), "s (wall clock)"),
+}
+
+
+#: Traces (``trace info``, ``trace convert``): the per-column summaries in each column's unit.
+TRACE_UNITS: dict[str, str] = {
+    "jobs": "jobs",
+    **dict.fromkeys(("first_arrival", "last_arrival", "span", "time_origin"), "s"),
+    "gpu_hours": "GPU-h",
+    **dict.fromkeys(("known", "empty", "distinct"), "rows"),
+    **dict.fromkeys(("arrival.*", "duration.*", "deadline.*"), "s"),
+    "num_gpus.*": "GPUs",
+    "total_steps.*": "steps",
+    "batch_size.*": "samples",
+    "weight.*": "weight (relative)",
+    # a default applied to a column the file lacks: in that column's own unit (above)
+    "defaults.*": "the column's unit (columns.<name>)",
+    "skipped.*": "rows",
+    # a Gavel trace's line layout: 7, 10 or 12 tab-separated fields
+    "fields": "fields per line",
 }
 
 

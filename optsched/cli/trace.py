@@ -15,7 +15,9 @@ from optsched.cli.common import (
     print_json,
     say,
     wide_option,
+    with_units,
 )
+from optsched.cli.json_units import TRACE_UNITS
 
 __all__ = ["register", "trace_group"]
 
@@ -64,7 +66,7 @@ def info_cmd(file: Path, fmt: str | None, tasks: Path | None, as_json: bool) -> 
     trace = _read(file, fmt, tasks)
     report = trace.info()
     if as_json:
-        print_json(report)
+        print_json(with_units(report, TRACE_UNITS))
         return
     _print_info(report)
 
@@ -146,7 +148,7 @@ def convert_cmd(
             exc.filename = str(output)
         raise
     if as_json:
-        print_json(report)
+        print_json(with_units(report, TRACE_UNITS))
     else:
         err_console.print(
             f"wrote {report['jobs']:,} jobs ({report['format']}) to {output}", highlight=False
