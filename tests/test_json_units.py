@@ -58,6 +58,7 @@ COMMANDS: list[str] = [
     f"sim run {GAVEL} --cluster v100=4 --policy fifo",
     f"sim compare {GAVEL} --cluster v100=4,p100=4 --policies fifo,srtf,max-min-perf --bound",
     "sim sweep {jobs} --cluster v100=4 --policies fifo,srtf --scales 1,2 --n-jobs 1",
+    f"sim compare {GAVEL} --cluster v100=8 --policies fifo,srtf --exact --objectives makespan",
     f"trace info {GAVEL}",
     f"trace info {EF}",
     f"trace convert {EF} {{converted}}",

@@ -119,6 +119,30 @@ SIM_UNITS: dict[str, str] = {
     **dict.fromkeys(("wakeups", "events", "violations", "runs"), "count"),
     **dict.fromkeys(("cluster_scale", "load"), "ratio"),
     "seed": "seed (integer)",
+    # the exact solves (sim compare --exact): values in their objective's unit, solver facts
+    **dict.fromkeys(
+        (
+            "exact.*.objective",
+            "exact.*.bound",
+            "exact.*.lp_bound",
+            "exact.*.warm_start.*",
+            "exact.*.root.*_value",
+            "exact.*.root.*_bound",
+            "exact_starts.*.value",
+        ),
+        "s (weighted-jct: weighted sum; deadlines: jobs)",
+    ),
+    "exact.*.gap": "fraction (the solver's relative gap)",
+    **dict.fromkeys(
+        ("exact.*.build_seconds", "exact.*.solve_seconds", "exact.*.root.*seconds"),
+        "s (wall clock)",
+    ),
+    **dict.fromkeys(("exact.*.rounds", "exact.*.model_rounds"), "rounds"),
+    "exact.*.root.last_round": "round index",
+    **dict.fromkeys(
+        ("exact.*.root.binaries_left", "exact.*.root.fixed_to_0", "exact.*.root.fixed_to_1"),
+        "binary variables",
+    ),
 }
 
 
