@@ -21,6 +21,26 @@ def test_demo_quick(tmp_path, capsys) -> None:
     out = json.loads(captured.out)  # exactly one JSON object on stdout
     # Section 0, shown first: the survey's schedulers on the shipped Gavel trace slice, with
     # Gavel's throughputs, beside the proven optimum of the same round world.
+    # every number of a section has its unit in that section's map
+    from optsched.cli.common import unit_entry
+
+    def leaves(node: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        if isinstance(node, dict):
+            return [
+                leaf
+                for k, v in node.items()
+                if k not in ("units", "top", "gpu_demand", "policy_specs")
+                for leaf in leaves(v, (*path, str(k)))
+            ]
+        if isinstance(node, list):
+            return [leaf for item in node for leaf in leaves(item, path)]
+        is_number = isinstance(node, int | float) and not isinstance(node, bool)
+        return [path] if is_number else []
+
+    for section in ("sim", "offline", "online", "pace"):
+        no_unit = [p for p in leaves(out[section]) if unit_entry(p, out["units"][section]) is None]
+        assert not no_unit, (section, no_unit)
+    assert out["units"]["seconds"]
     sim = out["sim"]
     assert sim["throughputs"] == "gavel" and sim["cluster"] == "v100=1:1,p100=1:1,k80=2:2"
     assert {k: v["status"] for k, v in sim["exact"].items()} == {

@@ -344,7 +344,26 @@ def demo(
     summary["output_dir"] = str(output_dir)
     err_console.print(f"files written to {output_dir}/")
     if as_json:
-        print_json(summary)
+        print_json({**summary, "units": demo_units(summary)})
+
+
+def demo_units(summary: dict[str, Any]) -> dict[str, Any]:
+    """The demo's ``units``: one map per section, from that section's family table.
+
+    The sections hold fields of the same name in different units (an OASiS ``objective`` is a
+    utility, the simulator's a time), so each section's numbers are named in its own map:
+    ``units["sim"]["jct_mean"]``, ``units["offline"]["objective"]``.
+    """
+    from optsched.cli.common import units_map
+    from optsched.cli.json_units import OASIS_UNITS, PACE_UNITS
+    from optsched.cli.sim_table import SIM_UNITS
+
+    tables = {"sim": SIM_UNITS, "offline": OASIS_UNITS, "online": OASIS_UNITS, "pace": PACE_UNITS}
+    units: dict[str, Any] = {
+        name: units_map(summary[name], table) for name, table in tables.items() if name in summary
+    }
+    units["seconds"] = "s (wall clock)"
+    return units
 
 
 def register(group: click.Group) -> None:

@@ -28,7 +28,10 @@ _PRICE = "utility per unit of resource per slot"
 #: OASiS (``oasis offline/online/check/ratio``, ``validate``): slots, utility, ratios, counts.
 OASIS_UNITS: dict[str, str] = {
     **dict.fromkeys(("horizon", "completion"), "slots"),
-    **dict.fromkeys(("jobs", "admitted", "n_admitted", "instances", "seed"), "count"),
+    **dict.fromkeys(("jobs", "n_jobs", "admitted", "n_admitted", "instances", "seed"), "count"),
+    **dict.fromkeys(("validated_utility", "lower_bound"), _UTILITY),
+    # the wall-clock time of each algorithm of a comparison, keyed by its name
+    "seconds.*": "s (wall clock)",
     **dict.fromkeys(("worker_servers", "ps_servers"), "servers"),
     **dict.fromkeys(("workers", "ps"), "tasks (per server per slot)"),
     "job_utility": "utility (per job)",
