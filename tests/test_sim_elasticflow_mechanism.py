@@ -244,3 +244,18 @@ def test_gandiva_time_slices_a_node_set(origin: float, completion: list[float]) 
     res = simulate(world, "gandiva", mechanism=ElasticFlowMechanism(clock_origin=origin))
     validate(res.world, res).raise_if_invalid()
     assert res.completion == completion
+
+
+def test_gandiva_counts_a_node_sets_load_as_elasticflow_does() -> None:
+    """A set's load is the jobs ever placed on it (ElasticFlow's ``util``), not those it holds:
+    after seven 1-GPU jobs passed through a one-server set, the eighth opens a new set although
+    only one job is left on the first."""
+    from optsched.sim.engine.elasticflow_gandiva import GandivaSets
+
+    sets = GandivaSets([1] * 8, num_servers=2, server_gpus=8, total=16)
+    assert all(sets.place(i) for i in range(7))
+    (first,) = sets.sets[1]
+    assert first.jobs == list(range(7)) and first.util == 7 and first.capacity == 8
+    first.jobs = [6]  # six finished: they leave the set, its util stays
+    assert sets.place(7)
+    assert len(sets.sets[1]) == 2 and [s.jobs for s in sets.sets[1]] == [[7], [6]]
