@@ -506,14 +506,6 @@ CAUSES: dict[tuple[str, str, str], str] = {
         "tests failing); optsched's validator refuses such completions. With the overhead "
         "off both meet 258 (256 GPUs) and 207 vs 209 (16 GPUs)"
     ),
-    ("n16g8-100", "gandiva", "elasticflow"): (
-        "ElasticFlow's Gandiva loads its node sets by a util count that grows with every job "
-        "placed and never falls when one completes (it sorts, fills and shrinks sets by it); "
-        "optsched's counts the jobs a set holds now, so at 104173 s ElasticFlow folds jobs 47, "
-        "48, 52, 53, 55 onto one time-sliced server and optsched does not. With optsched "
-        "counting as ElasticFlow does both meet 79, the same jobs (cluster10-256 88 vs 86, "
-        "cluster10-16 63 vs 62, philly-256 362 vs 362)"
-    ),
 }
 
 
