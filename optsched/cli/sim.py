@@ -85,6 +85,17 @@ def _mechanism_option(k: int) -> Any:
     return mechanism_options()[k]
 
 
+def _check_run_ranges(
+    restore_s: float, max_time: float | None, round_seconds: float | None
+) -> None:
+    """``sim run``'s numeric options in range, each refused naming its flag."""
+    check_range("--restore-seconds", restore_s, "restore_s")
+    if max_time is not None:
+        check_range("--max-time", max_time, "max_time")
+    if round_seconds is not None:
+        check_range("--round-seconds", round_seconds, "round_seconds")
+
+
 @sim.command("run")
 @wide_option
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
@@ -175,11 +186,7 @@ def run(
     how = mechanism_from(mechanism, reset_interval, mechanism_seed)
     refuse_unsupported(chosen, how)
     seed_policy(chosen, how)
-    check_range("--restore-seconds", restore_s, "restore_s")
-    if max_time is not None:
-        check_range("--max-time", max_time, "max_time")
-    if round_seconds is not None:
-        check_range("--round-seconds", round_seconds, "round_seconds")
+    _check_run_ranges(restore_s, max_time, round_seconds)
     steady = window_arg(window)
     # any trace format read_trace knows (detected, or the normalized job table itself); an
     # empty one is refused naming the file
@@ -190,8 +197,7 @@ def run(
     )
     how = clock_from_trace(how, read)
     world = scaled_arrivals(world, 1.0, offered_load)
-    if elastic is not None:
-        world = elastic_world(world, elastic)
+    world = world if elastic is None else elastic_world(world, elastic)
     kwargs: dict[str, Any] = {}
     if round_seconds is not None:
         kwargs["round_seconds"] = round_seconds
