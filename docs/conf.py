@@ -11,9 +11,12 @@ import inspect
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from docutils import nodes
+if TYPE_CHECKING:
+    # Imported where used: docs/check_figures.py runs this file for its plot pre-code and
+    # rcParams in the test suite, whose environment has no Sphinx or docutils.
+    from docutils import nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -133,6 +136,8 @@ def _drop_local_contents(app: Any, doctree: nodes.document) -> None:
     (Furo marks an in-page table of contents with an error banner, since it duplicates the
     "On this page" panel; dropping the block keeps pages written for any theme readable.)
     """
+    from docutils import nodes
+
     for topic in list(doctree.findall(nodes.topic)):
         if "contents" in topic["classes"]:
             topic.parent.remove(topic)
