@@ -172,23 +172,29 @@ def _load_scale(
     r"""The power of two :math:`S` by which the ``max-load`` model measures :math:`L`.
 
     A link_load row :math:`L \ge (b_\ell + \sum v_{tu} e_{tu\ell}) / B_\ell` has flow
-    coefficients :math:`v_{tu} / B_\ell` up to ``MAX_VALUE / MIN_BANDWIDTH`` (1e12) against
-    the coefficient 1 of :math:`L`. HiGHS mishandles such rows: with a coefficient of 1e9 and a
-    background load :math:`b_\ell / B_\ell` of 7000 it declared a trivially feasible model
-    (every task on one server) infeasible. Writing :math:`L = S L'`, with :math:`S` the
-    largest flow coefficient rounded down to a power of two (so that :math:`S L'` is exact),
-    puts :math:`L'`'s coefficient within a factor 2 of the largest in its rows. :math:`S = 1`
-    when no coefficient exceeds 1.
+    coefficients :math:`v_{tu} / B_\ell` from ``MIN_VALUE / MAX_BANDWIDTH`` to
+    ``MAX_VALUE / MIN_BANDWIDTH`` (1e12) against the coefficient 1 of :math:`L`. HiGHS
+    mishandles both ends: with a coefficient of 1e9 and a background load
+    :math:`b_\ell / B_\ell` of 7000 it declared a trivially feasible model (every task on one
+    server) infeasible, and it stopped with a ``numerical_error`` at 1e12; with every load near
+    1e-6 its absolute gap tolerance (1e-6) ended the search at twice the optimum. Writing
+    :math:`L = S L'`, with :math:`S` the largest flow coefficient or background load rounded
+    down to a power of two (so that :math:`S L'` and the division by :math:`S` are exact),
+    and dividing every row by :math:`S`, puts every row's coefficients within
+    :math:`(0, 2]` with :math:`L'` of order one, whatever the instance's units.
+    :math:`S = 1` when every coefficient and background load is zero.
     """
     largest = 0.0
     for h, server in enumerate(instance.servers):
         for f in by_server.get(h, []):
             largest = max(largest, flows[f][2] / server.nic_bandwidth_gbps)
-    if cross_racks:
-        for rack in instance.cluster.racks:
+        largest = max(largest, server.nic_load_gbit / server.nic_bandwidth_gbps)
+    for rack in instance.cluster.racks:
+        largest = max(largest, rack.uplink_load_gbit / rack.uplink_bandwidth_gbps)
+        if cross_racks:
             for _, _, volume in flows:
                 largest = max(largest, volume / rack.uplink_bandwidth_gbps)
-    return 1.0 if largest <= 1.0 else math.ldexp(1.0, math.frexp(largest)[1] - 1)
+    return 1.0 if largest <= 0.0 else math.ldexp(1.0, math.frexp(largest)[1] - 1)
 
 
 def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> PlacementModel:
@@ -250,15 +256,24 @@ def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> 
     for f, h in nic_rows:
         by_server.setdefault(h, []).append(f)
     scale = _load_scale(instance, flows, by_server, bool(rack_rows))
-    # L = scale * m.L: each link_load row reads scale * m.L >= (b + sum v e) / B, so the
-    # coefficient of m.L is as large as the rows' largest, instead of 1 against up to 1e12.
-    m.L = pyo.Var(bounds=(0, None))
+    # L = scale * m.L: each link_load row reads m.L >= (b + sum v e) / (B scale), so every
+    # coefficient is in (0, 2] and m.L is of order one, whatever the instance's units.
+    # Every link carries its background load whatever the placement, so L is at least the
+    # largest background share. As a bound, a simplex solver returns it exactly where it binds,
+    # where a row's right-hand side of order 1e-18 (background 1e-9 over a scale of 1e12)
+    # would fall under the feasibility tolerance and read as 0.
+    background = max(
+        [s.nic_load_gbit / s.nic_bandwidth_gbps for s in servers]
+        + [r.uplink_load_gbit / r.uplink_bandwidth_gbps for r in instance.cluster.racks],
+        default=0.0,
+    )
+    m.L = pyo.Var(bounds=(background / scale, None))
     m.link_load = pyo.ConstraintList()
     for h, server in enumerate(servers):
         fs = by_server.get(h, [])
         for var in (m.e_out, m.e_in):
             load = server.nic_load_gbit + pyo.quicksum(flows[f][2] * var[f, h] for f in fs)
-            m.link_load.add(scale * m.L >= load / server.nic_bandwidth_gbps)
+            m.link_load.add(m.L >= load / (server.nic_bandwidth_gbps * scale))
     for rack in instance.cluster.racks:
         for var in (m.g_out, m.g_in):
             # With a single rack no flow crosses the uplink; only its background remains.
@@ -266,7 +281,7 @@ def build_max_load(instance: PlacementInstance, *, symmetry: str = "solver") -> 
                 [flows[f][2] * var[f, rack.name] for f in range(len(flows))] if rack_rows else []
             )
             load = rack.uplink_load_gbit + pyo.quicksum(terms)
-            m.link_load.add(scale * m.L >= load / rack.uplink_bandwidth_gbps)
+            m.link_load.add(m.L >= load / (rack.uplink_bandwidth_gbps * scale))
     m.objective = pyo.Objective(expr=scale * m.L, sense=pyo.minimize)
     return PlacementModel(
         "max-load",
