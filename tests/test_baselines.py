@@ -268,3 +268,27 @@ def test_dorm_reports_its_solves():
     assert validate(inst, run.schedule).ok
     assert run.stats["solves"] >= 1
     assert run.stats["solves"] >= run.stats["not_optimal"] + run.stats["fallbacks"]
+
+
+@pytest.mark.solver("highs")
+def test_dorm_stops_each_solve_by_a_node_budget_not_the_clock(monkeypatch):
+    """Every re-solve gets the node budget; runs with one budget agree whatever the time cap."""
+    from optsched import solvers
+    from optsched.online.oasis.generate import generate_instance
+
+    seen: list[dict] = []
+    real = solvers.solve
+
+    def spy(model, solver="highs", **kwargs):
+        seen.append(dict(kwargs.get("options") or {}))
+        return real(model, solver, **kwargs)
+
+    monkeypatch.setattr(solvers, "solve", spy)
+    inst = generate_instance(8, 2, 2, 8, seed=3)
+    first = DormLike(node_limit=7).run(inst)
+    assert seen and all(o == {"mip_max_nodes": 7} for o in seen)
+    second = DormLike(node_limit=7, time_limit=1e4).run(inst)
+    assert first.stats["time_limited"] == second.stats["time_limited"] == 0
+    assert first.schedule.to_frame().equals(second.schedule.to_frame())
+    with pytest.raises(ValueError, match="node_limit"):
+        DormLike(node_limit=0)

@@ -69,6 +69,7 @@ from optsched.online.oasis.engine import (
     check_work_mode,
 )
 from optsched.online.oasis.instance import OasisInstance
+from optsched.solvers.result import TerminationCondition
 
 __all__ = ["DRF", "FIFO", "RRH", "DormLike", "baseline_algorithms", "drf_allocation"]
 
@@ -389,21 +390,38 @@ class RRH:
 # ------------------------------------------------------------------------------------------
 
 
+def _node_limit_option(solver: str, nodes: int) -> dict[str, Any]:
+    """The solver's own name for a branch-and-bound node budget (none for other solvers)."""
+    if solver == "highs":
+        return {"mip_max_nodes": nodes}
+    if solver == "scip":
+        return {"limits/nodes": nodes}
+    return {}
+
+
 class _DormPolicy:
     def __init__(
-        self, solver: str, time_limit: float, mip_gap: float, theta: float, adjustment: float
+        self,
+        solver: str,
+        time_limit: float,
+        mip_gap: float,
+        theta: float,
+        adjustment: float,
+        node_limit: int,
     ) -> None:
         self.solver = solver
         self.mip_gap = mip_gap
         self.time_limit = time_limit
         self.theta = theta
         self.adjustment = adjustment
+        self.node_limit = node_limit
         self.plan: dict[int, SlotPlacement] = {}
         self.counts: dict[int, int] = {}
         self.stats: dict[str, float] = {
             "solves": 0,
             "not_optimal": 0,
             "fallbacks": 0,
+            "time_limited": 0,
             "placement_shortfalls": 0,
             "solve_seconds": 0.0,
         }
@@ -488,12 +506,15 @@ class _DormPolicy:
                 time_limit=self.time_limit,
                 mip_gap=self.mip_gap,
                 accept_feasible=True,
+                options=_node_limit_option(self.solver, self.node_limit),
             )
         except NotOptimalError as exc:
             self.stats["fallbacks"] += 1
             self.stats["solve_seconds"] += exc.result.solve_seconds
+            self.stats["time_limited"] += exc.result.termination is TerminationCondition.TIME_LIMIT
             return drf
         self.stats["solve_seconds"] += res.solve_seconds
+        self.stats["time_limited"] += res.termination is TerminationCondition.TIME_LIMIT
         if res.status.value != "optimal":
             self.stats["not_optimal"] += 1
         counts = {i: round(m.n[i].value or 0) for i in jobs}
@@ -518,8 +539,15 @@ class DormLike:
     ----------
     solver : str, default "highs"
         MILP solver (through :func:`optsched.solvers.solve`).
-    time_limit : float, default 1.0
-        Seconds per re-solve; an incumbent found by then is used (and counted).
+    node_limit : int, default 1000
+        Branch-and-bound nodes per re-solve (HiGHS's ``mip_max_nodes``, SCIP's
+        ``limits/nodes``); an incumbent found by then is used (and counted in
+        ``stats["not_optimal"]``). A node budget, unlike a wall-clock one, makes the policy's
+        decisions, and so its runs, the same on every machine.
+    time_limit : float, default 60.0
+        Seconds per re-solve, a safety cap only: a re-solve that reaches it is counted in
+        ``stats["time_limited"]``, and a run with any such re-solve depends on the machine's
+        speed.
     mip_gap : float, default 0.01
         Relative gap at which a re-solve stops: the policy is a heuristic, and the placement
         MILP has many symmetric optima that take long to prove.
@@ -537,7 +565,8 @@ class DormLike:
         self,
         *,
         solver: str = "highs",
-        time_limit: float = 1.0,
+        node_limit: int = 1000,
+        time_limit: float = 60.0,
         mip_gap: float = 0.01,
         theta: float = 0.2,
         adjustment: float = 1e-3,
@@ -545,6 +574,8 @@ class DormLike:
     ) -> None:
         if not (math.isfinite(time_limit) and time_limit > 0):
             raise InvalidInstanceError("time_limit", f"must be finite and > 0, got {time_limit}")
+        if isinstance(node_limit, bool) or not isinstance(node_limit, int) or node_limit < 1:
+            raise InvalidInstanceError("node_limit", f"must be an integer >= 1, got {node_limit!r}")
         if not 0 <= theta <= 1:
             raise InvalidInstanceError("theta", f"must be in [0, 1], got {theta}")
         if not (math.isfinite(adjustment) and adjustment >= 0):
@@ -552,13 +583,14 @@ class DormLike:
         if not (math.isfinite(mip_gap) and mip_gap >= 0):
             raise InvalidInstanceError("mip_gap", f"must be >= 0, got {mip_gap}")
         self.solver, self.time_limit, self.mip_gap = solver, time_limit, mip_gap
+        self.node_limit = node_limit
         self.theta, self.adjustment = theta, adjustment
         self.work = check_work_mode(work)
 
     def run(self, instance: OasisInstance) -> OnlineRun:
         """Simulate the Dorm-like policy on ``instance``."""
         policy = _DormPolicy(
-            self.solver, self.time_limit, self.mip_gap, self.theta, self.adjustment
+            self.solver, self.time_limit, self.mip_gap, self.theta, self.adjustment, self.node_limit
         )
         run = SlotEngine(instance, self.work).run(policy, self.name)
         run.stats.update(policy.stats)
@@ -566,7 +598,7 @@ class DormLike:
 
 
 def baseline_algorithms(
-    *, seed: int = 0, work: str = "chunks", dorm_time_limit: float = 1.0
+    *, seed: int = 0, work: str = "chunks", dorm_time_limit: float = 60.0
 ) -> list[Any]:
     """One instance of every baseline with default settings: FIFO, DRF, RRH, Dorm-like."""
     return [
