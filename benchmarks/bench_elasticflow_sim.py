@@ -500,11 +500,10 @@ CAUSES: dict[tuple[str, str, str], str] = {
         "with ECOS) is another algorithm than optsched's themis"
     ),
     ("*", "ef-accessctrl", "elasticflow"): (
-        "ElasticFlow's simulator never makes up a charged overhead: it advances a job no "
-        "further than its planned end and completes it at that end event with work left "
-        "undone (its admitted jobs then finish late, and a late job keeps later admission "
-        "tests failing); optsched's validator refuses such completions. With the overhead "
-        "off both meet 258 (256 GPUs) and 207 vs 209 (16 GPUs)"
+        "ElasticFlow's simulator stops a job at its plan's end between decisions and drops "
+        "the last overhead's work at its end event (run_all_jobs); the mechanism stops it too "
+        "(stop_at_plan_end) but does that work before the end event. With the knob off, "
+        "cluster 10 meets 258 (256 GPUs) and 212 (16 GPUs) against ElasticFlow's 250 and 184"
     ),
 }
 

@@ -58,7 +58,12 @@ sums it. The world's own ``restore_s`` must be 0: this model replaces it.
 
 **Progress** is continuous at the world's rate of the gang (consolidated when on the fewest
 servers); a job completes when its work is done (ElasticFlow's plans round ends up to whole
-seconds; the progress does not).
+seconds; the progress does not). Under ``elasticflow`` with
+:attr:`ElasticFlowMechanism.stop_at_plan_end` (the default) a job runs no further than its
+plan's end before the next decision, as ElasticFlow's simulator advances it, so the work its
+overhead displaced waits (a job with less work left than its overhead's worth stalls); its end
+event is the plan's end on the slot grid plus the overhead, where it runs until done; a planned
+change is an event only before the next arrival and every running job's grid end.
 
 Complexity: per decision :math:`O(J K P)` for the plans of :math:`J` active jobs with
 :math:`K` levels over a profile of :math:`P` pieces, times the :math:`O(J K)` steps of the

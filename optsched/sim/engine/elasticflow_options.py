@@ -70,6 +70,22 @@ class ElasticFlowMechanism:
         at the first arrival): ElasticFlow's Gandiva rotates its time slices only at decisions
         whose trace time is a multiple of the slot. ``sim run`` and ``sim compare`` set it to
         the trace's first arrival. Default 0.
+    stop_at_plan_end : bool
+        The ``elasticflow`` scheduler's running jobs stop at their plan's end, as in
+        ElasticFlow's simulator (default ``True``). Between two decisions a job runs from the
+        end of its overhead no further than the end its plan was given at the last decision
+        (ElasticFlow's ``real_end_time``, which leaves the overhead out), so the work the
+        overhead displaced waits for the next decision, where the job is planned again and
+        charged again; its GPUs stay its own meanwhile, idle. Its end event is its plan's end
+        rounded up to the decision's slot grid plus the overhead (ElasticFlow's ``end_time``):
+        when that is the next decision, the job runs on until its work is done, which is by
+        then. A planned change of a gang is an event only when it comes before the next arrival
+        and every running job's plan end on the grid (ElasticFlow adds it before it charges the
+        overheads, against end events still there; one at a plan's end is lost). A job left
+        with less work than its overhead's worth makes no progress (a *stall*) until a decision
+        falls on its end event. ``False``: a job runs on past its plan's end until its work is
+        done or the next decision, its end event is when its work is done, and every planned
+        change is an event. Either way a job completes only with all its work done.
     """
 
     slot_seconds: float = DEFAULT_SLOT_SECONDS
@@ -77,6 +93,7 @@ class ElasticFlowMechanism:
     restart_every: int = 60
     measured_rates: bool = True
     clock_origin: float = 0.0
+    stop_at_plan_end: bool = True
 
     def __post_init__(self) -> None:
         s = self.slot_seconds
@@ -90,6 +107,10 @@ class ElasticFlowMechanism:
         if not isinstance(self.measured_rates, bool):
             raise InvalidInstanceError(
                 "measured_rates", f"must be a bool, got {self.measured_rates!r}"
+            )
+        if not isinstance(self.stop_at_plan_end, bool):
+            raise InvalidInstanceError(
+                "stop_at_plan_end", f"must be a bool, got {self.stop_at_plan_end!r}"
             )
         r = self.restart_every
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:

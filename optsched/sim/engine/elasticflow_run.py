@@ -323,13 +323,36 @@ class ElasticFlowSim:
         return self._rate(i, g, consolidated)
 
     def finish_times(self, t: float) -> dict[int, float]:
-        """When each running job's work is done if nothing changes after ``t``."""
+        """Each running job's end event if nothing changes after ``t``.
+
+        When its work is done; with ``stop_at_plan_end``, its plan's end on the slot grid plus
+        its overhead (ElasticFlow's ``end_time``).
+        """
         out = {}
         for i in self.gang:
             r = self._speed(i)
             if r > 0:
-                out[i] = t + self.overhead[i] + self.left[i] / r
+                done = t + self.overhead[i] + self.left[i] / r
+                out[i] = self._end_event(i) if self._stops(i) else done
         return out
+
+    def _stops(self, i: int) -> bool:
+        """Whether job ``i`` stops at its plan's end (``stop_at_plan_end``, ``elasticflow``)."""
+        return self.opts.stop_at_plan_end and self.scheme == "elasticflow" and i in self.plans
+
+    def _end_event(self, i: int) -> float:
+        """ElasticFlow's end event of job ``i``: its plan's end on the slot grid, plus overhead."""
+        return self.plans[i].hold + self.overhead[i]
+
+    def _stop(self, i: int, nt: float) -> float:
+        """Until when job ``i`` runs before the decision at ``nt``.
+
+        ``nt`` itself, but for a job that stops at its plan's end (:meth:`_stops`) whose end
+        event comes after ``nt``: its plan's end. At its end event it runs until done.
+        """
+        if not self._stops(i) or nt >= self._end_event(i):
+            return nt
+        return min(nt, self.plans[i].end)
 
     def advance(self, t: float, nt: float) -> None:
         """Progress from ``t`` to ``nt``; completions on the way free their jobs."""
@@ -346,7 +369,8 @@ class ElasticFlowSim:
             done = start + self.left[i] / r
             if self.dlas is not None:
                 self.dlas.account(i, min(done, nt) - start)
-            if done <= nt:
+            stop = self._stop(i, nt)
+            if done <= stop:
                 if self.dlas is not None:
                     self.dlas.remove(i)
                 self.done_since.add(i)
@@ -355,6 +379,11 @@ class ElasticFlowSim:
                 self._close(i, done)
                 self.active.remove(i)
                 del self.gang[i]
+            elif stop < nt:
+                # stopped at its plan's end: the work its overhead displaced waits, its GPUs
+                # held and idle, for the next decision (no segment if the overhead took it all)
+                self.left[i] -= r * max(stop - start, 0.0)
+                self._close(i, stop)
             else:
                 self.left[i] -= r * (nt - start)
 
@@ -402,6 +431,11 @@ class ElasticFlowSim:
             events.append(arrivals[0])
         if self.scheme == "elasticflow":
             change = min((p.next_change(t) for p in self.plans.values()), default=math.inf)
+            if self.opts.stop_at_plan_end and change >= self._first_end(arrivals):
+                # ElasticFlow adds the first planned change as an event only when it comes
+                # before every pending one; a change at a plan's end is then lost, the end
+                # event moving on by the overhead
+                change = math.inf
             if change < math.inf:
                 events.append(change)
         if self.dlas is not None and self.dlas.next_demotion(t) < math.inf:
@@ -415,6 +449,15 @@ class ElasticFlowSim:
             # DLAS-GPU's end and demotion events are never earlier than a slot on
             return max(e, t + slot)
         return t + slot if (e - t <= slot and len(events) > 1) else e
+
+    def _first_end(self, arrivals: list[float]) -> float:
+        """The next arrival or the first running job's plan end on the slot grid.
+
+        ElasticFlow's first pending event when it considers a scale event: its end events are
+        still at the plans' ends then, the overheads not yet added.
+        """
+        ends = [self.plans[i].hold for i in self.gang if i in self.plans]
+        return min([*arrivals[:1], *ends], default=math.inf)
 
     def _result(self, t: float, truncated: bool, horizon: float) -> SimResult:
         declined = [self.jobs[i].job_id for i in self.declined]
