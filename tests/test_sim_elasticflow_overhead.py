@@ -137,3 +137,10 @@ def test_records_valid_with_and_without_the_stop(
     declined = set(res.extra["declined_jobs"])
     for i, job in enumerate(world.jobs):
         assert math.isnan(res.completion[i]) == (job.job_id in declined)
+
+
+def test_declined_jobs_do_not_make_a_run_unfinished() -> None:
+    """B, C and D are declined and never run: the run is finished, with three missed."""
+    res = simulate(_hand_world(), "elasticflow", mechanism="elasticflow")
+    assert res.unfinished == 3 and res.left == 0
+    assert res.status == "finished"

@@ -313,12 +313,7 @@ def _exit_status(report: Any, result: Any) -> None:
             err_console.print(f"[red]{escape(str(v))}[/red]", highlight=False)
         raise click.exceptions.Exit(EXIT_OTHER)
     # jobs an admission control declined never run by design: not an unfinished run
-    declined = set(result.extra.get("declined_jobs", ()))
-    left = sum(
-        1
-        for j, done in zip(result.world.jobs, result.finished, strict=True)
-        if not done and j.job_id not in declined
-    )
+    left = result.left
     if left > 0:
         err_console.print(
             f"[yellow]{left} of {len(result.world.jobs)} jobs did not finish "

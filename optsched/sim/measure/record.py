@@ -89,9 +89,10 @@ class SimResult:
         What the reader of the metrics must know (e.g. a GPU type excluded for some jobs
         because the table gives them no rate there).
 
-    A run *finished* when every job completed; :attr:`status` is ``"finished"``,
-    ``"unfinished"`` (the policy left jobs waiting when nothing else happened) or
-    ``"truncated"`` (the horizon stopped it), and :attr:`unfinished` counts the jobs left.
+    A run *finished* when every job completed or was declined at admission (:attr:`left` is
+    0); :attr:`status` is ``"finished"``, ``"unfinished"`` (the policy left jobs waiting when
+    nothing else happened) or ``"truncated"`` (the horizon stopped it). :attr:`unfinished`
+    counts the jobs without a completion, declined ones included.
     """
 
     world: World
@@ -113,9 +114,23 @@ class SimResult:
         return sum(1 for c in self.completion if math.isnan(c))
 
     @property
+    def left(self) -> int:
+        """Jobs that did not complete and that no admission control declined.
+
+        A job declined at admission (``extra["declined_jobs"]``, ElasticFlow's mechanism) never
+        runs by design: it is missed, not left behind, so it does not make a run unfinished.
+        """
+        declined = set(self.extra.get("declined_jobs", ()))
+        return sum(
+            1
+            for job, c in zip(self.world.jobs, self.completion, strict=True)
+            if math.isnan(c) and job.job_id not in declined
+        )
+
+    @property
     def status(self) -> str:
         """``"finished"``, ``"truncated"`` or ``"unfinished"`` (see the class notes)."""
-        if self.unfinished == 0:
+        if self.left == 0:
             return "finished"
         return "truncated" if self.truncated else "unfinished"
 
