@@ -78,7 +78,10 @@ def _mathjax_static_dir() -> Path:
     return static
 
 
-html_static_path = ["_static", str(_mathjax_static_dir())]
+# The MathJax directory joins the static files when Sphinx reads this configuration (the
+# "config-inited" hook in setup below), not at import: docs/check_figures.py executes this file
+# for its plot settings in environments without the docs extra.
+html_static_path = ["_static"]
 mathjax_path = "mathjax/tex-chtml.js"
 mathjax3_config: dict[str, Any] = {
     # Number display equations only where the source labels them; the formulation pages
@@ -237,10 +240,15 @@ def _model_fields(app: Any, what: str, name: str, obj: Any, options: Any, lines:
     lines.append("")
 
 
+def _add_mathjax_static(app: Any, config: Any) -> None:
+    config.html_static_path.append(str(_mathjax_static_dir()))
+
+
 def setup(app: Any) -> dict[str, Any]:
     # MathJax on every page, not only on pages with formulas: the sidebar's table of contents
     # shows titles holding math (e.g. "Feeding \kappa into placement") on every page.
     app.set_html_assets_policy("always")
+    app.connect("config-inited", _add_mathjax_static)
     app.connect("doctree-read", _drop_local_contents)
     app.connect("autodoc-process-docstring", _drop_inherited_type_docstrings)
     app.connect("autodoc-process-docstring", _model_fields)
