@@ -110,7 +110,9 @@ def check_allocations(
         try:
             alloc = tuple(int(n) for n in raw)
         except (TypeError, ValueError):
-            raise PolicyError(f"job {name!r}: allocation {raw!r} is not a list of node indices")
+            raise PolicyError(
+                f"job {name!r}: allocation {raw!r} is not a list of node indices"
+            ) from None
         if not alloc:
             continue
         bad = [n for n in alloc if not 0 <= n < cluster.num_nodes]
@@ -175,9 +177,13 @@ def simulate(
     _check_shape(num_nodes, gpus_per_node, float(interval), float(restart_delay))
     kind = getattr(policy, "job_kind", "adaptive")
     if kind not in JOB_KINDS:
-        raise InvalidInstanceError("job_kind", f"must be one of {', '.join(JOB_KINDS)}, got {kind!r}")
+        raise InvalidInstanceError(
+            "job_kind", f"must be one of {', '.join(JOB_KINDS)}, got {kind!r}"
+        )
     by_type = _load_traces(workload, traces)
-    jobs = [ClusterJob(spec, by_type[spec.application], kind, restart_delay) for spec in workload.jobs]
+    jobs = [
+        ClusterJob(spec, by_type[spec.application], kind, restart_delay) for spec in workload.jobs
+    ]
     reset = getattr(policy, "reset", None)
     if callable(reset):
         reset()

@@ -102,9 +102,9 @@ class FixedProfiled(PolluxAgent):
 
 
 class LazySpeedup:
-    """A job's speedup function, built on first use from the model it had at the decision.
+    r"""A job's speedup function, built on first use from the model it had at the decision.
 
-    Before the job has a model, :math:`\\mathrm{SPEEDUP}(N, K) = K` (the artifact's
+    Before the job has a model, :math:`\mathrm{SPEEDUP}(N, K) = K` (the artifact's
     ``lambda n, r: r``).
     """
 

@@ -1,4 +1,4 @@
-"""Most-free-node-first placement, the baselines' of Pollux's simulator.
+r"""Most-free-node-first placement, the baselines' of Pollux's simulator.
 
 The artifact's Tiresias and Optimus place a job's ``k`` GPUs one node at a time: take the node
 with the most free GPUs (the first such node in index order: ``Counter.most_common(1)`` returns
@@ -6,7 +6,7 @@ the first of equal counts, and the counter holds the nodes in index order), take
 ``min(free, still needed)`` of its GPUs, repeat. The allocation lists the nodes in the order
 taken, which is the placement's order (what the throughput look-up reads).
 
-:math:`O(k \\cdot n)` for ``n`` nodes.
+:math:`O(k \cdot n)` for ``n`` nodes.
 """
 
 from __future__ import annotations
