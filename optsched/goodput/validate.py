@@ -241,15 +241,19 @@ def _stretches(s: AllocationSegment) -> Iterator[tuple[int, int]]:
 _Replay = tuple[float | None, int, float, list[str]]
 
 
-def _replay(run: GoodputRun, j: JobRecord) -> _Replay:
+#: Rates already computed: (job type, placement, m, s, epoch) -> progress per second.
+_Rates = dict[tuple[str, str, int, int, int], float]
+
+
+def _replay(run: GoodputRun, j: JobRecord, rates: _Rates | None = None) -> _Replay:
     """(completion, epoch, progress, problems) re-derived from ``j``'s segments."""
     try:
-        return _integrate(run, j)
+        return _integrate(run, j, {} if rates is None else rates)
     except (OptschedError, KeyError, IndexError) as exc:
         return None, 0, 0.0, [f"its segments cannot be replayed: {exc}"]
 
 
-def _integrate(run: GoodputRun, j: JobRecord) -> _Replay:
+def _integrate(run: GoodputRun, j: JobRecord, rates: _Rates) -> _Replay:
     traces = run.traces[j.application]
     last = traces.max_epochs() - 1
     progress, epoch, done = 0.0, 0, None
@@ -270,7 +274,10 @@ def _integrate(run: GoodputRun, j: JobRecord) -> _Replay:
                 if config is None:
                     problems.append(f"segment {i} records fewer stretches than it ran")
                     return done, epoch, progress, problems
-                rate = progress_rate(traces, placement, config[0], config[1], epoch)
+                key = (j.application, placement, config[0], config[1], epoch)
+                rate = rates.get(key)
+                if rate is None:
+                    rate = rates[key] = progress_rate(traces, placement, *config, epoch)
                 target = progress_at_epoch(traces, epoch + 1)
                 if progress + rate * seconds < target:
                     progress += rate * seconds
@@ -291,7 +298,8 @@ def _integrate(run: GoodputRun, j: JobRecord) -> _Replay:
 
 def progress(run: GoodputRun) -> list[Violation]:
     """Completions, epochs and progress re-derived from the segments (module notes)."""
-    return _progress(run, {j.name: _replay(run, j) for j in run.jobs})
+    rates: _Rates = {}
+    return _progress(run, {j.name: _replay(run, j, rates) for j in run.jobs})
 
 
 def _progress(run: GoodputRun, replays: dict[str, _Replay]) -> list[Violation]:
@@ -365,7 +373,8 @@ def validate(run: GoodputRun) -> Report:
         The violations; ``objective`` is the average JCT recomputed from the replayed
         completions (None if a job's replay failed), ``details["jcts"]`` those JCTs.
     """
-    replays = {j.name: _replay(run, j) for j in run.jobs}
+    rates: _Rates = {}
+    replays = {j.name: _replay(run, j, rates) for j in run.jobs}
     violations: list[Violation] = []
     for name, check in CONSTRAINTS.items():
         violations += _progress(run, replays) if name == "progress" else check(run)
