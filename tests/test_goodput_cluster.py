@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -283,3 +284,27 @@ def test_adaptive_jobs_run_and_validate() -> None:
     report = validate(run)
     assert report.ok, report.violations[:5]
     assert abs(report.objective - run.average_jct) <= TIME_TOL
+
+
+def test_sim_compare_runs_a_pollux_workload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optsched.cli import main
+
+    trace = tmp_path / "shipped.csv"
+    shipped_workload().save(trace)
+    monkeypatch.setenv("OPTSCHED_POLLUX_SIMULATOR", str(DATA))  # the slice has a traces/
+    args = ["sim", "compare", str(trace), "--policies", "tiresias,optimus-oracle"]
+    assert main([*args, "--json"]) == 0
+    rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)["policies"]}
+    for name, want in reference()["shipped"]["policies"].items():
+        assert rows[name]["average_jct"] == pytest.approx(want["average_jct"], rel=JCT_MATCH_TOL)
+        assert rows[name]["makespan"] == want["makespan"] and rows[name]["valid"]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "optimus-oracle" in table
+    assert f"{reference()['shipped']['policies']['tiresias']['average_jct']:.2f}" in table
+    assert main([*args, "--exact"]) == 2
+    assert "--exact" in capsys.readouterr().err
+    assert main([*args[:3], "--policies", "gandiva"]) == 2
+    assert "gandiva" in capsys.readouterr().err
