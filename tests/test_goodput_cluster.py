@@ -275,7 +275,8 @@ class _OneEach:
 
 
 def test_adaptive_jobs_run_and_validate() -> None:
-    jobs = shipped_workload().jobs[:2]
+    # two bert jobs (2 epochs): few distinct configurations, so few fits of the agent's model
+    jobs = tuple(j for j in shipped_workload().jobs if j.application == "bert")[:2]
     run = simulate(PolluxWorkload(jobs), _OneEach(), num_nodes=2, traces=shipped_traces())
     assert run.job_kind == "adaptive" and run.finished
     assert all(j.fixed_batch is None for j in run.jobs)

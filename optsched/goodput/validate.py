@@ -15,8 +15,12 @@ module, ``name(run) -> list[Violation]``, listed in :data:`CONSTRAINTS`:
 ``before_submission``
     No segment starts before its job's submission.
 ``after_completion``
-    No segment starts at or after its job's completion, and none ends later than the end of
-    the interval in which the job completed.
+    No segment starts after its job's completion :math:`C`, and none ends after
+    :math:`(\lfloor C/L \rfloor + 1) L` for interval :math:`L`: the end of the interval in
+    which the job completed. A job may complete exactly at a decision time :math:`kL` within
+    the interval that starts there (its last epoch's end was less than half a second away, a
+    stretch of 0 s): it was still active at that decision and holds its GPUs until
+    :math:`(k+1)L`, as in the artifact.
 ``restart_count``
     A job's restarts are its segments less one (every segment is a (re)allocation).
 ``node_capacity``
@@ -143,9 +147,9 @@ def after_completion(run: GoodputRun) -> list[Violation]:
     for j in run.jobs:
         if j.completion_time is None:
             continue
-        release = math.ceil(j.completion_time / run.interval - TIME_TOL) * run.interval
+        release = (math.floor(j.completion_time / run.interval + TIME_TOL) + 1) * run.interval
         for i, s in enumerate(j.segments):
-            if s.start >= j.completion_time - TIME_TOL or s.end > release + TIME_TOL:
+            if s.start > j.completion_time + TIME_TOL or s.end > release + TIME_TOL:
                 out.append(
                     Violation(
                         "after_completion",
