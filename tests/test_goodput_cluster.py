@@ -91,14 +91,15 @@ def held_at(run: GoodputRun, t: float) -> dict[int, int]:
 
 
 @given(pollux_workloads(), st.sampled_from(sorted(POLICIES)), st.integers(1, 2),
-       st.sampled_from([2, 4]))  # fmt: skip
+       st.sampled_from([2, 4]), st.sampled_from([20.0, 60.0]))  # fmt: skip
 def test_random_runs_validate(
-    workload: PolluxWorkload, policy: str, nodes: int, per_node: int
+    workload: PolluxWorkload, policy: str, nodes: int, per_node: int, interval: float
 ) -> None:
+    # a 20-s interval is shorter than the 30-s restart delay: the delay spans two intervals
     gpus = nodes * per_node
     jobs = tuple(replace(j, num_replicas=min(j.num_replicas, gpus)) for j in workload.jobs)
     run = simulate(PolluxWorkload(jobs), make_policy(policy), num_nodes=nodes,
-                   gpus_per_node=per_node, traces=shipped_traces())  # fmt: skip
+                   gpus_per_node=per_node, interval=interval, traces=shipped_traces())  # fmt: skip
     assert run.finished
     report = validate(run)
     assert report.ok, report.violations[:5]
