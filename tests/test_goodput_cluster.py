@@ -2,9 +2,9 @@
 
 ``tests/data/pollux/baselines.json`` holds what Pollux's own simulator (the artifact's
 ``simulator/simulator.py``, unmodified, in its environment) computed for its Tiresias and
-Optimus(+Oracle) baselines: on the artifact's workload 6 (needs the artifact's folder for the
-four job types the slice does not ship) and on the first 32 cifar10/bert jobs of workload 6
-(the slice has all it needs: always runs). Its ``source`` entries say how each was measured.
+Optimus(+Oracle) baselines: on the artifact's workloads 6 and 2 (need the artifact's folder for
+the four job types the slice does not ship) and on the first 32 cifar10/bert jobs of workload
+6 (the slice has all it needs: always runs). Its ``source`` entries say how each was measured.
 """
 
 from __future__ import annotations
@@ -73,10 +73,11 @@ def test_shipped_slice_matches_artifact(policy: str) -> None:
 
 
 @needs_artifact
+@pytest.mark.parametrize("number", [6, 2])
 @pytest.mark.parametrize("policy", sorted(POLICIES))
-def test_workload6_matches_artifact(policy: str) -> None:
-    run = simulate(read_workload_of(6), make_policy(policy))
-    assert_matches(run, reference()["workload-6"]["policies"][policy])
+def test_workload_matches_artifact(policy: str, number: int) -> None:
+    run = simulate(read_workload_of(number), make_policy(policy))
+    assert_matches(run, reference()[f"workload-{number}"]["policies"][policy])
 
 
 def held_at(run: GoodputRun, t: float) -> dict[int, int]:
