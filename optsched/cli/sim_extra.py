@@ -185,6 +185,10 @@ def compare_command(
     warm_start: bool = True,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
+    from optsched.cli.sim_goodput import compare_if_pollux
+
+    if compare_if_pollux(dict(locals())):  # a Pollux workload: the goodput world's loop
+        return
     from optsched.cli._mechanism import mechanism_from
     from optsched.cli.sim_colocation import colocation_setup, needs_colocation
     from optsched.limits import check_range

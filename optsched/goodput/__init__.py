@@ -19,6 +19,11 @@ module                               idea
 :mod:`~optsched.goodput.progress`    progress in efficiency-weighted iterations, by epoch
 :mod:`~optsched.goodput.job`         one job advanced over an interval, as Pollux's simulator does
 :mod:`~optsched.goodput.agent`       Pollux's per-job agent: profile, refit, batch choice
+:mod:`~optsched.goodput.decision`    what a policy sees at a decision and the allocation it returns
+:mod:`~optsched.goodput.cluster`     the artifact's interval loop on a cluster, any policy
+:mod:`~optsched.goodput.record`      a run's record: allocation segments, JCT, makespan, GPU-hours
+:mod:`~optsched.goodput.validate`    the independent validator of a run's record
+:mod:`~optsched.goodput.policies`    the artifact's Tiresias and Optimus+Oracle baselines
 ===================================  ===============================================================
 """
 

@@ -7,8 +7,12 @@ the artifact's simulator hands its policies as ``JobInfo``: the job's speedup fu
 replica bounds, restarts and age, plus the oracle fields the Optimus+Oracle baseline reads) and
 the cluster as a :class:`ClusterView`.
 
-An **allocation** is a tuple with one node index per GPU, non-decreasing (``(0, 0, 3)`` is two
-GPUs on node 0 and one on node 3); the empty tuple means no GPUs. A policy returns a mapping
+An **allocation** is a tuple with one node index per GPU, each node's GPUs together
+(``(0, 0, 3)`` is two GPUs on node 0 and one on node 3); the empty tuple means no GPUs. The
+order of the nodes is the order of the job's *placement* (:func:`placement_of`), which the
+measured step times depend on (placement ``142`` is not ``124``, up to rotation): the
+artifact's baselines list nodes in the order they take them (``(3, 3, 3, 3, 0, 1)``); a policy
+with no reason to choose lists them in increasing order. A policy returns a mapping
 from job name to allocation for the jobs it runs; a job left out gets no GPUs. The cluster
 restarts a job (a restart delay, its batch re-chosen) exactly when its allocation differs from
 the previous one, as the artifact's simulator does.
@@ -24,7 +28,7 @@ from optsched.goodput.traces import ModelTraces
 
 __all__ = ["Allocation", "ClusterView", "GoodputPolicy", "JobView", "SpeedupFn", "placement_of"]
 
-#: One node index per GPU, non-decreasing; ``()`` for no GPUs.
+#: One node index per GPU, each node's GPUs together, nodes in placement order; ``()`` for none.
 Allocation = tuple[int, ...]
 
 #: :math:`\mathrm{SPEEDUP}(K, N)`: the job's goodput on ``N`` GPUs over ``K`` nodes relative to
