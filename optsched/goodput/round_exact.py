@@ -43,6 +43,7 @@ a solve stopped by it reports its status, incumbent, bound and gap.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,10 +146,45 @@ class _Rows:
         self.up.append(up)
 
 
-def build_model(instance: RoundInstance, *, symmetry: bool = True) -> RoundModel:
-    """The MILP of the module notes (complete the instance's tables first).
+def _job_rows(
+    instance: RoundInstance,
+    rows: _Rows,
+    j: int,
+    cfgs: list[tuple[int, int, bool]],
+    y0: int,
+    a_start: int,
+    u_start: int,
+    d_index: dict[tuple[int, int], int],
+) -> None:
+    """Job ``j``'s rows: one_configuration ... keep_previous and interference's linking rows."""
+    nn, g = instance.num_nodes, instance.gpus_per_node
+    ys = [y0 + i for i in range(len(cfgs))]
+    a = [a_start + j * nn + n for n in range(nn)]
+    u = [u_start + j * nn + n for n in range(nn)]
+    rows.add([(y, 1.0) for y in ys], 1.0, 1.0)  # one_configuration
+    gpus = [(y, -float(n)) for y, (_, n, _) in zip(ys, cfgs, strict=True) if n]
+    rows.add([(c, 1.0) for c in a] + gpus, 0.0, 0.0)  # gpus_of_configuration
+    nodes = [(y, -float(k)) for y, (k, _, _) in zip(ys, cfgs, strict=True) if k]
+    rows.add([(c, 1.0) for c in u] + nodes, 0.0, 0.0)  # nodes_of_configuration
+    for n in range(nn):
+        rows.add([(a[n], 1.0), (u[n], -float(g))], -np.inf, 0.0)  # node_used
+        rows.add([(a[n], 1.0), (u[n], -1.0)], 0.0, np.inf)
+    keep = [i for i, c in enumerate(cfgs) if c[2]]
+    if keep:
+        prev = instance.jobs[j].previous
+        for n in range(nn):
+            if prev[n] > 0:  # keep_previous
+                rows.add([(a[n], 1.0), (ys[keep[0]], -float(prev[n]))], 0.0, np.inf)
+    multi = [(ys[i], -1.0) for i, (k, _, _) in enumerate(cfgs) if k >= 2]
+    for n in range(nn):
+        if (j, n) in d_index:  # interference (linking)
+            rows.add([(d_index[(j, n)], 1.0), (u[n], -1.0), *multi], -1.0, np.inf)
 
-    :math:`O(\\sum_j |C_j| + J n)` columns and :math:`O(J n)` rows.
+
+def build_model(instance: RoundInstance, *, symmetry: bool = True) -> RoundModel:
+    r"""The MILP of the module notes (complete the instance's tables first).
+
+    :math:`O(\sum_j |C_j| + J n)` columns and :math:`O(J n)` rows.
     """
     import scipy.sparse as sp
 
@@ -177,28 +213,7 @@ def build_model(instance: RoundInstance, *, symmetry: bool = True) -> RoundModel
     cost += [0.0] * (ncols - a_start)
     rows = _Rows()
     for j, cfgs in enumerate(configs):
-        ys = [y_start[j] + i for i in range(len(cfgs))]
-        a = [a_start + j * nn + n for n in range(nn)]
-        u = [u_start + j * nn + n for n in range(nn)]
-        rows.add([(y, 1.0) for y in ys], 1.0, 1.0)  # one_configuration
-        rows.add([(c, 1.0) for c in a] + [(y, -float(n)) for y, (_, n, _) in
-                                          zip(ys, cfgs, strict=True) if n], 0.0, 0.0)  # fmt: skip
-        rows.add([(c, 1.0) for c in u] + [(y, -float(k)) for y, (k, _, _) in
-                                          zip(ys, cfgs, strict=True) if k], 0.0, 0.0)  # fmt: skip
-        for n in range(nn):
-            rows.add([(a[n], 1.0), (u[n], -float(g))], -np.inf, 0.0)  # node_used
-            rows.add([(a[n], 1.0), (u[n], -1.0)], 0.0, np.inf)
-        keep = [i for i, c in enumerate(cfgs) if c[2]]
-        if keep:
-            prev = instance.jobs[j].previous
-            for n in range(nn):
-                if prev[n] > 0:  # keep_previous
-                    rows.add([(a[n], 1.0), (ys[keep[0]], -float(prev[n]))], 0.0, np.inf)
-        multi = [ys[i] for i, (k, _, _) in enumerate(cfgs) if k >= 2]
-        for n in range(nn):
-            if (j, n) in d_index:  # interference (linking)
-                rows.add([(d_index[(j, n)], 1.0), (u[n], -1.0)] + [(y, -1.0) for y in multi],
-                         -1.0, np.inf)  # fmt: skip
+        _job_rows(instance, rows, j, cfgs, y_start[j], a_start, u_start, d_index)
     for n in range(nn):
         rows.add([(a_start + j * nn + n, 1.0) for j in range(nj)], -np.inf, float(g))
         ds = [d_index[(j, n)] for j in range(nj) if (j, n) in d_index]
@@ -228,7 +243,7 @@ def _symmetry_rows(instance: RoundInstance, rows: _Rows, a_start: int) -> None:
     for n in range(nn):
         groups.setdefault(tuple(int(v) for v in prev[:, n]), []).append(n)
     for members in groups.values():
-        for first, second in zip(members, members[1:], strict=False):
+        for first, second in itertools.pairwise(members):
             rows.add([(a_start + j * nn + first, 1.0) for j in range(nj)]
                      + [(a_start + j * nn + second, -1.0) for j in range(nj)],
                      0.0, np.inf)  # fmt: skip

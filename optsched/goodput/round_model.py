@@ -1,4 +1,4 @@
-r"""One round of Pollux's scheduling problem: the allocations it searches and the value it maximizes.
+r"""One round of Pollux's scheduling problem: the allocations it searches, the value it maximizes.
 
 Every scheduling interval Pollux's policy (Qiao et al., OSDI'21, §4.2; the artifact's
 ``simulator/pollux.py``) chooses, for each active job :math:`j`, how many GPUs it holds on each
@@ -98,19 +98,19 @@ def restart_factor(age: float, num_restarts: int, delay: float = RESTART_DELAY) 
 
 
 class RoundJob:
-    """One job of a round.
+    r"""One job of a round.
 
     Parameters
     ----------
     name : str
     min_replicas, max_replicas : int
-        :math:`0 \\le` ``min_replicas`` :math:`\\le` ``max_replicas``, ``max_replicas >= 1``.
+        :math:`0 \le` ``min_replicas`` :math:`\le` ``max_replicas``, ``max_replicas >= 1``.
     restart_factor : float
-        :math:`\\rho_j \\in [0, 1]`, the factor a changed allocation multiplies its speedup by.
+        :math:`\rho_j \in [0, 1]`, the factor a changed allocation multiplies its speedup by.
     previous : sequence of int
         GPUs held on each node before the round (zeros for a job without GPUs).
     speedup : mapping ``(K, N) -> float``
-        :math:`S_j(K, N) \\ge 0` over the job's fair share, for configurations it may take;
+        :math:`S_j(K, N) \ge 0` over the job's fair share, for configurations it may take;
         entries not given are asked of ``source``.
     source : callable, optional
         Computes a missing entry (see :func:`build_round`).
@@ -309,7 +309,7 @@ class RoundInstance:
             raise InvalidInstanceError("kind", "not a goodput round (kind 'goodput-round')")
         try:
             jobs = []
-            for i, raw in enumerate(data["jobs"]):
+            for raw in data["jobs"]:
                 table = {}
                 for entry in raw["speedup"]:
                     k, n, v = entry
@@ -512,8 +512,10 @@ def generate_instance(
     seed: int = 0,
     p: float = FAIRNESS_P,
 ) -> RoundInstance:
-    """A random round: concave speedups, random bounds, ages and restarts, a random previous
-    allocation that respects the capacity (it may break other constraints, as a stale one can).
+    """A random round: concave speedups, random bounds, ages, restarts and previous allocation.
+
+    The previous allocation respects the nodes' capacity; it may break other constraints (as a
+    stale allocation can, once a job's bounds change).
     """
     if num_jobs < 1:
         raise InvalidInstanceError("num_jobs", f"must be >= 1, got {num_jobs}")

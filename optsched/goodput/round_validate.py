@@ -84,15 +84,16 @@ def _check_jobs(instance: RoundInstance, a: npt.NDArray[np.int64]) -> list[Viola
         nodes = sum(1 for n in range(instance.num_nodes) if a[j, n] > 0)
         where = {"job": j}
         if gpus > job.max_replicas:
-            out.append(Violation("max_replicas", f"{job.name} holds {gpus} GPUs, at most "
-                                 f"{job.max_replicas}", where, float(gpus - job.max_replicas)))  # fmt: skip
+            msg = f"{job.name} holds {gpus} GPUs, at most {job.max_replicas}"
+            out.append(Violation("max_replicas", msg, where, float(gpus - job.max_replicas)))
         if 0 < gpus < job.min_replicas:
-            out.append(Violation("min_replicas", f"{job.name} holds {gpus} GPUs, needs 0 or "
-                                 f">= {job.min_replicas}", where, float(job.min_replicas - gpus)))  # fmt: skip
+            msg = f"{job.name} holds {gpus} GPUs, needs 0 or >= {job.min_replicas}"
+            out.append(Violation("min_replicas", msg, where, float(job.min_replicas - gpus)))
         if nodes > instance.max_job_nodes:
-            out.append(Violation("max_job_nodes", f"{job.name} spans {nodes} nodes, at most "
-                                 f"{instance.max_job_nodes}", where,
-                                 float(nodes - instance.max_job_nodes)))  # fmt: skip
+            msg = f"{job.name} spans {nodes} nodes, at most {instance.max_job_nodes}"
+            out.append(
+                Violation("max_job_nodes", msg, where, float(nodes - instance.max_job_nodes))
+            )
     return out
 
 
@@ -126,8 +127,8 @@ def validate(instance: RoundInstance, state: npt.ArrayLike) -> Report:
     """
     a = np.asarray(state)
     if a.shape != (instance.num_jobs, instance.num_nodes):
-        return Report([Violation("shape", f"expected shape {(instance.num_jobs, instance.num_nodes)}"
-                                 f", got {a.shape}")])  # fmt: skip
+        want = (instance.num_jobs, instance.num_nodes)
+        return Report([Violation("shape", f"expected shape {want}, got {a.shape}")])
     violations = _check_entries(instance, a)
     if violations:
         return Report(violations)
