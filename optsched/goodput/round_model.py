@@ -252,6 +252,7 @@ class RoundInstance:
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise InvalidInstanceError("scale", f"must be > 0, got {scale}")
         self.max_job_nodes = int(max_job_nodes)
+        self._grid: FloatArray | None = None
 
     @property
     def num_jobs(self) -> int:
@@ -270,6 +271,20 @@ class RoundInstance:
     def replica_bound(self, job: int) -> int:
         """The most GPUs job ``job`` may hold."""
         return min(self.jobs[job].max_replicas, self.num_nodes * self.gpus_per_node)
+
+    def grid(self) -> FloatArray:
+        """The speedups as a ``(J, K+1, N+1)`` array over the bounds, NaN where not computed yet."""
+        if self._grid is None:
+            kdim = min(self.num_nodes, self.max_job_nodes) + 1
+            ndim = max(self.replica_bound(j) for j in range(self.num_jobs)) + 1
+            grid = np.full((self.num_jobs, kdim, ndim), np.nan)
+            grid[:, 0, 0] = 0.0
+            for j, job in enumerate(self.jobs):
+                for (k, n), v in job.speedup.items():
+                    if k < kdim and n < ndim:
+                        grid[j, k, n] = v
+            self._grid = grid
+        return self._grid
 
     def complete(self) -> RoundInstance:
         """Compute every configuration's speedup (:func:`configurations`); returns ``self``."""
@@ -376,14 +391,29 @@ def configurations(instance: RoundInstance, job: int) -> list[tuple[int, int]]:
 
 
 def _lookup(instance: RoundInstance, nodes: IntArray, replicas: IntArray) -> FloatArray:
-    """:math:`S_j(K, N)` for every row of a population: arrays of shape ``(P, J)``."""
-    out = np.zeros(nodes.shape, dtype=np.float64)
-    for j, job in enumerate(instance.jobs):
-        col_k, col_n = nodes[:, j], replicas[:, j]
-        keys = np.unique(np.stack([col_k, col_n]), axis=1)
-        values = {(int(k), int(n)): job.value(int(k), int(n)) for k, n in keys.T}
-        out[:, j] = [values[(int(k), int(n))] for k, n in zip(col_k, col_n, strict=True)]
-    return out
+    """:math:`S_j(K, N)` for every row of a population: arrays of shape ``(P, J)``.
+
+    Read from a dense cache over every job's configurations (NaN where not computed yet);
+    each missing entry is computed once.
+    """
+    grid = instance.grid()
+    jobs = np.broadcast_to(np.arange(instance.num_jobs), nodes.shape)
+    if nodes.max(initial=0) >= grid.shape[1] or replicas.max(initial=0) >= grid.shape[2]:
+        # outside every job's bounds: only an unrepaired allocation asks, and gets its error
+        return np.array(
+            [[instance.jobs[j].value(int(k), int(n)) for j, (k, n) in
+              enumerate(zip(row_k, row_n, strict=True))]
+             for row_k, row_n in zip(nodes, replicas, strict=True)],
+            dtype=np.float64,
+        )  # fmt: skip
+    out = grid[jobs, nodes, replicas]
+    missing = np.isnan(out)
+    if missing.any():
+        keys = np.unique(np.stack([jobs[missing], nodes[missing], replicas[missing]]), axis=1)
+        for j, k, n in keys.T:
+            grid[j, k, n] = instance.jobs[int(j)].value(int(k), int(n))
+        out = grid[jobs, nodes, replicas]
+    return np.asarray(out, dtype=np.float64)
 
 
 def fitness(instance: RoundInstance, states: npt.ArrayLike) -> FloatArray:

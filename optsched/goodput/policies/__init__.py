@@ -1,0 +1,1 @@
+"""Scheduling policies of the goodput world."""
