@@ -34,13 +34,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
-from optsched.goodput.decision import Allocation, ClusterView, GoodputPolicy, JobView
+from optsched.goodput.decision import Allocation, ClusterView, GoodputPolicy, JobView, SpeedupFn
 from optsched.goodput.goodput import GoodputModel
 from optsched.goodput.progress import gradient_stats, measurements
 from optsched.goodput.speedup import SpeedupTable
 from optsched.goodput.throughput import ThroughputParams
 from optsched.goodput.traces import ModelTraces
-from optsched.goodput.workload import PolluxWorkload
+from optsched.goodput.workload import PolluxJob, PolluxWorkload
 
 __all__ = ["INTERVAL", "PROFILED_GPUS", "RoundSampler", "replay_rounds"]
 
@@ -48,6 +48,11 @@ __all__ = ["INTERVAL", "PROFILED_GPUS", "RoundSampler", "replay_rounds"]
 INTERVAL = 60.0
 #: The largest allocations a sampled job may have profiled.
 PROFILED_GPUS = (1, 2, 4, 8, 16)
+
+
+def _replicas(num_nodes: int, num_replicas: int) -> float:
+    """A job's speedup before it has a model: its GPU count (the artifact's)."""
+    return float(num_replicas)
 
 
 class RoundSampler:
@@ -88,12 +93,12 @@ class RoundSampler:
                     data.atomic_bsz[keep],
                     data.compute_time[keep],
                     data.step_time[keep],
-                )  # fmt: skip
+                )
             )
         return self._fits[key]
 
-    def _view(self, job: object, time: float, rng: np.random.Generator) -> JobView:
-        name, submitted, app = job.name, job.time, job.application  # type: ignore[attr-defined]
+    def _view(self, job: PolluxJob, time: float, rng: np.random.Generator) -> JobView:
+        name, submitted, app = job.name, job.time, job.application
         if app not in self.job_types:
             raise InvalidInstanceError("application", f"no traces for job type {app!r}")
         traces = self.job_types[app]
@@ -101,7 +106,7 @@ class RoundSampler:
         age = time - submitted
         profiled = 0 if age < INTERVAL else int(rng.choice(PROFILED_GPUS))
         epoch = int(rng.integers(0, traces.max_epochs()))
-        speedup: object = lambda k, n: float(n)
+        speedup: SpeedupFn = _replicas
         if profiled:
             stats = gradient_stats(traces, limits.init_batch_size, epoch)
             model = GoodputModel(self.params(app, profiled), stats, limits.init_batch_size)
@@ -119,7 +124,7 @@ class RoundSampler:
             epoch=epoch,
             application=app,
             traces=traces,
-            speedup=speedup,  # type: ignore[arg-type]
+            speedup=speedup,
         )
 
     def round(

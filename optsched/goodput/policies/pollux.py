@@ -82,7 +82,7 @@ def _crossover(p0: IntArray, p1: IntArray, rng: np.random.Generator) -> tuple[In
 def _mutate(instance: RoundInstance, states: IntArray, rng: np.random.Generator) -> IntArray:
     g = instance.gpus_per_node
     base = instance.previous
-    pop, jobs, nodes = states.shape
+    pop, jobs = states.shape[:2]
     reset = rng.random((pop, jobs)) < _RESET_PROB
     out = np.where(reset[:, :, None], base[None], states)
     thin = np.where(rng.random((pop, jobs)) < _THIN_ROW_PROB, _THIN_ENTRY_PROB, 0.0)

@@ -30,8 +30,8 @@ __all__ = [
     "MAX_MATINGS",
     "Operators",
     "crowding_distance",
-    "nsga2",
     "non_dominated_fronts",
+    "nsga2",
 ]
 
 #: Probability that a selected pair is crossed (pymoo's default; otherwise the children are
@@ -86,8 +86,11 @@ def non_dominated_fronts(f: FloatArray) -> list[IntArray]:
 
 
 def crowding_distance(f: FloatArray) -> FloatArray:
-    """Crowding distance of the points of one front: extremes infinite, others the mean over
-    objectives of the normalized distance between their two neighbours."""
+    """Crowding distance of the points of one front.
+
+    The extremes of each objective are infinite; the others get the mean over objectives of the
+    normalized distance between their two neighbours.
+    """
     n, m = f.shape
     if n <= 2:
         return np.full(n, np.inf)
