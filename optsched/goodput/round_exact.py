@@ -296,7 +296,8 @@ def solve(
         Add the symmetry cuts of the module notes.
     warm_start : array_like, optional
         A feasible ``(J, n)`` allocation handed to HiGHS as a MIP start (e.g. the genetic
-        algorithm's); it changes how fast the optimum is proven, never the optimum.
+        algorithm's); it changes how fast the optimum is proven, never the optimum. Without
+        one, the allocation giving no job GPUs (always feasible) is the start.
     threads : int or None
 
     Returns
@@ -306,8 +307,7 @@ def solve(
     Raises
     ------
     NotOptimalError
-        HiGHS stopped without any allocation (never for a valid round: giving no job GPUs is
-        feasible).
+        HiGHS stopped without any allocation (not expected: it starts from a feasible one).
     """
     from optsched.solvers.matrix import solve_matrix
 
@@ -316,9 +316,11 @@ def solve(
     start = time.perf_counter()
     instance.complete()
     model = build_model(instance, symmetry=symmetry)
-    warm = None
+    # no job holding GPUs is always feasible: HiGHS always has an incumbent to return
+    warm = _start_vector(model, instance, np.zeros_like(instance.previous))
     if warm_start is not None:
-        warm = _start_vector(model, instance, np.asarray(warm_start, dtype=np.int64))
+        given = _start_vector(model, instance, np.asarray(warm_start, dtype=np.int64))
+        warm = given if given is not None else warm
     built = time.perf_counter() - start
     sol = solve_matrix(model.lp, solver="highs", threads=threads, accept_feasible=True,
                        build_seconds=built, options={"mip_max_nodes": int(node_limit)},
