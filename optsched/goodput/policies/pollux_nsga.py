@@ -133,9 +133,8 @@ def _survive(f: FloatArray, size: int, rng: np.random.Generator) -> IntArray:
     return np.array(kept, dtype=np.int64)
 
 
-def _tournament(f: FloatArray, count: int, rng: np.random.Generator) -> IntArray:
+def _tournament(f: FloatArray, crowd: FloatArray, count: int, rng: np.random.Generator) -> IntArray:
     """``count`` winners of binary tournaments over random permutations of the population."""
-    _, crowd, _ = _rank_and_crowding(f)
     n = len(f)
     need = 2 * count
     perms = np.concatenate([rng.permutation(n) for _ in range(-(-need // n))])
@@ -170,13 +169,14 @@ def _offspring(
 ) -> IntArray:
     """Up to ``size`` new feasible children not equal to any member (module notes, step 2)."""
     seen = set(_keys(pop))
+    _, crowd, _ = _rank_and_crowding(f)
     found: list[IntArray] = []
     total = 0
     for _ in range(MAX_MATINGS):
         if total >= size:
             break
         pairs = -(-(size - total) // 2)
-        winners = _tournament(f, 2 * pairs, rng)
+        winners = _tournament(f, crowd, 2 * pairs, rng)
         p0, p1 = pop[winners[0::2]], pop[winners[1::2]]
         c0, c1 = ops.crossover(p0, p1, rng)
         cross = rng.random(pairs) < CROSSOVER_PROB
