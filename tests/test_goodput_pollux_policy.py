@@ -20,13 +20,13 @@ from optsched.goodput.policies.pollux import (
     search,
 )
 from optsched.goodput.policies.pollux_nsga import crowding_distance, non_dominated_fronts
-from optsched.goodput.round_exact import solve
+from optsched.goodput.round_exact import _start_vector, build_model, canonical, solve
 from optsched.goodput.round_model import RoundInstance, fitness, generate_instance
 from optsched.goodput.round_validate import validate
 from optsched.goodput.round_workload import RoundSampler, replay_rounds
 from optsched.goodput.traces import read_model_traces
 from optsched.goodput.workload import PolluxWorkload, read_workload
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, RATIO_TOL, leq, within
+from optsched.tolerances import CAPACITY_TOL, OBJECTIVE_AGREEMENT_TOL, RATIO_TOL, leq, within
 from tests.brute.goodput_round import best_round
 from tests.strategies.goodput_round import any_states, tiny_rounds
 
@@ -61,6 +61,19 @@ def test_ga_is_feasible_and_never_above_the_optimum(instance: RoundInstance, see
     exact = solve(instance)
     assert leq(result.fitness, exact.objective, RATIO_TOL)
     assert validate(instance, exact.state).ok
+    # the GA's allocation is a point of the MILP (with the symmetry cuts: once its
+    # interchangeable nodes are ordered), whose objective there is the GA's value
+    for symmetry in (False, True):
+        model = build_model(instance, symmetry=symmetry)
+        point = _start_vector(model, instance, result.state)
+        assert point is not None and point.x is not None
+        rows = model.lp.a @ point.x
+        assert (rows >= model.lp.row_lower - CAPACITY_TOL).all()
+        assert (rows <= model.lp.row_upper + CAPACITY_TOL).all()
+        value = instance.mean_of(float(model.lp.c @ point.x))
+        assert within(value, result.fitness, OBJECTIVE_AGREEMENT_TOL)
+    same = validate(instance, canonical(instance, result.state)).objective
+    assert same is not None and within(same, result.fitness, OBJECTIVE_AGREEMENT_TOL)
 
 
 def test_ga_finds_the_optimum_of_small_rounds() -> None:

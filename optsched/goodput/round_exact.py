@@ -55,7 +55,14 @@ from optsched.errors import InvalidInstanceError
 from optsched.goodput.round_model import RoundInstance, configurations
 from optsched.solvers.result import SolveResult, Status
 
-__all__ = ["DEFAULT_NODE_LIMIT", "RoundModel", "RoundSolution", "build_model", "solve"]
+__all__ = [
+    "DEFAULT_NODE_LIMIT",
+    "RoundModel",
+    "RoundSolution",
+    "build_model",
+    "canonical",
+    "solve",
+]
 
 #: Branch-and-bound nodes HiGHS may explore before it stops with its incumbent and bound.
 DEFAULT_NODE_LIMIT = 20_000
@@ -101,6 +108,7 @@ class RoundModel:
     a_start: int
     u_start: int
     d_index: dict[tuple[int, int], int]
+    symmetry: bool = True
 
 
 def _keep_allowed(instance: RoundInstance, j: int) -> bool:
@@ -233,20 +241,39 @@ def build_model(instance: RoundInstance, *, symmetry: bool = True) -> RoundModel
     lp = LinearProgram(cost, matrix, rows.lo, rows.up, lower, upper,
                        sense="min" if instance.p < 0 else "max",
                        integrality=integrality)  # fmt: skip
-    return RoundModel(lp, configs, y_start, a_start, u_start, d_index)
+    return RoundModel(lp, configs, y_start, a_start, u_start, d_index, symmetry)
+
+
+def _interchangeable(instance: RoundInstance) -> list[list[int]]:
+    """Groups of nodes whose previous columns are equal (in node order)."""
+    prev = instance.previous
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for n in range(instance.num_nodes):
+        groups.setdefault(tuple(int(v) for v in prev[:, n]), []).append(n)
+    return list(groups.values())
 
 
 def _symmetry_rows(instance: RoundInstance, rows: _Rows, a_start: int) -> None:
     nj, nn = instance.num_jobs, instance.num_nodes
-    prev = instance.previous
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for n in range(nn):
-        groups.setdefault(tuple(int(v) for v in prev[:, n]), []).append(n)
-    for members in groups.values():
+    for members in _interchangeable(instance):
         for first, second in itertools.pairwise(members):
             rows.add([(a_start + j * nn + first, 1.0) for j in range(nj)]
                      + [(a_start + j * nn + second, -1.0) for j in range(nj)],
                      0.0, np.inf)  # fmt: skip
+
+
+def canonical(instance: RoundInstance, state: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``state`` with each group of interchangeable nodes ordered by decreasing load.
+
+    Swapping nodes with equal previous columns changes neither the value nor feasibility; the
+    result satisfies the symmetry cuts (a stable sort, so an ordered state is unchanged).
+    """
+    out = np.array(state, dtype=np.int64)
+    for members in _interchangeable(instance):
+        load = out[:, members].sum(axis=0)
+        order = np.argsort(-load, kind="stable")
+        out[:, members] = out[:, [members[i] for i in order]]
+    return out
 
 
 def _start_vector(model: RoundModel, instance: RoundInstance, state: npt.NDArray[np.int64]) -> Any:
@@ -255,6 +282,8 @@ def _start_vector(model: RoundModel, instance: RoundInstance, state: npt.NDArray
     from optsched.solvers.result import SolutionStatus, TerminationCondition, assemble
 
     nn = instance.num_nodes
+    if model.symmetry:
+        state = canonical(instance, state)
     x = np.zeros(model.lp.n_variables)
     for j, cfgs in enumerate(model.configs):
         row = state[j]
