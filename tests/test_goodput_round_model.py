@@ -36,6 +36,7 @@ from optsched.tolerances import (
 )
 from tests.brute.goodput_round import best_round
 from tests.strategies.goodput_round import any_states, tiny_rounds
+from tests.test_validator_constraints import documented_names
 
 pytestmark = pytest.mark.solver("highs")
 
@@ -127,31 +128,38 @@ def test_interference_is_enforced() -> None:
     assert validate(instance, np.array([[1, 1], [1, 1]])).violations[0].constraint == "interference"
 
 
-@pytest.mark.parametrize(
-    ("state", "name"),
-    [
-        ([[2, 0], [1, 0]], "node_capacity"),
-        ([[2, 2], [0, 0]], "max_replicas"),
-        ([[1, 0], [0, 0]], "min_replicas"),
-        ([[-1, 0], [0, 0]], "gpu_range"),
-        ([[1, 0, 0]], "shape"),
-    ],
-)
-def test_validator_names_each_violation(state: list[list[int]], name: str) -> None:
-    table = {(1, 1): 1.0, (1, 2): 1.5, (2, 2): 1.4, (2, 3): 1.8, (2, 4): 2.0}
-    jobs = [
-        RoundJob("a", min_replicas=2, max_replicas=3, restart_factor=1.0, previous=[0, 0],
-                 speedup=table),
-        RoundJob("b", min_replicas=0, max_replicas=2, restart_factor=1.0, previous=[0, 0],
-                 speedup=table),
-    ]  # fmt: skip
-    instance = RoundInstance(2, 2, jobs)
-    if name == "node_capacity":
-        instance = RoundInstance(2, 2, [RoundJob("a", min_replicas=0, max_replicas=4,
-                                                 restart_factor=1.0, previous=[0, 0],
-                                                 speedup=table), jobs[1]])  # fmt: skip
-    assert name in CONSTRAINTS
-    assert name in {v.constraint for v in validate(instance, np.array(state)).violations}
+def test_constraints_are_named_functions_listed_on_the_page() -> None:
+    from optsched.goodput import round_validate
+
+    for name, function in CONSTRAINTS.items():
+        assert function.__name__ == name and getattr(round_validate, name) is function
+        assert function.__doc__ and f"``{name}``" in function.__doc__
+    assert set(CONSTRAINTS) == documented_names("goodput_round.rst")
+
+
+def test_each_constraint_broken_alone_is_reported_by_name() -> None:
+    table = {(k, n): float(n) / k for n in range(1, 5) for k in range(1, min(n, 3) + 1)}
+
+    def job(name: str, lo: int, hi: int) -> RoundJob:
+        return RoundJob(name, min_replicas=lo, max_replicas=hi, restart_factor=1.0,
+                        previous=[0, 0, 0], speedup=table)  # fmt: skip
+
+    instance = RoundInstance(3, 2, [job("a", 2, 3), job("b", 0, 4)], max_job_nodes=2)
+    valid = np.array([[2, 0, 0], [0, 1, 1]])
+    broken = {
+        "shape": np.array([[2, 0, 0]]),
+        "gpu_range": np.array([[2, 0, 0], [0, 1, 0.5]]),
+        "node_capacity": np.array([[2, 0, 0], [1, 0, 0]]),
+        "interference": np.array([[1, 1, 0], [0, 1, 1]]),
+        "max_replicas": np.array([[2, 2, 0], [0, 0, 0]]),
+        "min_replicas": np.array([[1, 0, 0], [0, 1, 1]]),
+        "max_job_nodes": np.array([[0, 0, 0], [1, 1, 1]]),
+    }
+    assert set(broken) == set(CONSTRAINTS)
+    assert validate(instance, valid).ok
+    for name, solution in broken.items():
+        found = {v.constraint for v in validate(instance, solution).violations}
+        assert found == {name}, (name, found)
 
 
 def test_max_job_nodes_is_checked() -> None:
