@@ -140,6 +140,8 @@ def test_policy_rejects_bad_settings() -> None:
         PolluxPolicy(pop_size=0)
     with pytest.raises(InvalidInstanceError, match="generations"):
         PolluxPolicy(generations=0)
+    with pytest.raises(InvalidInstanceError, match="max_matings"):
+        PolluxPolicy(max_matings=0)
 
 
 def _shipped_workload() -> tuple[PolluxWorkload, dict]:

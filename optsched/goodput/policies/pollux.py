@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from optsched.goodput.decision import Allocation, ClusterView, JobView
-from optsched.goodput.policies.pollux_nsga import Operators, nsga2
+from optsched.goodput.policies.pollux_nsga import MAX_MATINGS, Operators, nsga2
 from optsched.goodput.round_model import (
     RoundInstance,
     build_round,
@@ -170,11 +170,13 @@ def search(
     rng: np.random.Generator,
     pop_size: int = POP_SIZE,
     generations: int = GENERATIONS,
+    max_matings: int = MAX_MATINGS,
 ) -> SearchResult:
     """Run Pollux's NSGA-II on one round from ``initial`` (default: the previous allocation)."""
     start = instance.previous[None] if initial is None else np.asarray(initial, dtype=np.int64)
     front, values, evaluations = nsga2(start, operators(instance), pop_size=pop_size,
-                                       generations=generations, rng=rng)  # fmt: skip
+                                       generations=generations, rng=rng,
+                                       max_matings=max_matings)  # fmt: skip
     best = int(np.argmin(values[:, 0]))
     return SearchResult(front[best], float(-values[best, 0]), front, values, evaluations)
 
@@ -188,6 +190,9 @@ class PolluxPolicy:
         Seeds the policy's one random generator: a run is reproducible.
     pop_size, generations : int
         NSGA-II's settings (:data:`POP_SIZE`, :data:`GENERATIONS`).
+    max_matings : int
+        Matings tried per generation for new children
+        (:data:`~optsched.goodput.policies.pollux_nsga.MAX_MATINGS`, pymoo's).
     p : float
         The fairness exponent (:data:`~optsched.goodput.round_model.FAIRNESS_P`).
 
@@ -206,6 +211,7 @@ class PolluxPolicy:
         seed: int = 0,
         pop_size: int = POP_SIZE,
         generations: int = GENERATIONS,
+        max_matings: int = MAX_MATINGS,
         p: float = -1.0,
     ) -> None:
         from optsched.errors import InvalidInstanceError
@@ -214,6 +220,9 @@ class PolluxPolicy:
             raise InvalidInstanceError("pop_size", f"must be >= 1, got {pop_size}")
         if generations < 1:
             raise InvalidInstanceError("generations", f"must be >= 1, got {generations}")
+        if max_matings < 1:
+            raise InvalidInstanceError("max_matings", f"must be >= 1, got {max_matings}")
+        self.max_matings = int(max_matings)
         self.rng = np.random.default_rng(seed)
         self.pop_size = int(pop_size)
         self.generations = int(generations)
@@ -246,7 +255,8 @@ class PolluxPolicy:
             return {}
         instance = build_round(jobs, cluster, previous, p=self.p)
         result = search(instance, self._initial(instance), rng=self.rng,
-                        pop_size=self.pop_size, generations=self.generations)  # fmt: skip
+                        pop_size=self.pop_size, generations=self.generations,
+                        max_matings=self.max_matings)  # fmt: skip
         self._carried = ([j.name for j in instance.jobs], result.front)
         self.last_round = instance
         self.last_search = result

@@ -165,14 +165,19 @@ def _unique_new(states: IntArray, seen: set[bytes]) -> IntArray:
 
 
 def _offspring(
-    pop: IntArray, f: FloatArray, ops: Operators, size: int, rng: np.random.Generator
+    pop: IntArray,
+    f: FloatArray,
+    ops: Operators,
+    size: int,
+    rng: np.random.Generator,
+    max_matings: int,
 ) -> IntArray:
     """Up to ``size`` new feasible children not equal to any member (module notes, step 2)."""
     seen = set(_keys(pop))
     _, crowd, _ = _rank_and_crowding(f)
     found: list[IntArray] = []
     total = 0
-    for _ in range(MAX_MATINGS):
+    for _ in range(max_matings):
         if total >= size:
             break
         pairs = -(-(size - total) // 2)
@@ -201,6 +206,7 @@ def nsga2(
     pop_size: int,
     generations: int,
     rng: np.random.Generator,
+    max_matings: int = MAX_MATINGS,
 ) -> tuple[IntArray, FloatArray, int]:
     """Run NSGA-II from ``initial``; return the final population's first front.
 
@@ -212,6 +218,10 @@ def nsga2(
     pop_size, generations : int
         As pymoo counts them: the initial population is generation 1.
     rng : numpy.random.Generator
+    max_matings : int
+        Matings tried per generation for new children (:data:`MAX_MATINGS`). In a round whose
+        feasible states are few (one job of one GPU) every generation tries them all, which
+        costs about 1 ms each; fewer change the search only in such rounds.
 
     Returns
     -------
@@ -224,7 +234,7 @@ def nsga2(
     f = ops.evaluate(pop)
     evaluations = len(pop)
     for _ in range(max(generations - 1, 0)):
-        children = _offspring(pop, f, ops, pop_size, rng)
+        children = _offspring(pop, f, ops, pop_size, rng, max_matings)
         if len(children):
             pop = np.concatenate([pop, children])
             f = np.concatenate([f, ops.evaluate(children)])
