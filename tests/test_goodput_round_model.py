@@ -208,6 +208,15 @@ def test_bad_jobs_name_the_field() -> None:
         RoundInstance(2, 2, [job])
     with pytest.raises(InvalidInstanceError, match="kind"):
         RoundInstance.from_dict({"kind": "other"})
+    data = generate_instance(2, seed=0).to_dict()
+    del data["jobs"][1]["max_replicas"]
+    with pytest.raises(InvalidInstanceError) as err:
+        RoundInstance.from_dict(data)
+    assert err.value.field == "max_replicas"
+    data = generate_instance(2, seed=0).to_dict()
+    data["jobs"][0]["speedup"][0][2] = -1.0
+    with pytest.raises(InvalidInstanceError, match="speedup"):
+        RoundInstance.from_dict(data)
     with pytest.raises(InvalidInstanceError, match="node_limit"):
         solve(generate_instance(2, seed=0), node_limit=-1)
     with pytest.raises(InvalidInstanceError, match="speedup"):
