@@ -7,6 +7,8 @@ policy                                                 idea
                                                        gangs (Pollux artifact's baseline)
 :class:`~.optimus.OptimusOraclePolicy`                 GPUs by marginal gain of remaining time,
 (``optimus-oracle``)                                   fixed batches, true step times
+:class:`~.pollux.PolluxPolicy` (``pollux``)             Pollux's genetic algorithm over GPU
+                                                       counts per node, adaptive batches
 =====================================================  =========================================
 
 :data:`POLICIES` maps a name to a factory of a fresh instance (:func:`make_policy`); a policy
@@ -20,14 +22,16 @@ from collections.abc import Callable
 from optsched.errors import InvalidInstanceError
 from optsched.goodput.decision import GoodputPolicy
 from optsched.goodput.policies.optimus import OptimusOraclePolicy
+from optsched.goodput.policies.pollux import PolluxPolicy
 from optsched.goodput.policies.tiresias import TiresiasPolicy
 
-__all__ = ["POLICIES", "OptimusOraclePolicy", "TiresiasPolicy", "make_policy"]
+__all__ = ["POLICIES", "OptimusOraclePolicy", "PolluxPolicy", "TiresiasPolicy", "make_policy"]
 
 #: Policy name -> factory of a fresh instance.
 POLICIES: dict[str, Callable[[], GoodputPolicy]] = {
     "tiresias": TiresiasPolicy,
     "optimus-oracle": OptimusOraclePolicy,
+    "pollux": PolluxPolicy,
 }
 
 
