@@ -1,4 +1,4 @@
-"""Cross-check against Pollux's own simulator: the same workload, cluster and policies, beside.
+"""Cross-check against Pollux's own simulator: one workload, cluster and policy set in both.
 
 Pollux (Qiao et al., OSDI 2021; github.com/petuum/adaptdl, branch ``osdi21-artifact``,
 Apache-2.0) ships a cluster simulator (``simulator/simulator.py``) with its Pollux policy and
