@@ -8,7 +8,8 @@ inputs optsched runs on. What they share lives here, as small functions:
   ``~/.cache/optsched/<name>``), :func:`find_mirror` (a bare git mirror in a parent directory);
 * the peer's source: :func:`export_tree` writes a folder of a mirror at a revision (blobs the
   mirror lacks, Git LFS objects, skipped), :func:`export_once` does it once into a cache
-  directory marked complete with the commit;
+  directory marked complete with the commit, :func:`copy_given` copies a checkout named by an
+  environment variable into the cache;
 * the peer's Python: :func:`python_works` (imports a probe), :func:`peer_python` (a given
   interpreter, else a virtual environment under the cache, built once from a list of packages);
 * its runs: :func:`run_key` (a digest of the run's inputs: file bytes, settings, the commit),
@@ -163,6 +164,31 @@ def export_once(git_dir: Path, commit: str, folder: str, dest: Path) -> Path:
         export_tree(git_dir, commit, folder, dest)
         marker.write_text(commit + "\n")
     return dest / folder
+
+
+def copy_given(
+    variable: str, folder: str, marker: str, cache: Path
+) -> tuple[Path | None, str] | None:
+    """A peer's source named by ``$<variable>``, copied into ``cache / "src-given" / folder``.
+
+    The variable names the folder itself (holding the file ``marker``) or its parent (holding
+    ``folder / marker``). The copy is what runs (a peer's run or build writes into its tree:
+    stubs, ``__pycache__``), never the given tree. None when the variable is unset; ``(None,
+    why)`` when it names neither.
+    """
+    import shutil
+
+    given = os.environ.get(variable)
+    if not given:
+        return None
+    root = Path(given).expanduser()
+    source = root if (root / marker).is_file() else root / folder
+    if not (source / marker).is_file():
+        return None, f"{variable}={given} holds no {folder}/{marker}"
+    copy = cache / "src-given" / folder
+    shutil.rmtree(copy.parent, ignore_errors=True)
+    shutil.copytree(source, copy)
+    return copy, f"{variable} (copied into {copy.parent})"
 
 
 # ----------------------------------------------------------------------------- Python

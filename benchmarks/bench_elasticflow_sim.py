@@ -78,6 +78,7 @@ from _peers import (
     PeerPython,
     cache_dir,
     cached_result,
+    copy_given,
     export_once,
     find_mirror,
     keep_result,
@@ -168,17 +169,10 @@ def _cache() -> Path:
 
 def _source(cache: Path) -> tuple[Path | None, str]:
     """ElasticFlow's ``ElasticFlow/`` directory (exported into the cache when from the mirror)."""
-    given = os.environ.get("OPTSCHED_ELASTICFLOW_SRC")
-    if given:
-        root = Path(given).expanduser()
-        ef = root if (root / "scheduler" / "scheduler.py").is_file() else root / "ElasticFlow"
-        if not (ef / "scheduler" / "scheduler.py").is_file():
-            return None, f"OPTSCHED_ELASTICFLOW_SRC={given} holds no ElasticFlow/scheduler"
-        # a copy in the cache: the stubs are generated there, never in the given tree
-        copy = cache / "src-given" / "ElasticFlow"
-        shutil.rmtree(copy.parent, ignore_errors=True)
-        shutil.copytree(ef, copy)
-        return copy, f"OPTSCHED_ELASTICFLOW_SRC (copied into {copy.parent})"
+    # a copy in the cache: the stubs are generated there, never in the given tree
+    given = copy_given("OPTSCHED_ELASTICFLOW_SRC", "ElasticFlow", "scheduler/scheduler.py", cache)
+    if given is not None:
+        return given
     git_dir = find_mirror(HERE, MIRROR)
     if git_dir is not None:
         dest = cache / f"src-{COMMIT[:7]}"

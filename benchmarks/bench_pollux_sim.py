@@ -69,6 +69,7 @@ from _peers import (
     cache_dir,
     cached_result,
     chosen,
+    copy_given,
     export_once,
     find_mirror,
     keep_result,
@@ -137,16 +138,9 @@ def _cache() -> Path:
 
 def _source(cache: Path) -> tuple[Path | None, str]:
     """The artifact's ``simulator/`` folder, in the cache (it writes ``__pycache__`` there)."""
-    given = os.environ.get("OPTSCHED_POLLUX_SRC")
-    if given:
-        root = Path(given).expanduser()
-        folder = root if (root / "simulator.py").is_file() else root / FOLDER
-        if not (folder / "simulator.py").is_file():
-            return None, f"OPTSCHED_POLLUX_SRC={given} holds no simulator/simulator.py"
-        copy = cache / "src-given" / FOLDER
-        shutil.rmtree(copy.parent, ignore_errors=True)
-        shutil.copytree(folder, copy)
-        return copy, f"OPTSCHED_POLLUX_SRC (copied into {copy.parent})"
+    given = copy_given("OPTSCHED_POLLUX_SRC", FOLDER, "simulator.py", cache)
+    if given is not None:
+        return given
     git_dir = find_mirror(HERE, MIRROR)
     if git_dir is None:
         return None, "Pollux's source not found (set OPTSCHED_POLLUX_SRC, or fetch the mirror)"

@@ -215,3 +215,18 @@ def test_pollux_pairs_map_every_registered_policy(monkeypatch) -> None:
     assert ("tiresias", "tiresias") in pairs and ("optimus-oracle", "optimus") in pairs
     monkeypatch.setenv("OPTSCHED_POLLUX_POLICIES", "optimus")
     assert pollux._pairs() == [("optimus-oracle", "optimus")]
+
+
+def test_copy_given_takes_the_folder_or_its_parent(peers, monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("OPTSCHED_TEST_SRC", raising=False)
+    assert peers.copy_given("OPTSCHED_TEST_SRC", "sim", "run.py", tmp_path / "c") is None
+    (tmp_path / "repo" / "sim").mkdir(parents=True)
+    (tmp_path / "repo" / "sim" / "run.py").write_text("x = 1\n")
+    for named in (tmp_path / "repo", tmp_path / "repo" / "sim"):
+        monkeypatch.setenv("OPTSCHED_TEST_SRC", str(named))
+        copy, why = peers.copy_given("OPTSCHED_TEST_SRC", "sim", "run.py", tmp_path / "c")
+        assert copy == tmp_path / "c" / "src-given" / "sim" and "OPTSCHED_TEST_SRC" in why
+        assert (copy / "run.py").read_text() == "x = 1\n"
+    monkeypatch.setenv("OPTSCHED_TEST_SRC", str(tmp_path / "nothing"))
+    copy, why = peers.copy_given("OPTSCHED_TEST_SRC", "sim", "run.py", tmp_path / "c")
+    assert copy is None and "holds no sim/run.py" in why
