@@ -12,7 +12,8 @@ inputs optsched runs on. What they share lives here, as small functions:
   environment variable into the cache;
 * the peer's Python: :func:`python_works` (imports a probe), :func:`peer_python` (a given
   interpreter, else a virtual environment under the cache, built once from a list of packages);
-* its runs: :func:`run_key` (a digest of the run's inputs: file bytes, settings, the commit),
+* its runs: :func:`run_key` (a digest of the run's inputs: file bytes, settings, the commit;
+  :func:`tree_digest` stands for a whole source tree),
   :func:`timeout_from` (a limit in seconds from the environment), :func:`cached_result` /
   :func:`keep_result` (a JSON result kept under its key; a run stopped at a limit is tried again
   only under a larger one, a failed run is not kept), :func:`run_niced` (a child under
@@ -273,6 +274,17 @@ def run_key(*parts: bytes) -> str:
     another key, so a stale result is never read back.
     """
     return hashlib.sha256(b"\0".join(parts)).hexdigest()[:KEY_DIGITS]
+
+
+def tree_digest(folder: Path) -> bytes:
+    """The SHA-256 of every file under ``folder`` (relative path and bytes, in path order),
+    ``__pycache__`` left out: a run-key part for a peer's source tree, whatever its origin."""
+    digest = hashlib.sha256()
+    files = [p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    for path in sorted(files, key=lambda p: p.relative_to(folder).as_posix()):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.digest()
 
 
 def timeout_from(variable: str, default: float = 3600.0) -> float:

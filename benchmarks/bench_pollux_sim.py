@@ -36,8 +36,9 @@ Without either the benchmark is skipped with the reason.
 
 Its runs are cached in ``OPTSCHED_POLLUX_CACHE`` (default ``~/.cache/optsched/pollux``), one
 directory a run, ``runs/<workload>-<policy>-<key>/``, where the key digests the workload file's
-bytes, the policy, the simulator's options and the commit: ``log.jsonl`` (its ``--output``),
-``stdout.txt`` and ``run.json`` (exit code, wall and CPU seconds, the limit). A run past
+bytes, the policy, the simulator's options, the commit and the files of the simulator folder
+run: ``log.jsonl`` (its ``--output``), ``stdout.txt`` and ``run.json`` (exit code, wall and CPU
+seconds, the limit). A run past
 ``OPTSCHED_POLLUX_TIMEOUT`` seconds (default 3600; Pollux's own policy takes ~85 minutes here, so
 its row comes from the cache unless the limit is raised) is stopped, kept as such and tried
 again only under a larger limit. ``OPTSCHED_POLLUX_CACHED_ONLY`` (any value), and ``--quick``,
@@ -79,6 +80,7 @@ from _peers import (
     say,
     skipped,
     timeout_from,
+    tree_digest,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -164,10 +166,12 @@ def _python(folder: Path) -> tuple[str | None, str]:
     return peer_python(peer, deps)
 
 
-def _run_dir(workload: Path, policy: str) -> Path:
-    key = run_key(
-        workload.read_bytes(), policy.encode(), " ".join(OPTIONS).encode(), COMMIT.encode()
-    )
+def _run_dir(folder: Path, workload: Path, policy: str) -> Path:
+    """The cache directory of one run: the key digests the workload's bytes, the policy, the
+    options, the commit and the simulator folder's files (a copy named by
+    ``OPTSCHED_POLLUX_SRC`` that differs from the commit gets other keys)."""
+    parts = (workload.read_bytes(), policy.encode(), " ".join(OPTIONS).encode())
+    key = run_key(*parts, COMMIT.encode(), tree_digest(folder))
     return _cache() / "runs" / f"{workload.stem}-{policy}-{key}"
 
 
@@ -178,7 +182,7 @@ def _seed(folder: Path, workload: Path, policy: str, kept: Path) -> bool:
     log, out = seeds / f"w{number}-{policy}.log", seeds / f"w{number}-{policy}.stdout"
     summary = seeds / "summary.txt"
     ran_in = cache_base() / "pollux-src" / FOLDER
-    if workload.parent.name != "workloads" or not (log.is_file() and summary.is_file()):
+    if workload.parent.name != "workloads" or not all(p.is_file() for p in (log, out, summary)):
         return False
     # the folder it ran in must hold what this benchmark runs: the commit's code, this workload
     for rel in [p.name for p in folder.glob("*.py")] + [f"workloads/{workload.name}"]:
@@ -203,7 +207,7 @@ def _run_theirs(
     python: str, folder: Path, workload: Path, policy: str, quick: bool
 ) -> dict[str, Any]:
     """One run of the artifact's simulator, read from the cache when it holds it."""
-    kept = _run_dir(workload, policy)
+    kept = _run_dir(folder, workload, policy)
     limit = timeout_from("OPTSCHED_POLLUX_TIMEOUT")
     meta = cached_result(kept / "run.json", limit)
     if meta is None and not (kept / "run.json").is_file() and _seed(folder, workload, policy, kept):
@@ -400,10 +404,17 @@ def run(quick: bool = False) -> dict[str, Any]:
     if python is None:
         return skipped(NAME, TITLE, __doc__.split("\n\n")[0], "workload", python_from)
     say(f"Pollux: {src_from}; Python: {python_from}")
-    numbers = sorted(int(n) for n in chosen("OPTSCHED_POLLUX_WORKLOADS") or {"6"})
+    listed = chosen("OPTSCHED_POLLUX_WORKLOADS") or {"6"}
+    if not all(n.isdigit() for n in listed):
+        why = f"OPTSCHED_POLLUX_WORKLOADS={','.join(sorted(listed))}: numbers 1-8"
+        return skipped(NAME, TITLE, __doc__.split("\n\n")[0], "workload", why)
+    numbers = sorted(int(n) for n in listed)
     rows = []
     for number in numbers:
         workload = folder / "workloads" / f"workload-{number}.csv"
+        if not workload.is_file():
+            say(f"{workload} not found, left out")
+            continue
         for name, policy in _pairs():
             theirs = {} if policy is None else _run_theirs(python, folder, workload, policy, quick)
             ours = {} if name is None else _run_ours(workload, folder, name)

@@ -230,3 +230,18 @@ def test_copy_given_takes_the_folder_or_its_parent(peers, monkeypatch, tmp_path)
     monkeypatch.setenv("OPTSCHED_TEST_SRC", str(tmp_path / "nothing"))
     copy, why = peers.copy_given("OPTSCHED_TEST_SRC", "sim", "run.py", tmp_path / "c")
     assert copy is None and "holds no sim/run.py" in why
+
+
+def test_tree_digest_follows_files_not_caches(peers, tmp_path) -> None:
+    (tmp_path / "t" / "sub").mkdir(parents=True)
+    (tmp_path / "t" / "a.py").write_text("a")
+    (tmp_path / "t" / "sub" / "b.csv").write_text("b")
+    first = peers.tree_digest(tmp_path / "t")
+    (tmp_path / "t" / "__pycache__").mkdir()
+    (tmp_path / "t" / "__pycache__" / "a.pyc").write_bytes(b"\0")
+    assert peers.tree_digest(tmp_path / "t") == first
+    (tmp_path / "t" / "sub" / "b.csv").write_text("B")
+    assert peers.tree_digest(tmp_path / "t") != first
+    (tmp_path / "t" / "sub" / "b.csv").write_text("b")
+    (tmp_path / "t" / "sub" / "b.csv").rename(tmp_path / "t" / "sub" / "c.csv")
+    assert peers.tree_digest(tmp_path / "t") != first
