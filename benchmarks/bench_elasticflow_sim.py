@@ -65,16 +65,30 @@ Nothing is written into the working tree.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _peers import (
+    PeerPython,
+    cache_dir,
+    cached_result,
+    copy_given,
+    export_once,
+    find_mirror,
+    keep_result,
+    peer_python,
+    run_key,
+    skipped,
+    timeout_from,
+)
+from _peers import chosen as _chosen
+from _peers import say as _say
 
 HERE = Path(__file__).resolve().parent
 SHARED = next(
@@ -146,94 +160,28 @@ COLUMNS = [
 TOLERANCE_POINTS = 2.0
 
 
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def _cache() -> Path:
-    given = os.environ.get("OPTSCHED_ELASTICFLOW_CACHE")
-    if given:
-        return Path(given).expanduser()
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "optsched" / "elasticflow"
-
-
-def _chosen(variable: str) -> set[str]:
-    return {v.strip() for v in os.environ.get(variable, "").split(",") if v.strip()}
+    return cache_dir("OPTSCHED_ELASTICFLOW_CACHE", "elasticflow")
 
 
 # ----------------------------------------------------------------------------- ElasticFlow
 
 
-def _export(git_dir: Path, dest: Path) -> None:
-    """Write ``ElasticFlow/`` of the mirror at :data:`COMMIT` into ``dest`` (blobs it lacks
-    skipped), then mark it complete."""
-    listing = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", COMMIT, "--", "ElasticFlow"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    entries = []
-    for record in listing.split(b"\0"):
-        if record:
-            meta, name = record.split(b"\t", 1)
-            _mode, kind, sha = meta.split()
-            if kind == b"blob":
-                entries.append((name.decode(), sha))
-    with subprocess.Popen(
-        ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
-        for rel, sha in entries:
-            proc.stdin.write(sha + b"\n")
-            proc.stdin.flush()
-            header = proc.stdout.readline().split()
-            if header[-1] == b"missing":
-                continue
-            data = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        proc.stdin.close()
-    (dest / ".complete").write_text(COMMIT + "\n")
-
-
 def _source(cache: Path) -> tuple[Path | None, str]:
     """ElasticFlow's ``ElasticFlow/`` directory (exported into the cache when from the mirror)."""
-    given = os.environ.get("OPTSCHED_ELASTICFLOW_SRC")
-    if given:
-        root = Path(given).expanduser()
-        ef = root if (root / "scheduler" / "scheduler.py").is_file() else root / "ElasticFlow"
-        if not (ef / "scheduler" / "scheduler.py").is_file():
-            return None, f"OPTSCHED_ELASTICFLOW_SRC={given} holds no ElasticFlow/scheduler"
-        # a copy in the cache: the stubs are generated there, never in the given tree
-        copy = cache / "src-given" / "ElasticFlow"
-        shutil.rmtree(copy.parent, ignore_errors=True)
-        shutil.copytree(ef, copy)
-        return copy, f"OPTSCHED_ELASTICFLOW_SRC (copied into {copy.parent})"
-    for parent in HERE.parents:
-        git_dir = parent / MIRROR
-        if git_dir.is_dir():
-            dest = cache / f"src-{COMMIT[:7]}"
-            if not (dest / ".complete").is_file():
-                shutil.rmtree(dest, ignore_errors=True)
-                _export(git_dir, dest)
-            return dest / "ElasticFlow", f"the mirror at {COMMIT[:7]}, exported into {dest}"
+    # a copy in the cache: the stubs are generated there, never in the given tree
+    given = copy_given("OPTSCHED_ELASTICFLOW_SRC", "ElasticFlow", "scheduler/scheduler.py", cache)
+    if given is not None:
+        return given
+    git_dir = find_mirror(HERE, MIRROR)
+    if git_dir is not None:
+        dest = cache / f"src-{COMMIT[:7]}"
+        export_once(git_dir, COMMIT, "ElasticFlow", dest)
+        return dest / "ElasticFlow", f"the mirror at {COMMIT[:7]}, exported into {dest}"
     return (
         None,
         "ElasticFlow's source not found (set OPTSCHED_ELASTICFLOW_SRC, or fetch the mirror)",
     )
-
-
-def _works(python: str) -> bool:
-    try:
-        done = subprocess.run([python, "-c", PROBE], capture_output=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
 
 
 def _requirements(ef: Path) -> list[str]:
@@ -245,28 +193,14 @@ def _requirements(ef: Path) -> list[str]:
 
 def _python(ef: Path) -> tuple[str | None, str]:
     """A Python with ElasticFlow's dependencies, building the cached environment when needed."""
-    given = os.environ.get("OPTSCHED_ELASTICFLOW_PYTHON")
-    if given:
-        if _works(given):
-            return given, "OPTSCHED_ELASTICFLOW_PYTHON"
-        return None, f"OPTSCHED_ELASTICFLOW_PYTHON={given} cannot import ElasticFlow's needs"
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    venv = base / "optsched" / "elasticflow-venv"
-    python = venv / "bin" / "python"
-    if python.exists() and _works(str(python)):
-        return str(python), "the cached environment ~/.cache/optsched/elasticflow-venv"
-    deps = _requirements(ef)
-    _say(f"building a Python environment for ElasticFlow's simulator in {venv}: {deps}")
-    try:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", *deps], check=True, timeout=1800
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"could not build ElasticFlow's environment in {venv}: {exc}"
-    if not _works(str(python)):
-        return None, f"the environment built in {venv} cannot import ElasticFlow's needs"
-    return str(python), "the environment just built in ~/.cache/optsched/elasticflow-venv"
+    peer = PeerPython(
+        "ElasticFlow",
+        "ElasticFlow's needs",
+        "OPTSCHED_ELASTICFLOW_PYTHON",
+        "elasticflow-venv",
+        PROBE,
+    )
+    return peer_python(peer, lambda: _requirements(ef))
 
 
 def _stubs(python: str, sched: Path) -> None:
@@ -371,7 +305,7 @@ def _published(theirs: Path, inputs: Path) -> Path:
 
 
 def _timeout() -> float:
-    return float(os.environ.get("OPTSCHED_ELASTICFLOW_TIMEOUT", "3600"))
+    return timeout_from("OPTSCHED_ELASTICFLOW_TIMEOUT")
 
 
 def _run_theirs(
@@ -380,21 +314,16 @@ def _run_theirs(
     """One run of ElasticFlow's simulator, read from the cache when it holds it."""
     cache = _cache()
     schedule, scheme = policy
-    key = hashlib.sha256(
-        b"\0".join(
-            [
-                *(trace.read_bytes(), spec.read_bytes(), schedule.encode(), scheme.encode()),
-                *(str(slot).encode(), COMMIT.encode(), DRIVER.read_bytes()),
-            ]
-        )
-    ).hexdigest()[:16]
+    key = run_key(
+        *(trace.read_bytes(), spec.read_bytes(), schedule.encode(), scheme.encode()),
+        *(str(slot).encode(), COMMIT.encode(), DRIVER.read_bytes()),
+    )
     name = f"{trace.stem}-{spec.stem}-{schedule}-{slot}s-{key}"
     kept = cache / "runs" / f"{name}.json"
     limit = _timeout()
-    if kept.is_file():
-        result: dict[str, Any] = json.loads(kept.read_text())
-        if not (result.get("timed_out") and result.get("timeout_s", 0) < limit):
-            return result
+    result = cached_result(kept, limit)
+    if result is not None:
+        return result
     if os.environ.get("OPTSCHED_ELASTICFLOW_CACHED_ONLY"):
         return {"error": "not run (OPTSCHED_ELASTICFLOW_CACHED_ONLY, nothing cached)"}
     logs = cache / "logs" / name
@@ -413,9 +342,8 @@ def _run_theirs(
     except (subprocess.CalledProcessError, OSError, ValueError) as exc:
         result = {"error": f"{type(exc).__name__}: {exc}"}
     result["elapsed_s"] = time.perf_counter() - began
-    if result.get("error") is None or result.get("timed_out"):
-        # a failed run is reported, not kept: the next run tries again
-        kept.write_text(json.dumps(result))
+    # a failed run is reported, not kept: the next run tries again
+    keep_result(kept, result)
     out.unlink(missing_ok=True)
     return result
 
@@ -570,15 +498,8 @@ def _row(
 
 
 def _skipped(reason: str) -> dict[str, Any]:
-    _say(f"skipped: {reason}")
-    return {
-        "name": "bench_elasticflow_sim",
-        "title": "Simulator vs ElasticFlow's own simulator",
-        "description": __doc__.split("\n\n")[0],
-        "columns": ["setting"],
-        "rows": [],
-        "notes": [f"skipped: {reason}"],
-    }
+    title = "Simulator vs ElasticFlow's own simulator"
+    return skipped("bench_elasticflow_sim", title, __doc__.split("\n\n")[0], "setting", reason)
 
 
 def _inputs(

@@ -67,7 +67,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -75,6 +74,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _peers import PeerPython, export_tree, find_mirror, head_of, peer_python, skipped
+from _peers import chosen as _chosen
+from _peers import say as _say
 
 HERE = Path(__file__).resolve().parent
 SHARED = next(
@@ -110,6 +112,7 @@ GAVEL_DEPS = [
     "matrix-completion",
     "scikit-learn",
 ]
+PROBE = "import cvxpy, ecos, numpy, scipy, psutil, grpc, grpc_tools, matrix_completion, sklearn"
 PROTOS = ["iterator_to_scheduler", "scheduler_to_worker", "worker_to_scheduler", "common", "enums"]
 #: (optsched policy, Gavel policy, depends on the seed in Gavel); a name optsched does not list
 #: runs under its fallback in ``ALIASES`` (the same LP under its older name), and the table says so
@@ -155,46 +158,7 @@ COLUMNS = [
 ]
 
 
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 # ----------------------------------------------------------------------------- locating Gavel
-
-
-def _export_mirror(git_dir: Path, dest: Path) -> None:
-    """Write ``scheduler/`` of the mirror's HEAD into ``dest``, skipping blobs the mirror lacks."""
-    listing = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", "HEAD", "--", "scheduler"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    entries: list[tuple[str, bytes]] = []
-    for record in listing.split(b"\0"):
-        if not record:
-            continue
-        meta, name = record.split(b"\t", 1)
-        _mode, kind, sha = meta.split()
-        if kind == b"blob":
-            entries.append((name.decode(), sha))
-    with subprocess.Popen(
-        ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
-        for rel, sha in entries:
-            proc.stdin.write(sha + b"\n")
-            proc.stdin.flush()
-            header = proc.stdout.readline().split()
-            if header[-1] == b"missing":  # Git LFS objects the mirror does not hold
-                continue
-            data = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)  # the newline after each object
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        proc.stdin.close()
 
 
 def _gavel_scheduler(workdir: Path) -> tuple[Path | None, str]:
@@ -210,53 +174,18 @@ def _gavel_scheduler(workdir: Path) -> tuple[Path | None, str]:
             shutil.copytree(sched, workdir / "scheduler")
             sched = workdir / "scheduler"
         return sched, "OPTSCHED_GAVEL_SRC"
-    for parent in HERE.parents:
-        git_dir = parent / MIRROR
-        if git_dir.is_dir():
-            _export_mirror(git_dir, workdir)
-            head = subprocess.run(
-                ["git", f"--git-dir={git_dir}", "rev-parse", "--short", "HEAD"],
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-            return workdir / "scheduler", f"exported from the mirror's HEAD ({head})"
+    git_dir = find_mirror(HERE, MIRROR)
+    if git_dir is not None:
+        export_tree(git_dir, "HEAD", "scheduler", workdir)
+        head = head_of(git_dir)
+        return workdir / "scheduler", f"exported from the mirror's HEAD ({head})"
     return None, "Gavel's source not found (set OPTSCHED_GAVEL_SRC, or fetch the mirror)"
-
-
-def _works(python: str) -> bool:
-    probe = "import cvxpy, ecos, numpy, scipy, psutil, grpc, grpc_tools, matrix_completion, sklearn"
-    try:
-        done = subprocess.run([python, "-c", probe], capture_output=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
 
 
 def _gavel_python() -> tuple[str | None, str]:
     """A Python with Gavel's dependencies, building the cached environment when needed."""
-    given = os.environ.get("OPTSCHED_GAVEL_PYTHON")
-    if given:
-        if _works(given):
-            return given, "OPTSCHED_GAVEL_PYTHON"
-        return None, f"OPTSCHED_GAVEL_PYTHON={given} cannot import Gavel's dependencies"
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    venv = cache / "optsched" / "gavel-venv"
-    python = venv / "bin" / "python"
-    if python.exists() and _works(str(python)):
-        return str(python), "the cached environment ~/.cache/optsched/gavel-venv"
-    _say(f"building a Python environment for Gavel's simulator in {venv} (once; a few minutes)")
-    try:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", *GAVEL_DEPS],
-            check=True,
-            timeout=1800,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"could not build Gavel's environment in {venv}: {exc}"
-    if not _works(str(python)):
-        return None, f"the environment built in {venv} cannot import Gavel's dependencies"
-    return str(python), "the environment just built in ~/.cache/optsched/gavel-venv"
+    peer = PeerPython("Gavel", "Gavel's dependencies", "OPTSCHED_GAVEL_PYTHON", "gavel-venv", PROBE)
+    return peer_python(peer, lambda: GAVEL_DEPS)
 
 
 def _stubs(python: str, sched: Path) -> None:
@@ -531,21 +460,9 @@ def _row(
     ]
 
 
-def _chosen(variable: str) -> set[str]:
-    """The comma-separated names in an environment variable (empty: every one)."""
-    return {v.strip() for v in os.environ.get(variable, "").split(",") if v.strip()}
-
-
 def _skipped(reason: str) -> dict[str, Any]:
-    _say(f"skipped: {reason}")
-    return {
-        "name": "bench_gavel_sim",
-        "title": "Simulator vs Gavel's own simulator",
-        "description": __doc__.split("\n\n")[0],
-        "columns": ["trace"],
-        "rows": [],
-        "notes": [f"skipped: {reason}"],
-    }
+    title = "Simulator vs Gavel's own simulator"
+    return skipped("bench_gavel_sim", title, __doc__.split("\n\n")[0], "trace", reason)
 
 
 def run(quick: bool = False) -> dict[str, Any]:

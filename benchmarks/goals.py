@@ -216,6 +216,13 @@ GOALS: tuple[Goal, ...] = (
         unit="x",
     ),
     Goal(
+        "goodput cluster vs Pollux's README avg JCT (workload 6), largest deviation",
+        "pollux_sim",
+        key("largest deviation from the README's avg JCT, optsched (%)"),
+        5.0,
+        unit="%",
+    ),
+    Goal(
         "certified gap, best policy to the bound, worst size (load 0.8)",
         "sim_bounds",
         matching(r"^gap_best_policy_\d+_jobs_pct$"),
