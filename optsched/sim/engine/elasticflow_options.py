@@ -38,6 +38,7 @@ EF_POLICIES: dict[str, str] = {
     "edf-elastic": "edf",
     "tiresias-las": "dlas",
     "gandiva": "gandiva",
+    "themis": "themis",
 }
 
 _BATCH = re.compile(r"\(batch size (\d+)\)\s*$")
@@ -153,7 +154,7 @@ def gang_cap(job: SimJob, scheme: str, cluster_gpus: int) -> int:
     its name keeps its own ``max_gpus``. Never above the cluster.
     """
     batch = batch_size_of(job)
-    if scheme in ("dlas", "gandiva"):
+    if scheme in ("dlas", "gandiva", "themis"):
         return max(1, min(job.num_gpus, cluster_gpus))  # its requested gang, always
     if batch is None:
         cap = job.max_gpus
