@@ -206,7 +206,7 @@ def _centre(low: Array, upper: Array, rate: Array, gangs: Array, room: float) ->
         b = -rate / q**2
         d = -1.0 / (upper - u) ** 2 - (rate * x / q) ** 2
         dx, du = _newton_step(a, b, d, gangs / r, gx, gu)
-        decrement = -float(gx @ dx + gu @ du)
+        decrement = float(gx @ dx + gu @ du)  # the Newton decrement squared (ascent: > 0)
         if not decrement > 1e-24:
             break
         step = 1.0
@@ -284,7 +284,14 @@ class ThemisLeases:
         history = np.array([self.history.get(i, 0.0) for i in ids])
         since = np.array([self.event_time - self.arrivals[i] for i in ids])
         rates = np.array([self.rate(i) for i in ids])
-        x = ftf_allocation(since, lefts, rates, history + lefts / share, gangs, self.total)
+        # a job that cannot progress on its gang has no finish time to be fair about: share 0
+        ok = rates > 0
+        x = np.zeros(n)
+        if ok.any():
+            isolated = history + lefts / share
+            x[ok] = ftf_allocation(
+                since[ok], lefts[ok], rates[ok], isolated[ok], gangs[ok], self.total
+            )
         self.shares = dict(zip(ids, x.tolist(), strict=True))
         order = sorted(range(n), key=lambda k: -x[k])  # stable: ties keep the list's order
         self.runnable = [ids[k] for k in order]
