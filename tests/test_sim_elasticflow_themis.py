@@ -1,4 +1,4 @@
-"""ElasticFlow's Themis under ``mechanism="elasticflow"``: the round's program, the walk, records."""
+"""ElasticFlow's Themis under ``mechanism="elasticflow"``: the round's program, walk, records."""
 
 from __future__ import annotations
 
@@ -10,17 +10,28 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from scipy.optimize import minimize
+from strategies.sim import job_frame
 
 from optsched.cli import main
-from optsched.sim import simulate, validate
+from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
 from optsched.sim.engine.elasticflow_themis import ThemisLeases, ftf_allocation, ftf_optimum
+from optsched.sim.world.elasticflow_profiles import ScalingCurve, ScalingProfiles
+from optsched.sim.world.throughputs import Throughputs
 from optsched.tolerances import SOLVER_AGREEMENT_TOL, TIME_TOL
-
-from test_sim_elasticflow_mechanism import _world  # noqa: I001  (the mechanism tests' worlds)
 
 SLICE = Path(__file__).resolve().parent / "data" / "traces" / "elasticflow" / "cluster10_head40.csv"
 #: Agreement of two numerical optimisers of the same smooth barrier (not the solvers' 1e-8).
 CENTRE_TOL = 1e-4
+
+
+def _world(rows: list[dict[str, object]]) -> World:
+    """One 8-GPU server; model "lin" runs n steps/s on n GPUs."""
+    curve = ScalingCurve((1, 2, 4, 8), (1.0, 2.0, 4.0, 8.0))
+    profiles = ScalingProfiles(gpu_type="a100", curves={("lin", 64): curve})
+    table = Throughputs.from_scaling_profiles([profiles])
+    cluster = ClusterSpec(gpu_types=(GpuType(name="a100", count=8, gpus_per_server=8),))
+    frame = job_frame([{"batch_size": 64, "num_gpus": 8, **r} for r in rows])
+    return World.from_frame(frame, cluster, table)
 
 
 def _instance(seed: int) -> tuple[np.ndarray, ...]:
@@ -89,9 +100,7 @@ def _barrier(z, low, upper, rate, gangs, room):  # type: ignore[no-untyped-def]
     r = room - gangs @ x
     if np.any(x <= 0) or np.any(x >= 1) or np.any(u >= upper) or np.any(q <= 0) or r <= 0:
         return 1e30
-    return -float(
-        np.sum(np.log(x) + np.log(1 - x) + np.log(upper - u) + np.log(q)) + math.log(r)
-    )
+    return -float(np.sum(np.log(x) + np.log(1 - x) + np.log(upper - u) + np.log(q)) + math.log(r))
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -161,7 +170,7 @@ def test_slots_and_lease_ends() -> None:
         {"job_id": "a", "model": "lin", "arrival": 0, "total_steps": 900, "deadline": 2000},
         {"job_id": "b", "model": "lin", "arrival": 45, "total_steps": 30, "deadline": 100},
     ]
-    world = _world([{**r, "num_gpus": 8} for r in rows], count=8)
+    world = _world(rows)
     res = simulate(world, "themis", mechanism="elasticflow")
     validate(res.world, res).raise_if_invalid()
     # a runs alone from 0 (8 steps/s); b arrives at 45, decided at 60: who runs from 60 is the
