@@ -71,6 +71,11 @@ class ElasticFlowMechanism:
         at the first arrival): ElasticFlow's Gandiva rotates its time slices only at decisions
         whose trace time is a multiple of the slot. ``sim run`` and ``sim compare`` set it to
         the trace's first arrival. Default 0.
+    themis_face : {"centre", "vertex"}
+        Which point of an optimal face ElasticFlow's Themis takes when its round's optimum is
+        not unique (:func:`~optsched.sim.engine.elasticflow_themis.ftf_allocation`): the
+        analytic centre (default; where ElasticFlow's interior-point ECOS tends) or the vertex
+        HiGHS returns.
     """
 
     slot_seconds: float = DEFAULT_SLOT_SECONDS
@@ -78,6 +83,7 @@ class ElasticFlowMechanism:
     restart_every: int = 60
     measured_rates: bool = True
     clock_origin: float = 0.0
+    themis_face: str = "centre"
 
     def __post_init__(self) -> None:
         s = self.slot_seconds
@@ -91,6 +97,10 @@ class ElasticFlowMechanism:
         if not isinstance(self.measured_rates, bool):
             raise InvalidInstanceError(
                 "measured_rates", f"must be a bool, got {self.measured_rates!r}"
+            )
+        if self.themis_face not in ("centre", "vertex"):
+            raise InvalidInstanceError(
+                "themis_face", f"must be 'centre' or 'vertex', got {self.themis_face!r}"
             )
         r = self.restart_every
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:

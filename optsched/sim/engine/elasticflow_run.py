@@ -164,6 +164,7 @@ class ElasticFlowSim:
                 [j.arrival for j in jobs],
                 self.N,
                 lambda i: self._rate(i, jobs[i].num_gpus),
+                opts.themis_face,
             )
             if scheme == "themis"
             else None

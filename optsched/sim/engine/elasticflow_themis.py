@@ -144,9 +144,15 @@ def ftf_optimum(alpha: Array, beta: Array, gangs: Array, total: float) -> FtfOpt
 
 
 def ftf_allocation(
-    since: Array, left: Array, rate: Array, isolated: Array, gangs: Array, total: float
+    since: Array,
+    left: Array,
+    rate: Array,
+    isolated: Array,
+    gangs: Array,
+    total: float,
+    face: str = "centre",
 ) -> Array:
-    r"""The shares ElasticFlow's Themis solves for (the point ECOS tends to, module notes).
+    r"""The shares ElasticFlow's Themis solves for (module notes).
 
     Parameters
     ----------
@@ -160,6 +166,10 @@ def ftf_allocation(
         :math:`g_j`.
     total : float
         :math:`N`.
+    face : {"centre", "vertex"}
+        The point of an optimal face: its analytic centre (where an interior-point solver such
+        as ElasticFlow's ECOS tends), or the vertex HiGHS's simplex returns for the face as an
+        LP without objective (:func:`_vertex`: every free job at its least share).
     """
     alpha = left / (rate * isolated)
     beta = since / isolated
@@ -167,11 +177,34 @@ def ftf_allocation(
     x = np.where(opt.held, 1.0, opt.lower)
     if opt.unique:
         return x
+    if face == "vertex":
+        return _vertex(x, gangs, total)
     free = ~opt.held
     room = total - float(np.sum(gangs[opt.held]))
     upper = (opt.value * isolated - since) / left
     x[free] = _centre(opt.lower[free], upper[free], rate[free], gangs[free], room)
     return x
+
+
+def _vertex(low: Array, gangs: Array, total: float) -> Array:
+    r"""The face :math:`\{x : \text{low} \le x \le 1,\ g^\top x \le N\}` solved by HiGHS.
+
+    An LP without objective: HiGHS's simplex stops at the vertex it starts from, every share at
+    its lower bound (the tests check it returns ``low``).
+    """
+    from optsched.solvers.matrix import LinearProgram, solve_matrix
+
+    lp = LinearProgram(
+        c=np.zeros(low.size),
+        a=gangs.reshape(1, -1),
+        row_lower=np.array([-np.inf]),
+        row_upper=np.array([total]),
+        col_lower=low,
+        col_upper=np.ones(low.size),
+    )
+    x = solve_matrix(lp).x
+    assert x is not None  # solve_matrix raises rather than return no point
+    return np.asarray(x, dtype=np.float64)
 
 
 def _centre(low: Array, upper: Array, rate: Array, gangs: Array, room: float) -> Array:
@@ -246,7 +279,9 @@ class ThemisLeases:
         arrivals: Sequence[float],
         total: int,
         rate: Callable[[int], float],
+        face: str = "centre",
     ) -> None:
+        self.face = face  # the point of an optimal face (ftf_allocation)
         self.gangs = list(gangs)
         self.arrivals = list(arrivals)
         self.total = total
@@ -290,7 +325,7 @@ class ThemisLeases:
         if ok.any():
             isolated = history + lefts / share
             x[ok] = ftf_allocation(
-                since[ok], lefts[ok], rates[ok], isolated[ok], gangs[ok], self.total
+                since[ok], lefts[ok], rates[ok], isolated[ok], gangs[ok], self.total, self.face
             )
         self.shares = dict(zip(ids, x.tolist(), strict=True))
         order = sorted(range(n), key=lambda k: -x[k])  # stable: ties keep the list's order
