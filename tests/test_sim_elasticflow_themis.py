@@ -13,8 +13,9 @@ from scipy.optimize import minimize
 from strategies.sim import job_frame
 
 from optsched.cli import main
-from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
+from optsched.sim import ClusterSpec, GpuType, World, job_metrics, simulate, validate
 from optsched.sim.engine.elasticflow_themis import ThemisLeases, ftf_allocation, ftf_optimum
+from optsched.sim.measure.metrics import admission_counts
 from optsched.sim.world.elasticflow_profiles import ScalingCurve, ScalingProfiles
 from optsched.sim.world.throughputs import Throughputs
 from optsched.tolerances import SOLVER_AGREEMENT_TOL, TIME_TOL
@@ -181,6 +182,19 @@ def test_slots_and_lease_ends() -> None:
         assert end % 60.0 == 0.0 and res.completion[i] <= end + TIME_TOL < res.completion[i] + 60
     met = set(res.extra["met_by_lease_end"])
     assert met == {j.job_id for j in world.jobs if res.extra["lease_end"][j.job_id] <= j.deadline}
+
+
+def test_elasticflow_count_reads_the_slot_ends() -> None:
+    """Done at 30 s, due at 45 s: met by its completion, missed by ElasticFlow's end time (the
+    slot's end, 60 s), which its count ("met, declined = missed") follows."""
+    world = _world(
+        [{"job_id": "a", "model": "lin", "arrival": 0, "total_steps": 240, "deadline": 45}]
+    )
+    res = simulate(world, "themis", mechanism="elasticflow")
+    frame = job_metrics(res)
+    assert res.completion == [pytest.approx(30.0)] and bool(frame["deadline_met"].iloc[0])
+    assert res.extra["lease_end"] == {"a": 60.0} and res.extra["met_by_lease_end"] == []
+    assert admission_counts(res, frame)["deadlines_met_admitted"] == 0
 
 
 def test_issue_command_runs_with_themis(capsys: pytest.CaptureFixture[str]) -> None:
