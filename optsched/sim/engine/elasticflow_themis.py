@@ -65,7 +65,10 @@ x_j)` cvxpy's variable for ``inv_pos`` (the cone :math:`(T_j x_j + u_j, T_j x_j 
 the logarithms of the slacks of the inequalities not tight on the whole face (the cone's barrier
 is :math:`\log \det = \log(4(T_j x_j u_j - 1))`), by Newton's method on the :math:`2J` variables
 (block-diagonal Hessian plus the capacity's rank one: Sherman-Morrison), with backtracking that
-keeps every slack positive.
+keeps every slack positive. ``face="vertex"`` (the mechanism's ``themis_face``) takes instead
+the vertex HiGHS returns for the face as an LP without objective, every free job at
+:math:`h_j(F^*)` (:func:`_vertex`); the two points are where an interior-point and a simplex
+solver land, and on a face they order the jobs differently.
 
 Complexity: a round is :math:`O(J \log J)` for the sort plus :math:`O(J)` per Newton step of
 :math:`F_c` and of the centre (a few dozen steps each).
