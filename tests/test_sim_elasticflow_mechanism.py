@@ -133,7 +133,7 @@ def _rows(draw: st.DrawFn) -> list[dict[str, object]]:
 
 @given(
     _rows(),
-    st.sampled_from(["elasticflow", "edf", "tiresias-las", "gandiva"]),
+    st.sampled_from(["elasticflow", "edf", "tiresias-las", "gandiva", "themis"]),
     st.booleans(),
     st.sampled_from([8, 16, 24]),
 )
@@ -145,7 +145,7 @@ def test_records_valid_gangs_powers_of_two(
     validate(res.world, res).raise_if_invalid()
     gangs = res.intervals_frame().groupby(["job_id", "start"])["gpus"].sum()
     for (job_id, _), g in gangs.items():
-        if policy in ("tiresias-las", "gandiva"):
+        if policy in ("tiresias-las", "gandiva", "themis"):
             assert g == world.jobs[[j.job_id for j in world.jobs].index(job_id)].num_gpus
         else:
             assert g & (g - 1) == 0

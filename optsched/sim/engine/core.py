@@ -111,7 +111,8 @@ def simulate(
         simulator's mechanism (:mod:`optsched.sim.engine.elasticflow`: admission at arrival
         by minimum satisfactory share, power-of-two gangs, buddy placement, its overhead
         model, decisions at least ``slot_seconds`` apart) for ``elasticflow``, ``edf``,
-        ``tiresias-las`` (its DLAS-GPU) and ``gandiva`` (its time slicing);
+        ``tiresias-las`` (its DLAS-GPU), ``gandiva`` (its time slicing) and ``themis`` (its
+        finish-time-fairness program every slot);
         ``round_seconds`` is then ignored (the slot is the mechanism's option).
 
     Returns

@@ -31,9 +31,11 @@ in deadline order with a base gang of ``min(64, batch size)`` GPUs (whatever the
 requests), or the largest power of two that is free where the base is not; it runs its plan's
 gang now. Its decisions take no planned changes as events.
 
-**The** ``tiresias-las`` **and** ``gandiva`` **schedulers** are ElasticFlow's DLAS-GPU
-(:mod:`~optsched.sim.engine.elasticflow_dlas`) and Gandiva
-(:mod:`~optsched.sim.engine.elasticflow_gandiva`), on the jobs' requested gangs.
+**The** ``tiresias-las``, ``gandiva`` **and** ``themis`` **schedulers** are ElasticFlow's
+DLAS-GPU (:mod:`~optsched.sim.engine.elasticflow_dlas`), Gandiva
+(:mod:`~optsched.sim.engine.elasticflow_gandiva`) and Themis
+(:mod:`~optsched.sim.engine.elasticflow_themis`: a decision every slot, no overhead), on the
+jobs' requested gangs.
 
 **Gangs** are powers of two, capped per model for ``elasticflow`` (ElasticFlow's
 ``get_max_gpu`` A100 caps, :func:`~optsched.sim.engine.elasticflow_options.gang_cap`) and at
@@ -155,8 +157,9 @@ def simulate_elasticflow(
         One GPU type, ``restore_s = 0``, no batch-size phases, no colocation mode.
     policy : Policy
         ``elasticflow``, ``edf`` / ``edf-elastic`` (ElasticFlow's EDF), ``tiresias-las`` (its
-        DLAS-GPU, :mod:`~optsched.sim.engine.elasticflow_dlas`) or ``gandiva`` (its Gandiva,
-        :mod:`~optsched.sim.engine.elasticflow_gandiva`).
+        DLAS-GPU, :mod:`~optsched.sim.engine.elasticflow_dlas`), ``gandiva`` (its Gandiva,
+        :mod:`~optsched.sim.engine.elasticflow_gandiva`) or ``themis`` (its Themis,
+        :mod:`~optsched.sim.engine.elasticflow_themis`).
     max_time : float, optional
         Horizon (default :func:`~optsched.sim.engine.bounds.default_horizon` of the widened
         world with the slot length).

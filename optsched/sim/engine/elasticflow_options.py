@@ -38,6 +38,7 @@ EF_POLICIES: dict[str, str] = {
     "edf-elastic": "edf",
     "tiresias-las": "dlas",
     "gandiva": "gandiva",
+    "themis": "themis",
 }
 
 _BATCH = re.compile(r"\(batch size (\d+)\)\s*$")
@@ -86,6 +87,11 @@ class ElasticFlowMechanism:
         falls on its end event. ``False``: a job runs on past its plan's end until its work is
         done or the next decision, its end event is when its work is done, and every planned
         change is an event. Either way a job completes only with all its work done.
+    themis_face : {"centre", "vertex"}
+        Which point of an optimal face ElasticFlow's Themis takes when its round's optimum is
+        not unique (:func:`~optsched.sim.engine.elasticflow_themis.ftf_allocation`): the
+        analytic centre (default; where ElasticFlow's interior-point ECOS tends) or the vertex
+        HiGHS returns.
     """
 
     slot_seconds: float = DEFAULT_SLOT_SECONDS
@@ -94,6 +100,7 @@ class ElasticFlowMechanism:
     measured_rates: bool = True
     clock_origin: float = 0.0
     stop_at_plan_end: bool = True
+    themis_face: str = "centre"
 
     def __post_init__(self) -> None:
         s = self.slot_seconds
@@ -111,6 +118,10 @@ class ElasticFlowMechanism:
         if not isinstance(self.stop_at_plan_end, bool):
             raise InvalidInstanceError(
                 "stop_at_plan_end", f"must be a bool, got {self.stop_at_plan_end!r}"
+            )
+        if self.themis_face not in ("centre", "vertex"):
+            raise InvalidInstanceError(
+                "themis_face", f"must be 'centre' or 'vertex', got {self.themis_face!r}"
             )
         r = self.restart_every
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:
@@ -174,7 +185,7 @@ def gang_cap(job: SimJob, scheme: str, cluster_gpus: int) -> int:
     its name keeps its own ``max_gpus``. Never above the cluster.
     """
     batch = batch_size_of(job)
-    if scheme in ("dlas", "gandiva"):
+    if scheme in ("dlas", "gandiva", "themis"):
         return max(1, min(job.num_gpus, cluster_gpus))  # its requested gang, always
     if batch is None:
         cap = job.max_gpus

@@ -24,7 +24,9 @@ from optsched.sim.engine.elasticflow_plan import (
     plan_edf,
     plan_min_share,
 )
+from optsched.sim.engine.elasticflow_themis import ThemisLeases
 from optsched.sim.measure.record import SimResult, add_interval, empty_intervals
+from optsched.tolerances import FIT_TOL
 
 if TYPE_CHECKING:
     from optsched.sim.world.jobs import World
@@ -156,7 +158,18 @@ class ElasticFlowSim:
             if scheme == "gandiva"
             else None
         )
-        self.done_since: set[int] = set()  # completed since the last decision (Gandiva)
+        self.themis = (
+            ThemisLeases(
+                [j.num_gpus for j in jobs],
+                [j.arrival for j in jobs],
+                self.N,
+                lambda i: self._rate(i, jobs[i].num_gpus),
+                opts.themis_face,
+            )
+            if scheme == "themis"
+            else None
+        )
+        self.done_since: set[int] = set()  # completed since the last decision (Gandiva, Themis)
         self.table = empty_intervals()
         self.completion = [math.nan] * len(jobs)
         self.first_start = [math.nan] * len(jobs)
@@ -241,6 +254,11 @@ class ElasticFlowSim:
             self.active += new
             self.dlas.add(new)
             return
+        if self.themis is not None:
+            self.active += new
+            self.gang = self.themis.decide(t, self.done_since, new, self.left)
+            self.done_since = set()
+            return
         if self.scheme == "edf":
             self.active += new
             _, self.plans, _ = self._plan_all(self.active, t)
@@ -272,12 +290,15 @@ class ElasticFlowSim:
         else:
             if self.dlas is not None:
                 gangs = list(self.dlas.decide().items())
+            elif self.themis is not None:
+                gangs = list(self.gang.items())
             else:
                 gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
                 gangs = [(i, g) for i, g in gangs if g > 0]
             place = buddy_place(gangs, self.caps)
         counted = more or self.gandiva is None
-        charge = self.scheme != "edf" and self.opts.overhead and counted
+        # ElasticFlow's EDF and Themis charge none (Themis: every job's overhead entry is preset)
+        charge = self.scheme not in ("edf", "themis") and self.opts.overhead and counted
         count = self.schedule_count
         restart = count > 0 and count % self.opts.restart_every == 0
         self.schedule_count += 1 if counted else 0
@@ -367,6 +388,12 @@ class ElasticFlowSim:
             if r <= 0:
                 continue
             done = start + self.left[i] / r
+            if self.themis is not None and self.left[i] - r * (nt - start) <= FIT_TOL * (
+                self.jobs[i].work
+            ):
+                # a float's worth of work left at the slot's end is done by it (else the job
+                # would wait as a job with nothing left, and its completion move past its work)
+                done = min(done, nt)
             if self.dlas is not None:
                 self.dlas.account(i, min(done, nt) - start)
             stop = self._stop(i, nt)
@@ -420,6 +447,12 @@ class ElasticFlowSim:
     def _next_time(self, t: float, arrivals: list[float]) -> float | None:
         """The next decision after ``t`` (``None``: the run is over; module notes)."""
         slot = self.opts.slot_seconds
+        if self.themis is not None:
+            # a lease every slot; a slot with nothing runnable does nothing: skip to the slot
+            # of the next arrival
+            if self.active:
+                return t + slot
+            return t + slot * math.ceil((arrivals[0] - t) / slot) if arrivals else None
         if self.gandiva is not None:
             # Gandiva decides at arrivals only, then every slot until every job is done
             if not arrivals:
@@ -459,6 +492,18 @@ class ElasticFlowSim:
         ends = [self.plans[i].hold for i in self.gang if i in self.plans]
         return min([*arrivals[:1], *ends], default=math.inf)
 
+    def _themis_extra(self) -> dict[str, object]:
+        """Themis's slot ends: ElasticFlow's end times, which its deadline count compares."""
+        if self.themis is None:
+            return {}
+        ends = self.themis.lease_end
+        return {
+            "lease_end": {self.jobs[i].job_id: e for i, e in sorted(ends.items())},
+            "met_by_lease_end": sorted(
+                self.jobs[i].job_id for i, e in ends.items() if e <= self.jobs[i].deadline
+            ),
+        }
+
     def _result(self, t: float, truncated: bool, horizon: float) -> SimResult:
         declined = [self.jobs[i].job_id for i in self.declined]
         return SimResult(
@@ -487,5 +532,6 @@ class ElasticFlowSim:
                 "declined_jobs": declined,
                 "admission": {self.jobs[i].job_id: v for i, v in self.admission.items()},
                 "work_conserving": False,
+                **self._themis_extra(),
             },
         )

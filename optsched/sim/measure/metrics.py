@@ -127,7 +127,9 @@ Deadlines under admission control (ElasticFlow's count)
     * ``deadlines_met_admitted`` / ``deadlines_met_fraction_admitted``
       (``deadline_satisfaction_admitted``): ElasticFlow's count: a declined job is missed
       whatever happened to it, so only admitted jobs finished by their deadline count. This
-      is the ratio ElasticFlow's simulator prints (``ddl_satis_ratio``).
+      is the ratio ElasticFlow's simulator prints (``ddl_satis_ratio``). Where the record
+      gives ElasticFlow's own end times' verdict (``extra["met_by_lease_end"]``: its Themis
+      ends a job at the end of the slot its work is done in), that list is the count.
 
     with ``deadlines_declined`` (declined jobs with a deadline) and ``deadlines_late``
     (admitted, or never subject to admission, and not finished by the deadline):
@@ -569,6 +571,8 @@ def admission_counts(result: SimResult, frame: pd.DataFrame) -> dict[str, Any]:
     declined = set(result.extra.get("declined_jobs", ()))
     with_deadline = frame["deadline"].notna()
     met = frame["deadline_met"].fillna(False).astype(bool)
+    if "met_by_lease_end" in result.extra:
+        met = frame["job_id"].astype(str).isin(set(result.extra["met_by_lease_end"]))
     was_declined = frame["job_id"].astype(str).isin(declined)
     n = int(with_deadline.sum())
     met_admitted = int((met & ~was_declined).sum())
