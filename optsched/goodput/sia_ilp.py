@@ -25,7 +25,7 @@ recomputed. Size: :math:`\sum_j |O_j|` columns, :math:`|J| + |T|` rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,10 +37,12 @@ from optsched.goodput.sia_instance import SiaInstance, coefficients
 from optsched.results import ExactResult, Report, Violation
 
 __all__ = [
+    "CONSTRAINTS",
     "DEFAULT_MIP_GAP",
     "SiaAllocation",
     "build",
     "formulation",
+    "gpus_used",
     "greedy",
     "objective_value",
     "solve",
@@ -116,78 +118,121 @@ def objective_value(instance: SiaInstance, allocation: SiaAllocation) -> float:
     return total + instance.lambda_n * (len(instance.jobs) - allocated)
 
 
-def validate(instance: SiaInstance, allocation: SiaAllocation) -> Report:
-    """Check ``allocation`` against every constraint of the round; recompute its objective.
+def _rows(instance: SiaInstance, solution: SiaAllocation) -> bool:
+    """Whether the allocation has one row per job and one entry per option of each."""
+    return len(solution.x) == len(instance.jobs) and all(
+        len(row) == len(job.options) for job, row in zip(instance.jobs, solution.x, strict=True)
+    )
 
-    Constraint names (as on the docs page): ``shape`` (one row per job, one entry per
-    option), ``binary`` (entries 0 or 1), ``one_option`` (at most one option per job),
-    ``capacity`` (GPUs of each type), ``pinned`` (a pinned job keeps its previous option).
-    The objective is reported only when the shape is right.
-    """
-    violations: list[Violation] = []
-    if len(allocation.x) != len(instance.jobs):
-        violations.append(
+
+def shape(instance: SiaInstance, solution: SiaAllocation) -> list[Violation]:
+    """``shape``: one row per job, one entry per option of that job."""
+    if len(solution.x) != len(instance.jobs):
+        return [
             Violation(
                 "shape",
-                f"{len(allocation.x)} rows for {len(instance.jobs)} jobs",
+                f"{len(solution.x)} rows for {len(instance.jobs)} jobs",
                 {},
-                float(abs(len(allocation.x) - len(instance.jobs))),
+                float(abs(len(solution.x) - len(instance.jobs))),
             )
+        ]
+    return [
+        Violation(
+            "shape",
+            f"job {job.name!r} has {len(job.options)} options, its row {len(row)} entries",
+            {"job": j},
         )
-        return Report(violations=violations)
-    shaped = True
+        for j, (job, row) in enumerate(zip(instance.jobs, solution.x, strict=True))
+        if len(row) != len(job.options)
+    ]
+
+
+def binary(instance: SiaInstance, solution: SiaAllocation) -> list[Violation]:
+    """``binary``: every entry is 0 or 1."""
+    return [
+        Violation("binary", f"x[{j}][{o}] = {v}, not 0 or 1", {"job": j, "option": o})
+        for j, row in enumerate(solution.x)
+        for o, v in enumerate(row)
+        if v not in (0, 1)
+    ]
+
+
+def one_option(instance: SiaInstance, solution: SiaAllocation) -> list[Violation]:
+    """``one_option``: at most one nonzero entry per job."""
+    out = []
+    for j, (job, row) in enumerate(zip(instance.jobs, solution.x, strict=True)):
+        held = sum(1 for v in row if v != 0)
+        if held > 1:
+            out.append(
+                Violation(
+                    "one_option", f"job {job.name!r} holds {held} options", {"job": j}, held - 1.0
+                )
+            )
+    return out
+
+
+def capacity(instance: SiaInstance, solution: SiaAllocation) -> list[Violation]:
+    """``capacity``: the GPUs of the options held (entries equal to 1) fit each type."""
+    used = gpus_used(instance, solution)
+    return [
+        Violation(
+            "capacity",
+            f"{used[t.name]} GPUs of type {t.name!r} allocated, {t.gpus} exist",
+            {"gpu_type": t.name},
+            float(used[t.name] - t.gpus),
+        )
+        for t in instance.gpu_types
+        if used[t.name] > t.gpus
+    ]
+
+
+def pinned(instance: SiaInstance, solution: SiaAllocation) -> list[Violation]:
+    """``pinned``: a pinned job holds its previous option."""
+    return [
+        Violation(
+            "pinned",
+            f"job {job.name!r} is pinned to option {job.previous} but does not hold it",
+            {"job": j, "option": job.previous},
+        )
+        for j, (job, row) in enumerate(zip(instance.jobs, solution.x, strict=True))
+        if job.pinned and job.previous is not None and row[job.previous] != 1
+    ]
+
+
+def gpus_used(instance: SiaInstance, solution: SiaAllocation) -> dict[str, int]:
+    """GPUs of each type the allocation's options (entries equal to 1) take."""
     used = dict.fromkeys(instance.type_names, 0)
-    for j, (job, row) in enumerate(zip(instance.jobs, allocation.x, strict=True)):
-        if len(row) != len(job.options):
-            violations.append(
-                Violation(
-                    "shape",
-                    f"job {job.name!r} has {len(job.options)} options, the row {len(row)} entries",
-                    {"job": j},
-                )
-            )
-            shaped = False
-            continue
+    for job, row in zip(instance.jobs, solution.x, strict=True):
         for o, v in enumerate(row):
-            if v not in (0, 1):
-                violations.append(
-                    Violation("binary", f"x[{j}][{o}] = {v}, not 0 or 1", {"job": j, "option": o})
-                )
-            elif v:
+            if v == 1:
                 used[job.options[o].gpu_type] += job.options[o].gpus
-        if sum(row) > 1:
-            violations.append(
-                Violation(
-                    "one_option",
-                    f"job {job.name!r} holds {sum(row)} options",
-                    {"job": j},
-                    float(sum(row) - 1),
-                )
-            )
-        if job.pinned and job.previous is not None and row[job.previous] != 1:
-            violations.append(
-                Violation(
-                    "pinned",
-                    f"job {job.name!r} is pinned to option {job.previous} but does not hold it",
-                    {"job": j, "option": job.previous},
-                )
-            )
-    for t in instance.gpu_types:
-        if used[t.name] > t.gpus:
-            violations.append(
-                Violation(
-                    "capacity",
-                    f"{used[t.name]} GPUs of type {t.name!r} allocated, {t.gpus} exist",
-                    {"gpu_type": t.name},
-                    float(used[t.name] - t.gpus),
-                )
-            )
-    if not shaped:
-        return Report(violations=violations)
+    return used
+
+
+#: Every constraint of the round by its name on the docs page (``formulations/sia_ilp``).
+CONSTRAINTS: dict[str, Callable[[SiaInstance, SiaAllocation], list[Violation]]] = {
+    "shape": shape,
+    "binary": binary,
+    "one_option": one_option,
+    "capacity": capacity,
+    "pinned": pinned,
+}
+
+
+def validate(instance: SiaInstance, solution: SiaAllocation) -> Report:
+    """Check an allocation against every constraint of the round; recompute its objective.
+
+    Every check of :data:`CONSTRAINTS` runs when the allocation has the instance's shape (only
+    ``shape`` otherwise, and no objective then). The objective is
+    :func:`objective_value`, recomputed from the instance and the allocation alone.
+    """
+    if not _rows(instance, solution):
+        return Report(violations=shape(instance, solution))
+    violations = [v for check in CONSTRAINTS.values() for v in check(instance, solution)]
     return Report(
         violations=violations,
-        objective=objective_value(instance, allocation),
-        details={"gpus_used": used},
+        objective=objective_value(instance, solution),
+        details={"gpus_used": gpus_used(instance, solution)},
     )
 
 
