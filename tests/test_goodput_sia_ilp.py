@@ -149,6 +149,19 @@ def test_coefficients_scale_all_but_the_held_option_then_power_round_and_clip() 
     assert coefficients(clipped)[0].tolist() == [2.0, 0.5, 100.0]
 
 
+def test_a_job_holding_nothing_is_not_scaled_by_its_realloc_factor() -> None:
+    # Sia's rescaling runs only for a job with a previous configuration (sia.py).
+    opts = (
+        SiaOption(gpu_type="a", gpus=1, goodput=4.0),
+        SiaOption(gpu_type="a", gpus=2, goodput=16.0),
+    )
+    job = SiaJob(name="j", options=opts, realloc_factor=0.25)
+    inst = SiaInstance(gpu_types=(SiaGpuType(name="a", gpus=4),), jobs=(job,), p=-0.5)
+    assert coefficients(inst)[0].tolist() == [0.5, 0.25]
+    held = inst.model_copy(update={"jobs": (job.model_copy(update={"previous": 1}),)})
+    assert coefficients(held)[0].tolist() == [1.0, 0.25]
+
+
 def test_model_has_one_row_per_job_and_type_and_the_constant() -> None:
     inst = generate_instance(5, seed=2, num_types=2)
     lp = build(inst)

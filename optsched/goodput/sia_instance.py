@@ -107,7 +107,7 @@ def realloc_factor(age: float, num_restarts: int, restart_penalty: float) -> flo
 
     with :math:`a` the job's age (seconds since submission), :math:`n` its restarts so far and
     :math:`\delta` its restart penalty (:data:`RESTART_PENALTIES`) [S]. Every option but the one
-    the job holds has its goodput multiplied by :math:`r`.
+    the job holds has its goodput multiplied by :math:`r` (a job that holds none is not scaled).
 
     Examples
     --------
@@ -181,7 +181,8 @@ class SiaJob(Frozen):
     previous : int or None
         Index into ``options`` of what the job held last round (``None``: nothing).
     realloc_factor : float
-        :math:`r_j \in [0, 1]` multiplying the goodput of every option but ``previous``.
+        :math:`r_j \in [0, 1]` multiplying the goodput of every option but ``previous`` (of
+        none when ``previous`` is ``None``: a job holding nothing has nothing to restart from).
     pinned : bool
         The job must keep ``previous`` this round (Sia's checkpoint-restore rule).
     weight : float
@@ -292,7 +293,8 @@ def coefficients(instance: SiaInstance) -> list[NDArray[np.float64]]:
     r"""Each job's objective coefficient on each of its options.
 
     .. math:: a_{jo} = \min\!\big(C,\ \mathrm{round}_d(\hat g_{jo}^{\,p})\big),\qquad
-              \hat g_{jo} = g_{jo} \cdot (1 \text{ if } o = \mathrm{prev}_j \text{ else } r_j),
+              \hat g_{jo} = g_{jo} \cdot (1 \text{ if } o = \mathrm{prev}_j
+              \text{ or the job holds nothing, else } r_j),
 
     rounded as NumPy's ``np.round`` does (Sia's code), in double precision. A goodput scaled to
     0 by :math:`r_j = 0` powers to :math:`+\infty` for :math:`p < 0`, which the clip bounds.
@@ -300,8 +302,10 @@ def coefficients(instance: SiaInstance) -> list[NDArray[np.float64]]:
     out = []
     for job in instance.jobs:
         g = np.array([opt.goodput for opt in job.options], dtype=np.float64)
-        scale = np.full(g.shape, job.realloc_factor)
+        scale = np.ones(g.shape)
         if job.previous is not None:
+            # Sia scales a job's goodputs only when it holds a configuration to move from.
+            scale[:] = job.realloc_factor
             scale[job.previous] = 1.0
         with np.errstate(divide="ignore", over="ignore"):
             a = np.power(g * scale, instance.p)

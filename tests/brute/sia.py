@@ -18,7 +18,8 @@ from optsched.goodput.sia_instance import SiaInstance
 def coefficient(inst: SiaInstance, j: int, o: int) -> float:
     """Job ``j``'s objective coefficient on option ``o``."""
     job = inst.jobs[j]
-    g = job.options[o].goodput * (1.0 if o == job.previous else job.realloc_factor)
+    moved = job.previous is not None and o != job.previous
+    g = job.options[o].goodput * (job.realloc_factor if moved else 1.0)
     value = math.inf if g == 0 and inst.p < 0 else g**inst.p
     if inst.decimals is not None and math.isfinite(value):
         value = float(np.round(value, inst.decimals))
