@@ -267,7 +267,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             "Sia (replay)",
             "HiGHS",
             "SCIP",
-            "|HiGHS - replay|",
+            "abs(HiGHS - replay)",
             "Sia's x",
             "Sia's x value",
             "same x",
@@ -295,7 +295,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         rows=rows,
         summary={
             "rounds compared": len(rows),
-            "largest |HiGHS - Sia replay|": worst,
+            "largest abs(HiGHS - Sia replay)": worst,
             "Sia's allocations feasible for optsched's validator": sum(
                 r[9] == "feasible" for r in rows
             ),
