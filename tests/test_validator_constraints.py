@@ -40,6 +40,7 @@ FAMILIES = {
     "comm.tensorlights": ("optsched.comm.tensorlights.validator", "tensorlights.rst"),
     "comm.pace": ("optsched.comm.pace.validator", "pace.rst"),
     "sim": ("optsched.sim.measure.validate", "sim_exact.rst"),
+    "goodput.sia_ilp": ("optsched.goodput.sia_ilp", "sia_ilp.rst"),
 }
 
 #: Constraints a family's ``validate`` checks before its module's ``CONSTRAINTS``.
@@ -718,3 +719,28 @@ def test_sim_each_constraint():
         ),
     }
     _check_each(validate, CONSTRAINTS, world, valid, broken)
+
+
+def test_sia_ilp_each_constraint():
+    from optsched.goodput.sia_ilp import CONSTRAINTS, SiaAllocation, validate
+    from optsched.goodput.sia_instance import SiaGpuType, SiaInstance, SiaJob, SiaOption
+
+    one, other, four = (
+        SiaOption(gpu_type="a", gpus=k, goodput=g) for k, g in ((1, 1.0), (1, 2.0), (4, 4.0))
+    )
+    inst = SiaInstance(
+        gpu_types=(SiaGpuType(name="a", gpus=4, gpus_per_node=4),),
+        jobs=(
+            SiaJob(name="x", options=(one, four), previous=0, pinned=True),
+            SiaJob(name="y", options=(one, other, four)),
+        ),
+    )
+    valid = SiaAllocation(x=((1, 0), (1, 0, 0)))
+    broken = {
+        "shape": SiaAllocation(x=((1, 0),)),
+        "binary": SiaAllocation(x=((1, 0), (-1, 0, 0))),
+        "one_option": SiaAllocation(x=((1, 0), (1, 1, 0))),  # 3 GPUs of 4
+        "capacity": SiaAllocation(x=((1, 0), (0, 0, 1))),  # 1 + 4 > 4
+        "pinned": SiaAllocation(x=((0, 0), (0, 0, 1))),
+    }
+    _check_each(validate, CONSTRAINTS, inst, valid, broken)
