@@ -14,34 +14,11 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies.sim import job_frame
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
+from optsched.sim import World, simulate, validate
 from optsched.sim.engine.elasticflow import ElasticFlowMechanism
-from optsched.sim.world.elasticflow_profiles import ScalingCurve, ScalingProfiles
-from optsched.sim.world.throughputs import Throughputs
-
-# n steps/s on n GPUs up to 8
-LIN = ScalingCurve((1, 2, 4, 8), (1.0, 2.0, 4.0, 8.0))
-SUB = ScalingCurve((1, 2, 4), (10.0, 18.0, 24.0))
-
-
-def _world(rows: list[dict[str, object]], count: int = 8) -> World:
-    profiles = ScalingProfiles(gpu_type="a100", curves={("lin", 64): LIN, ("sub", 64): SUB})
-    table = Throughputs.from_scaling_profiles([profiles])
-    cluster = ClusterSpec(gpu_types=(GpuType(name="a100", count=count, gpus_per_server=8),))
-    frame = job_frame([{"batch_size": 64, "num_gpus": 1, **r} for r in rows])
-    return World.from_frame(frame, cluster, table)
-
-
-def _segments(result: object, job: str) -> list[tuple[float, float, int]]:
-    frame = result.intervals_frame()  # type: ignore[attr-defined]
-    rows = frame[frame["job_id"] == job]
-    out: dict[tuple[float, float], int] = {}
-    for r in rows.itertuples():
-        out[(r.start, r.end)] = out.get((r.start, r.end), 0) + int(r.gpus)
-    return sorted((s, e, g) for (s, e), g in out.items())
+from tests.test_sim_elasticflow_mechanism import _segments, _world
 
 
 def _hand_world() -> World:
