@@ -60,6 +60,7 @@ from optsched.sim.engine.gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECON
 from optsched.sim.engine.gavel import GavelMechanism, simulate_gavel
 from optsched.sim.engine.loop import Engine
 from optsched.sim.engine.policy import Policy, PolicyDecision, SimState
+from optsched.sim.engine.tiresias_options import TiresiasMechanism
 from optsched.sim.measure.record import SimResult
 from optsched.sim.world.jobs import World
 
@@ -81,7 +82,7 @@ def simulate(
     round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
     max_time: float | None = None,
     restore_on_first_start: bool | None = None,
-    mechanism: str | GavelMechanism | ElasticFlowMechanism = "optsched",
+    mechanism: str | GavelMechanism | ElasticFlowMechanism | TiresiasMechanism = "optsched",
 ) -> SimResult:
     """Run ``policy`` on ``world``.
 
@@ -98,7 +99,7 @@ def simulate(
         Override :attr:`World.restore_on_first_start <optsched.sim.World>` for this run: charge
         the restore cost on every job's first start too (the reference semantics of
         Gavel-derived simulators). The record's world carries the value used.
-    mechanism : {"optsched", "gavel"} or GavelMechanism, optional
+    mechanism : {"optsched", "gavel", "elasticflow", "tiresias"} or options, optional
         How a round is carried out. ``"optsched"`` (default): this engine, re-solving every
         round and carrying a fractional allocation out by :func:`~optsched.sim.carry_out`
         (kept as the default: it decides every round from the current state, and existing
@@ -114,6 +115,11 @@ def simulate(
         ``tiresias-las`` (its DLAS-GPU), ``gandiva`` (its time slicing) and ``themis`` (its
         finish-time-fairness program every slot);
         ``round_seconds`` is then ignored (the slot is the mechanism's option).
+        ``"tiresias"`` or a :class:`~optsched.sim.engine.tiresias_options.TiresiasMechanism`:
+        the Tiresias simulator's ``dlas-gpu`` for ``tiresias-las``
+        (:mod:`optsched.sim.engine.tiresias_run`: its queues in order of entry, demotion at
+        its predicted jump on a whole-second clock, GPU counting, no restart cost);
+        ``round_seconds`` is ignored.
 
     Returns
     -------
@@ -141,6 +147,8 @@ def simulate(
     policy = make_policy(policy, field="policy")
     if mechanism == "elasticflow" or isinstance(mechanism, ElasticFlowMechanism):
         return _run_elasticflow(world, policy, mechanism, restore_on_first_start, max_time)
+    if mechanism == "tiresias" or isinstance(mechanism, TiresiasMechanism):
+        return _run_tiresias(world, policy, mechanism, restore_on_first_start, max_time)
     gavel = _gavel_options(mechanism)
     if restore_on_first_start is not None:
         if not isinstance(restore_on_first_start, bool):
@@ -214,6 +222,24 @@ def _run_elasticflow(
     return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
 
 
+def _run_tiresias(
+    world: World,
+    policy: Policy,
+    mechanism: object,
+    restore_on_first_start: bool | None,
+    max_time: float | None,
+) -> SimResult:
+    """:func:`simulate` as the Tiresias simulator runs ``dlas-gpu`` (no restart cost)."""
+    from optsched.sim.engine.tiresias_run import simulate_tiresias
+
+    if restore_on_first_start:
+        raise InvalidInstanceError(
+            "restore_on_first_start", "the Tiresias simulator charges no restart cost"
+        )
+    opts = mechanism if isinstance(mechanism, TiresiasMechanism) else None
+    return simulate_tiresias(world, policy, max_time=max_time, options=opts)
+
+
 def _gavel_options(mechanism: object) -> GavelMechanism | None:
     """``None`` for the engine's own mechanism, else the Gavel mechanism's options."""
     if isinstance(mechanism, GavelMechanism):
@@ -224,8 +250,8 @@ def _gavel_options(mechanism: object) -> GavelMechanism | None:
         return None
     raise InvalidInstanceError(
         "mechanism",
-        "must be 'optsched', 'gavel', 'elasticflow', a GavelMechanism or an "
-        f"ElasticFlowMechanism, got {mechanism!r}",
+        "must be 'optsched', 'gavel', 'elasticflow', 'tiresias', a GavelMechanism, an "
+        f"ElasticFlowMechanism or a TiresiasMechanism, got {mechanism!r}",
     )
 
 
