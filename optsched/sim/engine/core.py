@@ -116,10 +116,7 @@ def simulate(
         finish-time-fairness program every slot);
         ``round_seconds`` is then ignored (the slot is the mechanism's option).
         ``"tiresias"`` or a :class:`~optsched.sim.engine.tiresias_options.TiresiasMechanism`:
-        the Tiresias simulator's ``dlas-gpu`` for ``tiresias-las``
-        (:mod:`optsched.sim.engine.tiresias_run`: its queues in order of entry, demotion at
-        its predicted jump on a whole-second clock, GPU counting, no restart cost);
-        ``round_seconds`` is ignored.
+        the Tiresias simulator's ``dlas-gpu`` (:mod:`optsched.sim.engine.tiresias_run`).
 
     Returns
     -------
@@ -145,10 +142,9 @@ def simulate(
             "world_from_trace(trace, cluster, throughputs) or World.from_frame",
         )
     policy = make_policy(policy, field="policy")
-    if mechanism == "elasticflow" or isinstance(mechanism, ElasticFlowMechanism):
-        return _run_elasticflow(world, policy, mechanism, restore_on_first_start, max_time)
-    if mechanism == "tiresias" or isinstance(mechanism, TiresiasMechanism):
-        return _run_tiresias(world, policy, mechanism, restore_on_first_start, max_time)
+    peer = _run_peer(world, policy, mechanism, restore_on_first_start, max_time)
+    if peer is not None:
+        return peer
     gavel = _gavel_options(mechanism)
     if restore_on_first_start is not None:
         if not isinstance(restore_on_first_start, bool):
@@ -204,40 +200,37 @@ def _run_engine(
     return Engine(world, policy, rs, float(horizon), wake_budget, bound).run()
 
 
-def _run_elasticflow(
+def _run_peer(
     world: World,
     policy: Policy,
     mechanism: object,
     restore_on_first_start: bool | None,
     max_time: float | None,
-) -> SimResult:
-    """:func:`simulate` under ElasticFlow's mechanism (its own overhead, no restore cost)."""
-    from optsched.sim.engine.elasticflow import simulate_elasticflow
+) -> SimResult | None:
+    """:func:`simulate` under a peer simulator's mechanism (``None``: not one of them).
 
-    if restore_on_first_start:
-        raise InvalidInstanceError(
-            "restore_on_first_start", "ElasticFlow's mechanism charges its own overhead"
-        )
-    opts = mechanism if isinstance(mechanism, ElasticFlowMechanism) else None
-    return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
+    ElasticFlow's (its own overhead) or the Tiresias simulator's (no restart cost); neither
+    charges the world's restore cost.
+    """
+    if mechanism == "elasticflow" or isinstance(mechanism, ElasticFlowMechanism):
+        from optsched.sim.engine.elasticflow import simulate_elasticflow
 
+        if restore_on_first_start:
+            raise InvalidInstanceError(
+                "restore_on_first_start", "ElasticFlow's mechanism charges its own overhead"
+            )
+        opts = mechanism if isinstance(mechanism, ElasticFlowMechanism) else None
+        return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
+    if mechanism == "tiresias" or isinstance(mechanism, TiresiasMechanism):
+        from optsched.sim.engine.tiresias_run import simulate_tiresias
 
-def _run_tiresias(
-    world: World,
-    policy: Policy,
-    mechanism: object,
-    restore_on_first_start: bool | None,
-    max_time: float | None,
-) -> SimResult:
-    """:func:`simulate` as the Tiresias simulator runs ``dlas-gpu`` (no restart cost)."""
-    from optsched.sim.engine.tiresias_run import simulate_tiresias
-
-    if restore_on_first_start:
-        raise InvalidInstanceError(
-            "restore_on_first_start", "the Tiresias simulator charges no restart cost"
-        )
-    opts = mechanism if isinstance(mechanism, TiresiasMechanism) else None
-    return simulate_tiresias(world, policy, max_time=max_time, options=opts)
+        if restore_on_first_start:
+            raise InvalidInstanceError(
+                "restore_on_first_start", "the Tiresias simulator charges no restart cost"
+            )
+        tiresias = mechanism if isinstance(mechanism, TiresiasMechanism) else None
+        return simulate_tiresias(world, policy, max_time=max_time, options=tiresias)
+    return None
 
 
 def _gavel_options(mechanism: object) -> GavelMechanism | None:
