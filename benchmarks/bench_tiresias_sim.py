@@ -24,10 +24,12 @@ Settings:
   mechanism makes it (:func:`~optsched.sim.engine.tiresias_run.whole_seconds`),
   ``job_id`` its index in the world. Met deadlines count a job done by its deadline.
 
-Rows: the schedule under ``--mechanism tiresias`` with its options; for ``dlas-gpu``, two more
-optsched rows that switch one knob each: ``jump_division="ceil"`` (the predicted jump read as
-Python 3 reads it, ElasticFlow's copy) and optsched's default engine (``tiresias-las``
-event-driven: its own thresholds, order by arrival, demotion at the exact crossing).
+Rows: the schedule under ``--mechanism tiresias`` with its options (``tiresias``); for
+``dlas-gpu``, three more optsched rows: two switch one knob of the mechanism,
+``jump_division="ceil"`` (``ceil``: the predicted jump read as Python 3 reads it, ElasticFlow's
+copy) and ``limits=(1800, 3600, 7200)`` (``limits``: optsched's default thresholds, four
+queues), and one is optsched's default engine (``engine``: ``tiresias-las`` event-driven, its
+own thresholds, order by arrival, demotion at the exact crossing).
 
 Finding the simulator: ``OPTSCHED_TIRESIAS_SRC`` (a checkout's root, holding ``simulator/``),
 else a bare mirror ``.mirror/SymbioticLab+Tiresias/repo/.git`` in a parent directory, exported
@@ -87,6 +89,8 @@ SETTINGS: list[tuple[str, str, Any, str]] = [
 #: (schedule, promotion knob) run on every setting (the knobs on cluster10-16 only)
 SCHEDULES: list[tuple[str, float | None]] = [("dlas-gpu", None)]
 PROMOTIONS: list[tuple[str, float | None]] = [("dlas-gpu-1", 1.0), ("dlas-gpu-4", 4.0)]
+#: optsched's default thresholds (``Tiresias()``), for the ``limits`` row
+DEFAULT_LIMITS = (1800.0, 3600.0, 7200.0)
 COLUMNS = [
     "setting",
     "schedule",
@@ -239,14 +243,15 @@ def _run_theirs(
 def _run_ours(world: Any, knob: float | None, variant: str) -> dict[str, Any]:
     """optsched on ``world``: the mechanism (``variant`` "tiresias" or "ceil") or its engine."""
     from optsched import sim as osim
-    from optsched.sim.engine.tiresias_options import TiresiasMechanism
+    from optsched.sim.engine.tiresias_options import TIRESIAS_LIMITS, TiresiasMechanism
 
     began = time.process_time()
     if variant == "engine":
         record = osim.simulate(world, "tiresias-las", round_seconds=None)
     else:
         division = "ceil" if variant == "ceil" else "floor"
-        how = TiresiasMechanism(promote_knob=knob, jump_division=division)
+        limits = DEFAULT_LIMITS if variant == "limits" else TIRESIAS_LIMITS
+        how = TiresiasMechanism(limits=limits, promote_knob=knob, jump_division=division)
         record = osim.simulate(world, "tiresias-las", mechanism=how)
     cpu = time.process_time() - began
     osim.validate(record.world, record).raise_if_invalid()
@@ -310,7 +315,7 @@ def _setting_rows(
         if theirs.get("error"):
             rows.append([label, schedule, "not run: " + str(theirs["error"])[-200:]])
             continue
-        variants = ["tiresias"] + (["ceil", "engine"] if knob is None else [])
+        variants = ["tiresias"] + (["ceil", "limits", "engine"] if knob is None else [])
         for variant in variants:
             rows.append(
                 _row(label, schedule, variant, world, theirs, _run_ours(world, knob, variant))
