@@ -25,10 +25,11 @@ Settings:
   ``job_id`` its index in the world. Met deadlines count a job done by its deadline.
 
 Rows: the schedule under ``--mechanism tiresias`` with its options (``tiresias``); for
-``dlas-gpu``, three more optsched rows: two switch one knob of the mechanism,
+``dlas-gpu``, four more optsched rows: three switch one knob of the mechanism,
 ``jump_division="ceil"`` (``ceil``: the predicted jump read as Python 3 reads it, ElasticFlow's
-copy) and ``limits=(1800, 3600, 7200)`` (``limits``: optsched's default thresholds, four
-queues), and one is optsched's default engine (``engine``: ``tiresias-las`` event-driven, its
+copy), ``limits=(1800, 3600, 7200)`` (``limits``: optsched's default thresholds, four queues)
+and ``queue_order="arrival"`` (``order``: each queue by arrival, as optsched's default), and
+one is optsched's default engine (``engine``: ``tiresias-las`` event-driven, its
 own thresholds, order by arrival, demotion at the exact crossing).
 
 Finding the simulator: ``OPTSCHED_TIRESIAS_SRC`` (a checkout's root, holding ``simulator/``),
@@ -251,7 +252,10 @@ def _run_ours(world: Any, knob: float | None, variant: str) -> dict[str, Any]:
     else:
         division = "ceil" if variant == "ceil" else "floor"
         limits = DEFAULT_LIMITS if variant == "limits" else TIRESIAS_LIMITS
-        how = TiresiasMechanism(limits=limits, promote_knob=knob, jump_division=division)
+        order = "arrival" if variant == "order" else "entry"
+        how = TiresiasMechanism(
+            limits=limits, promote_knob=knob, jump_division=division, queue_order=order
+        )
         record = osim.simulate(world, "tiresias-las", mechanism=how)
     cpu = time.process_time() - began
     osim.validate(record.world, record).raise_if_invalid()
@@ -315,7 +319,7 @@ def _setting_rows(
         if theirs.get("error"):
             rows.append([label, schedule, "not run: " + str(theirs["error"])[-200:]])
             continue
-        variants = ["tiresias"] + (["ceil", "limits", "engine"] if knob is None else [])
+        variants = ["tiresias"] + (["ceil", "limits", "order", "engine"] if knob is None else [])
         for variant in variants:
             rows.append(
                 _row(label, schedule, variant, world, theirs, _run_ours(world, knob, variant))

@@ -69,6 +69,8 @@ def test_a_running_job_keeps_its_place_ahead_of_an_earlier_waiting_one() -> None
     1000. In order of arrival (the default tiresias-las) B would take the GPUs at 100."""
     world = _world([("A", 2, 0, 100), ("B", 3, 0, 100), ("C", 2, 0, 900)])
     assert _run(world) == [100.0, 1000.0, 900.0]
+    # by arrival (the knob): B takes the GPUs at 100, C, preempted after 100 s, ends at 1000
+    assert _run(world, queue_order="arrival") == [100.0, 200.0, 1000.0]
     default = simulate(world, "tiresias-las")
     assert default.completion[1] == pytest.approx(200.0)
 
@@ -121,6 +123,8 @@ def test_refusals() -> None:
         TiresiasMechanism(limits=(7200.0, 3250.0))
     with pytest.raises(InvalidInstanceError, match="promote_knob"):
         TiresiasMechanism(promote_knob=0)
+    with pytest.raises(InvalidInstanceError, match="queue_order"):
+        TiresiasMechanism(queue_order="fifo")
     with pytest.raises(InvalidInstanceError, match="jump_division"):
         TiresiasMechanism(jump_division="round")
     import dataclasses

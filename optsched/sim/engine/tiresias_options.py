@@ -53,11 +53,17 @@ class TiresiasMechanism:
         division (``run_sim.py`` does not import ``division`` from ``__future__``), so
         ``math.ceil`` of it changes nothing; ``"ceil"`` as the formula reads under Python 3
         (ElasticFlow's copy).
+    queue_order : {"entry", "arrival"}
+        The order within a queue: ``"entry"`` (default), the simulator's list in order of
+        entry re-ordered running jobs first after every decision; ``"arrival"``, by arrival
+        then position, whether a job runs or not, as optsched's ``tiresias-las`` orders it
+        (a knob for the cross-check).
     """
 
     limits: tuple[float, ...] = TIRESIAS_LIMITS
     promote_knob: float | None = None
     jump_division: str = "floor"
+    queue_order: str = "entry"
 
     def __post_init__(self) -> None:
         lim = self.limits
@@ -73,6 +79,10 @@ class TiresiasMechanism:
             isinstance(k, bool) or not (isinstance(k, int | float) and math.isfinite(k) and k > 0)
         ):
             raise InvalidInstanceError("promote_knob", f"must be None or a number > 0, got {k!r}")
+        if self.queue_order not in ("entry", "arrival"):
+            raise InvalidInstanceError(
+                "queue_order", f"must be 'entry' or 'arrival', got {self.queue_order!r}"
+            )
         if self.jump_division not in ("floor", "ceil"):
             raise InvalidInstanceError(
                 "jump_division", f"must be 'floor' or 'ceil', got {self.jump_division!r}"

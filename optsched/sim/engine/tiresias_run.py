@@ -83,9 +83,16 @@ class SimulatorQueues(DlasQueues):
     seconds are whole, and a waiting job may be promoted.
     """
 
-    def __init__(self, gangs: Sequence[int], total: int, opts: TiresiasMechanism) -> None:
+    def __init__(
+        self,
+        gangs: Sequence[int],
+        total: int,
+        opts: TiresiasMechanism,
+        arrival: Sequence[float] = (),
+    ) -> None:
         super().__init__(gangs, total, opts.limits)
         self.opts = opts
+        self.arrival = list(arrival)  # read with queue_order="arrival" alone
         self.order: list[int] = []  # the runnable jobs, in order of arrival
         self.total_run: dict[int, int] = {}  # seconds run in all (never reset)
         self.waited: dict[int, int] = {}  # seconds waited since the last promotion, having run
@@ -128,6 +135,16 @@ class SimulatorQueues(DlasQueues):
                 self.move(i, 0)
                 self.promotions[i] += 1
 
+    def walk(self) -> dict[int, int]:
+        """The walk of :class:`DlasQueues` (job -> GPUs).
+
+        With ``queue_order="arrival"`` each queue is first sorted by arrival, then position.
+        """
+        if self.opts.queue_order == "arrival":
+            for q in self.queues:
+                q.sort(key=lambda i: (self.arrival[i], i))
+        return super().walk()
+
     def next_jump(self, t: int) -> int | None:
         """The simulator's next predicted queue jump after ``t`` (``None``: none)."""
         best: int | None = None
@@ -167,7 +184,8 @@ class TiresiasSim:
         self.world = _whole_world(world, self.rates, self.duration)
         self.jobs = self.world.jobs
         self.left = list(self.duration)  # whole seconds still to run
-        self.queues = SimulatorQueues([j.num_gpus for j in jobs], sum(self.caps), opts)
+        gangs = [j.num_gpus for j in jobs]
+        self.queues = SimulatorQueues(gangs, sum(self.caps), opts, [j.arrival for j in jobs])
         self.place: dict[int, list[tuple[int, int]]] = {}
         self.start: dict[int, int] = {}  # the open segment of each running job
         self.table = empty_intervals()
