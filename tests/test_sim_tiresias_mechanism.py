@@ -284,3 +284,32 @@ def test_cluster10_16_matches_the_simulators_run(
     jct = [c - j.arrival for c, j in zip(res.completion, world.jobs, strict=True)]
     assert sum(jct) / len(jct) == pytest.approx(mean_jct, rel=1e-12)
     assert int(job_metrics(res)["deadline_met"].sum()) == met
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+TIRESIAS_TRACE = (
+    "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+    "0,2,0,100,vgg19,100,0\n1,3,0,100,vgg19,100,0\n2,2,0,900,vgg19,900,0\n"
+)
+
+
+def test_cli_runs_and_compares_under_the_mechanism(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The running-first hand case as a Tiresias trace: ``sim run`` gives its mean JCT
+    ((100 + 1000 + 900) / 3), ``sim compare`` runs, another policy is refused (exit 2)."""
+    import json
+
+    from optsched.cli import main
+
+    trace = tmp_path / "t.csv"
+    trace.write_text(TIRESIAS_TRACE)
+    base = ["sim", "run", str(trace), "--cluster", "v100=4:4", "--mechanism", "tiresias"]
+    assert main([*base, "--policy", "tiresias-las", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["valid"] is True and out["metrics"]["jct_mean"] == pytest.approx(2000 / 3)
+    assert main([*base, "--policy", "fifo", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["field"] == "--mechanism"
+    compare = ["sim", "compare", str(trace), "--cluster", "v100=4:4", "--mechanism", "tiresias"]
+    assert main([*compare, "--policies", "tiresias-las"]) == 0
