@@ -109,6 +109,16 @@ def test_promotion_sends_a_starved_job_back_to_queue_zero() -> None:
     assert _run(world, promote_knob=0.5) == [9200.0, 4500.0, 7500.0]
 
 
+def test_a_horizon_cuts_the_run_with_a_valid_record() -> None:
+    """The running-first case cut at 500: A done, C has run 500 of its 900 s, B waits."""
+    world = _world([("A", 2, 0, 100), ("B", 3, 0, 100), ("C", 2, 0, 900)])
+    res = simulate(world, "tiresias-las", mechanism="tiresias", max_time=500.0)
+    validate(res.world, res).raise_if_invalid()
+    assert res.status == "truncated" and res.end_time == 500.0
+    assert res.completion[0] == 100.0 and math.isnan(res.completion[1])
+    assert math.isnan(res.completion[2])
+
+
 def test_whole_seconds_truncates_but_for_float_noise() -> None:
     assert whole_seconds(4935.999999999999) == 4936
     assert whole_seconds(4935.6) == 4935
