@@ -3,7 +3,8 @@
 ``optsched`` (the engine's own rounds, the default), ``gavel`` (Gavel's round mechanism),
 ``elasticflow`` (ElasticFlow's simulator's mechanism, with its scaling and restart overhead) and
 ``elasticflow-no-overhead`` (the same without the overhead: the knob that explains most of the
-gap between ElasticFlow's simulator and an overhead-free simulation).
+gap between ElasticFlow's simulator and an overhead-free simulation) and ``tiresias`` (the
+Tiresias simulator's ``dlas-gpu``, for ``tiresias-las``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 #: The ``--mechanism`` choices.
-MECHANISMS = ("optsched", "gavel", "elasticflow", "elasticflow-no-overhead")
+MECHANISMS = ("optsched", "gavel", "elasticflow", "elasticflow-no-overhead", "tiresias")
 
 
 def mechanism_options() -> list[Any]:
@@ -43,7 +44,10 @@ def mechanism_options() -> list[Any]:
             "(policies elasticflow, edf, tiresias-las and gandiva as its simulator runs them: "
             "admission at arrival by minimum satisfactory share, "
             "power-of-two gangs, buddy placement, decisions at least 60 s apart, its scaling "
-            "overhead unless elasticflow-no-overhead; guide page 'ElasticFlow's mechanism').",
+            "overhead unless elasticflow-no-overhead; guide page 'ElasticFlow's mechanism'); "
+            "or the Tiresias simulator's (tiresias-las as its dlas-gpu: queues in order of "
+            "entry, demotion at its predicted jump on a whole-second clock, GPU counting, no "
+            "restart cost; guide page 'Cross-check against ElasticFlow's simulator').",
         ),
         click.option(
             "--reset-interval",
@@ -66,6 +70,7 @@ def mechanism_from(name: str, reset_interval: float | None, seed: int | None) ->
     """The ``mechanism`` argument of :func:`optsched.sim.simulate` from the options."""
     from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism
     from optsched.sim.engine.gavel import DEFAULT_RESET_INTERVAL, GavelMechanism
+    from optsched.sim.engine.tiresias_options import TiresiasMechanism
 
     if name != "gavel":
         for flag, value in (("--reset-interval", reset_interval), ("--mechanism-seed", seed)):
@@ -73,6 +78,8 @@ def mechanism_from(name: str, reset_interval: float | None, seed: int | None) ->
                 raise InvalidInstanceError(flag, "applies only with --mechanism gavel")
         if name.startswith("elasticflow"):
             return ElasticFlowMechanism(overhead=name == "elasticflow")
+        if name == "tiresias":
+            return TiresiasMechanism()
         return "optsched"
     try:
         return GavelMechanism(
@@ -106,9 +113,12 @@ def refuses(policy: Any, mechanism: Any) -> str | None:
         elasticflow_refuses,
     )
     from optsched.sim.engine.gavel import gavel_refuses
+    from optsched.sim.engine.tiresias_options import TiresiasMechanism, tiresias_refuses
 
     if isinstance(mechanism, ElasticFlowMechanism):
         return elasticflow_refuses(policy)
+    if isinstance(mechanism, TiresiasMechanism):
+        return tiresias_refuses(policy)
     return gavel_refuses(policy)
 
 
@@ -120,7 +130,8 @@ def refuse_unsupported(policy: Any, mechanism: Any) -> None:
     """
     why = refuses(policy, mechanism)
     if why is not None:
-        name = "gavel" if type(mechanism).__name__ == "GavelMechanism" else "elasticflow"
+        names = {"GavelMechanism": "gavel", "TiresiasMechanism": "tiresias"}
+        name = names.get(type(mechanism).__name__, "elasticflow")
         raise InvalidInstanceError(
             "--mechanism", f"{name} cannot run --policy {policy.name}: {why}"
         )

@@ -60,6 +60,7 @@ from optsched.sim.engine.gavel import DEFAULT_ROUND_SECONDS as GAVEL_ROUND_SECON
 from optsched.sim.engine.gavel import GavelMechanism, simulate_gavel
 from optsched.sim.engine.loop import Engine
 from optsched.sim.engine.policy import Policy, PolicyDecision, SimState
+from optsched.sim.engine.tiresias_options import TiresiasMechanism
 from optsched.sim.measure.record import SimResult
 from optsched.sim.world.jobs import World
 
@@ -81,7 +82,7 @@ def simulate(
     round_seconds: float | Literal["policy"] | None = _POLICY_ROUND,
     max_time: float | None = None,
     restore_on_first_start: bool | None = None,
-    mechanism: str | GavelMechanism | ElasticFlowMechanism = "optsched",
+    mechanism: str | GavelMechanism | ElasticFlowMechanism | TiresiasMechanism = "optsched",
 ) -> SimResult:
     """Run ``policy`` on ``world``.
 
@@ -98,7 +99,7 @@ def simulate(
         Override :attr:`World.restore_on_first_start <optsched.sim.World>` for this run: charge
         the restore cost on every job's first start too (the reference semantics of
         Gavel-derived simulators). The record's world carries the value used.
-    mechanism : {"optsched", "gavel"} or GavelMechanism, optional
+    mechanism : {"optsched", "gavel", "elasticflow", "tiresias"} or options, optional
         How a round is carried out. ``"optsched"`` (default): this engine, re-solving every
         round and carrying a fractional allocation out by :func:`~optsched.sim.carry_out`
         (kept as the default: it decides every round from the current state, and existing
@@ -114,6 +115,8 @@ def simulate(
         ``tiresias-las`` (its DLAS-GPU), ``gandiva`` (its time slicing) and ``themis`` (its
         finish-time-fairness program every slot);
         ``round_seconds`` is then ignored (the slot is the mechanism's option).
+        ``"tiresias"`` or a :class:`~optsched.sim.engine.tiresias_options.TiresiasMechanism`:
+        the Tiresias simulator's ``dlas-gpu`` (:mod:`optsched.sim.engine.tiresias_run`).
 
     Returns
     -------
@@ -139,8 +142,9 @@ def simulate(
             "world_from_trace(trace, cluster, throughputs) or World.from_frame",
         )
     policy = make_policy(policy, field="policy")
-    if mechanism == "elasticflow" or isinstance(mechanism, ElasticFlowMechanism):
-        return _run_elasticflow(world, policy, mechanism, restore_on_first_start, max_time)
+    peer = _run_peer(world, policy, mechanism, restore_on_first_start, max_time)
+    if peer is not None:
+        return peer
     gavel = _gavel_options(mechanism)
     if restore_on_first_start is not None:
         if not isinstance(restore_on_first_start, bool):
@@ -196,22 +200,37 @@ def _run_engine(
     return Engine(world, policy, rs, float(horizon), wake_budget, bound).run()
 
 
-def _run_elasticflow(
+def _run_peer(
     world: World,
     policy: Policy,
     mechanism: object,
     restore_on_first_start: bool | None,
     max_time: float | None,
-) -> SimResult:
-    """:func:`simulate` under ElasticFlow's mechanism (its own overhead, no restore cost)."""
-    from optsched.sim.engine.elasticflow import simulate_elasticflow
+) -> SimResult | None:
+    """:func:`simulate` under a peer simulator's mechanism (``None``: not one of them).
 
-    if restore_on_first_start:
-        raise InvalidInstanceError(
-            "restore_on_first_start", "ElasticFlow's mechanism charges its own overhead"
-        )
-    opts = mechanism if isinstance(mechanism, ElasticFlowMechanism) else None
-    return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
+    ElasticFlow's (its own overhead) or the Tiresias simulator's (no restart cost); neither
+    charges the world's restore cost.
+    """
+    if mechanism == "elasticflow" or isinstance(mechanism, ElasticFlowMechanism):
+        from optsched.sim.engine.elasticflow import simulate_elasticflow
+
+        if restore_on_first_start:
+            raise InvalidInstanceError(
+                "restore_on_first_start", "ElasticFlow's mechanism charges its own overhead"
+            )
+        opts = mechanism if isinstance(mechanism, ElasticFlowMechanism) else None
+        return simulate_elasticflow(world, policy, max_time=max_time, options=opts)
+    if mechanism == "tiresias" or isinstance(mechanism, TiresiasMechanism):
+        from optsched.sim.engine.tiresias_run import simulate_tiresias
+
+        if restore_on_first_start:
+            raise InvalidInstanceError(
+                "restore_on_first_start", "the Tiresias simulator charges no restart cost"
+            )
+        tiresias = mechanism if isinstance(mechanism, TiresiasMechanism) else None
+        return simulate_tiresias(world, policy, max_time=max_time, options=tiresias)
+    return None
 
 
 def _gavel_options(mechanism: object) -> GavelMechanism | None:
@@ -224,8 +243,8 @@ def _gavel_options(mechanism: object) -> GavelMechanism | None:
         return None
     raise InvalidInstanceError(
         "mechanism",
-        "must be 'optsched', 'gavel', 'elasticflow', a GavelMechanism or an "
-        f"ElasticFlowMechanism, got {mechanism!r}",
+        "must be 'optsched', 'gavel', 'elasticflow', 'tiresias', a GavelMechanism, an "
+        f"ElasticFlowMechanism or a TiresiasMechanism, got {mechanism!r}",
     )
 
 

@@ -34,10 +34,14 @@ DLAS_LIMITS: tuple[float, ...] = (3250.0, 7200.0)
 class DlasQueues:
     """The queues of ElasticFlow's DLAS-GPU (module notes)."""
 
-    def __init__(self, gangs: Sequence[int], total: int) -> None:
+    def __init__(
+        self, gangs: Sequence[int], total: int, limits: Sequence[float] = DLAS_LIMITS
+    ) -> None:
         self.gangs = list(gangs)
         self.total = total
-        self.queues: list[list[int]] = [[] for _ in range(len(DLAS_LIMITS) + 1)]
+        #: the GPU-seconds at which a job leaves queue ``q`` (one fewer than the queues)
+        self.limits = tuple(limits)
+        self.queues: list[list[int]] = [[] for _ in range(len(self.limits) + 1)]
         self.qid: dict[int, int] = {}
         self.executed: dict[int, float] = {}
         self.running: set[int] = set()
@@ -63,11 +67,25 @@ class DlasQueues:
         for i in sorted(
             self.running, key=lambda k: (self.qid[k], self.queues[self.qid[k]].index(k))
         ):
-            q = self.qid[i]
-            if q < len(DLAS_LIMITS) and self.executed[i] * self.gangs[i] >= DLAS_LIMITS[q]:
-                self.queues[q].remove(i)
-                self.queues[q + 1].append(i)
-                self.qid[i] = q + 1
+            self.demote(i)
+        return self.walk()
+
+    def demote(self, i: int) -> bool:
+        """Move job ``i`` to the end of the next queue if it reached its queue's limit."""
+        q = self.qid[i]
+        if q < len(self.limits) and self.executed[i] * self.gangs[i] >= self.limits[q]:
+            self.move(i, q + 1)
+            return True
+        return False
+
+    def move(self, i: int, q: int) -> None:
+        """Job ``i`` leaves its queue for the end of queue ``q``."""
+        self.queues[self.qid[i]].remove(i)
+        self.queues[q].append(i)
+        self.qid[i] = q
+
+    def walk(self) -> dict[int, int]:
+        """The walk of the queues and the re-partition after it (module notes): job -> GPUs."""
         free = self.total
         run: dict[int, int] = {}
         for queue in self.queues:
@@ -85,6 +103,6 @@ class DlasQueues:
         best = math.inf
         for i in self.running:
             q = self.qid[i]
-            if q < len(DLAS_LIMITS):
-                best = min(best, t + math.ceil((DLAS_LIMITS[q] - self.executed[i]) / self.gangs[i]))
+            if q < len(self.limits):
+                best = min(best, t + math.ceil((self.limits[q] - self.executed[i]) / self.gangs[i]))
         return best
