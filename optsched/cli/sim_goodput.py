@@ -123,6 +123,10 @@ def compare_goodput(
         root = simulator_dir() / "traces"
         traces = {a: read_model_traces(root / a) for a in workload.applications}
     made = [make_policy(n, workload, traces) for n in names]  # refused before any run
+    for policy in made:
+        prepare = getattr(policy, "prepare", None)  # a simulator policy's own refusal
+        if callable(prepare):
+            prepare(nodes, per_node)
     rows: list[dict[str, Any]] = []
     for name, policy in zip(names, made, strict=True):
         run = simulate(workload, policy, num_nodes=nodes, gpus_per_node=per_node,

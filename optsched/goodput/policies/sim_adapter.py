@@ -65,6 +65,7 @@ from optsched.goodput.policies.placement import free_gpus, keep_known, most_free
 from optsched.goodput.policies.sim_world import GPU_TYPE, FixedBatchWorld, fixed_batch_world
 from optsched.goodput.traces import ModelTraces
 from optsched.goodput.workload import PolluxWorkload
+from optsched.sim.world.jobs import World
 from optsched.sim.engine.policy import (
     Grant,
     GrantPlacement,
@@ -243,12 +244,23 @@ class SimPolicyAdapter:
         self._next_round = -math.inf
         self.calls = 0  #: decisions the simulator's policy took in the run
 
-    def _start(self, cluster: ClusterView) -> FixedBatchWorld:
-        shape = (cluster.num_nodes, cluster.gpus_per_node)
+    def prepare(self, num_nodes: int, gpus_per_node: int) -> World:
+        """The simulator's world on that cluster, built now (a run reuses it).
+
+        Raises
+        ------
+        PolicyNotExpressibleError
+            The policy's own :meth:`~optsched.sim.engine.policy.Policy.refuses` turns the
+            world down (naming the policy and why).
+        InvalidInstanceError
+            A job the world cannot hold (:func:`~.sim_world.fixed_batch_world`).
+        """
+        shape = (num_nodes, gpus_per_node)
         if self._view is None or self._view_shape != shape:
             self._view = fixed_batch_world(
-                self.workload, self.traces, shape[0], shape[1], self.job_kind, self.restart_delay
-            )
+                self.workload, self.traces, num_nodes, gpus_per_node, self.job_kind,
+                self.restart_delay,
+            )  # fmt: skip
             self._view_shape = shape
         world = self._view.world
         why = self.policy.refuses(world)
@@ -256,10 +268,13 @@ class SimPolicyAdapter:
             raise PolicyNotExpressibleError(
                 "policy", f"{self.name!r} cannot run on the goodput world: {why}"
             )
+        return world
+
+    def _start(self, cluster: ClusterView) -> None:
+        world = self.prepare(cluster.num_nodes, cluster.gpus_per_node)
         self.policy.reset(world)
-        self._shape = shape
+        self._shape = (cluster.num_nodes, cluster.gpus_per_node)
         self._states = {j.job_id: JobState(job=j) for j in world.jobs}
-        return self._view
 
     def _due(self, now: float, arrived: bool, finished: bool) -> bool:
         """Whether the simulator would decide now (module notes, step 2)."""
