@@ -65,7 +65,6 @@ from optsched.goodput.policies.placement import free_gpus, keep_known, most_free
 from optsched.goodput.policies.sim_world import GPU_TYPE, FixedBatchWorld, fixed_batch_world
 from optsched.goodput.traces import ModelTraces
 from optsched.goodput.workload import PolluxWorkload
-from optsched.sim.world.jobs import World
 from optsched.sim.engine.policy import (
     Grant,
     GrantPlacement,
@@ -74,6 +73,7 @@ from optsched.sim.engine.policy import (
     PolicyDecision,
     SimState,
 )
+from optsched.sim.world.jobs import World
 from optsched.tolerances import TIME_TOL
 
 __all__ = [
