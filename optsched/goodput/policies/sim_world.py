@@ -25,8 +25,8 @@ rates are counted in **iterations at batch** :math:`M`:
 
 The policies that read the work or the remaining work (``sjf``, ``srtf``, ``tiresias-gittins``'s
 demand distribution, ``optimus``, ``themis``'s finish times, the ``makespan`` and ``ftf``
-allocations, ``gandiva-fair``'s trading) therefore use that oracle; ``fifo``, ``tiresias-las``,
-``gandiva`` and ``max-min`` read only arrivals, rates and attained service.
+allocations) therefore use that oracle; ``fifo``, ``tiresias-las``, ``gandiva``,
+``gandiva-fair`` and ``max-min`` read only arrivals, rates and attained service.
 
 **Gangs.** ``job_kind = "rigid"``: one gang of the owner's GPU count (``num_replicas``),
 ``min_gpus = max_gpus``. ``"fixed_batch"``: the owner's count is the requested gang, and a
