@@ -226,8 +226,8 @@ def test_make_policy_builds_the_adapter_on_a_workload() -> None:
     w = slice_workload(2)
     made = make_policy("srtf-elastic", w, shipped_traces())
     assert isinstance(made, SimPolicyAdapter) and made.job_kind == "fixed_batch"
-    assert isinstance(make_policy("srtf", w, shipped_traces()), SimPolicyAdapter)
-    assert make_policy("srtf", w, shipped_traces()).job_kind == "rigid"  # type: ignore[attr-defined]
+    rigid = make_policy("srtf", w, shipped_traces())
+    assert isinstance(rigid, SimPolicyAdapter) and rigid.job_kind == "rigid"
     assert set(REFUSED).isdisjoint(sim_policy_names())
 
 

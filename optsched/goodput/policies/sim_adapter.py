@@ -370,15 +370,15 @@ def _admitted(decision: PolicyDecision, state: SimState, total: int, name: str) 
     stop = set(decision.stop or ())
     grants: list[Grant] = []
     free = total
-    granted = set()
+    granted: set[str] = set()
     if decision.keep_running:
-        for s in state.running:
-            if s.job_id not in stop:
-                assert s.placement is not None
-                free -= s.placement.num_gpus
-                granted.add(s.job_id)
-                grants.append(Grant(job=s.job_id, gpu_type=GPU_TYPE,
-                                    num_gpus=s.placement.num_gpus))  # fmt: skip
+        for kept in state.running:
+            if kept.job_id not in stop:
+                assert kept.placement is not None
+                free -= kept.placement.num_gpus
+                granted.add(kept.job_id)
+                grants.append(Grant(job=kept.job_id, gpu_type=GPU_TYPE,
+                                    num_gpus=kept.placement.num_gpus))  # fmt: skip
     for g in decision.grants:
         s = by_id.get(g.job)
         if s is None:
