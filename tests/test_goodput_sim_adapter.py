@@ -304,3 +304,13 @@ def test_sim_compare_runs_the_simulator_s_policies(
     assert rows["fifo"]["average_jct"] == direct.average_jct
     assert main([*args[:3], "--policies", "allox"]) == 2  # refused before any run
     assert "'allox'" in capsys.readouterr().err
+
+
+def test_an_adapter_runs_again_from_scratch() -> None:
+    w = slice_workload(10, max_gpus=8)
+    policy = SimPolicyAdapter("tiresias-las", w, shipped_traces())
+    first = simulate(w, policy, num_nodes=2, traces=shipped_traces())
+    calls = policy.calls
+    again = simulate(w, policy, num_nodes=2, traces=shipped_traces())
+    same_jobs(first, again)
+    assert policy.calls == calls
