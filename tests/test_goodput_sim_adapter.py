@@ -34,7 +34,9 @@ from optsched.goodput.policies.sim_world import GPU_TYPE, fixed_batch_world
 from optsched.goodput.record import GoodputRun
 from optsched.goodput.validate import validate
 from optsched.goodput.workload import PolluxJob, PolluxWorkload, read_workload
-from optsched.sim.policies import Tiresias
+from optsched.sim.engine.policy import Policy, PolicyDecision, SimState
+from optsched.sim.policies import Tiresias, greedy_allocation
+from optsched.sim.world.jobs import World
 from optsched.tolerances import TIME_TOL
 from tests.test_goodput_readers import DATA, needs_artifact
 
@@ -314,3 +316,34 @@ def test_an_adapter_runs_again_from_scratch() -> None:
     again = simulate(w, policy, num_nodes=2, traces=shipped_traces())
     same_jobs(first, again)
     assert policy.calls == calls
+
+
+class _Spy(Policy):
+    """A round-based greedy policy that notes what the adapter tells it."""
+
+    name = "spy"
+    round_seconds = 300.0
+
+    def reset(self, world: World) -> None:
+        self.arrived: list[str] = []
+        self.finished: list[str] = []
+        self.unseen = 0
+
+    def allocate(self, state: SimState) -> PolicyDecision:
+        self.arrived += [s.job_id for s in state.arrived]
+        self.finished += list(state.finished)
+        self.unseen += sum(s.first_decision < 0 for s in state.active)
+        return greedy_allocation(state, state.active)
+
+
+def test_a_round_based_policy_hears_of_every_arrival_and_completion() -> None:
+    w = slice_workload(10, max_gpus=8)  # arrivals and completions between rounds
+    spy = _Spy()
+    run = simulate(w, SimPolicyAdapter(spy, w, shipped_traces()), num_nodes=2,
+                   traces=shipped_traces())  # fmt: skip
+    assert validate(run).ok
+    assert sorted(spy.arrived) == sorted(j.name for j in w.jobs)
+    assert spy.unseen == 0
+    last = max(s.start for j in run.jobs for s in j.segments)
+    told = {j.name for j in run.jobs if j.completion_time is not None and j.completion_time < last}
+    assert len(spy.finished) == len(set(spy.finished)) and told <= set(spy.finished)

@@ -26,7 +26,9 @@ policy that sizes gangs (:data:`ELASTIC_SIM_POLICIES`, the ``-elastic`` variants
    decision of the goodput world: an event-driven policy at an arrival, a completion or its
    ``wake_at`` (Tiresias's demotions); a round-based policy (``round_seconds = L``) at the first
    decision with active jobs, then once a round, the first decision at or after each multiple
-   of ``L``. Between them every job keeps its GPUs (a completed job's stay idle);
+   of ``L``. Between them every job keeps its GPUs (a completed job's stay idle). The policy
+   is told of every arrival and completion since its last decision (``arrived``,
+   ``finished``), as the engine tells it;
 3. carries the decision out as the simulator's engine admits it: the grants in order, each
    admitted while the cluster has its gang's GPUs free by count (``blocking``: the walk stops at
    the first that does not fit; ``keep_running``: the running jobs but those in ``stop`` keep
@@ -238,6 +240,10 @@ class SimPolicyAdapter:
         self._shape = None
         self._states: dict[str, JobState] = {}
         self._seen: set[str] = set()
+        # arrivals and completions since the policy's last decision (a round-based policy is
+        # told of them at its next round, as the engine tells it)
+        self._arrived: list[str] = []
+        self._finished: list[str] = []
         self._last_time = math.nan
         self._decisions = 0
         self._wake = math.inf
@@ -308,6 +314,8 @@ class SimPolicyAdapter:
         arrived = [k for k in jobs if k not in self._seen]
         finished = [k for k in self._seen if k not in jobs]
         self._seen = set(jobs)
+        self._arrived += arrived
+        self._finished += finished
         for name, job in jobs.items():
             st = self._states[name]
             st.attained_service = job.attained_service
@@ -319,6 +327,8 @@ class SimPolicyAdapter:
             st.placement = None
         if not self._due(now, bool(arrived), bool(finished)):
             return held
+        arrived, finished = self._arrived, self._finished
+        self._arrived, self._finished = [], []
         return self._decide(jobs, cluster, held, arrived, finished, now)
 
     def _decide(
