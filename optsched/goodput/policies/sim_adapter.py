@@ -312,7 +312,8 @@ class SimPolicyAdapter:
         elapsed = 0.0 if math.isnan(self._last_time) else now - self._last_time
         self._last_time = now
         arrived = [k for k in jobs if k not in self._seen]
-        finished = [k for k in self._seen if k not in jobs]
+        # in the world's order (a set's order would vary with the process's hash seed)
+        finished = sorted((k for k in self._seen if k not in jobs), key=view.index.__getitem__)
         self._seen = set(jobs)
         self._arrived += arrived
         self._finished += finished
@@ -343,7 +344,7 @@ class SimPolicyAdapter:
         """Ask the policy, carry its decision out, and update the states (steps 2-4)."""
         assert self._view is not None
         world = self._view.world
-        index = {j.job_id: j.index for j in world.jobs}
+        index = self._view.index
         active = tuple(self._states[k] for k in sorted(jobs, key=index.__getitem__))
         running = tuple(s for s in active if s.placement is not None)
         new = tuple(self._states[k] for k in sorted(arrived, key=index.__getitem__))

@@ -80,6 +80,15 @@ class FixedBatchWorld:
     iterations: Mapping[str, tuple[float, ...]]
     job_kind: str
 
+    @property
+    def index(self) -> dict[str, int]:
+        """Each job's position in the world (submission order), by name."""
+        cached: dict[str, int] | None = self.__dict__.get("_index")
+        if cached is None:
+            cached = {j.job_id: j.index for j in self.world.jobs}
+            object.__setattr__(self, "_index", cached)
+        return cached
+
     def done(self, name: str, epoch: int) -> float:
         """Iterations done by job ``name`` at the start of ``epoch`` (module notes)."""
         if epoch <= 0:
