@@ -243,7 +243,9 @@ def test_bad_cluster_and_policy_names() -> None:
     with pytest.raises(InvalidInstanceError, match="gpus_per_node"):
         simulate(ONE_JOB, TiresiasPolicy(), gpus_per_node=10, traces=shipped_traces())
     with pytest.raises(InvalidInstanceError, match="unknown goodput policy"):
-        make_policy("gandiva")
+        make_policy("no-such-policy")
+    with pytest.raises(InvalidInstanceError, match="given workload only"):
+        make_policy("gandiva")  # the simulator's: made on a workload (test_goodput_sim_adapter)
     with pytest.raises(InvalidInstanceError, match="no measurements"):
         simulate(ONE_JOB, TiresiasPolicy(), traces={})
 
@@ -325,5 +327,7 @@ def test_sim_compare_runs_a_pollux_workload(
     assert f"{reference()['shipped']['policies']['tiresias']['average_jct']:.2f}" in table
     assert main([*args, "--exact"]) == 2
     assert "--exact" in capsys.readouterr().err
-    assert main([*args[:3], "--policies", "gandiva"]) == 2
-    assert "gandiva" in capsys.readouterr().err
+    assert main([*args[:3], "--policies", "edf"]) == 2  # the simulator's, needs deadlines
+    assert "'edf'" in capsys.readouterr().err
+    assert main([*args[:3], "--policies", "no-such-policy"]) == 2
+    assert "no-such-policy" in capsys.readouterr().err

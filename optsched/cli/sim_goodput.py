@@ -5,7 +5,10 @@ batch_size``, :mod:`optsched.goodput.workload`) is run by
 :func:`~optsched.goodput.cluster.simulate` under each policy of ``--policies`` (names of
 :data:`optsched.goodput.policies.POLICIES`), each record checked by
 :func:`~optsched.goodput.validate.validate`; the table gives each policy's average JCT,
-makespan and GPU-hours. The job types' measurements are read from the artifact's
+makespan and GPU-hours. A name of the simulator's policies (``fifo``, ``srtf``,
+``tiresias-las``, ...) runs them on the same jobs at fixed batches
+(:class:`~optsched.goodput.policies.sim_adapter.SimPolicyAdapter`); ``all`` names the goodput
+world's own policies. The job types' measurements are read from the artifact's
 ``simulator/`` folder (:func:`~optsched.goodput.artifact.simulator_dir`). ``--cluster NxG``
 sets the cluster (default ``16x4``, the artifact's), ``--round-seconds`` the decision interval
 (default 60 s); the other world options of ``sim compare`` do not apply and are refused.
@@ -93,6 +96,7 @@ def compare_goodput(
     refused: Mapping[str, bool],
 ) -> None:
     """Run and print the comparison (module notes)."""
+    from optsched.goodput.artifact import simulator_dir
     from optsched.goodput.cluster import simulate
     from optsched.goodput.policies import POLICIES, make_policy
     from optsched.goodput.validate import validate
@@ -108,13 +112,25 @@ def compare_goodput(
     )
     if not names:
         raise InvalidInstanceError("--policies", "names no policy")
-    made = [make_policy(n) for n in names]  # unknown names refused before any run
     nodes, per_node = _cluster(cluster)
     interval = 60.0 if round_seconds is None else float(round_seconds)
     workload = read_workload(trace)
+    traces = None
+    if any(n not in POLICIES for n in names):
+        # read once for the adapters' worlds and the runs alike
+        from optsched.goodput.traces import read_model_traces
+
+        root = simulator_dir() / "traces"
+        traces = {a: read_model_traces(root / a) for a in workload.applications}
+    made = [make_policy(n, workload, traces) for n in names]  # refused before any run
+    for policy in made:
+        prepare = getattr(policy, "prepare", None)  # a simulator policy's own refusal
+        if callable(prepare):
+            prepare(nodes, per_node)
     rows: list[dict[str, Any]] = []
     for name, policy in zip(names, made, strict=True):
-        run = simulate(workload, policy, num_nodes=nodes, gpus_per_node=per_node, interval=interval)
+        run = simulate(workload, policy, num_nodes=nodes, gpus_per_node=per_node,
+                       interval=interval, traces=traces)  # fmt: skip
         report = validate(run)
         rows.append(
             {
