@@ -381,10 +381,7 @@ class Tiresias(OrderPolicy):
             return self._decision_at(now, wake)
         first = heap[0][0]
         margin = 1e-3 + 1e-6 * abs(now)  # :meth:`_margin`
-        # :meth:`_after_next_arrival`, inlined (it runs at every decision)
-        arrivals = self._arrivals
-        nxt = bisect.bisect_right(arrivals, now + TIME_TOL)
-        if nxt < len(arrivals) and first - 2.0 * margin > arrivals[nxt]:
+        if self._after_next_arrival(now, first - 2.0 * margin):
             # every running job crosses after the next arrival, which the engine takes (the
             # jobs up to it arrived): the exact time would be dropped there unused, so the
             # earliest prediction stands in for it (the wake-up is after that arrival
