@@ -161,3 +161,22 @@ def test_sorted_running_jobs_on_a_real_trace_slice(name: str) -> None:
     assert fast._sorted and validate(world, record).ok
     # some job was preempted and resumed: the walk stopped running jobs
     assert len(record.intervals["job_id"]) > len(set(record.intervals["job_id"]))
+
+
+class _TupleKeyed(Tiresias):
+    """2D-LAS on its full keys as tuples ``(queue, arrival, position)`` (no integer keys)."""
+
+    def reset(self, world: World) -> None:
+        super().reset(world)
+        self._n = 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(one_type_worlds(), st.sampled_from([None, 0.5]))
+def test_tiresias_integer_keys_decide_as_the_tuple_keys(world: World, knob: float | None) -> None:
+    # the integer ``queue * n + position`` orders as ``(queue, arrival, position)`` on a
+    # world sorted by arrival: the records of the two are the same
+    fast = Tiresias("las", thresholds=(2.0, 9.0, 30.0), promote_knob=knob)
+    plain = _TupleKeyed("las", thresholds=(2.0, 9.0, 30.0), promote_knob=knob)
+    check_identical(world, fast, plain)
+    assert fast._n == len(world.jobs) and plain._n == 0

@@ -88,6 +88,8 @@ def _lockstep(fast: OrderPolicy, ref: OrderPolicy) -> list[int]:
             )
             assert got.wake_at is not None and want.wake_at is not None, state.now
             assert min(got.wake_at, want.wake_at) > nxt, state.now
+        # the sorted walk's kept sum of the running gangs is their sum
+        assert fast._rtotal == sum(fast._rgpus), state.now
         checked[0] += 1
         return got
 

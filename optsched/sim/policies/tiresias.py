@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -128,8 +130,13 @@ class Tiresias(OrderPolicy):
         self._keyed: tuple[JobState | None, float, float, float] = (None, math.nan, 0.0, math.nan)
         # the jobs granted at the last decision: job index -> (predicted crossing, inf when
         # none; the full key they were granted with)
-        self._started: dict[int, tuple[float, tuple[float, ...]]] = {}
+        self._started: dict[int, tuple[float, Any]] = {}
         self._arrivals: list[float] = []
+        # 2D-LAS's full key (queue, arrival, position) as one integer, ``queue * n + position``
+        # (:meth:`_full_key`): the same order, since the world's jobs are sorted by arrival
+        # (ties by position), and compared, sorted and heaped several times faster than a tuple;
+        # 0 (the tuple) for a world whose jobs are not so (none the engine is given)
+        self._n = 0
 
     def reset(self, world: World) -> None:
         """Clear queues and promotion state (the demand distribution for Gittins: on first use)."""
@@ -144,6 +151,11 @@ class Tiresias(OrderPolicy):
         self._keyed = (None, math.nan, 0.0, math.nan)
         self._started = {}
         self._arrivals = [j.arrival for j in world.jobs]  # sorted, as the world's jobs
+        arrivals = self._arrivals
+        ordered = all(j.index == k for k, j in enumerate(world.jobs)) and all(
+            a <= b for a, b in itertools.pairwise(arrivals)
+        )
+        self._n = len(world.jobs) if ordered else 0
         # jobs that wait for consolidated GPUs may leave GPUs idle: no claim of work conservation
         self.work_conserving = not (
             self.skewed and any(j.model.lower().startswith(self.skewed) for j in world.jobs)
@@ -208,9 +220,10 @@ class Tiresias(OrderPolicy):
         upper = self.thresholds[q] if q < len(self.thresholds) else a + self.thresholds[-1]
         return (q, -self.gittins(a, max(upper - a, TIME_TOL)))
 
-    def _full_key(self, state: SimState, s: JobState) -> tuple[float, ...]:
+    def _full_key(self, state: SimState, s: JobState) -> Any:
         # 2D-LAS: :meth:`key` with the arrival and position, inlined (it runs for every job
-        # that starts, stops or crosses a threshold); the service read is kept for on_run
+        # that starts, stops or crosses a threshold), as the one integer ``queue * n +
+        # position`` (see ``_n``); the service read is kept for on_run
         if self.mode != "las":
             return (*self.key(state, s), s.job.arrival, s.job.index)
         job = s.job
@@ -223,7 +236,8 @@ class Tiresias(OrderPolicy):
             return started[1]
         a = s.attained_service - self._base.get(job.job_id, 0.0)
         self._keyed = (s, now, a, math.nan)
-        return (bisect.bisect_right(self.thresholds, a + TIME_TOL), job.arrival, job.index)
+        q = bisect.bisect_right(self.thresholds, a + TIME_TOL)
+        return q * self._n + job.index if self._n else (q, job.arrival, job.index)
 
     def _skewed(self, s: JobState) -> bool:
         found = self._skew.get(s.job.index)
@@ -346,7 +360,8 @@ class Tiresias(OrderPolicy):
         th, k, base = self.thresholds, len(self.thresholds), self._base
         # the jobs granted now, with their crossings, for their keys at the next decision
         # (:meth:`_full_key`); their service is what they waited with
-        started: dict[int, tuple[float, tuple[float, ...]]] = {}
+        started: dict[int, tuple[float, Any]] = {}
+        n = self._n
         for s in self._new_granted:
             job = s.job
             a = s.attained_service - base.get(job.job_id, 0.0)
@@ -357,7 +372,7 @@ class Tiresias(OrderPolicy):
                 at = now + (th[q] - a) / job.num_gpus
                 if at < wake:
                     wake = at
-            started[job.index] = (at, (q, job.arrival, job.index))
+            started[job.index] = (at, q * n + job.index if n else (q, job.arrival, job.index))
         self._started = started
         heap, version = self._cross, self._cross_version
         while heap and version.get(heap[0][2]) != heap[0][1]:

@@ -187,6 +187,7 @@ class OrderWalk(Policy):
         self._rkeys: list[tuple[float, ...]] = []  # full keys, sorted
         self._rjobs: list[JobState] = []  # the jobs, in that order
         self._rgpus: list[int] = []  # their gangs
+        self._rtotal = 0  # the sum of their gangs
         self._rkey_of: dict[int, tuple[float, ...]] = {}  # job index -> its key in the list
         self._rspread: dict[int, JobState] = {}  # the running jobs spread over extra servers
         self._new_granted: list[JobState] = []
@@ -199,6 +200,7 @@ class OrderWalk(Policy):
         self._rkeys.insert(p, key)
         self._rjobs.insert(p, s)
         self._rgpus.insert(p, s.job.num_gpus)
+        self._rtotal += s.job.num_gpus
         self._rkey_of[s.job.index] = key
         placement = s.placement
         # one server is the fewest (the check without the call, for most jobs)
@@ -213,6 +215,7 @@ class OrderWalk(Policy):
     def _run_remove(self, i: int) -> None:
         key = self._rkey_of.pop(i)
         p = bisect.bisect_left(self._rkeys, key)
+        self._rtotal -= self._rgpus[p]
         del self._rkeys[p], self._rjobs[p], self._rgpus[p]
         self._rspread.pop(i, None)
         self.on_stop(i)
@@ -226,6 +229,7 @@ class OrderWalk(Policy):
         self._rkeys = [k for k, _ in keyed]
         self._rjobs = [s for _, s in keyed]
         self._rgpus = [s.job.num_gpus for s in self._rjobs]
+        self._rtotal = sum(self._rgpus)
         self._rkey_of = {s.job.index: k for k, s in keyed}
 
     def rekey_candidates(self, state: SimState) -> Iterable[JobState]:
@@ -476,7 +480,7 @@ def _sync_sorted(p: OrderWalk, state: SimState) -> None:
 def _sync_pending(p: OrderWalk, state: SimState) -> None:
     """Follow the jobs granted at the last decision: running now, or waiting again."""
     key_of = p._rkey_of
-    gone = set(state.finished)
+    gone = set(state.finished) if state.finished else ()
     for s in p._pending:
         if s.job_id in gone:
             continue
@@ -551,7 +555,8 @@ def _merge_sorted(
                 # the same way, then preempts the next one, which does not fit. Most often
                 # the whole run fits (the running jobs fit together): its sum says so
                 # without the prefix sums
-                run = sum(gpus[r:j])
+                # (all of them, the usual first run: their kept sum)
+                run = p._rtotal if r == 0 and j == n_run else sum(gpus[r:j])
                 if run <= free:
                     free -= run
                     r = j
@@ -639,13 +644,8 @@ def _sorted_decision(
                 g = grant_of[s.job.index] = p._grant(s, single)
             listed.append(g)
         grants = tuple(listed)
-    return PolicyDecision(
-        grants=grants,
-        blocking=False,
-        wake_at=p.wake(state, new_granted),
-        keep_running=True,
-        stop=stop,
-    )
+    # (positional: the frozen dataclass's keyword call costs more, at every decision)
+    return PolicyDecision(grants, False, p.wake(state, new_granted), True, stop)
 
 
 def _placed_gpus(s: JobState) -> int:
