@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from optsched.sim.engine.elasticflow_chronus import LEASE_SECONDS, ChronusLeases
 from optsched.sim.engine.elasticflow_dlas import DlasQueues
 from optsched.sim.engine.elasticflow_gandiva import GandivaSets
 from optsched.sim.engine.elasticflow_options import (
@@ -169,10 +170,29 @@ class ElasticFlowSim:
             if scheme == "themis"
             else None
         )
+        self.chronus = self._chronus() if scheme == "chronus" else None
         self.done_since: set[int] = set()  # completed since the last decision (Gandiva, Themis)
         self.table = empty_intervals()
         self.completion = [math.nan] * len(jobs)
         self.first_start = [math.nan] * len(jobs)
+
+    def _chronus(self) -> ChronusLeases:
+        jobs = self.jobs
+
+        def duration(i: int) -> float:
+            # the trace's duration, an integer there: the world's work over the rate, rounded
+            # back to it when within a float's error (Chronus truncates its estimate)
+            d = jobs[i].work / self._rate(i, jobs[i].num_gpus)
+            return float(round(d)) if abs(d - round(d)) <= FIT_TOL * max(1.0, d) else d
+
+        return ChronusLeases(
+            [j.num_gpus for j in jobs],
+            [j.arrival for j in jobs],
+            [j.deadline if j.deadline == j.deadline else math.inf for j in jobs],
+            self.N,
+            duration,
+            self.opts.clock_origin,
+        )
 
     # -- rates and plans --------------------------------------------------------------------
 
@@ -254,6 +274,11 @@ class ElasticFlowSim:
             self.active += new
             self.dlas.add(new)
             return
+        if self.chronus is not None:
+            self.active += new
+            self.gang = self.chronus.decide(t, self.done_since, new)
+            self.done_since = set()
+            return
         if self.themis is not None:
             self.active += new
             self.gang = self.themis.decide(t, self.done_since, new, self.left)
@@ -290,7 +315,7 @@ class ElasticFlowSim:
         else:
             if self.dlas is not None:
                 gangs = list(self.dlas.decide().items())
-            elif self.themis is not None:
+            elif self.themis is not None or self.chronus is not None:
                 gangs = list(self.gang.items())
             else:
                 gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
@@ -304,7 +329,9 @@ class ElasticFlowSim:
         self.schedule_count += 1 if counted else 0
         overhead: dict[int, float] = {}
         for i, g in gangs:
-            if charge and self.scheme == "elasticflow":
+            if self.chronus is not None:
+                overhead[i] = self.chronus.overhead[i] if self.opts.overhead else 0.0
+            elif charge and self.scheme == "elasticflow":
                 cached = place[i] in self.cache
                 self.cache.add(place[i])
                 overhead[i] = overhead_seconds(g, self.N, restart=restart, cached=cached)
@@ -422,6 +449,8 @@ class ElasticFlowSim:
         ptr = 0
         n = len(order)
         t = self.jobs[order[0]].arrival if n else 0.0
+        if self.chronus is not None:
+            t = self.chronus.next_boundary(t)  # its clock: the lease grid of the trace's time
         truncated = False
         while True:
             new = []
@@ -447,6 +476,11 @@ class ElasticFlowSim:
     def _next_time(self, t: float, arrivals: list[float]) -> float | None:
         """The next decision after ``t`` (``None``: the run is over; module notes)."""
         slot = self.opts.slot_seconds
+        if self.chronus is not None:
+            # every lease boundary while a job is active, else the first at the next arrival
+            if self.active:
+                return t + LEASE_SECONDS
+            return self.chronus.next_boundary(arrivals[0]) if arrivals else None
         if self.themis is not None:
             # a lease every slot; a slot with nothing runnable does nothing: skip to the slot
             # of the next arrival
@@ -504,6 +538,18 @@ class ElasticFlowSim:
             ),
         }
 
+    def _chronus_extra(self) -> dict[str, object]:
+        """Chronus's admissions and its own met count (its lease-end deadlines)."""
+        if self.chronus is None:
+            return {}
+        c = self.chronus
+        return {
+            "chronus_accepted": [self.jobs[i].job_id for i in sorted(c.accepted)],
+            "chronus_plans": c.plans,
+            "chronus_dropped": c.infeasible,
+            "met_by_lease_end": [self.jobs[i].job_id for i in c.met(self.completion)],
+        }
+
     def _result(self, t: float, truncated: bool, horizon: float) -> SimResult:
         declined = [self.jobs[i].job_id for i in self.declined]
         return SimResult(
@@ -533,5 +579,6 @@ class ElasticFlowSim:
                 "admission": {self.jobs[i].job_id: v for i, v in self.admission.items()},
                 "work_conserving": False,
                 **self._themis_extra(),
+                **self._chronus_extra(),
             },
         )
