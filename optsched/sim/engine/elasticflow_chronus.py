@@ -108,15 +108,13 @@ def size_bin(g: int) -> int:
     return g
 
 
-def greedy_packable(
-    items: Sequence[tuple[int, int, int]], free: Sequence[int], total: int
-) -> bool:
-    """Its ``batch_fast_check_if_packable``: whether ``(size, leases, within)`` items fit.
+def greedy_packable(items: Sequence[tuple[int, int, int]], free: Sequence[int], total: int) -> bool:
+    r"""Its ``batch_fast_check_if_packable``: whether ``(size, leases, within)`` items fit.
 
     ``free[l]`` GPUs are left in lease ``l`` (``total`` past the list). Items are taken by size
     (largest first), then least slack :math:`m - q`, then latest :math:`m`; each takes the latest
     of its first :math:`m` leases with room, one lease at a time, until it has :math:`q`. False
-    at the first item that does not get them. Complexity: :math:`O(I \\log I + I H)`.
+    at the first item that does not get them. Complexity: :math:`O(I \log I + I H)`.
     """
     if not items:
         return True
@@ -420,4 +418,3 @@ class ChronusLeases:
             if c == c and c <= d + 1e-6:
                 out.append(i)
         return out
-
