@@ -69,10 +69,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from optsched.tolerances import FIT_TOL
+
+if TYPE_CHECKING:
+    from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism
+    from optsched.sim.world.jobs import SimJob
 
 __all__ = [
     "LEASE_SECONDS",
     "ChronusLeases",
+    "chronus_leases",
     "estimate_seconds",
     "greedy_packable",
     "lease_plan",
@@ -418,3 +426,36 @@ class ChronusLeases:
             if c == c and c <= d + 1e-6:
                 out.append(i)
         return out
+
+    def extra(self, ids: Sequence[str], completion: Sequence[float]) -> dict[str, object]:
+        """The record's extras: admissions, plans solved, and its own met count."""
+        return {
+            "chronus_accepted": [ids[i] for i in sorted(self.accepted)],
+            "chronus_plans": self.plans,
+            "chronus_dropped": self.infeasible,
+            "met_by_lease_end": [ids[i] for i in self.met(completion)],
+        }
+
+
+def chronus_leases(
+    jobs: Sequence[SimJob],
+    rate: Callable[[int], float],
+    total: int,
+    opts: ElasticFlowMechanism,
+) -> ChronusLeases:
+    """Chronus's state for a run: ``rate(i)`` is job ``i``'s rate on its requested gang."""
+
+    def duration(i: int) -> float:
+        # the trace's duration, an integer there: the world's work over the rate, rounded
+        # back to it when within a float's error (Chronus truncates its estimate)
+        d = jobs[i].work / rate(i)
+        return float(round(d)) if abs(d - round(d)) <= FIT_TOL * max(1.0, d) else d
+
+    return ChronusLeases(
+        [j.num_gpus for j in jobs],
+        [j.arrival for j in jobs],
+        [j.deadline if j.deadline == j.deadline else math.inf for j in jobs],
+        total,
+        duration,
+        opts.clock_origin,
+    )

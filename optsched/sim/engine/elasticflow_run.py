@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from optsched.sim.engine.elasticflow_chronus import LEASE_SECONDS, ChronusLeases
+from optsched.sim.engine.elasticflow_chronus import LEASE_SECONDS, chronus_leases
 from optsched.sim.engine.elasticflow_dlas import DlasQueues
 from optsched.sim.engine.elasticflow_gandiva import GandivaSets
 from optsched.sim.engine.elasticflow_options import (
@@ -170,29 +170,15 @@ class ElasticFlowSim:
             if scheme == "themis"
             else None
         )
-        self.chronus = self._chronus() if scheme == "chronus" else None
+        self.chronus = (
+            chronus_leases(jobs, lambda i: self._rate(i, jobs[i].num_gpus), self.N, opts)
+            if scheme == "chronus"
+            else None
+        )
         self.done_since: set[int] = set()  # completed since the last decision (Gandiva, Themis)
         self.table = empty_intervals()
         self.completion = [math.nan] * len(jobs)
         self.first_start = [math.nan] * len(jobs)
-
-    def _chronus(self) -> ChronusLeases:
-        jobs = self.jobs
-
-        def duration(i: int) -> float:
-            # the trace's duration, an integer there: the world's work over the rate, rounded
-            # back to it when within a float's error (Chronus truncates its estimate)
-            d = jobs[i].work / self._rate(i, jobs[i].num_gpus)
-            return float(round(d)) if abs(d - round(d)) <= FIT_TOL * max(1.0, d) else d
-
-        return ChronusLeases(
-            [j.num_gpus for j in jobs],
-            [j.arrival for j in jobs],
-            [j.deadline if j.deadline == j.deadline else math.inf for j in jobs],
-            self.N,
-            duration,
-            self.opts.clock_origin,
-        )
 
     # -- rates and plans --------------------------------------------------------------------
 
@@ -538,20 +524,9 @@ class ElasticFlowSim:
             ),
         }
 
-    def _chronus_extra(self) -> dict[str, object]:
-        """Chronus's admissions and its own met count (its lease-end deadlines)."""
-        if self.chronus is None:
-            return {}
-        c = self.chronus
-        return {
-            "chronus_accepted": [self.jobs[i].job_id for i in sorted(c.accepted)],
-            "chronus_plans": c.plans,
-            "chronus_dropped": c.infeasible,
-            "met_by_lease_end": [self.jobs[i].job_id for i in c.met(self.completion)],
-        }
-
     def _result(self, t: float, truncated: bool, horizon: float) -> SimResult:
         declined = [self.jobs[i].job_id for i in self.declined]
+        ids = [j.job_id for j in self.jobs]
         return SimResult(
             world=self.world,
             policy=self.scheme,
@@ -579,6 +554,6 @@ class ElasticFlowSim:
                 "admission": {self.jobs[i].job_id: v for i, v in self.admission.items()},
                 "work_conserving": False,
                 **self._themis_extra(),
-                **self._chronus_extra(),
+                **({} if self.chronus is None else self.chronus.extra(ids, self.completion)),
             },
         )
