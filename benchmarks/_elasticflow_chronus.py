@@ -116,8 +116,11 @@ def run(python: str, ef: Path, trace: Path, nodes: int, check: int, commit: str)
     cmd += [str(nodes), str(check), str(logs), str(out)]
     _say(f"ElasticFlow's Chronus on {trace.name}, n{nodes}g8, {check} s checks ...")
     began = time.perf_counter()
+    logs.mkdir(parents=True, exist_ok=True)
     try:
-        subprocess.run(cmd, check=True, timeout=limit, capture_output=True)
+        # its log (the scheduler's INFO lines and CBC's output) kept, compressed afterwards
+        with (logs / "stderr.txt").open("wb") as err:
+            subprocess.run(cmd, check=True, timeout=limit, stdout=err, stderr=subprocess.STDOUT)
         result = json.loads(out.read_text())
     except subprocess.TimeoutExpired:
         result = {"timed_out": True, "timeout_s": limit, "error": f"stopped after {limit:g} s"}
@@ -126,6 +129,8 @@ def run(python: str, ef: Path, trace: Path, nodes: int, check: int, commit: str)
         result = {"error": f"{type(exc).__name__}: {exc}"}
     result["elapsed_s"] = time.perf_counter() - began
     result["command"] = " ".join(cmd)
+    if (logs / "stderr.txt").is_file():
+        subprocess.run(["gzip", "-f", str(logs / "stderr.txt")], check=False)
     keep_result(kept, result)
     out.unlink(missing_ok=True)
     write_readme()

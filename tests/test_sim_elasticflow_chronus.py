@@ -18,6 +18,7 @@ from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
 from optsched.sim.engine.elasticflow import ElasticFlowMechanism
 from optsched.sim.engine.elasticflow_chronus import (
     LEASE_SECONDS,
+    ChronusLeases,
     estimate_seconds,
     greedy_packable,
     lease_plan,
@@ -237,3 +238,31 @@ def test_compare_command_runs_chronus(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert code == 0
     assert "chronus" in json.dumps(json.loads(out))
+
+
+def test_lease_plan_ties_go_to_the_least_slack() -> None:
+    """One GPU, three leases, needs 1 and 2: lease 0 must hold one job (minimised to one GPU);
+    of the two optima the job with less slack (1 against 2) takes it."""
+    plan = lease_plan([1, 1], [1, 2], [3, 3], 1, maximize=False)
+    assert plan is not None and plan.now == [False, True]
+
+
+def _leases(hold: bool) -> ChronusLeases:
+    # three 8-GPU jobs of 600 s (665 s estimated: 3 leases) on 8 GPUs, all at 0; the boundary
+    # at 0 admits into leases 0.. of the next terms: deadlines 1680 (6 leases) and 720 (2)
+    c = ChronusLeases([8, 8, 8], [0.0] * 3, [1680.0, 720.0, 1680.0], 8, lambda i: 600.0)
+    c.hold_declined = hold
+    return c
+
+
+def test_declined_arrival_keeps_its_relaxed_leases() -> None:
+    """B (3 leases within 2) is declined; its least fitting count is 3 (it packs first, least
+    slack, into leases 0-2, A into 3-5), and C is then packed around both: no room, declined.
+    Without that reservation C fits beside A and is accepted."""
+    held = _leases(True)
+    held.decide(0.0, set(), [0, 1, 2])
+    assert held.accepted == [0]
+    assert held._relaxed([(8, 3, 6)], (8, 3, 2), []) == (8, 3, 3)
+    free = _leases(False)
+    free.decide(0.0, set(), [0, 1, 2])
+    assert free.accepted == [0, 2]

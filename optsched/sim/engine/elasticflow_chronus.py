@@ -130,7 +130,7 @@ def greedy_packable(items: Sequence[tuple[int, int, int]], free: Sequence[int], 
     left = [free[i] if i < len(free) else total for i in range(horizon)]
     for size, need, within in sorted(items, key=lambda e: (-e[0], e[2] - e[1], -e[2])):
         got = 0
-        ok = need == 0
+        ok = False  # as written: the count is compared after a lease is taken (need 0 fails)
         for i in range(within - 1, -1, -1):
             if left[i] >= size:
                 got += 1
@@ -176,6 +176,8 @@ def lease_plan(
     within: Sequence[int],
     total: int,
     maximize: bool,
+    late: bool = True,
+    least_slack: bool = True,
 ) -> LeasePlan | None:
     """The lease MILP of the module notes, on HiGHS; ``None`` when it is infeasible.
 
@@ -214,6 +216,14 @@ def lease_plan(
     up = np.array([float(q) for q in need] + [float(total)] * first)
     sign = 1.0 if maximize else -1.0
     cost = [sign * sizes[j] if kind == 0 and idx == 0 else 0.0 for j, kind, idx, _ in cols]
+    if least_slack:
+        # among the optima, lease 0 to the jobs of least slack m_j - q_j: weights below
+        # 1/(2n) each, so their sum never outweighs one GPU of the objective (integers)
+        slack = [m - q for q, m in zip(need, within, strict=True)]
+        top = max(slack) + 1
+        for c, (j, kind, idx, _) in enumerate(cols):
+            if kind == 0 and idx == 0:
+                cost[c] += (1.0 - slack[j] / top) / (2.0 * n)
     lp = LinearProgram(
         cost,
         a,
@@ -235,8 +245,9 @@ def lease_plan(
         if kind == 0:
             leases[j][idx] += int(x[c])
         else:
-            end = edges[idx + 1]
-            for lease in range(end - int(x[c]), end):
+            lo, end = edges[idx], edges[idx + 1]
+            span = range(end - int(x[c]), end) if late else range(lo, lo + int(x[c]))
+            for lease in span:
                 leases[j][lease] = 1
     return LeasePlan([row[0] == 1 if row else False for row in leases], leases, len(cols))
 
@@ -276,6 +287,9 @@ class ChronusLeases:
     overhead: dict[int, float] = field(default_factory=dict)
     final_deadline: dict[int, float] = field(default_factory=dict)
     accepted: list[int] = field(default_factory=list)
+    late: bool = True
+    hold_declined: bool = True
+    least_slack: bool = True
 
     def lease_index(self, t: float) -> int:
         """The index :math:`k` of the lease that starts at world time ``t``."""
@@ -347,6 +361,8 @@ class ChronusLeases:
             [within[n] for n in keep],
             self.total,
             maximize=self.unaccepted_count == 0,
+            late=self.late,
+            least_slack=self.least_slack,
         )
         self.plans += 1
         assert plan is not None, "a lease plan of accepted jobs is always feasible"
@@ -374,6 +390,9 @@ class ChronusLeases:
             job = _Job(d, est, self.deadlines[i])
             self.jobs[i] = job
             need = math.ceil(est / LEASE_SECONDS)
+            if not math.isfinite(self.deadlines[i]):
+                self.unaccepted_count += 1  # no deadline: nothing to promise
+                continue
             within = math.floor((self.deadlines[i] + self.origin) / LEASE_SECONDS + 1e-9) - (k + 1)
             trial = [*items, (size_bin(g), need, within)]
             if need <= within and greedy_packable(trial, free, self.total):
@@ -383,8 +402,32 @@ class ChronusLeases:
                 job.deadline = self.lease_end(self.deadlines[i])
                 self.final_deadline[i] = job.deadline
                 self.accepted.append(i)
+                continue
+            self.unaccepted_count += 1
+            if self.hold_declined:
+                # its process_unaccepted_jobs searches the least lease count that would fit and
+                # leaves the job in the event's lists with it (it rebinds the truncated lists
+                # to local names only): later arrivals of the boundary are packed around it
+                items = [*items, self._relaxed(items, (size_bin(g), need, within), free)]
+
+    def _relaxed(
+        self, items: list[tuple[int, int, int]], item: tuple[int, int, int], free: list[int]
+    ) -> tuple[int, int, int]:
+        """A declined arrival with its deadline moved to the least lease count that fits.
+
+        Its binary search, read as written: from ``max(q, m)`` to ``max(m, cached leases) + q +
+        1``, the greedy deciding; it ends at the upper end when nothing fits.
+        """
+        size, need, within = item
+        left = max(need, within)
+        right = max(left, *(m for _, _, m in items), len(free)) + need + 1
+        while left < right:
+            mid = left + (right - left) // 2
+            if greedy_packable([*items, (size, need, mid)], free, self.total):
+                right = mid
             else:
-                self.unaccepted_count += 1
+                left = mid + 1
+        return size, need, right
 
     def _cached_free(self) -> list[int]:
         """GPUs left in each lease from the next on by the accepted jobs' cached plans."""
