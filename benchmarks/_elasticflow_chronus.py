@@ -206,6 +206,8 @@ def write_readme() -> None:
             lines.append(f"|   command: `{r['command']}` | | | | | | |")
         if r.get("progress"):
             lines.append(f"|   got to (wall s, sim s, ended, jobs): {r['progress']} | | | | | | |")
+        if r.get("note"):
+            lines.append(f"|   {r['note']} | | | | | | |")
     where.mkdir(parents=True, exist_ok=True)
     (where / "README.md").write_text("\n".join(lines) + "\n")
 
