@@ -454,10 +454,11 @@ CAUSES: dict[tuple[str, str, str], str] = {
         "part, docs/guide/elasticflow_crosscheck.rst)"
     ),
     ("*", "chronus", "elasticflow"): (
-        "the lease MILP's optimum is not unique: CBC and HiGHS give lease 0 the same number of "
-        "jobs, but CBC moves it from job to job (its accepted jobs resumed 2,829 times, "
-        "optsched's 128); the accepted jobs held back by the minimize objective then come due "
-        "together in optsched's run and push out declined jobs its run finished in time"
+        "which optimal lease plan the solver returns: CBC and HiGHS agree on lease 0's count on "
+        "the same instances, but its run moves lease 0 between jobs (its accepted jobs resumed "
+        "2,829 times, optsched's 128), the states part, and in optsched's run the held-back "
+        "accepted jobs come due together and push out 7 declined jobs its run finished in time "
+        "(tie-break, block placement and the declined jobs' reservation: 104 each)"
     ),
     ("*", "ef-accessctrl", "elasticflow"): (
         "ElasticFlow's simulator stops a job at its plan's end between decisions and drops "

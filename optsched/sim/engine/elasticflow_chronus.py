@@ -20,7 +20,10 @@ greedy packing of ``batch_fast_check_if_packable`` fits it, together with the jo
 earlier in the same event, into what the accepted jobs' cached plans leave
 (:func:`greedy_packable`); an accepted job's deadline becomes :math:`\lfloor d_j / L \rfloor
 L`, the end of its last lease. Otherwise it is *unaccepted* (its deadline unchanged); it may
-still run on GPUs left over.
+still run on GPUs left over. A declined arrival stays in the boundary's packing with its
+deadline moved to the least lease count that fits (its ``process_unaccepted_jobs`` searches
+it, then truncates the lists under local names only, :meth:`ChronusLeases._relaxed`), so the
+arrivals after it at the same boundary are packed around it (``hold_declined``).
 
 **Every lease boundary** every running job is stopped; each accepted job's leases still needed
 are :math:`\min(q_j, \lceil (E_j - p_j) / L \rceil)` for its progress :math:`p_j`, and the MILP
@@ -50,6 +53,10 @@ count), loses :math:`0.5 (1 + \log_2 g_j)` s (its checkpoint and resume constant
 
 **Met** (its ``summary_all_jobs``): completion by the job's deadline, the lease-end one for an
 accepted job. The record's ``extra["met_by_lease_end"]`` lists those jobs.
+
+Which of several optimal plans is kept is the solver's choice (ElasticFlow keeps its solver's
+point): here ties of lease 0 go to the least slack :math:`m_j - q_j` (``least_slack``; a weight
+under one GPU in all), and a block's leases are its latest (``late``).
 
 Not carried out: the rule that takes a job whose run time passed its estimate out of the MILP
 (its overhead is at most 1.5 % of a lease, the estimate's margin 10 %); and the solver's time
@@ -245,8 +252,8 @@ def lease_plan(
         if kind == 0:
             leases[j][idx] += int(x[c])
         else:
-            lo, end = edges[idx], edges[idx + 1]
-            span = range(end - int(x[c]), end) if late else range(lo, lo + int(x[c]))
+            begin, end = edges[idx], edges[idx + 1]
+            span = range(end - int(x[c]), end) if late else range(begin, begin + int(x[c]))
             for lease in span:
                 leases[j][lease] = 1
     return LeasePlan([row[0] == 1 if row else False for row in leases], leases, len(cols))
