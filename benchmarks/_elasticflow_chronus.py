@@ -208,6 +208,9 @@ def write_readme() -> None:
             lines.append(f"|   got to (wall s, sim s, ended, jobs): {r['progress']} | | | | | | |")
         if r.get("note"):
             lines.append(f"|   {r['note']} | | | | | | |")
+    notes = where / "notes.md"  # what was run by hand beside the keyed runs, if anything
+    if notes.is_file():
+        lines += ["", notes.read_text().rstrip()]
     where.mkdir(parents=True, exist_ok=True)
     (where / "README.md").write_text("\n".join(lines) + "\n")
 
