@@ -142,6 +142,19 @@ def measured_counts(world: World) -> dict[str, tuple[int, ...]]:
     return {jt: c.counts for (g, jt), c in world.throughputs.curves.items() if g == gt.name}
 
 
+def _chronus_horizon(world: World) -> float:
+    """The default horizon under Chronus.
+
+    Its decisions are on a 240 s grid, and it may hold an accepted job back until the leases
+    before its deadline.
+    """
+    from optsched.sim.engine.elasticflow_chronus import LEASE_SECONDS
+
+    due = [j.deadline for j in world.jobs if math.isfinite(j.deadline)]
+    lease = float(LEASE_SECONDS)
+    return max([default_horizon(world, lease), *due]) + 2.0 * lease
+
+
 def simulate_elasticflow(
     world: World,
     policy: Policy,
@@ -201,6 +214,8 @@ def simulate_elasticflow(
     assert scheme is not None
     wide = elasticflow_world(world, scheme, opts.measured_rates)
     horizon = default_horizon(wide, opts.slot_seconds) if max_time is None else max_time
+    if max_time is None and scheme == "chronus":
+        horizon = _chronus_horizon(wide)
     if not (isinstance(horizon, int | float) and math.isfinite(horizon) and horizon >= 0):
         raise InvalidInstanceError("max_time", f"must be a finite number >= 0, got {horizon!r}")
     # decisions are a slot apart but for the last few; every job adds at most an arrival, a

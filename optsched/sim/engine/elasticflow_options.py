@@ -39,6 +39,7 @@ EF_POLICIES: dict[str, str] = {
     "tiresias-las": "dlas",
     "gandiva": "gandiva",
     "themis": "themis",
+    "chronus": "chronus",
 }
 
 _BATCH = re.compile(r"\(batch size (\d+)\)\s*$")
@@ -185,7 +186,7 @@ def gang_cap(job: SimJob, scheme: str, cluster_gpus: int) -> int:
     its name keeps its own ``max_gpus``. Never above the cluster.
     """
     batch = batch_size_of(job)
-    if scheme in ("dlas", "gandiva", "themis"):
+    if scheme in ("dlas", "gandiva", "themis", "chronus"):
         return max(1, min(job.num_gpus, cluster_gpus))  # its requested gang, always
     if batch is None:
         cap = job.max_gpus

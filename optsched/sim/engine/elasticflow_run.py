@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from optsched.sim.engine.elasticflow_chronus import LEASE_SECONDS, chronus_leases
 from optsched.sim.engine.elasticflow_dlas import DlasQueues
 from optsched.sim.engine.elasticflow_gandiva import GandivaSets
 from optsched.sim.engine.elasticflow_options import (
@@ -169,6 +170,11 @@ class ElasticFlowSim:
             if scheme == "themis"
             else None
         )
+        self.chronus = (
+            chronus_leases(jobs, lambda i: self._rate(i, jobs[i].num_gpus), self.N, opts)
+            if scheme == "chronus"
+            else None
+        )
         self.done_since: set[int] = set()  # completed since the last decision (Gandiva, Themis)
         self.table = empty_intervals()
         self.completion = [math.nan] * len(jobs)
@@ -254,6 +260,11 @@ class ElasticFlowSim:
             self.active += new
             self.dlas.add(new)
             return
+        if self.chronus is not None:
+            self.active += new
+            self.gang = self.chronus.decide(t, self.done_since, new)
+            self.done_since = set()
+            return
         if self.themis is not None:
             self.active += new
             self.gang = self.themis.decide(t, self.done_since, new, self.left)
@@ -290,7 +301,7 @@ class ElasticFlowSim:
         else:
             if self.dlas is not None:
                 gangs = list(self.dlas.decide().items())
-            elif self.themis is not None:
+            elif self.themis is not None or self.chronus is not None:
                 gangs = list(self.gang.items())
             else:
                 gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
@@ -304,7 +315,9 @@ class ElasticFlowSim:
         self.schedule_count += 1 if counted else 0
         overhead: dict[int, float] = {}
         for i, g in gangs:
-            if charge and self.scheme == "elasticflow":
+            if self.chronus is not None:
+                overhead[i] = self.chronus.overhead[i] if self.opts.overhead else 0.0
+            elif charge and self.scheme == "elasticflow":
                 cached = place[i] in self.cache
                 self.cache.add(place[i])
                 overhead[i] = overhead_seconds(g, self.N, restart=restart, cached=cached)
@@ -422,6 +435,8 @@ class ElasticFlowSim:
         ptr = 0
         n = len(order)
         t = self.jobs[order[0]].arrival if n else 0.0
+        if self.chronus is not None:
+            t = self.chronus.next_boundary(t)  # its clock: the lease grid of the trace's time
         truncated = False
         while True:
             new = []
@@ -447,6 +462,11 @@ class ElasticFlowSim:
     def _next_time(self, t: float, arrivals: list[float]) -> float | None:
         """The next decision after ``t`` (``None``: the run is over; module notes)."""
         slot = self.opts.slot_seconds
+        if self.chronus is not None:
+            # every lease boundary while a job is active, else the first at the next arrival
+            if self.active:
+                return t + LEASE_SECONDS
+            return self.chronus.next_boundary(arrivals[0]) if arrivals else None
         if self.themis is not None:
             # a lease every slot; a slot with nothing runnable does nothing: skip to the slot
             # of the next arrival
@@ -506,6 +526,7 @@ class ElasticFlowSim:
 
     def _result(self, t: float, truncated: bool, horizon: float) -> SimResult:
         declined = [self.jobs[i].job_id for i in self.declined]
+        ids = [j.job_id for j in self.jobs]
         return SimResult(
             world=self.world,
             policy=self.scheme,
@@ -533,5 +554,6 @@ class ElasticFlowSim:
                 "admission": {self.jobs[i].job_id: v for i, v in self.admission.items()},
                 "work_conserving": False,
                 **self._themis_extra(),
+                **({} if self.chronus is None else self.chronus.extra(ids, self.completion)),
             },
         )
