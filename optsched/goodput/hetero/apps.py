@@ -46,6 +46,7 @@ __all__ = [
     "GpuType",
     "HeteroApp",
     "fixed_split",
+    "hetero_app",
     "load_apps",
     "max_local_bsz",
 ]
@@ -121,7 +122,14 @@ class HeteroApp:
         return 1 / self.slowdown
 
 
-def _app(traces: ModelTraces, gpu_type: str) -> HeteroApp:
+def hetero_app(traces: ModelTraces, gpu_type: str) -> HeteroApp:
+    """One job type on one GPU type with Sia's settings (module notes).
+
+    Raises
+    ------
+    InvalidInstanceError
+        A job type Sia's simulator does not configure, or validation runs too short.
+    """
     if traces.name not in SIA_SETTINGS:
         raise InvalidInstanceError(
             "application",
@@ -162,7 +170,9 @@ def load_apps(
                 "application",
                 f"{app!r} is not a job type of Sia's simulator ({', '.join(SIA_SETTINGS)})",
             )
-        out[app] = {g: _app(read_model_traces(folder / app, app, suffix=g), g) for g in gpu_types}
+        out[app] = {
+            g: hetero_app(read_model_traces(folder / app, app, suffix=g), g) for g in gpu_types
+        }
     return out
 
 

@@ -74,6 +74,9 @@ __all__ = ["MAX_PHYSICAL_NODES", "SiaBatcher", "SiaHetero", "place_fast"]
 #: Nodes a configuration may span per GPU type (``cluster_max_physical_nnodes``).
 MAX_PHYSICAL_NODES: dict[str, int] = {"azure": 5, "aws": 16, "dgx": 2, "dgx-ext": 2,
                                       "quad": 1, "rtx": 3}  # fmt: skip
+#: Objective credit for keeping last round's option (module notes, step 5): far below the
+#: coefficients' 0.01 resolution summed over any round's jobs, so it only breaks ties.
+TIE_BREAK = 1e-6
 #: The goodput Sia gives configurations a job cannot use (``ZERO_ALLOC_GAIN``).
 ZERO_GAIN = np.float32(0.0001)
 
@@ -172,6 +175,34 @@ def place_fast(
     return out
 
 
+def _tie_broken(inst: SiaInstance, eps: float) -> SiaInstance:
+    """``inst`` with Sia's single-precision coefficients and ``eps`` credit on each held option.
+
+    Sia's simulator scales, powers and rounds its goodput matrix in single precision
+    (``np.float32``); the instance's :func:`~optsched.goodput.sia_instance.coefficients` works in
+    double. The coefficients are computed here as Sia does, less ``eps`` on the option a job
+    held (more for :math:`p > 0`), and handed back as goodputs :math:`a^{1/p}` of an instance
+    that neither scales nor rounds them: the same objective up to the credit.
+    """
+    jobs = []
+    p32 = np.float32(inst.p)
+    for job in inst.jobs:
+        g = np.array([o.goodput for o in job.options], dtype=np.float32)
+        if job.previous is not None:
+            keep = g[job.previous]
+            g = g * np.float32(job.realloc_factor)
+            g[job.previous] = keep
+        a = np.round(np.power(g, p32), 2).astype(np.float64)
+        a = np.minimum(a, inst.clip)
+        if job.previous is not None:
+            a[job.previous] += -eps if inst.p < 0 else eps
+        goodput = np.power(a, 1.0 / inst.p)
+        jobs.append(job.model_copy(update={"realloc_factor": 1.0, "options": tuple(
+            o.model_copy(update={"goodput": float(v)}) for o, v in zip(job.options, goodput,
+                                                                       strict=True))}))  # fmt: skip
+    return inst.model_copy(update={"jobs": tuple(jobs), "decimals": None})
+
+
 def _xput(app: HeteroApp) -> float:
     one = app.traces.num_replicas == 1
     return float(app.traces.local_bsz[one].max() / app.traces.step_time[one].max())
@@ -184,8 +215,10 @@ class SiaHetero:
 
     def __init__(self, p: float = -0.5, lambda_n: float = 1.1, *,
                  project_throughputs: bool = True, share_max_replicas: bool = True,
-                 solver: str = "highs", fit_tol: float | None = 1e-5) -> None:  # fmt: skip
+                 solver: str = "highs", fit_tol: float | None = 1e-5,
+                 tie_break: float | None = TIE_BREAK) -> None:  # fmt: skip
         self.p, self.lambda_n, self.solver, self.fit_tol = p, lambda_n, solver, fit_tol
+        self.tie_break = tie_break
         self.project = project_throughputs
         self.share = share_max_replicas or project_throughputs
         self.reset()
@@ -282,6 +315,8 @@ class SiaHetero:
                                                       gpus_per_node=g.gpus_per_node)
                                            for g in types),
                            jobs=tuple(sia_jobs), p=self.p, lambda_n=self.lambda_n)  # fmt: skip
+        if self.tie_break is not None:
+            inst = _tie_broken(inst, self.tie_break)
         choices = solve(inst, solver=self.solver).solution.choices()
         self._prev = {j.name: c for j, c in zip(sia_jobs, choices, strict=True) if c is not None}
         wants: dict[str, list[tuple[str, int]]] = {g.name: [] for g in types}
