@@ -3,7 +3,7 @@
 Tiny worlds are built from the shipped Pollux slice (cifar10, bert): a "fast" GPU type with the
 measured step times and a "slow" one with them doubled. ``tests/data/sia/gavel-rate10-5.json``
 holds what Sia's own simulator computed for Gavel on its 80-job workload; that comparison needs
-Sia's ``sia-simulator/`` folder (``$OPTSCHED_SIA_SIMULATOR``) and skips without it.
+Sia's ``sia-simulator/`` folder (``$OPTSCHED_SIA_SRC``) and skips without it.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from optsched.goodput.workload import PolluxJob, PolluxWorkload, read_workload
 
 DATA = Path(__file__).resolve().parent / "data" / "sia"
 SIA_DIR = Path(
-    os.environ.get("OPTSCHED_SIA_SIMULATOR", "~/.cache/optsched/sia-src/sia-simulator")
+    os.environ.get("OPTSCHED_SIA_SRC", "~/.cache/optsched/sia-src/sia-simulator")
 ).expanduser()
 needs_sia = pytest.mark.skipif(
     not (SIA_DIR / "traces").is_dir(), reason=f"Sia's simulator folder not found at {SIA_DIR}"
@@ -169,6 +169,20 @@ def test_tie_break_keeps_the_held_option() -> None:
     assert solve(flipped).solution.choices() == [1]
 
 
+def test_later_tie_break_takes_the_last_equal_option() -> None:
+    """A new job: goodput 1 on every one-GPU option; the credit picks the last, as CBC did."""
+    types = tuple(SiaGpuType(name=n, gpus=4, gpus_per_node=4) for n in ("a", "b", "c"))
+    opts = tuple(SiaOption(gpu_type=n, gpus=1, goodput=1.0) for n in ("a", "b", "c"))
+    inst = SiaInstance(gpu_types=types, jobs=(SiaJob(name="j", options=opts),))
+    assert solve(_tie_broken(inst, 0.0, 1e-5)).solution.choices() == [2]
+    # a real difference (0.01 in a coefficient) is never overturned by the credit
+    worse = (*opts[:2], SiaOption(gpu_type="c", gpus=1, goodput=0.97))
+    inst = inst.model_copy(update={"jobs": (SiaJob(name="j", options=worse),)})
+    assert solve(_tie_broken(inst, 0.0, 1e-5)).solution.choices() == [1]
+    with pytest.raises(InvalidInstanceError, match="tie_break"):
+        SiaHetero(tie_break="first")
+
+
 def test_validator_catches_tampering() -> None:
     run = gavel_run()
     j = run.jobs[0]
@@ -254,3 +268,17 @@ def test_gavel_matches_sias_simulator_job_for_job() -> None:
     assert run.gpu_hours() == pytest.approx(want["gpu_hours"], abs=1e-9)
     assert run.gpu_hours(by_type=True) == pytest.approx(want["gpu_hours_per_type"], abs=1e-9)
     assert validate(run).ok
+
+
+def test_a_job_completing_at_a_decision_after_it_was_active() -> None:
+    """Its last epoch ended < 0.5 s after the decision: a 0-s stretch from it, completion there."""
+    from optsched.goodput.hetero.validate import _active
+
+    run = gavel_run()
+    j = run.jobs[0]
+    t = j.stretches[-1].start
+    last = replace(j.stretches[-1], end=t)
+    at = replace(j, completion_time=t, stretches=(*j.stretches[:-1], last))
+    assert _active(at, t)
+    before = replace(j, completion_time=t, stretches=j.stretches[:-1])
+    assert not _active(before, t) or any(s.start >= t for s in before.stretches)

@@ -36,9 +36,22 @@ smallest measured and the placement's largest measured
 4. Pollux's re-allocation factor with Sia's restart penalties
    (:func:`~optsched.goodput.sia_instance.realloc_factor`), the option held last round, and
    the job pinned to it while a checkpoint-restore is under way (``preserve_ckpt_allocs``);
-5. the ILP (:class:`~optsched.goodput.sia_instance.SiaInstance`), then each type's jobs placed
-   in decreasing GPU count by Sia's ``alloc_to_placement_fast`` (whole free nodes first from a
-   rotating node pointer, the rest wherever GPUs are free), from empty nodes every round.
+5. the ILP (:class:`~optsched.goodput.sia_instance.SiaInstance`), its coefficients
+   :math:`\min(3000, \mathrm{round}_2(\hat g^{\,p}))` computed in single precision as Sia's
+   matrices are, solved by HiGHS; then each type's jobs placed in decreasing GPU count by Sia's
+   ``alloc_to_placement_fast`` (whole free nodes first from a rotating node pointer, the rest
+   wherever GPUs are free), from empty nodes every round.
+
+**Ties.** Rounded to two decimals, the coefficients of two options often tie (a new job's
+one-GPU configurations all have goodput 1; a job's next size up, scaled by its re-allocation
+factor, often rounds to what it holds). Sia's CBC and HiGHS then pick different optima and the
+runs part. ``tie_break`` adds a credit of at most :data:`TIE_CREDIT` per job, far below the
+coefficients' resolution, so that only equal allocations are reordered: ``"later"`` (default)
+favours each job's options in proportion to their index in Sia's order (aws, dgx-ext, rtx;
+fewer GPUs first), which is what CBC chose in three of the four ties of the artifact's first
+1,560 s and in 53 of 80 first allocations (rtx, the last type); ``"previous"`` favours the
+option the job holds (no restart); ``"none"`` hands HiGHS the instance's own double-precision
+coefficients, ties and all.
 
 Cost per round: :math:`O(J C)` goodput evaluations (:math:`C` configurations, 50 batches each)
 plus the ILP.
@@ -51,6 +64,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from optsched.errors import InvalidInstanceError
 from optsched.goodput.batch import best_batch
 from optsched.goodput.efficiency import GradientStats
 from optsched.goodput.fit import StepMeasurements, fit_throughput
@@ -69,14 +83,17 @@ from optsched.goodput.sia_instance import (
 from optsched.goodput.throughput import ThroughputParams
 from optsched.goodput.workload import PolluxJob
 
-__all__ = ["MAX_PHYSICAL_NODES", "SiaBatcher", "SiaHetero", "place_fast"]
+__all__ = ["MAX_PHYSICAL_NODES", "TIE_BREAKS", "SiaBatcher", "SiaHetero", "place_fast"]
 
 #: Nodes a configuration may span per GPU type (``cluster_max_physical_nnodes``).
 MAX_PHYSICAL_NODES: dict[str, int] = {"azure": 5, "aws": 16, "dgx": 2, "dgx-ext": 2,
                                       "quad": 1, "rtx": 3}  # fmt: skip
-#: Objective credit for keeping last round's option (module notes, step 5): far below the
-#: coefficients' 0.01 resolution summed over any round's jobs, so it only breaks ties.
-TIE_BREAK = 1e-6
+#: Ways to break ties between equal-objective allocations (module notes, step 5).
+TIE_BREAKS = ("later", "previous", "none")
+#: The largest objective credit a tie-break gives one job: summed over a round's jobs far below
+#: the coefficients' 0.01 resolution, so it only decides between equal allocations, and far
+#: above the solve's 1e-9 relative gap, so the solver sees it.
+TIE_CREDIT = 1e-5
 #: The goodput Sia gives configurations a job cannot use (``ZERO_ALLOC_GAIN``).
 ZERO_GAIN = np.float32(0.0001)
 
@@ -175,14 +192,15 @@ def place_fast(
     return out
 
 
-def _tie_broken(inst: SiaInstance, eps: float) -> SiaInstance:
-    """``inst`` with Sia's single-precision coefficients and ``eps`` credit on each held option.
+def _tie_broken(inst: SiaInstance, eps: float, later: float = 0.0) -> SiaInstance:
+    """``inst`` with Sia's single-precision coefficients and tie-breaking credits.
 
     Sia's simulator scales, powers and rounds its goodput matrix in single precision
     (``np.float32``); the instance's :func:`~optsched.goodput.sia_instance.coefficients` works in
-    double. The coefficients are computed here as Sia does, less ``eps`` on the option a job
-    held (more for :math:`p > 0`), and handed back as goodputs :math:`a^{1/p}` of an instance
-    that neither scales nor rounds them: the same objective up to the credit.
+    double. The coefficients are computed here as Sia does, improved by ``eps`` on the option a
+    job held and by ``later`` times the option's index over the job's option count, and handed
+    back as goodputs :math:`a^{1/p}` of an instance that neither scales nor rounds them: the
+    same objective up to the credits.
     """
     jobs = []
     p32 = np.float32(inst.p)
@@ -196,6 +214,8 @@ def _tie_broken(inst: SiaInstance, eps: float) -> SiaInstance:
         a = np.minimum(a, inst.clip)
         if job.previous is not None:
             a[job.previous] += -eps if inst.p < 0 else eps
+        # a smaller credit rising with the option's index: among still equal options, the later
+        a += (-later if inst.p < 0 else later) * np.arange(a.size) / a.size
         goodput = np.power(a, 1.0 / inst.p)
         jobs.append(job.model_copy(update={"realloc_factor": 1.0, "options": tuple(
             o.model_copy(update={"goodput": float(v)}) for o, v in zip(job.options, goodput,
@@ -213,10 +233,21 @@ class SiaHetero:
 
     name = "sia"
 
-    def __init__(self, p: float = -0.5, lambda_n: float = 1.1, *,
-                 project_throughputs: bool = True, share_max_replicas: bool = True,
-                 solver: str = "highs", fit_tol: float | None = 1e-5,
-                 tie_break: float | None = TIE_BREAK) -> None:  # fmt: skip
+    def __init__(
+        self,
+        p: float = -0.5,
+        lambda_n: float = 1.1,
+        *,
+        project_throughputs: bool = True,
+        share_max_replicas: bool = True,
+        solver: str = "highs",
+        fit_tol: float | None = 1e-5,
+        tie_break: str = "later",
+    ) -> None:
+        if tie_break not in TIE_BREAKS:
+            raise InvalidInstanceError(
+                "tie_break", f"must be one of {', '.join(TIE_BREAKS)}, got {tie_break!r}"
+            )
         self.p, self.lambda_n, self.solver, self.fit_tol = p, lambda_n, solver, fit_tol
         self.tie_break = tie_break
         self.project = project_throughputs
@@ -315,8 +346,10 @@ class SiaHetero:
                                                       gpus_per_node=g.gpus_per_node)
                                            for g in types),
                            jobs=tuple(sia_jobs), p=self.p, lambda_n=self.lambda_n)  # fmt: skip
-        if self.tie_break is not None:
-            inst = _tie_broken(inst, self.tie_break)
+        if self.tie_break != "none":
+            keep = TIE_CREDIT if self.tie_break == "previous" else 0.0
+            later = TIE_CREDIT if self.tie_break == "later" else 0.0
+            inst = _tie_broken(inst, keep, later)
         choices = solve(inst, solver=self.solver).solution.choices()
         self._prev = {j.name: c for j, c in zip(sia_jobs, choices, strict=True) if c is not None}
         wants: dict[str, list[tuple[str, int]]] = {g.name: [] for g in types}

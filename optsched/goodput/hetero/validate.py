@@ -8,7 +8,8 @@ it shares no code with :mod:`~optsched.goodput.hetero.job` or
 ``decisions``
     Every decision is on the interval grid and gives each job a known GPU type, nodes of that
     type, each node's GPUs together, no node over its GPUs; only to jobs submitted by then and
-    not complete.
+    not complete (a job whose last epoch ended less than half a second after the decision's
+    time completes at that time, after it: a stretch of 0 s).
 ``restarts``
     Re-derived from the decisions by Sia's rule (a new GPU type, or a new GPU-count-per-node
     tuple on the same type, restarts a job; the first allocation is restart 0), the count equals
@@ -60,6 +61,16 @@ def _runs(nodes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _active(j: HeteroJobRecord, t: float) -> bool:
+    """Whether the job may hold GPUs from ``t``: not complete by then.
+
+    A job whose last epoch ends within half a second after a decision completes at that
+    decision's time, after it (a stretch of 0 s from ``t``), so it counts as active.
+    """
+    c = j.completion_time
+    return c is None or c > t or (c == t and any(s.start >= t for s in j.stretches))
+
+
 def decisions(run: HeteroRun) -> list[Violation]:
     """The ``decisions`` constraint (module notes)."""
     out: list[Violation] = []
@@ -72,8 +83,7 @@ def decisions(run: HeteroRun) -> list[Violation]:
         used: dict[tuple[str, int], int] = {}
         for name, (gname, nodes) in allocs.items():
             j = jobs.get(name)
-            if j is None or j.submission_time > t or (j.completion_time is not None
-                                                       and j.completion_time <= t):  # fmt: skip
+            if j is None or j.submission_time > t or not _active(j, t):
                 out.append(Violation("decisions", f"{name} allocated at {t} s, not active",
                                      {"job": name, "time": t}))  # fmt: skip
             g = types.get(gname)
