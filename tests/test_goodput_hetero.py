@@ -265,6 +265,7 @@ def test_gavel_matches_sias_simulator_job_for_job() -> None:
     wl = read_workload(SIA_DIR / "workloads" / "scale" / "rate_10" / "workload-5.csv")
     run = simulate_hetero(wl, SiaGavel(360), SIA_DIR / "traces", interval=360)
     assert {j.name: j.jct for j in run.jobs} == want["jct"]
+    assert {j.name: j.num_restarts for j in run.jobs} == want["num_restarts"]
     assert run.gpu_hours() == pytest.approx(want["gpu_hours"], abs=1e-9)
     assert run.gpu_hours(by_type=True) == pytest.approx(want["gpu_hours_per_type"], abs=1e-9)
     assert validate(run).ok
