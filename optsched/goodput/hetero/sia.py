@@ -350,7 +350,9 @@ class SiaHetero:
             keep = TIE_CREDIT if self.tie_break == "previous" else 0.0
             later = TIE_CREDIT if self.tie_break == "later" else 0.0
             inst = _tie_broken(inst, keep, later)
-        choices = solve(inst, solver=self.solver).solution.choices()
+        solution = solve(inst, solver=self.solver).solution
+        assert solution is not None  # solve raises unless it proved an optimum
+        choices = solution.choices()
         self._prev = {j.name: c for j, c in zip(sia_jobs, choices, strict=True) if c is not None}
         wants: dict[str, list[tuple[str, int]]] = {g.name: [] for g in types}
         for j, c in zip(sia_jobs, choices, strict=True):

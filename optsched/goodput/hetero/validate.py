@@ -112,7 +112,9 @@ def restarts(run: HeteroRun) -> list[Violation]:
     """The ``restarts`` constraint (module notes)."""
     out: list[Violation] = []
     for j in run.jobs:
-        count, gtype, shape, left = -1, None, (), 0.0
+        count, left = -1, 0.0
+        gtype: str | None = None
+        shape: tuple[int, ...] = ()
         for h in _held(run, j.name):
             if h is None:
                 gtype, shape = None, ()

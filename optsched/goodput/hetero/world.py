@@ -281,7 +281,8 @@ def simulate_hetero(
             spec.batch_size)  # fmt: skip
 
     jobs = [HeteroJob(s, apps[s.application], batcher(s)) for s in workload.jobs]
-    now, allocations = 0.0, {}
+    now = 0.0
+    allocations: dict[str, HeteroAllocation] = {}
     decisions: list[tuple[float, dict[str, HeteroAllocation]]] = []
     for _ in range(max_intervals):
         if all(j.done for j in jobs):
