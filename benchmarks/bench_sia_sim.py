@@ -11,7 +11,8 @@ the simulator's ``summary.json`` and per-round log (``--output``), made as that 
 --interval=60 --policy_p_val=-1``). optsched runs the same workload file and measurements in
 :func:`optsched.goodput.hetero.world.simulate_hetero` with
 :class:`~optsched.goodput.hetero.gavel.SiaGavel` (360 s) and
-:class:`~optsched.goodput.hetero.sia.SiaHetero` (60 s), each record checked by
+:class:`~optsched.goodput.hetero.sia.SiaHetero` (60 s), and replays the Sia and Pollux runs'
+logged decisions (:mod:`optsched.goodput.hetero.replay`), each record checked by
 :func:`optsched.goodput.hetero.validate.validate`. Compared per policy: average JCT, makespan
 and GPU-hours and their differences in percent, the jobs whose JCT is equal in both, and
 restarts per job.
@@ -43,11 +44,14 @@ from _peers import say, skipped  # noqa: E402
 NAME = "bench_sia_sim"
 TITLE = "Heterogeneous goodput world vs Sia's own simulator"
 WORKLOAD = Path("workloads") / "scale" / "rate_10" / "workload-5.csv"
-#: Sia's run folder -> (optsched policy or None, interval seconds).
-POLICIES: dict[str, tuple[str | None, float]] = {
-    "gavel": ("gavel", 360.0),
-    "sia": ("sia", 60.0),
-    "pollux": (None, 60.0),
+#: Row -> (Sia's run folder, optsched policy, interval seconds). ``replay-*`` rows replay the
+#: run's logged decisions (:class:`~optsched.goodput.hetero.replay.LoggedDecisions`): the world
+#: alone, the policy taken from Sia's run.
+POLICIES: dict[str, tuple[str, str, float]] = {
+    "gavel": ("gavel", "gavel", 360.0),
+    "sia": ("sia", "sia", 60.0),
+    "sia, decisions replayed": ("sia", "replay-sia", 60.0),
+    "pollux, decisions replayed": ("pollux", "replay-pollux", 60.0),
 }
 #: The issue's bar: every figure within this many percent.
 GOAL_PCT = 2.0
@@ -100,14 +104,29 @@ def theirs(run_dir: Path, workload: Path, interval: float) -> dict[str, Any]:
     }
 
 
-def ours(policy: str, src: Path, interval: float) -> dict[str, Any]:
-    """optsched's run of ``policy`` on the workload, validated."""
+def _policy(policy: str, interval: float, log: Path) -> Any:
     from optsched.goodput.hetero.gavel import SiaGavel
+    from optsched.goodput.hetero.replay import LoggedDecisions, MergedProfileBatcher, read_sia_log
     from optsched.goodput.hetero.sia import SiaHetero
+
+    if policy == "gavel":
+        return SiaGavel(interval)
+    if policy == "sia":
+        return SiaHetero()
+    decisions = read_sia_log(log)
+    if policy == "replay-sia":
+        return LoggedDecisions(decisions, SiaHetero().batcher)
+    if policy == "replay-pollux":
+        return LoggedDecisions(decisions, lambda spec, apps: MergedProfileBatcher(apps))
+    return LoggedDecisions(decisions)
+
+
+def ours(policy: str, src: Path, interval: float, log: Path) -> dict[str, Any]:
+    """optsched's run of ``policy`` on the workload, validated (``replay-*``: Sia's decisions)."""
     from optsched.goodput.hetero.validate import validate
     from optsched.goodput.hetero.world import simulate_hetero
 
-    pol = SiaGavel(interval) if policy == "gavel" else SiaHetero()
+    pol = _policy(policy, interval, log)
     start = time.process_time()
     run = simulate_hetero(src / WORKLOAD, pol, src / "traces", interval=interval)
     cpu = time.process_time() - start
@@ -130,9 +149,10 @@ def _pct(a: float | None, b: float | None) -> float | None:
 
 def _row(name: str, interval: float, t: dict[str, Any], o: dict[str, Any]) -> list[Any]:
     got = o.get
-    equal = sum(o["jct"].get(k) == v for k, v in t["jct"].items()) if o else None
-    status = "not built in optsched" if not o else (
-        "validator clean" if o["valid"] else "VALIDATOR FAILED")  # fmt: skip
+    equal = sum(o["jct"].get(k) == v for k, v in t["jct"].items())
+    status = "validator clean" if o["valid"] else "VALIDATOR FAILED"
+    if not o["complete"]:
+        status += f"; {sum(v is None for v in o['jct'].values())} jobs unfinished"
     avg, mk, gh = got("avg_jct"), got("makespan"), got("gpu_hours")
     return [
         name, interval, round(t["avg_jct"], 2), avg and round(avg, 2), _pct(avg, t["avg_jct"]),
@@ -151,13 +171,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     if not (src / "traces").is_dir() or not (src / WORKLOAD).is_file():
         return skipped(NAME, TITLE, head, "policy", f"Sia's simulator folder not at {src}")
     rows = []
-    for name, (policy, interval) in POLICIES.items():
-        folder = runs / name
+    for name, (run_name, policy, interval) in POLICIES.items():
+        folder = runs / run_name
         if not (folder / "summary.json").is_file() or (quick and name != "gavel"):
             say(f"{name}: no cached run in {folder}" if not quick else f"{name}: quick, left out")
             continue
         t = theirs(folder, src / WORKLOAD, interval)
-        o = ours(policy, src, interval) if policy else {}
+        o = ours(policy, src, interval, folder / "workload-5.log")
         rows.append(_row(name, interval, t, o))
         say(f"{name}: avg JCT Sia {rows[-1][2]} optsched {rows[-1][3]} ({rows[-1][4]} %)")
     within = [r[0] for r in rows if r[3] is not None and all(
@@ -179,8 +199,9 @@ def run(quick: bool = False) -> dict[str, Any]:
             "GPU-hours: each decision's GPUs times the interval, summed (print_run_stats.py).",
             "Sia's policy is solved by CBC in Sia's simulator and by HiGHS in optsched; their "
             "tie-breaking differs and the runs diverge after the first tie (see the guide).",
-            "Pollux (heterogeneity-unaware) is Sia's figure only: optsched's heterogeneous world "
-            "does not model Sia's virtual-node Pollux yet.",
+            "Replayed rows: the policy's decisions read from Sia's log, each job with the batcher "
+            "of that run (Sia's per-type models; Pollux's one merged model); what differs is the "
+            "world. Pollux's own policy (virtual nodes, NSGA-II) is not built in optsched.",
             f"Sia's simulator: {src}; its runs: {runs} (not re-run here).",
         ],
     }

@@ -121,8 +121,13 @@ def test_gavel_runs_gangs_and_validates() -> None:
     assert set(sizes) == {j.name for j in MIXED.jobs}
 
 
+@cache
+def sia_run() -> HeteroRun:
+    return simulate_hetero(MIXED, SiaHetero(), tiny_apps(), gpu_types=TINY, interval=60)
+
+
 def test_sia_runs_and_validates() -> None:
-    run = simulate_hetero(MIXED, SiaHetero(), tiny_apps(), gpu_types=TINY, interval=60)
+    run = sia_run()
     assert run.complete
     report = validate(run)
     assert report.ok, report.violations[:5]
@@ -283,3 +288,37 @@ def test_a_job_completing_at_a_decision_after_it_was_active() -> None:
     assert _active(at, t)
     before = replace(j, completion_time=t, stretches=j.stretches[:-1])
     assert not _active(before, t)
+
+
+def _as_log(run: HeteroRun, path: Path) -> None:
+    """Write ``run``'s decisions as Sia's simulator logs them (one JSON record a round)."""
+    with path.open("w") as f:
+        for t, allocs in run.decisions:
+            jobs = [{"name": j.name, "allocation": list(allocs[j.name]) if j.name in allocs
+                     else []} for j in run.jobs]  # fmt: skip
+            f.write(json.dumps({"timestamp": t, "submitted_jobs": jobs}) + "\n")
+
+
+def test_replaying_a_runs_decisions_gives_the_same_run(tmp_path: Path) -> None:
+    from optsched.goodput.hetero.replay import LoggedDecisions, read_sia_log
+
+    for run, batcher in ((gavel_run(), None), (sia_run(), SiaHetero().batcher)):
+        _as_log(run, tmp_path / "log.jsonl")
+        again = simulate_hetero(MIXED, LoggedDecisions(read_sia_log(tmp_path / "log.jsonl"),
+                                                       batcher),
+                                tiny_apps(), gpu_types=TINY, interval=run.interval)  # fmt: skip
+        assert again.jobs == run.jobs
+        assert again.gpu_hours() == run.gpu_hours()
+
+
+def test_a_bad_log_names_its_line(tmp_path: Path) -> None:
+    from optsched.goodput.hetero.replay import read_sia_log
+
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"timestamp": 60, "submitted_jobs": []}\n{"timestamp": 120}\n')
+    with pytest.raises(InvalidInstanceError) as err:
+        read_sia_log(log)
+    assert err.value.row == 2
+    log.write_text("")
+    with pytest.raises(InvalidInstanceError):
+        read_sia_log(log)

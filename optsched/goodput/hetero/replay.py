@@ -15,13 +15,20 @@ the world itself: each job's progress, batch choices, restarts, completion and t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from optsched.errors import InvalidInstanceError
+from optsched.goodput.efficiency import GradientStats
+from optsched.goodput.fit import StepMeasurements, fit_throughput
+from optsched.goodput.goodput import GoodputModel
+from optsched.goodput.hetero.apps import HeteroApp
+from optsched.goodput.hetero.job import HeteroBatcher
+from optsched.goodput.hetero.sia import SiaBatcher
 from optsched.goodput.hetero.world import HeteroAllocation, HeteroClusterView, HeteroJobView
+from optsched.goodput.workload import PolluxJob
 
-__all__ = ["LoggedDecisions", "read_sia_log"]
+__all__ = ["LoggedDecisions", "MergedProfileBatcher", "read_sia_log"]
 
 Decisions = dict[float, dict[str, HeteroAllocation]]
 
@@ -65,22 +72,22 @@ class LoggedDecisions:
     ----------
     decisions : mapping
         :func:`read_sia_log`'s result.
-    batchers : object, optional
-        A policy whose ``batcher(spec, apps)`` makes each job's batcher (e.g.
-        :class:`~optsched.goodput.hetero.sia.SiaHetero` for Sia's run); by default jobs keep
+    batcher : callable, optional
+        ``batcher(spec, apps)`` makes each job's batcher: ``SiaHetero().batcher`` for Sia's run,
+        :class:`MergedProfileBatcher` for its heterogeneity-unaware Pollux; by default jobs keep
         their owner's batch (Gavel's run).
     name : str
     """
 
     def __init__(
         self, decisions: Mapping[float, Mapping[str, HeteroAllocation]],
-        batchers: object | None = None, name: str = "replay",
+        batcher: Callable[[PolluxJob, Mapping[str, HeteroApp]], HeteroBatcher] | None = None,
+        name: str = "replay",
     ) -> None:  # fmt: skip
         self.decisions = decisions
         self.name = name
-        make = getattr(batchers, "batcher", None)
-        if callable(make):
-            self.batcher = make
+        if batcher is not None:
+            self.batcher = batcher
 
     def allocate(
         self,
@@ -91,3 +98,43 @@ class LoggedDecisions:
         """The logged allocations of the active jobs at ``cluster.time`` (none if unlogged)."""
         logged = self.decisions.get(cluster.time, {})
         return {k: v for k, v in logged.items() if k in jobs}
+
+
+class MergedProfileBatcher(SiaBatcher):
+    """A heterogeneity-unaware job's model: one profile and one fit over every GPU type.
+
+    Sia's ``multi_simulator_unaware.py`` makes its jobs ``h_unaware``: the configurations run on
+    any type go into one profile, ``(nodes, GPUs, atomic batch)`` keyed without the type, and
+    one throughput fit serves every type; the batch is then chosen as
+    :class:`~optsched.goodput.hetero.sia.SiaBatcher` chooses it, with the limits of the type the
+    job runs on.
+    """
+
+    def observe(
+        self,
+        gpu_type: str,
+        placement: tuple[int, ...],
+        atomic_bsz: int,
+        step_time: float,
+        sync_time: float,
+        stats: GradientStats,
+    ) -> None:
+        """Take the statistics; profile a new configuration (any type) and refit."""
+        self.stats = stats
+        prof = self.profiles.setdefault("*", {})
+        key = (len(placement), sum(placement), atomic_bsz)
+        if key in prof:
+            return
+        prof[key] = (step_time, sync_time)
+        keys, times = list(prof), list(prof.values())
+        data = StepMeasurements.of([k[0] for k in keys], [k[1] for k in keys],
+                                   [k[2] for k in keys], [t[0] - t[1] for t in times],
+                                   [t[0] for t in times])  # fmt: skip
+        self.params["*"] = fit_throughput(data, tol=self.tol)
+
+    def model(self, gpu_type: str) -> GoodputModel | None:
+        """The merged model, with ``gpu_type``'s initial batch."""
+        params = self.params.get("*")
+        if params is None or self.stats is None:
+            return None
+        return GoodputModel(params, self.stats, self.apps[gpu_type].limits.init_batch_size)
