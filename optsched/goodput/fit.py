@@ -225,13 +225,16 @@ def _single_threaded_blas() -> Any:
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
-def fit_throughput(data: StepMeasurements) -> ThroughputParams:
+def fit_throughput(data: StepMeasurements, tol: float | None = None) -> ThroughputParams:
     r"""Fit :math:`\theta_\mathrm{sys}` to measured step times (see the module notes).
 
     Parameters
     ----------
     data : StepMeasurements
         One or more measured configurations of one job type.
+    tol : float, optional
+        scipy's ``minimize(tol=...)`` (L-BFGS-B's ``ftol`` and ``gtol``); default scipy's own.
+        Sia's simulator fits with ``tol=1e-5`` (its ``goodput.py``), Pollux's with the default.
 
     Returns
     -------
@@ -257,6 +260,7 @@ def fit_throughput(data: StepMeasurements) -> ThroughputParams:
             jac=True,
             method="L-BFGS-B",
             bounds=Bounds(lower, upper, keep_feasible=True),
+            tol=tol,
         )
     theta = np.clip(np.asarray(result.x, dtype=np.float64), lower, upper)
     if not np.any(data.num_nodes > 1):

@@ -213,7 +213,9 @@ def _validation(path: Path, batch_size: int) -> ValidationRun:
     return ValidationRun(batch_size=batch_size, **arrays)
 
 
-def read_model_traces(directory: str | Path, name: str | None = None) -> ModelTraces:
+def read_model_traces(
+    directory: str | Path, name: str | None = None, *, suffix: str | None = None
+) -> ModelTraces:
     """Read ``placements.csv``, ``scalability.csv`` and every ``validation-<M>.csv`` of a folder.
 
     Parameters
@@ -222,6 +224,10 @@ def read_model_traces(directory: str | Path, name: str | None = None) -> ModelTr
         One model's folder of the artifact's ``traces/``.
     name : str, optional
         The job type (default: the folder's name).
+    suffix : str, optional
+        Read ``placements-<suffix>.csv`` and ``scalability-<suffix>.csv`` instead: Sia's
+        simulator keeps one pair per GPU type (``aws``, ``rtx``, ``dgx-ext``...) beside the
+        shared validation runs (:mod:`optsched.goodput.hetero`).
 
     Raises
     ------
@@ -231,8 +237,9 @@ def read_model_traces(directory: str | Path, name: str | None = None) -> ModelTr
     folder = Path(directory)
     if not folder.is_dir():
         raise InvalidInstanceError("<file>", f"{folder} is not a folder", file=str(folder))
-    place, local, step, sync = _placements(folder / "placements.csv")
-    scal = _scalability(folder / "scalability.csv")
+    tail = f"-{suffix}" if suffix else ""
+    place, local, step, sync = _placements(folder / f"placements{tail}.csv")
+    scal = _scalability(folder / f"scalability{tail}.csv")
     runs: dict[int, ValidationRun] = {}
     for path in sorted(folder.iterdir()):
         match = _VALIDATION_NAME.match(path.name)

@@ -1,0 +1,221 @@
+"""Cross-check against Sia's own simulator: one workload and cluster, Sia and its baselines.
+
+Sia (SOSP 2023; github.com/siasosp23/artifacts, folder ``sia-simulator/``) ships a simulator of
+a heterogeneous cluster (``multi_simulator.py``) with Sia's policy and the Gavel and Pollux
+baselines. Its runs on ``workloads/scale/rate_10/workload-5.csv`` (80 jobs; 6 x 4 T4, 2 x 8
+A100, 3 x 8 RTX 2080 Ti) are read from a folder of cached runs, one sub-folder per policy with
+the simulator's ``summary.json`` and per-round log (``--output``), made as that folder's
+``README.md`` says (Sia: ``--policy=sia --policy_p_val=-0.5 --mip_lambda_a=0.01
+--mip_lambda_n=1.1 --interval=60 --project_throughputs --share_max_replicas``; Gavel:
+``--policy=gavel --interval=360``; Pollux: ``multi_simulator_unaware.py --policy=pollux
+--interval=60 --policy_p_val=-1``). optsched runs the same workload file and measurements in
+:func:`optsched.goodput.hetero.world.simulate_hetero` with
+:class:`~optsched.goodput.hetero.gavel.SiaGavel` (360 s) and
+:class:`~optsched.goodput.hetero.sia.SiaHetero` (60 s), and replays the Sia and Pollux runs'
+logged decisions (:mod:`optsched.goodput.hetero.replay`), each record checked by
+:func:`optsched.goodput.hetero.validate.validate`. Compared per policy: average JCT, makespan
+and GPU-hours and their differences in percent, the jobs whose JCT is equal in both, and
+restarts per job.
+
+Sia's figures: JCTs from ``summary.json``; makespan the last completion less the first
+submission; GPU-hours the GPUs of every unfinished job's allocation in each log record times
+the interval (``utils/print_run_stats.py``'s rule, which optsched's
+:meth:`~optsched.goodput.hetero.world.HeteroRun.gpu_hours` follows); restarts the last record's.
+
+Finding them: ``OPTSCHED_SIA_SRC`` (the ``sia-simulator/`` folder, for its traces and workload),
+else ``~/.cache/optsched/sia-src/sia-simulator``; ``OPTSCHED_SIA_RUNS`` (the runs), else
+``~/.cache/optsched/sia-runs``. Without them the benchmark is skipped with the reason. It starts
+no run of Sia's simulator (Sia's policy takes ~25 minutes there, Pollux's ~36).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _peers import say, skipped  # noqa: E402
+
+NAME = "bench_sia_sim"
+TITLE = "Heterogeneous goodput world vs Sia's own simulator"
+WORKLOAD = Path("workloads") / "scale" / "rate_10" / "workload-5.csv"
+#: Row -> (Sia's run folder, optsched policy, interval seconds). ``replay-*`` rows replay the
+#: run's logged decisions (:class:`~optsched.goodput.hetero.replay.LoggedDecisions`): the world
+#: alone, the policy taken from Sia's run.
+POLICIES: dict[str, tuple[str, str, float]] = {
+    "gavel": ("gavel", "gavel", 360.0),
+    "sia": ("sia", "sia", 60.0),
+    "sia, decisions replayed": ("sia", "replay-sia", 60.0),
+    "pollux, decisions replayed": ("pollux", "replay-pollux", 60.0),
+}
+#: The issue's bar: every figure within this many percent.
+GOAL_PCT = 2.0
+COLUMNS = [
+    "policy",
+    "interval (s)",
+    "Sia sim avg JCT (s)",
+    "optsched avg JCT (s)",
+    "avg JCT diff (%)",
+    "Sia sim makespan (h)",
+    "optsched makespan (h)",
+    "makespan diff (%)",
+    "Sia sim GPU-hours",
+    "optsched GPU-hours",
+    "GPU-hours diff (%)",
+    "jobs with equal JCT",
+    "Sia sim restarts/job",
+    "optsched restarts/job",
+    "optsched CPU (s)",
+    "status",
+]
+
+
+def _place(variable: str, default: Path) -> Path:
+    return Path(os.environ.get(variable, default)).expanduser()
+
+
+def theirs(run_dir: Path, workload: Path, interval: float) -> dict[str, Any]:
+    """Sia's figures of one cached run (module notes)."""
+    import csv
+
+    (jcts,) = json.loads((run_dir / "summary.json").read_text())["jcts"].values()
+    with workload.open() as f:
+        submit = {r["name"]: float(r["time"]) for r in csv.DictReader(f)}
+    gpu_s, restarts = 0.0, {}
+    (log,) = sorted(run_dir.glob("*.log"))
+    for line in log.read_text().splitlines():
+        rec = json.loads(line)
+        for j in rec["submitted_jobs"]:
+            restarts[j["name"]] = j["num_restarts"] or 0
+            if j["completion_time"] is None and j["allocation"]:
+                gpu_s += len(j["allocation"][1]) * interval
+    return {
+        "jct": jcts,
+        "avg_jct": sum(jcts.values()) / len(jcts),
+        "makespan": max(submit[n] + v for n, v in jcts.items()) - min(submit.values()),
+        "gpu_hours": gpu_s / 3600,
+        "restarts": sum(restarts.values()) / len(submit),
+        "complete": len(jcts) == len(submit),
+    }
+
+
+def _policy(policy: str, interval: float, log: Path) -> Any:
+    from optsched.goodput.hetero.gavel import SiaGavel
+    from optsched.goodput.hetero.replay import LoggedDecisions, MergedProfileBatcher, read_sia_log
+    from optsched.goodput.hetero.sia import SiaHetero
+
+    if policy == "gavel":
+        return SiaGavel(interval)
+    if policy == "sia":
+        return SiaHetero()
+    decisions = read_sia_log(log)
+    if policy == "replay-sia":
+        return LoggedDecisions(decisions, SiaHetero().batcher)
+    if policy == "replay-pollux":
+        return LoggedDecisions(decisions, lambda spec, apps: MergedProfileBatcher(apps))
+    return LoggedDecisions(decisions)
+
+
+def ours(policy: str, src: Path, interval: float, log: Path) -> dict[str, Any]:
+    """optsched's run of ``policy`` on the workload, validated (``replay-*``: Sia's decisions)."""
+    from optsched.goodput.hetero.validate import validate
+    from optsched.goodput.hetero.world import simulate_hetero
+
+    pol = _policy(policy, interval, log)
+    start = time.process_time()
+    run = simulate_hetero(src / WORKLOAD, pol, src / "traces", interval=interval)
+    cpu = time.process_time() - start
+    report = validate(run)
+    return {
+        "jct": {j.name: j.jct for j in run.jobs},
+        "avg_jct": run.avg_jct(),
+        "makespan": run.makespan(),
+        "gpu_hours": run.gpu_hours(),
+        "restarts": sum(j.num_restarts for j in run.jobs) / len(run.jobs),
+        "cpu": cpu,
+        "valid": report.ok,
+        "complete": run.complete,
+    }
+
+
+def _pct(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(100 * (a - b) / b, 3)
+
+
+def _row(name: str, interval: float, t: dict[str, Any], o: dict[str, Any]) -> list[Any]:
+    got = o.get
+    equal = sum(o["jct"].get(k) == v for k, v in t["jct"].items())
+    status = "validator clean" if o["valid"] else "VALIDATOR FAILED"
+    if not o["complete"]:
+        status += f"; {sum(v is None for v in o['jct'].values())} jobs unfinished"
+    avg, mk, gh = got("avg_jct"), got("makespan"), got("gpu_hours")
+    if not o["complete"]:
+        # a replay ends with Sia's log: compare the jobs both completed, no makespan
+        both = [k for k, v in o["jct"].items() if v is not None]
+        avg = sum(o["jct"][k] for k in both) / len(both)
+        t = {**t, "avg_jct": sum(t["jct"][k] for k in both) / len(both)}
+        mk = None
+        status += f" (avg JCT over the {len(both)} jobs both completed)"
+    return [
+        name, interval, round(t["avg_jct"], 2), avg and round(avg, 2), _pct(avg, t["avg_jct"]),
+        round(t["makespan"] / 3600, 4), mk and round(mk / 3600, 4), _pct(mk, t["makespan"]),
+        round(t["gpu_hours"], 2), gh and round(gh, 2), _pct(gh, t["gpu_hours"]), equal,
+        round(t["restarts"], 3), got("restarts") and round(o["restarts"], 3),
+        got("cpu") and round(o["cpu"], 1), status,
+    ]  # fmt: skip
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Every policy of :data:`POLICIES` with a cached Sia run (``quick``: Gavel only)."""
+    src = _place("OPTSCHED_SIA_SRC", Path.home() / ".cache/optsched/sia-src/sia-simulator")
+    runs = _place("OPTSCHED_SIA_RUNS", Path.home() / ".cache/optsched/sia-runs")
+    head = __doc__.split("\n\n")[0]
+    if not (src / "traces").is_dir() or not (src / WORKLOAD).is_file():
+        return skipped(NAME, TITLE, head, "policy", f"Sia's simulator folder not at {src}")
+    rows = []
+    for name, (run_name, policy, interval) in POLICIES.items():
+        folder = runs / run_name
+        if not (folder / "summary.json").is_file() or (quick and name != "gavel"):
+            say(f"{name}: no cached run in {folder}" if not quick else f"{name}: quick, left out")
+            continue
+        t = theirs(folder, src / WORKLOAD, interval)
+        o = ours(policy, src, interval, folder / "workload-5.log")
+        rows.append(_row(name, interval, t, o))
+        say(f"{name}: avg JCT Sia {rows[-1][2]} optsched {rows[-1][3]} ({rows[-1][4]} %)")
+    within = [r[0] for r in rows if all(r[i] is not None and abs(r[i]) <= GOAL_PCT
+                                        for i in (4, 7, 10))]  # fmt: skip
+    return {
+        "name": NAME,
+        "title": TITLE,
+        "description": head,
+        "columns": COLUMNS,
+        "rows": rows,
+        "summary": {
+            f"policies with every figure within {GOAL_PCT:g} %": ", ".join(within) or "none",
+            "largest abs difference (%)": max(
+                (abs(r[i]) for r in rows for i in (4, 7, 10) if r[i] is not None), default=None
+            ),
+        },
+        "notes": [
+            "Differences are optsched's figure minus Sia's simulator's, in percent of Sia's.",
+            "GPU-hours: each decision's GPUs times the interval, summed (print_run_stats.py).",
+            "Sia's policy is solved by CBC in Sia's simulator and by HiGHS in optsched; their "
+            "tie-breaking differs and the runs diverge after the first tie (see the guide).",
+            "Replayed rows: the policy's decisions read from Sia's log, each job with the batcher "
+            "of that run (Sia's per-type models; Pollux's one merged model); what differs is the "
+            "world. Pollux's own policy (virtual nodes, NSGA-II) is not built in optsched.",
+            f"Sia's simulator: {src}; its runs: {runs} (not re-run here).",
+        ],
+    }
+
+
+if __name__ == "__main__":
+    result = run("--quick" in sys.argv)
+    from run import to_markdown
+
+    print(to_markdown(result))
