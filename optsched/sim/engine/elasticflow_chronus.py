@@ -185,12 +185,15 @@ def lease_plan(
     maximize: bool,
     late: bool = True,
     least_slack: bool = True,
+    solver: str = "highs",
 ) -> LeasePlan | None:
-    """The lease MILP of the module notes, on HiGHS; ``None`` when it is infeasible.
+    """The lease MILP of the module notes, solved to optimality; ``None`` when infeasible.
 
     Within a block of the free suffix a job's count of leases is expanded onto the block's
     latest leases (any expansion is a solution; ElasticFlow keeps whichever point its solver
-    returns).
+    returns). ``solver`` is a matrix backend of :func:`optsched.solvers.solve_matrix`
+    (``"highs"`` or ``"scip"``): every backend returns an optimal plan, but which of several
+    optimal plans (the knob that tells whether the solver's pick moves the met count).
     """
     import numpy as np
     import scipy.sparse as sp
@@ -242,7 +245,7 @@ def lease_plan(
         integrality=[True] * len(cols),
     )
     try:
-        sol = solve_matrix(lp, mip_gap=0.0)
+        sol = solve_matrix(lp, solver=solver, mip_gap=0.0)
     except NotOptimalError:
         return None
     assert sol.x is not None
@@ -297,6 +300,7 @@ class ChronusLeases:
     late: bool = True
     hold_declined: bool = True
     least_slack: bool = True
+    solver: str = "highs"
 
     def lease_index(self, t: float) -> int:
         """The index :math:`k` of the lease that starts at world time ``t``."""
@@ -370,6 +374,7 @@ class ChronusLeases:
             maximize=self.unaccepted_count == 0,
             late=self.late,
             least_slack=self.least_slack,
+            solver=self.solver,
         )
         self.plans += 1
         assert plan is not None, "a lease plan of accepted jobs is always feasible"
@@ -508,4 +513,5 @@ def chronus_leases(
         total,
         duration,
         opts.clock_origin,
+        solver=opts.chronus_solver,
     )
