@@ -56,11 +56,15 @@ accepted job. The record's ``extra["met_by_lease_end"]`` lists those jobs.
 
 Which of several optimal plans is kept is the solver's choice (ElasticFlow keeps its solver's
 point): here ties of lease 0 go to the least slack :math:`m_j - q_j` (``least_slack``; a weight
-under one GPU in all), and a block's leases are its latest (``late``).
+under one GPU in all), a block's leases are its latest (``late``), and the solver is HiGHS or
+SCIP (``solver``, the mechanism's ``chronus_solver``).
 
 Not carried out: the rule that takes a job whose run time passed its estimate out of the MILP
-(its overhead is at most 1.5 % of a lease, the estimate's margin 10 %); and the solver's time
-limit (the MILP is solved to optimality here).
+(its overhead is at most 1.5 % of a lease, the estimate's margin 10 %); the solver's time
+limit (the MILP is solved to optimality here); and the credit its progress accounting gives a
+job the lease MILP resumes after a term spent waiting (``flush_lease_jobs`` keeps the
+``last_check_time`` its pending flush set a term before, so ``update_job_time`` counts that term
+as run): here a job's progress is what its GPUs ran.
 
 The reduced MILP (:func:`lease_plan`): lease :math:`l` can only be used by the jobs with
 :math:`m_j > l`; once their gangs sum to at most :math:`N` its capacity row is redundant, and
