@@ -73,15 +73,22 @@ def _instance(seed: int) -> tuple[list[int], list[int], list[int], int]:
     return sizes, need, within, total
 
 
+def _solver(name: str) -> str:
+    if name == "scip":
+        pytest.importorskip("pyscipopt", reason="SCIP's lease plans need pyscipopt")
+    return name
+
+
 @pytest.mark.parametrize("seed", range(40))
 @pytest.mark.parametrize("maximize", [True, False])
-def test_lease_plan_against_enumeration(seed: int, maximize: bool) -> None:
+@pytest.mark.parametrize("solver", ["highs", "scip"])
+def test_lease_plan_against_enumeration(seed: int, maximize: bool, solver: str) -> None:
     """The reduced MILP (a binding prefix, blocks after it) has the full model's optimum of
     lease 0, and its plan is a schedule of the full model: q_j distinct leases among the first
-    m_j, no lease over the GPUs."""
+    m_j, no lease over the GPUs; on either solver (the same optimum)."""
     sizes, need, within, total = _instance(seed)
     best = _brute(sizes, need, within, total, maximize)
-    plan = lease_plan(sizes, need, within, total, maximize)
+    plan = lease_plan(sizes, need, within, total, maximize, solver=_solver(solver))
     if best is None:
         assert plan is None
         return
@@ -266,3 +273,37 @@ def test_declined_arrival_keeps_its_relaxed_leases() -> None:
     free = _leases(False)
     free.decide(0.0, set(), [0, 1, 2])
     assert free.accepted == [0, 2]
+
+
+def test_chronus_solver_option() -> None:
+    """The mechanism's solver names are the matrix backends; a wrong one names the field."""
+    from optsched.errors import InvalidInstanceError
+    from optsched.solvers import MATRIX_SOLVERS
+
+    assert set(MATRIX_SOLVERS) == {"highs", "scip"}  # the names the option accepts
+    with pytest.raises(InvalidInstanceError, match="chronus_solver"):
+        ElasticFlowMechanism(chronus_solver="cbc")
+
+
+@given(_rows(), st.sampled_from([8, 16]))
+def test_scip_lease_plans_valid_records(rows: list[dict[str, object]], count: int) -> None:
+    """With the lease MILP on SCIP every record passes the validator and every job completes
+    (its plans' optimality against enumeration: ``test_lease_plan_against_enumeration``)."""
+    _solver("scip")
+    world = _world(rows, count=count)
+    opts = ElasticFlowMechanism(chronus_solver="scip")
+    res = simulate(world, "chronus", mechanism=opts)
+    validate(res.world, res).raise_if_invalid()
+    assert not any(math.isnan(c) for c in res.completion)
+
+
+def test_scip_and_highs_lease_zero_agree_on_ties() -> None:
+    """Hand case with two optimal plans (one GPU, needs 1 and 2 of 3 leases, minimised): both
+    solvers put one GPU in lease 0, and the least-slack weights make the pick the same job."""
+    for solver in ("highs", _solver("scip")):
+        plan = lease_plan([1, 1], [1, 2], [3, 3], 1, maximize=False, solver=solver)
+        assert plan is not None and plan.now == [False, True]
+        loose = lease_plan(
+            [1, 1], [1, 2], [3, 3], 1, maximize=False, least_slack=False, solver=solver
+        )
+        assert loose is not None and sum(loose.now) == 1

@@ -56,11 +56,15 @@ accepted job. The record's ``extra["met_by_lease_end"]`` lists those jobs.
 
 Which of several optimal plans is kept is the solver's choice (ElasticFlow keeps its solver's
 point): here ties of lease 0 go to the least slack :math:`m_j - q_j` (``least_slack``; a weight
-under one GPU in all), and a block's leases are its latest (``late``).
+under one GPU in all), a block's leases are its latest (``late``), and the solver is HiGHS or
+SCIP (``solver``, the mechanism's ``chronus_solver``).
 
 Not carried out: the rule that takes a job whose run time passed its estimate out of the MILP
-(its overhead is at most 1.5 % of a lease, the estimate's margin 10 %); and the solver's time
-limit (the MILP is solved to optimality here).
+(its overhead is at most 1.5 % of a lease, the estimate's margin 10 %); the solver's time
+limit (the MILP is solved to optimality here); and the credit its progress accounting gives a
+job the lease MILP resumes after a term spent waiting (``flush_lease_jobs`` keeps the
+``last_check_time`` its pending flush set a term before, so ``update_job_time`` counts that term
+as run): here a job's progress is what its GPUs ran.
 
 The reduced MILP (:func:`lease_plan`): lease :math:`l` can only be used by the jobs with
 :math:`m_j > l`; once their gangs sum to at most :math:`N` its capacity row is redundant, and
@@ -185,12 +189,15 @@ def lease_plan(
     maximize: bool,
     late: bool = True,
     least_slack: bool = True,
+    solver: str = "highs",
 ) -> LeasePlan | None:
-    """The lease MILP of the module notes, on HiGHS; ``None`` when it is infeasible.
+    """The lease MILP of the module notes, solved to optimality; ``None`` when infeasible.
 
     Within a block of the free suffix a job's count of leases is expanded onto the block's
     latest leases (any expansion is a solution; ElasticFlow keeps whichever point its solver
-    returns).
+    returns). ``solver`` is a matrix backend of :func:`optsched.solvers.solve_matrix`
+    (``"highs"`` or ``"scip"``): every backend returns an optimal plan, but which of several
+    optimal plans (the knob that tells whether the solver's pick moves the met count).
     """
     import numpy as np
     import scipy.sparse as sp
@@ -242,7 +249,7 @@ def lease_plan(
         integrality=[True] * len(cols),
     )
     try:
-        sol = solve_matrix(lp, mip_gap=0.0)
+        sol = solve_matrix(lp, solver=solver, mip_gap=0.0)
     except NotOptimalError:
         return None
     assert sol.x is not None
@@ -297,6 +304,7 @@ class ChronusLeases:
     late: bool = True
     hold_declined: bool = True
     least_slack: bool = True
+    solver: str = "highs"
 
     def lease_index(self, t: float) -> int:
         """The index :math:`k` of the lease that starts at world time ``t``."""
@@ -370,6 +378,7 @@ class ChronusLeases:
             maximize=self.unaccepted_count == 0,
             late=self.late,
             least_slack=self.least_slack,
+            solver=self.solver,
         )
         self.plans += 1
         assert plan is not None, "a lease plan of accepted jobs is always feasible"
@@ -508,4 +517,5 @@ def chronus_leases(
         total,
         duration,
         opts.clock_origin,
+        solver=opts.chronus_solver,
     )

@@ -93,6 +93,11 @@ class ElasticFlowMechanism:
         not unique (:func:`~optsched.sim.engine.elasticflow_themis.ftf_allocation`): the
         analytic centre (default; where ElasticFlow's interior-point ECOS tends) or the vertex
         HiGHS returns.
+    chronus_solver : {"highs", "scip"}
+        The matrix backend Chronus's lease MILP is solved with
+        (:func:`~optsched.sim.engine.elasticflow_chronus.lease_plan`; default ``"highs"``).
+        Both solve it to optimality; which of several optimal plans comes back is the solver's
+        own, so this switches the plan among the optima alone (ElasticFlow's is python-mip's).
     """
 
     slot_seconds: float = DEFAULT_SLOT_SECONDS
@@ -102,6 +107,7 @@ class ElasticFlowMechanism:
     clock_origin: float = 0.0
     stop_at_plan_end: bool = True
     themis_face: str = "centre"
+    chronus_solver: str = "highs"
 
     def __post_init__(self) -> None:
         s = self.slot_seconds
@@ -123,6 +129,11 @@ class ElasticFlowMechanism:
         if self.themis_face not in ("centre", "vertex"):
             raise InvalidInstanceError(
                 "themis_face", f"must be 'centre' or 'vertex', got {self.themis_face!r}"
+            )
+        if self.chronus_solver not in ("highs", "scip"):
+            # the matrix backends of optsched.solvers.solve_matrix (not imported here: light)
+            raise InvalidInstanceError(
+                "chronus_solver", f"must be 'highs' or 'scip', got {self.chronus_solver!r}"
             )
         r = self.restart_every
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:
