@@ -13,18 +13,9 @@ from typing import TYPE_CHECKING
 from optsched.sim.engine.elasticflow_chronus import LEASE_SECONDS, chronus_leases
 from optsched.sim.engine.elasticflow_dlas import DlasQueues
 from optsched.sim.engine.elasticflow_gandiva import GandivaSets
-from optsched.sim.engine.elasticflow_options import (
-    ElasticFlowMechanism,
-    gang_cap,
-    overhead_seconds,
-)
-from optsched.sim.engine.elasticflow_plan import (
-    FreeProfile,
-    Plan,
-    plan_assigned,
-    plan_edf,
-    plan_min_share,
-)
+from optsched.sim.engine.elasticflow_gangs import GangPlanner
+from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism, overhead_seconds
+from optsched.sim.engine.elasticflow_plan import Plan
 from optsched.sim.engine.elasticflow_themis import ThemisLeases
 from optsched.sim.measure.record import SimResult, add_interval, empty_intervals
 from optsched.tolerances import FIT_TOL
@@ -130,16 +121,7 @@ class ElasticFlowSim:
         self.server_size = max(self.caps)
         jobs = world.jobs
         self.jobs = jobs
-        self.levels: list[list[int]] = []
-        for job in jobs:
-            cap = gang_cap(job, scheme, self.N)
-            lv = [1 << k for k in range(cap.bit_length())]
-            measured = (counts or {}).get(job.job_type)
-            if measured is not None:
-                # plan only on the sizes ElasticFlow measured (its levels)
-                lv = [n for n in lv if n in measured]
-            lv = [n for n in lv if self._rate(job.index, n) > 0]
-            self.levels.append(lv or [1])
+        self.planner = GangPlanner(jobs, scheme, opts, self.N, self._rate, counts)
         self.left = [j.work for j in jobs]
         self.active: list[int] = []  # admitted (or, for EDF, arrived) and unfinished
         self.declined: list[int] = []
@@ -185,69 +167,6 @@ class ElasticFlowSim:
     def _rate(self, i: int, n: int, consolidated: bool = True) -> float:
         return self.world.rate(self.jobs[i], self.type, consolidated, num_gpus=n)
 
-    def _plan(self, prof: FreeProfile, i: int, t: float, gpus: int = 0) -> Plan:
-        job = self.jobs[i]
-        lv = self.levels[i]
-        d = job.deadline if job.deadline == job.deadline else math.inf
-        rate = lambda n: self._rate(i, n)  # noqa: E731
-        slot = self.opts.slot_seconds
-        if self.scheme == "edf":
-            return plan_edf(prof, t, self.left[i], d, lv, rate, slot)
-        if gpus:
-            return plan_assigned(prof, t, self.left[i], d, lv, rate, gpus, slot)
-        return plan_min_share(prof, t, self.left[i], d, lv, rate, slot)
-
-    def _order(self, ids: list[int]) -> list[int]:
-        def key(i: int) -> tuple[float, float, int]:
-            d = self.jobs[i].deadline
-            return (d if d == d else math.inf, self.jobs[i].arrival, i)
-
-        return sorted(ids, key=key)
-
-    def _plan_all(self, ids: list[int], t: float) -> tuple[FreeProfile, dict[int, Plan], bool]:
-        """Plan ``ids`` in deadline order, each against what its predecessors left."""
-        prof = FreeProfile(t, self.N)
-        plans: dict[int, Plan] = {}
-        ok = True
-        for i in self._order(ids):
-            p = self._plan(prof, i, t)
-            prof.add(p, -1)
-            plans[i] = p
-            ok = ok and p.ok
-        return prof, plans, ok
-
-    def _next_level(self, i: int, g: int) -> int | None:
-        for n in self.levels[i]:
-            if n > g:
-                return n
-        return None
-
-    def _extra(self, prof: FreeProfile, t: float) -> None:
-        """Hand the GPUs free now out one level at a time (ElasticFlow's greedy, module notes)."""
-        free = prof.at(t)
-        order = self._order(self.active)
-        while free > 0:
-            best: tuple[float, int, Plan] | None = None
-            for i in order:
-                p = self.plans[i]
-                g = p.gpus_at(t)
-                nxt = self._next_level(i, g)
-                if nxt is None or nxt - g > free:
-                    continue
-                trial = prof.copy()
-                trial.add(p, +1)
-                q = self._plan(trial, i, t, nxt)
-                m = math.inf if g == 0 else (q.gpu_time() - p.gpu_time()) / (nxt - g)
-                if best is None or m > best[0]:
-                    best = (m, i, q)
-            if best is None:
-                return
-            _, i, q = best
-            prof.add(self.plans[i], +1)
-            prof.add(q, -1)
-            free -= q.gpus_at(t) - self.plans[i].gpus_at(t)
-            self.plans[i] = q
-
     def _decide_plans(self, t: float, new: list[int]) -> None:
         if self.gandiva is not None:
             self.active += new
@@ -272,10 +191,10 @@ class ElasticFlowSim:
             return
         if self.scheme == "edf":
             self.active += new
-            _, self.plans, _ = self._plan_all(self.active, t)
+            _, self.plans, _ = self.planner.plan_all(self.active, t, self.left)
             return
         if new:
-            _, trial, ok = self._plan_all(self.active + new, t)
+            _, trial, ok = self.planner.plan_all(self.active + new, t, self.left)
             if ok:
                 self.active += new
                 for i in new:
@@ -283,8 +202,8 @@ class ElasticFlowSim:
             else:
                 # ElasticFlow declines every job of the event together
                 self.declined += new
-        prof, self.plans, _ = self._plan_all(self.active, t)
-        self._extra(prof, t)
+        prof, self.plans, _ = self.planner.plan_all(self.active, t, self.left)
+        self.planner.extra(prof, t, self.active, self.plans, self.left)
 
     # -- one decision -----------------------------------------------------------------------
 
@@ -304,7 +223,7 @@ class ElasticFlowSim:
             elif self.themis is not None or self.chronus is not None:
                 gangs = list(self.gang.items())
             else:
-                gangs = [(i, self.plans[i].gpus_at(t)) for i in self._order(self.active)]
+                gangs = [(i, self.plans[i].gpus_at(t)) for i in self.planner.order(self.active)]
                 gangs = [(i, g) for i, g in gangs if g > 0]
             place = buddy_place(gangs, self.caps)
         counted = more or self.gandiva is None
