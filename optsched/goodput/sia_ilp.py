@@ -374,8 +374,10 @@ def solve(
     Parameters
     ----------
     instance : SiaInstance
-    solver : {"highs", "scip"}, default "highs"
-        A matrix backend of :func:`optsched.solvers.solve_matrix`.
+    solver : {"highs", "scip", "cbc"}, default "highs"
+        A matrix backend of :func:`optsched.solvers.solve_matrix`, or ``"cbc"``: CBC through
+        cvxpy on the problem stated as Sia's policy states it
+        (:func:`optsched.goodput.sia_cbc.solve`; ``solver_options`` do not apply).
     time_limit : float, optional
         Seconds, model building included.
     mip_gap : float, optional
@@ -409,6 +411,16 @@ def solve(
     >>> res.status.value, validate(inst, res.solution).ok
     ('optimal', True)
     """
+    if solver == "cbc":
+        # imported here: sia_cbc builds on this module
+        from optsched.goodput.sia_cbc import solve as solve_cbc
+
+        return solve_cbc(
+            instance,
+            mip_gap=DEFAULT_MIP_GAP if mip_gap is None else mip_gap,
+            threads=threads,
+            accept_feasible=accept_feasible,
+        )
     from optsched.family.exact import exact_solve
 
     return exact_solve(

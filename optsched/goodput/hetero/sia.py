@@ -223,13 +223,39 @@ def _tie_broken(inst: SiaInstance, eps: float, later: float = 0.0) -> SiaInstanc
     return inst.model_copy(update={"jobs": tuple(jobs), "decimals": None})
 
 
+def _sia_coefficients(inst: SiaInstance) -> list[np.ndarray]:
+    """Each job's coefficients as Sia's matrices hold them: single precision, no credits.
+
+    The goodputs scaled by the re-allocation factor off the option held, powered, rounded to
+    two decimals and clipped, all in ``np.float32`` (Sia's ``__power_up_speedup_matrix``).
+    """
+    p32 = np.float32(inst.p)
+    out = []
+    for job in inst.jobs:
+        g = np.array([o.goodput for o in job.options], dtype=np.float32)
+        if job.previous is not None:
+            keep = g[job.previous]
+            g = g * np.float32(job.realloc_factor)
+            g[job.previous] = keep
+        a = np.round(np.power(g, p32), 2)
+        a[a > inst.clip] = np.float32(inst.clip)
+        out.append(a)
+    return out
+
+
 def _xput(app: HeteroApp) -> float:
     one = app.traces.num_replicas == 1
     return float(app.traces.local_bsz[one].max() / app.traces.step_time[one].max())
 
 
 class SiaHetero:
-    """Sia's policy (module notes); ``solver`` is :func:`~optsched.goodput.sia_ilp.solve`'s."""
+    """Sia's policy (module notes).
+
+    ``solver`` is :func:`~optsched.goodput.sia_ilp.solve`'s (``"highs"``, ``"scip"``), or
+    ``"cbc"``: the round stated and solved as Sia's policy does it, CBC through cvxpy on Sia's
+    single-precision matrix at Sia's gap (:func:`optsched.goodput.sia_cbc.solve`); with it
+    ``tie_break`` does not apply, CBC's own choices being the point.
+    """
 
     name = "sia"
 
@@ -346,11 +372,18 @@ class SiaHetero:
                                                       gpus_per_node=g.gpus_per_node)
                                            for g in types),
                            jobs=tuple(sia_jobs), p=self.p, lambda_n=self.lambda_n)  # fmt: skip
-        if self.tie_break != "none":
-            keep = TIE_CREDIT if self.tie_break == "previous" else 0.0
-            later = TIE_CREDIT if self.tie_break == "later" else 0.0
-            inst = _tie_broken(inst, keep, later)
-        solution = solve(inst, solver=self.solver).solution
+        if self.solver == "cbc":
+            # Sia's own solve: its matrix and gap; CBC breaks the ties as in Sia's runs
+            from optsched.goodput.sia_cbc import solve as solve_cbc
+
+            coef = _sia_coefficients(inst)
+            solution = solve_cbc(inst, coefficients_override=coef, accept_feasible=True).solution
+        else:
+            if self.tie_break != "none":
+                keep = TIE_CREDIT if self.tie_break == "previous" else 0.0
+                later = TIE_CREDIT if self.tie_break == "later" else 0.0
+                inst = _tie_broken(inst, keep, later)
+            solution = solve(inst, solver=self.solver).solution
         assert solution is not None  # solve raises unless it proved an optimum
         choices = solution.choices()
         self._prev = {j.name: c for j, c in zip(sia_jobs, choices, strict=True) if c is not None}
