@@ -50,7 +50,7 @@ WORKLOAD = Path("workloads") / "scale" / "rate_10" / "workload-5.csv"
 POLICIES: dict[str, tuple[str, str, float]] = {
     "gavel": ("gavel", "gavel", 360.0),
     "sia": ("sia", "sia", 60.0),
-    "sia, CBC (Sia's solver)": ("sia", "sia-cbc", 60.0),
+    "sia with CBC (Sia's solver)": ("sia", "sia-cbc", 60.0),
     "sia, decisions replayed": ("sia", "replay-sia", 60.0),
     "pollux, decisions replayed": ("pollux", "replay-pollux", 60.0),
 }
@@ -208,7 +208,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "columns": COLUMNS,
         "rows": rows,
         "summary": {
-            f"policies with every figure within {GOAL_PCT:g} %": ", ".join(within) or "none",
+            f"policies with every figure within {GOAL_PCT:g} %": "; ".join(within) or "none",
             "largest abs difference (%)": max(
                 (abs(r[i]) for r in rows for i in (4, 7, 10) if r[i] is not None), default=None
             ),

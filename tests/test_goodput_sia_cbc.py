@@ -1,4 +1,4 @@
-"""Sia's round on CBC through cvxpy, stated as Sia's policy states it (optsched.goodput.sia_cbc).
+"""Sia's round on CBC through cvxpy, stated as Sia's policy states it (sia_ilp.solve_cbc).
 
 CBC's optimum is HiGHS's (and so the brute force's, tests/test_goodput_sia_ilp.py) on random
 rounds; without cvxpy's CBC the backend raises a typed error naming the solver; the
@@ -15,9 +15,8 @@ from hypothesis import given, settings
 from strategies.sia import tiny_instances
 
 from optsched.errors import NotOptimalError, SolverUnavailableError
-from optsched.goodput import sia_cbc
 from optsched.goodput.sia_cbc import SIA_GAP, cbc_available
-from optsched.goodput.sia_ilp import solve, validate
+from optsched.goodput.sia_ilp import solve, solve_cbc, validate
 from optsched.goodput.sia_instance import SiaInstance, generate_instance
 from optsched.tolerances import SOLVER_AGREEMENT_TOL, within
 
@@ -51,8 +50,8 @@ def test_sias_gap_is_not_called_optimal() -> None:
     """At Sia's 1e-4 gap CBC may stop short of the optimum: a feasible result, or an error."""
     inst = generate_instance(8, seed=1)
     with pytest.raises(NotOptimalError):
-        sia_cbc.solve(inst, mip_gap=SIA_GAP)
-    res = sia_cbc.solve(inst, mip_gap=SIA_GAP, accept_feasible=True)
+        solve_cbc(inst, mip_gap=SIA_GAP)
+    res = solve_cbc(inst, mip_gap=SIA_GAP, accept_feasible=True)
     assert res.status.value == "feasible" and validate(inst, res.solution).ok
 
 

@@ -4,7 +4,7 @@ The round (:mod:`optsched.goodput.sia_ilp`, docs page ``formulations/sia_ilp``) 
 optima once its coefficients are rounded to two decimals, and which one a solver returns
 depends on the solver and on the matrix it is handed. Sia's policy (``sia.py``,
 ``__solve_mip_rescaled``) builds it with cvxpy and solves it with CBC (through cylp) at a
-relative gap of :math:`10^{-4}` (``allowablePercentageGap=0.01``). :func:`solve` builds the
+relative gap of :math:`10^{-4}` (``allowablePercentageGap=0.01``). :func:`solve_round` builds the
 same cvxpy problem in the same structure, so that CBC receives the same matrix and returns the
 same optimum:
 
@@ -20,7 +20,10 @@ same optimum:
   of GPU counts; :math:`X \mathbf{1} \le \mathbf{1}` per block, then :math:`X_{j,\mathrm{prev}_j}
   = 1` for each pinned job.
 
-cvxpy and cylp are imported only when :func:`solve` runs; without them it raises
+:func:`solve_round` returns CBC's choices; :func:`optsched.goodput.sia_ilp.solve_cbc` (and
+``sia_ilp.solve(..., solver="cbc")``) validates them and wraps them in an
+:class:`~optsched.results.ExactResult`. cvxpy and cylp are imported only when
+:func:`solve_round` runs; without them it raises
 :class:`~optsched.errors.SolverUnavailableError`. Cost: cvxpy's canonicalisation,
 :math:`O(\sum_j |O_j|)` nonzeros, plus CBC's branch and bound.
 """
@@ -29,18 +32,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from optsched.errors import InconsistentResultError, NotOptimalError, SolverUnavailableError
-from optsched.goodput.sia_ilp import SiaAllocation, gpus_used, validate
-from optsched.goodput.sia_instance import SiaInstance, coefficients
-from optsched.results import ExactResult
-from optsched.solvers.result import Status, TerminationCondition
-from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, OPTIMALITY_GAP
+from optsched.errors import InconsistentResultError, SolverUnavailableError
+from optsched.goodput.sia_instance import SiaInstance
 
-__all__ = ["SIA_GAP", "SIA_THREADS", "cbc_available", "solve"]
+__all__ = ["SIA_GAP", "SIA_THREADS", "CbcRound", "cbc_available", "solve_round"]
 
 #: Sia's relative gap (``sia_solver_thresh``), handed to CBC as ``allowablePercentageGap``.
 SIA_GAP = 1e-4
@@ -118,61 +117,47 @@ def _build(
     return cp.Problem(objective, constraints=constraints), blocks
 
 
-def _value(instance: SiaInstance, a: Sequence[np.ndarray], choices: list[int | None]) -> float:
-    total = sum(
-        instance.jobs[j].weight * float(a[j][c]) for j, c in enumerate(choices) if c is not None
-    )
-    held = sum(c is not None for c in choices)
-    return total + instance.lambda_n * (len(instance.jobs) - held)
+class CbcRound(NamedTuple):
+    """CBC's answer to one round: per job its option (``None``: nothing), and CBC's figures."""
+
+    choices: list[int | None]
+    value: float
+    status: str
+    build_seconds: float
+    solve_seconds: float
+    variables: int
+    blocks: int
 
 
-def solve(
+def solve_round(
     instance: SiaInstance,
+    a: Sequence[np.ndarray],
     *,
-    coefficients_override: Sequence[np.ndarray] | None = None,
     mip_gap: float = SIA_GAP,
     threads: int | None = SIA_THREADS,
-    accept_feasible: bool = False,
-) -> ExactResult[SiaAllocation]:
-    """Solve the round with CBC through cvxpy, the problem stated as Sia's policy states it.
+) -> CbcRound:
+    """Build the round as Sia's policy does (module notes) and solve it with CBC.
 
     Parameters
     ----------
     instance : SiaInstance
-    coefficients_override : sequence of arrays, optional
-        Each job's objective coefficients, in place of
-        :func:`~optsched.goodput.sia_instance.coefficients` (the heterogeneous world passes
-        Sia's single-precision matrix, so that CBC sees Sia's very numbers).
+        A round with at least one job.
+    a : sequence of arrays
+        Each job's objective coefficients (one per option).
     mip_gap : float, default :data:`SIA_GAP`
         Relative gap, handed to CBC as ``allowablePercentageGap = 100 mip_gap``.
     threads : int or None, default :data:`SIA_THREADS`
         CBC's ``numberThreads`` (``None``: CBC's default).
-    accept_feasible : bool, default False
-        Return the allocation when the gap allows CBC to stop short of a proven optimum
-        (``mip_gap`` above :data:`~optsched.tolerances.OPTIMALITY_GAP`); otherwise raise.
-
-    Returns
-    -------
-    ExactResult of SiaAllocation
-        ``objective`` the allocation's value under the coefficients used; ``status``
-        ``optimal`` only when CBC reported optimality at a gap within ``OPTIMALITY_GAP``.
 
     Raises
     ------
     SolverUnavailableError
         cvxpy or cylp (CBC) is not installed.
-    NotOptimalError
-        CBC stopped at a gap looser than ``OPTIMALITY_GAP`` and ``accept_feasible`` is false.
     InconsistentResultError
-        The allocation fails :func:`~optsched.goodput.sia_ilp.validate`, or its recomputed
-        objective disagrees with CBC's.
+        CBC calls the round anything but optimal (it is always feasible: the pinned options
+        fitted last round and every other job may get nothing).
     """
     cp = _require_cbc()
-    a = list(coefficients(instance) if coefficients_override is None else coefficients_override)
-    if not instance.jobs:
-        return ExactResult(SiaAllocation(), 0.0, Status.OPTIMAL,
-                           TerminationCondition.OPTIMAL, 0.0, 0.0, sense=instance.sense,  # type: ignore[arg-type]
-                           objective_name="sia", solver="cbc")  # fmt: skip
     start = time.perf_counter()
     problem, blocks = _build(cp, instance, a)
     built = time.perf_counter()
@@ -182,7 +167,6 @@ def solve(
     problem.solve(solver=cp.CBC, **options)
     done = time.perf_counter()
     if problem.status != "optimal":
-        # the round is always feasible (nothing allocated but the pinned, which fit last round)
         raise InconsistentResultError(f"CBC returned status {problem.status!r} for the round")
     choices: list[int | None] = [None] * len(instance.jobs)
     for jobs, x in blocks:
@@ -190,27 +174,5 @@ def solve(
         for r, j in enumerate(jobs):
             held = np.flatnonzero(values[r])
             choices[j] = int(held[0]) if held.size else None
-    allocation = SiaAllocation.from_choices(instance, choices)
-    report = validate(instance, allocation)
-    if not report.ok:
-        raise InconsistentResultError(f"CBC's allocation is infeasible: {report.violations[:3]}")
-    objective = _value(instance, a, choices)
-    if abs(objective - float(problem.value)) > OBJECTIVE_AGREEMENT_TOL * max(1.0, abs(objective)):
-        raise InconsistentResultError(
-            f"CBC reports objective {problem.value}, its allocation recomputes to {objective}"
-        )
-    proven = mip_gap <= OPTIMALITY_GAP
-    result: ExactResult[SiaAllocation] = ExactResult(
-        allocation, objective,
-        Status.OPTIMAL if proven else Status.FEASIBLE,
-        TerminationCondition.OPTIMAL if proven else TerminationCondition.GAP_LIMIT,
-        objective if proven else None, 0.0 if proven else None,
-        sense=instance.sense,  # type: ignore[arg-type]
-        objective_name="sia", build_seconds=built - start, solve_seconds=done - built,
-        solver="cbc", native_status=str(problem.status),
-        size={"variables": sum(x.size for _, x in blocks), "blocks": len(blocks)},
-        extra={"gpus_used": gpus_used(instance, allocation)},
-    )  # fmt: skip
-    if not proven and not accept_feasible:
-        raise NotOptimalError(result)
-    return result
+    return CbcRound(choices, float(problem.value), str(problem.status), built - start,
+                    done - built, sum(int(x.size) for _, x in blocks), len(blocks))  # fmt: skip

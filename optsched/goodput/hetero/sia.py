@@ -253,7 +253,7 @@ class SiaHetero:
 
     ``solver`` is :func:`~optsched.goodput.sia_ilp.solve`'s (``"highs"``, ``"scip"``), or
     ``"cbc"``: the round stated and solved as Sia's policy does it, CBC through cvxpy on Sia's
-    single-precision matrix at Sia's gap (:func:`optsched.goodput.sia_cbc.solve`); with it
+    single-precision matrix at Sia's gap (:func:`optsched.goodput.sia_ilp.solve_cbc`); with it
     ``tie_break`` does not apply, CBC's own choices being the point.
     """
 
@@ -374,10 +374,12 @@ class SiaHetero:
                            jobs=tuple(sia_jobs), p=self.p, lambda_n=self.lambda_n)  # fmt: skip
         if self.solver == "cbc":
             # Sia's own solve: its matrix and gap; CBC breaks the ties as in Sia's runs
-            from optsched.goodput.sia_cbc import solve as solve_cbc
+            from optsched.goodput.sia_cbc import SIA_GAP, SIA_THREADS
+            from optsched.goodput.sia_ilp import solve_cbc
 
-            coef = _sia_coefficients(inst)
-            solution = solve_cbc(inst, coefficients_override=coef, accept_feasible=True).solution
+            solution = solve_cbc(inst, coefficients_override=_sia_coefficients(inst),
+                                 mip_gap=SIA_GAP, threads=SIA_THREADS,
+                                 accept_feasible=True).solution  # fmt: skip
         else:
             if self.tie_break != "none":
                 keep = TIE_CREDIT if self.tie_break == "previous" else 0.0
