@@ -11,7 +11,9 @@ the simulator's ``summary.json`` and per-round log (``--output``), made as that 
 --interval=60 --policy_p_val=-1``). optsched runs the same workload file and measurements in
 :func:`optsched.goodput.hetero.world.simulate_hetero` with
 :class:`~optsched.goodput.hetero.gavel.SiaGavel` (360 s) and
-:class:`~optsched.goodput.hetero.sia.SiaHetero` (60 s), and replays the Sia and Pollux runs'
+:class:`~optsched.goodput.hetero.sia.SiaHetero` (60 s; its round solved by HiGHS, and by CBC
+through cvxpy as Sia's policy solves it, ``solver="cbc"``, a row left out without cylp), and
+replays the Sia and Pollux runs'
 logged decisions (:mod:`optsched.goodput.hetero.replay`), each record checked by
 :func:`optsched.goodput.hetero.validate.validate`. Compared per policy: average JCT, makespan
 and GPU-hours and their differences in percent, the jobs whose JCT is equal in both, and
