@@ -322,3 +322,27 @@ def test_a_bad_log_names_its_line(tmp_path: Path) -> None:
     log.write_text("")
     with pytest.raises(InvalidInstanceError):
         read_sia_log(log)
+
+
+@pytest.mark.skipif(
+    not __import__("optsched.goodput.sia_cbc", fromlist=["x"]).cbc_available(),
+    reason="CBC through cvxpy is not installed (pip install cylp)",
+)
+def test_sia_solver_knob_hands_the_rounds_to_cbc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SiaHetero(solver="cbc")``: every round goes to CBC with Sia's matrix and gap."""
+    from optsched.goodput import sia_ilp
+
+    calls: list[dict[str, Any]] = []
+    real = sia_ilp.solve_cbc
+
+    def spy(inst: SiaInstance, **kw: Any) -> Any:
+        calls.append(kw)
+        return real(inst, **kw)
+
+    monkeypatch.setattr(sia_ilp, "solve_cbc", spy)
+    run = simulate_hetero(MIXED, SiaHetero(solver="cbc"), tiny_apps(), gpu_types=TINY, interval=60)
+    assert run.complete and validate(run).ok
+    assert len(calls) == len(run.decisions)
+    # Sia's single-precision coefficients, Sia's gap accepted as CBC's answer
+    assert all(kw["accept_feasible"] and kw["mip_gap"] == 1e-4 for kw in calls)
+    assert all(a.dtype == np.float32 for kw in calls for a in kw["coefficients_override"])

@@ -31,10 +31,13 @@ from typing import Any
 import numpy as np
 
 from optsched._validation import Frozen
-from optsched.errors import InvalidInstanceError
+from optsched.errors import InconsistentResultError, InvalidInstanceError, NotOptimalError
 from optsched.family.exact import Formulation
+from optsched.goodput.sia_cbc import solve_round
 from optsched.goodput.sia_instance import SiaInstance, coefficients
 from optsched.results import ExactResult, Report, Violation
+from optsched.solvers.result import Status, TerminationCondition
+from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, OPTIMALITY_GAP
 
 __all__ = [
     "CONSTRAINTS",
@@ -46,6 +49,7 @@ __all__ = [
     "greedy",
     "objective_value",
     "solve",
+    "solve_cbc",
     "validate",
 ]
 
@@ -374,8 +378,10 @@ def solve(
     Parameters
     ----------
     instance : SiaInstance
-    solver : {"highs", "scip"}, default "highs"
-        A matrix backend of :func:`optsched.solvers.solve_matrix`.
+    solver : {"highs", "scip", "cbc"}, default "highs"
+        A matrix backend of :func:`optsched.solvers.solve_matrix`, or ``"cbc"``: CBC through
+        cvxpy on the problem stated as Sia's policy states it
+        (:func:`solve_cbc`; ``solver_options`` do not apply).
     time_limit : float, optional
         Seconds, model building included.
     mip_gap : float, optional
@@ -409,6 +415,13 @@ def solve(
     >>> res.status.value, validate(inst, res.solution).ok
     ('optimal', True)
     """
+    if solver == "cbc":
+        return solve_cbc(
+            instance,
+            mip_gap=DEFAULT_MIP_GAP if mip_gap is None else mip_gap,
+            threads=threads,
+            accept_feasible=accept_feasible,
+        )
     from optsched.family.exact import exact_solve
 
     return exact_solve(
@@ -420,3 +433,81 @@ def solve(
         solver_options=solver_options,
         accept_feasible=accept_feasible,
     )
+
+
+def solve_cbc(
+    instance: SiaInstance,
+    *,
+    coefficients_override: Sequence[Any] | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    accept_feasible: bool = False,
+) -> ExactResult[SiaAllocation]:
+    """Solve the round with CBC through cvxpy, stated as Sia's policy states it; validate it.
+
+    The problem is :func:`optsched.goodput.sia_cbc.solve_round`'s (Sia's cvxpy statement).
+
+    Parameters
+    ----------
+    instance : SiaInstance
+    coefficients_override : sequence of arrays, optional
+        Each job's objective coefficients in place of
+        :func:`~optsched.goodput.sia_instance.coefficients` (the heterogeneous world passes
+        Sia's single-precision matrix, so that CBC sees Sia's very numbers).
+    mip_gap : float, optional
+        Relative gap (default :data:`DEFAULT_MIP_GAP`; Sia's is
+        :data:`~optsched.goodput.sia_cbc.SIA_GAP`).
+    threads : int, optional
+        CBC's ``numberThreads``.
+    accept_feasible : bool, default False
+        Return the allocation when the gap lets CBC stop short of a proven optimum (a gap above
+        :data:`~optsched.tolerances.OPTIMALITY_GAP`) instead of raising.
+
+    Returns
+    -------
+    ExactResult of SiaAllocation
+        ``objective`` the allocation's value under the coefficients used; ``status``
+        ``optimal`` only at a gap within ``OPTIMALITY_GAP``, else ``feasible``.
+
+    Raises
+    ------
+    SolverUnavailableError
+        cvxpy or cylp (CBC) is not installed.
+    NotOptimalError
+        The gap is looser than ``OPTIMALITY_GAP`` and ``accept_feasible`` is false.
+    InconsistentResultError
+        The allocation fails :func:`validate`, or its recomputed objective disagrees with CBC's.
+    """
+    gap = DEFAULT_MIP_GAP if mip_gap is None else mip_gap
+    a = list(coefficients(instance) if coefficients_override is None else coefficients_override)
+    if not instance.jobs:
+        return ExactResult(SiaAllocation(), 0.0, Status.OPTIMAL, TerminationCondition.OPTIMAL,
+                           0.0, 0.0, sense=instance.sense,  # type: ignore[arg-type]
+                           objective_name="sia", solver="cbc")  # fmt: skip
+    answer = solve_round(instance, a, mip_gap=gap, threads=threads)
+    allocation = SiaAllocation.from_choices(instance, answer.choices)
+    report = validate(instance, allocation)
+    if not report.ok:
+        raise InconsistentResultError(f"CBC's allocation is infeasible: {report.violations[:3]}")
+    held = [(j, c) for j, c in enumerate(answer.choices) if c is not None]
+    objective = sum(instance.jobs[j].weight * float(a[j][c]) for j, c in held)
+    objective += instance.lambda_n * (len(instance.jobs) - len(held))
+    if abs(objective - answer.value) > OBJECTIVE_AGREEMENT_TOL * max(1.0, abs(objective)):
+        raise InconsistentResultError(
+            f"CBC reports objective {answer.value}, its allocation recomputes to {objective}"
+        )
+    proven = gap <= OPTIMALITY_GAP
+    result: ExactResult[SiaAllocation] = ExactResult(
+        allocation, objective,
+        Status.OPTIMAL if proven else Status.FEASIBLE,
+        TerminationCondition.OPTIMAL if proven else TerminationCondition.GAP_LIMIT,
+        objective if proven else None, 0.0 if proven else None,
+        sense=instance.sense,  # type: ignore[arg-type]
+        objective_name="sia", build_seconds=answer.build_seconds,
+        solve_seconds=answer.solve_seconds, solver="cbc", native_status=answer.status,
+        size={"variables": answer.variables, "blocks": answer.blocks},
+        extra={"gpus_used": gpus_used(instance, allocation)},
+    )  # fmt: skip
+    if not proven and not accept_feasible:
+        raise NotOptimalError(result)
+    return result

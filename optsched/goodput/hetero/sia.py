@@ -51,7 +51,9 @@ favours each job's options in proportion to their index in Sia's order (aws, dgx
 fewer GPUs first), which is what CBC chose in three of the four ties of the artifact's first
 1,560 s and in 53 of 80 first allocations (rtx, the last type); ``"previous"`` favours the
 option the job holds (no restart); ``"none"`` hands HiGHS the instance's own double-precision
-coefficients, ties and all.
+coefficients, ties and all. ``solver="cbc"`` leaves the ties to Sia's own solve (CBC through
+cvxpy on Sia's matrix and gap, :func:`optsched.goodput.sia_ilp.solve_cbc`): on the artifact's
+80-job run it reproduces all but five of Sia's 664 decisions.
 
 Cost per round: :math:`O(J C)` goodput evaluations (:math:`C` configurations, 50 batches each)
 plus the ILP.
@@ -223,13 +225,39 @@ def _tie_broken(inst: SiaInstance, eps: float, later: float = 0.0) -> SiaInstanc
     return inst.model_copy(update={"jobs": tuple(jobs), "decimals": None})
 
 
+def _sia_coefficients(inst: SiaInstance) -> list[np.ndarray]:
+    """Each job's coefficients as Sia's matrices hold them: single precision, no credits.
+
+    The goodputs scaled by the re-allocation factor off the option held, powered, rounded to
+    two decimals and clipped, all in ``np.float32`` (Sia's ``__power_up_speedup_matrix``).
+    """
+    p32 = np.float32(inst.p)
+    out = []
+    for job in inst.jobs:
+        g = np.array([o.goodput for o in job.options], dtype=np.float32)
+        if job.previous is not None:
+            keep = g[job.previous]
+            g = g * np.float32(job.realloc_factor)
+            g[job.previous] = keep
+        a = np.round(np.power(g, p32), 2)
+        a[a > inst.clip] = np.float32(inst.clip)
+        out.append(a)
+    return out
+
+
 def _xput(app: HeteroApp) -> float:
     one = app.traces.num_replicas == 1
     return float(app.traces.local_bsz[one].max() / app.traces.step_time[one].max())
 
 
 class SiaHetero:
-    """Sia's policy (module notes); ``solver`` is :func:`~optsched.goodput.sia_ilp.solve`'s."""
+    """Sia's policy (module notes).
+
+    ``solver`` is :func:`~optsched.goodput.sia_ilp.solve`'s (``"highs"``, ``"scip"``), or
+    ``"cbc"``: the round stated and solved as Sia's policy does it, CBC through cvxpy on Sia's
+    single-precision matrix at Sia's gap (:func:`optsched.goodput.sia_ilp.solve_cbc`); with it
+    ``tie_break`` does not apply, CBC's own choices being the point.
+    """
 
     name = "sia"
 
@@ -346,11 +374,20 @@ class SiaHetero:
                                                       gpus_per_node=g.gpus_per_node)
                                            for g in types),
                            jobs=tuple(sia_jobs), p=self.p, lambda_n=self.lambda_n)  # fmt: skip
-        if self.tie_break != "none":
-            keep = TIE_CREDIT if self.tie_break == "previous" else 0.0
-            later = TIE_CREDIT if self.tie_break == "later" else 0.0
-            inst = _tie_broken(inst, keep, later)
-        solution = solve(inst, solver=self.solver).solution
+        if self.solver == "cbc":
+            # Sia's own solve: its matrix and gap; CBC breaks the ties as in Sia's runs
+            from optsched.goodput.sia_cbc import SIA_GAP, SIA_THREADS
+            from optsched.goodput.sia_ilp import solve_cbc
+
+            solution = solve_cbc(inst, coefficients_override=_sia_coefficients(inst),
+                                 mip_gap=SIA_GAP, threads=SIA_THREADS,
+                                 accept_feasible=True).solution  # fmt: skip
+        else:
+            if self.tie_break != "none":
+                keep = TIE_CREDIT if self.tie_break == "previous" else 0.0
+                later = TIE_CREDIT if self.tie_break == "later" else 0.0
+                inst = _tie_broken(inst, keep, later)
+            solution = solve(inst, solver=self.solver).solution
         assert solution is not None  # solve raises unless it proved an optimum
         choices = solution.choices()
         self._prev = {j.name: c for j, c in zip(sia_jobs, choices, strict=True) if c is not None}
