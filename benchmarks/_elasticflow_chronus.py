@@ -54,10 +54,20 @@ def source(git_dir: Path, commit: str) -> Path:
 
 def stubs(python: str, ef: Path) -> None:
     """Its ``make rpc`` in ``chronus-scheduler`` (the committed stubs predate protobuf 4)."""
-    sched = ef / "chronus-scheduler"
-    done = sched / "runtime" / "rpc_stubs" / ".generated"
+    grpc_stubs(python, ef / "chronus-scheduler")
+
+
+def grpc_stubs(python: str, sched: Path) -> None:
+    """ElasticFlow's gRPC stubs in the scheduler folder ``sched``, as its Makefile's ``rpc``.
+
+    The committed stubs predate protobuf 4, which refuses them: generated again with this
+    Python's ``grpc_tools``, once per interpreter (``.generated`` names it).
+    """
+    stubs = sched / "runtime" / "rpc_stubs"
+    done = stubs / ".generated"
     if done.is_file() and done.read_text() == python:
         return
+    stubs.mkdir(parents=True, exist_ok=True)
     for proto in PROTOS:
         subprocess.run(
             [

@@ -119,14 +119,6 @@ NOT_NEEDED = {"transformers"}
 #: Added: Themis's solver (``cvxprob.solve(solver='ECOS')``), no longer installed with cvxpy.
 EXTRA_DEPS = ["ecos"]
 PROBE = "import cvxpy, ecos, numpy, grpc, grpc_tools, psutil"
-PROTOS = [
-    "common",
-    "worker_to_master",
-    "master_to_worker",
-    "worker_to_trainer",
-    "scheduler_to_master",
-    "trainer_to_scheduler",
-]
 #: (label, trace, servers of 8 GPUs, slot seconds); trace "generated:fig10" is run_fig10.sh's
 SETTINGS = [
     ("cluster10-256", "cluster10.csv", 32, 60),
@@ -213,29 +205,7 @@ def _python(ef: Path) -> tuple[str | None, str]:
 
 def _stubs(python: str, sched: Path) -> None:
     """ElasticFlow's gRPC stubs, as its Makefile's ``rpc`` target (imported when simulating)."""
-    stubs = sched / "runtime" / "rpc_stubs"
-    done = stubs / ".generated"
-    if done.is_file() and done.read_text() == python:
-        return
-    # the committed stubs predate protobuf 4, which refuses them: generated again with this
-    # Python's grpc_tools, as ``make rpc`` would
-    stubs.mkdir(parents=True, exist_ok=True)
-    for proto in PROTOS:
-        subprocess.run(
-            [
-                python,
-                "-m",
-                "grpc_tools.protoc",
-                "-Iruntime/proto",
-                "--python_out=runtime/rpc_stubs",
-                "--grpc_python_out=runtime/rpc_stubs",
-                f"runtime/proto/{proto}.proto",
-            ],
-            cwd=sched,
-            check=True,
-            capture_output=True,
-        )
-    done.write_text(python)
+    chronus.grpc_stubs(python, sched)
 
 
 # ----------------------------------------------------------------------------- inputs
