@@ -5,6 +5,7 @@
 * :mod:`~optsched.goodput.hetero.world`: the loop (:func:`simulate_hetero`) and its record;
 * :mod:`~optsched.goodput.hetero.gavel`: Gavel's rounds as Sia's artifact runs them;
 * :mod:`~optsched.goodput.hetero.sia`: Sia's policy, its rounds on optsched's ILP;
+* :mod:`~optsched.goodput.hetero.pollux_unaware`: Pollux as Sia runs it, heterogeneity-unaware;
 * :mod:`~optsched.goodput.hetero.replay`: the decisions of a Sia simulator log, replayed;
 * :mod:`~optsched.goodput.hetero.validate`: an independent check of a run.
 """
