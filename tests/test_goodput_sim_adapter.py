@@ -123,7 +123,7 @@ def test_fifo_backfill_matches_a_hand_computation() -> None:
     }
 
 
-def same_jobs(x: GoodputRun, y: GoodputRun) -> None:
+def assert_same_jobs(x: GoodputRun, y: GoodputRun) -> None:
     assert [(j.name, j.completion_time, j.num_restarts, j.segments) for j in x.jobs] == [
         (j.name, j.completion_time, j.num_restarts, j.segments) for j in y.jobs
     ]
@@ -140,7 +140,7 @@ def test_las_with_one_threshold_is_the_goodput_tiresias(nodes: int) -> None:
     tr = shipped_traces()
     want = simulate(w, TiresiasPolicy(), num_nodes=nodes, traces=tr)
     got = simulate(w, las_as_goodput_tiresias(w), num_nodes=nodes, traces=tr)
-    same_jobs(want, got)
+    assert_same_jobs(want, got)
     assert validate(got).ok
 
 
@@ -150,7 +150,7 @@ def test_las_with_one_threshold_is_the_goodput_tiresias_on_workload_6() -> None:
     policy = SimPolicyAdapter(Tiresias("las", thresholds=(16 * 3600.0,)), w)
     want = simulate(w, TiresiasPolicy())
     got = simulate(w, policy)
-    same_jobs(want, got)
+    assert_same_jobs(want, got)
     assert got.average_jct == pytest.approx(3469.69375, abs=TIME_TOL)
 
 
@@ -264,7 +264,7 @@ def test_perf_variants_decide_as_the_agnostic_forms_on_one_type() -> None:
     for name in ("srtf", "tiresias-las-elastic"):
         perf = name.replace("-elastic", "-perf-elastic") if "elastic" in name else name + "-perf"
         x, y = (run_on(w, n, 2) for n in (name, perf))
-        same_jobs(x, y)
+        assert_same_jobs(x, y)
 
 
 SAMPLED = ["fifo", "srtf", "tiresias-las", "themis", "max-min", "optimus", "srtf-elastic"]
@@ -314,7 +314,7 @@ def test_an_adapter_runs_again_from_scratch() -> None:
     first = simulate(w, policy, num_nodes=2, traces=shipped_traces())
     calls = policy.calls
     again = simulate(w, policy, num_nodes=2, traces=shipped_traces())
-    same_jobs(first, again)
+    assert_same_jobs(first, again)
     assert policy.calls == calls
 
 
