@@ -93,6 +93,13 @@ OPTIONS: tuple[str, ...] = ()
 #: optsched's goodput policy -> the artifact's ``--policy``.
 ARTIFACT_NAME = {"tiresias": "tiresias", "optimus-oracle": "optimus", "pollux": "pollux"}
 ARTIFACT_POLICIES = ("pollux", "optimus", "tiresias")
+#: The artifact's relative job loads -> their workload folders (``workloads/`` is 1.0x).
+LOADS = {"1.0": "workloads", "0.5": "workloads-0.5", "1.5": "workloads-1.5", "2.0": "workloads-2.0"}
+#: The artifact's deterministic baselines: by default on all 8 workloads and the load variants
+#: of workload 6 (a few minutes each); its Pollux policy (~85 min a run) on workload 6 only.
+BASELINES = ("tiresias", "optimus")
+#: The artifact's own results for its Figure 8a (``results-jobload/<policy>-<load>/``).
+PUBLISHED = "results-jobload"
 #: The README's "Checking Simulator Fidelity" average JCTs on workload 6, seconds.
 README_AVG_JCT = {6: {"pollux": 2446.13125, "optimus": 5301.875, "tiresias": 3469.69375}}
 #: The goal: average JCT within this many percent of the README's.
@@ -108,6 +115,7 @@ NAME = "bench_pollux_sim"
 TITLE = "Goodput cluster vs Pollux's own simulator"
 COLUMNS = [
     "workload",
+    "load",
     "policy",
     "artifact policy",
     "jobs",
@@ -121,6 +129,8 @@ COLUMNS = [
     "optsched GPU-hours",
     "GPU-hours diff (%)",
     "jobs equal",
+    "published avg JCT (s)",
+    "published JCTs equal (artifact; optsched)",
     "README avg JCT (s)",
     "README goal ±5 % (artifact; optsched)",
     "artifact CPU (s)",
@@ -172,7 +182,9 @@ def _run_dir(folder: Path, workload: Path, policy: str) -> Path:
     ``OPTSCHED_POLLUX_SRC`` that differs from the commit gets other keys)."""
     parts = (workload.read_bytes(), policy.encode(), " ".join(OPTIONS).encode())
     key = run_key(*parts, COMMIT.encode(), tree_digest(folder))
-    return _cache() / "runs" / f"{workload.stem}-{policy}-{key}"
+    # a load variant (``workloads-1.5/``) is named by its folder too: the key alone tells it apart
+    load = "" if workload.parent.name == "workloads" else f"{workload.parent.name}-"
+    return _cache() / "runs" / f"{load}{workload.stem}-{policy}-{key}"
 
 
 def _seed(folder: Path, workload: Path, policy: str, kept: Path) -> bool:
@@ -237,8 +249,9 @@ def _run_theirs(
 def read_log(log: Path, stdout: Path | None = None) -> dict[str, Any]:
     """The figures of an artifact run from its ``--output`` log (module notes).
 
-    Returns ``jobs`` (name -> (completion or None, restarts)), ``avg_jct``, ``makespan``,
-    ``gpu_hours`` and ``printed_avg_jct`` (the last ``Average JCT:`` of ``stdout``, if given).
+    Returns ``jobs`` (name -> (completion or None, restarts)), ``jcts`` (name -> completion
+    minus submission, completed jobs), ``avg_jct``, ``makespan``, ``gpu_hours`` and
+    ``printed_avg_jct`` (the last ``Average JCT:`` of ``stdout``, if given).
     """
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     last = {j["name"]: j for j in records[-1]["submitted_jobs"]}
@@ -250,14 +263,15 @@ def read_log(log: Path, stdout: Path | None = None) -> dict[str, Any]:
             if job["allocation"]:
                 stop = min(end, done.get(job["name"], end))
                 gpu_seconds += len(job["allocation"]) * max(0.0, stop - start)
-    jcts = [done[n] - last[n]["submission_time"] for n in done]
+    jcts = {n: done[n] - last[n]["submission_time"] for n in done}
     printed = None
     if stdout is not None and stdout.is_file():
         found = re.findall(r"^Average JCT: (\S+)$", stdout.read_text(), re.M)
         printed = float(found[-1]) if found else None
     return {
         "jobs": {n: (j["completion_time"], j["num_restarts"] or 0) for n, j in last.items()},
-        "avg_jct": sum(jcts) / len(jcts) if jcts else 0.0,
+        "jcts": jcts,
+        "avg_jct": sum(jcts.values()) / len(jcts) if jcts else 0.0,
         "makespan": max(done.values(), default=0.0),
         "gpu_hours": gpu_seconds / 3600.0,
         "printed_avg_jct": printed,
@@ -284,6 +298,7 @@ def _run_ours(workload: Path, folder: Path, name: str) -> dict[str, Any]:
     checked = time.process_time() - began
     return {
         "jobs": {j.name: (j.completion_time, j.num_restarts) for j in run.jobs},
+        "jcts": {j.name: j.jct for j in run.jobs if j.jct is not None},
         "avg_jct": run.average_jct,
         "makespan": run.makespan,
         "gpu_hours": run.gpu_hours,
@@ -312,13 +327,29 @@ def _goal(avg: float | None, target: float | None) -> str:
     return f"{'met' if abs(off) <= GOAL_PCT else 'not met'} ({off:+.1f} %)"
 
 
-def _row(
-    number: int, name: str | None, policy: str | None, theirs: dict[str, Any], ours: dict[str, Any]
-) -> list[Any]:
-    """One table row (:data:`COLUMNS`); an empty dict stands for a side that did not run."""
-    target = README_AVG_JCT.get(number, {}).get(policy or "")
-    both = [n for n in ours.get("jobs", {}) if n in theirs.get("jobs", {})]
-    equal = sum(tuple(ours["jobs"][n]) == tuple(theirs["jobs"][n]) for n in both)
+def _published(folder: Path, policy: str | None, load: str, number: int) -> dict[str, Any]:
+    """The artifact's own result for a row (:data:`PUBLISHED`): ``avg`` and ``jcts``, or {}."""
+    path = folder / PUBLISHED / f"{policy}-{load}" / "summary.json"
+    if policy is None or not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    key = f"workload-{number}"
+    if key not in data.get("jcts", {}):
+        return {}
+    return {"avg": data["avgs"][key], "jcts": data["jcts"][key]}
+
+
+def _equal_jcts(got: dict[str, Any], want: dict[str, Any]) -> str:
+    """How many of ``want``'s JCTs ``got`` has exactly, as ``"k / n"`` (``-`` when either
+    side is missing)."""
+    if not got.get("jcts") or not want.get("jcts"):
+        return "-"
+    same = sum(got["jcts"].get(n) == v for n, v in want["jcts"].items())
+    return f"{same} / {len(want['jcts'])}"
+
+
+def _problems(name: str | None, policy: str | None, theirs: dict[str, Any],
+              ours: dict[str, Any]) -> list[str]:  # fmt: skip
     problems = []
     if policy is None:
         problems.append("no artifact counterpart")
@@ -333,9 +364,28 @@ def _row(
         problems.append(f"artifact log avg JCT {theirs['avg_jct']} != printed {printed}")
     if theirs.get("seeded_from"):
         problems.append("artifact run seeded from a run made by hand (wall only)")
+    return problems
+
+
+def _row(
+    case: tuple[int, str],
+    name: str | None,
+    policy: str | None,
+    theirs: dict[str, Any],
+    ours: dict[str, Any],
+    published: dict[str, Any],
+) -> list[Any]:
+    """One table row (:data:`COLUMNS`) of workload ``case`` = (number, load); an empty dict
+    stands for a side that did not run (or an artifact result it does not publish)."""
+    number, load = case
+    target = README_AVG_JCT.get(number, {}).get(policy or "") if load == "1.0" else None
+    both = [n for n in ours.get("jobs", {}) if n in theirs.get("jobs", {})]
+    equal = sum(tuple(ours["jobs"][n]) == tuple(theirs["jobs"][n]) for n in both)
     goal = f"{_goal(theirs.get('avg_jct'), target)}; {_goal(ours.get('avg_jct'), target)}"
+    vs_published = f"{_equal_jcts(theirs, published)}; {_equal_jcts(ours, published)}"
     return [
         f"workload-{number}",
+        load,
         name or "-",
         policy or "-",
         len(ours.get("jobs") or theirs.get("jobs") or {}),
@@ -349,13 +399,15 @@ def _row(
         ours.get("gpu_hours"),
         _diff(ours.get("gpu_hours"), theirs.get("gpu_hours")),
         f"{equal} / {len(both)}" if both else "-",
+        published.get("avg"),
+        vs_published if published else "-",
         target,
         goal if target is not None else "-",
         theirs.get("cpu_seconds"),
         theirs.get("wall_seconds"),
         ours.get("cpu_seconds"),
         ours.get("validation_cpu_seconds"),
-        "; ".join(problems) or "ok",
+        "; ".join(_problems(name, policy, theirs, ours)) or "ok",
     ]
 
 
@@ -371,6 +423,66 @@ def _pairs() -> list[tuple[str | None, str | None]]:
     return [(n, p) for n, p in pairs if not only or n in only or p in only]
 
 
+def _cases(quick: bool) -> list[tuple[int, str, bool]] | str:
+    """The workloads of the rows: (number, load, baselines only), in table order; a string
+    says what is wrong with ``OPTSCHED_POLLUX_WORKLOADS``.
+
+    Unset: all 8 workloads at load 1.0 and workload 6 at the other loads, the baselines only
+    (:data:`BASELINES`) except on workload 6 at load 1.0; ``quick``: workload 6 at load 1.0.
+    Set: its entries ``N`` (load 1.0) or ``N@LOAD``, every policy on each.
+    """
+    listed = chosen("OPTSCHED_POLLUX_WORKLOADS")
+    if not listed:
+        if quick:
+            return [(6, "1.0", False)]
+        cases = [(n, "1.0", n != 6) for n in range(1, 9)]
+        return cases + [(6, load, True) for load in LOADS if load != "1.0"]
+    out = []
+    for item in listed:
+        number, _, load = item.partition("@")
+        load = load or "1.0"
+        if not number.isdigit() or load not in LOADS:
+            return (f"OPTSCHED_POLLUX_WORKLOADS entry {item!r}: a workload number 1-8, "
+                    f"optionally @ a load ({', '.join(LOADS)})")  # fmt: skip
+        out.append((int(number), load, False))
+    return sorted(out, key=lambda c: (c[1] != "1.0", float(c[1]), c[0]))
+
+
+def _fraction(cells: list[str]) -> str:
+    """The sum of ``"k / n"`` cells, as ``"K / N"`` (``-`` cells left out)."""
+    pairs = [tuple(int(x) for x in c.split(" / ")) for c in cells if c != "-"]
+    return f"{sum(k for k, _ in pairs)} / {sum(n for _, n in pairs)}" if pairs else "-"
+
+
+def _group_summary(rows: list[list[Any]]) -> dict[str, Any]:
+    """Per policy, at load 1.0 and over the other loads: the largest |difference| of each
+    figure and the jobs equal in all of the group's rows."""
+    col = COLUMNS.index
+    groups: dict[tuple[str, bool], list[list[Any]]] = {}  # (policy, at load 1.0) -> rows
+    for r in rows:
+        groups.setdefault((r[col("policy")], r[col("load")] == "1.0"), []).append(r)
+    out: dict[str, Any] = {}
+    for group in groups.values():
+        name = group[0][col("policy")]
+        numbers = sorted({int(r[0].removeprefix("workload-")) for r in group})
+        loads = sorted({r[col("load")] for r in group}, key=float)
+        where = f"workload{'s' * (len(numbers) > 1)} {','.join(map(str, numbers))}"
+        label = f"{name}, {where}, load {'/'.join(loads)}"
+        compared = [r for r in group if r[col("jobs equal")] != "-"]
+        for figure in ("avg JCT", "makespan", "GPU-hours"):
+            values = [abs(r[col(f"{figure} diff (%)")]) for r in compared
+                      if r[col(f"{figure} diff (%)")] is not None]  # fmt: skip
+            out[f"{label}: largest |{figure} diff| (%)"] = max(values, default=None)
+        equal = _fraction([r[col("jobs equal")] for r in group])
+        out[f"{label}: jobs equal"] = f"{equal} ({len(compared)} of {len(group)} rows compared)"
+        published = [r[col("published JCTs equal (artifact; optsched)")] for r in group]
+        sides = [p.split("; ") for p in published if p != "-"]
+        out[f"{label}: published JCTs equal (artifact; optsched)"] = (
+            f"{_fraction([a for a, _ in sides])}; {_fraction([b for _, b in sides])}"
+        )
+    return out
+
+
 def _summary(rows: list[list[Any]]) -> dict[str, Any]:
     col = COLUMNS.index
 
@@ -384,15 +496,38 @@ def _summary(rows: list[list[Any]]) -> dict[str, Any]:
         for r in rows
         if r[col("optsched avg JCT (s)")] is not None and r[col("README avg JCT (s)")]
     ]
-    summary: dict[str, Any] = {
+    return {
         "largest |avg JCT diff| optsched vs artifact (%)": worst("avg JCT diff (%)"),
         "largest |makespan diff| optsched vs artifact (%)": worst("makespan diff (%)"),
         "largest |GPU-hours diff| optsched vs artifact (%)": worst("GPU-hours diff (%)"),
         "largest deviation from the README's avg JCT, optsched (%)": max(readme, default=None),
+        **_group_summary(rows),
     }
-    for r in rows:
-        summary[f"{r[0]} {r[1]}/{r[2]}: jobs equal"] = r[col("jobs equal")]
-    return summary
+
+
+def _rows(
+    python: str, folder: Path, cases: list[tuple[int, str, bool]], quick: bool
+) -> list[list[Any]]:
+    """Both simulators on every case and policy pair (:func:`_cases`, :func:`_pairs`)."""
+    col = COLUMNS.index
+    rows = []
+    for number, load, baselines_only in cases:
+        workload = folder / LOADS[load] / f"workload-{number}.csv"
+        if not workload.is_file():
+            say(f"{workload} not found, left out")
+            continue
+        for name, policy in _pairs():
+            if baselines_only and policy not in BASELINES:
+                continue
+            theirs = {} if policy is None else _run_theirs(python, folder, workload, policy, quick)
+            ours = {} if name is None else _run_ours(workload, folder, name)
+            published = _published(folder, policy, load, number)
+            row = _row((number, load), name, policy, theirs, ours, published)
+            rows.append(row)
+            say(f"workload-{number} at {load} {name}/{policy}: avg JCT artifact "
+                f"{row[col('artifact avg JCT (s)')]} optsched {row[col('optsched avg JCT (s)')]}, "
+                f"jobs equal {row[col('jobs equal')]}, {row[-1]}")  # fmt: skip
+    return rows
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -404,24 +539,10 @@ def run(quick: bool = False) -> dict[str, Any]:
     if python is None:
         return skipped(NAME, TITLE, __doc__.split("\n\n")[0], "workload", python_from)
     say(f"Pollux: {src_from}; Python: {python_from}")
-    listed = chosen("OPTSCHED_POLLUX_WORKLOADS") or {"6"}
-    if not all(n.isdigit() for n in listed):
-        why = f"OPTSCHED_POLLUX_WORKLOADS={','.join(sorted(listed))}: numbers 1-8"
-        return skipped(NAME, TITLE, __doc__.split("\n\n")[0], "workload", why)
-    numbers = sorted(int(n) for n in listed)
-    rows = []
-    for number in numbers:
-        workload = folder / "workloads" / f"workload-{number}.csv"
-        if not workload.is_file():
-            say(f"{workload} not found, left out")
-            continue
-        for name, policy in _pairs():
-            theirs = {} if policy is None else _run_theirs(python, folder, workload, policy, quick)
-            ours = {} if name is None else _run_ours(workload, folder, name)
-            row = _row(number, name, policy, theirs, ours)
-            rows.append(row)
-            say(f"workload-{number} {name}/{policy}: avg JCT artifact {row[4]} optsched "
-                f"{row[5]}, jobs equal {row[13]}, {row[-1]}")  # fmt: skip
+    cases = _cases(quick)
+    if isinstance(cases, str):
+        return skipped(NAME, TITLE, __doc__.split("\n\n")[0], "workload", cases)
+    rows = _rows(python, folder, cases, quick)
     return {
         "name": NAME,
         "title": TITLE,
@@ -432,6 +553,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "notes": [
             "Differences are optsched's figure minus the artifact's, in percent of the "
             "artifact's; jobs equal: completion time and restart count both equal.",
+            "Load: the artifact's relative job load (its workloads-<load>/ folders, Figure 8a "
+            "of the paper). Published: the artifact's own results-jobload/<policy>-<load>/"
+            "summary.json, the runs its authors made; equal: the same JCT, job by job.",
             "GPU-hours of the artifact: from its log's per-interval allocations, held up to "
             "each job's completion, restart delays included (optsched's GoodputRun.gpu_hours).",
             f"README goal: average JCT within {GOAL_PCT:g} % of the README's workload-6 figures "

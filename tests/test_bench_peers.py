@@ -275,3 +275,72 @@ def test_tiresias_conversion_reads_back_to_the_same_run(tmp_path) -> None:
     order = [int(j.job_id) for j in back.jobs]
     assert [runs[0].completion[i] for i in order] == runs[1].completion
     assert runs[0].extra["durations"] == {"a": 3000, "b": 800, "c": 4000}
+
+
+def test_pollux_cases_default_quick_and_chosen(monkeypatch) -> None:
+    pollux = _load("bench_pollux_sim")
+    monkeypatch.delenv("OPTSCHED_POLLUX_WORKLOADS", raising=False)
+    default = pollux._cases(False)
+    # the baselines on all 8 workloads and on workload 6's load variants; every policy on 6
+    assert [(n, load) for n, load, _ in default] == [(n, "1.0") for n in range(1, 9)] + [
+        (6, "0.5"), (6, "1.5"), (6, "2.0")
+    ]  # fmt: skip
+    assert [n for n, _, only in default if not only] == [6]
+    assert pollux._cases(True) == [(6, "1.0", False)]
+    monkeypatch.setenv("OPTSCHED_POLLUX_WORKLOADS", "6@2.0, 2,6")
+    assert pollux._cases(True) == [(2, "1.0", False), (6, "1.0", False), (6, "2.0", False)]
+    for bad in ("six", "6@3.0"):
+        monkeypatch.setenv("OPTSCHED_POLLUX_WORKLOADS", bad)
+        assert repr(bad) in pollux._cases(False)
+
+
+def test_pollux_run_dir_names_the_load_variant(tmp_path, monkeypatch) -> None:
+    pollux = _load("bench_pollux_sim")
+    monkeypatch.setenv("OPTSCHED_POLLUX_CACHE", str(tmp_path / "cache"))
+    for sub in ("workloads", "workloads-1.5"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "workload-6.csv").write_text(f"name,time\n{sub},0\n")
+    base = pollux._run_dir(tmp_path, tmp_path / "workloads" / "workload-6.csv", "tiresias")
+    high = pollux._run_dir(tmp_path, tmp_path / "workloads-1.5" / "workload-6.csv", "tiresias")
+    assert base.name.startswith("workload-6-tiresias-")
+    assert high.name.startswith("workloads-1.5-workload-6-tiresias-")
+
+
+def test_pollux_published_and_group_summary(tmp_path) -> None:
+    pollux = _load("bench_pollux_sim")
+    kept = tmp_path / "results-jobload" / "tiresias-1.0"
+    kept.mkdir(parents=True)
+    summary = {"jcts": {"workload-1": {"a": 10, "b": 20}}, "avgs": {"workload-1": 15.0}}
+    (kept / "summary.json").write_text(json.dumps(summary))
+    published = pollux._published(tmp_path, "tiresias", "1.0", 1)
+    assert published == {"avg": 15.0, "jcts": {"a": 10, "b": 20}}
+    assert pollux._published(tmp_path, "tiresias", "1.0", 2) == {}
+    assert pollux._published(tmp_path, "optimus", "1.0", 1) == {}
+
+    def side(a_done, restarts=0):
+        return {
+            "jobs": {"a": (a_done, restarts), "b": (25.0, 0)},
+            "jcts": {"a": a_done, "b": 20.0},  # both submitted at 0 and 5
+            "avg_jct": (a_done + 20.0) / 2,
+            "makespan": 25.0,
+            "gpu_hours": 1.0,
+        }
+
+    rows = [
+        pollux._row((1, "1.0"), "tiresias", "tiresias", side(10.0), side(10.0), published),
+        # optsched restarts job a once more, completes it 2 s later: one job of two differs
+        pollux._row((2, "1.0"), "tiresias", "tiresias", side(10.0), side(12.0, 1), {}),
+        pollux._row((3, "1.0"), "tiresias", "tiresias", {"error": "not run"}, side(10.0), {}),
+        pollux._row((6, "1.5"), "tiresias", "tiresias", side(10.0), side(10.0), {}),
+    ]
+    col = pollux.COLUMNS.index
+    assert rows[0][col("published JCTs equal (artifact; optsched)")] == "2 / 2; 2 / 2"
+    assert rows[1][col("jobs equal")] == "1 / 2"
+    assert rows[1][col("avg JCT diff (%)")] == pytest.approx(100 * 1.0 / 15.0)
+    got = pollux._group_summary(rows)
+    label = "tiresias, workloads 1,2,3, load 1.0"
+    assert got[f"{label}: jobs equal"] == "3 / 4 (2 of 3 rows compared)"
+    assert got[f"{label}: largest |avg JCT diff| (%)"] == pytest.approx(100 / 15.0)
+    assert got[f"{label}: largest |makespan diff| (%)"] == 0.0
+    assert got[f"{label}: published JCTs equal (artifact; optsched)"] == "2 / 2; 2 / 2"
+    assert got["tiresias, workload 6, load 1.5: jobs equal"] == "2 / 2 (1 of 1 rows compared)"
