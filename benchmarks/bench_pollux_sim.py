@@ -1,4 +1,4 @@
-"""Cross-check against Pollux's own simulator: one workload, cluster and policy set in both.
+"""Cross-check against Pollux's own simulator: its workloads, cluster and policies in both.
 
 Pollux (Qiao et al., OSDI 2021; github.com/petuum/adaptdl, branch ``osdi21-artifact``,
 Apache-2.0) ships a cluster simulator (``simulator/simulator.py``) with its Pollux policy and
@@ -12,6 +12,19 @@ the same workload file and measurements with every policy registered in
 :func:`optsched.goodput.validate.validate`. Compared per policy: average JCT, makespan and
 GPU-hours of each and their difference in percent, the jobs whose completion time and restart
 count are equal in both, and the CPU seconds of each.
+
+The rows (table order): the two deterministic baselines on all 8 workloads of ``workloads/``
+(load 1.0) and on workload 6 at the artifact's relative job loads 0.5, 1.5 and 2.0
+(``workloads-<load>/``, its Figure 8a), and Pollux's policy on workload 6 at load 1.0 only (the
+artifact's run takes ~85 minutes). ``--quick``: workload 6 at load 1.0, every policy, from the
+cache only. The summary gives, per policy, at load 1.0 and over the other loads, the largest
+|difference| of average JCT, makespan and GPU-hours and the jobs equal in all its rows
+(``1280 / 1280`` for eight workloads of 160 jobs).
+
+A third side: the artifact ships the results its authors ran for Figure 8a,
+``results-jobload/<policy>-<load>/summary.json`` (every job's JCT per workload, and the
+averages). Column ``published avg JCT`` gives its average, ``published JCTs equal`` the jobs
+whose JCT the artifact's run here and optsched's each have exactly.
 
 The artifact's figures come from its ``--output`` log: one JSON record per 60-s interval, at the
 end of the interval's decision, with every submitted job's allocation (one node index per GPU,
@@ -35,7 +48,8 @@ virtual environment ``~/.cache/optsched/pollux-venv``, built once when absent wi
 Without either the benchmark is skipped with the reason.
 
 Its runs are cached in ``OPTSCHED_POLLUX_CACHE`` (default ``~/.cache/optsched/pollux``), one
-directory a run, ``runs/<workload>-<policy>-<key>/``, where the key digests the workload file's
+directory a run, ``runs/<workload>-<policy>-<key>/`` (a load variant's name starts with its
+folder, ``workloads-1.5-``), where the key digests the workload file's
 bytes, the policy, the simulator's options, the commit and the files of the simulator folder
 run: ``log.jsonl`` (its ``--output``), ``stdout.txt`` and ``run.json`` (exit code, wall and CPU
 seconds, the limit). A run past
@@ -48,8 +62,9 @@ seed the cache: ``w<N>-<policy>.log`` and ``.stdout`` in ``OPTSCHED_POLLUX_SEED_
 (``<policy> rc=0 seconds=S ...``), are copied under their key when the simulator folder they
 ran in (``~/.cache/optsched/pollux-src/simulator``) holds the commit's files and the same
 workload; their CPU time was not measured (wall seconds only). ``OPTSCHED_POLLUX_WORKLOADS``
-(numbers 1-8 of ``workloads/``, default 6) and ``OPTSCHED_POLLUX_POLICIES`` (optsched or
-artifact names), comma-separated, choose the rows. Nothing is written into the working tree.
+(numbers 1-8 of ``workloads/``, or ``N@LOAD`` for a load variant, e.g. ``6@1.5``; every policy
+on each; unset: the rows above) and ``OPTSCHED_POLLUX_POLICIES`` (optsched or artifact names),
+comma-separated, choose the rows. Nothing is written into the working tree.
 """
 
 from __future__ import annotations
