@@ -262,6 +262,8 @@ def test_kept_views_are_the_active_and_running_jobs(world: World, name: str) -> 
         state = decide(self, t)
         assert state.active == tuple(self.active.values())
         assert state.running == tuple(self.states[i] for i in self.running)
+        # the states the running view is taken from follow the running jobs, in their order
+        assert list(self._running_states) == list(self.running)
         checked[0] += 1
         return state
 

@@ -112,6 +112,7 @@ class Apply(Placement):
             return True
         self._close(i, t)
         del self.running[i]
+        del self._running_states[i]
         self._running_view = None
         self.spread.discard(i)
         st = self.states[i]
@@ -191,6 +192,7 @@ class Apply(Placement):
             rate = self._rate(i, placement, partner)
         self._seq += 1
         self._running_view = None
+        self._running_states[i] = self.states[i]
         run = self.running[i] = Run(
             placement=placement,
             partner=partner,

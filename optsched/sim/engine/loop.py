@@ -154,6 +154,7 @@ class Engine(Apply):
         self.completion[i] = t
         self.finished_ids.append(st.job.job_id)
         del self.running[i]
+        del self._running_states[i]
         self.spread.discard(i)
         self.active.pop(i, None)
         self._active_view = self._running_view = None
@@ -217,7 +218,7 @@ class Engine(Apply):
             active = self._active_view = tuple(self.active.values())
         running = self._running_view
         if running is None:
-            running = self._running_view = tuple(map(states.__getitem__, self.running))
+            running = self._running_view = tuple(self._running_states.values())
         arrived: tuple[JobState, ...] = ()
         if self.new_arrivals:
             arrived = tuple(map(states.__getitem__, self.new_arrivals))

@@ -64,6 +64,9 @@ class EngineState:
         # jobs are those of the last one (a policy's wake-up) costs no pass over them
         self._active_view: tuple[JobState, ...] | None = None
         self._running_view: tuple[JobState, ...] | None = None
+        # the states of ``running``, in its order, kept with it: the view is their values,
+        # taken in one C pass (a preemptive policy changes the running jobs at most decisions)
+        self._running_states: dict[int, JobState] = {}
         self.heap: list[tuple[float, int, int]] = []
         self.table = empty_intervals()
         self.completion = [math.nan] * len(world.jobs)
