@@ -130,7 +130,7 @@ class MergedProfileBatcher(SiaBatcher):
         data = StepMeasurements.of([k[0] for k in keys], [k[1] for k in keys],
                                    [k[2] for k in keys], [t[0] - t[1] for t in times],
                                    [t[0] for t in times])  # fmt: skip
-        self.params["*"] = fit_throughput(data, tol=self.tol)
+        self.params["*"] = fit_throughput(data, tol=self.tol, floored=True)
 
     def model(self, gpu_type: str) -> GoodputModel | None:
         """The merged model, with ``gpu_type``'s initial batch."""
