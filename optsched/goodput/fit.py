@@ -235,7 +235,7 @@ def objective_floored(
     loss differs from :func:`objective`'s by :math:`O(f)`, but L-BFGS-B at Sia's ``tol=1e-5``
     follows it to different stopping points (the loss is flat along the network parameters):
     on Sia's recorded profiles of its Pollux run, the unfloored fit parts from Sia's in two
-    thirds of the fits, the floored one in one in thirteen (:file:`benchmarks/_sia_pollux_fit.py`).
+    thirds of the fits, the floored one in one in twelve (:file:`benchmarks/_sia_pollux_fit.py`).
     The gradient is that of :func:`objective`'s notes with :math:`b_i > 0` everywhere.
     :math:`O(n)`.
     """
