@@ -16,7 +16,9 @@ through cvxpy as Sia's policy solves it, ``solver="cbc"``, a row left out withou
 runs Sia's heterogeneity-unaware Pollux
 (:class:`~optsched.goodput.hetero.pollux_unaware.PolluxUnaware`, seeds 0, 1 and 2 and their
 mean; 60 s; ~4 CPU minutes each) and replays the
-Sia and Pollux runs' logged decisions (:mod:`optsched.goodput.hetero.replay`), each run checked
+Sia and Pollux runs' logged decisions (:mod:`optsched.goodput.hetero.replay`), and switches one
+thing on the unaware Pollux: Sia's logged decisions until its ImageNet job is the only one left
+(28,860 s), optsched's search (seed 0) from there (``_HandOver``), each run checked
 by :func:`optsched.goodput.hetero.validate.validate`. Compared per policy: average JCT, makespan
 and GPU-hours and their differences in percent, the jobs whose JCT is equal in both, and
 restarts per job.
@@ -61,6 +63,11 @@ POLICIES: dict[str, tuple[str, str, float]] = {
     "pollux (heterogeneity-unaware, seed 1)": ("pollux", "pollux-unaware-1", 60.0),
     "pollux (heterogeneity-unaware, seed 2)": ("pollux", "pollux-unaware-2", 60.0),
 }
+#: One switch on the unaware Pollux (seed 0): Sia's logged decisions until this time, when the
+#: ImageNet job is the only one left in Sia's run, then optsched's search.
+HANDOVER = ("pollux (unaware, seed 0), Sia's decisions until ImageNet is alone (28,860 s)",
+            ("pollux", "handover-28860", 60.0))  # fmt: skip
+POLICIES[HANDOVER[0]] = HANDOVER[1]
 #: The row of the seeds' mean: each figure averaged over the seeded unaware Pollux runs.
 SEEDS_MEAN = "pollux (heterogeneity-unaware, mean of seeds 0-2)"
 #: The issue's bar: every figure within this many percent.
@@ -120,6 +127,39 @@ def _cbc() -> bool:
     return cbc_available()
 
 
+class _HandOver:
+    """Sia's logged decisions before ``until``, then :class:`PolluxUnaware`'s (module notes).
+
+    At each logged round the search's previous allocation is set to the logged one in virtual
+    nodes (each physical node's GPUs filling its virtual nodes in order), as if it had made it.
+    """
+
+    def __init__(self, decisions: Any, until: float, seed: int) -> None:
+        from optsched.goodput.hetero.pollux_unaware import PolluxUnaware
+
+        self.inner = PolluxUnaware(seed=seed)
+        self.decisions, self.until, self.name = decisions, until, "pollux-unaware-handover"
+        self.batcher = self.inner.batcher
+
+    def allocate(self, jobs: Any, cluster: Any, previous: Any) -> Any:
+        from optsched.goodput.hetero.pollux_unaware import virtual_nodes
+
+        if cluster.time >= self.until:
+            return self.inner.allocate(jobs, cluster, previous)
+        out = {k: v for k, v in self.decisions.get(cluster.time, {}).items() if k in jobs}
+        g, vmap = virtual_nodes(cluster.gpu_types)
+        vprev = {}
+        for name, (gpu_type, nodes) in out.items():
+            vnodes: list[int] = []
+            for node in sorted(set(nodes)):
+                pool = [v for v, key in enumerate(vmap) if key == (gpu_type, node)]
+                count = nodes.count(node)
+                vnodes += [pool[i // g] for i in range(count)]
+            vprev[name] = tuple(vnodes)
+        self.inner._vprev = vprev
+        return out
+
+
 def _policy(policy: str, interval: float, log: Path) -> Any:
     from optsched.goodput.hetero.gavel import SiaGavel
     from optsched.goodput.hetero.pollux_unaware import PolluxUnaware
@@ -135,6 +175,8 @@ def _policy(policy: str, interval: float, log: Path) -> Any:
     if policy.startswith("pollux-unaware-"):
         return PolluxUnaware(seed=int(policy.rsplit("-", 1)[1]))
     decisions = read_sia_log(log)
+    if policy.startswith("handover-"):
+        return _HandOver(decisions, float(policy.rsplit("-", 1)[1]), seed=0)
     if policy == "replay-sia":
         return LoggedDecisions(decisions, SiaHetero().batcher)
     if policy == "replay-pollux":
