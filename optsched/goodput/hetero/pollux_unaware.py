@@ -12,7 +12,10 @@ round and searches it with optsched's own NSGA-II
 :math:`V = \sum_g n_g G_g / G` identical nodes of :math:`G` GPUs.
 
 **One model per job.** Each job keeps one profile and one throughput fit over every type
-(:class:`~optsched.goodput.hetero.replay.MergedProfileBatcher`); its speedup
+(:class:`~optsched.goodput.hetero.replay.MergedProfileBatcher`, fitted with the artifact's
+floored network time, ``fit_throughput(floored=True)``: without the floors the fit stops at
+other points, and the ImageNet job's model, which decides between 8 RTX and 16 T4 GPUs, with
+it); its speedup
 (:class:`~optsched.goodput.speedup.SpeedupTable`) reads that model with the *reference* type's
 batch limits (the artifact's ``"aws"``, the first type of Sia's cluster), and is
 :math:`\mathrm{SPEEDUP}(K, N) = N` before the job has a model. Its GPU bound is
