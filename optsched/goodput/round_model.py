@@ -72,9 +72,11 @@ __all__ = [
     "cluster_utility",
     "configurations",
     "fitness",
+    "fitness_of",
     "generate_instance",
     "matrix_allocations",
     "restart_factor",
+    "utility_of",
 ]
 
 #: Pollux's fairness exponent of the generalized mean (more negative: fairer).
@@ -424,8 +426,18 @@ def fitness(instance: RoundInstance, states: npt.ArrayLike) -> FloatArray:
     s = np.asarray(states, dtype=np.int64)
     nodes = np.count_nonzero(s, axis=2)
     replicas = s.sum(axis=2)
-    x = instance.scale * _lookup(instance, nodes, replicas)
     changed = np.any(s != instance.previous[None], axis=2)
+    return fitness_of(instance, _lookup(instance, nodes, replicas), changed)
+
+
+def fitness_of(
+    instance: RoundInstance, speedups: FloatArray, changed: npt.NDArray[np.bool_]
+) -> FloatArray:
+    r""":math:`M(a)` from each job's speedup :math:`S_j(K_j, N_j)` and whether its row changed.
+
+    Both of shape ``(P, J)``; :func:`fitness` once the population's counts are known.
+    """
+    x = instance.scale * speedups
     factor = np.array([j.restart_factor for j in instance.jobs])
     x = np.where(changed, x * factor[None], x)
     total = np.sum((x + instance.epsilon) ** instance.p, axis=1)
@@ -436,7 +448,12 @@ def cluster_utility(instance: RoundInstance, states: npt.ArrayLike) -> FloatArra
     r"""The artifact's second objective (module notes), 0 when no node is used; shape ``(P,)``."""
     s = np.asarray(states, dtype=np.int64)
     speedups = _lookup(instance, np.count_nonzero(s, axis=2), s.sum(axis=2))
-    active = np.count_nonzero(s.sum(axis=1), axis=1) * instance.gpus_per_node
+    return utility_of(instance, speedups, np.count_nonzero(s.sum(axis=1), axis=1))
+
+
+def utility_of(instance: RoundInstance, speedups: FloatArray, used: IntArray) -> FloatArray:
+    r""":func:`cluster_utility` from the jobs' speedups ``(P, J)`` and the nodes used ``(P,)``."""
+    active = used * instance.gpus_per_node
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(active > 0, speedups.sum(axis=1) / np.maximum(active, 1), 0.0)
     return np.asarray(util, dtype=np.float64)
