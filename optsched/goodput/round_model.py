@@ -178,6 +178,23 @@ class RoundJob:
             self.speedup[key] = hit
         return hit
 
+    def fill(self, configs: Sequence[tuple[int, int]]) -> bool:
+        """Compute the missing entries of ``configs`` at once, when the source can batch them.
+
+        Only valid values (finite, >= 0) are kept: an invalid one stays missing, so that asking
+        for it (:meth:`value`) reports it as before. Returns whether the source batched.
+        """
+        many = getattr(self.source, "many", None)
+        if many is None:
+            return False
+        todo = [c for c in configs if c[1] != 0 and c not in self.speedup]
+        if todo:
+            for key, v in zip(todo, many(todo), strict=True):
+                hit = float(v)
+                if math.isfinite(hit) and hit >= 0:
+                    self.speedup[key] = hit
+        return True
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (the speedup table as ``[K, N, value]`` triples)."""
         return {
@@ -412,6 +429,13 @@ def _lookup(instance: RoundInstance, nodes: IntArray, replicas: IntArray) -> Flo
     missing = np.isnan(out)
     if missing.any():
         keys = np.unique(np.stack([jobs[missing], nodes[missing], replicas[missing]]), axis=1)
+        for j in np.unique(keys[0]).tolist():
+            # a job missing one entry will miss more: its whole table at once, when batched
+            job = instance.jobs[j]
+            if job.fill(configurations(instance, j)):
+                for (k, n), v in job.speedup.items():
+                    if k < grid.shape[1] and n < grid.shape[2]:
+                        grid[j, k, n] = v
         for j, k, n in keys.T:
             grid[j, k, n] = instance.jobs[int(j)].value(int(k), int(n))
         out = grid[jobs, nodes, replicas]
@@ -484,11 +508,23 @@ def matrix_allocations(instance: RoundInstance, state: npt.ArrayLike) -> dict[st
     return out
 
 
-def _fair_source(view: JobView, base: float) -> SpeedupSource:
-    def source(num_nodes: int, num_replicas: int) -> float:
-        return float(view.speedup(num_nodes, num_replicas)) / base
+class _FairSource:
+    """A job's speedup over its fair share; ``many`` when its speedup function has it."""
 
-    return source
+    def __init__(self, view: JobView, base: float) -> None:
+        self.view = view
+        self.base = base
+        batch = getattr(view.speedup, "many", None)
+        self.many: Callable[[list[tuple[int, int]]], list[float]] | None = None
+        if batch is not None:
+            self.many = lambda pairs: [float(v) / base for v in batch(pairs)]
+
+    def __call__(self, num_nodes: int, num_replicas: int) -> float:
+        return float(self.view.speedup(num_nodes, num_replicas)) / self.base
+
+
+def _fair_source(view: JobView, base: float) -> SpeedupSource:
+    return _FairSource(view, base)
 
 
 def build_round(
