@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from optsched.goodput.decision import Allocation
 from optsched.goodput.policies.pollux import PolluxPolicy, _mutate, _repair, search
 from optsched.goodput.policies.pollux_kernels import kernels
+from optsched.goodput.policies.pollux_nsga import _survive, non_dominated_fronts
 from optsched.goodput.round_model import RoundInstance, generate_instance
 from optsched.goodput.round_workload import RoundSampler, replay_rounds
 from optsched.goodput.traces import read_model_traces
@@ -84,6 +85,25 @@ def test_other_generators_take_the_numpy_path() -> None:
     b = search(instance, rng=np.random.Generator(np.random.MT19937(5)), compiled=False, **SMALL)
     assert np.array_equal(a.front, b.front) and np.array_equal(a.values, b.values)
     assert kernels().load_state(np.random.Generator(np.random.MT19937(5))) is None
+
+
+@settings(max_examples=80)
+@given(st.integers(1, 60), st.integers(1, 3), st.integers(1, 6), st.integers(0, 2**31 - 1))
+def test_fronts_and_survival_are_numpys(n: int, m: int, levels: int, seed: int) -> None:
+    # few distinct values: ties and repeated points in every objective
+    f = np.random.default_rng(seed).integers(0, levels, size=(n, m)).astype(np.float64)
+    k = kernels()
+    rank, count = k.fronts(f)
+    want = non_dominated_fronts(f)
+    assert count == len(want)
+    for r, front in enumerate(want):
+        assert np.array_equal(np.flatnonzero(rank == r), front)
+    for size in {1, max(1, n // 2), n}:
+        ref, mine = np.random.default_rng(seed), np.random.default_rng(seed)
+        state = k.load_state(mine)
+        assert np.array_equal(k.survive(f, size, state), _survive(f, size, ref))
+        k.store_state(mine, state)
+        assert _same_state(mine, ref)
 
 
 def _limits(instance: RoundInstance) -> np.ndarray:

@@ -42,9 +42,15 @@ _njit = numba.njit(cache=True, nogil=True)
 
 
 @_njit
-def features(s: Any, prev: Any) -> Any:
-    """Per child: nodes and GPUs of every job, whether its row changed, and the nodes used."""
+def features(s: Any, prev: Any, grid: Any) -> Any:
+    """Per child: nodes and GPUs of every job, whether its row changed, and the nodes used.
+
+    Also each job's speedup read from ``grid`` (``round_model._lookup``'s table) and whether
+    any was missing there (NaN or outside it), for the caller to compute.
+    """
     c_, j_, n_ = s.shape
+    speedups = np.empty((c_, j_))
+    missing = False
     nodes = np.zeros((c_, j_), np.int64)
     replicas = np.zeros((c_, j_), np.int64)
     changed = np.zeros((c_, j_), np.bool_)
@@ -66,7 +72,14 @@ def features(s: Any, prev: Any) -> Any:
                 replicas[c, j] += v
                 if v != prev[j, n]:
                     changed[c, j] = True
-    return nodes, replicas, changed, active
+            k, r = nodes[c, j], replicas[c, j]
+            if k < grid.shape[1] and r < grid.shape[2]:
+                speedups[c, j] = grid[j, k, r]
+                if np.isnan(speedups[c, j]):
+                    missing = True
+            else:
+                missing = True
+    return nodes, replicas, changed, active, speedups, missing
 
 
 @_njit
@@ -236,9 +249,36 @@ def mutate(s: Any, st: Any, prev: Any, g: int) -> None:
 
 
 @_njit
-def fronts(f: Any) -> Any:
-    """``non_dominated_fronts`` as a rank per row (fronts in increasing index) and their count."""
-    # non_dominated_fronts: rank of every row, fronts as increasing index lists
+def _fronts_two(f: Any) -> Any:
+    # two objectives: in lexicographic order, a point joins the first front whose last member
+    # (the one of least second objective) does not dominate it; whether a front holds a
+    # dominator is monotone over the fronts, so the front is found by bisection
+    p_ = f.shape[0]
+    order = np.argsort(f[:, 1], kind="mergesort")
+    order = order[np.argsort(f[order, 0], kind="mergesort")]
+    last0 = np.empty(p_)
+    last1 = np.empty(p_)
+    rank = np.empty(p_, np.int64)
+    nf = 0
+    for i in order:
+        a0, a1 = f[i, 0], f[i, 1]
+        lo, hi = 0, nf
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if last1[mid] < a1 or (last1[mid] == a1 and last0[mid] < a0):
+                lo = mid + 1
+            else:
+                hi = mid
+        rank[i] = lo
+        last0[lo], last1[lo] = a0, a1
+        if lo == nf:
+            nf += 1
+    return rank, nf
+
+
+@_njit
+def _fronts_pairs(f: Any) -> Any:
+    # non_dominated_fronts by comparing every pair, then peeling the fronts off
     p_ = f.shape[0]
     m_ = f.shape[1]
     dom = np.zeros((p_, p_), np.bool_)
@@ -271,6 +311,17 @@ def fronts(f: Any) -> Any:
         left -= cur.size
         r += 1
     return rank, r
+
+
+@_njit
+def fronts(f: Any) -> Any:
+    r"""``non_dominated_fronts`` as a rank per row (fronts in increasing index) and their count.
+
+    Two finite objectives (Pollux's) take :math:`O(P \log P)`; otherwise every pair is compared.
+    """
+    if f.shape[1] == 2 and np.isfinite(f).all():
+        return _fronts_two(f)
+    return _fronts_pairs(f)
 
 
 @_njit
@@ -362,7 +413,16 @@ def insert(table: Any, store: Any, used: Any, s: Any, c: int) -> bool:
     mask = table.size - 1
     h = row_hash(s, c) & mask
     while table[h] >= 0:
-        if np.array_equal(store[table[h]], s[c]):
+        same = True
+        old = store[table[h]]
+        for j in range(s.shape[1]):
+            for n in range(s.shape[2]):
+                if old[j, n] != s[c, j, n]:
+                    same = False
+                    break
+            if not same:
+                break
+        if same:
             return False
         h = (h + 1) & mask
     table[h] = used[0]

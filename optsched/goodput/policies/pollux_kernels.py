@@ -56,12 +56,12 @@ def kernels() -> Any:
     return _pollux_loops
 
 
-def _features(k: Any, instance: RoundInstance, states: IntArray,
-              prev: IntArray) -> FloatArray:  # fmt: skip
-    nodes, replicas, changed, active = k.features(states, prev)
-    speedups = lookup(instance, nodes, replicas)
+def _features(k: Any, instance: RoundInstance, states: IntArray, prev: IntArray) -> FloatArray:
+    nodes, replicas, changed, used, speedups, missing = k.features(states, prev, instance.grid())
+    if missing:  # entries not computed yet: the NumPy look-up computes them (same values)
+        speedups = lookup(instance, nodes, replicas)
     return np.column_stack([-fitness_of(instance, speedups, changed),
-                            -utility_of(instance, speedups, active)])  # fmt: skip
+                            -utility_of(instance, speedups, used)])  # fmt: skip
 
 
 def nsga2_compiled(

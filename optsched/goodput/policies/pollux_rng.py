@@ -122,7 +122,8 @@ def next64(st: Any) -> Any:
 @_njit
 def next_double(st: Any) -> float:
     """``Generator.random()``: one double in :math:`[0, 1)`."""
-    return float(next64(st) >> _S11) * (1.0 / 9007199254740992.0)
+    # the 53 bits fit an int64, whose conversion to a double is one instruction (exact)
+    return float(np.int64(next64(st) >> _S11)) * (1.0 / 9007199254740992.0)
 
 
 @_njit
