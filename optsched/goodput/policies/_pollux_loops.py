@@ -15,12 +15,16 @@ import numba
 import numpy as np
 
 from optsched.goodput.policies.pollux_rng import (
+    advance,
     bounded,
+    draw32,
     load_state,
     next_double,
     permutation,
     skip,
+    step,
     store_state,
+    to_double,
 )
 
 __all__ = [
@@ -36,6 +40,8 @@ __all__ = [
 
 #: The NumPy path's constants (:mod:`.pollux`, :mod:`.pollux_nsga`), restated for the loops.
 _RESET, _THIN_ROW, _THIN_ENTRY, _CROSS = 0.1, 0.1, 0.1, 0.9
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
 
 
 _njit = numba.njit(cache=True, nogil=True)
@@ -211,14 +217,21 @@ def _thin(s: Any, st: Any, prev: Any) -> None:
 @_njit
 def mutate(s: Any, st: Any, prev: Any, g: int) -> None:
     """``pollux._mutate`` in place: reset, thin, then grow on nodes with a free GPU."""
-    c_, j_, n_ = s.shape
     _thin(s, st, prev)
+    grow = _grow(s, st, g)
+    _raise(s, grow, st, g)
+
+
+@_njit
+def _grow(s: Any, st: Any, g: int) -> Any:
+    # which entries grow: one draw per entry, in order, against q1 + q2 - q1 q2; a node without
+    # a free GPU has probability 0 and its draws are skipped (the state is held in variables)
+    c_, j_, n_ = s.shape
+    hi, lo, ih, il = st[0], st[1], st[2], st[3]
     grow = np.zeros(s.shape, np.bool_)
     q1 = 1.0 / max(float(j_), 1.0)
     frees = np.empty(n_, np.int64)
     owns = np.empty(n_, np.int64)
-    # the growth draws run over (child, job, node) in order; a node without a free GPU
-    # has probability 0 and its draw is skipped
     pending = 0
     for c in range(c_):
         for n in range(n_):
@@ -234,18 +247,42 @@ def mutate(s: Any, st: Any, prev: Any, g: int) -> None:
                 if frees[n] < 1:
                     pending += 1
                     continue
-                skip(st, pending)
-                pending = 0
+                if pending:
+                    hi, lo = advance(hi, lo, ih, il, pending)
+                    pending = 0
                 q2 = 1.0 / max(float(owns[n]), 1.0) if s[c, j, n] > 0 else 0.0
-                grow[c, j, n] = next_double(st) < q1 + q2 - q1 * q2
-    skip(st, pending)
+                out, hi, lo = step(hi, lo, ih, il)
+                grow[c, j, n] = to_double(out) < q1 + q2 - q1 * q2
+    st[0], st[1] = advance(hi, lo, ih, il, pending)
+    return grow
+
+
+@_njit
+def _raise(s: Any, grow: Any, st: Any, g: int) -> None:
+    # Generator.integers(s, g + 1) entry by entry (Lemire on 32-bit draws, none when s = g);
+    # kept where the entry grows
+    c_, j_, n_ = s.shape
+    hi, lo, ih, il, has, buf = st[0], st[1], st[2], st[3], st[4], st[5]
     for c in range(c_):
         for j in range(j_):
             for n in range(n_):
                 v = s[c, j, n]
-                up = v + bounded(st, g - v)
+                r = g - v
+                if r == 0:
+                    continue
+                x, hi, lo, has, buf = draw32(hi, lo, ih, il, has, buf)
+                excl = np.uint64(r + 1)
+                m = x * excl
+                left = m & _M32
+                if left < excl:
+                    threshold = (_M32 - np.uint64(r)) % excl
+                    while left < threshold:
+                        x, hi, lo, has, buf = draw32(hi, lo, ih, il, has, buf)
+                        m = x * excl
+                        left = m & _M32
                 if grow[c, j, n]:
-                    s[c, j, n] = up
+                    s[c, j, n] = v + np.int64(m >> _S32)
+    st[0], st[1], st[4], st[5] = hi, lo, has, buf
 
 
 @_njit

@@ -35,15 +35,20 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "advance",
     "bounded",
+    "draw32",
     "interval",
+    "jump",
     "load_state",
     "next32",
     "next64",
     "next_double",
     "permutation",
     "skip",
+    "step",
     "store_state",
+    "to_double",
 ]
 
 U64 = npt.NDArray[np.uint64]
@@ -109,21 +114,52 @@ def add128(ah: Any, al: Any, bh: Any, bl: Any) -> Any:
 
 
 @_njit
-def next64(st: Any) -> Any:
-    """One 64-bit output: step the LCG, XSL-RR of the new state."""
-    hi, lo = mul128(st[0], st[1], MULT_HI, MULT_LO)
-    hi, lo = add128(hi, lo, st[2], st[3])
-    st[0], st[1] = hi, lo
+def step(hi: Any, lo: Any, inc_hi: Any, inc_lo: Any) -> Any:
+    """One LCG step of state ``(hi, lo)``: ``(output, hi, lo)`` (XSL-RR of the new state)."""
+    hi, lo = mul128(hi, lo, MULT_HI, MULT_LO)
+    hi, lo = add128(hi, lo, inc_hi, inc_lo)
     rot = hi >> _S58
     x = hi ^ lo
-    return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63))
+    return (x >> rot) | (x << ((np.uint64(64) - rot) & _S63)), hi, lo
+
+
+@_njit
+def next64(st: Any) -> Any:
+    """One 64-bit output: step the LCG, XSL-RR of the new state."""
+    out, st[0], st[1] = step(st[0], st[1], st[2], st[3])
+    return out
+
+
+@_njit
+def to_double(x: Any) -> float:
+    r"""``Generator.random()``'s double of a 64-bit output, :math:`(x \gg 11) 2^{-53}`."""
+    # the 53 bits fit an int64, whose conversion to a double is one instruction (exact)
+    return float(np.int64(x >> _S11)) * (1.0 / 9007199254740992.0)
+
+
+@_njit
+def draw32(hi: Any, lo: Any, inc_hi: Any, inc_lo: Any, has: Any, buf: Any) -> Any:
+    """:func:`next32` on a state held in variables: ``(x, hi, lo, has, buf)``."""
+    if has != _ZERO:
+        return buf, hi, lo, _ZERO, buf
+    out, hi, lo = step(hi, lo, inc_hi, inc_lo)
+    return out & _M32, hi, lo, _ONE, out >> _S32
+
+
+@_njit
+def advance(hi: Any, lo: Any, inc_hi: Any, inc_lo: Any, k: int) -> Any:
+    """:func:`skip` on a state held in variables: ``(hi, lo)`` after ``k`` outputs."""
+    if k < 16:
+        for _ in range(k):
+            _, hi, lo = step(hi, lo, inc_hi, inc_lo)
+        return hi, lo
+    return jump(hi, lo, inc_hi, inc_lo, k)
 
 
 @_njit
 def next_double(st: Any) -> float:
     """``Generator.random()``: one double in :math:`[0, 1)`."""
-    # the 53 bits fit an int64, whose conversion to a double is one instruction (exact)
-    return float(np.int64(next64(st) >> _S11)) * (1.0 / 9007199254740992.0)
+    return to_double(next64(st))
 
 
 @_njit
@@ -148,8 +184,15 @@ def skip(st: Any, k: int) -> None:
         for _ in range(k):
             next64(st)
         return
+    st[0], st[1] = jump(st[0], st[1], st[2], st[3], k)
+
+
+@_njit
+def jump(hi: Any, lo: Any, inc_hi: Any, inc_lo: Any, k: int) -> Any:
+    """State ``(hi, lo)`` advanced by ``k >= 0`` steps, by Brown's jump-ahead."""
+    # (a, c) composed with itself bit by bit of k
     acc_mh, acc_ml, acc_ph, acc_pl = _ZERO, _ONE, _ZERO, _ZERO
-    cur_mh, cur_ml, cur_ph, cur_pl = MULT_HI, MULT_LO, st[2], st[3]
+    cur_mh, cur_ml, cur_ph, cur_pl = MULT_HI, MULT_LO, inc_hi, inc_lo
     while k > 0:
         if k & 1:
             acc_mh, acc_ml = mul128(acc_mh, acc_ml, cur_mh, cur_ml)
@@ -159,8 +202,8 @@ def skip(st: Any, k: int) -> None:
         cur_ph, cur_pl = mul128(sh, sl, cur_ph, cur_pl)
         cur_mh, cur_ml = mul128(cur_mh, cur_ml, cur_mh, cur_ml)
         k >>= 1
-    hi, lo = mul128(acc_mh, acc_ml, st[0], st[1])
-    st[0], st[1] = add128(hi, lo, acc_ph, acc_pl)
+    hi, lo = mul128(acc_mh, acc_ml, hi, lo)
+    return add128(hi, lo, acc_ph, acc_pl)
 
 
 @_njit
