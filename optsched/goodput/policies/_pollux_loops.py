@@ -339,11 +339,11 @@ def _fronts_pairs(f: Any) -> Any:
         cur = np.flatnonzero((count == 0) & (rank < 0))
         if cur.size == 0:
             break
-        for i in cur:
-            rank[i] = r
-        for i in cur:
+        for q in cur:
+            rank[q] = r
+        for q in cur:
             for k in range(p_):
-                if dom[i, k]:
+                if dom[q, k]:
                     count[k] -= 1
         left -= cur.size
         r += 1
@@ -434,7 +434,7 @@ def survive(f: Any, size: int, st: Any) -> Any:
 
 
 @_njit
-def row_hash(s: Any, c: int) -> int:
+def row_hash(s: Any, c: int) -> Any:
     """FNV-1a hash of state ``s[c]``, as a non-negative int64."""
     h = np.uint64(1469598103934665603)
     for j in range(s.shape[1]):

@@ -207,7 +207,7 @@ def jump(hi: Any, lo: Any, inc_hi: Any, inc_lo: Any, k: int) -> Any:
 
 
 @_njit
-def bounded(st: Any, rng: int) -> int:
+def bounded(st: Any, rng: int) -> Any:
     """``Generator.integers``' offset in :math:`[0, rng]` (Lemire), none drawn for ``rng = 0``."""
     # Generator.integers' draw of an offset in [0, rng], rng < 2**32 - 1 (Lemire)
     if rng == 0:
@@ -224,7 +224,7 @@ def bounded(st: Any, rng: int) -> int:
 
 
 @_njit
-def interval(st: Any, top: int) -> int:
+def interval(st: Any, top: int) -> Any:
     """An index in :math:`[0, top]` by masked rejection (``Generator.shuffle``'s draw)."""
     # an index in [0, top] by masked rejection (Generator.shuffle's draw)
     if top == 0:
