@@ -214,3 +214,35 @@ def test_policy_decides_the_same_round_after_round(jobs: int, nodes: int, seed: 
         runs.append(policy)
     assert runs[0].decisions == runs[1].decisions
     assert _same_state(runs[0].rng, runs[1].rng)
+
+
+@settings(max_examples=5)
+@given(st.integers(2, 8), st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_batched_speedup_table_is_the_one_at_a_time_table(jobs: int, nodes: int, seed: int) -> None:
+    from optsched.goodput.round_model import build_round, configurations, fitness
+
+    workload, types = _workload()
+    sampler = RoundSampler(types, num_nodes=nodes, gpus_per_node=4)  # type: ignore[arg-type]
+    views, cluster = sampler.round(workload, jobs, seed=seed)
+    views, cluster, prev = replay_rounds(PolluxPolicy(seed=seed, **SMALL), views, cluster, 1)
+    batched = build_round(views, cluster, prev)
+    single = build_round(views, cluster, prev)
+    for job in single.jobs:
+        job.source = _OneAtATime(job.source)  # type: ignore[arg-type]
+    states = np.stack([batched.previous, np.zeros_like(batched.previous)])
+    assert fitness(batched, states).tolist() == fitness(single, states).tolist()
+    for j, job in enumerate(batched.jobs):
+        if not job.fill(configurations(batched, j)):
+            continue  # a job without a model: speedup N, nothing to batch
+        for (k, n), value in job.speedup.items():
+            assert single.jobs[j].value(k, n) == value
+
+
+class _OneAtATime:
+    """A speedup source without ``many``: every entry computed alone."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def __call__(self, num_nodes: int, num_replicas: int) -> float:
+        return float(self.inner(num_nodes, num_replicas))  # type: ignore[operator]
