@@ -192,6 +192,51 @@ def test_best_batch_is_the_best_candidate(n: int, k: int, var: float) -> None:
     assert choice.goodput <= exhaustive * (1 + UTILITY_TOL)
 
 
+@given(
+    st.lists(st.floats(0.5, 2.0), min_size=6, max_size=6),
+    st.floats(1.0, 10.0),
+    st.floats(0.0, 10.0),
+    st.floats(0.0, 1000.0),
+    st.lists(st.tuples(st.integers(1, 16), st.integers(0, 48)), min_size=1, max_size=30),
+    st.booleans(),
+    st.sampled_from([LIMITS, BatchLimits(64, 512, 16, 64), BatchLimits(32, 40, 8, 16)]),
+)
+def test_best_goodputs_are_best_batchs_goodputs(
+    scales: list[float],
+    gamma: float,
+    sqr: float,
+    var: float,
+    pairs: list[tuple[int, int]],
+    accumulation: bool,
+    limits: BatchLimits,
+) -> None:
+    from optsched.goodput.batch import best_goodputs
+    from optsched.goodput.speedup import SpeedupTable
+
+    params = ThroughputParams(*(P.vector()[:6] * np.array(scales)), gamma)
+    model = GoodputModel(params, GradientStats(sqr, var), limits.init_batch_size)
+    pairs = [(n, n + extra) for n, extra in pairs]  # 1 <= nodes <= replicas
+    got = best_goodputs(model, limits, [n for n, _ in pairs], [k for _, k in pairs],
+                        accumulation=accumulation)  # fmt: skip
+    want = [best_batch(model, limits, n, k, accumulation=accumulation).goodput for n, k in pairs]
+    assert got.tolist() == want  # the same floats, not merely close
+    if accumulation and want:
+        table, alone = SpeedupTable(model, limits), SpeedupTable(model, limits)
+        assert table.many(pairs) == [alone(n, k) for n, k in pairs]
+        assert table.many([(0, 0)]) == [0.0]
+
+
+def test_best_goodputs_refuse_bad_pairs() -> None:
+    from optsched.goodput.batch import best_goodputs
+
+    model = GoodputModel(P, GradientStats(1.0, 5.0), LIMITS.init_batch_size)
+    with pytest.raises(InvalidInstanceError, match="num_nodes"):
+        best_goodputs(model, LIMITS, [1, 3], [2, 2])
+    with pytest.raises(InvalidInstanceError, match="num_replicas"):
+        best_goodputs(model, LIMITS, [1, 2], [2])
+    assert best_goodputs(model, LIMITS, [], []).size == 0
+
+
 def test_noisier_gradients_choose_larger_batches() -> None:
     quiet = GoodputModel(P, GradientStats(1.0, 0.01), 128)
     noisy = GoodputModel(P, GradientStats(1.0, 1000.0), 128)

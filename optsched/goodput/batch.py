@@ -25,7 +25,8 @@ When :math:`K m_\mathrm{min} > M_\mathrm{max}` no batch within the limits exists
 runs from :math:`K m_\mathrm{min}` down to :math:`M_\mathrm{max}` (every candidate above the
 maximum), as the artifact's does, and the choice is flagged ``within_limits=False``.
 
-Complexity :math:`O(c)` per allocation for ``c`` candidates.
+Complexity :math:`O(c)` per allocation for ``c`` candidates (their split is computed once per
+limits and replica count and memoized).
 """
 
 from __future__ import annotations
@@ -33,14 +34,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.errors import InvalidInstanceError
 from optsched.goodput.goodput import GoodputModel
 
-__all__ = ["ARTIFACT_CANDIDATES", "BatchChoice", "BatchLimits", "best_batch", "split_batch"]
+__all__ = [
+    "ARTIFACT_CANDIDATES",
+    "BatchChoice",
+    "BatchLimits",
+    "best_batch",
+    "best_goodputs",
+    "split_batch",
+]
 
 #: Candidate global batch sizes the artifact samples per allocation.
 ARTIFACT_CANDIDATES = 50
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
 #: Slack on the ceilings, so that a quotient a rounding error above a whole number is that number.
 _CEIL_SLACK = 1e-8
 
@@ -114,6 +126,40 @@ def split_batch(
     return atomic, steps
 
 
+#: The candidates of each ``(limits, num_replicas, accumulation, candidates)`` (read-only).
+_CANDIDATES: dict[tuple[BatchLimits, int, bool, int], tuple[float, FloatArray, FloatArray,
+                                                               BoolArray]] = {}  # fmt: skip
+#: Entries kept before the memo starts over (a job type has one per replica count).
+_CANDIDATES_MAX = 4096
+
+
+def _candidates(
+    limits: BatchLimits, num_replicas: int, accumulation: bool, candidates: int
+) -> tuple[float, FloatArray, FloatArray, BoolArray]:
+    """The grid's low end and each candidate's ``(m, s)`` and validity, memoized.
+
+    They depend on the limits and the replicas only, not on the model: a policy asking the
+    same job type's speedups round after round (Pollux's, hundreds per round) splits each grid
+    once.
+    """
+    key = (limits, num_replicas, accumulation, candidates)
+    hit = _CANDIDATES.get(key)
+    if hit is None:
+        low = max(limits.init_batch_size, limits.min_local_bsz * num_replicas)
+        grid = np.geomspace(low, limits.max_batch_size, candidates)
+        split = [split_batch(float(b), num_replicas, limits, accumulation=accumulation)
+                 for b in grid]  # fmt: skip
+        atomic = np.array([a for a, _ in split], dtype=np.float64)
+        steps = np.array([s for _, s in split], dtype=np.float64)
+        valid = (limits.min_local_bsz <= atomic) & (atomic <= limits.max_local_bsz)
+        for array in (atomic, steps, valid):
+            array.flags.writeable = False
+        if len(_CANDIDATES) >= _CANDIDATES_MAX:
+            _CANDIDATES.clear()
+        hit = _CANDIDATES[key] = (low, atomic, steps, valid)
+    return hit
+
+
 def best_batch(
     model: GoodputModel,
     limits: BatchLimits,
@@ -147,13 +193,8 @@ def best_batch(
                                    f"{num_nodes} and {num_replicas}")  # fmt: skip
     if candidates < 1:
         raise InvalidInstanceError("candidates", "must be >= 1")
-    low = max(limits.init_batch_size, limits.min_local_bsz * num_replicas)
-    grid = np.geomspace(low, limits.max_batch_size, candidates)
-    split = [split_batch(float(b), num_replicas, limits, accumulation=accumulation) for b in grid]
-    atomic = np.array([a for a, _ in split], dtype=np.float64)
-    steps = np.array([s for _, s in split], dtype=np.float64)
+    low, atomic, steps, valid = _candidates(limits, int(num_replicas), accumulation, candidates)
     values = model.goodput(num_nodes, num_replicas, atomic, steps)
-    valid = (limits.min_local_bsz <= atomic) & (atomic <= limits.max_local_bsz)
     values = np.where(valid, values, 0.0)
     best = int(np.argmax(values))
     m, s = int(atomic[best]), int(steps[best])
@@ -164,3 +205,43 @@ def best_batch(
         batch_size=num_replicas * m * (s + 1),
         within_limits=low <= limits.max_batch_size,
     )
+
+
+def best_goodputs(
+    model: GoodputModel,
+    limits: BatchLimits,
+    num_nodes: npt.ArrayLike,
+    num_replicas: npt.ArrayLike,
+    *,
+    accumulation: bool = True,
+    candidates: int = ARTIFACT_CANDIDATES,
+) -> FloatArray:
+    r""":func:`best_batch`'s goodput of many allocations, in one evaluation of the model.
+
+    Entry :math:`i` is ``best_batch(model, limits, num_nodes[i], num_replicas[i]).goodput``,
+    the same float: the candidates of every allocation are stacked into one
+    ``(len, candidates)`` array, on which the model's arithmetic runs entry by entry as on each
+    allocation's own row. Costs :math:`O(R c)` array work in one pass instead of :math:`R`
+    passes of :math:`O(c)`.
+    """
+    nodes = np.asarray(num_nodes, dtype=np.int64).reshape(-1)
+    replicas = np.asarray(num_replicas, dtype=np.int64).reshape(-1)
+    if nodes.shape != replicas.shape:
+        raise InvalidInstanceError("num_replicas", "needs one entry per entry of num_nodes")
+    bad = (nodes < 1) | (nodes > replicas)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InvalidInstanceError("num_nodes", f"needs 1 <= num_nodes <= num_replicas, got "
+                                   f"{nodes[i]} and {replicas[i]}")  # fmt: skip
+    if candidates < 1:
+        raise InvalidInstanceError("candidates", "must be >= 1")
+    if nodes.size == 0:
+        return np.zeros(0)
+    rows = [_candidates(limits, int(k), accumulation, candidates) for k in replicas]
+    atomic = np.stack([r[1] for r in rows])
+    steps = np.stack([r[2] for r in rows])
+    valid = np.stack([r[3] for r in rows])
+    values = model.goodput(nodes[:, None], replicas[:, None], atomic, steps)
+    values = np.where(valid, values, 0.0)
+    best = np.argmax(values, axis=1)
+    return np.asarray(values[np.arange(len(values)), best], dtype=np.float64)

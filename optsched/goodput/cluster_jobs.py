@@ -24,7 +24,7 @@ speedup is asked for. ``min_replicas`` is 0 for all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from optsched.errors import InvalidInstanceError
@@ -114,16 +114,27 @@ class LazySpeedup:
         self._table: SpeedupTable | None = None
         self._unfitted = False
 
-    def __call__(self, num_nodes: int, num_replicas: int) -> float:
+    def _built(self) -> SpeedupTable | None:
         if self._table is None and not self._unfitted:
             model = self._make_model()
             if model is None:
                 self._unfitted = True
             else:
                 self._table = SpeedupTable(model, self._limits)
-        if self._table is None:
+        return self._table
+
+    def __call__(self, num_nodes: int, num_replicas: int) -> float:
+        table = self._built()
+        if table is None:
             return float(num_replicas)
-        return self._table(num_nodes, num_replicas)
+        return table(num_nodes, num_replicas)
+
+    def many(self, pairs: Sequence[tuple[int, int]]) -> list[float]:
+        """The speedup of each ``(num_nodes, num_replicas)`` pair (:meth:`SpeedupTable.many`)."""
+        table = self._built()
+        if table is None:
+            return [float(n) for _, n in pairs]
+        return table.many(pairs)
 
 
 class _Recorder:

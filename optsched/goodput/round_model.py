@@ -72,9 +72,11 @@ __all__ = [
     "cluster_utility",
     "configurations",
     "fitness",
+    "fitness_of",
     "generate_instance",
     "matrix_allocations",
     "restart_factor",
+    "utility_of",
 ]
 
 #: Pollux's fairness exponent of the generalized mean (more negative: fairer).
@@ -175,6 +177,23 @@ class RoundJob:
                 )
             self.speedup[key] = hit
         return hit
+
+    def fill(self, configs: Sequence[tuple[int, int]]) -> bool:
+        """Compute the missing entries of ``configs`` at once, when the source can batch them.
+
+        Only valid values (finite, >= 0) are kept: an invalid one stays missing, so that asking
+        for it (:meth:`value`) reports it as before. Returns whether the source batched.
+        """
+        many = getattr(self.source, "many", None)
+        if many is None:
+            return False
+        todo = [c for c in configs if c[1] != 0 and c not in self.speedup]
+        if todo:
+            for key, v in zip(todo, many(todo), strict=True):
+                hit = float(v)
+                if math.isfinite(hit) and hit >= 0:
+                    self.speedup[key] = hit
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (the speedup table as ``[K, N, value]`` triples)."""
@@ -410,6 +429,13 @@ def _lookup(instance: RoundInstance, nodes: IntArray, replicas: IntArray) -> Flo
     missing = np.isnan(out)
     if missing.any():
         keys = np.unique(np.stack([jobs[missing], nodes[missing], replicas[missing]]), axis=1)
+        for j in np.unique(keys[0]).tolist():
+            # a job missing one entry will miss more: its whole table at once, when batched
+            job = instance.jobs[j]
+            if job.fill(configurations(instance, j)):
+                for (k, n), v in job.speedup.items():
+                    if k < grid.shape[1] and n < grid.shape[2]:
+                        grid[j, k, n] = v
         for j, k, n in keys.T:
             grid[j, k, n] = instance.jobs[int(j)].value(int(k), int(n))
         out = grid[jobs, nodes, replicas]
@@ -424,8 +450,18 @@ def fitness(instance: RoundInstance, states: npt.ArrayLike) -> FloatArray:
     s = np.asarray(states, dtype=np.int64)
     nodes = np.count_nonzero(s, axis=2)
     replicas = s.sum(axis=2)
-    x = instance.scale * _lookup(instance, nodes, replicas)
     changed = np.any(s != instance.previous[None], axis=2)
+    return fitness_of(instance, _lookup(instance, nodes, replicas), changed)
+
+
+def fitness_of(
+    instance: RoundInstance, speedups: FloatArray, changed: npt.NDArray[np.bool_]
+) -> FloatArray:
+    r""":math:`M(a)` from each job's speedup :math:`S_j(K_j, N_j)` and whether its row changed.
+
+    Both of shape ``(P, J)``; :func:`fitness` once the population's counts are known.
+    """
+    x = instance.scale * speedups
     factor = np.array([j.restart_factor for j in instance.jobs])
     x = np.where(changed, x * factor[None], x)
     total = np.sum((x + instance.epsilon) ** instance.p, axis=1)
@@ -436,7 +472,12 @@ def cluster_utility(instance: RoundInstance, states: npt.ArrayLike) -> FloatArra
     r"""The artifact's second objective (module notes), 0 when no node is used; shape ``(P,)``."""
     s = np.asarray(states, dtype=np.int64)
     speedups = _lookup(instance, np.count_nonzero(s, axis=2), s.sum(axis=2))
-    active = np.count_nonzero(s.sum(axis=1), axis=1) * instance.gpus_per_node
+    return utility_of(instance, speedups, np.count_nonzero(s.sum(axis=1), axis=1))
+
+
+def utility_of(instance: RoundInstance, speedups: FloatArray, used: IntArray) -> FloatArray:
+    r""":func:`cluster_utility` from the jobs' speedups ``(P, J)`` and the nodes used ``(P,)``."""
+    active = used * instance.gpus_per_node
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(active > 0, speedups.sum(axis=1) / np.maximum(active, 1), 0.0)
     return np.asarray(util, dtype=np.float64)
@@ -467,11 +508,23 @@ def matrix_allocations(instance: RoundInstance, state: npt.ArrayLike) -> dict[st
     return out
 
 
-def _fair_source(view: JobView, base: float) -> SpeedupSource:
-    def source(num_nodes: int, num_replicas: int) -> float:
-        return float(view.speedup(num_nodes, num_replicas)) / base
+class _FairSource:
+    """A job's speedup over its fair share; ``many`` when its speedup function has it."""
 
-    return source
+    def __init__(self, view: JobView, base: float) -> None:
+        self.view = view
+        self.base = base
+        batch = getattr(view.speedup, "many", None)
+        self.many: Callable[[list[tuple[int, int]]], list[float]] | None = None
+        if batch is not None:
+            self.many = lambda pairs: [float(v) / base for v in batch(pairs)]
+
+    def __call__(self, num_nodes: int, num_replicas: int) -> float:
+        return float(self.view.speedup(num_nodes, num_replicas)) / self.base
+
+
+def _fair_source(view: JobView, base: float) -> SpeedupSource:
+    return _FairSource(view, base)
 
 
 def build_round(

