@@ -25,7 +25,8 @@ Metrics, per child (``OUT_DIR/<name>.json`` and one printed line): average JCT o
 jobs and makespan (last completion minus first submission) from the cluster's JCTs, GPU-hours
 as GPUs held by unfinished jobs in each round's record times 60 s -- the rule of Sia's
 ``utils/print_run_stats.py`` and of the cached run's ``summarize.py``; plus the allocations the
-still-running jobs held from ``--at`` on, as runs of equal allocation.
+still-running jobs held from ``--at`` on, and (seeded children) the search's own answers before
+Sia's majority-type repair (virtual node ids), both as runs of equal allocation.
 """
 
 from __future__ import annotations
@@ -85,6 +86,24 @@ def _finish(cluster, policy, name, seed, at, submit, out_dir):  # type: ignore[n
 
         # Sia's search draws from numpy's legacy global generator; it is the state to seed
         np.random.seed(seed)  # noqa: NPY002
+    raw: dict[str, list[list]] = {}
+    if seed is not None:
+        search = policy.optimize
+
+        def recorded(job_infos, node_infos, prev_allocs, node_template):  # type: ignore[no-untyped-def]
+            # the search's own answer, before Sia's majority-type repair
+            allocs, n = search(job_infos, node_infos, prev_allocs, node_template)
+            now = int(cluster.current_time)
+            for name, vnodes in allocs.items():
+                runs = raw.setdefault(name, [])
+                cur = sorted(int(v) for v in vnodes)
+                if runs and runs[-1][2] == cur and runs[-1][1] == now - INTERVAL:
+                    runs[-1][1] = now
+                else:
+                    runs.append([now, now, cur])
+            return allocs, n
+
+        policy.optimize = recorded
     t0 = time.time()
     rounds = 0
     with contextlib.redirect_stdout(io.StringIO()) as sink:
@@ -96,7 +115,8 @@ def _finish(cluster, policy, name, seed, at, submit, out_dir):  # type: ignore[n
             if rounds in (5, 20):
                 print(f"{name}: {rounds} rounds in {time.time() - t0:.1f} s", file=sys.stderr)
     out = {"name": name, "seed": seed, "handover_at": at, "rounds_after": rounds,
-           "wall_s": time.time() - t0, **_metrics(cluster, submit, at)}  # fmt: skip
+           "wall_s": time.time() - t0, **_metrics(cluster, submit, at),
+           "search_from_handover": raw}  # fmt: skip
     with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
         json.dump(out, f, indent=1)
     print(f"{name}: avg JCT {out['avg_jct_s']:.1f} s, makespan {out['makespan_h']:.3f} h, "
