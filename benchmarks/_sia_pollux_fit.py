@@ -78,6 +78,31 @@ def _read_log(path: str) -> dict[int, dict[str, tuple[str, list[int]]]]:
     return out
 
 
+def _logged_hooks(cluster, log):  # type: ignore[no-untyped-def]
+    """The search answered from the log, and the job infos reduced to the active jobs' names.
+
+    ``optimize`` answers each round with the logged allocation of that time, each GPU named by
+    the first virtual node of its physical node (Sia's own repair and mapping then run on it);
+    ``job_infos`` hands the policy the names of the jobs submitted and not completed.
+    """
+    first_vnode: dict[tuple[str, int], int] = {}
+    for v, key in sorted(cluster.vnode_cluster_node_id_map.items()):
+        first_vnode.setdefault(key, v)
+
+    def optimize(job_infos, node_infos, prev_allocs, node_template):  # type: ignore[no-untyped-def]
+        logged = log.get(int(cluster.current_time), {})
+        allocs = {name: [first_vnode[(c, n)] for n in nodes]
+                  for name, (c, nodes) in logged.items() if name in job_infos}  # fmt: skip
+        return allocs, len(node_infos)
+
+    def job_infos():  # type: ignore[no-untyped-def]
+        now = cluster.current_time
+        return {j.name: None for j in cluster.jobs
+                if now >= j.submission_time and j.completion_time is None}  # fmt: skip
+
+    return optimize, job_infos
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("sia_dir")
@@ -93,24 +118,7 @@ def main() -> None:
     cluster, policy = _cluster(args.sia_dir, workload)
     import job as job_module
 
-    first_vnode: dict[tuple[str, int], int] = {}
-    for v, key in sorted(cluster.vnode_cluster_node_id_map.items()):
-        first_vnode.setdefault(key, v)
-
-    def optimize(job_infos, node_infos, prev_allocs, node_template):  # type: ignore[no-untyped-def]
-        logged = log.get(int(cluster.current_time), {})
-        allocs = {name: [first_vnode[(c, n)] for n in nodes]
-                  for name, (c, nodes) in logged.items() if name in job_infos}  # fmt: skip
-        return allocs, len(node_infos)
-
-    policy.optimize = optimize
-
-    def job_infos():  # type: ignore[no-untyped-def]
-        now = cluster.current_time
-        return {j.name: None for j in cluster.jobs
-                if now >= j.submission_time and j.completion_time is None}  # fmt: skip
-
-    cluster.get_job_infos = job_infos
+    policy.optimize, cluster.get_job_infos = _logged_hooks(cluster, log)
     wanted = set(filter(None, args.jobs.split(",")))
     fits: dict[str, list[dict]] = {}
     original = job_module.Job.update_params

@@ -41,7 +41,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _sia_pollux_fit import _cluster, _read_log
+from _sia_pollux_fit import _cluster, _logged_hooks, _read_log
 
 INTERVAL = 60
 
@@ -142,23 +142,7 @@ def main() -> None:
     cluster, policy = _cluster(args.sia_dir, workload)
     submit = {j.name: float(j.submission_time) for j in cluster.jobs}
 
-    first_vnode: dict[tuple[str, int], int] = {}
-    for v, key in sorted(cluster.vnode_cluster_node_id_map.items()):
-        first_vnode.setdefault(key, v)
-
-    def optimize(job_infos, node_infos, prev_allocs, node_template):  # type: ignore[no-untyped-def]
-        logged = log.get(int(cluster.current_time), {})
-        allocs = {name: [first_vnode[(c, n)] for n in nodes]
-                  for name, (c, nodes) in logged.items() if name in job_infos}  # fmt: skip
-        return allocs, len(node_infos)
-
-    def job_infos():  # type: ignore[no-untyped-def]
-        now = cluster.current_time
-        return {j.name: None for j in cluster.jobs
-                if now >= j.submission_time and j.completion_time is None}  # fmt: skip
-
-    policy.optimize = optimize
-    cluster.get_job_infos = job_infos
+    policy.optimize, cluster.get_job_infos = _logged_hooks(cluster, log)
     # step() advances the clock by one round and then decides: stop while the next decision
     # time (current_time + INTERVAL) is still before the hand-over
     with contextlib.redirect_stdout(io.StringIO()) as sink:

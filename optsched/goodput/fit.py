@@ -175,7 +175,6 @@ def objective(theta: FloatArray, data: StepMeasurements) -> tuple[float, FloatAr
     n = data.num_nodes
     k = data.num_replicas
     m = data.atomic_bsz
-    count = float(len(m))
     a = ac + bc * m
     extra = np.maximum(k - 2.0, 0.0)
     across = n > 1
@@ -197,22 +196,8 @@ def objective(theta: FloatArray, data: StepMeasurements) -> tuple[float, FloatAr
     d_ell_da = wa / a
     d_ell_db = np.where(b > 0, wb / np.where(b > 0, b, 1.0), 0.0)
     d_ell_dg = (wa * log_a + wb * log_b) / g - ell / g
-    c1 = r1 / (count * e1) if e1 > 0 else np.zeros_like(r1)
-    c2 = r2 / (count * e2) if e2 > 0 else np.zeros_like(r2)
-    grad = np.zeros(7)
-    grad[0] = np.sum(c1 / a) + np.sum(c2 * d_ell_da)
-    grad[1] = np.sum(c1 * m / a) + np.sum(c2 * d_ell_da * m)
-    grad[2] = np.sum(c2 * d_ell_db * across)
-    grad[3] = np.sum(c2 * d_ell_db * across * extra)
-    grad[4] = np.sum(c2 * d_ell_db * within)
-    grad[5] = np.sum(c2 * d_ell_db * within * extra)
-    grad[6] = np.sum(c2 * d_ell_dg)
-    grad[6] += 2.0 * _REG_GAMMA * (g - 1.0)
-    grad[2] += -2.0 * _REG_RETRO * bn**2 / an**3
-    grad[3] += 2.0 * _REG_RETRO * bn / an**2
-    grad[4] += -2.0 * _REG_RETRO * br**2 / ar**3
-    grad[5] += 2.0 * _REG_RETRO * br / ar**2
-    return loss, grad
+    d_ell = (d_ell_da, d_ell_db, d_ell_dg)
+    return loss, _gradient(theta, (r1, e1, r2, e2), (a, m), d_ell, (across, within, extra))
 
 
 def objective_floored(
@@ -243,7 +228,6 @@ def objective_floored(
     n = data.num_nodes
     k = data.num_replicas
     m = data.atomic_bsz
-    count = float(len(m))
     a = ac + bc * m
     across = n > 1
     within = (n == 1) & (k > 1)
@@ -263,21 +247,8 @@ def objective_floored(
     d_ell_da = a_g / (a * s)
     d_ell_db = b_g / (b * s)
     d_ell_dg = (a_g * np.log(a) + b_g * np.log(b)) / (g * s) - ell / g
-    c1 = r1 / (count * e1) if e1 > 0 else np.zeros_like(r1)
-    c2 = r2 / (count * e2) if e2 > 0 else np.zeros_like(r2)
-    grad = np.zeros(7)
-    grad[0] = np.sum(c1 / a) + np.sum(c2 * d_ell_da)
-    grad[1] = np.sum(c1 * m / a) + np.sum(c2 * d_ell_da * m)
-    grad[2] = np.sum(c2 * d_ell_db * across)
-    grad[3] = np.sum(c2 * d_ell_db * across * extra)
-    grad[4] = np.sum(c2 * d_ell_db * within)
-    grad[5] = np.sum(c2 * d_ell_db * within * extra)
-    grad[6] = np.sum(c2 * d_ell_dg) + 2.0 * _REG_GAMMA * (g - 1.0)
-    grad[2] += -2.0 * _REG_RETRO * bn**2 / an**3
-    grad[3] += 2.0 * _REG_RETRO * bn / an**2
-    grad[4] += -2.0 * _REG_RETRO * br**2 / ar**3
-    grad[5] += 2.0 * _REG_RETRO * br / ar**2
-    return loss, grad
+    d_ell = (d_ell_da, d_ell_db, d_ell_dg)
+    return loss, _gradient(theta, (r1, e1, r2, e2), (a, m), d_ell, (across, within, extra))
 
 
 def _regularizers(g: float, an: float, bn: float, ar: float, br: float) -> float:
@@ -345,3 +316,41 @@ def fit_throughput(
         theta[2] = max(theta[2], theta[4] * _PRIOR)
         theta[3] = max(theta[3], theta[5] * _PRIOR)
     return ThroughputParams(**dict(zip(PARAM_NAMES, (float(v) for v in theta), strict=True)))
+
+
+def _gradient(
+    theta: FloatArray,
+    residuals: tuple[FloatArray, float, FloatArray, float],
+    am: tuple[FloatArray, FloatArray],
+    d_ell: tuple[FloatArray, FloatArray, FloatArray],
+    masks: tuple[Any, Any, FloatArray],
+) -> FloatArray:
+    """The gradient of the loss from its residuals and the derivatives of ``ell``.
+
+    Shared by :func:`objective` and :func:`objective_floored`, which differ only in how they
+    form ``b`` and so ``ell``'s derivatives: ``residuals = (r1, e1, r2, e2)`` the two residual
+    vectors and their root mean squares, ``am = (a, m)``, ``d_ell`` the derivatives of ``ell``
+    in ``a``, ``b`` and ``gamma``, ``masks = (across, within, extra)``; ``theta`` gives the
+    regularizers' terms. :math:`O(n)`.
+    """
+    r1, e1, r2, e2 = residuals
+    count = float(len(r1))
+    c1 = r1 / (count * e1) if e1 > 0 else np.zeros_like(r1)
+    c2 = r2 / (count * e2) if e2 > 0 else np.zeros_like(r2)
+    a, m = am
+    d_ell_da, d_ell_db, d_ell_dg = d_ell
+    across, within, extra = masks
+    _, _, an, bn, ar, br, g = (float(v) for v in theta)
+    grad = np.zeros(7)
+    grad[0] = np.sum(c1 / a) + np.sum(c2 * d_ell_da)
+    grad[1] = np.sum(c1 * m / a) + np.sum(c2 * d_ell_da * m)
+    grad[2] = np.sum(c2 * d_ell_db * across)
+    grad[3] = np.sum(c2 * d_ell_db * across * extra)
+    grad[4] = np.sum(c2 * d_ell_db * within)
+    grad[5] = np.sum(c2 * d_ell_db * within * extra)
+    grad[6] = np.sum(c2 * d_ell_dg) + 2.0 * _REG_GAMMA * (g - 1.0)
+    grad[2] += -2.0 * _REG_RETRO * bn**2 / an**3
+    grad[3] += 2.0 * _REG_RETRO * bn / an**2
+    grad[4] += -2.0 * _REG_RETRO * br**2 / ar**3
+    grad[5] += 2.0 * _REG_RETRO * br / ar**2
+    return grad
