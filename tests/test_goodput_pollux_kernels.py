@@ -153,7 +153,7 @@ def test_mutation_loop_is_mutation(instance: RoundInstance, data: st.DataObject)
     assert _same_state(mine, ref)
 
 
-def _both(instance: RoundInstance, seed: int, **kw: int) -> None:
+def _check_same_search(instance: RoundInstance, seed: int, **kw: int) -> None:
     runs = []
     for compiled in (True, False):
         rng = np.random.default_rng(seed)
@@ -168,7 +168,7 @@ def _both(instance: RoundInstance, seed: int, **kw: int) -> None:
 @settings(max_examples=40)
 @given(tiny_rounds(max_jobs=5, max_nodes=3), st.integers(0, 2**31 - 1))
 def test_compiled_search_is_the_numpy_search(instance: RoundInstance, seed: int) -> None:
-    _both(instance, seed, **SMALL)
+    _check_same_search(instance, seed, **SMALL)
 
 
 @settings(max_examples=8)
@@ -176,7 +176,7 @@ def test_compiled_search_is_the_numpy_search(instance: RoundInstance, seed: int)
 def test_compiled_search_on_wide_rounds(jobs: int, nodes: int, seed: int) -> None:
     # more nodes than a job may span (max_job_nodes = 16): the repair's shuffle decides
     instance = generate_instance(jobs, num_nodes=nodes, gpus_per_node=2, seed=seed)
-    _both(instance, seed, pop_size=16, generations=6, max_matings=5)
+    _check_same_search(instance, seed, pop_size=16, generations=6, max_matings=5)
 
 
 def _workload() -> tuple[PolluxWorkload, dict[str, object]]:
