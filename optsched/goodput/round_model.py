@@ -76,6 +76,7 @@ __all__ = [
     "generate_instance",
     "matrix_allocations",
     "restart_factor",
+    "speedup_lookup",
     "utility_of",
 ]
 
@@ -409,11 +410,25 @@ def configurations(instance: RoundInstance, job: int) -> list[tuple[int, int]]:
     return out
 
 
-def _lookup(instance: RoundInstance, nodes: IntArray, replicas: IntArray) -> FloatArray:
+def speedup_lookup(instance: RoundInstance, nodes: IntArray, replicas: IntArray) -> FloatArray:
     """:math:`S_j(K, N)` for every row of a population: arrays of shape ``(P, J)``.
 
     Read from a dense cache over every job's configurations (NaN where not computed yet);
-    each missing entry is computed once.
+    each missing entry is computed once. Shared by :func:`fitness` and the compiled search
+    (:mod:`optsched.goodput.policies.pollux_kernels`), which reads the same cache.
+
+    Parameters
+    ----------
+    instance : RoundInstance
+        The round; its cache (``instance.grid()``) is filled in place.
+    nodes, replicas : ndarray of int
+        :math:`K` and :math:`N` of each job in each row, shape ``(P, J)``.
+
+    Returns
+    -------
+    ndarray of float
+        The speedups, shape ``(P, J)``. Complexity: :math:`O(PJ)` plus one evaluation per
+        entry not yet cached.
     """
     grid = instance.grid()
     jobs = np.broadcast_to(np.arange(instance.num_jobs), nodes.shape)
@@ -451,7 +466,7 @@ def fitness(instance: RoundInstance, states: npt.ArrayLike) -> FloatArray:
     nodes = np.count_nonzero(s, axis=2)
     replicas = s.sum(axis=2)
     changed = np.any(s != instance.previous[None], axis=2)
-    return fitness_of(instance, _lookup(instance, nodes, replicas), changed)
+    return fitness_of(instance, speedup_lookup(instance, nodes, replicas), changed)
 
 
 def fitness_of(
@@ -471,7 +486,7 @@ def fitness_of(
 def cluster_utility(instance: RoundInstance, states: npt.ArrayLike) -> FloatArray:
     r"""The artifact's second objective (module notes), 0 when no node is used; shape ``(P,)``."""
     s = np.asarray(states, dtype=np.int64)
-    speedups = _lookup(instance, np.count_nonzero(s, axis=2), s.sum(axis=2))
+    speedups = speedup_lookup(instance, np.count_nonzero(s, axis=2), s.sum(axis=2))
     return utility_of(instance, speedups, np.count_nonzero(s.sum(axis=1), axis=1))
 
 

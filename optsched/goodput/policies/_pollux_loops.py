@@ -51,7 +51,7 @@ _njit = numba.njit(cache=True, nogil=True)
 def features(s: Any, prev: Any, grid: Any) -> Any:
     """Per child: nodes and GPUs of every job, whether its row changed, and the nodes used.
 
-    Also each job's speedup read from ``grid`` (``round_model._lookup``'s table) and whether
+    Also each job's speedup read from ``grid`` (``round_model.speedup_lookup``'s table) and whether
     any was missing there (NaN or outside it), for the caller to compute.
     """
     c_, j_, n_ = s.shape

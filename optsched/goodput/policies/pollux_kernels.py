@@ -41,7 +41,7 @@ import numpy.typing as npt
 
 from optsched.goodput.policies.pollux_nsga import non_dominated_fronts
 from optsched.goodput.round_model import RoundInstance, fitness_of, utility_of
-from optsched.goodput.round_model import _lookup as lookup
+from optsched.goodput.round_model import speedup_lookup as lookup
 
 __all__ = ["kernels", "nsga2_compiled"]
 
@@ -51,7 +51,7 @@ FloatArray = npt.NDArray[np.float64]
 
 def kernels() -> Any:
     """The module of compiled loops (Numba is imported, and the loops loaded, on first use)."""
-    from optsched.goodput.policies import _pollux_loops  # lazy: imports Numba
+    import optsched.goodput.policies._pollux_loops as _pollux_loops  # lazy: imports Numba
 
     return _pollux_loops
 
