@@ -57,6 +57,7 @@ WORKLOAD = Path("workloads") / "scale" / "rate_10" / "workload-5.csv"
 #: alone, the policy taken from Sia's run.
 POLICIES: dict[str, tuple[str, str, float]] = {
     "gavel": ("gavel", "gavel", 360.0),
+    "gavel max-min fairness (LAS)": ("gavel-max_min_fairness_perf", "gavel-mmf", 360.0),
     "sia": ("sia", "sia", 60.0),
     "sia with CBC (Sia's solver)": ("sia", "sia-cbc", 60.0),
     "sia, decisions replayed": ("sia", "replay-sia", 60.0),
@@ -170,6 +171,8 @@ def _policy(policy: str, interval: float, log: Path) -> Any:
 
     if policy == "gavel":
         return SiaGavel(interval)
+    if policy == "gavel-mmf":
+        return SiaGavel(interval, policy="max_min_fairness_perf")
     if policy == "sia":
         return SiaHetero()
     if policy == "sia-cbc":
