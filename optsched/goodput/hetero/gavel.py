@@ -209,7 +209,9 @@ def max_min_fairness_shares(
     solver's: ``"ecos"`` states the problem as Gavel's policy does to cvxpy and ECOS (Sia's run;
     ECOS stops near, not at, the analytic centre); ``"clarabel"`` returns the analytic centre of
     the optimal face (:func:`~optsched.allocation.gavel.interior.interior_allocation`,
-    ``"max-min-perf"``); ``"highs"`` a vertex optimum.
+    ``"max-min-perf"``, which also holds a gang at 0 on a type with fewer GPUs than it needs,
+    where Gavel's LP allows the fraction :math:`s_m X_{mj} \le n_j`); ``"highs"`` a vertex
+    optimum.
     """
     if solver == "clarabel":
         return _interior(throughputs, scale, capacity, "max-min-perf")
