@@ -7,10 +7,14 @@ A100, 3 x 8 RTX 2080 Ti) are read from a folder of cached runs, one sub-folder p
 the simulator's ``summary.json`` and per-round log (``--output``), made as that folder's
 ``README.md`` says (Sia: ``--policy=sia --policy_p_val=-0.5 --mip_lambda_a=0.01
 --mip_lambda_n=1.1 --interval=60 --project_throughputs --share_max_replicas``; Gavel:
-``--policy=gavel --interval=360``; Pollux: ``multi_simulator_unaware.py --policy=pollux
---interval=60 --policy_p_val=-1``). optsched runs the same workload file and measurements in
+``--policy=gavel --interval=360``; Gavel under its max-min fairness (LAS): the same with
+``simulator_config.gavel_default_policy = "max_min_fairness_perf"`` set in the process,
+``_sia_gavel_policy.py``, folder ``gavel-max_min_fairness_perf``; Pollux:
+``multi_simulator_unaware.py --policy=pollux --interval=60 --policy_p_val=-1``). optsched runs
+the same workload file and measurements in
 :func:`optsched.goodput.hetero.world.simulate_hetero` with
-:class:`~optsched.goodput.hetero.gavel.SiaGavel` (360 s) and
+:class:`~optsched.goodput.hetero.gavel.SiaGavel` (360 s; ``policy="max_min_fairness_perf"``,
+its shares from ECOS as in Sia's run, for the LAS row) and
 :class:`~optsched.goodput.hetero.sia.SiaHetero` (60 s; its round solved by HiGHS, and by CBC
 through cvxpy as Sia's policy solves it, ``solver="cbc"``, a row left out without cylp),
 runs Sia's heterogeneity-unaware Pollux
@@ -292,6 +296,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         "notes": [
             "Differences are optsched's figure minus Sia's simulator's, in percent of Sia's.",
             "GPU-hours: each decision's GPUs times the interval, summed (print_run_stats.py).",
+            "Gavel max-min fairness (LAS): Gavel's max_min_fairness_perf in Sia's GavelPolicy; "
+            "its shares are not rounded, so ECOS's point (reproduced bit for bit from the same "
+            "input, the measurements read as Sia's pandas reads them) breaks identical jobs' "
+            "ties (see the guide).",
             "Sia's policy is solved by CBC in Sia's simulator and by HiGHS in optsched; their "
             "tie-breaking differs and the runs diverge after the first tie (see the guide). The "
             "CBC row switches that one knob (SiaHetero(solver='cbc'): the round stated as Sia's "
