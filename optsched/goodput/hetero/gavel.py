@@ -66,6 +66,7 @@ __all__ = [
     "GAVEL_POLICIES",
     "GAVEL_SOLVERS",
     "SiaGavel",
+    "gavel_step_time",
     "gavel_throughput",
     "max_min_fairness_shares",
     "max_sum_throughput_shares",
