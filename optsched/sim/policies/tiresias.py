@@ -163,6 +163,14 @@ class Tiresias(OrderPolicy):
         # the demand distribution is built when first used (2D-Gittins; 2D-LAS never reads it)
         self._world = world
         self._demand = None
+        # without the PROMOTE knob no job is promoted: the sorted walk may skip the hooks
+        # (unless a subclass overrides them)
+        cls = type(self)
+        self._waiting_hooks = (
+            self.promote_knob is not None
+            or cls.before is not Tiresias.before
+            or cls.on_wait is not Tiresias.on_wait
+        )
 
     def max_wakeups(self, world: World) -> int:
         """Each wake-up is a predicted threshold crossing or promotion: ``2 n (K + 1) (P + 1)``.
@@ -234,7 +242,9 @@ class Tiresias(OrderPolicy):
             # :meth:`rekey_candidates`): the key it was granted with, its service unread
             self._keyed = (s, now, math.nan, started[0])
             return started[1]
-        a = s.attained_service - self._base.get(job.job_id, 0.0)
+        a = s.attained_service
+        if self._base:  # (nothing to take off without promotions)
+            a -= self._base.get(job.job_id, 0.0)
         self._keyed = (s, now, a, math.nan)
         q = bisect.bisect_right(self.thresholds, a + TIME_TOL)
         return q * self._n + job.index if self._n else (q, job.arrival, job.index)
@@ -364,7 +374,9 @@ class Tiresias(OrderPolicy):
         n = self._n
         for s in self._new_granted:
             job = s.job
-            a = s.attained_service - base.get(job.job_id, 0.0)
+            a = s.attained_service
+            if base:  # (nothing to take off without promotions)
+                a -= base.get(job.job_id, 0.0)
             q = bisect.bisect_right(th, a + TIME_TOL)
             at = math.inf
             if q < k:
