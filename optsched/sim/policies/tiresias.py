@@ -321,6 +321,47 @@ class Tiresias(OrderPolicy):
         self._cross_version[i] = self._cross_counter
         heapq.heappush(self._cross, (at, self._cross_counter, i, s))
 
+    def _run_insert(self, state: SimState, s: JobState, key: Any = None) -> None:
+        """Insert a running job into the sorted running jobs (and predict its crossing).
+
+        A job granted at the last decision short of its next threshold (the usual insertion:
+        every job that starts) takes the key and crossing it was granted with, as
+        :meth:`_full_key` and :meth:`on_run` would, without their calls; any other insertion
+        is the walk's own.
+        """
+        if key is not None or not self._started:
+            super()._run_insert(state, s, key)
+            return
+        job = s.job
+        i = job.index
+        started = self._started.get(i)
+        now = state.now
+        placement = s.placement
+        if (
+            started is None
+            or not started[0] > now + (1e-3 + 1e-6 * abs(now))  # _margin
+            or (placement is not None and len(placement.servers) > 1)
+        ):
+            super()._run_insert(state, s, key)
+            return
+        del self._started[i]
+        at, key = started
+        keys = self._rkeys
+        p = bisect.bisect_left(keys, key)
+        keys.insert(p, key)
+        self._rjobs.insert(p, s)
+        gang = job.num_gpus
+        self._rgpus.insert(p, gang)
+        self._rtotal += gang
+        self._rkey_of[i] = key
+        # :meth:`on_run` with the crossing predicted at the grant (none in the last queue)
+        if at == math.inf:
+            self._cross_version.pop(i, None)
+            return
+        self._cross_counter += 1
+        self._cross_version[i] = self._cross_counter
+        heapq.heappush(self._cross, (at, self._cross_counter, i, s))
+
     def on_stop(self, i: int) -> None:
         """Forget the crossing of a job that stops running."""
         self._cross_version.pop(i, None)
