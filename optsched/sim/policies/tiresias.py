@@ -325,42 +325,11 @@ class Tiresias(OrderPolicy):
         """Insert a running job into the sorted running jobs (and predict its crossing).
 
         A job granted at the last decision short of its next threshold (the usual insertion:
-        every job that starts) takes the key and crossing it was granted with, as
-        :meth:`_full_key` and :meth:`on_run` would, without their calls; any other insertion
-        is the walk's own.
+        every job that starts) takes the key and crossing it was granted with
+        (:func:`_insert_granted`); any other insertion is the walk's own.
         """
-        if key is not None or not self._started:
+        if key is not None or not self._started or not _insert_granted(self, state, s):
             super()._run_insert(state, s, key)
-            return
-        job = s.job
-        i = job.index
-        started = self._started.get(i)
-        now = state.now
-        placement = s.placement
-        if (
-            started is None
-            or not started[0] > now + (1e-3 + 1e-6 * abs(now))  # _margin
-            or (placement is not None and len(placement.servers) > 1)
-        ):
-            super()._run_insert(state, s, key)
-            return
-        del self._started[i]
-        at, key = started
-        keys = self._rkeys
-        p = bisect.bisect_left(keys, key)
-        keys.insert(p, key)
-        self._rjobs.insert(p, s)
-        gang = job.num_gpus
-        self._rgpus.insert(p, gang)
-        self._rtotal += gang
-        self._rkey_of[i] = key
-        # :meth:`on_run` with the crossing predicted at the grant (none in the last queue)
-        if at == math.inf:
-            self._cross_version.pop(i, None)
-            return
-        self._cross_counter += 1
-        self._cross_version[i] = self._cross_counter
-        heapq.heappush(self._cross, (at, self._cross_counter, i, s))
 
     def on_stop(self, i: int) -> None:
         """Forget the crossing of a job that stops running."""
@@ -485,3 +454,42 @@ class Tiresias(OrderPolicy):
     def consolidation(self, s: JobState) -> Consolidation:
         """``"require"`` for a skewed model (see the module notes), else ``"prefer"``."""
         return "require" if self._skewed(s) else "prefer"
+
+
+def _insert_granted(p: Tiresias, state: SimState, s: JobState) -> bool:
+    """:meth:`Tiresias._run_insert` of a job granted at the last decision, if it is one.
+
+    What :meth:`~Tiresias._full_key` and :meth:`~Tiresias.on_run` do with such a job, without
+    their calls: the key it was granted with, and the crossing predicted then, when that is
+    beyond the margin of :meth:`~Tiresias.rekey_candidates` and the job runs on one server
+    (never spread). ``False`` (nothing done) otherwise.
+    """
+    job = s.job
+    i = job.index
+    started = p._started.get(i)
+    now = state.now
+    placement = s.placement
+    if (
+        started is None
+        or not started[0] > now + (1e-3 + 1e-6 * abs(now))  # _margin
+        or (placement is not None and len(placement.servers) > 1)
+    ):
+        return False
+    del p._started[i]
+    at, key = started
+    keys = p._rkeys
+    k = bisect.bisect_left(keys, key)
+    keys.insert(k, key)
+    p._rjobs.insert(k, s)
+    gang = job.num_gpus
+    p._rgpus.insert(k, gang)
+    p._rtotal += gang
+    p._rkey_of[i] = key
+    # :meth:`Tiresias.on_run` with the crossing predicted at the grant (none in the last queue)
+    if at == math.inf:
+        p._cross_version.pop(i, None)
+        return True
+    p._cross_counter += 1
+    p._cross_version[i] = p._cross_counter
+    heapq.heappush(p._cross, (at, p._cross_counter, i, s))
+    return True
