@@ -114,3 +114,14 @@ def test_the_sorted_walk_decides_as_the_reference_at_every_decision(
     record = simulate(world, fast)
     assert fast._sorted
     assert checked[0] == record.decisions > 0
+
+
+@given(st.lists(st.integers(1, 64), max_size=40), st.data())
+def test_the_sorted_walks_run_sum_is_the_plain_sum(gpus: list[int], data: Any) -> None:
+    # the run of running jobs ahead of the queue's best, summed from the shorter side of the
+    # kept total (:func:`~optsched.sim.policies.walk._run_gpus`): the slice's sum, exactly
+    from optsched.sim.policies.walk import _run_gpus
+
+    r = data.draw(st.integers(0, len(gpus)))
+    j = data.draw(st.integers(r, len(gpus)))
+    assert _run_gpus(sum(gpus), gpus, r, j) == sum(gpus[r:j])

@@ -139,7 +139,9 @@ class Apply(Placement):
         for i in self._released:
             cands.setdefault(i, None)
         changed: list[int] = []
-        touched = sorted((i for i in cands if i in running), key=lambda i: running[i].seq)
+        touched = [i for i in cands if i in running]
+        if len(touched) > 1:
+            touched.sort(key=lambda i: running[i].seq)
         self._kept += 1  # every running job not touched here receives a round (when read)
         kept = self._kept
         for i in touched:

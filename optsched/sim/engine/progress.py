@@ -37,6 +37,12 @@ from optsched.sim.world.jobs import World
 
 __all__ = ["Progress"]
 
+# the progress slots' raw accessors, bound once: ``DONE.__get__`` builds a method wrapper at
+# every use, and the catch-up reads and writes them for every job read since its last update
+_get_done, _set_done = DONE.__get__, DONE.__set__
+_get_attained, _set_attained = ATTAINED.__get__, ATTAINED.__set__
+_get_executed, _set_executed = EXECUTED.__get__, EXECUTED.__set__
+
 
 class Progress(EngineState):
     """The engine's progress part (module notes)."""
@@ -118,21 +124,24 @@ class Progress(EngineState):
         :data:`~optsched.sim.engine.catchup.KERNEL_STEPS` steps).
         """
         times = self._times
-        if not times or times[-1] <= run.synced:
+        if not times:
+            return
+        last = times[-1]
+        prev = run.synced
+        if last <= prev:
             return
         st = self.states[i]
-        prev = run.synced
         if run.overhead <= 0 and (len(times) < 2 or times[-2] <= prev):
             # one step (the last decision point only: a job read at every decision, as one
             # near its queue's threshold is) without restore time: catch_up's arithmetic,
             # inline, cheaper than a call (and than the kernel's dispatch) for one step
-            x = times[-1] - prev
-            done = DONE.__get__(st) + run.rate * x
+            x = last - prev
+            done = _get_done(st) + run.rate * x
             work = st.job.work
-            DONE.__set__(st, done if done < work else work)
-            ATTAINED.__set__(st, ATTAINED.__get__(st) + run.gpus * x)
-            EXECUTED.__set__(st, EXECUTED.__get__(st) + x)
-            run.synced = times[-1]
+            _set_done(st, done if done < work else work)
+            _set_attained(st, _get_attained(st) + run.gpus * x)
+            _set_executed(st, _get_executed(st) + x)
+            run.synced = last
             return
         k = bisect.bisect_right(times, prev)
         kernel = self._kernel
@@ -144,9 +153,9 @@ class Progress(EngineState):
                 k,
                 prev,
                 run.overhead,
-                DONE.__get__(st),
-                ATTAINED.__get__(st),
-                EXECUTED.__get__(st),
+                _get_done(st),
+                _get_attained(st),
+                _get_executed(st),
                 st.job.work,
                 run.rate,
                 run.gpus,
@@ -158,9 +167,9 @@ class Progress(EngineState):
                 k,
                 prev,
                 run.overhead,
-                DONE.__get__(st),
-                ATTAINED.__get__(st),
-                EXECUTED.__get__(st),
+                _get_done(st),
+                _get_attained(st),
+                _get_executed(st),
                 st.job.work,
                 run.rate,
                 run.gpus,
@@ -169,9 +178,9 @@ class Progress(EngineState):
             if self._replayed >= catchup.KERNEL_STEPS:
                 self._use_kernel(catchup.catch_up_kernel())
         done, attained, executed, run.synced, run.overhead = got
-        DONE.__set__(st, done)
-        ATTAINED.__set__(st, attained)
-        EXECUTED.__set__(st, executed)
+        _set_done(st, done)
+        _set_attained(st, attained)
+        _set_executed(st, executed)
 
     def _credit(self, i: int, run: Run, upto: int) -> None:
         """Count in job ``i``'s ``rounds_received`` the kept decisions of its run up to ``upto``."""

@@ -163,6 +163,14 @@ class Tiresias(OrderPolicy):
         # the demand distribution is built when first used (2D-Gittins; 2D-LAS never reads it)
         self._world = world
         self._demand = None
+        # without the PROMOTE knob no job is promoted: the sorted walk may skip the hooks
+        # (unless a subclass overrides them)
+        cls = type(self)
+        self._waiting_hooks = (
+            self.promote_knob is not None
+            or cls.before is not Tiresias.before
+            or cls.on_wait is not Tiresias.on_wait
+        )
 
     def max_wakeups(self, world: World) -> int:
         """Each wake-up is a predicted threshold crossing or promotion: ``2 n (K + 1) (P + 1)``.
@@ -234,7 +242,9 @@ class Tiresias(OrderPolicy):
             # :meth:`rekey_candidates`): the key it was granted with, its service unread
             self._keyed = (s, now, math.nan, started[0])
             return started[1]
-        a = s.attained_service - self._base.get(job.job_id, 0.0)
+        a = s.attained_service
+        if self._base:  # (nothing to take off without promotions)
+            a -= self._base.get(job.job_id, 0.0)
         self._keyed = (s, now, a, math.nan)
         q = bisect.bisect_right(self.thresholds, a + TIME_TOL)
         return q * self._n + job.index if self._n else (q, job.arrival, job.index)
@@ -311,6 +321,16 @@ class Tiresias(OrderPolicy):
         self._cross_version[i] = self._cross_counter
         heapq.heappush(self._cross, (at, self._cross_counter, i, s))
 
+    def _run_insert(self, state: SimState, s: JobState, key: Any = None) -> None:
+        """Insert a running job into the sorted running jobs (and predict its crossing).
+
+        A job granted at the last decision short of its next threshold (the usual insertion:
+        every job that starts) takes the key and crossing it was granted with
+        (:func:`_insert_granted`); any other insertion is the walk's own.
+        """
+        if key is not None or not self._started or not _insert_granted(self, state, s):
+            super()._run_insert(state, s, key)
+
     def on_stop(self, i: int) -> None:
         """Forget the crossing of a job that stops running."""
         self._cross_version.pop(i, None)
@@ -364,7 +384,9 @@ class Tiresias(OrderPolicy):
         n = self._n
         for s in self._new_granted:
             job = s.job
-            a = s.attained_service - base.get(job.job_id, 0.0)
+            a = s.attained_service
+            if base:  # (nothing to take off without promotions)
+                a -= base.get(job.job_id, 0.0)
             q = bisect.bisect_right(th, a + TIME_TOL)
             at = math.inf
             if q < k:
@@ -432,3 +454,42 @@ class Tiresias(OrderPolicy):
     def consolidation(self, s: JobState) -> Consolidation:
         """``"require"`` for a skewed model (see the module notes), else ``"prefer"``."""
         return "require" if self._skewed(s) else "prefer"
+
+
+def _insert_granted(p: Tiresias, state: SimState, s: JobState) -> bool:
+    """:meth:`Tiresias._run_insert` of a job granted at the last decision, if it is one.
+
+    What :meth:`~Tiresias._full_key` and :meth:`~Tiresias.on_run` do with such a job, without
+    their calls: the key it was granted with, and the crossing predicted then, when that is
+    beyond the margin of :meth:`~Tiresias.rekey_candidates` and the job runs on one server
+    (never spread). ``False`` (nothing done) otherwise.
+    """
+    job = s.job
+    i = job.index
+    started = p._started.get(i)
+    now = state.now
+    placement = s.placement
+    if (
+        started is None
+        or not started[0] > now + (1e-3 + 1e-6 * abs(now))  # _margin
+        or (placement is not None and len(placement.servers) > 1)
+    ):
+        return False
+    del p._started[i]
+    at, key = started
+    keys = p._rkeys
+    k = bisect.bisect_left(keys, key)
+    keys.insert(k, key)
+    p._rjobs.insert(k, s)
+    gang = job.num_gpus
+    p._rgpus.insert(k, gang)
+    p._rtotal += gang
+    p._rkey_of[i] = key
+    # :meth:`Tiresias.on_run` with the crossing predicted at the grant (none in the last queue)
+    if at == math.inf:
+        p._cross_version.pop(i, None)
+        return True
+    p._cross_counter += 1
+    p._cross_version[i] = p._cross_counter
+    heapq.heappush(p._cross, (at, p._cross_counter, i, s))
+    return True

@@ -179,6 +179,11 @@ class OrderWalk(Policy):
         self._grant_of: dict[int, Grant] = {}  # the sorted walk's grant of each job, once built
         self._runs_of: dict[int, bool] = {}  # whether a job's rate on the one type is positive
         self._gps = 1  # GPUs per server of the one type (the sorted walk)
+        # whether :meth:`before` and :meth:`on_wait` may do anything (the sorted walk skips the
+        # calls otherwise): the hooks as overridden; a policy may narrow it at :meth:`reset`
+        self._waiting_hooks = (
+            type(self).before is not OrderWalk.before or type(self).on_wait is not OrderWalk.on_wait
+        )
         self._reset_running()
 
     # -- the sorted running jobs --------------------------------------------------------------
@@ -195,13 +200,17 @@ class OrderWalk(Policy):
     def _run_insert(
         self, state: SimState, s: JobState, key: tuple[float, ...] | None = None
     ) -> None:
-        key = self._full_key(state, s) if key is None else key
-        p = bisect.bisect_left(self._rkeys, key)
-        self._rkeys.insert(p, key)
+        if key is None:
+            key = self._full_key(state, s)
+        keys = self._rkeys
+        p = bisect.bisect_left(keys, key)
+        keys.insert(p, key)
         self._rjobs.insert(p, s)
-        self._rgpus.insert(p, s.job.num_gpus)
-        self._rtotal += s.job.num_gpus
-        self._rkey_of[s.job.index] = key
+        job = s.job
+        gang = job.num_gpus
+        self._rgpus.insert(p, gang)
+        self._rtotal += gang
+        self._rkey_of[job.index] = key
         placement = s.placement
         # one server is the fewest (the check without the call, for most jobs)
         if (
@@ -209,15 +218,17 @@ class OrderWalk(Policy):
             and len(placement.servers) > 1
             and not placement.consolidated(self._gps)
         ):
-            self._rspread[s.job.index] = s
+            self._rspread[job.index] = s
         self.on_run(state, s)
 
     def _run_remove(self, i: int) -> None:
         key = self._rkey_of.pop(i)
-        p = bisect.bisect_left(self._rkeys, key)
-        self._rtotal -= self._rgpus[p]
-        del self._rkeys[p], self._rjobs[p], self._rgpus[p]
-        self._rspread.pop(i, None)
+        keys, gpus = self._rkeys, self._rgpus
+        p = bisect.bisect_left(keys, key)
+        self._rtotal -= gpus[p]
+        del keys[p], self._rjobs[p], gpus[p]
+        if self._rspread:
+            self._rspread.pop(i, None)
         self.on_stop(i)
 
     def refresh_running(self, state: SimState) -> None:
@@ -445,7 +456,8 @@ def walk_sorted(p: OrderWalk, state: SimState) -> PolicyDecision:
     """
     _sync_sorted(p, state)
     _rekey_sorted(p, state)
-    p.before(state)
+    if p._waiting_hooks:
+        p.before(state)
     walked = _merge_sorted(p, state)
     return _sorted_decision(p, state, *walked)
 
@@ -556,7 +568,7 @@ def _merge_sorted(
                 # the whole run fits (the running jobs fit together): its sum says so
                 # without the prefix sums
                 # (all of them, the usual first run: their kept sum)
-                run = p._rtotal if r == 0 and j == n_run else sum(gpus[r:j])
+                run = p._rtotal if r == 0 and j == n_run else _run_gpus(p._rtotal, gpus, r, j)
                 if run <= free:
                     free -= run
                     r = j
@@ -598,6 +610,17 @@ def _merge_sorted(
     return new_granted, new_keys, preempted, skipped
 
 
+def _run_gpus(total: int, gpus: list[int], r: int, j: int) -> int:
+    """The sum of ``gpus[r:j]``, ``total`` being the sum of all.
+
+    From the first running job it is the kept total less the few behind (as when a crossing
+    job moved behind the queue's best): a pass over the shorter side. Integers: exact.
+    """
+    if r == 0 and 2 * j > len(gpus):
+        return total - sum(gpus[j:])
+    return sum(gpus[r:j])
+
+
 def _sorted_decision(
     p: OrderWalk,
     state: SimState,
@@ -621,15 +644,22 @@ def _sorted_decision(
             queue.push(s, p._full_key(state, s))
         for s in preempted:
             p._run_remove(s.job.index)
-            p.on_wait(state, s)
+        if p._waiting_hooks:
+            for s in preempted:
+                p.on_wait(state, s)
     if preempted:
         # the ``stop`` form of the full decision: the preempted jobs stop, the new jobs and
         # the kept spread gangs are granted in the walk's (key) order, and the kept
         # consolidated gangs keep their GPUs, as granting them would
-        items = list(zip(new_keys, new_granted, strict=True))
-        items += [(p._rkey_of[i], s) for i, s in p._rspread.items()]
-        items.sort(key=_first)
-        p._pending = [s for _, s in items]
+        if p._rspread:
+            items = list(zip(new_keys, new_granted, strict=True))
+            items += [(p._rkey_of[i], s) for i, s in p._rspread.items()]
+            items.sort(key=_first)
+            p._pending = [s for _, s in items]
+        else:
+            # the new jobs alone, already in key order: each was the queue's best when taken,
+            # from a queue that only shrank
+            p._pending = new_granted
         stop = tuple([s.job_id for s in preempted])
     else:
         p._pending = new_granted
