@@ -131,8 +131,35 @@ def test_non_dominated_fronts_by_definition() -> None:
     for front in fronts:
         for i, k in itertools.product(front, repeat=2):
             assert not (np.all(f[i] <= f[k]) and np.any(f[i] < f[k]))
-    crowd = crowding_distance(f[fronts[0]])
-    assert np.isinf(crowd).sum() >= min(2, len(fronts[0]))
+
+
+def test_crowding_distance_by_hand() -> None:
+    # pymoo 0.4.2's rule: a repeated point gets 0, the first occurrence the distance; the
+    # extremes of each objective infinite; an objective of range 0 adds nothing, not even to
+    # its extremes
+    f = np.array([[0, 3], [1, 2], [0, 3], [3, 0], [2, 1]], dtype=float)
+    # unique points 0, 1, 3, 4; each objective's gaps are 1/3 of its range 3
+    want = np.array([np.inf, 2 / 3, 0.0, np.inf, 2 / 3])
+    assert np.allclose(crowding_distance(f), want, rtol=0, atol=1e-15)
+    assert np.array_equal(crowding_distance(np.ones((3, 2))), np.zeros(3))
+    assert np.array_equal(crowding_distance(np.ones((2, 2))), np.full(2, np.inf))
+    line = np.array([[0, 5], [1, 5], [2, 5]], dtype=float)
+    assert np.array_equal(crowding_distance(line), np.array([np.inf, 0.5, np.inf]))
+    # many copies of one point and one other: only the first copy and the other are extreme
+    tied = np.array([[0, 1]] * 5 + [[1, 0]] + [[0, 1]] * 3, dtype=float)
+    assert np.array_equal(np.flatnonzero(np.isinf(crowding_distance(tied))), [0, 5])
+    assert not crowding_distance(tied)[[1, 2, 3, 4, 6, 7, 8]].any()
+
+
+def test_later_fronts_in_pymoos_order() -> None:
+    # a later front lists its points in the order the previous front releases them: by the
+    # position there of their last dominator, then by index (pymoo's fast_non_dominated_sort)
+    f = np.array([[6, 1], [1, 6], [0, 5], [5, 0], [6, 6], [7, 0.5]], dtype=float)
+    fronts = non_dominated_fronts(f)
+    assert fronts[0].tolist() == [2, 3]
+    # 1 is dominated by 2 (position 0); 0 and 5 by 3 (position 1)
+    assert fronts[1].tolist() == [1, 0, 5]
+    assert fronts[2].tolist() == [4]
 
 
 def test_policy_rejects_bad_settings() -> None:

@@ -92,13 +92,16 @@ def nsga2_compiled(
     pop = k.unique(pop)
     f = _features(k, instance, pop, prev)
     evaluations = len(pop)
+    kept, crowd = k.survive(f, len(pop), st)  # everything fits: no draw
+    pop, f = pop[kept], f[kept]
     for _ in range(max(generations - 1, 0)):
-        children = k.offspring(pop, f, st, prev, max_r, min_r, limits)
-        if len(children):
-            pop = np.concatenate([pop, children])
-            f = np.concatenate([f, _features(k, instance, children, prev)])
-            evaluations += len(children)
-        kept = k.survive(f, pop_size, st)
+        children = k.offspring(pop, f, crowd, st, prev, max_r, min_r, limits)
+        if not len(children):
+            break  # as the NumPy path (pymoo): no new child ends the search
+        pop = np.concatenate([pop, children])
+        f = np.concatenate([f, _features(k, instance, children, prev)])
+        evaluations += len(children)
+        kept, crowd = k.survive(f, pop_size, st)
         pop, f = pop[kept], f[kept]
     k.store_state(rng, st)
     front = non_dominated_fronts(f)[0]
