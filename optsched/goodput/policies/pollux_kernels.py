@@ -21,6 +21,12 @@ ahead, as many outputs as NumPy would have drawn:
 * a repair's shuffle of a row that fits its ``max_replicas`` and ``max_job_nodes`` (every
   order keeps the row as it is).
 
+**Ties** follow pymoo 0.4.2 as the NumPy path states them
+(:mod:`~optsched.goodput.policies.pollux_nsga`): repeated objective vectors crowd at 0, later
+fronts come in pymoo's order (``front_order``), each survivor carries its crowding into the next
+tournaments, and a cut front draws one ``permutation`` and is sorted stably on the permuted
+distances, in both paths, so both keep the same members in the same order.
+
 The shuffle orders a row's nodes by their draws with a stable sort; NumPy's ``argsort`` may
 order two equal doubles differently, which in 53-bit draws happens with probability about
 :math:`n^2 2^{-54}` per row of :math:`n` nodes.

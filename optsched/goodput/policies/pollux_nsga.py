@@ -297,8 +297,9 @@ def nsga2(
     rng : numpy.random.Generator
     max_matings : int
         Matings tried per generation for new children (:data:`MAX_MATINGS`). In a round whose
-        feasible states are few (one job of one GPU) every generation tries them all, which
-        costs about 1 ms each; fewer change the search only in such rounds.
+        feasible states are few (one job of one GPU) a generation tries them all, about 1 ms
+        each, until one finds no new child and the search ends; fewer change the search only
+        in such rounds.
 
     Returns
     -------
