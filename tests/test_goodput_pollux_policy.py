@@ -162,6 +162,27 @@ def test_later_fronts_in_pymoos_order() -> None:
     assert fronts[2].tolist() == [4]
 
 
+@settings(max_examples=15)
+@given(st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_a_tied_choice_is_kept_from_search_to_search(jobs: int, seed: int) -> None:
+    # pymoo's tie rules: of the states tied at the best M, the first keeps an infinite crowding
+    # distance and its copies 0, so searches carried from one to the next on the same round
+    # keep taking it while the best M stays; only a front of copies of one objective vector
+    # (every distance 0) is cut in random order
+    # (a state of the same M and a better utility dominates the choice: a new choice)
+    instance = generate_instance(jobs, num_nodes=6, seed=seed)
+    rng = np.random.default_rng(seed)
+    front, last, last_f = None, None, None
+    for _ in range(4):
+        result = search(instance, front, rng=rng, pop_size=30, generations=15)
+        front = result.front
+        chosen_f = result.values[np.argmin(result.values[:, 0])]
+        distinct = len({tuple(v) for v in result.values.tolist()})
+        if last is not None and np.array_equal(chosen_f, last_f) and distinct > 1:
+            assert np.array_equal(result.state, last.state)
+        last, last_f = result, chosen_f
+
+
 def test_policy_rejects_bad_settings() -> None:
     with pytest.raises(InvalidInstanceError, match="pop_size"):
         PolluxPolicy(pop_size=0)
