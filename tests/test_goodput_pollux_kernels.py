@@ -203,6 +203,24 @@ def test_compiled_search_on_wide_rounds(jobs: int, nodes: int, seed: int) -> Non
     _check_same_search(instance, seed, pop_size=16, generations=6, max_matings=5)
 
 
+@settings(max_examples=10)
+@given(st.integers(1, 2), st.integers(0, 2**31 - 1))
+def test_compiled_search_on_tied_rounds_carried(jobs: int, seed: int) -> None:
+    # one or two jobs on six nodes: many states tie at the best M, fronts of copies are cut,
+    # and each search starts from the last one's front (the tie rules' whole path)
+    instance = generate_instance(jobs, num_nodes=6, seed=seed)
+    fronts: list[np.ndarray | None] = [None, None]
+    rngs = [np.random.default_rng(seed), np.random.default_rng(seed)]
+    for _ in range(3):
+        got = [search(instance, fronts[i], rng=rngs[i], compiled=c, pop_size=30, generations=12)
+               for i, c in enumerate((True, False))]  # fmt: skip
+        a, b = got
+        assert np.array_equal(a.state, b.state) and np.array_equal(a.front, b.front)
+        assert np.array_equal(a.values, b.values) and a.evaluations == b.evaluations
+        assert _same_state(rngs[0], rngs[1])
+        fronts = [a.front, b.front]
+
+
 def _workload() -> tuple[PolluxWorkload, dict[str, object]]:
     types = {name: read_model_traces(DATA / "traces" / name) for name in ("bert", "cifar10")}
     full = read_workload(DATA / "workload-6.csv")
