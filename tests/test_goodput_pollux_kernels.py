@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from optsched.goodput.decision import Allocation
 from optsched.goodput.policies.pollux import PolluxPolicy, _mutate, _repair, search
 from optsched.goodput.policies.pollux_kernels import kernels
-from optsched.goodput.policies.pollux_nsga import _survive, non_dominated_fronts
+from optsched.goodput.policies.pollux_nsga import _survive, crowding_distance, non_dominated_fronts
 from optsched.goodput.round_model import RoundInstance, generate_instance
 from optsched.goodput.round_workload import RoundSampler, replay_rounds
 from optsched.goodput.traces import read_model_traces
@@ -92,16 +92,40 @@ def test_other_generators_take_the_numpy_path() -> None:
 def test_fronts_and_survival_are_numpys(n: int, m: int, levels: int, seed: int) -> None:
     # few distinct values: ties and repeated points in every objective
     f = np.random.default_rng(seed).integers(0, levels, size=(n, m)).astype(np.float64)
+    _same_fronts_and_survival(f, seed)
+
+
+@settings(max_examples=60)
+@given(st.integers(3, 120), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_tied_fronts_survive_as_numpys(n: int, distinct: int, seed: int) -> None:
+    # Pollux's tie: a front of many states with the same objectives (a few distinct points,
+    # each repeated), cut to fewer than it holds
+    rng = np.random.default_rng(seed)
+    points = np.column_stack([np.arange(distinct), -np.arange(distinct)]).astype(np.float64)
+    f = points[rng.integers(0, distinct, size=n)]
+    _same_fronts_and_survival(f, seed)
+    crowd = kernels().crowding(f, np.arange(n))
+    assert np.array_equal(crowd, crowding_distance(f))
+
+
+def _same_fronts_and_survival(f: np.ndarray, seed: int) -> None:
+    n = len(f)
     k = kernels()
-    rank, count = k.fronts(f)
+    members, starts = k.front_order(f)
     want = non_dominated_fronts(f)
-    assert count == len(want)
+    assert len(starts) - 1 == len(want)
     for r, front in enumerate(want):
-        assert np.array_equal(np.flatnonzero(rank == r), front)
+        assert np.array_equal(members[starts[r] : starts[r + 1]], front)
+    rank, _ = k.fronts(f)
+    for r, front in enumerate(want):
+        assert np.array_equal(np.flatnonzero(rank == r), np.sort(front))
     for size in {1, max(1, n // 2), n}:
         ref, mine = np.random.default_rng(seed), np.random.default_rng(seed)
         state = k.load_state(mine)
-        assert np.array_equal(k.survive(f, size, state), _survive(f, size, ref))
+        kept, crowd = k.survive(f, size, state)
+        want_kept, want_crowd = _survive(f, size, ref)
+        assert np.array_equal(kept, want_kept)
+        assert np.array_equal(crowd, want_crowd)
         k.store_state(mine, state)
         assert _same_state(mine, ref)
 
@@ -177,6 +201,24 @@ def test_compiled_search_on_wide_rounds(jobs: int, nodes: int, seed: int) -> Non
     # more nodes than a job may span (max_job_nodes = 16): the repair's shuffle decides
     instance = generate_instance(jobs, num_nodes=nodes, gpus_per_node=2, seed=seed)
     _check_same_search(instance, seed, pop_size=16, generations=6, max_matings=5)
+
+
+@settings(max_examples=10)
+@given(st.integers(1, 2), st.integers(0, 2**31 - 1))
+def test_compiled_search_on_tied_rounds_carried(jobs: int, seed: int) -> None:
+    # one or two jobs on six nodes: many states tie at the best M, fronts of copies are cut,
+    # and each search starts from the last one's front (the tie rules' whole path)
+    instance = generate_instance(jobs, num_nodes=6, seed=seed)
+    fronts: list[np.ndarray | None] = [None, None]
+    rngs = [np.random.default_rng(seed), np.random.default_rng(seed)]
+    for _ in range(3):
+        got = [search(instance, fronts[i], rng=rngs[i], compiled=c, pop_size=30, generations=12)
+               for i, c in enumerate((True, False))]  # fmt: skip
+        a, b = got
+        assert np.array_equal(a.state, b.state) and np.array_equal(a.front, b.front)
+        assert np.array_equal(a.values, b.values) and a.evaluations == b.evaluations
+        assert _same_state(rngs[0], rngs[1])
+        fronts = [a.front, b.front]
 
 
 def _workload() -> tuple[PolluxWorkload, dict[str, object]]:

@@ -29,6 +29,7 @@ from optsched.goodput.policies.pollux_rng import (
 
 __all__ = [
     "features",
+    "front_order",
     "load_state",
     "mutate",
     "offspring",
@@ -40,6 +41,7 @@ __all__ = [
 
 #: The NumPy path's constants (:mod:`.pollux`, :mod:`.pollux_nsga`), restated for the loops.
 _RESET, _THIN_ROW, _THIN_ENTRY, _CROSS = 0.1, 0.1, 0.1, 0.9
+_DUPLICATE = 1e-24  # pollux_nsga.DUPLICATE_DISTANCE
 _M32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 
@@ -362,75 +364,121 @@ def fronts(f: Any) -> Any:
 
 
 @_njit
+def front_order(f: Any) -> Any:
+    """The fronts in ``non_dominated_fronts``' (pymoo's) order: members, and each front's start.
+
+    Front 0 in increasing index; each later member by the position of its last dominator in
+    the previous front, then by index.
+    """
+    rank, nf = fronts(f)
+    p_, m_ = f.shape
+    members = np.empty(p_, np.int64)
+    starts = np.zeros(nf + 1, np.int64)
+    for i in range(p_):
+        starts[rank[i] + 1] += 1
+    for r in range(nf):
+        starts[r + 1] += starts[r]
+    got = 0
+    for i in range(p_):
+        if rank[i] == 0:
+            members[got] = i
+            got += 1
+    for r in range(1, nf):
+        lo, hi = starts[r - 1], starts[r]
+        idx = np.flatnonzero(rank == r)
+        key = np.empty(idx.size, np.int64)
+        for q in range(idx.size):
+            j = idx[q]
+            last = -1
+            for pos in range(lo, hi):
+                i = members[pos]
+                le = True
+                lt = False
+                for o in range(m_):
+                    if not f[i, o] <= f[j, o]:
+                        le = False
+                    if f[i, o] < f[j, o]:
+                        lt = True
+                if le and lt:
+                    last = pos
+            key[q] = last
+        order = np.argsort(key, kind="mergesort")
+        for q in range(idx.size):
+            members[hi + q] = idx[order[q]]
+    return members, starts
+
+
+@_njit
 def crowding(f: Any, idx: Any) -> Any:
-    """``crowding_distance`` of the rows ``idx`` of ``f`` (one front)."""
+    """``crowding_distance`` of the rows ``idx`` of ``f`` (one front; pymoo's duplicates rule)."""
     n_ = idx.size
     m_ = f.shape[1]
     out = np.zeros(n_)
     if n_ <= 2:
         out[:] = np.inf
         return out
+    uniq = np.empty(n_, np.int64)  # positions in ``idx`` of the first occurrences
+    nu = 0
+    for i in range(n_):
+        first = True
+        for k in range(i):
+            s = 0.0
+            for o in range(m_):
+                d = f[idx[i], o] - f[idx[k], o]
+                s += d * d
+            if np.sqrt(s) < _DUPLICATE:
+                first = False
+                break
+        if first:
+            uniq[nu] = i
+            nu += 1
+    cd = np.zeros(nu)
+    col = np.empty(nu)
     for o in range(m_):
-        col = np.empty(n_)
-        for i in range(n_):
-            col[i] = f[idx[i], o]
+        for u in range(nu):
+            col[u] = f[idx[uniq[u]], o]
         order = np.argsort(col, kind="mergesort")
         span = col[order[-1]] - col[order[0]]
-        out[order[0]] += np.inf
-        out[order[-1]] += np.inf
-        for i in range(1, n_ - 1):
-            if span > 0:
-                out[order[i]] += (col[order[i + 1]] - col[order[i - 1]]) / span
-            else:
-                out[order[i]] += 0.0
-    for i in range(n_):
-        out[i] = out[i] / m_
+        if not span > 0:  # the NumPy path's skipped objective: 0 for every point
+            continue
+        for u in range(nu):
+            last = np.inf if u == 0 else (col[order[u]] - col[order[u - 1]]) / span
+            nxt = np.inf if u == nu - 1 else (col[order[u + 1]] - col[order[u]]) / span
+            cd[order[u]] += last + nxt
+    for u in range(nu):
+        out[uniq[u]] = cd[u] / m_
     return out
 
 
 @_njit
-def all_crowding(f: Any) -> Any:
-    """Every row's crowding distance within its front (``_rank_and_crowding``)."""
-    rank, nf = fronts(f)
-    crowd = np.empty(f.shape[0])
-    for r in range(nf):
-        idx = np.flatnonzero(rank == r)
-        cd = crowding(f, idx)
-        for i in range(idx.size):
-            crowd[idx[i]] = cd[i]
-    return crowd
-
-
-@_njit
 def survive(f: Any, size: int, st: Any) -> Any:
-    """``pollux_nsga._survive``: the indices kept by rank and crowding, random ties."""
-    rank, nf = fronts(f)
-    kept = np.empty(min(size, f.shape[0]), np.int64)
+    """``pollux_nsga._survive``: the indices kept by rank and crowding, and their crowding."""
+    members, starts = front_order(f)
+    room = min(size, f.shape[0])
+    kept = np.empty(room, np.int64)
+    crowd = np.empty(room)
     got = 0
-    for r in range(nf):
-        idx = np.flatnonzero(rank == r)
-        if got + idx.size <= size:
+    for r in range(starts.size - 1):
+        if got >= room:
+            break
+        idx = members[starts[r] : starts[r + 1]]
+        cd = crowding(f, idx)
+        if got + idx.size <= room:
             kept[got : got + idx.size] = idx
+            crowd[got : got + idx.size] = cd
             got += idx.size
             continue
-        cd = crowding(f, idx)
-        ties = np.empty(idx.size)
+        perm = permutation(st, idx.size)
+        permuted = np.empty(idx.size)
         for i in range(idx.size):
-            ties[i] = next_double(st)
-        order = np.arange(idx.size)
-        for a in range(1, idx.size):  # lexsort((ties, -crowd)): stable, two keys
-            o = order[a]
-            b = a - 1
-            while b >= 0 and (-cd[order[b]] > -cd[o] or (
-                    -cd[order[b]] == -cd[o] and ties[order[b]] > ties[o])):  # fmt: skip
-                order[b + 1] = order[b]
-                b -= 1
-            order[b + 1] = o
-        for i in range(size - got):
-            kept[got + i] = idx[order[i]]
-        got = size
-        break
-    return kept[:got]
+            permuted[i] = cd[perm[i]]
+        order = np.argsort(permuted, kind="mergesort")
+        for i in range(room - got):  # descending: from the end of the ascending order
+            pos = perm[order[idx.size - 1 - i]]
+            kept[got + i] = idx[pos]
+            crowd[got + i] = cd[pos]
+        got = room
+    return kept[:got], crowd[:got]
 
 
 @_njit
@@ -530,15 +578,17 @@ def tournament(f: Any, crowd: Any, count: int, st: Any) -> Any:
 
 
 @_njit
-def offspring(pop: Any, f: Any, st: Any, prev: Any, max_r: Any, min_r: Any,
+def offspring(pop: Any, f: Any, crowd: Any, st: Any, prev: Any, max_r: Any, min_r: Any,
               limits: Any) -> Any:  # fmt: skip
-    """``pollux_nsga._offspring`` with Pollux's operators: new children, at most pop_size."""
+    """``pollux_nsga._offspring`` with Pollux's operators: new children, at most pop_size.
+
+    ``crowd``: each member's crowding distance from the survival that kept it.
+    """
     g, size, matings = limits[0], limits[2], limits[3]
     p_, j_, n_ = pop.shape
     table, store, used = make_seen(pop, 2 * size + 2)
     for c in range(p_):
         insert(table, store, used, pop, c)
-    crowd = all_crowding(f)
     out = np.empty((size, j_, n_), np.int64)
     total = 0
     for _ in range(matings):
@@ -565,13 +615,7 @@ def offspring(pop: Any, f: Any, st: Any, prev: Any, max_r: Any, min_r: Any,
             if insert(table, store, used, kids, c):
                 new[found] = c
                 found += 1
-        if total + found > size:
-            perm = permutation(st, found)
-            for i in range(size - total):
-                out[total + i] = kids[new[perm[i]]]
-            total = size
-        else:
-            for i in range(found):
-                out[total + i] = kids[new[i]]
-            total += found
+        for i in range(min(found, size - total)):  # the first ones, as pymoo
+            out[total + i] = kids[new[i]]
+        total = min(total + found, size)
     return out[:total]

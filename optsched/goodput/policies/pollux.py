@@ -6,7 +6,9 @@ searches it with NSGA-II (:mod:`~optsched.goodput.policies.pollux_nsga`) on two 
 the artifact's ``simulator/pollux.py`` does: the generalized mean :math:`M` of the scaled,
 penalized speedups (:func:`~optsched.goodput.round_model.fitness`) and the cluster utility
 (:func:`~optsched.goodput.round_model.cluster_utility`), both maximized. It carries out the
-member of the final front with the best :math:`M`.
+member of the final front with the best :math:`M` (the first of them, in population order: on
+a tie that is the state the search kept first, see
+:mod:`~optsched.goodput.policies.pollux_nsga`).
 
 A state is a ``(J, n)`` matrix of GPUs per job and node. The operators (written after the
 artifact's, drawing from the policy's :class:`numpy.random.Generator`):

@@ -21,6 +21,12 @@ ahead, as many outputs as NumPy would have drawn:
 * a repair's shuffle of a row that fits its ``max_replicas`` and ``max_job_nodes`` (every
   order keeps the row as it is).
 
+**Ties** follow pymoo 0.4.2 as the NumPy path states them
+(:mod:`~optsched.goodput.policies.pollux_nsga`): repeated objective vectors crowd at 0, later
+fronts come in pymoo's order (``front_order``), each survivor carries its crowding into the next
+tournaments, and a cut front draws one ``permutation`` and is sorted stably on the permuted
+distances, in both paths, so both keep the same members in the same order.
+
 The shuffle orders a row's nodes by their draws with a stable sort; NumPy's ``argsort`` may
 order two equal doubles differently, which in 53-bit draws happens with probability about
 :math:`n^2 2^{-54}` per row of :math:`n` nodes.
@@ -92,13 +98,16 @@ def nsga2_compiled(
     pop = k.unique(pop)
     f = _features(k, instance, pop, prev)
     evaluations = len(pop)
+    kept, crowd = k.survive(f, len(pop), st)  # everything fits: no draw
+    pop, f = pop[kept], f[kept]
     for _ in range(max(generations - 1, 0)):
-        children = k.offspring(pop, f, st, prev, max_r, min_r, limits)
-        if len(children):
-            pop = np.concatenate([pop, children])
-            f = np.concatenate([f, _features(k, instance, children, prev)])
-            evaluations += len(children)
-        kept = k.survive(f, pop_size, st)
+        children = k.offspring(pop, f, crowd, st, prev, max_r, min_r, limits)
+        if not len(children):
+            break  # as the NumPy path (pymoo): no new child ends the search
+        pop = np.concatenate([pop, children])
+        f = np.concatenate([f, _features(k, instance, children, prev)])
+        evaluations += len(children)
+        kept, crowd = k.survive(f, pop_size, st)
         pop, f = pop[kept], f[kept]
     k.store_state(rng, st)
     front = non_dominated_fronts(f)[0]

@@ -4,17 +4,32 @@ The artifact's policy runs pymoo 0.4's ``NSGA2`` with its own crossover, mutatio
 this module is that loop, written for optsched (pymoo is not a dependency), with every random
 draw taken from one :class:`numpy.random.Generator` so that a seed fixes the run:
 
-1. the initial population (the carried-over states) is repaired and its duplicates dropped;
+1. the initial population (the carried-over states) is repaired, its duplicates dropped, and
+   it is put in the order of rank and crowding (step 3 with room for all: fronts in order);
 2. each generation, parents are picked by **binary tournament** (the dominating one wins, else
    the larger crowding distance, else a coin), each pair is crossed with probability
    :data:`CROSSOVER_PROB`, every child is mutated and repaired, and children equal to a member
    or to each other are dropped, mating again until ``pop_size`` new children are found (at most
-   :data:`MAX_MATINGS` times);
+   :data:`MAX_MATINGS` times; the first ones found are kept); a generation that finds no new
+   child ends the search, as pymoo's does;
 3. parents and children are cut back to ``pop_size`` by **rank and crowding**: whole
-   non-dominated fronts in order, the last one by decreasing crowding distance (random ties).
+   non-dominated fronts in order, each front in pymoo's order (:func:`non_dominated_fronts`),
+   the front that does not fit by decreasing crowding distance, its ties in random order.
 
-Objectives are minimized. A generation costs :math:`O(P^2)` for the non-dominated sort of
-:math:`P \le 2\cdot\text{pop\_size}` points plus the operators' cost.
+**Ties** (pymoo 0.4.2's ``RankAndCrowdingSurvival`` and ``calc_crowding_distance``). Points
+of a front with the same objective vector are one point for the crowding distance: the first
+(in population order) gets the distance, every later one 0 (:func:`crowding_distance`). The
+crowding a member carries into the next generation's tournaments is the one computed in the
+survival that kept it, over its whole front before the cut. The front that does not fit is
+ordered by a random permutation followed by a sort on the crowding distance, descending, so
+that the order of equal distances is uniformly random and a permutation of the front is drawn
+only when a front is cut. Together: when many states tie at the best objectives, the first of
+them keeps an infinite (extreme) distance and every copy 0, so the first stays first, and it
+is the member Pollux takes (:func:`~optsched.goodput.policies.pollux.search`, the first front
+member of best :math:`M`); a search from a carried population keeps its previous choice.
+
+Objectives are minimized. A generation costs :math:`O(P^2)` for the non-dominated sort and
+the duplicate check of :math:`P \le 2\cdot\text{pop\_size}` points plus the operators' cost.
 """
 
 from __future__ import annotations
@@ -27,6 +42,7 @@ import numpy.typing as npt
 
 __all__ = [
     "CROSSOVER_PROB",
+    "DUPLICATE_DISTANCE",
     "MAX_MATINGS",
     "Operators",
     "crowding_distance",
@@ -37,8 +53,12 @@ __all__ = [
 #: Probability that a selected pair is crossed (pymoo's default; otherwise the children are
 #: copies of the parents).
 CROSSOVER_PROB = 0.9
-#: Matings tried per generation to find enough new children (pymoo's ``n_max_iterations``).
-MAX_MATINGS = 100
+#: Matings tried per generation to find enough new children: pymoo's ``n_max_iterations``
+#: (100) counts the matings after the first, so its loop mates up to 101 times.
+MAX_MATINGS = 101
+#: Objective vectors nearer than this (Euclidean) are one point for the crowding distance
+#: (pymoo 0.4's ``find_duplicates(F, epsilon=1e-24)`` in ``calc_crowding_distance``).
+DUPLICATE_DISTANCE = 1e-24
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -82,7 +102,13 @@ def _dominance(f: FloatArray) -> npt.NDArray[np.bool_]:
 
 
 def non_dominated_fronts(f: FloatArray) -> list[IntArray]:
-    """Indices of each non-dominated front of ``f`` (rows minimized), best front first."""
+    """Indices of each non-dominated front of ``f`` (rows minimized), best front first.
+
+    Each front in pymoo's order (its ``fast_non_dominated_sort``): the first in increasing
+    index; a later front in the order its members are reached when the previous front's
+    members, in their order, release the points they dominate (in increasing index): by the
+    position of a member's last dominator in the previous front, then by index.
+    """
     n = len(f)
     if n == 0:
         return []
@@ -90,60 +116,82 @@ def non_dominated_fronts(f: FloatArray) -> list[IntArray]:
     count = dominates.sum(axis=0)
     fronts = []
     current = np.flatnonzero(count == 0)
+    ranked = np.zeros(n, dtype=bool)
     while current.size:
         fronts.append(current)
-        count = count - dominates[current].sum(axis=0)
-        count[np.concatenate(fronts)] = -1
-        current = np.flatnonzero(count == 0)
+        ranked[current] = True
+        released = dominates[current]
+        count = count - released.sum(axis=0)
+        nxt = np.flatnonzero((count == 0) & ~ranked)
+        if nxt.size:
+            # position in ``current`` of each point's last dominator there
+            last = len(current) - 1 - np.argmax(released[::-1][:, nxt], axis=0)
+            nxt = nxt[np.argsort(last, kind="stable")]
+        current = nxt
     return fronts
 
 
-def crowding_distance(f: FloatArray) -> FloatArray:
-    """Crowding distance of the points of one front.
+def _first_occurrences(f: FloatArray) -> IntArray:
+    """Rows of ``f`` not within :data:`DUPLICATE_DISTANCE` of an earlier row, in order."""
+    diff = f[:, None, :] - f[None, :, :]
+    near = np.sqrt((diff * diff).sum(axis=2)) < DUPLICATE_DISTANCE
+    return np.flatnonzero(~np.tril(near, k=-1).any(axis=1))
 
-    The extremes of each objective are infinite; the others get the mean over objectives of the
-    normalized distance between their two neighbours.
+
+def crowding_distance(f: FloatArray) -> FloatArray:
+    r"""Crowding distance of the points of one front (pymoo 0.4.2's rule).
+
+    With :math:`n \le 2` points every distance is infinite. Otherwise a point equal to an
+    earlier one (within :data:`DUPLICATE_DISTANCE`) gets 0, and the first occurrences
+    :math:`U` get, per objective sorted stably over :math:`U` with range :math:`\Delta`, the
+    gaps to their two neighbours over :math:`\Delta` (the extremes :math:`\infty`); an
+    objective with :math:`\Delta = 0` adds 0 to every point, the extremes too. The sum over
+    objectives is divided by their number. :math:`O(n^2 m)` for the duplicate check.
     """
     n, m = f.shape
     if n <= 2:
         return np.full(n, np.inf)
-    out = np.zeros(n)
+    unique = _first_occurrences(f)
+    u = f[unique]
+    cd = np.zeros(len(unique))
     for obj in range(m):
-        order = np.argsort(f[:, obj], kind="mergesort")
-        col = f[order, obj]
+        order = np.argsort(u[:, obj], kind="mergesort")
+        col = u[order, obj]
         span = col[-1] - col[0]
-        dist = np.full(n, np.inf)
-        if span > 0:
-            dist[1:-1] = (col[2:] - col[:-2]) / span
-        else:
-            dist[1:-1] = 0.0
-        out[order] += dist
-    return out / m
-
-
-def _rank_and_crowding(f: FloatArray) -> tuple[IntArray, FloatArray, list[IntArray]]:
-    fronts = non_dominated_fronts(f)
-    rank = np.empty(len(f), dtype=np.int64)
-    crowd = np.empty(len(f))
-    for r, front in enumerate(fronts):
-        rank[front] = r
-        crowd[front] = crowding_distance(f[front])
-    return rank, crowd, fronts
-
-
-def _survive(f: FloatArray, size: int, rng: np.random.Generator) -> IntArray:
-    """Indices kept by rank and crowding (module notes, step 3)."""
-    _, crowd, fronts = _rank_and_crowding(f)
-    kept: list[int] = []
-    for front in fronts:
-        if len(kept) + len(front) <= size:
-            kept.extend(front.tolist())
+        if not span > 0:  # pymoo divides by NaN here and then sets the NaNs to 0
             continue
-        # descending crowding, ties in random order
-        order = np.lexsort((rng.random(len(front)), -crowd[front]))
-        kept.extend(front[order[: size - len(kept)]].tolist())
-        break
-    return np.array(kept, dtype=np.int64)
+        gaps = np.diff(col) / span
+        cd[order] += np.concatenate([[np.inf], gaps]) + np.concatenate([gaps, [np.inf]])
+    out = np.zeros(n)
+    out[unique] = cd / m
+    return out
+
+
+def _survive(f: FloatArray, size: int, rng: np.random.Generator) -> tuple[IntArray, FloatArray]:
+    """Indices kept by rank and crowding (module notes, step 3) and their crowding distances.
+
+    The front that does not fit draws one permutation of its members; sorted stably on the
+    permuted distances and reversed, equal distances come in uniformly random order (pymoo's
+    ``randomized_argsort``, whose quicksort orders equal values some other fixed way: the same
+    distribution). No draw when every front fits.
+    """
+    kept: list[IntArray] = []
+    crowd: list[FloatArray] = []
+    room = min(size, len(f))
+    for front in non_dominated_fronts(f):
+        if room <= 0:
+            break
+        cd = crowding_distance(f[front])
+        if len(front) > room:
+            perm = rng.permutation(len(front))
+            order = perm[np.argsort(cd[perm], kind="stable")][::-1][:room]
+            front, cd = front[order], cd[order]
+        kept.append(front)
+        crowd.append(cd)
+        room -= len(front)
+    if not kept:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(kept).astype(np.int64), np.concatenate(crowd)
 
 
 def _pair_dominance(
@@ -194,14 +242,17 @@ def _unique_new(states: IntArray, seen: set[bytes]) -> IntArray:
 def _offspring(
     pop: IntArray,
     f: FloatArray,
+    crowd: FloatArray,
     ops: Operators,
     size: int,
     rng: np.random.Generator,
     max_matings: int,
 ) -> IntArray:
-    """Up to ``size`` new feasible children not equal to any member (module notes, step 2)."""
+    """Up to ``size`` new feasible children not equal to any member (module notes, step 2).
+
+    ``crowd`` is each member's crowding distance from the survival that kept it.
+    """
     seen = set(_keys(pop))
-    _, crowd, _ = _rank_and_crowding(f)
     found: list[IntArray] = []
     total = 0
     for _ in range(max_matings):
@@ -217,8 +268,7 @@ def _offspring(
         c1 = np.where(cross.reshape(shape), c1, p1)
         children = ops.repair(ops.mutate(np.concatenate([c0, c1]), rng), rng)
         children = _unique_new(children, seen)
-        if total + len(children) > size:
-            children = children[rng.permutation(len(children))[: size - total]]
+        children = children[: size - total]  # pymoo keeps the first ones
         found.append(children)
         total += len(children)
     if not found:
@@ -247,8 +297,9 @@ def nsga2(
     rng : numpy.random.Generator
     max_matings : int
         Matings tried per generation for new children (:data:`MAX_MATINGS`). In a round whose
-        feasible states are few (one job of one GPU) every generation tries them all, which
-        costs about 1 ms each; fewer change the search only in such rounds.
+        feasible states are few (one job of one GPU) a generation tries them all, about 1 ms
+        each, until one finds no new child and the search ends; fewer change the search only
+        in such rounds.
 
     Returns
     -------
@@ -260,13 +311,16 @@ def nsga2(
     pop = _unique_new(pop, set())
     f = ops.evaluate(pop)
     evaluations = len(pop)
+    kept, crowd = _survive(f, len(pop), rng)  # everything fits: no draw
+    pop, f = pop[kept], f[kept]
     for _ in range(max(generations - 1, 0)):
-        children = _offspring(pop, f, ops, pop_size, rng, max_matings)
-        if len(children):
-            pop = np.concatenate([pop, children])
-            f = np.concatenate([f, ops.evaluate(children)])
-            evaluations += len(children)
-        kept = _survive(f, pop_size, rng)
+        children = _offspring(pop, f, crowd, ops, pop_size, rng, max_matings)
+        if not len(children):
+            break  # pymoo ends the run when mating finds no new child
+        pop = np.concatenate([pop, children])
+        f = np.concatenate([f, ops.evaluate(children)])
+        evaluations += len(children)
+        kept, crowd = _survive(f, pop_size, rng)
         pop, f = pop[kept], f[kept]
     front = non_dominated_fronts(f)[0]
     return pop[front], f[front], evaluations
