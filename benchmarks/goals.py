@@ -223,6 +223,13 @@ GOALS: tuple[Goal, ...] = (
         unit="%",
     ),
     Goal(
+        "goodput cluster vs Pollux's own simulator run (workload 6), Pollux, mean of seeds 0-3",
+        "pollux_sim",
+        key("pollux (mean of seeds 0-3), workload 6, load 1.0: largest |avg JCT diff| (%)"),
+        2.0,
+        unit="%",
+    ),
+    Goal(
         "certified gap, best policy to the bound, worst size (load 0.8)",
         "sim_bounds",
         matching(r"^gap_best_policy_\d+_jobs_pct$"),

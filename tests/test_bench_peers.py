@@ -344,3 +344,35 @@ def test_pollux_published_and_group_summary(tmp_path) -> None:
     assert got[f"{label}: largest |makespan diff| (%)"] == 0.0
     assert got[f"{label}: published JCTs equal (artifact; optsched)"] == "2 / 2; 2 / 2"
     assert got["tiresias, workload 6, load 1.5: jobs equal"] == "2 / 2 (1 of 1 rows compared)"
+
+
+def test_pollux_seed_rows_mean_is_compared(tmp_path, monkeypatch) -> None:
+    """The seeds' rows and their mean: the mean row's figures are the runs' means, and the
+    group summary compares it with the artifact although it has no jobs to compare."""
+    pollux = _load("bench_pollux_sim")
+    ran: list[int | None] = []
+
+    def fake_run(workload, folder, name, seed=None):
+        ran.append(seed)
+        k = float(seed or 0)
+        return {"jobs": {"a": (10.0 + k, 0)}, "jcts": {"a": 10.0 + k}, "avg_jct": 10.0 + k,
+                "makespan": 20.0, "gpu_hours": 2.0 + k, "cpu_seconds": 1.0,
+                "validation_cpu_seconds": 0.1, "valid": True, "violations": []}  # fmt: skip
+
+    monkeypatch.setattr(pollux, "_run_ours", fake_run)
+    theirs = {"jobs": {"a": (10.0, 0)}, "avg_jct": 10.0, "makespan": 20.0, "gpu_hours": 2.0}
+    seed0 = fake_run(None, None, "pollux")
+    rows = pollux._seed_rows((6, "1.0"), tmp_path, tmp_path, theirs, seed0, {})
+    col = pollux.COLUMNS.index
+    assert ran == [None, 1, 2, 3]
+    assert [r[col("policy")] for r in rows] == [
+        "pollux (seed 1)", "pollux (seed 2)", "pollux (seed 3)", "pollux (mean of seeds 0-3)"
+    ]  # fmt: skip
+    mean = rows[-1]
+    assert mean[col("optsched avg JCT (s)")] == pytest.approx(11.5)  # (10 + 11 + 12 + 13) / 4
+    assert mean[col("avg JCT diff (%)")] == pytest.approx(15.0)
+    assert mean[col("jobs equal")] == "-"
+    got = pollux._group_summary(rows)
+    label = "pollux (mean of seeds 0-3), workload 6, load 1.0"
+    assert got[f"{label}: largest |avg JCT diff| (%)"] == pytest.approx(15.0)
+    assert got[f"{label}: largest |GPU-hours diff| (%)"] == pytest.approx(75.0)
