@@ -376,3 +376,28 @@ def test_pollux_seed_rows_mean_is_compared(tmp_path, monkeypatch) -> None:
     label = "pollux (mean of seeds 0-3), workload 6, load 1.0"
     assert got[f"{label}: largest |avg JCT diff| (%)"] == pytest.approx(15.0)
     assert got[f"{label}: largest |GPU-hours diff| (%)"] == pytest.approx(75.0)
+
+
+def test_sia_summary_counts_in_loop_policies_within_the_goal() -> None:
+    """Rows replaying Sia's decisions (wholly or up to a hand-over) are listed but not counted
+    as policies agreeing in the loop; a row off by more than 2 % on one figure is neither."""
+    sia = _load("bench_sia_sim")
+    width = len(sia.COLUMNS)
+
+    def row(name: str, jct: float, makespan: float, gpu_h: float) -> list:
+        r: list = [name] + [None] * (width - 1)
+        r[4], r[7], r[10] = jct, makespan, gpu_h
+        return r
+
+    rows = [
+        row("gavel", 0.0, 0.0, 0.0),
+        row("sia with CBC (Sia's solver)", 0.085, 0.0, -0.046),
+        row("sia, decisions replayed", 0.0, 0.0, 0.0),
+        row("pollux (unaware, seed 0), Sia's decisions until ImageNet is alone", -0.6, -1.6, -0.8),
+        row("pollux (heterogeneity-unaware, seed 1)", 41.2, 106.6, 30.4),
+        row("sia", 2.9, 3.1, 11.1),
+    ]
+    got = sia._summary(rows)
+    assert got["policies in the loop with every figure within 2 %"] == 2
+    assert got["largest abs difference (%)"] == 106.6
+    assert "sia, decisions replayed" in got["policies with every figure within 2 %"]
