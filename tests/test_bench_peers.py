@@ -401,3 +401,28 @@ def test_sia_summary_counts_in_loop_policies_within_the_goal() -> None:
     assert got["policies in the loop with every figure within 2 %"] == 2
     assert got["largest abs difference (%)"] == 106.6
     assert "sia, decisions replayed" in got["policies with every figure within 2 %"]
+
+
+def test_sia_seeded_runs_against_the_unseeded_one(tmp_path) -> None:
+    """Sia's own seeded runs: hand-overs later than the start and runs cut short are left out;
+    the differences are in percent of the unseeded run (makespan read in hours)."""
+    sia = _load("bench_sia_sim")
+    folder = tmp_path / "pollux-seeded"
+    folder.mkdir()
+
+    def write(name: str, at: float, done: int, jct: float) -> None:
+        run = {"seed": int(name[-1]), "handover_at": at, "completed": done, "avg_jct_s": jct,
+               "makespan_h": 5.0, "gpu_hours": 30.0}  # fmt: skip
+        (folder / f"{name}.json").write_text(json.dumps(run))
+
+    write("seed0", 0.0, 2, 110.0)
+    write("seed1", 28860.0, 2, 50.0)  # a hand-over: not a run from the start
+    write("seed2", 0.0, 1, 50.0)  # cut short
+    reference = {"jct": {"a": 1.0, "b": 2.0}, "avg_jct": 100.0, "makespan": 20000.0,
+                 "gpu_hours": 40.0}  # fmt: skip
+    got = sia.sia_seeded(tmp_path, reference)
+    assert [r["seed"] for r in got] == [0]
+    assert got[0]["diff"]["avg_jct"] == pytest.approx(10.0)
+    assert got[0]["diff"]["makespan"] == pytest.approx(-10.0)  # 18,000 s against 20,000 s
+    assert got[0]["diff"]["gpu_hours"] == pytest.approx(-25.0)
+    assert "seed 0 110.0 s / 5.00 h / 30.0 GPU-h (+10.0 / -10.0 / -25.0 %)" in sia._seeded_note(got)
