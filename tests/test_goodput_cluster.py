@@ -331,3 +331,53 @@ def test_sim_compare_runs_a_pollux_workload(
     assert "'edf'" in capsys.readouterr().err
     assert main([*args[:3], "--policies", "no-such-policy"]) == 2
     assert "no-such-policy" in capsys.readouterr().err
+
+
+def test_sim_compare_seeds_run_the_random_search_once_per_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--seeds``: Pollux once per seed and their mean, a deterministic policy once; refused
+    (naming the option) on a trace that is no Pollux workload."""
+    from optsched.cli import main
+
+    trace = tmp_path / "small.csv"
+    PolluxWorkload(shipped_workload().jobs[:6]).save(trace)
+    monkeypatch.setenv("OPTSCHED_POLLUX_SIMULATOR", str(DATA))
+    args = ["sim", "compare", str(trace), "--cluster", "4x4", "--policies", "pollux,tiresias"]
+    assert main([*args, "--seeds", "0-1", "--json"]) == 0
+    rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)["policies"]}
+    assert set(rows) == {"pollux (seed 0)", "pollux (seed 1)", "pollux (mean of seeds 0,1)",
+                         "tiresias"}  # fmt: skip
+    mean = rows["pollux (mean of seeds 0,1)"]
+    for figure in ("average_jct", "makespan", "gpu_hours"):
+        want = (rows["pollux (seed 0)"][figure] + rows["pollux (seed 1)"][figure]) / 2
+        assert mean[figure] == pytest.approx(want, rel=1e-12)
+    assert all(r["valid"] and r["finished"] for r in rows.values())
+    # seed 0 is the registered policy's own seed: the same run as without --seeds
+    assert main([*args[:6], "pollux", "--json"]) == 0
+    (plain,) = json.loads(capsys.readouterr().out)["policies"]
+    assert plain["average_jct"] == rows["pollux (seed 0)"]["average_jct"]
+    assert main([*args, "--seeds", "0-500"]) == 2
+    assert "--seeds" in capsys.readouterr().err
+    other = tmp_path / "jobs.csv"
+    other.write_text("job_id,arrival,num_gpus,duration\nj0,0,1,100\n")
+    assert main(["sim", "compare", str(other), "--cluster", "v100=8:8", "--seeds", "0"]) == 2
+    assert "--seeds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [(None, ()), ("3", (3,)), ("0-3", (0, 1, 2, 3)), ("5, 0-2,1", (5, 0, 1, 2)), ("7-7", (7,))],
+)
+def test_parse_seeds(text: str | None, want: tuple[int, ...]) -> None:
+    from optsched.cli.sim_goodput import parse_seeds
+
+    assert parse_seeds(text) == want
+
+
+@pytest.mark.parametrize("text", ["", "a", "-1", "3-1", "1-", "0-100", "0-99,200"])
+def test_parse_seeds_refuses_naming_the_option(text: str) -> None:
+    from optsched.cli.sim_goodput import parse_seeds
+
+    with pytest.raises(InvalidInstanceError, match="--seeds"):
+        parse_seeds(text)

@@ -183,12 +183,17 @@ def compare_command(
     load: float = 1.0,
     harmony_model: Path | None = None,
     warm_start: bool = True,
+    seeds: str | None = None,
 ) -> None:
     """Compare policies on TRACE (and, with --exact, their gap to the optimum)."""
     from optsched.cli.sim_goodput import compare_if_pollux
 
     if compare_if_pollux(dict(locals())):  # a Pollux workload: the goodput world's loop
         return
+    if seeds is not None:
+        raise InvalidInstanceError(
+            "--seeds", "applies to a Pollux workload's randomized policies only"
+        )
     from optsched.cli._mechanism import mechanism_from
     from optsched.cli.sim_colocation import colocation_setup, needs_colocation
     from optsched.limits import check_range
@@ -820,6 +825,13 @@ def _add_compare(sim: click.Group, common: list[Any]) -> None:
             is_flag=True,
             help="Also compute certified bounds on the optimum (any trace size) and show every "
             "policy's certified gap: at most how far it is from optimal. Honours --time-limit.",
+        ),
+        click.option(
+            "--seeds",
+            default=None,
+            metavar="SEEDS",
+            help="Pollux workloads: run each randomized policy (Pollux's genetic search) once "
+            "per seed, e.g. 0-3 or 0,5,7, a row each and a row of their mean.",
         ),
         OFFERED_LOAD_OPTION,
         LOAD_OPTION,

@@ -12,6 +12,10 @@ world's own policies. The job types' measurements are read from the artifact's
 ``simulator/`` folder (:func:`~optsched.goodput.artifact.simulator_dir`). ``--cluster NxG``
 sets the cluster (default ``16x4``, the artifact's), ``--round-seconds`` the decision interval
 (default 60 s); the other world options of ``sim compare`` do not apply and are refused.
+``--seeds`` (e.g. ``0-3`` or ``0,5,7``) runs each randomized policy (one taking a ``seed``:
+Pollux's genetic search) once per seed, a row each, then a row of their mean: a genetic
+search's figures move with its draws, so a comparison with another simulator's run (itself one
+draw) reads the mean; the deterministic policies run once.
 Exit 1 when a record is rejected by the validator, 3 when a run left jobs unfinished.
 """
 
@@ -26,10 +30,48 @@ import click
 from optsched.cli.common import TextTable, emit, err_console, print_json
 from optsched.errors import InvalidInstanceError
 
-__all__ = ["POLLUX_HEADER", "compare_goodput", "compare_if_pollux", "is_pollux_workload"]
+__all__ = [
+    "MAX_SEEDS",
+    "POLLUX_HEADER",
+    "compare_goodput",
+    "compare_if_pollux",
+    "is_pollux_workload",
+    "parse_seeds",
+]
 
 #: The first line of a Pollux workload CSV.
 POLLUX_HEADER = "name,time,application,num_replicas,batch_size"
+#: The most seeds ``--seeds`` takes (each is a whole run; refused before any runs).
+MAX_SEEDS = 100
+
+
+def parse_seeds(text: str | None) -> tuple[int, ...]:
+    """``--seeds``: comma-separated seeds or ranges ``A-B`` (inclusive), e.g. ``0-3,9``.
+
+    Returns the distinct seeds in the order given (empty for ``None``).
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``--seeds``: an entry that is not a non-negative integer or range, an empty
+        list, or more than :data:`MAX_SEEDS` seeds (checked before a range is expanded).
+    """
+    if text is None:
+        return ()
+    seeds: list[int] = []
+    for item in (part.strip() for part in text.split(",")):
+        low, dash, high = item.partition("-")
+        if not low.strip().isdigit() or (dash and not high.strip().isdigit()):
+            raise InvalidInstanceError(
+                "--seeds", f"entry {item!r} is not a seed or a range A-B of non-negative integers"
+            )
+        a, b = int(low), int(high) if dash else int(low)
+        if b < a:
+            raise InvalidInstanceError("--seeds", f"range {item!r} runs backwards")
+        if len(seeds) + (b - a + 1) > MAX_SEEDS:
+            raise InvalidInstanceError("--seeds", f"more than {MAX_SEEDS} seeds")
+        seeds += [k for k in range(a, b + 1) if k not in seeds]
+    return tuple(seeds)
 
 
 def is_pollux_workload(path: Path) -> bool:
@@ -82,6 +124,7 @@ def compare_if_pollux(options: Mapping[str, Any]) -> bool:
         options.get("output"),
         bool(options.get("as_json", False)),
         refused,
+        parse_seeds(options.get("seeds")),
     )
     return True
 
@@ -94,6 +137,7 @@ def compare_goodput(
     output: Path | None,
     as_json: bool,
     refused: Mapping[str, bool],
+    seeds: tuple[int, ...] = (),
 ) -> None:
     """Run and print the comparison (module notes)."""
     from optsched.goodput.artifact import simulator_dir
@@ -127,19 +171,26 @@ def compare_goodput(
         prepare = getattr(policy, "prepare", None)  # a simulator policy's own refusal
         if callable(prepare):
             prepare(nodes, per_node)
-    rows: list[dict[str, Any]] = []
-    for name, policy in zip(names, made, strict=True):
+
+    def row(label: str, policy: Any) -> dict[str, Any]:
         run = simulate(workload, policy, num_nodes=nodes, gpus_per_node=per_node,
                        interval=interval, traces=traces)  # fmt: skip
         report = validate(run)
-        rows.append(
-            {
-                "policy": name,
-                **run.summary(),
-                "valid": report.ok,
-                "violation": str(report.violations[0]) if report.violations else None,
-            }
-        )
+        return {
+            **run.summary(),
+            "policy": label,
+            "valid": report.ok,
+            "violation": str(report.violations[0]) if report.violations else None,
+        }
+
+    rows: list[dict[str, Any]] = []
+    for name, policy in zip(names, made, strict=True):
+        if not (seeds and _seeded(name)):
+            rows.append(row(name, policy))
+            continue
+        make: Any = POLICIES[name]  # a factory taking seed= (_seeded)
+        runs = [row(f"{name} (seed {k})", make(seed=k)) for k in seeds]
+        rows += [*runs, _mean(name, seeds, runs)]
     _show(trace, nodes, per_node, interval, rows, output, as_json)
     bad = [r for r in rows if not r["valid"]]
     for r in bad:
@@ -152,6 +203,34 @@ def compare_goodput(
         raise click.exceptions.Exit(1)
     if any(not r["finished"] for r in rows):
         raise click.exceptions.Exit(3)
+
+
+def _seeded(name: str) -> bool:
+    """Whether the goodput policy registered as ``name`` takes a ``seed`` (a random search)."""
+    import inspect
+
+    from optsched.goodput.policies import POLICIES
+
+    factory = POLICIES.get(name)
+    return factory is not None and "seed" in inspect.signature(factory).parameters
+
+
+def _mean(name: str, seeds: tuple[int, ...], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row of ``runs``' mean figures (valid and finished only when every run is)."""
+    n = len(runs)
+    label = ",".join(map(str, seeds)) if len(seeds) <= 8 else f"{seeds[0]}..{seeds[-1]}"
+    bad = [r["violation"] for r in runs if r["violation"]]
+    return {
+        "policy": f"{name} (mean of seeds {label})",
+        "jobs": runs[0]["jobs"],
+        "finished": all(r["finished"] for r in runs),
+        "average_jct": sum(r["average_jct"] for r in runs) / n,
+        "makespan": sum(r["makespan"] for r in runs) / n,
+        "gpu_hours": sum(r["gpu_hours"] for r in runs) / n,
+        "restarts": sum(r["restarts"] for r in runs) / n,
+        "valid": all(r["valid"] for r in runs),
+        "violation": bad[0] if bad else None,
+    }
 
 
 def _show(
@@ -195,6 +274,6 @@ def _show(
             f"{r['average_jct']:.2f}",
             f"{r['makespan']:.0f}",
             f"{r['gpu_hours']:.2f}",
-            r["restarts"],
+            f"{r['restarts']:g}",
         )
     emit(table)
