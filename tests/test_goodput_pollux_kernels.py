@@ -92,7 +92,7 @@ def test_other_generators_take_the_numpy_path() -> None:
 def test_fronts_and_survival_are_numpys(n: int, m: int, levels: int, seed: int) -> None:
     # few distinct values: ties and repeated points in every objective
     f = np.random.default_rng(seed).integers(0, levels, size=(n, m)).astype(np.float64)
-    _same_fronts_and_survival(f, seed)
+    _check_same_fronts_and_survival(f, seed)
 
 
 @settings(max_examples=60)
@@ -103,12 +103,12 @@ def test_tied_fronts_survive_as_numpys(n: int, distinct: int, seed: int) -> None
     rng = np.random.default_rng(seed)
     points = np.column_stack([np.arange(distinct), -np.arange(distinct)]).astype(np.float64)
     f = points[rng.integers(0, distinct, size=n)]
-    _same_fronts_and_survival(f, seed)
+    _check_same_fronts_and_survival(f, seed)
     crowd = kernels().crowding(f, np.arange(n))
     assert np.array_equal(crowd, crowding_distance(f))
 
 
-def _same_fronts_and_survival(f: np.ndarray, seed: int) -> None:
+def _check_same_fronts_and_survival(f: np.ndarray, seed: int) -> None:
     n = len(f)
     k = kernels()
     members, starts = k.front_order(f)
