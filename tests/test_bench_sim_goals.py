@@ -37,3 +37,24 @@ def test_the_quick_run_scales_the_goal() -> None:
     assert out == {
         "goal: fifo 2x the trace within 2.2x the time": "NOT met (2.30 > 2.2: 1.05x still to gain)"
     }
+
+
+def test_each_policy_keeps_its_least_cpu_run_of_interleaved_rounds() -> None:
+    """``_best_rows``: the rounds run every policy in turn; a row is its policy's fastest run."""
+    bench = _bench()
+    calls: list[str] = []
+    cpu = {"fifo": [3.0, 1.0, 2.0], "srtf": [5.0, 6.0, 4.0], "tiresias-las": [7.0, 8.0, 9.0]}
+
+    def replay(label: str, frame: object, gpus: int, copies: int, policy: str) -> list[object]:
+        k = sum(p == policy for p in calls)
+        calls.append(policy)
+        return [label, copies, 10, gpus, policy, cpu[policy][k] + 0.5, cpu[policy][k], k]
+
+    bench._replay = replay  # type: ignore[attr-defined]
+    rows = bench._best_rows("c", None, 8, 1, 3)  # type: ignore[attr-defined]
+    assert calls == list(bench.POLICIES) * 3  # type: ignore[attr-defined]
+    assert [(r[4], r[6], r[7]) for r in rows] == [
+        ("fifo", 1.0, 1),
+        ("srtf", 4.0, 2),
+        ("tiresias-las", 7.0, 0),
+    ]
