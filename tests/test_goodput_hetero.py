@@ -319,6 +319,11 @@ def test_a_bad_log_names_its_line(tmp_path: Path) -> None:
     with pytest.raises(InvalidInstanceError) as err:
         read_sia_log(log)
     assert err.value.row == 2
+    # a line nested past the decoder's stack: refused with its line, not a RecursionError
+    log.write_text('{"timestamp": 60, "submitted_jobs": []}\n' + "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InvalidInstanceError) as err:
+        read_sia_log(log)
+    assert err.value.row == 2
     log.write_text("")
     with pytest.raises(InvalidInstanceError):
         read_sia_log(log)

@@ -141,6 +141,32 @@ def test_corrupt_stored_config_is_reported(tmp_path: Path) -> None:
     assert info.value.field == "config"
 
 
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ('{"spec": ' * 5000 + "1" + "}" * 5000, "config"),  # exhausts the decoder's stack
+        ('{"spec": ' * 200 + "1" + "}" * 200, "config.spec"),  # over the depth budget
+        ("[1, 2]", "config"),
+    ],
+    ids=["stack", "budget", "array"],
+)
+def test_a_stored_config_too_deep_or_not_an_object_is_refused(
+    tmp_path: Path, config: str, field: str
+) -> None:
+    """Found by the command-line campaign: ``sim report`` on a store whose config was edited to
+    nest thousands deep stopped with an internal RecursionError."""
+    path = tmp_path / "s.sqlite"
+    _store(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = ? WHERE name = 'config'", (config,))
+    db.close()
+    for open_store in (_store, RunStore.open_existing):
+        with pytest.raises(InvalidInstanceError) as info:
+            open_store(path)
+        assert info.value.field.startswith(field)
+        assert info.value.file == str(path)
+
+
 def _edit(path: Path, sql: str, *args: object) -> None:
     with sqlite3.connect(path) as db:
         db.execute(sql, args)

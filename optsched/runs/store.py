@@ -86,6 +86,40 @@ _JSON_TYPES = {
 }
 
 
+def stored_config(meta: Mapping[str, str], path: Path) -> dict[str, Any]:
+    """A store's ``config`` metadata as an object, checked as a file's contents are.
+
+    JSON, an object, within the depth and number budgets (``optsched.limits``). The store's
+    own writer wrote it, but anyone can edit the file: a config nested thousands
+    deep would exhaust the decoder's stack, or later the comparison with a sweep's config.
+
+    Raises
+    ------
+    InvalidInstanceError
+        Naming ``config`` (and the offending path inside it) and the file.
+    """
+    from optsched._io import check_tree
+
+    try:
+        config = json.loads(meta.get("config", ""))
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        # RecursionError: a config nested thousands deep exhausts the decoder's stack
+        raise InvalidInstanceError(
+            "config", "the stored config is not valid JSON (or nests too deeply)", file=str(path)
+        ) from None
+    if not isinstance(config, dict):
+        raise InvalidInstanceError(
+            "config",
+            f"the stored config is a JSON {_JSON_TYPES.get(type(config), 'value')}, not an object",
+            file=str(path),
+        )
+    try:
+        check_tree(config)
+    except InvalidInstanceError as exc:
+        raise InvalidInstanceError(f"config.{exc.field}", exc.message, file=str(path)) from None
+    return config
+
+
 def _checksum(kind: str, key: str, text: str) -> str:
     return hashlib.sha256(f"{kind}\0{key}\0{text}".encode()).hexdigest()
 
@@ -279,9 +313,10 @@ class RunStore:
                 "kind", f"{self.path} holds a {meta.get('kind')!r} sweep, not {self.kind!r}"
             )
         try:
-            stored = json.loads(meta.get("config", ""))
-        except json.JSONDecodeError:
-            raise self._refuse("config", "the stored config is not valid JSON") from None
+            stored = stored_config(meta, self.path)
+        except InvalidInstanceError:
+            self.close()
+            raise
         if stored != self.config:
             names = sorted(set(stored) | set(self.config))
             diff = [n for n in names if stored.get(n, "<absent>") != self.config.get(n, "<absent>")]
@@ -326,13 +361,7 @@ class RunStore:
             raise InvalidInstanceError(
                 "kind", f"{p} holds a {stored_kind!r} sweep, not {kind!r}", file=str(p)
             )
-        try:
-            config = json.loads(meta.get("config", ""))
-        except json.JSONDecodeError:
-            raise InvalidInstanceError(
-                "config", "the stored config is not valid JSON", file=str(p)
-            ) from None
-        return cls(p, kind=stored_kind, config=config, exclusive=False)
+        return cls(p, kind=stored_kind, config=stored_config(meta, p), exclusive=False)
 
     # -- metadata beside the records --------------------------------------------------------
 

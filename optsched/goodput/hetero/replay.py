@@ -56,7 +56,8 @@ def read_sia_log(path: str | Path) -> Decisions:
                     a = j["allocation"]
                     if a and a[0] is not None and a[1]:
                         allocs[str(j["name"])] = (str(a[0]), tuple(int(n) for n in a[1]))
-            except (ValueError, KeyError, TypeError, IndexError) as err:
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError) as err:
+                # RecursionError: a line nested thousands deep exhausts the decoder's stack
                 raise InvalidInstanceError("allocation", f"not a record of Sia's log: {err}",
                                            file=file, row=line_no) from None  # fmt: skip
             out[t] = allocs
