@@ -171,10 +171,22 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def key_part(key: str, first: bool) -> str:
+    """A mapping key as one step of a field path: ``.name``, or ``name`` first.
+
+    A key a dotted path cannot show as itself (empty, or holding a dot, a bracket or a quote)
+    is written as a quoted index, ``["a.b"]`` or ``[""]``, so that every field path names its
+    field.
+    """
+    if key and not any(c in key for c in '.[]"'):
+        return key if first else f".{key}"
+    return f"[{json.dumps(key)}]"
+
+
 def _path(parts: tuple[str | int, ...]) -> str:
     out = ""
     for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        out += f"[{part}]" if isinstance(part, int) else key_part(part, not out)
     return out or "<root>"
 
 

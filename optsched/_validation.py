@@ -14,7 +14,7 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from optsched._io import load_data
+from optsched._io import key_part, load_data
 from optsched.errors import InvalidInstanceError
 
 __all__ = ["Frozen", "field_path", "load_data", "parse", "raise_invalid"]
@@ -116,7 +116,7 @@ def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
         elif str(part).startswith(("function-", "tagged-union[")):
             continue
         else:
-            out += f".{part}" if out else str(part)
+            out += key_part(str(part), not out)
     return out
 
 

@@ -455,3 +455,30 @@ def test_a_refused_file_given_to_an_option_names_the_option(
     payload = json.loads(capsys.readouterr().out)
     assert code == 2
     assert payload["field"] == flag and payload["file"] == str(fifo)
+
+
+@pytest.mark.parametrize(
+    ("key", "shown"),
+    [("", '[""]'), ("a.b", '["a.b"]'), ("x[0]", '["x[0]"]'), ('q"', '["q\\""]'), ("ok", "ok")],
+)
+def test_every_field_path_names_its_field(key: str, shown: str) -> None:
+    """A key a dotted path cannot show (empty, dotted, bracketed, quoted) is a quoted index:
+    the empty key was refused naming no field at all (command-line campaign, seed 2027)."""
+    from pydantic import BaseModel, ConfigDict
+
+    from optsched._validation import parse
+
+    class Doc(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        jobs: list[dict[str, int]] = []
+
+    with pytest.raises(InvalidInstanceError) as info:
+        parse(Doc, {key: 1})
+    assert info.value.field == shown
+    deep: Any = 0
+    for _ in range(limits.current().max_json_depth + 1):
+        deep = {key: deep}
+    with pytest.raises(InvalidInstanceError) as info:
+        _io.check_tree({"jobs": [deep]})
+    # the path of the first value past the depth budget, in the same notation
+    assert info.value.field.startswith(f"jobs[0]{shown if shown.startswith('[') else '.' + shown}")

@@ -167,6 +167,36 @@ def test_a_stored_config_too_deep_or_not_an_object_is_refused(
         assert info.value.file == str(path)
 
 
+@pytest.mark.parametrize("offset", [2, 12, 37])
+def test_a_schema_byte_that_is_not_utf8_is_refused_naming_the_file(
+    tmp_path: Path, offset: int
+) -> None:
+    """Found by the command-line campaign (seed 2027): a flipped byte in the store's schema
+    text makes SQLite's error message quote non-UTF-8 bytes, and decoding that message stopped
+    ``sim sweep --store`` with an internal UnicodeDecodeError."""
+    path = tmp_path / "s.sqlite"
+    with _store(path) as store:
+        store.put("a", {"x": 1})
+    data = bytearray(path.read_bytes())
+    data[data.index(b"CREATE TABLE meta") + offset] = 0xF5
+    path.write_bytes(bytes(data))
+    for open_store in (_store, RunStore.open_existing):
+        with pytest.raises(InvalidInstanceError) as info:
+            open_store(path)
+        assert info.value.field == "<file>"
+        assert info.value.file == str(path)
+
+
+def test_a_text_value_that_is_not_utf8_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with _store(path) as store:
+        store.put("a", {"x": 1})
+    _edit(path, "UPDATE runs SET record = CAST(X'7B22F5223A317D' AS TEXT)")
+    with _store(path) as store, pytest.raises(InvalidInstanceError) as info:
+        store.records()
+    assert info.value.field == "<file>"
+
+
 def _edit(path: Path, sql: str, *args: object) -> None:
     with sqlite3.connect(path) as db:
         db.execute(sql, args)

@@ -194,7 +194,9 @@ class RunStore:
             if problems != ["ok"]:
                 detail = " ".join(" ".join(str(x).split()) for x in problems[:3])
                 raise sqlite3.DatabaseError(detail)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            # UnicodeDecodeError: SQLite's own report of the damage quotes a damaged schema,
+            # whose bytes need not be UTF-8 any more
             self.close()
             raise self._corrupt(exc) from None
         except BaseException:
@@ -277,8 +279,12 @@ class RunStore:
                 # on the next open if this rollback could not
                 pass
 
-    def _corrupt(self, exc: sqlite3.DatabaseError) -> InvalidInstanceError:
+    def _corrupt(self, exc: sqlite3.DatabaseError | UnicodeDecodeError) -> InvalidInstanceError:
         """The error for a file SQLite cannot read as a store (corrupt, truncated, foreign)."""
+        if isinstance(exc, UnicodeDecodeError):
+            exc = sqlite3.DatabaseError(
+                f"SQLite's report of the damage is not text ({exc.reason} at byte {exc.start})"
+            )
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             # a reader of another process held the file past SQLite's busy timeout: not damage
             return InvalidInstanceError(
@@ -298,7 +304,7 @@ class RunStore:
         """Turn SQLite's errors on a damaged file into the typed refusal naming the file."""
         try:
             yield
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise self._corrupt(exc) from None
 
     def _refuse(self, field: str, message: str) -> InvalidInstanceError:
@@ -352,7 +358,8 @@ class RunStore:
         try:
             with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as db:
                 meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            # (UnicodeDecodeError: SQLite's report quotes a damaged schema, see __init__)
             raise InvalidInstanceError(
                 "<file>", f"{p} is not a valid run store: {exc}", file=str(p)
             ) from None

@@ -18,6 +18,9 @@ from fuzz_engine import Raw, _json_text, _set, _toml_text, check_contract, fill,
 
 # (format, command template, edits {path: value}, what the campaign saw)
 FILE_CASES: list[tuple[str, list[str], dict[tuple[Any, ...], Any], str]] = [
+    # an unknown key that is the empty string: refused naming no field (campaign of seed 2027)
+    ("oasis-instance-toml", ["validate", "{f}", "--json"], {("",): ""}, "empty key, no field"),
+    ("oasis-instance-toml", ["oasis", "online", "{f}", "--json"], {("",): ""}, "empty key"),
     ("oasis-instance", ["validate", "{f}", "--json"], {("kind",): []}, "TypeError on a list kind"),
     (
         "oasis-instance",
