@@ -356,6 +356,25 @@ def _oasis_instance(work: Path, jobs: int) -> Path:
     return path
 
 
+def _within_startup(
+    seconds: float, command: list[str], code: tuple[int, ...] = (0, 3)
+) -> Callable[[fe.Run, Path], str]:
+    """:func:`_within` ``seconds`` plus the command's own start-up.
+
+    A ``--time-limit`` counts from the command's start, after its imports and arguments
+    (``tests/test_time_budget.py``); the start-up is measured here as the same command on a
+    3-job instance, whose solve is instant, so the bound does not move with the machine's
+    import speed.
+    """
+
+    def check(run: fe.Run, work: Path) -> str:
+        small = [*command, str(_oasis_instance(work, 3)), "--time-limit", "5", "--json"]
+        startup = fe.run_optsched(small, timeout=120).seconds
+        return _within(seconds + startup, code)(run, work)
+
+    return check
+
+
 def _within(seconds: float, code: tuple[int, ...] = (0, 3)) -> Callable[[fe.Run, Path], str]:
     def check(run: fe.Run, _: Path) -> str:
         if run.seconds > seconds:
@@ -441,7 +460,8 @@ def cases() -> list[Case]:
                 "1e308",
                 "--json",
             ],
-            check=_names("--elastic"),
+            # documented: a factor is capped by the cluster, with a note naming the flag
+            check=_names("--elastic", code=0),
         ),
         Case(
             "sweep-j0",
@@ -543,7 +563,7 @@ def cases() -> list[Case]:
                 "--json",
             ],
             seconds=60,
-            check=_within(5 + 3),
+            check=_within_startup(5 + 3, ["oasis", "offline"]),
         ),
         Case(
             "compare-exact-260-jobs",
@@ -556,6 +576,10 @@ def cases() -> list[Case]:
                 "v100=16",
                 "--policies",
                 "fifo,srtf",
+                # (an ElasticFlow trace defaults to its A100 profiles: a V100 cluster asks
+                # for uniform speeds explicitly)
+                "--throughputs",
+                "uniform",
                 "--exact",
                 "--time-limit",
                 "20",
