@@ -43,7 +43,8 @@ solver started. A seed better than a proven bound (beyond
 :data:`~optsched.tolerances.OBJECTIVE_AGREEMENT_TOL`) is an
 :class:`~optsched.errors.InconsistentResultError`. With a time limit and a family
 ``set_start``, the seed is also handed to the solver as its MIP start when the caller passed
-no ``warm_start``.
+no ``warm_start``; it then runs before the build, and its time is taken from the budget (a
+seed that spends it stops the solve before the build, with the seed as its incumbent).
 
 Polishing
 ---------
@@ -503,7 +504,7 @@ def exact_solve(
         Passed to the solver layer as is; a solver the layer cannot use for this model raises
         its typed error (:class:`~optsched.errors.SolverUnavailableError`).
     time_limit : float, optional
-        Seconds, model building included.
+        Seconds, model building (and a seed run as the MIP start) included.
     mip_gap : float, optional
         Relative gap at which the solver may stop (default
         :data:`~optsched.solvers.DEFAULT_MIP_GAP`); a solve stopped at a gap looser than
