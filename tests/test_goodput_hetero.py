@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from strategies.goodput import shipped_traces
+from strategies.sia import SIA_SRC
 
 from optsched.errors import InvalidInstanceError, PolicyError
 from optsched.goodput.hetero.apps import GpuType, HeteroApp, hetero_app, load_apps
@@ -32,9 +32,7 @@ from optsched.goodput.sia_instance import SiaGpuType, SiaInstance, SiaJob, SiaOp
 from optsched.goodput.workload import PolluxJob, PolluxWorkload, read_workload
 
 DATA = Path(__file__).resolve().parent / "data" / "sia"
-SIA_DIR = Path(
-    os.environ.get("OPTSCHED_SIA_SRC", "~/.cache/optsched/sia-src/sia-simulator")
-).expanduser()
+SIA_DIR = SIA_SRC
 needs_sia = pytest.mark.skipif(
     not (SIA_DIR / "traces").is_dir(), reason=f"Sia's simulator folder not found at {SIA_DIR}"
 )

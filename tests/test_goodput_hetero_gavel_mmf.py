@@ -11,7 +11,6 @@ run reads the cached run's recording (``$OPTSCHED_SIA_RUNS``); both skip without
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.goodput import pollux_workloads
+from strategies.sia import SIA_RUNS, SIA_SRC
 from test_goodput_hetero import TINY, needs_sia, tiny_apps
 
 from optsched.errors import InvalidInstanceError
@@ -34,14 +34,8 @@ from optsched.goodput.workload import read_workload
 from optsched.tolerances import CAPACITY_TOL, SOLVER_AGREEMENT_TOL
 
 DATA = Path(__file__).resolve().parent / "data" / "sia" / "gavel-mmf-rate10-5.json"
-SIA_DIR = Path(
-    os.environ.get("OPTSCHED_SIA_SRC", "~/.cache/optsched/sia-src/sia-simulator")
-).expanduser()
-CALLS = (
-    Path(os.environ.get("OPTSCHED_SIA_RUNS", "~/.cache/optsched/sia-runs")).expanduser()
-    / "gavel-max_min_fairness_perf"
-    / "calls.jsonl"
-)
+SIA_DIR = SIA_SRC
+CALLS = SIA_RUNS / "gavel-max_min_fairness_perf" / "calls.jsonl"
 needs_calls = pytest.mark.skipif(
     not CALLS.is_file(), reason=f"Sia's recorded Gavel max-min rounds not at {CALLS}"
 )

@@ -8,12 +8,11 @@ each slow node in two.
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
+from strategies.sia import SIA_RUNS
 from test_goodput_hetero import tiny_apps, workload
 
 from optsched.errors import InvalidInstanceError
@@ -97,11 +96,7 @@ FD_TOL = 1e-5
 #: the flat network parameters (the measured worst on ImageNet's fits: 6e-4).
 SAME_STOP_TOL = 1e-2
 #: Sia's recorded fits (``benchmarks/_sia_pollux_fit.py`` on its Pollux run's log).
-SIA_FITS = (
-    Path(os.environ.get("OPTSCHED_SIA_RUNS", "~/.cache/optsched/sia-runs")).expanduser()
-    / "pollux-fits"
-    / "fits.json"
-)
+SIA_FITS = SIA_RUNS / "pollux-fits" / "fits.json"
 needs_fits = pytest.mark.skipif(
     not SIA_FITS.is_file(), reason=f"Sia's recorded Pollux fits not at {SIA_FITS}"
 )

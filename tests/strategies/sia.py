@@ -4,9 +4,19 @@ capacity rows bind, with either sign of the fairness power."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from hypothesis import strategies as st
 
 from optsched.goodput.sia_instance import SiaGpuType, SiaInstance, SiaJob, SiaOption
+
+#: Sia's simulator folder (``$OPTSCHED_SIA_SRC``); the tests that run Sia's code skip without it.
+SIA_SRC = Path(
+    os.environ.get("OPTSCHED_SIA_SRC", "~/.cache/optsched/sia-src/sia-simulator")
+).expanduser()
+#: Sia's cached runs and their recordings (``$OPTSCHED_SIA_RUNS``; ``benchmarks/bench_sia_sim.py``).
+SIA_RUNS = Path(os.environ.get("OPTSCHED_SIA_RUNS", "~/.cache/optsched/sia-runs")).expanduser()
 
 _GOODPUTS = st.sampled_from([0.0001, 0.5, 1.0, 1.37, 2.0, 3.3, 5.0, 12.5])
 
