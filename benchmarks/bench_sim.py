@@ -81,6 +81,7 @@ COLUMNS = [
     "events",
     "valid",
     "mean JCT (h)",
+    "runs",
 ]
 
 
@@ -134,6 +135,8 @@ def _replay(label: str, frame: pd.DataFrame, gpus: int, copies: int, policy: str
     cpu = time.process_time() - cpu
     ok = validate(world, result).ok
     jct = np.array(result.completion) - np.array([j.arrival for j in world.jobs])
+    # run starts: the record's segments (a job's run on one placement), one row per server each
+    runs = len(set(zip(result.intervals["job_id"], result.intervals["start"], strict=True)))
     return [
         label,
         copies,
@@ -146,6 +149,7 @@ def _replay(label: str, frame: pd.DataFrame, gpus: int, copies: int, policy: str
         result.events,
         ok,
         round(float(jct.mean()) / 3600, 3),
+        runs,
     ]
 
 
@@ -197,6 +201,31 @@ def goals(
     return out
 
 
+def work_ratios(cpu: dict[str, float], work: dict[str, list[int]]) -> dict[str, float]:
+    """Each policy's work and its CPU time per unit of it, as ratios to FIFO's.
+
+    ``cpu[policy]`` is its CPU seconds over all traces, ``work[policy] = [events, runs]`` its
+    event-loop iterations (decision points and the last look) and run starts (record segments).
+    A policy that decides and starts jobs more often than FIFO does more of the engine's work
+    in proportion, whatever its own walk costs: the time ratio over the work ratio says how it
+    does per unit of that work (about 1: as FIFO).
+    """
+    out: dict[str, float] = {}
+    base_cpu = cpu.get("fifo", 0.0)
+    base_events, base_runs = work.get("fifo", [0, 0])
+    if base_cpu <= 0 or base_events <= 0 or base_runs <= 0:
+        return out
+    for p, (events, runs) in work.items():
+        if p == "fifo" or events <= 0 or runs <= 0:
+            continue
+        ratio = cpu[p] / base_cpu
+        out[f"{p} / fifo events, all traces"] = round(events / base_events, 3)
+        out[f"{p} / fifo run starts, all traces"] = round(runs / base_runs, 3)
+        out[f"{p} / fifo CPU time per event"] = round(ratio / (events / base_events), 3)
+        out[f"{p} / fifo CPU time per run start"] = round(ratio / (runs / base_runs), 3)
+    return out
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     traces = sorted(DATA.glob("cluster*.csv"))
     if not traces:
@@ -217,6 +246,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     rows: list[list[Any]] = []
     totals: dict[str, list[float]] = {p: [0, 0.0] for p in POLICIES}
     cpu_totals = dict.fromkeys(POLICIES, 0.0)
+    # each policy's work over all traces: [events, run starts]
+    work = {p: [0, 0] for p in POLICIES}
     repeats = 1 if quick else REPEATS
     for path in traces:
         frame, gpus = load(path)
@@ -226,6 +257,8 @@ def run(quick: bool = False) -> dict[str, Any]:
             totals[policy][0] += row[2]
             totals[policy][1] += row[5]
             cpu_totals[policy] += row[6]
+            work[policy][0] += row[8]
+            work[policy][1] += row[11]
     largest = max(traces, key=lambda p: p.stat().st_size)
     scaling: dict[str, list[float]] = {}
     cpu_scaling: dict[str, list[float]] = {}
@@ -259,6 +292,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     for p, c in cpu_totals.items():
         if p != "fifo" and cpu_totals["fifo"] > 0:
             summary[f"{p} / fifo CPU time, all traces"] = round(c / cpu_totals["fifo"], 3)
+    summary.update(work_ratios(cpu_totals, work))
     for p, times in cpu_scaling.items():
         if times and times[0] > 0:
             summary[f"{p} CPU time {len(times) and 2 ** (len(times) - 1)}x / 1x"] = round(

@@ -58,3 +58,24 @@ def test_each_policy_keeps_its_least_cpu_run_of_interleaved_rounds() -> None:
         ("srtf", 4.0, 2),
         ("tiresias-las", 7.0, 0),
     ]
+
+
+def test_work_ratios_put_each_policy_per_unit_of_its_work() -> None:
+    """``work_ratios``: a policy with twice FIFO's events and time costs as FIFO per event."""
+    bench = _bench()
+    cpu = {"fifo": 4.0, "srtf": 8.0, "tiresias-las": 10.0}
+    work = {"fifo": [100, 50], "srtf": [100, 60], "tiresias-las": [200, 125]}
+    out = bench.work_ratios(cpu, work)  # type: ignore[attr-defined]
+    assert out == {
+        "srtf / fifo events, all traces": 1.0,
+        "srtf / fifo run starts, all traces": 1.2,
+        "srtf / fifo CPU time per event": 2.0,
+        "srtf / fifo CPU time per run start": round(2.0 / 1.2, 3),
+        "tiresias-las / fifo events, all traces": 2.0,
+        "tiresias-las / fifo run starts, all traces": 2.5,
+        "tiresias-las / fifo CPU time per event": 1.25,
+        "tiresias-las / fifo CPU time per run start": 1.0,
+    }
+    # no FIFO row (or no work in it): nothing to divide by
+    assert bench.work_ratios({"srtf": 1.0}, {"srtf": [1, 1]}) == {}  # type: ignore[attr-defined]
+    assert bench.work_ratios(cpu, {**work, "fifo": [0, 0]}) == {}  # type: ignore[attr-defined]
