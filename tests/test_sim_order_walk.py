@@ -125,3 +125,58 @@ def test_the_sorted_walks_run_sum_is_the_plain_sum(gpus: list[int], data: Any) -
     r = data.draw(st.integers(0, len(gpus)))
     j = data.draw(st.integers(r, len(gpus)))
     assert _run_gpus(sum(gpus), gpus, r, j) == sum(gpus[r:j])
+
+
+def test_srtf_reads_no_running_key_while_every_running_job_is_ahead() -> None:
+    """SRTF keeps its running keys while they all precede the queue, and decides as the reference.
+
+    Two 1-GPU jobs run on 2 GPUs; two longer ones wait behind them: the kept keys (upper
+    bounds: a running job's remaining time only falls) say so, and are not refreshed.
+    A short job arriving later is ahead of a running one: the keys are refreshed, and it
+    preempts the longer running job, as the reference walk decides.
+    """
+    import pandas as pd
+
+    from optsched.sim import parse_cluster
+    from optsched.sim.policies.basic import SRTF
+
+    frame = pd.DataFrame(
+        {
+            "job_id": ["a", "b", "c", "d", "e"],
+            "arrival": [0.0, 0.0, 1.0, 2.0, 30.0],
+            "num_gpus": [1, 1, 1, 1, 1],
+            "duration": [100.0, 50.0, 200.0, 300.0, 10.0],
+        }
+    )
+    frame = frame.assign(
+        model="generic",
+        total_steps=frame["duration"],
+        batch_size=float("nan"),
+        weight=1.0,
+        deadline=float("nan"),
+        user="",
+    )
+    world = World.from_frame(frame, parse_cluster("v100=2"))
+    fast, ref = SRTF(), SRTF(reference=True)
+    checked = _lockstep(fast, ref)
+    stale: list[float] = []
+    allocate = fast.allocate
+
+    def watch(state: SimState) -> PolicyDecision:
+        got = allocate(state)
+        fresh = sorted(fast._full_key(state, s) for s in fast._rjobs)
+        if fast._rkeys != fresh:
+            stale.append(state.now)
+        return got
+
+    fast.allocate = watch  # type: ignore[method-assign]
+    record = simulate(world, fast)
+    assert fast._sorted
+    assert checked[0] == record.decisions
+    # (a and b enter the running jobs at c's arrival, keyed then); d's arrival finds both
+    # still ahead of the queue: their keys, a second old, are kept, not re-read
+    assert 2.0 in stale
+    # e (10 s) preempts a (100 s, 70 left at t = 30): the decision that needed fresh keys
+    starts = dict(zip(record.intervals["job_id"], record.intervals["start"], strict=False))
+    assert starts["e"] == 30.0
+    assert 30.0 not in stale
