@@ -24,12 +24,17 @@ load, CPU times much less. Much less is still 5-10 % from one run to the next on
 machine, enough to move a ratio near its goal across it: each timed replay is run ``REPEATS`` (3)
 times in turn, every policy on a trace before the next repetition, and its row is the run with the
 least CPU time (as :mod:`timeit` reports the best of its repeats: the swing only ever adds time).
-The quick run times each replay once. The compiled catch-up (:mod:`optsched.sim.engine.catchup`) is
-loaded before the first timed run, and called once there: importing Numba and loading the kernel
-(about 0.4 s), then loading its cached machine code at its first call (about 0.3 s), are costs of
-the process, paid once, which would otherwise fall on the first timed replay that uses it (a run
-starts with the kernel once the process has loaded it: FIFO on ``cluster01``, whose CPU time the
-first call alone more than doubled).
+The quick run times each replay once. The summary also gives each policy's work as ratios to
+FIFO's, its events (decision points) and run starts (column ``runs``: the record's segments), and
+its CPU time per unit of each (:func:`work_ratios`): a policy that decides or starts jobs more
+often does more of the engine's work in proportion, whatever its own walk costs.
+
+The compiled catch-up (:mod:`optsched.sim.engine.catchup`) is loaded before the first timed run,
+and called once there: importing Numba and loading the kernel (about 0.4 s), then loading its
+cached machine code at its first call (about 0.3 s), are costs of the process, paid once, which
+would otherwise fall on the first timed replay that uses it (a run starts with the kernel once
+the process has loaded it: FIFO on ``cluster01``, whose CPU time the first call alone more than
+doubled).
 """
 
 from __future__ import annotations
