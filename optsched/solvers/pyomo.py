@@ -380,6 +380,9 @@ def _translate_highs(
 ) -> float:
     """Load ``model`` into the persistent HiGHS ``opt``, within ``time_limit``; its seconds.
 
+    ``opt`` is ``pyomo.contrib.solver``'s HiGHS or appsi's (the MIP-start path): both load a
+    model through ``set_instance`` and its ``_add_constraints``.
+
     The rows go in chunks of :data:`TRANSLATE_CHUNK`, the limit checked before each, so a model
     too large to hand over in the time left stops like a solve stopped before its first point
     (:func:`~optsched.solvers.result.stopped_while_building`). The solve that follows finds
@@ -531,7 +534,14 @@ def _solve_appsi(
             opt.highs_options[key] = value
         if threads is not None:
             reset_thread_pool()
-    start = time.perf_counter()
+    translated = 0.0
+    if solver in ("appsi_highs", "highs") and time_limit is not None:
+        # As on the default path (:func:`_solve_contrib`): handing a large model to HiGHS takes
+        # as long as building it and HiGHS's clock starts after, so the hand-over is timed
+        # and checked against the limit; the solve then finds the model loaded.
+        translated = _translate_highs(opt, model, time_limit, solver, build_seconds)
+        opt.config.time_limit = float(time_limit) - translated
+    start = time.perf_counter() - translated
     results = opt.solve(model)
     elapsed = time.perf_counter() - start
     tc_name = results.termination_condition.name
