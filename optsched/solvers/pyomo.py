@@ -519,6 +519,7 @@ def _solve_appsi(
     """The ``appsi_*`` interfaces (by name, or for HiGHS with a MIP start)."""
     opt.config.load_solution = False
     opt.config.warmstart = warm_start
+    translated = 0.0  # seconds of the limit spent handing the model to HiGHS
     if time_limit is not None:
         opt.config.time_limit = float(time_limit)
     if mip_gap is not None:
@@ -534,13 +535,12 @@ def _solve_appsi(
             opt.highs_options[key] = value
         if threads is not None:
             reset_thread_pool()
-    translated = 0.0
-    if solver in ("appsi_highs", "highs") and time_limit is not None:
-        # As on the default path (:func:`_solve_contrib`): handing a large model to HiGHS takes
-        # as long as building it and HiGHS's clock starts after, so the hand-over is timed
-        # and checked against the limit; the solve then finds the model loaded.
-        translated = _translate_highs(opt, model, time_limit, solver, build_seconds)
-        opt.config.time_limit = float(time_limit) - translated
+        if time_limit is not None:
+            # As on the default path (:func:`_solve_contrib`): handing a large model to HiGHS
+            # takes as long as building it and HiGHS's clock starts after, so the hand-over is
+            # timed and checked against the limit; the solve then finds the model loaded.
+            translated = _translate_highs(opt, model, time_limit, solver, build_seconds)
+            opt.config.time_limit = float(time_limit) - translated
     start = time.perf_counter() - translated
     results = opt.solve(model)
     elapsed = time.perf_counter() - start
