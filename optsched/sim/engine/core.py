@@ -197,7 +197,15 @@ def _run_engine(
     wake_budget = policy.max_wakeups(world)
     bound = event_bound(world, rs, horizon, wake_budget)
     limits.check_size("jobs", bound, "max_events", "events")
-    return Engine(world, policy, rs, float(horizon), wake_budget, bound).run()
+    engine = Engine(world, policy, rs, float(horizon), wake_budget, bound)
+    if (
+        rs is None
+        and world.colocation is None
+        and all(j.batch_schedule is None for j in world.jobs)
+    ):
+        # the service grows by gpus x step between decision points, and nowhere else
+        policy.plain_progress()
+    return engine.run()
 
 
 def _run_peer(

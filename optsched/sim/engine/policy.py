@@ -314,6 +314,19 @@ class Policy:
     def reset(self, world: World) -> None:
         """Called once before a simulation starts (clear per-run memory here)."""
 
+    def plain_progress(self) -> None:
+        """Called by :func:`~optsched.sim.simulate` after :meth:`reset` when its progress is plain.
+
+        That is: the event-driven engine carries out this policy's own decisions, in a world
+        without colocation or batch phases, so that from one decision point ``t'`` to the next
+        ``t`` every running job's ``attained_service`` grows by exactly ``gpus * (t - t')``
+        (the engine's sum, bit for bit, eager or lazy; restore time included) and changes
+        nowhere else. A policy may then form that sum itself rather than read it (2D-LAS's
+        compiled walk does). Never called when decisions come from elsewhere
+        (:func:`~optsched.sim.simulate_steps`, other mechanisms, other worlds). Default:
+        nothing.
+        """
+
     def refuses(self, world: World) -> str | None:
         """Why this policy cannot run ``world`` (``None``: it can).
 

@@ -48,12 +48,49 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InvalidInstanceError
-from optsched.sim.engine.policy import Consolidation, JobState, SimState
+from optsched.sim.engine.policy import Consolidation, JobState, PolicyDecision, SimState
 from optsched.sim.policies.basic import OrderPolicy
+from optsched.sim.policies.las_core import COMPILED_JOBS, LasCore, kernel_loaded
 from optsched.sim.world.jobs import World
 from optsched.tolerances import TIME_TOL
 
 __all__ = ["Tiresias"]
+
+
+def _margin(now: float) -> float:
+    """How far a predicted crossing may be off (written out where it is hot).
+
+    The rounding of the service's running sum, far below a microsecond per 10^6 s, plus
+    ``TIME_TOL`` (a queue changes ``TIME_TOL`` before its threshold).
+    """
+    return 1e-3 + 1e-6 * abs(now)
+
+
+def _demand_of(world: World | None) -> np.ndarray:
+    """Every job's GPU-time demand on ``world``, sorted (empty before :meth:`Tiresias.reset`)."""
+    if world is None:
+        return np.zeros(0)
+    ref = world.throughputs.reference
+    demand = []
+    for j in world.jobs:
+        rate = world.rate(j, ref) if ref in world.cluster.names else 0.0
+        if rate <= 0:
+            rate = max(world.rate(j, t) for t in world.cluster.names)
+        demand.append(j.num_gpus * j.work / rate if rate > 0 else math.inf)
+    return np.sort(np.asarray(demand, dtype=float))
+
+
+#: what the compiled 2D-LAS walk carries out as :class:`Tiresias` defines it
+_WALK_HOOKS = (
+    "_full_key",
+    "on_run",
+    "on_stop",
+    "rekey_candidates",
+    "wake",
+    "_run_insert",
+    "key",
+    "allocate",
+)
 
 
 class Tiresias(OrderPolicy):
@@ -76,6 +113,11 @@ class Tiresias(OrderPolicy):
         Decide by the plain full sort (see :class:`~optsched.sim.policies.OrderPolicy`).
     elastic : bool
         Size elastic gangs (see :mod:`optsched.sim.policies.elastic`).
+    compiled : bool or None
+        2D-LAS on one GPU type, in :func:`~optsched.sim.simulate`: decide by the compiled walk
+        (:mod:`optsched.sim.policies.las_core`, the same decisions): ``None`` (default) for a
+        world of at least :data:`~optsched.sim.policies.las_core.COMPILED_JOBS` jobs or once
+        the process has loaded it, ``True`` always, ``False`` never.
     """
 
     def __init__(
@@ -89,6 +131,7 @@ class Tiresias(OrderPolicy):
         max_promotions: int = 64,
         reference: bool = False,
         elastic: bool = False,
+        compiled: bool | None = None,
     ) -> None:
         if mode not in ("las", "gittins"):
             raise InvalidInstanceError("mode", f"must be 'las' or 'gittins', got {mode!r}")
@@ -107,6 +150,8 @@ class Tiresias(OrderPolicy):
         self.promote_knob = promote_knob
         self.skewed = tuple(p.lower() for p in skewed_prefixes)
         self.max_promotions = max_promotions
+        self.compiled = compiled
+        self._core: LasCore | None = None
         self.name = (
             f"tiresias-{mode}" + ("-perf" if aware else "") + ("-elastic" if elastic else "")
         )
@@ -141,6 +186,7 @@ class Tiresias(OrderPolicy):
     def reset(self, world: World) -> None:
         """Clear queues and promotion state (the demand distribution for Gittins: on first use)."""
         super().reset(world)
+        self._core = None
         self._base = {}
         self._promotions = {}
         self._due = {}
@@ -172,6 +218,18 @@ class Tiresias(OrderPolicy):
             or cls.on_wait is not Tiresias.on_wait
         )
 
+    def plain_progress(self) -> None:
+        """Decide by the compiled walk when it applies (see ``compiled`` and :func:`_compiles`)."""
+        if self._world is not None and _compiles(self, self._world):
+            self._core = LasCore(self, self._world)
+
+    def allocate(self, state: SimState) -> PolicyDecision:
+        """The plain walk's decision (by the compiled walk when :meth:`plain_progress` chose it)."""
+        core = self._core
+        if core is not None:
+            return core.allocate(state)
+        return super().allocate(state)
+
     def max_wakeups(self, world: World) -> int:
         """Each wake-up is a predicted threshold crossing or promotion: ``2 n (K + 1) (P + 1)``.
 
@@ -188,20 +246,6 @@ class Tiresias(OrderPolicy):
     def _queue(self, s: JobState) -> int:
         return bisect.bisect_right(self.thresholds, self._service(s) + TIME_TOL)
 
-    @staticmethod
-    def _demand_of(world: World | None) -> np.ndarray:
-        """Every job's GPU-time demand on ``world``, sorted (empty before :meth:`reset`)."""
-        if world is None:
-            return np.zeros(0)
-        ref = world.throughputs.reference
-        demand = []
-        for j in world.jobs:
-            rate = world.rate(j, ref) if ref in world.cluster.names else 0.0
-            if rate <= 0:
-                rate = max(world.rate(j, t) for t in world.cluster.names)
-            demand.append(j.num_gpus * j.work / rate if rate > 0 else math.inf)
-        return np.sort(np.asarray(demand, dtype=float))
-
     def gittins(self, a: float, delta: float) -> float:
         r"""Gittins index of service ``a`` with quantum ``delta`` on the trace's demand.
 
@@ -209,7 +253,7 @@ class Tiresias(OrderPolicy):
         """
         d = self._demand
         if d is None:
-            d = self._demand = self._demand_of(self._world)
+            d = self._demand = _demand_of(self._world)
         alive = d[np.searchsorted(d, a, side="right") :]
         if len(alive) == 0:
             return math.inf
@@ -290,12 +334,6 @@ class Tiresias(OrderPolicy):
 
     # -- the sorted running jobs (2D-LAS on one GPU type) -----------------------------------
 
-    @staticmethod
-    def _margin(now: float) -> float:
-        # a predicted crossing is off by the rounding of the service's running sum, far below
-        # a microsecond per 10^6 s, plus TIME_TOL (a queue changes TIME_TOL before its threshold)
-        return 1e-3 + 1e-6 * abs(now)
-
     def on_run(self, state: SimState, s: JobState) -> None:
         """Predict the running job's next threshold crossing from its service now.
 
@@ -338,7 +376,7 @@ class Tiresias(OrderPolicy):
     def rekey_candidates(self, state: SimState) -> list[JobState]:
         """The running jobs predicted to cross a threshold by now (within the rounding)."""
         now = state.now
-        limit = now + (1e-3 + 1e-6 * abs(now))  # :meth:`_margin`
+        limit = now + (1e-3 + 1e-6 * abs(now))  # :func:`_margin`
         heap, version = self._cross, self._cross_version
         out: list[JobState] = []
         while heap and heap[0][0] <= limit:
@@ -402,7 +440,7 @@ class Tiresias(OrderPolicy):
         if not heap:
             return self._decision_at(now, wake)
         first = heap[0][0]
-        margin = 1e-3 + 1e-6 * abs(now)  # :meth:`_margin`
+        margin = 1e-3 + 1e-6 * abs(now)  # :func:`_margin`
         if self._after_next_arrival(now, first - 2.0 * margin):
             # every running job crosses after the next arrival, which the engine takes (the
             # jobs up to it arrived): the exact time would be dropped there unused, so the
@@ -454,6 +492,25 @@ class Tiresias(OrderPolicy):
     def consolidation(self, s: JobState) -> Consolidation:
         """``"require"`` for a skewed model (see the module notes), else ``"prefer"``."""
         return "require" if self._skewed(s) else "prefer"
+
+
+def _compiles(p: Tiresias, world: World) -> bool:
+    """Whether ``p`` decides by the compiled walk on ``world`` (:meth:`Tiresias.plain_progress`).
+
+    It carries out 2D-LAS on one GPU type by the sorted walk, with jobs in arrival order, no
+    promotion and the walk's hooks as :class:`Tiresias` defines them (a subclass that overrides
+    one keeps the plain walk); ``compiled=None`` uses it for a large world or once loaded.
+    """
+    cls = type(p)
+    if (
+        p.compiled is False
+        or p.mode != "las"
+        or not (p._sorted and p._n)
+        or p._waiting_hooks
+        or any(getattr(cls, name) is not getattr(Tiresias, name) for name in _WALK_HOOKS)
+    ):
+        return False
+    return bool(p.compiled) or kernel_loaded() or len(world.jobs) >= COMPILED_JOBS
 
 
 def _insert_granted(p: Tiresias, state: SimState, s: JobState) -> bool:
