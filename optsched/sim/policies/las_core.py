@@ -40,7 +40,8 @@ def kernel_loaded() -> bool:
 
 def _kernel() -> Any:
     if not _LOADED:
-        from optsched.sim.policies import las_kernel  # lazy: Numba loads here
+        # lazy: Numba loads here (the module itself, not through its package)
+        import optsched.sim.policies.las_kernel as las_kernel
 
         _LOADED.append(las_kernel)
     return _LOADED[0]
