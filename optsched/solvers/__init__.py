@@ -10,12 +10,30 @@ feasible incumbent with ``accept_feasible=True``. :data:`SOLVERS` says which sol
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optsched.solvers.matrix import MATRIX_SOLVERS, LinearProgram, MatrixSolution, solve_matrix
+from optsched._lazy import attach
 from optsched.solvers.options import DEFAULT_MIP_GAP, check_options
-from optsched.solvers.registry import SOLVERS, SolverInfo, available_solvers
 from optsched.solvers.result import SolutionStatus, SolveResult, Status, TerminationCondition
+
+if TYPE_CHECKING:
+    from optsched.solvers.matrix import MATRIX_SOLVERS, LinearProgram, MatrixSolution, solve_matrix
+    from optsched.solvers.registry import SOLVERS, SolverInfo, available_solvers
+
+#: The matrix path and the registry load on first use: a result type (``optsched.results``,
+#: which every validation report reads) needs only :mod:`optsched.solvers.result`.
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "MATRIX_SOLVERS": "optsched.solvers.matrix",
+        "LinearProgram": "optsched.solvers.matrix",
+        "MatrixSolution": "optsched.solvers.matrix",
+        "solve_matrix": "optsched.solvers.matrix",
+        "SOLVERS": "optsched.solvers.registry",
+        "SolverInfo": "optsched.solvers.registry",
+        "available_solvers": "optsched.solvers.registry",
+    },
+)
 
 __all__ = [
     "DEFAULT_MIP_GAP",
