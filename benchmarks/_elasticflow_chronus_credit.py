@@ -31,7 +31,7 @@ import sys
 from typing import Any
 
 from optsched import sim
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.sim.engine import elasticflow_chronus as ec
 from optsched.sim.engine import elasticflow_run as er
 from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 import optsched.solvers as solvers
 from optsched import sim
 from optsched.errors import NotOptimalError
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.sim.engine import elasticflow_run as er
 from optsched.sim.engine.elasticflow_options import ElasticFlowMechanism
 from optsched.sim.policies import make_policy

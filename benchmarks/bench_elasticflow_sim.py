@@ -340,7 +340,7 @@ def _run_ours(
 ) -> dict[str, Any]:
     """optsched on the same trace and cluster, the shipped ElasticFlow profiles, ``slot``."""
     from optsched import sim
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
     from optsched.sim.policies import make_policy
     from optsched.traces import read_trace
 

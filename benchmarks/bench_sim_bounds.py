@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.sim import ClusterSpec, GpuType, Throughputs, World, generate_job_table, simulate
-from optsched.sim.compare import auto_round_seconds
+from optsched.sim.comparison import auto_round_seconds
 from optsched.sim.optimum.bounds import bounds, certified_gap
 from optsched.sim.optimum.exact import objective_value
 from optsched.sim.optimum.exact import solve as solve_exact

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.sim import parse_cluster, simulate, validate
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.sim.measure.metrics import deadline_metrics
 from optsched.sim.policies.chronus import Chronus
 from optsched.traces import read_trace

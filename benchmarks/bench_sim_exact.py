@@ -2,7 +2,7 @@
 
 Seeded synthetic traces (:func:`optsched.sim.generate_job_table`, gangs of 1 or 2 GPUs,
 log-normal sizes) on a three-type cluster (v100=2, p100=2, k80=4, per-GPU speeds 3 : 2 : 1),
-rounds of :func:`optsched.sim.compare.auto_round_seconds` (about 24 rounds), min total weighted
+rounds of :func:`optsched.sim.comparison.auto_round_seconds` (about 24 rounds), min total weighted
 JCT with HiGHS under a budget of 60 CPU seconds per solve (model building included; the
 process's CPU time, HiGHS's threads counted, judged after the solve; HiGHS, which has no CPU
 limit, gets a wall-clock cap of the budget times the one-minute load per core, 1 on an idle
@@ -37,7 +37,7 @@ from typing import Any
 from optsched.errors import NotOptimalError
 from optsched.results import ExactResult
 from optsched.sim import ClusterSpec, GpuType, Throughputs, World, generate_job_table, simulate
-from optsched.sim.compare import auto_round_seconds
+from optsched.sim.comparison import auto_round_seconds
 from optsched.sim.optimum.exact import MipStart, objective_value, solve, start_from_record
 from optsched.sim.policies import make_policy
 

@@ -173,7 +173,7 @@ def _spec_file(spec: Any, sim: Path, inputs: Path) -> Path:
 
 def _world(trace: str, sim: Path, cluster: str) -> Any:
     from optsched import sim as osim
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
     from optsched.traces import read_trace
 
     path = (

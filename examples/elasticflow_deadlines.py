@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from optsched import sim
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.sim.policies import make_policy
 from optsched.sim.policies.elasticflow import ElasticFlow
 from optsched.sim.world.elasticflow_profiles import load_scaling_profiles

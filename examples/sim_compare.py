@@ -28,7 +28,7 @@ from optsched.sim import (
     load_throughputs,
     parse_cluster,
 )
-from optsched.sim.compare import compare, world_from_trace
+from optsched.sim.comparison import compare, world_from_trace
 from optsched.traces import read_trace
 
 POLICIES = ["fifo", "sjf", "srtf", "srtf-perf", "tiresias-las", "gandiva"]

@@ -27,7 +27,7 @@ from optsched.allocation.gavel import AllocationInstance, AllocationJob, objecti
 from optsched.allocation.themis import themis_round
 from optsched.sim import World, generate_instance, load_throughputs, parse_cluster, simulate
 from optsched.sim import validate as validate_run
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.sim.measure.metrics import run_metrics
 from optsched.sim.policies import AllocationLP, Themis
 from optsched.traces import read_trace

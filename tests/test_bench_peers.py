@@ -253,7 +253,7 @@ def test_tiresias_conversion_reads_back_to_the_same_run(tmp_path) -> None:
     from strategies.sim import job_frame
 
     from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
     from optsched.traces import read_trace
 
     bench = _load("bench_tiresias_sim")

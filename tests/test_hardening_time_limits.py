@@ -21,7 +21,7 @@ from optsched.errors import NotOptimalError
 from optsched.online.oasis import generate_instance
 from optsched.online.oasis import solve as oasis_solve
 from optsched.sim import ClusterSpec, GpuType, World
-from optsched.sim.compare import compare
+from optsched.sim.comparison import compare
 from optsched.solvers import BuildClock
 from optsched.solvers.deadline import clip, deadline, remaining
 

@@ -27,7 +27,9 @@ LAZY_PACKAGES = (
     "optsched.allocation.gavel",
     "optsched.comm",
     "optsched.online",
+    "optsched.sim",
     "optsched.sim.policies",
+    "optsched.solvers",
     "optsched.traces",
 )
 
@@ -71,6 +73,26 @@ def test_the_command_line_help_loads_no_heavy_library(argv: list[str]) -> None:
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
     )
     assert _loaded(code) == []
+
+
+#: What simulating needs not: the exact models, the bounds, the comparison and their solver layer.
+NOT_FOR_SIMULATING = (
+    "optsched.sim.comparison",
+    "optsched.sim.optimum",
+    "optsched.sim.family",
+    "optsched.solvers.matrix",
+)
+
+
+def test_simulating_loads_neither_the_optimum_nor_the_comparison() -> None:
+    # ``import optsched.sim`` itself loads no module of the simulator; simulating loads the
+    # world, the engine and the policies, and the comparison is loaded when asked for.
+    assert _loaded("import optsched.sim", ("numpy", "pydantic", "optsched.sim.engine")) == []
+    code = "from optsched.sim import simulate, World, generate_instance, validate"
+    assert _loaded(code, NOT_FOR_SIMULATING) == []
+    assert _loaded("from optsched.sim import compare", NOT_FOR_SIMULATING[:2]) == list(
+        NOT_FOR_SIMULATING[:2]
+    )
 
 
 def test_a_policy_loads_its_library_when_made() -> None:

@@ -2,7 +2,7 @@
 
 One study (a slice of a Gavel trace, a cluster, the trace's default throughput table, three
 policies of which one has options, two seeds and two loads) runs through
-:func:`optsched.sim.simulate` (on :func:`~optsched.sim.compare.world_from_trace`),
+:func:`optsched.sim.simulate` (on :func:`~optsched.sim.comparison.world_from_trace`),
 :func:`optsched.sim.compare`, :func:`optsched.runs.sim_sweep.sweep`, the command line
 (``sim run``, ``sim compare``, ``sim sweep``) and an experiment file (in Python and on the
 command line); every entry point gives bit-identical run metrics (and, where it keeps them,
@@ -23,7 +23,7 @@ from optsched.errors import InvalidInstanceError
 from optsched.runs.experiment import load_experiment, run_experiment
 from optsched.runs.sim_sweep import sweep
 from optsched.sim import compare, simulate
-from optsched.sim.compare import labelled_policies, world_from_trace
+from optsched.sim.comparison import labelled_policies, world_from_trace
 from optsched.sim.measure.metrics import job_metrics, run_metrics
 from optsched.sim.policies import OrderPolicy, unregister_policy
 from optsched.sim.policies.basic import SRTF

@@ -78,7 +78,7 @@ def test_runs_validate_and_chosen_jobs_finish_in_their_interval(name: str) -> No
 
 def test_compare_shows_the_gap_to_the_proven_optimum() -> None:
     world = sim.generate_instance(6, "v100=4,k80=4", seed=4)
-    from optsched.sim.compare import auto_round_seconds
+    from optsched.sim.comparison import auto_round_seconds
 
     # the policies run on the optimum's grid, so that a gap is a gap
     comp = sim.compare(
@@ -159,7 +159,7 @@ def test_cli_compare_on_a_six_job_trace(tmp_path: Path, capsys: pytest.CaptureFi
     )
     trace = tmp_path / "six.trace"
     trace.write_text("".join(source.read_text().splitlines(keepends=True)[:6]))
-    from optsched.sim.compare import auto_round_seconds, world_from_trace
+    from optsched.sim.comparison import auto_round_seconds, world_from_trace
     from optsched.traces import read_trace
 
     grid = auto_round_seconds(

@@ -11,7 +11,7 @@ from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.runs.sim_sweep import sweep
 from optsched.sim import compare, parse_cluster
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.sim.world.sources import gavel_throughputs
 
 TRACE = (
@@ -105,7 +105,7 @@ def test_round_seconds_means_the_same_in_simulate_compare_and_sweep() -> None:
     from strategies.sim import one_gpu_world
 
     from optsched.sim import simulate
-    from optsched.sim.compare import compare
+    from optsched.sim.comparison import compare
     from optsched.sim.policies import make_policy
 
     world = one_gpu_world([3.0, 1.0, 2.0], [0.0, 0.5, 1.0])

@@ -234,7 +234,7 @@ def test_offered_load_refuses_what_it_cannot_scale() -> None:
 
 
 def test_compare_reports_every_rows_certified_gap() -> None:
-    from optsched.sim.compare import compare
+    from optsched.sim.comparison import compare
 
     world = one_gpu_world([3.0, 1.0, 2.0], [0.0, 0.0, 1.0])
     comp = compare(world, ["fifo", "srtf"], bound=True)

@@ -19,7 +19,7 @@ from strategies.sim import job_frame, small_worlds, synthetic_throughputs
 
 from optsched import limits
 from optsched.sim import ClusterSpec, GpuType, World
-from optsched.sim.compare import compare, world_from_trace
+from optsched.sim.comparison import compare, world_from_trace
 from optsched.sim.optimum.bounds import bounds
 from optsched.sim.optimum.exact import objective_value, solve
 from optsched.sim.policies import make_policy, policy_names

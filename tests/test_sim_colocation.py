@@ -355,7 +355,7 @@ def test_env_episode_is_the_engines_run() -> None:
 
 
 def test_models_without_neighbours_refuse_a_colocation_world() -> None:
-    from optsched.sim.compare import compare
+    from optsched.sim.comparison import compare
 
     world = colocation_world_from_trace(TRACE)
     with pytest.raises(InvalidInstanceError) as err:

@@ -13,7 +13,7 @@ from strategies.sim import job_frame, synthetic_throughputs
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.sim import ClusterSpec, GpuType, World, simulate, validate
-from optsched.sim.compare import METRIC_COLUMNS, auto_round_seconds, compare
+from optsched.sim.comparison import METRIC_COLUMNS, auto_round_seconds, compare
 from optsched.sim.optimum.exact import default_rounds
 from optsched.sim.policies import POLICIES, make_policy
 from optsched.tolerances import OBJECTIVE_AGREEMENT_TOL, within

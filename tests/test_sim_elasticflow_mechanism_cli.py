@@ -11,7 +11,7 @@ from strategies.sim import job_frame
 
 from optsched.cli import main
 from optsched.sim import ClusterSpec, GpuType, SimResult, World, simulate, validate
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.traces import read_trace
 
 EF_HEADER = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration\n"

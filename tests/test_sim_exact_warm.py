@@ -175,7 +175,7 @@ def test_runs_outside_the_round_world_are_refused_with_a_reason() -> None:
 def _sixteen_jobs() -> tuple[World, float]:
     """Sixteen seeded jobs on v100=2, p100=2, k80=4: one search node does not prove them."""
     from optsched.sim import ClusterSpec, GpuType, Throughputs, generate_job_table
-    from optsched.sim.compare import auto_round_seconds
+    from optsched.sim.comparison import auto_round_seconds
 
     cluster = ClusterSpec(
         gpu_types=(
@@ -253,7 +253,7 @@ def test_interchangeable_jobs_are_grouped_and_a_start_is_reordered() -> None:
 
 def test_compare_starts_each_solve_from_the_best_policy_and_says_which() -> None:
     from optsched.cli.sim_extra import _exact_line
-    from optsched.sim.compare import compare
+    from optsched.sim.comparison import compare
 
     world, _ = _fifo_world()
     names = ["fifo", "sjf", "tiresias-las"]

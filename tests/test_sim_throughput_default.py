@@ -19,7 +19,7 @@ from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.runs.experiment import run_experiment
 from optsched.sim import simulate
-from optsched.sim.compare import world_from_trace
+from optsched.sim.comparison import world_from_trace
 from optsched.sim.measure.metrics import job_metrics
 from optsched.sim.policies import make_policy
 from optsched.sim.world.sources import default_table_name, names_gavel_jobs

@@ -11,7 +11,7 @@ import pytest
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.sim import parse_cluster, simulate
-from optsched.sim.compare import compare, world_from_trace
+from optsched.sim.comparison import compare, world_from_trace
 from optsched.sim.world.sources import gavel_throughputs, resolve_throughputs
 from optsched.sim.world.throughputs import load_throughputs
 

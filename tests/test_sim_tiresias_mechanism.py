@@ -285,7 +285,7 @@ def test_cluster10_16_matches_the_simulators_run(
     knob: float | None, mean_jct: float, met: int
 ) -> None:
     from optsched.sim import job_metrics, parse_cluster
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
     from optsched.traces import read_trace
 
     world = world_from_trace(read_trace(SHARED / "cluster10.csv"), parse_cluster("a100=16:8"))

@@ -90,7 +90,7 @@ def test_each_corruption_runs_on_the_numpy_path():
 )
 def test_fast_and_reference_agree_on_a_gavel_trace(policy, mechanism):
     from optsched.sim import parse_cluster, simulate
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
     from optsched.sim.world.throughputs import load_throughputs
     from optsched.traces import read_trace
 

@@ -12,7 +12,7 @@ from strategies.sim import one_gpu_world
 from optsched.cli import main
 from optsched.errors import InvalidInstanceError
 from optsched.sim import simulate
-from optsched.sim.compare import compare
+from optsched.sim.comparison import compare
 from optsched.sim.measure.metrics import job_metrics, parse_window, run_metrics
 from optsched.sim.policies import FIFO
 from optsched.tolerances import TIME_TOL, within

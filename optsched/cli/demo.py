@@ -76,7 +76,7 @@ def sim_section(out_dir: Path, time_limit: float) -> dict[str, Any]:
     from optsched.cli.sim_table import has_deadlines, print_comparison
     from optsched.report.sim import plot_jct_cdf
     from optsched.sim import compare
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
 
     with resources.as_file(resources.files("optsched.sim").joinpath("data", SIM_TRACE)) as trace:
         with err_console.status("simulating the schedulers and solving the exact optimum ..."):

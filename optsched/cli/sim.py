@@ -177,7 +177,7 @@ def run(
 ) -> None:
     """Simulate TRACE and print its metrics."""
     from optsched.sim import parse_cluster, simulate, validate
-    from optsched.sim.compare import labelled_policies
+    from optsched.sim.comparison import labelled_policies
     from optsched.sim.measure.metrics import job_metrics, run_metrics
 
     spec = parse_cluster(cluster, field="--cluster")

@@ -198,7 +198,7 @@ def compare_command(
     from optsched.cli.sim_colocation import colocation_setup, needs_colocation
     from optsched.limits import check_range
     from optsched.sim import parse_cluster
-    from optsched.sim.compare import compare
+    from optsched.sim.comparison import compare
 
     names: list[Any] = _policies(policies)
     wanted = _names("--objectives", objectives)
@@ -602,11 +602,11 @@ OFFERED_LOAD_OPTION = click.option(
 
 
 def study_world(trace: Any, spec: Any, table: Any, **options: Any) -> Any:
-    """The world of every entry point (:func:`~optsched.sim.compare.world_from_trace`).
+    """The world of every entry point (:func:`~optsched.sim.comparison.world_from_trace`).
 
     Its errors name the flags (``--load``).
     """
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
 
     try:
         return world_from_trace(trace, spec, table, **options)
@@ -787,7 +787,7 @@ def _add_compare(sim: click.Group, common: list[Any]) -> None:
         *common[1:],
     ]
     for deco in (
-        solver_options(imports=("optsched.sim.compare",)),  # first: its wrapper keeps the rest
+        solver_options(imports=("optsched.sim.comparison",)),  # first: its wrapper keeps the rest
         HARMONY_MODEL_OPTION,
         json_option,
         wide_option,

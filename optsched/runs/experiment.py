@@ -443,7 +443,7 @@ def run_one(
         import_plugin(module, field=f"plugins[{i}]", probe=False)
 
     from optsched.runs.sim_sweep import study_source
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
     from optsched.sim.engine.core import simulate
     from optsched.sim.measure.metrics import job_metrics, run_metrics
     from optsched.sim.measure.validate import validate

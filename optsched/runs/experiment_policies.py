@@ -4,7 +4,7 @@
 makes it (the registry's policy, rebuilt with the options, each checked strictly against the
 constructor's annotation); :func:`experiment_labels` gives each its label in tables and run
 keys: the label given, else the name the made policy gives itself, as
-:func:`~optsched.sim.compare.compare` and :func:`~optsched.runs.sim_sweep.sweep` label the same
+:func:`~optsched.sim.comparison.compare` and :func:`~optsched.runs.sim_sweep.sweep` label the same
 policy (:mod:`optsched.runs.experiment` re-exports all three).
 """
 
@@ -181,7 +181,7 @@ def experiment_labels(experiment: Any) -> list[str]:
     A ``label`` given is used as is; otherwise the name the policy made with its options gives
     itself (``{ name = "srtf", options = { aware = true } }`` is ``srtf-perf``, a plug-in
     registered as ``sgf`` whose class is named ``smallest-gang`` is ``smallest-gang``), as
-    :func:`~optsched.sim.compare.compare` and :func:`~optsched.runs.sim_sweep.sweep` label the
+    :func:`~optsched.sim.comparison.compare` and :func:`~optsched.runs.sim_sweep.sweep` label the
     same policy; the registry name when the class gives none (the base ``"policy"``). The
     registry name stays in the record's spec (``policies[i].name``).
 

@@ -89,7 +89,7 @@ def study_source(trace: str, seed: int) -> tuple[Any, int]:
 
     ``synthetic:N``: the table :func:`~optsched.sim.generate_job_table` draws with ``seed``
     (the seed is spent: 0 is left); a file: the :class:`~optsched.traces.Trace` read, and
-    ``seed`` for :func:`~optsched.sim.compare.study_frame` to permute its gaps.
+    ``seed`` for :func:`~optsched.sim.comparison.study_frame` to permute its gaps.
     """
     from optsched.sim.world.generate import generate_job_table
 
@@ -105,7 +105,7 @@ def study_source(trace: str, seed: int) -> tuple[Any, int]:
 
 def _job_frame_and_format(trace: str, seed: int, load: float) -> tuple[pd.DataFrame, str | None]:
     """The run's job table and its trace format (``None`` for a synthetic table)."""
-    from optsched.sim.compare import study_frame
+    from optsched.sim.comparison import study_frame
 
     source, left = study_source(trace, seed)
     frame = study_frame(getattr(source, "jobs", source), seed=left, load=load)
@@ -127,7 +127,7 @@ def run_one(
     """
     import copy
 
-    from optsched.sim.compare import world_from_trace
+    from optsched.sim.comparison import world_from_trace
     from optsched.sim.engine.core import simulate
     from optsched.sim.measure.metrics import job_metrics, run_metrics
     from optsched.sim.measure.validate import validate
@@ -306,7 +306,7 @@ def sweep_runs(
         An empty list, an unknown policy, a scale or load not finite and > 0, a seed not an
         integer >= 0, or duplicates (the field is named).
     """
-    from optsched.sim.compare import labelled_policies
+    from optsched.sim.comparison import labelled_policies
 
     # names, Policy objects or a comma string alike; each run is keyed by the policy's name
     names = [p.name for p, _ in labelled_policies(policies, field="policies")]
@@ -427,7 +427,7 @@ def sweep(
         One row per run (every run, stored before or now), sorted by the key fields. Its
         ``attrs["notes"]`` says which seeds and loads change nothing (:func:`study_notes`)
         and ``attrs["policy_specs"]`` maps each policy's name (the ``policy`` column) to the
-        text that named it (:func:`~optsched.sim.compare.labelled_policies`).
+        text that named it (:func:`~optsched.sim.comparison.labelled_policies`).
 
     Raises
     ------
@@ -467,7 +467,7 @@ def sweep(
         )
     if not (math.isfinite(restore_s) and restore_s >= 0):
         raise InvalidInstanceError("restore_s", f"must be a finite number >= 0, got {restore_s}")
-    from optsched.sim.compare import labelled_policies
+    from optsched.sim.comparison import labelled_policies
 
     labelled = labelled_policies(policies, field="policies")
     objects = {p.name: p for p, _ in labelled}
@@ -535,14 +535,14 @@ def study_notes(
 ) -> list[str]:
     """Per trace, the seeds and loads of a study that change nothing, in words.
 
-    :func:`~optsched.sim.compare.arrival_knob_notes` on each trace (read once more here, only
+    :func:`~optsched.sim.comparison.arrival_knob_notes` on each trace (read once more here, only
     when the study varies a seed or a load): every arrival at one time makes every load and
     seed a no-op, equal gaps every seed. A ``synthetic:N`` table is drawn anew by each seed,
     so only its loads are looked at (on the first seed's table). A sweep returns these notes
     in ``DataFrame.attrs["notes"]``; ``optsched sim sweep`` prints them and puts them in its
     JSON (``notes``). ``names``: how the notes name each trace (default: as given).
     """
-    from optsched.sim.compare import arrival_knob_notes
+    from optsched.sim.comparison import arrival_knob_notes
 
     varies = len(seeds) > 1 or any(int(v) != 0 for v in seeds)
     varies = varies or len(loads) > 1 or any(float(v) != 1.0 for v in loads)

@@ -12,7 +12,7 @@ from typing import Any
 
 from optsched.family.registry import Family
 from optsched.results import ExactResult
-from optsched.sim.compare import auto_round_seconds
+from optsched.sim.comparison import auto_round_seconds
 from optsched.sim.engine.core import simulate
 from optsched.sim.measure.record import SimResult
 from optsched.sim.measure.validate import validate
@@ -48,7 +48,7 @@ def solve(
 ) -> ExactResult[SimResult]:
     """The exact optimum of ``world`` in rounds (:func:`optsched.sim.optimum.exact.solve`).
 
-    ``round_seconds`` defaults to :func:`~optsched.sim.compare.auto_round_seconds` (the round
+    ``round_seconds`` defaults to :func:`~optsched.sim.comparison.auto_round_seconds` (the round
     length ``compare`` uses), so that ``solve(world)`` follows the family protocol; ``options``
     go to :func:`optsched.sim.optimum.exact.solve`.
     """

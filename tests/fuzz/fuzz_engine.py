@@ -1074,7 +1074,7 @@ def make_sim_seeds(directory: Path) -> dict[str, Path]:
         "import sys\n"
         "from optsched.traces import read_trace\n"
         "from optsched.sim import parse_cluster\n"
-        "from optsched.sim.compare import world_from_trace\n"
+        "from optsched.sim.comparison import world_from_trace\n"
         "world = world_from_trace(read_trace(sys.argv[1]), parse_cluster('v100=16'), 'uniform')\n"
         "world.save(sys.argv[2])\n"
     )

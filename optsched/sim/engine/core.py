@@ -127,7 +127,7 @@ def simulate(
     InvalidInstanceError
         ``round_seconds`` not > ``world.restore_s`` or not finite, ``max_time`` not
         finite, or the event bound over ``limits.max_events``; ``world`` not a World (a trace
-        goes through :func:`~optsched.sim.compare.world_from_trace`), ``policy`` neither a
+        goes through :func:`~optsched.sim.comparison.world_from_trace`), ``policy`` neither a
         Policy nor a registered name; Gavel's mechanism on a world in the colocation mode.
     PolicyError
         The policy granted an unknown/inactive job, an unknown GPU type, a job twice, an
